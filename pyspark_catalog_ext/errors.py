@@ -1,0 +1,96 @@
+"""One exception hierarchy, each message a single line that says what is wrong and how to fix it.
+
+Messages never contain secrets: callers pass only identifiers, URLs without userinfo, and
+status codes. `redact()` is the last line of defence for text that came from outside.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "CatalogExtError",
+    "ConfigError",
+    "JavaError",
+    "JarError",
+    "CatalogError",
+    "CatalogAuthError",
+    "CatalogNotFoundError",
+    "CatalogConflictError",
+    "CatalogUnavailableError",
+    "CredentialRefreshError",
+    "CommitFailedError",
+    "LakehouseError",
+    "redact",
+]
+
+
+class CatalogExtError(Exception):
+    """Base class. `str(err)` is always one line."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact(" ".join(str(message).split())))
+
+
+class ConfigError(CatalogExtError):
+    """Bad user input: unknown profile, bad URI, missing option."""
+
+
+class JavaError(CatalogExtError):
+    """Java is missing or too old."""
+
+
+class JarError(CatalogExtError):
+    """A JVM dependency can't be had (download failed, checksum mismatch, shim build failed)."""
+
+
+class CatalogError(CatalogExtError):
+    """The catalog answered with an error, or malformed data."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class CatalogAuthError(CatalogError):
+    """401/403 from the catalog, or the token endpoint refused the credentials."""
+
+
+class CatalogNotFoundError(CatalogError):
+    """404: unknown warehouse, namespace, table or endpoint."""
+
+
+class CatalogConflictError(CatalogError):
+    """409 (or a failed requirement): the table changed under us, or already exists."""
+
+
+class CatalogUnavailableError(CatalogError):
+    """The catalog can't be reached, timed out, or kept answering 429/5xx."""
+
+
+class CredentialRefreshError(CatalogExtError):
+    """Storage credentials expired and no refresh strategy could renew them."""
+
+
+class CommitFailedError(CatalogExtError):
+    """A commit did not land (and we know it did not)."""
+
+
+class LakehouseError(CatalogExtError):
+    """The embedded SeaweedFS lakehouse could not start or stop."""
+
+
+# Shapes of secrets we may meet in text from outside (server error bodies, JVM exceptions).
+_SECRET_PATTERNS = [
+    re.compile(r"(?i)((?:secret|token|password|credential|access[-_.]?key(?:[-_.]?id)?|signature|storageRefreshToken)[\"']?\s*[:=]\s*[\"']?)[^\s\"'&,;}]+"),
+    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"),
+    re.compile(r"(?i)(X-Amz-Security-Token=|X-Amz-Credential=|X-Amz-Signature=)[^&\s]+"),
+    re.compile(r"(?i)(://)[^/\s:@]+:[^/\s@]+@"),
+]
+
+
+def redact(text: str) -> str:
+    """Mask anything that looks like a credential in free text."""
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub(lambda m: m.group(1) + "***", text)
+    return text
