@@ -1,0 +1,58 @@
+package io.catalogext.shim;
+
+import java.util.Map;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.AwsCredentials;
+import software.amazon.awssdk.auth.credentials.AwsSessionCredentials;
+
+/** Immutable credentials with their timing. Swapped atomically; read without locks. */
+final class CredentialSnapshot {
+  final AwsCredentials credentials;
+  final long fetchedAtMs;
+  /** Long.MAX_VALUE when the catalog gave no expiry. */
+  final long expiresAtMs;
+  /** When a reader should start asking for fresh credentials. */
+  final long refreshAtMs;
+  /**
+   * Set once refreshAtMs has passed (by the constructor or the JVM-wide ticker). The hot path reads
+   * this flag instead of the clock: a volatile read is a plain load on x86, a clock call is not.
+   */
+  volatile boolean due;
+
+  CredentialSnapshot(AwsCredentials credentials, long fetchedAtMs, long expiresAtMs, RefreshPolicy policy) {
+    this.credentials = credentials;
+    this.fetchedAtMs = fetchedAtMs;
+    this.expiresAtMs = expiresAtMs;
+    this.refreshAtMs = policy.refreshAt(fetchedAtMs, expiresAtMs);
+    this.due = System.currentTimeMillis() >= refreshAtMs;
+  }
+
+  /** Builds a snapshot from Iceberg-style s3.* properties, or null when they hold no keys. */
+  static CredentialSnapshot fromConfig(Map<String, String> config, long nowMs, RefreshPolicy policy) {
+    String accessKey = config.get(ShimKeys.ACCESS_KEY_ID);
+    String secretKey = config.get(ShimKeys.SECRET_ACCESS_KEY);
+    if (accessKey == null || secretKey == null) {
+      return null;
+    }
+    String sessionToken = config.get(ShimKeys.SESSION_TOKEN);
+    AwsCredentials creds =
+        sessionToken == null
+            ? AwsBasicCredentials.create(accessKey, secretKey)
+            : AwsSessionCredentials.create(accessKey, secretKey, sessionToken);
+    String expires = config.get(ShimKeys.EXPIRES_AT_MS);
+    long expiresAt = expires == null ? Long.MAX_VALUE : Long.parseLong(expires.trim());
+    String fetched = config.get(ShimKeys.FETCHED_AT_MS);
+    long fetchedAt = fetched == null ? nowMs : Long.parseLong(fetched.trim());
+    return new CredentialSnapshot(creds, fetchedAt, expiresAt, policy);
+  }
+
+  long lifetimeMs() {
+    return expiresAtMs == Long.MAX_VALUE ? -1 : expiresAtMs - fetchedAtMs;
+  }
+
+  @Override
+  public String toString() {
+    // Never the keys: only timing.
+    return "CredentialSnapshot{expiresAtMs=" + expiresAtMs + ", refreshAtMs=" + refreshAtMs + "}";
+  }
+}

@@ -1,0 +1,8 @@
+package io.catalogext.shim;
+
+/** Credentials ran out and could not be renewed. Fails the task, so nothing gets committed. */
+public final class CredentialsExpiredException extends RuntimeException {
+  CredentialsExpiredException(String message, Throwable cause) {
+    super(message, cause);
+  }
+}

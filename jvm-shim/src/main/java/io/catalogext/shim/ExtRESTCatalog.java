@@ -1,0 +1,43 @@
+package io.catalogext.shim;
+
+import java.util.Map;
+import org.apache.iceberg.CatalogProperties;
+import org.apache.iceberg.catalog.SessionCatalog;
+import org.apache.iceberg.rest.HTTPClient;
+import org.apache.iceberg.rest.RESTCatalog;
+import org.apache.iceberg.rest.RESTClient;
+import org.apache.iceberg.rest.RESTUtil;
+
+/**
+ * Iceberg's REST catalog with an observing HTTP client (Spark: {@code catalog-impl}). It behaves
+ * exactly like {@code type=rest}; it only learns which tables were handed out, with which
+ * credentials, so they can be refreshed.
+ */
+public class ExtRESTCatalog extends RESTCatalog {
+  private final ObservingRESTClient.CatalogState state;
+
+  public ExtRESTCatalog() {
+    this(new ObservingRESTClient.CatalogState());
+  }
+
+  private ExtRESTCatalog(ObservingRESTClient.CatalogState state) {
+    super(SessionCatalog.SessionContext.createEmpty(), config -> newClient(config, state));
+    this.state = state;
+  }
+
+  @Override
+  public void initialize(String name, Map<String, String> props) {
+    state.catalogName = name;
+    super.initialize(name, props);
+  }
+
+  private static RESTClient newClient(Map<String, String> config, ObservingRESTClient.CatalogState state) {
+    RESTClient http =
+        HTTPClient.builder(config)
+            .uri(config.get(CatalogProperties.URI))
+            .withHeaders(RESTUtil.configHeaders(config))
+            .withObjectMapper(Json.restMapper())
+            .build();
+    return new ObservingRESTClient(http, state);
+  }
+}

@@ -1,0 +1,280 @@
+package io.catalogext.shim;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import org.apache.iceberg.UpdateRequirement;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.rest.ParserContext;
+import org.apache.iceberg.rest.RESTClient;
+import org.apache.iceberg.rest.RESTRequest;
+import org.apache.iceberg.rest.RESTResponse;
+import org.apache.iceberg.rest.RESTUtil;
+import org.apache.iceberg.rest.auth.AuthSession;
+import org.apache.iceberg.rest.credentials.Credential;
+import org.apache.iceberg.rest.credentials.ImmutableCredential;
+import org.apache.iceberg.rest.requests.CreateTableRequest;
+import org.apache.iceberg.rest.requests.RegisterTableRequest;
+import org.apache.iceberg.rest.requests.UpdateTableRequest;
+import org.apache.iceberg.rest.responses.ErrorResponse;
+import org.apache.iceberg.rest.responses.LoadTableResponse;
+
+/**
+ * Wraps the catalog's HTTP client. Every table the catalog hands out (create, stage-create, load,
+ * register) gets a credential entry in the driver registry, and its FileIO config gets the handle
+ * that lets S3 clients anywhere in the cluster find it. Everything else passes through unchanged.
+ */
+final class ObservingRESTClient implements RESTClient {
+  private final RESTClient delegate;
+  private final CatalogState state;
+
+  /** Shared by every client derived from one catalog (withAuthSession creates new ones). */
+  static final class CatalogState {
+    volatile String catalogName = "catalog";
+  }
+
+  ObservingRESTClient(RESTClient delegate, CatalogState state) {
+    this.delegate = delegate;
+    this.state = state;
+  }
+
+  @Override
+  public RESTClient withAuthSession(AuthSession session) {
+    return new ObservingRESTClient(delegate.withAuthSession(session), state);
+  }
+
+  @Override
+  public void head(String path, Map<String, String> headers, Consumer<ErrorResponse> errorHandler) {
+    delegate.head(path, headers, errorHandler);
+  }
+
+  @Override
+  public <T extends RESTResponse> T delete(
+      String path, Class<T> responseType, Map<String, String> headers, Consumer<ErrorResponse> errorHandler) {
+    return delegate.delete(path, responseType, headers, errorHandler);
+  }
+
+  @Override
+  public <T extends RESTResponse> T delete(
+      String path,
+      Map<String, String> queryParams,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler) {
+    return delegate.delete(path, queryParams, responseType, headers, errorHandler);
+  }
+
+  @Override
+  public <T extends RESTResponse> T get(
+      String path,
+      Map<String, String> queryParams,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler) {
+    return observe(path, null, delegate.get(path, queryParams, responseType, headers, errorHandler));
+  }
+
+  @Override
+  public <T extends RESTResponse> T get(
+      String path,
+      Map<String, String> queryParams,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler,
+      ParserContext parserContext) {
+    return observe(
+        path, null, delegate.get(path, queryParams, responseType, headers, errorHandler, parserContext));
+  }
+
+  @Override
+  public <T extends RESTResponse> T post(
+      String path,
+      RESTRequest body,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler) {
+    return observe(path, body, delegate.post(path, body, responseType, headers, errorHandler));
+  }
+
+  @Override
+  public <T extends RESTResponse> T post(
+      String path,
+      RESTRequest body,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler,
+      Consumer<Map<String, String>> responseHeaders) {
+    return observe(
+        path, body, delegate.post(path, body, responseType, headers, errorHandler, responseHeaders));
+  }
+
+  @Override
+  public <T extends RESTResponse> T post(
+      String path,
+      RESTRequest body,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler,
+      Consumer<Map<String, String>> responseHeaders,
+      ParserContext parserContext) {
+    return observe(
+        path,
+        body,
+        delegate.post(path, body, responseType, headers, errorHandler, responseHeaders, parserContext));
+  }
+
+  @Override
+  public <T extends RESTResponse> T postForm(
+      String path,
+      Map<String, String> formData,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler) {
+    return delegate.postForm(path, formData, responseType, headers, errorHandler);
+  }
+
+  @Override
+  public void close() throws IOException {
+    delegate.close();
+  }
+
+  @SuppressWarnings("unchecked")
+  private <T extends RESTResponse> T observe(String path, RESTRequest body, T response) {
+    if (!(response instanceof LoadTableResponse)) {
+      return response;
+    }
+    TablePath tablePath = TablePath.parse(path);
+    if (tablePath == null) {
+      return response;
+    }
+    LoadTableResponse loaded = (LoadTableResponse) response;
+    if (body instanceof UpdateTableRequest) {
+      // A commit: once a create commit lands, the table is no longer staged.
+      for (UpdateRequirement req : ((UpdateTableRequest) body).requirements()) {
+        if (req instanceof UpdateRequirement.AssertTableDoesNotExist) {
+          CredentialRegistry.get().markCommitted(state.catalogName, tablePath.namespace, tablePath.table);
+        }
+      }
+      return response;
+    }
+    String table = tablePath.table;
+    boolean staged = false;
+    String stageRequest = null;
+    if (body instanceof CreateTableRequest) {
+      CreateTableRequest create = (CreateTableRequest) body;
+      table = create.name();
+      staged = create.stageCreate();
+      if (staged) {
+        stageRequest = stageRequestJson(create, loaded.tableMetadata().location());
+      }
+    } else if (body instanceof RegisterTableRequest) {
+      table = ((RegisterTableRequest) body).name();
+    }
+    if (table == null) {
+      return response;
+    }
+    return (T) register(loaded, tablePath.namespace, table, staged, stageRequest);
+  }
+
+  private LoadTableResponse register(
+      LoadTableResponse loaded, List<String> namespace, String table, boolean staged, String stageRequest) {
+    CredentialRegistry registry = CredentialRegistry.get();
+    boolean vended =
+        loaded.config().containsKey(ShimKeys.ACCESS_KEY_ID)
+            || loaded.credentials().stream().anyMatch(c -> c.config().containsKey(ShimKeys.ACCESS_KEY_ID));
+    if (!registry.wantsTable(state.catalogName, vended)) {
+      return loaded;
+    }
+    TableContext context =
+        new TableContext(
+            state.catalogName,
+            namespace,
+            table,
+            loaded.tableMetadata().location(),
+            loaded.tableMetadata().uuid(),
+            staged,
+            stageRequest,
+            loaded.config().get(ShimKeys.REFRESH_ENDPOINT));
+    String handle = registry.registerDriverTable(context, loaded.config(), loaded.credentials());
+    DriverChannel.Server channel = registry.channel();
+    RefreshPolicy policy = registry.policy();
+
+    Map<String, String> config = new HashMap<>(loaded.config());
+    config.put(ShimKeys.TABLE_HANDLE, handle);
+    config.put(ShimKeys.DRIVER_ENDPOINT, channel.endpoint);
+    config.put(ShimKeys.DRIVER_SECRET, channel.secret);
+    config.put(ShimKeys.REFRESH_MIN_AHEAD_MS, String.valueOf(policy.minAheadMs));
+    config.put(ShimKeys.REFRESH_LIFETIME_FRACTION, String.valueOf(policy.fraction));
+    // Iceberg would build its own refreshing provider from this; ours replaces it.
+    config.remove(ShimKeys.REFRESH_ENDPOINT);
+
+    List<Credential> credentials = new ArrayList<>();
+    for (Credential c : loaded.credentials()) {
+      Map<String, String> cc = new HashMap<>(c.config());
+      cc.remove(ShimKeys.CAPTURED_REFRESH_TOKEN);
+      cc.remove(ShimKeys.REFRESH_ENDPOINT);
+      cc.put(ShimKeys.CREDENTIAL_PREFIX, c.prefix());
+      credentials.add(ImmutableCredential.builder().prefix(c.prefix()).config(cc).build());
+    }
+    return LoadTableResponse.builder()
+        .withTableMetadata(loaded.tableMetadata())
+        .addAllConfig(config)
+        .addAllCredentials(credentials)
+        .build();
+  }
+
+  /** The stage-create body again, pinned to the location the catalog chose, for re-staging. */
+  private static String stageRequestJson(CreateTableRequest create, String location) {
+    CreateTableRequest pinned =
+        CreateTableRequest.builder()
+            .stageCreate()
+            .withName(create.name())
+            .withSchema(create.schema())
+            .withPartitionSpec(create.spec())
+            .withWriteOrder(create.writeOrder())
+            .withLocation(location)
+            .setProperties(create.properties())
+            .build();
+    try {
+      return Json.restMapper().writeValueAsString(pinned);
+    } catch (Exception e) {
+      return null;
+    }
+  }
+
+  /** namespace and table parsed from v1/{prefix}/namespaces/{ns}/tables[/{table}] paths. */
+  static final class TablePath {
+    final List<String> namespace;
+    final String table;
+
+    private TablePath(List<String> namespace, String table) {
+      this.namespace = namespace;
+      this.table = table;
+    }
+
+    static TablePath parse(String path) {
+      String[] parts = path.replaceAll("^/+", "").split("/");
+      int i = Arrays.asList(parts).indexOf("namespaces");
+      if (i < 0 || parts.length < i + 3) {
+        return null;
+      }
+      Namespace ns = RESTUtil.decodeNamespace(parts[i + 1]);
+      String kind = parts[i + 2];
+      if ("tables".equals(kind)) {
+        String table = parts.length > i + 3 ? RESTUtil.decodeString(parts[i + 3]) : null;
+        if (parts.length > i + 4) {
+          return null; // e.g. .../tables/{t}/credentials or /metrics
+        }
+        return new TablePath(Arrays.asList(ns.levels()), table);
+      }
+      if ("register".equals(kind)) {
+        return new TablePath(Arrays.asList(ns.levels()), null);
+      }
+      return null;
+    }
+  }
+}

@@ -1,0 +1,91 @@
+package io.catalogext.shim;
+
+import java.util.Map;
+import org.apache.iceberg.aws.AwsClientProperties;
+import org.apache.iceberg.aws.HttpClientProperties;
+import org.apache.iceberg.aws.s3.S3FileIOAwsClientFactory;
+import org.apache.iceberg.aws.s3.S3FileIOProperties;
+import org.apache.iceberg.util.SerializableMap;
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
+import software.amazon.awssdk.services.s3.S3Client;
+
+/**
+ * The plug point ({@code s3.client-factory-impl}): S3FileIO asks this factory for every client,
+ * one per storage-credential prefix, on the driver and in executors. We build the client as
+ * Iceberg would, but with credentials from the table's refreshing entry. Unlike
+ * {@code client.credentials-provider}, this is honoured in Iceberg 1.10 even when the catalog
+ * vends static keys, and its interface is unchanged in 1.11.
+ */
+public final class RefreshingS3ClientFactory implements S3FileIOAwsClientFactory {
+  private SerializableMap<String, String> properties;
+  private transient volatile TableCredentialsProvider provider;
+
+  public RefreshingS3ClientFactory() {}
+
+  @Override
+  public void initialize(Map<String, String> props) {
+    this.properties = SerializableMap.copyOf(props);
+  }
+
+  @Override
+  public S3Client s3() {
+    S3FileIOProperties s3Props = new S3FileIOProperties(properties);
+    AwsClientProperties awsProps = new AwsClientProperties(properties);
+    HttpClientProperties httpProps = new HttpClientProperties(properties);
+    AwsCredentialsProvider tableProvider = provider();
+    return S3Client.builder()
+        .applyMutation(awsProps::applyClientRegionConfiguration)
+        .applyMutation(awsProps::applyLegacyMd5Plugin)
+        .applyMutation(httpProps::applyHttpClientConfigurations)
+        .applyMutation(s3Props::applyEndpointConfigurations)
+        .applyMutation(s3Props::applyServiceConfigurations)
+        .applyMutation(
+            b -> {
+              if (tableProvider != null) {
+                b.credentialsProvider(tableProvider);
+              } else {
+                s3Props.applyCredentialConfigurations(awsProps, b);
+              }
+            })
+        .applyMutation(s3Props::applySignerConfiguration)
+        .applyMutation(s3Props::applyS3AccessGrantsConfigurations)
+        .applyMutation(s3Props::applyUserAgentConfigurations)
+        .applyMutation(s3Props::applyRetryConfigurations)
+        .build();
+  }
+
+  @Override
+  public S3AsyncClient s3Async() {
+    S3FileIOProperties s3Props = new S3FileIOProperties(properties);
+    AwsClientProperties awsProps = new AwsClientProperties(properties);
+    AwsCredentialsProvider tableProvider = provider();
+    return S3AsyncClient.builder()
+        .applyMutation(awsProps::applyClientRegionConfiguration)
+        .applyMutation(
+            b -> {
+              if (tableProvider != null) {
+                b.credentialsProvider(tableProvider);
+              } else {
+                awsProps.applyClientCredentialConfigurations(b);
+              }
+            })
+        .applyMutation(awsProps::applyLegacyMd5Plugin)
+        .applyMutation(s3Props::applyEndpointConfigurations)
+        .build();
+  }
+
+  /** Null when the table came from elsewhere (no handle): Iceberg's own credentials then apply. */
+  TableCredentialsProvider provider() {
+    if (provider == null && properties.containsKey(ShimKeys.TABLE_HANDLE)) {
+      synchronized (this) {
+        if (provider == null) {
+          TableCredentials entry = CredentialRegistry.get().forClient(properties);
+          String prefix = properties.getOrDefault(ShimKeys.CREDENTIAL_PREFIX, "");
+          provider = new TableCredentialsProvider(entry, entry.seed(prefix, properties));
+        }
+      }
+    }
+    return provider;
+  }
+}

@@ -1,0 +1,30 @@
+package io.catalogext.shim;
+
+/** Property keys the shim adds to a table's FileIO config. One place, so Python and Java agree. */
+public final class ShimKeys {
+  private ShimKeys() {}
+
+  public static final String PREFIX = "catalog-ext.";
+  /** Opaque id of a table's credential entry in the driver's registry. */
+  public static final String TABLE_HANDLE = PREFIX + "table-handle";
+  /** Storage-credential prefix a client's initial credentials came from ("" = table config). */
+  public static final String CREDENTIAL_PREFIX = PREFIX + "credential-prefix";
+  /** Where executors in other JVMs ask the driver for credentials. */
+  public static final String DRIVER_ENDPOINT = PREFIX + "driver-endpoint";
+  /** Per-application secret that authenticates and encrypts the driver channel. */
+  public static final String DRIVER_SECRET = PREFIX + "driver-secret";
+  /** Renew when less than max(min-ahead, fraction x lifetime) remains. */
+  public static final String REFRESH_MIN_AHEAD_MS = PREFIX + "refresh.min-ahead-ms";
+  public static final String REFRESH_LIFETIME_FRACTION = PREFIX + "refresh.lifetime-fraction";
+  /** Carries a storage-refresh-token from the JSON parser to the observer; never reaches FileIO. */
+  static final String CAPTURED_REFRESH_TOKEN = PREFIX + "captured-storage-refresh-token";
+
+  /** When the driver fetched the credentials it forwards, so executors schedule like the driver. */
+  static final String FETCHED_AT_MS = PREFIX + "fetched-at-ms";
+
+  public static final String ACCESS_KEY_ID = "s3.access-key-id";
+  public static final String SECRET_ACCESS_KEY = "s3.secret-access-key";
+  public static final String SESSION_TOKEN = "s3.session-token";
+  public static final String EXPIRES_AT_MS = "s3.session-token-expires-at-ms";
+  public static final String REFRESH_ENDPOINT = "client.refresh-credentials-endpoint";
+}

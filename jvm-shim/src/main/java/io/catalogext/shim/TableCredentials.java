@@ -1,0 +1,294 @@
+package io.catalogext.shim;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import software.amazon.awssdk.auth.credentials.AwsCredentials;
+
+/**
+ * One table's credentials in one JVM: a slot per storage prefix, read lock-free on the hot path,
+ * and a single-flight refresh so that any number of clients and tasks cause one request.
+ */
+final class TableCredentials {
+  private static final Logger LOG = LoggerFactory.getLogger(TableCredentials.class);
+  /** Below this much validity a reader waits for a refresh instead of using what it has. */
+  static final long HARD_MARGIN_MS = 10_000L;
+  private static final long MAX_BACKOFF_MS = 60_000L;
+
+  private static final ExecutorService ASYNC =
+      Executors.newCachedThreadPool(
+          r -> {
+            Thread t = new Thread(r, "catalog-ext-refresh");
+            t.setDaemon(true);
+            return t;
+          });
+
+  interface Clock {
+    long nowMs();
+  }
+
+  final String handle;
+  final TableContext context;
+  final RefreshPolicy policy;
+  private final CredentialSource source;
+  private final Clock clock;
+
+  private final Map<String, CredentialSlot> slots = new ConcurrentHashMap<>();
+  /** Driver only: prefix -> storage-refresh-token. Secret; never logged or described. */
+  private final Map<String, String> refreshTokens = new ConcurrentHashMap<>();
+
+  private final Object refreshLock = new Object();
+  private final AtomicLong generation = new AtomicLong();
+  private final AtomicBoolean asyncInFlight = new AtomicBoolean();
+  private final AtomicLong refreshCount = new AtomicLong();
+  private final AtomicLong failureCount = new AtomicLong();
+  private volatile int consecutiveFailures;
+  private volatile long nextAttemptAtMs;
+  private volatile long lastRefreshAtMs;
+  private volatile long lastUsedAtMs;
+  private volatile String lastStrategy = "initial";
+  private volatile String lastError;
+
+  TableCredentials(
+      String handle, TableContext context, RefreshPolicy policy, CredentialSource source, Clock clock) {
+    this.handle = handle;
+    this.context = context;
+    this.policy = policy;
+    this.source = source;
+    this.clock = clock;
+  }
+
+  /** Records credentials a client starts with (kept if the slot already has some). */
+  CredentialSlot seed(String prefix, Map<String, String> config) {
+    CredentialSnapshot snapshot = CredentialSnapshot.fromConfig(config, clock.nowMs(), policy);
+    CredentialSlot slot = slots.computeIfAbsent(prefix, p -> new CredentialSlot(snapshot));
+    if (slot.current == null && snapshot != null) {
+      slot.current = snapshot;
+    }
+    String token = config.get(ShimKeys.CAPTURED_REFRESH_TOKEN);
+    if (token != null) {
+      refreshTokens.put(prefix, token);
+    }
+    return slot;
+  }
+
+  CredentialSnapshot snapshot(String prefix) {
+    CredentialSlot slot = slots.get(prefix);
+    if (slot == null || slot.current == null) {
+      slot = slots.get("");
+    }
+    return slot == null ? null : slot.current;
+  }
+
+  Map<String, CredentialSlot> slots() {
+    return slots;
+  }
+
+  Map<String, String> refreshTokens() {
+    return refreshTokens;
+  }
+
+  long generation() {
+    return generation.get();
+  }
+
+  long lastRefreshAtMs() {
+    return lastRefreshAtMs;
+  }
+
+  long lastUsedAtMs() {
+    return lastUsedAtMs;
+  }
+
+  void markUsed() {
+    lastUsedAtMs = clock.nowMs();
+  }
+
+  /** Called by the JVM-wide ticker about once a second: usage, and which snapshots are due. */
+  void tick(long now) {
+    for (CredentialSlot slot : slots.values()) {
+      if (slot.used) {
+        slot.used = false;
+        lastUsedAtMs = now;
+      }
+      CredentialSnapshot s = slot.current;
+      if (s != null && !s.due && now >= s.refreshAtMs) {
+        s.due = true;
+      }
+    }
+  }
+
+  /** The slow path of TableCredentialsProvider: the snapshot is due, missing or expiring. */
+  AwsCredentials resolveSlow(CredentialSlot slot) {
+    long now = clock.nowMs();
+    lastUsedAtMs = now;
+    CredentialSnapshot current = slot.current;
+    if (current != null && now < current.refreshAtMs) {
+      return current.credentials; // a refresh landed since the caller looked
+    }
+    if (current != null && now < current.expiresAtMs - HARD_MARGIN_MS) {
+      refreshAsync();
+      return current.credentials;
+    }
+    // Expired or about to: wait for fresh credentials rather than send a doomed request.
+    try {
+      refreshIfGeneration(generation.get());
+    } catch (Exception e) {
+      CredentialSnapshot latest = slot.current;
+      if (latest != null && clock.nowMs() < latest.expiresAtMs) {
+        return latest.credentials;
+      }
+      throw new CredentialsExpiredException(
+          "Storage credentials for table "
+              + context.qualifiedName()
+              + " expired and refresh via "
+              + strategyHint()
+              + " failed: "
+              + e.getMessage()
+              + ". The write was stopped before anything was committed.",
+          e);
+    }
+    CredentialSnapshot fresh = slot.current != null ? slot.current : snapshot("");
+    if (fresh == null) {
+      throw new CredentialsExpiredException(
+          "No storage credentials for table " + context.qualifiedName() + " after refresh", null);
+    }
+    return fresh.credentials;
+  }
+
+  private String strategyHint() {
+    if (!refreshTokens.isEmpty()) {
+      return "storage-refresh-token";
+    }
+    if (context.staged) {
+      return "re-stage";
+    }
+    return "initial".equals(lastStrategy) ? "the table's refresh source" : lastStrategy;
+  }
+
+  /** Starts a background refresh unless one is running or a failure backoff is pending. */
+  void refreshAsync() {
+    if (clock.nowMs() < nextAttemptAtMs || !asyncInFlight.compareAndSet(false, true)) {
+      return;
+    }
+    long seen = generation.get();
+    ASYNC.execute(
+        () -> {
+          try {
+            refreshIfGeneration(seen);
+          } catch (Exception e) {
+            // Already counted and logged; the old credentials stay in use while valid.
+          } finally {
+            asyncInFlight.set(false);
+          }
+        });
+  }
+
+  /**
+   * Refreshes unless someone else already did since {@code seenGeneration}: concurrent callers
+   * queue on the lock and then find the new generation, so the catalog sees one request.
+   *
+   * @return true if this call fetched new credentials
+   */
+  boolean refreshIfGeneration(long seenGeneration) throws Exception {
+    synchronized (refreshLock) {
+      if (generation.get() != seenGeneration) {
+        return false;
+      }
+      RefreshResult result;
+      try {
+        result = source.fetch(this);
+      } catch (Exception e) {
+        onFailure(e);
+        throw e;
+      }
+      apply(result);
+      return true;
+    }
+  }
+
+  /** Installs fresh credentials for every prefix this JVM has a client for. */
+  void apply(RefreshResult result) {
+    long now = clock.nowMs();
+    if (slots.isEmpty()) {
+      result.configByPrefix.keySet().forEach(prefix -> slots.putIfAbsent(prefix, new CredentialSlot(null)));
+    }
+    for (Map.Entry<String, CredentialSlot> e : slots.entrySet()) {
+      Map<String, String> config = result.configFor(e.getKey());
+      CredentialSnapshot snap = config == null ? null : CredentialSnapshot.fromConfig(config, now, policy);
+      if (snap != null) {
+        e.getValue().current = snap;
+      }
+    }
+    refreshTokens.putAll(result.refreshTokens);
+    lastStrategy = result.strategy;
+    lastRefreshAtMs = now;
+    lastError = null;
+    consecutiveFailures = 0;
+    nextAttemptAtMs = 0;
+    refreshCount.incrementAndGet();
+    generation.incrementAndGet();
+    CredentialSnapshot any = snapshot("");
+    LOG.info(
+        "catalog-ext: refreshed storage credentials for {} via {}; valid for {} s",
+        context.qualifiedName(),
+        result.strategy,
+        any == null || any.expiresAtMs == Long.MAX_VALUE ? "?" : (any.expiresAtMs - now) / 1000);
+  }
+
+  private void onFailure(Exception e) {
+    failureCount.incrementAndGet();
+    int failures = ++consecutiveFailures;
+    long backoff = Math.min(MAX_BACKOFF_MS, 1000L << Math.min(failures - 1, 6));
+    nextAttemptAtMs = clock.nowMs() + backoff;
+    lastError = e.getMessage();
+    LOG.warn(
+        "catalog-ext: credential refresh for {} failed ({} in a row), retrying in {} ms: {}",
+        context.qualifiedName(),
+        failures,
+        backoff,
+        e.getMessage());
+  }
+
+  /** Non-secret status for Python and logs. */
+  ObjectNode describe() {
+    ObjectNode node = Json.object();
+    node.put("handle", handle);
+    node.put("catalog", context.catalog);
+    var ns = node.putArray("namespace");
+    context.namespace.forEach(ns::add);
+    node.put("table", context.table);
+    node.put("location", context.location);
+    node.put("staged", context.staged);
+    node.put("table_uuid", context.tableUuid);
+    node.put("has_refresh_endpoint", context.refreshEndpoint != null);
+    node.put("has_storage_refresh_token", !refreshTokens.isEmpty());
+    node.put("generation", generation.get());
+    node.put("refresh_count", refreshCount.get());
+    node.put("failure_count", failureCount.get());
+    node.put("last_strategy", lastStrategy);
+    node.put("last_refresh_at_ms", lastRefreshAtMs);
+    node.put("last_used_at_ms", lastUsedAtMs);
+    node.put("last_error", lastError);
+    var prefixes = node.putArray("prefixes");
+    slots.forEach(
+        (prefix, slot) -> {
+          CredentialSnapshot snap = slot.current;
+          if (snap == null) {
+            return;
+          }
+          var p = prefixes.addObject();
+          p.put("prefix", prefix);
+          p.put("fetched_at_ms", snap.fetchedAtMs);
+          p.put("expires_at_ms", snap.expiresAtMs == Long.MAX_VALUE ? -1 : snap.expiresAtMs);
+          p.put("refresh_at_ms", snap.refreshAtMs == Long.MAX_VALUE ? -1 : snap.refreshAtMs);
+        });
+    return node;
+  }
+}
