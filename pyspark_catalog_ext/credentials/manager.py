@@ -1,0 +1,229 @@
+"""Attaches refreshing credentials to a live SparkSession: the Py4J bridge, the scheduler, status.
+
+The JVM shim (io.catalogext.shim) holds every table's credentials and serves S3 clients from
+memory. This side decides when to refresh and how: it answers the JVM's Py4J callbacks with
+credentials from the catalog strategies or a user's source.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..errors import CatalogExtError, ConfigError, redact
+from .scheduler import RefreshPolicy, RefreshScheduler, SchedulerThread, TableState
+from .sources import CredentialSource, StrategyChain, user_answer
+
+log = logging.getLogger("pyspark_catalog_ext.credentials")
+
+_REGISTRY_CLASS = "io.catalogext.shim.CredentialRegistry"
+_CATALOG_IMPL = "io.catalogext.shim.ExtRESTCatalog"
+
+
+@dataclass(frozen=True)
+class TableStatus:
+    """How one table's credentials are doing. No secrets."""
+
+    name: str
+    staged: bool
+    strategy: str
+    refresh_count: int
+    failure_count: int
+    last_refresh: _dt.datetime | None
+    next_refresh: _dt.datetime | None
+    expires_at: _dt.datetime | None
+    last_error: str | None
+
+
+def _ms_to_dt(ms: int | None) -> _dt.datetime | None:
+    if not ms or ms <= 0:
+        return None
+    return _dt.datetime.fromtimestamp(ms / 1000.0, tz=_dt.timezone.utc)
+
+
+class _PythonBridge:
+    """The Py4J callback object behind io.catalogext.shim.PythonCredentialBridge."""
+
+    def __init__(self, manager: "CredentialManager") -> None:
+        self._manager = manager
+
+    def fetchCredentials(self, request_json: str) -> str:  # noqa: N802 - Java interface name
+        try:
+            return json.dumps(self._manager._fetch(json.loads(request_json)))
+        except Exception as exc:  # noqa: BLE001 - the JVM gets a one-line error, never a traceback
+            message = str(exc) if isinstance(exc, CatalogExtError) else f"{type(exc).__name__}: {redact(str(exc))}"
+            return json.dumps({"error": " ".join(message.split())})
+
+    class Java:
+        implements = ["io.catalogext.shim.PythonCredentialBridge"]
+
+
+class CredentialManager:
+    """Refreshing storage credentials for every shim-enabled catalog of one SparkSession.
+
+    Create it with :func:`attach`. Use :meth:`status` to see each table's strategy and timing,
+    :meth:`register_source` to plug a credential source of your own, :meth:`close` to detach.
+    """
+
+    def __init__(self, spark: Any, policy: RefreshPolicy, catalog_clients: Mapping[str, Any]) -> None:
+        self._spark = spark
+        self.policy = policy
+        self._clients = dict(catalog_clients)
+        self._chains = {name: StrategyChain() for name in self._clients}
+        self._user_sources: dict[str, CredentialSource] = {}
+        self._lock = threading.Lock()
+        jvm = spark.sparkContext._jvm
+        self._registry = jvm.io.catalogext.shim.CredentialRegistry.get()
+        self._registry.setRefreshPolicy(int(policy.min_ahead_s * 1000), float(policy.lifetime_fraction))
+        self._bridge = _PythonBridge(self)
+        self._scheduler = RefreshScheduler(policy, self._table_states, self._refresh)
+        self._thread: SchedulerThread | None = None
+
+    # ---- public API ----
+
+    def register_source(self, catalog: str, source: CredentialSource) -> None:
+        """Serve `catalog`'s tables from `source` instead of the catalog's own strategies."""
+        if not hasattr(source, "fetch"):
+            raise ConfigError(f"{type(source).__name__} is not a credential source: it needs a fetch(table) method")
+        self._user_sources[catalog] = source
+        self._registry.enableCustomSource(catalog)
+
+    def status(self) -> list[TableStatus]:
+        """One entry per table this driver tracks."""
+        out = []
+        for entry in json.loads(self._registry.describe()):
+            prefixes = entry.get("prefixes") or []
+            expires = min((p["expires_at_ms"] for p in prefixes if p["expires_at_ms"] > 0), default=None)
+            next_ms = min((p["refresh_at_ms"] for p in prefixes if p["refresh_at_ms"] > 0), default=None)
+            out.append(
+                TableStatus(
+                    name=".".join([entry["catalog"], *entry["namespace"], entry["table"]]),
+                    staged=entry["staged"],
+                    strategy=entry["last_strategy"],
+                    refresh_count=entry["refresh_count"],
+                    failure_count=entry["failure_count"],
+                    last_refresh=_ms_to_dt(entry.get("last_refresh_at_ms")),
+                    next_refresh=_ms_to_dt(next_ms),
+                    expires_at=_ms_to_dt(expires),
+                    last_error=entry.get("last_error"),
+                )
+            )
+        return out
+
+    def refresh_now(self) -> int:
+        """Refresh every tracked table now (mostly for tests and notebooks). Returns how many."""
+        count = 0
+        for state in self._table_states(include_unexpiring=True):
+            if self._refresh(state.handle, state.generation):
+                count += 1
+        return count
+
+    def tick(self) -> list[str]:
+        """Run one scheduler pass now."""
+        return self._scheduler.tick()
+
+    def close(self) -> None:
+        """Stop the scheduler and detach the bridge. Tables keep their current credentials."""
+        if self._thread:
+            self._thread.stop()
+            self._thread = None
+        self._registry.unregisterBridge()
+
+    # ---- internals ----
+
+    def _start(self) -> "CredentialManager":
+        from pyspark.java_gateway import ensure_callback_server_started
+
+        ensure_callback_server_started(self._spark.sparkContext._gateway)
+        self._registry.registerBridge(self._bridge)
+        self._thread = SchedulerThread(self._scheduler).start()
+        return self
+
+    def _table_states(self, include_unexpiring: bool = False) -> list[TableState]:
+        # Abandoned entries (expired, unused for an hour) go first, so they are never refreshed.
+        self._registry.evictIdle(int(max(3600.0, 4 * self.policy.check_interval_s) * 1000))
+        states = []
+        for entry in json.loads(self._registry.describe()):
+            state = TableState.from_described(entry)
+            if state is None and include_unexpiring:
+                state = TableState(entry["handle"], entry["table"], int(entry["generation"]), 0.0, float("inf"))
+            if state is not None:
+                states.append(state)
+        return states
+
+    def _refresh(self, handle: str, seen_generation: int) -> bool:
+        return bool(self._registry.refresh(handle, seen_generation))
+
+    def _fetch(self, req: dict) -> dict:
+        """Called by the JVM (through the bridge) when a table needs credentials."""
+        catalog = req.get("catalog", "")
+        source = self._user_sources.get(catalog)
+        if source is not None:
+            answer = user_answer(source, req)
+        else:
+            client = self._clients.get(catalog)
+            if client is None:
+                raise ConfigError(
+                    f"catalog {catalog!r} is not attached: call attach(spark, catalogs=[{catalog!r}])"
+                )
+            answer = self._chains[catalog].fetch(client, req)
+        log.info(
+            "catalog-ext: fetched storage credentials for %s via %s",
+            ".".join([catalog, *req.get("namespace", []), req.get("table", "?")]),
+            answer.get("strategy"),
+        )
+        return answer
+
+
+def shim_catalogs(spark: Any) -> dict[str, dict[str, str]]:
+    """Catalog name -> its `spark.sql.catalog.<name>.*` properties, for catalogs using the shim."""
+    conf = dict(spark.sparkContext.getConf().getAll())
+    catalogs: dict[str, dict[str, str]] = {}
+    for key, value in conf.items():
+        if key.startswith("spark.sql.catalog.") and key.endswith(".catalog-impl") and value == _CATALOG_IMPL:
+            name = key[len("spark.sql.catalog."):-len(".catalog-impl")]
+            prefix = f"spark.sql.catalog.{name}."
+            catalogs[name] = {k[len(prefix):]: v for k, v in conf.items() if k.startswith(prefix)}
+    return catalogs
+
+
+def _client_from_catalog_conf(props: Mapping[str, str]) -> Any:
+    """A Python catalog client with the same endpoint, warehouse, auth and headers as the Spark catalog."""
+    from ..catalog_auth import auth_from_conf
+    from ..catalog_client import CatalogClient
+
+    uri = props.get("uri")
+    if not uri:
+        raise ConfigError("the Spark catalog has no uri: set spark.sql.catalog.<name>.uri")
+    headers = {k[len("header."):]: v for k, v in props.items() if k.startswith("header.")}
+    return CatalogClient(uri, warehouse=props.get("warehouse"), auth=auth_from_conf(props), headers=headers)
+
+
+def attach(
+    spark: Any,
+    catalogs: list[str] | None = None,
+    policy: RefreshPolicy | None = None,
+    sources: Mapping[str, CredentialSource] | None = None,
+) -> CredentialManager:
+    """Start refreshing storage credentials for the session's shim-enabled catalogs.
+
+    Call once after the SparkSession exists (``configure()``-built sessions can use
+    ``pyspark_catalog_ext.session``'s helpers, which call this for you). Returns the manager.
+    """
+    found = shim_catalogs(spark)
+    wanted = catalogs if catalogs is not None else list(found)
+    missing = [c for c in wanted if c not in found]
+    if missing:
+        raise ConfigError(
+            f"catalog(s) {', '.join(missing)} are not configured with catalog-impl={_CATALOG_IMPL}; "
+            "build the session with pyspark_catalog_ext.configure(...)"
+        )
+    clients = {name: _client_from_catalog_conf(found[name]) for name in wanted}
+    manager = CredentialManager(spark, policy or RefreshPolicy(), clients)
+    for catalog, source in (sources or {}).items():
+        manager.register_source(catalog, source)
+    return manager._start()
