@@ -1,0 +1,68 @@
+"""pyspark-catalog-ext: PySpark on Apache Iceberg REST catalogs that survives short-lived vended
+S3 credentials.
+
+Public API (importing this package does not start a JVM or import pyspark):
+
+- `configure(builder, profile=..., ...)`, `spark_conf(...)`, `lakehouse_session(lakehouse)`,
+  `pyiceberg_catalog(...)`, `check_catalog(conf)`: Spark / PyIceberg settings for a REST catalog.
+- `Lakehouse`, `start_lakehouse()`, `LakehouseInfo`: the embedded SeaweedFS lakehouse.
+- `PROFILES`, `get_profile(name)`: vendor defaults.
+- `resolve_jars()`, `shim_jar()`, `check_java()`: JVM dependencies.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .errors import (  # noqa: E402
+    CatalogAuthError,
+    CatalogError,
+    CatalogExtError,
+    CatalogNotFoundError,
+    CatalogUnavailableError,
+    ConfigError,
+    JarError,
+    JavaError,
+    LakehouseError,
+)
+from .jars import MAVEN_PACKAGES, resolve_jars  # noqa: E402
+from .jvm import check_java, shim_jar  # noqa: E402
+from .local import Lakehouse, LakehouseInfo, start_lakehouse  # noqa: E402
+from .profiles import PROFILES, Profile, get_profile  # noqa: E402
+from .session import (  # noqa: E402
+    SparkConf,
+    check_catalog,
+    configure,
+    lakehouse_session,
+    pyiceberg_catalog,
+    spark_conf,
+)
+
+__all__ = [
+    "__version__",
+    "configure",
+    "spark_conf",
+    "SparkConf",
+    "lakehouse_session",
+    "pyiceberg_catalog",
+    "check_catalog",
+    "Lakehouse",
+    "LakehouseInfo",
+    "start_lakehouse",
+    "PROFILES",
+    "Profile",
+    "get_profile",
+    "resolve_jars",
+    "MAVEN_PACKAGES",
+    "shim_jar",
+    "check_java",
+    "CatalogExtError",
+    "ConfigError",
+    "JavaError",
+    "JarError",
+    "CatalogError",
+    "CatalogAuthError",
+    "CatalogNotFoundError",
+    "CatalogUnavailableError",
+    "LakehouseError",
+]

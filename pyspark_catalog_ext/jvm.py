@@ -1,0 +1,198 @@
+"""Java detection and the Java shim jar.
+
+The shim is compiled from `jvm-shim/src/main/java` with plain `javac` + `jar` (Maven can't reach
+its plugins here) against the offline jars and pyspark's own jars. Built jars are cached by a hash
+of their sources, so an edit to any `.java` file triggers a rebuild and nothing built is committed.
+A wheel carries a prebuilt copy in `pyspark_catalog_ext/_jars/`, tagged with the same hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from .errors import JarError, JavaError
+from .jars import cache_dir, file_lock, resolve_jars
+
+__all__ = ["JavaInfo", "find_java", "check_java", "shim_jar", "build_shim", "shim_source_dir", "source_hash", "MIN_JAVA"]
+
+MIN_JAVA = 11
+SHIM_JAR_NAME = "catalog-ext-shim.jar"
+PACKAGED_SHIM = Path(__file__).resolve().parent / "_jars" / SHIM_JAR_NAME
+HASH_ATTRIBUTE = "Catalog-Ext-Source-Hash"
+_INSTALL_HINT = "install a JDK >= 11 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to one"
+
+
+@dataclass(frozen=True)
+class JavaInfo:
+    """The Java that Spark will use (same lookup as spark-class: $JAVA_HOME first, then PATH)."""
+
+    java: Path
+    major: int
+    version: str
+
+    @property
+    def javac(self) -> Path:
+        """`javac` next to `java` (a JRE has none)."""
+        candidate = self.java.parent / "javac"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+        found = shutil.which("javac")
+        if found:
+            return Path(found)
+        raise JavaError(f"javac not found next to {self.java} (a JRE, not a JDK?); {_INSTALL_HINT} to build the shim")
+
+
+def find_java() -> Path:
+    """Locate `java` like Spark's launcher does, or raise JavaError."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / "java"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+        raise JavaError(f"JAVA_HOME={java_home} has no bin/java; point JAVA_HOME at a JDK >= {MIN_JAVA} or unset it")
+    found = shutil.which("java")
+    if not found:
+        raise JavaError(f"java not found on PATH and JAVA_HOME is not set; {_INSTALL_HINT}")
+    return Path(found)
+
+
+def _parse_version(text: str) -> tuple[int, str]:
+    """`java -version` prints e.g. `openjdk version "17.0.9"` or `java version "1.8.0_392"`."""
+    match = re.search(r'version "([^"]+)"', text)
+    if not match:
+        raise JavaError("could not read the Java version from `java -version`; " + _INSTALL_HINT)
+    version = match.group(1)
+    parts = re.findall(r"\d+", version)
+    major = int(parts[0]) if parts else 0
+    if major == 1 and len(parts) > 1:  # legacy "1.8.0" numbering
+        major = int(parts[1])
+    return major, version
+
+
+def check_java(minimum: int = MIN_JAVA) -> JavaInfo:
+    """Find Java and check its version; raise JavaError (one line) if missing or older than `minimum`."""
+    java = find_java()
+    try:
+        proc = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise JavaError(f"{java} -version failed ({type(exc).__name__}); {_INSTALL_HINT}") from None
+    major, version = _parse_version(proc.stderr + proc.stdout)
+    if major < minimum:
+        raise JavaError(f"Java {version} at {java} is too old (need >= {minimum}); {_INSTALL_HINT}")
+    return JavaInfo(java=java, major=major, version=version)
+
+
+def shim_source_dir() -> Path:
+    """`jvm-shim/src/main/java` of a source checkout (absent in an installed wheel)."""
+    return Path(__file__).resolve().parent.parent / "jvm-shim" / "src" / "main" / "java"
+
+
+def _java_sources(src_dir: Path) -> list[Path]:
+    return sorted(p for p in src_dir.rglob("*.java") if p.is_file())
+
+
+def source_hash(src_dir: Path, jar_names: Sequence[str] | None = None) -> str:
+    """sha256 over every .java (relative path + bytes) and the names of the jars compiled against."""
+    if jar_names is None:
+        from .jars import WHEEL_SOURCES
+
+        jar_names = [name for source in WHEEL_SOURCES for name in source.jars]
+    digest = hashlib.sha256(b"javac --release 11\n")
+    for path in _java_sources(src_dir):
+        digest.update(path.relative_to(src_dir).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    for name in jar_names:
+        digest.update(name.encode() + b"\n")
+    return digest.hexdigest()
+
+
+def _pyspark_jars_dir() -> Path:
+    try:
+        import pyspark
+    except ImportError:
+        raise JarError("pyspark is not installed; pip install 'pyspark>=3.5,<3.6' to build the shim") from None
+    path = Path(pyspark.__file__).resolve().parent / "jars"
+    if not path.is_dir():
+        raise JarError(f"pyspark has no jars dir at {path}; reinstall pyspark from PyPI")
+    return path
+
+
+def _embedded_hash(jar: Path) -> str | None:
+    try:
+        with zipfile.ZipFile(jar) as zf:
+            manifest = zf.read("META-INF/MANIFEST.MF").decode("utf-8", "replace")
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+    manifest = re.sub(r"\r?\n ", "", manifest)  # `jar` wraps manifest lines at 72 bytes
+    match = re.search(rf"^{HASH_ATTRIBUTE}: *(\S+)", manifest, re.M)
+    return match.group(1) if match else None
+
+
+def build_shim(src_dir: Path, out_jar: Path, jars: Sequence[Path], digest: str) -> Path:
+    """Compile `src_dir` into `out_jar` (atomically), tagging the manifest with `digest`."""
+    sources = _java_sources(src_dir)
+    if not sources:
+        raise JarError(f"no .java files under {src_dir}; restore jvm-shim/ from git")
+    java = check_java()
+    classpath = os.pathsep.join([*map(str, jars), str(_pyspark_jars_dir() / "*")])
+    out_jar.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_jar.parent, prefix=".shim-build-") as tmp:
+        classes = Path(tmp) / "classes"
+        classes.mkdir()
+        argfile = Path(tmp) / "sources.txt"  # an @argfile keeps long source lists off the command line
+        argfile.write_text("\n".join(f'"{p}"' for p in sources))
+        proc = subprocess.run(
+            [str(java.javac), "--release", "11", "-encoding", "UTF-8", "-nowarn", "-cp", classpath, "-d", str(classes), f"@{argfile}"],
+            capture_output=True, text=True,
+        )
+        if proc.returncode != 0:
+            lines = (proc.stderr + proc.stdout).splitlines()
+            first = next((l.strip() for l in lines if "error:" in l), lines[0].strip() if lines else f"exit {proc.returncode}")
+            first = first.replace(str(src_dir) + os.sep, "")
+            raise JarError(f"shim build failed: {first}; fix the Java source under jvm-shim/")
+        resources = src_dir.parent / "resources"  # src/main/resources, if the shim grows one
+        if resources.is_dir():
+            shutil.copytree(resources, classes, dirs_exist_ok=True)
+        manifest = Path(tmp) / "MANIFEST.MF"
+        manifest.write_text(f"{HASH_ATTRIBUTE}: {digest}\n")
+        part = Path(tmp) / SHIM_JAR_NAME
+        jar_tool = java.javac.parent / "jar"
+        proc = subprocess.run([str(jar_tool if jar_tool.exists() else "jar"), "cfm", str(part), str(manifest), "-C", str(classes), "."], capture_output=True, text=True)
+        if proc.returncode != 0:
+            first = next(iter((proc.stderr + proc.stdout).strip().splitlines()), f"exit {proc.returncode}")
+            raise JarError(f"`jar` failed packaging the shim: {first}; check the JDK at {java.java.parent}")
+        os.replace(part, out_jar)
+    return out_jar
+
+
+def shim_jar(src_dir: Path | str | None = None, cache: Path | str | None = None, jars: Sequence[Path] | None = None) -> Path:
+    """Path of a shim jar built from the current sources.
+
+    Uses the jar packaged in the wheel when there is no source tree, or when its embedded hash
+    matches the sources; otherwise builds into `<cache>/shim/` (locked, atomic, cached by hash).
+    """
+    src = Path(src_dir) if src_dir is not None else shim_source_dir()
+    have_sources = src.is_dir() and bool(_java_sources(src))
+    if not have_sources:
+        if src_dir is None and PACKAGED_SHIM.is_file():
+            return PACKAGED_SHIM
+        raise JarError(f"no shim sources at {src} and no packaged shim jar; reinstall pyspark-catalog-ext or restore jvm-shim/")
+    digest = source_hash(src)
+    if src_dir is None and PACKAGED_SHIM.is_file() and _embedded_hash(PACKAGED_SHIM) == digest:
+        return PACKAGED_SHIM
+    out = Path(cache or cache_dir()) / "shim" / f"catalog-ext-shim-{digest[:16]}.jar"
+    if out.is_file() and _embedded_hash(out) == digest:
+        return out
+    with file_lock(out.parent / ".lock"):
+        if out.is_file() and _embedded_hash(out) == digest:  # another process built it while we waited
+            return out
+        return build_shim(src, out, jars if jars is not None else resolve_jars(), digest)

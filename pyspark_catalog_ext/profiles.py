@@ -1,0 +1,181 @@
+"""Vendor profiles: the defaults each Iceberg REST catalog vendor needs, as small frozen dataclasses.
+
+A profile only supplies defaults; explicit arguments (or PyIceberg config) always win. Only
+`local` and `seaweedfs` are exercised by this project's tests; the others are reference
+settings taken from vendor documentation and are marked `tested_here=False`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import ConfigError
+
+__all__ = ["Profile", "PROFILES", "get_profile", "AUTH_KINDS"]
+
+AUTH_KINDS = ("oauth2", "token", "sigv4", "none")
+VENDED = "vended-credentials"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Defaults for one catalog vendor.
+
+    uri_template: what the catalog URI looks like (`<...>` marks parts you fill in); None = filled
+        from the embedded lakehouse.
+    warehouse_hint: what `warehouse` means for this vendor.
+    auth: default auth kind, one of AUTH_KINDS.
+    oauth2_token_path: token endpoint relative to the URI (OAuth2 client credentials); None = the
+        catalog's own default or an external IdP you must name with `oauth2_server_uri`.
+    scope: OAuth2 scope the vendor expects, if any.
+    signing_name / region: SigV4 signing service name and default region.
+    delegation: value for the `X-Iceberg-Access-Delegation` header (None = don't send it).
+    path_style: `s3.path-style-access` (None = leave Iceberg's default).
+    doctor_probes: checks `pyspark-catalog-ext doctor` should run for this vendor.
+    tested_here: True if this project's test suite runs against it.
+    """
+
+    name: str
+    description: str
+    uri_template: str | None
+    warehouse_hint: str
+    auth: str
+    oauth2_token_path: str | None = None
+    scope: str | None = None
+    signing_name: str | None = None
+    region: str | None = None
+    delegation: str | None = VENDED
+    path_style: bool | None = None
+    doctor_probes: tuple[str, ...] = ("config", "auth", "namespaces", "vended-credentials")
+    tested_here: bool = False
+    notes: str = ""
+
+    def needs_uri(self) -> bool:
+        return self.uri_template is None or "<" in self.uri_template
+
+    def default_uri(self, region: str | None = None) -> str | None:
+        """The template with the region filled in, when that is its only placeholder."""
+        if self.uri_template and region:
+            filled = self.uri_template.replace("<region>", region)
+            if "<" not in filled:
+                return filled
+        return None if self.needs_uri() else self.uri_template
+
+
+_PROFILES = (
+    Profile(
+        name="local",
+        description="the embedded SeaweedFS lakehouse (`pyspark-catalog-ext local up` or start_lakehouse())",
+        uri_template=None,
+        warehouse_hint="warehouse (the table bucket created at start-up)",
+        auth="oauth2",
+        oauth2_token_path="/v1/oauth/tokens",
+        region="us-east-1",
+        path_style=True,
+        tested_here=True,
+        notes="credential = lakeadmin:lakeadminsecret; vended credentials last 900 s by default",
+    ),
+    Profile(
+        name="seaweedfs",
+        description="a SeaweedFS server (`weed mini`/`weed s3` with -s3.port.iceberg) you run yourself",
+        uri_template="http://<host>:8181",
+        warehouse_hint="<table-bucket> (each S3 table bucket is its own catalog)",
+        auth="oauth2",
+        oauth2_token_path="/v1/oauth/tokens",
+        region="us-east-1",
+        path_style=True,
+        tested_here=True,
+        notes="OAuth2 client id/secret = an S3 access/secret key; vending needs -s3.iceberg.credentialRole and >= 900 s",
+    ),
+    Profile(
+        name="polaris",
+        description="Apache Polaris (incubating) / Snowflake Open Catalog",
+        uri_template="https://<host>/api/catalog",
+        warehouse_hint="<catalog-name> as defined in Polaris",
+        auth="oauth2",
+        oauth2_token_path="/v1/oauth/tokens",
+        scope="PRINCIPAL_ROLE:ALL",
+        notes="credential = <client-id>:<client-secret> of a Polaris principal",
+    ),
+    Profile(
+        name="lakekeeper",
+        description="Lakekeeper",
+        uri_template="https://<host>/catalog",
+        warehouse_hint="<warehouse-name> as created in Lakekeeper",
+        auth="oauth2",
+        oauth2_token_path=None,
+        notes="OAuth2 goes to your IdP (Keycloak, Entra ID...): pass oauth2_server_uri=<idp token endpoint> and scope if required",
+    ),
+    Profile(
+        name="s3tables",
+        description="AWS S3 Tables Iceberg REST endpoint",
+        uri_template="https://s3tables.<region>.amazonaws.com/iceberg",
+        warehouse_hint="arn:aws:s3tables:<region>:<account-id>:bucket/<table-bucket>",
+        auth="sigv4",
+        signing_name="s3tables",
+        delegation=None,
+        doctor_probes=("config", "auth", "namespaces"),
+        notes="uses your AWS credentials (default provider chain) for both catalog and data; no vended credentials",
+    ),
+    Profile(
+        name="r2",
+        description="Cloudflare R2 Data Catalog",
+        uri_template="https://catalog.cloudflarestorage.com/<account-id>/<bucket>",
+        warehouse_hint="<account-id>_<bucket>",
+        auth="token",
+        region="auto",
+        notes="token = an R2 API token with Data Catalog + R2 storage permissions",
+    ),
+    Profile(
+        name="rustfs",
+        description="RustFS built-in Iceberg REST catalog",
+        uri_template="http://<host>:9000/iceberg",
+        warehouse_hint="<table-bucket>",
+        auth="sigv4",
+        signing_name="s3",
+        region="us-east-1",
+        path_style=True,
+        notes="sign with a RustFS access/secret key (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY); check the path against your RustFS release",
+    ),
+    Profile(
+        name="rustfs-compat",
+        description="RustFS, S3 Tables-compatible endpoint (same shape as MinIO AIStor)",
+        uri_template="http://<host>:9000/_iceberg",
+        warehouse_hint="<table-bucket>",
+        auth="sigv4",
+        signing_name="s3tables",
+        region="us-east-1",
+        path_style=True,
+        notes="alias of rustfs at /_iceberg with signing name s3tables",
+    ),
+    Profile(
+        name="minio-aistor",
+        description="MinIO AIStor Tables",
+        uri_template="https://<host>/_iceberg",
+        warehouse_hint="<warehouse-name>",
+        auth="sigv4",
+        signing_name="s3tables",
+        region="us-east-1",
+        path_style=True,
+        notes="sign with a MinIO access/secret key (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)",
+    ),
+    Profile(
+        name="oss-tables",
+        description="Alibaba Cloud OSS table buckets (Iceberg REST)",
+        uri_template="https://<region>.oss-tables.aliyuncs.com/iceberg",
+        warehouse_hint="<table-bucket ARN or name per Alibaba docs>",
+        auth="sigv4",
+        signing_name="oss-tables",
+        notes="reference only, least certain of the set: confirm endpoint, signing name and region in Alibaba Cloud's docs",
+    ),
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in _PROFILES}
+
+
+def get_profile(name: str) -> Profile:
+    """Look up a profile by name, or raise ConfigError listing the known ones."""
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ConfigError(f"unknown profile {name!r}; choose one of: {', '.join(PROFILES)}") from None

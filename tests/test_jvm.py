@@ -1,0 +1,117 @@
+"""Java detection and the shim build (compiled with the real javac against the real jars)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from pyspark_catalog_ext import jvm
+from pyspark_catalog_ext.errors import JarError, JavaError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _fake_java(folder: Path, version_line: str) -> Path:
+    """A stand-in `java` program printing an old version banner, as a JRE 8 would."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(parents=True)
+    java = bin_dir / "java"
+    java.write_text(f"#!/bin/sh\necho '{version_line}' >&2\necho 'Java(TM) SE Runtime Environment' >&2\n")
+    java.chmod(0o755)
+    return folder
+
+
+def test_real_java_is_found_and_new_enough():
+    info = jvm.check_java()
+    assert info.major >= 11 and info.java.is_file() and info.javac.is_file()
+
+
+def test_java_missing_from_path(monkeypatch, tmp_path):
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(JavaError) as err:
+        jvm.check_java()
+    msg = str(err.value)
+    assert "java not found" in msg and "JAVA_HOME" in msg and "apt-get install" in msg and "\n" not in msg
+
+
+def test_java_home_without_java(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path))
+    with pytest.raises(JavaError, match="has no bin/java"):
+        jvm.check_java()
+
+
+@pytest.mark.parametrize("banner, version", [('java version "1.8.0_392"', "1.8.0_392"), ('openjdk version "10.0.2" 2018-07-17', "10.0.2")])
+def test_java_too_old(monkeypatch, tmp_path, banner, version):
+    monkeypatch.setenv("JAVA_HOME", str(_fake_java(tmp_path, banner)))
+    with pytest.raises(JavaError) as err:
+        jvm.check_java()
+    assert f"Java {version}" in str(err.value) and "too old" in str(err.value) and "need >= 11" in str(err.value)
+
+
+@pytest.fixture()
+def shim_copy(tmp_path) -> Path:
+    """A private copy of the shim sources, so edits don't touch the repo."""
+    src = tmp_path / "java"
+    shutil.copytree(jvm.shim_source_dir(), src)
+    return src
+
+
+def _classes(jar: Path) -> set[str]:
+    with zipfile.ZipFile(jar) as zf:
+        return {n for n in zf.namelist() if n.endswith(".class")}
+
+
+def test_shim_builds_caches_and_rebuilds_on_change(shim_copy, tmp_path, jar_paths):
+    cache = tmp_path / "cache"
+    first = jvm.shim_jar(src_dir=shim_copy, cache=cache, jars=jar_paths)
+    expected = {str(p.relative_to(shim_copy).with_suffix(".class")) for p in shim_copy.rglob("*.java")}
+    assert expected <= _classes(first)
+    assert "io/catalogext/shim/ExtRESTCatalog.class" in _classes(first)
+    stamp = first.stat().st_mtime_ns
+    assert jvm.shim_jar(src_dir=shim_copy, cache=cache, jars=jar_paths) == first  # cache hit
+    assert first.stat().st_mtime_ns == stamp
+    # A source change means a new hash, hence a rebuild.
+    extra = shim_copy / "io" / "catalogext" / "shim" / "ZzProbe.java"
+    extra.write_text("package io.catalogext.shim;\nfinal class ZzProbe { static int answer() { return 42; } }\n")
+    second = jvm.shim_jar(src_dir=shim_copy, cache=cache, jars=jar_paths)
+    assert second != first and "io/catalogext/shim/ZzProbe.class" in _classes(second)
+    assert jvm._embedded_hash(second) == jvm.source_hash(shim_copy)
+
+
+def test_shim_compile_error_is_one_line(shim_copy, tmp_path, jar_paths):
+    (shim_copy / "io" / "catalogext" / "shim" / "Broken.java").write_text("package io.catalogext.shim;\nclass Broken { int x = ; }\n")
+    with pytest.raises(JarError) as err:
+        jvm.shim_jar(src_dir=shim_copy, cache=tmp_path / "cache", jars=jar_paths)
+    msg = str(err.value)
+    assert msg.startswith("shim build failed: ") and "Broken.java" in msg and "error:" in msg and "\n" not in msg
+    assert not list((tmp_path / "cache").rglob("*.jar"))
+
+
+def test_no_sources_is_a_clear_error(tmp_path):
+    with pytest.raises(JarError, match="no shim sources"):
+        jvm.shim_jar(src_dir=tmp_path / "nothing", cache=tmp_path)
+
+
+def test_wheel_build_includes_the_shim(tmp_path):
+    """`pip wheel` runs the setup.py build hook: the wheel must carry the compiled shim + resources."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    wheel = next(tmp_path.glob("pyspark_catalog_ext-*.whl"))
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        assert {"pyspark_catalog_ext/resources/s3.json", "pyspark_catalog_ext/resources/iam.json"} <= names
+        assert "pyspark_catalog_ext/_jars/catalog-ext-shim.jar" in names
+        packaged = tmp_path / "shim.jar"
+        packaged.write_bytes(zf.read("pyspark_catalog_ext/_jars/catalog-ext-shim.jar"))
+    assert "io/catalogext/shim/ExtRESTCatalog.class" in _classes(packaged)
+    assert jvm._embedded_hash(packaged) == jvm.source_hash(jvm.shim_source_dir())

@@ -1,0 +1,142 @@
+"""The embedded lakehouse: loopback only, free ports, lifecycle, persistence, crash safety, CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from conftest import assert_one_line_error, run_cli
+from pyspark_catalog_ext.errors import ConfigError, LakehouseError
+from pyspark_catalog_ext.local import Lakehouse, _alive, start_lakehouse
+from pyspark_catalog_ext.session import pyiceberg_catalog
+
+SEAWEED_DEFAULT_PORTS = {8181, 8333, 8888, 9333, 9340, 23646, 7333, 6060, 9101, 18888, 18333, 19333, 19340, 33646}
+
+
+def _listening(pid: int) -> set[tuple[str, int]]:
+    """(address, port) of TCP sockets the process listens on, read from /proc (no `ss` needed)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    found = set()
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            cols = line.split()
+            if cols[3] == "0A" and cols[9] in inodes:  # 0A = LISTEN
+                addr_hex, port_hex = cols[1].split(":")
+                if width == 8:
+                    addr = socket.inet_ntop(socket.AF_INET, bytes.fromhex(addr_hex)[::-1])
+                else:
+                    addr = "v6:" + addr_hex
+                found.add((addr, int(port_hex, 16)))
+    return found
+
+
+def test_binds_loopback_only_on_free_ports(lakehouse):
+    listening = _listening(lakehouse.info.pid)
+    assert len(listening) >= 11, listening  # 6 services, 5 with gRPC
+    assert {addr for addr, _ in listening} == {"127.0.0.1"}, listening
+    assert not {port for _, port in listening} & SEAWEED_DEFAULT_PORTS
+    # Vended credentials really come back, with an expiry (the whole point of the setup).
+    cat = pyiceberg_catalog(lakehouse)
+    cat.create_namespace_if_not_exists("probe")
+    import pyarrow as pa
+
+    table = cat.create_table_if_not_exists("probe.t", schema=pa.schema([("x", pa.int64())]))
+    props = cat.load_table("probe.t").io.properties
+    assert props.get("s3.session-token") and int(props["s3.session-token-expires-at-ms"]) > time.time() * 1000 + 800_000
+    assert table is not None
+
+
+def test_credential_seconds_below_900_rejected():
+    with pytest.raises(ConfigError, match="below SeaweedFS's minimum of 900"):
+        Lakehouse(credential_seconds=899)
+
+
+def test_user_port_in_use_is_one_line_error():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(LakehouseError) as err:
+            Lakehouse(iceberg_port=port).start()
+        assert f"port {port} on 127.0.0.1 is already in use" in str(err.value)
+        proc = run_cli("local", "up", "--s3-port", str(port), env={"PYSPARK_CATALOG_EXT_CACHE": "/nonexistent-never-written"})
+        assert_one_line_error(proc, f"port {port}", "--s3-port")
+
+
+def test_persistent_data_dir_survives_restart_and_temp_files_are_removed(tmp_path):
+    data = tmp_path / "lake-data"
+    with start_lakehouse(data_dir=data) as lake:
+        pid, root = lake.info.pid, lake._root
+        pyiceberg_catalog(lake).create_namespace_if_not_exists("kept")
+        assert Path(lake.info.log_file).is_file() and Path(lake.info.log_file).is_relative_to(data)
+    assert not _alive(pid) and not root.exists()
+    assert data.is_dir()
+    with start_lakehouse(data_dir=data) as lake:
+        assert ("kept",) in pyiceberg_catalog(lake).list_namespaces()
+    temp = Lakehouse().start()
+    temp_root, temp_pid = temp._root, temp.info.pid
+    temp.stop()
+    assert not temp_root.exists() and not _alive(temp_pid)
+
+
+def test_server_dies_with_a_crashed_parent(tmp_path):
+    code = (
+        "import os, sys\n"
+        "from pyspark_catalog_ext.local import Lakehouse\n"
+        "lake = Lakehouse().start()\n"
+        "print(lake.info.pid, lake.info.iceberg_uri, lake._root, flush=True)\n"
+        "os.kill(os.getpid(), 9)\n"  # no atexit, no context manager: only PR_SET_PDEATHSIG is left
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    pid, uri, root = proc.stdout.split()
+    deadline = time.monotonic() + 15
+    while _alive(int(pid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(int(pid))
+    with pytest.raises(requests.ConnectionError):
+        requests.get(uri + "/v1/config", timeout=2)
+    # The crashed caller left its temp dir behind; the next start sweeps it up.
+    assert Path(root).is_dir()
+    with start_lakehouse():
+        assert not Path(root).exists()
+
+
+def test_cli_local_up_status_down(tmp_path):
+    env = {"PYSPARK_CATALOG_EXT_CACHE": str(tmp_path)}
+    assert run_cli("local", "status", env=env).returncode == 3
+    up = run_cli("local", "up", env=env)
+    assert up.returncode == 0, up.stderr
+    state = json.loads((tmp_path / "local" / "state.json").read_text())
+    try:
+        assert "lakeadminsecret" not in up.stdout and "lakeadminsecret" not in json.dumps(state)
+        assert _alive(state["pid"])
+        assert requests.get(state["iceberg_uri"] + "/v1/config", params={"warehouse": "warehouse"}, timeout=5).status_code == 200
+        status = run_cli("local", "status", env=env)
+        assert status.returncode == 0 and state["iceberg_uri"] in status.stdout
+        again = run_cli("local", "up", env=env)  # idempotent
+        assert again.returncode == 0 and "already running" in again.stdout
+        conf = run_cli("spark-conf", "--profile", "local", "--jars", "none", "--check", env=env)  # uses the state file
+        assert conf.returncode == 0, conf.stderr
+        assert f"spark.sql.catalog.lake.uri={state['iceberg_uri']}" in conf.stdout
+    finally:
+        down = run_cli("local", "down", env=env)
+    assert down.returncode == 0 and "stopped" in down.stdout
+    assert not _alive(state["pid"]) and not Path(state["root"]).exists()
+    assert run_cli("local", "status", env=env).returncode == 3

@@ -1,0 +1,167 @@
+"""Every profile yields the expected Spark conf; PyIceberg config feeds the same settings."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pyspark_catalog_ext.errors import ConfigError
+from pyspark_catalog_ext.profiles import PROFILES, get_profile
+from pyspark_catalog_ext.session import (
+    EXTENSIONS,
+    REDACTION_REGEX,
+    SHIM_CATALOG_IMPL,
+    SHIM_CLIENT_FACTORY,
+    catalog_properties,
+    spark_conf,
+)
+
+P = "spark.sql.catalog.lake."
+# profile -> (extra arguments, expected catalog properties)
+CASES = {
+    "seaweedfs": (
+        dict(uri="http://weed.internal:8181", warehouse="tables", credential="ak:sk"),
+        {"uri": "http://weed.internal:8181", "warehouse": "tables", "rest.auth.type": "oauth2", "credential": "ak:sk",
+         "oauth2-server-uri": "http://weed.internal:8181/v1/oauth/tokens", "s3.path-style-access": "true", "client.region": "us-east-1",
+         "header.X-Iceberg-Access-Delegation": "vended-credentials"},
+    ),
+    "polaris": (
+        dict(uri="https://polaris.example.com/api/catalog", warehouse="prod", credential="id:sec"),
+        {"rest.auth.type": "oauth2", "credential": "id:sec", "scope": "PRINCIPAL_ROLE:ALL",
+         "oauth2-server-uri": "https://polaris.example.com/api/catalog/v1/oauth/tokens", "header.X-Iceberg-Access-Delegation": "vended-credentials"},
+    ),
+    "lakekeeper": (
+        dict(uri="https://lk.example.com/catalog", warehouse="wh", credential="id:sec", oauth2_server_uri="https://idp.example.com/realms/x/protocol/openid-connect/token"),
+        {"rest.auth.type": "oauth2", "oauth2-server-uri": "https://idp.example.com/realms/x/protocol/openid-connect/token",
+         "header.X-Iceberg-Access-Delegation": "vended-credentials"},
+    ),
+    "s3tables": (
+        dict(region="eu-west-1", warehouse="arn:aws:s3tables:eu-west-1:123456789012:bucket/b"),
+        {"uri": "https://s3tables.eu-west-1.amazonaws.com/iceberg", "rest.auth.type": "sigv4", "rest.sigv4-enabled": "true",
+         "rest.signing-name": "s3tables", "rest.signing-region": "eu-west-1", "client.region": "eu-west-1"},
+    ),
+    "r2": (
+        dict(uri="https://catalog.cloudflarestorage.com/acc/bkt", warehouse="acc_bkt", token="r2tok"),
+        {"rest.auth.type": "oauth2", "token": "r2tok", "header.X-Iceberg-Access-Delegation": "vended-credentials"},
+    ),
+    "rustfs": (
+        dict(uri="http://rustfs:9000/iceberg", warehouse="tb"),
+        {"rest.auth.type": "sigv4", "rest.signing-name": "s3", "rest.signing-region": "us-east-1", "s3.path-style-access": "true"},
+    ),
+    "rustfs-compat": (
+        dict(uri="http://rustfs:9000/_iceberg", warehouse="tb"),
+        {"uri": "http://rustfs:9000/_iceberg", "rest.signing-name": "s3tables", "rest.auth.type": "sigv4"},
+    ),
+    "minio-aistor": (
+        dict(uri="https://aistor.example.com/_iceberg", warehouse="wh"),
+        {"rest.auth.type": "sigv4", "rest.signing-name": "s3tables", "s3.path-style-access": "true"},
+    ),
+    "oss-tables": (
+        dict(region="cn-hangzhou", warehouse="tb"),
+        {"uri": "https://cn-hangzhou.oss-tables.aliyuncs.com/iceberg", "rest.auth.type": "sigv4", "rest.signing-name": "oss-tables"},
+    ),
+}
+
+
+def test_every_profile_has_a_case():
+    assert set(CASES) | {"local"} == set(PROFILES)
+    assert {name for name, p in PROFILES.items() if p.tested_here} == {"local", "seaweedfs"}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_profile_conf(name):
+    args, expected = CASES[name]
+    conf = spark_conf(name, "lake", jars=None, **args)
+    assert conf["spark.sql.extensions"] == EXTENSIONS
+    assert conf["spark.sql.catalog.lake"] == "org.apache.iceberg.spark.SparkCatalog"
+    assert conf[P + "catalog-impl"] == SHIM_CATALOG_IMPL and P + "type" not in conf
+    assert conf[P + "s3.client-factory-impl"] == SHIM_CLIENT_FACTORY
+    assert conf[P + "io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
+    assert conf["spark.redaction.regex"] == REDACTION_REGEX
+    assert "spark.driver.host" not in conf and "spark.jars" not in conf
+    for key, value in expected.items():
+        assert conf.get(P + key) == value, key
+    if get_profile(name).delegation is None:
+        assert P + "header.X-Iceberg-Access-Delegation" not in conf
+
+
+def test_local_profile_and_plain_iceberg(lakehouse):
+    conf = spark_conf("local", lakehouse=lakehouse, jars=None, shim=False)
+    info = lakehouse.info
+    assert conf[P + "type"] == "rest" and P + "catalog-impl" not in conf and P + "s3.client-factory-impl" not in conf
+    assert conf[P + "uri"] == info.iceberg_uri and conf[P + "warehouse"] == "warehouse"
+    assert conf[P + "credential"] == "lakeadmin:lakeadminsecret"
+    assert conf[P + "oauth2-server-uri"] == info.iceberg_uri + "/v1/oauth/tokens"
+    assert conf["spark.driver.host"] == conf["spark.driver.bindAddress"] == "127.0.0.1"
+    assert not any("access-key" in k or "secret-access" in k for k in conf)  # vended credentials only
+
+
+def test_secrets_are_masked_in_repr():
+    conf = spark_conf("polaris", uri="https://p.example.com/api/catalog", warehouse="w", credential="id:topsecret", jars=None)
+    assert conf[P + "credential"] == "id:topsecret"  # held for Spark ...
+    assert "topsecret" not in repr(conf) and "topsecret" not in str(conf)  # ... never shown
+    assert "***" in repr(conf)
+
+
+def test_redaction_regex_covers_catalog_secrets():
+    # Java and Python agree on this subset of regex syntax.
+    regex = re.compile(REDACTION_REGEX)
+    for key in ("spark.sql.catalog.lake.credential", "spark.sql.catalog.lake.token", "spark.sql.catalog.lake.s3.session-token",
+                "spark.sql.catalog.lake.s3.secret-access-key", "spark.hadoop.fs.s3a.access.key"):
+        assert regex.search(key), key
+    assert not re.compile("(?i)secret|password|token|access[.]?key").search("spark.sql.catalog.lake.credential")
+
+
+def test_unknown_profile_lists_known_ones():
+    with pytest.raises(ConfigError) as err:
+        spark_conf("glue", uri="https://x", jars=None)
+    assert "unknown profile 'glue'" in str(err.value) and "polaris" in str(err.value) and "s3tables" in str(err.value)
+
+
+@pytest.mark.parametrize("uri", ["ftp://host/catalog", "http://", "catalog.example.com", "https://user:pw@host/x"])
+def test_bad_uri_is_config_error(uri):
+    with pytest.raises(ConfigError) as err:
+        spark_conf("polaris", uri=uri, credential="a:b", jars=None)
+    assert "pw" not in str(err.value) and "\n" not in str(err.value)
+
+
+def test_missing_inputs_are_config_errors(monkeypatch, tmp_path):
+    with pytest.raises(ConfigError, match="needs a catalog URI"):
+        spark_conf("polaris", credential="a:b", jars=None)
+    with pytest.raises(ConfigError, match="--credential"):
+        spark_conf("polaris", uri="https://p.example.com/api/catalog", jars=None)
+    with pytest.raises(ConfigError, match="oauth2-server-uri"):
+        spark_conf("lakekeeper", uri="https://lk.example.com/catalog", credential="a:b", jars=None)
+    with pytest.raises(ConfigError, match="region"):
+        spark_conf("s3tables", jars=None)
+    with pytest.raises(ConfigError, match="jar mode"):
+        spark_conf("polaris", uri="https://p.example.com/api/catalog", credential="a:b", jars="ivy")
+    monkeypatch.setenv("PYSPARK_CATALOG_EXT_CACHE", str(tmp_path))  # no `local up` state here
+    with pytest.raises(ConfigError, match="local up"):
+        spark_conf("local", jars=None)
+
+
+def test_settings_from_pyiceberg_yaml_and_env(monkeypatch, tmp_path):
+    (tmp_path / ".pyiceberg.yaml").write_text(
+        "catalog:\n"
+        "  shared:\n"
+        "    uri: https://polaris.example.com/api/catalog\n"
+        "    warehouse: from-yaml\n"
+        "    credential: yid:ysecret\n"
+        "    header.X-Custom: hello\n"
+        "    s3.endpoint: https://s3.example.com\n"
+        "    py-io-impl: pyiceberg.io.pyarrow.PyArrowFileIO\n"
+    )
+    monkeypatch.setenv("PYICEBERG_HOME", str(tmp_path))
+    monkeypatch.setenv("PYICEBERG_CATALOG__SHARED__SCOPE", "PRINCIPAL_ROLE:reader")
+    conf = spark_conf("polaris", from_pyiceberg="shared", jars=None)
+    assert conf[P + "uri"] == "https://polaris.example.com/api/catalog"
+    assert conf[P + "warehouse"] == "from-yaml" and conf[P + "credential"] == "yid:ysecret"
+    assert conf[P + "scope"] == "PRINCIPAL_ROLE:reader"  # env var wins over the profile default
+    assert conf[P + "header.x-custom"] == "hello" and conf[P + "s3.endpoint"] == "https://s3.example.com"
+    assert not any("py-io-impl" in k for k in conf)
+    # explicit arguments win over the PyIceberg definition
+    assert spark_conf("polaris", from_pyiceberg="shared", warehouse="explicit", jars=None)[P + "warehouse"] == "explicit"
+    with pytest.raises(ConfigError, match="no PyIceberg catalog 'absent'"):
+        spark_conf("polaris", from_pyiceberg="absent", jars=None)
