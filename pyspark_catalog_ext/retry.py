@@ -1,0 +1,181 @@
+"""Retry policy for catalog HTTP calls, UUIDv7 idempotency keys, ISO-8601 durations.
+
+The policy only *decides* (may I retry? how long do I wait?); the catalog client drives the
+loop, because only it knows whether a failed request may already have reached the server.
+Clock and sleep are injectable so tests run with a fake clock and never really sleep.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import random
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+__all__ = [
+    "RETRYABLE_STATUSES",
+    "SAFE_RETRY_STATUSES",
+    "RetryPolicy",
+    "uuid7",
+    "uuid7_from_parts",
+    "parse_retry_after",
+    "parse_iso8601_duration",
+]
+
+#: HTTP statuses worth another attempt. Everything else (terminal 4xx, 500, 501) is final.
+RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+
+#: Statuses by which the server tells us it did *not* apply the request, so even a
+#: non-idempotent mutation may be retried. 502/504 come from a gateway that may have
+#: forwarded the request, so for mutations they are ambiguous.
+SAFE_RETRY_STATUSES = frozenset({429, 503})
+
+
+@dataclass
+class RetryPolicy:
+    """Exponential backoff with full jitter, bounded by attempts and by total time.
+
+    Args:
+        max_attempts: total attempts including the first one (1 = no retries).
+        base_delay: backoff before the 2nd attempt, in seconds (before jitter).
+        max_delay: cap for one backoff step.
+        total_timeout: no new attempt starts once this many seconds have passed since the
+            first one, and no sleep would cross it.
+        jitter: full jitter (uniform in [0, backoff]) when true; the plain backoff otherwise.
+        retry_after_cap: longest `Retry-After` we honour (a server asking for an hour is not
+            something a Spark driver should sit through).
+        clock: monotonic clock in seconds; `sleep`: blocking sleep; `rng`: uniform [0, 1).
+    """
+
+    max_attempts: int = 5
+    base_delay: float = 0.2
+    max_delay: float = 5.0
+    total_timeout: float = 60.0
+    jitter: bool = True
+    retry_after_cap: float = 30.0
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False)
+    rng: Callable[[], float] = field(default=random.random, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be >= 1")
+        if self.base_delay < 0 or self.max_delay < 0 or self.total_timeout < 0:
+            raise ValueError("delays and total_timeout must be >= 0")
+
+    @classmethod
+    def none(cls) -> "RetryPolicy":
+        """A policy that never retries."""
+        return cls(max_attempts=1)
+
+    def backoff(self, attempt: int) -> float:
+        """Delay after failed attempt number `attempt` (1-based), jitter applied."""
+        ceiling = min(self.max_delay, self.base_delay * (2 ** max(0, attempt - 1)))
+        return ceiling * self.rng() if self.jitter else ceiling
+
+    def next_delay(self, attempt: int, retry_after: Optional[float] = None) -> float:
+        """Delay before the next attempt: backoff, but at least the server's Retry-After (capped)."""
+        delay = self.backoff(attempt)
+        if retry_after is not None:
+            delay = max(delay, min(max(0.0, retry_after), self.retry_after_cap))
+        return delay
+
+    def may_retry(self, attempt: int, started: float, delay: float) -> bool:
+        """True when attempt `attempt` may be followed by another after sleeping `delay`."""
+        if attempt >= self.max_attempts:
+            return False
+        return (self.clock() - started) + delay <= self.total_timeout
+
+
+def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:
+    """Seconds to wait from a `Retry-After` header (delta-seconds or HTTP-date); None if absent/bad."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+_DURATION = re.compile(
+    r"^P(?:(?P<weeks>\d+(?:\.\d+)?)W)?(?:(?P<days>\d+(?:\.\d+)?)D)?"
+    r"(?:T(?:(?P<hours>\d+(?:\.\d+)?)H)?(?:(?P<minutes>\d+(?:\.\d+)?)M)?(?:(?P<seconds>\d+(?:\.\d+)?)S)?)?$"
+)
+
+
+def parse_iso8601_duration(value: str) -> float:
+    """Seconds in an ISO-8601 duration such as `PT30M`, `PT1H30M`, `P1D`, `PT0.5S`.
+
+    Years and months are rejected: their length is ambiguous and no catalog needs them
+    for a key lifetime. Raises ValueError on anything else.
+    """
+    text = (value or "").strip().upper()
+    match = _DURATION.match(text)
+    if not match or text in ("P", "PT") or text.endswith("T"):
+        raise ValueError(f"not an ISO-8601 duration (PnDTnHnMnS): {value!r}")
+    parts = {k: float(v) for k, v in match.groupdict().items() if v is not None}
+    return (
+        parts.get("weeks", 0.0) * 604800
+        + parts.get("days", 0.0) * 86400
+        + parts.get("hours", 0.0) * 3600
+        + parts.get("minutes", 0.0) * 60
+        + parts.get("seconds", 0.0)
+    )
+
+
+# UUIDv7 state. RFC 9562 §6.2 method 3 ("monotonic random"): within one millisecond the
+# 74 random bits are incremented by a random step so keys minted by this process sort in
+# creation order, which makes server logs and our evidence easy to read.
+_uuid7_lock = threading.Lock()
+_uuid7_last_ms = 0
+_uuid7_last_rand = 0
+_RAND_BITS = 74
+_RAND_MAX = (1 << _RAND_BITS) - 1
+
+
+def uuid7() -> uuid.UUID:
+    """A fresh UUIDv7 (RFC 9562): 48-bit Unix ms timestamp, version 7, RFC variant, random.
+
+    Monotonic within this process: a later call never returns a smaller UUID, even within
+    the same millisecond or when the wall clock steps back.
+    """
+    global _uuid7_last_ms, _uuid7_last_rand
+    with _uuid7_lock:
+        ms = time.time_ns() // 1_000_000
+        if ms <= _uuid7_last_ms:
+            # Same (or an earlier) millisecond: keep the last timestamp, step the random part.
+            ms = _uuid7_last_ms
+            rand = _uuid7_last_rand + 1 + (int.from_bytes(os.urandom(4), "big") & 0xFFFFFF)
+            if rand > _RAND_MAX:  # overflow: borrow the next millisecond
+                ms += 1
+                rand = _fresh_rand()
+        else:
+            rand = _fresh_rand()
+        _uuid7_last_ms, _uuid7_last_rand = ms, rand
+    return uuid7_from_parts(ms, rand)
+
+
+def _fresh_rand() -> int:
+    # 73 random bits: the top bit of the 74 stays clear, leaving room to step within a ms.
+    return int.from_bytes(os.urandom(10), "big") >> (80 - _RAND_BITS + 1)
+
+
+def uuid7_from_parts(unix_ms: int, rand: int) -> uuid.UUID:
+    """Lay out a UUIDv7 from a Unix-ms timestamp and 74 random bits (rand_a 12 + rand_b 62)."""
+    ms = unix_ms & ((1 << 48) - 1)
+    rand &= _RAND_MAX
+    rand_a = rand >> 62
+    rand_b = rand & ((1 << 62) - 1)
+    return uuid.UUID(int=(ms << 80) | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | rand_b)
