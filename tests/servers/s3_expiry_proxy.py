@@ -1,0 +1,157 @@
+"""Fast-expiry S3 proxy: makes access keys "expire" after N seconds, in front of SeaweedFS.
+
+SeaweedFS refuses credential lifetimes under 900 s, so to exercise many refresh cycles in
+seconds this proxy ages keys itself. It forwards every request untouched (``Host``
+included, so SigV4 still verifies upstream) until the request's access key is older than
+``max_age_seconds``; from then on it answers, without forwarding, with the same 403 XML
+SeaweedFS sends for an unknown key (captured from SeaweedFS 4.48), or ``ExpiredToken``.
+
+Age is measured from ``register_key(akid, issued_at)`` (the catalog proxy calls it when it
+vends a key) or else from the first request the proxy saw with that key.
+
+Control API (all thread-safe, effective immediately):
+  max_age_seconds    float | None   None = pass everything through
+  error_code         "InvalidAccessKeyId" (SeaweedFS's own answer) | "ExpiredToken"
+  exempt             set of access keys never rejected (e.g. the admin key)
+  register_key(akid, issued_at=None)
+  forwarded, rejected (Counter per key), forwarded_by_key (Counter), total_rejected,
+  log (last 10k requests: method, path, akid, status, expect, chunked), reset_counters()
+"""
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections import Counter, deque
+from email.utils import formatdate
+from typing import Callable, Iterable, Optional
+from urllib.parse import parse_qs, unquote, urlsplit
+from xml.sax.saxutils import escape
+
+from .base import ThreadedServer, drain_body, forward_streaming, send_response_head
+
+ERRORS = {
+    # Message texts as SeaweedFS 4.48 / AWS send them.
+    "InvalidAccessKeyId": "The access key ID you provided does not exist in our records.",
+    "ExpiredToken": "The provided token has expired.",
+}
+
+
+def access_key_of(path: str, authorization: Optional[str]) -> Optional[str]:
+    """Access key from a SigV4 ``Authorization`` header, a presigned ``X-Amz-Credential``
+    query parameter, or a SigV2 ``AWS AKID:sig`` header. None for anonymous requests."""
+    if authorization:
+        if "Credential=" in authorization:
+            return authorization.split("Credential=", 1)[1].split("/", 1)[0].strip()
+        if authorization.startswith("AWS ") and ":" in authorization:
+            return authorization[4:].split(":", 1)[0].strip()
+    query = parse_qs(urlsplit(path).query)
+    cred = query.get("X-Amz-Credential") or query.get("x-amz-credential")
+    if cred:
+        return cred[0].split("/", 1)[0]
+    legacy = query.get("AWSAccessKeyId")
+    return legacy[0] if legacy else None
+
+
+class S3ExpiryProxy(ThreadedServer):
+    def __init__(self, upstream: str, max_age_seconds: Optional[float] = None,
+                 exempt: Iterable[str] = (), error_code: str = "InvalidAccessKeyId",
+                 port: int = 0, clock: Callable[[], float] = time.time):
+        super().__init__(port)
+        self.upstream = upstream.rstrip("/")
+        self.max_age_seconds = max_age_seconds
+        self.exempt = set(exempt)
+        self.error_code = error_code
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._issued: dict[str, float] = {}
+        self.forwarded = 0
+        self.forwarded_by_key: Counter = Counter()
+        self.rejected: Counter = Counter()
+        self.log: deque = deque(maxlen=10_000)  # dicts: method, path, akid, status, expect, chunked
+
+    # ---- control
+    def register_key(self, akid: str, issued_at: Optional[float] = None) -> None:
+        """Tell the proxy when a key was issued (defaults to now)."""
+        with self._lock:
+            self._issued[akid] = self.clock() if issued_at is None else issued_at
+
+    def issued_at(self, akid: str) -> Optional[float]:
+        with self._lock:
+            return self._issued.get(akid)
+
+    @property
+    def total_rejected(self) -> int:
+        with self._lock:
+            return sum(self.rejected.values())
+
+    def reset_counters(self):
+        with self._lock:
+            self.forwarded = 0
+            self.forwarded_by_key.clear()
+            self.rejected.clear()
+            self.log.clear()
+
+    def is_expired(self, akid: Optional[str]) -> bool:
+        if akid is None:
+            return False
+        with self._lock:  # first sight starts the clock, even while aging is off
+            issued = self._issued.setdefault(akid, self.clock())
+        max_age = self.max_age_seconds
+        if max_age is None or akid in self.exempt:
+            return False
+        return self.clock() - issued > max_age
+
+    # ---- serving
+    def handle(self, h):
+        akid = access_key_of(h.path, h.headers.get("Authorization"))
+        entry = {"method": h.command, "path": h.path, "akid": akid, "status": None,
+                 "expect": (h.headers.get("Expect") or "").lower() == "100-continue",
+                 "chunked": "chunked" in (h.headers.get("Transfer-Encoding") or "").lower()}
+        self.log.append(entry)
+        if self.is_expired(akid):
+            with self._lock:
+                self.rejected[akid] += 1
+            entry["status"] = 403
+            self._reject(h)
+            return
+        with self._lock:
+            self.forwarded += 1
+            self.forwarded_by_key[akid] += 1
+        entry["status"] = forward_streaming(h, self.upstream)
+
+    def _reject(self, h):
+        # Never tell an "Expect: 100-continue" client to send its body; otherwise read the
+        # body so the keep-alive connection stays usable (as SeaweedFS does).
+        if (h.headers.get("Expect") or "").lower() == "100-continue":
+            h.close_connection = True
+        else:
+            drain_body(h)
+        request_id = _request_id()
+        body, has_bucket = self.error_body(h.path, request_id)
+        headers = [("Accept-Ranges", "bytes"), ("Content-Length", str(len(body))),
+                   ("Content-Type", "application/xml"), ("Server", "SeaweedFS 8000GB 4.48")]
+        if has_bucket:
+            headers.append(("Vary", "Origin"))
+        headers += [("X-Amz-Request-Id", request_id), ("Date", formatdate(usegmt=True))]
+        send_response_head(h, 403, "Forbidden", headers)
+        if h.command != "HEAD":
+            h.wfile.write(body)
+        h.wfile.flush()
+
+    def error_body(self, target: str, request_id: str) -> tuple[bytes, bool]:
+        path = unquote(urlsplit(target).path)
+        bucket, _, key = path.lstrip("/").partition("/")
+        code = self.error_code
+        xml = (f"<Error><Code>{code}</Code><Message>{ERRORS.get(code, code)}</Message>"
+               f"<Resource>{escape(path)}</Resource><RequestId>{request_id}</RequestId>")
+        if key:
+            xml += f"<Key>{escape(key)}</Key>"
+        if bucket:
+            xml += f"<BucketName>{escape(bucket)}</BucketName>"
+        xml += "</Error>"
+        return ('<?xml version="1.0" encoding="UTF-8"?>\n' + xml).encode(), bool(bucket)
+
+
+def _request_id() -> str:
+    return secrets.token_hex(12).upper()
