@@ -31,6 +31,7 @@ class TableStatus:
     name: str
     staged: bool
     strategy: str
+    refreshes_by_strategy: dict[str, int]
     refresh_count: int
     failure_count: int
     last_refresh: _dt.datetime | None
@@ -69,6 +70,9 @@ class CredentialManager:
     :meth:`register_source` to plug a credential source of your own, :meth:`close` to detach.
     """
 
+    def __repr__(self) -> str:
+        return f"CredentialManager(catalogs={sorted(self._clients)}, tables={len(self.status())}, policy={self.policy})"
+
     def __init__(self, spark: Any, policy: RefreshPolicy, catalog_clients: Mapping[str, Any]) -> None:
         self._spark = spark
         self.policy = policy
@@ -82,8 +86,24 @@ class CredentialManager:
         self._bridge = _PythonBridge(self)
         self._scheduler = RefreshScheduler(policy, self._table_states, self._refresh)
         self._thread: SchedulerThread | None = None
+        self._closed = False
 
     # ---- public API ----
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def add_catalog(self, name: str, client: Any) -> None:
+        """Refresh tables of Spark catalog `name` through `client` (a CatalogClient)."""
+        self._clients[name] = client
+        self._chains[name] = StrategyChain()
+
+    def set_policy(self, policy: RefreshPolicy) -> None:
+        """Use a new refresh policy; tables handed out from now on carry it to executors too."""
+        self.policy = policy
+        self._scheduler.policy = policy
+        self._registry.setRefreshPolicy(int(policy.min_ahead_s * 1000), float(policy.lifetime_fraction))
 
     def register_source(self, catalog: str, source: CredentialSource) -> None:
         """Serve `catalog`'s tables from `source` instead of the catalog's own strategies."""
@@ -104,6 +124,7 @@ class CredentialManager:
                     name=".".join([entry["catalog"], *entry["namespace"], entry["table"]]),
                     staged=entry["staged"],
                     strategy=entry["last_strategy"],
+                    refreshes_by_strategy=dict(entry.get("strategy_counts") or {}),
                     refresh_count=entry["refresh_count"],
                     failure_count=entry["failure_count"],
                     last_refresh=_ms_to_dt(entry.get("last_refresh_at_ms")),
@@ -132,6 +153,7 @@ class CredentialManager:
             self._thread.stop()
             self._thread = None
         self._registry.unregisterBridge()
+        self._closed = True
 
     # ---- internals ----
 
@@ -180,8 +202,13 @@ class CredentialManager:
 
 
 def shim_catalogs(spark: Any) -> dict[str, dict[str, str]]:
-    """Catalog name -> its `spark.sql.catalog.<name>.*` properties, for catalogs using the shim."""
-    conf = dict(spark.sparkContext.getConf().getAll())
+    """Catalog name -> its `spark.sql.catalog.<name>.*` properties, for catalogs using the shim.
+
+    Reads the session's runtime conf, so catalogs added with `spark.conf.set` are found too.
+    """
+    jvm = spark.sparkContext._jvm
+    scala_conf = spark._jsparkSession.conf().getAll()
+    conf = dict(jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(scala_conf).asJava())
     catalogs: dict[str, dict[str, str]] = {}
     for key, value in conf.items():
         if key.startswith("spark.sql.catalog.") and key.endswith(".catalog-impl") and value == _CATALOG_IMPL:
@@ -203,6 +230,11 @@ def _client_from_catalog_conf(props: Mapping[str, str]) -> Any:
     return CatalogClient(uri, warehouse=props.get("warehouse"), auth=auth_from_conf(props), headers=headers)
 
 
+# One manager per SparkContext: the JVM registry is per JVM, so two would fight over the bridge.
+_MANAGERS: dict[int, CredentialManager] = {}
+_MANAGERS_LOCK = threading.Lock()
+
+
 def attach(
     spark: Any,
     catalogs: list[str] | None = None,
@@ -211,8 +243,9 @@ def attach(
 ) -> CredentialManager:
     """Start refreshing storage credentials for the session's shim-enabled catalogs.
 
-    Call once after the SparkSession exists (``configure()``-built sessions can use
-    ``pyspark_catalog_ext.session``'s helpers, which call this for you). Returns the manager.
+    Call after the SparkSession exists (`lakehouse_session` and `session()` helpers do it for you).
+    Calling it again returns the same manager, picks up catalogs added since, and applies a new
+    `policy` if given.
     """
     found = shim_catalogs(spark)
     wanted = catalogs if catalogs is not None else list(found)
@@ -222,8 +255,18 @@ def attach(
             f"catalog(s) {', '.join(missing)} are not configured with catalog-impl={_CATALOG_IMPL}; "
             "build the session with pyspark_catalog_ext.configure(...)"
         )
-    clients = {name: _client_from_catalog_conf(found[name]) for name in wanted}
-    manager = CredentialManager(spark, policy or RefreshPolicy(), clients)
-    for catalog, source in (sources or {}).items():
-        manager.register_source(catalog, source)
-    return manager._start()
+    key = id(spark.sparkContext._jsc)
+    with _MANAGERS_LOCK:
+        manager = _MANAGERS.get(key)
+        if manager is None or manager.closed:
+            manager = CredentialManager(spark, policy or RefreshPolicy(), {})
+            _MANAGERS[key] = manager
+            manager._start()
+        elif policy is not None:
+            manager.set_policy(policy)
+        for name in wanted:
+            if name not in manager._clients:
+                manager.add_catalog(name, _client_from_catalog_conf(found[name]))
+        for catalog, source in (sources or {}).items():
+            manager.register_source(catalog, source)
+    return manager

@@ -105,7 +105,7 @@ public final class CredentialRegistry {
     int before = entries.size();
     entries.values().removeIf(
         e ->
-            now - Math.max(e.lastUsedAtMs(), e.lastRefreshAtMs()) > maxIdleMs
+            now - e.lastActiveAtMs() > maxIdleMs
                 && e.slots().values().stream()
                     .allMatch(s -> s.current == null || s.current.expiresAtMs <= now));
     return before - entries.size();
@@ -151,14 +151,20 @@ public final class CredentialRegistry {
     if (local != null) {
       return local;
     }
+    TableContext context = TableContext.fromIdentity(props.get(ShimKeys.TABLE_IDENTITY));
+    DriverChannel.Server server = channel;
+    if (server != null && server.endpoint.equals(props.get(ShimKeys.DRIVER_ENDPOINT))) {
+      // This is the driver and the entry was evicted (idle for long): track the table again,
+      // refreshed like any committed table. Asking our own channel would only wait on ourselves.
+      LOG.warn("catalog-ext: re-tracking {} after its entry was evicted", context);
+      return entries.computeIfAbsent(
+          handle, h -> new TableCredentials(h, context, policy, this::fetchFromPython, clock));
+    }
     return entries.computeIfAbsent(
         handle,
         h -> {
-          String endpoint = props.get(ShimKeys.DRIVER_ENDPOINT);
-          String secret = props.get(ShimKeys.DRIVER_SECRET);
-          TableContext context =
-              new TableContext("remote", List.of(), h, null, null, false, null, null);
-          DriverChannel.Client client = new DriverChannel.Client(endpoint, secret);
+          DriverChannel.Client client =
+              new DriverChannel.Client(props.get(ShimKeys.DRIVER_ENDPOINT), props.get(ShimKeys.DRIVER_SECRET));
           return new TableCredentials(h, context, RefreshPolicy.fromProperties(props), client::fetch, clock);
         });
   }

@@ -205,6 +205,7 @@ final class ObservingRESTClient implements RESTClient {
 
     Map<String, String> config = new HashMap<>(loaded.config());
     config.put(ShimKeys.TABLE_HANDLE, handle);
+    config.put(ShimKeys.TABLE_IDENTITY, context.identityJson());
     config.put(ShimKeys.DRIVER_ENDPOINT, channel.endpoint);
     config.put(ShimKeys.DRIVER_SECRET, channel.secret);
     config.put(ShimKeys.REFRESH_MIN_AHEAD_MS, String.valueOf(policy.minAheadMs));

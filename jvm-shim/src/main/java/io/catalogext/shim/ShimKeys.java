@@ -7,6 +7,8 @@ public final class ShimKeys {
   public static final String PREFIX = "catalog-ext.";
   /** Opaque id of a table's credential entry in the driver's registry. */
   public static final String TABLE_HANDLE = PREFIX + "table-handle";
+  /** The table's identity (catalog, namespace, table, location) as JSON; not secret. */
+  public static final String TABLE_IDENTITY = PREFIX + "table";
   /** Storage-credential prefix a client's initial credentials came from ("" = table config). */
   public static final String CREDENTIAL_PREFIX = PREFIX + "credential-prefix";
   /** Where executors in other JVMs ask the driver for credentials. */

@@ -35,6 +35,36 @@ final class TableContext {
     this.refreshEndpoint = refreshEndpoint;
   }
 
+  /** The identity carried in FileIO properties, so any JVM can name (and rebuild) the entry. */
+  String identityJson() {
+    var node = Json.object();
+    node.put("catalog", catalog);
+    var ns = node.putArray("namespace");
+    namespace.forEach(ns::add);
+    node.put("table", table);
+    node.put("location", location);
+    return Json.write(node);
+  }
+
+  /** A committed-table context from {@link #identityJson()}; "unknown" parts if absent. */
+  static TableContext fromIdentity(String json) {
+    if (json == null) {
+      return new TableContext("unknown", List.of(), "unknown", null, null, false, null, null);
+    }
+    var node = Json.read(json);
+    List<String> ns = new java.util.ArrayList<>();
+    node.path("namespace").forEach(n -> ns.add(n.asText()));
+    return new TableContext(
+        node.path("catalog").asText("unknown"),
+        ns,
+        node.path("table").asText("unknown"),
+        node.path("location").asText(null),
+        null,
+        false,
+        null,
+        null);
+  }
+
   String qualifiedName() {
     return catalog + "." + String.join(".", namespace) + "." + table;
   }

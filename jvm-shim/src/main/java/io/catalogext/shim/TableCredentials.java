@@ -17,7 +17,7 @@ import software.amazon.awssdk.auth.credentials.AwsCredentials;
  */
 final class TableCredentials {
   private static final Logger LOG = LoggerFactory.getLogger(TableCredentials.class);
-  /** Below this much validity a reader waits for a refresh instead of using what it has. */
+  /** Below this much validity (or a quarter of the lifetime) a reader waits for a refresh. */
   static final long HARD_MARGIN_MS = 10_000L;
   private static final long MAX_BACKOFF_MS = 60_000L;
 
@@ -52,6 +52,8 @@ final class TableCredentials {
   private volatile long nextAttemptAtMs;
   private volatile long lastRefreshAtMs;
   private volatile long lastUsedAtMs;
+  private final long createdAtMs;
+  private final Map<String, AtomicLong> strategyCounts = new ConcurrentHashMap<>();
   private volatile String lastStrategy = "initial";
   private volatile String lastError;
 
@@ -62,6 +64,12 @@ final class TableCredentials {
     this.policy = policy;
     this.source = source;
     this.clock = clock;
+    this.createdAtMs = clock.nowMs();
+  }
+
+  /** When this entry last mattered: created, used or refreshed. Idle eviction counts from here. */
+  long lastActiveAtMs() {
+    return Math.max(createdAtMs, Math.max(lastUsedAtMs, lastRefreshAtMs));
   }
 
   /** Records credentials a client starts with (kept if the slot already has some). */
@@ -132,7 +140,7 @@ final class TableCredentials {
     if (current != null && now < current.refreshAtMs) {
       return current.credentials; // a refresh landed since the caller looked
     }
-    if (current != null && now < current.expiresAtMs - HARD_MARGIN_MS) {
+    if (current != null && now < current.expiresAtMs - hardMarginMs(current)) {
       refreshAsync();
       return current.credentials;
     }
@@ -160,6 +168,11 @@ final class TableCredentials {
           "No storage credentials for table " + context.qualifiedName() + " after refresh", null);
     }
     return fresh.credentials;
+  }
+
+  private static long hardMarginMs(CredentialSnapshot s) {
+    long lifetime = s.lifetimeMs();
+    return lifetime < 0 ? HARD_MARGIN_MS : Math.min(HARD_MARGIN_MS, lifetime / 4);
   }
 
   private String strategyHint() {
@@ -228,6 +241,7 @@ final class TableCredentials {
     }
     refreshTokens.putAll(result.refreshTokens);
     lastStrategy = result.strategy;
+    strategyCounts.computeIfAbsent(result.strategy.split(" ")[0], k -> new AtomicLong()).incrementAndGet();
     lastRefreshAtMs = now;
     lastError = null;
     consecutiveFailures = 0;
@@ -273,6 +287,9 @@ final class TableCredentials {
     node.put("refresh_count", refreshCount.get());
     node.put("failure_count", failureCount.get());
     node.put("last_strategy", lastStrategy);
+    var counts = node.putObject("strategy_counts");
+    strategyCounts.forEach((k, v) -> counts.put(k, v.get()));
+    node.put("created_at_ms", createdAtMs);
     node.put("last_refresh_at_ms", lastRefreshAtMs);
     node.put("last_used_at_ms", lastUsedAtMs);
     node.put("last_error", lastError);

@@ -1,0 +1,151 @@
+"""Vended credentials that outlive the job, with fast expiry: SeaweedFS vends 900 s credentials, and
+two loopback proxies make them live LIFETIME seconds instead. The catalog proxy rewrites the expiry
+it reports; the S3 proxy answers with SeaweedFS's own 403 once a key is older than that. Everything
+else is real: Spark, the Iceberg runtime, the shim, SeaweedFS."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+from py4j.protocol import Py4JJavaError
+
+from pyspark_catalog_ext.credentials import RefreshPolicy, attach
+from tests.servers import CatalogProxy, S3ExpiryProxy
+from tests.refresh_support import add_spark_catalog, register_slow_udf, slow, statuses, table_status
+
+LIFETIME = 10  # seconds the proxies let a credential live
+FAST_POLICY = RefreshPolicy(check_interval_s=1, min_ahead_s=0, lifetime_fraction=0.4)
+
+
+@pytest.fixture(scope="module")
+def s3_proxy(lakehouse):
+    with S3ExpiryProxy(lakehouse.info.s3_endpoint, exempt=(lakehouse.info.access_key,)) as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="module")
+def fast_catalog(lakehouse, s3_proxy):
+    with CatalogProxy(lakehouse.info.iceberg_uri, short_lifetime_seconds=LIFETIME,
+                      s3_endpoint=s3_proxy.url, s3_proxy=s3_proxy) as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="module")
+def fast(spark, lakehouse, fast_catalog, s3_proxy):
+    """Spark catalogs `fast` (with the shim) and `plain` (Iceberg alone), both behind the proxies."""
+    add_spark_catalog(spark, lakehouse, "fast", fast_catalog.url)
+    add_spark_catalog(spark, lakehouse, "plain", fast_catalog.url, shim=False)
+    register_slow_udf(spark)
+    manager = attach(spark, policy=FAST_POLICY)
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS fast.db")
+    s3_proxy.max_age_seconds = LIFETIME
+    yield manager
+    s3_proxy.max_age_seconds = None
+    manager.set_policy(RefreshPolicy())
+
+
+def slow_ctas(spark, table: str, rows: int, tasks: int, ms_per_row: int):
+    """CTAS through writeTo().create() (a staged table) whose tasks write a file per 1000 rows."""
+    df = spark.range(0, rows, 1, tasks).where(slow(ms_per_row)).selectExpr("id", "id * 3 AS v")
+    df.writeTo(table).tableProperty("write.target-file-size-bytes", "1").create()
+
+
+def test_plain_iceberg_ctas_dies_when_credentials_expire(spark, fast, s3_proxy):
+    """The bug itself, through the same proxies: without the shim the CTAS fails with a 403."""
+    s3_proxy.reset_counters()
+    with pytest.raises(Py4JJavaError) as err:
+        slow_ctas(spark, "plain.db.doomed", rows=3000, tasks=1, ms_per_row=8)
+    assert "403" in str(err.value) or "InvalidAccessKeyId" in str(err.value)
+    assert s3_proxy.total_rejected > 0
+    assert not spark.catalog.tableExists("fast.db.doomed")
+
+
+def test_ctas_outlives_many_credential_lifetimes_by_restaging(spark, fast, fast_catalog, s3_proxy):
+    s3_proxy.reset_counters()
+    fast_catalog.reset_counters()
+    started = time.monotonic()
+    slow_ctas(spark, "fast.db.long_ctas", rows=12000, tasks=2, ms_per_row=5)  # ~30 s per task
+    elapsed = time.monotonic() - started
+
+    assert spark.table("fast.db.long_ctas").count() == 12000
+    assert spark.sql("SELECT sum(v) FROM fast.db.long_ctas").first()[0] == 3 * sum(range(12000))
+    assert s3_proxy.total_rejected == 0, s3_proxy.rejected
+    restages = fast_catalog.count(kind="stage-create", table="db.long_ctas") - 1
+    cycles = elapsed / (LIFETIME * (1 - FAST_POLICY.lifetime_fraction))
+    assert restages >= 2, "the job should have needed several refreshes"
+    # One catalog request per refresh, however many tasks and S3 clients asked.
+    assert restages <= math.ceil(cycles) + 1, (restages, cycles)
+    staged = [s for s in statuses(fast, "fast.db.long_ctas") if s.refreshes_by_strategy.get("re-stage")]
+    assert len(staged) == 1 and staged[0].failure_count == 0
+    assert staged[0].refreshes_by_strategy["re-stage"] == restages
+    assert len(s3_proxy.forwarded_by_key) >= 3  # the writes really used several credentials
+
+
+def test_long_read_and_dml_on_committed_table_outlive_credentials(spark, fast, fast_catalog, s3_proxy):
+    spark.range(0, 12000, 1, 12).selectExpr("id", "id % 7 AS k").writeTo("fast.db.events").create()
+    s3_proxy.reset_counters()
+
+    # One task reads 12 files one after another for ~24 s: most are opened after the first
+    # credentials died.
+    assert spark.table("fast.db.events").where(slow(2)).count() == 12000
+
+    spark.sql("DELETE FROM fast.db.events WHERE k = 0 AND slow_true(1)")
+    remaining = 12000 - len([i for i in range(12000) if i % 7 == 0])
+    assert spark.table("fast.db.events").count() == remaining
+
+    spark.sql(f"INSERT INTO fast.db.events SELECT id + 100000, 9 FROM range(0, 3000, 1, 1) WHERE {slow(5)}")
+    spark.sql(
+        f"""MERGE INTO fast.db.events t
+            USING (SELECT id, 8 AS k FROM range(0, 4000, 1, 1) WHERE slow_true(4)) s
+            ON t.id = s.id
+            WHEN MATCHED THEN UPDATE SET k = s.k
+            WHEN NOT MATCHED THEN INSERT (id, k) VALUES (s.id, s.k)"""
+    )
+    reinserted = len([i for i in range(4000) if i % 7 == 0])  # deleted above, NOT MATCHED now
+    assert spark.table("fast.db.events").count() == remaining + 3000 + reinserted
+    assert spark.table("fast.db.events").where("k = 8").count() == 4000
+    assert s3_proxy.total_rejected == 0, s3_proxy.rejected
+    refreshed = [s for s in statuses(fast, "fast.db.events") if s.refresh_count > 0]
+    assert refreshed, "the committed table's credentials were never refreshed"
+    assert {s.strategy.split(" ")[0] for s in refreshed} <= {"reload", "credentials-endpoint"}
+
+
+def test_refresh_survives_catalog_503_while_credentials_are_valid(spark, fast, fast_catalog, s3_proxy):
+    s3_proxy.reset_counters()
+    fast_catalog.faults.clear()
+
+    def fail_refreshes_soon():
+        time.sleep(3)  # after the initial stage-create: the next two re-stages get a 503
+        fast_catalog.faults.add("error", "POST", r"/namespaces/db/tables$", times=2, status=503)
+
+    import threading
+
+    threading.Thread(target=fail_refreshes_soon, daemon=True).start()
+    slow_ctas(spark, "fast.db.flaky", rows=4000, tasks=2, ms_per_row=10)  # ~20 s
+    assert spark.table("fast.db.flaky").count() == 4000
+    assert s3_proxy.total_rejected == 0
+    status = table_status(fast, "fast.db.flaky")
+    assert status.failure_count >= 1 or fast_catalog.faults.pending == 0
+
+
+def test_expiry_with_no_refresh_possible_fails_clearly_and_commits_nothing(spark, fast, fast_catalog, s3_proxy):
+    fast_catalog.faults.clear()
+
+    def break_catalog_soon():
+        time.sleep(2)
+        fast_catalog.faults.add("error", "POST", r"/namespaces/db/tables$", times=1000, status=503)
+
+    import threading
+
+    threading.Thread(target=break_catalog_soon, daemon=True).start()
+    try:
+        with pytest.raises(Py4JJavaError) as err:
+            slow_ctas(spark, "fast.db.abandoned", rows=3000, tasks=1, ms_per_row=10)  # ~30 s > lifetime
+    finally:
+        fast_catalog.faults.clear()
+    message = str(err.value)
+    assert "Storage credentials for table fast.db.abandoned expired" in message
+    assert "re-stage" in message
+    assert not spark.catalog.tableExists("fast.db.abandoned")
