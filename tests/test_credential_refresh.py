@@ -5,8 +5,14 @@ else is real: Spark, the Iceberg runtime, the shim, SeaweedFS."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 from py4j.protocol import Py4JJavaError
@@ -120,8 +126,6 @@ def test_refresh_survives_catalog_503_while_credentials_are_valid(spark, fast, f
         time.sleep(3)  # after the initial stage-create: the next two re-stages get a 503
         fast_catalog.faults.add("error", "POST", r"/namespaces/db/tables$", times=2, status=503)
 
-    import threading
-
     threading.Thread(target=fail_refreshes_soon, daemon=True).start()
     slow_ctas(spark, "fast.db.flaky", rows=4000, tasks=2, ms_per_row=10)  # ~20 s
     assert spark.table("fast.db.flaky").count() == 4000
@@ -137,8 +141,6 @@ def test_expiry_with_no_refresh_possible_fails_clearly_and_commits_nothing(spark
         time.sleep(2)
         fast_catalog.faults.add("error", "POST", r"/namespaces/db/tables$", times=1000, status=503)
 
-    import threading
-
     threading.Thread(target=break_catalog_soon, daemon=True).start()
     try:
         with pytest.raises(Py4JJavaError) as err:
@@ -149,3 +151,46 @@ def test_expiry_with_no_refresh_possible_fails_clearly_and_commits_nothing(spark
     assert "Storage credentials for table fast.db.abandoned expired" in message
     assert "re-stage" in message
     assert not spark.catalog.tableExists("fast.db.abandoned")
+
+
+def test_executors_in_other_jvms_get_credentials_from_the_driver(lakehouse, fast_catalog, s3_proxy, fast):
+    """local-cluster: two executor JVMs. They ask the driver (an authenticated, encrypted channel),
+    and the catalog sees one request per refresh for the table, not one per executor or task."""
+    fast_catalog.reset_counters()
+    s3_proxy.reset_counters()
+    args = {"uri": fast_catalog.url, "warehouse": lakehouse.info.warehouse,
+            "credential": lakehouse.info.credential, "table": "fast.db.cluster_ctas",
+            "rows": 8000, "ms_per_row": 10}  # 4 tasks of 2000 rows: ~20 s each on 2 executors
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("multi_jvm_job.py")), json.dumps(args)],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    elapsed = time.monotonic() - started
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    result = json.loads(lines[0][len("RESULT "):])
+
+    assert result["executors"] == 2
+    assert result["count"] == 8000
+    assert s3_proxy.total_rejected == 0, s3_proxy.rejected
+    assert result["channel"]["served"] > 0, "executors never asked the driver"
+    assert result["channel"]["refused"] == 0
+    entry = [s for s in result["status"] if s["name"] == "fast.db.cluster_ctas" and s["by_strategy"].get("re-stage")]
+    assert len(entry) == 1 and entry[0]["failures"] == 0
+    restages = fast_catalog.count(kind="stage-create", table="db.cluster_ctas") - 1
+    assert restages == entry[0]["by_strategy"]["re-stage"]
+    assert 1 <= restages <= math.ceil(elapsed / (LIFETIME * (1 - FAST_POLICY.lifetime_fraction))) + 1
+
+
+def test_driver_channel_refuses_unauthenticated_requests(spark, fast):
+    import requests
+
+    spark.sql("CREATE TABLE IF NOT EXISTS fast.db.channel_probe USING iceberg AS SELECT 1 AS id")
+    endpoint = fast.channel_stats().get("endpoint")
+    assert endpoint, "the channel starts with the first tracked table"
+    before = fast.channel_stats()["refused"]
+    body = json.dumps({"handle": "x", "ts": int(time.time() * 1000), "nonce": "n" * 22})
+    assert requests.post(endpoint, data=body, timeout=5).status_code == 401  # no MAC
+    assert requests.post(endpoint, data=body, headers={"X-Catalog-Ext-Mac": "AAAA"}, timeout=5).status_code == 401
+    assert requests.get(endpoint, timeout=5).status_code == 401
+    assert fast.channel_stats()["refused"] == before + 3

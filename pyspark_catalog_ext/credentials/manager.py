@@ -135,6 +135,10 @@ class CredentialManager:
             )
         return out
 
+    def channel_stats(self) -> dict:
+        """The driver channel's endpoint and how many executor requests it served or refused."""
+        return json.loads(self._registry.channelStats())
+
     def refresh_now(self) -> int:
         """Refresh every tracked table now (mostly for tests and notebooks). Returns how many."""
         count = 0

@@ -68,7 +68,7 @@ class S3ExpiryProxy(ThreadedServer):
         self.forwarded = 0
         self.forwarded_by_key: Counter = Counter()
         self.rejected: Counter = Counter()
-        self.log: deque = deque(maxlen=10_000)  # dicts: method, path, akid, status, expect, chunked
+        self.log: deque = deque(maxlen=10_000)  # dicts: at, method, path, akid, status, expect, chunked
 
     # ---- control
     def register_key(self, akid: str, issued_at: Optional[float] = None) -> None:
@@ -105,7 +105,7 @@ class S3ExpiryProxy(ThreadedServer):
     # ---- serving
     def handle(self, h):
         akid = access_key_of(h.path, h.headers.get("Authorization"))
-        entry = {"method": h.command, "path": h.path, "akid": akid, "status": None,
+        entry = {"at": self.clock(), "method": h.command, "path": h.path, "akid": akid, "status": None,
                  "expect": (h.headers.get("Expect") or "").lower() == "100-continue",
                  "chunked": "chunked" in (h.headers.get("Transfer-Encoding") or "").lower()}
         self.log.append(entry)

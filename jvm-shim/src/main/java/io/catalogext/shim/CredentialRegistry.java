@@ -80,6 +80,18 @@ public final class CredentialRegistry {
     return Json.write(out);
   }
 
+  /** {"endpoint", "served", "refused"} of this driver's channel to executors; {} if none started. */
+  public String channelStats() {
+    DriverChannel.Server server = channel;
+    ObjectNode node = Json.object();
+    if (server != null) {
+      node.put("endpoint", server.endpoint);
+      node.put("served", server.served.get());
+      node.put("refused", server.refused.get());
+    }
+    return Json.write(node);
+  }
+
   public long generation(String handle) {
     return entry(handle).generation();
   }

@@ -96,6 +96,8 @@ final class DriverChannel {
     final String secret;
     private final Keys keys;
     private final CredentialRegistry registry;
+    final java.util.concurrent.atomic.AtomicLong served = new java.util.concurrent.atomic.AtomicLong();
+    final java.util.concurrent.atomic.AtomicLong refused = new java.util.concurrent.atomic.AtomicLong();
     private final Map<String, Long> seenNonces =
         new LinkedHashMap<>(256, 0.75f, false) {
           @Override
@@ -147,7 +149,8 @@ final class DriverChannel {
         String mac = exchange.getRequestHeaders().getFirst(MAC_HEADER);
         if (!"POST".equals(exchange.getRequestMethod())
             || mac == null
-            || !MessageDigest.isEqual(Base64.getDecoder().decode(mac), keys.sign(body))) {
+            || !MessageDigest.isEqual(decodeOrEmpty(mac), keys.sign(body))) {
+          refused.incrementAndGet();
           exchange.sendResponseHeaders(401, -1);
           return;
         }
@@ -155,9 +158,11 @@ final class DriverChannel {
         long ts = request.path("ts").asLong();
         String nonce = request.path("nonce").asText();
         if (Math.abs(System.currentTimeMillis() - ts) > MAX_SKEW_MS || !rememberNonce(nonce)) {
+          refused.incrementAndGet();
           exchange.sendResponseHeaders(401, -1);
           return;
         }
+        served.incrementAndGet();
         byte[] plain = answer(request.path("handle").asText()).getBytes(StandardCharsets.UTF_8);
         byte[] sealed = keys.seal(plain, nonce.getBytes(StandardCharsets.UTF_8));
         exchange.sendResponseHeaders(200, sealed.length);
@@ -169,6 +174,14 @@ final class DriverChannel {
         exchange.sendResponseHeaders(500, -1);
       } finally {
         exchange.close();
+      }
+    }
+
+    private static byte[] decodeOrEmpty(String b64) {
+      try {
+        return Base64.getDecoder().decode(b64);
+      } catch (IllegalArgumentException e) {
+        return new byte[0];
       }
     }
 
