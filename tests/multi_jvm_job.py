@@ -4,8 +4,10 @@ subprocess. Prints one JSON line with what the test checks."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
+import urllib.request
 
 from pyspark.sql import SparkSession
 
@@ -17,10 +19,14 @@ def main() -> None:
     args = json.loads(sys.argv[1])
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master("local-cluster[2,1,1024]").appName("catalog-ext-multi-jvm")
+    # Everything a leak could hide in is switched on: INFO logs everywhere, the UI, event logs.
+    logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
+    extra = {"spark.ui.enabled": "true", "spark.ui.port": "0", "spark.eventLog.enabled": "true",
+             "spark.eventLog.dir": args["event_log_dir"]}
     builder = configure(builder, "local", "fast", uri=args["uri"], warehouse=args["warehouse"],
-                        credential=args["credential"], extra_conf={"spark.ui.enabled": "false"})
+                        credential=args["credential"], extra_conf=extra)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel("INFO")
     manager = attach(spark, policy=RefreshPolicy(check_interval_s=1, min_ahead_s=0, lifetime_fraction=0.4))
     spark.sql("CREATE NAMESPACE IF NOT EXISTS fast.db")
     table = args["table"]
@@ -29,7 +35,13 @@ def main() -> None:
      .selectExpr("id", "id * 3 AS v")
      .writeTo(table).tableProperty("write.target-file-size-bytes", "1").create())
     executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+    ui = spark.sparkContext.uiWebUrl
+    app_id = spark.sparkContext.applicationId
+    with urllib.request.urlopen(f"{ui}/api/v1/applications/{app_id}/environment", timeout=30) as resp:
+        environment_page = resp.read().decode()
     result = {
+        "environment_page": environment_page,
+        "app_id": app_id,
         "count": spark.table(table).count(),
         "executors": executors,
         "channel": manager.channel_stats(),

@@ -148,23 +148,29 @@ def test_expiry_with_no_refresh_possible_fails_clearly_and_commits_nothing(spark
     finally:
         fast_catalog.faults.clear()
     message = str(err.value)
+    assert not [s for s in fast_catalog.secrets_handed_out if s in message]
     assert "Storage credentials for table fast.db.abandoned expired" in message
     assert "re-stage" in message
     assert not spark.catalog.tableExists("fast.db.abandoned")
 
 
-def test_executors_in_other_jvms_get_credentials_from_the_driver(lakehouse, fast_catalog, s3_proxy, fast):
+def test_executors_in_other_jvms_get_credentials_from_the_driver(lakehouse, fast_catalog, s3_proxy, fast, tmp_path):
     """local-cluster: two executor JVMs. They ask the driver (an authenticated, encrypted channel),
-    and the catalog sees one request per refresh for the table, not one per executor or task."""
+    and the catalog sees one request per refresh for the table, not one per executor or task.
+    The same run checks that no secret reaches a log, the Spark UI or the event log."""
     fast_catalog.reset_counters()
     s3_proxy.reset_counters()
+    fast_catalog.secrets_handed_out.clear()
+    (tmp_path / "events").mkdir()
     args = {"uri": fast_catalog.url, "warehouse": lakehouse.info.warehouse,
             "credential": lakehouse.info.credential, "table": "fast.db.cluster_ctas",
-            "rows": 8000, "ms_per_row": 10}  # 4 tasks of 2000 rows: ~20 s each on 2 executors
+            "rows": 8000, "ms_per_row": 10,  # 4 tasks of 2000 rows: ~20 s each on 2 executors
+            "event_log_dir": (tmp_path / "events").as_uri()}
     started = time.monotonic()
     proc = subprocess.run([sys.executable, str(Path(__file__).with_name("multi_jvm_job.py")), json.dumps(args)],
                           capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+                               })
     elapsed = time.monotonic() - started
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
@@ -181,6 +187,23 @@ def test_executors_in_other_jvms_get_credentials_from_the_driver(lakehouse, fast
     assert restages == entry[0]["by_strategy"]["re-stage"]
     assert 1 <= restages <= math.ceil(elapsed / (LIFETIME * (1 - FAST_POLICY.lifetime_fraction))) + 1
 
+    # Secrets: every key, session token and OAuth token the catalog handed out, and the client secret.
+    secrets = set(fast_catalog.secrets_handed_out) | {lakehouse.info.secret_key}
+    assert len(secrets) > 5
+    places = {"driver and Python logs": proc.stdout + proc.stderr,
+              "Spark UI environment page": result["environment_page"]}
+    import pyspark
+
+    executor_logs = Path(pyspark.__file__).parent / "work" / result["app_id"]  # local-cluster's worker dir
+    for path in list((tmp_path / "events").rglob("*")) + list(executor_logs.rglob("std*")):
+        if path.is_file():
+            places[str(path)] = path.read_text(errors="replace")
+    assert any("catalog-ext: refreshed storage credentials" in text for text in places.values())
+    assert any("stderr" in name for name in places), "executor logs were not found"
+    for name, text in places.items():
+        leaked = [s[:4] + "..." for s in secrets if s in text]
+        assert not leaked, f"secrets {leaked} found in {name}"
+
 
 def test_driver_channel_refuses_unauthenticated_requests(spark, fast):
     import requests
@@ -194,3 +217,94 @@ def test_driver_channel_refuses_unauthenticated_requests(spark, fast):
     assert requests.post(endpoint, data=body, headers={"X-Catalog-Ext-Mac": "AAAA"}, timeout=5).status_code == 401
     assert requests.get(endpoint, timeout=5).status_code == 401
     assert fast.channel_stats()["refused"] == before + 3
+
+
+@pytest.fixture(scope="module")
+def token_catalog(spark, lakehouse, s3_proxy, fast):
+    """A catalog that implements the storage-refresh-token proposal (spec PR 15280), as spark `tokens`."""
+    with CatalogProxy(lakehouse.info.iceberg_uri, refresh_tokens=True, short_lifetime_seconds=LIFETIME,
+                      s3_endpoint=s3_proxy.url, s3_proxy=s3_proxy) as proxy:
+        add_spark_catalog(spark, lakehouse, "tokens", proxy.url)
+        attach(spark)  # picks up the new catalog
+        spark.sql("CREATE NAMESPACE IF NOT EXISTS tokens.db")
+        yield proxy
+
+
+def test_staged_ctas_refreshes_through_storage_refresh_token(spark, token_catalog, s3_proxy, fast):
+    token_catalog.reset_counters()
+    s3_proxy.reset_counters()
+    slow_ctas(spark, "tokens.db.token_ctas", rows=8000, tasks=2, ms_per_row=5)  # ~20 s per task
+
+    assert spark.table("tokens.db.token_ctas").count() == 8000
+    assert s3_proxy.total_rejected == 0, s3_proxy.rejected
+    # Refreshed through GET .../credentials?storageRefreshToken=, never by re-staging.
+    assert token_catalog.count(kind="stage-create", table="db.token_ctas") == 1
+    refreshes = token_catalog.count(kind="credentials", table="db.token_ctas")
+    assert refreshes >= 2
+    entry = [s for s in statuses(fast, "tokens.db.token_ctas") if s.refreshes_by_strategy.get("storage-refresh-token")]
+    assert len(entry) == 1 and entry[0].refreshes_by_strategy["storage-refresh-token"] == refreshes
+
+
+def test_expired_refresh_token_falls_back_to_restaging(spark, token_catalog, s3_proxy, fast):
+    token_catalog.token_ttl_seconds = 1  # tokens die before the first refresh is due
+    try:
+        s3_proxy.reset_counters()
+        slow_ctas(spark, "tokens.db.fallback_ctas", rows=4000, tasks=1, ms_per_row=5)  # ~20 s
+    finally:
+        token_catalog.token_ttl_seconds = 3600
+    assert spark.table("tokens.db.fallback_ctas").count() == 4000
+    assert s3_proxy.total_rejected == 0
+    entry = [s for s in statuses(fast, "tokens.db.fallback_ctas") if s.refreshes_by_strategy.get("re-stage")]
+    assert entry and entry[0].failure_count == 0
+
+
+def test_refresh_token_errors_are_one_line_and_secret_free(spark, token_catalog, lakehouse, fast):
+    """A bad or expired token gets a one-line error naming the problem; the token never shows."""
+    from pyspark_catalog_ext.catalog_client import CatalogClient
+    from pyspark_catalog_ext.catalog_auth import OAuth2ClientCredentials
+    from pyspark_catalog_ext.credentials.sources import RefreshTokenStrategy
+    from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError
+
+    client = CatalogClient(token_catalog.url, warehouse=lakehouse.info.warehouse,
+                           auth=OAuth2ClientCredentials(lakehouse.info.access_key, lakehouse.info.secret_key))
+    client.create_namespace("tokdb") if not client.namespace_exists("tokdb") else None
+    body = {"name": "tok", "schema": {"type": "struct", "schema-id": 0,
+                                      "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}}
+    staged = client.create_table("tokdb", body, stage_create=True)
+    credential = staged["storage-credentials"][0]
+    token = credential["storage-refresh-token"]
+    request = {"catalog": "tokens", "namespace": ["tokdb"], "table": "tok", "location": staged["metadata"]["location"],
+               "storage_refresh_tokens": {credential["prefix"]: token}}
+
+    answer = RefreshTokenStrategy().fetch(client, request)  # a good token works
+    assert answer["storage-credentials"][0]["config"]["s3.access-key-id"]
+
+    tampered = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
+    with pytest.raises(CatalogAuthError) as bad:
+        RefreshTokenStrategy().fetch(client, {**request, "storage_refresh_tokens": {credential["prefix"]: tampered}})
+    token_catalog.token_ttl_seconds = 0
+    try:
+        expiring = client.create_table("tokdb", body, stage_create=True)["storage-credentials"][0]
+        time.sleep(1.1)
+        with pytest.raises(CatalogAuthError) as expired:
+            RefreshTokenStrategy().fetch(client, {**request, "storage_refresh_tokens": {
+                expiring["prefix"]: expiring["storage-refresh-token"]}})
+    finally:
+        token_catalog.token_ttl_seconds = 3600
+    with pytest.raises(CatalogError) as both:
+        client.load_credentials("tokdb", "tok", storage_refresh_token=token, plan_id="plan-1")
+
+    for err, needle in ((bad, "401"), (expired, "expired"), (both, "400")):
+        message = str(err.value)
+        assert "\n" not in message and needle in message, message
+        assert token not in message and tampered not in message and lakehouse.info.secret_key not in message
+
+
+def test_reprs_and_status_hold_no_secrets(fast, fast_catalog, lakehouse):
+    from pyspark_catalog_ext.credentials import StorageCredentials
+
+    creds = StorageCredentials("AKIAEXAMPLEKEY1", "example-secret-key-1", "example-session-token-1")
+    text = repr(creds) + repr(fast) + repr(fast.status()) + repr(lakehouse.info)
+    for secret in ["AKIAEXAMPLEKEY1", "example-secret-key-1", "example-session-token-1", lakehouse.info.secret_key,
+                   *fast_catalog.secrets_handed_out]:
+        assert secret not in text

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import CatalogExtError, ConfigError, redact
+from .. import logsafety
 from .scheduler import RefreshPolicy, RefreshScheduler, SchedulerThread, TableState
 from .sources import CredentialSource, StrategyChain, user_answer
 
@@ -46,6 +47,14 @@ def _ms_to_dt(ms: int | None) -> _dt.datetime | None:
     return _dt.datetime.fromtimestamp(ms / 1000.0, tz=_dt.timezone.utc)
 
 
+def _secret_values(answer: dict) -> list[str]:
+    configs = [answer.get("config") or {}] + [c.get("config") or {} for c in answer.get("storage-credentials") or []]
+    values = [v for config in configs for k, v in config.items() if k != "s3.session-token-expires-at-ms"
+              and k.startswith("s3.") and ("key" in k or "token" in k)]
+    values += [c["storage-refresh-token"] for c in answer.get("storage-credentials") or [] if c.get("storage-refresh-token")]
+    return values
+
+
 class _PythonBridge:
     """The Py4J callback object behind io.catalogext.shim.PythonCredentialBridge."""
 
@@ -54,7 +63,11 @@ class _PythonBridge:
 
     def fetchCredentials(self, request_json: str) -> str:  # noqa: N802 - Java interface name
         try:
-            return json.dumps(self._manager._fetch(json.loads(request_json)))
+            request = json.loads(request_json)
+            logsafety.MASK.add((request.get("storage_refresh_tokens") or {}).values())
+            answer = self._manager._fetch(request)
+            logsafety.MASK.add(_secret_values(answer))  # py4j may log the answer at DEBUG
+            return json.dumps(answer)
         except Exception as exc:  # noqa: BLE001 - the JVM gets a one-line error, never a traceback
             message = str(exc) if isinstance(exc, CatalogExtError) else f"{type(exc).__name__}: {redact(str(exc))}"
             return json.dumps({"error": " ".join(message.split())})
@@ -94,8 +107,9 @@ class CredentialManager:
     def closed(self) -> bool:
         return self._closed
 
-    def add_catalog(self, name: str, client: Any) -> None:
+    def add_catalog(self, name: str, client: Any, props: Mapping[str, str] | None = None) -> None:
         """Refresh tables of Spark catalog `name` through `client` (a CatalogClient)."""
+        logsafety.MASK.add(logsafety.secret_conf_values(dict(props or {})))
         self._clients[name] = client
         self._chains[name] = StrategyChain()
 
@@ -164,6 +178,7 @@ class CredentialManager:
     def _start(self) -> "CredentialManager":
         from pyspark.java_gateway import ensure_callback_server_started
 
+        logsafety.install()
         ensure_callback_server_started(self._spark.sparkContext._gateway)
         self._registry.registerBridge(self._bridge)
         self._thread = SchedulerThread(self._scheduler).start()
@@ -211,8 +226,9 @@ def shim_catalogs(spark: Any) -> dict[str, dict[str, str]]:
     Reads the session's runtime conf, so catalogs added with `spark.conf.set` are found too.
     """
     jvm = spark.sparkContext._jvm
-    scala_conf = spark._jsparkSession.conf().getAll()
-    conf = dict(jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(scala_conf).asJava())
+    with logsafety.py4j_muted():  # the conf holds the catalog's credential
+        scala_conf = spark._jsparkSession.conf().getAll()
+        conf = dict(jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(scala_conf).asJava())
     catalogs: dict[str, dict[str, str]] = {}
     for key, value in conf.items():
         if key.startswith("spark.sql.catalog.") and key.endswith(".catalog-impl") and value == _CATALOG_IMPL:
@@ -270,7 +286,7 @@ def attach(
             manager.set_policy(policy)
         for name in wanted:
             if name not in manager._clients:
-                manager.add_catalog(name, _client_from_catalog_conf(found[name]))
+                manager.add_catalog(name, _client_from_catalog_conf(found[name]), found[name])
         for catalog, source in (sources or {}).items():
             manager.register_source(catalog, source)
     return manager

@@ -115,6 +115,7 @@ class CatalogProxy(BufferedProxy):
         self.refresh_endpoint_style = refresh_endpoint_style
         self.signer = RefreshTokenSigner(token_key)
         self.clock = time.time
+        self.secrets_handed_out: set[str] = set()
         self._create_bodies: dict[tuple, tuple] = {}  # (prefix, ns, name) -> (body, location)
         self._bodies_lock = threading.Lock()
 
@@ -140,7 +141,27 @@ class CatalogProxy(BufferedProxy):
         return "other", None
 
     # ------------------------------------------------------------------ processing
+    # Values a leak test searches for: every secret this proxy handed to a client.
+    SECRET_FIELDS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token",
+                     "storage-refresh-token", "access_token")
+
     def process(self, req: Request) -> Response:
+        resp = self._route(req)
+        self._collect_secrets(_safe_json(resp.body))
+        return resp
+
+    def _collect_secrets(self, data) -> None:
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if key in self.SECRET_FIELDS and isinstance(value, str) and len(value) >= 8:
+                    self.secrets_handed_out.add(value)
+                else:
+                    self._collect_secrets(value)
+        elif isinstance(data, list):
+            for item in data:
+                self._collect_secrets(item)
+
+    def _route(self, req: Request) -> Response:
         route = req.route
         if (m := _CREDS.match(route)) and req.method == "GET":
             query = parse_qs(urlsplit(req.path).query)

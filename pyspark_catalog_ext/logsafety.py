@@ -1,0 +1,85 @@
+"""Keeps secrets out of py4j's DEBUG logs.
+
+py4j logs every protocol message at DEBUG ("Answer received: !ys<value>"). Reading a catalog's
+conf or answering a credential callback moves secrets through py4j, so a user who turns on DEBUG
+logging would see them. We mute py4j while reading secrets and mask every secret we know of in
+whatever py4j logs afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from typing import Iterable, Iterator
+
+PY4J_LOGGERS = ("py4j", "py4j.java_gateway", "py4j.clientserver", "py4j.protocol")
+SECRET_CONF_KEYS = ("credential", "token", "secret", "password", "session-token", "access-key")
+_MAX_SECRETS = 4096
+
+
+class SecretMaskingFilter(logging.Filter):
+    """Replaces every registered secret in a record's message with ***."""
+
+    def __init__(self) -> None:
+        super().__init__("pyspark-catalog-ext-secrets")
+        self._secrets: dict[str, None] = {}  # insertion-ordered, so the oldest go first
+        self._lock = threading.Lock()
+
+    def add(self, values: Iterable[str]) -> None:
+        with self._lock:
+            for value in values:
+                if value and len(value) >= 6:
+                    self._secrets[value] = None
+            while len(self._secrets) > _MAX_SECRETS:
+                self._secrets.pop(next(iter(self._secrets)))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        with self._lock:
+            secrets = list(self._secrets)
+        if not secrets:
+            return True
+        message = record.getMessage()
+        masked = message
+        for secret in secrets:
+            if secret in masked:
+                masked = masked.replace(secret, "***")
+        if masked is not message and masked != message:
+            record.msg, record.args = masked, ()
+        return True
+
+
+MASK = SecretMaskingFilter()
+
+
+def install() -> None:
+    """Attach the masking filter to py4j's loggers (idempotent)."""
+    for name in PY4J_LOGGERS:
+        logger = logging.getLogger(name)
+        if MASK not in logger.filters:
+            logger.addFilter(MASK)
+
+
+def secret_conf_values(props: dict[str, str]) -> list[str]:
+    """Values of catalog properties that hold secrets (credential, token, keys...)."""
+    values = []
+    for key, value in props.items():
+        if any(part in key.lower() for part in SECRET_CONF_KEYS):
+            values.append(value)
+            if key.endswith("credential") and ":" in value:
+                values.append(value.split(":", 1)[1])  # the client secret alone
+    return values
+
+
+@contextlib.contextmanager
+def py4j_muted() -> Iterator[None]:
+    """Silence py4j's loggers while secrets we don't know yet cross the gateway."""
+    loggers = [logging.getLogger(name) for name in PY4J_LOGGERS]
+    saved = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger, was in zip(loggers, saved):
+            logger.disabled = was
