@@ -8,14 +8,27 @@ Public API (importing this package does not start a JVM or import pyspark):
 - `Lakehouse`, `start_lakehouse()`, `LakehouseInfo`: the embedded SeaweedFS lakehouse.
 - `PROFILES`, `get_profile(name)`: vendor defaults.
 - `resolve_jars()`, `shim_jar()`, `check_java()`: JVM dependencies.
+- `attach(spark)`, `RefreshPolicy`, `CredentialSource`, `StorageCredentials`: refreshing storage
+  credentials (`configure()`-built sessions attach by themselves).
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .credentials import (  # noqa: E402
+    AssumeRoleSource,
+    CredentialManager,
+    CredentialSource,
+    FunctionSource,
+    RefreshPolicy,
+    StorageCredentials,
+    TableInfo,
+    attach,
+)
 from .errors import (  # noqa: E402
     CatalogAuthError,
+    CredentialRefreshError,
     CatalogError,
     CatalogExtError,
     CatalogNotFoundError,
@@ -56,6 +69,15 @@ __all__ = [
     "MAVEN_PACKAGES",
     "shim_jar",
     "check_java",
+    "attach",
+    "CredentialManager",
+    "RefreshPolicy",
+    "CredentialSource",
+    "StorageCredentials",
+    "TableInfo",
+    "AssumeRoleSource",
+    "FunctionSource",
+    "CredentialRefreshError",
     "CatalogExtError",
     "ConfigError",
     "JavaError",

@@ -27,6 +27,9 @@ def main() -> None:
                         credential=args["credential"], extra_conf=extra)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("INFO")
+    from pyspark_catalog_ext.credentials import manager as manager_module
+
+    auto_attached = bool(manager_module._MANAGERS)  # configure() alone must be enough
     manager = attach(spark, policy=RefreshPolicy(check_interval_s=1, min_ahead_s=0, lifetime_fraction=0.4))
     spark.sql("CREATE NAMESPACE IF NOT EXISTS fast.db")
     table = args["table"]
@@ -42,6 +45,7 @@ def main() -> None:
     result = {
         "environment_page": environment_page,
         "app_id": app_id,
+        "auto_attached": auto_attached,
         "count": spark.table(table).count(),
         "executors": executors,
         "channel": manager.channel_stats(),

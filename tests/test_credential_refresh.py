@@ -176,6 +176,7 @@ def test_executors_in_other_jvms_get_credentials_from_the_driver(lakehouse, fast
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     result = json.loads(lines[0][len("RESULT "):])
 
+    assert result["auto_attached"], "configure() alone did not start credential refresh"
     assert result["executors"] == 2
     assert result["count"] == 8000
     assert s3_proxy.total_rejected == 0, s3_proxy.rejected
@@ -308,3 +309,45 @@ def test_reprs_and_status_hold_no_secrets(fast, fast_catalog, lakehouse):
     for secret in ["AKIAEXAMPLEKEY1", "example-secret-key-1", "example-session-token-1", lakehouse.info.secret_key,
                    *fast_catalog.secrets_handed_out]:
         assert secret not in text
+
+
+def test_replace_as_select_and_create_or_replace_outlive_credentials(spark, fast, s3_proxy):
+    spark.range(0, 100).writeTo("fast.db.replaced").create()
+    s3_proxy.reset_counters()
+    spark.sql(
+        "REPLACE TABLE fast.db.replaced USING iceberg TBLPROPERTIES ('write.target-file-size-bytes'='1') "
+        f"AS SELECT id, id * 5 AS v FROM range(0, 3000, 1, 1) WHERE {slow(5)}"  # ~15 s: over a lifetime
+    )
+    assert spark.table("fast.db.replaced").count() == 3000
+    (spark.range(0, 2500, 1, 1).where(slow(6)).selectExpr("id", "'x' AS tag")
+     .writeTo("fast.db.replaced").tableProperty("write.target-file-size-bytes", "1").createOrReplace())
+    assert spark.table("fast.db.replaced").columns == ["id", "tag"]
+    assert spark.table("fast.db.replaced").count() == 2500
+    assert s3_proxy.total_rejected == 0, s3_proxy.rejected
+
+
+def test_user_python_source_serves_a_catalog_that_vends_nothing(spark, lakehouse, fast):
+    """(e): a Python source of the user's supplies the credentials (here the lakehouse's admin keys,
+    declared to expire every 6 s) for a catalog asked for no vended credentials."""
+    import datetime as dt
+
+    from pyspark_catalog_ext.credentials import FunctionSource, StorageCredentials
+
+    add_spark_catalog(spark, lakehouse, "mine", lakehouse.info.iceberg_uri)
+    spark.conf.unset("spark.sql.catalog.mine.header.X-Iceberg-Access-Delegation")
+    spark.conf.set("spark.sql.catalog.mine.s3.endpoint", lakehouse.info.s3_endpoint)
+    spark.conf.set("spark.sql.catalog.mine.s3.path-style-access", "true")
+    calls: list[str] = []
+
+    def admin_keys(table):
+        calls.append(table.name)
+        expires = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=6)
+        return StorageCredentials(lakehouse.info.access_key, lakehouse.info.secret_key, expires_at=expires)
+
+    attach(spark, sources={"mine": FunctionSource(admin_keys)})
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS mine.db")
+    slow_ctas(spark, "mine.db.user_source", rows=2000, tasks=1, ms_per_row=8)  # ~16 s
+    assert spark.table("mine.db.user_source").count() == 2000
+    assert calls.count("mine.db.user_source") >= 2
+    entry = [s for s in statuses(fast, "mine.db.user_source") if s.refreshes_by_strategy.get("user-source:FunctionSource")]
+    assert entry and entry[0].failure_count == 0

@@ -1,0 +1,40 @@
+"""Shared set-up for the benchmarks: the embedded lakehouse, the loopback proxies, a SparkSession."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the tests' loopback servers live in tests/servers
+
+from pyspark_catalog_ext.session import SPARK_CATALOG, catalog_properties, configure  # noqa: E402
+
+
+def spark_session(lakehouse: Any, master: str, extra: dict[str, str] | None = None) -> Any:
+    """A SparkSession with catalog `lake` (the shim) on the embedded lakehouse."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", **(extra or {})}
+    builder = configure(SparkSession.builder.master(master).appName("catalog-ext-bench"), "local", "lake",
+                        lakehouse=lakehouse, extra_conf=conf)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def add_catalog(spark: Any, lakehouse: Any, name: str, uri: str, shim: bool) -> None:
+    """Register Spark catalog `name` at runtime, reached through `uri`, with or without the shim."""
+    props = catalog_properties("local", uri=uri, lakehouse=lakehouse, warehouse=lakehouse.info.warehouse,
+                               credential=lakehouse.info.credential, shim=shim)
+    spark.conf.set(f"spark.sql.catalog.{name}", SPARK_CATALOG)
+    for key, value in props.items():
+        spark.conf.set(f"spark.sql.catalog.{name}.{key}", value)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)

@@ -1,0 +1,80 @@
+"""Benchmark 2: credential requests reaching the catalog during a 16-task CTAS over >= 3 refresh cycles.
+
+Ours (the shim: one driver-side refresh per table) against Iceberg's own VendedCredentialsProvider
+(one per S3 client, i.e. per task), both pointed at the same refresh endpoint served by the loopback
+catalog proxy, which also shortens credential lifetimes (and the S3 proxy enforces them).
+
+The lifetime defaults to 360 s: Iceberg prefetches 5 minutes before expiry, so with anything
+shorter it would refresh on every S3 call, which would not be a fair comparison. Both sides then
+renew about every 60 s; a run takes ~4 minutes per side.
+
+    python benchmarks/bench_catalog_requests.py [--lifetime 360] [--task-seconds 200] [--tasks 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+from _common import add_catalog, spark_session
+
+from pyspark_catalog_ext.credentials import RefreshPolicy, attach
+from pyspark_catalog_ext.local import start_lakehouse
+from tests.servers import CatalogProxy, S3ExpiryProxy
+
+
+def run_ctas(spark, table: str, tasks: int, task_seconds: float) -> float:
+    rows_per_task = 10_000
+    ms_per_row = task_seconds * 1000 / rows_per_task
+    started = time.monotonic()
+    (spark.range(0, tasks * rows_per_task, 1, tasks)
+     .where(f"java_method('java.lang.Thread', 'sleep', CAST({ms_per_row:.0f} AS BIGINT)) IS NOT NULL")
+     .selectExpr("id", "id * 2 AS v")
+     .writeTo(table)
+     .tableProperty("write.target-file-size-bytes", "1")  # a new file (and S3 PUT) every 1000 rows
+     .create())
+    elapsed = time.monotonic() - started
+    assert spark.table(table).count() == tasks * rows_per_task
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lifetime", type=float, default=360.0)
+    parser.add_argument("--task-seconds", type=float, default=200.0)
+    parser.add_argument("--tasks", type=int, default=16)
+    args = parser.parse_args()
+
+    with start_lakehouse() as lake, S3ExpiryProxy(lake.info.s3_endpoint, exempt=(lake.info.access_key,)) as s3, \
+            CatalogProxy(lake.info.iceberg_uri, short_lifetime_seconds=args.lifetime, s3_endpoint=s3.url,
+                         s3_proxy=s3, advertise_refresh_endpoint=True) as catalog:
+        s3.max_age_seconds = args.lifetime
+        spark = spark_session(lake, f"local[{args.tasks}]")  # sleeping tasks: all 16 run at once
+        add_catalog(spark, lake, "ours", catalog.url, shim=True)
+        add_catalog(spark, lake, "iceberg", catalog.url, shim=False)
+        attach(spark, policy=RefreshPolicy(check_interval_s=5))  # renew max(5 min, 20%) ahead: as Iceberg
+        spark.sql("CREATE NAMESPACE IF NOT EXISTS ours.bench")
+
+        results = {}
+        for name in ("ours", "iceberg"):
+            catalog.reset_counters()
+            s3.reset_counters()
+            elapsed = run_ctas(spark, f"{name}.bench.ctas_{int(time.time())}", args.tasks, args.task_seconds)
+            counts = catalog.counts()
+            results[name] = (elapsed, counts.get("credentials", 0), counts.get("stage-create", 0), s3.total_rejected)
+
+        cycles = args.task_seconds / max(1.0, args.lifetime - 300.0)
+        print(f"CTAS: {args.tasks} concurrent tasks x {args.task_seconds:.0f} s, credential lifetime "
+              f"{args.lifetime:.0f} s, ~{cycles:.1f} refresh cycles (renewal 5 min before expiry)")
+        print(f"{'client':<10} {'elapsed s':>10} {'refresh requests':>17} {'stage-creates':>14} {'S3 403s':>8}")
+        for name, (elapsed, refreshes, stages, rejected) in results.items():
+            print(f"{name:<10} {elapsed:>10.1f} {refreshes:>17} {stages:>14} {rejected:>8}")
+        ours, theirs = results["ours"][1], results["iceberg"][1]
+        print(f"refresh requests per table per cycle: ours {ours / max(1, math.floor(cycles)):.2f}, "
+              f"Iceberg {theirs / max(1, math.floor(cycles)):.2f}; Iceberg/ours = {theirs / max(1, ours):.1f}x")
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""Benchmark 1: JVM resolveCredentials() with a warm cache, ours against AWS StaticCredentialsProvider.
+
+Compiles jvm-shim/src/bench against the shim jar and runs it in one JVM, alternating rounds.
+Target: ours at most 2x StaticCredentialsProvider.
+
+    python benchmarks/bench_resolve_credentials.py [rounds] [iterations]
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pyspark_catalog_ext.jars import resolve_jars  # noqa: E402
+from pyspark_catalog_ext.jvm import shim_jar  # noqa: E402
+
+
+def main() -> None:
+    import pyspark
+
+    classpath = [str(shim_jar()), *map(str, resolve_jars()), str(Path(pyspark.__file__).parent / "jars" / "*")]
+    source = ROOT / "jvm-shim/src/bench/java/io/catalogext/shim/ResolveCredentialsBench.java"
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run(["javac", "--release", "11", "-nowarn", "-d", out, "-cp", os.pathsep.join(classpath),
+                        str(source)], check=True)
+        subprocess.run(["java", "-cp", os.pathsep.join([out, *classpath]), "io.catalogext.shim.ResolveCredentialsBench",
+                        *sys.argv[1:]], check=True, stderr=subprocess.DEVNULL)
+
+
+if __name__ == "__main__":
+    main()
