@@ -249,11 +249,16 @@ final class TableCredentials {
     refreshCount.incrementAndGet();
     generation.incrementAndGet();
     CredentialSnapshot any = snapshot("");
+    boolean timed = any != null && any.expiresAtMs != Long.MAX_VALUE;
     LOG.info(
-        "catalog-ext: refreshed storage credentials for {} via {}; valid for {} s",
+        "catalog-ext: refreshed storage credentials for {} via {} (refresh #{}, {} failures so far);"
+            + " valid for {} s, next refresh in {} s",
         context.qualifiedName(),
         result.strategy,
-        any == null || any.expiresAtMs == Long.MAX_VALUE ? "?" : (any.expiresAtMs - now) / 1000);
+        refreshCount.get(),
+        failureCount.get(),
+        timed ? (any.expiresAtMs - now) / 1000 : "?",
+        timed ? (any.refreshAtMs - now) / 1000 : "?");
   }
 
   private void onFailure(Exception e) {
