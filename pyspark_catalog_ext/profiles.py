@@ -16,6 +16,13 @@ __all__ = ["Profile", "PROFILES", "get_profile", "AUTH_KINDS"]
 AUTH_KINDS = ("oauth2", "token", "sigv4", "none")
 VENDED = "vended-credentials"
 
+# Probe ids of `pyspark-catalog-ext doctor` (pyspark_catalog_ext.doctor.probes) used below.
+BASIC_PROBES = ("config", "auth", "namespaces", "tables")
+ENGINE_PROBES = ("pyiceberg", "spark-ctas", "spark-read", "spark-append")
+VENDING_PROBES = BASIC_PROBES + ("vended-credentials", "credential-scope", "stage-commit") + ENGINE_PROBES
+# What SeaweedFS 4.48 is known to do (shared/README.md §2): re-staging is its only refresh path.
+SEAWEEDFS_PROBES = VENDING_PROBES + ("re-stage",)
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -31,7 +38,9 @@ class Profile:
     signing_name / region: SigV4 signing service name and default region.
     delegation: value for the `X-Iceberg-Access-Delegation` header (None = don't send it).
     path_style: `s3.path-style-access` (None = leave Iceberg's default).
-    doctor_probes: checks `pyspark-catalog-ext doctor` should run for this vendor.
+    required_probes: `pyspark-catalog-ext doctor` probes that must pass for this vendor (the
+        doctor runs every probe; it exits non-zero when one of these fails or is unsupported).
+    alias_of: the profile this one is a variant of (same server, another endpoint/signing name).
     tested_here: True if this project's test suite runs against it.
     """
 
@@ -46,7 +55,8 @@ class Profile:
     region: str | None = None
     delegation: str | None = VENDED
     path_style: bool | None = None
-    doctor_probes: tuple[str, ...] = ("config", "auth", "namespaces", "vended-credentials")
+    required_probes: tuple[str, ...] = BASIC_PROBES
+    alias_of: str | None = None
     tested_here: bool = False
     notes: str = ""
 
@@ -72,6 +82,7 @@ _PROFILES = (
         oauth2_token_path="/v1/oauth/tokens",
         region="us-east-1",
         path_style=True,
+        required_probes=SEAWEEDFS_PROBES,
         tested_here=True,
         notes="credential = lakeadmin:lakeadminsecret; vended credentials last 900 s by default",
     ),
@@ -84,6 +95,7 @@ _PROFILES = (
         oauth2_token_path="/v1/oauth/tokens",
         region="us-east-1",
         path_style=True,
+        required_probes=SEAWEEDFS_PROBES,
         tested_here=True,
         notes="OAuth2 client id/secret = an S3 access/secret key; vending needs -s3.iceberg.credentialRole and >= 900 s",
     ),
@@ -95,6 +107,7 @@ _PROFILES = (
         auth="oauth2",
         oauth2_token_path="/v1/oauth/tokens",
         scope="PRINCIPAL_ROLE:ALL",
+        required_probes=VENDING_PROBES,
         notes="credential = <client-id>:<client-secret> of a Polaris principal",
     ),
     Profile(
@@ -104,6 +117,7 @@ _PROFILES = (
         warehouse_hint="<warehouse-name> as created in Lakekeeper",
         auth="oauth2",
         oauth2_token_path=None,
+        required_probes=VENDING_PROBES,
         notes="OAuth2 goes to your IdP (Keycloak, Entra ID...): pass oauth2_server_uri=<idp token endpoint> and scope if required",
     ),
     Profile(
@@ -114,7 +128,7 @@ _PROFILES = (
         auth="sigv4",
         signing_name="s3tables",
         delegation=None,
-        doctor_probes=("config", "auth", "namespaces"),
+        required_probes=BASIC_PROBES + ("stage-commit",) + ENGINE_PROBES,
         notes="uses your AWS credentials (default provider chain) for both catalog and data; no vended credentials",
     ),
     Profile(
@@ -124,6 +138,7 @@ _PROFILES = (
         warehouse_hint="<account-id>_<bucket>",
         auth="token",
         region="auto",
+        required_probes=BASIC_PROBES + ("vended-credentials",),
         notes="token = an R2 API token with Data Catalog + R2 storage permissions",
     ),
     Profile(
@@ -146,7 +161,8 @@ _PROFILES = (
         signing_name="s3tables",
         region="us-east-1",
         path_style=True,
-        notes="alias of rustfs at /_iceberg with signing name s3tables",
+        alias_of="rustfs",
+        notes="alias of rustfs at /_iceberg with signing name s3tables (the S3 Tables-compatible path); same server and keys as rustfs",
     ),
     Profile(
         name="minio-aistor",

@@ -24,6 +24,7 @@ from .errors import (
     ConfigError,
     redact,
 )
+from . import logsafety
 from .profiles import Profile, get_profile
 
 if TYPE_CHECKING:  # heavy imports stay lazy: the CLI must start fast
@@ -45,6 +46,8 @@ __all__ = [
     "SHIM_CLIENT_FACTORY",
     "REDACTION_REGEX",
     "register",
+    "add_connection_arguments",
+    "connection_kwargs",
 ]
 
 EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
@@ -294,6 +297,9 @@ def configure(builder: Any, profile: str | Profile = "local", catalog: str = "la
     with a one-line error instead of a JVM stack trace at the first query.
     """
     conf = spark_conf(profile, catalog, **kwargs)
+    # pyspark reads the conf back through py4j, which logs values at DEBUG: mask ours first.
+    logsafety.MASK.add(logsafety.secret_conf_values(conf))
+    logsafety.install()
     if check:
         check_catalog(conf, catalog)
     existing = getattr(builder, "_options", {}) or {}
@@ -302,7 +308,28 @@ def configure(builder: Any, profile: str | Profile = "local", catalog: str = "la
             conf[key] = f"{existing[key]},{conf[key]}"
     for key, value in conf.items():
         builder = builder.config(key, value)
+    if kwargs.get("shim", True):
+        _attach_on_create(builder)
     return builder
+
+
+def _attach_on_create(builder: Any) -> None:
+    """Make this builder's getOrCreate() also start credential refresh, so the configure call is
+    the only change a job needs. Only this builder instance is touched (pyspark makes a new one
+    for every `SparkSession.builder` access)."""
+    create = builder.getOrCreate
+    if getattr(create, "_catalog_ext_attaches", False):
+        return
+
+    def get_or_create_and_attach() -> "SparkSession":
+        from .credentials import attach
+
+        spark = create()
+        attach(spark)
+        return spark
+
+    get_or_create_and_attach._catalog_ext_attaches = True  # type: ignore[attr-defined]
+    builder.getOrCreate = get_or_create_and_attach
 
 
 def lakehouse_session(
@@ -427,6 +454,33 @@ def check_catalog(conf: Mapping[str, str], catalog: str = "lake", timeout: float
     return config
 
 
+# -- CLI: connection options shared by spark-conf and doctor ----------------------------------------
+def add_connection_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the catalog connection options (--profile, --uri, --warehouse, auth, ...) to `p`."""
+    p.add_argument("--profile", default="local", help="vendor profile (default: local)")
+    p.add_argument("--uri")
+    p.add_argument("--warehouse")
+    p.add_argument("--credential", help="OAuth2 client credentials <client-id>:<client-secret>")
+    p.add_argument("--token", help="bearer token")
+    p.add_argument("--sigv4", action="store_true", help="sign catalog requests with AWS SigV4")
+    p.add_argument("--oauth2-server-uri")
+    p.add_argument("--scope")
+    p.add_argument("--region")
+    p.add_argument("--signing-name")
+    p.add_argument("--s3-endpoint")
+    p.add_argument("--from-pyiceberg", metavar="NAME", help="start from PyIceberg's catalog NAME (.pyiceberg.yaml / env)")
+
+
+def connection_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The `catalog_properties` keyword arguments from options added by `add_connection_arguments`."""
+    return dict(
+        uri=args.uri, warehouse=args.warehouse, credential=args.credential, token=args.token,
+        sigv4=True if args.sigv4 else None, oauth2_server_uri=args.oauth2_server_uri, scope=args.scope,
+        region=args.region, signing_name=args.signing_name, s3_endpoint=args.s3_endpoint,
+        from_pyiceberg=args.from_pyiceberg,
+    )
+
+
 # -- CLI: spark-conf ----------------------------------------------------------------------------
 def _format(conf: SparkConf, fmt: str, show_secrets: bool) -> str:
     shown = dict(conf) if show_secrets else conf.masked()
@@ -450,10 +504,7 @@ def _cmd(args: argparse.Namespace) -> int:
         extra[key] = value
     conf = spark_conf(
         args.profile, args.catalog, jars=None if args.jars == "none" else args.jars, shim=not args.no_shim,
-        local=True if args.local else None, extra_conf=extra, uri=args.uri, warehouse=args.warehouse,
-        credential=args.credential, token=args.token, sigv4=True if args.sigv4 else None,
-        oauth2_server_uri=args.oauth2_server_uri, scope=args.scope, region=args.region,
-        signing_name=args.signing_name, s3_endpoint=args.s3_endpoint, from_pyiceberg=args.from_pyiceberg,
+        local=True if args.local else None, extra_conf=extra, **connection_kwargs(args),
     )
     if args.check:
         check_catalog(conf, args.catalog)
@@ -466,19 +517,8 @@ def _cmd(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `spark-conf` to the CLI."""
     p = subparsers.add_parser("spark-conf", help="print spark-submit flags or a spark-defaults.conf for a catalog")
-    p.add_argument("--profile", default="local", help="vendor profile (default: local)")
+    add_connection_arguments(p)
     p.add_argument("--catalog", default="lake", help="Spark catalog name (default: lake)")
-    p.add_argument("--uri")
-    p.add_argument("--warehouse")
-    p.add_argument("--credential", help="OAuth2 client credentials <client-id>:<client-secret>")
-    p.add_argument("--token", help="bearer token")
-    p.add_argument("--sigv4", action="store_true", help="sign catalog requests with AWS SigV4")
-    p.add_argument("--oauth2-server-uri")
-    p.add_argument("--scope")
-    p.add_argument("--region")
-    p.add_argument("--signing-name")
-    p.add_argument("--s3-endpoint")
-    p.add_argument("--from-pyiceberg", metavar="NAME", help="start from PyIceberg's catalog NAME (.pyiceberg.yaml / env)")
     p.add_argument("--jars", choices=["offline", "maven", "none"], default="offline")
     p.add_argument("--no-shim", action="store_true", help="plain Iceberg REST catalog without the refresh shim")
     p.add_argument("--local", action="store_true", help="bind the driver to 127.0.0.1")

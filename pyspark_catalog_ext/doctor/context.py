@@ -1,0 +1,417 @@
+"""State shared by the probes of one doctor run: the catalog client, the run's namespace, the
+objects created (and how to remove them), and every secret seen (so no output can carry one)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import secrets as _secrets
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
+
+from ..catalog_client import CatalogClient, Exchange
+from ..errors import CatalogExtError, CatalogNotFoundError, redact
+from ..profiles import Profile
+from ..session import is_secret_key
+
+__all__ = ["ProbeContext", "Cleanup", "Interrupts", "Terminated", "SecretBag", "VendedCredential", "TABLE_SCHEMA", "create_updates", "fingerprint", "one_line"]
+
+log = logging.getLogger(__name__)
+
+#: Schema of every table the doctor creates through REST.
+TABLE_SCHEMA: dict[str, Any] = {
+    "type": "struct",
+    "schema-id": 0,
+    "fields": [
+        {"id": 1, "name": "id", "required": False, "type": "long"},
+        {"id": 2, "name": "note", "required": False, "type": "string"},
+    ],
+}
+# Keys of vended storage configs whose values are secrets (besides anything is_secret_key matches).
+_VENDED_SECRET_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "storage-refresh-token",
+                       "gcs.oauth2.token", "adls.sas-token", "client.refresh-credentials-token")
+
+
+def create_updates(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The updates of a create-table commit (`assert-create`) built from staged metadata."""
+    schemas = metadata.get("schemas") or [metadata.get("schema")]
+    specs = metadata.get("partition-specs") or [{"spec-id": 0, "fields": []}]
+    orders = metadata.get("sort-orders") or [{"order-id": 0, "fields": []}]
+    return [
+        {"action": "assign-uuid", "uuid": metadata["table-uuid"]},
+        {"action": "upgrade-format-version", "format-version": metadata.get("format-version", 2)},
+        {"action": "add-schema", "schema": schemas[0], "last-column-id": metadata.get("last-column-id", 2)},
+        {"action": "set-current-schema", "schema-id": -1},
+        {"action": "add-spec", "spec": specs[0]},
+        {"action": "set-default-spec", "spec-id": -1},
+        {"action": "add-sort-order", "sort-order": orders[0]},
+        {"action": "set-default-sort-order", "sort-order-id": -1},
+        {"action": "set-location", "location": metadata["location"]},
+        {"action": "set-properties", "updates": {"created-by": "pyspark-catalog-ext doctor"}},
+    ]
+
+
+def fingerprint(value: Optional[str]) -> Optional[str]:
+    """A short, non-reversible tag for a secret (to show rotation without showing the key)."""
+    if not value:
+        return None
+    return "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:10]
+
+
+def one_line(text: Any, limit: int = 300) -> str:
+    """Redacted single line, truncated."""
+    line = redact(" ".join(str(text).split()))
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+class SecretBag:
+    """Every secret value the run has seen; `scrub()` masks them in any text."""
+
+    def __init__(self, values: Iterable[Optional[str]] = ()) -> None:
+        self._values: set[str] = set()
+        self._lock = threading.Lock()
+        for value in values:
+            self.add(value)
+
+    def add(self, value: Optional[str]) -> None:
+        """Remember a secret (values shorter than 4 characters are ignored)."""
+        if value and len(str(value)) >= 4:
+            with self._lock:
+                self._values.add(str(value))
+
+    def add_config(self, config: Optional[Mapping[str, Any]]) -> None:
+        """Remember the secret values of a (vended) config map."""
+        for key, value in (config or {}).items():
+            if isinstance(value, str) and (key in _VENDED_SECRET_KEYS or is_secret_key(key)):
+                self.add(value)
+
+    def add_load_result(self, body: Optional[Mapping[str, Any]]) -> None:
+        """Remember secrets of a LoadTableResult / LoadCredentialsResponse."""
+        if not body:
+            return
+        self.add_config(body.get("config"))
+        for cred in body.get("storage-credentials") or []:
+            if isinstance(cred, Mapping):
+                self.add_config(cred.get("config"))
+                self.add(cred.get("storage-refresh-token"))
+
+    def scrub(self, text: str) -> str:
+        """`text` with every known secret replaced by ***."""
+        with self._lock:
+            values = sorted(self._values, key=len, reverse=True)
+        for value in values:
+            if value in text:
+                text = text.replace(value, "***")
+        return text
+
+    def __contains__(self, text: str) -> bool:
+        with self._lock:
+            return any(v in text for v in self._values)
+
+
+@dataclass
+class VendedCredential:
+    """One set of vended S3 credentials (from `storage-credentials` or the table `config`)."""
+
+    prefix: Optional[str]
+    source: str  # "storage-credentials" or "config"
+    config: dict[str, str] = field(repr=False)
+
+    @property
+    def access_key_id(self) -> Optional[str]:
+        return self.config.get("s3.access-key-id")
+
+    @property
+    def expires_at_ms(self) -> Optional[int]:
+        raw = self.config.get("s3.session-token-expires-at-ms")
+        try:
+            return int(raw) if raw is not None else None
+        except ValueError:
+            return None
+
+    @property
+    def refresh_token(self) -> Optional[str]:
+        return self.config.get("storage-refresh-token")
+
+    def public(self) -> dict[str, Any]:
+        """Secret-free description: prefix, key names, expiry, key fingerprint."""
+        expires = self.expires_at_ms
+        return {
+            "source": self.source,
+            "prefix": self.prefix,
+            "keys": sorted(self.config),
+            "access_key_fingerprint": fingerprint(self.access_key_id),
+            "expires_at": _iso(expires / 1000) if expires else None,
+            "lifetime_s": round(expires / 1000 - time.time()) if expires else None,
+        }
+
+
+def _iso(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled like Ctrl-C (cleanup first) but exiting 143."""
+
+
+class Interrupts:
+    """Ctrl-C / SIGTERM handling for a run.
+
+    Normally a signal raises KeyboardInterrupt (Terminated for SIGTERM) at once. Inside
+    `deferred(on_signal)` (Spark statements) the first signal only records itself and runs
+    `on_signal` in a thread (cancel the Spark jobs): interrupting a py4j call would leave its
+    connection out of step, so the statement is let to end (cancelled) and `check()` raises right
+    after. A second signal raises at once. `install()` must be called again after PySpark
+    replaced the SIGINT handler; `restore()` puts the original handlers back."""
+
+    def __init__(self) -> None:
+        self.signal_name: Optional[str] = None
+        self._original: dict[int, Any] = {}
+        self._deferred: Optional[Callable[[], Any]] = None
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._original.setdefault(sig, signal.getsignal(sig))
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        first = self.signal_name is None
+        if first:
+            self.signal_name = "SIGTERM" if signum == signal.SIGTERM else "SIGINT"
+        callback = self._deferred
+        if first and callback is not None:
+            threading.Thread(target=_quietly(callback), name="doctor-cancel", daemon=True).start()
+            return
+        self.check()
+
+    @contextlib.contextmanager
+    def deferred(self, on_signal: Callable[[], Any]) -> Iterator[None]:
+        """Within the block, the first signal runs `on_signal` (in a thread) instead of raising."""
+        self._deferred = on_signal
+        try:
+            yield
+        finally:
+            self._deferred = None
+        self.check()
+
+    def check(self) -> None:
+        """Raise KeyboardInterrupt (Terminated for SIGTERM) if a signal arrived."""
+        if self.signal_name == "SIGTERM":
+            raise Terminated()
+        if self.signal_name:
+            raise KeyboardInterrupt()
+
+    def restore(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig, handler in self._original.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        self._original.clear()
+
+
+def _quietly(fn: Callable[[], Any]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            fn()
+        except Exception:
+            log.debug("interrupt callback failed", exc_info=True)
+
+    return run
+
+
+class Cleanup:
+    """LIFO list of undo actions, run once at the end (also after a failure or Ctrl-C).
+
+    While it runs SIGINT/SIGTERM are ignored (a second Ctrl-C must not leave half-removed
+    objects); every action is attempted, and each outcome is recorded."""
+
+    def __init__(self) -> None:
+        self._actions: list[tuple[str, Callable[[], Optional[str]]]] = []
+        self.records: list[dict[str, Any]] = []
+        self.done = False
+
+    def add(self, label: str, action: Callable[[], Optional[str]]) -> None:
+        """Register `action` (returns an optional note) to run at cleanup time."""
+        self._actions.append((label, action))
+
+    def run(self) -> list[dict[str, Any]]:
+        """Run every action, last registered first. Returns the records."""
+        if self.done:
+            return self.records
+        self.done = True
+        previous: dict[int, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, signal.SIG_IGN)
+        try:
+            while self._actions:
+                label, action = self._actions.pop()
+                t0 = time.perf_counter()
+                try:
+                    note = action()
+                    self.records.append({"action": label, "ok": True, "note": note,
+                                         "elapsed_ms": round((time.perf_counter() - t0) * 1000, 1)})
+                except Exception as exc:  # cleanup goes on whatever happens
+                    log.debug("cleanup %s failed", label, exc_info=True)
+                    self.records.append({"action": label, "ok": False, "note": one_line(f"{type(exc).__name__}: {exc}"),
+                                         "elapsed_ms": round((time.perf_counter() - t0) * 1000, 1)})
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        return self.records
+
+    @property
+    def ok(self) -> bool:
+        return all(r["ok"] for r in self.records)
+
+
+class ProbeContext:
+    """Everything a probe needs; probes hand results to later ones through `shared`."""
+
+    def __init__(
+        self,
+        *,
+        profile: Profile,
+        props: dict[str, str],
+        connection: dict[str, Any],
+        client: CatalogClient,
+        namespace: str,
+        secrets: SecretBag,
+        cleanup: Cleanup,
+        shim: bool = True,
+        work_dir: Optional[str] = None,
+        interrupts: Optional[Interrupts] = None,
+    ) -> None:
+        self.profile = profile
+        self.props = props
+        self.connection = connection
+        self.client = client
+        self.namespace = namespace
+        self.secrets = secrets
+        self.cleanup = cleanup
+        self.shim = shim
+        self.work_dir = work_dir
+        self.interrupts = interrupts or Interrupts()
+        self.shared: dict[str, Any] = {}
+        self.results: dict[str, Any] = {}  # probe id -> ProbeResult, filled by the runner
+        self.http: list[dict[str, Any]] = []  # exchanges of the probe currently running
+        self.spark: Any = None
+        self._staged_cleanup_registered: set[str] = set()
+        self._staged: dict[str, Mapping[str, Any]] = {}
+
+    # -- evidence -----------------------------------------------------------------------------
+    def record_exchange(self, ex: Exchange) -> None:
+        """`CatalogClient.on_exchange` hook: collect the current probe's HTTP evidence."""
+        self.http.append(ex.as_dict())
+
+    # -- helpers for probes -------------------------------------------------------------------
+    @staticmethod
+    def random_suffix() -> str:
+        return _secrets.token_hex(4)
+
+    def table_body(self, name: str, location: Optional[str] = None) -> dict[str, Any]:
+        """A CreateTableRequest for `name` with the doctor's two-column schema."""
+        body: dict[str, Any] = {"name": name, "schema": TABLE_SCHEMA,
+                                "properties": {"created-by": "pyspark-catalog-ext doctor"}}
+        if location:
+            body["location"] = location
+        return body
+
+    def create_table(self, name: str) -> dict[str, Any]:
+        """Create (commit) a table in the run's namespace; the namespace sweep drops it."""
+        result = self.client.create_table(self.namespace, self.table_body(name))
+        self.secrets.add_load_result(result)
+        return result
+
+    def load_table(self, name: str) -> dict[str, Any]:
+        result = self.client.load_table(self.namespace, name)
+        self.secrets.add_load_result(result)
+        return result
+
+    def stage_table(self, name: str, location: Optional[str] = None) -> dict[str, Any]:
+        """Stage-create `name` (invisible until committed); its data objects are removed at cleanup."""
+        result = self.client.create_table(self.namespace, self.table_body(name, location), stage_create=True)
+        self.secrets.add_load_result(result)
+        self._register_staged_cleanup(name, result)
+        return result
+
+    def _register_staged_cleanup(self, name: str, result: Mapping[str, Any]) -> None:
+        """At cleanup, a staged table that was never committed has its objects removed (with its
+        vended credentials) and is then committed, so the namespace sweep drops it: the REST
+        spec has no way to abort a staged create, and a server may keep a record of it."""
+        self._staged[name] = result
+        if name in self._staged_cleanup_registered:
+            return
+        self._staged_cleanup_registered.add(name)
+        self.cleanup.add(f"finish staged table {self.namespace}.{name}", lambda: self.finish_staged(name))
+
+    def finish_staged(self, name: str, result: Optional[Mapping[str, Any]] = None) -> str:
+        """Remove the objects of a never-committed staged table and commit it (see above)."""
+        if self.client.table_exists(self.namespace, name):
+            return "committed: the namespace sweep drops it"
+        latest = result or self._staged[name]
+        metadata = latest.get("metadata") or {}
+        creds = self.credentials(latest)
+        notes = []
+        if creds and metadata.get("location"):
+            try:
+                from .s3scope import delete_prefix
+
+                notes.append(delete_prefix(self, creds[0], metadata["location"]))
+            except ImportError:
+                notes.append("boto3 missing: objects left")
+        self.client.commit_table(self.namespace, name, [{"type": "assert-create"}], create_updates(metadata))
+        notes.append("committed for the namespace sweep")
+        return "; ".join(notes)
+
+    def credentials(self, body: Optional[Mapping[str, Any]]) -> list[VendedCredential]:
+        """Vended S3 credentials in a load/create response: `storage-credentials` first (longest
+        prefix first), then the table `config` if it carries keys."""
+        out: list[VendedCredential] = []
+        if not body:
+            return out
+        entries = [c for c in body.get("storage-credentials") or [] if isinstance(c, Mapping)]
+        for cred in sorted(entries, key=lambda c: len(str(c.get("prefix") or "")), reverse=True):
+            config = {str(k): str(v) for k, v in (cred.get("config") or {}).items()}
+            if cred.get("storage-refresh-token"):
+                config["storage-refresh-token"] = str(cred["storage-refresh-token"])
+            if config.get("s3.access-key-id"):
+                out.append(VendedCredential(cred.get("prefix"), "storage-credentials", config))
+        config = {str(k): str(v) for k, v in (body.get("config") or {}).items()}
+        if config.get("s3.access-key-id"):
+            out.append(VendedCredential(None, "config", config))
+        return out
+
+    def s3_settings(self, cred: VendedCredential) -> dict[str, Any]:
+        """Endpoint, region and addressing style for boto3: vended config, then catalog props."""
+        cfg = cred.config
+        endpoint = cfg.get("s3.endpoint") or self.props.get("s3.endpoint")
+        region = cfg.get("s3.region") or cfg.get("client.region") or self.props.get("client.region") or "us-east-1"
+        path_style = (cfg.get("s3.path-style-access") or self.props.get("s3.path-style-access") or "false").lower() == "true"
+        return {"endpoint": endpoint, "region": region, "path_style": path_style}
+
+    # -- cleanup of the namespace ---------------------------------------------------------------
+    def sweep_namespace(self) -> str:
+        """Drop every table in the run's namespace (purge), then the namespace; verify it is gone."""
+        client = self.client
+        try:
+            tables = client.list_tables(self.namespace)
+        except CatalogNotFoundError:
+            return "namespace was not created"
+        dropped = []
+        for ident in tables:
+            try:
+                client.drop_table(self.namespace, ident.name, purge=True)
+                dropped.append(ident.name)
+            except CatalogNotFoundError:
+                pass
+        client.drop_namespace(self.namespace)
+        if (self.namespace,) in client.list_namespaces():
+            raise CatalogExtError(f"namespace {self.namespace} is still listed after the drop")
+        return f"dropped {len(dropped)} table(s) and namespace {self.namespace}"

@@ -1,0 +1,416 @@
+"""The conformance probes and their order.
+
+Each probe is a function `ProbeContext -> Outcome` registered with `@probe(id, title, group,
+needs=...)`. The runner runs them in registration order; a probe whose prerequisite did not
+pass is skipped (or unsupported, when the prerequisite was unsupported). Catalog probes live
+here; the S3 scope check is in `s3scope`, PyIceberg and Spark in `engines`.
+
+Tables the probes create in the run's namespace `doctor_<random>`:
+`t` (committed, the probe table), `t_drop`, `s_token`, `s_restage`, `s_commit`, `s_idem`
+(staged), `pyiceberg`, `spark`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import requests
+
+from ..catalog_client import CatalogUnsupportedError, uuid7
+from ..errors import CatalogConflictError, CatalogError, CatalogNotFoundError
+from .context import ProbeContext, create_updates, fingerprint, one_line
+from .result import Outcome, failed, passed, skipped, unsupported
+
+__all__ = ["ProbeSpec", "PROBES", "GROUPS", "probe", "probe_ids", "create_updates"]
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """A registered probe."""
+
+    id: str
+    title: str
+    group: str
+    func: Callable[[ProbeContext], Outcome]
+    needs: tuple[str, ...] = ()
+
+
+PROBES: list[ProbeSpec] = []
+
+
+def probe(id: str, title: str, group: str, needs: tuple[str, ...] = ()) -> Callable[[Callable[[ProbeContext], Outcome]], Callable[[ProbeContext], Outcome]]:
+    """Register a probe function (order of registration = order of execution)."""
+
+    def deco(func: Callable[[ProbeContext], Outcome]) -> Callable[[ProbeContext], Outcome]:
+        PROBES.append(ProbeSpec(id, title, group, func, tuple(needs)))
+        return func
+
+    return deco
+
+
+def probe_ids() -> list[str]:
+    """All probe ids in execution order."""
+    return [p.id for p in PROBES]
+
+
+def _status_of(exc: Exception) -> Optional[int]:
+    return getattr(exc, "status", None)
+
+
+def _refresh_endpoint_of(body: Optional[dict[str, Any]]) -> Optional[str]:
+    if not body:
+        return None
+    for cfg in [body.get("config") or {}] + [c.get("config") or {} for c in body.get("storage-credentials") or []]:
+        if cfg.get("client.refresh-credentials-endpoint"):
+            return str(cfg["client.refresh-credentials-endpoint"])
+    return None
+
+
+# ------------------------------------------------------------------------------- catalog basics
+@probe("config", "GET /v1/config and prefix", "basics")
+def probe_config(ctx: ProbeContext) -> Outcome:
+    body = ctx.client.config()
+    ctx.shared["config"] = body
+    evidence = {
+        "prefix": ctx.client.prefix,
+        "defaults_keys": sorted(ctx.client.defaults),
+        "overrides_keys": sorted(ctx.client.overrides),
+        "top_level_keys": sorted(body),
+        "endpoints_advertised": len(ctx.client.endpoints) if ctx.client.endpoints is not None else None,
+        "idempotency_key_lifetime": ctx.client.idempotency_key_lifetime,
+    }
+    prefix = f"prefix {ctx.client.prefix!r}" if ctx.client.prefix else "no prefix"
+    endpoints = f"{len(ctx.client.endpoints)} endpoints advertised" if ctx.client.endpoints is not None else "no endpoint list"
+    return passed(f"200; {prefix}; {endpoints}", **evidence)
+
+
+@probe("auth", "authentication", "basics", needs=("config",))
+def probe_auth(ctx: ProbeContext) -> Outcome:
+    kind = ctx.client.auth.describe()
+    token_calls = [e for e in ctx.http + list(ctx.shared.get("preflight_http", [])) if e["operation"] == "oauth2 token"]
+    ctx.client.list_namespaces()
+    # Does the catalog enforce auth at all? The same listing without credentials must be refused.
+    url = f"{ctx.client.uri}/v1/{ctx.client.prefix}/namespaces" if ctx.client.prefix else f"{ctx.client.uri}/v1/namespaces"
+    t0 = time.perf_counter()
+    try:
+        anon = requests.get(url, timeout=(5, 20), verify=ctx.client.verify).status_code
+    except requests.RequestException as exc:
+        anon = f"error {type(exc).__name__}"
+    evidence = {"auth": kind, "token_endpoint_statuses": [e["status"] for e in token_calls],
+                "unauthenticated_listing_status": anon,
+                "unauthenticated_elapsed_ms": round((time.perf_counter() - t0) * 1000, 1)}
+    if kind != "none" and anon == 200:
+        return failed(f"{ctx.client.auth.kind} works, but the catalog also answers unauthenticated requests (200)", **evidence)
+    refused = f"unauthenticated listing refused ({anon})" if kind != "none" else "no auth configured"
+    return passed(f"{ctx.client.auth.kind} accepted; {refused}", **evidence)
+
+
+@probe("namespaces", "namespace create / list / drop", "basics", needs=("auth",))
+def probe_namespaces(ctx: ProbeContext) -> Outcome:
+    client, ns = ctx.client, ctx.namespace
+    ctx.cleanup.add(f"drop namespace {ns} and its tables", ctx.sweep_namespace)  # before creating it
+    created = client.create_namespace(ns, {"created-by": "pyspark-catalog-ext doctor"})
+    listed = (ns,) in client.list_namespaces()
+    scratch = f"{ns}_scratch"
+    client.create_namespace(scratch)
+    try:
+        scratch_listed = (scratch,) in client.list_namespaces()
+    finally:
+        client.drop_namespace(scratch)
+    scratch_gone = (scratch,) not in client.list_namespaces()
+    evidence = {"namespace": ns, "properties_keys": sorted((created.get("properties") or {})),
+                "listed_after_create": listed and scratch_listed, "gone_after_drop": scratch_gone}
+    if not (listed and scratch_listed):
+        return failed("created namespace is not listed", **evidence)
+    if not scratch_gone:
+        return failed("dropped namespace is still listed", **evidence)
+    return passed(f"created {ns}, listed, dropped a scratch namespace", **evidence)
+
+
+@probe("tables", "table create / load / drop", "basics", needs=("namespaces",))
+def probe_tables(ctx: ProbeContext) -> Outcome:
+    created = ctx.create_table("t")
+    ctx.shared["create_t"] = created
+    location = (created.get("metadata") or {}).get("location")
+    ctx.shared["location_t"] = location
+    loaded = ctx.load_table("t")
+    ctx.shared["load_t"] = loaded
+    same = loaded.get("metadata", {}).get("table-uuid") == created.get("metadata", {}).get("table-uuid")
+    ctx.create_table("t_drop")
+    ctx.client.drop_table(ctx.namespace, "t_drop")
+    gone = not ctx.client.table_exists(ctx.namespace, "t_drop")
+    # Spec: creating an existing name is 409. Some servers (SeaweedFS) answer 200 instead.
+    try:
+        ctx.create_table("t")
+        existing = 200
+    except CatalogConflictError as exc:
+        existing = exc.status
+    except CatalogError as exc:
+        existing = _status_of(exc)
+    evidence = {"location": location, "metadata_location": created.get("metadata-location"),
+                "load_same_uuid": same, "dropped_table_gone": gone, "create_existing_status": existing,
+                "table_config_keys": sorted(loaded.get("config") or {})}
+    if not location:
+        return failed("create returned no table location", **evidence)
+    if not same:
+        return failed("load returned another table than the one created", **evidence)
+    if not gone:
+        return failed("dropped table still exists", **evidence)
+    note = "" if existing == 409 else f"; create on an existing name answers {existing}, not 409"
+    return passed(f"created, loaded and dropped tables{note}", **evidence)
+
+
+# ------------------------------------------------------------------------------- vended credentials
+@probe("vended-credentials", "vended credentials: present, expiry, lifetime, rotation", "vended", needs=("tables",))
+def probe_vended(ctx: ProbeContext) -> Outcome:
+    on_create = ctx.credentials(ctx.shared.get("create_t"))
+    first = ctx.credentials(ctx.shared.get("load_t"))
+    second_load = ctx.load_table("t")
+    ctx.shared["load_t2"] = second_load
+    second = ctx.credentials(second_load)
+    evidence: dict[str, Any] = {
+        "delegation_header": ctx.client.access_delegation,
+        "on_create": [c.public() for c in on_create],
+        "on_load": [c.public() for c in first],
+        "sources": sorted({c.source for c in first}),
+    }
+    if not first:
+        why = ("the profile sends no X-Iceberg-Access-Delegation header" if not ctx.client.access_delegation
+               else "loadTable returned no S3 keys in config or storage-credentials")
+        return unsupported(f"no vended credentials: {why}", **evidence)
+    cred = first[0]
+    rotates = bool(second) and second[0].access_key_id != cred.access_key_id
+    evidence["rotates_per_load"] = rotates
+    evidence["load_fingerprints"] = [fingerprint(cred.access_key_id), fingerprint(second[0].access_key_id) if second else None]
+    lifetime = cred.public()["lifetime_s"]
+    evidence["lifetime_s"] = lifetime
+    ctx.shared["vended"] = cred
+    where = " and ".join(evidence["sources"])
+    rot = "new keys on every load" if rotates else "same keys on every load"
+    if lifetime is None:
+        return passed(f"in {where}; no expiry advertised (s3.session-token-expires-at-ms missing); {rot}", **evidence)
+    return passed(f"in {where}; expire in {lifetime} s; {rot}", **evidence)
+
+
+@probe("credential-scope", "vended credentials scoped to the exact table prefix", "scope", needs=("vended-credentials",))
+def probe_scope(ctx: ProbeContext) -> Outcome:
+    try:
+        from .s3scope import check_scope
+        import boto3  # noqa: F401
+    except ImportError:
+        return skipped("boto3 is not installed (pip install boto3)")
+    cred = ctx.credentials(ctx.load_table("t"))[0]
+    return check_scope(ctx, cred, ctx.shared["location_t"])
+
+
+# ------------------------------------------------------------------------------- refresh paths
+@probe("refresh-endpoint", "server refresh endpoint (client.refresh-credentials-endpoint)", "refresh", needs=("tables",))
+def probe_refresh_endpoint(ctx: ProbeContext) -> Outcome:
+    sources = {"load": ctx.shared.get("load_t"), "create": ctx.shared.get("create_t")}
+    url = None
+    found_in = None
+    for name, body in sources.items():
+        url = _refresh_endpoint_of(body)
+        if url:
+            found_in = name
+            break
+    if not url and ctx.client.properties.get("client.refresh-credentials-endpoint"):
+        url, found_in = ctx.client.properties["client.refresh-credentials-endpoint"], "config"
+    evidence: dict[str, Any] = {"advertised_in": found_in, "endpoint": url}
+    if not url:
+        return unsupported("no client.refresh-credentials-endpoint in /v1/config or the table config", **evidence)
+    try:
+        body = ctx.client.get_url(url)
+    except CatalogError as exc:
+        evidence["status"] = _status_of(exc)
+        return failed(f"advertised refresh endpoint failed: {one_line(exc, 160)}", **evidence)
+    ctx.secrets.add_load_result(body if isinstance(body, dict) else None)
+    creds = ctx.credentials(body if isinstance(body, dict) else None)
+    evidence["credentials"] = [c.public() for c in creds]
+    if not creds:
+        return failed("refresh endpoint answered without S3 credentials", **evidence)
+    return passed(f"advertised in {found_in}; returns credentials", **evidence)
+
+
+@probe("credentials-endpoint", "GET .../tables/{t}/credentials", "refresh", needs=("tables",))
+def probe_credentials_endpoint(ctx: ProbeContext) -> Outcome:
+    advertised = ctx.client.supports_endpoint("GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials")
+    evidence: dict[str, Any] = {"advertised": advertised}
+    try:
+        body = ctx.client.load_credentials(ctx.namespace, "t")
+    except (CatalogUnsupportedError, CatalogNotFoundError) as exc:
+        evidence["status"] = _status_of(exc)
+        if isinstance(exc, CatalogUnsupportedError) or getattr(exc, "kind", None) == "endpoint":
+            return unsupported(f"endpoint missing (HTTP {_status_of(exc)})", **evidence)
+        return failed(f"endpoint answered 404 for an existing table: {one_line(exc, 160)}", **evidence)
+    ctx.secrets.add_load_result(body)
+    creds = ctx.credentials(body)
+    evidence["status"] = 200
+    evidence["credentials"] = [c.public() for c in creds]
+    if not creds:
+        return failed("200 but no S3 credentials in storage-credentials", **evidence)
+    return passed(f"200; {len(creds)} credential(s)", **evidence)
+
+
+@probe("storage-refresh-token", "storage-refresh-token on a staged table", "refresh", needs=("namespaces",))
+def probe_refresh_token(ctx: ProbeContext) -> Outcome:
+    try:
+        staged = ctx.stage_table("s_token")
+    except CatalogError as exc:
+        return unsupported(f"stage-create refused (HTTP {_status_of(exc)})", status=_status_of(exc))
+    creds = ctx.credentials(staged)
+    tokens = [c for c in creds if c.refresh_token]
+    on_load = any(c.refresh_token for c in ctx.credentials(ctx.shared.get("load_t")))
+    evidence: dict[str, Any] = {"token_on_stage_create": bool(tokens), "token_on_load": on_load}
+    if not tokens:
+        return unsupported("no storage-refresh-token on storage-credentials", **evidence)
+    cred = tokens[0]
+    try:
+        body = ctx.client.load_credentials(ctx.namespace, "s_token", storage_refresh_token=cred.refresh_token)
+    except CatalogError as exc:
+        evidence["status"] = _status_of(exc)
+        return failed(f"token refresh failed: {one_line(exc, 160)}", **evidence)
+    ctx.secrets.add_load_result(body)
+    fresh = ctx.credentials(body)
+    evidence["status"] = 200
+    evidence["credentials"] = [c.public() for c in fresh]
+    if not fresh:
+        return failed("refresh answered without S3 credentials", **evidence)
+    rotated = fresh[0].access_key_id != cred.access_key_id
+    evidence["fresh_keys"] = rotated
+    return passed(f"refreshed a staged table's credentials ({'new' if rotated else 'same'} keys)", **evidence)
+
+
+@probe("re-stage", "re-stage the same name and location for fresh credentials", "refresh", needs=("vended-credentials",))
+def probe_restage(ctx: ProbeContext) -> Outcome:
+    try:
+        first = ctx.stage_table("s_restage")
+    except CatalogError as exc:
+        return unsupported(f"stage-create refused (HTTP {_status_of(exc)})", status=_status_of(exc))
+    location = (first.get("metadata") or {}).get("location")
+    creds1 = ctx.credentials(first)
+    evidence: dict[str, Any] = {"location": location, "first": [c.public() for c in creds1]}
+    if not creds1:
+        return failed("stage-create vended no credentials", **evidence)
+    try:
+        again = ctx.stage_table("s_restage", location=location)
+    except CatalogError as exc:
+        evidence["status"] = _status_of(exc)
+        return unsupported(f"staging the same name again is refused (HTTP {_status_of(exc)})", **evidence)
+    creds2 = ctx.credentials(again)
+    location2 = (again.get("metadata") or {}).get("location")
+    evidence.update({"status": 200, "second_location": location2, "second": [c.public() for c in creds2],
+                     "same_location": location2 == location,
+                     "fresh_keys": bool(creds2) and creds2[0].access_key_id != creds1[0].access_key_id})
+    if location2 != location:
+        return failed(f"re-stage moved the table to {location2}", **evidence)
+    if not creds2:
+        return failed("re-stage vended no credentials", **evidence)
+    if not evidence["fresh_keys"]:
+        return failed("re-stage returned the same keys (no refresh)", **evidence)
+    return passed("200; fresh credentials at the same location", **evidence)
+
+
+# ------------------------------------------------------------------------------- staging
+@probe("stage-commit", "stage-create, then commit with assert-create", "staging", needs=("namespaces",))
+def probe_stage_commit(ctx: ProbeContext) -> Outcome:
+    client, ns = ctx.client, ctx.namespace
+    try:
+        staged = ctx.stage_table("s_commit")
+    except CatalogError as exc:
+        return unsupported(f"stage-create refused (HTTP {_status_of(exc)})", status=_status_of(exc))
+    invisible = not client.table_exists(ns, "s_commit")
+    unlisted = "s_commit" not in {t.name for t in client.list_tables(ns)}
+    updates = create_updates(staged["metadata"])
+    committed = client.commit_table(ns, "s_commit", [{"type": "assert-create"}], updates)
+    visible = client.table_exists(ns, "s_commit")
+    loaded = ctx.load_table("s_commit")
+    same_uuid = loaded["metadata"].get("table-uuid") == staged["metadata"].get("table-uuid")
+    try:
+        client.commit_table(ns, "s_commit", [{"type": "assert-create"}], updates)
+        replay: Any = 200
+    except CatalogConflictError as exc:
+        replay = exc.status
+    except CatalogError as exc:
+        replay = _status_of(exc) or one_line(exc, 80)
+    evidence = {"invisible_before_commit": invisible and unlisted, "commit_metadata_location": committed.get("metadata-location"),
+                "visible_after_commit": visible, "same_uuid": same_uuid, "replay_status": replay}
+    if not (invisible and unlisted):
+        return failed("staged table is visible before its commit", **evidence)
+    if not (visible and same_uuid):
+        return failed("committed table is not visible (or has another uuid)", **evidence)
+    if replay != 409:
+        return failed(f"replaying the assert-create commit answered {replay}, expected 409", **evidence)
+    return passed("invisible until commit, visible after; replay 409", **evidence)
+
+
+# ------------------------------------------------------------------------------- idempotency
+@probe("idempotency-advertised", "Idempotency-Key: idempotency-key-lifetime in /v1/config", "idempotency", needs=("config",))
+def probe_idempotency_advertised(ctx: ProbeContext) -> Outcome:
+    lifetime = ctx.client.idempotency_key_lifetime
+    evidence = {"idempotency_key_lifetime": lifetime, "lifetime_s": ctx.client.idempotency_key_lifetime_seconds}
+    if not lifetime:
+        return unsupported("/v1/config advertises no idempotency-key-lifetime", **evidence)
+    return passed(f"lifetime {lifetime}", **evidence)
+
+
+@probe("idempotency-replay", "Idempotency-Key: a repeated commit is replayed", "idempotency", needs=("namespaces",))
+def probe_idempotency_replay(ctx: ProbeContext) -> Outcome:
+    client, ns = ctx.client, ctx.namespace
+    advertised = bool(client.idempotency_key_lifetime)
+    try:
+        staged = ctx.stage_table("s_idem")
+    except CatalogError as exc:
+        return unsupported(f"stage-create refused (HTTP {_status_of(exc)})", status=_status_of(exc))
+    key = str(uuid7())
+    updates = create_updates(staged["metadata"])
+    first = client.commit_table(ns, "s_idem", [{"type": "assert-create"}], updates, idempotency_key=key)
+    evidence: dict[str, Any] = {"advertised": advertised, "first_status": 200}
+    try:
+        second = client.commit_table(ns, "s_idem", [{"type": "assert-create"}], updates, idempotency_key=key)
+    except CatalogConflictError as exc:
+        evidence["second_status"] = exc.status
+        if advertised:
+            return failed("idempotency-key-lifetime is advertised, but the same key got 409 instead of the stored answer", **evidence)
+        return unsupported(f"the same Idempotency-Key was executed again ({exc.status})", **evidence)
+    evidence["second_status"] = 200
+    same = second.get("metadata-location") == first.get("metadata-location")
+    evidence["same_answer"] = same
+    if not same:
+        return failed("the second commit returned another metadata-location", **evidence)
+    return passed("second commit with the same key returned the stored 2xx", **evidence)
+
+
+# ------------------------------------------------------------------------------- remote signing
+@probe("remote-signing", "remote signing (s3.remote-signing-enabled)", "signing", needs=("tables",))
+def probe_remote_signing(ctx: ProbeContext) -> Outcome:
+    evidence: dict[str, Any] = {}
+    seen = dict((ctx.shared.get("load_t") or {}).get("config") or {})
+    saved = ctx.client.access_delegation
+    ctx.client.access_delegation = "remote-signing"
+    try:
+        body = ctx.load_table("t")
+        seen.update(body.get("config") or {})
+        evidence["status"] = 200
+    except CatalogError as exc:
+        evidence["status"] = _status_of(exc)
+    finally:
+        ctx.client.access_delegation = saved
+    enabled = str(seen.get("s3.remote-signing-enabled", "")).lower() == "true"
+    signer = seen.get("s3.signer.uri") or seen.get("s3.signer.endpoint") or seen.get("signer.uri")
+    evidence.update({"remote_signing_enabled": enabled, "signer_keys": sorted(k for k in seen if "sign" in k)})
+    if not enabled:
+        return unsupported("s3.remote-signing-enabled not set with X-Iceberg-Access-Delegation: remote-signing", **evidence)
+    evidence["signer"] = signer
+    return passed(f"enabled; signer {'advertised' if signer else 'at the catalog URI'}", **evidence)
+
+
+# PyIceberg and Spark come last: Spark takes the longest.
+from . import engines as _engines  # noqa: E402  (registers pyiceberg, spark-ctas, spark-read, spark-append)
+
+GROUPS: dict[str, tuple[str, ...]] = {}
+for _spec in PROBES:
+    GROUPS.setdefault(_spec.group, ())
+    GROUPS[_spec.group] += (_spec.id,)
