@@ -36,8 +36,10 @@ public class ExtRESTCatalog extends RESTCatalog {
         HTTPClient.builder(config)
             .uri(config.get(CatalogProperties.URI))
             .withHeaders(RESTUtil.configHeaders(config))
-            .withObjectMapper(Json.restMapper())
+            // catalog-ext (issue 4): capture idempotency-key-lifetime, configure commit retries.
+            .withObjectMapper(ConfigCapture.register(Json.restMapper(), state))
             .build();
+    CommitGuard.configure(state, config);
     return new ObservingRESTClient(http, state);
   }
 }

@@ -55,7 +55,9 @@ final class ObservingRESTClient implements RESTClient {
   @Override
   public <T extends RESTResponse> T delete(
       String path, Class<T> responseType, Map<String, String> headers, Consumer<ErrorResponse> errorHandler) {
-    return delegate.delete(path, responseType, headers, errorHandler);
+    // catalog-ext (issue 4): mutations go through CommitGuard (Idempotency-Key, retries).
+    return guard().mutate("DELETE", path, null, headers, errorHandler, delegate,
+        (h, eh) -> delegate.delete(path, responseType, h, eh));
   }
 
   @Override
@@ -65,7 +67,8 @@ final class ObservingRESTClient implements RESTClient {
       Class<T> responseType,
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler) {
-    return delegate.delete(path, queryParams, responseType, headers, errorHandler);
+    return guard().mutate("DELETE", path, null, headers, errorHandler, delegate,
+        (h, eh) -> delegate.delete(path, queryParams, responseType, h, eh));
   }
 
   @Override
@@ -97,7 +100,8 @@ final class ObservingRESTClient implements RESTClient {
       Class<T> responseType,
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler) {
-    return observe(path, body, delegate.post(path, body, responseType, headers, errorHandler));
+    return observe(path, body, guard().mutate("POST", path, body, headers, errorHandler, delegate,
+        (h, eh) -> delegate.post(path, body, responseType, h, eh)));
   }
 
   @Override
@@ -108,8 +112,8 @@ final class ObservingRESTClient implements RESTClient {
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler,
       Consumer<Map<String, String>> responseHeaders) {
-    return observe(
-        path, body, delegate.post(path, body, responseType, headers, errorHandler, responseHeaders));
+    return observe(path, body, guard().mutate("POST", path, body, headers, errorHandler, delegate,
+        (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders)));
   }
 
   @Override
@@ -121,10 +125,8 @@ final class ObservingRESTClient implements RESTClient {
       Consumer<ErrorResponse> errorHandler,
       Consumer<Map<String, String>> responseHeaders,
       ParserContext parserContext) {
-    return observe(
-        path,
-        body,
-        delegate.post(path, body, responseType, headers, errorHandler, responseHeaders, parserContext));
+    return observe(path, body, guard().mutate("POST", path, body, headers, errorHandler, delegate,
+        (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders, parserContext)));
   }
 
   @Override
@@ -135,6 +137,11 @@ final class ObservingRESTClient implements RESTClient {
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler) {
     return delegate.postForm(path, formData, responseType, headers, errorHandler);
+  }
+
+  /** catalog-ext (issue 4): Idempotency-Key, retry policy and commit reconciliation. */
+  private CommitGuard guard() {
+    return CommitGuard.of(state);
   }
 
   @Override

@@ -1,0 +1,320 @@
+"""Commits that survive lost, failed, slow and duplicated answers: the fault matrix.
+
+Two ways a table gets published, both through the shim's REST client (`CommitGuard`):
+the Python staged-table helpers and a plain Spark CTAS. Each runs against a Spark catalog behind
+a fault-injecting `CatalogProxy`, in front of
+
+* SeaweedFS alone (no Idempotency-Key support): the shim reconciles, i.e. loads the table and
+  recognises its own commit by the table UUID / snapshot ids it added;
+* the reference `IdempotencyProxy` in front of SeaweedFS: the shim repeats the commit with the
+  same Idempotency-Key and gets the stored answer replayed.
+
+After every fault: exactly one table, exactly the snapshots written, exact row counts, no
+duplicate data files, and every file the table references exists in S3.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid as uuidlib
+
+import pytest
+
+from pyspark_catalog_ext.catalog_client import CatalogClient
+from pyspark_catalog_ext.catalog_auth import auth_from_conf
+from pyspark_catalog_ext.credentials import attach
+from pyspark_catalog_ext.retry import uuid7
+from pyspark_catalog_ext.session import catalog_properties
+from pyspark_catalog_ext.errors import CommitFailedError
+from pyspark_catalog_ext.staging import CommitStateUnknownError, stage_create
+from tests.refresh_support import add_spark_catalog
+from tests.servers import CatalogProxy, IdempotencyProxy
+from tests.test_staging import s3_admin, s3_exists, table_files
+
+SOCKET_TIMEOUT_MS = 2500  # the shim's REST read timeout for the fault catalogs
+ROWS = 1000
+# Only the commit: POST .../namespaces/db/tables/{t} (stage-create is POST .../tables).
+COMMIT = r"/namespaces/{ns}/tables/{table}$"
+
+
+def _add_catalog(spark, lakehouse, name: str, url: str) -> None:
+    add_spark_catalog(spark, lakehouse, name, url)
+    spark.conf.set(f"spark.sql.catalog.{name}.rest.client.socket-timeout-ms", str(SOCKET_TIMEOUT_MS))
+    spark.conf.set(f"spark.sql.catalog.{name}.catalog-ext.commit.base-delay-ms", "100")
+    spark.conf.set(f"spark.sql.catalog.{name}.cache-enabled", "false")
+
+
+@pytest.fixture(scope="module")
+def plain_proxy(lakehouse):
+    """Faults in front of SeaweedFS, which has no idempotency."""
+    with CatalogProxy(lakehouse.info.iceberg_uri) as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="module")
+def idem_chain(lakehouse):
+    """client -> CatalogProxy (faults) -> IdempotencyProxy -> CatalogProxy (slow upstream) -> SeaweedFS."""
+    with CatalogProxy(lakehouse.info.iceberg_uri) as inner, \
+            IdempotencyProxy(inner.url, lifetime="PT30M") as idem, \
+            CatalogProxy(idem.url) as front:
+        yield front, idem, inner
+
+
+@pytest.fixture(scope="module")
+def catalogs(spark, lakehouse, plain_proxy, idem_chain):
+    front, _, _ = idem_chain
+    _add_catalog(spark, lakehouse, "fx", plain_proxy.url)
+    _add_catalog(spark, lakehouse, "fk", front.url)
+    attach(spark)
+    for cat in ("fx", "fk"):
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {cat}.faults")
+    return {"fx": plain_proxy, "fk": front}
+
+
+def guard_evidence(spark, catalog: str) -> dict:
+    return json.loads(spark.sparkContext._jvm.io.catalogext.shim.CommitGuard.describe()).get(catalog, {})
+
+
+def reset_evidence(spark) -> None:
+    spark.sparkContext._jvm.io.catalogext.shim.CommitGuard.resetEvidence()
+
+
+def arm(proxy: CatalogProxy, fault: str, table: str) -> None:
+    path = COMMIT.format(ns="faults", table=table)
+    if fault == "drop":
+        proxy.faults.add("drop", "POST", path)
+    elif fault == "error503":
+        proxy.faults.add("error", "POST", path, status=503)
+    elif fault == "slow":
+        proxy.faults.add("delay", "POST", path, seconds=SOCKET_TIMEOUT_MS / 1000 + 2.5)
+    elif fault == "duplicate":
+        proxy.faults.add("duplicate", "POST", path)
+    else:  # pragma: no cover
+        raise ValueError(fault)
+
+
+def publish(spark, how: str, catalog: str, table: str, proxy: CatalogProxy, fault: str) -> int:
+    """Publish `table` with ROWS rows the given way, the fault armed on its commit. Returns the
+    number of snapshots the table must have."""
+    name = f"{catalog}.faults.{table}"
+    if how == "ctas":
+        arm(proxy, fault, table)
+        spark.sql(f"CREATE TABLE {name} USING iceberg AS SELECT id, id * 3 AS v FROM range(0, {ROWS}, 1, 2)")
+        return 1
+    df = spark.range(0, ROWS // 2, 1, 2).selectExpr("id", "id * 3 AS v")
+    staged = stage_create(spark, name, df)
+    staged.write(df)
+    staged.write(spark.range(ROWS // 2, ROWS, 1, 2).selectExpr("id", "id * 3 AS v"))
+    arm(proxy, fault, table)  # only now: the fault hits the commit
+    result = staged.commit()
+    assert len(result.snapshot_ids) == 2
+    return 2
+
+
+def check_published(spark, lakehouse, catalog: str, table: str, snapshots: int) -> None:
+    name = f"{catalog}.faults.{table}"
+    tables = [r.tableName for r in spark.sql(f"SHOW TABLES IN {catalog}.faults").collect()]
+    assert tables.count(table) == 1, tables
+    assert spark.sql(f"SELECT count(*) FROM {name}.snapshots").first()[0] == snapshots
+    assert spark.table(name).count() == ROWS
+    assert spark.sql(f"SELECT count(DISTINCT id), sum(v) FROM {name}").first() == (ROWS, 3 * sum(range(ROWS)))
+    data = [r[0] for r in spark.sql(f"SELECT file_path FROM {name}.all_data_files").collect()]
+    assert len(data) == len(set(data)), "duplicate data files"
+    s3 = s3_admin(lakehouse)
+    missing = [f for f in table_files(spark, name) if not s3_exists(s3, f)]
+    assert not missing, f"lost files: {missing}"
+
+
+FAULTS = ["drop", "error503", "slow", "duplicate"]
+HOW = ["python", "ctas"]
+
+
+@pytest.mark.parametrize("how", HOW)
+@pytest.mark.parametrize("fault", FAULTS)
+def test_fault_without_idempotency_reconciles(spark, lakehouse, catalogs, fault, how):
+    proxy = catalogs["fx"]
+    table = f"{how}_{fault}_{uuidlib.uuid4().hex[:6]}"
+    reset_evidence(spark)
+    proxy.reset_counters()
+    snapshots = publish(spark, how, "fx", table, proxy, fault)
+    check_published(spark, lakehouse, "fx", table, snapshots)
+
+    ev = guard_evidence(spark, "fx")
+    assert ev["idempotency"] is False and ev["keyed"] == 0
+    commits = proxy.count(kind="commit", table=f"faults.{table}")
+    if fault == "error503":
+        # 503 = not applied: repeated once, no reconciliation needed.
+        assert commits == 2 and ev["retries"] >= 1
+    else:
+        # The commit landed but its answer was lost / late / a 409 from the duplicate:
+        # the shim loaded the table, recognised its commit and reported success once.
+        assert commits == 1 and ev["reconciled_landed"] >= 1, ev
+    assert proxy.faults.pending == 0
+
+
+@pytest.mark.parametrize("how", HOW)
+@pytest.mark.parametrize("fault", ["drop", "slow", "duplicate"])
+def test_fault_with_idempotency_key_replays(spark, lakehouse, catalogs, idem_chain, fault, how):
+    front, idem, inner = idem_chain
+    table = f"k_{how}_{fault}_{uuidlib.uuid4().hex[:6]}"
+    reset_evidence(spark)
+    replays_before, executions_before = idem.replays, idem.executions
+    front.reset_counters()
+    inner.reset_counters()
+    snapshots = publish(spark, how, "fk", table, front, fault)
+    check_published(spark, lakehouse, "fk", table, snapshots)
+
+    ev = guard_evidence(spark, "fk")
+    assert ev["idempotency"] is True and ev["idempotency_key_lifetime"] == "PT30M"
+    assert ev["keyed"] >= 1 and ev["reconciled_landed"] == 0, ev
+    # The catalog itself saw the commit exactly once; the repeat was answered from the key store.
+    assert inner.count(kind="commit", table=f"faults.{table}") == 1
+    assert idem.replays - replays_before == 1
+    assert front.faults.pending == 0
+    if fault == "duplicate":
+        assert front.count(kind="commit", table=f"faults.{table}") == 1  # proxy repeated it, not us
+    else:
+        assert front.count(kind="commit", table=f"faults.{table}") == 2  # our retry, same key
+        assert ev["retries"] >= 1
+
+
+def test_commit_refused_every_time_fails_cleanly(spark, lakehouse, catalogs):
+    """503 on every attempt: the catalog never applied it. One clear error, nothing published,
+    the written files deleted (nothing can reference them)."""
+    proxy = catalogs["fx"]
+    df = spark.range(0, 100).selectExpr("id", "id * 3 AS v")
+    staged = stage_create(spark, "fx.faults.refused", df)
+    staged.write(df)
+    files = staged.written_files()
+    proxy.faults.add("error", "POST", COMMIT.format(ns="faults", table="refused"), times=20, status=503)
+    try:
+        with pytest.raises(CommitFailedError) as err:
+            staged.commit()
+    finally:
+        proxy.faults.clear()
+    text = str(err.value)
+    assert "\n" not in text and "did not land" in text and "nothing was published" in text
+    assert staged.state == "aborted"
+    assert not spark.catalog.tableExists("fx.faults.refused")
+    s3 = s3_admin(lakehouse)
+    assert not any(s3_exists(s3, f) for f in files)
+
+
+def test_commit_state_unknown_keeps_every_file(spark, lakehouse, catalogs):
+    """502 on every attempt (a gateway that may have forwarded it) and a table that shows nothing:
+    the shim cannot tell, so it says so and deletes nothing."""
+    proxy = catalogs["fx"]
+    df = spark.range(0, 100).selectExpr("id", "id * 3 AS v")
+    staged = stage_create(spark, "fx.faults.unknown", df)
+    staged.write(df)
+    files = staged.written_files()
+    proxy.faults.add("error", "POST", COMMIT.format(ns="faults", table="unknown"), times=20, status=502)
+    try:
+        with pytest.raises(CommitStateUnknownError) as err:
+            staged.commit()
+    finally:
+        proxy.faults.clear()
+    text = str(err.value)
+    assert "\n" not in text and "nothing was deleted" in text
+    assert staged.state == "unknown"
+    assert staged.abort() == 0
+    s3 = s3_admin(lakehouse)
+    assert all(s3_exists(s3, f) for f in files), "files of a possibly landed commit must be kept"
+
+
+@pytest.mark.parametrize("fault", ["drop", "duplicate"])
+def test_baseline_plain_iceberg_fails_the_job_although_the_table_was_published(spark, lakehouse, catalogs, fault):
+    """Why the guard exists: Iceberg alone (no shim) fails the CTAS on a lost or duplicated answer
+    although the commit landed, so a rerun would fail or publish a second time."""
+    add_spark_catalog(spark, lakehouse, "bare", catalogs["fx"].url, shim=False)
+    spark.conf.set("spark.sql.catalog.bare.rest.client.socket-timeout-ms", str(SOCKET_TIMEOUT_MS))
+    table = f"bare_{fault}_{uuidlib.uuid4().hex[:6]}"
+    arm(catalogs["fx"], fault, table)
+    with pytest.raises(Exception):
+        spark.sql(f"CREATE TABLE bare.faults.{table} USING iceberg AS SELECT id FROM range(10)")
+    assert spark.catalog.tableExists(f"fx.faults.{table}")
+
+
+def test_every_jvm_mutation_carries_a_uuid7_key(spark, catalogs, idem_chain):
+    front, idem, _ = idem_chain
+    before = set(idem.entries())
+    spark.sql("CREATE TABLE fk.faults.keys USING iceberg AS SELECT id FROM range(3)")
+    spark.sql("DROP TABLE fk.faults.keys")
+    keys = set(idem.entries()) - before
+    assert len(keys) >= 3  # stage-create, commit, drop: one new key each
+    for key in keys:
+        assert uuidlib.UUID(key).version == 7
+
+
+# --------------------------------------------------------------------------- key path from Python
+
+
+def _client(lakehouse, url: str) -> CatalogClient:
+    props = catalog_properties("local", uri=url, lakehouse=lakehouse, warehouse=lakehouse.info.warehouse,
+                               credential=lakehouse.info.credential)
+    return CatalogClient(url, warehouse=props["warehouse"], auth=auth_from_conf(props))
+
+
+def _set_property_commit(client: CatalogClient, table: str, value: str, key: str) -> dict:
+    uuid = client.load_table("faults", table)["metadata"]["table-uuid"]
+    return client.commit_table("faults", table, [{"type": "assert-table-uuid", "uuid": uuid}],
+                               [{"action": "set-properties", "updates": {"race": value}}], idempotency_key=key)
+
+
+def test_python_client_replays_lost_commit_with_same_key(spark, lakehouse, catalogs, idem_chain):
+    front, idem, inner = idem_chain
+    spark.sql("CREATE TABLE fk.faults.py_key USING iceberg AS SELECT id FROM range(5)")
+    with _client(lakehouse, front.url) as client:
+        client.ensure_config()
+        assert client.idempotency_enabled
+        front.faults.add("drop", "POST", COMMIT.format(ns="faults", table="py_key"))
+        inner.reset_counters()
+        result = client.commit_table(
+            "faults", "py_key",
+            [{"type": "assert-table-uuid", "uuid": client.load_table("faults", "py_key")["metadata"]["table-uuid"]}],
+            [{"action": "set-properties", "updates": {"lost": "once"}}])
+        keys = {e.idempotency_key for e in client.exchanges if e.operation == "commit_table"}
+        assert len(keys) == 1 and uuidlib.UUID(keys.pop()).version == 7
+        attempts = [e for e in client.exchanges if e.operation == "commit_table"]
+        assert len(attempts) == 2 and attempts[0].status is None and attempts[1].status == 200
+    assert result["metadata"]["properties"]["lost"] == "once"
+    assert inner.count(kind="commit", table="faults.py_key") == 1
+
+
+def test_two_concurrent_requests_with_the_same_key(spark, lakehouse, catalogs, idem_chain):
+    """The race: the second request arrives while the first is still in flight at the catalog.
+    It waits for the first, gets its answer replayed, and the catalog applies it once."""
+    front, idem, inner = idem_chain
+    spark.sql("CREATE TABLE fk.faults.race USING iceberg AS SELECT id FROM range(5)")
+    key = str(uuid7())
+    inner.faults.add("delay", "POST", COMMIT.format(ns="faults", table="race"), seconds=2)  # slow catalog
+    inner.reset_counters()
+    replays = idem.replays
+    results: list = [None, None]
+    errors: list = []
+
+    def run(i: int, wait: float) -> None:
+        time.sleep(wait)
+        try:
+            with _client(lakehouse, idem.url) as client:
+                results[i] = _set_property_commit(client, "race", "once", key)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(0, 0.0)), threading.Thread(target=run, args=(1, 0.5))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert inner.count(kind="commit", table="faults.race") == 1, "the catalog must apply it exactly once"
+    assert idem.replays - replays == 1
+    assert results[0]["metadata-location"] == results[1]["metadata-location"]
+    with _client(lakehouse, idem.url) as client:
+        assert client.load_table("faults", "race")["metadata"]["properties"]["race"] == "once"
+    # The same key for a different request is refused (422), never applied.
+    with _client(lakehouse, idem.url) as client:
+        with pytest.raises(Exception, match="422|Idempotency-Key"):
+            _set_property_commit(client, "race", "different", key)
