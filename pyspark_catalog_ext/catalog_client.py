@@ -257,6 +257,20 @@ class CatalogClient:
         self.auth.bind(self.uri, self._auth_transport)
 
     # ------------------------------------------------------------------ lifecycle
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str], **kwargs: Any) -> "CatalogClient":
+        """A client for the catalog that Iceberg properties describe (`uri`, `warehouse`, auth
+        properties, `header.*`), i.e. the catalog a Spark catalog of the same properties talks to."""
+        from .catalog_auth import auth_from_conf
+
+        uri = props.get("uri")
+        if not uri:
+            raise ConfigError("the catalog properties have no uri: set spark.sql.catalog.<name>.uri (or --uri)")
+        headers = {k[len("header."):]: v for k, v in props.items()
+                   if k.startswith("header.") and k[len("header."):] != ACCESS_DELEGATION_HEADER}
+        kwargs.setdefault("access_delegation", props.get("header." + ACCESS_DELEGATION_HEADER))
+        return cls(uri, warehouse=props.get("warehouse"), auth=auth_from_conf(props), headers=headers, **kwargs)
+
     def close(self) -> None:
         """Close pooled connections."""
         self._session.close()

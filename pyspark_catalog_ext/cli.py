@@ -13,7 +13,7 @@ import sys
 from typing import Sequence
 
 from . import __version__
-from .errors import CatalogExtError, redact
+from .errors import CatalogExtError
 
 # Modules that may not exist yet (added by later work) are skipped quietly.
 _COMMAND_MODULES = ("local", "session", "demo", "doctor", "staging")

@@ -8,7 +8,6 @@ stops everything.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone

@@ -33,8 +33,8 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from datetime import datetime
+from typing import Any, Iterable, Mapping, Optional, Sequence
 from urllib.parse import urlsplit
 
 from .errors import (
@@ -643,24 +643,17 @@ def find_orphans(
 
 
 def _cleanup_cmd(args: argparse.Namespace) -> int:
-    from .catalog_auth import auth_from_conf
     from .catalog_client import CatalogClient
-    from .session import catalog_properties
+    from .session import catalog_properties, connection_kwargs
 
-    props = catalog_properties(
-        args.profile, uri=args.uri, warehouse=args.warehouse, credential=args.credential, token=args.token,
-        sigv4=True if args.sigv4 else None, oauth2_server_uri=args.oauth2_server_uri, scope=args.scope,
-        region=args.region, signing_name=args.signing_name, from_pyiceberg=args.from_pyiceberg, shim=False,
-    )
-    headers = {k[len("header."):]: v for k, v in props.items() if k.startswith("header.")}
+    props = catalog_properties(args.profile, shim=False, **connection_kwargs(args))
     s3 = None
     if args.s3_access_key or args.s3_secret_key:
         if not (args.s3_access_key and args.s3_secret_key):
             raise ConfigError("pass both --s3-access-key and --s3-secret-key")
         s3 = _boto3_client(args.s3_endpoint, args.s3_access_key, args.s3_secret_key, args.s3_session_token,
                            args.s3_region or args.region, not args.s3_virtual_hosted)
-    with CatalogClient(props["uri"], warehouse=props.get("warehouse"), auth=auth_from_conf(props),
-                       headers=headers) as client:
+    with CatalogClient.from_properties(props) as client:
         report = find_orphans(client, args.location, table=args.table, s3=s3, min_age_seconds=args.min_age,
                               apply=args.apply)
     if args.json:
@@ -684,6 +677,8 @@ def _cleanup_cmd(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `staged cleanup` to the CLI."""
+    from .session import add_connection_arguments
+
     staged = subparsers.add_parser("staged", help="staged tables: find and remove orphaned staged files")
     sub = staged.add_subparsers(dest="staged_command", metavar="ACTION")
     p = sub.add_parser("cleanup", help="list (and with --apply delete) files under a location that no committed "
@@ -695,18 +690,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--min-age", type=float, default=3600.0, metavar="SECONDS",
                    help="only files older than this (default 3600: a running job may still write)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--profile", default="local", help="vendor profile (default: local)")
-    p.add_argument("--uri")
-    p.add_argument("--warehouse")
-    p.add_argument("--credential", help="OAuth2 client credentials <client-id>:<client-secret>")
-    p.add_argument("--token", help="bearer token")
-    p.add_argument("--sigv4", action="store_true", help="sign catalog requests with AWS SigV4")
-    p.add_argument("--oauth2-server-uri")
-    p.add_argument("--scope")
-    p.add_argument("--region")
-    p.add_argument("--signing-name")
-    p.add_argument("--from-pyiceberg", metavar="NAME", help="start from PyIceberg's catalog NAME")
-    p.add_argument("--s3-endpoint", help="S3 endpoint for explicit keys")
+    add_connection_arguments(p)  # catalog options as for spark-conf (incl. --s3-endpoint for explicit keys)
     p.add_argument("--s3-access-key")
     p.add_argument("--s3-secret-key")
     p.add_argument("--s3-session-token")

@@ -160,7 +160,7 @@ def test_fault_with_idempotency_key_replays(spark, lakehouse, catalogs, idem_cha
     front, idem, inner = idem_chain
     table = f"k_{how}_{fault}_{uuidlib.uuid4().hex[:6]}"
     reset_evidence(spark)
-    replays_before, executions_before = idem.replays, idem.executions
+    replays_before = idem.replays
     front.reset_counters()
     inner.reset_counters()
     snapshots = publish(spark, how, "fk", table, front, fault)

@@ -103,7 +103,7 @@ def test_long_read_and_dml_on_committed_table_outlive_credentials(spark, fast, f
 
     spark.sql(f"INSERT INTO fast.db.events SELECT id + 100000, 9 FROM range(0, 3000, 1, 1) WHERE {slow(5)}")
     spark.sql(
-        f"""MERGE INTO fast.db.events t
+        """MERGE INTO fast.db.events t
             USING (SELECT id, 8 AS k FROM range(0, 4000, 1, 1) WHERE slow_true(4)) s
             ON t.id = s.id
             WHEN MATCHED THEN UPDATE SET k = s.k

@@ -5,7 +5,6 @@ Needs the ``lakehouse`` fixture: tests/conftest.py starts an embedded SeaweedFS.
 from __future__ import annotations
 
 import io
-import json
 import os
 import threading
 import time

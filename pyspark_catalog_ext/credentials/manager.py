@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from ..errors import CatalogExtError, ConfigError, redact
 from .. import logsafety
+from ..catalog_client import CatalogClient
 from .scheduler import RefreshPolicy, RefreshScheduler, SchedulerThread, TableState
 from .sources import CredentialSource, StrategyChain, user_answer
 
@@ -238,18 +239,6 @@ def shim_catalogs(spark: Any) -> dict[str, dict[str, str]]:
     return catalogs
 
 
-def _client_from_catalog_conf(props: Mapping[str, str]) -> Any:
-    """A Python catalog client with the same endpoint, warehouse, auth and headers as the Spark catalog."""
-    from ..catalog_auth import auth_from_conf
-    from ..catalog_client import CatalogClient
-
-    uri = props.get("uri")
-    if not uri:
-        raise ConfigError("the Spark catalog has no uri: set spark.sql.catalog.<name>.uri")
-    headers = {k[len("header."):]: v for k, v in props.items() if k.startswith("header.")}
-    return CatalogClient(uri, warehouse=props.get("warehouse"), auth=auth_from_conf(props), headers=headers)
-
-
 # One manager per SparkContext: the JVM registry is per JVM, so two would fight over the bridge.
 _MANAGERS: dict[int, CredentialManager] = {}
 _MANAGERS_LOCK = threading.Lock()
@@ -286,7 +275,7 @@ def attach(
             manager.set_policy(policy)
         for name in wanted:
             if name not in manager._clients:
-                manager.add_catalog(name, _client_from_catalog_conf(found[name]), found[name])
+                manager.add_catalog(name, CatalogClient.from_properties(found[name]), found[name])
         for catalog, source in (sources or {}).items():
             manager.register_source(catalog, source)
     return manager

@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Protocol, Sequence
 
 from .. import __version__
-from ..catalog_auth import auth_from_conf
 from ..catalog_client import CatalogClient
 from ..errors import CatalogExtError, ConfigError
 from ..profiles import Profile, get_profile
 from ..retry import RetryPolicy
-from ..session import DELEGATION_HEADER, catalog_properties
+from ..session import catalog_properties
 from .context import Cleanup, Interrupts, ProbeContext, SecretBag, Terminated, one_line
 from .probes import GROUPS, PROBES, ProbeSpec, probe_ids
 from .result import FAIL, PASS, SKIPPED, UNSUPPORTED, Outcome, ProbeResult, failed, skipped, unsupported
@@ -130,11 +129,8 @@ def _connect(profile: Profile, connection: dict[str, Any], secrets: SecretBag) -
     secrets.add(credential)
     secrets.add(credential.partition(":")[2])
     secrets.add(props.get("token"))
-    headers = {k[len("header."):]: v for k, v in props.items() if k.startswith("header.") and k != DELEGATION_HEADER}
-    client = CatalogClient(
-        props["uri"], props.get("warehouse"), auth=auth_from_conf(props), headers=headers,
-        timeout=(5.0, 60.0), retry=RetryPolicy(max_attempts=3, base_delay=0.2, max_delay=2.0, total_timeout=20.0),
-        access_delegation=props.get(DELEGATION_HEADER),
+    client = CatalogClient.from_properties(
+        props, timeout=(5.0, 60.0), retry=RetryPolicy(max_attempts=3, base_delay=0.2, max_delay=2.0, total_timeout=20.0),
     )
     return props, client
 
