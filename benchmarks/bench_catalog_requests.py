@@ -8,7 +8,12 @@ The lifetime defaults to 360 s: Iceberg prefetches 5 minutes before expiry, so w
 shorter it would refresh on every S3 call, which would not be a fair comparison. Both sides then
 renew about every 60 s; a run takes ~4 minutes per side.
 
+The herd needs executors in JVMs of their own: in one JVM (`--master local[16]`) every task shares
+the broadcast FileIO, so Iceberg's provider also asks once per cycle. The default master runs
+4 executor JVMs with 4 task slots each, as a small cluster would.
+
     python benchmarks/bench_catalog_requests.py [--lifetime 360] [--task-seconds 200] [--tasks 16]
+        [--master local-cluster[4,4,1024]]
 """
 
 from __future__ import annotations
@@ -44,13 +49,14 @@ def main() -> None:
     parser.add_argument("--lifetime", type=float, default=360.0)
     parser.add_argument("--task-seconds", type=float, default=200.0)
     parser.add_argument("--tasks", type=int, default=16)
+    parser.add_argument("--master", default="local-cluster[4,4,1024]")
     args = parser.parse_args()
 
     with start_lakehouse() as lake, S3ExpiryProxy(lake.info.s3_endpoint, exempt=(lake.info.access_key,)) as s3, \
             CatalogProxy(lake.info.iceberg_uri, short_lifetime_seconds=args.lifetime, s3_endpoint=s3.url,
                          s3_proxy=s3, advertise_refresh_endpoint=True) as catalog:
         s3.max_age_seconds = args.lifetime
-        spark = spark_session(lake, f"local[{args.tasks}]")  # sleeping tasks: all 16 run at once
+        spark = spark_session(lake, args.master)  # sleeping tasks: all 16 run at once
         add_catalog(spark, lake, "ours", catalog.url, shim=True)
         add_catalog(spark, lake, "iceberg", catalog.url, shim=False)
         attach(spark, policy=RefreshPolicy(check_interval_s=5))  # renew max(5 min, 20%) ahead: as Iceberg
@@ -65,7 +71,7 @@ def main() -> None:
             results[name] = (elapsed, counts.get("credentials", 0), counts.get("stage-create", 0), s3.total_rejected)
 
         cycles = args.task_seconds / max(1.0, args.lifetime - 300.0)
-        print(f"CTAS: {args.tasks} concurrent tasks x {args.task_seconds:.0f} s, credential lifetime "
+        print(f"CTAS on {args.master}: {args.tasks} concurrent tasks x {args.task_seconds:.0f} s, credential lifetime "
               f"{args.lifetime:.0f} s, ~{cycles:.1f} refresh cycles (renewal 5 min before expiry)")
         print(f"{'client':<10} {'elapsed s':>10} {'refresh requests':>17} {'stage-creates':>14} {'S3 403s':>8}")
         for name, (elapsed, refreshes, stages, rejected) in results.items():

@@ -248,7 +248,12 @@ final class TableCredentials {
     nextAttemptAtMs = 0;
     refreshCount.incrementAndGet();
     generation.incrementAndGet();
-    CredentialSnapshot any = snapshot("");
+    CredentialSnapshot any =
+        slots.values().stream()
+            .map(slot -> slot.current)
+            .filter(snap -> snap != null)
+            .min((a, b) -> Long.compare(a.expiresAtMs, b.expiresAtMs))
+            .orElse(null);
     boolean timed = any != null && any.expiresAtMs != Long.MAX_VALUE;
     LOG.info(
         "catalog-ext: refreshed storage credentials for {} via {} (refresh #{}, {} failures so far);"
