@@ -34,10 +34,10 @@ def register_slow_udf(spark: Any) -> None:
 
 
 def table_status(manager: Any, name: str) -> Any:
-    """The newest status entry of a table (a table handed out twice has two entries)."""
-    matching = [s for s in manager.status() if s.name == name]
-    assert matching, f"{name} is not tracked: {[s.name for s in manager.status()]}"
-    return max(matching, key=lambda s: (s.refresh_count, s.last_refresh or 0))
+    """A table's status (one per table: the manager merges its hand-outs)."""
+    matching = statuses(manager, name)
+    assert len(matching) == 1, f"{name}: {[s.name for s in manager.status()]}"
+    return matching[0]
 
 
 def statuses(manager: Any, name: str) -> list[Any]:

@@ -42,6 +42,28 @@ class TableStatus:
     last_error: str | None
 
 
+def _merged_status(name: str, entries: list[dict]) -> TableStatus:
+    prefixes = [p for e in entries for p in e.get("prefixes") or []]
+    latest = max(entries, key=lambda e: e.get("last_refresh_at_ms") or 0)
+    by_strategy: dict[str, int] = {}
+    for entry in entries:
+        for strategy, count in (entry.get("strategy_counts") or {}).items():
+            by_strategy[strategy] = by_strategy.get(strategy, 0) + count
+    errors = [e["last_error"] for e in entries if e.get("last_error")]
+    return TableStatus(
+        name=name,
+        staged=any(e["staged"] for e in entries),
+        strategy=latest["last_strategy"],
+        refreshes_by_strategy=by_strategy,
+        refresh_count=sum(e["refresh_count"] for e in entries),
+        failure_count=sum(e["failure_count"] for e in entries),
+        last_refresh=_ms_to_dt(latest.get("last_refresh_at_ms")),
+        next_refresh=_ms_to_dt(min((p["refresh_at_ms"] for p in prefixes if p["refresh_at_ms"] > 0), default=None)),
+        expires_at=_ms_to_dt(min((p["expires_at_ms"] for p in prefixes if p["expires_at_ms"] > 0), default=None)),
+        last_error=errors[-1] if errors else None,
+    )
+
+
 def _ms_to_dt(ms: int | None) -> _dt.datetime | None:
     if not ms or ms <= 0:
         return None
@@ -128,27 +150,17 @@ class CredentialManager:
         self._registry.enableCustomSource(catalog)
 
     def status(self) -> list[TableStatus]:
-        """One entry per table this driver tracks."""
-        out = []
+        """One entry per table this driver tracks.
+
+        A table handed out several times (a CTAS, then reads) has an entry per hand-out in the
+        JVM; they are merged here: counts add up, the soonest expiry and refresh are shown, and
+        the strategy is the one used last.
+        """
+        by_name: dict[str, list[dict]] = {}
         for entry in json.loads(self._registry.describe()):
-            prefixes = entry.get("prefixes") or []
-            expires = min((p["expires_at_ms"] for p in prefixes if p["expires_at_ms"] > 0), default=None)
-            next_ms = min((p["refresh_at_ms"] for p in prefixes if p["refresh_at_ms"] > 0), default=None)
-            out.append(
-                TableStatus(
-                    name=".".join([entry["catalog"], *entry["namespace"], entry["table"]]),
-                    staged=entry["staged"],
-                    strategy=entry["last_strategy"],
-                    refreshes_by_strategy=dict(entry.get("strategy_counts") or {}),
-                    refresh_count=entry["refresh_count"],
-                    failure_count=entry["failure_count"],
-                    last_refresh=_ms_to_dt(entry.get("last_refresh_at_ms")),
-                    next_refresh=_ms_to_dt(next_ms),
-                    expires_at=_ms_to_dt(expires),
-                    last_error=entry.get("last_error"),
-                )
-            )
-        return out
+            name = ".".join([entry["catalog"], *entry["namespace"], entry["table"]])
+            by_name.setdefault(name, []).append(entry)
+        return [_merged_status(name, entries) for name, entries in by_name.items()]
 
     def channel_stats(self) -> dict:
         """The driver channel's endpoint and how many executor requests it served or refused."""
