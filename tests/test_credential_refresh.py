@@ -351,3 +351,23 @@ def test_user_python_source_serves_a_catalog_that_vends_nothing(spark, lakehouse
     assert calls.count("mine.db.user_source") >= 2
     entry = [s for s in statuses(fast, "mine.db.user_source") if s.refreshes_by_strategy.get("user-source:FunctionSource")]
     assert entry and entry[0].failure_count == 0
+
+
+def test_hand_outs_of_one_table_share_each_refresh(spark, fast, fast_catalog):
+    """A table handed out several times (its CTAS, then loads) has an entry per hand-out. When they
+    are due together, the catalog is asked once and the other entries take the shared credentials."""
+    spark.range(0, 300, 1, 3).writeTo("fast.db.shared").create()
+    assert spark.table("fast.db.shared").count() == 300  # a load: a second entry
+    spark.catalog.refreshTable("fast.db.shared")
+    assert spark.table("fast.db.shared").count() == 300  # and a third
+    entries = [e for e in json.loads(fast._registry.describe()) if e["table"] == "shared"]
+    assert len(entries) == 3
+
+    time.sleep(LIFETIME * (1 - FAST_POLICY.lifetime_fraction) + 1)  # all of them are due now
+    fast_catalog.reset_counters()
+    fast.refresh_now()
+    status = table_status(fast, "fast.db.shared")
+    assert fast_catalog.count(kind="load", table="db.shared") == 1, status
+    # plus, the first time in a catalog, one GET .../credentials that 404s and is remembered
+    assert fast_catalog.count(kind="credentials", table="db.shared") <= 1
+    assert status.refreshes_by_strategy.get("shared") == 2, status

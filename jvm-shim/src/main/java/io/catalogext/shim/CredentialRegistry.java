@@ -25,6 +25,7 @@ public final class CredentialRegistry {
 
   private final Map<String, TableCredentials> entries = new ConcurrentHashMap<>();
   private final Set<String> customSourceCatalogs = ConcurrentHashMap.newKeySet();
+  private final Map<String, Object> tableLocks = new ConcurrentHashMap<>();
   private volatile PythonCredentialBridge bridge;
   private volatile RefreshPolicy policy =
       new RefreshPolicy(RefreshPolicy.DEFAULT_MIN_AHEAD_MS, RefreshPolicy.DEFAULT_FRACTION);
@@ -137,7 +138,7 @@ public final class CredentialRegistry {
   String registerDriverTable(TableContext context, Map<String, String> tableConfig, List<Credential> credentials) {
     String handle = newId(12);
     TableCredentials entry =
-        new TableCredentials(handle, context, policy, this::fetchFromPython, clock);
+        new TableCredentials(handle, context, policy, this::fetchForTable, clock);
     entry.seed("", tableConfig);
     for (Credential credential : credentials) {
       entry.seed(credential.prefix(), credential.config());
@@ -170,7 +171,7 @@ public final class CredentialRegistry {
       // refreshed like any committed table. Asking our own channel would only wait on ourselves.
       LOG.warn("catalog-ext: re-tracking {} after its entry was evicted", context);
       return entries.computeIfAbsent(
-          handle, h -> new TableCredentials(h, context, policy, this::fetchFromPython, clock));
+          handle, h -> new TableCredentials(h, context, policy, this::fetchForTable, clock));
     }
     return entries.computeIfAbsent(
         handle,
@@ -198,6 +199,26 @@ public final class CredentialRegistry {
       channel = DriverChannel.Server.start(this, newId(32));
     }
     return channel;
+  }
+
+  /**
+   * Refresh source of driver entries. A table handed out several times (a CTAS, then loads) has
+   * several entries; they take turns, and one whose sibling already holds credentials that are not
+   * yet due takes those instead of asking the catalog: one request per table per refresh.
+   */
+  private RefreshResult fetchForTable(TableCredentials entry) {
+    synchronized (tableLocks.computeIfAbsent(entry.context.tableKey(), k -> new Object())) {
+      long now = clock.nowMs();
+      for (TableCredentials sibling : entries.values()) {
+        if (sibling != entry && sibling.context.tableKey().equals(entry.context.tableKey())) {
+          RefreshResult shared = sibling.freshResult(now);
+          if (shared != null) {
+            return shared;
+          }
+        }
+      }
+      return fetchFromPython(entry);
+    }
   }
 
   private RefreshResult fetchFromPython(TableCredentials entry) {

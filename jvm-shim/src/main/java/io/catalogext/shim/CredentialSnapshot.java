@@ -46,6 +46,21 @@ final class CredentialSnapshot {
     return new CredentialSnapshot(creds, fetchedAt, expiresAt, policy);
   }
 
+  /** Back to Iceberg-style s3.* properties (plus when they were fetched), to hand to another entry. */
+  Map<String, String> toConfig() {
+    Map<String, String> config = new java.util.HashMap<>();
+    config.put(ShimKeys.ACCESS_KEY_ID, credentials.accessKeyId());
+    config.put(ShimKeys.SECRET_ACCESS_KEY, credentials.secretAccessKey());
+    if (credentials instanceof AwsSessionCredentials) {
+      config.put(ShimKeys.SESSION_TOKEN, ((AwsSessionCredentials) credentials).sessionToken());
+    }
+    if (expiresAtMs != Long.MAX_VALUE) {
+      config.put(ShimKeys.EXPIRES_AT_MS, String.valueOf(expiresAtMs));
+    }
+    config.put(ShimKeys.FETCHED_AT_MS, String.valueOf(fetchedAtMs));
+    return config;
+  }
+
   long lifetimeMs() {
     return expiresAtMs == Long.MAX_VALUE ? -1 : expiresAtMs - fetchedAtMs;
   }

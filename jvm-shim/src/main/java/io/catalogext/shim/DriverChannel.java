@@ -219,18 +219,7 @@ final class DriverChannel {
             }
             ObjectNode c = creds.addObject();
             c.put("prefix", prefix);
-            ObjectNode config = c.putObject("config");
-            config.put(ShimKeys.ACCESS_KEY_ID, snap.credentials.accessKeyId());
-            config.put(ShimKeys.SECRET_ACCESS_KEY, snap.credentials.secretAccessKey());
-            if (snap.credentials instanceof software.amazon.awssdk.auth.credentials.AwsSessionCredentials) {
-              config.put(
-                  ShimKeys.SESSION_TOKEN,
-                  ((software.amazon.awssdk.auth.credentials.AwsSessionCredentials) snap.credentials).sessionToken());
-            }
-            if (snap.expiresAtMs != Long.MAX_VALUE) {
-              config.put(ShimKeys.EXPIRES_AT_MS, String.valueOf(snap.expiresAtMs));
-            }
-            config.put(ShimKeys.FETCHED_AT_MS, String.valueOf(snap.fetchedAtMs));
+            c.set("config", Json.fromMap(snap.toConfig()));
           });
       out.put("strategy", "driver");
       return Json.write(out);

@@ -65,6 +65,11 @@ final class TableContext {
         null);
   }
 
+  /** Entries with the same key hold credentials for the same storage: they can share them. */
+  String tableKey() {
+    return qualifiedName() + "@" + location;
+  }
+
   String qualifiedName() {
     return catalog + "." + String.join(".", namespace) + "." + table;
   }

@@ -185,6 +185,22 @@ final class TableCredentials {
     return "initial".equals(lastStrategy) ? "the table's refresh source" : lastStrategy;
   }
 
+  /**
+   * This entry's credentials as a refresh result for a sibling entry of the same table, or null if
+   * any of them is due (then the sibling should fetch new ones).
+   */
+  RefreshResult freshResult(long now) {
+    Map<String, Map<String, String>> byPrefix = new java.util.LinkedHashMap<>();
+    for (Map.Entry<String, CredentialSlot> e : slots.entrySet()) {
+      CredentialSnapshot snap = e.getValue().current;
+      if (snap == null || now >= snap.refreshAtMs) {
+        return null;
+      }
+      byPrefix.put(e.getKey(), snap.toConfig());
+    }
+    return byPrefix.isEmpty() ? null : new RefreshResult(byPrefix, Map.of(), "shared");
+  }
+
   /** Starts a background refresh unless one is running or a failure backoff is pending. */
   void refreshAsync() {
     if (clock.nowMs() < nextAttemptAtMs || !asyncInFlight.compareAndSet(false, true)) {
