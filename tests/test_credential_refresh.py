@@ -356,18 +356,25 @@ def test_user_python_source_serves_a_catalog_that_vends_nothing(spark, lakehouse
 def test_hand_outs_of_one_table_share_each_refresh(spark, fast, fast_catalog):
     """A table handed out several times (its CTAS, then loads) has an entry per hand-out. When they
     are due together, the catalog is asked once and the other entries take the shared credentials."""
-    spark.range(0, 300, 1, 3).writeTo("fast.db.shared").create()
-    assert spark.table("fast.db.shared").count() == 300  # a load: a second entry
-    spark.catalog.refreshTable("fast.db.shared")
-    assert spark.table("fast.db.shared").count() == 300  # and a third
-    entries = [e for e in json.loads(fast._registry.describe()) if e["table"] == "shared"]
-    assert len(entries) == 3
+    fast.set_policy(RefreshPolicy(check_interval_s=3600, min_ahead_s=0, lifetime_fraction=0.4))
+    try:
+        fast_catalog.reset_counters()
+        spark.range(0, 300, 1, 3).writeTo("fast.db.shared").create()
+        assert spark.table("fast.db.shared").count() == 300  # a load: a second entry
+        spark.catalog.refreshTable("fast.db.shared")
+        assert spark.table("fast.db.shared").count() == 300  # and a third
+        entries = [e for e in json.loads(fast._registry.describe()) if e["table"] == "shared"]
+        assert len(entries) == 3
 
-    time.sleep(LIFETIME * (1 - FAST_POLICY.lifetime_fraction) + 1)  # all of them are due now
-    fast_catalog.reset_counters()
-    fast.refresh_now()
+        time.sleep(LIFETIME * (1 - FAST_POLICY.lifetime_fraction) + 1)  # all of them are due now
+        fast.refresh_now()  # every entry refreshes once more
+    finally:
+        fast.set_policy(FAST_POLICY)
     status = table_status(fast, "fast.db.shared")
-    assert fast_catalog.count(kind="load", table="db.shared") == 1, status
+    by_strategy = status.refreshes_by_strategy
+    # Every entry was refreshed, but the catalog was asked once: the others shared.
+    assert by_strategy.get("reload") == 1 and by_strategy.get("shared", 0) >= 2, status
+    # Spark's own: the existence check before create() (a 404) and the two hand-outs; then one refresh.
+    assert fast_catalog.count(kind="load", table="db.shared") <= 3 + 1, status
     # plus, the first time in a catalog, one GET .../credentials that 404s and is remembered
     assert fast_catalog.count(kind="credentials", table="db.shared") <= 1
-    assert status.refreshes_by_strategy.get("shared") == 2, status
