@@ -369,7 +369,7 @@ def test_hand_outs_of_one_table_share_each_refresh(spark, fast, fast_catalog, s3
         assert len(entries) == 3 and all(e["refresh_count"] == 0 for e in entries)
 
         time.sleep(lifetime * (1 - FAST_POLICY.lifetime_fraction) + 1)  # all of them are due now
-        fast.refresh_now()  # every entry refreshes once
+        assert fast.refresh_now("fast.db.shared") == 3  # every entry of the table refreshes once
     finally:
         fast.set_policy(FAST_POLICY)
         fast_catalog.short_lifetime_seconds = s3_proxy.max_age_seconds = LIFETIME

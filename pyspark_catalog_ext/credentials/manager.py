@@ -166,12 +166,19 @@ class CredentialManager:
         """The driver channel's endpoint and how many executor requests it served or refused."""
         return json.loads(self._registry.channelStats())
 
-    def refresh_now(self) -> int:
-        """Refresh every tracked table now (mostly for tests and notebooks). Returns how many."""
+    def refresh_now(self, table: str | None = None) -> int:
+        """Refresh every tracked table now, or only `table` ("catalog.ns.table"), e.g. to check a
+        catalog's refresh path. A table that fails is logged and skipped. Returns how many entries
+        got new credentials."""
         count = 0
         for state in self._table_states(include_unexpiring=True):
-            if self._refresh(state.handle, state.generation):
-                count += 1
+            if table is not None and state.name != table:
+                continue
+            try:
+                if self._refresh(state.handle, state.generation):
+                    count += 1
+            except Exception as exc:  # noqa: BLE001 - one dead catalog must not stop the others
+                log.warning("catalog-ext: refresh of %s failed: %s", state.name, redact(str(exc)).splitlines()[0])
         return count
 
     def tick(self) -> list[str]:
@@ -204,7 +211,8 @@ class CredentialManager:
         for entry in json.loads(self._registry.describe()):
             state = TableState.from_described(entry)
             if state is None and include_unexpiring:
-                state = TableState(entry["handle"], entry["table"], int(entry["generation"]), 0.0, float("inf"))
+                name = ".".join([entry["catalog"], *entry["namespace"], entry["table"]])
+                state = TableState(entry["handle"], name, int(entry["generation"]), 0.0, float("inf"))
             if state is not None:
                 states.append(state)
         return states
