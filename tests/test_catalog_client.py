@@ -50,6 +50,7 @@ from pyspark_catalog_ext.errors import (
     ConfigError,
 )
 from pyspark_catalog_ext.retry import RetryPolicy
+from tests.fake_clock import FakeClock as _FakeClock
 
 CLIENT_SECRET = "cs-Zq9!secretvalue-77f1"
 TOKEN_1 = "tok1-AAAAsecretBBBB-0001"
@@ -184,17 +185,9 @@ def srv() -> Iterator[Scripted]:
     s.close()
 
 
-class FakeClock:
+class FakeClock(_FakeClock):
     def __init__(self) -> None:
-        self.t = 5000.0
-        self.sleeps: list[float] = []
-
-    def now(self) -> float:
-        return self.t
-
-    def sleep(self, s: float) -> None:
-        self.sleeps.append(s)
-        self.t += s
+        super().__init__(start=5000.0)
 
 
 @pytest.fixture

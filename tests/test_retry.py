@@ -15,19 +15,12 @@ from pyspark_catalog_ext.retry import (
     uuid7,
     uuid7_from_parts,
 )
+from tests.fake_clock import FakeClock as _FakeClock
 
 
-class FakeClock:
+class FakeClock(_FakeClock):
     def __init__(self) -> None:
-        self.t = 1000.0
-        self.sleeps: list[float] = []
-
-    def now(self) -> float:
-        return self.t
-
-    def sleep(self, s: float) -> None:
-        self.sleeps.append(s)
-        self.t += s
+        super().__init__(start=1000.0)
 
 
 def test_backoff_exponential_capped_without_jitter() -> None:

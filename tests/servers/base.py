@@ -306,12 +306,11 @@ def _relay_response(h: BaseHTTPRequestHandler, resp: HTTPResponse) -> int:
 # --------------------------------------------------------------------------- buffered JSON proxy
 
 
-@dataclass
-class Request:
-    method: str
-    path: str  # raw request target, query included
+class _Message:
+    """What requests and responses share: case-insensitive headers and a JSON body."""
+
     headers: list[tuple[str, str]]
-    body: bytes = b""
+    body: bytes
 
     def header(self, name: str, default: Optional[str] = None) -> Optional[str]:
         for k, v in self.headers:
@@ -321,6 +320,15 @@ class Request:
 
     def json(self):
         return json.loads(self.body) if self.body else None
+
+
+@dataclass
+class Request(_Message):
+    method: str
+    path: str  # raw request target, query included
+    headers: list[tuple[str, str]]
+    body: bytes = b""
+
 
     @property
     def route(self) -> str:
@@ -328,20 +336,12 @@ class Request:
 
 
 @dataclass
-class Response:
+class Response(_Message):
     status: int
     headers: list[tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
     reason: str = ""
 
-    def header(self, name: str, default: Optional[str] = None) -> Optional[str]:
-        for k, v in self.headers:
-            if k.lower() == name.lower():
-                return v
-        return default
-
-    def json(self):
-        return json.loads(self.body) if self.body else None
 
     def with_body(self, body: bytes) -> "Response":
         headers = [(k, v) for k, v in self.headers
