@@ -96,10 +96,11 @@ final class ObservingRESTClient implements RESTClient {
   @Override
   public <T extends RESTResponse> T post(
       String path,
-      RESTRequest body,
+      RESTRequest request,
       Class<T> responseType,
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler) {
+    RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (issue 12)
     return observe(path, body, guard().mutate("POST", path, body, headers, errorHandler, delegate,
         (h, eh) -> delegate.post(path, body, responseType, h, eh)));
   }
@@ -107,11 +108,12 @@ final class ObservingRESTClient implements RESTClient {
   @Override
   public <T extends RESTResponse> T post(
       String path,
-      RESTRequest body,
+      RESTRequest request,
       Class<T> responseType,
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler,
       Consumer<Map<String, String>> responseHeaders) {
+    RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (issue 12)
     return observe(path, body, guard().mutate("POST", path, body, headers, errorHandler, delegate,
         (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders)));
   }
@@ -119,12 +121,13 @@ final class ObservingRESTClient implements RESTClient {
   @Override
   public <T extends RESTResponse> T post(
       String path,
-      RESTRequest body,
+      RESTRequest request,
       Class<T> responseType,
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler,
       Consumer<Map<String, String>> responseHeaders,
       ParserContext parserContext) {
+    RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (issue 12)
     return observe(path, body, guard().mutate("POST", path, body, headers, errorHandler, delegate,
         (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders, parserContext)));
   }
