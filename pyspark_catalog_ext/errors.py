@@ -18,6 +18,7 @@ __all__ = [
     "CatalogNotFoundError",
     "CatalogConflictError",
     "CatalogUnavailableError",
+    "CatalogUnsupportedError",
     "CredentialRefreshError",
     "CommitFailedError",
     "LakehouseError",
@@ -66,6 +67,10 @@ class CatalogConflictError(CatalogError):
 
 class CatalogUnavailableError(CatalogError):
     """The catalog can't be reached, timed out, or kept answering 429/5xx."""
+
+
+class CatalogUnsupportedError(CatalogError):
+    """The catalog does not support the operation (no rename, no views, ...)."""
 
 
 class CredentialRefreshError(CatalogExtError):

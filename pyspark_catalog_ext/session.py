@@ -24,7 +24,7 @@ from .errors import (
     ConfigError,
     redact,
 )
-from . import logsafety
+from . import logsafety, spark_errors
 from .profiles import Profile, get_profile
 
 if TYPE_CHECKING:  # heavy imports stay lazy: the CLI must start fast
@@ -325,6 +325,7 @@ def _attach_on_create(builder: Any) -> None:
         from .credentials import attach
 
         spark = create()
+        spark_errors.install()
         attach(spark)
         return spark
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..errors import CatalogExtError, ConfigError, redact
-from .. import logsafety
+from .. import logsafety, spark_errors
 from ..catalog_client import CatalogClient
 from .scheduler import RefreshPolicy, RefreshScheduler, SchedulerThread, TableState
 from .sources import CredentialSource, StrategyChain, user_answer
@@ -276,6 +276,7 @@ def attach(
     Calling it again returns the same manager, picks up catalogs added since, and applies a new
     `policy` if given.
     """
+    spark_errors.install()  # our JVM failures in spark.sql etc. become one-line package errors
     found = shim_catalogs(spark)
     wanted = catalogs if catalogs is not None else list(found)
     missing = [c for c in wanted if c not in found]

@@ -1,0 +1,200 @@
+"""Spark action failures of ours arrive as the package's one-line errors.
+
+`install()` hooks into PySpark's own exception capture (`pyspark.errors.exceptions.captured`), as
+delta-spark does for its exceptions: every JVM call PySpark makes (`spark.sql`, `collect`,
+`save`, `writeTo(...).create()`, ...) is checked, and a failure whose Java exception (or any of its
+causes) is one we know becomes a `CatalogExtError` subclass, the original `Py4JJavaError` kept as
+`__cause__`. Everything else reaches the user exactly as PySpark raises it.
+
+Known failures:
+
+* `io.catalogext.shim.CredentialsExpiredException` (storage credentials ran out and the refresh
+  strategy named in the message failed) -> `CredentialRefreshError`;
+* Iceberg `CommitStateUnknownException` -> `CommitStateUnknownError`, `CommitFailedException` ->
+  `CommitFailedError` (or `StaleTableError` when the table was replaced underneath);
+* an operation the catalog answers with a bare 400/404/405/501, or that Iceberg's endpoint check
+  refuses (SeaweedFS has no rename and no views) -> `CatalogUnsupportedError` naming the operation.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+from .errors import CatalogExtError, CatalogUnsupportedError, CommitFailedError, CredentialRefreshError, redact
+
+__all__ = ["install", "translate"]
+
+_MAX_CAUSES = 12  # a Java cause chain is short; bounded so a cyclic chain can't loop
+_MAX_FRAMES = 80  # SparkCatalog's frame sits within the first few dozen of an exception's stack
+_MESSAGE_CHARS = 400
+
+# Spark catalog methods (org.apache.iceberg.spark.SparkCatalog / SparkSessionCatalog) -> what the
+# user did, for "the catalog does not support ...".
+_OPERATIONS = {
+    "renameTable": "renaming tables (ALTER TABLE ... RENAME TO)",
+    "createView": "views (CREATE VIEW)",
+    "replaceView": "views (CREATE OR REPLACE VIEW)",
+    "alterView": "views (ALTER VIEW)",
+    "dropView": "views (DROP VIEW)",
+    "renameView": "renaming views (ALTER VIEW ... RENAME TO)",
+    "listViews": "views (SHOW VIEWS)",
+    "loadView": "views",
+    "alterNamespace": "namespace properties (ALTER NAMESPACE ... SET PROPERTIES)",
+    "createNamespace": "creating namespaces (CREATE NAMESPACE)",
+    "dropNamespace": "dropping namespaces (DROP NAMESPACE)",
+    "purgeTable": "purging tables (DROP TABLE ... PURGE)",
+}
+_SPARK_CATALOGS = ("org.apache.iceberg.spark.SparkCatalog", "org.apache.iceberg.spark.SparkSessionCatalog")
+# 400, 405/406 and 501 (Iceberg's BadRequest / RESTException / UnsupportedOperation), and Iceberg's
+# own refusal of an endpoint the server did not advertise.
+_UNSUPPORTED_ANSWERS = (
+    "org.apache.iceberg.exceptions.BadRequestException",
+    "org.apache.iceberg.exceptions.RESTException",
+    "java.lang.UnsupportedOperationException",
+)
+# A 404 on rename: Spark resolved the table before calling renameTable, so "not found" there means
+# the catalog has no rename endpoint (or the table vanished in between, which the message says).
+_NOT_FOUND = (
+    "org.apache.iceberg.exceptions.NoSuchTableException",
+    "org.apache.iceberg.exceptions.NoSuchViewException",
+    "org.apache.spark.sql.catalyst.analysis.NoSuchTableException",
+)
+
+_LOCK = threading.Lock()
+_INSTALLED = False
+
+
+def install() -> None:
+    """Translate our JVM failures on every PySpark call from now on. Idempotent.
+
+    PySpark's `install_exception_handler()` (which every new SparkSession calls) builds its
+    capturing wrapper with `captured.capture_sql_exception`; we replace that factory with one that
+    translates first, so our wrapper survives new sessions. Why not only `convert_exception` as
+    delta-spark does: PySpark raises the converted error `from None`, which would drop the
+    original that we keep as `__cause__`.
+    """
+    global _INSTALLED
+    from pyspark.errors.exceptions import captured
+
+    with _LOCK:
+        if not _INSTALLED:
+            pyspark_capture = captured.capture_sql_exception
+
+            def capture(f: Callable[..., Any]) -> Callable[..., Any]:
+                return pyspark_capture(_translating(f))
+
+            captured.capture_sql_exception = capture
+            _INSTALLED = True
+        captured.install_exception_handler()
+
+
+def _translating(get_return_value: Callable[..., Any]) -> Callable[..., Any]:
+    from py4j.protocol import Py4JJavaError
+
+    def translated(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return get_return_value(*args, **kwargs)
+        except Py4JJavaError as exc:
+            # get_return_value(answer, gateway_client, target_id, name): calls on our own shim
+            # classes ("z:io.catalogext...") are translated by their Python callers (staging).
+            target = str(args[2] if len(args) > 2 else kwargs.get("target_id") or "")
+            if target.startswith("z:io.catalogext."):
+                raise
+            ours = translate(exc.java_exception)
+            if ours is None:
+                raise
+            raise ours from exc
+
+    return translated
+
+
+def translate(java_exception: Any) -> CatalogExtError | None:
+    """The package error for a Py4J Java exception object, or None if it is not one of ours."""
+    try:
+        chain = _chain(java_exception)
+    except Exception:  # noqa: BLE001 - the JVM may be gone; then PySpark's error stands
+        return None
+    for name, message in chain:
+        text = _one_line(message)
+        if name == "io.catalogext.shim.CredentialsExpiredException":
+            return CredentialRefreshError(text)
+        if name == "org.apache.iceberg.exceptions.CommitStateUnknownException":
+            from .staging import CommitStateUnknownError
+
+            return CommitStateUnknownError(
+                f"commit state unknown ({text}); nothing was deleted: load the table to see whether "
+                "the commit landed before retrying")
+        if name == "org.apache.iceberg.exceptions.CommitFailedException":
+            if "replaced by another table" in message:
+                from .staging import StaleTableError
+
+                return StaleTableError(f"the table was replaced underneath: {text}; reload it and try again")
+            return CommitFailedError(f"the catalog rejected the commit ({text}); nothing was published: "
+                                     "the table changed or exists already; reload and try again")
+    # Task failures can arrive without a deserialized cause: the class name is then in the text.
+    if chain and "io.catalogext.shim.CredentialsExpiredException: " in chain[0][1]:
+        detail = chain[0][1].split("io.catalogext.shim.CredentialsExpiredException: ", 1)[1]
+        return CredentialRefreshError(_one_line(detail.split("\n", 1)[0]))
+    return _unsupported(java_exception, chain)
+
+
+def _unsupported(java_exception: Any, chain: list[tuple[str, str]]) -> CatalogExtError | None:
+    names = [name for name, _ in chain]
+    candidates = [i for i, name in enumerate(names) if name in _UNSUPPORTED_ANSWERS + _NOT_FOUND]
+    if not candidates:
+        return None
+    method = _spark_catalog_method(java_exception)
+    if method is None:
+        return None
+    index = candidates[0]
+    name, message = chain[index]
+    if name in _NOT_FOUND and method not in ("renameTable", "renameView"):
+        return None
+    if name == "java.lang.UnsupportedOperationException" and not _is_catalog_refusal(message):
+        return None
+    operation = _OPERATIONS.get(method, method)
+    if name in _NOT_FOUND:
+        evidence = "it answered 'not found' (HTTP 404) for a table Spark had just loaded"
+    else:
+        evidence = f"{name.rsplit('.', 1)[-1]}: {_one_line(message)}"
+    return CatalogUnsupportedError(
+        f"the catalog does not support {operation} ({evidence}); "
+        "run `pyspark-catalog-ext doctor` to see what this catalog supports")
+
+
+def _is_catalog_refusal(message: str) -> bool:
+    # Iceberg's Endpoint.check ("Server does not support endpoint: ...") and a 501 answer
+    # ("Not implemented: ..."); other UnsupportedOperationExceptions are Spark's or Iceberg's own.
+    return message.startswith(("Server does not support endpoint", "Not implemented"))
+
+
+def _chain(java_exception: Any) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    current = java_exception
+    while current is not None and len(out) < _MAX_CAUSES:
+        out.append((str(current.getClass().getName()), str(current.getMessage() or "")))
+        cause = current.getCause()
+        if cause is None or cause.equals(current):
+            break
+        current = cause
+    return out
+
+
+def _spark_catalog_method(java_exception: Any) -> str | None:
+    """The SparkCatalog method on the stack of the exception or its causes, e.g. 'renameTable'."""
+    current = java_exception
+    for _ in range(_MAX_CAUSES):
+        if current is None:
+            return None
+        frames = current.getStackTrace()
+        for i in range(min(len(frames), _MAX_FRAMES)):
+            frame = frames[i]
+            if str(frame.getClassName()) in _SPARK_CATALOGS:
+                return str(frame.getMethodName())
+        current = current.getCause()
+    return None
+
+
+def _one_line(text: str) -> str:
+    return redact(" ".join(str(text).split()))[:_MESSAGE_CHARS]
