@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urlparse
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:  # heavy imports stay lazy: the CLI must start fast
     from pyiceberg.catalog.rest import RestCatalog
     from pyspark.sql import SparkSession
 
-    from .local import Lakehouse, LakehouseInfo
+    from .local import LakehouseInfo
 
 __all__ = [
     "SparkConf",
@@ -111,8 +112,17 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
 def pyiceberg_config(name: str) -> dict[str, str]:
     """The PyIceberg catalog definition `name` (yaml + env), flattened; ConfigError if absent."""
     from pyiceberg.utils.config import Config
+    from strictyaml.ruamel.error import MarkedYAMLError, YAMLError  # PyIceberg parses with strictyaml
 
-    config = Config()
+    try:
+        config = Config()
+    except YAMLError as exc:
+        where = _pyiceberg_yaml_path()
+        line = ""
+        if isinstance(exc, MarkedYAMLError) and exc.problem_mark is not None:
+            line = f" line {exc.problem_mark.line + 1}"  # ruamel's marks count from 0
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise ConfigError(f"{where}{line}: invalid YAML ({problem}); fix the file or drop --from-pyiceberg") from None
     found = config.get_catalog_config(name)
     if not found:
         known = ", ".join(config.get_known_catalogs()) or "none"
@@ -121,6 +131,14 @@ def pyiceberg_config(name: str) -> dict[str, str]:
     if props.get("type", "rest") != "rest":
         raise ConfigError(f"PyIceberg catalog {name!r} has type {props['type']!r}; only REST catalogs are supported")
     return props
+
+
+def _pyiceberg_yaml_path() -> str:
+    """The `.pyiceberg.yaml` PyIceberg reads: the first of $PYICEBERG_HOME, ~ and the working dir."""
+    for directory in (os.environ.get("PYICEBERG_HOME"), os.path.expanduser("~"), os.getcwd()):
+        if directory and os.path.isfile(os.path.join(directory, ".pyiceberg.yaml")):
+            return os.path.join(directory, ".pyiceberg.yaml")
+    return ".pyiceberg.yaml"
 
 
 def _lakehouse_info(lakehouse: Any) -> "LakehouseInfo":
@@ -308,9 +326,34 @@ def configure(builder: Any, profile: str | Profile = "local", catalog: str = "la
             conf[key] = f"{existing[key]},{conf[key]}"
     for key, value in conf.items():
         builder = builder.config(key, value)
+    _keep_secrets_off_command_line(builder)
     if kwargs.get("shim", True):
         _attach_on_create(builder)
     return builder
+
+
+def _keep_secrets_off_command_line(builder: Any) -> None:
+    """Make this builder's getOrCreate() start the driver JVM without secret settings on its
+    command line. pyspark's launcher passes every builder setting to spark-submit as `--conf k=v`
+    (visible in `ps` and /proc/<pid>/cmdline); so when no JVM runs yet, we launch it first with
+    the settings minus secrets, and getOrCreate() then hands the whole conf, secrets included, to
+    the JVM's SparkConf through Py4J. Everything else is unchanged: Spark still redacts them, new
+    sessions and executors see the same conf."""
+    if getattr(builder, "_catalog_ext_secrets_off_argv", False):
+        return
+    builder._catalog_ext_secrets_off_argv = True
+    create = builder.getOrCreate
+
+    def get_or_create_without_secrets_in_argv() -> "SparkSession":
+        from pyspark import SparkConf, SparkContext
+
+        if SparkContext._gateway is None:
+            launch = SparkConf(loadDefaults=False)
+            launch.setAll([(k, v) for k, v in builder._options.items() if not is_secret_key(k)])
+            SparkContext._ensure_initialized(conf=launch)
+        return create()
+
+    builder.getOrCreate = get_or_create_without_secrets_in_argv
 
 
 def _attach_on_create(builder: Any) -> None:
@@ -461,8 +504,13 @@ def add_connection_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="local", help="vendor profile (default: local)")
     p.add_argument("--uri")
     p.add_argument("--warehouse")
+    # Secrets also from an environment variable or a file: an argument shows in `ps` and shell history.
     p.add_argument("--credential", help="OAuth2 client credentials <client-id>:<client-secret>")
+    p.add_argument("--credential-env", metavar="VAR", help="read --credential from environment variable VAR")
+    p.add_argument("--credential-file", metavar="PATH", help="read --credential from the file PATH")
     p.add_argument("--token", help="bearer token")
+    p.add_argument("--token-env", metavar="VAR", help="read --token from environment variable VAR")
+    p.add_argument("--token-file", metavar="PATH", help="read --token from the file PATH")
     p.add_argument("--sigv4", action="store_true", help="sign catalog requests with AWS SigV4")
     p.add_argument("--oauth2-server-uri")
     p.add_argument("--scope")
@@ -475,11 +523,32 @@ def add_connection_arguments(p: argparse.ArgumentParser) -> None:
 def connection_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """The `catalog_properties` keyword arguments from options added by `add_connection_arguments`."""
     return dict(
-        uri=args.uri, warehouse=args.warehouse, credential=args.credential, token=args.token,
+        uri=args.uri, warehouse=args.warehouse, credential=_secret_argument(args, "credential"),
+        token=_secret_argument(args, "token"),
         sigv4=True if args.sigv4 else None, oauth2_server_uri=args.oauth2_server_uri, scope=args.scope,
         region=args.region, signing_name=args.signing_name, s3_endpoint=args.s3_endpoint,
         from_pyiceberg=args.from_pyiceberg,
     )
+
+
+def _secret_argument(args: argparse.Namespace, name: str) -> str | None:
+    """--NAME, or the value of the variable named by --NAME-env, or the content of --NAME-file."""
+    value, var, path = getattr(args, name), getattr(args, f"{name}_env"), getattr(args, f"{name}_file")
+    if sum(x is not None for x in (value, var, path)) > 1:
+        raise ConfigError(f"pass only one of --{name}, --{name}-env and --{name}-file")
+    if var is not None:
+        value = os.environ.get(var)
+        if not value:
+            raise ConfigError(f"--{name}-env {var}: the environment variable {var} is not set or empty; export it or pass --{name}-file")
+    elif path is not None:
+        try:
+            value = Path(path).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+            raise ConfigError(f"--{name}-file {path}: cannot read it ({reason}); pass a readable file holding only the {name}") from None
+        if not value:
+            raise ConfigError(f"--{name}-file {path} is empty; put the {name} in it")
+    return value
 
 
 # -- CLI: spark-conf ----------------------------------------------------------------------------

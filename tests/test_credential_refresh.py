@@ -18,6 +18,7 @@ import pytest
 from py4j.protocol import Py4JJavaError
 
 from pyspark_catalog_ext.credentials import RefreshPolicy, attach
+from pyspark_catalog_ext.errors import CredentialRefreshError
 from tests.servers import CatalogProxy, S3ExpiryProxy
 from tests.refresh_support import add_spark_catalog, register_slow_udf, slow, statuses, table_status
 
@@ -143,11 +144,12 @@ def test_expiry_with_no_refresh_possible_fails_clearly_and_commits_nothing(spark
 
     threading.Thread(target=break_catalog_soon, daemon=True).start()
     try:
-        with pytest.raises(Py4JJavaError) as err:
+        with pytest.raises(CredentialRefreshError) as err:  # spark_errors: one line, Java error as cause
             slow_ctas(spark, "fast.db.abandoned", rows=3000, tasks=1, ms_per_row=10)  # ~30 s > lifetime
     finally:
         fast_catalog.faults.clear()
     message = str(err.value)
+    assert "\n" not in message and isinstance(err.value.__cause__, Py4JJavaError)
     assert not [s for s in fast_catalog.secrets_handed_out if s in message]
     assert "Storage credentials for table fast.db.abandoned expired" in message
     assert "re-stage" in message
