@@ -43,7 +43,7 @@ from .jvm import check_java, shim_jar  # noqa: E402
 from .local import Lakehouse, LakehouseInfo, start_lakehouse  # noqa: E402
 from .profiles import PROFILES, Profile, get_profile  # noqa: E402
 from .session import (  # noqa: E402
-    SparkConf,
+    CatalogSparkConf,
     check_catalog,
     configure,
     lakehouse_session,
@@ -55,7 +55,7 @@ __all__ = [
     "__version__",
     "configure",
     "spark_conf",
-    "SparkConf",
+    "CatalogSparkConf",
     "lakehouse_session",
     "pyiceberg_catalog",
     "check_catalog",

@@ -156,7 +156,7 @@ def build_shim(src_dir: Path, out_jar: Path, jars: Sequence[Path], digest: str) 
         )
         if proc.returncode != 0:
             lines = (proc.stderr + proc.stdout).splitlines()
-            first = next((l.strip() for l in lines if "error:" in l), lines[0].strip() if lines else f"exit {proc.returncode}")
+            first = next((line.strip() for line in lines if "error:" in line), lines[0].strip() if lines else f"exit {proc.returncode}")
             first = first.replace(str(src_dir) + os.sep, "")
             raise JarError(f"shim build failed: {first}; fix the Java source under jvm-shim/")
         resources = src_dir.parent / "resources"  # src/main/resources, if the shim grows one

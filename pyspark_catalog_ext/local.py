@@ -280,11 +280,13 @@ class Lakehouse:
         raise LakehouseError(f"SeaweedFS not ready after {self.ready_timeout:.0f}s ({last}); see {self.info.log_file}")
 
     def _log_tail(self) -> str:
+        if self.info is None:
+            return "no log"
         try:
-            lines = [l for l in Path(self.info.log_file).read_text(errors="replace").splitlines() if l.strip()]
+            lines = [line for line in Path(self.info.log_file).read_text(errors="replace").splitlines() if line.strip()]
         except OSError:
             return "no log"
-        interesting = [l for l in lines if any(w in l.lower() for w in ("fatal", "error", "failed", "address already in use"))]
+        interesting = [line for line in lines if any(w in line.lower() for w in ("fatal", "error", "failed", "address already in use"))]
         return redact((interesting or lines or ["no log output"])[-1].strip())[:300]
 
     @property
@@ -441,9 +443,9 @@ def _print_info(info: LakehouseInfo) -> None:
 def _cmd(args: argparse.Namespace) -> int:
     if args.action == "up":
         before = running_info()
-        info = up(args.data_dir, args.credential_seconds, args.iceberg_port, args.s3_port)
+        started = up(args.data_dir, args.credential_seconds, args.iceberg_port, args.s3_port)
         print("already running" if before else "lakehouse started (stop it with: pyspark-catalog-ext local down)")
-        _print_info(info)
+        _print_info(started)
         return 0
     if args.action == "down":
         print("lakehouse stopped" if down() else "no lakehouse running")

@@ -81,5 +81,5 @@ def py4j_muted() -> Iterator[None]:
     try:
         yield
     finally:
-        for logger, was in zip(loggers, saved):
+        for logger, was in zip(loggers, saved, strict=True):
             logger.disabled = was

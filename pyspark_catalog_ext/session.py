@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # heavy imports stay lazy: the CLI must start fast
     from .local import LakehouseInfo
 
 __all__ = [
-    "SparkConf",
+    "CatalogSparkConf",
     "spark_conf",
     "configure",
     "lakehouse_session",
@@ -72,15 +72,16 @@ def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
 
 
-class SparkConf(dict):
-    """A plain `dict[str, str]` of Spark settings whose repr/str mask secret values."""
+class CatalogSparkConf(dict):
+    """A plain `dict[str, str]` of Spark settings whose repr/str mask secret values (not
+    `pyspark.SparkConf`: pass it to a builder with `configure()` or `builder.config(map=...)`)."""
 
     def masked(self) -> dict[str, str]:
         """A copy with secret values replaced by `***`."""
         return {k: ("***" if is_secret_key(k) else v) for k, v in self.items()}
 
     def __repr__(self) -> str:
-        return f"SparkConf({self.masked()!r})"
+        return f"CatalogSparkConf({self.masked()!r})"
 
     __str__ = __repr__
 
@@ -264,8 +265,8 @@ def spark_conf(
     local: bool | None = None,
     extra_conf: Mapping[str, str] | None = None,
     **catalog_args: Any,
-) -> SparkConf:
-    """All Spark settings for `catalog` as a SparkConf dict (secrets masked in its repr).
+) -> CatalogSparkConf:
+    """All Spark settings for `catalog` as a CatalogSparkConf dict (secrets masked in its repr).
 
     `catalog_args` are those of `catalog_properties` (uri, warehouse, credential, token, sigv4,
     oauth2_server_uri, scope, region, signing_name, path_style, s3_endpoint, from_pyiceberg,
@@ -276,7 +277,7 @@ def spark_conf(
         raise ConfigError(f"catalog name {catalog!r} must be a plain identifier such as 'lake'")
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     props = catalog_properties(prof, shim=shim, **catalog_args)
-    conf = SparkConf()
+    conf = CatalogSparkConf()
     conf["spark.sql.extensions"] = EXTENSIONS
     conf[f"spark.sql.catalog.{catalog}"] = SPARK_CATALOG
     conf.update({f"spark.sql.catalog.{catalog}.{k}": v for k, v in props.items()})
@@ -402,7 +403,7 @@ def lakehouse_session(
 
 def _pyiceberg_props(source: Any, catalog: str) -> dict[str, str]:
     if isinstance(source, Mapping):
-        props = SparkConf(source).catalog(catalog) if any(k.startswith("spark.") for k in source) else dict(source)
+        props = CatalogSparkConf(source).catalog(catalog) if any(k.startswith("spark.") for k in source) else dict(source)
         if not props:
             raise ConfigError(f"the conf has no spark.sql.catalog.{catalog}.* settings; pass the catalog name it uses")
     else:
@@ -453,7 +454,7 @@ def check_catalog(conf: Mapping[str, str], catalog: str = "lake", timeout: float
     """
     import requests
 
-    props = SparkConf(conf).catalog(catalog) if any(k.startswith("spark.") for k in conf) else dict(conf)
+    props = CatalogSparkConf(conf).catalog(catalog) if any(k.startswith("spark.") for k in conf) else dict(conf)
     uri = props.get("uri", "")
     warehouse = props.get("warehouse")
     headers = {k[len("header."):]: v for k, v in props.items() if k.startswith("header.")}
@@ -552,7 +553,7 @@ def _secret_argument(args: argparse.Namespace, name: str) -> str | None:
 
 
 # -- CLI: spark-conf ----------------------------------------------------------------------------
-def _format(conf: SparkConf, fmt: str, show_secrets: bool) -> str:
+def _format(conf: CatalogSparkConf, fmt: str, show_secrets: bool) -> str:
     shown = dict(conf) if show_secrets else conf.masked()
     if fmt == "defaults":
         return "\n".join(f"{k} {v}" for k, v in shown.items())

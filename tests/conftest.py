@@ -20,6 +20,25 @@ CLI = [sys.executable, "-m", "pyspark_catalog_ext.cli"]
 SECRET = "lakeadminsecret"
 
 
+# -- markers (registered in pyproject.toml): `spark` for tests that run a SparkSession, `slow` for
+# the real 900 s expiry. Applied here so test files need no decorators.
+SPARK_FIXTURES = {"spark", "local_run"}  # every test using these runs Spark (directly or via the doctor)
+SPARK_MODULES = {"test_demo", "test_notebook"}  # start Spark in a subprocess
+SPARK_TESTS = {"test_sigint_while_spark_starts_cleans_up_and_exits_130", "test_sigint_during_a_spark_ctas_cleans_up_and_exits_130",
+               "test_executors_in_other_jvms_get_credentials_from_the_driver"}
+SLOW_MODULES = {"test_real_expiry"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
+        name = getattr(item, "originalname", item.name)
+        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())) or module in SPARK_MODULES or name in SPARK_TESTS:
+            item.add_marker(pytest.mark.spark)
+        if module in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
 def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run `pyspark-catalog-ext ARGS` in a fresh interpreter (as a user's shell would)."""
     return subprocess.run([*CLI, *args], capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=timeout, cwd=ROOT)

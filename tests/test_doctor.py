@@ -170,7 +170,7 @@ def test_shipped_matrix_entries_validate_and_readme_table_is_generated() -> None
         assert entry["profile"] == path.stem and PROFILES[entry["profile"]].tested_here
         assert SECRET not in path.read_text()
     table = render_matrix()
-    for name, prof in PROFILES.items():
+    for name in PROFILES:
         row = next(line for line in table.splitlines() if line.startswith(f"| `{name}` |"))
         if not (MATRIX_DIR / f"{name}.json").exists():
             assert "reference only" in row and "pass" not in row and "supported" not in row.replace("unsupported", "")

@@ -13,7 +13,6 @@ from pyspark_catalog_ext.session import (
     REDACTION_REGEX,
     SHIM_CATALOG_IMPL,
     SHIM_CLIENT_FACTORY,
-    catalog_properties,
     spark_conf,
 )
 

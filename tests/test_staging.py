@@ -8,7 +8,6 @@ import uuid as uuidlib
 
 import pytest
 
-from pyspark_catalog_ext import staging
 from pyspark_catalog_ext.errors import CatalogConflictError, CommitFailedError, ConfigError
 from pyspark_catalog_ext.staging import StaleTableError, stage_create, stage_replace
 from tests.conftest import SECRET, assert_one_line_error, run_cli
@@ -79,7 +78,7 @@ def test_stage_write_many_times_commit_once(spark, db, lakehouse):
     s3 = s3_admin(lakehouse)
     assert all(s3_exists(s3, f) for f in table_files(spark, name))
     assert staged.state == "committed"
-    with pytest.raises(Exception):
+    with pytest.raises(ConfigError):
         staged.write(df)
 
 

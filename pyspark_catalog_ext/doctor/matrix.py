@@ -74,7 +74,7 @@ def _cell(entry: Mapping[str, Any], ids: tuple[str, ...]) -> str:
     elif len(ids) == 2:
         text = " / ".join(statuses)
     else:
-        bad = [f"{i} {s}" for i, s in zip(ids, statuses) if s != "pass"]
+        bad = [f"{i} {s}" for i, s in zip(ids, statuses, strict=True) if s != "pass"]
         text = "pass except " + ", ".join(bad) if "pass" in statuses else " / ".join(statuses)
     if ids == ("vended-credentials",) and text == "pass":
         lifetime = (by_id["vended-credentials"].get("evidence") or {}).get("lifetime_s")

@@ -408,7 +408,7 @@ def probe_remote_signing(ctx: ProbeContext) -> Outcome:
 
 
 # PyIceberg and Spark come last: Spark takes the longest.
-from . import engines as _engines  # noqa: E402  (registers pyiceberg, spark-ctas, spark-read, spark-append)
+from . import engines as _engines  # noqa: E402, F401  (registers pyiceberg, spark-ctas, spark-read, spark-append)
 
 GROUPS: dict[str, tuple[str, ...]] = {}
 for _spec in PROBES:

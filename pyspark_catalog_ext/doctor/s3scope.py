@@ -128,7 +128,7 @@ def check_scope(ctx: "ProbeContext", cred: "VendedCredential", location: str) ->
     # Delete last: the inside object is the proof Delete works; leaked objects are removed too.
     check("inside", "DeleteObject", f"s3://{bucket}/{key}", True, lambda: s3.delete_object(Bucket=bucket, Key=key))
     for leak_bucket, leak_key in leaked:
-        _attempt(lambda: s3.delete_object(Bucket=leak_bucket, Key=leak_key))
+        _attempt(lambda b=leak_bucket, k=leak_key: s3.delete_object(Bucket=b, Key=k))
 
     evidence = {"location": location, "s3_endpoint": ctx.s3_settings(cred)["endpoint"],
                 "credential_prefix": cred.prefix, "checks": checks}
