@@ -57,6 +57,20 @@ SEAWEEDFS = {
     "spark-read": "pass",
     "spark-append": "pass",
 }
+# The server inventory (doctor/inventory.py): SeaweedFS 4.48 has no rename and no views.
+INVENTORY = {
+    "namespace-properties": "pass",
+    "rename-table": "unsupported",
+    "views": "unsupported",
+    "partition-first-column": "pass",
+    "dml-merge-on-read": "pass",
+    "dml-copy-on-write": "pass",
+    "rewrite-data-files": "pass",
+    "expire-snapshots": "pass",
+    "remove-orphan-files": "pass",
+    "rewrite-manifests": "pass",
+}
+SEAWEEDFS.update(INVENTORY)
 FAST = ["--skip", "spark,pyiceberg"]  # the proxy runs: catalog-level probes only
 _VENDED_SECRET_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "storage-refresh-token",
                        "access_token")
@@ -195,7 +209,7 @@ def test_local_profile_end_to_end_matches_seaweedfs_in_under_3_minutes(local_run
     assert elapsed < 180, f"doctor --profile local took {elapsed:.0f} s"
     assert proc.returncode == 0, proc.stderr
     assert statuses(report) == SEAWEEDFS, proc.stderr  # every probe ran, each with SeaweedFS's answer
-    assert report["summary"] == {"pass": 12, "fail": 0, "unsupported": 6, "skipped": 0, "required_failed": [],
+    assert report["summary"] == {"pass": 20, "fail": 0, "unsupported": 8, "skipped": 0, "required_failed": [],
                                  "ok": True, "exit_code": 0}
     assert set(report["required"]) == set(PROFILES["local"].required_probes)
     vended = probe_of(report, "vended-credentials")["evidence"]
@@ -208,6 +222,12 @@ def test_local_profile_end_to_end_matches_seaweedfs_in_under_3_minutes(local_run
     assert probe_of(report, "idempotency-replay")["evidence"]["second_status"] == 409
     assert probe_of(report, "tables")["evidence"]["create_existing_status"] == 200
     assert probe_of(report, "config")["evidence"]["prefix"] == "warehouse"
+    assert "does not support renaming tables" in probe_of(report, "rename-table")["summary"]
+    assert "does not support views (CREATE VIEW)" in probe_of(report, "views")["summary"]
+    assert probe_of(report, "partition-first-column")["evidence"]["partitions"] >= 2
+    assert probe_of(report, "dml-merge-on-read")["evidence"]["delete_files"] > 0
+    assert probe_of(report, "dml-copy-on-write")["evidence"]["delete_files"] == 0
+    assert probe_of(report, "expire-snapshots")["evidence"]["snapshots_left"] == 1
     assert report["cleanup"]["ok"] and any("drop namespace" in a["action"] for a in report["cleanup"]["actions"])
     # the table went to stderr, with progress rows for every probe and the summary
     for probe_id in SEAWEEDFS:
@@ -248,7 +268,7 @@ def test_refresh_token_proxy_flips_storage_refresh_token_to_pass(lakehouse) -> N
         assert proxy.count("credentials") >= 1
     validate(report)
     expected = {**SEAWEEDFS, "storage-refresh-token": "pass", "pyiceberg": "skipped", "spark-ctas": "skipped",
-                "spark-read": "skipped", "spark-append": "skipped"}
+                "spark-read": "skipped", "spark-append": "skipped", **{p: "skipped" for p in INVENTORY}}
     assert statuses(report) == expected
     token = probe_of(report, "storage-refresh-token")["evidence"]
     assert token["token_on_stage_create"] and token["fresh_keys"] and token["status"] == 200

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Optional
 
 from ..profiles import PROFILES, Profile
 
-__all__ = ["MATRIX_DIR", "COLUMNS", "save_matrix", "load_matrix", "render_matrix", "render_profiles", "profiles_json"]
+__all__ = ["MATRIX_DIR", "COLUMNS", "INVENTORY_COLUMNS", "save_matrix", "load_matrix", "render_matrix", "render_profiles", "profiles_json"]
 
 #: Where `--save-matrix` writes and `--print-matrix` reads by default (shipped in the wheel).
 MATRIX_DIR = Path(__file__).resolve().parent.parent / "resources" / "matrix"
@@ -33,6 +33,20 @@ COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Stage + commit", ("stage-commit",)),
     ("Idempotency-Key advertised / replayed", ("idempotency-advertised", "idempotency-replay")),
     ("Remote signing", ("remote-signing",)),
+)
+
+#: (column title, probe ids) of the server inventory table: what Iceberg users do in Spark.
+INVENTORY_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Rename table", ("rename-table",)),
+    ("Views", ("views",)),
+    ("Namespace properties", ("namespace-properties",)),
+    ("Partition by first column", ("partition-first-column",)),
+    ("DELETE/MERGE merge-on-read", ("dml-merge-on-read",)),
+    ("DELETE/MERGE copy-on-write", ("dml-copy-on-write",)),
+    ("rewrite_data_files", ("rewrite-data-files",)),
+    ("expire_snapshots", ("expire-snapshots",)),
+    ("remove_orphan_files", ("remove-orphan-files",)),
+    ("rewrite_manifests", ("rewrite-manifests",)),
 )
 
 
@@ -108,10 +122,25 @@ def render_matrix(directory: Optional[Path | str] = None) -> str:
             cells = [f"`{name}`", f"{server}, {when}, doctor {version}"] + [_cell(entry, ids) for _, ids in COLUMNS]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
+    lines += _inventory_table(entries)
     lines.append("pass / **fail** / unsupported: the probe's answer in the recorded `doctor` run "
                  "(`pyspark_catalog_ext/resources/matrix/<profile>.json`). "
                  "Reference only: defaults from vendor documentation, never run here.")
     return "\n".join(lines)
+
+
+def _inventory_table(entries: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Server inventory of the profiles with a recorded run (none: no table)."""
+    rows = [name for name in list(PROFILES) + sorted(set(entries) - set(PROFILES)) if name in entries]
+    if not rows:
+        return []
+    head = ["Server inventory"] + [title for title, _ in INVENTORY_COLUMNS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for name in rows:
+        cells = [f"`{name}`"] + [_cell(entries[name], ids) for _, ids in INVENTORY_COLUMNS]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    return lines
 
 
 def profiles_json() -> list[dict[str, Any]]:

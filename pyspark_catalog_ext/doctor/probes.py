@@ -409,6 +409,7 @@ def probe_remote_signing(ctx: ProbeContext) -> Outcome:
 
 # PyIceberg and Spark come last: Spark takes the longest.
 from . import engines as _engines  # noqa: E402, F401  (registers pyiceberg, spark-ctas, spark-read, spark-append)
+from . import inventory as _inventory  # noqa: E402, F401  (the server inventory, on the same Spark session)
 
 GROUPS: dict[str, tuple[str, ...]] = {}
 for _spec in PROBES:
