@@ -926,7 +926,7 @@ def test_auth_from_conf() -> None:
     assert isinstance(o, OAuth2ClientCredentials) and o.scope == "PRINCIPAL_ROLE:x" and o.token_uri == "https://idp/token"
     bare = auth_from_conf({"credential": CLIENT_SECRET})
     assert isinstance(bare, OAuth2ClientCredentials) and bare._client_id is None
-    assert auth_from_conf({"credential": "a:b"}).scope == "PRINCIPAL_ROLE:ALL"
+    assert auth_from_conf({"credential": "a:b"}).scope == "catalog"  # Iceberg's default; profiles set their own
     s = auth_from_conf({"rest.sigv4-enabled": "true", "rest.signing-region": "us-east-1",
                         "rest.signing-name": "s3tables", "rest.access-key-id": "AK",
                         "rest.secret-access-key": AWS_SECRET})
