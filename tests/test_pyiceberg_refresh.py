@@ -28,6 +28,9 @@ FILEIOS = {
 }
 # PyIceberg bins rows by in-memory size: 16-byte rows, 800 bytes = one data file per 50 rows.
 FILE_PER_50_ROWS = {"write.target-file-size-bytes": "800"}
+# Per-request S3 delays that make each job last ~2.5-3 lifetimes (PyArrow sends more requests per file).
+SCAN_DELAY = {"pyarrow": 0.04, "fsspec": 0.08}
+WRITE_DELAY = {"pyarrow": 0.07, "fsspec": 0.16}
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("part", pa.int64(), nullable=False)])
 
 
@@ -79,7 +82,7 @@ def test_long_scan_outlives_credentials(lakehouse, catalog_proxy, s3_proxy, many
         table = cat.load_table("db_py.many")
         assert isinstance(table.io, RefreshingFileIO)
         assert len(table.inspect.files()) == 200
-        _expiring(s3_proxy, delay=0.08)
+        _expiring(s3_proxy, delay=SCAN_DELAY[io])
         rejected_before = s3_proxy.total_rejected
         started = time.monotonic()
         result = table.scan().to_arrow()
@@ -112,3 +115,101 @@ def test_without_refresh_the_same_scan_fails(lakehouse, catalog_proxy, s3_proxy,
     finally:
         s3_proxy.max_age_seconds, s3_proxy.delay_seconds = None, 0
         cat.close()
+
+
+@pytest.mark.parametrize("io", sorted(FILEIOS))
+def test_long_append_then_overwrite_and_delete(lakehouse, catalog_proxy, s3_proxy, io):
+    """An append and an overwrite of 100 files each on slow S3, each spanning lifetimes; then a
+    delete after the keys expired while the table sat idle (renewed on use)."""
+    cat = make_catalog(lakehouse, catalog_proxy, io)
+    name = f"db_py.writes_{io}"
+    try:
+        cat.create_namespace_if_not_exists("db_py")
+        if cat.table_exists(name):
+            cat.drop_table(name)
+        table = cat.create_table(name, SCHEMA, properties=FILE_PER_50_ROWS)
+        _expiring(s3_proxy, delay=WRITE_DELAY[io])
+        rejected_before = s3_proxy.total_rejected
+        started = time.monotonic()
+        table.append(rows(0, 5000))
+        appended = time.monotonic() - started
+        table.overwrite(rows(5000, 10000))
+        overwritten = time.monotonic() - started - appended
+        s3_proxy.delay_seconds = 0
+        assert appended > 2 * LIFETIME and overwritten > 2 * LIFETIME, (appended, overwritten)
+        time.sleep(LIFETIME + 0.5)  # idle: the scheduler leaves it alone, the keys expire
+        table.delete("id >= 9975")  # rewrites the last file with keys renewed on use
+        result = cat.load_table(name).scan().to_arrow()
+        assert s3_proxy.total_rejected == rejected_before
+        assert sorted(result.column("id").to_pylist()) == list(range(5000, 9975))
+        assert len(cat.load_table(name).snapshots()) >= 3
+    finally:
+        s3_proxy.max_age_seconds, s3_proxy.delay_seconds = None, 0
+        cat.close()
+
+
+def test_staged_create_transaction_spans_expiry(lakehouse, catalog_proxy, s3_proxy):
+    """create_table_transaction: two appends on slow S3 outlive the keys (renewed by re-staging),
+    then one commit publishes both."""
+    cat = make_catalog(lakehouse, catalog_proxy, "pyarrow")
+    name = "db_py.staged"
+    try:
+        cat.create_namespace_if_not_exists("db_py")
+        if cat.table_exists(name):
+            cat.drop_table(name)
+        _expiring(s3_proxy, delay=0.1)
+        rejected_before = s3_proxy.total_rejected
+        commits_before = catalog_proxy.count(kind="commit", table=name)
+        tx = cat.create_table_transaction(name, SCHEMA, properties=FILE_PER_50_ROWS)
+        started = time.monotonic()
+        tx.append(rows(0, 2500))
+        tx.append(rows(2500, 5000))
+        assert time.monotonic() - started > 2 * LIFETIME
+        staged_rows = [r for r in cat.credentials_status() if r["table"].endswith(name) and r["staged"]]
+        assert staged_rows and staged_rows[0]["refreshes_by_strategy"].get("re-stage", 0) >= 1, staged_rows
+        assert not cat.table_exists(name)  # nothing visible before the commit
+        tx.commit_transaction()
+        s3_proxy.delay_seconds = 0
+        result = cat.load_table(name).scan().to_arrow()
+        assert s3_proxy.total_rejected == rejected_before
+        assert sorted(result.column("id").to_pylist()) == list(range(5000))
+        assert catalog_proxy.count(kind="commit", table=name) - commits_before == 1
+    finally:
+        s3_proxy.max_age_seconds, s3_proxy.delay_seconds = None, 0
+        cat.close()
+
+
+@pytest.mark.parametrize("feature,strategy", [("refresh_tokens", "storage-refresh-token"),
+                                              ("advertise_refresh_endpoint", "refresh-endpoint")])
+def test_catalog_strategy_is_used_and_reported(lakehouse, s3_proxy, feature, strategy):
+    """A catalog with storage-refresh-tokens / a refresh endpoint: renewals use it, one catalog
+    request per renewal, and the status says so."""
+    with CatalogProxy(lakehouse.info.iceberg_uri, short_lifetime_seconds=LIFETIME, s3_endpoint=s3_proxy.url,
+                      s3_proxy=s3_proxy, **{feature: True}) as proxy:
+        cat = make_catalog(lakehouse, proxy, "pyarrow")
+        name = f"db_py.small_{strategy.replace('-', '_')}"
+        try:
+            cat.create_namespace_if_not_exists("db_py")
+            if cat.table_exists(name):
+                cat.drop_table(name)
+            table = cat.create_table(name, SCHEMA, properties=FILE_PER_50_ROWS)
+            table.append(rows(0, 150))
+            table = cat.load_table(name)
+            _expiring(s3_proxy, delay=0)
+            rejected_before = s3_proxy.total_rejected
+            loads_before = proxy.count(kind="load", table=name)
+            deadline = time.monotonic() + 3 * LIFETIME
+            scans = 0
+            while time.monotonic() < deadline:  # a table in use across three lifetimes
+                assert table.scan().to_arrow().num_rows == 150
+                scans += 1
+                time.sleep(0.3)
+            assert s3_proxy.total_rejected == rejected_before
+            row = next(r for r in cat.credentials_status() if r["table"].endswith(name))
+            renewals = row["refreshes_by_strategy"].get(strategy, 0)
+            assert renewals >= 2 and row["strategy"] == strategy, row
+            assert proxy.count(kind="credentials", table=name) == renewals  # one request per renewal
+            assert proxy.count(kind="load", table=name) == loads_before  # no reloads behind its back
+        finally:
+            s3_proxy.max_age_seconds = None
+            cat.close()
