@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 from .errors import (
     CatalogAuthError,
     CatalogError,
+    CatalogExtError,
     CatalogNotFoundError,
     CatalogUnavailableError,
     ConfigError,
@@ -387,6 +388,8 @@ def pyiceberg_catalog(source: Any, catalog: str = "lake", *, refresh: bool = Tru
     props = {**_pyiceberg_props(source, catalog), **overrides}
     try:
         return ExtRestCatalog(catalog, refresh=refresh, policy=policy, source=credential_source, **props)
+    except CatalogExtError:
+        raise  # already one line (a bad PYSPARK_CATALOG_EXT_REFRESH_* value, say)
     except Exception as exc:  # PyIceberg raises its own types; turn the common ones into one-liners
         raise _catalog_error(exc, props.get("uri", "?")) from None
 

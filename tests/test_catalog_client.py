@@ -31,6 +31,7 @@ from pyspark_catalog_ext.catalog_auth import (
     BearerToken,
     NoAuth,
     OAuth2ClientCredentials,
+    PyIcebergAuth,
     SigV4,
     auth_from_conf,
 )
@@ -1098,3 +1099,19 @@ def test_seaweedfs_missing_table_and_namespace(lake: Any, sw_namespace: str) -> 
     with pytest.raises(CatalogNotFoundError) as info:
         c.load_namespace("cc_absent_" + uuid.uuid4().hex[:6])
     assert info.value.kind == "namespace"
+
+
+def test_auth_manager_shape_both_ways() -> None:
+    """Our strategies answer PyIceberg's AuthManager question (auth_header), and any PyIceberg
+    AuthManager drives our client (PyIcebergAuth): one auth stack for both."""
+    from pyiceberg.catalog.rest.auth import BasicAuthManager, NoopAuthManager
+
+    assert BearerToken(TOKEN_1).auth_header() == f"Bearer {TOKEN_1}"
+    assert NoAuth().auth_header() is None
+    assert BasicAuth("u", "p").auth_header() == BasicAuthManager("u", "p").auth_header()
+    theirs = PyIcebergAuth(BasicAuthManager("u", "p"))
+    assert theirs.auth_header() == "Basic dTpw" and "dTpw" not in repr(theirs) + theirs.describe()
+    assert PyIcebergAuth(NoopAuthManager()).auth_header() is None
+    refreshed = []
+    assert PyIcebergAuth(NoopAuthManager(), on_401=lambda: refreshed.append(1)).invalidate() and refreshed == [1]
+    assert not PyIcebergAuth(NoopAuthManager()).invalidate()

@@ -167,3 +167,14 @@ def test_pyiceberg_alone_fails_on_a_lost_answer(lakehouse, plain):
         table.append(rows(0, 10))
     assert not isinstance(err.value, (CommitFailedError, CommitStateUnknownError))
     assert len(cat.load_table(f"pyc.{name}").snapshots()) == 1  # it landed anyway
+
+
+def test_other_mutations_carry_a_fresh_uuid7_key(keyed):
+    cat, _, idem = keyed
+    before = set(idem.entries())
+    name = f"pyk.m_{uuidlib.uuid4().hex[:6]}"
+    cat.create_table(name, SCHEMA)
+    cat.drop_table(name)
+    keys = set(idem.entries()) - before
+    assert len(keys) == 2  # create, drop: one new key each
+    assert all(uuidlib.UUID(key).version == 7 for key in keys)

@@ -21,7 +21,8 @@ from tests.servers import CatalogProxy
 from tests.servers.slow_s3_proxy import SlowS3ExpiryProxy
 
 LIFETIME = 3.0  # seconds a vended key lives behind the proxies
-POLICY = RefreshPolicy(check_interval_s=0.5, min_ahead_s=0, lifetime_fraction=0.4)
+# Renew with 60 % of the lifetime left, so a file opened just before a renewal still has > 1 s to finish.
+POLICY = RefreshPolicy(check_interval_s=0.25, min_ahead_s=0, lifetime_fraction=0.6)
 FILEIOS = {
     "pyarrow": "pyiceberg.io.pyarrow.PyArrowFileIO",
     "fsspec": "pyiceberg.io.fsspec.FsspecFileIO",

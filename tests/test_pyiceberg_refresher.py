@@ -55,7 +55,7 @@ def test_renews_at_max_of_min_ahead_and_fraction_of_lifetime():
     assert refresher.scheduler.tick() == [] and source.calls == 0
     clock.t += 1
     assert refresher.scheduler.tick() == [entry.handle] and source.calls == 1
-    generation, keys = entry.slot_for("s3://b/db/t/data/f2.parquet")
+    generation, keys, _ = entry.slot_for("s3://b/db/t/data/f2.parquet")
     assert generation == 2 and keys["s3.access-key-id"] == "AK-src-1"
     row = refresher.status()[0]
     assert row["strategy"] == "user-source:CountingSource" and row["refreshes_by_strategy"] == {"user-source:CountingSource": 1}
@@ -68,7 +68,7 @@ def test_idle_table_is_left_alone_then_renewed_on_use():
     entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
     clock.t += 500  # never used since fetched: the scheduler skips it
     assert refresher.scheduler.tick() == [] and source.calls == 0
-    generation, _ = entry.slot_for("s3://b/db/t/x")
+    generation, _, _ = entry.slot_for("s3://b/db/t/x")
     refresher.ensure_fresh(entry, generation)  # what RefreshingFileIO does before opening a file
     assert source.calls == 1 and entry.generation == generation + 1
 
@@ -146,3 +146,20 @@ def test_function_source_and_env_knobs():
         policy_from_env(environ={"PYSPARK_CATALOG_EXT_REFRESH_MIN_AHEAD_S": "soon"})
     with pytest.raises(ConfigError, match="lifetime_fraction"):
         policy_from_env(environ={"PYSPARK_CATALOG_EXT_REFRESH_LIFETIME_FRACTION": "2"})
+
+
+def test_background_thread_ends_when_no_table_is_left():
+    import gc
+    import time
+
+    clock = FakeClock()
+    policy = RefreshPolicy(check_interval_s=0.02, min_ahead_s=10, lifetime_fraction=0.3)
+    refresher = CredentialRefresher("lake", client=None, policy=policy, source=CountingSource(clock), clock=clock.now)
+    entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+    thread = refresher._thread
+    assert thread is not None and thread.is_alive() and thread.daemon
+    del entry
+    gc.collect()
+    thread.join(2)
+    assert not thread.is_alive() and refresher.tables() == []
+    refresher.close()

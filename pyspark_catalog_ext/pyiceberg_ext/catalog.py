@@ -27,7 +27,7 @@ from requests import Response, Session
 
 from ..credentials.scheduler import RefreshPolicy
 from ..credentials.sources import CredentialSource
-from ..retry import parse_iso8601_duration
+from ..retry import parse_iso8601_duration, uuid7
 from .commits import CommitPolicy, GuardedCommit
 from .fileio import RefreshingFileIO
 from .refresher import CredentialRefresher, policy_from_env
@@ -67,6 +67,7 @@ class ExtRestCatalog(RestCatalog):
     def _create_session(self) -> Session:
         session = super()._create_session()
         session.hooks["response"].append(self._observe)
+        session.auth = _IdempotencyKeys(session.auth, self)
         return session
 
     def _observe(self, resp: Response, *args: Any, **kwargs: Any) -> None:
@@ -168,6 +169,28 @@ class ExtRestCatalog(RestCatalog):
             return None
         response.raise_for_status()
         return response.json()
+
+
+class _IdempotencyKeys:
+    """Wraps the session's auth: every other mutation PyIceberg sends (create, stage-create, drop,
+    rename, register, namespaces) gets a fresh UUIDv7 Idempotency-Key when the catalog advertises
+    the feature (PyIceberg retries none of them, so one key per request). Commits bring their own."""
+
+    _MUTATIONS = ("POST", "PUT", "DELETE")
+
+    def __init__(self, inner: Any, catalog: "ExtRestCatalog") -> None:
+        self.inner = inner
+        self._catalog = catalog
+
+    def __call__(self, request: Any) -> Any:
+        request = self.inner(request) if self.inner is not None else request
+        if (self._catalog.idempotency_key_lifetime_s is not None and request.method in self._MUTATIONS
+                and "Idempotency-Key" not in request.headers and not request.path_url.split("?")[0].endswith("/oauth/tokens")):
+            request.headers["Idempotency-Key"] = str(uuid7())
+        return request
+
+    def __getattr__(self, name: str) -> Any:  # RestCatalog._refresh_token reads .auth_manager
+        return getattr(self.inner, name)
 
 
 class _LazyClient:

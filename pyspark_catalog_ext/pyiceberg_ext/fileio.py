@@ -35,28 +35,31 @@ class RefreshingFileIO(FileIO):
         self._refresher = refresher
         self._factory = delegate_factory
         self._lock = threading.Lock()
-        # (generation, access key id) -> delegate; only the current generation is kept (bounded).
+        # (generation, id of the keys) -> delegate; only the current generation is kept (bounded).
         self._delegates: dict[tuple[int, str], FileIO] = {}
         self._generation = -1
         self._delegate_for(entry.location or "")  # properties show the current keys from the start
 
     def _delegate_for(self, location: str) -> FileIO:
-        generation, creds = self.entry.slot_for(location)
-        self._refresher.ensure_fresh(self.entry, generation)
-        generation, creds = self.entry.slot_for(location)
-        key = (generation, str(creds.get("s3.access-key-id", "")))
+        generation, creds, expires_at_s = self.entry.slot_for(location)
+        if self._refresher.ensure_fresh(self.entry, generation, expires_at_s):
+            generation, creds, _ = self.entry.slot_for(location)
+        key = (generation, id(creds))  # a slot's keys are never mutated: identity names them
+        delegate = self._delegates.get(key)  # the hot path: no lock
+        if delegate is not None:
+            return delegate
         with self._lock:
             delegate = self._delegates.get(key)
             if delegate is None:
                 if generation != self._generation:
                     retired = list(self._delegates.values())
-                    self._delegates.clear()
+                    self._delegates = {}
                     self._generation = generation
                     self.properties = {**self._base, **creds}
                     for old in retired:
                         _release(old)
                 delegate = self._factory({**self._base, **creds})
-                self._delegates[key] = delegate
+                self._delegates = {**self._delegates, key: delegate}  # replaced, never mutated: lock-free reads
             return delegate
 
     def new_input(self, location: str) -> InputFile:

@@ -20,7 +20,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional
 
-from ..credentials.scheduler import RefreshPolicy, RefreshScheduler, SchedulerThread, TableState
+from ..credentials.scheduler import RefreshPolicy, RefreshScheduler, TableState
 from ..credentials.sources import CredentialSource, StrategyChain, user_answer
 from ..errors import ConfigError, CredentialRefreshError
 
@@ -131,8 +131,9 @@ class TableCredentials:
             self.fetched_at_s = self._clock()
             self.generation += 1
 
-    def slot_for(self, location: str) -> tuple[int, Mapping[str, str]]:
-        """(generation, keys) for `location`: the longest matching prefix wins (spec); else the table config's."""
+    def slot_for(self, location: str) -> tuple[int, Mapping[str, str], float]:
+        """(generation, keys, their expiry) for `location`: the longest matching prefix wins (spec);
+        else the table config's keys."""
         with self._state_lock:
             self.last_used_s = self._clock()
             best: Optional[_Slot] = None
@@ -141,7 +142,9 @@ class TableCredentials:
                     best = slot
             if best is None:
                 best = next((s for s in self._slots if not s.prefix), self._slots[0] if self._slots else None)
-            return self.generation, (best.config if best else {})
+            if best is None:
+                return self.generation, {}, float("inf")
+            return self.generation, best.config, best.expires_at_s
 
     @property
     def expires_at_s(self) -> float:
@@ -174,9 +177,10 @@ class CredentialRefresher:
     """Keeps the tables of one PyIceberg catalog supplied with fresh credentials.
 
     `client` is a `catalog_client.CatalogClient` (it speaks the strategies' requests). A daemon
-    thread runs a `RefreshScheduler` every `policy.check_interval_s`; a FileIO that finds its keys
-    expired (an idle table, say) renews them itself before reading. Entries are held weakly: a
-    table nobody references any more is forgotten (the map stays bounded).
+    thread runs a `RefreshScheduler` every `policy.check_interval_s` while any table is tracked; a
+    FileIO that finds its keys expired (an idle table, say) renews them itself before reading.
+    Entries are held weakly: a table nobody references any more is forgotten (the map stays
+    bounded), and once none is left the thread ends, so a dropped catalog can be collected.
     """
 
     def __init__(self, catalog: str, client: Any, policy: Optional[RefreshPolicy] = None, *,
@@ -194,7 +198,9 @@ class CredentialRefresher:
         self._by_handle: "weakref.WeakValueDictionary[str, TableCredentials]" = weakref.WeakValueDictionary()
         self._by_identifier: "weakref.WeakValueDictionary[tuple, TableCredentials]" = weakref.WeakValueDictionary()
         self.scheduler = RefreshScheduler(self.policy, self._states, self._refresh_handle, clock=clock)
-        self._thread: Optional[SchedulerThread] = SchedulerThread(self.scheduler).start() if background else None
+        self._background = background
+        self._thread: Optional[threading.Thread] = None
+        self._closed = threading.Event()
 
     # -- registry --------------------------------------------------------------------------------
     def track(self, identifier: tuple[str, ...], config: Mapping[str, Any], storage_credentials: list, *,
@@ -214,6 +220,7 @@ class CredentialRefresher:
                                          refresh_endpoint=refresh_endpoint, clock=self.clock)
                 self._by_identifier[key] = entry
                 self._by_handle[entry.handle] = entry
+            self._ensure_thread()
         with entry.refresh_lock:
             entry.refresh_endpoint = refresh_endpoint or entry.refresh_endpoint
             entry.update(config, storage_credentials)
@@ -262,15 +269,17 @@ class CredentialRefresher:
                      entry.name, answer["strategy"], entry.generation, entry.expires_at_s - self.clock())
             return True
 
-    def ensure_fresh(self, entry: TableCredentials, generation: int) -> None:
+    def ensure_fresh(self, entry: TableCredentials, generation: int, expires_at_s: Optional[float] = None) -> bool:
         """Called before a file is opened with keys of `generation`: renew now if they are (almost) expired.
 
         The background thread normally renews well ahead; this covers idle tables (the scheduler
         skips them) and a scheduler that could not keep up. 1 s of margin covers the request itself.
+        True when the keys were (almost) expired, i.e. the caller must look them up again.
         """
-        if self.clock() + 1.0 < entry.expires_at_s:
-            return
+        if self.clock() + 1.0 < (entry.expires_at_s if expires_at_s is None else expires_at_s):
+            return False
         self.refresh(entry, generation)
+        return True
 
     def status(self) -> list[dict[str, Any]]:
         """One row per table: strategy used, renewals per strategy, expiry, failures (no secrets)."""
@@ -286,8 +295,28 @@ class CredentialRefresher:
             })
         return rows
 
+    # -- background thread ---------------------------------------------------------------------
+    def _ensure_thread(self) -> None:  # under self._lock
+        if self._background and not self._closed.is_set() and (self._thread is None or not self._thread.is_alive()):
+            self._thread = threading.Thread(target=self._run, name=f"catalog-ext-pyiceberg-refresh-{self.catalog}",
+                                            daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        # Like credentials.scheduler.SchedulerThread, but it ends once no table is left to watch.
+        while not self._closed.wait(self.policy.check_interval_s):
+            with self._lock:
+                if not self._by_handle:
+                    self._thread = None
+                    return
+            try:
+                self.scheduler.tick()
+            except Exception as exc:  # noqa: BLE001 - the thread must survive a bad pass
+                log.warning("catalog-ext: PyIceberg refresh pass failed: %s", exc)
+
     def close(self) -> None:
-        """Stop the background thread (idempotent)."""
-        if self._thread is not None:
-            self._thread.stop()
-            self._thread = None
+        """Stop the background thread (idempotent); FileIOs still renew expired keys on use."""
+        self._closed.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(5)
