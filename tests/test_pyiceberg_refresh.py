@@ -7,7 +7,7 @@ test's job takes several lifetimes; it must finish with exact rows and without a
 
 from __future__ import annotations
 
-import threading
+import logging
 import time
 
 import pyarrow as pa
@@ -182,9 +182,10 @@ def test_staged_create_transaction_spans_expiry(lakehouse, catalog_proxy, s3_pro
 
 @pytest.mark.parametrize("feature,strategy", [("refresh_tokens", "storage-refresh-token"),
                                               ("advertise_refresh_endpoint", "refresh-endpoint")])
-def test_catalog_strategy_is_used_and_reported(lakehouse, s3_proxy, feature, strategy):
+def test_catalog_strategy_is_used_and_reported(lakehouse, s3_proxy, feature, strategy, caplog):
     """A catalog with storage-refresh-tokens / a refresh endpoint: renewals use it, one catalog
-    request per renewal, and the status says so."""
+    request per renewal, and the status says so (without a secret, as the logs)."""
+    caplog.set_level(logging.DEBUG, logger="pyspark_catalog_ext")
     with CatalogProxy(lakehouse.info.iceberg_uri, short_lifetime_seconds=LIFETIME, s3_endpoint=s3_proxy.url,
                       s3_proxy=s3_proxy, **{feature: True}) as proxy:
         cat = make_catalog(lakehouse, proxy, "pyarrow")
@@ -211,6 +212,9 @@ def test_catalog_strategy_is_used_and_reported(lakehouse, s3_proxy, feature, str
             assert renewals >= 2 and row["strategy"] == strategy, row
             assert proxy.count(kind="credentials", table=name) == renewals  # one request per renewal
             assert proxy.count(kind="load", table=name) == loads_before  # no reloads behind its back
+            shown = caplog.text + repr(cat.credentials_status()) + repr(table.io) + repr(table.io.entry)
+            leaked = [s for s in proxy.secrets_handed_out if s in shown]
+            assert proxy.secrets_handed_out and not leaked
         finally:
             s3_proxy.max_age_seconds = None
             cat.close()
