@@ -36,7 +36,8 @@ log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
 __all__ = ["ExtRestCatalog"]
 
-# Table answers worth observing: create/stage-create (POST .../tables) and load (GET .../tables/{t}).
+# Table answers worth observing: create/stage-create (POST .../tables) and load (GET .../tables/{t});
+# not commits (POST .../tables/{t}), whose answers carry no credentials.
 _TABLE_ANSWER = re.compile(r"/v1/(?:[^/]+/)?namespaces/[^/]+/tables(?:/[^/?]+)?(?:\?.*)?$")
 REFRESH_PROPERTY = "catalog-ext.refresh"
 
@@ -81,7 +82,7 @@ class ExtRestCatalog(RestCatalog):
                     self.idempotency_key_lifetime_s = parse_iso8601_duration(str(lifetime))
                 except ValueError:
                     log.warning("catalog-ext: unparseable idempotency-key-lifetime %r; commits are reconciled instead", lifetime)
-        elif resp.request.method in ("GET", "POST") and _TABLE_ANSWER.search(path):
+        elif _TABLE_ANSWER.search(path) and (resp.request.method == "GET" or path.split("?")[0].endswith("/tables")):
             body = _json(resp)
             if "metadata" in body:
                 request_body = _json_bytes(resp.request.body) if resp.request.method == "POST" else None
