@@ -232,3 +232,40 @@ def test_pyiceberg_config_selects_the_catalog_and_env_sets_knobs(lakehouse, monk
     cat.close()
     off = load_catalog("cfg", **{**props, "catalog-ext.refresh": "false"})
     assert isinstance(off, ExtRestCatalog) and off.refresher is None
+
+
+def test_user_source_serves_the_tables(lakehouse, catalog_proxy, s3_proxy):
+    """`credential_source=`: renewals come from the user's source instead of the catalog (here a
+    stand-in token service that hands out keys it gets from its own plain PyIceberg catalog)."""
+    import datetime as dt
+
+    from pyspark_catalog_ext.credentials import FunctionSource, StorageCredentials
+
+    service = pyiceberg_catalog(lakehouse, uri=catalog_proxy.url, refresh=False)
+
+    def issue(info) -> StorageCredentials:
+        props = service.load_table(".".join([*info.namespace, info.table])).io.properties
+        expires = dt.datetime.fromtimestamp(int(props["s3.session-token-expires-at-ms"]) / 1000, dt.timezone.utc)
+        return StorageCredentials(props["s3.access-key-id"], props["s3.secret-access-key"],
+                                  props.get("s3.session-token"), expires)
+
+    cat = make_catalog(lakehouse, catalog_proxy, "pyarrow", credential_source=FunctionSource(issue))
+    name = "db_py.small_user_source"
+    try:
+        cat.create_namespace_if_not_exists("db_py")
+        if cat.table_exists(name):
+            cat.drop_table(name)
+        cat.create_table(name, SCHEMA, properties=FILE_PER_50_ROWS).append(rows(0, 150))
+        table = cat.load_table(name)
+        _expiring(s3_proxy, delay=0)
+        rejected_before = s3_proxy.total_rejected
+        deadline = time.monotonic() + 3 * LIFETIME
+        while time.monotonic() < deadline:
+            assert table.scan().to_arrow().num_rows == 150
+            time.sleep(0.3)
+        assert s3_proxy.total_rejected == rejected_before
+        row = next(r for r in cat.credentials_status() if r["table"].endswith(name))
+        assert row["strategy"] == "user-source:FunctionSource" and row["generation"] >= 3, row
+    finally:
+        s3_proxy.max_age_seconds = None
+        cat.close()
