@@ -149,16 +149,17 @@ def test_long_append_then_overwrite_and_delete(lakehouse, catalog_proxy, s3_prox
         cat.close()
 
 
-def test_staged_create_transaction_spans_expiry(lakehouse, catalog_proxy, s3_proxy):
+@pytest.mark.parametrize("io", sorted(FILEIOS))
+def test_staged_create_transaction_spans_expiry(lakehouse, catalog_proxy, s3_proxy, io):
     """create_table_transaction: two appends on slow S3 outlive the keys (renewed by re-staging),
     then one commit publishes both."""
-    cat = make_catalog(lakehouse, catalog_proxy, "pyarrow")
-    name = "db_py.staged"
+    cat = make_catalog(lakehouse, catalog_proxy, io)
+    name = f"db_py.staged_{io}"
     try:
         cat.create_namespace_if_not_exists("db_py")
         if cat.table_exists(name):
             cat.drop_table(name)
-        _expiring(s3_proxy, delay=0.1)
+        _expiring(s3_proxy, delay=WRITE_DELAY[io])
         rejected_before = s3_proxy.total_rejected
         commits_before = catalog_proxy.count(kind="commit", table=name)
         tx = cat.create_table_transaction(name, SCHEMA, properties=FILE_PER_50_ROWS)
