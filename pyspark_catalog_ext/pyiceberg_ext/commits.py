@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import requests
 from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException
