@@ -790,7 +790,7 @@ def test_oauth2_fetch_and_cache(srv: Scripted, clock: FakeClock) -> None:
     srv.config()
     srv.on("POST", "/v1/oauth/tokens", token_response(TOKEN_1))
     srv.on("GET", "/v1/wh/namespaces", R(200, {"namespaces": []}))
-    auth = OAuth2ClientCredentials("client-a", CLIENT_SECRET, scope="catalog", clock=clock.now)
+    auth = OAuth2ClientCredentials("client-a", CLIENT_SECRET, clock=clock.now)  # default scope: Iceberg's "catalog"
     c = make(srv, clock, auth=auth)
     for _ in range(3):
         c.list_namespaces()
