@@ -30,6 +30,7 @@ __all__ = [
     "BasicAuth",
     "OAuth2ClientCredentials",
     "SigV4",
+    "PyIcebergAuth",
     "auth_from_conf",
     "DEFAULT_SCOPE",
     "DEFAULT_TOKEN_PATH",
@@ -37,7 +38,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SCOPE = "PRINCIPAL_ROLE:ALL"
+# Iceberg's (Java and PyIceberg) default OAuth2 scope; profiles that need another (polaris) set it.
+DEFAULT_SCOPE = "catalog"
 DEFAULT_TOKEN_PATH = "v1/oauth/tokens"
 
 
@@ -67,6 +69,12 @@ class CatalogAuth(requests.auth.AuthBase):
 
     def apply(self, r: requests.PreparedRequest) -> None:
         """Add credentials to an outgoing request."""
+
+    def auth_header(self) -> Optional[str]:
+        """The Authorization header value, as PyIceberg's `AuthManager.auth_header()` (None: none, or signed per request)."""
+        probe = requests.Request("GET", "http://auth-header.invalid/").prepare()
+        self.apply(probe)
+        return probe.headers.get("Authorization")
 
     def bind(self, catalog_uri: str, transport: Optional[Transport] = None) -> None:
         """Called by the client once: the catalog base URI and a shared transport."""
@@ -325,6 +333,39 @@ class OAuth2ClientCredentials(CatalogAuth):
             f"OAuth2ClientCredentials(client_id={_mask(self._client_id)}, client_secret='***', "
             f"token_uri={_safe_url(self._token_uri or '')!r}, scope={self.scope!r})"
         )
+
+    __str__ = __repr__
+
+
+class PyIcebergAuth(CatalogAuth):
+    """Any PyIceberg `AuthManager` (legacy OAuth2, `auth.type` oauth2/basic/google/custom...) as a CatalogAuth.
+
+    The refresh requests of a PyIceberg catalog then authenticate exactly as the catalog does,
+    sharing its token cache: a user's PyIceberg auth configuration works unchanged.
+    """
+
+    kind = "pyiceberg"
+
+    def __init__(self, manager: Any, on_401: Optional[Callable[[], None]] = None) -> None:
+        self._manager = manager
+        self._on_401 = on_401
+
+    def apply(self, r: requests.PreparedRequest) -> None:
+        header = self._manager.auth_header() if self._manager is not None else None
+        if header:
+            r.headers["Authorization"] = header
+
+    def invalidate(self, request: Optional[requests.PreparedRequest] = None) -> bool:
+        if self._on_401 is None:
+            return False
+        self._on_401()  # e.g. RestCatalog._refresh_token: a new OAuth2 token
+        return True
+
+    def describe(self) -> str:
+        return f"pyiceberg {type(self._manager).__name__}"
+
+    def __repr__(self) -> str:
+        return f"PyIcebergAuth({type(self._manager).__name__})"
 
     __str__ = __repr__
 

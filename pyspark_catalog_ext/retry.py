@@ -8,7 +8,6 @@ Clock and sleep are injectable so tests run with a fake clock and never really s
 from __future__ import annotations
 
 import email.utils
-import os
 import random
 import re
 import threading
@@ -135,41 +134,25 @@ def parse_iso8601_duration(value: str) -> float:
     )
 
 
-# UUIDv7 state. RFC 9562 §6.2 method 3 ("monotonic random"): within one millisecond the
-# 74 random bits are incremented by a random step so keys minted by this process sort in
-# creation order, which makes server logs and our evidence easy to read.
+# UUIDv7 keys sort in creation order, which makes server logs and our evidence easy to read.
 _uuid7_lock = threading.Lock()
-_uuid7_last_ms = 0
-_uuid7_last_rand = 0
-_RAND_BITS = 74
-_RAND_MAX = (1 << _RAND_BITS) - 1
+try:  # the standard library's (Python >= 3.14), else the `uuid6` package: both monotonic per process
+    from uuid import uuid7 as _uuid7_impl  # type: ignore[attr-defined]
+except ImportError:
+    from uuid6 import uuid7 as _uuid7_impl
 
 
 def uuid7() -> uuid.UUID:
     """A fresh UUIDv7 (RFC 9562): 48-bit Unix ms timestamp, version 7, RFC variant, random.
 
     Monotonic within this process: a later call never returns a smaller UUID, even within
-    the same millisecond or when the wall clock steps back.
+    the same millisecond (the lock keeps that true across threads).
     """
-    global _uuid7_last_ms, _uuid7_last_rand
     with _uuid7_lock:
-        ms = time.time_ns() // 1_000_000
-        if ms <= _uuid7_last_ms:
-            # Same (or an earlier) millisecond: keep the last timestamp, step the random part.
-            ms = _uuid7_last_ms
-            rand = _uuid7_last_rand + 1 + (int.from_bytes(os.urandom(4), "big") & 0xFFFFFF)
-            if rand > _RAND_MAX:  # overflow: borrow the next millisecond
-                ms += 1
-                rand = _fresh_rand()
-        else:
-            rand = _fresh_rand()
-        _uuid7_last_ms, _uuid7_last_rand = ms, rand
-    return uuid7_from_parts(ms, rand)
+        return uuid.UUID(int=_uuid7_impl().int)
 
 
-def _fresh_rand() -> int:
-    # 73 random bits: the top bit of the 74 stays clear, leaving room to step within a ms.
-    return int.from_bytes(os.urandom(10), "big") >> (80 - _RAND_BITS + 1)
+_RAND_MAX = (1 << 74) - 1
 
 
 def uuid7_from_parts(unix_ms: int, rand: int) -> uuid.UUID:

@@ -20,6 +20,7 @@ from urllib.parse import urlparse
 from .errors import (
     CatalogAuthError,
     CatalogError,
+    CatalogExtError,
     CatalogNotFoundError,
     CatalogUnavailableError,
     ConfigError,
@@ -416,17 +417,24 @@ def _pyiceberg_props(source: Any, catalog: str) -> dict[str, str]:
     return props
 
 
-def pyiceberg_catalog(source: Any, catalog: str = "lake", **overrides: str) -> "RestCatalog":
-    """A PyIceberg RestCatalog with the same settings (vended-credentials header included).
+def pyiceberg_catalog(source: Any, catalog: str = "lake", *, refresh: bool = True, policy: Any = None,
+                      credential_source: Any = None, **overrides: str) -> "RestCatalog":
+    """A PyIceberg catalog with the same settings (vended-credentials header included).
 
     `source` is a Lakehouse / LakehouseInfo, or a conf from `spark_conf()` (or a plain dict of
-    catalog properties).
+    catalog properties). The catalog is an `ExtRestCatalog` (a RestCatalog subclass): with
+    `refresh=True` (default) its tables' FileIOs keep vended credentials fresh in the background
+    (`policy`: a `RefreshPolicy`, default from PYSPARK_CATALOG_EXT_REFRESH_* or Spark's defaults;
+    `credential_source`: your own `CredentialSource` instead of the catalog), and every commit is
+    guarded (Idempotency-Key or reconciliation). `refresh=False` keeps the first keys, as plain PyIceberg.
     """
-    from pyiceberg.catalog.rest import RestCatalog
+    from .pyiceberg_ext import ExtRestCatalog
 
     props = {**_pyiceberg_props(source, catalog), **overrides}
     try:
-        return RestCatalog(catalog, **props)
+        return ExtRestCatalog(catalog, refresh=refresh, policy=policy, source=credential_source, **props)
+    except CatalogExtError:
+        raise  # already one line (a bad PYSPARK_CATALOG_EXT_REFRESH_* value, say)
     except Exception as exc:  # PyIceberg raises its own types; turn the common ones into one-liners
         raise _catalog_error(exc, props.get("uri", "?")) from None
 

@@ -31,6 +31,7 @@ from pyspark_catalog_ext.catalog_auth import (
     BearerToken,
     NoAuth,
     OAuth2ClientCredentials,
+    PyIcebergAuth,
     SigV4,
     auth_from_conf,
 )
@@ -789,7 +790,7 @@ def test_oauth2_fetch_and_cache(srv: Scripted, clock: FakeClock) -> None:
     srv.config()
     srv.on("POST", "/v1/oauth/tokens", token_response(TOKEN_1))
     srv.on("GET", "/v1/wh/namespaces", R(200, {"namespaces": []}))
-    auth = OAuth2ClientCredentials("client-a", CLIENT_SECRET, scope="catalog", clock=clock.now)
+    auth = OAuth2ClientCredentials("client-a", CLIENT_SECRET, clock=clock.now)  # default scope: Iceberg's "catalog"
     c = make(srv, clock, auth=auth)
     for _ in range(3):
         c.list_namespaces()
@@ -926,7 +927,7 @@ def test_auth_from_conf() -> None:
     assert isinstance(o, OAuth2ClientCredentials) and o.scope == "PRINCIPAL_ROLE:x" and o.token_uri == "https://idp/token"
     bare = auth_from_conf({"credential": CLIENT_SECRET})
     assert isinstance(bare, OAuth2ClientCredentials) and bare._client_id is None
-    assert auth_from_conf({"credential": "a:b"}).scope == "PRINCIPAL_ROLE:ALL"
+    assert auth_from_conf({"credential": "a:b"}).scope == "catalog"  # Iceberg's default; profiles set their own
     s = auth_from_conf({"rest.sigv4-enabled": "true", "rest.signing-region": "us-east-1",
                         "rest.signing-name": "s3tables", "rest.access-key-id": "AK",
                         "rest.secret-access-key": AWS_SECRET})
@@ -1098,3 +1099,19 @@ def test_seaweedfs_missing_table_and_namespace(lake: Any, sw_namespace: str) -> 
     with pytest.raises(CatalogNotFoundError) as info:
         c.load_namespace("cc_absent_" + uuid.uuid4().hex[:6])
     assert info.value.kind == "namespace"
+
+
+def test_auth_manager_shape_both_ways() -> None:
+    """Our strategies answer PyIceberg's AuthManager question (auth_header), and any PyIceberg
+    AuthManager drives our client (PyIcebergAuth): one auth stack for both."""
+    from pyiceberg.catalog.rest.auth import BasicAuthManager, NoopAuthManager
+
+    assert BearerToken(TOKEN_1).auth_header() == f"Bearer {TOKEN_1}"
+    assert NoAuth().auth_header() is None
+    assert BasicAuth("u", "p").auth_header() == BasicAuthManager("u", "p").auth_header()
+    theirs = PyIcebergAuth(BasicAuthManager("u", "p"))
+    assert theirs.auth_header() == "Basic dTpw" and "dTpw" not in repr(theirs) + theirs.describe()
+    assert PyIcebergAuth(NoopAuthManager()).auth_header() is None
+    refreshed = []
+    assert PyIcebergAuth(NoopAuthManager(), on_401=lambda: refreshed.append(1)).invalidate() and refreshed == [1]
+    assert not PyIcebergAuth(NoopAuthManager()).invalidate()

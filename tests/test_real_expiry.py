@@ -33,7 +33,7 @@ def watched(spark, lakehouse):
         yield manager, s3
 
 
-def test_ctas_and_read_outlive_real_900s_credentials(spark, watched):
+def test_ctas_and_read_outlive_real_900s_credentials(spark, watched, lakehouse):
     manager, s3 = watched
     files = 2 * FILES_PER_TASK
     (spark.range(0, files * ROWS_PER_FILE, 1, files)
@@ -43,6 +43,7 @@ def test_ctas_and_read_outlive_real_900s_credentials(spark, watched):
 
     s3.reset_counters()
     started = time.time()
+    reader = PyIcebergReader(lakehouse, "db.expiry_src", files * ROWS_PER_FILE)  # beside the Spark job
     (spark.read
      .option("file-open-cost", str(1 << 20))  # every small file weighs 1 MiB...
      .option("split-size", str(FILES_PER_TASK << 20))  # ...so each task reads 12 of them in turn
@@ -53,6 +54,7 @@ def test_ctas_and_read_outlive_real_900s_credentials(spark, watched):
      .tableProperty("write.distribution-mode", "none")  # no shuffle: the reading tasks write
      .create())
     elapsed = time.time() - started
+    reader.stop_and_check(outlived=started + CREDENTIAL_SECONDS + 5)
 
     total = files * ROWS_PER_FILE
     assert elapsed > CREDENTIAL_SECONDS + 60
@@ -78,3 +80,38 @@ def test_ctas_and_read_outlive_real_900s_credentials(spark, watched):
     source = [s for s in statuses(manager, "real.db.expiry_src") if s.refresh_count > 0]
     assert ctas and ctas[0].failure_count == 0
     assert source and source[0].failure_count == 0
+
+
+class PyIcebergReader:
+    """A PyIceberg job beside the Spark one: scans a table once a minute on the same lakehouse,
+    with real 900 s vended keys and the default refresh policy, until stopped."""
+
+    def __init__(self, lakehouse, table: str, rows: int) -> None:
+        import threading
+
+        from pyspark_catalog_ext.session import pyiceberg_catalog
+
+        self.catalog = pyiceberg_catalog(lakehouse)
+        self.table = self.catalog.load_table(table)
+        self.rows, self.scans, self.errors = rows, [], []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pyiceberg-reader", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self.scans.append((time.time(), self.table.scan().to_arrow().num_rows))
+            except Exception as exc:  # noqa: BLE001 - recorded, asserted on at the end
+                self.errors.append(repr(exc)[:300])
+            if self._stop.wait(60):
+                return
+
+    def stop_and_check(self, outlived: float) -> None:
+        self._stop.set()
+        self._thread.join(120)
+        self.catalog.close()
+        assert not self.errors, self.errors[:2]
+        assert all(n == self.rows for _, n in self.scans), self.scans
+        assert any(at > outlived for at, _ in self.scans), "the PyIceberg reader did not outlive the first keys"
+        assert self.table.io.entry.generation >= 2  # renewed ahead of expiry, in the background

@@ -1,0 +1,240 @@
+"""`ExtRestCatalog`: PyIceberg's RestCatalog with refreshing table FileIOs and guarded commits.
+
+Seams into PyIceberg, all on the RestCatalog subclass (no patching):
+- `_create_session`: adds a `requests` response hook that reads `idempotency-key-lifetime` from
+  `/v1/config` and keeps the raw JSON of each table load/create answer (PyIceberg's models drop
+  `storage-refresh-token`, and re-staging needs the stage-create body);
+- `_response_to_table` / `_response_to_staged_table`: wrap the FileIO PyIceberg built in a
+  `RefreshingFileIO` tied to the table's `TableCredentials`;
+- `commit_table`: sent through `commits.GuardedCommit`.
+Select it from `.pyiceberg.yaml` with `py-catalog-impl: pyspark_catalog_ext.pyiceberg_ext.ExtRestCatalog`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from typing import Any, Optional
+
+from pyiceberg.catalog.rest import Endpoints, RestCatalog, TableResponse
+from pyiceberg.table import CommitTableRequest, CommitTableResponse, StagedTable, Table
+from pyiceberg.table.update import AssertCreate
+from pyiceberg.typedef import Identifier
+from pyiceberg.utils.properties import property_as_bool
+from requests import Response, Session
+
+from ..credentials.scheduler import RefreshPolicy
+from ..credentials.sources import CredentialSource
+from ..retry import parse_iso8601_duration, uuid7
+from .commits import CommitPolicy, GuardedCommit
+from .fileio import RefreshingFileIO
+from .refresher import CredentialRefresher, policy_from_env
+
+log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
+
+__all__ = ["ExtRestCatalog"]
+
+# Table answers worth observing: create/stage-create (POST .../tables) and load (GET .../tables/{t});
+# not commits (POST .../tables/{t}), whose answers carry no credentials.
+_TABLE_ANSWER = re.compile(r"/v1/(?:[^/]+/)?namespaces/[^/]+/tables(?:/[^/?]+)?(?:\?.*)?$")
+REFRESH_PROPERTY = "catalog-ext.refresh"
+
+
+class ExtRestCatalog(RestCatalog):
+    """A RestCatalog whose tables keep their vended credentials fresh and whose commits are guarded.
+
+    Args:
+        name, properties: as for `RestCatalog` (so a user's PyIceberg config works unchanged).
+        refresh: renew vended credentials (default True; also `catalog-ext.refresh=false`).
+        policy: when to renew; default `RefreshPolicy()` overridden by PYSPARK_CATALOG_EXT_REFRESH_*.
+        source: a `CredentialSource` that serves this catalog's tables instead of the catalog.
+    """
+
+    def __init__(self, name: str, *, refresh: Optional[bool] = None, policy: Optional[RefreshPolicy] = None,
+                 source: Optional[CredentialSource] = None, **properties: str) -> None:
+        self._observed = threading.local()
+        self.idempotency_key_lifetime_s: Optional[float] = None
+        self.refresher: Optional[CredentialRefresher] = None
+        super().__init__(name, **properties)
+        if refresh is None:
+            refresh = property_as_bool(self.properties, REFRESH_PROPERTY, True)
+        self.commit_policy = CommitPolicy.from_properties(self.properties)
+        if refresh:
+            self.refresher = CredentialRefresher(name, _LazyClient(self), policy or policy_from_env(), source=source)
+
+    # -- observing answers ---------------------------------------------------------------------
+    def _create_session(self) -> Session:
+        session = super()._create_session()
+        session.hooks["response"].append(self._observe)
+        session.auth = _IdempotencyKeys(session.auth, self)
+        return session
+
+    def _observe(self, resp: Response, *args: Any, **kwargs: Any) -> None:
+        if resp.status_code != 200 or resp.request is None:
+            return
+        path = resp.request.path_url
+        if path.split("?")[0].endswith("/v1/config"):
+            lifetime = _json(resp).get("idempotency-key-lifetime")
+            if lifetime:
+                try:
+                    self.idempotency_key_lifetime_s = parse_iso8601_duration(str(lifetime))
+                except ValueError:
+                    log.warning("catalog-ext: unparseable idempotency-key-lifetime %r; commits are reconciled instead", lifetime)
+        elif _TABLE_ANSWER.search(path) and (resp.request.method == "GET" or path.split("?")[0].endswith("/tables")):
+            body = _json(resp)
+            if "metadata" in body:
+                request_body = _json_bytes(resp.request.body) if resp.request.method == "POST" else None
+                self._observed.last = (body, request_body)
+
+    def _take_observed(self, table_response: TableResponse) -> tuple[dict, Optional[dict]]:
+        body, request_body = getattr(self._observed, "last", (None, None))
+        self._observed.last = (None, None)
+        if body is None or body.get("metadata-location") != table_response.metadata_location \
+                or (body.get("metadata") or {}).get("table-uuid") != str(table_response.metadata.table_uuid):
+            # Not the answer we observed (another path built it): PyIceberg's parsed view will do.
+            body = {"config": table_response.config,
+                    "storage-credentials": [c.model_dump(by_alias=True) for c in table_response.storage_credentials]}
+            request_body = None
+        return body, request_body
+
+    # -- FileIOs -----------------------------------------------------------------------------------
+    def _response_to_table(self, identifier_tuple: tuple[str, ...], table_response: TableResponse) -> Table:
+        table = super()._response_to_table(identifier_tuple, table_response)
+        return self._refreshing(table, identifier_tuple, table_response, staged=False)
+
+    def _response_to_staged_table(self, identifier_tuple: tuple[str, ...], table_response: TableResponse) -> StagedTable:
+        table = super()._response_to_staged_table(identifier_tuple, table_response)
+        return self._refreshing(table, identifier_tuple, table_response, staged=True)
+
+    def _refreshing(self, table: Any, identifier: tuple[str, ...], table_response: TableResponse, *, staged: bool) -> Any:
+        raw, request_body = self._take_observed(table_response)
+        if self.refresher is None:
+            return table
+        config = raw.get("config") or {}
+        storage_credentials = raw.get("storage-credentials") or []
+        if "s3.access-key-id" not in config and not storage_credentials:
+            return table  # nothing vended: the FileIO uses the user's own keys
+        location = table_response.metadata.location
+        stage_request = None
+        if staged and request_body is not None:
+            # Re-staging must keep the location, or some catalogs stage a new one (SeaweedFS).
+            stage_request = {**request_body, "location": location}
+        entry = self.refresher.track(identifier, config, storage_credentials, location=location, staged=staged,
+                                     stage_create_request=stage_request)
+        table.io = RefreshingFileIO(table.io.properties, entry, self.refresher, type(table.io))
+        return table
+
+    def credentials_status(self) -> list[dict[str, Any]]:
+        """One row per tracked table: strategy used, renewals per strategy, expiry, failures. [] without refresh."""
+        return self.refresher.status() if self.refresher else []
+
+    def close(self) -> None:
+        """Stop the background refresher; the catalog stays usable with the keys it has."""
+        if self.refresher is not None:
+            self.refresher.close()
+        super().close()
+
+    # -- commits -----------------------------------------------------------------------------------
+    def commit_table(self, table: Table, requirements: tuple, updates: tuple) -> CommitTableResponse:
+        from pyiceberg.catalog.rest import Capability, TableIdentifier
+
+        self._check_endpoint(Capability.V1_UPDATE_TABLE)
+        identifier = table.name()
+        request = CommitTableRequest(identifier=TableIdentifier(namespace=identifier[:-1], name=identifier[-1]),
+                                     requirements=requirements, updates=updates)
+        url = self.url(Endpoints.update_table, prefixed=True, **self._split_identifier_for_path(request.identifier))
+        guard = GuardedCommit(
+            self._session, url, request.model_dump_json().encode("utf-8"), table=".".join(identifier),
+            requirements=requirements, updates=updates, load_metadata=lambda: self._load_raw(identifier),
+            idempotency_lifetime_s=self.idempotency_key_lifetime_s, policy=self.commit_policy,
+            on_401=self._refresh_token,
+        )
+        answer = guard.run()
+        response = CommitTableResponse.model_validate(answer)
+        io = getattr(table, "io", None)
+        if isinstance(io, RefreshingFileIO) and any(isinstance(r, AssertCreate) for r in requirements) \
+                and self.refresher is not None:
+            self.refresher.committed(io.entry)
+        return response
+
+    def _load_raw(self, identifier: Identifier) -> Optional[dict]:
+        """The table's LoadTableResult as JSON, None if it does not exist (for reconciliation)."""
+        response = self._session.get(
+            self.url(Endpoints.load_table, prefixed=True, **self._split_identifier_for_path(identifier)),
+            timeout=(5.0, 60.0),
+        )
+        self._observed.last = (None, None)
+        if response.status_code == 404:
+            return None
+        response.raise_for_status()
+        return response.json()
+
+
+class _IdempotencyKeys:
+    """Wraps the session's auth: every other mutation PyIceberg sends (create, stage-create, drop,
+    rename, register, namespaces) gets a fresh UUIDv7 Idempotency-Key when the catalog advertises
+    the feature (PyIceberg retries none of them, so one key per request). Commits bring their own."""
+
+    _MUTATIONS = ("POST", "PUT", "DELETE")
+
+    def __init__(self, inner: Any, catalog: "ExtRestCatalog") -> None:
+        self.inner = inner
+        self._catalog = catalog
+
+    def __call__(self, request: Any) -> Any:
+        request = self.inner(request) if self.inner is not None else request
+        if (self._catalog.idempotency_key_lifetime_s is not None and request.method in self._MUTATIONS
+                and "Idempotency-Key" not in request.headers and not request.path_url.split("?")[0].endswith("/oauth/tokens")):
+            request.headers["Idempotency-Key"] = str(uuid7())
+        return request
+
+    def __getattr__(self, name: str) -> Any:  # RestCatalog._refresh_token reads .auth_manager
+        return getattr(self.inner, name)
+
+
+class _LazyClient:
+    """The `CatalogClient` the refresh strategies use, built on first use with the catalog's own auth."""
+
+    def __init__(self, catalog: ExtRestCatalog) -> None:
+        self._catalog = catalog
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = _strategy_client(self._catalog)
+        return getattr(self._client, name)
+
+
+def _strategy_client(catalog: ExtRestCatalog) -> Any:
+    from ..catalog_auth import PyIcebergAuth, auth_from_conf
+    from ..catalog_client import CatalogClient
+
+    props = {k: v for k, v in catalog.properties.items() if isinstance(v, str)}
+    if property_as_bool(props, "rest.sigv4-enabled", False):
+        auth = auth_from_conf(props)
+    else:
+        auth = PyIcebergAuth(catalog._auth_manager, on_401=catalog._refresh_token)
+    headers = {k[len("header."):]: v for k, v in props.items()
+               if k.startswith("header.") and k != "header.X-Iceberg-Access-Delegation"}
+    return CatalogClient(catalog.uri, warehouse=props.get("warehouse"), auth=auth, headers=headers,
+                         access_delegation=props.get("header.X-Iceberg-Access-Delegation", "vended-credentials"))
+
+
+def _json(resp: Response) -> dict:
+    try:
+        body = resp.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _json_bytes(raw: Any) -> Optional[dict]:
+    try:
+        body = json.loads(raw) if raw else None
+    except (TypeError, ValueError):
+        return None
+    return body if isinstance(body, dict) else None

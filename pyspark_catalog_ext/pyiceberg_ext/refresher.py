@@ -1,0 +1,322 @@
+"""Fresh vended credentials for PyIceberg tables: one entry per table, renewed in the background.
+
+The same rule as Spark's (`credentials.scheduler.RefreshPolicy`: renew when less than
+max(min_ahead, fraction x lifetime) remains, back off while the keys are still valid) and the same
+strategies (`credentials.sources`: storage-refresh-token, refresh endpoint, re-stage,
+`GET .../credentials`, reload, or the user's own source). Here the credentials live in Python:
+`TableCredentials` holds each storage prefix's current keys and a generation number, and
+`fileio.RefreshingFileIO` asks it for the keys of every file it opens.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import os
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Optional
+
+from ..credentials.scheduler import RefreshPolicy, RefreshScheduler, TableState
+from ..credentials.sources import CredentialSource, StrategyChain, user_answer
+from ..errors import ConfigError, CredentialRefreshError
+
+log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
+
+__all__ = ["TableCredentials", "CredentialRefresher", "policy_from_env", "ENV_PREFIX"]
+
+ENV_PREFIX = "PYSPARK_CATALOG_EXT_REFRESH_"
+_ENV_KNOBS = {  # environment variable suffix -> RefreshPolicy field
+    "CHECK_INTERVAL_S": "check_interval_s",
+    "MIN_AHEAD_S": "min_ahead_s",
+    "LIFETIME_FRACTION": "lifetime_fraction",
+    "INITIAL_BACKOFF_S": "initial_backoff_s",
+    "MAX_BACKOFF_S": "max_backoff_s",
+}
+_EXPIRY_KEY = "s3.session-token-expires-at-ms"
+_SECRET_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
+
+
+def policy_from_env(base: Optional[RefreshPolicy] = None, environ: Mapping[str, str] = os.environ) -> RefreshPolicy:
+    """`base` (default `RefreshPolicy()`) with knobs overridden by PYSPARK_CATALOG_EXT_REFRESH_* variables."""
+    base = base or RefreshPolicy()
+    values = {field: getattr(base, field) for field in _ENV_KNOBS.values()}
+    for suffix, field in _ENV_KNOBS.items():
+        raw = environ.get(ENV_PREFIX + suffix)
+        if raw is None or not raw.strip():
+            continue
+        try:
+            values[field] = float(raw)
+        except ValueError:
+            raise ConfigError(f"{ENV_PREFIX}{suffix}={raw!r} is not a number; set it to seconds (or a fraction)") from None
+    try:
+        return RefreshPolicy(**values)
+    except ValueError as exc:
+        raise ConfigError(f"bad {ENV_PREFIX}* setting: {exc}") from None
+
+
+def _expiry_s(config: Mapping[str, Any]) -> float:
+    raw = config.get(_EXPIRY_KEY)
+    try:
+        return int(raw) / 1000.0 if raw is not None else float("inf")
+    except (TypeError, ValueError):
+        return float("inf")
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """The keys for one storage prefix ("" = the table config's keys)."""
+
+    prefix: str
+    config: Mapping[str, str]
+    refresh_token: Optional[str]
+    expires_at_s: float
+
+    def __repr__(self) -> str:  # never the keys
+        return f"_Slot(prefix={self.prefix!r}, expires_at_s={self.expires_at_s})"
+
+
+_handles = itertools.count(1)
+
+
+class TableCredentials:
+    """The current storage credentials of one table, shared by every FileIO handed out for it.
+
+    Thread-safe. `generation` grows on every renewal; `refresh()` is single-flight: a caller that
+    saw generation g does nothing if another thread already replaced g.
+    """
+
+    def __init__(self, catalog: str, identifier: tuple[str, ...], *, location: Optional[str], staged: bool,
+                 stage_create_request: Optional[dict] = None, refresh_endpoint: Optional[str] = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.handle = f"t{next(_handles)}"
+        self.catalog = catalog
+        self.identifier = tuple(identifier)
+        self.location = location
+        self.staged = staged
+        self.stage_create_request = stage_create_request
+        self.refresh_endpoint = refresh_endpoint
+        self._clock = clock
+        self._state_lock = threading.Lock()
+        self.refresh_lock = threading.Lock()  # single flight
+        self.generation = 0
+        self.fetched_at_s = 0.0
+        self.last_used_s = 0.0
+        self._slots: list[_Slot] = []
+        self.refreshes_by_strategy: collections.Counter[str] = collections.Counter()
+        self.last_strategy: Optional[str] = None
+        self.last_error: Optional[str] = None
+
+    @property
+    def name(self) -> str:
+        return ".".join([self.catalog, *self.identifier])
+
+    # -- state ---------------------------------------------------------------------------------
+    def update(self, config: Mapping[str, Any], storage_credentials: Iterable[Mapping[str, Any]]) -> None:
+        """Install credentials from a LoadTable/LoadCredentials-shaped answer; bumps the generation."""
+        slots = []
+        base = {k: str(v) for k, v in (config or {}).items() if k.startswith("s3.")}
+        if "s3.access-key-id" in base:
+            slots.append(_Slot("", base, None, _expiry_s(base)))
+        for cred in storage_credentials or []:
+            cfg = {k: str(v) for k, v in (cred.get("config") or {}).items()}
+            slots.append(_Slot(str(cred.get("prefix") or ""), cfg, cred.get("storage-refresh-token"), _expiry_s(cfg)))
+        if not slots:
+            raise CredentialRefreshError(f"the catalog returned no storage credentials for table {self.name}")
+        with self._state_lock:
+            self._slots = slots
+            self.fetched_at_s = self._clock()
+            self.generation += 1
+
+    def slot_for(self, location: str) -> tuple[int, Mapping[str, str], float]:
+        """(generation, keys, their expiry) for `location`: the longest matching prefix wins (spec);
+        else the table config's keys."""
+        with self._state_lock:
+            self.last_used_s = self._clock()
+            best: Optional[_Slot] = None
+            for slot in self._slots:
+                if slot.prefix and location.startswith(slot.prefix) and (best is None or len(slot.prefix) > len(best.prefix)):
+                    best = slot
+            if best is None:
+                best = next((s for s in self._slots if not s.prefix), self._slots[0] if self._slots else None)
+            if best is None:
+                return self.generation, {}, float("inf")
+            return self.generation, best.config, best.expires_at_s
+
+    @property
+    def expires_at_s(self) -> float:
+        with self._state_lock:
+            return min((s.expires_at_s for s in self._slots), default=float("inf"))
+
+    def state(self) -> TableState:
+        with self._state_lock:
+            return TableState(
+                handle=self.handle, name=self.name, generation=self.generation, fetched_at_s=self.fetched_at_s,
+                expires_at_s=min((s.expires_at_s for s in self._slots), default=float("inf")),
+                in_use=self.last_used_s >= self.fetched_at_s,
+            )
+
+    def request(self) -> dict:
+        """The table request the strategies in `credentials.sources` understand (holds refresh tokens: never log it)."""
+        with self._state_lock:
+            tokens = {s.prefix: s.refresh_token for s in self._slots if s.refresh_token}
+        return {
+            "catalog": self.catalog, "namespace": list(self.identifier[:-1]), "table": self.identifier[-1],
+            "location": self.location, "staged": self.staged, "stage_create_request": self.stage_create_request,
+            "refresh_endpoint": self.refresh_endpoint, "storage_refresh_tokens": tokens,
+        }
+
+    def __repr__(self) -> str:
+        return f"TableCredentials({self.name!r}, generation={self.generation}, staged={self.staged})"
+
+
+class CredentialRefresher:
+    """Keeps the tables of one PyIceberg catalog supplied with fresh credentials.
+
+    `client` is a `catalog_client.CatalogClient` (it speaks the strategies' requests). A daemon
+    thread runs a `RefreshScheduler` every `policy.check_interval_s` while any table is tracked; a
+    FileIO that finds its keys expired (an idle table, say) renews them itself before reading.
+    Entries are held weakly: a table nobody references any more is forgotten (the map stays
+    bounded), and once none is left the thread ends, so a dropped catalog can be collected.
+    """
+
+    def __init__(self, catalog: str, client: Any, policy: Optional[RefreshPolicy] = None, *,
+                 source: Optional[CredentialSource] = None, clock: Callable[[], float] = time.time,
+                 background: bool = True) -> None:
+        if source is not None and not hasattr(source, "fetch"):
+            raise ConfigError(f"{type(source).__name__} is not a credential source: it needs a fetch(table) method")
+        self.catalog = catalog
+        self.client = client
+        self.policy = policy or policy_from_env()
+        self.source = source
+        self.clock = clock
+        self._chain = StrategyChain()
+        self._lock = threading.Lock()
+        self._by_handle: "weakref.WeakValueDictionary[str, TableCredentials]" = weakref.WeakValueDictionary()
+        self._by_identifier: "weakref.WeakValueDictionary[tuple, TableCredentials]" = weakref.WeakValueDictionary()
+        self.scheduler = RefreshScheduler(self.policy, self._states, self._refresh_handle, clock=clock)
+        self._background = background
+        self._thread: Optional[threading.Thread] = None
+        self._closed = threading.Event()
+
+    # -- registry --------------------------------------------------------------------------------
+    def track(self, identifier: tuple[str, ...], config: Mapping[str, Any], storage_credentials: list, *,
+              location: Optional[str], staged: bool, stage_create_request: Optional[dict] = None) -> TableCredentials:
+        """The entry for a table the catalog just handed out, with the credentials of that answer.
+
+        A second hand-out of the same table (same staged-ness) shares the existing entry, so the
+        catalog sees one refresh request per table per renewal, however many Table objects exist.
+        """
+        key = (tuple(identifier), staged)
+        refresh_endpoint = (config or {}).get("client.refresh-credentials-endpoint")
+        with self._lock:
+            entry = self._by_identifier.get(key)
+            if entry is None or (location and entry.location and entry.location != location):
+                entry = TableCredentials(self.catalog, identifier, location=location, staged=staged,
+                                         stage_create_request=stage_create_request,
+                                         refresh_endpoint=refresh_endpoint, clock=self.clock)
+                self._by_identifier[key] = entry
+                self._by_handle[entry.handle] = entry
+            self._ensure_thread()
+        with entry.refresh_lock:
+            entry.refresh_endpoint = refresh_endpoint or entry.refresh_endpoint
+            entry.update(config, storage_credentials)
+        return entry
+
+    def committed(self, entry: TableCredentials) -> None:
+        """A staged table's create commit landed: from now on it is refreshed as a committed table."""
+        with self._lock:
+            entry.staged = False
+            entry.stage_create_request = None
+            self._by_identifier.pop((entry.identifier, True), None)
+            self._by_identifier[(entry.identifier, False)] = entry
+
+    def tables(self) -> list[TableCredentials]:
+        with self._lock:
+            return list(self._by_handle.values())
+
+    def _states(self) -> list[TableState]:
+        return [entry.state() for entry in self.tables()]
+
+    # -- refreshing ------------------------------------------------------------------------------
+    def _refresh_handle(self, handle: str, seen_generation: int) -> bool:
+        entry = self._by_handle.get(handle)
+        return entry is not None and self.refresh(entry, seen_generation)
+
+    def refresh(self, entry: TableCredentials, seen_generation: Optional[int] = None) -> bool:
+        """Renew `entry` unless someone did since `seen_generation`; True if this call fetched."""
+        seen = entry.generation if seen_generation is None else seen_generation
+        with entry.refresh_lock:
+            if entry.generation != seen:
+                return False
+            req = entry.request()
+            try:
+                if self.source is not None:
+                    answer = user_answer(self.source, req)
+                else:
+                    answer = self._chain.fetch(self.client, req)
+                entry.update(answer.get("config") or {}, answer.get("storage-credentials") or [])
+            except Exception as exc:
+                entry.last_error = str(exc)
+                raise
+            entry.last_error = None
+            entry.last_strategy = answer["strategy"]
+            entry.refreshes_by_strategy[answer["strategy"].split(" (")[0]] += 1
+            log.info("catalog-ext: refreshed credentials of %s via %s (generation %d, expire in %.0f s)",
+                     entry.name, answer["strategy"], entry.generation, entry.expires_at_s - self.clock())
+            return True
+
+    def ensure_fresh(self, entry: TableCredentials, generation: int, expires_at_s: Optional[float] = None) -> bool:
+        """Called before a file is opened with keys of `generation`: renew now if they are (almost) expired.
+
+        The background thread normally renews well ahead; this covers idle tables (the scheduler
+        skips them) and a scheduler that could not keep up. 1 s of margin covers the request itself.
+        True when the keys were (almost) expired, i.e. the caller must look them up again.
+        """
+        if self.clock() + 1.0 < (entry.expires_at_s if expires_at_s is None else expires_at_s):
+            return False
+        self.refresh(entry, generation)
+        return True
+
+    def status(self) -> list[dict[str, Any]]:
+        """One row per table: strategy used, renewals per strategy, expiry, failures (no secrets)."""
+        rows = []
+        for entry in self.tables():
+            state = entry.state()
+            rows.append({
+                "table": entry.name, "staged": entry.staged, "generation": entry.generation,
+                "strategy": entry.last_strategy, "refreshes_by_strategy": dict(entry.refreshes_by_strategy),
+                "expires_at_s": state.expires_at_s,
+                "next_refresh_s": self.policy.refresh_at(state.fetched_at_s, state.expires_at_s),
+                "failures": self.scheduler.failures(entry.handle), "last_error": entry.last_error,
+            })
+        return rows
+
+    # -- background thread ---------------------------------------------------------------------
+    def _ensure_thread(self) -> None:  # under self._lock
+        if self._background and not self._closed.is_set() and (self._thread is None or not self._thread.is_alive()):
+            self._thread = threading.Thread(target=self._run, name=f"catalog-ext-pyiceberg-refresh-{self.catalog}",
+                                            daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        # Like credentials.scheduler.SchedulerThread, but it ends once no table is left to watch.
+        while not self._closed.wait(self.policy.check_interval_s):
+            with self._lock:
+                if not self._by_handle:
+                    self._thread = None
+                    return
+            try:
+                self.scheduler.tick()
+            except Exception as exc:  # noqa: BLE001 - the thread must survive a bad pass
+                log.warning("catalog-ext: PyIceberg refresh pass failed: %s", exc)
+
+    def close(self) -> None:
+        """Stop the background thread (idempotent); FileIOs still renew expired keys on use."""
+        self._closed.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(5)

@@ -1,0 +1,180 @@
+"""PyIceberg commits through loopback fault proxies in front of real SeaweedFS.
+
+Without idempotency (SeaweedFS): a lost answer and a duplicated request are reconciled by table
+UUID and snapshot ids, a 503 before forwarding is retried; with the reference Idempotency-Key
+server in the chain, a lost answer is repeated under the same key and replayed. Every case ends
+with exactly one commit and the exact rows; the refused and undecidable cases raise
+CommitFailedError / CommitStateUnknownError.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid as uuidlib
+
+import pyarrow as pa
+import pytest
+
+from pyspark_catalog_ext.errors import CommitFailedError
+from pyspark_catalog_ext.session import pyiceberg_catalog
+from pyspark_catalog_ext.staging import CommitStateUnknownError
+from tests.servers import CatalogProxy, IdempotencyProxy
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+FAST_RETRY = {"catalog-ext.commit.base-delay-ms": "10", "catalog-ext.commit.max-delay-ms": "50"}
+
+
+def rows(start: int, stop: int) -> pa.Table:
+    return pa.table({"id": pa.array(range(start, stop), pa.int64())}, schema=SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def plain(lakehouse):
+    """client -> CatalogProxy (faults) -> SeaweedFS (no idempotency)."""
+    with CatalogProxy(lakehouse.info.iceberg_uri) as proxy:
+        cat = pyiceberg_catalog(lakehouse, uri=proxy.url, **FAST_RETRY)
+        cat.create_namespace_if_not_exists("pyc")
+        yield cat, proxy
+        cat.close()
+
+
+@pytest.fixture(scope="module")
+def keyed(lakehouse):
+    """client -> CatalogProxy (faults) -> IdempotencyProxy -> SeaweedFS."""
+    with IdempotencyProxy(lakehouse.info.iceberg_uri, lifetime="PT30M") as idem, CatalogProxy(idem.url) as proxy:
+        cat = pyiceberg_catalog(lakehouse, uri=proxy.url, **FAST_RETRY)
+        cat.create_namespace_if_not_exists("pyk")
+        yield cat, proxy, idem
+        cat.close()
+
+
+def commit_path(name: str) -> str:
+    return rf"/namespaces/[^/]+/tables/{name}$"
+
+
+def create_with_fault(cat, proxy, ns: str, fault: str, status: int = 503):
+    name = f"c_{fault}_{uuidlib.uuid4().hex[:6]}"
+    tx = cat.create_table_transaction(f"{ns}.{name}", SCHEMA)
+    tx.append(rows(0, 100))
+    proxy.faults.add(fault, "POST", commit_path(name), status=status)
+    tx.commit_transaction()
+    return name
+
+
+def append_with_fault(cat, proxy, ns: str, fault: str, status: int = 503):
+    name = f"a_{fault}_{uuidlib.uuid4().hex[:6]}"
+    table = cat.create_table(f"{ns}.{name}", SCHEMA)
+    table.append(rows(0, 100))
+    proxy.faults.add(fault, "POST", commit_path(name), status=status)
+    table.append(rows(100, 200))
+    return name
+
+
+def check_guarded(caplog, proxy, ns: str, name: str, fault: str) -> None:
+    """Our guard decided, not PyIceberg's own conflict retry: one commit request sent (two for a 503)."""
+    assert "concurrent update" not in caplog.text  # PyIceberg never saw a CommitFailedException
+    sent = proxy.count(kind="commit", table=f"{ns}.{name}")
+    assert sent == (2 if fault == "error" else 1), sent
+    if fault in ("drop", "duplicate"):
+        assert "landed although its answer was" in caplog.text  # reconciled by UUID / snapshot ids
+
+
+def check_once(cat, ns: str, name: str, expected_rows: int, expected_snapshots: int) -> None:
+    table = cat.load_table(f"{ns}.{name}")
+    ids = sorted(table.scan().to_arrow().column("id").to_pylist())
+    assert ids == list(range(expected_rows))  # exact rows: nothing lost, nothing twice
+    assert len(table.snapshots()) == expected_snapshots
+    assert len(table.inspect.files()) == expected_snapshots  # one data file per commit, no duplicate
+
+
+@pytest.mark.parametrize("fault", ["drop", "duplicate", "error"])
+def test_create_transaction_commit_survives(plain, fault, caplog):
+    cat, proxy = plain
+    caplog.set_level(logging.INFO, logger="pyspark_catalog_ext.pyiceberg")
+    name = create_with_fault(cat, proxy, "pyc", fault)
+    assert proxy.faults.pending == 0
+    check_guarded(caplog, proxy, "pyc", name, fault)
+    check_once(cat, "pyc", name, 100, 1)
+
+
+@pytest.mark.parametrize("fault", ["drop", "duplicate", "error"])
+def test_append_commit_survives(plain, fault, caplog):
+    cat, proxy = plain
+    caplog.set_level(logging.INFO, logger="pyspark_catalog_ext.pyiceberg")
+    name = append_with_fault(cat, proxy, "pyc", fault)
+    assert proxy.faults.pending == 0
+    sent = proxy.count(kind="commit", table=f"pyc.{name}") - 1  # minus the first append's
+    assert sent == (2 if fault == "error" else 1), sent
+    assert "concurrent update" not in caplog.text
+    if fault in ("drop", "duplicate"):
+        assert "landed although its answer was" in caplog.text
+    check_once(cat, "pyc", name, 200, 2)
+
+
+@pytest.mark.parametrize("op", ["create", "append"])
+def test_lost_answer_is_replayed_under_the_same_key(keyed, op):
+    cat, proxy, idem = keyed
+    assert cat.idempotency_key_lifetime_s == 1800
+    replays = idem.replays
+    if op == "create":
+        name = create_with_fault(cat, proxy, "pyk", "drop")
+        check_once(cat, "pyk", name, 100, 1)
+    else:
+        name = append_with_fault(cat, proxy, "pyk", "drop")
+        check_once(cat, "pyk", name, 200, 2)
+    assert idem.replays == replays + 1  # the retry carried the same key and got the stored answer
+    sent = [e for e in proxy.log if e["kind"] == "commit" and e["table"] == f"pyk.{name}"]
+    assert len(sent) >= 2
+
+
+def test_refused_every_time_is_commit_failed(plain):
+    cat, proxy = plain
+    name = f"r_{uuidlib.uuid4().hex[:6]}"
+    table = cat.create_table(f"pyc.{name}", SCHEMA)
+    # PyIceberg retries a CommitFailedException itself (commit.retry.num-retries, as Iceberg Java does)
+    # and then deletes the files it wrote: our CommitFailedError is one, with the same meaning.
+    proxy.faults.add("error", "POST", commit_path(name), status=503, times=100)
+    try:
+        with pytest.raises(CommitFailedError, match="nothing was published"):
+            table.append(rows(0, 10))
+    finally:
+        proxy.faults.clear()
+    assert len(cat.load_table(f"pyc.{name}").snapshots()) == 0
+
+
+def test_gateway_error_every_time_is_unknown(plain):
+    cat, proxy = plain
+    name = f"u_{uuidlib.uuid4().hex[:6]}"
+    table = cat.create_table(f"pyc.{name}", SCHEMA)
+    proxy.faults.add("error", "POST", commit_path(name), status=502, times=1)
+    with pytest.raises(CommitStateUnknownError, match="every file is kept"):
+        table.append(rows(0, 10))
+    assert len(cat.load_table(f"pyc.{name}").snapshots()) == 0
+
+
+def test_pyiceberg_alone_fails_on_a_lost_answer(lakehouse, plain):
+    """The control: PyIceberg's own RestCatalog raises although the commit landed."""
+    from pyiceberg.catalog.rest import RestCatalog
+
+    _, proxy = plain
+    props = {k: v for k, v in pyiceberg_catalog(lakehouse, uri=proxy.url, refresh=False).properties.items()
+             if isinstance(v, str)}
+    cat = RestCatalog("plainpy", **props)
+    name = f"p_{uuidlib.uuid4().hex[:6]}"
+    table = cat.create_table(f"pyc.{name}", SCHEMA)
+    proxy.faults.add("drop", "POST", commit_path(name))
+    with pytest.raises(Exception) as err:
+        table.append(rows(0, 10))
+    assert not isinstance(err.value, (CommitFailedError, CommitStateUnknownError))
+    assert len(cat.load_table(f"pyc.{name}").snapshots()) == 1  # it landed anyway
+
+
+def test_other_mutations_carry_a_fresh_uuid7_key(keyed):
+    cat, _, idem = keyed
+    before = set(idem.entries())
+    name = f"pyk.m_{uuidlib.uuid4().hex[:6]}"
+    cat.create_table(name, SCHEMA)
+    cat.drop_table(name)
+    keys = set(idem.entries()) - before
+    assert len(keys) == 2  # create, drop: one new key each
+    assert all(uuidlib.UUID(key).version == 7 for key in keys)

@@ -1,0 +1,272 @@
+"""PyIceberg jobs that outlive their vended credentials, on the real stack.
+
+SeaweedFS behind two loopback proxies: the catalog proxy reports LIFETIME-second credentials and
+the (slowed) S3 proxy refuses a key with SeaweedFS's own 403 once it is older than that. Each
+test's job takes several lifetimes; it must finish with exact rows and without a single 403.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute
+import pytest
+
+from pyspark_catalog_ext.credentials import RefreshPolicy
+from pyspark_catalog_ext.pyiceberg_ext import ExtRestCatalog, RefreshingFileIO
+from pyspark_catalog_ext.session import pyiceberg_catalog
+from tests.servers import CatalogProxy
+from tests.servers.slow_s3_proxy import SlowS3ExpiryProxy
+
+LIFETIME = 3.0  # seconds a vended key lives behind the proxies
+# Renew with 60 % of the lifetime left, so a file opened just before a renewal still has > 1 s to finish.
+POLICY = RefreshPolicy(check_interval_s=0.25, min_ahead_s=0, lifetime_fraction=0.6)
+FILEIOS = {
+    "pyarrow": "pyiceberg.io.pyarrow.PyArrowFileIO",
+    "fsspec": "pyiceberg.io.fsspec.FsspecFileIO",
+}
+# PyIceberg bins rows by in-memory size: 16-byte rows, 800 bytes = one data file per 50 rows.
+FILE_PER_50_ROWS = {"write.target-file-size-bytes": "800"}
+# Per-request S3 delays that make each job last ~2.5-3 lifetimes (PyArrow sends more requests per file).
+SCAN_DELAY = {"pyarrow": 0.04, "fsspec": 0.08}
+WRITE_DELAY = {"pyarrow": 0.07, "fsspec": 0.16}
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("part", pa.int64(), nullable=False)])
+
+
+@pytest.fixture(scope="module")
+def s3_proxy(lakehouse):
+    with SlowS3ExpiryProxy(lakehouse.info.s3_endpoint, exempt=(lakehouse.info.access_key,)) as proxy:
+        yield proxy
+
+
+@pytest.fixture(scope="module")
+def catalog_proxy(lakehouse, s3_proxy):
+    with CatalogProxy(lakehouse.info.iceberg_uri, short_lifetime_seconds=LIFETIME,
+                      s3_endpoint=s3_proxy.url, s3_proxy=s3_proxy) as proxy:
+        yield proxy
+
+
+def make_catalog(lakehouse, proxy, io: str, **kw) -> ExtRestCatalog:
+    return pyiceberg_catalog(lakehouse, uri=proxy.url, policy=POLICY, **{"py-io-impl": FILEIOS[io]}, **kw)
+
+
+@pytest.fixture(scope="module")
+def many_files(lakehouse, catalog_proxy, s3_proxy):
+    """db_py.many: 200 data files of 50 rows each, written with admin keys and no expiry (setup only)."""
+    s3_proxy.max_age_seconds = None
+    cat = make_catalog(lakehouse, catalog_proxy, "pyarrow")
+    cat.create_namespace_if_not_exists("db_py")
+    if cat.table_exists("db_py.many"):
+        cat.drop_table("db_py.many")
+    table = cat.create_table("db_py.many", SCHEMA, properties=FILE_PER_50_ROWS)
+    table.append(rows(0, 200 * 50))
+    cat.close()
+    return 200 * 50
+
+
+def rows(start: int, stop: int) -> pa.Table:
+    ids = pa.array(range(start, stop), pa.int64())
+    return pa.table({"id": ids, "part": pa.compute.divide(ids, 50)}, schema=SCHEMA)
+
+
+def _expiring(s3_proxy, delay: float):
+    s3_proxy.max_age_seconds = LIFETIME
+    s3_proxy.delay_seconds = delay
+
+
+@pytest.mark.parametrize("io", sorted(FILEIOS))
+def test_long_scan_outlives_credentials(lakehouse, catalog_proxy, s3_proxy, many_files, io):
+    cat = make_catalog(lakehouse, catalog_proxy, io)
+    try:
+        table = cat.load_table("db_py.many")
+        assert isinstance(table.io, RefreshingFileIO)
+        assert len(table.inspect.files()) == 200
+        _expiring(s3_proxy, delay=SCAN_DELAY[io])
+        rejected_before = s3_proxy.total_rejected
+        started = time.monotonic()
+        result = table.scan().to_arrow()
+        elapsed = time.monotonic() - started
+        s3_proxy.max_age_seconds, s3_proxy.delay_seconds = None, 0
+        assert result.num_rows == many_files
+        assert sorted(result.column("id").to_pylist()) == list(range(many_files))
+        assert s3_proxy.total_rejected == rejected_before, "a request was refused with an expired key"
+        assert elapsed > 2 * LIFETIME, f"the scan took {elapsed:.1f}s: too short to prove anything"
+        status = cat.credentials_status()
+        row = next(r for r in status if r["table"].endswith("db_py.many") and not r["staged"])
+        assert row["generation"] >= 3, row
+        assert row["refreshes_by_strategy"].get("reload", 0) >= 2, row  # SeaweedFS: no /credentials, reload
+    finally:
+        s3_proxy.max_age_seconds, s3_proxy.delay_seconds = None, 0
+        cat.close()
+
+
+def test_without_refresh_the_same_scan_fails(lakehouse, catalog_proxy, s3_proxy, many_files):
+    """The control: plain PyIceberg behaviour (first keys only) dies with 403 on the same scan."""
+    cat = make_catalog(lakehouse, catalog_proxy, "pyarrow", refresh=False)
+    try:
+        table = cat.load_table("db_py.many")
+        assert not isinstance(table.io, RefreshingFileIO)
+        _expiring(s3_proxy, delay=0.08)
+        rejected_before = s3_proxy.total_rejected
+        with pytest.raises(OSError, match="(?i)access key|forbidden|403|denied"):
+            table.scan().to_arrow()
+        assert s3_proxy.total_rejected > rejected_before
+    finally:
+        s3_proxy.max_age_seconds, s3_proxy.delay_seconds = None, 0
+        cat.close()
+
+
+@pytest.mark.parametrize("io", sorted(FILEIOS))
+def test_long_append_then_overwrite_and_delete(lakehouse, catalog_proxy, s3_proxy, io):
+    """An append and an overwrite of 100 files each on slow S3, each spanning lifetimes; then a
+    delete after the keys expired while the table sat idle (renewed on use)."""
+    cat = make_catalog(lakehouse, catalog_proxy, io)
+    name = f"db_py.writes_{io}"
+    try:
+        cat.create_namespace_if_not_exists("db_py")
+        if cat.table_exists(name):
+            cat.drop_table(name)
+        table = cat.create_table(name, SCHEMA, properties=FILE_PER_50_ROWS)
+        _expiring(s3_proxy, delay=WRITE_DELAY[io])
+        rejected_before = s3_proxy.total_rejected
+        started = time.monotonic()
+        table.append(rows(0, 5000))
+        appended = time.monotonic() - started
+        table.overwrite(rows(5000, 10000))
+        overwritten = time.monotonic() - started - appended
+        s3_proxy.delay_seconds = 0
+        assert appended > 2 * LIFETIME and overwritten > 2 * LIFETIME, (appended, overwritten)
+        time.sleep(LIFETIME + 0.5)  # idle: the scheduler leaves it alone, the keys expire
+        table.delete("id >= 9975")  # rewrites the last file with keys renewed on use
+        result = cat.load_table(name).scan().to_arrow()
+        assert s3_proxy.total_rejected == rejected_before
+        assert sorted(result.column("id").to_pylist()) == list(range(5000, 9975))
+        assert len(cat.load_table(name).snapshots()) >= 3
+    finally:
+        s3_proxy.max_age_seconds, s3_proxy.delay_seconds = None, 0
+        cat.close()
+
+
+@pytest.mark.parametrize("io", sorted(FILEIOS))
+def test_staged_create_transaction_spans_expiry(lakehouse, catalog_proxy, s3_proxy, io):
+    """create_table_transaction: two appends on slow S3 outlive the keys (renewed by re-staging),
+    then one commit publishes both."""
+    cat = make_catalog(lakehouse, catalog_proxy, io)
+    name = f"db_py.staged_{io}"
+    try:
+        cat.create_namespace_if_not_exists("db_py")
+        if cat.table_exists(name):
+            cat.drop_table(name)
+        _expiring(s3_proxy, delay=WRITE_DELAY[io])
+        rejected_before = s3_proxy.total_rejected
+        commits_before = catalog_proxy.count(kind="commit", table=name)
+        tx = cat.create_table_transaction(name, SCHEMA, properties=FILE_PER_50_ROWS)
+        started = time.monotonic()
+        tx.append(rows(0, 2500))
+        tx.append(rows(2500, 5000))
+        assert time.monotonic() - started > 2 * LIFETIME
+        staged_rows = [r for r in cat.credentials_status() if r["table"].endswith(name) and r["staged"]]
+        assert staged_rows and staged_rows[0]["refreshes_by_strategy"].get("re-stage", 0) >= 1, staged_rows
+        assert not cat.table_exists(name)  # nothing visible before the commit
+        tx.commit_transaction()
+        s3_proxy.delay_seconds = 0
+        result = cat.load_table(name).scan().to_arrow()
+        assert s3_proxy.total_rejected == rejected_before
+        assert sorted(result.column("id").to_pylist()) == list(range(5000))
+        assert catalog_proxy.count(kind="commit", table=name) - commits_before == 1
+    finally:
+        s3_proxy.max_age_seconds, s3_proxy.delay_seconds = None, 0
+        cat.close()
+
+
+@pytest.mark.parametrize("feature,strategy", [("refresh_tokens", "storage-refresh-token"),
+                                              ("advertise_refresh_endpoint", "refresh-endpoint")])
+def test_catalog_strategy_is_used_and_reported(lakehouse, s3_proxy, feature, strategy, caplog):
+    """A catalog with storage-refresh-tokens / a refresh endpoint: renewals use it, one catalog
+    request per renewal, and the status says so (without a secret, as the logs)."""
+    caplog.set_level(logging.DEBUG, logger="pyspark_catalog_ext")
+    with CatalogProxy(lakehouse.info.iceberg_uri, short_lifetime_seconds=LIFETIME, s3_endpoint=s3_proxy.url,
+                      s3_proxy=s3_proxy, **{feature: True}) as proxy:
+        cat = make_catalog(lakehouse, proxy, "pyarrow")
+        name = f"db_py.small_{strategy.replace('-', '_')}"
+        try:
+            cat.create_namespace_if_not_exists("db_py")
+            if cat.table_exists(name):
+                cat.drop_table(name)
+            table = cat.create_table(name, SCHEMA, properties=FILE_PER_50_ROWS)
+            table.append(rows(0, 150))
+            table = cat.load_table(name)
+            _expiring(s3_proxy, delay=0)
+            rejected_before = s3_proxy.total_rejected
+            loads_before = proxy.count(kind="load", table=name)
+            deadline = time.monotonic() + 3 * LIFETIME
+            scans = 0
+            while time.monotonic() < deadline:  # a table in use across three lifetimes
+                assert table.scan().to_arrow().num_rows == 150
+                scans += 1
+                time.sleep(0.3)
+            assert s3_proxy.total_rejected == rejected_before
+            row = next(r for r in cat.credentials_status() if r["table"].endswith(name))
+            renewals = row["refreshes_by_strategy"].get(strategy, 0)
+            assert renewals >= 2 and row["strategy"] == strategy, row
+            assert proxy.count(kind="credentials", table=name) == renewals  # one request per renewal
+            assert proxy.count(kind="load", table=name) == loads_before  # no reloads behind its back
+            shown = caplog.text + repr(cat.credentials_status()) + repr(table.io) + repr(table.io.entry)
+            leaked = [s for s in proxy.secrets_handed_out if s in shown]
+            assert proxy.secrets_handed_out and not leaked
+        finally:
+            s3_proxy.max_age_seconds = None
+            cat.close()
+
+
+def test_pyiceberg_config_selects_the_catalog_and_env_sets_knobs(lakehouse, monkeypatch):
+    """`py-catalog-impl` in a user's PyIceberg config gives the same catalog; knobs from the environment."""
+    from pyiceberg.catalog import load_catalog
+
+    props = {k: v for k, v in pyiceberg_catalog(lakehouse, refresh=False).properties.items() if isinstance(v, str)}
+    props["py-catalog-impl"] = "pyspark_catalog_ext.pyiceberg_ext.ExtRestCatalog"
+    monkeypatch.setenv("PYSPARK_CATALOG_EXT_REFRESH_CHECK_INTERVAL_S", "7")
+    cat = load_catalog("cfg", **props)
+    assert isinstance(cat, ExtRestCatalog) and cat.refresher.policy.check_interval_s == 7
+    cat.close()
+    off = load_catalog("cfg", **{**props, "catalog-ext.refresh": "false"})
+    assert isinstance(off, ExtRestCatalog) and off.refresher is None
+
+
+def test_user_source_serves_the_tables(lakehouse, catalog_proxy, s3_proxy):
+    """`credential_source=`: renewals come from the user's source instead of the catalog (here a
+    stand-in token service that hands out keys it gets from its own plain PyIceberg catalog)."""
+    import datetime as dt
+
+    from pyspark_catalog_ext.credentials import FunctionSource, StorageCredentials
+
+    service = pyiceberg_catalog(lakehouse, uri=catalog_proxy.url, refresh=False)
+
+    def issue(info) -> StorageCredentials:
+        props = service.load_table(".".join([*info.namespace, info.table])).io.properties
+        expires = dt.datetime.fromtimestamp(int(props["s3.session-token-expires-at-ms"]) / 1000, dt.timezone.utc)
+        return StorageCredentials(props["s3.access-key-id"], props["s3.secret-access-key"],
+                                  props.get("s3.session-token"), expires)
+
+    cat = make_catalog(lakehouse, catalog_proxy, "pyarrow", credential_source=FunctionSource(issue))
+    name = "db_py.small_user_source"
+    try:
+        cat.create_namespace_if_not_exists("db_py")
+        if cat.table_exists(name):
+            cat.drop_table(name)
+        cat.create_table(name, SCHEMA, properties=FILE_PER_50_ROWS).append(rows(0, 150))
+        table = cat.load_table(name)
+        _expiring(s3_proxy, delay=0)
+        rejected_before = s3_proxy.total_rejected
+        deadline = time.monotonic() + 3 * LIFETIME
+        while time.monotonic() < deadline:
+            assert table.scan().to_arrow().num_rows == 150
+            time.sleep(0.3)
+        assert s3_proxy.total_rejected == rejected_before
+        row = next(r for r in cat.credentials_status() if r["table"].endswith(name))
+        assert row["strategy"] == "user-source:FunctionSource" and row["generation"] >= 3, row
+    finally:
+        s3_proxy.max_age_seconds = None
+        cat.close()

@@ -1,0 +1,165 @@
+"""The PyIceberg credential refresher on a fake clock: when it renews, single flight, backoff,
+idle tables, longest prefix, environment knobs. Credentials come from a user source (a real
+feature: `pyiceberg_catalog(..., credential_source=...)`), so no catalog is needed."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+
+import pytest
+
+from pyspark_catalog_ext.credentials import FunctionSource, RefreshPolicy, StorageCredentials
+from pyspark_catalog_ext.errors import ConfigError
+from pyspark_catalog_ext.pyiceberg_ext import CredentialRefresher, policy_from_env
+from tests.fake_clock import FakeClock
+
+LIFETIME = 100.0
+POLICY = RefreshPolicy(check_interval_s=1, min_ahead_s=10, lifetime_fraction=0.3, initial_backoff_s=4, max_backoff_s=8)
+
+
+def vended(clock: FakeClock, n: int, lifetime: float = LIFETIME) -> dict:
+    return {"s3.access-key-id": f"AK{n}", "s3.secret-access-key": f"SK{n}",
+            "s3.session-token-expires-at-ms": str(int((clock.now() + lifetime) * 1000))}
+
+
+class CountingSource:
+    """A user source whose keys live LIFETIME s on the fake clock; can be told to fail."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock, self.calls, self.fail, self.gate = clock, 0, False, None
+
+    def fetch(self, table):
+        self.calls += 1
+        if self.gate is not None:
+            self.gate.wait(5)
+        if self.fail:
+            raise RuntimeError("token service down")
+        expires = dt.datetime.fromtimestamp(self.clock.now() + LIFETIME, dt.timezone.utc)
+        return StorageCredentials(f"AK-src-{self.calls}", "secret", "tok", expires)
+
+
+def make(clock: FakeClock, source=None) -> tuple[CredentialRefresher, CountingSource]:
+    source = source or CountingSource(clock)
+    refresher = CredentialRefresher("lake", client=None, policy=POLICY, source=source, clock=clock.now, background=False)
+    return refresher, source
+
+
+def test_renews_at_max_of_min_ahead_and_fraction_of_lifetime():
+    clock = FakeClock()
+    refresher, source = make(clock)
+    entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+    entry.slot_for("s3://b/db/t/data/f1.parquet")  # in use
+    # due when less than max(10, 0.3 x 100) = 30 s remain: at +70 s
+    clock.t += 69.5
+    assert refresher.scheduler.tick() == [] and source.calls == 0
+    clock.t += 1
+    assert refresher.scheduler.tick() == [entry.handle] and source.calls == 1
+    generation, keys, _ = entry.slot_for("s3://b/db/t/data/f2.parquet")
+    assert generation == 2 and keys["s3.access-key-id"] == "AK-src-1"
+    row = refresher.status()[0]
+    assert row["strategy"] == "user-source:CountingSource" and row["refreshes_by_strategy"] == {"user-source:CountingSource": 1}
+    assert "secret" not in repr(entry) and "SK0" not in str(refresher.status())
+
+
+def test_idle_table_is_left_alone_then_renewed_on_use():
+    clock = FakeClock()
+    refresher, source = make(clock)
+    entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+    clock.t += 500  # never used since fetched: the scheduler skips it
+    assert refresher.scheduler.tick() == [] and source.calls == 0
+    generation, _, _ = entry.slot_for("s3://b/db/t/x")
+    refresher.ensure_fresh(entry, generation)  # what RefreshingFileIO does before opening a file
+    assert source.calls == 1 and entry.generation == generation + 1
+
+
+def test_backoff_while_valid_then_recovers():
+    clock = FakeClock()
+    refresher, source = make(clock)
+    entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+    entry.slot_for("s3://b/db/t/f")
+    clock.t += 71
+    source.fail = True
+    assert refresher.scheduler.tick() == [] and refresher.scheduler.failures(entry.handle) == 1
+    clock.t += 1  # within the backoff (2-4 s): no new attempt
+    refresher.scheduler.tick()
+    assert source.calls == 1
+    clock.t += 4
+    refresher.scheduler.tick()
+    assert source.calls == 2 and refresher.scheduler.failures(entry.handle) == 2
+    assert "token service down" in refresher.status()[0]["last_error"]
+    source.fail = False
+    clock.t += 8
+    assert refresher.scheduler.tick() == [entry.handle] and refresher.scheduler.failures(entry.handle) == 0
+
+
+def test_single_flight_per_table():
+    clock = FakeClock()
+    refresher, source = make(clock)
+    entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+    clock.t += LIFETIME  # expired: every reader wants new keys at once
+    source.gate = threading.Event()
+    generation = entry.generation
+    threads = [threading.Thread(target=refresher.ensure_fresh, args=(entry, generation)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    source.gate.set()
+    for t in threads:
+        t.join(5)
+    assert source.calls == 1 and entry.generation == generation + 1
+
+
+def test_same_table_handed_out_twice_shares_one_entry():
+    clock = FakeClock()
+    refresher, _ = make(clock)
+    first = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+    second = refresher.track(("db", "t"), vended(clock, 1), [], location="s3://b/db/t", staged=False)
+    assert first is second and first.generation == 2 and len(refresher.tables()) == 1
+
+
+def test_longest_prefix_wins():
+    clock = FakeClock()
+    refresher, _ = make(clock)
+    creds = [{"prefix": "s3://b/", "config": vended(clock, 1)},
+             {"prefix": "s3://b/db/t/data/", "config": vended(clock, 2)},
+             {"prefix": "s3://b/db/t", "config": vended(clock, 3)}]
+    entry = refresher.track(("db", "t"), {}, creds, location="s3://b/db/t", staged=False)
+    assert entry.slot_for("s3://b/db/t/data/f.parquet")[1]["s3.access-key-id"] == "AK2"
+    assert entry.slot_for("s3://b/db/t/metadata/m.json")[1]["s3.access-key-id"] == "AK3"
+    assert entry.slot_for("s3://b/other/x")[1]["s3.access-key-id"] == "AK1"
+
+
+def test_function_source_and_env_knobs():
+    clock = FakeClock()
+    src = FunctionSource(lambda table: StorageCredentials("AKF", "S", expires_at=dt.datetime.fromtimestamp(
+        clock.now() + 50, dt.timezone.utc), prefix=table.location))
+    refresher, _ = make(clock, src)
+    entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+    refresher.refresh(entry)
+    assert entry.slot_for("s3://b/db/t/f")[1]["s3.access-key-id"] == "AKF"
+    env = {"PYSPARK_CATALOG_EXT_REFRESH_CHECK_INTERVAL_S": "5", "PYSPARK_CATALOG_EXT_REFRESH_MIN_AHEAD_S": "42",
+           "PYSPARK_CATALOG_EXT_REFRESH_LIFETIME_FRACTION": "0.5"}
+    policy = policy_from_env(environ=env)
+    assert (policy.check_interval_s, policy.min_ahead_s, policy.lifetime_fraction) == (5, 42, 0.5)
+    assert policy.initial_backoff_s == RefreshPolicy().initial_backoff_s
+    with pytest.raises(ConfigError, match="PYSPARK_CATALOG_EXT_REFRESH_MIN_AHEAD_S='soon' is not a number"):
+        policy_from_env(environ={"PYSPARK_CATALOG_EXT_REFRESH_MIN_AHEAD_S": "soon"})
+    with pytest.raises(ConfigError, match="lifetime_fraction"):
+        policy_from_env(environ={"PYSPARK_CATALOG_EXT_REFRESH_LIFETIME_FRACTION": "2"})
+
+
+def test_background_thread_ends_when_no_table_is_left():
+    import gc
+    import time
+
+    clock = FakeClock()
+    policy = RefreshPolicy(check_interval_s=0.02, min_ahead_s=10, lifetime_fraction=0.3)
+    refresher = CredentialRefresher("lake", client=None, policy=policy, source=CountingSource(clock), clock=clock.now)
+    entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+    thread = refresher._thread
+    assert thread is not None and thread.is_alive() and thread.daemon
+    del entry
+    gc.collect()
+    thread.join(2)
+    assert not thread.is_alive() and refresher.tables() == []
+    refresher.close()
