@@ -181,14 +181,15 @@ def test_fault_with_idempotency_key_replays(spark, lakehouse, catalogs, idem_cha
 
 
 def test_commit_refused_every_time_fails_cleanly(spark, lakehouse, catalogs):
-    """503 on every attempt: the catalog never applied it. One clear error, nothing published,
-    the written files deleted (nothing can reference them)."""
+    """429 on every attempt: the catalog never processed it (a 503 could come from a gateway that
+    forwarded it, so only 429 proves this). One clear error, nothing published, the written files
+    deleted (nothing can reference them)."""
     proxy = catalogs["fx"]
     df = spark.range(0, 100).selectExpr("id", "id * 3 AS v")
     staged = stage_create(spark, "fx.faults.refused", df)
     staged.write(df)
     files = staged.written_files()
-    proxy.faults.add("error", "POST", COMMIT.format(ns="faults", table="refused"), times=20, status=503)
+    proxy.faults.add("error", "POST", COMMIT.format(ns="faults", table="refused"), times=20, status=429)
     try:
         with pytest.raises(CommitFailedError) as err:
             staged.commit()
@@ -318,3 +319,4 @@ def test_two_concurrent_requests_with_the_same_key(spark, lakehouse, catalogs, i
     with _client(lakehouse, idem.url) as client:
         with pytest.raises(Exception, match="422|Idempotency-Key"):
             _set_property_commit(client, "race", "different", key)
+

@@ -56,7 +56,7 @@ final class ObservingRESTClient implements RESTClient {
   public <T extends RESTResponse> T delete(
       String path, Class<T> responseType, Map<String, String> headers, Consumer<ErrorResponse> errorHandler) {
     // catalog-ext (issue 4): mutations go through CommitGuard (Idempotency-Key, retries).
-    return guard().mutate("DELETE", path, null, headers, errorHandler, delegate,
+    return guard().mutate(new CommitGuard.Request("DELETE", path, null, headers, errorHandler, delegate),
         (h, eh) -> delegate.delete(path, responseType, h, eh));
   }
 
@@ -67,7 +67,7 @@ final class ObservingRESTClient implements RESTClient {
       Class<T> responseType,
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler) {
-    return guard().mutate("DELETE", path, null, headers, errorHandler, delegate,
+    return guard().mutate(new CommitGuard.Request("DELETE", path, null, headers, errorHandler, delegate),
         (h, eh) -> delegate.delete(path, queryParams, responseType, h, eh));
   }
 
@@ -100,7 +100,7 @@ final class ObservingRESTClient implements RESTClient {
       Class<T> responseType,
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler) {
-    return observe(path, body, guard().mutate("POST", path, body, headers, errorHandler, delegate,
+    return observe(path, body, guard().mutate(new CommitGuard.Request("POST", path, body, headers, errorHandler, delegate),
         (h, eh) -> delegate.post(path, body, responseType, h, eh)));
   }
 
@@ -112,7 +112,7 @@ final class ObservingRESTClient implements RESTClient {
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler,
       Consumer<Map<String, String>> responseHeaders) {
-    return observe(path, body, guard().mutate("POST", path, body, headers, errorHandler, delegate,
+    return observe(path, body, guard().mutate(new CommitGuard.Request("POST", path, body, headers, errorHandler, delegate),
         (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders)));
   }
 
@@ -125,7 +125,7 @@ final class ObservingRESTClient implements RESTClient {
       Consumer<ErrorResponse> errorHandler,
       Consumer<Map<String, String>> responseHeaders,
       ParserContext parserContext) {
-    return observe(path, body, guard().mutate("POST", path, body, headers, errorHandler, delegate,
+    return observe(path, body, guard().mutate(new CommitGuard.Request("POST", path, body, headers, errorHandler, delegate),
         (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders, parserContext)));
   }
 
