@@ -357,7 +357,7 @@ class Response(_Message):
         return Response(status, [("Content-Type", "application/json")], body.encode())
 
 
-FAULT_KINDS = ("error", "drop", "delay", "duplicate", "hang")
+FAULT_KINDS = ("error", "drop", "delay", "duplicate", "hang", "late", "after", "before")
 
 
 @dataclass
@@ -370,6 +370,11 @@ class Fault:
       delay     forward, then wait ``seconds`` before answering (past the client's timeout)
       duplicate forward twice, answer with the second response
       hang      never forward, never answer, until ``stop()`` or ``release_hangs()``
+      late      hold the request ``seconds`` (the client times out and retries), then forward
+                it (and answer, if anyone still listens): the first attempt arrives late
+      after     forward (upstream applies it), then answer ``status`` instead (a gateway's 503
+                after forwarding; Polaris <= 1.7.0's 400 for an unknown commit state)
+      before    run ``action()`` (e.g. a second writer's commit), then forward
     """
     kind: str
     method: Optional[str] = None
@@ -377,6 +382,7 @@ class Fault:
     times: int = 1
     status: int = 503
     seconds: float = 0.0
+    action: Optional[Callable[[], None]] = None
     fired: int = 0
 
     def matches(self, method: str, path: str) -> bool:
@@ -390,10 +396,11 @@ class FaultInjector:
         self._faults: list[Fault] = []
 
     def add(self, kind: str, method: Optional[str] = None, path: str = ".*", times: int = 1,
-            status: int = 503, seconds: float = 0.0) -> Fault:
+            status: int = 503, seconds: float = 0.0,
+            action: Optional[Callable[[], None]] = None) -> Fault:
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; one of {FAULT_KINDS}")
-        f = Fault(kind, method, path, times, status, seconds)
+        f = Fault(kind, method, path, times, status, seconds, action)
         with self._lock:
             self._faults.append(f)
         return f
@@ -512,7 +519,14 @@ class BufferedProxy(ThreadedServer):
             return
         else:
             try:
+                if fault and fault.kind == "late":
+                    self._stopping.wait(fault.seconds)
+                if fault and fault.kind == "before":
+                    fault.action()
                 resp = self.process(req)
+                if fault and fault.kind == "after":
+                    resp = Response.iceberg_error(fault.status, "ServiceUnavailableException" if fault.status == 503
+                                                  else "BadRequestException", f"injected fault after apply: {fault.status}")
                 if fault and fault.kind == "duplicate":
                     resp = self.process(req)
             except OSError as e:
@@ -528,7 +542,10 @@ class BufferedProxy(ThreadedServer):
             return
         if fault and fault.kind == "delay":
             self._stopping.wait(fault.seconds)
-        self.send(h, resp)
+        try:
+            self.send(h, resp)
+        except OSError:  # the client gave up (delay/late): nothing to answer
+            h.close_connection = True
 
     @staticmethod
     def send(h: BaseHTTPRequestHandler, resp: Response):

@@ -17,6 +17,9 @@ Features (constructor arguments, also plain attributes you can flip at runtime):
                              a token. ``refresh_endpoint_style`` = "relative" (a path under the
                              catalog URI, as Iceberg's VendedCredentialsProvider resolves it)
                              or "absolute".
+  load_lag_seconds=N         loads that lag: for N s after a successful commit to a table, its
+                             loads answer the metadata it had before that commit (404 if it
+                             had none), like a catalog whose reads trail its writes.
   faults                     see ``base.FaultInjector`` (``proxy.faults.add("drop", "POST",
                              r"/tables/t1$")``). With no feature on, this is a plain fault proxy.
 
@@ -104,8 +107,11 @@ class CatalogProxy(BufferedProxy):
                  token_ttl_seconds: float = 3600, short_lifetime_seconds: Optional[float] = None,
                  s3_endpoint: Optional[str] = None, s3_proxy=None,
                  advertise_refresh_endpoint: bool = False, refresh_endpoint_style: str = "relative",
-                 token_key: Optional[bytes] = None, port: int = 0):
+                 token_key: Optional[bytes] = None, load_lag_seconds: float = 0.0, port: int = 0):
         super().__init__(upstream, port)
+        self.load_lag_seconds = load_lag_seconds
+        self._last_load: dict[str, Response] = {}  # table route -> its last 200 load
+        self._stale: dict[str, tuple[Optional[Response], float]] = {}  # route -> (answer, until)
         self.refresh_tokens = refresh_tokens
         self.token_ttl_seconds = token_ttl_seconds
         self.short_lifetime_seconds = short_lifetime_seconds
@@ -178,8 +184,21 @@ class CatalogProxy(BufferedProxy):
                         req.body, location)
             return self._decorate(resp, m["prefix"], _ns(m), body.get("name"))
         if (m := _TABLE.match(route)) and req.method == "GET":
-            return self._decorate(self.forward(req), m["prefix"], _ns(m), unquote(m["t"]))
-        return self.forward(req)
+            if self.load_lag_seconds:
+                with self._bodies_lock:
+                    stale, until = self._stale.get(route, (None, 0.0))
+                if time.monotonic() < until:
+                    return stale or Response.iceberg_error(404, "NoSuchTableException", "lagging load")
+            resp = self._decorate(self.forward(req), m["prefix"], _ns(m), unquote(m["t"]))
+            if resp.status == 200:
+                with self._bodies_lock:
+                    self._last_load[route] = resp
+            return resp
+        resp = self.forward(req)
+        if self.load_lag_seconds and _TABLE.match(route) and req.method == "POST" and resp.status == 200:
+            with self._bodies_lock:
+                self._stale[route] = (self._last_load.get(route), time.monotonic() + self.load_lag_seconds)
+        return resp
 
     def _decorate(self, resp: Response, prefix: str, ns: list[str], name: Optional[str]) -> Response:
         """Apply the enabled rewrites to a LoadTableResult-shaped 200 response."""

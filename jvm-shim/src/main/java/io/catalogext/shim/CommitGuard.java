@@ -37,6 +37,11 @@ import org.apache.iceberg.rest.requests.CreateTableRequest;
 import org.apache.iceberg.rest.requests.UpdateTableRequest;
 import org.apache.iceberg.rest.responses.ErrorResponse;
 import org.apache.iceberg.rest.responses.LoadTableResponse;
+import io.catalogext.shim.CommitDecision.Answer;
+import io.catalogext.shim.CommitDecision.Facts;
+import io.catalogext.shim.CommitDecision.Kind;
+import io.catalogext.shim.CommitDecision.Landed;
+import io.catalogext.shim.CommitDecision.Outcome;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
@@ -76,13 +81,23 @@ public final class CommitGuard {
   private static long lastUuidMs = 0;
   private static long lastUuidSeq = 0;
 
+  /** {@code catalog-ext.commit.idempotency}: when to send Idempotency-Key headers. */
+  enum IdempotencyMode {
+    AUTO, // only to servers that advertise idempotency-key-lifetime
+    ALWAYS, // to every server (de-duplication is still only assumed where advertised)
+    NEVER
+  }
+
+  private static final Set<String> SETTINGS =
+      Set.of("max-attempts", "base-delay-ms", "max-delay-ms", "total-timeout-ms", "idempotency");
+
   private final ObservingRESTClient.CatalogState state;
   // Settings (catalog properties catalog-ext.commit.*).
   private volatile int maxAttempts = 5;
   private volatile long baseDelayMs = 200;
   private volatile long maxDelayMs = 5_000;
   private volatile long totalTimeoutMs = 60_000;
-  private volatile String idempotencyMode = "auto"; // auto | always | never
+  private volatile IdempotencyMode idempotencyMode = IdempotencyMode.AUTO;
   private volatile String lifetimeText;
   private volatile Duration lifetime;
 
@@ -92,6 +107,7 @@ public final class CommitGuard {
   private final AtomicLong retries = new AtomicLong();
   private final AtomicLong reconciledLanded = new AtomicLong();
   private final AtomicLong reconciledNotLanded = new AtomicLong();
+  private final AtomicLong reconciledPending = new AtomicLong();
   private final AtomicLong reconciledUnknown = new AtomicLong();
   private final List<String> events = Collections.synchronizedList(new ArrayList<>());
 
@@ -105,29 +121,50 @@ public final class CommitGuard {
     }
   }
 
-  /** Reads {@code catalog-ext.commit.*} catalog properties; unknown or bad values keep defaults. */
+  /**
+   * Reads the {@code catalog-ext.commit.*} catalog properties.
+   *
+   * @throws IllegalArgumentException one line naming the bad setting and what it accepts
+   */
   static void configure(ObservingRESTClient.CatalogState state, Map<String, String> props) {
     CommitGuard g = of(state);
-    g.maxAttempts = (int) Math.max(1, longProp(props, "max-attempts", g.maxAttempts));
-    g.baseDelayMs = Math.max(0, longProp(props, "base-delay-ms", g.baseDelayMs));
-    g.maxDelayMs = Math.max(0, longProp(props, "max-delay-ms", g.maxDelayMs));
-    g.totalTimeoutMs = Math.max(0, longProp(props, "total-timeout-ms", g.totalTimeoutMs));
+    for (String name : props.keySet()) {
+      if (name.startsWith(PROP_PREFIX) && !SETTINGS.contains(name.substring(PROP_PREFIX.length()))) {
+        throw new IllegalArgumentException(
+            "Unknown catalog property " + name + "; known: " + PROP_PREFIX + String.join(", " + PROP_PREFIX, new java.util.TreeSet<>(SETTINGS)));
+      }
+    }
+    g.maxAttempts = (int) longProp(props, "max-attempts", g.maxAttempts, 1, 100);
+    g.baseDelayMs = longProp(props, "base-delay-ms", g.baseDelayMs, 0, 600_000);
+    g.maxDelayMs = longProp(props, "max-delay-ms", g.maxDelayMs, 0, 600_000);
+    g.totalTimeoutMs = longProp(props, "total-timeout-ms", g.totalTimeoutMs, 0, 86_400_000);
     String mode = props.get(PROP_PREFIX + "idempotency");
-    if (mode != null && (mode.equals("auto") || mode.equals("always") || mode.equals("never"))) {
-      g.idempotencyMode = mode;
+    if (mode != null) {
+      try {
+        g.idempotencyMode = IdempotencyMode.valueOf(mode.trim().toUpperCase(Locale.ROOT));
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(
+            "Bad catalog property " + PROP_PREFIX + "idempotency='" + mode + "': use auto, always or never");
+      }
     }
   }
 
-  private static long longProp(Map<String, String> props, String name, long dflt) {
+  private static long longProp(Map<String, String> props, String name, long dflt, long min, long max) {
     String v = props.get(PROP_PREFIX + name);
     if (v == null) {
       return dflt;
     }
+    long parsed;
     try {
-      return Long.parseLong(v.trim());
+      parsed = Long.parseLong(v.trim());
     } catch (NumberFormatException e) {
-      return dflt;
+      parsed = min - 1;
     }
+    if (parsed < min || parsed > max) {
+      throw new IllegalArgumentException(String.format(
+          "Bad catalog property %s%s='%s': use a whole number from %d to %d", PROP_PREFIX, name, v, min, max));
+    }
+    return parsed;
   }
 
   void setIdempotencyKeyLifetime(String text) {
@@ -136,22 +173,32 @@ public final class CommitGuard {
       try {
         parsed = Duration.parse(text.trim().toUpperCase(Locale.ROOT));
       } catch (RuntimeException e) {
-        parsed = null; // unparseable: keys are still sent, but never retried past a guess
+        parsed = null; // unparseable: keys may be sent, but the server is not trusted to de-duplicate
+        event("unparseable idempotency-key-lifetime '" + text + "': reconciling as without idempotency");
+      }
+      if (parsed != null && (parsed.isNegative() || parsed.isZero())) {
+        parsed = null;
       }
     }
     this.lifetimeText = text;
     this.lifetime = parsed;
   }
 
+  /** Whether mutations carry an Idempotency-Key. */
   boolean idempotencyEnabled() {
     switch (idempotencyMode) {
-      case "always":
+      case ALWAYS:
         return true;
-      case "never":
+      case NEVER:
         return false;
       default:
         return lifetimeText != null;
     }
+  }
+
+  /** Whether a keyed retry is answered from the server's key store: only where advertised. */
+  boolean deduplicating() {
+    return idempotencyEnabled() && lifetime != null;
   }
 
   /** JSON evidence for every catalog in this JVM (Python: {@code CommitGuard.describe()}). */
@@ -170,6 +217,7 @@ public final class CommitGuard {
       n.put("retries", g.retries.get());
       n.put("reconciled_landed", g.reconciledLanded.get());
       n.put("reconciled_not_landed", g.reconciledNotLanded.get());
+      n.put("reconciled_pending", g.reconciledPending.get());
       n.put("reconciled_unknown", g.reconciledUnknown.get());
       synchronized (g.events) {
         g.events.forEach(n.putArray("events")::add);
@@ -187,6 +235,7 @@ public final class CommitGuard {
         g.retries.set(0);
         g.reconciledLanded.set(0);
         g.reconciledNotLanded.set(0);
+        g.reconciledPending.set(0);
         g.reconciledUnknown.set(0);
         g.events.clear();
       }
@@ -207,17 +256,28 @@ public final class CommitGuard {
     T send(Map<String, String> headers, Consumer<ErrorResponse> errorHandler);
   }
 
-  private enum Kind {
-    COMMIT, // POST .../tables/{t} with an UpdateTableRequest
-    TRANSACTION, // POST .../transactions/commit
-    STAGE, // stage-create: no server state, always safe to repeat
-    MUTATION // anything else (create, drop, rename, register, namespaces)
-  }
+  /** A mutation as {@link ObservingRESTClient} forwards it. */
+  static final class Request {
+    final String method;
+    final String path;
+    final RESTRequest body;
+    final Map<String, String> headers;
+    final Consumer<ErrorResponse> errorHandler;
+    final RESTClient reader; // the undecorated client, for reconciliation reads
 
-  private enum Landed {
-    YES,
-    NO,
-    UNKNOWN
+    Request(String method, String path, RESTRequest body, Map<String, String> headers,
+        Consumer<ErrorResponse> errorHandler, RESTClient reader) {
+      this.method = method;
+      this.path = path;
+      this.body = body;
+      this.headers = headers == null ? Map.of() : headers;
+      this.errorHandler = errorHandler;
+      this.reader = reader;
+    }
+
+    String what() {
+      return method + " " + shortPath(path);
+    }
   }
 
   /** Thrown from our error-handler wrapper to take over a response before Iceberg maps it. */
@@ -230,143 +290,128 @@ public final class CommitGuard {
     }
   }
 
-  /**
-   * Sends a mutation. {@code reader} is the undecorated client used for reconciliation reads;
-   * {@code attempt} sends once with the given headers and error handler.
-   */
-  @SuppressWarnings("unchecked")
-  <T> T mutate(
-      String method,
-      String path,
-      RESTRequest body,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler,
-      RESTClient reader,
-      Attempt<T> attempt) {
-    Kind kind = classify(method, path, body);
-    boolean commit = kind == Kind.COMMIT || kind == Kind.TRANSACTION;
-    String key = idempotencyEnabled() ? uuid7().toString() : null;
-    Map<String, String> sendHeaders = new HashMap<>(headers == null ? Map.of() : headers);
-    sendHeaders.remove(IDEMPOTENCY_HEADER);
-    if (key != null) {
-      sendHeaders.put(IDEMPOTENCY_HEADER, key); // the same key for every retry below
-      keyed.incrementAndGet();
+  /** A failed attempt: an HTTP error we intercepted or a transport failure. */
+  private static final class Failure {
+    final Answer answer;
+    final ErrorResponse error; // or null
+    final RuntimeException exception; // or null
+
+    Failure(Answer answer, ErrorResponse error, RuntimeException exception) {
+      this.answer = answer;
+      this.error = error;
+      this.exception = exception;
     }
-    mutations.incrementAndGet();
-    String what = method + " " + shortPath(path);
-    long started = System.nanoTime();
-    boolean maybeApplied = false; // some attempt may have reached the server and been applied
-    int n = 0;
-    while (true) {
-      n++;
-      String cause;
-      boolean reached;
-      ErrorResponse error = null;
-      RuntimeException failure;
-      try {
-        return attempt.send(
-            sendHeaders,
-            err -> {
-              if (intercepts(kind, err.code())) {
-                throw new Intercepted(err);
-              }
-              errorHandler.accept(err);
-            });
-      } catch (Intercepted e) {
-        error = e.error;
-        failure = null;
-        int code = error.code();
-        cause = "HTTP " + code;
-        reached = code != 429 && code != 503; // 429/503: the server says it did not apply it
-      } catch (RESTException e) {
-        IOException io = ioCause(e);
-        if (io == null) {
-          throw e;
-        }
-        failure = e;
-        cause = io.getClass().getSimpleName();
-        reached = !(io instanceof ConnectException
-            || io instanceof UnknownHostException
-            || io instanceof NoRouteToHostException);
-      }
-      maybeApplied |= reached;
-      event(what + " attempt " + n + ": " + cause + (key != null ? " (keyed)" : ""));
 
-      if (error != null && error.code() == 409) {
-        if (!commit) {
-          errorHandler.accept(error); // a plain mutation's conflict is final
-          throw new IllegalStateException("error handler did not throw for 409");
-        }
-        // A conflict on a commit may be our own earlier (or hidden, inner-client) attempt.
-        Landed landed = reconcile(path, body, sendHeaders, reader);
-        if (landed == Landed.YES) {
-          return (T) landedResponse(kind, path, sendHeaders, reader);
-        }
-        if (landed == Landed.UNKNOWN && maybeApplied) {
-          throw unknown(what, n, "conflict after an attempt that may have been applied");
-        }
-        errorHandler.accept(error); // CommitFailedException: truly someone else's change
-        throw new CommitFailedException("Commit failed: %s", error.message());
-      }
-      if (error != null && !retryableStatus(error.code())) {
-        // 500 on a mutation: maybe applied, never repeated blindly.
-        if (commit) {
-          Landed landed = reconcile(path, body, sendHeaders, reader);
-          if (landed == Landed.YES) {
-            return (T) landedResponse(kind, path, sendHeaders, reader);
-          }
-        }
-        errorHandler.accept(error);
-        throw new IllegalStateException("error handler did not throw for " + error.code());
-      }
-
-      // Retryable: 429/502/503/504 or a transport failure.
-      boolean safe = !reached || key != null || kind == Kind.STAGE || commit;
-      if (commit && maybeApplied && key == null) {
-        // No idempotency: find out before repeating. Our commits carry requirements
-        // (assert-create, assert-table-uuid, assert-ref-snapshot-id), so a repeat can never
-        // apply twice; a late first attempt makes the repeat answer 409, reconciled above.
-        Landed landed = reconcile(path, body, sendHeaders, reader);
-        if (landed == Landed.YES) {
-          return (T) landedResponse(kind, path, sendHeaders, reader);
-        }
-      }
-      long delay = backoff(n);
-      long elapsedMs = (System.nanoTime() - started) / 1_000_000;
-      boolean keyAlive =
-          key == null
-              || lifetime == null
-              || elapsedMs + delay < 0.9 * lifetime.toMillis(); // never repeat a forgotten key
-      if (safe && n < maxAttempts && elapsedMs + delay <= totalTimeoutMs && keyAlive) {
-        retries.incrementAndGet();
-        sleep(delay);
-        continue;
-      }
-      // Out of attempts.
-      if (commit) {
-        Landed landed = reconcile(path, body, sendHeaders, reader);
-        if (landed == Landed.YES) {
-          return (T) landedResponse(kind, path, sendHeaders, reader);
-        }
-        if (landed == Landed.NO && !maybeApplied) {
-          throw new CommitFailedException(
-              "Commit to %s did not land: the catalog answered %s %d time(s) without applying it;"
-                  + " nothing was published",
-              tableName(path), cause, n);
-        }
-        throw unknown(what, n, cause);
-      }
-      if (error != null) {
-        errorHandler.accept(error);
-        throw new IllegalStateException("error handler did not throw for " + error.code());
-      }
-      throw failure;
+    String cause() {
+      return error != null ? "HTTP " + error.code() : ioCause(exception).getClass().getSimpleName();
     }
   }
 
+  /** The result of loading the table(s) after a failed attempt. */
+  private static final class Reconciliation {
+    static final Reconciliation NOT_CHECKED = new Reconciliation(Landed.NOT_CHECKED, null);
+    final Landed landed;
+    final LoadTableResponse loaded; // the table as loaded, when one table commit landed
+
+    Reconciliation(Landed landed, LoadTableResponse loaded) {
+      this.landed = landed;
+      this.loaded = loaded;
+    }
+  }
+
+  /** Sends a mutation: retries, Idempotency-Key and reconciliation as {@link CommitDecision} says. */
+  @SuppressWarnings("unchecked")
+  <T> T mutate(Request req, Attempt<T> attempt) {
+    Kind kind = classify(req.method, req.path, req.body);
+    Map<String, String> headers = new HashMap<>(req.headers);
+    headers.remove(IDEMPOTENCY_HEADER);
+    if (idempotencyEnabled()) {
+      headers.put(IDEMPOTENCY_HEADER, uuid7().toString()); // the same key for every retry below
+      keyed.incrementAndGet();
+    }
+    boolean deduplicated = deduplicating();
+    mutations.incrementAndGet();
+    long started = System.nanoTime();
+    boolean mayHaveReached = false; // some earlier attempt may have reached the server
+    for (int n = 1; ; n++) {
+      Failure failure;
+      try {
+        return attempt.send(headers, interceptor(kind, req.errorHandler));
+      } catch (Intercepted e) {
+        failure = new Failure(Answer.ofStatus(e.error.code()), e.error, null);
+      } catch (RESTException e) {
+        if (ioCause(e) == null) {
+          throw e;
+        }
+        failure = new Failure(transportAnswer(ioCause(e)), null, e);
+      }
+      event(req.what() + " attempt " + n + ": " + failure.cause() + (headers.containsKey(IDEMPOTENCY_HEADER) ? " (keyed)" : ""));
+      long delay = backoff(n);
+      Facts facts = new Facts(kind, failure.answer, mayHaveReached, Landed.NOT_CHECKED, deduplicated,
+          canRetry(n, started, delay, deduplicated));
+      Reconciliation rec =
+          CommitDecision.needsReconciliation(facts) ? reconcile(req, headers) : Reconciliation.NOT_CHECKED;
+      facts = facts.withLanded(rec.landed);
+      Outcome outcome = CommitDecision.decide(facts);
+      event(req.what() + ": " + facts + " -> " + outcome);
+      switch (outcome) {
+        case RETRY:
+          mayHaveReached = facts.mayHaveReached();
+          retries.incrementAndGet();
+          sleep(delay);
+          break;
+        case SUCCESS:
+          event("commit " + shortPath(req.path) + " landed: reported once as success");
+          return (T) rec.loaded; // null for a transaction (204)
+        case UNKNOWN:
+          throw unknown(req.what(), n, failure.cause());
+        default:
+          throw failed(kind, req, failure, n);
+      }
+    }
+  }
+
+  private Consumer<ErrorResponse> interceptor(Kind kind, Consumer<ErrorResponse> errorHandler) {
+    return err -> {
+      if (intercepts(kind, err.code())) {
+        throw new Intercepted(err);
+      }
+      errorHandler.accept(err);
+    };
+  }
+
+  private boolean canRetry(int attempt, long startedNanos, long delayMs, boolean deduplicated) {
+    long elapsedMs = (System.nanoTime() - startedNanos) / 1_000_000;
+    boolean keyAlive = !deduplicated || elapsedMs + delayMs < 0.9 * lifetime.toMillis(); // never repeat a forgotten key
+    return attempt < maxAttempts && elapsedMs + delayMs <= totalTimeoutMs && keyAlive;
+  }
+
+  private static Answer transportAnswer(IOException io) {
+    boolean notSent = io instanceof ConnectException
+        || io instanceof UnknownHostException
+        || io instanceof NoRouteToHostException;
+    return notSent ? Answer.NOT_SENT : Answer.LOST;
+  }
+
+  /** FAILED: the server's own answer through Iceberg's handler, or "did not land". */
+  private RuntimeException failed(Kind kind, Request req, Failure failure, int attempts) {
+    boolean commit = kind == Kind.SNAPSHOT_COMMIT || kind == Kind.PLAIN_COMMIT;
+    if (commit && failure.answer.retryable()) {
+      return new CommitFailedException(
+          "Commit to %s did not land: the catalog answered %s %d time(s) without applying it;"
+              + " nothing was published",
+          tableName(req.path), failure.cause(), attempts);
+    }
+    if (failure.error == null) {
+      return failure.exception;
+    }
+    req.errorHandler.accept(failure.error); // Iceberg's mapping: 409 -> CommitFailedException, ...
+    return new IllegalStateException("error handler did not throw for " + failure.error.code());
+  }
+
   private static boolean intercepts(Kind kind, int code) {
-    return retryableStatus(code)
-        || ((kind == Kind.COMMIT || kind == Kind.TRANSACTION) && (code == 409 || code == 500));
+    boolean commit = kind == Kind.SNAPSHOT_COMMIT || kind == Kind.PLAIN_COMMIT;
+    return retryableStatus(code) || (commit && (code == 400 || code == 409 || code == 500));
   }
 
   private static boolean retryableStatus(int code) {
@@ -386,7 +431,6 @@ public final class CommitGuard {
   }
 
   private CommitStateUnknownException unknown(String what, int attempts, String cause) {
-    reconciledUnknown.incrementAndGet();
     return new CommitStateUnknownException(
         new RuntimeException(
             String.format(
@@ -412,10 +456,11 @@ public final class CommitGuard {
 
   private static Kind classify(String method, String path, RESTRequest body) {
     if ("POST".equals(method) && body instanceof UpdateTableRequest && tableParts(path) != null) {
-      return Kind.COMMIT;
+      return fingerprint((UpdateTableRequest) body).empty() ? Kind.PLAIN_COMMIT : Kind.SNAPSHOT_COMMIT;
     }
     if ("POST".equals(method) && body instanceof CommitTransactionRequest) {
-      return Kind.TRANSACTION;
+      boolean any = ((CommitTransactionRequest) body).tableChanges().stream().anyMatch(c -> !fingerprint(c).empty());
+      return any ? Kind.SNAPSHOT_COMMIT : Kind.PLAIN_COMMIT;
     }
     if ("POST".equals(method) && body instanceof CreateTableRequest && ((CreateTableRequest) body).stageCreate()) {
       return Kind.STAGE;
@@ -427,6 +472,7 @@ public final class CommitGuard {
 
   /** What our commit would have added: the UUID it assigned (creates) and snapshot ids. */
   private static final class Fingerprint {
+    boolean create;
     String uuid;
     final Set<Long> snapshotIds = new HashSet<>();
 
@@ -437,11 +483,11 @@ public final class CommitGuard {
 
   private static Fingerprint fingerprint(UpdateTableRequest request) {
     Fingerprint f = new Fingerprint();
-    boolean create =
+    f.create =
         request.requirements().stream()
             .anyMatch(r -> r instanceof UpdateRequirement.AssertTableDoesNotExist);
     for (MetadataUpdate u : request.updates()) {
-      if (create && u instanceof MetadataUpdate.AssignUUID) {
+      if (f.create && u instanceof MetadataUpdate.AssignUUID) {
         f.uuid = ((MetadataUpdate.AssignUUID) u).uuid(); // random: ours alone
       } else if (u instanceof MetadataUpdate.AddSnapshot) {
         Snapshot s = ((MetadataUpdate.AddSnapshot) u).snapshot();
@@ -451,61 +497,74 @@ public final class CommitGuard {
     return f;
   }
 
-  private Landed reconcile(
-      String path, RESTRequest body, Map<String, String> headers, RESTClient reader) {
-    Landed result;
-    if (body instanceof UpdateTableRequest) {
-      result = reconcileTable(path, (UpdateTableRequest) body, headers, reader);
-    } else if (body instanceof CommitTransactionRequest) {
-      result = Landed.YES;
-      for (UpdateTableRequest change : ((CommitTransactionRequest) body).tableChanges()) {
-        String tablePath = tablePathFor(path, change.identifier());
-        Landed one = tablePath == null ? Landed.UNKNOWN : reconcileTable(tablePath, change, headers, reader);
-        if (one == Landed.NO) {
-          result = Landed.NO; // all or nothing: one missing change means the transaction failed
-          break;
-        }
-        if (one == Landed.UNKNOWN) {
-          result = Landed.UNKNOWN;
-        }
+  private Reconciliation reconcile(Request req, Map<String, String> headers) {
+    Reconciliation result;
+    if (req.body instanceof UpdateTableRequest) {
+      result = reconcileTable(req.path, (UpdateTableRequest) req.body, headers, req.reader);
+    } else if (req.body instanceof CommitTransactionRequest) {
+      List<Landed> tables = new ArrayList<>();
+      for (UpdateTableRequest change : ((CommitTransactionRequest) req.body).tableChanges()) {
+        String tablePath = tablePathFor(req.path, change.identifier());
+        tables.add(tablePath == null ? Landed.UNKNOWN : reconcileTable(tablePath, change, headers, req.reader).landed);
       }
+      result = new Reconciliation(CommitDecision.combine(tables), null);
     } else {
-      result = Landed.UNKNOWN;
+      result = new Reconciliation(Landed.UNKNOWN, null);
     }
-    (result == Landed.YES ? reconciledLanded : result == Landed.NO ? reconciledNotLanded : reconciledUnknown)
-        .incrementAndGet();
-    event("reconcile " + shortPath(path) + ": " + result);
+    switch (result.landed) {
+      case YES:
+        reconciledLanded.incrementAndGet();
+        break;
+      case NO:
+        reconciledNotLanded.incrementAndGet();
+        break;
+      case PENDING:
+        reconciledPending.incrementAndGet();
+        break;
+      default:
+        reconciledUnknown.incrementAndGet();
+    }
+    event("reconcile " + shortPath(req.path) + ": " + result.landed);
     return result;
   }
 
-  private Landed reconcileTable(
+  private Reconciliation reconcileTable(
       String tablePath, UpdateTableRequest request, Map<String, String> headers, RESTClient reader) {
     Fingerprint f = fingerprint(request);
     if (f.empty()) {
-      return Landed.UNKNOWN; // e.g. a property change: nothing unique to look for
+      return new Reconciliation(Landed.UNKNOWN, null);
     }
-    TableMetadata current;
+    LoadTableResponse loaded;
     try {
-      current = load(tablePath, headers, reader).tableMetadata();
+      loaded = load(tablePath, headers, reader);
     } catch (NoSuchTableException e) {
-      return Landed.NO;
+      loaded = null;
     } catch (RuntimeException e) {
-      return Landed.UNKNOWN;
+      return new Reconciliation(Landed.UNKNOWN, null);
     }
-    if (f.uuid != null && !f.uuid.equals(current.uuid())) {
-      return Landed.NO; // someone else's table by that name
-    }
+    TableMetadata current = loaded == null ? null : loaded.tableMetadata();
     int found = 0;
     for (long id : f.snapshotIds) {
-      if (current.snapshot(id) != null) {
+      if (current != null && current.snapshot(id) != null) {
         found++;
       }
     }
-    if (found == f.snapshotIds.size()) {
-      return Landed.YES;
+    Landed landed = CommitDecision.landed(f.create, current != null,
+        current != null && f.uuid != null && f.uuid.equals(current.uuid()), found, f.snapshotIds.size(),
+        current != null && requirementsHold(request, current));
+    return new Reconciliation(landed, landed == Landed.YES ? loaded : null);
+  }
+
+  /** Iceberg's own check of a commit's requirements against metadata (as the server runs it). */
+  private static boolean requirementsHold(UpdateTableRequest request, TableMetadata current) {
+    try {
+      for (UpdateRequirement r : request.requirements()) {
+        r.validate(current);
+      }
+      return true;
+    } catch (CommitFailedException e) {
+      return false;
     }
-    // Some snapshot ids missing: they may have been expired since (rare), or it never landed.
-    return found == 0 && f.uuid == null ? Landed.NO : Landed.UNKNOWN;
   }
 
   private LoadTableResponse load(String tablePath, Map<String, String> headers, RESTClient reader) {
@@ -524,15 +583,6 @@ public final class CommitGuard {
       }
     }
     throw last;
-  }
-
-  private Object landedResponse(
-      Kind kind, String path, Map<String, String> headers, RESTClient reader) {
-    event("commit " + shortPath(path) + " landed: reported once as success");
-    if (kind == Kind.TRANSACTION) {
-      return null; // the transaction endpoint answers 204
-    }
-    return load(path, headers, reader);
   }
 
   // ------------------------------------------------------------------ paths

@@ -56,7 +56,7 @@ final class ObservingRESTClient implements RESTClient {
   public <T extends RESTResponse> T delete(
       String path, Class<T> responseType, Map<String, String> headers, Consumer<ErrorResponse> errorHandler) {
     // catalog-ext (issue 4): mutations go through CommitGuard (Idempotency-Key, retries).
-    return guard().mutate("DELETE", path, null, headers, errorHandler, delegate,
+    return guard().mutate(new CommitGuard.Request("DELETE", path, null, headers, errorHandler, delegate),
         (h, eh) -> delegate.delete(path, responseType, h, eh));
   }
 
@@ -67,7 +67,7 @@ final class ObservingRESTClient implements RESTClient {
       Class<T> responseType,
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler) {
-    return guard().mutate("DELETE", path, null, headers, errorHandler, delegate,
+    return guard().mutate(new CommitGuard.Request("DELETE", path, null, headers, errorHandler, delegate),
         (h, eh) -> delegate.delete(path, queryParams, responseType, h, eh));
   }
 
@@ -101,7 +101,7 @@ final class ObservingRESTClient implements RESTClient {
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler) {
     RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (issue 12)
-    return observe(path, body, guard().mutate("POST", path, body, headers, errorHandler, delegate,
+    return observe(path, body, guard().mutate(new CommitGuard.Request("POST", path, body, headers, errorHandler, delegate),
         (h, eh) -> delegate.post(path, body, responseType, h, eh)));
   }
 
@@ -114,7 +114,7 @@ final class ObservingRESTClient implements RESTClient {
       Consumer<ErrorResponse> errorHandler,
       Consumer<Map<String, String>> responseHeaders) {
     RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (issue 12)
-    return observe(path, body, guard().mutate("POST", path, body, headers, errorHandler, delegate,
+    return observe(path, body, guard().mutate(new CommitGuard.Request("POST", path, body, headers, errorHandler, delegate),
         (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders)));
   }
 
@@ -128,7 +128,7 @@ final class ObservingRESTClient implements RESTClient {
       Consumer<Map<String, String>> responseHeaders,
       ParserContext parserContext) {
     RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (issue 12)
-    return observe(path, body, guard().mutate("POST", path, body, headers, errorHandler, delegate,
+    return observe(path, body, guard().mutate(new CommitGuard.Request("POST", path, body, headers, errorHandler, delegate),
         (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders, parserContext)));
   }
 

@@ -1,0 +1,234 @@
+package io.catalogext.shim;
+
+import java.util.List;
+
+/**
+ * What {@link CommitGuard} does after an attempt that did not succeed: a pure function of the
+ * evidence, so every row of the table (README "Staged tables", fault table) has a unit test.
+ *
+ * <p>The one rule behind it: once any attempt may have reached the server, no outcome deletes
+ * files ({@link Outcome#FAILED} on a commit that adds snapshots) unless the catalog proves that
+ * nothing was applied ({@link Landed#NO}). "Our snapshot is not visible (yet)" is no proof: the
+ * attempt may still be in flight, or the catalog's loads may lag.
+ */
+final class CommitDecision {
+  private CommitDecision() {}
+
+  /** What is being sent. */
+  enum Kind {
+    /** A table commit or transaction that adds snapshots or creates a table (has a fingerprint). */
+    SNAPSHOT_COMMIT,
+    /** A table commit that adds nothing recognisable: schema/property change, expire-snapshots. */
+    PLAIN_COMMIT,
+    /** stage-create: no server state, always safe to repeat. */
+    STAGE,
+    /** Anything else: create, drop, rename, register, namespaces. */
+    MUTATION
+  }
+
+  /** The last attempt's answer. */
+  enum Answer {
+    NOT_SENT, // connection refused / unknown host: never reached the server
+    LOST, // timeout or broken connection after sending: may have been applied
+    THROTTLED, // 429: refused before processing (Iceberg itself repeats POSTs on 429)
+    UNAVAILABLE, // 503: Iceberg maps it to "commit state unknown" (a gateway may have forwarded it)
+    GATEWAY, // 502/504: a gateway may have forwarded it
+    CONFLICT, // 409
+    SERVER_ERROR, // 500
+    BAD_REQUEST; // 400: Polaris <= 1.7.0 answers an unknown commit state with 400 (apache/polaris#5145)
+
+    /** The answer for an HTTP status, or null for statuses the guard leaves to Iceberg. */
+    static Answer ofStatus(int code) {
+      switch (code) {
+        case 400:
+          return BAD_REQUEST;
+        case 409:
+          return CONFLICT;
+        case 429:
+          return THROTTLED;
+        case 500:
+          return SERVER_ERROR;
+        case 502:
+        case 504:
+          return GATEWAY;
+        case 503:
+          return UNAVAILABLE;
+        default:
+          return null;
+      }
+    }
+
+    boolean retryable() {
+      return this == NOT_SENT || this == LOST || this == THROTTLED || this == UNAVAILABLE || this == GATEWAY;
+    }
+  }
+
+  /** Reconciliation: did our commit land, judging by the table as the catalog shows it now. */
+  enum Landed {
+    YES, // every snapshot id / the table UUID we added is there
+    NO, // proven not applied: ours is absent and its requirements no longer hold, so it never can
+    PENDING, // ours is absent but its requirements still hold: it may still land (in flight, lag)
+    UNKNOWN, // unreadable table, nothing to recognise, partly there, or a mixed transaction
+    NOT_CHECKED
+  }
+
+  enum Outcome {
+    RETRY,
+    SUCCESS, // report the landed commit once as success
+    FAILED, // report failure (for a snapshot commit: Iceberg deletes its files)
+    UNKNOWN // CommitStateUnknownException: every file is kept
+  }
+
+  /** Everything the decision depends on. */
+  static final class Facts {
+    final Kind kind;
+    final Answer answer;
+    final boolean earlierMayHaveReached; // an earlier attempt may have reached the server
+    final Landed landed;
+    final boolean deduplicated; // the server advertised Idempotency-Key support and we sent one
+    final boolean canRetry; // attempts, total time and key lifetime all allow one more
+
+    Facts(Kind kind, Answer answer, boolean earlierMayHaveReached, Landed landed, boolean deduplicated,
+        boolean canRetry) {
+      this.kind = kind;
+      this.answer = answer;
+      this.earlierMayHaveReached = earlierMayHaveReached;
+      this.landed = landed;
+      this.deduplicated = deduplicated;
+      this.canRetry = canRetry;
+    }
+
+    Facts withLanded(Landed result) {
+      return new Facts(kind, answer, earlierMayHaveReached, result, deduplicated, canRetry);
+    }
+
+    boolean mayHaveReached() {
+      return earlierMayHaveReached || CommitDecision.mayHaveReached(kind, answer);
+    }
+
+    @Override
+    public String toString() {
+      return kind + " " + answer + (earlierMayHaveReached ? " after-reached" : "") + " landed=" + landed
+          + (deduplicated ? " dedup" : "") + (canRetry ? " can-retry" : " no-retry");
+    }
+  }
+
+  /** Whether an attempt with this answer may have reached the server (and been applied). */
+  static boolean mayHaveReached(Kind kind, Answer answer) {
+    switch (answer) {
+      case NOT_SENT:
+      case THROTTLED:
+        return false;
+      case UNAVAILABLE:
+        // On commits Iceberg reads 503 as "state unknown"; other mutations keep the usual meaning.
+        return kind == Kind.SNAPSHOT_COMMIT || kind == Kind.PLAIN_COMMIT;
+      default:
+        return true;
+    }
+  }
+
+  /** Whether the guard must load the table before {@link #decide} (only snapshot commits can). */
+  static boolean needsReconciliation(Facts f) {
+    if (f.kind != Kind.SNAPSHOT_COMMIT || !f.mayHaveReached()) {
+      return false;
+    }
+    if (!f.answer.retryable()) {
+      return true; // 409 / 500 / 400: was it ours?
+    }
+    // A retryable answer: with a de-duplicating server the retry replays the stored answer, so
+    // only look when no retry is left; without one, look before repeating.
+    return !f.deduplicated || !f.canRetry;
+  }
+
+  static Outcome decide(Facts f) {
+    switch (f.kind) {
+      case SNAPSHOT_COMMIT:
+        return snapshotCommit(f);
+      case PLAIN_COMMIT:
+        return plainCommit(f);
+      default:
+        return mutation(f);
+    }
+  }
+
+  private static Outcome snapshotCommit(Facts f) {
+    if (f.landed == Landed.YES) {
+      return Outcome.SUCCESS;
+    }
+    if (!f.mayHaveReached()) {
+      return f.canRetry ? Outcome.RETRY : Outcome.FAILED; // nothing can have been applied
+    }
+    if (f.landed == Landed.NO) {
+      return Outcome.FAILED; // the catalog proves ours can never land: Iceberg may clean up
+    }
+    // PENDING / UNKNOWN / NOT_CHECKED after a possible apply. Repeating is safe: the commit
+    // carries its requirements, so it can never apply twice (a late twin answers 409).
+    boolean repeatable = f.answer.retryable() || f.answer == Answer.CONFLICT;
+    return repeatable && f.canRetry ? Outcome.RETRY : Outcome.UNKNOWN;
+  }
+
+  private static Outcome plainCommit(Facts f) {
+    if (f.answer == Answer.CONFLICT) {
+      return Outcome.FAILED; // adds no files: Iceberg's own refresh-and-retry runs
+    }
+    if (f.answer.retryable()) {
+      if (f.canRetry) {
+        return Outcome.RETRY;
+      }
+      return f.mayHaveReached() ? Outcome.UNKNOWN : Outcome.FAILED;
+    }
+    if (f.answer == Answer.BAD_REQUEST && !f.earlierMayHaveReached) {
+      return Outcome.FAILED; // a first answer 400: the request itself was refused
+    }
+    return Outcome.UNKNOWN; // 500, or 400 after an attempt that may have been applied
+  }
+
+  private static Outcome mutation(Facts f) {
+    boolean safe = f.kind == Kind.STAGE || f.deduplicated || !f.mayHaveReached();
+    return f.answer.retryable() && safe && f.canRetry ? Outcome.RETRY : Outcome.FAILED;
+  }
+
+  /** One landed state for a transaction of several tables (all or nothing on the server). */
+  static Landed combine(List<Landed> tables) {
+    if (tables.isEmpty()) {
+      return Landed.UNKNOWN;
+    }
+    if (tables.stream().allMatch(l -> l == Landed.YES)) {
+      return Landed.YES;
+    }
+    if (tables.contains(Landed.YES) || tables.contains(Landed.UNKNOWN) || tables.contains(Landed.NOT_CHECKED)) {
+      return Landed.UNKNOWN; // some landed, some not: cannot both be true of one transaction
+    }
+    return tables.contains(Landed.PENDING) ? Landed.PENDING : Landed.NO;
+  }
+
+  /**
+   * One table's landed state from what its current metadata shows.
+   *
+   * @param create the commit creates the table (its fingerprint includes the UUID it assigned)
+   * @param exists the table exists
+   * @param uuidMatches for a create: the existing table has our UUID
+   * @param found how many of our snapshot ids the table has
+   * @param expected how many snapshot ids our commit added
+   * @param requirementsHold every requirement of our commit still holds on the current metadata
+   */
+  static Landed landed(boolean create, boolean exists, boolean uuidMatches, int found, int expected,
+      boolean requirementsHold) {
+    if (!create && expected == 0) {
+      return Landed.UNKNOWN; // nothing unique to look for
+    }
+    if (!exists) {
+      return create ? Landed.PENDING : Landed.NO; // a dropped table: our commit asserts its UUID
+    }
+    if (create && !uuidMatches) {
+      return Landed.NO; // someone else's table by that name: our assert-create can never pass
+    }
+    if (found == expected) {
+      return Landed.YES;
+    }
+    if (found > 0) {
+      return Landed.UNKNOWN; // partly there: expired since? never guess
+    }
+    return requirementsHold ? Landed.PENDING : Landed.NO;
+  }
+}

@@ -1,0 +1,47 @@
+package io.catalogext.shim;
+
+import java.util.Map;
+
+/** Bad {@code catalog-ext.commit.*} values fail catalog initialisation with one line. */
+public class CommitGuardSettingsTest {
+  private static IllegalArgumentException bad(String name, String value) {
+    return Check.raises(IllegalArgumentException.class,
+        () -> CommitGuard.configure(new ObservingRESTClient.CatalogState(), Map.of("catalog-ext.commit." + name, value)));
+  }
+
+  public void testBadNumbersAreRefused() {
+    for (String[] c : new String[][] {{"max-attempts", "0"}, {"max-attempts", "five"}, {"base-delay-ms", "-1"},
+        {"max-delay-ms", "1.5"}, {"total-timeout-ms", ""}}) {
+      IllegalArgumentException e = bad(c[0], c[1]);
+      Check.isTrue(e.getMessage().contains("catalog-ext.commit." + c[0]) && !e.getMessage().contains("\n"), e.getMessage());
+    }
+  }
+
+  public void testBadModeAndUnknownNamesAreRefused() {
+    Check.isTrue(bad("idempotency", "sometimes").getMessage().contains("auto, always or never"), "mode");
+    Check.isTrue(bad("max-atempts", "3").getMessage().contains("Unknown catalog property"), "typo");
+  }
+
+  public void testGoodValuesAreAccepted() {
+    ObservingRESTClient.CatalogState state = new ObservingRESTClient.CatalogState();
+    CommitGuard.configure(state, Map.of("catalog-ext.commit.max-attempts", "3",
+        "catalog-ext.commit.idempotency", "Always", "other.property", "x"));
+    Check.isTrue(CommitGuard.of(state).idempotencyEnabled(), "always sends keys");
+  }
+
+  public void testAlwaysDoesNotAssumeDeduplicationWithoutAdvertisement() {
+    ObservingRESTClient.CatalogState state = new ObservingRESTClient.CatalogState();
+    CommitGuard.configure(state, Map.of("catalog-ext.commit.idempotency", "always"));
+    CommitGuard g = CommitGuard.of(state);
+    Check.isTrue(g.idempotencyEnabled() && !g.deduplicating(), "not advertised");
+    g.setIdempotencyKeyLifetime("PT30M");
+    Check.isTrue(g.deduplicating(), "advertised");
+  }
+
+  public void testUnparseableLifetimeIsNotTrustedToDeduplicate() {
+    CommitGuard g = CommitGuard.of(new ObservingRESTClient.CatalogState());
+    g.setIdempotencyKeyLifetime("thirty minutes");
+    Check.isTrue(g.idempotencyEnabled(), "keys are still sent (auto: advertised)");
+    Check.isTrue(!g.deduplicating(), "but retries are bounded as without idempotency");
+  }
+}
