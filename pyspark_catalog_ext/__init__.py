@@ -10,6 +10,8 @@ Public API (importing this package does not start a JVM or import pyspark):
 - `resolve_jars()`, `shim_jar()`, `check_java()`: JVM dependencies.
 - `attach(spark)`, `RefreshPolicy`, `CredentialSource`, `StorageCredentials`: refreshing storage
   credentials (`configure()`-built sessions attach by themselves).
+- `maintenance.plan/run`, `policies`, `events.subscribe`: policy-driven maintenance and event
+  hooks (submodules, imported on first use).
 """
 
 from __future__ import annotations
@@ -88,3 +90,14 @@ __all__ = [
     "CatalogUnavailableError",
     "LakehouseError",
 ]
+
+
+_LAZY_SUBMODULES = ("maintenance", "policies", "events")
+
+
+def __getattr__(name: str):  # `pce.maintenance` etc. without importing pydantic at package import
+    if name in _LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -37,6 +37,7 @@ from datetime import datetime
 from typing import Any, Iterable, Mapping, Optional, Sequence
 from urllib.parse import urlsplit
 
+from . import events
 from .errors import (
     CatalogConflictError,
     CatalogError,
@@ -311,10 +312,15 @@ class StagedTable:
 
     def commit(self) -> CommitResult:
         """Publish every write in one catalog commit (`assert-create`, or `assert-table-uuid` for a replace)."""
+        started = time.monotonic()
+        events.emit("commit.started", table=self.name, mode=self.mode, uuid=self.uuid)
         try:
             out = json.loads(self._j.commit())
         except Exception as exc:  # noqa: BLE001
             err = self._error(exc, "committing staged table")
+            events.emit("commit.finished", table=self.name, mode=self.mode, uuid=self.uuid,
+                        outcome=_commit_outcome(err), error_class=type(err).__name__,
+                        duration_s=round(time.monotonic() - started, 3))
             if isinstance(err, CommitFailedError | CatalogConflictError):
                 # Known not to have landed: nothing references the written files any more.
                 try:
@@ -322,8 +328,12 @@ class StagedTable:
                 except Exception:  # noqa: BLE001
                     log.warning("staged table %s: cleanup after a rejected commit failed", self.name, exc_info=True)
             raise err from None
-        return CommitResult(self.name, out["uuid"], out["location"],
-                            tuple(int(s) for s in out.get("committed_snapshot_ids", [])))
+        result = CommitResult(self.name, out["uuid"], out["location"],
+                              tuple(int(s) for s in out.get("committed_snapshot_ids", [])))
+        events.emit("commit.finished", table=self.name, mode=self.mode, uuid=result.uuid, outcome="committed",
+                    location=result.location, snapshot_ids=list(result.snapshot_ids),
+                    duration_s=round(time.monotonic() - started, 3))
+        return result
 
     def abort(self) -> int:
         """Discard the transaction and delete the files it wrote. Returns how many were deleted."""
@@ -353,6 +363,13 @@ class StagedTable:
         if err is exc and not isinstance(exc, CatalogExtError):
             return CatalogError(f"{action} {self.name} failed: {_java_message(exc)}")
         return err
+
+
+def _commit_outcome(err: BaseException) -> str:
+    """rejected (nothing published), unknown (undecidable, files kept) or failed."""
+    if isinstance(err, CommitStateUnknownError):
+        return "unknown"
+    return "rejected" if isinstance(err, CommitFailedError | CatalogConflictError) else "failed"
 
 
 def stage_table(
@@ -402,14 +419,20 @@ def stage_table(
     jschema = _java_schema(spark, schema)
     jvm = spark.sparkContext._jvm
     action = "staging create of" if mode == "create" else "staging replace of"
+    started = time.monotonic()
+    events.emit("stage_create.started", table=full, mode=mode)
     try:
         jstaged = jvm.io.catalogext.shim.StagedTables.stage(spark._jsparkSession, jschema, json.dumps(options))
     except Exception as exc:  # noqa: BLE001
         err = _translate(exc, full, action)
         if err is exc:
-            raise CatalogError(f"{action} {full} failed: {_java_message(exc)}") from None
+            err = CatalogError(f"{action} {full} failed: {_java_message(exc)}")
+        events.emit("stage_create.finished", table=full, mode=mode, outcome="failed", error_class=type(err).__name__,
+                    duration_s=round(time.monotonic() - started, 3))
         raise err from None
     staged = StagedTable(spark, full, jstaged, mode, expected_uuid)
+    events.emit("stage_create.finished", table=full, mode=mode, outcome="staged", uuid=staged.uuid,
+                location=staged.location, duration_s=round(time.monotonic() - started, 3))
     if expected_uuid is not None and staged.uuid != str(expected_uuid):
         staged.abort()  # nothing written yet: just drop the transaction
         raise StaleTableError(

@@ -69,6 +69,7 @@ class S3ExpiryProxy(ThreadedServer):
         self.forwarded_by_key: Counter = Counter()
         self.rejected: Counter = Counter()
         self.log: deque = deque(maxlen=10_000)  # dicts: at, method, path, akid, status, expect, chunked
+        self.get_delay_seconds = 0.0  # slow every GET down (makes a job outlive a lifetime)
 
     # ---- control
     def register_key(self, akid: str, issued_at: Optional[float] = None) -> None:
@@ -118,6 +119,8 @@ class S3ExpiryProxy(ThreadedServer):
         with self._lock:
             self.forwarded += 1
             self.forwarded_by_key[akid] += 1
+        if self.get_delay_seconds and h.command == "GET":
+            time.sleep(self.get_delay_seconds)
         entry["status"] = forward_streaming(h, self.upstream)
 
     def _reject(self, h):

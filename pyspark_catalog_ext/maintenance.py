@@ -1,0 +1,691 @@
+"""Policy-driven table maintenance: read the catalog's maintenance policies for each table and run
+the matching Iceberg Spark procedures.
+
+    import pyspark_catalog_ext as pce
+    plan = pce.maintenance.plan(spark, "lake.db")          # a catalog, a namespace or a list of tables
+    print(plan.render())                                  # what would run, with which policy and why
+    report = pce.maintenance.run(spark, plan)             # progress per table, then a summary
+    print(report.render())
+
+Policy type -> procedure (Iceberg 1.10):
+
+- system.data-compaction -> rewrite_data_files (strategy, sort_order, where, options)
+- system.metadata-compaction -> rewrite_manifests (spec_id, use_caching)
+- system.snapshot-expiry -> expire_snapshots (older_than, retain_last); max_ref_age_days is the
+  table property history.expire.max-ref-age-ms, which expire_snapshots honours
+- system.orphan-file-removal -> remove_orphan_files, only inside the table's own location, with a
+  positive age (default 3 days) and prefix listing; anything doubtful is refused with the reason.
+
+A table whose policy versions and current snapshot are the same as after its last successful run
+is skipped (state in a small bounded JSON file). One failing table does not stop the others.
+The procedures run in the session's catalog, so a `configure()`d session's refreshing credentials
+apply and a compaction may outlive many credential lifetimes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from urllib.parse import urlsplit
+
+from .errors import CatalogError, CatalogExtError, CatalogNotFoundError, ConfigError, redact
+from . import events
+from .policies import (
+    DATA_COMPACTION,
+    MAINTENANCE_TYPES,
+    METADATA_COMPACTION,
+    ORPHAN_FILE_REMOVAL,
+    SNAPSHOT_EXPIRY,
+    ApplicablePolicy,
+    FilePolicySource,
+    OrphanFileRemovalContent,
+    PolarisPolicySource,
+    PolicySource,
+    effective_policies,
+    parse_content,
+)
+
+__all__ = ["Action", "TablePlan", "Plan", "TableResult", "Report", "plan", "run", "register"]
+
+DEFAULT_ORPHAN_AGE_DAYS = 3.0  # files younger than this may belong to a job still writing
+MAX_STATE_ENTRIES = 10_000  # the state file keeps the most recent tables only
+MAX_NAMESPACE_DEPTH = 16
+
+# Iceberg 1.10 rewrite_data_files options (RewriteDataFiles + its file rewriters).
+REWRITE_OPTIONS = frozenset({
+    "target-file-size-bytes", "min-file-size-bytes", "max-file-size-bytes", "min-input-files", "rewrite-all",
+    "max-file-group-size-bytes", "max-files-to-rewrite", "delete-file-threshold", "delete-ratio-threshold",
+    "max-concurrent-file-group-rewrites", "partial-progress.enabled", "partial-progress.max-commits",
+    "partial-progress.max-failed-commits", "use-starting-sequence-number", "rewrite-job-order",
+    "remove-dangling-deletes", "output-spec-id", "shuffle-partitions-per-file", "compression-factor",
+})
+STRATEGIES = {"bin-pack": "binpack", "binpack": "binpack", "sort": "sort", "z-order": "sort", "zorder": "sort"}
+
+
+# --------------------------------------------------------------------------- plan model
+
+
+@dataclass
+class Action:
+    """One procedure call decided by one policy."""
+
+    policy_type: str
+    policy: str  # name@vN
+    origin: str  # where the policy applies from
+    procedure: str  # rewrite_data_files, ..., or "" when nothing runs
+    args: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    unknown_keys: list[str] = field(default_factory=list)
+    refused: Optional[str] = None  # why a (deleting) action will not run
+    table_properties: dict[str, str] = field(default_factory=dict)  # set before the call
+
+    @property
+    def runnable(self) -> bool:
+        return bool(self.procedure) and self.refused is None
+
+
+@dataclass
+class TablePlan:
+    table: str  # catalog.ns.table
+    namespace: list[str]
+    name: str
+    location: str = ""
+    snapshot_id: Optional[int] = None
+    actions: list[Action] = field(default_factory=list)
+    skip: Optional[str] = None  # why the whole table is skipped
+    error: Optional[str] = None  # the policies could not be read or validated
+    versions: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Plan:
+    catalog: str
+    tables: list[TablePlan]
+    source: str
+    state_file: Optional[str] = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"catalog": self.catalog, "policy_source": self.source, "tables": [asdict(t) for t in self.tables]}
+
+    def render(self) -> str:
+        """The dry-run text: table, policy and origin, action with parameters, why."""
+        lines = [f"maintenance plan for catalog {self.catalog} (policies from {self.source})"]
+        for t in self.tables:
+            head = f"{t.table}"
+            if t.error:
+                lines.append(f"{head}: ERROR {t.error}")
+                continue
+            if t.skip:
+                lines.append(f"{head}: skip ({t.skip})")
+                continue
+            if not t.actions:
+                lines.append(f"{head}: nothing to do (no maintenance policy applies)")
+                continue
+            lines.append(f"{head}:")
+            for a in t.actions:
+                lines.append(f"  {a.policy_type} {a.policy} [{a.origin}]")
+                if a.procedure:
+                    args = ", ".join(f"{k} => {_sql_value(v)}" for k, v in a.args.items())
+                    props = "".join(f" after setting {k}={v}" for k, v in a.table_properties.items())
+                    state = f"REFUSED: {a.refused}" if a.refused else "run"
+                    lines.append(f"    {state}: CALL {self.catalog}.system.{a.procedure}({args}){props}")
+                lines.append(f"    why: {a.reason}")
+                if a.unknown_keys:
+                    lines.append(f"    ignored unknown config keys: {', '.join(a.unknown_keys)}")
+        return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- policies -> actions
+
+
+def _norm(key: str) -> str:
+    return key.strip().lower().replace("_", "-")
+
+
+def _days_ago(days: float, now: datetime) -> str:
+    return (now - timedelta(days=days)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _actions_for(policy: ApplicablePolicy, table: TablePlan, now: datetime) -> list[Action]:
+    content = parse_content(policy)
+    base = dict(policy_type=policy.policy_type, policy=f"{policy.name}@v{policy.version}", origin=policy.origin)
+    ident = _table_arg(table.namespace, table.name)
+    if not content.enable:
+        return [Action(procedure="", reason="the policy is disabled (enable=false)", **base)]
+    config = dict(content.config)
+    unknown: list[str] = []
+    if policy.policy_type == DATA_COMPACTION:
+        args: dict[str, Any] = {"table": ident}
+        options: dict[str, str] = {}
+        why = ["compact small data files"]
+        for key, value in config.items():
+            k = _norm(key)
+            if k == "compaction-strategy" or k == "strategy":
+                strategy = STRATEGIES.get(str(value).lower())
+                if strategy is None:
+                    raise ConfigError(f"policy {policy.name}: compaction_strategy {value!r} is not one of {', '.join(STRATEGIES)}")
+                args["strategy"] = strategy
+            elif k in ("sort-order", "where"):
+                args[k.replace("-", "_")] = str(value)
+            elif k in REWRITE_OPTIONS:
+                options[k] = _str(value)
+            else:
+                unknown.append(key)
+        if "target-file-size-bytes" in options:
+            why.append(f"towards {options['target-file-size-bytes']}-byte files")
+        if args.get("strategy") == "sort" and "sort_order" not in args:
+            why.append("sorted by the table's sort order")
+        if options:
+            args["options"] = options
+        return [Action(procedure="rewrite_data_files", args=args, reason=", ".join(why), unknown_keys=unknown, **base)]
+    if policy.policy_type == METADATA_COMPACTION:
+        args = {"table": ident}
+        for key, value in config.items():
+            k = _norm(key)
+            if k == "spec-id":
+                args["spec_id"] = int(value)
+            elif k == "use-caching":
+                args["use_caching"] = _bool(value, key, policy)
+            else:
+                unknown.append(key)
+        return [Action(procedure="rewrite_manifests", args=args, reason="rewrite manifests for faster planning",
+                       unknown_keys=unknown, **base)]
+    if policy.policy_type == SNAPSHOT_EXPIRY:
+        args = {"table": ident}
+        props: dict[str, str] = {}
+        why = []
+        for key, value in config.items():
+            k = _norm(key)
+            if k == "max-snapshot-age-days":
+                days = _positive(value, key, policy)
+                args["older_than"] = _Timestamp(_days_ago(days, now))
+                why.append(f"snapshots older than {days:g} days")
+            elif k == "min-snapshot-to-keep":
+                args["retain_last"] = int(value)
+                if args["retain_last"] < 1:
+                    raise ConfigError(f"policy {policy.name}: min_snapshot_to_keep must be >= 1")
+                why.append(f"keeping at least {args['retain_last']}")
+            elif k == "max-ref-age-days":
+                props["history.expire.max-ref-age-ms"] = str(int(_positive(value, key, policy) * 86_400_000))
+                why.append(f"branches/tags older than {value} days")
+            elif k == "max-concurrent-deletes":
+                args["max_concurrent_deletes"] = int(value)
+            elif k == "clean-expired-metadata":
+                args["clean_expired_metadata"] = _bool(value, key, policy)
+            else:
+                unknown.append(key)
+        if "older_than" not in args:
+            why.append("snapshots older than the table's history.expire.max-snapshot-age-ms (Iceberg default 5 days)")
+        return [Action(procedure="expire_snapshots", args=args, reason="expire " + ", ".join(why),
+                       unknown_keys=unknown, table_properties=props, **base)]
+    if policy.policy_type == ORPHAN_FILE_REMOVAL:
+        assert isinstance(content, OrphanFileRemovalContent)
+        return _orphan_actions(content, table, now, base)
+    return []
+
+
+def _orphan_actions(content: OrphanFileRemovalContent, table: TablePlan, now: datetime, base: dict) -> list[Action]:
+    """remove_orphan_files deletes what no snapshot references: it runs only where we are sure."""
+    unknown: list[str] = []
+    refused: Optional[str] = None
+    days = content.max_orphan_file_age_in_days
+    if days is None:
+        days = DEFAULT_ORPHAN_AGE_DAYS
+    elif days <= 0:
+        refused = f"max_orphan_file_age_in_days={days:g} is not positive: files of a running job could be deleted"
+    args: dict[str, Any] = {"table": _table_arg(table.namespace, table.name),
+                            "older_than": _Timestamp(_days_ago(max(days, 0), now)),
+                            "prefix_listing": True}  # S3FileIO lists by prefix; Hadoop has no s3:// here
+    for key, value in content.config.items():
+        k = _norm(key)
+        if k == "prefix-mismatch-mode":
+            mode = str(value).upper()
+            if mode == "DELETE":
+                refused = refused or "prefix_mismatch_mode=DELETE would delete files whose scheme/authority differ from the metadata's"
+            elif mode not in ("ERROR", "IGNORE"):
+                raise ConfigError(f"prefix_mismatch_mode {value!r} must be ERROR or IGNORE")
+            args["prefix_mismatch_mode"] = mode
+        elif k == "max-concurrent-deletes":
+            args["max_concurrent_deletes"] = int(value)
+        else:
+            unknown.append(key)
+    locations = content.locations or [table.location]
+    actions = []
+    for location in locations:
+        why = f"delete files older than {days:g} days under {location} that no snapshot references"
+        reason = refused or _unsafe_location(location, table.location)
+        call = dict(args)
+        if location != table.location:
+            call["location"] = location
+        actions.append(Action(procedure="remove_orphan_files", args=call, reason=why, unknown_keys=unknown,
+                              refused=reason, **base))
+    return actions
+
+
+def _unsafe_location(location: str, table_location: str) -> Optional[str]:
+    """Why deleting under `location` is unsafe, or None: only the table's own location qualifies."""
+    if not table_location:
+        return "the table's location is unknown"
+    loc, own = location.rstrip("/"), table_location.rstrip("/")
+    parts = urlsplit(loc)
+    if not parts.scheme or not parts.netloc:
+        return f"{location!r} is not a full URI such as s3://bucket/path"
+    if not parts.path.strip("/"):
+        return f"{location} is a bucket root: other tables' files could be deleted"
+    if loc != own and not loc.startswith(own + "/"):
+        return f"{location} is outside the table's location {table_location}: other tables' files could be deleted"
+    return None
+
+
+def _str(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _bool(value: Any, key: str, policy: ApplicablePolicy) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "false"):
+        return str(value).lower() == "true"
+    raise ConfigError(f"policy {policy.name}: {key} must be true or false, got {value!r}")
+
+
+def _positive(value: Any, key: str, policy: ApplicablePolicy) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = -1
+    if isinstance(value, bool) or number <= 0:
+        raise ConfigError(f"policy {policy.name}: {key} must be a positive number of days, got {value!r}")
+    return number
+
+
+class _Timestamp(str):
+    """A timestamp argument (rendered as a SQL TIMESTAMP literal)."""
+
+
+def _quote(part: str) -> str:
+    return part if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part) else "`" + part.replace("`", "``") + "`"
+
+
+def _table_arg(namespace: Sequence[str], name: str) -> str:
+    return ".".join(_quote(p) for p in [*namespace, name])
+
+
+def _sql_value(value: Any) -> str:
+    if isinstance(value, _Timestamp):
+        return f"TIMESTAMP '{value}'"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, Mapping):
+        return "map(" + ", ".join(f"{_sql_value(str(k))}, {_sql_value(str(v))}" for k, v in value.items()) + ")"
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+# --------------------------------------------------------------------------- state
+
+
+class _State:
+    """Policy versions + snapshot of each table after its last successful run (bounded JSON file)."""
+
+    def __init__(self, path: Optional[Path]) -> None:
+        self.path = path
+        self.entries: dict[str, dict[str, Any]] = {}
+        if path and path.exists():
+            try:
+                self.entries = json.loads(path.read_text()).get("tables", {})
+            except (OSError, ValueError):
+                self.entries = {}  # a damaged state only costs one extra run
+
+    def unchanged(self, key: str, versions: Mapping[str, str], snapshot_id: Optional[int]) -> bool:
+        entry = self.entries.get(key)
+        return bool(entry) and entry.get("versions") == dict(versions) and entry.get("snapshot_id") == snapshot_id
+
+    def record(self, key: str, versions: Mapping[str, str], snapshot_id: Optional[int]) -> None:
+        self.entries[key] = {"versions": dict(versions), "snapshot_id": snapshot_id, "at": time.time()}
+        if len(self.entries) > MAX_STATE_ENTRIES:
+            newest = sorted(self.entries.items(), key=lambda kv: kv[1].get("at", 0))[-MAX_STATE_ENTRIES:]
+            self.entries = dict(newest)
+
+    def save(self) -> None:
+        if not self.path:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"tables": self.entries}))
+        os.replace(tmp, self.path)
+
+
+def default_state_file() -> Path:
+    from .jars import cache_dir
+
+    return cache_dir() / "maintenance" / "state.json"
+
+
+# --------------------------------------------------------------------------- planning
+
+
+def catalog_conf(spark: Any, catalog: str) -> dict[str, str]:
+    """The `spark.sql.catalog.<catalog>.*` properties of the session (runtime conf included)."""
+    from . import logsafety
+
+    jvm = spark.sparkContext._jvm
+    with logsafety.py4j_muted():  # the conf holds the catalog's credential
+        scala_conf = spark._jsparkSession.conf().getAll()
+        conf = dict(jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(scala_conf).asJava())
+    prefix = f"spark.sql.catalog.{catalog}."
+    props = {k[len(prefix):]: v for k, v in conf.items() if k.startswith(prefix)}
+    if not props.get("uri"):
+        raise ConfigError(f"Spark catalog {catalog!r} is not an Iceberg REST catalog of this session; "
+                          "configure it with pyspark_catalog_ext.configure(...)")
+    return props
+
+
+def _split_targets(targets: Union[str, Sequence[str]]) -> tuple[str, list[list[str]]]:
+    names = [targets] if isinstance(targets, str) else list(targets)
+    if not names:
+        raise ConfigError("no target: pass a catalog (lake), a namespace (lake.db) or tables (lake.db.t)")
+    parts = [n.split(".") for n in names]
+    catalogs = {p[0] for p in parts}
+    if len(catalogs) != 1 or any(not all(p) for p in parts):
+        raise ConfigError(f"targets {', '.join(names)} must be names in one Spark catalog, such as lake.db.t")
+    return parts[0][0], [p[1:] for p in parts]
+
+
+def _walk(client: Any, parent: Optional[tuple[str, ...]] = None, depth: int = 0) -> Iterable[tuple[str, ...]]:
+    if depth > MAX_NAMESPACE_DEPTH:
+        return
+    for ns in client.list_namespaces(parent):
+        yield tuple(ns)
+        yield from _walk(client, tuple(ns), depth + 1)
+
+
+def _tables(client: Any, rest: list[list[str]]) -> list[tuple[tuple[str, ...], str]]:
+    found: dict[tuple[tuple[str, ...], str], None] = {}
+    for parts in rest:
+        if not parts:  # the whole catalog
+            for ns in _walk(client):
+                found.update({(tuple(t.namespace), t.name): None for t in client.list_tables(ns)})
+            continue
+        if len(parts) >= 2 and client.table_exists(tuple(parts[:-1]), parts[-1]):
+            found[(tuple(parts[:-1]), parts[-1])] = None
+        elif client.namespace_exists(tuple(parts)):
+            for ns in [tuple(parts), *_walk(client, tuple(parts))]:
+                found.update({(tuple(t.namespace), t.name): None for t in client.list_tables(ns)})
+        else:
+            raise CatalogNotFoundError(f"no table or namespace {'.'.join(parts)} in the catalog; check the name")
+    return list(found)
+
+
+def _plan_with_client(client: Any, catalog: str, targets: list[list[str]], source: PolicySource, source_name: str,
+                      state: _State, force: bool, now: datetime) -> Plan:
+    tables: list[TablePlan] = []
+    for ns, name in _tables(client, targets):
+        tp = TablePlan(table=".".join([catalog, *ns, name]), namespace=list(ns), name=name)
+        tables.append(tp)
+        try:
+            metadata = (client.load_table(ns, name) or {}).get("metadata", {})
+            tp.location = metadata.get("location", "")
+            snap = metadata.get("current-snapshot-id")
+            tp.snapshot_id = None if snap in (None, -1) else int(snap)
+            chosen = effective_policies(source.applicable(ns, name))
+            tp.versions = {t: f"{p.namespace and '.'.join(p.namespace) + '.' or ''}{p.name}@v{p.version}"
+                           for t, p in sorted(chosen.items())}
+            for policy_type in MAINTENANCE_TYPES:
+                if policy_type in chosen:
+                    tp.actions += _actions_for(chosen[policy_type], tp, now)
+        except CatalogExtError as exc:
+            tp.error, tp.actions = str(exc), []
+            continue
+        if not force and tp.actions and state.unchanged(_state_key(client, tp), tp.versions, tp.snapshot_id):
+            tp.skip = "policy versions and current snapshot unchanged since the last successful run"
+    return Plan(catalog=catalog, tables=tables, source=source_name, state_file=str(state.path) if state.path else None)
+
+
+def _state_key(client: Any, tp: TablePlan) -> str:
+    return f"{client.uri}|{client.warehouse or ''}|{'.'.join([*tp.namespace, tp.name])}"
+
+
+def _source(client: Any, policy_file: Optional[Union[str, Path]], source: Optional[PolicySource]) -> tuple[PolicySource, str]:
+    if source is not None:
+        return source, type(source).__name__
+    if policy_file:
+        return FilePolicySource(policy_file), f"file {policy_file}"
+    return PolarisPolicySource(client), f"{client.safe_uri} applicable-policies"
+
+
+def plan(spark: Any, targets: Union[str, Sequence[str]], *, policy_file: Optional[Union[str, Path]] = None,
+         source: Optional[PolicySource] = None, state_file: Optional[Union[str, Path]] = None,
+         force: bool = False, now: Optional[datetime] = None) -> Plan:
+    """What maintenance the policies ask for on `targets` (a catalog "lake", a namespace
+    "lake.db", or table names "lake.db.t", all in one Spark catalog of `spark`).
+
+    Policies come from the catalog's Polaris policy API unless `policy_file` (or a `source`) is
+    given. Tables unchanged since their last successful run (per `state_file`, default in the
+    cache dir) are marked skipped unless `force`.
+    """
+    from .catalog_client import CatalogClient
+
+    catalog, rest = _split_targets(targets)
+    with CatalogClient.from_properties(catalog_conf(spark, catalog)) as client:
+        src, name = _source(client, policy_file, source)
+        state = _State(Path(state_file) if state_file else default_state_file())
+        return _plan_with_client(client, catalog, rest, src, name, state, force, now or datetime.now(timezone.utc).replace(tzinfo=None))
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class TableResult:
+    table: str
+    status: str  # ok, failed, skipped, nothing
+    files_rewritten: int = 0
+    files_added: int = 0
+    bytes_rewritten: int = 0
+    manifests_rewritten: int = 0
+    snapshots_expired: int = 0
+    orphans_removed: int = 0
+    duration_s: float = 0.0
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    error: Optional[str] = None
+    error_class: Optional[str] = None
+
+
+@dataclass
+class Report:
+    catalog: str
+    tables: list[TableResult]
+
+    @property
+    def failed(self) -> list[TableResult]:
+        return [t for t in self.tables if t.status == "failed"]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"catalog": self.catalog, "failed": len(self.failed), "tables": [asdict(t) for t in self.tables]}
+
+    def render(self) -> str:
+        """The summary table."""
+        head = ("table", "status", "files rewritten", "bytes", "snapshots expired", "orphans removed", "duration")
+        rows = [head] + [(t.table, t.status, str(t.files_rewritten), str(t.bytes_rewritten), str(t.snapshots_expired),
+                          str(t.orphans_removed), f"{t.duration_s:.1f}s") for t in self.tables]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        fmt = lambda r: "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+        lines = [fmt(head), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows[1:]]
+        ok = sum(t.status == "ok" for t in self.tables)
+        skipped = sum(t.status == "skipped" for t in self.tables)
+        lines.append(f"{len(self.tables)} table(s): {ok} maintained, {skipped} skipped, {len(self.failed)} failed")
+        for t in self.failed:
+            lines.append(f"failed: {t.table}: {t.error}")
+        return "\n".join(lines)
+
+
+def _error_of(exc: BaseException) -> tuple[str, str]:
+    """(error class, one-line message) of a Python or Java exception, secrets removed."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        cls, msg = java.getClass().getName(), str(java.getMessage() or "")
+        cause = java.getCause()
+        while cause is not None and not msg:
+            msg = str(cause.getMessage() or "")
+            cause = cause.getCause()
+    else:
+        cls, msg = type(exc).__name__, str(exc)
+    return cls, redact(" ".join(msg.split()))[:300]
+
+
+def _snapshots(client: Any, ns: Sequence[str], name: str) -> tuple[set[int], Optional[int]]:
+    """(ids of the table's snapshots, current snapshot id) as the catalog sees them now."""
+    metadata = (client.load_table(tuple(ns), name) or {}).get("metadata", {})
+    snap = metadata.get("current-snapshot-id")
+    ids = {int(s["snapshot-id"]) for s in metadata.get("snapshots") or []}
+    return ids, (None if snap in (None, -1) else int(snap))
+
+
+def _run_action(spark: Any, catalog: str, tp: TablePlan, action: Action, result: TableResult) -> dict[str, Any]:
+    for key, value in action.table_properties.items():
+        spark.sql(f"ALTER TABLE {catalog}.{_table_arg(tp.namespace, tp.name)} SET TBLPROPERTIES "
+                  f"({_sql_value(key)} = {_sql_value(value)})")
+    args = ", ".join(f"{k} => {_sql_value(v)}" for k, v in action.args.items())
+    rows = spark.sql(f"CALL {catalog}.system.{action.procedure}({args})").collect()
+    out: dict[str, Any] = {}
+    if action.procedure == "remove_orphan_files":
+        out["orphans_removed"] = len(rows)
+        result.orphans_removed += len(rows)
+    elif rows:
+        out = {k: v for k, v in rows[0].asDict().items() if isinstance(v, (int, float))}
+        result.files_rewritten += int(out.get("rewritten_data_files_count", 0))
+        result.files_added += int(out.get("added_data_files_count", 0))
+        result.bytes_rewritten += int(out.get("rewritten_bytes_count", 0))
+        result.manifests_rewritten += int(out.get("rewritten_manifests_count", 0))
+    return out
+
+
+def run(spark: Any, what: Union[Plan, str, Sequence[str]], *, progress: Optional[Callable[[str], None]] = None,
+        state_file: Optional[Union[str, Path]] = None, **plan_kwargs: Any) -> Report:
+    """Run a plan (or plan `what` first, with `plan_kwargs`). Returns a Report; never raises for a
+    failing table: see `report.failed`. `progress` gets one line per table step (default stderr)."""
+    from .catalog_client import CatalogClient
+
+    say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    the_plan = what if isinstance(what, Plan) else plan(spark, what, state_file=state_file, **plan_kwargs)
+    props = catalog_conf(spark, the_plan.catalog)
+    if props.get("catalog-impl") == "io.catalogext.shim.ExtRESTCatalog":
+        from .credentials import attach
+
+        attach(spark)  # maintenance outlives credential lifetimes like any job (idempotent)
+    state = _State(Path(state_file or the_plan.state_file) if (state_file or the_plan.state_file) else None)
+    results: list[TableResult] = []
+    with CatalogClient.from_properties(props) as client:
+        for i, tp in enumerate(the_plan.tables, 1):
+            tag = f"[{i}/{len(the_plan.tables)}] {tp.table}"
+            result = TableResult(table=tp.table, status="ok")
+            results.append(result)
+            if tp.error:
+                result.status, result.error, result.error_class = "failed", tp.error, "ConfigError"
+                say(f"{tag}: failed: {tp.error}")
+                continue
+            if tp.skip or not any(a.runnable for a in tp.actions):
+                result.status = "skipped" if tp.skip else "nothing"
+                say(f"{tag}: {tp.skip or 'nothing to run'}")
+                continue
+            started = time.monotonic()
+            try:
+                before, _ = _snapshots(client, tp.namespace, tp.name)
+                for action in tp.actions:
+                    if not action.runnable:
+                        if action.refused:
+                            say(f"{tag}: {action.procedure} refused: {action.refused}")
+                        continue
+                    say(f"{tag}: {action.procedure} ({action.policy}) ...")
+                    t0 = time.monotonic()
+                    event = {"table": tp.table, "action": action.procedure, "policy": action.policy,
+                             "policy_type": action.policy_type}
+                    events.emit("maintenance.action.started", **event)
+                    try:
+                        counts = _run_action(spark, the_plan.catalog, tp, action, result)
+                    except Exception as exc:
+                        cls, _ = _error_of(exc)
+                        events.emit("maintenance.action.finished", **event, outcome="failed", error_class=cls,
+                                    duration_s=round(time.monotonic() - t0, 3))
+                        raise
+                    _, snap = _snapshots(client, tp.namespace, tp.name)
+                    events.emit("maintenance.action.finished", **event, outcome="ok", snapshot_id=snap,
+                                duration_s=round(time.monotonic() - t0, 3), result=counts)
+                    result.actions.append({"procedure": action.procedure, "policy": action.policy,
+                                           "seconds": round(time.monotonic() - t0, 3), **counts})
+                    say(f"{tag}: {action.procedure} done in {time.monotonic() - t0:.1f}s {counts}")
+                after, snapshot = _snapshots(client, tp.namespace, tp.name)
+                result.snapshots_expired = len(before - after)  # existed before the run, gone now
+                state.record(_state_key(client, tp), tp.versions, snapshot)
+            except Exception as exc:  # one table's failure never stops the others
+                result.status = "failed"
+                result.error_class, result.error = _error_of(exc)
+                say(f"{tag}: failed: {result.error_class}: {result.error}")
+            finally:
+                result.duration_s = time.monotonic() - started
+        state.save()
+    return Report(catalog=the_plan.catalog, tables=results)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    from .catalog_client import CatalogClient
+    from .session import catalog_properties, configure, connection_kwargs
+
+    targets = args.targets or [args.catalog]
+    catalog, rest = _split_targets(targets)
+    if catalog != args.catalog:
+        raise ConfigError(f"targets must be in catalog {args.catalog!r} (--catalog), got {catalog!r}")
+    state_file = Path(args.state_file) if args.state_file else default_state_file()
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    if args.dry_run:  # no Spark needed to plan
+        props = catalog_properties(args.profile, shim=False, **connection_kwargs(args))
+        with CatalogClient.from_properties(props) as client:
+            src, name = _source(client, args.policy_file, None)
+            the_plan = _plan_with_client(client, catalog, rest, src, name, _State(state_file), args.force, now)
+        print(json.dumps(the_plan.as_dict(), indent=2, default=str) if args.json else the_plan.render())
+        return 1 if any(t.error for t in the_plan.tables) else 0
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1") if args.profile == "local" else None
+    builder = SparkSession.builder.master(args.master).appName("pyspark-catalog-ext maintain")
+    builder = configure(builder, args.profile, args.catalog, extra_conf={"spark.ui.showConsoleProgress": "false"},
+                        **connection_kwargs(args))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        report = run(spark, targets, policy_file=args.policy_file, state_file=state_file, force=args.force, now=now)
+    finally:
+        spark.stop()
+    print(json.dumps(report.as_dict(), indent=2) if args.json else report.render())
+    return 1 if report.failed else 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `maintain` to the CLI."""
+    from .session import add_connection_arguments
+
+    p = subparsers.add_parser("maintain", help="run the catalog's maintenance policies (compaction, snapshot expiry, "
+                                               "orphan removal) on a catalog, namespace or tables")
+    p.add_argument("targets", nargs="*", metavar="TARGET", help="lake | lake.ns | lake.ns.table (default: --catalog)")
+    p.add_argument("--catalog", default="lake", help="Spark catalog name (default: lake)")
+    p.add_argument("--policy-file", help="policies from this JSON file instead of the catalog's Polaris policy API")
+    p.add_argument("--dry-run", action="store_true", help="print the plan only")
+    p.add_argument("--json", action="store_true", help="JSON output")
+    p.add_argument("--force", action="store_true", help="also run tables unchanged since their last successful run")
+    p.add_argument("--state-file", help="where the last successful runs are remembered (default: in the cache dir)")
+    p.add_argument("--master", default="local[2]", help="Spark master for the run (default: local[2])")
+    add_connection_arguments(p)
+    p.set_defaults(func=_cmd)

@@ -1,0 +1,289 @@
+"""Reference Polaris policy API in front of a catalog that has none (SeaweedFS).
+
+Implements the parts of apache/polaris ``spec/polaris-catalog-apis/policy-apis.yaml`` that the
+maintenance runner uses; everything else is forwarded to the upstream catalog unchanged.
+
+* ``POST /polaris/v1/{prefix}/namespaces/{ns}/policies`` (CreatePolicyRequest: name, type,
+  description, content) -> 200 ``{"policy": Policy}``, version 0; 409 if the name exists in that
+  namespace; 400 for a bad name (``^[A-Za-z0-9\\-_]+$``) or content that fails the predefined
+  type's schema (2025-02-03: ``enable`` required, no unknown top-level keys); 404 if the namespace
+  does not exist upstream.
+* ``GET|PUT .../policies/{name}`` load / update (UpdatePolicyRequest: description, content,
+  current-policy-version; a successful update increments ``version``; a stale
+  current-policy-version is 409).
+* ``PUT .../policies/{name}/mappings`` (AttachPolicyRequest ``{"target": {"type":
+  "catalog|namespace|table-like", "path": [...]}, "parameters": {...}}``) -> 204; re-attaching
+  the same policy replaces the parameters; an inheritable type already attached to the target
+  by another policy is 409; a missing policy or target is 404.
+  ``POST .../mappings`` (DetachPolicyRequest) -> 204 or 404.
+* ``GET /polaris/v1/{prefix}/applicable-policies?namespace=<levels joined by 0x1F>&target-name=
+  &policyType=&page-token=&page-size=`` -> ``{"applicable-policies": [ApplicablePolicy],
+  "next-page-token": ...}``. Inheritable policies come from the catalog, each enclosing
+  namespace and the target itself, the nearest one per type winning (table over namespace over
+  catalog); ``inherited`` is true unless attached to the target itself; non-inheritable ones
+  apply only where attached. ``namespace`` is the namespace the policy is defined in. A missing
+  target is 404 (the upstream catalog is asked, with the caller's own Authorization).
+
+Inheritable types: the predefined ``system.*`` maintenance types. Page tokens are opaque
+(base64 of an offset). Evidence: ``requests_by_route``, ``policies``, ``mappings``.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Optional
+from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+from .base import BufferedProxy, Request, Response
+
+NS_SEP = "\x1f"
+INHERITABLE = {"system.data-compaction", "system.metadata-compaction", "system.snapshot-expiry",
+               "system.orphan-file-removal"}
+_NAME = re.compile(r"^[A-Za-z0-9\-_]+$")
+_POLICIES = re.compile(r"^/polaris/v1/(?P<prefix>[^/]+)/namespaces/(?P<ns>[^/]+)/policies$")
+_POLICY = re.compile(r"^/polaris/v1/(?P<prefix>[^/]+)/namespaces/(?P<ns>[^/]+)/policies/(?P<name>[^/]+)$")
+_MAPPINGS = re.compile(r"^/polaris/v1/(?P<prefix>[^/]+)/namespaces/(?P<ns>[^/]+)/policies/(?P<name>[^/]+)/mappings$")
+_APPLICABLE = re.compile(r"^/polaris/v1/(?P<prefix>[^/]+)/applicable-policies$")
+_TOP_KEYS = {"version", "enable", "config"}
+_ORPHAN_KEYS = _TOP_KEYS | {"max_orphan_file_age_in_days", "locations"}
+
+
+@dataclass
+class StoredPolicy:
+    namespace: list[str]
+    name: str
+    type: str
+    content: Optional[str]
+    description: Optional[str] = None
+    version: int = 0
+
+    def as_policy(self) -> dict:
+        out = {"policy-type": self.type, "inheritable": self.type in INHERITABLE, "name": self.name,
+               "version": self.version}
+        if self.description is not None:
+            out["description"] = self.description
+        if self.content is not None:
+            out["content"] = self.content
+        return out
+
+
+@dataclass
+class Mapping:
+    policy: tuple[tuple[str, ...], str]  # (policy namespace, policy name)
+    target_type: str
+    path: tuple[str, ...]
+    parameters: dict = field(default_factory=dict)
+
+
+def _error(status: int, type_: str, message: str) -> Response:
+    return Response.iceberg_error(status, type_, message)
+
+
+def _validate_content(type_: str, content: Optional[str]) -> Optional[str]:
+    """Why `content` fails the predefined type's 2025-02-03 schema, or None."""
+    if type_ not in INHERITABLE:
+        return None
+    try:
+        data = json.loads(content or "")
+    except ValueError:
+        return "content is not valid JSON"
+    if not isinstance(data, dict):
+        return "content must be a JSON object"
+    if not isinstance(data.get("enable"), bool):
+        return "required boolean property 'enable' is missing"
+    allowed = _ORPHAN_KEYS if type_ == "system.orphan-file-removal" else _TOP_KEYS
+    extra = sorted(set(data) - allowed)
+    if extra:
+        return f"unknown properties {extra}"
+    if "version" in data and data["version"] != "2025-02-03":
+        return "version must be 2025-02-03"
+    config = data.get("config", {})
+    if not isinstance(config, dict) or any(not isinstance(v, (str, int, float, bool)) for v in config.values()):
+        return "config must map strings to string, number or boolean values"
+    return None
+
+
+class PolicyServer(BufferedProxy):
+    def __init__(self, upstream: str, port: int = 0):
+        super().__init__(upstream, port)
+        self._lock = threading.Lock()
+        self.policies: dict[tuple[tuple[str, ...], str], StoredPolicy] = {}
+        self.mappings: list[Mapping] = []
+        self.requests_by_route: dict[str, int] = {}
+
+    def classify(self, req: Request):
+        for kind, pattern in (("applicable-policies", _APPLICABLE), ("mappings", _MAPPINGS),
+                              ("policy", _POLICY), ("policies", _POLICIES)):
+            if pattern.match(req.route):
+                return kind, None
+        return "other", None
+
+    # ---- upstream checks, with the caller's credentials
+    def _exists(self, req: Request, prefix: str, path: tuple[str, ...], table: Optional[str]) -> Optional[Response]:
+        """None if the namespace (or table) exists upstream, else the error response to return."""
+        ns = quote(NS_SEP.join(path), safe="")
+        route = f"/v1/{prefix}/namespaces/{ns}" + (f"/tables/{quote(table, safe='')}" if table else "")
+        headers = [(k, v) for k, v in req.headers if k.lower() in ("authorization", "host")]
+        resp = self.forward(Request("GET", route, headers + [("Accept", "application/json")]))
+        if resp.status in (200, 204):
+            return None
+        if resp.status == 404:
+            what = f"table {'.'.join(path + (table,))}" if table else f"namespace {'.'.join(path)}"
+            return _error(404, "NoSuchTableException" if table else "NoSuchNamespaceException", f"{what} does not exist")
+        return Response(resp.status, resp.headers, resp.body, resp.reason)
+
+    # ---- processing
+    def process(self, req: Request) -> Response:
+        kind, _ = self.classify(req)
+        with self._lock:
+            self.requests_by_route[kind] = self.requests_by_route.get(kind, 0) + 1
+        if kind == "other":
+            return self.forward(req)
+        if not (req.header("Authorization") or "").startswith("Bearer "):
+            return _error(401, "NotAuthorizedException", "missing bearer token")
+        try:
+            body = req.json() if req.body else {}
+        except ValueError:
+            return _error(400, "BadRequestException", "request body is not JSON")
+        if kind == "applicable-policies" and req.method == "GET":
+            return self._applicable(req, _APPLICABLE.match(req.route)["prefix"])
+        m = (_MAPPINGS if kind == "mappings" else _POLICY if kind == "policy" else _POLICIES).match(req.route)
+        prefix, ns = m["prefix"], tuple(unquote(m["ns"]).split(NS_SEP))
+        name = unquote(m["name"]) if "name" in m.groupdict() else None
+        if kind == "policies" and req.method == "POST":
+            return self._create(req, prefix, ns, body or {})
+        if kind == "policy" and req.method == "GET":
+            with self._lock:
+                policy = self.policies.get((ns, name))
+            return self._loaded(policy) if policy else self._no_policy(ns, name)
+        if kind == "policy" and req.method == "PUT":
+            return self._update(ns, name, body or {})
+        if kind == "mappings" and req.method in ("PUT", "POST"):
+            return self._map(req, prefix, ns, name, body or {}, attach=req.method == "PUT")
+        return _error(405, "MethodNotAllowedException", f"{req.method} not allowed on {req.route}")
+
+    @staticmethod
+    def _loaded(policy: StoredPolicy) -> Response:
+        return Response(200, [("Content-Type", "application/json")]).with_json({"policy": policy.as_policy()})
+
+    @staticmethod
+    def _no_policy(ns, name) -> Response:
+        return _error(404, "NoSuchPolicyException", f"policy {'.'.join(ns)}.{name} does not exist")
+
+    def _create(self, req: Request, prefix: str, ns: tuple, body: dict) -> Response:
+        name, type_ = body.get("name"), body.get("type")
+        if not isinstance(name, str) or not _NAME.match(name) or not isinstance(type_, str) or not type_:
+            return _error(400, "BadRequestException", "name (^[A-Za-z0-9\\-_]+$) and type are required")
+        problem = _validate_content(type_, body.get("content"))
+        if problem:
+            return _error(400, "InvalidPolicyException", f"invalid content for {type_}: {problem}")
+        missing = self._exists(req, prefix, ns, None)
+        if missing:
+            return missing
+        with self._lock:
+            if (ns, name) in self.policies:
+                return _error(409, "AlreadyExistsException", f"policy {'.'.join(ns)}.{name} already exists")
+            policy = self.policies[(ns, name)] = StoredPolicy(list(ns), name, type_, body.get("content"),
+                                                             body.get("description"))
+        return self._loaded(policy)
+
+    def _update(self, ns: tuple, name: str, body: dict) -> Response:
+        with self._lock:
+            policy = self.policies.get((ns, name))
+            if policy is None:
+                return self._no_policy(ns, name)
+            expected = body.get("current-policy-version")
+            if expected is not None and expected != policy.version:
+                return _error(409, "PolicyVersionMismatchException",
+                              f"policy version is {policy.version}, not {expected}")
+            if "content" in body:
+                problem = _validate_content(policy.type, body["content"])
+                if problem:
+                    return _error(400, "InvalidPolicyException", f"invalid content for {policy.type}: {problem}")
+                policy.content = body["content"]
+            if "description" in body:
+                policy.description = body["description"]
+            policy.version += 1
+        return self._loaded(policy)
+
+    def _map(self, req: Request, prefix: str, ns: tuple, name: str, body: dict, attach: bool) -> Response:
+        target = body.get("target")
+        if not isinstance(target, dict) or target.get("type") not in ("catalog", "namespace", "table-like"):
+            return _error(400, "BadRequestException", "target.type must be catalog, namespace or table-like")
+        path = tuple(target.get("path") or ())
+        if (target["type"] == "catalog") != (not path) or (target["type"] == "table-like" and len(path) < 2):
+            return _error(400, "BadRequestException", f"invalid path {list(path)} for target type {target['type']}")
+        with self._lock:
+            policy = self.policies.get((ns, name))
+        if policy is None:
+            return self._no_policy(ns, name)
+        if attach and target["type"] != "catalog":
+            table = path[-1] if target["type"] == "table-like" else None
+            missing = self._exists(req, prefix, path[:-1] if table else path, table)
+            if missing:
+                return _error(404, "NoSuchTargetException", "the given target does not exist")
+        with self._lock:
+            same = [m for m in self.mappings if m.target_type == target["type"] and m.path == path]
+            mine = [m for m in same if m.policy == (ns, name)]
+            if not attach:
+                if not mine:
+                    return _error(404, "NoSuchMappingException", "the given mapping between policy and target does not exist")
+                self.mappings.remove(mine[0])
+                return Response(204)
+            if mine:
+                mine[0].parameters = dict(body.get("parameters") or {})
+                return Response(204)
+            if policy.type in INHERITABLE and any(self.policies[m.policy].type == policy.type for m in same):
+                return _error(409, "PolicyAttachmentConflictException",
+                              f"a {policy.type} policy is already attached to the target")
+            self.mappings.append(Mapping((ns, name), target["type"], path, dict(body.get("parameters") or {})))
+        return Response(204)
+
+    def _applicable(self, req: Request, prefix: str) -> Response:
+        query = parse_qs(urlsplit(req.path).query, keep_blank_values=True)
+        ns_param = query.get("namespace", [None])[0]
+        target_name = query.get("target-name", [None])[0]
+        type_filter = query.get("policyType", [None])[0] or None
+        if target_name and not ns_param:
+            return _error(400, "BadRequestException", "target-name requires namespace")
+        ns = tuple(ns_param.split(NS_SEP)) if ns_param else ()
+        if ns:
+            missing = self._exists(req, prefix, ns, target_name)
+            if missing:
+                return missing
+        try:
+            size = int(query.get("page-size", ["100"])[0])
+            offset = int(base64.urlsafe_b64decode(query["page-token"][0]).decode()) if query.get("page-token", [""])[0] else 0
+        except (ValueError, KeyError):
+            return _error(400, "BadRequestException", "invalid page-token or page-size")
+        if size < 1:
+            return _error(400, "BadRequestException", "page-size must be positive")
+        # the target's hierarchy, outermost first: catalog, each namespace level, the table
+        chain = [("catalog", ())] + [("namespace", ns[:i]) for i in range(1, len(ns) + 1)]
+        if target_name:
+            chain.append(("table-like", ns + (target_name,)))
+        own = chain[-1]
+        found: dict[str, dict] = {}
+        direct: list[dict] = []
+        with self._lock:
+            for level in chain:
+                for m in self.mappings:
+                    if (m.target_type, m.path) != level:
+                        continue
+                    policy = self.policies[m.policy]
+                    if type_filter and policy.type != type_filter:
+                        continue
+                    entry = {**policy.as_policy(), "inherited": level != own, "namespace": policy.namespace}
+                    if policy.type in INHERITABLE:
+                        found[policy.type] = entry  # deeper levels come later and override
+                    elif level == own:
+                        direct.append(entry)
+        items = sorted(found.values(), key=lambda p: p["policy-type"]) + sorted(direct, key=lambda p: p["name"])
+        page = items[offset:offset + size]
+        answer = {"applicable-policies": page}
+        if offset + size < len(items):
+            answer["next-page-token"] = base64.urlsafe_b64encode(str(offset + size).encode()).decode()
+        return Response(200, [("Content-Type", "application/json")]).with_json(answer)

@@ -1,0 +1,43 @@
+"""A webhook endpoint on loopback that records POSTed JSON bodies, with scripted answers
+(``statuses``: the next answers, e.g. [503, 503] then 200) and an optional per-request delay."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+
+from .base import ThreadedServer, read_request_body, send_response_head
+
+
+class WebhookReceiver(ThreadedServer):
+    def __init__(self, port: int = 0):
+        super().__init__(port)
+        self._lock = threading.Lock()
+        self.received: list[dict] = []  # accepted bodies, in arrival order
+        self.attempts = 0  # every POST, refused ones included
+        self.statuses: deque[int] = deque()
+        self.delay_seconds = 0.0
+
+    def handle(self, h):
+        body = read_request_body(h)
+        with self._lock:
+            self.attempts += 1
+            status = self.statuses.popleft() if self.statuses else 200
+        if self.delay_seconds:
+            self._stopping.wait(self.delay_seconds)
+        if status < 300:
+            with self._lock:
+                self.received.append(json.loads(body))
+        send_response_head(h, status, "OK" if status < 300 else "Error", [("Content-Length", "0")])
+        h.wfile.flush()
+
+    def wait_for(self, n: int, timeout: float = 10.0) -> list[dict]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if len(self.received) >= n:
+                    return list(self.received)
+            time.sleep(0.02)
+        with self._lock:
+            return list(self.received)
