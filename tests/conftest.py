@@ -25,7 +25,8 @@ SECRET = "lakeadminsecret"
 SPARK_FIXTURES = {"spark", "local_run"}  # every test using these runs Spark (directly or via the doctor)
 SPARK_MODULES = {"test_demo", "test_notebook"}  # start Spark in a subprocess
 SPARK_TESTS = {"test_sigint_while_spark_starts_cleans_up_and_exits_130", "test_sigint_during_a_spark_ctas_cleans_up_and_exits_130",
-               "test_executors_in_other_jvms_get_credentials_from_the_driver"}
+               "test_executors_in_other_jvms_get_credentials_from_the_driver",
+               "test_driver_and_executor_jvms_of_a_cluster_have_no_secret_in_argv"}
 SLOW_MODULES = {"test_real_expiry"}
 
 

@@ -4,6 +4,10 @@ variable or a file instead of an argument."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +29,22 @@ def test_driver_jvm_command_line_has_no_catalog_secret(spark):
     assert spark.sparkContext.getConf().get("spark.sql.catalog.lake.credential").endswith(SECRET)
     spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.argv")
     assert spark.sql("SHOW NAMESPACES IN lake").count() >= 1
+
+
+def test_driver_and_executor_jvms_of_a_cluster_have_no_secret_in_argv(lakehouse):
+    """local-cluster: the executor JVMs are launched by the worker with a command line of their own."""
+    info = lakehouse.info
+    args = {"uri": info.iceberg_uri, "warehouse": info.warehouse, "credential": info.credential}
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("secret_argv_job.py")), json.dumps(args)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:]
+    result = json.loads(lines[0][len("RESULT "):])
+    assert result["namespaces"] >= 0 and result["executors"], "no executor JVM found"
+    assert "spark.sql.catalog.lake.uri=" in result["driver"]
+    for cmdline in [result["driver"], *result["executors"]]:
+        assert SECRET not in cmdline and ".credential" not in cmdline
 
 
 @pytest.mark.parametrize("name", ["credential", "token"])
