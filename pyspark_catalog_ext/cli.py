@@ -16,7 +16,7 @@ from . import __version__
 from .errors import CatalogExtError
 
 # Modules that may not exist yet (added by later work) are skipped quietly.
-_COMMAND_MODULES = ("local", "session", "demo", "doctor", "staging", "maintenance")
+_COMMAND_MODULES = ("local", "session", "demo", "doctor", "cleanup", "maintenance")
 
 
 def build_parser() -> argparse.ArgumentParser:

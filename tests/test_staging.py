@@ -188,7 +188,7 @@ def test_invalid_table_name(spark):
 def _cleanup(lakehouse, location, *extra):
     info = lakehouse.info
     return run_cli("staged", "cleanup", "--location", location, "--uri", info.iceberg_uri, "--warehouse",
-                   info.warehouse, "--credential", info.credential, "--min-age", "0", *extra)
+                   info.warehouse, "--credential", info.credential, "--min-age", "0.001", *extra)
 
 
 def test_staged_cleanup_dry_run_then_apply(spark, db, lakehouse):
@@ -258,7 +258,7 @@ def test_staged_cleanup_min_age_keeps_young_files(spark, db, lakehouse):
     proc = run_cli("staged", "cleanup", "--location", staged.location, "--table", f"stg.{short}", "--apply",
                    "--uri", info.iceberg_uri, "--warehouse", info.warehouse, "--credential", info.credential)
     assert proc.returncode == 0, proc.stderr
-    assert "0 orphaned file(s)" in proc.stdout and "younger than 3600s kept" in proc.stdout
+    assert "0 orphaned file(s)" in proc.stdout and "younger than 259200s kept" in proc.stdout
     s3 = s3_admin(lakehouse)
     assert all(s3_exists(s3, f) for f in staged.written_files())
     staged.abort()

@@ -1,0 +1,408 @@
+"""`staged cleanup`: find (and with `--apply` delete) files under one table's location that no
+committed table references: what a driver killed mid-CTAS or mid-staging left behind.
+
+Deleting is the one irreversible thing this package does, so the command refuses, with a
+one-line reason, whenever it is unsure:
+
+* any catalog listing or table metadata it cannot read (a 503/403 on a child namespace
+  included): a table it did not see would lose its files;
+* a bucket root, or a location holding metadata files of a table the catalog does not list
+  (another catalog or warehouse in the bucket, a dropped or foreign-registered table);
+* every table whose location, `write.data.path`, `write.metadata.path` or metadata files lie
+  under the location is read in full (a table located elsewhere whose manifests alone point
+  here, e.g. `add_files`, is not: README "Orphans").
+
+Before each delete batch the tables are read again, so a staged job that commits during the
+run keeps its files. The dry run lists exactly what `--apply` would delete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Iterable, Mapping, Optional
+from urllib.parse import urlsplit
+
+from .errors import CatalogError, CatalogExtError, CatalogNotFoundError, ConfigError
+
+__all__ = ["OrphanReport", "CleanupRefused", "find_orphans", "register"]
+
+DEFAULT_MIN_AGE_SECONDS = 3 * 86400.0  # as Iceberg's remove_orphan_files (older_than: 3 days)
+DELETE_BATCH = 1000  # S3 DeleteObjects takes at most 1000 keys
+_PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path")
+
+
+class CleanupRefused(CatalogError):
+    """`staged cleanup` could not be sure which files are unreferenced; nothing was deleted."""
+
+
+@dataclass
+class OrphanReport:
+    """Result of `find_orphans`: files under `location` that no committed table references."""
+
+    location: str
+    listed: int = 0
+    referenced: int = 0
+    tables: list[str] = field(default_factory=list)
+    orphans: list[tuple[str, int, float]] = field(default_factory=list)  # (uri, size, age seconds)
+    too_young: int = 0
+    deleted: list[str] = field(default_factory=list)
+    kept_committed_meanwhile: list[str] = field(default_factory=list)
+    applied: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "location": self.location, "listed": self.listed, "referenced": self.referenced,
+            "tables": self.tables, "orphans": [{"uri": u, "size": s, "age_seconds": round(a, 1)}
+                                               for u, s, a in self.orphans],
+            "too_young": self.too_young, "deleted": self.deleted,
+            "kept_committed_meanwhile": self.kept_committed_meanwhile, "applied": self.applied,
+        }
+
+
+def _norm_uri(uri: str) -> str:
+    """s3a://b/k, s3n://b/k -> s3://b/k (one spelling for comparisons)."""
+    return re.sub(r"^s3[an]?://", "s3://", uri.strip())
+
+
+def _split_s3(uri: str) -> tuple[str, str]:
+    parts = urlsplit(_norm_uri(uri))
+    if parts.scheme != "s3" or not parts.netloc:
+        raise ConfigError(f"invalid location {uri!r}: expected s3://bucket/path")
+    return parts.netloc, parts.path.lstrip("/")
+
+
+def _overlaps(a: str, b: str) -> bool:
+    a, b = _norm_uri(a).rstrip("/") + "/", _norm_uri(b).rstrip("/") + "/"
+    return a.startswith(b) or b.startswith(a)
+
+
+def _io_props(load_result: Mapping[str, Any], location: str) -> dict[str, str]:
+    """FileIO properties from a LoadTableResult: config + the longest matching storage credential."""
+    props = {str(k): str(v) for k, v in (load_result.get("config") or {}).items()}
+    best: Optional[Mapping[str, Any]] = None
+    for cred in load_result.get("storage-credentials") or []:
+        prefix = str(cred.get("prefix") or "")
+        if _norm_uri(location).startswith(_norm_uri(prefix)) and (
+                best is None or len(prefix) > len(str(best.get("prefix") or ""))):
+            best = cred
+    if best is not None:
+        props.update({str(k): str(v) for k, v in (best.get("config") or {}).items()})
+    return props
+
+
+def _table_paths(load_result: Mapping[str, Any]) -> list[str]:
+    """Every place a table keeps files, as far as its metadata says without reading manifests."""
+    meta = load_result.get("metadata") or {}
+    props = meta.get("properties") or {}
+    paths = [meta.get("location"), load_result.get("metadata-location")]
+    paths += [props.get(p) for p in _PATH_PROPERTIES]
+    paths += [e.get("metadata-file") for e in meta.get("metadata-log") or []]
+    return [str(p) for p in paths if p]
+
+
+def _referenced_files(load_result: Mapping[str, Any], io_props: Mapping[str, str]) -> set[str]:
+    """Every file a committed table's metadata references: metadata files, manifest lists,
+    manifests, data and delete files, statistics. Raises if any of it cannot be read."""
+    from pyiceberg.io import load_file_io
+    from pyiceberg.table.metadata import TableMetadataUtil
+
+    metadata = TableMetadataUtil.parse_obj(load_result["metadata"])
+    out: set[str] = set()
+    if load_result.get("metadata-location"):
+        out.add(load_result["metadata-location"])
+    for entry in metadata.metadata_log:
+        out.add(entry.metadata_file)
+    for stats in list(getattr(metadata, "statistics", []) or []) + list(getattr(metadata, "partition_statistics", []) or []):
+        out.add(stats.statistics_path)
+    io = load_file_io(properties=_pyiceberg_io_props(io_props), location=metadata.location)
+    for snapshot in metadata.snapshots:
+        if snapshot.manifest_list:
+            out.add(snapshot.manifest_list)
+        for manifest in snapshot.manifests(io):
+            out.add(manifest.manifest_path)
+            for entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
+                out.add(entry.data_file.file_path)
+    return {_norm_uri(u) for u in out}
+
+
+def _pyiceberg_io_props(props: Mapping[str, str]) -> dict[str, str]:
+    out = dict(props)
+    out.setdefault("py-io-impl", "pyiceberg.io.pyarrow.PyArrowFileIO")
+    if out.get("s3.path-style-access", "").lower() == "true":
+        out.setdefault("s3.force-virtual-addressing", "false")
+    out.setdefault("s3.region", out.get("client.region", "us-east-1"))
+    return out
+
+
+def _boto3_client(endpoint: Optional[str], access_key: str, secret_key: str, session_token: Optional[str],
+                  region: Optional[str], path_style: bool) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client(
+        "s3", endpoint_url=endpoint, aws_access_key_id=access_key, aws_secret_access_key=secret_key,
+        aws_session_token=session_token, region_name=region or "us-east-1",
+        config=Config(s3={"addressing_style": "path" if path_style else "auto"},
+                      retries={"max_attempts": 3, "mode": "standard"}),
+    )
+
+
+def _s3_from_props(props: Mapping[str, str]) -> Any:
+    if "s3.access-key-id" not in props:
+        raise ConfigError("the catalog vended no S3 credentials for this location; pass --s3-access-key/--s3-secret-key")
+    return _boto3_client(props.get("s3.endpoint"), props["s3.access-key-id"], props.get("s3.secret-access-key", ""),
+                         props.get("s3.session-token"), props.get("client.region") or props.get("s3.region"),
+                         props.get("s3.path-style-access", "true").lower() == "true")
+
+
+def _refuse(location: str, why: str) -> CleanupRefused:
+    return CleanupRefused(f"refusing to clean up {location}: {why}; nothing was deleted")
+
+
+def _walk_namespaces(client: Any, location: str, parent: Optional[tuple[str, ...]] = None,
+                     depth: int = 0) -> Iterable[tuple[str, ...]]:
+    """Every namespace, depth-first. Any listing error refuses: tables under a namespace we
+    could not list would never count as referenced."""
+    try:
+        children = client.list_namespaces(parent)
+    except CatalogError as exc:
+        where = "the top-level namespaces" if parent is None else f"the namespaces under {'.'.join(parent)}"
+        if parent is not None and exc.status == 400:
+            return  # the catalog has no nested namespaces (it rejects ?parent=): nothing below
+        raise _refuse(location, f"cannot list {where} ({exc})") from None
+    for ns in children:
+        yield ns
+        if depth < 8:
+            yield from _walk_namespaces(client, location, ns, depth + 1)
+
+
+@dataclass
+class _Catalog:
+    """What the catalog references, read in one pass."""
+
+    referenced: set[str]
+    tables: list[str]
+    metadata_files: set[str]  # every metadata.json any table lists (current + log)
+    table_loads: dict[str, Mapping[str, Any]]
+
+
+def _read_catalog(client: Any, location: str) -> _Catalog:
+    """Reads every table with any path under the location; refuses on any error."""
+    out = _Catalog(set(), [], set(), {})
+    for ns in list(_walk_namespaces(client, location)):
+        try:
+            idents = client.list_tables(ns)
+        except CatalogNotFoundError:
+            continue  # dropped meanwhile: nothing to keep there
+        except CatalogError as exc:
+            raise _refuse(location, f"cannot list the tables of {'.'.join(ns)} ({exc})") from None
+        for ident in idents:
+            name = ".".join([*ident.namespace, ident.name])
+            try:
+                loaded = client.load_table(ident.namespace, ident.name)
+            except CatalogNotFoundError:
+                continue  # dropped meanwhile
+            except CatalogError as exc:
+                raise _refuse(location, f"cannot load table {name} ({exc})") from None
+            paths = _table_paths(loaded)
+            if not any(_overlaps(p, location) for p in paths):
+                continue  # keeps nothing under the location by its paths (manifests could, see README)
+            out.table_loads[name] = loaded
+            out.metadata_files |= {_norm_uri(p) for p in paths if p.endswith(".metadata.json")}
+            tloc = (loaded.get("metadata") or {}).get("location") or location
+            try:
+                out.referenced |= _referenced_files(loaded, _io_props(loaded, tloc))
+            except CatalogExtError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - refusing is the only safe answer
+                raise _refuse(location, f"cannot read the metadata of table {name} at {tloc} "
+                                        f"({type(exc).__name__})") from None
+            out.tables.append(name)
+    return out
+
+
+def _s3_for(client: Any, table: str, location: str, loads: Mapping[str, Mapping[str, Any]]) -> Any:
+    """S3 access from credentials the catalog vends for `table`: loaded if committed, else staged
+    at `location` (never committed)."""
+    if table in loads:
+        return _s3_from_props(_io_props(loads[table], location))
+    parts = table.split(".")
+    body = {"name": parts[-1], "schema": {"type": "struct", "schema-id": 0, "fields": []}, "location": location}
+    staged = client.create_table(parts[:-1], body, stage_create=True)  # never committed
+    got = (staged.get("metadata") or {}).get("location") or ""
+    if _norm_uri(got).rstrip("/") != _norm_uri(location).rstrip("/"):
+        raise ConfigError(f"the catalog staged {table} at {got}, not at {location}: pass the table's "
+                          "own location or --s3-access-key/--s3-secret-key")
+    return _s3_from_props(_io_props(staged, location))
+
+
+def _default_location(client: Any, table: str) -> str:
+    """The named committed table's location (a staged table's location is only known to its job)."""
+    parts = table.split(".")
+    try:
+        return client.load_table(parts[:-1], parts[-1])["metadata"]["location"]
+    except CatalogNotFoundError:
+        raise ConfigError(f"table {table} is not committed: pass --location (the staged table's location, "
+                          "StagedTable.location)") from None
+
+
+def find_orphans(
+    client: Any,
+    location: Optional[str] = None,
+    *,
+    table: Optional[str] = None,
+    s3: Any = None,
+    min_age_seconds: float = DEFAULT_MIN_AGE_SECONDS,
+    apply: bool = False,
+    now: Optional[float] = None,
+) -> OrphanReport:
+    """Files under `location` (default: the location of `table`, "ns.table") that no committed
+    table's metadata references, older than `min_age_seconds`; deleted with `apply=True`.
+
+    Raises `CleanupRefused` (one line, nothing deleted) whenever it cannot be sure.
+    S3 access: `s3` (a boto3 client), else the credentials the catalog vends for `table`.
+    """
+    if not min_age_seconds > 0:
+        raise ConfigError(f"--min-age must be positive (got {min_age_seconds:g}); a running job may be writing "
+                          f"the newest files (default {DEFAULT_MIN_AGE_SECONDS:g} s = 3 days)")
+    if table is not None and len(table.split(".")) < 2:
+        raise ConfigError(f"invalid --table {table!r}: use namespace.table")
+    if location is None:
+        if table is None:
+            raise ConfigError("staged cleanup needs --table NS.TABLE (its location is cleaned) or --location")
+        location = _default_location(client, table)
+    bucket, prefix = _split_s3(location)
+    if not prefix.strip("/"):
+        raise _refuse(f"s3://{bucket}", "a bucket root holds every table of every catalog in it; "
+                                        "pass one table's location")
+    prefix = prefix.rstrip("/") + "/"
+    report = OrphanReport(location=f"s3://{bucket}/{prefix}".rstrip("/"), applied=apply)
+
+    catalog = _read_catalog(client, report.location)
+    report.tables = catalog.tables
+    report.referenced = len(catalog.referenced)
+    if s3 is None:
+        if table is None:
+            raise ConfigError("staged cleanup needs S3 access: pass --table NS.TABLE (credentials vended by the "
+                              "catalog) or --s3-access-key/--s3-secret-key")
+        s3 = _s3_for(client, table, report.location, catalog.table_loads)
+
+    current = time.time() if now is None else now
+    candidates: list[tuple[str, int, float]] = []
+    try:
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for obj in page.get("Contents") or []:
+                report.listed += 1
+                uri = f"s3://{bucket}/{obj['Key']}"
+                if uri in catalog.referenced:
+                    continue
+                if uri.endswith(".metadata.json") and uri not in catalog.metadata_files:
+                    # Only a commit writes these: a table this catalog does not list owns it.
+                    raise _refuse(report.location, f"{uri} is metadata of a table this catalog does not list "
+                                                   "(another catalog or warehouse, or a dropped table)")
+                modified = obj.get("LastModified")
+                age = current - modified.timestamp() if isinstance(modified, datetime) else float("inf")
+                if age < min_age_seconds:
+                    report.too_young += 1
+                    continue
+                candidates.append((uri, int(obj.get("Size", 0)), age))
+    except CleanupRefused:
+        raise
+    except Exception as exc:  # noqa: BLE001 - botocore errors: we do not know what is there
+        raise _refuse(report.location, f"cannot list it in S3 ({type(exc).__name__})") from None
+    report.orphans = sorted(candidates)
+    if apply:
+        _delete(client, s3, bucket, report)
+    return report
+
+
+def _delete(client: Any, s3: Any, bucket: str, report: OrphanReport) -> None:
+    """Deletes the orphans batch by batch, re-reading the catalog before each batch: a job that
+    committed meanwhile keeps its files."""
+    uris = [u for u, _, _ in report.orphans]
+    for start in range(0, len(uris), DELETE_BATCH):
+        batch = uris[start:start + DELETE_BATCH]
+        referenced = _read_catalog(client, report.location).referenced
+        kept = [u for u in batch if u in referenced]
+        report.kept_committed_meanwhile += kept
+        batch = [u for u in batch if u not in referenced]
+        if not batch:
+            continue
+        answer = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": _split_s3(u)[1]} for u in batch],
+                                                          "Quiet": True})
+        failed = {f"s3://{bucket}/{e['Key']}" for e in answer.get("Errors") or []}
+        report.deleted += [u for u in batch if u not in failed]
+        if failed:
+            raise _refuse(report.location, f"S3 refused to delete {len(failed)} file(s), e.g. {sorted(failed)[0]}; "
+                                           f"{len(report.deleted)} deleted so far")
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _cleanup_cmd(args: argparse.Namespace) -> int:
+    from .catalog_client import CatalogClient
+    from .session import catalog_properties, connection_kwargs
+
+    props = catalog_properties(args.profile, shim=False, **connection_kwargs(args))
+    s3 = None
+    if args.s3_access_key or args.s3_secret_key:
+        if not (args.s3_access_key and args.s3_secret_key):
+            raise ConfigError("pass both --s3-access-key and --s3-secret-key")
+        s3 = _boto3_client(args.s3_endpoint, args.s3_access_key, args.s3_secret_key, args.s3_session_token,
+                           args.s3_region or args.region, not args.s3_virtual_hosted)
+    with CatalogClient.from_properties(props) as client:
+        report = find_orphans(client, args.location, table=args.table, s3=s3, min_age_seconds=args.min_age,
+                              apply=args.apply)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2))
+        return 0
+    listed = report.deleted if args.apply else [u for u, _, _ in report.orphans]
+    sizes = {u: (s, a) for u, s, a in report.orphans}
+    for uri in listed:
+        size, age = sizes[uri]
+        print(f"{'deleted' if args.apply else 'orphan'}\t{uri}\t{size}\t{age:.0f}s")
+    total = sum(sizes[u][0] for u in listed)
+    tables = ", ".join(report.tables) or "none"
+    summary = (f"{len(listed)} orphaned file(s), {total} bytes, under {report.location} "
+               f"({report.listed} listed, {report.referenced} referenced by committed tables: {tables}; "
+               f"{report.too_young} younger than {args.min_age:g}s kept"
+               + (f"; {len(report.kept_committed_meanwhile)} committed meanwhile, kept" if report.kept_committed_meanwhile else "")
+               + ")")
+    if args.apply:
+        print(f"deleted {summary}")
+    else:
+        print(summary)
+        if report.orphans:
+            print("dry run: add --apply to delete them", file=sys.stderr)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `staged cleanup` to the CLI."""
+    from .session import add_connection_arguments
+
+    staged = subparsers.add_parser("staged", help="staged tables: find and remove orphaned staged files")
+    sub = staged.add_subparsers(dest="staged_command", metavar="ACTION")
+    p = sub.add_parser("cleanup", help="list (and with --apply delete) files under one table's location that no "
+                                       "committed table references")
+    p.add_argument("--table", metavar="NS.TABLE", help="the table whose location is cleaned; S3 credentials are "
+                                                       "vended for it (loaded if committed, else staged)")
+    p.add_argument("--location", help="s3://bucket/path to clean (default: the location of --table)")
+    p.add_argument("--apply", action="store_true", help="delete the orphans (default: dry run, list only)")
+    p.add_argument("--min-age", type=float, default=DEFAULT_MIN_AGE_SECONDS, metavar="SECONDS",
+                   help="only files older than this (default 259200 = 3 days: a running job may still write)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_connection_arguments(p)  # catalog options as for spark-conf (incl. --s3-endpoint for explicit keys)
+    p.add_argument("--s3-access-key")
+    p.add_argument("--s3-secret-key")
+    p.add_argument("--s3-session-token")
+    p.add_argument("--s3-region")
+    p.add_argument("--s3-virtual-hosted", action="store_true", help="virtual-hosted addressing (default: path style)")
+    p.set_defaults(func=_cleanup_cmd)
