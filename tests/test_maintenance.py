@@ -205,6 +205,8 @@ def test_run_compacts_expires_and_skips_unchanged_tables(spark, gov, polaris, tm
                                                                  "min_snapshot_to_keep": 1}))
     polaris.attach(["m"], "run-compaction", "table-like", ["m", "run_t"])
     polaris.attach(["m"], "run-expiry", "table-like", ["m", "run_t"])
+    polaris.create(["m"], "run-orphans", ORPHANS, content(max_orphan_file_age_in_days=3))
+    polaris.attach(["m"], "run-orphans", "table-like", ["m", "run_t"])
     snapshots_before = spark.sql("SELECT count(*) FROM gov.m.run_t.snapshots").first()[0]
     time.sleep(1.0)  # every snapshot is now older than max_snapshot_age_days
     state = tmp_path / "state.json"
@@ -225,7 +227,9 @@ def test_run_compacts_expires_and_skips_unchanged_tables(spark, gov, polaris, tm
     assert any("[1/1] gov.m.run_t: rewrite_data_files done" in str(s) for s in seen)
     kinds = [(e.type, e.fields["action"]) for e in seen if isinstance(e, pce.events.Event)]
     assert kinds == [("maintenance.action.started", "rewrite_data_files"), ("maintenance.action.finished", "rewrite_data_files"),
-                     ("maintenance.action.started", "expire_snapshots"), ("maintenance.action.finished", "expire_snapshots")]
+                     ("maintenance.action.started", "expire_snapshots"), ("maintenance.action.finished", "expire_snapshots"),
+                     ("maintenance.action.started", "remove_orphan_files"), ("maintenance.action.finished", "remove_orphan_files")]
+    assert row.orphans_removed == 0  # every file is younger than 3 days: listed, none deleted
     print(report.render())
 
     again = pce.maintenance.run(spark, "gov.m.run_t", state_file=state)
