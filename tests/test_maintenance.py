@@ -181,6 +181,12 @@ def test_dry_run_prints_the_plan_with_origin_parameters_and_reasons(spark, gov, 
         assert "REFUSED: s3://warehouse/elsewhere is outside the table's location" in out
         assert "older_than => TIMESTAMP" in out and SECRET not in out + proc.stderr
         assert data_files(spark, "gov.m.plan_t") == 2  # a dry run changes nothing
+        as_json = run_cli("maintain", "gov.m.plan_t", "--dry-run", "--json", "--catalog", "gov", "--uri", policies.url,
+                          "--credential", lakehouse.info.credential, "--state-file", str(tmp_path / "state.json"))
+        [table] = json.loads(as_json.stdout)["tables"]
+        compaction = next(a for a in table["actions"] if a["procedure"] == "rewrite_data_files")
+        assert compaction["unknown_keys"] == ["colour"] and compaction["policy"] == "plan-compaction@v0"
+        assert [a["refused"] is not None for a in table["actions"] if a["procedure"] == "remove_orphan_files"] == [True, True]
 
         # The same policies from a file (catalogs without the policy API) give the same plan.
         policy_file = tmp_path / "policies.json"
