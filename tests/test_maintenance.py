@@ -13,7 +13,7 @@ from pyspark_catalog_ext.catalog_client import CatalogClient
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.policies import ApplicablePolicy, FilePolicySource, parse_content
 from pyspark_catalog_ext.session import catalog_properties
-from tests.conftest import SECRET, run_cli
+from tests.conftest import SECRET, assert_one_line_error, run_cli
 from tests.refresh_support import add_spark_catalog
 from tests.servers import CatalogProxy, PolicyServer, S3ExpiryProxy
 
@@ -202,6 +202,14 @@ def test_dry_run_prints_the_plan_with_origin_parameters_and_reasons(spark, gov, 
     finally:
         polaris.client.request("POST", "/polaris/v1/{prefix}/namespaces/m/policies/plan-compaction/mappings",
                                json={"target": {"type": "namespace", "path": ["m"]}})
+
+
+def test_a_catalog_without_the_policy_api_is_one_clear_error(spark, lakehouse, tmp_path):
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.nopolicy")
+    spark.sql("CREATE TABLE IF NOT EXISTS lake.nopolicy.t (id BIGINT) USING iceberg")
+    proc = run_cli("maintain", "lake.nopolicy", "--dry-run", "--uri", lakehouse.info.iceberg_uri,
+                   "--credential", lakehouse.info.credential, "--state-file", str(tmp_path / "s.json"))
+    assert_one_line_error(proc, "has no Polaris policy API", "--policy-file")
 
 
 def test_run_compacts_expires_and_skips_unchanged_tables(spark, gov, polaris, tmp_path):
