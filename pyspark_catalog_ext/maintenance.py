@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 from urllib.parse import urlsplit
 
-from .errors import CatalogError, CatalogExtError, CatalogNotFoundError, ConfigError, redact
+from .errors import CatalogExtError, CatalogNotFoundError, ConfigError, redact
 from . import events
 from .policies import (
     DATA_COMPACTION,

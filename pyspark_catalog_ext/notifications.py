@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping
 from urllib.parse import quote
 
 from cachetools import LRUCache
