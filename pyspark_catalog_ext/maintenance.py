@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 from urllib.parse import urlsplit
 
-from .errors import CatalogError, CatalogExtError, CatalogNotFoundError, ConfigError, redact
+from .errors import CatalogExtError, CatalogNotFoundError, ConfigError, redact
 from . import events
 from .policies import (
     DATA_COMPACTION,
@@ -48,6 +48,7 @@ from .policies import (
     FilePolicySource,
     OrphanFileRemovalContent,
     PolarisPolicySource,
+    PolicyApiUnavailableError,
     PolicySource,
     effective_policies,
     parse_content,
@@ -443,6 +444,8 @@ def _plan_with_client(client: Any, catalog: str, targets: list[list[str]], sourc
             for policy_type in MAINTENANCE_TYPES:
                 if policy_type in chosen:
                     tp.actions += _actions_for(chosen[policy_type], tp, now)
+        except PolicyApiUnavailableError:
+            raise  # the same for every table: one clear error instead of one per table
         except CatalogExtError as exc:
             tp.error, tp.actions = str(exc), []
             continue
@@ -596,7 +599,8 @@ def run(spark: Any, what: Union[Plan, str, Sequence[str]], *, progress: Optional
                 continue
             if tp.skip or not any(a.runnable for a in tp.actions):
                 result.status = "skipped" if tp.skip else "nothing"
-                say(f"{tag}: {tp.skip or 'nothing to run'}")
+                refusals = "; ".join(f"{a.procedure} refused: {a.refused}" for a in tp.actions if a.refused)
+                say(f"{tag}: {tp.skip or refusals or 'nothing to run'}")
                 continue
             started = time.monotonic()
             try:
@@ -659,7 +663,8 @@ def _cmd(args: argparse.Namespace) -> int:
         return 1 if any(t.error for t in the_plan.tables) else 0
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1") if args.profile == "local" else None
+    if args.profile == "local":  # Spark picks its address before reading any conf
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(args.master).appName("pyspark-catalog-ext maintain")
     builder = configure(builder, args.profile, args.catalog, extra_conf={"spark.ui.showConsoleProgress": "false"},
                         **connection_kwargs(args))

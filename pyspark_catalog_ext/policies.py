@@ -21,7 +21,7 @@ from typing import Any, Iterable, Literal, Optional, Protocol, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import ConfigError
+from .errors import CatalogNotFoundError, ConfigError
 
 __all__ = [
     "MAINTENANCE_TYPES",
@@ -29,6 +29,7 @@ __all__ = [
     "PolicyContent",
     "OrphanFileRemovalContent",
     "PolicySource",
+    "PolicyApiUnavailableError",
     "PolarisPolicySource",
     "FilePolicySource",
     "parse_content",
@@ -135,6 +136,10 @@ def effective_policies(policies: Iterable[ApplicablePolicy]) -> dict[str, Applic
     return chosen
 
 
+class PolicyApiUnavailableError(ConfigError):
+    """The catalog does not implement Polaris's policy API."""
+
+
 class PolicySource(Protocol):
     """Where policies come from: the policies applicable to one table."""
 
@@ -155,8 +160,15 @@ class PolarisPolicySource:
             params = {"namespace": NS_SEPARATOR.join(namespace), "target-name": table, "page-size": str(self.page_size)}
             if token:
                 params["page-token"] = token
-            answer = self.client.request("GET", "/polaris/v1/{prefix}/applicable-policies", params=params,
-                                         operation=f"applicable-policies {'.'.join([*namespace, table])}") or {}
+            try:
+                answer = self.client.request("GET", "/polaris/v1/{prefix}/applicable-policies", params=params,
+                                             operation=f"applicable-policies {'.'.join([*namespace, table])}") or {}
+            except CatalogNotFoundError as exc:
+                if "does not implement" in str(exc):
+                    raise PolicyApiUnavailableError(
+                        f"the catalog at {self.client.safe_uri} has no Polaris policy API (404 on "
+                        "applicable-policies); pass a policy file (--policy-file / policy_file=)") from None
+                raise
             try:
                 out += [ApplicablePolicy.model_validate(p) for p in answer.get("applicable-policies", [])]
             except ValidationError as exc:

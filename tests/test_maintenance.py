@@ -13,7 +13,7 @@ from pyspark_catalog_ext.catalog_client import CatalogClient
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.policies import ApplicablePolicy, FilePolicySource, parse_content
 from pyspark_catalog_ext.session import catalog_properties
-from tests.conftest import SECRET, run_cli
+from tests.conftest import SECRET, assert_one_line_error, run_cli
 from tests.refresh_support import add_spark_catalog
 from tests.servers import CatalogProxy, PolicyServer, S3ExpiryProxy
 
@@ -181,6 +181,12 @@ def test_dry_run_prints_the_plan_with_origin_parameters_and_reasons(spark, gov, 
         assert "REFUSED: s3://warehouse/elsewhere is outside the table's location" in out
         assert "older_than => TIMESTAMP" in out and SECRET not in out + proc.stderr
         assert data_files(spark, "gov.m.plan_t") == 2  # a dry run changes nothing
+        as_json = run_cli("maintain", "gov.m.plan_t", "--dry-run", "--json", "--catalog", "gov", "--uri", policies.url,
+                          "--credential", lakehouse.info.credential, "--state-file", str(tmp_path / "state.json"))
+        [table] = json.loads(as_json.stdout)["tables"]
+        compaction = next(a for a in table["actions"] if a["procedure"] == "rewrite_data_files")
+        assert compaction["unknown_keys"] == ["colour"] and compaction["policy"] == "plan-compaction@v0"
+        assert [a["refused"] is not None for a in table["actions"] if a["procedure"] == "remove_orphan_files"] == [True, True]
 
         # The same policies from a file (catalogs without the policy API) give the same plan.
         policy_file = tmp_path / "policies.json"
@@ -198,6 +204,14 @@ def test_dry_run_prints_the_plan_with_origin_parameters_and_reasons(spark, gov, 
                                json={"target": {"type": "namespace", "path": ["m"]}})
 
 
+def test_a_catalog_without_the_policy_api_is_one_clear_error(spark, lakehouse, tmp_path):
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.nopolicy")
+    spark.sql("CREATE TABLE IF NOT EXISTS lake.nopolicy.t (id BIGINT) USING iceberg")
+    proc = run_cli("maintain", "lake.nopolicy", "--dry-run", "--uri", lakehouse.info.iceberg_uri,
+                   "--credential", lakehouse.info.credential, "--state-file", str(tmp_path / "s.json"))
+    assert_one_line_error(proc, "has no Polaris policy API", "--policy-file")
+
+
 def test_run_compacts_expires_and_skips_unchanged_tables(spark, gov, polaris, tmp_path):
     small_files_table(spark, "gov.m.run_t", files=6)
     polaris.create(["m"], "run-compaction", COMPACTION, content(config={"target_file_size_bytes": 64 * 1024 * 1024}))
@@ -205,6 +219,8 @@ def test_run_compacts_expires_and_skips_unchanged_tables(spark, gov, polaris, tm
                                                                  "min_snapshot_to_keep": 1}))
     polaris.attach(["m"], "run-compaction", "table-like", ["m", "run_t"])
     polaris.attach(["m"], "run-expiry", "table-like", ["m", "run_t"])
+    polaris.create(["m"], "run-orphans", ORPHANS, content(max_orphan_file_age_in_days=3))
+    polaris.attach(["m"], "run-orphans", "table-like", ["m", "run_t"])
     snapshots_before = spark.sql("SELECT count(*) FROM gov.m.run_t.snapshots").first()[0]
     time.sleep(1.0)  # every snapshot is now older than max_snapshot_age_days
     state = tmp_path / "state.json"
@@ -225,7 +241,9 @@ def test_run_compacts_expires_and_skips_unchanged_tables(spark, gov, polaris, tm
     assert any("[1/1] gov.m.run_t: rewrite_data_files done" in str(s) for s in seen)
     kinds = [(e.type, e.fields["action"]) for e in seen if isinstance(e, pce.events.Event)]
     assert kinds == [("maintenance.action.started", "rewrite_data_files"), ("maintenance.action.finished", "rewrite_data_files"),
-                     ("maintenance.action.started", "expire_snapshots"), ("maintenance.action.finished", "expire_snapshots")]
+                     ("maintenance.action.started", "expire_snapshots"), ("maintenance.action.finished", "expire_snapshots"),
+                     ("maintenance.action.started", "remove_orphan_files"), ("maintenance.action.finished", "remove_orphan_files")]
+    assert row.orphans_removed == 0  # every file is younger than 3 days: listed, none deleted
     print(report.render())
 
     again = pce.maintenance.run(spark, "gov.m.run_t", state_file=state)

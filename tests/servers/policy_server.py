@@ -24,6 +24,14 @@ maintenance runner uses; everything else is forwarded to the upstream catalog un
   apply only where attached. ``namespace`` is the namespace the policy is defined in. A missing
   target is 404 (the upstream catalog is asked, with the caller's own Authorization).
 
+* ``POST /v1/{prefix}/namespaces/{ns}/tables/{t}/notifications`` (Polaris
+  ``notifications-api.yaml``, NotificationRequest: ``notification-type`` VALIDATE, CREATE,
+  UPDATE, DROP; payload ``table-name``, ``timestamp``, ``table-uuid``, ``metadata-location``
+  required, ``metadata``) -> 204. A timestamp older than or equal to the newest one admitted
+  for the table is 409; VALIDATE is a dry run (location within ``allowed_locations``, else 400;
+  no timestamp admitted); CREATE of a mirrored table is 409; DROP of an unknown one is 404.
+  The mirror is in memory: ``mirrored`` (table -> last payload) and ``notifications`` (all).
+
 Inheritable types: the predefined ``system.*`` maintenance types. Page tokens are opaque
 (base64 of an offset). Evidence: ``requests_by_route``, ``policies``, ``mappings``.
 """
@@ -47,6 +55,8 @@ _POLICIES = re.compile(r"^/polaris/v1/(?P<prefix>[^/]+)/namespaces/(?P<ns>[^/]+)
 _POLICY = re.compile(r"^/polaris/v1/(?P<prefix>[^/]+)/namespaces/(?P<ns>[^/]+)/policies/(?P<name>[^/]+)$")
 _MAPPINGS = re.compile(r"^/polaris/v1/(?P<prefix>[^/]+)/namespaces/(?P<ns>[^/]+)/policies/(?P<name>[^/]+)/mappings$")
 _APPLICABLE = re.compile(r"^/polaris/v1/(?P<prefix>[^/]+)/applicable-policies$")
+_NOTIFY = re.compile(r"^/v1/(?P<prefix>[^/]+)/namespaces/(?P<ns>[^/]+)/tables/(?P<t>[^/]+)/notifications$")
+NOTIFICATION_TYPES = {"VALIDATE", "CREATE", "UPDATE", "DROP"}
 _TOP_KEYS = {"version", "enable", "config"}
 _ORPHAN_KEYS = _TOP_KEYS | {"max_orphan_file_age_in_days", "locations"}
 
@@ -113,9 +123,13 @@ class PolicyServer(BufferedProxy):
         self.policies: dict[tuple[tuple[str, ...], str], StoredPolicy] = {}
         self.mappings: list[Mapping] = []
         self.requests_by_route: dict[str, int] = {}
+        self.allowed_locations: tuple[str, ...] = ("s3://",)
+        self.mirrored: dict[str, dict] = {}
+        self.notifications: list[dict] = []  # every request: type, table, timestamp, status
+        self._admitted_ts: dict[str, int] = {}
 
     def classify(self, req: Request):
-        for kind, pattern in (("applicable-policies", _APPLICABLE), ("mappings", _MAPPINGS),
+        for kind, pattern in (("notifications", _NOTIFY), ("applicable-policies", _APPLICABLE), ("mappings", _MAPPINGS),
                               ("policy", _POLICY), ("policies", _POLICIES)):
             if pattern.match(req.route):
                 return kind, None
@@ -148,6 +162,8 @@ class PolicyServer(BufferedProxy):
             body = req.json() if req.body else {}
         except ValueError:
             return _error(400, "BadRequestException", "request body is not JSON")
+        if kind == "notifications" and req.method == "POST":
+            return self._notify(_NOTIFY.match(req.route), body or {})
         if kind == "applicable-policies" and req.method == "GET":
             return self._applicable(req, _APPLICABLE.match(req.route)["prefix"])
         m = (_MAPPINGS if kind == "mappings" else _POLICY if kind == "policy" else _POLICIES).match(req.route)
@@ -287,3 +303,38 @@ class PolicyServer(BufferedProxy):
         if offset + size < len(items):
             answer["next-page-token"] = base64.urlsafe_b64encode(str(offset + size).encode()).decode()
         return Response(200, [("Content-Type", "application/json")]).with_json(answer)
+
+    def _notify(self, m, body: dict) -> Response:
+        table = ".".join(unquote(m["ns"]).split(NS_SEP) + [unquote(m["t"])])
+        kind, payload = body.get("notification-type"), body.get("payload")
+        record = {"type": kind, "table": table, "timestamp": None, "status": 400}
+        with self._lock:
+            self.notifications.append(record)
+            if kind not in NOTIFICATION_TYPES or not isinstance(payload, dict):
+                return _error(400, "BadRequestException", "notification-type and payload are required")
+            missing = [k for k in ("table-name", "timestamp", "table-uuid", "metadata-location") if k not in payload]
+            if missing or not isinstance(payload["timestamp"], int):
+                return _error(400, "BadRequestException", f"payload lacks {missing or ['an integer timestamp']}")
+            record["timestamp"] = ts = payload["timestamp"]
+            if not str(payload["metadata-location"]).startswith(self.allowed_locations):
+                return _error(400, "BadRequestException", "metadata-location is outside the allowed locations")
+            if ts <= self._admitted_ts.get(table, -1):
+                record["status"] = 409
+                return _error(409, "AlreadyExistsException",
+                              "A notification with a newer timestamp has been admitted for table")
+            if kind == "VALIDATE":
+                record["status"] = 204
+                return Response(204)
+            if kind == "CREATE" and table in self.mirrored:
+                record["status"] = 409
+                return _error(409, "AlreadyExistsException", f"table {table} already exists")
+            if kind == "DROP" and table not in self.mirrored:
+                record["status"] = 404
+                return _error(404, "NoSuchTableException", f"table {table} does not exist")
+            self._admitted_ts[table] = ts
+            if kind == "DROP":
+                del self.mirrored[table]
+            else:
+                self.mirrored[table] = payload
+            record["status"] = 204
+        return Response(204)
