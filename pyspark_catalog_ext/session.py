@@ -46,6 +46,7 @@ __all__ = [
     "EXTENSIONS",
     "SHIM_CATALOG_IMPL",
     "SHIM_CLIENT_FACTORY",
+    "SHIM_PLUGIN",
     "REDACTION_REGEX",
     "register",
     "add_connection_arguments",
@@ -57,6 +58,7 @@ SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
 S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
 SHIM_CATALOG_IMPL = "io.catalogext.shim.ExtRESTCatalog"
 SHIM_CLIENT_FACTORY = "io.catalogext.shim.RefreshingS3ClientFactory"
+SHIM_PLUGIN = "io.catalogext.shim.CatalogExtPlugin"
 DELEGATION_HEADER = "header.X-Iceberg-Access-Delegation"
 # Spark's default only covers secret|password|token|access key: `...catalog.lake.credential` would
 # show in the Spark UI and event logs without the additions.
@@ -265,6 +267,7 @@ def spark_conf(
     shim: bool = True,
     local: bool | None = None,
     extra_conf: Mapping[str, str] | None = None,
+    refresh: Any = None,
     **catalog_args: Any,
 ) -> CatalogSparkConf:
     """All Spark settings for `catalog` as a CatalogSparkConf dict (secrets masked in its repr).
@@ -273,6 +276,7 @@ def spark_conf(
     oauth2_server_uri, scope, region, signing_name, path_style, s3_endpoint, from_pyiceberg,
     lakehouse). `jars`: "offline" (resolved PyPI jars in spark.jars), "maven" (spark.jars.packages)
     or None (no jar settings). `local`: bind the driver to 127.0.0.1 (default: for profile local).
+    `refresh`: a `RefreshPolicy`, written as the catalog's `catalog-ext.refresh.*` properties.
     """
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", catalog):
         raise ConfigError(f"catalog name {catalog!r} must be a plain identifier such as 'lake'")
@@ -282,6 +286,8 @@ def spark_conf(
     conf["spark.sql.extensions"] = EXTENSIONS
     conf[f"spark.sql.catalog.{catalog}"] = SPARK_CATALOG
     conf.update({f"spark.sql.catalog.{catalog}.{k}": v for k, v in props.items()})
+    if refresh is not None and shim:
+        conf.update({f"spark.sql.catalog.{catalog}.{k}": v for k, v in refresh.catalog_properties().items()})
     conf["spark.redaction.regex"] = REDACTION_REGEX
     if local if local is not None else prof.name == "local":
         # this VM (and many laptops) would otherwise advertise a non-loopback address
@@ -289,9 +295,21 @@ def spark_conf(
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     if jars is not None:
         conf.update(_jar_conf(jars, shim))
+    if shim:
+        conf["spark.plugins"] = SHIM_PLUGIN  # executors ask the driver over Spark's own RPC
     if extra_conf:
-        conf.update({str(k): str(v) for k, v in extra_conf.items()})
+        extra = {str(k): str(v) for k, v in extra_conf.items()}
+        conf.update({k: v for k, v in extra.items() if k != "spark.plugins"})
+        conf["spark.plugins"] = _join_list(extra.get("spark.plugins", ""), conf.get("spark.plugins", ""))
+        if not conf["spark.plugins"]:
+            del conf["spark.plugins"]
     return conf
+
+
+def _join_list(existing: str, ours: str) -> str:
+    """Comma lists such as spark.plugins: the user's entries first, ours appended once."""
+    items = [i.strip() for i in existing.split(",") if i.strip()]
+    return ",".join(items + [i for i in ours.split(",") if i.strip() and i.strip() not in items])
 
 
 def _jar_conf(mode: str, shim: bool) -> dict[str, str]:
@@ -323,9 +341,9 @@ def configure(builder: Any, profile: str | Profile = "local", catalog: str = "la
     if check:
         check_catalog(conf, catalog)
     existing = getattr(builder, "_options", {}) or {}
-    for key in ("spark.jars", "spark.sql.extensions", "spark.jars.packages"):
-        if existing.get(key) and key in conf and conf[key] not in existing[key]:
-            conf[key] = f"{existing[key]},{conf[key]}"
+    for key in ("spark.jars", "spark.sql.extensions", "spark.jars.packages", "spark.plugins"):
+        if existing.get(key) and key in conf:
+            conf[key] = _join_list(existing[key], conf[key])  # the user's entries kept, ours appended
     for key, value in conf.items():
         builder = builder.config(key, value)
     _keep_secrets_off_command_line(builder)

@@ -22,7 +22,11 @@ def main() -> None:
     # Everything a leak could hide in is switched on: INFO logs everywhere, the UI, event logs.
     logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)
     extra = {"spark.ui.enabled": "true", "spark.ui.port": "0", "spark.eventLog.enabled": "true",
-             "spark.eventLog.dir": args["event_log_dir"]}
+             "spark.eventLog.dir": args["event_log_dir"],
+             # Spark's own RPC authentication and encryption carry the plugin's messages.
+             "spark.authenticate": "true", "spark.network.crypto.enabled": "true"}
+    # Standalone/local-cluster Spark takes its RPC secret only from the conf (a test-only secret).
+    builder = builder.config("spark.authenticate.secret", os.environ["CATALOG_EXT_TEST_AUTH_SECRET"])
     builder = configure(builder, "local", "fast", uri=args["uri"], warehouse=args["warehouse"],
                         credential=args["credential"], extra_conf=extra)
     spark = builder.getOrCreate()
@@ -48,7 +52,8 @@ def main() -> None:
         "auto_attached": auto_attached,
         "count": spark.table(table).count(),
         "executors": executors,
-        "channel": manager.channel_stats(),
+        "plugin": manager.plugin_stats(),
+        "rpc_encrypted": spark.sparkContext.getConf().get("spark.network.crypto.enabled"),
         "status": [{"name": s.name, "by_strategy": s.refreshes_by_strategy, "failures": s.failure_count}
                    for s in manager.status()],
     }

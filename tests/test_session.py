@@ -106,3 +106,17 @@ def test_configure_keeps_existing_builder_settings(lakehouse):
     assert builder._options["spark.sql.extensions"].startswith("com.example.Ext,")
     jars = builder._options["spark.jars"].split(",")
     assert jars[0] == "/opt/x.jar" and len(jars) == 30
+
+
+def test_configure_and_spark_conf_append_our_plugin_to_the_users(lakehouse):
+    """spark.plugins is a list: a user's plugin stays first, ours is added once (also via the CLI's
+    extra conf)."""
+    from pyspark_catalog_ext.session import SHIM_PLUGIN
+
+    builder = SparkSession.Builder().config("spark.plugins", "com.example.Mine")
+    configure(builder, "local", lakehouse=lakehouse, jars=None)
+    configure(builder, "local", lakehouse=lakehouse, jars=None)  # twice: still once
+    assert builder._options["spark.plugins"] == f"com.example.Mine,{SHIM_PLUGIN}"
+    conf = spark_conf("local", lakehouse=lakehouse, jars=None, extra_conf={"spark.plugins": "a.B"})
+    assert conf["spark.plugins"] == f"a.B,{SHIM_PLUGIN}"
+    assert "spark.plugins" not in spark_conf("local", lakehouse=lakehouse, jars=None, shim=False)

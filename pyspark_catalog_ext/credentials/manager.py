@@ -1,8 +1,9 @@
-"""Attaches refreshing credentials to a live SparkSession: the Py4J bridge, the scheduler, status.
+"""The Python face of credential refresh in a live SparkSession: status, knobs and user sources.
 
-The JVM shim (io.catalogext.shim) holds every table's credentials and serves S3 clients from
-memory. This side decides when to refresh and how: it answers the JVM's Py4J callbacks with
-credentials from the catalog strategies or a user's source.
+The JVM shim (io.catalogext.shim) does the work without Python: it holds every table's
+credentials, schedules refreshes and talks to the catalog through Spark's own REST client. Python
+only answers for sources that exist only in Python (`attach(spark, sources=...)`), through a Py4J
+callback that the JVM calls with a timeout.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from typing import Any, Mapping
 
 from ..errors import CatalogExtError, ConfigError, redact
 from .. import logsafety, spark_errors
-from ..catalog_client import CatalogClient
-from .scheduler import RefreshPolicy, RefreshScheduler, SchedulerThread, TableState
-from .sources import CredentialSource, StrategyChain, user_answer
+from .scheduler import RefreshPolicy
+from .sources import CredentialSource, user_answer
 
 log = logging.getLogger("pyspark_catalog_ext.credentials")
 
@@ -103,25 +103,23 @@ class CredentialManager:
     """Refreshing storage credentials for every shim-enabled catalog of one SparkSession.
 
     Create it with :func:`attach`. Use :meth:`status` to see each table's strategy and timing,
-    :meth:`register_source` to plug a credential source of your own, :meth:`close` to detach.
+    :meth:`register_source` to plug a credential source of your own, :meth:`close` to detach it.
+    The refresh itself runs in the JVM and needs none of this.
     """
 
     def __repr__(self) -> str:
-        return f"CredentialManager(catalogs={sorted(self._clients)}, tables={len(self.status())}, policy={self.policy})"
+        return f"CredentialManager(catalogs={sorted(self._catalogs)}, tables={len(self.status())}, policy={self.policy})"
 
-    def __init__(self, spark: Any, policy: RefreshPolicy, catalog_clients: Mapping[str, Any]) -> None:
+    def __init__(self, spark: Any, policy: RefreshPolicy | None = None) -> None:
         self._spark = spark
-        self.policy = policy
-        self._clients = dict(catalog_clients)
-        self._chains = {name: StrategyChain() for name in self._clients}
+        self.policy = policy or RefreshPolicy()
+        self._catalogs: set[str] = set()
         self._user_sources: dict[str, CredentialSource] = {}
-        self._lock = threading.Lock()
-        jvm = spark.sparkContext._jvm
-        self._registry = jvm.io.catalogext.shim.CredentialRegistry.get()
-        self._registry.setRefreshPolicy(int(policy.min_ahead_s * 1000), float(policy.lifetime_fraction))
+        self._registry = spark.sparkContext._jvm.io.catalogext.shim.CredentialRegistry.get()
+        if policy is not None:
+            self._apply_policy(policy)
         self._bridge = _PythonBridge(self)
-        self._scheduler = RefreshScheduler(policy, self._table_states, self._refresh)
-        self._thread: SchedulerThread | None = None
+        self._bridge_registered = False
         self._closed = False
 
     # ---- public API ----
@@ -130,23 +128,23 @@ class CredentialManager:
     def closed(self) -> bool:
         return self._closed
 
-    def add_catalog(self, name: str, client: Any, props: Mapping[str, str] | None = None) -> None:
-        """Refresh tables of Spark catalog `name` through `client` (a CatalogClient)."""
+    def add_catalog(self, name: str, props: Mapping[str, str] | None = None) -> None:
+        """Report on Spark catalog `name` (a shim catalog); its secrets are masked in py4j logs."""
         logsafety.MASK.add(logsafety.secret_conf_values(dict(props or {})))
-        self._clients[name] = client
-        self._chains[name] = StrategyChain()
+        self._catalogs.add(name)
 
     def set_policy(self, policy: RefreshPolicy) -> None:
-        """Use a new refresh policy; tables handed out from now on carry it to executors too."""
+        """Use `policy` instead of the catalogs' `catalog-ext.refresh.*` properties for tables
+        handed out from now on (in the driver and, through their FileIO config, in executors)."""
         self.policy = policy
-        self._scheduler.policy = policy
-        self._registry.setRefreshPolicy(int(policy.min_ahead_s * 1000), float(policy.lifetime_fraction))
+        self._apply_policy(policy)
 
     def register_source(self, catalog: str, source: CredentialSource) -> None:
         """Serve `catalog`'s tables from `source` instead of the catalog's own strategies."""
         if not hasattr(source, "fetch"):
             raise ConfigError(f"{type(source).__name__} is not a credential source: it needs a fetch(table) method")
         self._user_sources[catalog] = source
+        self._register_bridge()
         self._registry.enableCustomSource(catalog)
 
     def status(self) -> list[TableStatus]:
@@ -162,77 +160,59 @@ class CredentialManager:
             by_name.setdefault(name, []).append(entry)
         return [_merged_status(name, entries) for name, entries in by_name.items()]
 
-    def channel_stats(self) -> dict:
-        """The driver channel's endpoint and how many executor requests it served or refused."""
-        return json.loads(self._registry.channelStats())
+    def plugin_stats(self) -> dict:
+        """How many executor requests the driver plugin (Spark plugin RPC) served or refused."""
+        return json.loads(self._registry.pluginStats())
 
     def refresh_now(self, table: str | None = None) -> int:
         """Refresh every tracked table now, or only `table` ("catalog.ns.table"), e.g. to check a
         catalog's refresh path. A table that fails is logged and skipped. Returns how many entries
         got new credentials."""
         count = 0
-        for state in self._table_states(include_unexpiring=True):
-            if table is not None and state.name != table:
+        for entry in json.loads(self._registry.describe()):
+            name = ".".join([entry["catalog"], *entry["namespace"], entry["table"]])
+            if table is not None and name != table:
                 continue
             try:
-                if self._refresh(state.handle, state.generation):
+                if self._registry.refresh(entry["handle"], int(entry["generation"])):
                     count += 1
             except Exception as exc:  # noqa: BLE001 - one dead catalog must not stop the others
-                log.warning("catalog-ext: refresh of %s failed: %s", state.name, redact(str(exc)).splitlines()[0])
+                log.warning("catalog-ext: refresh of %s failed: %s", name, redact(str(exc)).splitlines()[0])
         return count
 
-    def tick(self) -> list[str]:
-        """Run one scheduler pass now."""
-        return self._scheduler.tick()
-
     def close(self) -> None:
-        """Stop the scheduler and detach the bridge. Tables keep their current credentials."""
-        if self._thread:
-            self._thread.stop()
-            self._thread = None
-        self._registry.unregisterBridge()
+        """Detach the Python sources. Tables keep refreshing through the JVM."""
+        if self._bridge_registered:
+            self._registry.unregisterBridge()
+            self._bridge_registered = False
         self._closed = True
 
     # ---- internals ----
 
-    def _start(self) -> "CredentialManager":
+    def _apply_policy(self, policy: RefreshPolicy) -> None:
+        props = {k.rsplit(".", 1)[1]: v for k, v in policy.catalog_properties().items()}
+        self._registry.setRefreshPolicy(
+            int(props["min-ahead-ms"]), float(props["lifetime-fraction"]), int(props["check-interval-ms"]),
+            int(props["initial-backoff-ms"]), int(props["max-backoff-ms"]), int(props["timeout-ms"]))
+
+    def _register_bridge(self) -> None:
+        """The Py4J callback server is only needed once a Python source exists."""
+        if self._bridge_registered:
+            return
         from pyspark.java_gateway import ensure_callback_server_started
 
         logsafety.install()
         ensure_callback_server_started(self._spark.sparkContext._gateway)
         self._registry.registerBridge(self._bridge)
-        self._thread = SchedulerThread(self._scheduler).start()
-        return self
-
-    def _table_states(self, include_unexpiring: bool = False) -> list[TableState]:
-        # Abandoned entries (expired, unused for an hour) go first, so they are never refreshed.
-        self._registry.evictIdle(int(max(3600.0, 4 * self.policy.check_interval_s) * 1000))
-        states = []
-        for entry in json.loads(self._registry.describe()):
-            state = TableState.from_described(entry)
-            if state is None and include_unexpiring:
-                name = ".".join([entry["catalog"], *entry["namespace"], entry["table"]])
-                state = TableState(entry["handle"], name, int(entry["generation"]), 0.0, float("inf"))
-            if state is not None:
-                states.append(state)
-        return states
-
-    def _refresh(self, handle: str, seen_generation: int) -> bool:
-        return bool(self._registry.refresh(handle, seen_generation))
+        self._bridge_registered = True
 
     def _fetch(self, req: dict) -> dict:
-        """Called by the JVM (through the bridge) when a table needs credentials."""
+        """Called by the JVM (through the bridge, with a timeout) for a table of a catalog with a user source."""
         catalog = req.get("catalog", "")
         source = self._user_sources.get(catalog)
-        if source is not None:
-            answer = user_answer(source, req)
-        else:
-            client = self._clients.get(catalog)
-            if client is None:
-                raise ConfigError(
-                    f"catalog {catalog!r} is not attached: call attach(spark, catalogs=[{catalog!r}])"
-                )
-            answer = self._chains[catalog].fetch(client, req)
+        if source is None:
+            raise ConfigError(f"catalog {catalog!r} has no Python credential source: attach(spark, sources={{{catalog!r}: ...}})")
+        answer = user_answer(source, req)
         log.info(
             "catalog-ext: fetched storage credentials for %s via %s",
             ".".join([catalog, *req.get("namespace", []), req.get("table", "?")]),
@@ -270,11 +250,12 @@ def attach(
     policy: RefreshPolicy | None = None,
     sources: Mapping[str, CredentialSource] | None = None,
 ) -> CredentialManager:
-    """Start refreshing storage credentials for the session's shim-enabled catalogs.
+    """The Python face of the session's credential refresh: status, knobs and Python sources.
 
-    Call after the SparkSession exists (`lakehouse_session` and `session()` helpers do it for you).
-    Calling it again returns the same manager, picks up catalogs added since, and applies a new
-    `policy` if given.
+    Refresh itself needs no call: the JVM shim does it for every shim-enabled catalog. Use this to
+    see `status()`, to set a `policy` for tables handed out from now on (else each catalog's
+    `catalog-ext.refresh.*` properties apply), or to serve catalogs from `sources`. Calling it
+    again returns the same manager and picks up catalogs added since.
     """
     spark_errors.install()  # our JVM failures in spark.sql etc. become one-line package errors
     found = shim_catalogs(spark)
@@ -289,14 +270,13 @@ def attach(
     with _MANAGERS_LOCK:
         manager = _MANAGERS.get(key)
         if manager is None or manager.closed:
-            manager = CredentialManager(spark, policy or RefreshPolicy(), {})
+            manager = CredentialManager(spark, policy)
             _MANAGERS[key] = manager
-            manager._start()
         elif policy is not None:
             manager.set_policy(policy)
         for name in wanted:
-            if name not in manager._clients:
-                manager.add_catalog(name, CatalogClient.from_properties(found[name]), found[name])
+            if name not in manager._catalogs:
+                manager.add_catalog(name, found[name])
         for catalog, source in (sources or {}).items():
             manager.register_source(catalog, source)
     return manager

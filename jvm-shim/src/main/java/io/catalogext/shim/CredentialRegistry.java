@@ -27,13 +27,17 @@ public final class CredentialRegistry {
   private final Set<String> customSourceCatalogs = ConcurrentHashMap.newKeySet();
   private final Map<String, Object> tableLocks = new ConcurrentHashMap<>();
   private volatile PythonCredentialBridge bridge;
-  private volatile RefreshPolicy policy =
-      new RefreshPolicy(RefreshPolicy.DEFAULT_MIN_AHEAD_MS, RefreshPolicy.DEFAULT_FRACTION);
-  private volatile DriverChannel.Server channel;
-  private final TableCredentials.Clock clock = System::currentTimeMillis;
+  private volatile RefreshPolicy policyOverride;
+  /** Set by the driver plugin (or found from SparkEnv): this JVM runs the Spark driver. */
+  private volatile boolean driver;
+  private final TableCredentials.Clock clock;
+  /** Bound on tracked entries: past it, the least recently active idle entries go first. */
+  static final int MAX_ENTRIES = 10_000;
 
   private CredentialRegistry() {
-    // One ticker per JVM flags due snapshots so the providers' hot path never reads the clock.
+    this(System::currentTimeMillis);
+    // The one scheduler of this JVM: once a second it flags due snapshots (so the providers' hot
+    // path never reads the clock) and, on the driver, starts the refreshes that are due.
     java.util.concurrent.ScheduledExecutorService ticker =
         java.util.concurrent.Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -41,15 +45,46 @@ public final class CredentialRegistry {
               t.setDaemon(true);
               return t;
             });
-    ticker.scheduleWithFixedDelay(
-        () -> {
-          long now = clock.nowMs();
-          for (TableCredentials e : entries.values()) {
-            e.tick(now);
-          }
-        },
-        1, 1, java.util.concurrent.TimeUnit.SECONDS);
+    ticker.scheduleWithFixedDelay(this::tickSafely, 1, 1, java.util.concurrent.TimeUnit.SECONDS);
   }
+
+  /** A registry on {@code clock} with no ticker thread: unit tests call {@link #tick()} themselves. */
+  CredentialRegistry(TableCredentials.Clock clock) {
+    this.clock = clock;
+  }
+
+  /** One scheduler pass; never throws, or scheduleWithFixedDelay would stop for good. */
+  void tickSafely() {
+    try {
+      tick();
+    } catch (Throwable t) {
+      LOG.warn("catalog-ext: scheduler pass failed: {}", t.toString());
+    }
+  }
+
+  void tick() {
+    long now = clock.nowMs();
+    boolean onDriver = isDriver();
+    for (TableCredentials e : entries.values()) {
+      try {
+        e.tick(now);
+        if (onDriver) {
+          e.scheduleIfDue(now);
+        }
+      } catch (Throwable t) { // one broken entry must not starve the others
+        LOG.warn("catalog-ext: scheduling {} failed: {}", e.context.qualifiedName(), t.toString());
+      }
+    }
+    if (now - lastEvictionMs >= EVICTION_INTERVAL_MS) { // executors evict too
+      lastEvictionMs = now;
+      evictIdle(IDLE_EVICTION_MS);
+    }
+  }
+
+  /** Entries with expired credentials unused for this long are dropped (see {@link #evictIdle}). */
+  static final long IDLE_EVICTION_MS = 3_600_000L;
+  private static final long EVICTION_INTERVAL_MS = 60_000L;
+  private volatile long lastEvictionMs;
 
   public static CredentialRegistry get() {
     return INSTANCE;
@@ -70,8 +105,12 @@ public final class CredentialRegistry {
     customSourceCatalogs.add(catalog);
   }
 
-  public void setRefreshPolicy(long minAheadMs, double lifetimeFraction) {
-    this.policy = new RefreshPolicy(minAheadMs, lifetimeFraction);
+  /** Python's RefreshPolicy for every catalog of this JVM (instead of their catalog-ext.refresh.*). */
+  public void setRefreshPolicy(
+      long minAheadMs, double lifetimeFraction, long checkIntervalMs, long initialBackoffMs, long maxBackoffMs,
+      long timeoutMs) {
+    this.policyOverride =
+        new RefreshPolicy(minAheadMs, lifetimeFraction, checkIntervalMs, initialBackoffMs, maxBackoffMs, timeoutMs);
   }
 
   /** JSON array describing every table entry; no secrets. */
@@ -81,15 +120,11 @@ public final class CredentialRegistry {
     return Json.write(out);
   }
 
-  /** {"endpoint", "served", "refused"} of this driver's channel to executors; {} if none started. */
-  public String channelStats() {
-    DriverChannel.Server server = channel;
+  /** {"served", "refused"}: executor requests the driver plugin answered or turned away. */
+  public String pluginStats() {
     ObjectNode node = Json.object();
-    if (server != null) {
-      node.put("endpoint", server.endpoint);
-      node.put("served", server.served.get());
-      node.put("refused", server.refused.get());
-    }
+    node.put("served", CatalogExtPlugin.Driver.SERVED.get());
+    node.put("refused", CatalogExtPlugin.Driver.REFUSED.get());
     return Json.write(node);
   }
 
@@ -115,13 +150,44 @@ public final class CredentialRegistry {
    */
   public int evictIdle(long maxIdleMs) {
     long now = clock.nowMs();
-    int before = entries.size();
-    entries.values().removeIf(
-        e ->
-            now - e.lastActiveAtMs() > maxIdleMs
-                && e.slots().values().stream()
-                    .allMatch(s -> s.current == null || s.current.expiresAtMs <= now));
-    return before - entries.size();
+    int evicted = 0;
+    for (TableCredentials e : entries.values()) {
+      boolean expired =
+          e.slots().values().stream().allMatch(sl -> sl.current == null || sl.current.expiresAtMs <= now);
+      if (now - e.lastActiveAtMs() > maxIdleMs && expired && entries.remove(e.handle, e)) {
+        e.evicted(this::reinstate); // a provider still holding it takes the slow path, which brings it back
+        evicted++;
+      }
+    }
+    return evicted;
+  }
+
+  /** Keeps the registry bounded: beyond MAX_ENTRIES, the least recently active entries go. */
+  private void enforceBound() {
+    int excess = entries.size() - MAX_ENTRIES;
+    if (excess <= 0) {
+      return;
+    }
+    entries.values().stream()
+        .sorted(java.util.Comparator.comparingLong(TableCredentials::lastActiveAtMs))
+        .limit(excess)
+        .forEach(
+            e -> {
+              if (entries.remove(e.handle, e)) {
+                e.evicted(this::reinstate);
+              }
+            });
+  }
+
+  /** An evicted entry that is used again (a DataFrame kept in a notebook) is tracked again. */
+  void reinstate(TableCredentials entry) {
+    if (entries.putIfAbsent(entry.handle, entry) == null) {
+      LOG.info("catalog-ext: tracking {} again after an idle period", entry.context.qualifiedName());
+    }
+  }
+
+  int size() {
+    return entries.size();
   }
 
   // ---- called from the shim ----
@@ -130,20 +196,34 @@ public final class CredentialRegistry {
     return vended || customSourceCatalogs.contains(catalog);
   }
 
-  RefreshPolicy policy() {
-    return policy;
+  /** Catalogs of this JVM by name: their refresh client, paths and policy. */
+  private final Map<String, ObservingRESTClient.CatalogState> catalogs = new ConcurrentHashMap<>();
+
+  void registerCatalog(ObservingRESTClient.CatalogState state) {
+    catalogs.put(state.catalogName, state);
+  }
+
+  /** A policy set from Python (attach/set_policy) wins over the catalog's properties. */
+  RefreshPolicy policyFor(ObservingRESTClient.CatalogState state) {
+    RefreshPolicy override = policyOverride;
+    return override != null ? override : state.policy;
   }
 
   /** Creates the driver-side entry for a table the catalog just handed out; returns its handle. */
-  String registerDriverTable(TableContext context, Map<String, String> tableConfig, List<Credential> credentials) {
+  String registerDriverTable(
+      TableContext context,
+      ObservingRESTClient.CatalogState state,
+      Map<String, String> tableConfig,
+      List<Credential> credentials) {
     String handle = newId(12);
     TableCredentials entry =
-        new TableCredentials(handle, context, policy, this::fetchForTable, clock);
+        new TableCredentials(handle, context, policyFor(state), this::fetchForTable, clock);
     entry.seed("", tableConfig);
     for (Credential credential : credentials) {
       entry.seed(credential.prefix(), credential.config());
     }
     entries.put(handle, entry);
+    enforceBound();
     LOG.info("catalog-ext: tracking storage credentials for {}", context);
     return handle;
   }
@@ -165,21 +245,59 @@ public final class CredentialRegistry {
       return local;
     }
     TableContext context = TableContext.fromIdentity(props.get(ShimKeys.TABLE_IDENTITY));
-    DriverChannel.Server server = channel;
-    if (server != null && server.endpoint.equals(props.get(ShimKeys.DRIVER_ENDPOINT))) {
-      // This is the driver and the entry was evicted (idle for long): track the table again,
-      // refreshed like any committed table. Asking our own channel would only wait on ourselves.
-      LOG.warn("catalog-ext: re-tracking {} after its entry was evicted", context);
-      return entries.computeIfAbsent(
-          handle, h -> new TableCredentials(h, context, policy, this::fetchForTable, clock));
+    if (isDriver()) {
+      return retrack(handle, context);
     }
+    RefreshPolicy tablePolicy = RefreshPolicy.fromProperties(props);
+    long timeoutMs = tablePolicy.timeoutMs;
+    TableCredentials entry =
+        entries.computeIfAbsent(
+            handle,
+            h -> new TableCredentials(h, context, tablePolicy, DriverPluginSource.forExecutor(clock, timeoutMs), clock));
+    enforceBound();
+    return entry;
+  }
+
+  /**
+   * The driver plugin's answer to an executor: from memory, never waiting on the catalog. A due
+   * entry starts its (single-flight) background refresh and the executor asks again.
+   */
+  PluginMessages.Reply answerExecutor(PluginMessages.Request request) {
+    TableCredentials entry = entries.get(request.handle);
+    if (entry == null) {
+      if (request.identityJson == null) {
+        return PluginMessages.Reply.failed("unknown table handle");
+      }
+      entry = retrack(request.handle, TableContext.fromIdentity(request.identityJson));
+    }
+    return entry.executorReply();
+  }
+
+  /**
+   * This is the driver and the entry was evicted (idle for long): track the table again, refreshed
+   * like any committed table.
+   */
+  private TableCredentials retrack(String handle, TableContext context) {
     return entries.computeIfAbsent(
         handle,
         h -> {
-          DriverChannel.Client client =
-              new DriverChannel.Client(props.get(ShimKeys.DRIVER_ENDPOINT), props.get(ShimKeys.DRIVER_SECRET));
-          return new TableCredentials(h, context, RefreshPolicy.fromProperties(props), client::fetch, clock);
+          LOG.warn("catalog-ext: re-tracking {} after its entry was evicted", context);
+          ObservingRESTClient.CatalogState state = catalogs.get(context.catalog);
+          RefreshPolicy p = state != null ? policyFor(state) : RefreshPolicy.defaults();
+          return new TableCredentials(h, context, p, this::fetchForTable, clock);
         });
+  }
+
+  void markDriver() {
+    driver = true;
+  }
+
+  private boolean isDriver() {
+    if (driver) {
+      return true;
+    }
+    org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
+    return env != null && "driver".equals(env.executorId());
   }
 
   TableCredentials lookup(String handle) {
@@ -194,19 +312,12 @@ public final class CredentialRegistry {
     return e;
   }
 
-  synchronized DriverChannel.Server channel() {
-    if (channel == null) {
-      channel = DriverChannel.Server.start(this, newId(32));
-    }
-    return channel;
-  }
-
   /**
    * Refresh source of driver entries. A table handed out several times (a CTAS, then loads) has
    * several entries; they take turns, and one whose sibling already holds credentials that are not
    * yet due takes those instead of asking the catalog: one request per table per refresh.
    */
-  private RefreshResult fetchForTable(TableCredentials entry) {
+  private RefreshResult fetchForTable(TableCredentials entry) throws Exception {
     synchronized (tableLocks.computeIfAbsent(entry.context.tableKey(), k -> new Object())) {
       long now = clock.nowMs();
       for (TableCredentials sibling : entries.values()) {
@@ -217,35 +328,35 @@ public final class CredentialRegistry {
           }
         }
       }
-      return fetchFromPython(entry);
+      return fetchFromSource(entry);
     }
   }
 
-  private RefreshResult fetchFromPython(TableCredentials entry) {
-    PythonCredentialBridge b = bridge;
-    if (b == null) {
-      throw new IllegalStateException(
-          "no Python credential source is attached to this Spark driver"
-              + " (call pyspark_catalog_ext.attach(spark) after creating the session)");
+  /**
+   * The table's fresh credentials: from the user's Python source if its catalog has one, else
+   * from the catalog through the strategies. Either way bounded by the policy's timeout.
+   */
+  private RefreshResult fetchFromSource(TableCredentials entry) throws Exception {
+    long timeoutMs = entry.policy.timeoutMs;
+    if (customSourceCatalogs.contains(entry.context.catalog)) {
+      PythonCredentialBridge b = bridge;
+      if (b == null) {
+        throw new IllegalStateException(
+            "the Python credential source of catalog " + entry.context.catalog + " is detached");
+      }
+      String request = Json.write(entry.describe()); // a user source gets the table, no tokens
+      String response = BoundedCalls.call(() -> b.fetchCredentials(request), timeoutMs, "the Python credential source");
+      JsonNode node = Json.read(response);
+      if (node.hasNonNull("error")) {
+        throw new IllegalStateException(node.get("error").asText());
+      }
+      return RefreshResult.fromJson(node);
     }
-    String response = b.fetchCredentials(Json.write(requestFor(entry)));
-    JsonNode node = Json.read(response);
-    if (node.hasNonNull("error")) {
-      throw new IllegalStateException(node.get("error").asText());
+    ObservingRESTClient.CatalogState state = catalogs.get(entry.context.catalog);
+    if (state == null) {
+      throw new IllegalStateException("catalog " + entry.context.catalog + " is not an ExtRESTCatalog in this JVM");
     }
-    return RefreshResult.fromJson(node);
-  }
-
-  /** What Python needs to refresh a table. Includes refresh tokens: goes only over Py4J. */
-  static ObjectNode requestFor(TableCredentials entry) {
-    ObjectNode node = entry.describe();
-    TableContext c = entry.context;
-    if (c.stageCreateRequestJson != null) {
-      node.set("stage_create_request", Json.read(c.stageCreateRequestJson));
-    }
-    node.put("refresh_endpoint", c.refreshEndpoint);
-    node.set("storage_refresh_tokens", Json.fromMap(entry.refreshTokens()));
-    return node;
+    return BoundedCalls.call(() -> CatalogRefresher.fetch(state, entry), timeoutMs, "the catalog request");
   }
 
   static String newId(int bytes) {

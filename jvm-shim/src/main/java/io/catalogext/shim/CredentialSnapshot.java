@@ -19,12 +19,13 @@ final class CredentialSnapshot {
    */
   volatile boolean due;
 
-  CredentialSnapshot(AwsCredentials credentials, long fetchedAtMs, long expiresAtMs, RefreshPolicy policy) {
+  CredentialSnapshot(
+      AwsCredentials credentials, long fetchedAtMs, long expiresAtMs, RefreshPolicy policy, long nowMs) {
     this.credentials = credentials;
     this.fetchedAtMs = fetchedAtMs;
     this.expiresAtMs = expiresAtMs;
     this.refreshAtMs = policy.refreshAt(fetchedAtMs, expiresAtMs);
-    this.due = System.currentTimeMillis() >= refreshAtMs;
+    this.due = nowMs >= refreshAtMs;
   }
 
   /** Builds a snapshot from Iceberg-style s3.* properties, or null when they hold no keys. */
@@ -43,7 +44,7 @@ final class CredentialSnapshot {
     long expiresAt = expires == null ? Long.MAX_VALUE : Long.parseLong(expires.trim());
     String fetched = config.get(ShimKeys.FETCHED_AT_MS);
     long fetchedAt = fetched == null ? nowMs : Long.parseLong(fetched.trim());
-    return new CredentialSnapshot(creds, fetchedAt, expiresAt, policy);
+    return new CredentialSnapshot(creds, fetchedAt, expiresAt, policy, nowMs);
   }
 
   /** Back to Iceberg-style s3.* properties (plus when they were fetched), to hand to another entry. */

@@ -28,6 +28,9 @@ public class ExtRESTCatalog extends RESTCatalog {
   @Override
   public void initialize(String name, Map<String, String> props) {
     state.catalogName = name;
+    state.uri = props.get(CatalogProperties.URI);
+    state.policy = RefreshPolicy.fromProperties(props);
+    CredentialRegistry.get().registerCatalog(state);
     super.initialize(name, props);
   }
 

@@ -35,6 +35,19 @@ final class ObservingRESTClient implements RESTClient {
   /** Shared by every client derived from one catalog (withAuthSession creates new ones). */
   static final class CatalogState {
     volatile String catalogName = "catalog";
+    /** catalog-ext.refresh.* of this catalog (the Python face sets them, or spark-conf does). */
+    volatile RefreshPolicy policy = RefreshPolicy.defaults();
+    /** The catalog's URI: refresh endpoints elsewhere never get our credentials. */
+    volatile String uri;
+    /** Path up to "namespaces/" as the catalog's own requests use it (v1/{prefix}/). */
+    volatile String pathRoot;
+    /**
+     * The auth-session-bound HTTP client of the catalog's last table operation: the refresh
+     * strategies reuse it, with its auth, token refresh, scope, TLS and headers.
+     */
+    volatile RESTClient refreshClient;
+    /** Strategies this catalog answered 404 to (e.g. no GET .../credentials endpoint). */
+    final java.util.Set<String> unsupported = java.util.concurrent.ConcurrentHashMap.newKeySet();
   }
 
   ObservingRESTClient(RESTClient delegate, CatalogState state) {
@@ -162,6 +175,11 @@ final class ObservingRESTClient implements RESTClient {
       return response;
     }
     LoadTableResponse loaded = (LoadTableResponse) response;
+    state.refreshClient = delegate;
+    int root = path.indexOf("namespaces/");
+    if (root >= 0) {
+      state.pathRoot = path.substring(0, root);
+    }
     if (body instanceof UpdateTableRequest) {
       // A commit: once a create commit lands, the table is no longer staged.
       for (UpdateRequirement req : ((UpdateTableRequest) body).requirements()) {
@@ -209,17 +227,15 @@ final class ObservingRESTClient implements RESTClient {
             staged,
             stageRequest,
             loaded.config().get(ShimKeys.REFRESH_ENDPOINT));
-    String handle = registry.registerDriverTable(context, loaded.config(), loaded.credentials());
-    DriverChannel.Server channel = registry.channel();
-    RefreshPolicy policy = registry.policy();
+    String handle = registry.registerDriverTable(context, state, loaded.config(), loaded.credentials());
+    RefreshPolicy policy = registry.policyFor(state);
 
     Map<String, String> config = new HashMap<>(loaded.config());
     config.put(ShimKeys.TABLE_HANDLE, handle);
     config.put(ShimKeys.TABLE_IDENTITY, context.identityJson());
-    config.put(ShimKeys.DRIVER_ENDPOINT, channel.endpoint);
-    config.put(ShimKeys.DRIVER_SECRET, channel.secret);
     config.put(ShimKeys.REFRESH_MIN_AHEAD_MS, String.valueOf(policy.minAheadMs));
     config.put(ShimKeys.REFRESH_LIFETIME_FRACTION, String.valueOf(policy.fraction));
+    config.put(ShimKeys.REFRESH_TIMEOUT_MS, String.valueOf(policy.timeoutMs));
     // Iceberg would build its own refreshing provider from this; ours replaces it.
     config.remove(ShimKeys.REFRESH_ENDPOINT);
 

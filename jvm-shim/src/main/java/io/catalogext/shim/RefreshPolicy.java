@@ -4,34 +4,84 @@ import java.io.Serializable;
 import java.util.Map;
 
 /**
- * When to renew: once less than max(minAhead, fraction x lifetime) remains (Delta Sharing's driver
- * cache uses a fixed 15 min; a fraction keeps short lifetimes workable). Python's scheduler uses the
- * same rule; this copy lets the JVM act alone when Python is late or absent.
+ * When and how hard to renew, from a catalog's {@code catalog-ext.refresh.*} properties: renew once
+ * less than max(min-ahead, fraction x lifetime) remains (Delta Sharing's driver cache uses a fixed
+ * 15 min; a fraction keeps short lifetimes workable), look every check interval, back off
+ * exponentially after failures, and give up on one refresh attempt after the timeout.
  */
 final class RefreshPolicy implements Serializable {
   static final long DEFAULT_MIN_AHEAD_MS = 5 * 60 * 1000L;
   static final double DEFAULT_FRACTION = 0.2;
+  static final long DEFAULT_CHECK_INTERVAL_MS = 60_000L;
+  static final long DEFAULT_INITIAL_BACKOFF_MS = 1_000L;
+  static final long DEFAULT_MAX_BACKOFF_MS = 60_000L;
+  static final long DEFAULT_TIMEOUT_MS = 30_000L;
 
   final long minAheadMs;
   final double fraction;
+  final long checkIntervalMs;
+  final long initialBackoffMs;
+  final long maxBackoffMs;
+  final long timeoutMs;
 
   RefreshPolicy(long minAheadMs, double fraction) {
-    this.minAheadMs = minAheadMs;
-    this.fraction = fraction;
+    this(minAheadMs, fraction, DEFAULT_CHECK_INTERVAL_MS, DEFAULT_INITIAL_BACKOFF_MS, DEFAULT_MAX_BACKOFF_MS,
+        DEFAULT_TIMEOUT_MS);
   }
 
+  RefreshPolicy(
+      long minAheadMs, double fraction, long checkIntervalMs, long initialBackoffMs, long maxBackoffMs, long timeoutMs) {
+    if (minAheadMs < 0 || !(fraction >= 0 && fraction < 1) || checkIntervalMs <= 0 || initialBackoffMs <= 0
+        || maxBackoffMs < initialBackoffMs || timeoutMs <= 0) {
+      throw new IllegalArgumentException(
+          "catalog-ext.refresh.*: need min-ahead-ms >= 0, 0 <= lifetime-fraction < 1, check-interval-ms > 0,"
+              + " 0 < initial-backoff-ms <= max-backoff-ms and timeout-ms > 0");
+    }
+    this.minAheadMs = minAheadMs;
+    this.fraction = fraction;
+    this.checkIntervalMs = checkIntervalMs;
+    this.initialBackoffMs = initialBackoffMs;
+    this.maxBackoffMs = maxBackoffMs;
+    this.timeoutMs = timeoutMs;
+  }
+
+  static RefreshPolicy defaults() {
+    return new RefreshPolicy(DEFAULT_MIN_AHEAD_MS, DEFAULT_FRACTION);
+  }
+
+  /** From catalog (or FileIO) properties; absent keys take the defaults. */
   static RefreshPolicy fromProperties(Map<String, String> props) {
-    long minAhead = DEFAULT_MIN_AHEAD_MS;
-    double fraction = DEFAULT_FRACTION;
-    String a = props.get(ShimKeys.REFRESH_MIN_AHEAD_MS);
-    String f = props.get(ShimKeys.REFRESH_LIFETIME_FRACTION);
-    if (a != null) {
-      minAhead = Long.parseLong(a.trim());
+    return new RefreshPolicy(
+        longProp(props, ShimKeys.REFRESH_MIN_AHEAD_MS, DEFAULT_MIN_AHEAD_MS),
+        doubleProp(props, ShimKeys.REFRESH_LIFETIME_FRACTION, DEFAULT_FRACTION),
+        longProp(props, ShimKeys.REFRESH_CHECK_INTERVAL_MS, DEFAULT_CHECK_INTERVAL_MS),
+        longProp(props, ShimKeys.REFRESH_INITIAL_BACKOFF_MS, DEFAULT_INITIAL_BACKOFF_MS),
+        longProp(props, ShimKeys.REFRESH_MAX_BACKOFF_MS, DEFAULT_MAX_BACKOFF_MS),
+        longProp(props, ShimKeys.REFRESH_TIMEOUT_MS, DEFAULT_TIMEOUT_MS));
+  }
+
+  private static long longProp(Map<String, String> props, String key, long fallback) {
+    String v = props.get(key);
+    try {
+      return v == null ? fallback : Long.parseLong(v.trim());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(key + " must be a whole number of milliseconds, not '" + v + "'");
     }
-    if (f != null) {
-      fraction = Double.parseDouble(f.trim());
+  }
+
+  private static double doubleProp(Map<String, String> props, String key, double fallback) {
+    String v = props.get(key);
+    try {
+      return v == null ? fallback : Double.parseDouble(v.trim());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(key + " must be a number such as 0.2, not '" + v + "'");
     }
-    return new RefreshPolicy(minAhead, fraction);
+  }
+
+  /** Wait before the next attempt after {@code failures} consecutive failures (capped). */
+  long backoffMs(int failures) {
+    long backoff = initialBackoffMs << Math.min(Math.max(failures - 1, 0), 20);
+    return Math.min(maxBackoffMs, backoff);
   }
 
   long aheadMs(long fetchedAtMs, long expiresAtMs) {
@@ -47,5 +97,11 @@ final class RefreshPolicy implements Serializable {
     // Never schedule before the fetch itself: a lifetime shorter than the margin refreshes at half-life.
     long at = expiresAtMs - ahead;
     return at > fetchedAtMs ? at : fetchedAtMs + Math.max(0, (expiresAtMs - fetchedAtMs) / 2);
+  }
+
+  @Override
+  public String toString() {
+    return "RefreshPolicy{minAheadMs=" + minAheadMs + ", fraction=" + fraction + ", checkIntervalMs="
+        + checkIntervalMs + ", backoffMs=" + initialBackoffMs + ".." + maxBackoffMs + ", timeoutMs=" + timeoutMs + "}";
   }
 }

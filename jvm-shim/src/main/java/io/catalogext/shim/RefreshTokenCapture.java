@@ -1,6 +1,8 @@
 package io.catalogext.shim;
 
 import java.io.IOException;
+import org.apache.iceberg.rest.responses.LoadCredentialsResponse;
+import org.apache.iceberg.rest.responses.LoadCredentialsResponseParser;
 import org.apache.iceberg.rest.responses.LoadTableResponse;
 import org.apache.iceberg.rest.responses.LoadTableResponseParser;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonParser;
@@ -21,13 +23,29 @@ final class RefreshTokenCapture extends JsonDeserializer<LoadTableResponse> {
 
   static SimpleModule module() {
     return new SimpleModule("catalog-ext-refresh-token-capture")
-        .addDeserializer(LoadTableResponse.class, new RefreshTokenCapture());
+        .addDeserializer(LoadTableResponse.class, new RefreshTokenCapture())
+        .addDeserializer(LoadCredentialsResponse.class, new CredentialsCapture());
+  }
+
+  /** The same for {@code GET .../credentials} answers (the refresh-token strategy rotates tokens). */
+  static final class CredentialsCapture extends JsonDeserializer<LoadCredentialsResponse> {
+    @Override
+    public LoadCredentialsResponse deserialize(JsonParser parser, DeserializationContext ctx) throws IOException {
+      JsonNode node = parser.getCodec().readTree(parser);
+      capture(node);
+      return LoadCredentialsResponseParser.fromJson(node);
+    }
   }
 
   @Override
   public LoadTableResponse deserialize(JsonParser parser, DeserializationContext ctx)
       throws IOException {
     JsonNode node = parser.getCodec().readTree(parser);
+    capture(node);
+    return LoadTableResponseParser.fromJson(node);
+  }
+
+  private static void capture(JsonNode node) {
     JsonNode credentials = node.get("storage-credentials");
     if (credentials != null && credentials.isArray()) {
       for (JsonNode credential : credentials) {
@@ -38,6 +56,5 @@ final class RefreshTokenCapture extends JsonDeserializer<LoadTableResponse> {
         }
       }
     }
-    return LoadTableResponseParser.fromJson(node);
   }
 }

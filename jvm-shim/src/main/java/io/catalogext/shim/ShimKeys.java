@@ -11,13 +11,14 @@ public final class ShimKeys {
   public static final String TABLE_IDENTITY = PREFIX + "table";
   /** Storage-credential prefix a client's initial credentials came from ("" = table config). */
   public static final String CREDENTIAL_PREFIX = PREFIX + "credential-prefix";
-  /** Where executors in other JVMs ask the driver for credentials. */
-  public static final String DRIVER_ENDPOINT = PREFIX + "driver-endpoint";
-  /** Per-application secret that authenticates and encrypts the driver channel. */
-  public static final String DRIVER_SECRET = PREFIX + "driver-secret";
   /** Renew when less than max(min-ahead, fraction x lifetime) remains. */
   public static final String REFRESH_MIN_AHEAD_MS = PREFIX + "refresh.min-ahead-ms";
   public static final String REFRESH_LIFETIME_FRACTION = PREFIX + "refresh.lifetime-fraction";
+  public static final String REFRESH_CHECK_INTERVAL_MS = PREFIX + "refresh.check-interval-ms";
+  public static final String REFRESH_INITIAL_BACKOFF_MS = PREFIX + "refresh.initial-backoff-ms";
+  public static final String REFRESH_MAX_BACKOFF_MS = PREFIX + "refresh.max-backoff-ms";
+  /** How long a refresh (a source, the catalog, or an executor waiting on the driver) may take. */
+  public static final String REFRESH_TIMEOUT_MS = PREFIX + "refresh.timeout-ms";
   /** Carries a storage-refresh-token from the JSON parser to the observer; never reaches FileIO. */
   static final String CAPTURED_REFRESH_TOKEN = PREFIX + "captured-storage-refresh-token";
 

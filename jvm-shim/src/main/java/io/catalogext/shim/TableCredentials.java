@@ -19,7 +19,6 @@ final class TableCredentials {
   private static final Logger LOG = LoggerFactory.getLogger(TableCredentials.class);
   /** Below this much validity (or a quarter of the lifetime) a reader waits for a refresh. */
   static final long HARD_MARGIN_MS = 10_000L;
-  private static final long MAX_BACKOFF_MS = 60_000L;
 
   private static final ExecutorService ASYNC =
       Executors.newCachedThreadPool(
@@ -31,6 +30,11 @@ final class TableCredentials {
 
   interface Clock {
     long nowMs();
+
+    /** Waits (a fake clock in tests just moves on). */
+    default void sleepMs(long ms) throws InterruptedException {
+      Thread.sleep(ms);
+    }
   }
 
   final String handle;
@@ -56,6 +60,9 @@ final class TableCredentials {
   private final Map<String, AtomicLong> strategyCounts = new ConcurrentHashMap<>();
   private volatile String lastStrategy = "initial";
   private volatile String lastError;
+  private volatile long lastCheckAtMs = Long.MIN_VALUE / 2;
+  /** Set while evicted: how a use brings this entry back into the registry. */
+  private volatile java.util.function.Consumer<TableCredentials> onReuse;
 
   TableCredentials(
       String handle, TableContext context, RefreshPolicy policy, CredentialSource source, Clock clock) {
@@ -118,6 +125,42 @@ final class TableCredentials {
     lastUsedAtMs = clock.nowMs();
   }
 
+  /**
+   * The driver's scheduling rule, at most once per check interval: refresh ahead of time when a
+   * credential is due and the table was used since it was fetched (an idle table is renewed on its
+   * next use instead), unless a failure backoff is pending.
+   */
+  void scheduleIfDue(long now) {
+    if (now - lastCheckAtMs < policy.checkIntervalMs) {
+      return;
+    }
+    lastCheckAtMs = now;
+    CredentialSnapshot soonest = null;
+    for (CredentialSlot slot : slots.values()) {
+      CredentialSnapshot s = slot.current;
+      if (s != null && s.expiresAtMs != Long.MAX_VALUE && (soonest == null || s.expiresAtMs < soonest.expiresAtMs)) {
+        soonest = s;
+      }
+    }
+    if (soonest != null && now >= soonest.refreshAtMs && lastUsedAtMs >= soonest.fetchedAtMs) {
+      refreshAsync();
+    }
+  }
+
+  /**
+   * Dropped from the registry (idle, expired): flag every snapshot due so that a provider still
+   * holding this entry leaves the hot path, and bring the entry back through {@code onReuse}.
+   */
+  void evicted(java.util.function.Consumer<TableCredentials> onReuse) {
+    this.onReuse = onReuse;
+    for (CredentialSlot slot : slots.values()) {
+      CredentialSnapshot s = slot.current;
+      if (s != null) {
+        s.due = true;
+      }
+    }
+  }
+
   /** Called by the JVM-wide ticker about once a second: usage, and which snapshots are due. */
   void tick(long now) {
     for (CredentialSlot slot : slots.values()) {
@@ -136,6 +179,11 @@ final class TableCredentials {
   AwsCredentials resolveSlow(CredentialSlot slot) {
     long now = clock.nowMs();
     lastUsedAtMs = now;
+    java.util.function.Consumer<TableCredentials> reuse = onReuse;
+    if (reuse != null) {
+      onReuse = null;
+      reuse.accept(this); // evicted while idle: tracked (and scheduled) again
+    }
     CredentialSnapshot current = slot.current;
     if (current != null && now < current.refreshAtMs) {
       return current.credentials; // a refresh landed since the caller looked
@@ -144,9 +192,33 @@ final class TableCredentials {
       refreshAsync();
       return current.credentials;
     }
-    // Expired or about to: wait for fresh credentials rather than send a doomed request.
+    // Expired or about to: wait for fresh credentials rather than send a doomed request. Failed
+    // attempts are retried after their backoff until timeout-ms has passed; callers queued behind
+    // an attempt that fails wait for the next one instead of trying at once (no stampede).
     try {
-      refreshIfGeneration(generation.get());
+      long deadline = now + policy.timeoutMs;
+      while (true) {
+        long seenGeneration = generation.get();
+        long seenFailures = failureCount.get();
+        long wait = nextAttemptAtMs - clock.nowMs();
+        if (wait > 0 && lastError != null) {
+          if (clock.nowMs() + wait > deadline) {
+            throw new IllegalStateException(lastError + " (next attempt in " + wait + " ms)");
+          }
+          clock.sleepMs(wait);
+        }
+        try {
+          refreshIfGeneration(seenGeneration, seenFailures);
+          break;
+        } catch (FailedMeanwhile e) {
+          // another caller's attempt failed while this one waited: wait for the next attempt
+        } catch (Exception e) {
+          if (clock.nowMs() >= deadline) {
+            throw e;
+          }
+          // this caller's own attempt failed: try again after the backoff, until the deadline
+        }
+      }
     } catch (Exception e) {
       CredentialSnapshot latest = slot.current;
       if (latest != null && clock.nowMs() < latest.expiresAtMs) {
@@ -201,6 +273,30 @@ final class TableCredentials {
     return byPrefix.isEmpty() ? null : new RefreshResult(byPrefix, Map.of(), "shared");
   }
 
+  /**
+   * What the driver tells an executor about this entry: its credentials if none is due, else
+   * (after starting a background refresh) whether one is running and the last error.
+   */
+  PluginMessages.Reply executorReply() {
+    long now = clock.nowMs();
+    Map<String, Map<String, String>> configs = new java.util.LinkedHashMap<>();
+    boolean fresh = !slots.isEmpty();
+    for (Map.Entry<String, CredentialSlot> e : slots.entrySet()) {
+      CredentialSnapshot snap = e.getValue().current;
+      if (snap == null || now >= snap.refreshAtMs) {
+        fresh = false;
+        break;
+      }
+      configs.put(e.getKey(), snap.toConfig());
+    }
+    if (fresh) {
+      markUsed();
+      return new PluginMessages.Reply(configs, true, false, null, lastStrategy);
+    }
+    refreshAsync();
+    return new PluginMessages.Reply(Map.of(), false, asyncInFlight.get(), lastError, lastStrategy);
+  }
+
   /** Starts a background refresh unless one is running or a failure backoff is pending. */
   void refreshAsync() {
     if (clock.nowMs() < nextAttemptAtMs || !asyncInFlight.compareAndSet(false, true)) {
@@ -226,9 +322,17 @@ final class TableCredentials {
    * @return true if this call fetched new credentials
    */
   boolean refreshIfGeneration(long seenGeneration) throws Exception {
+    return refreshIfGeneration(seenGeneration, -1);
+  }
+
+  /** As above; also fails with the last error if an attempt failed since {@code seenFailures}. */
+  boolean refreshIfGeneration(long seenGeneration, long seenFailures) throws Exception {
     synchronized (refreshLock) {
       if (generation.get() != seenGeneration) {
         return false;
+      }
+      if (seenFailures >= 0 && failureCount.get() != seenFailures) {
+        throw new FailedMeanwhile();
       }
       RefreshResult result;
       try {
@@ -239,6 +343,13 @@ final class TableCredentials {
       }
       apply(result);
       return true;
+    }
+  }
+
+  /** An attempt by another caller failed since this one looked. */
+  private static final class FailedMeanwhile extends Exception {
+    FailedMeanwhile() {
+      super(null, null, false, false);
     }
   }
 
@@ -285,7 +396,7 @@ final class TableCredentials {
   private void onFailure(Exception e) {
     failureCount.incrementAndGet();
     int failures = ++consecutiveFailures;
-    long backoff = Math.min(MAX_BACKOFF_MS, 1000L << Math.min(failures - 1, 6));
+    long backoff = policy.backoffMs(failures);
     nextAttemptAtMs = clock.nowMs() + backoff;
     lastError = e.getMessage();
     LOG.warn(

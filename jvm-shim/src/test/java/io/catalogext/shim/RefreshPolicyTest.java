@@ -21,4 +21,31 @@ public class RefreshPolicyTest {
   public void testCredentialsThatNeverExpireAreNeverRenewed() {
     Check.equal(Long.MAX_VALUE, policy.refreshAt(0, Long.MAX_VALUE), "refresh time");
   }
+
+  public void testCatalogPropertiesSetEveryKnob() {
+    RefreshPolicy p =
+        RefreshPolicy.fromProperties(
+            java.util.Map.of(
+                "catalog-ext.refresh.check-interval-ms", "1000",
+                "catalog-ext.refresh.min-ahead-ms", "0",
+                "catalog-ext.refresh.lifetime-fraction", "0.4",
+                "catalog-ext.refresh.initial-backoff-ms", "500",
+                "catalog-ext.refresh.max-backoff-ms", "4000",
+                "catalog-ext.refresh.timeout-ms", "9000"));
+    Check.equal(1000L, p.checkIntervalMs, "check interval");
+    Check.equal(6_000L, p.refreshAt(0, 10_000), "refresh time");
+    Check.equal(500L, p.backoffMs(1), "first backoff");
+    Check.equal(4000L, p.backoffMs(10), "capped backoff");
+    Check.equal(9000L, p.timeoutMs, "timeout");
+    Check.equal(RefreshPolicy.DEFAULT_CHECK_INTERVAL_MS, RefreshPolicy.fromProperties(java.util.Map.of()).checkIntervalMs,
+        "default check interval");
+  }
+
+  public void testBadKnobIsAOneLineError() {
+    IllegalArgumentException e =
+        Check.raises(IllegalArgumentException.class,
+            () -> RefreshPolicy.fromProperties(java.util.Map.of("catalog-ext.refresh.timeout-ms", "soon")));
+    Check.equal("catalog-ext.refresh.timeout-ms must be a whole number of milliseconds, not 'soon'", e.getMessage(),
+        "message");
+  }
 }

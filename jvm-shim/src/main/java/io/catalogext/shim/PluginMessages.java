@@ -1,0 +1,112 @@
+package io.catalogext.shim;
+
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
+
+/**
+ * What executors and the driver plugin say to each other. On the wire each message is a
+ * {@code byte[]} of JSON: Spark's RPC deserializes with the class loader it had at startup, which
+ * in an executor does not see jars added with {@code spark.jars}, so only JDK types are safe there.
+ */
+final class PluginMessages {
+  private PluginMessages() {}
+
+  /** "Give me table {handle}'s current credentials." */
+  static final class Request {
+    final String handle;
+    final String identityJson;
+
+    Request(String handle, String identityJson) {
+      this.handle = handle;
+      this.identityJson = identityJson;
+    }
+
+    byte[] encode() {
+      ObjectNode node = Json.object();
+      node.put("handle", handle);
+      node.put("identity", identityJson);
+      return Json.write(node).getBytes(StandardCharsets.UTF_8);
+    }
+
+    static Request decode(Object message) {
+      if (!(message instanceof byte[]) || ((byte[]) message).length > 64 * 1024) {
+        throw new IllegalArgumentException("not a catalog-ext credential request");
+      }
+      JsonNode node = Json.read(new String((byte[]) message, StandardCharsets.UTF_8));
+      String handle = node.path("handle").asText(null);
+      if (handle == null) {
+        throw new IllegalArgumentException("credential request without a table handle");
+      }
+      return new Request(handle, node.path("identity").asText(null));
+    }
+
+    @Override
+    public String toString() {
+      return "CredentialRequest{" + handle + "}";
+    }
+  }
+
+  /**
+   * The driver's answer: its current credentials per prefix; {@code fresh} when they are not due
+   * yet; {@code refreshing} while a refresh runs; {@code error} when the last refresh failed and no
+   * new one is running (the executor must fail or back off, not take the old keys as new).
+   */
+  static final class Reply {
+    final Map<String, Map<String, String>> configByPrefix;
+    final boolean fresh;
+    final boolean refreshing;
+    final String error;
+    final String strategy;
+
+    Reply(Map<String, Map<String, String>> configByPrefix, boolean fresh, boolean refreshing, String error, String strategy) {
+      this.configByPrefix = configByPrefix;
+      this.fresh = fresh;
+      this.refreshing = refreshing;
+      this.error = error;
+      this.strategy = strategy;
+    }
+
+    static Reply failed(String error) {
+      return new Reply(Map.of(), false, false, error, "driver");
+    }
+
+    RefreshResult toResult() {
+      return new RefreshResult(configByPrefix, Map.of(), strategy);
+    }
+
+    byte[] encode() {
+      ObjectNode node = Json.object();
+      ObjectNode configs = node.putObject("configs");
+      configByPrefix.forEach((prefix, config) -> configs.set(prefix, Json.fromMap(config)));
+      node.put("fresh", fresh);
+      node.put("refreshing", refreshing);
+      node.put("error", error);
+      node.put("strategy", strategy);
+      return Json.write(node).getBytes(StandardCharsets.UTF_8);
+    }
+
+    static Reply decode(Object message) {
+      if (!(message instanceof byte[])) {
+        throw new IllegalStateException("unexpected reply from the driver's catalog-ext plugin");
+      }
+      JsonNode node = Json.read(new String((byte[]) message, StandardCharsets.UTF_8));
+      Map<String, Map<String, String>> configs = new LinkedHashMap<>();
+      node.path("configs").fields().forEachRemaining(e -> configs.put(e.getKey(), Json.stringMap(e.getValue())));
+      return new Reply(
+          configs,
+          node.path("fresh").asBoolean(false),
+          node.path("refreshing").asBoolean(false),
+          node.hasNonNull("error") ? node.get("error").asText() : null,
+          node.path("strategy").asText("driver"));
+    }
+
+    @Override
+    public String toString() {
+      // Never the keys.
+      return "CredentialReply{fresh=" + fresh + ", refreshing=" + refreshing + ", error=" + (error != null) + "}";
+    }
+  }
+}

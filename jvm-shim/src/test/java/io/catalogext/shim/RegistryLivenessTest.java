@@ -1,0 +1,140 @@
+package io.catalogext.shim;
+
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import software.amazon.awssdk.auth.credentials.AwsCredentials;
+
+/**
+ * Liveness of the driver registry on a fake clock: evicted entries come back, failures back off and
+ * end in the documented error, hung sources time out, the registry is bounded, and the scheduler
+ * pass never throws.
+ */
+public class RegistryLivenessTest {
+  private static final long MINUTE = 60_000L;
+
+  private final FakeClock clock = new FakeClock();
+  private final CredentialRegistry registry = new CredentialRegistry(clock);
+  private final ObservingRESTClient.CatalogState state = new ObservingRESTClient.CatalogState();
+  private final AtomicInteger calls = new AtomicInteger();
+
+  public RegistryLivenessTest() {
+    state.catalogName = "c";
+    registry.registerCatalog(state);
+    registry.enableCustomSource("c"); // refreshed from the (here Java) bridge, as a Python source would be
+  }
+
+  /** A source answering keys K1, K2, ... valid for {@code lifetimeMs} from the fake now. */
+  private void answerKeys(long lifetimeMs) {
+    registry.registerBridge(
+        request -> {
+          int n = calls.incrementAndGet();
+          return "{\"strategy\":\"user-source:test\",\"config\":{\"s3.access-key-id\":\"K" + n
+              + "\",\"s3.secret-access-key\":\"S\",\"s3.session-token-expires-at-ms\":\""
+              + (clock.nowMs() + lifetimeMs) + "\"}}";
+        });
+  }
+
+  private TableCredentialsProvider track(String table, long lifetimeMs) {
+    TableContext context = new TableContext("c", List.of("db"), table, "s3://b/" + table, null, false, null, null);
+    Map<String, String> config = new HashMap<>();
+    config.put(ShimKeys.ACCESS_KEY_ID, "K0");
+    config.put(ShimKeys.SECRET_ACCESS_KEY, "S");
+    config.put(ShimKeys.EXPIRES_AT_MS, String.valueOf(clock.nowMs() + lifetimeMs));
+    String handle = registry.registerDriverTable(context, state, config, List.of());
+    config.put(ShimKeys.TABLE_HANDLE, handle);
+    TableCredentials entry = registry.forClient(config);
+    return new TableCredentialsProvider(entry, entry.seed("", config));
+  }
+
+  private static String key(AwsCredentials credentials) {
+    return credentials.accessKeyId();
+  }
+
+  public void testEvictedEntryIsRefreshedAgainWhenUsed() {
+    answerKeys(10 * MINUTE);
+    TableCredentialsProvider provider = track("kept", 10 * MINUTE);
+    Check.equal("K0", key(provider.resolveCredentials()), "initial keys");
+    registry.tick(); // the ticker notes the use
+
+    clock.advance(2 * 60 * MINUTE); // a DataFrame kept in a notebook for two hours
+    registry.tick(); // its periodic eviction drops the idle entry with expired keys
+    Check.equal(0, registry.size(), "tracked entries after eviction");
+
+    Check.equal("K1", key(provider.resolveCredentials()), "keys after the idle period");
+    Check.equal(1, registry.size(), "the entry is tracked again");
+
+    clock.advance(11 * MINUTE); // K1 expired: the ticker must see the entry again
+    registry.tick();
+    Check.equal("K2", key(provider.resolveCredentials()), "keys once K1 expired");
+  }
+
+  public void testFailedRefreshBacksOffAndEndsInTheDocumentedError() {
+    registry.setRefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 5_000); // backoff 1 s, 2 s, 4 s...; timeout 5 s
+    registry.registerBridge(
+        request -> {
+          calls.incrementAndGet();
+          return "{\"error\": \"the token service said no\"}";
+        });
+    TableCredentialsProvider provider = track("broken", 10_000);
+    clock.advance(11_000);
+    registry.tick();
+    long started = clock.nowMs();
+    CredentialsExpiredException first = Check.raises(CredentialsExpiredException.class, provider::resolveCredentials);
+    Check.isTrue(first.getMessage().startsWith("Storage credentials for table c.db.broken expired and refresh via"),
+        first.getMessage());
+    Check.isTrue(first.getMessage().contains("the token service said no"), first.getMessage());
+    Check.isTrue(first.getMessage().endsWith("The write was stopped before anything was committed."), first.getMessage());
+    // Attempts at +0, +1 s, +3 s; the next (+7 s) is past the 5 s timeout: the error ends it.
+    Check.equal(3, calls.get(), "source calls");
+    Check.equal(3_000L, clock.nowMs() - started, "time spent backing off");
+  }
+
+  public void testHungSourceTimesOut() {
+    registry.setRefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 300); // timeout-ms = 300
+    CountDownLatch never = new CountDownLatch(1);
+    registry.registerBridge(
+        request -> {
+          calls.incrementAndGet();
+          try {
+            never.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+          return "{\"error\": \"interrupted\"}";
+        });
+    TableCredentialsProvider provider = track("hung", 10_000);
+    clock.advance(11_000);
+    registry.tick();
+    long started = System.nanoTime();
+    CredentialsExpiredException e = Check.raises(CredentialsExpiredException.class, provider::resolveCredentials);
+    long waitedMs = (System.nanoTime() - started) / 1_000_000;
+    Check.isTrue(e.getMessage().contains("timed out after 300 ms"), e.getMessage());
+    Check.isTrue(waitedMs < 5_000, "waited " + waitedMs + " ms for a hung source");
+  }
+
+  public void testRegistryIsBounded() {
+    answerKeys(10 * MINUTE);
+    for (int i = 0; i < CredentialRegistry.MAX_ENTRIES + 25; i++) {
+      track("t" + i, 10 * MINUTE);
+    }
+    Check.equal(CredentialRegistry.MAX_ENTRIES, registry.size(), "tracked entries");
+  }
+
+  public void testSchedulerPassSurvivesExceptions() {
+    AtomicInteger ticks = new AtomicInteger();
+    CredentialRegistry broken =
+        new CredentialRegistry(
+            () -> {
+              if (ticks.incrementAndGet() == 1) {
+                throw new IllegalStateException("clock broke");
+              }
+              return clock.nowMs();
+            });
+    broken.tickSafely(); // must not throw, or scheduleWithFixedDelay would stop for good
+    broken.tickSafely();
+    Check.isTrue(ticks.get() >= 2, "the second pass ran after the first one failed");
+  }
+}
