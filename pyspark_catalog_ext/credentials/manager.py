@@ -12,10 +12,10 @@ import json
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import CatalogExtError, ConfigError, redact
-from .. import logsafety
+from .. import events, jvm_events, logsafety
 from ..catalog_client import CatalogClient
 from .scheduler import RefreshPolicy, RefreshScheduler, SchedulerThread, TableState
 from .sources import CredentialSource, StrategyChain, user_answer
@@ -269,12 +269,14 @@ def attach(
     catalogs: list[str] | None = None,
     policy: RefreshPolicy | None = None,
     sources: Mapping[str, CredentialSource] | None = None,
+    event_sinks: Sequence[Callable[[Any], Any]] | None = None,
 ) -> CredentialManager:
     """Start refreshing storage credentials for the session's shim-enabled catalogs.
 
     Call after the SparkSession exists (`lakehouse_session` and `session()` helpers do it for you).
     Calling it again returns the same manager, picks up catalogs added since, and applies a new
-    `policy` if given.
+    `policy` if given. `event_sinks` (callables taking a `pce.events.Event`) receive every event
+    from then on, the JVM's included.
     """
     found = shim_catalogs(spark)
     wanted = catalogs if catalogs is not None else list(found)
@@ -298,4 +300,7 @@ def attach(
                 manager.add_catalog(name, CatalogClient.from_properties(found[name]), found[name])
         for catalog, source in (sources or {}).items():
             manager.register_source(catalog, source)
+    for sink in event_sinks or ():
+        events.subscribe(sink)
+    jvm_events.connect(spark)  # the JVM's events (commits, refreshes) join pce.events
     return manager
