@@ -97,11 +97,6 @@ def unsubscribe(sink: Callable[[Event], Any]) -> None:
         close()
 
 
-def has_subscribers() -> bool:
-    with _LOCK:
-        return bool(_SUBSCRIBERS)
-
-
 def emit(type_: str, **fields: Any) -> Event:
     """Publish an event. Never raises and never waits on a sink's I/O."""
     _run_before_emit()

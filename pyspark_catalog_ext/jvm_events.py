@@ -11,7 +11,8 @@ Two things are read over Py4J, both small and bounded:
   events itself (see README, "Event hooks").
 
 Pulls happen before every Python event (so the stream keeps the order things happened in) and
-every `interval_s` on a daemon thread, and only while someone subscribes.
+every `interval_s` on a daemon thread; what nobody subscribed to is read and let go, so a new
+subscriber sees events from then on.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class JvmEvents:
         self._jvm = spark.sparkContext._jvm
         self._sc = spark.sparkContext
         self._lock = threading.RLock()
-        self._last_seq = 0  # the JVM's ring still holds what happened before we connected: deliver it
+        self._last_seq = 0
         self._counters: dict[str, tuple[int, int]] = {}
         self.counts = {"received": 0, "lost": 0, "refreshes_observed": 0, "pull_errors": 0}
         self._stop = threading.Event()
@@ -62,7 +63,7 @@ class JvmEvents:
 
     def pull(self) -> None:
         """Publish what happened in the JVM since the last pull. Never raises."""
-        if not self.alive or not events.has_subscribers():
+        if not self.alive:
             return
         # Wait (briefly) for another thread's pull: what it publishes happened before our event.
         if not self._lock.acquire(timeout=2.0):

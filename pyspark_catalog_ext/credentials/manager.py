@@ -300,7 +300,8 @@ def attach(
                 manager.add_catalog(name, CatalogClient.from_properties(found[name]), found[name])
         for catalog, source in (sources or {}).items():
             manager.register_source(catalog, source)
+    # The JVM's events (commits, refreshes) join pce.events; new sinks get them from now on.
+    jvm_events.connect(spark).pull()
     for sink in event_sinks or ():
         events.subscribe(sink)
-    jvm_events.connect(spark)  # the JVM's events (commits, refreshes) join pce.events
     return manager
