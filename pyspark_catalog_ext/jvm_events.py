@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from typing import Any, Optional
 
@@ -27,6 +28,7 @@ from . import events
 log = logging.getLogger(__name__)
 
 _BRIDGES: dict[int, "JvmEvents"] = {}
+_ERROR_CLASS = re.compile(r"^([A-Z][A-Za-z0-9_]*(?:Error|Exception)):")
 _LOCK = threading.Lock()
 
 
@@ -120,8 +122,8 @@ def _refresh_fields(entry: dict, before: tuple[int, int], now: tuple[int, int]) 
         "failures": now[1] - before[1],
         "next_refresh": min(refresh_at) / 1000.0 if refresh_at else None,
         "expires_at": min(expires) / 1000.0 if expires else None,
-        # the class only: the message may name paths or hosts, and never needs to leave the driver
-        "error_class": error.split(":", 1)[0].strip() if failed and error else None,
+        # the class only, when the message starts with one: messages may name paths or hosts
+        "error_class": _ERROR_CLASS.match(error).group(1) if failed and _ERROR_CLASS.match(error) else None,
         "staged": entry.get("staged"),
     }
 

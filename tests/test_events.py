@@ -208,3 +208,17 @@ def test_ctas_refresh_commit_fault_and_maintenance_events_arrive_in_order(spark,
     assert all(a["seq"] < b["seq"] for a, b in zip(lines, lines[1:]))
     assert SECRET not in text and "secret-access-key" not in text and "session-token" not in text
     assert events.stats()["jvm"]["lost"] == 0
+
+
+def test_an_observed_failed_refresh_carries_the_error_class_never_the_message():
+    from pyspark_catalog_ext.jvm_events import _refresh_fields
+
+    entry = {"catalog": "lake", "namespace": ["db"], "table": "t", "last_strategy": "reload",
+             "prefixes": [{"refresh_at_ms": 2_000, "expires_at_ms": 3_000}, {"refresh_at_ms": -1, "expires_at_ms": -1}],
+             "last_error": "CatalogError: 503 from https://catalog.internal/v1/x?token=abc"}
+    failed = _refresh_fields(entry, (1, 0), (1, 1))
+    assert failed["outcome"] == "failed" and failed["error_class"] == "CatalogError"
+    assert failed["next_refresh"] == 2.0 and failed["expires_at"] == 3.0 and failed["table"] == "lake.db.t"
+    assert "catalog.internal" not in json.dumps(failed)
+    assert _refresh_fields({**entry, "last_error": "expired at s3://bucket/x"}, (1, 0), (1, 1))["error_class"] is None
+    assert _refresh_fields(entry, (1, 0), (3, 0))["outcome"] == "refreshed"
