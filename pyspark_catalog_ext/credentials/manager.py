@@ -12,10 +12,10 @@ import json
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping
 
 from ..errors import CatalogExtError, ConfigError, redact
-from .. import events, jvm_events, logsafety
+from .. import logsafety
 from ..catalog_client import CatalogClient
 from .scheduler import RefreshPolicy, RefreshScheduler, SchedulerThread, TableState
 from .sources import CredentialSource, StrategyChain, user_answer
@@ -269,14 +269,13 @@ def attach(
     catalogs: list[str] | None = None,
     policy: RefreshPolicy | None = None,
     sources: Mapping[str, CredentialSource] | None = None,
-    event_sinks: Sequence[Callable[[Any], Any]] | None = None,
+    event_sinks: list[Any] | None = None,  # callables taking a pce.events.Event: every event from now on, the JVM's too
 ) -> CredentialManager:
     """Start refreshing storage credentials for the session's shim-enabled catalogs.
 
     Call after the SparkSession exists (`lakehouse_session` and `session()` helpers do it for you).
     Calling it again returns the same manager, picks up catalogs added since, and applies a new
-    `policy` if given. `event_sinks` (callables taking a `pce.events.Event`) receive every event
-    from then on, the JVM's included.
+    `policy` if given.
     """
     found = shim_catalogs(spark)
     wanted = catalogs if catalogs is not None else list(found)
@@ -300,6 +299,8 @@ def attach(
                 manager.add_catalog(name, CatalogClient.from_properties(found[name]), found[name])
         for catalog, source in (sources or {}).items():
             manager.register_source(catalog, source)
+    from .. import events, jvm_events
+
     # The JVM's events (commits, refreshes) join pce.events; new sinks get them from now on.
     jvm_events.connect(spark).pull()
     for sink in event_sinks or ():

@@ -28,7 +28,6 @@ public class ExtRESTCatalog extends RESTCatalog {
   @Override
   public void initialize(String name, Map<String, String> props) {
     state.catalogName = name;
-    EventLog.configure(props); // catalog-ext.events.jsonl-path: the JVM's own JSON-lines event file
     super.initialize(name, props);
   }
 
@@ -41,6 +40,7 @@ public class ExtRESTCatalog extends RESTCatalog {
             .withObjectMapper(ConfigCapture.register(Json.restMapper(), state))
             .build();
     CommitGuard.configure(state, config);
+    EventLog.configure(config); // catalog-ext.events.jsonl-path: the JVM's own JSON-lines event file
     return new EventingRESTClient(new ObservingRESTClient(http, state), state); // events: outermost
   }
 }
