@@ -10,6 +10,11 @@ Every event is a flat JSON object: `type`, `time` (epoch seconds), `seq` (per pr
 plus fields such as `table`, `outcome`, `duration_s`, `snapshot_id`, `error_class`. Secrets are
 never put into events; as a last line of defence every string value passes `errors.redact`.
 
+Events come from two places: this process (`source: "python"`: the staging helpers, maintenance,
+notifications) and the JVM shim (`source: "jvm"`: every stage-create and commit request, whoever sent
+it), which `attach()` brings into the same stream (see `jvm_events`). Credential refreshes are
+reported as `credential_refresh.finished` once seen in the JVM's refresh state.
+
 Delivery: `emit()` hands the event to each subscriber on the caller's thread only for plain
 callables that are cheap; a sink that raises is counted (`stats()["errors"]`) and never propagates.
 Sinks that do I/O (`JsonLinesSink`, `WebhookSink`) put the event on their own bounded queue,
@@ -30,13 +35,17 @@ from typing import Any, Callable, Mapping, Optional, Union
 
 from .errors import redact
 
-__all__ = ["Event", "subscribe", "unsubscribe", "emit", "stats", "JsonLinesSink", "WebhookSink", "QueuedSink"]
+__all__ = ["Event", "subscribe", "unsubscribe", "emit", "deliver", "stats", "JsonLinesSink", "WebhookSink", "QueuedSink"]
 
 log = logging.getLogger(__name__)
 _SEQ = itertools.count(1)
 _LOCK = threading.Lock()
 _SUBSCRIBERS: list[Callable[["Event"], Any]] = []
 _ERRORS = {"count": 0}
+# Called before each emit, to bring in what happened elsewhere first (the JVM's events), so the
+# stream stays in the order things happened.
+_BEFORE_EMIT: list[Callable[[], Any]] = []
+_IN_HOOK = threading.local()
 
 
 @dataclass(frozen=True)
@@ -48,8 +57,13 @@ class Event:
     time: float = field(default_factory=time.time)
     seq: int = field(default_factory=lambda: next(_SEQ))
 
+    @property
+    def source(self) -> str:
+        """"python" for events of this process, "jvm" for those of the Spark driver's JVM."""
+        return str(self.fields.get("source", "python"))
+
     def as_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "time": self.time, "seq": self.seq, **self.fields}
+        return {"type": self.type, "time": self.time, "seq": self.seq, "source": "python", **self.fields}
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), default=str, separators=(",", ":"))
@@ -85,7 +99,31 @@ def unsubscribe(sink: Callable[[Event], Any]) -> None:
 
 def emit(type_: str, **fields: Any) -> Event:
     """Publish an event. Never raises and never waits on a sink's I/O."""
-    event = Event(type_, {k: _clean(v) for k, v in fields.items() if v is not None})
+    _run_before_emit()
+    return _fan_out(Event(type_, {k: _clean(v) for k, v in fields.items() if v is not None}))
+
+
+def _run_before_emit() -> None:
+    if getattr(_IN_HOOK, "active", False):
+        return
+    _IN_HOOK.active = True
+    try:
+        for hook in list(_BEFORE_EMIT):
+            try:
+                hook()
+            except Exception as exc:  # a hook must not break the job either
+                log.debug("event hook %r failed: %s", hook, type(exc).__name__)
+    finally:
+        _IN_HOOK.active = False
+
+
+def deliver(event: Event) -> Event:
+    """Hand a ready-made event (e.g. one from the JVM, with its own time) to every subscriber."""
+    return _fan_out(Event(event.type, {k: _clean(v) for k, v in event.fields.items() if v is not None},
+                          event.time, event.seq))
+
+
+def _fan_out(event: Event) -> Event:
     with _LOCK:
         sinks = list(_SUBSCRIBERS)
     for sink in sinks:
@@ -99,11 +137,15 @@ def emit(type_: str, **fields: Any) -> Event:
 
 
 def stats() -> dict[str, Any]:
-    """Errors raised by callables, and each queued sink's sent/dropped/failed counts."""
+    """Errors raised by callables, each queued sink's sent/dropped/failed counts, and what the JVM
+    side received, lost or dropped (`jvm`, once `attach()` connected it)."""
+    from . import jvm_events
+
     with _LOCK:
         sinks = list(_SUBSCRIBERS)
         errors = _ERRORS["count"]
-    return {"errors": errors, "sinks": {repr(s): s.stats() for s in sinks if isinstance(s, QueuedSink)}}
+    return {"errors": errors, "sinks": {repr(s): s.stats() for s in sinks if isinstance(s, QueuedSink)},
+            "jvm": jvm_events.stats()}
 
 
 class QueuedSink:

@@ -31,7 +31,9 @@ from .errors import CatalogConflictError, CatalogError, CatalogExtError
 __all__ = ["NotificationSink"]
 
 MAX_TABLES = 10_000  # per-table timestamps and validations remembered (LRU)
-_TRIGGERS = {("commit.finished", "committed"), ("maintenance.action.finished", "ok")}
+# The JVM's commit events: every commit through the catalog, whoever made it (SQL, DataFrame writes,
+# maintenance procedures, the staging helpers), once, with `create` for a table's first commit.
+_TRIGGER = ("jvm", "commit.finished", "committed")
 
 
 class NotificationSink(events.QueuedSink):
@@ -54,7 +56,10 @@ class NotificationSink(events.QueuedSink):
         """Source = the session's Spark catalog `catalog`; mirror = Iceberg-style properties
         (`uri`, `warehouse`, `credential` or `token`, `header.*`)."""
         from .catalog_client import CatalogClient
+        from .jvm_events import connect
         from .maintenance import catalog_conf
+
+        connect(spark)  # the commit events come from the session's JVM
 
         source = CatalogClient.from_properties(catalog_conf(spark, catalog))
         mirror = CatalogClient.from_properties(dict(mirror_properties), access_delegation=None)
@@ -65,7 +70,8 @@ class NotificationSink(events.QueuedSink):
 
     # ---- event intake (cheap, on the emitting thread)
     def __call__(self, event: events.Event) -> None:
-        if (event.type, event.fields.get("outcome")) in _TRIGGERS and str(event.fields.get("table", "")).startswith(self.catalog + "."):
+        if (event.source, event.type, event.fields.get("outcome")) == _TRIGGER \
+                and str(event.fields.get("table", "")).startswith(self.catalog + "."):
             super().__call__(event)
 
     # ---- delivery (daemon thread)
@@ -86,7 +92,7 @@ class NotificationSink(events.QueuedSink):
                 return
             with self._lock:
                 self._validated[table] = True
-        kind = "CREATE" if first and event.type == "commit.finished" and event.fields.get("mode") == "create" else "UPDATE"
+        kind = "CREATE" if first and event.fields.get("create") else "UPDATE"
         self._send(table, ns, name, kind, payload)
 
     def notify_drop(self, table: str) -> bool:

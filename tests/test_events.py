@@ -9,10 +9,12 @@ import uuid
 
 import pytest
 
+import pyspark_catalog_ext as pce
 from pyspark_catalog_ext import events
 from pyspark_catalog_ext.errors import CatalogConflictError, CommitFailedError
 from pyspark_catalog_ext.staging import stage_create
 from tests.conftest import SECRET
+from tests.refresh_support import add_spark_catalog
 from tests.servers.webhook_receiver import WebhookReceiver
 
 
@@ -106,7 +108,7 @@ def test_staged_create_and_commit_events_arrive_in_order(spark, collected, tmp_p
         assert sink.flush()
     finally:
         events.unsubscribe(sink)
-    mine = [e for e in collected if e.fields.get("table") in (name, other)]
+    mine = [e for e in collected if e.fields.get("table") in (name, other) and e.source == "python"]
     assert [(e.type, e.fields.get("outcome")) for e in mine] == [
         ("stage_create.started", None), ("stage_create.finished", "staged"),
         ("commit.started", None), ("commit.finished", "committed"),
@@ -118,3 +120,105 @@ def test_staged_create_and_commit_events_arrive_in_order(spark, collected, tmp_p
     assert mine[-1].fields["error_class"] in ("CommitFailedError", "CatalogConflictError")
     text = (tmp_path / "events.jsonl").read_text()
     assert name in text and SECRET not in text and "session-token" not in text
+
+
+def _wait_for(seen, predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(predicate(e) for e in list(seen)):
+            return
+        time.sleep(0.1)
+    raise AssertionError("event did not arrive")
+
+
+def test_ctas_refresh_commit_fault_and_maintenance_events_arrive_in_order(spark, lakehouse, tmp_path):
+    """One stream, in the order things happened: the JVM's stage-create/commit events of a SQL
+    CTAS, a credential refresh, a rejected commit (both layers), and a maintenance run with the
+    commit it made. The JVM also writes its events to a JSON-lines file set by a catalog property."""
+    jsonl = tmp_path / "jvm-events.jsonl"
+    add_spark_catalog(spark, lakehouse, "evjvm", lakehouse.info.iceberg_uri)
+    spark.conf.set("spark.sql.catalog.evjvm.catalog-ext.events.jsonl-path", str(jsonl))
+    seen: list[events.Event] = []
+    manager = pce.attach(spark, event_sinks=[seen.append])  # picks up evjvm too
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS evjvm.ev")
+    ctas = f"evjvm.ev.ctas_{uuid.uuid4().hex[:8]}"
+    other = f"evjvm.ev.race_{uuid.uuid4().hex[:8]}"
+    policy_file = tmp_path / "policies.json"
+    policy_file.write_text(json.dumps({"policies": [{
+        "policy-type": "system.data-compaction", "name": "ev-compaction", "version": 2, "inheritable": True,
+        "content": json.dumps({"version": "2025-02-03", "enable": True, "config": {"min-input-files": 2}}),
+        "target": {"type": "namespace", "path": ["ev"]}}]}))
+    try:
+        spark.sql(f"CREATE TABLE {ctas} USING iceberg AS SELECT id FROM range(0, 40, 1, 2)")
+
+        assert manager.refresh_now(ctas) >= 1
+        _wait_for(seen, lambda e: e.type == "credential_refresh.finished" and e.fields["table"] == ctas)
+
+        racing = stage_create(spark, other, "id BIGINT")
+        racing.write(spark.range(1))
+        spark.sql(f"CREATE TABLE {other} (id BIGINT) USING iceberg")
+        with pytest.raises((CommitFailedError, CatalogConflictError)):
+            racing.commit()
+
+        report = pce.maintenance.run(spark, [ctas], policy_file=policy_file, state_file=tmp_path / "state.json",
+                                     progress=lambda line: None)
+        assert report.tables[0].status == "ok", report.tables[0].error
+        events.emit("test.end")  # pulls whatever the JVM did last
+    finally:
+        events.unsubscribe(seen.append)
+    assert spark.sparkContext._jvm.io.catalogext.shim.EventLog.flush(5000)
+
+    mine = [e for e in seen if e.fields.get("table") in (ctas, other)]
+    got = [(e.source, e.type, e.fields.get("outcome")) for e in mine]
+    refreshes = [g for g in got if g[1] == "credential_refresh.finished"]
+    assert refreshes and all(g == ("jvm", "credential_refresh.finished", "refreshed") for g in refreshes)
+    first_refresh = got.index(refreshes[0])
+    assert got[:first_refresh] == [
+        ("jvm", "stage_create.started", None), ("jvm", "stage_create.finished", "staged"),
+        ("jvm", "commit.started", None), ("jvm", "commit.finished", "committed")]
+    rest = [g for g in got[first_refresh:] if g[1] != "credential_refresh.finished"]
+    assert rest == [
+        ("python", "stage_create.started", None), ("jvm", "stage_create.started", None),
+        ("jvm", "stage_create.finished", "staged"), ("python", "stage_create.finished", "staged"),
+        ("python", "commit.started", None), ("jvm", "commit.started", None),
+        ("jvm", "commit.finished", "rejected"), ("python", "commit.finished", "rejected"),
+        ("python", "maintenance.action.started", None), ("jvm", "commit.started", None),
+        ("jvm", "commit.finished", "committed"), ("python", "maintenance.action.finished", "ok")]
+    assert [e.seq for e in seen] == sorted(e.seq for e in seen)
+
+    # The documented fields.
+    by = {(e.source, e.type, e.fields.get("outcome"), e.fields.get("table")): e.fields for e in mine}
+    created = next(e.fields for e in mine if e.type == "commit.finished")  # the CTAS's
+    assert created["create"] is True and len(created["snapshot_ids"]) == 1 and created["duration_s"] >= 0
+    assert created["snapshot_id"] == created["snapshot_ids"][0] and created["uuid"]
+    refresh = next(e.fields for e in mine if e.type == "credential_refresh.finished")
+    assert refresh["strategy"] and refresh["expires_at"] > time.time() and refresh["next_refresh"] <= refresh["expires_at"]
+    rejected = by[("jvm", "commit.finished", "rejected", other)]
+    assert rejected["error_class"] == "AlreadyExistsException" and rejected["create"] is True  # Iceberg: 409 on a create
+    compaction = [e.fields for e in mine if e.type == "commit.finished"][-1]
+    assert compaction["create"] is False and compaction["snapshot_ids"] == [compaction["snapshot_id"]]
+    action = by[("python", "maintenance.action.finished", "ok", ctas)]
+    assert action["action"] == "rewrite_data_files" and action["snapshot_id"] == compaction["snapshot_id"]
+
+    # The JVM's own file, written by configuration alone: its events, in order, no secret.
+    text = jsonl.read_text()
+    lines = [json.loads(line) for line in text.splitlines()]
+    jvm_mine = [(e["type"], e.get("outcome")) for e in lines if e.get("table") in (ctas, other)]
+    assert jvm_mine == [(t, o) for s, t, o in got if s == "jvm" and t != "credential_refresh.finished"]
+    assert all(a["seq"] < b["seq"] for a, b in zip(lines, lines[1:]))
+    assert SECRET not in text and "secret-access-key" not in text and "session-token" not in text
+    assert events.stats()["jvm"]["lost"] == 0
+
+
+def test_an_observed_failed_refresh_carries_the_error_class_never_the_message():
+    from pyspark_catalog_ext.jvm_events import _refresh_fields
+
+    entry = {"catalog": "lake", "namespace": ["db"], "table": "t", "last_strategy": "reload",
+             "prefixes": [{"refresh_at_ms": 2_000, "expires_at_ms": 3_000}, {"refresh_at_ms": -1, "expires_at_ms": -1}],
+             "last_error": "CatalogError: 503 from https://catalog.internal/v1/x?token=abc"}
+    failed = _refresh_fields(entry, (1, 0), (1, 1))
+    assert failed["outcome"] == "failed" and failed["error_class"] == "CatalogError"
+    assert failed["next_refresh"] == 2.0 and failed["expires_at"] == 3.0 and failed["table"] == "lake.db.t"
+    assert "catalog.internal" not in json.dumps(failed)
+    assert _refresh_fields({**entry, "last_error": "expired at s3://bucket/x"}, (1, 0), (1, 1))["error_class"] is None
+    assert _refresh_fields(entry, (1, 0), (3, 0))["outcome"] == "refreshed"

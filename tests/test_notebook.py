@@ -14,9 +14,13 @@ def test_quickstart_notebook_executes():
     proc = subprocess.run([sys.executable, str(ROOT / "tests" / "nbrun.py"), str(ROOT / "notebooks" / "quickstart.ipynb")],
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "--- notebook ok: 8 code cells" in proc.stdout
+    assert "--- notebook ok: 10 code cells" in proc.stdout
     assert "published rows: 2000" in proc.stdout
     assert "strategy:" in proc.stdout
     assert "renewals via reload" in proc.stdout  # the long PyIceberg read renewed its keys
+    assert "run: CALL lake.system.rewrite_data_files(table => 'quickstart.daily'" in proc.stdout  # the dry run
+    assert "1 table(s): 1 maintained, 0 skipped, 0 failed" in proc.stdout  # the run's summary
+    assert ("events: [('python', 'maintenance.action.started', None), ('jvm', 'commit.started', None), "
+            "('jvm', 'commit.finished', 'committed'), ('python', 'maintenance.action.finished', 'ok')]") in proc.stdout
     assert "rows via PyIceberg: 5000" in proc.stdout
     assert "lakeadminsecret" not in proc.stdout + proc.stderr

@@ -49,15 +49,18 @@ def test_validate_then_create_then_update_with_increasing_timestamps(spark, sink
     replace = stage_replace(spark, f"lake.nt.{name}", "id BIGINT, note STRING", expected_uuid=staged.uuid)
     replace.write(spark.sql("SELECT id, 'x' AS note FROM range(2)"))
     replace.commit()
-    assert wait(sink, 3) == [("VALIDATE", "sent"), ("CREATE", "sent"), ("UPDATE", "sent")]
+    spark.sql(f"INSERT INTO lake.nt.{name} VALUES (7, 'sql')")  # any commit path, not only the helpers
+    assert wait(sink, 4) == [("VALIDATE", "sent"), ("CREATE", "sent"), ("UPDATE", "sent"), ("UPDATE", "sent")]
     sent = [n for n in mirror.notifications if n["table"] == f"nt.{name}"]
-    assert [n["type"] for n in sent] == ["VALIDATE", "CREATE", "UPDATE"]
+    assert [n["type"] for n in sent] == ["VALIDATE", "CREATE", "UPDATE", "UPDATE"]
     stamps = [n["timestamp"] for n in sent]
     assert stamps == sorted(set(stamps)) and stamps[0] == 1_700_000_000_000  # strictly increasing, clock frozen
     payload = mirror.mirrored[f"nt.{name}"]
     assert payload["table-name"] == name and payload["table-uuid"] == staged.uuid
     assert payload["metadata-location"].startswith(staged.location) and payload["metadata-location"].endswith(".metadata.json")
     assert [f["name"] for f in payload["metadata"]["schemas"][-1]["fields"]] == ["id", "note"]
+    assert payload["metadata"]["current-snapshot-id"] == spark.sql(
+        f"SELECT snapshot_id FROM lake.nt.{name}.snapshots ORDER BY committed_at DESC LIMIT 1").first()[0]
 
 
 def test_stale_timestamp_is_reported_not_retried_and_the_job_goes_on(spark, sink, mirror):

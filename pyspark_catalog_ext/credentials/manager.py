@@ -249,6 +249,7 @@ def attach(
     catalogs: list[str] | None = None,
     policy: RefreshPolicy | None = None,
     sources: Mapping[str, CredentialSource] | None = None,
+    event_sinks: list[Any] | None = None,  # callables taking a pce.events.Event: every event from now on, the JVM's too
 ) -> CredentialManager:
     """The Python face of the session's credential refresh: status, knobs and Python sources.
 
@@ -279,4 +280,10 @@ def attach(
                 manager.add_catalog(name, found[name])
         for catalog, source in (sources or {}).items():
             manager.register_source(catalog, source)
+    from .. import events, jvm_events
+
+    # The JVM's events (commits, refreshes) join pce.events; new sinks get them from now on.
+    jvm_events.connect(spark).pull()
+    for sink in event_sinks or ():
+        events.subscribe(sink)
     return manager

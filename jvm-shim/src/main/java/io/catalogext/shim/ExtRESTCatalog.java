@@ -43,6 +43,7 @@ public class ExtRESTCatalog extends RESTCatalog {
             .withObjectMapper(ConfigCapture.register(Json.restMapper(), state))
             .build();
     CommitGuard.configure(state, config);
-    return new ObservingRESTClient(http, state);
+    EventLog.configure(config); // catalog-ext.events.jsonl-path: the JVM's own JSON-lines event file
+    return new EventingRESTClient(new ObservingRESTClient(http, state), state); // events: outermost
   }
 }

@@ -1,0 +1,67 @@
+package io.catalogext.shim;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.apache.iceberg.exceptions.CommitFailedException;
+import org.apache.iceberg.exceptions.CommitStateUnknownException;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
+
+/** The JVM event log: ordered drains, lost events counted, a bounded JSON-lines file. */
+public class EventLogTest {
+  private long now = 1_000_000L;
+  private final EventLog log = new EventLog(() -> now);
+
+  public void testDrainReturnsEventsAfterASeqInOrder() {
+    for (int i = 0; i < 5; i++) {
+      now += 1000;
+      log.record("test.step", EventLog.fields().put("i", i));
+    }
+    JsonNode drained = Json.read(log.after(2));
+    Check.equal(3, drained.get("events").size(), "events after seq 2");
+    Check.equal(3L, drained.get("events").get(0).get("seq").asLong(), "first seq");
+    Check.equal(2, drained.get("events").get(0).get("i").asInt(), "fields kept");
+    Check.equal("jvm", drained.get("events").get(0).get("source").asText(), "source");
+    Check.equal(1003.0, drained.get("events").get(0).get("time").asDouble(), "time from the clock, in seconds");
+    Check.equal(0L, drained.get("lost").asLong(), "nothing lost");
+  }
+
+  public void testAReaderThatFellBehindTheRingIsToldHowManyItLost() {
+    for (int i = 0; i < EventLog.RING + 10; i++) {
+      log.record("test.flood", null);
+    }
+    JsonNode drained = Json.read(log.after(0));
+    Check.equal(EventLog.RING, drained.get("events").size(), "the ring is bounded");
+    Check.equal(10L, drained.get("lost").asLong(), "lost events counted");
+  }
+
+  public void testTheFileIsWrittenByConfigurationAndStopsAtItsSizeBound() throws Exception {
+    Path dir = Files.createTempDirectory("eventlog");
+    Path file = dir.resolve("sub/events.jsonl");
+    log.configureFile(Map.of(EventLog.JSONL_PATH, file.toString(), EventLog.MAX_BYTES, "400"));
+    for (int i = 0; i < 20; i++) {
+      log.record("test.file", EventLog.fields().put("table", "lake.db.t").put("i", i));
+    }
+    EventLog.FileWriter writer = log.file;
+    Check.isTrue(writer.flush(5000), "writer drained its queue");
+    List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+    Check.isTrue(!lines.isEmpty() && lines.size() < 20, "some lines, bounded by size: " + lines.size());
+    Check.isTrue(Files.size(file) <= 400, "file within its bound");
+    Check.equal(0, Json.read(lines.get(0)).get("i").asInt(), "first line is the first event");
+    Check.equal(20L - lines.size(), log.dropped.get(), "every line over the bound counted as dropped");
+  }
+
+  public void testABadSizeIsOneClearError() {
+    IllegalArgumentException e = Check.raises(IllegalArgumentException.class,
+        () -> log.configureFile(Map.of(EventLog.JSONL_PATH, "/tmp/x.jsonl", EventLog.MAX_BYTES, "lots")));
+    Check.isTrue(e.getMessage().contains(EventLog.MAX_BYTES), e.getMessage());
+  }
+
+  public void testCommitOutcomesAsTheCallerSeesThem() {
+    Check.equal("unknown", EventingRESTClient.outcome(new CommitStateUnknownException(new RuntimeException("x"))), "unknown");
+    Check.equal("rejected", EventingRESTClient.outcome(new CommitFailedException("conflict")), "rejected");
+    Check.equal("failed", EventingRESTClient.outcome(new IllegalStateException("bug")), "failed");
+  }
+}
