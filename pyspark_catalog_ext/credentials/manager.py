@@ -115,6 +115,7 @@ class CredentialManager:
         self._clients = dict(catalog_clients)
         self._chains = {name: StrategyChain() for name in self._clients}
         self._user_sources: dict[str, CredentialSource] = {}
+        self._remote_signing: set[str] = set()
         self._lock = threading.Lock()
         jvm = spark.sparkContext._jvm
         self._registry = jvm.io.catalogext.shim.CredentialRegistry.get()
@@ -135,6 +136,8 @@ class CredentialManager:
         logsafety.MASK.add(logsafety.secret_conf_values(dict(props or {})))
         self._clients[name] = client
         self._chains[name] = StrategyChain()
+        if str((props or {}).get("s3.remote-signing-enabled", "")).lower() == "true":
+            self._remote_signing.add(name)  # remote signing: S3 requests are signed by the catalog
 
     def set_policy(self, policy: RefreshPolicy) -> None:
         """Use a new refresh policy; tables handed out from now on carry it to executors too."""
@@ -161,6 +164,12 @@ class CredentialManager:
             name = ".".join([entry["catalog"], *entry["namespace"], entry["table"]])
             by_name.setdefault(name, []).append(entry)
         return [_merged_status(name, entries) for name, entries in by_name.items()]
+
+    def refresh_needs(self) -> dict[str, str]:
+        """Catalog name -> what keeping its storage access alive needs, in one line."""
+        return {name: ("nothing: remote signing, the catalog signs every S3 request and Spark holds no keys"
+                       if name in self._remote_signing else "vended credentials, refreshed before they expire")
+                for name in sorted(self._clients)}
 
     def channel_stats(self) -> dict:
         """The driver channel's endpoint and how many executor requests it served or refused."""
