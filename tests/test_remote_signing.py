@@ -163,3 +163,60 @@ def test_spark_conf_cli_delegation_flag(tmp_path):
     bad = run_cli("spark-conf", "--profile", "polaris", "--from-pyiceberg", "keyed", "--delegation", "remote-signing", "--jars", "none",
                   env={"PYICEBERG_HOME": str(tmp_path)})
     assert_one_line_error(bad, "takes no storage keys", "s3.access-key-id")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
+
+
+def test_cli_local_up_remote_signing(tmp_path):
+    """`local up --delegation remote-signing` runs the signer as its own process in front of the
+    catalog; `spark-conf` picks the mode up from the state file; `local down` stops both."""
+    env = {"PYSPARK_CATALOG_EXT_CACHE": str(tmp_path)}
+    up = run_cli("local", "up", "--delegation", "remote-signing", env=env)
+    assert up.returncode == 0, up.stderr
+    state = json.loads((tmp_path / "local" / "state.json").read_text())
+    signer_pid = state["ports"]["signer_pid"]
+    try:
+        assert state["delegation"] == "remote-signing" and "remote-signing" in up.stdout
+        assert state["iceberg_uri"].endswith(f":{state['ports']['signer']}")
+        assert CLIENT_SECRET not in up.stdout + json.dumps(state) and ADMIN_SECRET_KEY not in up.stdout
+        assert _alive(signer_pid)
+        clash = run_cli("local", "up", env=env)
+        assert_one_line_error(clash, "delegation remote-signing is already running")
+        conf = run_cli("spark-conf", "--profile", "local", "--jars", "none", "--check", "--format", "defaults", "--show-secrets", env=env)
+        assert conf.returncode == 0, conf.stderr
+        assert "spark.sql.catalog.lake.s3.remote-signing-enabled true" in conf.stdout
+        assert f"spark.sql.catalog.lake.credential {CLIENT_ID}:{CLIENT_SECRET}" in conf.stdout
+        assert ADMIN_SECRET_KEY not in conf.stdout and "client-factory-impl" not in conf.stdout
+        token = requests.post(state["iceberg_uri"] + "/v1/oauth/tokens", timeout=10, data={
+            "grant_type": "client_credentials", "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET}).json()["access_token"]
+        outside = sign_request(state["iceberg_uri"], token, "GET", f"{state['s3_endpoint']}/warehouse/x/y", "us-east-1")
+        assert outside.status_code == 403
+    finally:
+        down = run_cli("local", "down", env=env)
+    assert down.returncode == 0 and "stopped" in down.stdout
+    assert not _alive(state["pid"]) and not _alive(signer_pid)
+
+
+def test_doctor_remote_signing_probe_makes_a_real_signed_request(signing_lake):
+    """The doctor's remote-signing probe gets a signature from the signer, reads the table's
+    metadata file from S3 with it, and sees the signer refuse a request outside the table."""
+    info = signing_lake.info
+    signed_before = signing_lake.signer.signed
+    proc = run_cli("doctor", "--json", "--profile", "seaweedfs", "--uri", info.iceberg_uri, "--warehouse", info.warehouse,
+                   "--credential-env", "PCE_TEST_CRED", "--delegation", "remote-signing", "--skip", "spark,pyiceberg,inventory",
+                   env={"PCE_TEST_CRED": info.credential}, timeout=240)
+    report = json.loads(proc.stdout)
+    probe = next(p for p in report["probes"] if p["id"] == "remote-signing")
+    assert probe["status"] == "pass", probe
+    check = probe["evidence"]["signed_request"]
+    assert (check["sign_status"], check["s3_status"], check["outside_sign_status"]) == (200, 200, 403)
+    assert "Authorization" in check["signed_headers"]
+    assert signing_lake.signer.signed > signed_before
+    assert CLIENT_SECRET not in proc.stdout + proc.stderr and ADMIN_SECRET_KEY not in proc.stdout + proc.stderr
