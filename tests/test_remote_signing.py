@@ -129,13 +129,14 @@ def test_signer_signs_inside_a_table_and_refuses_outside(signing_lake):
     assert sign_request(signer, "not-a-token", "GET", url, "us-east-1", endpoint=endpoint).status_code == 401
 
 
-def test_catalog_proxy_takes_only_its_own_client():
+def test_catalog_proxy_takes_only_its_own_client(signing_lake):
     """The S3 admin keys (SeaweedFS's OAuth2 client) are not a client of the signer proxy."""
-    with Lakehouse(delegation="remote-signing") as lake:
-        resp = requests.post(lake.info.oauth2_server_uri, timeout=10, data={
-            "grant_type": "client_credentials", "client_id": ADMIN_ACCESS_KEY, "client_secret": ADMIN_SECRET_KEY})
-        assert resp.status_code == 401
-        assert requests.get(f"{lake.info.iceberg_uri}/v1/warehouse/namespaces", timeout=10).status_code == 401
+    info = signing_lake.info
+    resp = requests.post(info.oauth2_server_uri, timeout=10, data={
+        "grant_type": "client_credentials", "client_id": ADMIN_ACCESS_KEY, "client_secret": ADMIN_SECRET_KEY})
+    assert resp.status_code == 401
+    assert requests.get(f"{info.iceberg_uri}/v1/warehouse/namespaces", timeout=10).status_code == 401
+    assert requests.get(f"{info.iceberg_uri}/v1/warehouse/namespaces", headers=_auth(signing_lake), timeout=10).status_code == 200
 
 
 def test_remote_signing_conf_has_no_keys_and_rejects_them():
