@@ -254,6 +254,8 @@ class SigningCatalogProxy:
         if not bucket:
             return "no bucket in the request"
         query = parse_qs(parts.query, keep_blank_values=True)
+        if any(seg in (".", "..") for seg in key.split("/")):
+            return "a key with . or .. segments (a server that normalizes paths would leave the table)"
         if key:
             return None if self._inside(scope, bucket, key) else f"s3://{bucket}/{key} is outside the table's location"
         if method == "GET" and "prefix" in query:  # ListObjects(V2) inside a table
@@ -263,7 +265,7 @@ class SigningCatalogProxy:
             keys = _delete_keys(body or "")
             if not keys:
                 return "a DeleteObjects request without keys"
-            outside = [k for k in keys if not self._inside(scope, bucket, k)]
+            outside = [k for k in keys if not self._inside(scope, bucket, k) or any(seg in (".", "..") for seg in k.split("/"))]
             return None if not outside else f"deleting s3://{bucket}/{outside[0]} is outside the table's location"
         return f"a bucket-level {method} on s3://{bucket} is not table data"
 

@@ -118,11 +118,26 @@ def test_signer_signs_inside_a_table_and_refuses_outside(signing_lake):
         ("GET", f"{signing_lake.info.s3_endpoint}/warehouse"),
         ("GET", url.replace(signing_lake.info.s3_endpoint, "http://s3.example.com")),
         ("GET", _object_url(signing_lake, location + "-sibling", "data/x.parquet")),  # a shared name prefix is not inside
+        ("GET", _object_url(signing_lake, location, "../t2/metadata/x.json")),  # no way out through ..
     ]
     for method, target in refused:
         resp = sign_request(signer, token, method, target, "us-east-1", endpoint=endpoint)
         assert resp.status_code == 403, (method, target, resp.status_code)
         assert "Authorization" not in resp.text
+    # DeleteObjects (what S3FileIO's bulk delete sends): every key must be inside the table
+    bucket, prefix = location.split("://", 1)[1].split("/", 1)
+    delete_url = f"{signing_lake.info.s3_endpoint}/{bucket}?delete"
+
+    def delete_body(*keys: str) -> str:
+        return "<Delete>" + "".join(f"<Object><Key>{k}</Key></Object>" for k in keys) + "</Delete>"
+
+    def sign_delete(xml: str) -> int:
+        body = {"region": "us-east-1", "method": "POST", "uri": delete_url, "headers": {}, "body": xml}
+        return requests.post(f"{signer}/{endpoint}", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=10).status_code
+
+    assert sign_delete(delete_body(f"{prefix}/data/a.parquet", f"{prefix}/data/b.parquet")) == 200
+    assert sign_delete(delete_body(f"{prefix}/data/a.parquet", "rs_scope/t2/data/b.parquet")) == 403
+    assert sign_delete("<Delete></Delete>") == 403
     # t2's own endpoint signs t2's objects, and the bare endpoint signs nothing
     assert sign_request(signer, token, "GET", refused[0][1], "us-east-1", endpoint=other["config"]["s3.signer.endpoint"]).status_code == 200
     assert sign_request(signer, token, "GET", url, "us-east-1").status_code == 403
