@@ -178,7 +178,7 @@ def catalog_properties(
 
     `delegation`: "vended-credentials" or "remote-signing" (default: the profile's, or the
     lakehouse's). With remote signing S3FileIO signs through the catalog's REST signer
-    (`signer_uri`/`signer_endpoint` override what the catalog advertises) and holds no keys.
+    (`signer_uri`/`signer_endpoint`: used when the catalog advertises none; a table's config wins) and holds no keys.
     """
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     base: dict[str, str] = pyiceberg_config(from_pyiceberg) if from_pyiceberg else {}
@@ -560,8 +560,8 @@ def add_connection_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--s3-endpoint")
     p.add_argument("--from-pyiceberg", metavar="NAME", help="start from PyIceberg's catalog NAME (.pyiceberg.yaml / env)")
     p.add_argument("--delegation", choices=DELEGATIONS, help="storage access: vended-credentials (keys) or remote-signing (no keys; default: the profile's)")
-    p.add_argument("--signer-uri", help="remote signer base URI (default: what the catalog advertises, else the catalog URI)")
-    p.add_argument("--signer-endpoint", help="remote signer path (default: what the catalog advertises, else v1/aws/s3/sign)")
+    p.add_argument("--signer-uri", help="remote signer base URI when the catalog advertises none (default: the catalog URI)")
+    p.add_argument("--signer-endpoint", help="remote signer path when the catalog advertises none (default: v1/aws/s3/sign)")
 
 
 def connection_kwargs(args: argparse.Namespace) -> dict[str, Any]:
