@@ -152,6 +152,13 @@ def test_catalog_proxy_takes_only_its_own_client(signing_lake):
     assert resp.status_code == 401
     assert requests.get(f"{info.iceberg_uri}/v1/warehouse/namespaces", timeout=10).status_code == 401
     assert requests.get(f"{info.iceberg_uri}/v1/warehouse/namespaces", headers=_auth(signing_lake), timeout=10).status_code == 200
+    # Iceberg refreshes its token with a token exchange: one of ours gives a new one, anything else 401
+    exchange = {"grant_type": "urn:ietf:params:oauth:grant-type:token-exchange", "subject_token_type": "urn:ietf:params:oauth:token-type:access_token"}
+    fresh = requests.post(info.oauth2_server_uri, data={**exchange, "subject_token": _token(signing_lake)}, timeout=10)
+    assert fresh.status_code == 200 and fresh.json()["expires_in"] > 0
+    assert requests.get(f"{info.iceberg_uri}/v1/warehouse/namespaces", timeout=10,
+                        headers={"Authorization": f"Bearer {fresh.json()['access_token']}"}).status_code == 200
+    assert requests.post(info.oauth2_server_uri, data={**exchange, "subject_token": "forged"}, timeout=10).status_code == 401
 
 
 def test_remote_signing_conf_has_no_keys_and_rejects_them():
