@@ -273,7 +273,7 @@ class Lakehouse:
                 sock.bind((HOST, 0))
                 port = sock.getsockname()[1]
             args = [sys.executable, "-m", "pyspark_catalog_ext.signer", "--catalog-uri", self.info.iceberg_uri,
-                    "--s3-endpoint", self.info.s3_endpoint, "--warehouse", WAREHOUSE, "--port", str(port),
+                    "--s3-endpoint", self.info.s3_endpoint, "--port", str(port),
                     "--watch-pid", str(self._proc.pid)]
             with open(self.info.log_file, "ab") as out:
                 self._signer_proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
@@ -282,7 +282,7 @@ class Lakehouse:
             _wait_http(f"{url}/v1/config?warehouse={WAREHOUSE}", self._signer_proc, self.ready_timeout)
             ports = {**self.info.ports, "signer": port, "signer_pid": self._signer_proc.pid}
         else:
-            self.signer = SigningCatalogProxy(self.info.iceberg_uri, self.info.s3_endpoint, ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY, WAREHOUSE).start()
+            self.signer = SigningCatalogProxy(self.info.iceberg_uri, self.info.s3_endpoint, ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY).start()
             url = self.signer.url
             ports = {**self.info.ports, "signer": self.signer.port}
         self.info = replace(self.info, iceberg_uri=url, ports=ports, delegation="remote-signing")

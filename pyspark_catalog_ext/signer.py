@@ -69,7 +69,7 @@ def remote_signing_config(signer_uri: str, endpoint: str = SIGN_ENDPOINT) -> dic
 def sign_request(signer_uri: str, token: str, method: str, url: str, region: str, *,
                  headers: Mapping[str, str] | None = None, endpoint: str = SIGN_ENDPOINT, timeout: float = 10.0) -> "Any":
     """Ask a signer (Iceberg's REST signer API) to sign one S3 request; returns the `requests`
-    response (200 with `{uri, headers}` when signed). Used by the doctor and the tests."""
+    response (200 with `{uri, headers}` when signed), e.g. to check a signer by hand."""
     import requests
 
     body: dict[str, Any] = {"region": region, "method": method, "uri": url, "headers": {k: [v] for k, v in (headers or {}).items()}}
@@ -77,26 +77,20 @@ def sign_request(signer_uri: str, token: str, method: str, url: str, region: str
                          headers={"Authorization": f"Bearer {token}"})
 
 
-class _UnsignedPayloadAuth:
-    """botocore's S3 SigV4 signer with `UNSIGNED-PAYLOAD`: the signer never sees the body (and
-    Iceberg's client refuses payload signing anyway)."""
+def _sigv4_headers(access_key: str, secret_key: str, region: str, method: str, url: str, headers: Mapping[str, str]) -> dict[str, str]:
+    """`headers` plus botocore's S3 SigV4 signature with `UNSIGNED-PAYLOAD` (the signer never sees
+    the body, and Iceberg's client refuses payload signing anyway)."""
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
 
-    def __init__(self, access_key: str, secret_key: str, region: str) -> None:
-        from botocore.auth import S3SigV4Auth
-        from botocore.credentials import Credentials
+    class UnsignedPayloadAuth(S3SigV4Auth):
+        def _should_sha256_sign_payload(self, request: Any) -> bool:
+            return False
 
-        class _Auth(S3SigV4Auth):
-            def _should_sha256_sign_payload(self, request: Any) -> bool:
-                return False
-
-        self._auth = _Auth(Credentials(access_key, secret_key), "s3", region)
-
-    def sign(self, method: str, url: str, headers: Mapping[str, str]) -> dict[str, str]:
-        from botocore.awsrequest import AWSRequest
-
-        request = AWSRequest(method=method, url=url, headers=dict(headers))
-        self._auth.add_auth(request)
-        return dict(request.headers.items())
+    request = AWSRequest(method=method, url=url, headers=dict(headers))
+    UnsignedPayloadAuth(Credentials(access_key, secret_key), "s3", region).add_auth(request)
+    return dict(request.headers.items())
 
 
 class SigningCatalogProxy:
@@ -106,13 +100,12 @@ class SigningCatalogProxy:
     to it are signed); `access_key`/`secret_key`: the keys the signer signs with (never sent out).
     """
 
-    def __init__(self, catalog_uri: str, s3_endpoint: str, access_key: str, secret_key: str, warehouse: str,
+    def __init__(self, catalog_uri: str, s3_endpoint: str, access_key: str, secret_key: str,
                  port: int = 0, host: str = "127.0.0.1") -> None:
         from cachetools import TTLCache
 
         self.catalog_uri = catalog_uri.rstrip("/")
         self.s3_endpoint = s3_endpoint.rstrip("/")
-        self.warehouse = warehouse
         self._access_key = access_key
         self._secret_key = secret_key
         self._host, self._port = host, port
@@ -276,7 +269,7 @@ class SigningCatalogProxy:
         headers = {k: ",".join(v) if isinstance(v, list) else str(v) for k, v in (request.get("headers") or {}).items()
                    if k.lower().startswith("x-amz-") or k.lower() in ("content-md5", "content-type", "range")}
         headers.pop("x-amz-content-sha256", None)
-        signed = _UnsignedPayloadAuth(self._access_key, self._secret_key, region).sign(method, url, headers)
+        signed = _sigv4_headers(self._access_key, self._secret_key, region, method, url, headers)
         return {"uri": url, "headers": {k: [v] for k, v in signed.items()}}
 
 
@@ -407,11 +400,10 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m pyspark_catalog_ext.signer")
     p.add_argument("--catalog-uri", required=True)
     p.add_argument("--s3-endpoint", required=True)
-    p.add_argument("--warehouse", required=True)
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--watch-pid", type=int, help="exit when this process (the lakehouse's weed) is gone")
     args = p.parse_args(argv)
-    proxy = SigningCatalogProxy(args.catalog_uri, args.s3_endpoint, ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY, args.warehouse, port=args.port)
+    proxy = SigningCatalogProxy(args.catalog_uri, args.s3_endpoint, ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY, port=args.port)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     proxy.start()
