@@ -30,6 +30,7 @@ from typing import Any, Iterator
 
 from .errors import ConfigError, LakehouseError, redact
 from .jars import cache_dir
+from .profiles import DELEGATIONS
 
 __all__ = [
     "LakehouseInfo",
@@ -49,7 +50,6 @@ WAREHOUSE = "warehouse"
 ADMIN_ACCESS_KEY = "lakeadmin"
 ADMIN_SECRET_KEY = "lakeadminsecret"
 VEND_ROLE = "arn:aws:iam::role/IcebergVendRole"
-DELEGATIONS = ("vended-credentials", "remote-signing")
 MIN_CREDENTIAL_SECONDS = 900  # SeaweedFS accepts less at start-up but then vends nothing at all
 GRPC_OFFSET = 10000  # SeaweedFS derives some gRPC addresses as http port + 10000: keep them consistent
 # Services with an http port; all but the Iceberg catalog also get a gRPC port.

@@ -15,6 +15,8 @@ __all__ = ["Profile", "PROFILES", "get_profile", "AUTH_KINDS"]
 
 AUTH_KINDS = ("oauth2", "token", "sigv4", "none")
 VENDED = "vended-credentials"
+REMOTE_SIGNING = "remote-signing"
+DELEGATIONS = (VENDED, REMOTE_SIGNING)  # the X-Iceberg-Access-Delegation modes this package configures
 
 # Probe ids of `pyspark-catalog-ext doctor` (pyspark_catalog_ext.doctor.probes) used below.
 BASIC_PROBES = ("config", "auth", "namespaces", "tables")

@@ -27,7 +27,7 @@ from .errors import (
     redact,
 )
 from . import logsafety, spark_errors
-from .profiles import Profile, get_profile
+from .profiles import DELEGATIONS, REMOTE_SIGNING, Profile, get_profile
 
 if TYPE_CHECKING:  # heavy imports stay lazy: the CLI must start fast
     from pyiceberg.catalog.rest import RestCatalog
@@ -64,8 +64,6 @@ SPARK_DEFAULT_REDACTION = "(?i)secret|password|token|access[.]?key"
 REDACTION_REGEX = SPARK_DEFAULT_REDACTION + "|credential|signing|session[.-]?token"
 _SECRET_KEY = re.compile(r"(?i)(^|[.-])(credential|token|secret|password|secret-access-key|access-key-id|session-token)$")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
-REMOTE_SIGNING = "remote-signing"
-DELEGATIONS = ("vended-credentials", REMOTE_SIGNING)
 _STORAGE_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 # PyIceberg-only keys that mean nothing (or something else) to Iceberg Java.
 _PYICEBERG_ONLY = {"type", "py-io-impl", "s3.force-virtual-addressing", "downcast-ns-timestamp-to-us-on-write"}
