@@ -26,10 +26,11 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from .errors import ConfigError, LakehouseError, redact
 from .jars import cache_dir
+from .profiles import DELEGATIONS
 
 __all__ = [
     "LakehouseInfo",
@@ -72,10 +73,16 @@ class LakehouseInfo:
     log_file: str
     pid: int
     ports: dict = field(default_factory=dict)
+    delegation: str = "vended-credentials"  # or "remote-signing": iceberg_uri is then the signer proxy
 
     @property
     def credential(self) -> str:
-        """OAuth2 client credentials `id:secret` for the catalog."""
+        """OAuth2 client credentials `id:secret` for the catalog. With remote signing these are
+        the signer proxy's client (no S3 key); otherwise SeaweedFS's, which are its S3 admin keys."""
+        if self.delegation == "remote-signing":
+            from .signer import CLIENT_ID, CLIENT_SECRET
+
+            return f"{CLIENT_ID}:{CLIENT_SECRET}"
         return f"{self.access_key}:{self.secret_key}"
 
     @property
@@ -171,13 +178,19 @@ class Lakehouse:
         s3_port: int | None = None,
         ready_timeout: float = 90.0,
         detached: bool = False,
+        delegation: str = "vended-credentials",
     ) -> None:
         if int(credential_seconds) < MIN_CREDENTIAL_SECONDS:
             raise ConfigError(
                 f"credential_seconds={credential_seconds} is below SeaweedFS's minimum of {MIN_CREDENTIAL_SECONDS} "
                 f"(it would silently vend no credentials); use {MIN_CREDENTIAL_SECONDS} or more"
             )
+        if delegation not in DELEGATIONS:
+            raise ConfigError(f"delegation={delegation!r} is not one of {', '.join(DELEGATIONS)}")
         self.credential_seconds = int(credential_seconds)
+        self.delegation = delegation
+        self.signer: Any = None  # the in-process SigningCatalogProxy (remote-signing, not detached)
+        self._signer_proc: subprocess.Popen | None = None  # ... or its process (detached)
         self._user_data_dir = Path(data_dir).expanduser().resolve() if data_dir else None
         self._fixed = {k: v for k, v in (("iceberg", iceberg_port), ("s3", s3_port)) if v}
         self.ready_timeout = ready_timeout
@@ -240,10 +253,39 @@ class Lakehouse:
             atexit.register(self.stop)
         try:
             self._wait_ready()
+            if self.delegation == "remote-signing":
+                self._start_signer()
         except BaseException:
             self.stop(keep_logs=True)
             raise
         return self
+
+    def _start_signer(self) -> None:
+        """Put the remote signer (pyspark_catalog_ext.signer) in front of the catalog: the catalog
+        URI clients see becomes the signer's; SeaweedFS's own stays in ports['iceberg']."""
+        from dataclasses import replace
+
+        from .signer import SigningCatalogProxy
+
+        assert self.info is not None and self._proc is not None
+        if self.detached:  # `local up`: the signer must outlive this command, like weed does
+            with socket.socket() as sock:  # a free port, handed to the signer process right away
+                sock.bind((HOST, 0))
+                port = sock.getsockname()[1]
+            args = [sys.executable, "-m", "pyspark_catalog_ext.signer", "--catalog-uri", self.info.iceberg_uri,
+                    "--s3-endpoint", self.info.s3_endpoint, "--port", str(port),
+                    "--watch-pid", str(self._proc.pid)]
+            with open(self.info.log_file, "ab") as out:
+                self._signer_proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                                     start_new_session=True)
+            url = f"http://{HOST}:{port}"
+            _wait_http(f"{url}/v1/config?warehouse={WAREHOUSE}", self._signer_proc, self.ready_timeout)
+            ports = {**self.info.ports, "signer": port, "signer_pid": self._signer_proc.pid}
+        else:
+            self.signer = SigningCatalogProxy(self.info.iceberg_uri, self.info.s3_endpoint, ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY).start()
+            url = self.signer.url
+            ports = {**self.info.ports, "signer": self.signer.port}
+        self.info = replace(self.info, iceberg_uri=url, ports=ports, delegation="remote-signing")
 
     def _wait_ready(self) -> None:
         """Ready = the catalog serves config, a token, and the warehouse's namespaces; S3 answers."""
@@ -295,6 +337,12 @@ class Lakehouse:
 
     def stop(self, keep_logs: bool = False) -> None:
         """Stop the server (SIGTERM to its process group, SIGKILL after 10 s) and remove temp files."""
+        signer, self.signer = self.signer, None
+        if signer is not None:
+            signer.stop()
+        signer_proc, self._signer_proc = self._signer_proc, None
+        if signer_proc is not None:
+            _kill_group(signer_proc.pid, signer_proc)
         proc, self._proc = self._proc, None
         if proc is not None:
             _kill_group(proc.pid, proc)
@@ -311,6 +359,23 @@ class Lakehouse:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _wait_http(url: str, proc: subprocess.Popen, timeout: float) -> None:
+    """Wait until `url` answers 200 (the signer forwarding to the catalog) or `proc` exits."""
+    import requests
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise LakehouseError(f"the remote signer exited with code {proc.returncode} during start-up; see the lakehouse log")
+        try:
+            if requests.get(url, timeout=2).status_code == 200:
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.2)
+    raise LakehouseError(f"the remote signer did not answer within {timeout:.0f}s")
 
 
 def _sweep_stale_roots() -> None:
@@ -360,9 +425,13 @@ def start_lakehouse(
     credential_seconds: int = MIN_CREDENTIAL_SECONDS,
     iceberg_port: int | None = None,
     s3_port: int | None = None,
+    delegation: str = "vended-credentials",
 ) -> Iterator[Lakehouse]:
-    """Context manager: a running lakehouse inside the block, stopped (and cleaned) after it."""
-    lake = Lakehouse(data_dir=data_dir, credential_seconds=credential_seconds, iceberg_port=iceberg_port, s3_port=s3_port)
+    """Context manager: a running lakehouse inside the block, stopped (and cleaned) after it.
+
+    `delegation="remote-signing"` puts a remote signer in front of the catalog (see `signer`)."""
+    lake = Lakehouse(data_dir=data_dir, credential_seconds=credential_seconds, iceberg_port=iceberg_port, s3_port=s3_port,
+                     delegation=delegation)
     lake.start()
     try:
         yield lake
@@ -401,12 +470,17 @@ def running_info() -> LakehouseInfo | None:
     return LakehouseInfo(secret_key=ADMIN_SECRET_KEY, **fields)
 
 
-def up(data_dir: str | None = None, credential_seconds: int = MIN_CREDENTIAL_SECONDS, iceberg_port: int | None = None, s3_port: int | None = None) -> LakehouseInfo:
-    """Start a detached lakehouse (or return the one already running)."""
+def up(data_dir: str | None = None, credential_seconds: int = MIN_CREDENTIAL_SECONDS, iceberg_port: int | None = None, s3_port: int | None = None,
+       delegation: str = "vended-credentials") -> LakehouseInfo:
+    """Start a detached lakehouse (or return the one already running). `delegation="remote-signing"`
+    also starts the remote signer (its own process) in front of the catalog."""
     existing = running_info()
     if existing is not None:
+        if existing.delegation != delegation:
+            raise ConfigError(f"a lakehouse with delegation {existing.delegation} is already running; stop it first (pyspark-catalog-ext local down)")
         return existing
-    lake = Lakehouse(data_dir=data_dir, credential_seconds=credential_seconds, iceberg_port=iceberg_port, s3_port=s3_port, detached=True)
+    lake = Lakehouse(data_dir=data_dir, credential_seconds=credential_seconds, iceberg_port=iceberg_port, s3_port=s3_port, detached=True,
+                     delegation=delegation)
     lake.start()
     assert lake.info is not None
     state = lake.info.public_dict() | {"root": str(lake._root), "temporary": data_dir is None, "started_at": time.time()}
@@ -424,6 +498,9 @@ def down() -> bool:
     _state_file().unlink(missing_ok=True)
     if state is None:
         return False
+    signer_pid = int((state.get("ports") or {}).get("signer_pid") or 0)
+    if signer_pid and _alive(signer_pid):
+        _kill_group(signer_pid)  # it would also exit by itself once weed is gone
     _kill_group(int(state["pid"]))
     if state.get("root"):
         shutil.rmtree(state["root"], ignore_errors=True)
@@ -432,9 +509,13 @@ def down() -> bool:
 
 def _print_info(info: LakehouseInfo) -> None:
     print(f"iceberg uri : {info.iceberg_uri}")
+    print(f"delegation  : {info.delegation}" + (" (S3 requests signed by the catalog's signer; Spark holds no keys)" if info.delegation == "remote-signing" else ""))
     print(f"warehouse   : {info.warehouse}")
     print(f"s3 endpoint : {info.s3_endpoint}")
-    print(f"credential  : {info.access_key}:*** (client id/secret = S3 admin keys; secret in pyspark_catalog_ext.local.ADMIN_SECRET_KEY)")
+    if info.delegation == "remote-signing":
+        print(f"credential  : {info.credential.split(':')[0]}:*** (the signer's OAuth2 client, no S3 key; secret in pyspark_catalog_ext.signer.CLIENT_SECRET)")
+    else:
+        print(f"credential  : {info.access_key}:*** (client id/secret = S3 admin keys; secret in pyspark_catalog_ext.local.ADMIN_SECRET_KEY)")
     print(f"data dir    : {info.data_dir}")
     print(f"log         : {info.log_file}")
     print(f"pid         : {info.pid}")
@@ -443,7 +524,7 @@ def _print_info(info: LakehouseInfo) -> None:
 def _cmd(args: argparse.Namespace) -> int:
     if args.action == "up":
         before = running_info()
-        started = up(args.data_dir, args.credential_seconds, args.iceberg_port, args.s3_port)
+        started = up(args.data_dir, args.credential_seconds, args.iceberg_port, args.s3_port, delegation=args.delegation)
         print("already running" if before else "lakehouse started (stop it with: pyspark-catalog-ext local down)")
         _print_info(started)
         return 0
@@ -467,4 +548,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--credential-seconds", type=int, default=MIN_CREDENTIAL_SECONDS, help="lifetime of vended credentials (>= 900)")
     p.add_argument("--iceberg-port", type=int, help="Iceberg REST port (default: a free port)")
     p.add_argument("--s3-port", type=int, help="S3 port (default: a free port)")
+    p.add_argument("--delegation", choices=DELEGATIONS, default="vended-credentials",
+                   help="how clients get storage access: vended keys, or a remote signer in front of the catalog (no keys)")
     p.set_defaults(func=_cmd)

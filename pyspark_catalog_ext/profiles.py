@@ -15,6 +15,8 @@ __all__ = ["Profile", "PROFILES", "get_profile", "AUTH_KINDS"]
 
 AUTH_KINDS = ("oauth2", "token", "sigv4", "none")
 VENDED = "vended-credentials"
+REMOTE_SIGNING = "remote-signing"
+DELEGATIONS = (VENDED, REMOTE_SIGNING)  # the X-Iceberg-Access-Delegation modes this package configures
 
 # Probe ids of `pyspark-catalog-ext doctor` (pyspark_catalog_ext.doctor.probes) used below.
 BASIC_PROBES = ("config", "auth", "namespaces", "tables")
@@ -36,7 +38,9 @@ class Profile:
         catalog's own default or an external IdP you must name with `oauth2_server_uri`.
     scope: OAuth2 scope the vendor expects, if any.
     signing_name / region: SigV4 signing service name and default region.
-    delegation: value for the `X-Iceberg-Access-Delegation` header (None = don't send it).
+    delegation: value for the `X-Iceberg-Access-Delegation` header: "vended-credentials" (keys for
+        the client) or "remote-signing" (the catalog signs S3 requests; see README "Remote signing");
+        None = don't send it. `configure(delegation=...)` / `--delegation` override it.
     path_style: `s3.path-style-access` (None = leave Iceberg's default).
     required_probes: `pyspark-catalog-ext doctor` probes that must pass for this vendor (the
         doctor runs every probe; it exits non-zero when one of these fails or is unsupported).

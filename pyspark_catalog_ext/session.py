@@ -27,7 +27,7 @@ from .errors import (
     redact,
 )
 from . import logsafety, spark_errors
-from .profiles import Profile, get_profile
+from .profiles import DELEGATIONS, REMOTE_SIGNING, Profile, get_profile
 
 if TYPE_CHECKING:  # heavy imports stay lazy: the CLI must start fast
     from pyiceberg.catalog.rest import RestCatalog
@@ -66,6 +66,7 @@ SPARK_DEFAULT_REDACTION = "(?i)secret|password|token|access[.]?key"
 REDACTION_REGEX = SPARK_DEFAULT_REDACTION + "|credential|signing|session[.-]?token"
 _SECRET_KEY = re.compile(r"(?i)(^|[.-])(credential|token|secret|password|secret-access-key|access-key-id|session-token)$")
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_STORAGE_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 # PyIceberg-only keys that mean nothing (or something else) to Iceberg Java.
 _PYICEBERG_ONLY = {"type", "py-io-impl", "s3.force-virtual-addressing", "downcast-ns-timestamp-to-us-on-write"}
 
@@ -169,8 +170,16 @@ def catalog_properties(
     from_pyiceberg: str | None = None,
     lakehouse: Any = None,
     shim: bool = True,
+    delegation: str | None = None,
+    signer_uri: str | None = None,
+    signer_endpoint: str | None = None,
 ) -> dict[str, str]:
-    """Iceberg catalog properties (no `spark.sql.catalog.<c>.` prefix) after applying precedence."""
+    """Iceberg catalog properties (no `spark.sql.catalog.<c>.` prefix) after applying precedence.
+
+    `delegation`: "vended-credentials" or "remote-signing" (default: the profile's, or the
+    lakehouse's). With remote signing S3FileIO signs through the catalog's REST signer
+    (`signer_uri`/`signer_endpoint`: used when the catalog advertises none; a table's config wins) and holds no keys.
+    """
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     base: dict[str, str] = pyiceberg_config(from_pyiceberg) if from_pyiceberg else {}
 
@@ -183,6 +192,7 @@ def catalog_properties(
                 raise ConfigError("profile 'local' needs a running lakehouse: start one with `pyspark-catalog-ext local up` (or pass --uri)")
         info = _lakehouse_info(lakehouse)
         uri = info.iceberg_uri
+        delegation = delegation or getattr(info, "delegation", None)
         warehouse = warehouse or info.warehouse
         if not (credential or token):
             credential = info.credential
@@ -237,8 +247,14 @@ def catalog_properties(
         if not region:
             raise ConfigError(f"profile {prof.name!r} signs requests with SigV4 and needs a region: pass --region")
         props.update({"rest.auth.type": "sigv4", "rest.sigv4-enabled": "true", "rest.signing-name": signing_name or "execute-api", "rest.signing-region": region})
-    if prof.delegation:
-        props[DELEGATION_HEADER] = prof.delegation
+    delegation = delegation or base.pop(DELEGATION_HEADER, None) or prof.delegation
+    if delegation:
+        props[DELEGATION_HEADER] = delegation
+    remote_signing = delegation == REMOTE_SIGNING
+    if remote_signing:
+        props.update(remote_signing_properties(base, signer_uri, signer_endpoint))
+    elif signer_uri or signer_endpoint:
+        raise ConfigError("signer_uri/signer_endpoint only apply with delegation='remote-signing'; add --delegation remote-signing")
     props["io-impl"] = S3_FILE_IO
     if path_style if path_style is not None else prof.path_style:
         props["s3.path-style-access"] = "true"
@@ -254,8 +270,22 @@ def catalog_properties(
             props[key] = value
     if base.get("s3.force-virtual-addressing", "").lower() == "true":
         props.pop("s3.path-style-access", None)
-    if shim:
+    if shim and not remote_signing:  # remote signing holds no keys, so there is nothing to refresh
         props["s3.client-factory-impl"] = SHIM_CLIENT_FACTORY  # S3 clients that refresh vended credentials
+    return props
+
+
+def remote_signing_properties(base: Mapping[str, str], signer_uri: str | None, signer_endpoint: str | None) -> dict[str, str]:
+    """Catalog properties for remote signing; ConfigError if storage keys are configured too
+    (the point of the mode is that Spark holds none)."""
+    keys = sorted(k for k in base if k in _STORAGE_KEYS)
+    if keys:
+        raise ConfigError(f"delegation 'remote-signing' takes no storage keys but {', '.join(keys)} is set; remove it (the catalog's signer signs every S3 request)")
+    props = {"s3.remote-signing-enabled": "true"}
+    if signer_uri:
+        props["s3.signer.uri"] = _validate_uri(signer_uri, "signer_uri")
+    if signer_endpoint:
+        props["s3.signer.endpoint"] = signer_endpoint.strip("/")
     return props
 
 
@@ -545,6 +575,9 @@ def add_connection_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--signing-name")
     p.add_argument("--s3-endpoint")
     p.add_argument("--from-pyiceberg", metavar="NAME", help="start from PyIceberg's catalog NAME (.pyiceberg.yaml / env)")
+    p.add_argument("--delegation", choices=DELEGATIONS, help="storage access: vended-credentials (keys) or remote-signing (no keys; default: the profile's)")
+    p.add_argument("--signer-uri", help="remote signer base URI when the catalog advertises none (default: the catalog URI)")
+    p.add_argument("--signer-endpoint", help="remote signer path when the catalog advertises none (default: v1/aws/s3/sign)")
 
 
 def connection_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -554,7 +587,8 @@ def connection_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         token=_secret_argument(args, "token"),
         sigv4=True if args.sigv4 else None, oauth2_server_uri=args.oauth2_server_uri, scope=args.scope,
         region=args.region, signing_name=args.signing_name, s3_endpoint=args.s3_endpoint,
-        from_pyiceberg=args.from_pyiceberg,
+        from_pyiceberg=args.from_pyiceberg, delegation=getattr(args, "delegation", None),
+        signer_uri=getattr(args, "signer_uri", None), signer_endpoint=getattr(args, "signer_endpoint", None),
     )
 
 

@@ -115,6 +115,7 @@ class CredentialManager:
         self.policy = policy or RefreshPolicy()
         self._catalogs: set[str] = set()
         self._user_sources: dict[str, CredentialSource] = {}
+        self._remote_signing: set[str] = set()
         self._registry = spark.sparkContext._jvm.io.catalogext.shim.CredentialRegistry.get()
         if policy is not None:
             self._apply_policy(policy)
@@ -132,6 +133,8 @@ class CredentialManager:
         """Report on Spark catalog `name` (a shim catalog); its secrets are masked in py4j logs."""
         logsafety.MASK.add(logsafety.secret_conf_values(dict(props or {})))
         self._catalogs.add(name)
+        if str((props or {}).get("s3.remote-signing-enabled", "")).lower() == "true":
+            self._remote_signing.add(name)  # remote signing: S3 requests are signed by the catalog
 
     def set_policy(self, policy: RefreshPolicy) -> None:
         """Use `policy` instead of the catalogs' `catalog-ext.refresh.*` properties for tables
@@ -163,6 +166,12 @@ class CredentialManager:
     def plugin_stats(self) -> dict:
         """How many executor requests the driver plugin (Spark plugin RPC) served or refused."""
         return json.loads(self._registry.pluginStats())
+
+    def refresh_needs(self) -> dict[str, str]:
+        """Catalog name -> what keeping its storage access alive needs, in one line."""
+        return {name: ("nothing: remote signing, the catalog signs every S3 request and Spark holds no keys"
+                       if name in self._remote_signing else "vended credentials, refreshed before they expire")
+                for name in sorted(self._catalogs)}
 
     def refresh_now(self, table: str | None = None) -> int:
         """Refresh every tracked table now, or only `table` ("catalog.ns.table"), e.g. to check a

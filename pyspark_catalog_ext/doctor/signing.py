@@ -1,0 +1,65 @@
+"""The doctor's remote-signing check: ask the catalog's signer to sign a real S3 request for an
+object of the probe table (its metadata file), send it to S3, and ask for a signature outside the
+table too (a signer should refuse it)."""
+
+from __future__ import annotations
+
+import secrets as _secrets
+from typing import Any, Callable, Mapping, Optional
+from urllib.parse import quote, urlsplit
+
+import requests
+
+from ..signer import SIGN_ENDPOINT
+
+__all__ = ["signed_request_check", "object_url"]
+
+
+def object_url(location: str, config: Mapping[str, str]) -> Optional[str]:
+    """The HTTP URL S3FileIO would use for `s3://bucket/key` under `config`, or None."""
+    parts = urlsplit(location)
+    if parts.scheme not in ("s3", "s3a", "s3n") or not parts.netloc:
+        return None
+    bucket, key = parts.netloc, quote(parts.path.lstrip("/"))
+    endpoint = config.get("s3.endpoint")
+    region = config.get("client.region") or config.get("s3.region") or "us-east-1"
+    if not endpoint:
+        return f"https://{bucket}.s3.{region}.amazonaws.com/{key}"
+    if str(config.get("s3.path-style-access", "")).lower() == "true":
+        return f"{endpoint.rstrip('/')}/{bucket}/{key}"
+    ep = urlsplit(endpoint)
+    return f"{ep.scheme}://{bucket}.{ep.netloc}/{key}"
+
+
+def signed_request_check(config: Mapping[str, str], metadata_location: str, table_location: str, auth: Any,
+                         timeout: float = 20.0, scrub: Callable[[str], str] = str) -> dict[str, Any]:
+    """Evidence of one real signed GET (and one signature request outside the table). No secrets:
+    only statuses, URLs and header names."""
+    signer = (config.get("s3.signer.uri") or config.get("uri") or "").rstrip("/")
+    endpoint = (config.get("s3.signer.endpoint") or SIGN_ENDPOINT).lstrip("/")
+    region = config.get("client.region") or config.get("s3.region") or "us-east-1"
+    url = object_url(metadata_location, config)
+    evidence: dict[str, Any] = {"signer_endpoint": f"{signer}/{endpoint}", "object": scrub(url or metadata_location)}
+    if not signer or not url:
+        evidence["error"] = "no signer URI or no S3 URL for the metadata file"
+        return evidence
+
+    def sign(target: str) -> requests.Response:
+        body = {"region": region, "method": "GET", "uri": target, "headers": {}}
+        return requests.post(f"{signer}/{endpoint}", json=body, auth=auth, timeout=timeout)
+
+    resp = sign(url)
+    evidence["sign_status"] = resp.status_code
+    if resp.status_code != 200:
+        evidence["error"] = scrub(resp.text[:200])
+        return evidence
+    answer = resp.json()
+    headers = {k: (v[0] if isinstance(v, list) else v) for k, v in (answer.get("headers") or {}).items()}
+    evidence["signed_headers"] = sorted(headers)
+    s3 = requests.get(answer.get("uri") or url, headers=headers, timeout=timeout)
+    evidence["s3_status"] = s3.status_code
+    # Outside the table: a sibling of its location (never created, so nothing is read either way).
+    outside = object_url(table_location.rstrip("/") + f"-pce-doctor-{_secrets.token_hex(3)}/x", config)
+    if outside:
+        evidence["outside_sign_status"] = sign(outside).status_code
+    return evidence

@@ -1,0 +1,48 @@
+"""A Spark job in remote-signing mode, run by test_remote_signing.py in a fresh interpreter (so
+its JVM has never seen a storage key). Prints one `RESULT {json}` line with what the test checks."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+from pyspark_catalog_ext.session import configure
+
+
+def main() -> None:
+    args = json.loads(sys.argv[1])
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    logging.basicConfig(level=logging.DEBUG, stream=sys.stderr)  # a leak would show in DEBUG logs
+    builder = SparkSession.builder.master("local[2]").appName("catalog-ext-remote-signing")
+    builder = configure(builder, "local", "lake", uri=args["uri"], warehouse=args["warehouse"], credential=args["credential"],
+                        delegation="remote-signing", extra_conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("INFO")
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.rs")
+    spark.sql(f"CREATE TABLE {args['table']} AS SELECT id, CAST(id * 2 AS STRING) AS doubled FROM range(0, 1000, 1, 2)")
+    row = spark.sql(f"SELECT count(*) AS n, sum(id) AS total FROM {args['table']}").collect()[0]
+
+    jvm = spark.sparkContext._jvm
+    namespace = spark.sparkContext._gateway.new_array(jvm.String, 1)
+    namespace[0] = "rs"
+    ident = jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, args["table"].rsplit(".", 1)[1])
+    table = spark._jsparkSession.sessionState().catalogManager().catalog("lake").loadTable(ident).table()
+    fileio = dict(table.io().properties())
+    conf = dict(spark.sparkContext.getConf().getAll())
+
+    from pyspark_catalog_ext.credentials import attach
+
+    manager = attach(spark)
+    result = {"count": row["n"], "total": row["total"], "fileio": fileio, "conf": conf,
+              "fileio_class": table.io().getClass().getName(),
+              "refresh_needs": manager.refresh_needs(), "tables_tracked": len(manager.status())}
+    print("RESULT " + json.dumps(result), flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
