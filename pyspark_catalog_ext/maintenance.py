@@ -522,7 +522,7 @@ class Report:
         rows = [head] + [(t.table, t.status, str(t.files_rewritten), str(t.bytes_rewritten), str(t.snapshots_expired),
                           str(t.orphans_removed), f"{t.duration_s:.1f}s") for t in self.tables]
         widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-        fmt = lambda r: "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))  # noqa: E731
+        fmt = lambda r: "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))  # noqa: E731
         lines = [fmt(head), "  ".join("-" * w for w in widths)] + [fmt(r) for r in rows[1:]]
         ok = sum(t.status == "ok" for t in self.tables)
         skipped = sum(t.status == "skipped" for t in self.tables)

@@ -52,7 +52,7 @@ def test_json_lines_sink_writes_events_in_order(tmp_path):
     lines = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
     steps = [line for line in lines if line["type"] == "test.step"]
     assert [s["i"] for s in steps] == list(range(50))
-    assert all(a["seq"] < b["seq"] for a, b in zip(steps, steps[1:]))
+    assert all(a["seq"] < b["seq"] for a, b in zip(steps, steps[1:], strict=False))
     assert sink.stats()["sent"] == len(lines) and sink.stats()["dropped"] == 0
 
 
@@ -205,7 +205,7 @@ def test_ctas_refresh_commit_fault_and_maintenance_events_arrive_in_order(spark,
     lines = [json.loads(line) for line in text.splitlines()]
     jvm_mine = [(e["type"], e.get("outcome")) for e in lines if e.get("table") in (ctas, other)]
     assert jvm_mine == [(t, o) for s, t, o in got if s == "jvm" and t != "credential_refresh.finished"]
-    assert all(a["seq"] < b["seq"] for a, b in zip(lines, lines[1:]))
+    assert all(a["seq"] < b["seq"] for a, b in zip(lines, lines[1:], strict=False))
     assert SECRET not in text and "secret-access-key" not in text and "session-token" not in text
     assert events.stats()["jvm"]["lost"] == 0
 
