@@ -11,7 +11,7 @@ import pytest
 
 from pyspark_catalog_ext.credentials import FunctionSource, RefreshPolicy, StorageCredentials
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.pyiceberg_ext import CredentialRefresher, policy_from_env
+from pyspark_catalog_ext.pyiceberg_ext import CredentialRefresher, refresh_policy
 from tests.fake_clock import FakeClock
 
 LIFETIME = 100.0
@@ -129,7 +129,7 @@ def test_longest_prefix_wins():
     assert entry.slot_for("s3://b/other/x")[1]["s3.access-key-id"] == "AK1"
 
 
-def test_function_source_and_env_knobs():
+def test_function_source():
     clock = FakeClock()
     src = FunctionSource(lambda table: StorageCredentials("AKF", "S", expires_at=dt.datetime.fromtimestamp(
         clock.now() + 50, dt.timezone.utc), prefix=table.location))
@@ -137,15 +137,43 @@ def test_function_source_and_env_knobs():
     entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
     refresher.refresh(entry)
     assert entry.slot_for("s3://b/db/t/f")[1]["s3.access-key-id"] == "AKF"
+
+
+def test_knobs_from_spark_catalog_properties_then_environment():
     env = {"PYSPARK_CATALOG_EXT_REFRESH_CHECK_INTERVAL_S": "5", "PYSPARK_CATALOG_EXT_REFRESH_MIN_AHEAD_S": "42",
            "PYSPARK_CATALOG_EXT_REFRESH_LIFETIME_FRACTION": "0.5"}
-    policy = policy_from_env(environ=env)
+    policy = refresh_policy(environ=env)
     assert (policy.check_interval_s, policy.min_ahead_s, policy.lifetime_fraction) == (5, 42, 0.5)
     assert policy.initial_backoff_s == RefreshPolicy().initial_backoff_s
+    # Spark's catalog properties (the names and units the JVM reads) win over the environment.
+    props = {"catalog-ext.refresh.min-ahead-ms": "7000", "catalog-ext.refresh.lifetime-fraction": "0.25",
+             "catalog-ext.refresh.max-backoff-ms": "9000", "uri": "http://x"}
+    policy = refresh_policy(props, environ=env)
+    assert (policy.check_interval_s, policy.min_ahead_s, policy.lifetime_fraction, policy.max_backoff_s) == (5, 7, 0.25, 9)
     with pytest.raises(ConfigError, match="PYSPARK_CATALOG_EXT_REFRESH_MIN_AHEAD_S='soon' is not a number"):
-        policy_from_env(environ={"PYSPARK_CATALOG_EXT_REFRESH_MIN_AHEAD_S": "soon"})
+        refresh_policy(environ={"PYSPARK_CATALOG_EXT_REFRESH_MIN_AHEAD_S": "soon"})
+    with pytest.raises(ConfigError, match="catalog-ext.refresh.check-interval-ms='1m' is not a number; set it in milliseconds"):
+        refresh_policy({"catalog-ext.refresh.check-interval-ms": "1m"}, environ={})
     with pytest.raises(ConfigError, match="lifetime_fraction"):
-        policy_from_env(environ={"PYSPARK_CATALOG_EXT_REFRESH_LIFETIME_FRACTION": "2"})
+        refresh_policy(environ={"PYSPARK_CATALOG_EXT_REFRESH_LIFETIME_FRACTION": "2"})
+
+
+def test_a_failing_source_leaks_no_secret(caplog):
+    """What a source's error carries (an STS message with keys, say) is redacted in the log and status."""
+    clock = FakeClock()
+
+    def leaky(table):
+        raise RuntimeError("AssumeRole answer unusable: token=FQoGZXIvYXdzELEAKED secret_access_key: wJalrLEAKED")
+
+    refresher, _ = make(clock, FunctionSource(leaky))
+    entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+    entry.slot_for("s3://b/db/t/f")
+    clock.t += 71
+    with caplog.at_level("WARNING"):
+        assert refresher.scheduler.tick() == []
+    assert refresher.scheduler.failures(entry.handle) == 1
+    shown = caplog.text + repr(refresher.status())
+    assert "AssumeRole answer unusable" in shown and "LEAKED" not in shown
 
 
 def test_background_thread_ends_when_no_table_is_left():

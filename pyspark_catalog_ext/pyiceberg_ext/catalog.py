@@ -30,7 +30,7 @@ from ..credentials.sources import CredentialSource
 from ..retry import parse_iso8601_duration, uuid7
 from .commits import CommitPolicy, GuardedCommit
 from .fileio import RefreshingFileIO
-from .refresher import CredentialRefresher, policy_from_env
+from .refresher import PROPERTY_PREFIX, CredentialRefresher, refresh_policy
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
@@ -39,7 +39,7 @@ __all__ = ["ExtRestCatalog"]
 # Table answers worth observing: create/stage-create (POST .../tables) and load (GET .../tables/{t});
 # not commits (POST .../tables/{t}), whose answers carry no credentials.
 _TABLE_ANSWER = re.compile(r"/v1/(?:[^/]+/)?namespaces/[^/]+/tables(?:/[^/?]+)?(?:\?.*)?$")
-REFRESH_PROPERTY = "catalog-ext.refresh"
+REFRESH_PROPERTY = PROPERTY_PREFIX + "enabled"
 
 
 class ExtRestCatalog(RestCatalog):
@@ -47,8 +47,9 @@ class ExtRestCatalog(RestCatalog):
 
     Args:
         name, properties: as for `RestCatalog` (so a user's PyIceberg config works unchanged).
-        refresh: renew vended credentials (default True; also `catalog-ext.refresh=false`).
-        policy: when to renew; default `RefreshPolicy()` overridden by PYSPARK_CATALOG_EXT_REFRESH_*.
+        refresh: renew vended credentials (default True; also `catalog-ext.refresh.enabled=false`).
+        policy: when to renew; default: Spark's `catalog-ext.refresh.*` properties of this catalog,
+            else PYSPARK_CATALOG_EXT_REFRESH_* variables, else `RefreshPolicy()`.
         source: a `CredentialSource` that serves this catalog's tables instead of the catalog.
     """
 
@@ -62,7 +63,8 @@ class ExtRestCatalog(RestCatalog):
             refresh = property_as_bool(self.properties, REFRESH_PROPERTY, True)
         self.commit_policy = CommitPolicy.from_properties(self.properties)
         if refresh:
-            self.refresher = CredentialRefresher(name, _LazyClient(self), policy or policy_from_env(), source=source)
+            self.refresher = CredentialRefresher(name, _LazyClient(self), policy or refresh_policy(self.properties),
+                                                source=source)
 
     # -- observing answers ---------------------------------------------------------------------
     def _create_session(self) -> Session:

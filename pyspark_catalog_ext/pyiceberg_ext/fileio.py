@@ -16,11 +16,15 @@ from typing import Any, Callable, Mapping
 
 from pyiceberg.io import FileIO, InputFile, OutputFile
 
-from .refresher import _SECRET_KEYS, CredentialRefresher, TableCredentials
+from ..session import is_secret_key
+from .refresher import CredentialRefresher, TableCredentials
 
 __all__ = ["RefreshingFileIO"]
 
-_CREDENTIAL_KEYS = (*_SECRET_KEYS, "s3.session-token-expires-at-ms")
+
+def _is_vended_key(key: str) -> bool:
+    """S3 keys that come with each renewal (never kept from the first answer)."""
+    return key.startswith("s3.") and (is_secret_key(key) or key == "s3.session-token-expires-at-ms")
 
 
 class RefreshingFileIO(FileIO):
@@ -28,7 +32,7 @@ class RefreshingFileIO(FileIO):
 
     def __init__(self, properties: Mapping[str, Any], entry: TableCredentials, refresher: CredentialRefresher,
                  delegate_factory: Callable[[dict], FileIO]) -> None:
-        base = {k: v for k, v in properties.items() if k not in _CREDENTIAL_KEYS}
+        base = {k: v for k, v in properties.items() if not _is_vended_key(k)}
         super().__init__(base)
         self._base = base
         self.entry = entry

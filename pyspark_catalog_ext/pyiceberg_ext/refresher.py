@@ -22,40 +22,46 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 from ..credentials.scheduler import RefreshPolicy, RefreshScheduler, TableState
 from ..credentials.sources import CredentialSource, StrategyChain, user_answer
-from ..errors import ConfigError, CredentialRefreshError
+from ..errors import CatalogExtError, ConfigError, CredentialRefreshError, redact
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
-__all__ = ["TableCredentials", "CredentialRefresher", "policy_from_env", "ENV_PREFIX"]
+__all__ = ["TableCredentials", "CredentialRefresher", "refresh_policy", "ENV_PREFIX", "PROPERTY_PREFIX"]
 
 ENV_PREFIX = "PYSPARK_CATALOG_EXT_REFRESH_"
-_ENV_KNOBS = {  # environment variable suffix -> RefreshPolicy field
-    "CHECK_INTERVAL_S": "check_interval_s",
-    "MIN_AHEAD_S": "min_ahead_s",
-    "LIFETIME_FRACTION": "lifetime_fraction",
-    "INITIAL_BACKOFF_S": "initial_backoff_s",
-    "MAX_BACKOFF_S": "max_backoff_s",
+PROPERTY_PREFIX = "catalog-ext.refresh."
+# RefreshPolicy field -> (Spark's catalog property suffix, in ms or a fraction; environment variable suffix, in s).
+_KNOBS = {
+    "check_interval_s": ("check-interval-ms", "CHECK_INTERVAL_S"),
+    "min_ahead_s": ("min-ahead-ms", "MIN_AHEAD_S"),
+    "lifetime_fraction": ("lifetime-fraction", "LIFETIME_FRACTION"),
+    "initial_backoff_s": ("initial-backoff-ms", "INITIAL_BACKOFF_S"),
+    "max_backoff_s": ("max-backoff-ms", "MAX_BACKOFF_S"),
 }
 _EXPIRY_KEY = "s3.session-token-expires-at-ms"
-_SECRET_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 
 
-def policy_from_env(base: Optional[RefreshPolicy] = None, environ: Mapping[str, str] = os.environ) -> RefreshPolicy:
-    """`base` (default `RefreshPolicy()`) with knobs overridden by PYSPARK_CATALOG_EXT_REFRESH_* variables."""
-    base = base or RefreshPolicy()
-    values = {field: getattr(base, field) for field in _ENV_KNOBS.values()}
-    for suffix, field in _ENV_KNOBS.items():
-        raw = environ.get(ENV_PREFIX + suffix)
-        if raw is None or not raw.strip():
-            continue
-        try:
-            values[field] = float(raw)
-        except ValueError:
-            raise ConfigError(f"{ENV_PREFIX}{suffix}={raw!r} is not a number; set it to seconds (or a fraction)") from None
+def refresh_policy(properties: Optional[Mapping[str, Any]] = None, environ: Mapping[str, str] = os.environ) -> RefreshPolicy:
+    """The policy Spark would use for this catalog: its `catalog-ext.refresh.*` properties (Spark's
+    names, milliseconds), else PYSPARK_CATALOG_EXT_REFRESH_* variables (seconds), else the defaults."""
+    properties = properties or {}
+    base = RefreshPolicy()
+    values = {field: getattr(base, field) for field in _KNOBS}
+    for field, (prop, env) in _KNOBS.items():
+        per_ms = 1.0 if field == "lifetime_fraction" else 1000.0
+        for name, raw, scale in ((ENV_PREFIX + env, environ.get(ENV_PREFIX + env), 1.0),
+                                 (PROPERTY_PREFIX + prop, properties.get(PROPERTY_PREFIX + prop), per_ms)):
+            if raw is None or not str(raw).strip():
+                continue
+            try:
+                values[field] = float(raw) / scale
+            except ValueError:
+                unit = "a fraction" if field == "lifetime_fraction" else ("milliseconds" if scale > 1 else "seconds")
+                raise ConfigError(f"{name}={raw!r} is not a number; set it in {unit}") from None
     try:
         return RefreshPolicy(**values)
     except ValueError as exc:
-        raise ConfigError(f"bad {ENV_PREFIX}* setting: {exc}") from None
+        raise ConfigError(f"bad {PROPERTY_PREFIX}* / {ENV_PREFIX}* setting: {exc}") from None
 
 
 def _expiry_s(config: Mapping[str, Any]) -> float:
@@ -190,7 +196,7 @@ class CredentialRefresher:
             raise ConfigError(f"{type(source).__name__} is not a credential source: it needs a fetch(table) method")
         self.catalog = catalog
         self.client = client
-        self.policy = policy or policy_from_env()
+        self.policy = policy or refresh_policy()
         self.source = source
         self.clock = clock
         self._chain = StrategyChain()
@@ -260,8 +266,12 @@ class CredentialRefresher:
                     answer = self._chain.fetch(self.client, req)
                 entry.update(answer.get("config") or {}, answer.get("storage-credentials") or [])
             except Exception as exc:
-                entry.last_error = str(exc)
-                raise
+                # Our errors are one redacted line already; anything else (a user source, botocore)
+                # is redacted the same way before it reaches the scheduler's log or the status.
+                error = exc if isinstance(exc, CatalogExtError) else CredentialRefreshError(
+                    f"refresh of {entry.name} failed: {type(exc).__name__}: {exc}")
+                entry.last_error = str(error)
+                raise error from None
             entry.last_error = None
             entry.last_strategy = answer["strategy"]
             entry.refreshes_by_strategy[answer["strategy"].split(" (")[0]] += 1
@@ -312,7 +322,7 @@ class CredentialRefresher:
             try:
                 self.scheduler.tick()
             except Exception as exc:  # noqa: BLE001 - the thread must survive a bad pass
-                log.warning("catalog-ext: PyIceberg refresh pass failed: %s", exc)
+                log.warning("catalog-ext: PyIceberg refresh pass failed: %s", redact(str(exc)))
 
     def close(self) -> None:
         """Stop the background thread (idempotent); FileIOs still renew expired keys on use."""
