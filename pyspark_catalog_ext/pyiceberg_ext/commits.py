@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 import requests
+from pyiceberg.catalog.rest import TableResponse
 from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException
+from pyiceberg.table import CommitTableResponse
+from pyiceberg.table.metadata import TableMetadata
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay
 from tenacity.wait import wait_random_exponential
 
@@ -73,7 +76,7 @@ class _Again(Exception):
     """This attempt proved nothing was applied (or it carries a key): try again."""
 
 
-def own_commit_landed(metadata: Optional[dict], requirements: tuple, updates: tuple) -> Optional[bool]:
+def own_commit_landed(metadata: Optional[TableMetadata], requirements: tuple, updates: tuple) -> Optional[bool]:
     """Does the table's current metadata contain our commit? None when the commit has no mark to look for."""
     from pyiceberg.table.update import AddSnapshotUpdate, AssertTableUUID, AssignUUIDUpdate
 
@@ -85,17 +88,17 @@ def own_commit_landed(metadata: Optional[dict], requirements: tuple, updates: tu
         return None  # e.g. a schema change only: nothing of ours is recognisable
     if metadata is None:
         return False
-    if expected_uuid and str(metadata.get("table-uuid")) != expected_uuid:
+    if expected_uuid and str(metadata.table_uuid) != expected_uuid:
         return False
-    present = {s.get("snapshot-id") for s in metadata.get("snapshots") or []}
+    present = {s.snapshot_id for s in metadata.snapshots}
     return all(sid in present for sid in snapshot_ids)
 
 
 class GuardedCommit:
-    """One logical commit: `run()` returns the catalog's 200 body (dict) or raises one of the two errors."""
+    """One logical commit: `run()` returns the catalog's answer or raises one of the two errors."""
 
     def __init__(self, session: requests.Session, url: str, body: bytes, *, table: str,
-                 requirements: tuple, updates: tuple, load_metadata: Callable[[], Optional[dict]],
+                 requirements: tuple, updates: tuple, load_metadata: Callable[[], Optional[TableResponse]],
                  idempotency_lifetime_s: Optional[float], policy: CommitPolicy = CommitPolicy(),
                  headers: Optional[dict] = None, on_401: Optional[Callable[[], None]] = None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
@@ -114,7 +117,7 @@ class GuardedCommit:
         self.reconciled = False  # evidence for tests and logs
 
     # -- the loop --------------------------------------------------------------------------------
-    def run(self) -> dict:
+    def run(self) -> CommitTableResponse:
         started = self.clock()
 
         def key_may_expire(state: RetryCallState) -> bool:
@@ -136,7 +139,7 @@ class GuardedCommit:
                 f"commit to {self.table} was refused {self.attempts} times ({self.last_cause}); nothing was "
                 "published: retry later") from None
 
-    def _attempt(self) -> dict:
+    def _attempt(self) -> CommitTableResponse:
         self.attempts += 1
         headers = dict(self.headers)
         if self.key:
@@ -155,7 +158,7 @@ class GuardedCommit:
         status = resp.status_code
         self.last_cause = f"HTTP {status}"
         if status == 200:
-            return resp.json()
+            return CommitTableResponse.model_validate_json(resp.content)
         if status in (429, 503):  # the catalog says it did not apply it
             raise _Again(self.last_cause)
         if status == 401 and self.on_401 is not None and self.attempts == 1:
@@ -176,7 +179,7 @@ class GuardedCommit:
             f"the catalog refused the commit to {self.table} (HTTP {status} {_error_summary(resp)}); nothing was published")
 
     # -- reconciliation ----------------------------------------------------------------------------
-    def _reconcile(self, cause: str, *, proven_not_applied: bool) -> dict:
+    def _reconcile(self, cause: str, *, proven_not_applied: bool) -> CommitTableResponse:
         self.reconciled = True
         try:
             metadata_response = self.load_metadata()
@@ -186,10 +189,12 @@ class GuardedCommit:
             raise PyIcebergCommitStateUnknownError(
                 f"the answer to the commit of {self.table} was lost ({cause}) and loading the table failed "
                 f"({type(exc).__name__}); every file is kept: check the table before retrying") from None
-        landed = own_commit_landed((metadata_response or {}).get("metadata"), self.requirements, self.updates)
-        if landed:
+        landed = own_commit_landed(metadata_response.metadata if metadata_response else None,
+                                   self.requirements, self.updates)
+        if landed and metadata_response is not None and metadata_response.metadata_location:
             log.info("catalog-ext: commit to %s landed although its answer was %s (reconciled)", self.table, cause)
-            return metadata_response  # type: ignore[return-value]
+            return CommitTableResponse(metadata=metadata_response.metadata,
+                                       metadata_location=metadata_response.metadata_location)
         if proven_not_applied or (landed is False and not self.maybe_applied):
             raise PyIcebergCommitFailedError(
                 f"the catalog refused the commit to {self.table} ({cause}); nothing was published: reload the table and retry")
