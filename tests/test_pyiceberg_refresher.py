@@ -73,6 +73,22 @@ def test_idle_table_is_left_alone_then_renewed_on_use():
     assert source.calls == 1 and entry.generation == generation + 1
 
 
+def test_a_reader_waits_for_new_keys_in_the_last_quarter_or_10_s():
+    """Spark's hard margin: min(10 s, lifetime / 4) before expiry a file is not opened with the old keys."""
+    clock = FakeClock()
+    refresher, source = make(clock)
+    entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+    clock.t += 89  # 11 s left of 100: still good to open a file
+    assert refresher.ensure_fresh(entry, entry.generation) is False and source.calls == 0
+    clock.t += 2  # 9 s left
+    assert refresher.ensure_fresh(entry, entry.generation) is True and source.calls == 1
+    entry = refresher.track(("db", "s"), vended(clock, 1, lifetime=8), [], location="s3://b/db/s", staged=False)
+    clock.t += 5.9  # 2.1 s of 8 left: more than a quarter
+    assert refresher.ensure_fresh(entry, entry.generation) is False
+    clock.t += 0.2  # 1.9 s left
+    assert refresher.ensure_fresh(entry, entry.generation) is True and source.calls == 2
+
+
 def test_backoff_while_valid_then_recovers():
     clock = FakeClock()
     refresher, source = make(clock)

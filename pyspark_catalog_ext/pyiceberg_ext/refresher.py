@@ -64,6 +64,16 @@ def refresh_policy(properties: Optional[Mapping[str, Any]] = None, environ: Mapp
         raise ConfigError(f"bad {PROPERTY_PREFIX}* / {ENV_PREFIX}* setting: {exc}") from None
 
 
+HARD_MARGIN_S = 10.0
+
+
+def hard_margin_s(fetched_at_s: float, expires_at_s: float) -> float:
+    """How close to expiry a reader stops and waits for new keys, as Spark's readers do (the JVM's
+    `TableCredentials.HARD_MARGIN_MS`): min(10 s, a quarter of the lifetime), enough for a file to open."""
+    lifetime = expires_at_s - fetched_at_s
+    return HARD_MARGIN_S if lifetime < 0 else min(HARD_MARGIN_S, lifetime / 4)
+
+
 def _expiry_s(config: Mapping[str, Any]) -> float:
     raw = config.get(_EXPIRY_KEY)
     try:
@@ -283,10 +293,11 @@ class CredentialRefresher:
         """Called before a file is opened with keys of `generation`: renew now if they are (almost) expired.
 
         The background thread normally renews well ahead; this covers idle tables (the scheduler
-        skips them) and a scheduler that could not keep up. 1 s of margin covers the request itself.
-        True when the keys were (almost) expired, i.e. the caller must look them up again.
+        skips them) and a scheduler that could not keep up. "Almost" is Spark's rule for a reader
+        that must wait (`hard_margin_s`). True when the caller must look the keys up again.
         """
-        if self.clock() + 1.0 < (entry.expires_at_s if expires_at_s is None else expires_at_s):
+        expires = entry.expires_at_s if expires_at_s is None else expires_at_s
+        if self.clock() + hard_margin_s(entry.fetched_at_s, expires) < expires:
             return False
         self.refresh(entry, generation)
         return True
