@@ -142,9 +142,10 @@ def test_refused_every_time_is_commit_failed(plain):
     cat, proxy = plain
     name = f"r_{uuidlib.uuid4().hex[:6]}"
     table = cat.create_table(f"pyc.{name}", SCHEMA)
-    # PyIceberg retries a CommitFailedException itself (commit.retry.num-retries, as Iceberg Java does)
-    # and then deletes the files it wrote: our CommitFailedError is one, with the same meaning.
-    proxy.faults.add("error", "POST", commit_path(name), status=503, times=100)
+    # 429 proves the catalog did not take it. PyIceberg retries a CommitFailedException itself
+    # (commit.retry.num-retries, as Iceberg Java does) and then deletes the files it wrote: our
+    # CommitFailedError is one, with the same meaning.
+    proxy.faults.add("error", "POST", commit_path(name), status=429, times=1000)
     try:
         with pytest.raises(CommitFailedError, match="nothing was published"):
             table.append(rows(0, 10))
@@ -154,15 +155,56 @@ def test_refused_every_time_is_commit_failed(plain):
     assert manifests(table) == []  # failed means nothing landed: PyIceberg deleted what it wrote
 
 
-def test_gateway_error_every_time_is_unknown(plain):
+@pytest.mark.parametrize("status", [502, 503])
+def test_gateway_error_every_time_is_unknown(plain, status):
+    """A 502/503 may come after the catalog applied the commit (a gateway): as in Spark, never
+    'failed' unless the table proves it; out of attempts with nothing visible it is unknown."""
     cat, proxy = plain
-    name = f"u_{uuidlib.uuid4().hex[:6]}"
+    name = f"u{status}_{uuidlib.uuid4().hex[:6]}"
     table = cat.create_table(f"pyc.{name}", SCHEMA)
-    proxy.faults.add("error", "POST", commit_path(name), status=502, times=1)
-    with pytest.raises(CommitStateUnknownError, match="every file is kept"):
-        table.append(rows(0, 10))
+    proxy.faults.add("error", "POST", commit_path(name), status=status, times=1000)
+    try:
+        with pytest.raises(CommitStateUnknownError, match="every file is kept"):
+            table.append(rows(0, 10))
+    finally:
+        proxy.faults.clear()
     assert len(cat.load_table(f"pyc.{name}").snapshots()) == 0
     assert len(manifests(table)) >= 2  # unknown: its manifest and manifest list are kept (they might be live)
+
+
+def test_gateway_error_once_is_looked_up_then_repeated(plain, caplog):
+    cat, proxy = plain
+    caplog.set_level(logging.INFO, logger="pyspark_catalog_ext.pyiceberg")
+    name = append_with_fault(cat, proxy, "pyc", "error", status=502)
+    assert proxy.count(kind="commit", table=f"pyc.{name}") - 1 == 2
+    assert "concurrent update" not in caplog.text
+    check_once(cat, "pyc", name, 200, 2)
+
+
+def test_bad_request_on_a_snapshot_commit_is_unknown(plain):
+    """Polaris <= 1.7 answers 400 for a commit whose state it does not know: as in Spark, a 400 on a
+    commit that adds a snapshot keeps every file (unknown) unless the table shows the commit."""
+    cat, proxy = plain
+    name = f"b_{uuidlib.uuid4().hex[:6]}"
+    table = cat.create_table(f"pyc.{name}", SCHEMA)
+    proxy.faults.add("error", "POST", commit_path(name), status=400)
+    with pytest.raises(CommitStateUnknownError, match="HTTP 400"):
+        table.append(rows(0, 10))
+    assert len(manifests(table)) >= 2
+
+
+def test_another_writer_wins_is_commit_failed_and_pyiceberg_retries(plain, caplog):
+    """A real conflict (409, our snapshot absent, our requirements broken) is CommitFailedError, so
+    PyIceberg's own conflict retry rebuilds the append on the new table state: both appends land."""
+    cat, _ = plain
+    name = f"w_{uuidlib.uuid4().hex[:6]}"
+    cat.create_table(f"pyc.{name}", SCHEMA)
+    ours, theirs = cat.load_table(f"pyc.{name}"), cat.load_table(f"pyc.{name}")
+    theirs.append(rows(100, 200))
+    with caplog.at_level(logging.WARNING):
+        ours.append(rows(0, 100))
+    assert "concurrent update" in caplog.text  # PyIceberg saw our CommitFailedException and retried
+    check_once(cat, "pyc", name, 200, 2)
 
 
 @pytest.mark.parametrize("op", ["create", "append"])
