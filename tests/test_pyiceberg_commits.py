@@ -250,3 +250,14 @@ def test_other_mutations_carry_a_fresh_uuid7_key(keyed):
     keys = set(idem.entries()) - before
     assert len(keys) == 2  # create, drop: one new key each
     assert all(uuidlib.UUID(key).version == 7 for key in keys)
+
+
+def test_bad_commit_setting_is_one_line():
+    from pyspark_catalog_ext.errors import ConfigError
+    from pyspark_catalog_ext.pyiceberg_ext import CommitPolicy
+
+    assert CommitPolicy.from_properties({"catalog-ext.commit.max-attempts": "3"}).max_attempts == 3
+    with pytest.raises(ConfigError, match=r"catalog-ext.commit.base-delay-ms='fast' must be a positive number"):
+        CommitPolicy.from_properties({"catalog-ext.commit.base-delay-ms": "fast"})
+    with pytest.raises(ConfigError, match="max-attempts"):
+        CommitPolicy.from_properties({"catalog-ext.commit.max-attempts": "0"})

@@ -207,3 +207,4 @@ def test_background_thread_ends_when_no_table_is_left():
     thread.join(2)
     assert not thread.is_alive() and refresher.tables() == []
     refresher.close()
+

@@ -37,7 +37,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 from tenacity.wait import wait_random_exponential
 
 from ..catalog_client import _classify_transport, _error_summary
-from ..errors import CommitFailedError
+from ..errors import CommitFailedError, ConfigError
 from ..retry import uuid7
 from ..staging import CommitStateUnknownError
 
@@ -69,15 +69,24 @@ class CommitPolicy:
 
     @staticmethod
     def from_properties(props: dict) -> "CommitPolicy":
-        def seconds(key: str, default: float) -> float:
+        """From `catalog-ext.commit.*` (Spark's names); a bad value is a one-line `ConfigError`."""
+        def number(key: str, default: float, scale: float = 1000.0) -> float:
             raw = props.get(f"catalog-ext.commit.{key}")
-            return float(raw) / 1000.0 if raw not in (None, "") else default
+            if raw in (None, ""):
+                return default
+            try:
+                value = float(raw) / scale
+            except ValueError:
+                value = -1.0
+            if value <= 0:
+                raise ConfigError(f"catalog-ext.commit.{key}={raw!r} must be a positive number")
+            return value
 
         return CommitPolicy(
-            max_attempts=int(props.get("catalog-ext.commit.max-attempts") or 5),
-            base_delay_s=seconds("base-delay-ms", 0.2),
-            max_delay_s=seconds("max-delay-ms", 5.0),
-            total_timeout_s=seconds("total-timeout-ms", 60.0),
+            max_attempts=int(number("max-attempts", 5, scale=1)),
+            base_delay_s=number("base-delay-ms", 0.2),
+            max_delay_s=number("max-delay-ms", 5.0),
+            total_timeout_s=number("total-timeout-ms", 60.0),
         )
 
 
