@@ -110,7 +110,9 @@ def test_without_refresh_the_same_scan_fails(lakehouse, catalog_proxy, s3_proxy,
         assert not isinstance(table.io, RefreshingFileIO)
         _expiring(s3_proxy, delay=0.08)
         rejected_before = s3_proxy.total_rejected
-        with pytest.raises(OSError, match="(?i)access key|forbidden|403|denied"):
+        # The error raised is whichever reader thread failed first: the 403 itself, or a sibling
+        # read cut short by it ("Failed to flush response stream"); the proxy's count is the proof.
+        with pytest.raises(OSError):
             table.scan().to_arrow()
         assert s3_proxy.total_rejected > rejected_before
     finally:

@@ -45,8 +45,8 @@ class RefreshingFileIO(FileIO):
         self._delegate_for(entry.location or "")  # properties show the current keys from the start
 
     def _delegate_for(self, location: str) -> FileIO:
-        generation, creds, expires_at_s = self.entry.slot_for(location)
-        if self._refresher.ensure_fresh(self.entry, generation, expires_at_s):
+        generation, creds, wait_at_s = self.entry.slot_for(location)
+        if self._refresher.ensure_fresh(self.entry, generation, wait_at_s):
             generation, creds, _ = self.entry.slot_for(location)
         key = (generation, id(creds))  # a slot's keys are never mutated: identity names them
         delegate = self._delegates.get(key)  # the hot path: no lock

@@ -90,6 +90,7 @@ class _Slot:
     config: Mapping[str, str]
     refresh_token: Optional[str]
     expires_at_s: float
+    wait_at_s: float  # from then on a reader waits for new keys (expiry minus the hard margin)
 
     def __repr__(self) -> str:  # never the keys
         return f"_Slot(prefix={self.prefix!r}, expires_at_s={self.expires_at_s})"
@@ -133,22 +134,28 @@ class TableCredentials:
     # -- state ---------------------------------------------------------------------------------
     def update(self, config: Mapping[str, Any], storage_credentials: Iterable[Mapping[str, Any]]) -> None:
         """Install credentials from a LoadTable/LoadCredentials-shaped answer; bumps the generation."""
+        now = self._clock()
+
+        def slot(prefix: str, cfg: dict, token: Optional[str]) -> _Slot:
+            expires = _expiry_s(cfg)
+            return _Slot(prefix, cfg, token, expires, expires - hard_margin_s(now, expires))
+
         slots = []
         base = {k: str(v) for k, v in (config or {}).items() if k.startswith("s3.")}
         if "s3.access-key-id" in base:
-            slots.append(_Slot("", base, None, _expiry_s(base)))
+            slots.append(slot("", base, None))
         for cred in storage_credentials or []:
             cfg = {k: str(v) for k, v in (cred.get("config") or {}).items()}
-            slots.append(_Slot(str(cred.get("prefix") or ""), cfg, cred.get("storage-refresh-token"), _expiry_s(cfg)))
+            slots.append(slot(str(cred.get("prefix") or ""), cfg, cred.get("storage-refresh-token")))
         if not slots:
             raise CredentialRefreshError(f"the catalog returned no storage credentials for table {self.name}")
         with self._state_lock:
             self._slots = slots
-            self.fetched_at_s = self._clock()
+            self.fetched_at_s = now
             self.generation += 1
 
     def slot_for(self, location: str) -> tuple[int, Mapping[str, str], float]:
-        """(generation, keys, their expiry) for `location`: the longest matching prefix wins (spec);
+        """(generation, keys, when to stop using them) for `location`: the longest matching prefix wins (spec);
         else the table config's keys."""
         with self._state_lock:
             self.last_used_s = self._clock()
@@ -160,7 +167,13 @@ class TableCredentials:
                 best = next((s for s in self._slots if not s.prefix), self._slots[0] if self._slots else None)
             if best is None:
                 return self.generation, {}, float("inf")
-            return self.generation, best.config, best.expires_at_s
+            return self.generation, best.config, best.wait_at_s
+
+    @property
+    def wait_at_s(self) -> float:
+        """When the first of the table's keys enters its hard margin."""
+        with self._state_lock:
+            return min((s.wait_at_s for s in self._slots), default=float("inf"))
 
     @property
     def expires_at_s(self) -> float:
@@ -289,15 +302,14 @@ class CredentialRefresher:
                      entry.name, answer["strategy"], entry.generation, entry.expires_at_s - self.clock())
             return True
 
-    def ensure_fresh(self, entry: TableCredentials, generation: int, expires_at_s: Optional[float] = None) -> bool:
+    def ensure_fresh(self, entry: TableCredentials, generation: int, wait_at_s: Optional[float] = None) -> bool:
         """Called before a file is opened with keys of `generation`: renew now if they are (almost) expired.
 
         The background thread normally renews well ahead; this covers idle tables (the scheduler
         skips them) and a scheduler that could not keep up. "Almost" is Spark's rule for a reader
         that must wait (`hard_margin_s`). True when the caller must look the keys up again.
         """
-        expires = entry.expires_at_s if expires_at_s is None else expires_at_s
-        if self.clock() + hard_margin_s(entry.fetched_at_s, expires) < expires:
+        if self.clock() < (entry.wait_at_s if wait_at_s is None else wait_at_s):
             return False
         self.refresh(entry, generation)
         return True
