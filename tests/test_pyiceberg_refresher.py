@@ -125,6 +125,26 @@ def test_single_flight_per_table():
     assert source.calls == 1 and entry.generation == generation + 1
 
 
+def test_readers_back_off_after_a_failed_refresh():
+    """Expired keys and a source that fails: the files opened meanwhile get the last error, not one
+    catalog request each; after the backoff a reader asks again."""
+    from pyspark_catalog_ext.errors import CredentialRefreshError
+
+    clock = FakeClock()
+    refresher, source = make(clock)
+    entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+    clock.t += LIFETIME
+    source.fail = True
+    for _ in range(5):  # five files opened one after the other
+        with pytest.raises(CredentialRefreshError, match="token service down"):
+            refresher.ensure_fresh(entry, entry.generation)
+    assert source.calls == 1 and entry.failures == 1
+    clock.t += POLICY.initial_backoff_s  # the first backoff is at most initial_backoff_s
+    source.fail = False
+    assert refresher.ensure_fresh(entry, entry.generation) is True
+    assert source.calls == 2 and entry.failures == 0
+
+
 def test_same_table_handed_out_twice_shares_one_entry():
     clock = FakeClock()
     refresher, _ = make(clock)

@@ -14,6 +14,7 @@ import collections
 import itertools
 import logging
 import os
+import random
 import threading
 import time
 import weakref
@@ -126,6 +127,8 @@ class TableCredentials:
         self.refreshes_by_strategy: collections.Counter[str] = collections.Counter()
         self.last_strategy: Optional[str] = None
         self.last_error: Optional[str] = None
+        self.failures = 0  # consecutive failed renewals
+        self.retry_at_s = 0.0  # a reader waiting for keys does not ask again before this
 
     @property
     def name(self) -> str:
@@ -223,6 +226,7 @@ class CredentialRefresher:
         self.source = source
         self.clock = clock
         self._chain = StrategyChain()
+        self._rng = random.Random()
         self._lock = threading.Lock()
         self._by_handle: "weakref.WeakValueDictionary[str, TableCredentials]" = weakref.WeakValueDictionary()
         self._by_identifier: "weakref.WeakValueDictionary[tuple, TableCredentials]" = weakref.WeakValueDictionary()
@@ -275,12 +279,20 @@ class CredentialRefresher:
         entry = self._by_handle.get(handle)
         return entry is not None and self.refresh(entry, seen_generation)
 
-    def refresh(self, entry: TableCredentials, seen_generation: Optional[int] = None) -> bool:
-        """Renew `entry` unless someone did since `seen_generation`; True if this call fetched."""
+    def refresh(self, entry: TableCredentials, seen_generation: Optional[int] = None, *, reader: bool = False) -> bool:
+        """Renew `entry` unless someone did since `seen_generation`; True if this call fetched.
+
+        `reader`: a FileIO that cannot go on without keys. After a failure it gets the last error
+        again until the backoff (the policy's) has passed, instead of one catalog request per file.
+        """
         seen = entry.generation if seen_generation is None else seen_generation
         with entry.refresh_lock:
             if entry.generation != seen:
                 return False
+            if reader and self.clock() < entry.retry_at_s:
+                raise CredentialRefreshError(
+                    f"credentials of {entry.name} are expiring and refresh failed {entry.failures} time(s) in a row, "
+                    f"next try in {entry.retry_at_s - self.clock():.1f} s: {entry.last_error}")
             req = entry.request()
             try:
                 if self.source is not None:
@@ -294,8 +306,10 @@ class CredentialRefresher:
                 error = exc if isinstance(exc, CatalogExtError) else CredentialRefreshError(
                     f"refresh of {entry.name} failed: {type(exc).__name__}: {exc}")
                 entry.last_error = str(error)
+                entry.failures += 1
+                entry.retry_at_s = self.clock() + self.policy.backoff(entry.failures, self._rng)
                 raise error from None
-            entry.last_error = None
+            entry.last_error, entry.failures, entry.retry_at_s = None, 0, 0.0
             entry.last_strategy = answer["strategy"]
             entry.refreshes_by_strategy[answer["strategy"].split(" (")[0]] += 1
             log.info("catalog-ext: refreshed credentials of %s via %s (generation %d, expire in %.0f s)",
@@ -311,7 +325,7 @@ class CredentialRefresher:
         """
         if self.clock() < (entry.wait_at_s if wait_at_s is None else wait_at_s):
             return False
-        self.refresh(entry, generation)
+        self.refresh(entry, generation, reader=True)
         return True
 
     def status(self) -> list[dict[str, Any]]:
@@ -324,7 +338,7 @@ class CredentialRefresher:
                 "strategy": entry.last_strategy, "refreshes_by_strategy": dict(entry.refreshes_by_strategy),
                 "expires_at_s": state.expires_at_s,
                 "next_refresh_s": self.policy.refresh_at(state.fetched_at_s, state.expires_at_s),
-                "failures": self.scheduler.failures(entry.handle), "last_error": entry.last_error,
+                "failures": entry.failures, "last_error": entry.last_error,
             })
         return rows
 
