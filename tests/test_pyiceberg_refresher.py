@@ -214,7 +214,6 @@ def test_a_failing_source_leaks_no_secret(caplog):
 
 def test_background_thread_ends_when_no_table_is_left():
     import gc
-    import time
 
     clock = FakeClock()
     policy = RefreshPolicy(check_interval_s=0.02, min_ahead_s=10, lifetime_fraction=0.3)
