@@ -12,6 +12,7 @@ import pytest
 from pyspark_catalog_ext.credentials import FunctionSource, RefreshPolicy, StorageCredentials
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext import CredentialRefresher, refresh_policy
+from pyspark_catalog_ext.pyiceberg_ext.refresher import hard_margin_s
 from tests.fake_clock import FakeClock
 
 LIFETIME = 100.0
@@ -87,6 +88,7 @@ def test_a_reader_waits_for_new_keys_in_the_last_quarter_or_10_s():
     assert refresher.ensure_fresh(entry, entry.generation) is False
     clock.t += 0.2  # 1.9 s left
     assert refresher.ensure_fresh(entry, entry.generation) is True and source.calls == 2
+    assert hard_margin_s(0, 3) == 1.0 and hard_margin_s(0, 3600) == 10.0  # never under 1 s
 
 
 def test_backoff_while_valid_then_recovers():

@@ -66,13 +66,15 @@ def refresh_policy(properties: Optional[Mapping[str, Any]] = None, environ: Mapp
 
 
 HARD_MARGIN_S = 10.0
+MIN_HARD_MARGIN_S = 1.0  # a Python file operation (open, write, close) needs about this much, even under load
 
 
 def hard_margin_s(fetched_at_s: float, expires_at_s: float) -> float:
     """How close to expiry a reader stops and waits for new keys, as Spark's readers do (the JVM's
-    `TableCredentials.HARD_MARGIN_MS`): min(10 s, a quarter of the lifetime), enough for a file to open."""
+    `TableCredentials.HARD_MARGIN_MS`): min(10 s, a quarter of the lifetime), and never under 1 s
+    (which only matters for lifetimes under 4 s, i.e. tests)."""
     lifetime = expires_at_s - fetched_at_s
-    return HARD_MARGIN_S if lifetime < 0 else min(HARD_MARGIN_S, lifetime / 4)
+    return HARD_MARGIN_S if lifetime < 0 else max(MIN_HARD_MARGIN_S, min(HARD_MARGIN_S, lifetime / 4))
 
 
 def _expiry_s(config: Mapping[str, Any]) -> float:
