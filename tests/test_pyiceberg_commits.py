@@ -127,46 +127,118 @@ def test_lost_answer_is_replayed_under_the_same_key(keyed, op):
     assert len(sent) >= 2
 
 
+def manifests(table) -> list[str]:
+    """The manifest and manifest-list files under the table's metadata/ (listed with its current keys)."""
+    from pyarrow.fs import FileSelector, FileType
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    bucket, _, path = table.location().removeprefix("s3://").partition("/")
+    fs = PyArrowFileIO(table.io.properties).fs_by_scheme("s3", bucket)
+    infos = fs.get_file_info(FileSelector(f"{bucket}/{path}/metadata", recursive=True, allow_not_found=True))
+    return [i.path for i in infos if i.type == FileType.File and i.path.endswith(".avro")]
+
+
 def test_refused_every_time_is_commit_failed(plain):
     cat, proxy = plain
     name = f"r_{uuidlib.uuid4().hex[:6]}"
     table = cat.create_table(f"pyc.{name}", SCHEMA)
-    # PyIceberg retries a CommitFailedException itself (commit.retry.num-retries, as Iceberg Java does)
-    # and then deletes the files it wrote: our CommitFailedError is one, with the same meaning.
-    proxy.faults.add("error", "POST", commit_path(name), status=503, times=100)
+    # 429 proves the catalog did not take it. PyIceberg retries a CommitFailedException itself
+    # (commit.retry.num-retries, as Iceberg Java does) and then deletes the files it wrote: our
+    # CommitFailedError is one, with the same meaning.
+    proxy.faults.add("error", "POST", commit_path(name), status=429, times=1000)
     try:
         with pytest.raises(CommitFailedError, match="nothing was published"):
             table.append(rows(0, 10))
     finally:
         proxy.faults.clear()
     assert len(cat.load_table(f"pyc.{name}").snapshots()) == 0
+    assert manifests(table) == []  # failed means nothing landed: PyIceberg deleted what it wrote
 
 
-def test_gateway_error_every_time_is_unknown(plain):
+@pytest.mark.parametrize("status", [502, 503])
+def test_gateway_error_every_time_is_unknown(plain, status):
+    """A 502/503 may come after the catalog applied the commit (a gateway): as in Spark, never
+    'failed' unless the table proves it; out of attempts with nothing visible it is unknown."""
     cat, proxy = plain
-    name = f"u_{uuidlib.uuid4().hex[:6]}"
+    name = f"u{status}_{uuidlib.uuid4().hex[:6]}"
     table = cat.create_table(f"pyc.{name}", SCHEMA)
-    proxy.faults.add("error", "POST", commit_path(name), status=502, times=1)
-    with pytest.raises(CommitStateUnknownError, match="every file is kept"):
-        table.append(rows(0, 10))
+    proxy.faults.add("error", "POST", commit_path(name), status=status, times=1000)
+    try:
+        with pytest.raises(CommitStateUnknownError, match="every file is kept"):
+            table.append(rows(0, 10))
+    finally:
+        proxy.faults.clear()
     assert len(cat.load_table(f"pyc.{name}").snapshots()) == 0
+    assert len(manifests(table)) >= 2  # unknown: its manifest and manifest list are kept (they might be live)
 
 
-def test_pyiceberg_alone_fails_on_a_lost_answer(lakehouse, plain):
-    """The control: PyIceberg's own RestCatalog raises although the commit landed."""
+def test_gateway_error_once_is_looked_up_then_repeated(plain, caplog):
+    cat, proxy = plain
+    caplog.set_level(logging.INFO, logger="pyspark_catalog_ext.pyiceberg")
+    name = append_with_fault(cat, proxy, "pyc", "error", status=502)
+    assert proxy.count(kind="commit", table=f"pyc.{name}") - 1 == 2
+    assert "concurrent update" not in caplog.text
+    check_once(cat, "pyc", name, 200, 2)
+
+
+def test_bad_request_on_a_snapshot_commit_is_unknown(plain):
+    """Polaris <= 1.7 answers 400 for a commit whose state it does not know: as in Spark, a 400 on a
+    commit that adds a snapshot keeps every file (unknown) unless the table shows the commit."""
+    cat, proxy = plain
+    name = f"b_{uuidlib.uuid4().hex[:6]}"
+    table = cat.create_table(f"pyc.{name}", SCHEMA)
+    proxy.faults.add("error", "POST", commit_path(name), status=400)
+    with pytest.raises(CommitStateUnknownError, match="HTTP 400"):
+        table.append(rows(0, 10))
+    assert len(manifests(table)) >= 2
+
+
+def test_another_writer_wins_is_commit_failed_and_pyiceberg_retries(plain, caplog):
+    """A real conflict (409, our snapshot absent, our requirements broken) is CommitFailedError, so
+    PyIceberg's own conflict retry rebuilds the append on the new table state: both appends land."""
+    cat, _ = plain
+    name = f"w_{uuidlib.uuid4().hex[:6]}"
+    cat.create_table(f"pyc.{name}", SCHEMA)
+    ours, theirs = cat.load_table(f"pyc.{name}"), cat.load_table(f"pyc.{name}")
+    theirs.append(rows(100, 200))
+    with caplog.at_level(logging.WARNING):
+        ours.append(rows(0, 100))
+    assert "concurrent update" in caplog.text  # PyIceberg saw our CommitFailedException and retried
+    check_once(cat, "pyc", name, 200, 2)
+
+
+@pytest.mark.parametrize("op", ["create", "append"])
+def test_pyiceberg_alone_fails_on_a_lost_answer(lakehouse, plain, op):
+    """The control (what issue 10 measured): PyIceberg's own RestCatalog raises ConnectionError
+    although the commit landed; rerunning a create then finds the table already there. Ours
+    (test_create_transaction_commit_survives / test_append_commit_survives) succeeds once."""
+    import requests
     from pyiceberg.catalog.rest import RestCatalog
+    from pyiceberg.exceptions import CommitFailedException
 
     _, proxy = plain
     props = {k: v for k, v in pyiceberg_catalog(lakehouse, uri=proxy.url, refresh=False).properties.items()
              if isinstance(v, str)}
     cat = RestCatalog("plainpy", **props)
-    name = f"p_{uuidlib.uuid4().hex[:6]}"
-    table = cat.create_table(f"pyc.{name}", SCHEMA)
-    proxy.faults.add("drop", "POST", commit_path(name))
-    with pytest.raises(Exception) as err:
-        table.append(rows(0, 10))
-    assert not isinstance(err.value, (CommitFailedError, CommitStateUnknownError))
-    assert len(cat.load_table(f"pyc.{name}").snapshots()) == 1  # it landed anyway
+    name = f"p_{op}_{uuidlib.uuid4().hex[:6]}"
+    if op == "create":
+        tx = cat.create_table_transaction(f"pyc.{name}", SCHEMA)
+        tx.append(rows(0, 10))
+        proxy.faults.add("drop", "POST", commit_path(name))
+        with pytest.raises(requests.ConnectionError):
+            tx.commit_transaction()
+        assert cat.load_table(f"pyc.{name}").scan().to_arrow().num_rows == 10  # committed with all its rows
+        rerun = cat.create_table_transaction  # the user's natural reaction: run the job again
+        with pytest.raises(CommitFailedException, match="already exists"):
+            tx = rerun(f"pyc.{name}", SCHEMA)
+            tx.append(rows(0, 10))
+            tx.commit_transaction()
+    else:
+        table = cat.create_table(f"pyc.{name}", SCHEMA)
+        proxy.faults.add("drop", "POST", commit_path(name))
+        with pytest.raises(requests.ConnectionError):
+            table.append(rows(0, 10))
+        assert len(cat.load_table(f"pyc.{name}").snapshots()) == 1  # it landed anyway
 
 
 def test_other_mutations_carry_a_fresh_uuid7_key(keyed):
@@ -178,3 +250,14 @@ def test_other_mutations_carry_a_fresh_uuid7_key(keyed):
     keys = set(idem.entries()) - before
     assert len(keys) == 2  # create, drop: one new key each
     assert all(uuidlib.UUID(key).version == 7 for key in keys)
+
+
+def test_bad_commit_setting_is_one_line():
+    from pyspark_catalog_ext.errors import ConfigError
+    from pyspark_catalog_ext.pyiceberg_ext import CommitPolicy
+
+    assert CommitPolicy.from_properties({"catalog-ext.commit.max-attempts": "3"}).max_attempts == 3
+    with pytest.raises(ConfigError, match=r"catalog-ext.commit.base-delay-ms='fast' must be a positive number"):
+        CommitPolicy.from_properties({"catalog-ext.commit.base-delay-ms": "fast"})
+    with pytest.raises(ConfigError, match="max-attempts"):
+        CommitPolicy.from_properties({"catalog-ext.commit.max-attempts": "0"})

@@ -110,7 +110,9 @@ def test_without_refresh_the_same_scan_fails(lakehouse, catalog_proxy, s3_proxy,
         assert not isinstance(table.io, RefreshingFileIO)
         _expiring(s3_proxy, delay=0.08)
         rejected_before = s3_proxy.total_rejected
-        with pytest.raises(OSError, match="(?i)access key|forbidden|403|denied"):
+        # The error raised is whichever reader thread failed first: the 403 itself, or a sibling
+        # read cut short by it ("Failed to flush response stream"); the proxy's count is the proof.
+        with pytest.raises(OSError):
             table.scan().to_arrow()
         assert s3_proxy.total_rejected > rejected_before
     finally:
@@ -222,16 +224,20 @@ def test_catalog_strategy_is_used_and_reported(lakehouse, s3_proxy, feature, str
 
 
 def test_pyiceberg_config_selects_the_catalog_and_env_sets_knobs(lakehouse, monkeypatch):
-    """`py-catalog-impl` in a user's PyIceberg config gives the same catalog; knobs from the environment."""
+    """`py-catalog-impl` in a user's PyIceberg config gives the same catalog; knobs from Spark's catalog
+    properties and the environment."""
     from pyiceberg.catalog import load_catalog
 
     props = {k: v for k, v in pyiceberg_catalog(lakehouse, refresh=False).properties.items() if isinstance(v, str)}
     props["py-catalog-impl"] = "pyspark_catalog_ext.pyiceberg_ext.ExtRestCatalog"
     monkeypatch.setenv("PYSPARK_CATALOG_EXT_REFRESH_CHECK_INTERVAL_S", "7")
+    # Spark's knob, as a Spark catalog would carry it (spark.sql.catalog.lake.catalog-ext.refresh.*)
+    props["catalog-ext.refresh.min-ahead-ms"] = "45000"
     cat = load_catalog("cfg", **props)
-    assert isinstance(cat, ExtRestCatalog) and cat.refresher.policy.check_interval_s == 7
+    assert isinstance(cat, ExtRestCatalog)
+    assert (cat.refresher.policy.check_interval_s, cat.refresher.policy.min_ahead_s) == (7, 45)
     cat.close()
-    off = load_catalog("cfg", **{**props, "catalog-ext.refresh": "false"})
+    off = load_catalog("cfg", **{**props, "catalog-ext.refresh.enabled": "false"})
     assert isinstance(off, ExtRestCatalog) and off.refresher is None
 
 

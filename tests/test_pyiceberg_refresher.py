@@ -11,7 +11,8 @@ import pytest
 
 from pyspark_catalog_ext.credentials import FunctionSource, RefreshPolicy, StorageCredentials
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.pyiceberg_ext import CredentialRefresher, policy_from_env
+from pyspark_catalog_ext.pyiceberg_ext import CredentialRefresher, refresh_policy
+from pyspark_catalog_ext.pyiceberg_ext.refresher import hard_margin_s
 from tests.fake_clock import FakeClock
 
 LIFETIME = 100.0
@@ -73,6 +74,23 @@ def test_idle_table_is_left_alone_then_renewed_on_use():
     assert source.calls == 1 and entry.generation == generation + 1
 
 
+def test_a_reader_waits_for_new_keys_in_the_last_quarter_or_10_s():
+    """Spark's hard margin: min(10 s, lifetime / 4) before expiry a file is not opened with the old keys."""
+    clock = FakeClock()
+    refresher, source = make(clock)
+    entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+    clock.t += 89  # 11 s left of 100: still good to open a file
+    assert refresher.ensure_fresh(entry, entry.generation) is False and source.calls == 0
+    clock.t += 2  # 9 s left
+    assert refresher.ensure_fresh(entry, entry.generation) is True and source.calls == 1
+    entry = refresher.track(("db", "s"), vended(clock, 1, lifetime=8), [], location="s3://b/db/s", staged=False)
+    clock.t += 5.9  # 2.1 s of 8 left: more than a quarter
+    assert refresher.ensure_fresh(entry, entry.generation) is False
+    clock.t += 0.2  # 1.9 s left
+    assert refresher.ensure_fresh(entry, entry.generation) is True and source.calls == 2
+    assert hard_margin_s(0, 3) == 1.0 and hard_margin_s(0, 3600) == 10.0  # never under 1 s
+
+
 def test_backoff_while_valid_then_recovers():
     clock = FakeClock()
     refresher, source = make(clock)
@@ -109,6 +127,26 @@ def test_single_flight_per_table():
     assert source.calls == 1 and entry.generation == generation + 1
 
 
+def test_readers_back_off_after_a_failed_refresh():
+    """Expired keys and a source that fails: the files opened meanwhile get the last error, not one
+    catalog request each; after the backoff a reader asks again."""
+    from pyspark_catalog_ext.errors import CredentialRefreshError
+
+    clock = FakeClock()
+    refresher, source = make(clock)
+    entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+    clock.t += LIFETIME
+    source.fail = True
+    for _ in range(5):  # five files opened one after the other
+        with pytest.raises(CredentialRefreshError, match="token service down"):
+            refresher.ensure_fresh(entry, entry.generation)
+    assert source.calls == 1 and entry.failures == 1
+    clock.t += POLICY.initial_backoff_s  # the first backoff is at most initial_backoff_s
+    source.fail = False
+    assert refresher.ensure_fresh(entry, entry.generation) is True
+    assert source.calls == 2 and entry.failures == 0
+
+
 def test_same_table_handed_out_twice_shares_one_entry():
     clock = FakeClock()
     refresher, _ = make(clock)
@@ -129,7 +167,7 @@ def test_longest_prefix_wins():
     assert entry.slot_for("s3://b/other/x")[1]["s3.access-key-id"] == "AK1"
 
 
-def test_function_source_and_env_knobs():
+def test_function_source():
     clock = FakeClock()
     src = FunctionSource(lambda table: StorageCredentials("AKF", "S", expires_at=dt.datetime.fromtimestamp(
         clock.now() + 50, dt.timezone.utc), prefix=table.location))
@@ -137,20 +175,47 @@ def test_function_source_and_env_knobs():
     entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
     refresher.refresh(entry)
     assert entry.slot_for("s3://b/db/t/f")[1]["s3.access-key-id"] == "AKF"
+
+
+def test_knobs_from_spark_catalog_properties_then_environment():
     env = {"PYSPARK_CATALOG_EXT_REFRESH_CHECK_INTERVAL_S": "5", "PYSPARK_CATALOG_EXT_REFRESH_MIN_AHEAD_S": "42",
            "PYSPARK_CATALOG_EXT_REFRESH_LIFETIME_FRACTION": "0.5"}
-    policy = policy_from_env(environ=env)
+    policy = refresh_policy(environ=env)
     assert (policy.check_interval_s, policy.min_ahead_s, policy.lifetime_fraction) == (5, 42, 0.5)
     assert policy.initial_backoff_s == RefreshPolicy().initial_backoff_s
+    # Spark's catalog properties (the names and units the JVM reads) win over the environment.
+    props = {"catalog-ext.refresh.min-ahead-ms": "7000", "catalog-ext.refresh.lifetime-fraction": "0.25",
+             "catalog-ext.refresh.max-backoff-ms": "9000", "uri": "http://x"}
+    policy = refresh_policy(props, environ=env)
+    assert (policy.check_interval_s, policy.min_ahead_s, policy.lifetime_fraction, policy.max_backoff_s) == (5, 7, 0.25, 9)
     with pytest.raises(ConfigError, match="PYSPARK_CATALOG_EXT_REFRESH_MIN_AHEAD_S='soon' is not a number"):
-        policy_from_env(environ={"PYSPARK_CATALOG_EXT_REFRESH_MIN_AHEAD_S": "soon"})
+        refresh_policy(environ={"PYSPARK_CATALOG_EXT_REFRESH_MIN_AHEAD_S": "soon"})
+    with pytest.raises(ConfigError, match="catalog-ext.refresh.check-interval-ms='1m' is not a number; set it in milliseconds"):
+        refresh_policy({"catalog-ext.refresh.check-interval-ms": "1m"}, environ={})
     with pytest.raises(ConfigError, match="lifetime_fraction"):
-        policy_from_env(environ={"PYSPARK_CATALOG_EXT_REFRESH_LIFETIME_FRACTION": "2"})
+        refresh_policy(environ={"PYSPARK_CATALOG_EXT_REFRESH_LIFETIME_FRACTION": "2"})
+
+
+def test_a_failing_source_leaks_no_secret(caplog):
+    """What a source's error carries (an STS message with keys, say) is redacted in the log and status."""
+    clock = FakeClock()
+
+    def leaky(table):
+        raise RuntimeError("AssumeRole answer unusable: token=FQoGZXIvYXdzELEAKED secret_access_key: wJalrLEAKED")
+
+    refresher, _ = make(clock, FunctionSource(leaky))
+    entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+    entry.slot_for("s3://b/db/t/f")
+    clock.t += 71
+    with caplog.at_level("WARNING"):
+        assert refresher.scheduler.tick() == []
+    assert refresher.scheduler.failures(entry.handle) == 1
+    shown = caplog.text + repr(refresher.status())
+    assert "AssumeRole answer unusable" in shown and "LEAKED" not in shown
 
 
 def test_background_thread_ends_when_no_table_is_left():
     import gc
-    import time
 
     clock = FakeClock()
     policy = RefreshPolicy(check_interval_s=0.02, min_ahead_s=10, lifetime_fraction=0.3)
@@ -163,3 +228,4 @@ def test_background_thread_ends_when_no_table_is_left():
     thread.join(2)
     assert not thread.is_alive() and refresher.tables() == []
     refresher.close()
+

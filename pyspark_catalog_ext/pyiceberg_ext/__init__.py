@@ -8,10 +8,11 @@ by a `CredentialRefresher` (refresher.py), and commits through `GuardedCommit` (
 from .catalog import ExtRestCatalog
 from .commits import CommitPolicy, PyIcebergCommitFailedError, PyIcebergCommitStateUnknownError
 from .fileio import RefreshingFileIO
-from .refresher import ENV_PREFIX, CredentialRefresher, TableCredentials, policy_from_env
+from .refresher import ENV_PREFIX, PROPERTY_PREFIX, CredentialRefresher, TableCredentials, refresh_policy
 
 __all__ = [
     "ENV_PREFIX",
+    "PROPERTY_PREFIX",
     "CommitPolicy",
     "CredentialRefresher",
     "ExtRestCatalog",
@@ -19,5 +20,5 @@ __all__ = [
     "PyIcebergCommitStateUnknownError",
     "RefreshingFileIO",
     "TableCredentials",
-    "policy_from_env",
+    "refresh_policy",
 ]

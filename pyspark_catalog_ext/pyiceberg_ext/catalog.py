@@ -16,12 +16,14 @@ import json
 import logging
 import re
 import threading
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
+from pydantic import Field, ValidationError
 from pyiceberg.catalog.rest import Endpoints, RestCatalog, TableResponse
+from pyiceberg.catalog.rest.scan_planning import StorageCredential
 from pyiceberg.table import CommitTableRequest, CommitTableResponse, StagedTable, Table
 from pyiceberg.table.update import AssertCreate
-from pyiceberg.typedef import Identifier
+from pyiceberg.typedef import IcebergBaseModel, Identifier
 from pyiceberg.utils.properties import property_as_bool
 from requests import Response, Session
 
@@ -30,7 +32,7 @@ from ..credentials.sources import CredentialSource
 from ..retry import parse_iso8601_duration, uuid7
 from .commits import CommitPolicy, GuardedCommit
 from .fileio import RefreshingFileIO
-from .refresher import CredentialRefresher, policy_from_env
+from .refresher import PROPERTY_PREFIX, CredentialRefresher, refresh_policy
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
@@ -39,7 +41,7 @@ __all__ = ["ExtRestCatalog"]
 # Table answers worth observing: create/stage-create (POST .../tables) and load (GET .../tables/{t});
 # not commits (POST .../tables/{t}), whose answers carry no credentials.
 _TABLE_ANSWER = re.compile(r"/v1/(?:[^/]+/)?namespaces/[^/]+/tables(?:/[^/?]+)?(?:\?.*)?$")
-REFRESH_PROPERTY = "catalog-ext.refresh"
+REFRESH_PROPERTY = PROPERTY_PREFIX + "enabled"
 
 
 class ExtRestCatalog(RestCatalog):
@@ -47,8 +49,9 @@ class ExtRestCatalog(RestCatalog):
 
     Args:
         name, properties: as for `RestCatalog` (so a user's PyIceberg config works unchanged).
-        refresh: renew vended credentials (default True; also `catalog-ext.refresh=false`).
-        policy: when to renew; default `RefreshPolicy()` overridden by PYSPARK_CATALOG_EXT_REFRESH_*.
+        refresh: renew vended credentials (default True; also `catalog-ext.refresh.enabled=false`).
+        policy: when to renew; default: Spark's `catalog-ext.refresh.*` properties of this catalog,
+            else PYSPARK_CATALOG_EXT_REFRESH_* variables, else `RefreshPolicy()`.
         source: a `CredentialSource` that serves this catalog's tables instead of the catalog.
     """
 
@@ -62,7 +65,8 @@ class ExtRestCatalog(RestCatalog):
             refresh = property_as_bool(self.properties, REFRESH_PROPERTY, True)
         self.commit_policy = CommitPolicy.from_properties(self.properties)
         if refresh:
-            self.refresher = CredentialRefresher(name, _LazyClient(self), policy or policy_from_env(), source=source)
+            self.refresher = CredentialRefresher(name, _LazyClient(self), policy or refresh_policy(self.properties),
+                                                source=source)
 
     # -- observing answers ---------------------------------------------------------------------
     def _create_session(self) -> Session:
@@ -76,28 +80,32 @@ class ExtRestCatalog(RestCatalog):
             return
         path = resp.request.path_url
         if path.split("?")[0].endswith("/v1/config"):
-            lifetime = _json(resp).get("idempotency-key-lifetime")
-            if lifetime:
+            lifetime = _parse(_ConfigAnswer, resp.content)
+            if lifetime is not None and lifetime.idempotency_key_lifetime:
                 try:
-                    self.idempotency_key_lifetime_s = parse_iso8601_duration(str(lifetime))
+                    self.idempotency_key_lifetime_s = parse_iso8601_duration(lifetime.idempotency_key_lifetime)
                 except ValueError:
-                    log.warning("catalog-ext: unparseable idempotency-key-lifetime %r; commits are reconciled instead", lifetime)
+                    log.warning("catalog-ext: unparseable idempotency-key-lifetime %r; commits are reconciled instead",
+                                lifetime.idempotency_key_lifetime)
         elif _TABLE_ANSWER.search(path) and (resp.request.method == "GET" or path.split("?")[0].endswith("/tables")):
-            body = _json(resp)
-            if "metadata" in body:
+            answer = _parse(_VendedTableAnswer, resp.content)
+            if answer is not None:
                 request_body = _json_bytes(resp.request.body) if resp.request.method == "POST" else None
-                self._observed.last = (body, request_body)
+                self._observed.last = (answer, request_body)
 
-    def _take_observed(self, table_response: TableResponse) -> tuple[dict, Optional[dict]]:
-        body, request_body = getattr(self._observed, "last", (None, None))
+    def _take_observed(self, table_response: TableResponse) -> tuple["_VendedTableAnswer", Optional[dict]]:
+        answer, request_body = getattr(self._observed, "last", (None, None))
         self._observed.last = (None, None)
-        if body is None or body.get("metadata-location") != table_response.metadata_location \
-                or (body.get("metadata") or {}).get("table-uuid") != str(table_response.metadata.table_uuid):
+        if answer is None or answer.metadata_location != table_response.metadata_location \
+                or answer.metadata.table_uuid != str(table_response.metadata.table_uuid):
             # Not the answer we observed (another path built it): PyIceberg's parsed view will do.
-            body = {"config": table_response.config,
-                    "storage-credentials": [c.model_dump(by_alias=True) for c in table_response.storage_credentials]}
+            answer = _VendedTableAnswer.model_validate({
+                "metadata-location": table_response.metadata_location,
+                "metadata": {"table-uuid": str(table_response.metadata.table_uuid)},
+                "config": table_response.config,
+                "storage-credentials": [c.model_dump() for c in table_response.storage_credentials]})
             request_body = None
-        return body, request_body
+        return answer, request_body
 
     # -- FileIOs -----------------------------------------------------------------------------------
     def _response_to_table(self, identifier_tuple: tuple[str, ...], table_response: TableResponse) -> Table:
@@ -109,11 +117,11 @@ class ExtRestCatalog(RestCatalog):
         return self._refreshing(table, identifier_tuple, table_response, staged=True)
 
     def _refreshing(self, table: Any, identifier: tuple[str, ...], table_response: TableResponse, *, staged: bool) -> Any:
-        raw, request_body = self._take_observed(table_response)
+        answer, request_body = self._take_observed(table_response)
         if self.refresher is None:
             return table
-        config = raw.get("config") or {}
-        storage_credentials = raw.get("storage-credentials") or []
+        config = answer.config
+        storage_credentials = [c.model_dump() for c in answer.storage_credentials]
         if "s3.access-key-id" not in config and not storage_credentials:
             return table  # nothing vended: the FileIO uses the user's own keys
         location = table_response.metadata.location
@@ -151,16 +159,15 @@ class ExtRestCatalog(RestCatalog):
             idempotency_lifetime_s=self.idempotency_key_lifetime_s, policy=self.commit_policy,
             on_401=self._refresh_token,
         )
-        answer = guard.run()
-        response = CommitTableResponse.model_validate(answer)
+        response = guard.run()
         io = getattr(table, "io", None)
         if isinstance(io, RefreshingFileIO) and any(isinstance(r, AssertCreate) for r in requirements) \
                 and self.refresher is not None:
             self.refresher.committed(io.entry)
         return response
 
-    def _load_raw(self, identifier: Identifier) -> Optional[dict]:
-        """The table's LoadTableResult as JSON, None if it does not exist (for reconciliation)."""
+    def _load_raw(self, identifier: Identifier) -> Optional[TableResponse]:
+        """The table's LoadTableResult, None if it does not exist (for reconciliation; no FileIO built)."""
         response = self._session.get(
             self.url(Endpoints.load_table, prefixed=True, **self._split_identifier_for_path(identifier)),
             timeout=(5.0, 60.0),
@@ -169,7 +176,7 @@ class ExtRestCatalog(RestCatalog):
         if response.status_code == 404:
             return None
         response.raise_for_status()
-        return response.json()
+        return TableResponse.model_validate_json(response.content)
 
 
 class _IdempotencyKeys:
@@ -224,12 +231,47 @@ def _strategy_client(catalog: ExtRestCatalog) -> Any:
                          access_delegation=props.get("header.X-Iceberg-Access-Delegation", "vended-credentials"))
 
 
-def _json(resp: Response) -> dict:
+class _VendedCredential(StorageCredential):
+    """PyIceberg's StorageCredential plus the proposed `storage-refresh-token` (spec PR 15280) its model drops."""
+
+    storage_refresh_token: Optional[str] = Field(alias="storage-refresh-token", default=None)
+
+    def __repr__(self) -> str:  # never the keys or the token
+        return f"_VendedCredential(prefix={self.prefix!r})"
+
+
+class _TableIdentity(IcebergBaseModel):
+    table_uuid: str = Field(alias="table-uuid")
+
+
+class _VendedTableAnswer(IcebergBaseModel):
+    """What refresh needs from a load/create answer (PyIceberg's `TableResponse` without the metadata
+    it already parsed, plus the refresh tokens it drops)."""
+
+    metadata_location: Optional[str] = Field(alias="metadata-location", default=None)
+    metadata: _TableIdentity
+    config: dict[str, str] = Field(default_factory=dict)
+    storage_credentials: list[_VendedCredential] = Field(alias="storage-credentials", default_factory=list)
+
+    def __repr__(self) -> str:
+        return f"_VendedTableAnswer({self.metadata_location!r}, credentials={len(self.storage_credentials)})"
+
+
+class _ConfigAnswer(IcebergBaseModel):
+    """The part of `GET /v1/config` PyIceberg's `ConfigResponse` does not model."""
+
+    idempotency_key_lifetime: Optional[str] = Field(alias="idempotency-key-lifetime", default=None)
+
+
+_M = TypeVar("_M", bound=IcebergBaseModel)
+
+
+def _parse(model: type[_M], body: bytes) -> Optional[_M]:
+    """`body` as `model`, or None when it is not that shape (PyIceberg reports its own errors)."""
     try:
-        body = resp.json()
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
+        return model.model_validate_json(body)
+    except ValidationError:
+        return None
 
 
 def _json_bytes(raw: Any) -> Optional[dict]:

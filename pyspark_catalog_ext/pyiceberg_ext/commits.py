@@ -1,15 +1,24 @@
 """Table commits from PyIceberg that survive lost, duplicated and refused answers.
 
-One commit = one `POST .../tables/{t}` retried by tenacity. With an `Idempotency-Key` (when
-`/v1/config` advertises `idempotency-key-lifetime`) every retry reuses the key, so an ambiguous
-failure (connection lost after sending, 502/504) is simply repeated, and never once the key may
-have expired on the server. Without one, an ambiguous failure is not repeated blindly: the table
-is loaded and our commit is looked for, recognised by what it added (the table UUID it assigns,
-the snapshot ids: random 64-bit, exact), as Spark's `CommitGuard` does. A 409 is reconciled too:
-it may be the answer to a hidden duplicate of our own commit.
+One commit = one `POST .../tables/{t}` retried by tenacity, decided by the same rule as Spark's
+`CommitGuard`: once an attempt may have reached the catalog, no outcome lets PyIceberg delete
+files unless the catalog proves nothing was applied. With an `Idempotency-Key` (when
+`/v1/config` advertises `idempotency-key-lifetime`) an ambiguous attempt is repeated under the
+same key, never once the key may have expired on the server. Otherwise the table is loaded and
+our commit is looked for, recognised by what it added (the table UUID it assigns, the snapshot
+ids: random 64-bit, exact):
 
-The caller sees the commit response once, or `CommitFailedError` (we know nothing landed) or
-`CommitStateUnknownError` (we cannot tell; every file is kept).
+| after an attempt that...                                 | table loaded                                | outcome |
+|----------------------------------------------------------|---------------------------------------------|---------|
+| never reached the catalog (refused connection, 429, 401)  | -                                           | retry; out of attempts: failed |
+| may have reached it (lost, timeout, 502/503/504, 409)     | ours found                                  | success, once |
+|                                                          | ours absent, requirements broken            | failed (another writer won) |
+|                                                          | ours absent but may land, or unreadable     | retry; out of attempts: unknown |
+| may have reached it (500, 400 on a commit with snapshots) | ours absent but may land, or unreadable     | unknown |
+| 409 on a commit that adds nothing recognisable            | -                                           | failed (PyIceberg refreshes and retries) |
+
+"Failed" is `CommitFailedError` (also PyIceberg's `CommitFailedException`: PyIceberg retries a
+conflict, then deletes what it wrote); "unknown" is `CommitStateUnknownError` (every file kept).
 """
 
 from __future__ import annotations
@@ -20,12 +29,15 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 import requests
+from pyiceberg.catalog.rest import TableResponse
 from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException
+from pyiceberg.table import CommitTableResponse
+from pyiceberg.table.metadata import TableMetadata
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay
 from tenacity.wait import wait_random_exponential
 
 from ..catalog_client import _classify_transport, _error_summary
-from ..errors import CommitFailedError
+from ..errors import CommitFailedError, ConfigError
 from ..retry import uuid7
 from ..staging import CommitStateUnknownError
 
@@ -57,15 +69,24 @@ class CommitPolicy:
 
     @staticmethod
     def from_properties(props: dict) -> "CommitPolicy":
-        def seconds(key: str, default: float) -> float:
+        """From `catalog-ext.commit.*` (Spark's names); a bad value is a one-line `ConfigError`."""
+        def number(key: str, default: float, scale: float = 1000.0) -> float:
             raw = props.get(f"catalog-ext.commit.{key}")
-            return float(raw) / 1000.0 if raw not in (None, "") else default
+            if raw in (None, ""):
+                return default
+            try:
+                value = float(raw) / scale
+            except ValueError:
+                value = -1.0
+            if value <= 0:
+                raise ConfigError(f"catalog-ext.commit.{key}={raw!r} must be a positive number")
+            return value
 
         return CommitPolicy(
-            max_attempts=int(props.get("catalog-ext.commit.max-attempts") or 5),
-            base_delay_s=seconds("base-delay-ms", 0.2),
-            max_delay_s=seconds("max-delay-ms", 5.0),
-            total_timeout_s=seconds("total-timeout-ms", 60.0),
+            max_attempts=int(number("max-attempts", 5, scale=1)),
+            base_delay_s=number("base-delay-ms", 0.2),
+            max_delay_s=number("max-delay-ms", 5.0),
+            total_timeout_s=number("total-timeout-ms", 60.0),
         )
 
 
@@ -73,29 +94,35 @@ class _Again(Exception):
     """This attempt proved nothing was applied (or it carries a key): try again."""
 
 
-def own_commit_landed(metadata: Optional[dict], requirements: tuple, updates: tuple) -> Optional[bool]:
+def own_commit_landed(metadata: Optional[TableMetadata], requirements: tuple, updates: tuple) -> Optional[bool]:
     """Does the table's current metadata contain our commit? None when the commit has no mark to look for."""
     from pyiceberg.table.update import AddSnapshotUpdate, AssertTableUUID, AssignUUIDUpdate
 
     expected_uuid = next((str(u.uuid) for u in updates if isinstance(u, AssignUUIDUpdate)), None)
     expected_uuid = expected_uuid or next((str(r.uuid) for r in requirements if isinstance(r, AssertTableUUID)), None)
     snapshot_ids = [u.snapshot.snapshot_id for u in updates if isinstance(u, AddSnapshotUpdate)]
-    creates = any(isinstance(u, AssignUUIDUpdate) for u in updates)
-    if not snapshot_ids and not creates:
+    if not _recognisable(updates):
         return None  # e.g. a schema change only: nothing of ours is recognisable
     if metadata is None:
         return False
-    if expected_uuid and str(metadata.get("table-uuid")) != expected_uuid:
+    if expected_uuid and str(metadata.table_uuid) != expected_uuid:
         return False
-    present = {s.get("snapshot-id") for s in metadata.get("snapshots") or []}
+    present = {s.snapshot_id for s in metadata.snapshots}
     return all(sid in present for sid in snapshot_ids)
 
 
+def _recognisable(updates: tuple) -> bool:
+    """Does the commit add something we can find afterwards (a new table's UUID, a snapshot)?"""
+    from pyiceberg.table.update import AddSnapshotUpdate, AssignUUIDUpdate
+
+    return any(isinstance(u, (AddSnapshotUpdate, AssignUUIDUpdate)) for u in updates)
+
+
 class GuardedCommit:
-    """One logical commit: `run()` returns the catalog's 200 body (dict) or raises one of the two errors."""
+    """One logical commit: `run()` returns the catalog's answer or raises one of the two errors."""
 
     def __init__(self, session: requests.Session, url: str, body: bytes, *, table: str,
-                 requirements: tuple, updates: tuple, load_metadata: Callable[[], Optional[dict]],
+                 requirements: tuple, updates: tuple, load_metadata: Callable[[], Optional[TableResponse]],
                  idempotency_lifetime_s: Optional[float], policy: CommitPolicy = CommitPolicy(),
                  headers: Optional[dict] = None, on_401: Optional[Callable[[], None]] = None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
@@ -114,7 +141,7 @@ class GuardedCommit:
         self.reconciled = False  # evidence for tests and logs
 
     # -- the loop --------------------------------------------------------------------------------
-    def run(self) -> dict:
+    def run(self) -> CommitTableResponse:
         started = self.clock()
 
         def key_may_expire(state: RetryCallState) -> bool:
@@ -130,13 +157,14 @@ class GuardedCommit:
         try:
             return retrying(self._attempt)
         except _Again:
+            cause = f"{self.last_cause} after {self.attempts} attempts"
             if self.maybe_applied:
-                return self._reconcile(f"{self.last_cause} after {self.attempts} attempts", proven_not_applied=False)
+                return self._settle(cause, retryable=False)
             raise PyIcebergCommitFailedError(
                 f"commit to {self.table} was refused {self.attempts} times ({self.last_cause}); nothing was "
                 "published: retry later") from None
 
-    def _attempt(self) -> dict:
+    def _attempt(self) -> CommitTableResponse:
         self.attempts += 1
         headers = dict(self.headers)
         if self.key:
@@ -148,52 +176,75 @@ class GuardedCommit:
             self.last_cause = cause
             if not reached:
                 raise _Again(cause) from None
-            self.maybe_applied = True
-            if self.key:
-                raise _Again(cause) from None
-            return self._reconcile(cause, proven_not_applied=False)
+            return self._maybe_applied(cause, retryable=True)
         status = resp.status_code
         self.last_cause = f"HTTP {status}"
         if status == 200:
-            return resp.json()
-        if status in (429, 503):  # the catalog says it did not apply it
+            return CommitTableResponse.model_validate_json(resp.content)
+        if status == 429:  # the catalog says it did not take it
             raise _Again(self.last_cause)
         if status == 401 and self.on_401 is not None and self.attempts == 1:
             self.on_401()  # the token expired: not applied; fetch a new one and go again
             raise _Again(self.last_cause)
-        if status in (502, 504):  # a gateway may have forwarded it
-            self.maybe_applied = True
-            if self.key:
-                raise _Again(self.last_cause)
-            return self._reconcile(self.last_cause, proven_not_applied=False)
-        if status >= 500 and status not in (501, 505):
-            self.maybe_applied = True  # applied, then failed? Iceberg calls this state unknown
-            return self._reconcile(f"HTTP {status} {_error_summary(resp)}", proven_not_applied=False)
+        recognisable = _recognisable(self.updates)
+        if status in (502, 503, 504):  # a gateway may have forwarded it, or answered after the catalog applied it
+            return self._maybe_applied(self.last_cause, retryable=True)
         if status == 409:
-            # Our own commit, duplicated on the way (or retried underneath), answers 409 too.
-            return self._reconcile(f"HTTP 409 {_error_summary(resp)}", proven_not_applied=not self.maybe_applied)
+            if not recognisable:  # a metadata-only conflict: PyIceberg's own refresh-and-retry
+                raise PyIcebergCommitFailedError(
+                    f"the commit to {self.table} conflicts with the table (HTTP 409 {_error_summary(resp)}); nothing was published")
+            # Our own commit, duplicated on the way (or retried underneath), answers 409 too: look,
+            # even with a key (a conflict would come back under the same key every time).
+            self.maybe_applied = True
+            return self._settle(f"HTTP 409 {_error_summary(resp)}", retryable=True)
+        if (status >= 500 and status not in (501, 505)) or (status == 400 and recognisable):
+            # Applied, then failed? (Polaris <= 1.7 answers 400 for an unknown commit state.)
+            return self._maybe_applied(f"HTTP {status} {_error_summary(resp)}", retryable=False)
         raise PyIcebergCommitFailedError(
             f"the catalog refused the commit to {self.table} (HTTP {status} {_error_summary(resp)}); nothing was published")
 
     # -- reconciliation ----------------------------------------------------------------------------
-    def _reconcile(self, cause: str, *, proven_not_applied: bool) -> dict:
+    def _maybe_applied(self, cause: str, *, retryable: bool) -> CommitTableResponse:
+        self.maybe_applied = True
+        self.last_cause = cause
+        if self.key and retryable:
+            raise _Again(cause)  # the same key: the catalog replays its answer if it applied it
+        return self._settle(cause, retryable=retryable)
+
+    def _settle(self, cause: str, *, retryable: bool) -> CommitTableResponse:
+        """Load the table: ours there is success; ours impossible is failed; else retry or unknown."""
         self.reconciled = True
         try:
-            metadata_response = self.load_metadata()
+            loaded = self.load_metadata()
         except Exception as exc:  # noqa: BLE001 - cannot look: we cannot tell
-            if proven_not_applied:
-                raise PyIcebergCommitFailedError(f"commit to {self.table} was refused ({cause})") from None
+            if retryable:
+                raise _Again(cause) from None
             raise PyIcebergCommitStateUnknownError(
                 f"the answer to the commit of {self.table} was lost ({cause}) and loading the table failed "
                 f"({type(exc).__name__}); every file is kept: check the table before retrying") from None
-        landed = own_commit_landed((metadata_response or {}).get("metadata"), self.requirements, self.updates)
-        if landed:
+        metadata = loaded.metadata if loaded is not None else None
+        landed = own_commit_landed(metadata, self.requirements, self.updates)
+        if landed and loaded is not None and loaded.metadata_location:
             log.info("catalog-ext: commit to %s landed although its answer was %s (reconciled)", self.table, cause)
-            return metadata_response  # type: ignore[return-value]
-        if proven_not_applied or (landed is False and not self.maybe_applied):
+            return CommitTableResponse(metadata=loaded.metadata, metadata_location=loaded.metadata_location)
+        if landed is False and not _requirements_hold(self.requirements, metadata):
+            # Ours is not there and can never land now: another writer won (PyIceberg may retry).
             raise PyIcebergCommitFailedError(
-                f"the catalog refused the commit to {self.table} ({cause}); nothing was published: reload the table and retry")
+                f"the commit to {self.table} did not land and the table has moved on ({cause}); nothing was "
+                "published: reload the table and retry")
+        if retryable:
+            raise _Again(cause)  # may still land: repeating is safe, the requirements make a repeat 409
         raise PyIcebergCommitStateUnknownError(
             f"the commit to {self.table} may or may not have landed ({cause}; the table does not show it"
             f"{'' if landed is False else ', and the commit adds nothing recognisable'}); every file is kept: "
             "check the table before retrying")
+
+
+def _requirements_hold(requirements: tuple, metadata: Optional[TableMetadata]) -> bool:
+    """Would the catalog still accept a commit with these requirements? (PyIceberg's own checks.)"""
+    try:
+        for requirement in requirements:
+            requirement.validate(metadata)
+    except CommitFailedException:
+        return False
+    return True

@@ -16,11 +16,15 @@ from typing import Any, Callable, Mapping
 
 from pyiceberg.io import FileIO, InputFile, OutputFile
 
-from .refresher import _SECRET_KEYS, CredentialRefresher, TableCredentials
+from ..session import is_secret_key
+from .refresher import CredentialRefresher, TableCredentials
 
 __all__ = ["RefreshingFileIO"]
 
-_CREDENTIAL_KEYS = (*_SECRET_KEYS, "s3.session-token-expires-at-ms")
+
+def _is_vended_key(key: str) -> bool:
+    """S3 keys that come with each renewal (never kept from the first answer)."""
+    return key.startswith("s3.") and (is_secret_key(key) or key == "s3.session-token-expires-at-ms")
 
 
 class RefreshingFileIO(FileIO):
@@ -28,7 +32,7 @@ class RefreshingFileIO(FileIO):
 
     def __init__(self, properties: Mapping[str, Any], entry: TableCredentials, refresher: CredentialRefresher,
                  delegate_factory: Callable[[dict], FileIO]) -> None:
-        base = {k: v for k, v in properties.items() if k not in _CREDENTIAL_KEYS}
+        base = {k: v for k, v in properties.items() if not _is_vended_key(k)}
         super().__init__(base)
         self._base = base
         self.entry = entry
@@ -41,8 +45,8 @@ class RefreshingFileIO(FileIO):
         self._delegate_for(entry.location or "")  # properties show the current keys from the start
 
     def _delegate_for(self, location: str) -> FileIO:
-        generation, creds, expires_at_s = self.entry.slot_for(location)
-        if self._refresher.ensure_fresh(self.entry, generation, expires_at_s):
+        generation, creds, wait_at_s = self.entry.slot_for(location)
+        if self._refresher.ensure_fresh(self.entry, generation, wait_at_s):
             generation, creds, _ = self.entry.slot_for(location)
         key = (generation, id(creds))  # a slot's keys are never mutated: identity names them
         delegate = self._delegates.get(key)  # the hot path: no lock

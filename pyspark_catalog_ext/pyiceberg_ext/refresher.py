@@ -14,6 +14,7 @@ import collections
 import itertools
 import logging
 import os
+import random
 import threading
 import time
 import weakref
@@ -22,40 +23,58 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 from ..credentials.scheduler import RefreshPolicy, RefreshScheduler, TableState
 from ..credentials.sources import CredentialSource, StrategyChain, user_answer
-from ..errors import ConfigError, CredentialRefreshError
+from ..errors import CatalogExtError, ConfigError, CredentialRefreshError, redact
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
-__all__ = ["TableCredentials", "CredentialRefresher", "policy_from_env", "ENV_PREFIX"]
+__all__ = ["TableCredentials", "CredentialRefresher", "refresh_policy", "ENV_PREFIX", "PROPERTY_PREFIX"]
 
 ENV_PREFIX = "PYSPARK_CATALOG_EXT_REFRESH_"
-_ENV_KNOBS = {  # environment variable suffix -> RefreshPolicy field
-    "CHECK_INTERVAL_S": "check_interval_s",
-    "MIN_AHEAD_S": "min_ahead_s",
-    "LIFETIME_FRACTION": "lifetime_fraction",
-    "INITIAL_BACKOFF_S": "initial_backoff_s",
-    "MAX_BACKOFF_S": "max_backoff_s",
+PROPERTY_PREFIX = "catalog-ext.refresh."
+# RefreshPolicy field -> (Spark's catalog property suffix, in ms or a fraction; environment variable suffix, in s).
+_KNOBS = {
+    "check_interval_s": ("check-interval-ms", "CHECK_INTERVAL_S"),
+    "min_ahead_s": ("min-ahead-ms", "MIN_AHEAD_S"),
+    "lifetime_fraction": ("lifetime-fraction", "LIFETIME_FRACTION"),
+    "initial_backoff_s": ("initial-backoff-ms", "INITIAL_BACKOFF_S"),
+    "max_backoff_s": ("max-backoff-ms", "MAX_BACKOFF_S"),
 }
 _EXPIRY_KEY = "s3.session-token-expires-at-ms"
-_SECRET_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 
 
-def policy_from_env(base: Optional[RefreshPolicy] = None, environ: Mapping[str, str] = os.environ) -> RefreshPolicy:
-    """`base` (default `RefreshPolicy()`) with knobs overridden by PYSPARK_CATALOG_EXT_REFRESH_* variables."""
-    base = base or RefreshPolicy()
-    values = {field: getattr(base, field) for field in _ENV_KNOBS.values()}
-    for suffix, field in _ENV_KNOBS.items():
-        raw = environ.get(ENV_PREFIX + suffix)
-        if raw is None or not raw.strip():
-            continue
-        try:
-            values[field] = float(raw)
-        except ValueError:
-            raise ConfigError(f"{ENV_PREFIX}{suffix}={raw!r} is not a number; set it to seconds (or a fraction)") from None
+def refresh_policy(properties: Optional[Mapping[str, Any]] = None, environ: Mapping[str, str] = os.environ) -> RefreshPolicy:
+    """The policy Spark would use for this catalog: its `catalog-ext.refresh.*` properties (Spark's
+    names, milliseconds), else PYSPARK_CATALOG_EXT_REFRESH_* variables (seconds), else the defaults."""
+    properties = properties or {}
+    base = RefreshPolicy()
+    values = {field: getattr(base, field) for field in _KNOBS}
+    for field, (prop, env) in _KNOBS.items():
+        per_ms = 1.0 if field == "lifetime_fraction" else 1000.0
+        for name, raw, scale in ((ENV_PREFIX + env, environ.get(ENV_PREFIX + env), 1.0),
+                                 (PROPERTY_PREFIX + prop, properties.get(PROPERTY_PREFIX + prop), per_ms)):
+            if raw is None or not str(raw).strip():
+                continue
+            try:
+                values[field] = float(raw) / scale
+            except ValueError:
+                unit = "a fraction" if field == "lifetime_fraction" else ("milliseconds" if scale > 1 else "seconds")
+                raise ConfigError(f"{name}={raw!r} is not a number; set it in {unit}") from None
     try:
         return RefreshPolicy(**values)
     except ValueError as exc:
-        raise ConfigError(f"bad {ENV_PREFIX}* setting: {exc}") from None
+        raise ConfigError(f"bad {PROPERTY_PREFIX}* / {ENV_PREFIX}* setting: {exc}") from None
+
+
+HARD_MARGIN_S = 10.0
+MIN_HARD_MARGIN_S = 1.0  # a Python file operation (open, write, close) needs about this much, even under load
+
+
+def hard_margin_s(fetched_at_s: float, expires_at_s: float) -> float:
+    """How close to expiry a reader stops and waits for new keys, as Spark's readers do (the JVM's
+    `TableCredentials.HARD_MARGIN_MS`): min(10 s, a quarter of the lifetime), and never under 1 s
+    (which only matters for lifetimes under 4 s, i.e. tests)."""
+    lifetime = expires_at_s - fetched_at_s
+    return HARD_MARGIN_S if lifetime < 0 else max(MIN_HARD_MARGIN_S, min(HARD_MARGIN_S, lifetime / 4))
 
 
 def _expiry_s(config: Mapping[str, Any]) -> float:
@@ -74,6 +93,7 @@ class _Slot:
     config: Mapping[str, str]
     refresh_token: Optional[str]
     expires_at_s: float
+    wait_at_s: float  # from then on a reader waits for new keys (expiry minus the hard margin)
 
     def __repr__(self) -> str:  # never the keys
         return f"_Slot(prefix={self.prefix!r}, expires_at_s={self.expires_at_s})"
@@ -109,6 +129,8 @@ class TableCredentials:
         self.refreshes_by_strategy: collections.Counter[str] = collections.Counter()
         self.last_strategy: Optional[str] = None
         self.last_error: Optional[str] = None
+        self.failures = 0  # consecutive failed renewals
+        self.retry_at_s = 0.0  # a reader waiting for keys does not ask again before this
 
     @property
     def name(self) -> str:
@@ -117,22 +139,28 @@ class TableCredentials:
     # -- state ---------------------------------------------------------------------------------
     def update(self, config: Mapping[str, Any], storage_credentials: Iterable[Mapping[str, Any]]) -> None:
         """Install credentials from a LoadTable/LoadCredentials-shaped answer; bumps the generation."""
+        now = self._clock()
+
+        def slot(prefix: str, cfg: dict, token: Optional[str]) -> _Slot:
+            expires = _expiry_s(cfg)
+            return _Slot(prefix, cfg, token, expires, expires - hard_margin_s(now, expires))
+
         slots = []
         base = {k: str(v) for k, v in (config or {}).items() if k.startswith("s3.")}
         if "s3.access-key-id" in base:
-            slots.append(_Slot("", base, None, _expiry_s(base)))
+            slots.append(slot("", base, None))
         for cred in storage_credentials or []:
             cfg = {k: str(v) for k, v in (cred.get("config") or {}).items()}
-            slots.append(_Slot(str(cred.get("prefix") or ""), cfg, cred.get("storage-refresh-token"), _expiry_s(cfg)))
+            slots.append(slot(str(cred.get("prefix") or ""), cfg, cred.get("storage-refresh-token")))
         if not slots:
             raise CredentialRefreshError(f"the catalog returned no storage credentials for table {self.name}")
         with self._state_lock:
             self._slots = slots
-            self.fetched_at_s = self._clock()
+            self.fetched_at_s = now
             self.generation += 1
 
     def slot_for(self, location: str) -> tuple[int, Mapping[str, str], float]:
-        """(generation, keys, their expiry) for `location`: the longest matching prefix wins (spec);
+        """(generation, keys, when to stop using them) for `location`: the longest matching prefix wins (spec);
         else the table config's keys."""
         with self._state_lock:
             self.last_used_s = self._clock()
@@ -144,7 +172,13 @@ class TableCredentials:
                 best = next((s for s in self._slots if not s.prefix), self._slots[0] if self._slots else None)
             if best is None:
                 return self.generation, {}, float("inf")
-            return self.generation, best.config, best.expires_at_s
+            return self.generation, best.config, best.wait_at_s
+
+    @property
+    def wait_at_s(self) -> float:
+        """When the first of the table's keys enters its hard margin."""
+        with self._state_lock:
+            return min((s.wait_at_s for s in self._slots), default=float("inf"))
 
     @property
     def expires_at_s(self) -> float:
@@ -190,10 +224,11 @@ class CredentialRefresher:
             raise ConfigError(f"{type(source).__name__} is not a credential source: it needs a fetch(table) method")
         self.catalog = catalog
         self.client = client
-        self.policy = policy or policy_from_env()
+        self.policy = policy or refresh_policy()
         self.source = source
         self.clock = clock
         self._chain = StrategyChain()
+        self._rng = random.Random()
         self._lock = threading.Lock()
         self._by_handle: "weakref.WeakValueDictionary[str, TableCredentials]" = weakref.WeakValueDictionary()
         self._by_identifier: "weakref.WeakValueDictionary[tuple, TableCredentials]" = weakref.WeakValueDictionary()
@@ -246,12 +281,20 @@ class CredentialRefresher:
         entry = self._by_handle.get(handle)
         return entry is not None and self.refresh(entry, seen_generation)
 
-    def refresh(self, entry: TableCredentials, seen_generation: Optional[int] = None) -> bool:
-        """Renew `entry` unless someone did since `seen_generation`; True if this call fetched."""
+    def refresh(self, entry: TableCredentials, seen_generation: Optional[int] = None, *, reader: bool = False) -> bool:
+        """Renew `entry` unless someone did since `seen_generation`; True if this call fetched.
+
+        `reader`: a FileIO that cannot go on without keys. After a failure it gets the last error
+        again until the backoff (the policy's) has passed, instead of one catalog request per file.
+        """
         seen = entry.generation if seen_generation is None else seen_generation
         with entry.refresh_lock:
             if entry.generation != seen:
                 return False
+            if reader and self.clock() < entry.retry_at_s:
+                raise CredentialRefreshError(
+                    f"credentials of {entry.name} are expiring and refresh failed {entry.failures} time(s) in a row, "
+                    f"next try in {entry.retry_at_s - self.clock():.1f} s: {entry.last_error}")
             req = entry.request()
             try:
                 if self.source is not None:
@@ -260,25 +303,31 @@ class CredentialRefresher:
                     answer = self._chain.fetch(self.client, req)
                 entry.update(answer.get("config") or {}, answer.get("storage-credentials") or [])
             except Exception as exc:
-                entry.last_error = str(exc)
-                raise
-            entry.last_error = None
+                # Our errors are one redacted line already; anything else (a user source, botocore)
+                # is redacted the same way before it reaches the scheduler's log or the status.
+                error = exc if isinstance(exc, CatalogExtError) else CredentialRefreshError(
+                    f"refresh of {entry.name} failed: {type(exc).__name__}: {exc}")
+                entry.last_error = str(error)
+                entry.failures += 1
+                entry.retry_at_s = self.clock() + self.policy.backoff(entry.failures, self._rng)
+                raise error from None
+            entry.last_error, entry.failures, entry.retry_at_s = None, 0, 0.0
             entry.last_strategy = answer["strategy"]
             entry.refreshes_by_strategy[answer["strategy"].split(" (")[0]] += 1
             log.info("catalog-ext: refreshed credentials of %s via %s (generation %d, expire in %.0f s)",
                      entry.name, answer["strategy"], entry.generation, entry.expires_at_s - self.clock())
             return True
 
-    def ensure_fresh(self, entry: TableCredentials, generation: int, expires_at_s: Optional[float] = None) -> bool:
+    def ensure_fresh(self, entry: TableCredentials, generation: int, wait_at_s: Optional[float] = None) -> bool:
         """Called before a file is opened with keys of `generation`: renew now if they are (almost) expired.
 
         The background thread normally renews well ahead; this covers idle tables (the scheduler
-        skips them) and a scheduler that could not keep up. 1 s of margin covers the request itself.
-        True when the keys were (almost) expired, i.e. the caller must look them up again.
+        skips them) and a scheduler that could not keep up. "Almost" is Spark's rule for a reader
+        that must wait (`hard_margin_s`). True when the caller must look the keys up again.
         """
-        if self.clock() + 1.0 < (entry.expires_at_s if expires_at_s is None else expires_at_s):
+        if self.clock() < (entry.wait_at_s if wait_at_s is None else wait_at_s):
             return False
-        self.refresh(entry, generation)
+        self.refresh(entry, generation, reader=True)
         return True
 
     def status(self) -> list[dict[str, Any]]:
@@ -291,7 +340,7 @@ class CredentialRefresher:
                 "strategy": entry.last_strategy, "refreshes_by_strategy": dict(entry.refreshes_by_strategy),
                 "expires_at_s": state.expires_at_s,
                 "next_refresh_s": self.policy.refresh_at(state.fetched_at_s, state.expires_at_s),
-                "failures": self.scheduler.failures(entry.handle), "last_error": entry.last_error,
+                "failures": entry.failures, "last_error": entry.last_error,
             })
         return rows
 
@@ -312,7 +361,7 @@ class CredentialRefresher:
             try:
                 self.scheduler.tick()
             except Exception as exc:  # noqa: BLE001 - the thread must survive a bad pass
-                log.warning("catalog-ext: PyIceberg refresh pass failed: %s", exc)
+                log.warning("catalog-ext: PyIceberg refresh pass failed: %s", redact(str(exc)))
 
     def close(self) -> None:
         """Stop the background thread (idempotent); FileIOs still renew expired keys on use."""
