@@ -25,7 +25,6 @@ public final class CredentialRegistry {
 
   private final Map<String, TableCredentials> entries = new ConcurrentHashMap<>();
   private final Set<String> customSourceCatalogs = ConcurrentHashMap.newKeySet();
-  private final Map<String, Object> tableLocks = new ConcurrentHashMap<>();
   private volatile PythonCredentialBridge bridge;
   private volatile RefreshPolicy policyOverride;
   /** Set by the driver plugin (or found from SparkEnv): this JVM runs the Spark driver. */
@@ -209,12 +208,25 @@ public final class CredentialRegistry {
     return override != null ? override : state.policy;
   }
 
-  /** Creates the driver-side entry for a table the catalog just handed out; returns its handle. */
-  String registerDriverTable(
+  /**
+   * Creates the driver-side entry for a table the catalog just handed out, or updates the one the
+   * table already has; returns its handle. Synchronized so two concurrent loads of one table make
+   * one entry (loads are rare next to resolves, which never take this lock).
+   */
+  synchronized String registerDriverTable(
       TableContext context,
       ObservingRESTClient.CatalogState state,
       Map<String, String> tableConfig,
       List<Credential> credentials) {
+    // One entry per table identity (catalog, identifier, location), not per hand-out: a CTAS and
+    // the loads after it share one entry, one schedule and one catalog request per refresh.
+    String key = context.tableKey();
+    for (TableCredentials existing : entries.values()) {
+      if (existing.context.tableKey().equals(key)) {
+        existing.adopt(context, tableConfig, credentials);
+        return existing.handle;
+      }
+    }
     String handle = newId(12);
     TableCredentials entry =
         new TableCredentials(handle, context, policyFor(state), this::fetchForTable, clock);
@@ -277,7 +289,13 @@ public final class CredentialRegistry {
    * This is the driver and the entry was evicted (idle for long): track the table again, refreshed
    * like any committed table.
    */
-  private TableCredentials retrack(String handle, TableContext context) {
+  private synchronized TableCredentials retrack(String handle, TableContext context) {
+    String key = context.tableKey();
+    for (TableCredentials existing : entries.values()) {
+      if (existing.context.tableKey().equals(key)) {
+        return existing; // loaded again since: one entry per table identity
+      }
+    }
     return entries.computeIfAbsent(
         handle,
         h -> {
@@ -312,24 +330,9 @@ public final class CredentialRegistry {
     return e;
   }
 
-  /**
-   * Refresh source of driver entries. A table handed out several times (a CTAS, then loads) has
-   * several entries; they take turns, and one whose sibling already holds credentials that are not
-   * yet due takes those instead of asking the catalog: one request per table per refresh.
-   */
+  /** Refresh source of driver entries (one per table identity; the entry makes it single-flight). */
   private RefreshResult fetchForTable(TableCredentials entry) throws Exception {
-    synchronized (tableLocks.computeIfAbsent(entry.context.tableKey(), k -> new Object())) {
-      long now = clock.nowMs();
-      for (TableCredentials sibling : entries.values()) {
-        if (sibling != entry && sibling.context.tableKey().equals(entry.context.tableKey())) {
-          RefreshResult shared = sibling.freshResult(now);
-          if (shared != null) {
-            return shared;
-          }
-        }
-      }
-      return fetchFromSource(entry);
-    }
+    return fetchFromSource(entry);
   }
 
   /**

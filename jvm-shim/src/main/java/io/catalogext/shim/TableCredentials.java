@@ -38,7 +38,8 @@ final class TableCredentials {
   }
 
   final String handle;
-  final TableContext context;
+  /** The table as the catalog last handed it out (a later hand-out of the same table replaces it). */
+  volatile TableContext context;
   final RefreshPolicy policy;
   private final CredentialSource source;
   private final Clock clock;
@@ -258,19 +259,28 @@ final class TableCredentials {
   }
 
   /**
-   * This entry's credentials as a refresh result for a sibling entry of the same table, or null if
-   * any of them is due (then the sibling should fetch new ones).
+   * The catalog handed this table out again (a load after its CTAS, say): take what it said about
+   * the table, and its credentials where they outlive the ones held.
    */
-  RefreshResult freshResult(long now) {
+  void adopt(TableContext newer, Map<String, String> tableConfig, java.util.List<org.apache.iceberg.rest.credentials.Credential> credentials) {
+    context = newer;
+    long now = clock.nowMs();
     Map<String, Map<String, String>> byPrefix = new java.util.LinkedHashMap<>();
-    for (Map.Entry<String, CredentialSlot> e : slots.entrySet()) {
-      CredentialSnapshot snap = e.getValue().current;
-      if (snap == null || now >= snap.refreshAtMs) {
-        return null;
-      }
-      byPrefix.put(e.getKey(), snap.toConfig());
-    }
-    return byPrefix.isEmpty() ? null : new RefreshResult(byPrefix, Map.of(), "shared");
+    byPrefix.put("", tableConfig);
+    credentials.forEach(c -> byPrefix.put(c.prefix(), c.config()));
+    byPrefix.forEach(
+        (prefix, config) -> {
+          CredentialSnapshot snap = CredentialSnapshot.fromConfig(config, now, policy);
+          CredentialSlot slot = slots.computeIfAbsent(prefix, p -> new CredentialSlot(snap));
+          CredentialSnapshot held = slot.current;
+          if (snap != null && (held == null || snap.expiresAtMs > held.expiresAtMs)) {
+            slot.current = snap;
+          }
+          String token = config.get(ShimKeys.CAPTURED_REFRESH_TOKEN);
+          if (token != null) {
+            refreshTokens.put(prefix, token);
+          }
+        });
   }
 
   /**

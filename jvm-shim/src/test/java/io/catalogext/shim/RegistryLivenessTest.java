@@ -115,6 +115,15 @@ public class RegistryLivenessTest {
     Check.isTrue(waitedMs < 5_000, "waited " + waitedMs + " ms for a hung source");
   }
 
+  public void testOneEntryPerTableIdentityNotPerLoad() {
+    answerKeys(10 * MINUTE);
+    for (int load = 0; load < 5; load++) { // a CTAS, then loads of the same table
+      track("loaded", 10_000 + load);
+    }
+    track("other", 10_000);
+    Check.equal(2, registry.size(), "entries for two tables loaded six times");
+  }
+
   public void testRegistryIsBounded() {
     answerKeys(10 * MINUTE);
     for (int i = 0; i < CredentialRegistry.MAX_ENTRIES + 25; i++) {
