@@ -252,7 +252,6 @@ def test_refresh_token_errors_are_one_line_and_secret_free(spark, token_catalog,
     """A bad or expired token gets a one-line error naming the problem; the token never shows."""
     from pyspark_catalog_ext.catalog_client import CatalogClient
     from pyspark_catalog_ext.catalog_auth import OAuth2ClientCredentials
-    from pyspark_catalog_ext.credentials.sources import RefreshTokenStrategy
     from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError
 
     client = CatalogClient(token_catalog.url, warehouse=lakehouse.info.warehouse,
@@ -263,22 +262,19 @@ def test_refresh_token_errors_are_one_line_and_secret_free(spark, token_catalog,
     staged = client.create_table("tokdb", body, stage_create=True)
     credential = staged["storage-credentials"][0]
     token = credential["storage-refresh-token"]
-    request = {"catalog": "tokens", "namespace": ["tokdb"], "table": "tok", "location": staged["metadata"]["location"],
-               "storage_refresh_tokens": {credential["prefix"]: token}}
 
-    answer = RefreshTokenStrategy().fetch(client, request)  # a good token works
+    answer = client.load_credentials("tokdb", "tok", storage_refresh_token=token)  # a good token works
     assert answer["storage-credentials"][0]["config"]["s3.access-key-id"]
 
     tampered = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
     with pytest.raises(CatalogAuthError) as bad:
-        RefreshTokenStrategy().fetch(client, {**request, "storage_refresh_tokens": {credential["prefix"]: tampered}})
+        client.load_credentials("tokdb", "tok", storage_refresh_token=tampered)
     token_catalog.token_ttl_seconds = 0
     try:
         expiring = client.create_table("tokdb", body, stage_create=True)["storage-credentials"][0]
         time.sleep(1.1)
         with pytest.raises(CatalogAuthError) as expired:
-            RefreshTokenStrategy().fetch(client, {**request, "storage_refresh_tokens": {
-                expiring["prefix"]: expiring["storage-refresh-token"]}})
+            client.load_credentials("tokdb", "tok", storage_refresh_token=expiring["storage-refresh-token"])
     finally:
         token_catalog.token_ttl_seconds = 3600
     with pytest.raises(CatalogError) as both:

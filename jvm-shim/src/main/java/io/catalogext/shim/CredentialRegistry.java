@@ -229,7 +229,7 @@ public final class CredentialRegistry {
     }
     String handle = newId(12);
     TableCredentials entry =
-        new TableCredentials(handle, context, policyFor(state), this::fetchForTable, clock);
+        new TableCredentials(handle, context, policyFor(state), this::fetchFromSource, clock);
     entry.seed("", tableConfig);
     for (Credential credential : credentials) {
       entry.seed(credential.prefix(), credential.config());
@@ -302,7 +302,7 @@ public final class CredentialRegistry {
           LOG.warn("catalog-ext: re-tracking {} after its entry was evicted", context);
           ObservingRESTClient.CatalogState state = catalogs.get(context.catalog);
           RefreshPolicy p = state != null ? policyFor(state) : RefreshPolicy.defaults();
-          return new TableCredentials(h, context, p, this::fetchForTable, clock);
+          return new TableCredentials(h, context, p, this::fetchFromSource, clock);
         });
   }
 
@@ -328,11 +328,6 @@ public final class CredentialRegistry {
       throw new IllegalArgumentException("unknown table handle " + handle);
     }
     return e;
-  }
-
-  /** Refresh source of driver entries (one per table identity; the entry makes it single-flight). */
-  private RefreshResult fetchForTable(TableCredentials entry) throws Exception {
-    return fetchFromSource(entry);
   }
 
   /**

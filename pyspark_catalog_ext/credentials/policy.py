@@ -1,0 +1,41 @@
+"""The refresh policy's Python face: `RefreshPolicy`, written as the `catalog-ext.refresh.*`
+catalog properties that the JVM shim's scheduler reads (io.catalogext.shim.RefreshPolicy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RefreshPolicy:
+    """Renew when less than max(min_ahead, fraction x lifetime) remains.
+
+    Defaults follow Delta Sharing's driver cache: check every 60 s, renew well before expiry.
+    """
+
+    check_interval_s: float = 60.0
+    min_ahead_s: float = 300.0
+    lifetime_fraction: float = 0.2
+    initial_backoff_s: float = 1.0
+    max_backoff_s: float = 60.0
+    timeout_s: float = 30.0  # one refresh attempt (catalog call, user source, executor waiting on the driver)
+
+    def catalog_properties(self) -> dict[str, str]:
+        """The same policy as the `catalog-ext.refresh.*` catalog properties the JVM reads."""
+        ms = lambda seconds: str(int(round(seconds * 1000)))  # noqa: E731
+        return {
+            "catalog-ext.refresh.check-interval-ms": ms(self.check_interval_s),
+            "catalog-ext.refresh.min-ahead-ms": ms(self.min_ahead_s),
+            "catalog-ext.refresh.lifetime-fraction": repr(float(self.lifetime_fraction)),
+            "catalog-ext.refresh.initial-backoff-ms": ms(self.initial_backoff_s),
+            "catalog-ext.refresh.max-backoff-ms": ms(self.max_backoff_s),
+            "catalog-ext.refresh.timeout-ms": ms(self.timeout_s),
+        }
+
+    def __post_init__(self) -> None:
+        if (self.check_interval_s <= 0 or self.min_ahead_s < 0 or not 0 <= self.lifetime_fraction < 1
+                or not 0 < self.initial_backoff_s <= self.max_backoff_s or self.timeout_s <= 0):
+            raise ValueError(
+                "refresh policy needs check_interval_s > 0, min_ahead_s >= 0, 0 <= lifetime_fraction < 1,"
+                " 0 < initial_backoff_s <= max_backoff_s and timeout_s > 0"
+            )
