@@ -158,7 +158,7 @@ def test_expiry_with_no_refresh_possible_fails_clearly_and_commits_nothing(spark
 def test_executors_in_other_jvms_get_credentials_from_the_driver(lakehouse, fast_catalog, s3_proxy, fast, tmp_path):
     """local-cluster: two executor JVMs under spark.authenticate and network encryption. They ask the
     driver through Spark's plugin RPC, and the catalog sees one request per refresh for the table,
-    not one per executor or task.
+    not one per executor or task. Then a refresh that fails on the driver fails their tasks clearly.
     The same run checks that no secret reaches a log, the Spark UI or the event log."""
     fast_catalog.reset_counters()
     s3_proxy.reset_counters()
@@ -190,6 +190,14 @@ def test_executors_in_other_jvms_get_credentials_from_the_driver(lakehouse, fast
     restages = fast_catalog.count(kind="stage-create", table="db.cluster_ctas") - 1
     assert restages == entry[0]["by_strategy"]["re-stage"]
     assert 1 <= restages <= math.ceil(elapsed / (LIFETIME * (1 - FAST_POLICY.lifetime_fraction))) + 1
+
+    # A refresh that fails on the driver fails the executors' tasks with the README's error, which
+    # carries the driver's error (never its stale keys taken as new), after bounded waits.
+    fails = result["refresh_fails"]
+    assert fails["error"] is not None, fails
+    assert "Storage credentials for table dead.db.cluster_ctas expired" in fails["error"], fails["error"][-3000:]
+    assert "the driver's refresh failed" in fails["error"] and "refuses every request" in fails["error"]
+    assert fails["seconds"] < 120, fails["seconds"]
 
     # Secrets: every key, session token and OAuth token the catalog handed out, and the client secret.
     secrets = set(fast_catalog.secrets_handed_out) | {lakehouse.info.secret_key}
