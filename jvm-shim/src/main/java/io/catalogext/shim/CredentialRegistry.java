@@ -39,11 +39,7 @@ public final class CredentialRegistry {
     // path never reads the clock) and, on the driver, starts the refreshes that are due.
     java.util.concurrent.ScheduledExecutorService ticker =
         java.util.concurrent.Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "catalog-ext-ticker");
-              t.setDaemon(true);
-              return t;
-            });
+            DaemonThreads.named("catalog-ext-ticker"));
     ticker.scheduleWithFixedDelay(this::tickSafely, 1, 1, java.util.concurrent.TimeUnit.SECONDS);
   }
 

@@ -22,11 +22,7 @@ final class TableCredentials {
 
   private static final ExecutorService ASYNC =
       Executors.newCachedThreadPool(
-          r -> {
-            Thread t = new Thread(r, "catalog-ext-refresh");
-            t.setDaemon(true);
-            return t;
-          });
+          DaemonThreads.named("catalog-ext-refresh"));
 
   interface Clock {
     long nowMs();
