@@ -30,7 +30,7 @@ final class CatalogRefresher {
   private CatalogRefresher() {}
 
   /** Runs the applicable strategies for {@code entry} of catalog {@code state}. */
-  static RefreshResult fetch(ObservingRESTClient.CatalogState state, TableCredentials entry) {
+  static RefreshResult fetch(ObservingRESTClient.CatalogState state, TableEntry entry) {
     RESTClient client = state.refreshClient;
     String root = state.pathRoot;
     if (client == null || root == null) {
@@ -62,7 +62,7 @@ final class CatalogRefresher {
   }
 
   /** The applicable strategies, in the documented order. */
-  static List<String> plan(ObservingRESTClient.CatalogState state, TableCredentials entry) {
+  static List<String> plan(ObservingRESTClient.CatalogState state, TableEntry entry) {
     TableContext c = entry.context;
     List<String> plan = new ArrayList<>();
     if (!entry.refreshTokens().isEmpty()) {
@@ -87,7 +87,7 @@ final class CatalogRefresher {
       String strategy,
       RESTClient client,
       ObservingRESTClient.CatalogState state,
-      TableCredentials entry,
+      TableEntry entry,
       String tables,
       String table) {
     switch (strategy) {

@@ -45,7 +45,7 @@ public class RegistryLivenessTest {
     config.put(ShimKeys.EXPIRES_AT_MS, String.valueOf(clock.nowMs() + lifetimeMs));
     String handle = registry.registerDriverTable(context, state, config, List.of());
     config.put(ShimKeys.TABLE_HANDLE, handle);
-    TableCredentials entry = registry.forClient(config);
+    TableEntry entry = registry.forClient(config);
     return new TableCredentialsProvider(entry, entry.seed("", config));
   }
 

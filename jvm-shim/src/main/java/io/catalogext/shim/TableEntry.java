@@ -12,11 +12,13 @@ import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.auth.credentials.AwsCredentials;
 
 /**
- * One table's credentials in one JVM: a slot per storage prefix, read lock-free on the hot path,
- * and a single-flight refresh so that any number of clients and tasks cause one request.
+ * The registry's entry for one table identity (catalog, identifier, location) in one JVM, however
+ * often the catalog hands the table out: a credential slot per storage prefix, read lock-free on
+ * the hot path, and a single-flight refresh so that any number of clients and tasks cause one
+ * request.
  */
-final class TableCredentials {
-  private static final Logger LOG = LoggerFactory.getLogger(TableCredentials.class);
+final class TableEntry {
+  private static final Logger LOG = LoggerFactory.getLogger(TableEntry.class);
   /** Below this much validity (or a quarter of the lifetime) a reader waits for a refresh. */
   static final long HARD_MARGIN_MS = 10_000L;
 
@@ -59,9 +61,9 @@ final class TableCredentials {
   private volatile String lastError;
   private volatile long lastCheckAtMs = Long.MIN_VALUE / 2;
   /** Set while evicted: how a use brings this entry back into the registry. */
-  private volatile java.util.function.Consumer<TableCredentials> onReuse;
+  private volatile java.util.function.Consumer<TableEntry> onReuse;
 
-  TableCredentials(
+  TableEntry(
       String handle, TableContext context, RefreshPolicy policy, CredentialSource source, Clock clock) {
     this.handle = handle;
     this.context = context;
@@ -148,7 +150,7 @@ final class TableCredentials {
    * Dropped from the registry (idle, expired): flag every snapshot due so that a provider still
    * holding this entry leaves the hot path, and bring the entry back through {@code onReuse}.
    */
-  void evicted(java.util.function.Consumer<TableCredentials> onReuse) {
+  void evicted(java.util.function.Consumer<TableEntry> onReuse) {
     this.onReuse = onReuse;
     for (CredentialSlot slot : slots.values()) {
       CredentialSnapshot s = slot.current;
@@ -176,7 +178,7 @@ final class TableCredentials {
   AwsCredentials resolveSlow(CredentialSlot slot) {
     long now = clock.nowMs();
     lastUsedAtMs = now;
-    java.util.function.Consumer<TableCredentials> reuse = onReuse;
+    java.util.function.Consumer<TableEntry> reuse = onReuse;
     if (reuse != null) {
       onReuse = null;
       reuse.accept(this); // evicted while idle: tracked (and scheduled) again
