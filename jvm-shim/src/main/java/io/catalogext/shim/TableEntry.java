@@ -248,10 +248,10 @@ final class TableEntry {
 
   private String strategyHint() {
     if (!refreshTokens.isEmpty()) {
-      return "storage-refresh-token";
+      return CatalogRefresher.Strategy.REFRESH_TOKEN.label;
     }
     if (context.staged) {
-      return "re-stage";
+      return CatalogRefresher.Strategy.RESTAGE.label;
     }
     return "initial".equals(lastStrategy) ? "the table's refresh source" : lastStrategy;
   }
