@@ -1,4 +1,4 @@
-"""User credential sources (strategy (e)): what only Python can do.
+"""User credential sources: what only Python can do.
 
 The catalog's own strategies run in the JVM shim. For a catalog registered with
 `attach(spark, sources=...)`, the JVM asks the source through a Py4J callback, with a timeout
@@ -106,7 +106,7 @@ class AssumeRoleSource:
 
 
 def user_answer(source: CredentialSource, req: TableRequest) -> BridgeAnswer:
-    """(e) the user's own source, in the bridge's answer shape."""
+    """The user's own source, in the bridge's answer shape."""
     creds = source.fetch(TableInfo.from_request(req))
     if not isinstance(creds, StorageCredentials):
         raise CredentialRefreshError(
