@@ -7,12 +7,13 @@ import json
 import logging
 import os
 import sys
+import time
 import urllib.request
 
 from pyspark.sql import SparkSession
 
-from pyspark_catalog_ext.credentials import RefreshPolicy, attach
-from pyspark_catalog_ext.session import configure
+from pyspark_catalog_ext.credentials import FunctionSource, RefreshPolicy, attach
+from pyspark_catalog_ext.session import SPARK_CATALOG, catalog_properties, configure
 
 
 def main() -> None:
@@ -25,6 +26,10 @@ def main() -> None:
              "spark.eventLog.dir": args["event_log_dir"],
              # Spark's own RPC authentication and encryption carry the plugin's messages.
              "spark.authenticate": "true", "spark.network.crypto.enabled": "true"}
+    # Catalog `dead`: the same catalog, for read_with_no_refresh_possible. Set at startup, not with
+    # spark.conf.set: Spark's event log redacts job properties only for keys of the SparkConf.
+    dead = catalog_properties("local", uri=args["uri"], warehouse=args["warehouse"], credential=args["credential"])
+    extra.update({"spark.sql.catalog.dead": SPARK_CATALOG, **{f"spark.sql.catalog.dead.{k}": v for k, v in dead.items()}})
     # Standalone/local-cluster Spark takes its RPC secret only from the conf (a test-only secret).
     builder = builder.config("spark.authenticate.secret", os.environ["CATALOG_EXT_TEST_AUTH_SECRET"])
     builder = configure(builder, "local", "fast", uri=args["uri"], warehouse=args["warehouse"],
@@ -57,8 +62,31 @@ def main() -> None:
         "status": [{"name": s.name, "by_strategy": s.refreshes_by_strategy, "failures": s.failure_count}
                    for s in manager.status()],
     }
+    result["refresh_fails"] = read_with_no_refresh_possible(spark, manager, table)
     print("RESULT " + json.dumps(result), flush=True)
     spark.stop()
+
+
+REFUSAL = "the test's credential source refuses every request"
+
+
+def read_with_no_refresh_possible(spark, manager, table: str) -> dict:
+    """Catalog `dead` (the same catalog) served by a Python source that always fails. A read that
+    outlives the table's first credentials must end in the documented error in the executors,
+    carrying the driver's error, within a bounded time."""
+    def refuse(_table):
+        raise RuntimeError(REFUSAL)
+
+    manager.set_policy(RefreshPolicy(check_interval_s=1, min_ahead_s=0, lifetime_fraction=0.4, timeout_s=4))
+    attach(spark, sources={"dead": FunctionSource(refuse)})
+    dead_table = "dead." + table.split(".", 1)[1]
+    started = time.monotonic()
+    try:
+        rows = spark.table(dead_table).where(
+            "java_method('java.lang.Thread', 'sleep', CAST(5 AS BIGINT)) IS NOT NULL").count()
+        return {"rows": rows, "error": None, "seconds": time.monotonic() - started}
+    except Exception as exc:  # noqa: BLE001 - the test checks the message
+        return {"rows": None, "error": str(exc), "seconds": time.monotonic() - started}
 
 
 if __name__ == "__main__":

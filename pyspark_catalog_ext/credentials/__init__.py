@@ -1,7 +1,8 @@
-"""Refreshing storage credentials for S3FileIO, supplied from Python through the JVM shim."""
+"""The Python face of the JVM shim's storage-credential refresh: status, knobs (`RefreshPolicy`)
+and user credential sources."""
 
 from .manager import CredentialManager, TableStatus, attach
-from .scheduler import RefreshPolicy, RefreshScheduler, TableState
+from .policy import RefreshPolicy
 from .sources import AssumeRoleSource, CredentialSource, FunctionSource, StorageCredentials, TableInfo
 
 __all__ = [
@@ -10,10 +11,8 @@ __all__ = [
     "CredentialSource",
     "FunctionSource",
     "RefreshPolicy",
-    "RefreshScheduler",
     "StorageCredentials",
     "TableInfo",
-    "TableState",
     "TableStatus",
     "attach",
 ]

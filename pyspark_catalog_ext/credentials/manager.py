@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from ..errors import CatalogExtError, ConfigError, redact
 from .. import logsafety, spark_errors
-from .scheduler import RefreshPolicy
+from .policy import RefreshPolicy
 from .sources import CredentialSource, user_answer
 
 log = logging.getLogger("pyspark_catalog_ext.credentials")
@@ -87,7 +87,6 @@ class _PythonBridge:
     def fetchCredentials(self, request_json: str) -> str:  # noqa: N802 - Java interface name
         try:
             request = json.loads(request_json)
-            logsafety.MASK.add((request.get("storage_refresh_tokens") or {}).values())
             answer = self._manager._fetch(request)
             logsafety.MASK.add(_secret_values(answer))  # py4j may log the answer at DEBUG
             return json.dumps(answer)
@@ -153,9 +152,9 @@ class CredentialManager:
     def status(self) -> list[TableStatus]:
         """One entry per table this driver tracks.
 
-        A table handed out several times (a CTAS, then reads) has an entry per hand-out in the
-        JVM; they are merged here: counts add up, the soonest expiry and refresh are shown, and
-        the strategy is the one used last.
+        The JVM has one entry per table identity; a table dropped and created again at another
+        location has two, merged here: counts add up, the soonest expiry and refresh are shown,
+        and the strategy is the one used last.
         """
         by_name: dict[str, list[dict]] = {}
         for entry in json.loads(self._registry.describe()):

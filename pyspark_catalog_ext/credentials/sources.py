@@ -1,9 +1,9 @@
-"""Where fresh storage credentials come from: the catalog strategies (a)-(d) and user sources (e).
+"""User credential sources: what only Python can do.
 
-Each strategy turns a table request from the JVM registry into the bridge's answer:
-``{"strategy": name, "config": {...}, "storage-credentials": [{"prefix", "config", "storage-refresh-token"?}]}``.
-The table request carries the table's identity, whether it is staged, the stage-create body for
-re-staging, a server-given refresh endpoint, and its storage-refresh-tokens (secret; never logged).
+The catalog's own strategies run in the JVM shim. For a catalog registered with
+`attach(spark, sources=...)`, the JVM asks the source through a Py4J callback, with a timeout
+(`catalog-ext.refresh.timeout-ms`); the request carries the table's identity, never a secret.
+The answer's shape: ``{"strategy": name, "config": {...}, "storage-credentials": [{"prefix", "config"}]}``.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from ..errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CredentialRefreshError
+from ..errors import CredentialRefreshError
 
-TableRequest = dict  # the JVM's description of a table, see CredentialRegistry.requestFor
+TableRequest = dict  # the JVM's description of a table (no secrets), see CredentialRegistry.requestFor
 BridgeAnswer = dict
 
 
@@ -105,148 +105,8 @@ class AssumeRoleSource:
         return f"AssumeRoleSource(role_arn={self.role_arn!r})"
 
 
-# ---- catalog strategies ------------------------------------------------------------------------
-
-def _answer(strategy: str, response: dict) -> BridgeAnswer:
-    """Keeps only what the JVM needs from a LoadTable/LoadCredentials response."""
-    creds = response.get("storage-credentials") or []
-    config = {k: v for k, v in (response.get("config") or {}).items() if k.startswith("s3.")}
-    if not creds and "s3.access-key-id" not in config:
-        raise CatalogError(f"the catalog answered the {strategy} request without storage credentials")
-    return {"strategy": strategy, "config": config, "storage-credentials": creds}
-
-
-def _longest_prefix(prefixes: list[str], location: str | None) -> str | None:
-    matching = [p for p in prefixes if location and location.startswith(p)]
-    return max(matching, key=len) if matching else (prefixes[0] if prefixes else None)
-
-
-class Strategy:
-    """One way to get fresh credentials from the catalog."""
-
-    name = "strategy"
-
-    def applies(self, req: TableRequest) -> bool:
-        raise NotImplementedError
-
-    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
-        raise NotImplementedError
-
-
-class RefreshTokenStrategy(Strategy):
-    """(a) the proposed storage-refresh-token: GET .../credentials?storageRefreshToken=..."""
-
-    name = "storage-refresh-token"
-
-    def applies(self, req: TableRequest) -> bool:
-        return bool(req.get("storage_refresh_tokens"))
-
-    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
-        tokens: dict[str, str] = req["storage_refresh_tokens"]
-        prefix = _longest_prefix(list(tokens), req.get("location"))
-        response = client.load_credentials(
-            tuple(req["namespace"]), req["table"], storage_refresh_token=tokens[prefix]
-        )
-        return _answer(self.name, response)
-
-
-class RefreshEndpointStrategy(Strategy):
-    """(c) a `client.refresh-credentials-endpoint` the server sent in the table config."""
-
-    name = "refresh-endpoint"
-
-    def applies(self, req: TableRequest) -> bool:
-        return bool(req.get("refresh_endpoint"))
-
-    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
-        return _answer(self.name, client.get_url(req["refresh_endpoint"]))
-
-
-class RestageStrategy(Strategy):
-    """(b) stage-create the same identifier at the same location again: fresh credentials, nothing visible."""
-
-    name = "re-stage"
-
-    def applies(self, req: TableRequest) -> bool:
-        return bool(req.get("staged")) and bool(req.get("stage_create_request"))
-
-    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
-        body = dict(req["stage_create_request"])
-        body["stage-create"] = True
-        response = client.create_table(tuple(req["namespace"]), body, stage_create=True)
-        location = (response.get("metadata") or {}).get("location")
-        if req.get("location") and location and location.rstrip("/") != req["location"].rstrip("/"):
-            raise CatalogError(
-                f"re-staging moved the table from {req['location']} to {location}; the catalog does not keep staged locations"
-            )
-        return _answer(self.name, response)
-
-
-class CredentialsEndpointStrategy(Strategy):
-    """(c) GET .../tables/{t}/credentials for a committed table."""
-
-    name = "credentials-endpoint"
-
-    def applies(self, req: TableRequest) -> bool:
-        return not req.get("staged")
-
-    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
-        return _answer(self.name, client.load_credentials(tuple(req["namespace"]), req["table"]))
-
-
-class ReloadStrategy(Strategy):
-    """(d) load the table again: most catalogs vend new credentials on every load."""
-
-    name = "reload"
-
-    def applies(self, req: TableRequest) -> bool:
-        return not req.get("staged")
-
-    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
-        return _answer(self.name, client.load_table(tuple(req["namespace"]), req["table"]))
-
-
-CATALOG_STRATEGIES: tuple[Strategy, ...] = (
-    RefreshTokenStrategy(),
-    RefreshEndpointStrategy(),
-    RestageStrategy(),
-    CredentialsEndpointStrategy(),
-    ReloadStrategy(),
-)
-
-
-class StrategyChain:
-    """Tries the applicable strategies in order; remembers which endpoints a catalog lacks."""
-
-    def __init__(self, strategies: tuple[Strategy, ...] = CATALOG_STRATEGIES) -> None:
-        self._strategies = strategies
-        self._unsupported: set[str] = set()  # strategy names that got 404/405 from this catalog
-
-    def plan(self, req: TableRequest) -> list[Strategy]:
-        return [s for s in self._strategies if s.applies(req) and s.name not in self._unsupported]
-
-    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
-        failures: list[str] = []
-        for strategy in self.plan(req):
-            try:
-                answer = strategy.fetch(client, req)
-                if failures:
-                    answer["strategy"] = f"{strategy.name} (after {'; '.join(failures)})"
-                return answer
-            except CatalogNotFoundError as exc:
-                if strategy.name == "credentials-endpoint":
-                    self._unsupported.add(strategy.name)  # the catalog has no such endpoint
-                failures.append(f"{strategy.name} failed: {exc}")
-            except (CatalogAuthError, CatalogError) as exc:
-                failures.append(f"{strategy.name} failed: {exc}")
-        name = ".".join([req.get("catalog", "?"), *req.get("namespace", []), req.get("table", "?")])
-        if not failures:
-            raise CredentialRefreshError(f"no refresh strategy applies to table {name} (staged={bool(req.get('staged'))})")
-        raise CredentialRefreshError(f"cannot refresh storage credentials for table {name}: {'; '.join(failures)}")
-
-
 def user_answer(source: CredentialSource, req: TableRequest) -> BridgeAnswer:
-    """(e) the user's own source, in the bridge's answer shape."""
+    """The user's own source, in the bridge's answer shape."""
     creds = source.fetch(TableInfo.from_request(req))
     if not isinstance(creds, StorageCredentials):
         raise CredentialRefreshError(

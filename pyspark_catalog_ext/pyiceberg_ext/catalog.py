@@ -27,7 +27,7 @@ from pyiceberg.typedef import IcebergBaseModel, Identifier
 from pyiceberg.utils.properties import property_as_bool
 from requests import Response, Session
 
-from ..credentials.scheduler import RefreshPolicy
+from ..credentials.policy import RefreshPolicy
 from ..credentials.sources import CredentialSource
 from ..retry import parse_iso8601_duration, uuid7
 from .commits import CommitPolicy, GuardedCommit

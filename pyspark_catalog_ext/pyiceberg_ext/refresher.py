@@ -1,8 +1,8 @@
 """Fresh vended credentials for PyIceberg tables: one entry per table, renewed in the background.
 
-The same rule as Spark's (`credentials.scheduler.RefreshPolicy`: renew when less than
+The same rule as Spark's (`credentials.policy.RefreshPolicy`: renew when less than
 max(min_ahead, fraction x lifetime) remains, back off while the keys are still valid) and the same
-strategies (`credentials.sources`: storage-refresh-token, refresh endpoint, re-stage,
+strategies (`pyiceberg_ext.strategies`: storage-refresh-token, refresh endpoint, re-stage,
 `GET .../credentials`, reload, or the user's own source). Here the credentials live in Python:
 `TableCredentials` holds each storage prefix's current keys and a generation number, and
 `fileio.RefreshingFileIO` asks it for the keys of every file it opens.
@@ -21,8 +21,10 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional
 
-from ..credentials.scheduler import RefreshPolicy, RefreshScheduler, TableState
-from ..credentials.sources import CredentialSource, StrategyChain, user_answer
+from ..credentials.policy import RefreshPolicy
+from .scheduler import RefreshScheduler, TableState
+from ..credentials.sources import CredentialSource, user_answer
+from .strategies import StrategyChain
 from ..errors import CatalogExtError, ConfigError, CredentialRefreshError, redact
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
@@ -194,7 +196,7 @@ class TableCredentials:
             )
 
     def request(self) -> dict:
-        """The table request the strategies in `credentials.sources` understand (holds refresh tokens: never log it)."""
+        """The table request the strategies in `pyiceberg_ext.strategies` understand (holds refresh tokens: never log it)."""
         with self._state_lock:
             tokens = {s.prefix: s.refresh_token for s in self._slots if s.refresh_token}
         return {
@@ -352,7 +354,7 @@ class CredentialRefresher:
             self._thread.start()
 
     def _run(self) -> None:
-        # Like credentials.scheduler.SchedulerThread, but it ends once no table is left to watch.
+        # A daemon thread that ticks the scheduler; it ends once no table is left to watch.
         while not self._closed.wait(self.policy.check_interval_s):
             with self._lock:
                 if not self._by_handle:

@@ -29,8 +29,8 @@ public final class ResolveCredentialsBench {
             ShimKeys.SESSION_TOKEN, "bench-token",
             ShimKeys.EXPIRES_AT_MS, String.valueOf(now + 3_600_000L));
     TableContext context = new TableContext("bench", java.util.List.of("db"), "t", "s3://b/db/t", null, false, null, null);
-    TableCredentials entry =
-        new TableCredentials(
+    TableEntry entry =
+        new TableEntry(
             "bench", context, new RefreshPolicy(300_000L, 0.2),
             e -> { throw new IllegalStateException("the warm path must not refresh"); },
             System::currentTimeMillis);

@@ -24,11 +24,7 @@ final class BoundedCalls {
           30,
           TimeUnit.SECONDS,
           new SynchronousQueue<>(),
-          r -> {
-            Thread t = new Thread(r, "catalog-ext-refresh-call");
-            t.setDaemon(true);
-            return t;
-          });
+          DaemonThreads.named("catalog-ext-refresh-call"));
 
   private BoundedCalls() {}
 

@@ -21,16 +21,30 @@ import org.apache.iceberg.rest.responses.LoadTableResponse;
  * tried in order, a failing one falls through to the next, and the result names what was used.
  */
 final class CatalogRefresher {
-  static final String REFRESH_TOKEN = "storage-refresh-token";
-  static final String REFRESH_ENDPOINT = "refresh-endpoint";
-  static final String RESTAGE = "re-stage";
-  static final String CREDENTIALS_ENDPOINT = "credentials-endpoint";
-  static final String RELOAD = "reload";
+  /** The catalog strategies, in the documented order; {@link #label} is what status and logs show. */
+  enum Strategy {
+    REFRESH_TOKEN("storage-refresh-token"),
+    REFRESH_ENDPOINT("refresh-endpoint"),
+    RESTAGE("re-stage"),
+    CREDENTIALS_ENDPOINT("credentials-endpoint"),
+    RELOAD("reload");
+
+    final String label;
+
+    Strategy(String label) {
+      this.label = label;
+    }
+
+    @Override
+    public String toString() {
+      return label;
+    }
+  }
 
   private CatalogRefresher() {}
 
   /** Runs the applicable strategies for {@code entry} of catalog {@code state}. */
-  static RefreshResult fetch(ObservingRESTClient.CatalogState state, TableCredentials entry) {
+  static RefreshResult fetch(ObservingRESTClient.CatalogState state, TableEntry entry) {
     RESTClient client = state.refreshClient;
     String root = state.pathRoot;
     if (client == null || root == null) {
@@ -41,16 +55,17 @@ final class CatalogRefresher {
         + "/tables";
     String table = tables + "/" + RESTUtil.encodeString(c.table);
     List<String> failures = new ArrayList<>();
-    for (String strategy : plan(state, entry)) {
+    for (Strategy strategy : plan(state, entry)) {
       try {
         RefreshResult result = run(strategy, client, state, entry, tables, table);
-        String name = failures.isEmpty() ? strategy : strategy + " (after " + String.join("; ", failures) + ")";
+        String name =
+            failures.isEmpty() ? strategy.label : strategy.label + " (after " + String.join("; ", failures) + ")";
         return new RefreshResult(result.configByPrefix, result.refreshTokens, name);
       } catch (RuntimeException e) {
-        if (CREDENTIALS_ENDPOINT.equals(strategy) && isNotFound(e)) {
+        if (strategy == Strategy.CREDENTIALS_ENDPOINT && isNotFound(e)) {
           state.unsupported.add(strategy); // the catalog has no such endpoint: don't ask again
         }
-        failures.add(strategy + " failed: " + oneLine(e));
+        failures.add(strategy.label + " failed: " + oneLine(e));
       }
     }
     if (failures.isEmpty()) {
@@ -62,32 +77,32 @@ final class CatalogRefresher {
   }
 
   /** The applicable strategies, in the documented order. */
-  static List<String> plan(ObservingRESTClient.CatalogState state, TableCredentials entry) {
+  static List<Strategy> plan(ObservingRESTClient.CatalogState state, TableEntry entry) {
     TableContext c = entry.context;
-    List<String> plan = new ArrayList<>();
+    List<Strategy> plan = new ArrayList<>();
     if (!entry.refreshTokens().isEmpty()) {
-      plan.add(REFRESH_TOKEN);
+      plan.add(Strategy.REFRESH_TOKEN);
     }
     if (c.refreshEndpoint != null) {
-      plan.add(REFRESH_ENDPOINT);
+      plan.add(Strategy.REFRESH_ENDPOINT);
     }
     if (c.staged && c.stageCreateRequestJson != null) {
-      plan.add(RESTAGE);
+      plan.add(Strategy.RESTAGE);
     }
     if (!c.staged) {
-      if (!state.unsupported.contains(CREDENTIALS_ENDPOINT)) {
-        plan.add(CREDENTIALS_ENDPOINT);
+      if (!state.unsupported.contains(Strategy.CREDENTIALS_ENDPOINT)) {
+        plan.add(Strategy.CREDENTIALS_ENDPOINT);
       }
-      plan.add(RELOAD);
+      plan.add(Strategy.RELOAD);
     }
     return plan;
   }
 
   private static RefreshResult run(
-      String strategy,
+      Strategy strategy,
       RESTClient client,
       ObservingRESTClient.CatalogState state,
-      TableCredentials entry,
+      TableEntry entry,
       String tables,
       String table) {
     switch (strategy) {
@@ -96,12 +111,12 @@ final class CatalogRefresher {
         return fromCredentials(
             client.get(table + "/credentials", Map.of("storageRefreshToken", token), LoadCredentialsResponse.class,
                 Map.of(), ErrorHandlers.tableErrorHandler()),
-            strategy);
+            strategy.label);
       case REFRESH_ENDPOINT:
         return fromCredentials(
             client.get(endpointPath(state, entry.context.refreshEndpoint), Map.of(), LoadCredentialsResponse.class,
                 Map.of(), ErrorHandlers.defaultErrorHandler()),
-            strategy);
+            strategy.label);
       case RESTAGE:
         LoadTableResponse staged =
             client.post(tables, restageRequest(entry.context), LoadTableResponse.class, Map.of(),
@@ -112,16 +127,16 @@ final class CatalogRefresher {
           throw new IllegalStateException("re-staging moved the table from " + entry.context.location + " to "
               + location + "; the catalog does not keep staged locations");
         }
-        return fromTable(staged, strategy);
+        return fromTable(staged, strategy.label);
       case CREDENTIALS_ENDPOINT:
         return fromCredentials(
             client.get(table + "/credentials", Map.of(), LoadCredentialsResponse.class, Map.of(),
                 ErrorHandlers.tableErrorHandler()),
-            strategy);
+            strategy.label);
       case RELOAD:
         return fromTable(
             client.get(table, Map.of(), LoadTableResponse.class, Map.of(), ErrorHandlers.tableErrorHandler()),
-            strategy);
+            strategy.label);
       default:
         throw new IllegalArgumentException("unknown strategy " + strategy);
     }

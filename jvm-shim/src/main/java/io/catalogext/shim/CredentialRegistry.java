@@ -23,14 +23,13 @@ public final class CredentialRegistry {
   private static final CredentialRegistry INSTANCE = new CredentialRegistry();
   private static final SecureRandom RANDOM = new SecureRandom();
 
-  private final Map<String, TableCredentials> entries = new ConcurrentHashMap<>();
+  private final Map<String, TableEntry> entries = new ConcurrentHashMap<>();
   private final Set<String> customSourceCatalogs = ConcurrentHashMap.newKeySet();
-  private final Map<String, Object> tableLocks = new ConcurrentHashMap<>();
   private volatile PythonCredentialBridge bridge;
   private volatile RefreshPolicy policyOverride;
   /** Set by the driver plugin (or found from SparkEnv): this JVM runs the Spark driver. */
   private volatile boolean driver;
-  private final TableCredentials.Clock clock;
+  private final TableEntry.Clock clock;
   /** Bound on tracked entries: past it, the least recently active idle entries go first. */
   static final int MAX_ENTRIES = 10_000;
 
@@ -40,16 +39,12 @@ public final class CredentialRegistry {
     // path never reads the clock) and, on the driver, starts the refreshes that are due.
     java.util.concurrent.ScheduledExecutorService ticker =
         java.util.concurrent.Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "catalog-ext-ticker");
-              t.setDaemon(true);
-              return t;
-            });
+            DaemonThreads.named("catalog-ext-ticker"));
     ticker.scheduleWithFixedDelay(this::tickSafely, 1, 1, java.util.concurrent.TimeUnit.SECONDS);
   }
 
   /** A registry on {@code clock} with no ticker thread: unit tests call {@link #tick()} themselves. */
-  CredentialRegistry(TableCredentials.Clock clock) {
+  CredentialRegistry(TableEntry.Clock clock) {
     this.clock = clock;
   }
 
@@ -65,7 +60,7 @@ public final class CredentialRegistry {
   void tick() {
     long now = clock.nowMs();
     boolean onDriver = isDriver();
-    for (TableCredentials e : entries.values()) {
+    for (TableEntry e : entries.values()) {
       try {
         e.tick(now);
         if (onDriver) {
@@ -151,7 +146,7 @@ public final class CredentialRegistry {
   public int evictIdle(long maxIdleMs) {
     long now = clock.nowMs();
     int evicted = 0;
-    for (TableCredentials e : entries.values()) {
+    for (TableEntry e : entries.values()) {
       boolean expired =
           e.slots().values().stream().allMatch(sl -> sl.current == null || sl.current.expiresAtMs <= now);
       if (now - e.lastActiveAtMs() > maxIdleMs && expired && entries.remove(e.handle, e)) {
@@ -169,7 +164,7 @@ public final class CredentialRegistry {
       return;
     }
     entries.values().stream()
-        .sorted(java.util.Comparator.comparingLong(TableCredentials::lastActiveAtMs))
+        .sorted(java.util.Comparator.comparingLong(TableEntry::lastActiveAtMs))
         .limit(excess)
         .forEach(
             e -> {
@@ -180,7 +175,7 @@ public final class CredentialRegistry {
   }
 
   /** An evicted entry that is used again (a DataFrame kept in a notebook) is tracked again. */
-  void reinstate(TableCredentials entry) {
+  void reinstate(TableEntry entry) {
     if (entries.putIfAbsent(entry.handle, entry) == null) {
       LOG.info("catalog-ext: tracking {} again after an idle period", entry.context.qualifiedName());
     }
@@ -209,15 +204,28 @@ public final class CredentialRegistry {
     return override != null ? override : state.policy;
   }
 
-  /** Creates the driver-side entry for a table the catalog just handed out; returns its handle. */
-  String registerDriverTable(
+  /**
+   * Creates the driver-side entry for a table the catalog just handed out, or updates the one the
+   * table already has; returns its handle. Synchronized so two concurrent loads of one table make
+   * one entry (loads are rare next to resolves, which never take this lock).
+   */
+  synchronized String registerDriverTable(
       TableContext context,
       ObservingRESTClient.CatalogState state,
       Map<String, String> tableConfig,
       List<Credential> credentials) {
+    // One entry per table identity (catalog, identifier, location), not per hand-out: a CTAS and
+    // the loads after it share one entry, one schedule and one catalog request per refresh.
+    String key = context.tableKey();
+    for (TableEntry existing : entries.values()) {
+      if (existing.context.tableKey().equals(key)) {
+        existing.adopt(context, tableConfig, credentials);
+        return existing.handle;
+      }
+    }
     String handle = newId(12);
-    TableCredentials entry =
-        new TableCredentials(handle, context, policyFor(state), this::fetchForTable, clock);
+    TableEntry entry =
+        new TableEntry(handle, context, policyFor(state), this::fetchFromSource, clock);
     entry.seed("", tableConfig);
     for (Credential credential : credentials) {
       entry.seed(credential.prefix(), credential.config());
@@ -229,7 +237,7 @@ public final class CredentialRegistry {
   }
 
   void markCommitted(String catalog, List<String> namespace, String table) {
-    for (TableCredentials entry : entries.values()) {
+    for (TableEntry entry : entries.values()) {
       TableContext c = entry.context;
       if (c.staged && c.catalog.equals(catalog) && c.namespace.equals(namespace) && c.table.equals(table)) {
         c.staged = false;
@@ -238,9 +246,9 @@ public final class CredentialRegistry {
   }
 
   /** The entry a FileIO's S3 client should use: the driver's own, or one fed by the driver. */
-  TableCredentials forClient(Map<String, String> props) {
+  TableEntry forClient(Map<String, String> props) {
     String handle = props.get(ShimKeys.TABLE_HANDLE);
-    TableCredentials local = entries.get(handle);
+    TableEntry local = entries.get(handle);
     if (local != null) {
       return local;
     }
@@ -250,10 +258,10 @@ public final class CredentialRegistry {
     }
     RefreshPolicy tablePolicy = RefreshPolicy.fromProperties(props);
     long timeoutMs = tablePolicy.timeoutMs;
-    TableCredentials entry =
+    TableEntry entry =
         entries.computeIfAbsent(
             handle,
-            h -> new TableCredentials(h, context, tablePolicy, DriverPluginSource.forExecutor(clock, timeoutMs), clock));
+            h -> new TableEntry(h, context, tablePolicy, DriverPluginSource.forExecutor(clock, timeoutMs), clock));
     enforceBound();
     return entry;
   }
@@ -263,7 +271,7 @@ public final class CredentialRegistry {
    * entry starts its (single-flight) background refresh and the executor asks again.
    */
   PluginMessages.Reply answerExecutor(PluginMessages.Request request) {
-    TableCredentials entry = entries.get(request.handle);
+    TableEntry entry = entries.get(request.handle);
     if (entry == null) {
       if (request.identityJson == null) {
         return PluginMessages.Reply.failed("unknown table handle");
@@ -277,14 +285,20 @@ public final class CredentialRegistry {
    * This is the driver and the entry was evicted (idle for long): track the table again, refreshed
    * like any committed table.
    */
-  private TableCredentials retrack(String handle, TableContext context) {
+  private synchronized TableEntry retrack(String handle, TableContext context) {
+    String key = context.tableKey();
+    for (TableEntry existing : entries.values()) {
+      if (existing.context.tableKey().equals(key)) {
+        return existing; // loaded again since: one entry per table identity
+      }
+    }
     return entries.computeIfAbsent(
         handle,
         h -> {
           LOG.warn("catalog-ext: re-tracking {} after its entry was evicted", context);
           ObservingRESTClient.CatalogState state = catalogs.get(context.catalog);
           RefreshPolicy p = state != null ? policyFor(state) : RefreshPolicy.defaults();
-          return new TableCredentials(h, context, p, this::fetchForTable, clock);
+          return new TableEntry(h, context, p, this::fetchFromSource, clock);
         });
   }
 
@@ -300,12 +314,12 @@ public final class CredentialRegistry {
     return env != null && "driver".equals(env.executorId());
   }
 
-  TableCredentials lookup(String handle) {
+  TableEntry lookup(String handle) {
     return entries.get(handle);
   }
 
-  private TableCredentials entry(String handle) {
-    TableCredentials e = entries.get(handle);
+  private TableEntry entry(String handle) {
+    TableEntry e = entries.get(handle);
     if (e == null) {
       throw new IllegalArgumentException("unknown table handle " + handle);
     }
@@ -313,30 +327,10 @@ public final class CredentialRegistry {
   }
 
   /**
-   * Refresh source of driver entries. A table handed out several times (a CTAS, then loads) has
-   * several entries; they take turns, and one whose sibling already holds credentials that are not
-   * yet due takes those instead of asking the catalog: one request per table per refresh.
-   */
-  private RefreshResult fetchForTable(TableCredentials entry) throws Exception {
-    synchronized (tableLocks.computeIfAbsent(entry.context.tableKey(), k -> new Object())) {
-      long now = clock.nowMs();
-      for (TableCredentials sibling : entries.values()) {
-        if (sibling != entry && sibling.context.tableKey().equals(entry.context.tableKey())) {
-          RefreshResult shared = sibling.freshResult(now);
-          if (shared != null) {
-            return shared;
-          }
-        }
-      }
-      return fetchFromSource(entry);
-    }
-  }
-
-  /**
    * The table's fresh credentials: from the user's Python source if its catalog has one, else
    * from the catalog through the strategies. Either way bounded by the policy's timeout.
    */
-  private RefreshResult fetchFromSource(TableCredentials entry) throws Exception {
+  private RefreshResult fetchFromSource(TableEntry entry) throws Exception {
     long timeoutMs = entry.policy.timeoutMs;
     if (customSourceCatalogs.contains(entry.context.catalog)) {
       PythonCredentialBridge b = bridge;

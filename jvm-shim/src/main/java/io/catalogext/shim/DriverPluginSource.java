@@ -15,17 +15,17 @@ final class DriverPluginSource implements CredentialSource {
   }
 
   private final Asker asker;
-  private final TableCredentials.Clock clock;
+  private final TableEntry.Clock clock;
   private final long timeoutMs;
 
-  DriverPluginSource(Asker asker, TableCredentials.Clock clock, long timeoutMs) {
+  DriverPluginSource(Asker asker, TableEntry.Clock clock, long timeoutMs) {
     this.asker = asker;
     this.clock = clock;
     this.timeoutMs = timeoutMs;
   }
 
   /** The source for this executor JVM, using the plugin context the executor plugin kept. */
-  static DriverPluginSource forExecutor(TableCredentials.Clock clock, long timeoutMs) {
+  static DriverPluginSource forExecutor(TableEntry.Clock clock, long timeoutMs) {
     return new DriverPluginSource(
         message -> {
           org.apache.spark.api.plugin.PluginContext ctx = CatalogExtPlugin.executorContext();
@@ -41,7 +41,7 @@ final class DriverPluginSource implements CredentialSource {
   }
 
   @Override
-  public RefreshResult fetch(TableCredentials entry) throws Exception {
+  public RefreshResult fetch(TableEntry entry) throws Exception {
     byte[] request = new PluginMessages.Request(entry.handle, entry.context.identityJson()).encode();
     long deadline = clock.nowMs() + timeoutMs;
     while (true) {

@@ -47,7 +47,7 @@ final class ObservingRESTClient implements RESTClient {
      */
     volatile RESTClient refreshClient;
     /** Strategies this catalog answered 404 to (e.g. no GET .../credentials endpoint). */
-    final java.util.Set<String> unsupported = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    final java.util.Set<CatalogRefresher.Strategy> unsupported = java.util.concurrent.ConcurrentHashMap.newKeySet();
   }
 
   ObservingRESTClient(RESTClient delegate, CatalogState state) {

@@ -1,12 +1,14 @@
 package io.catalogext.shim;
 
 /**
- * Implemented in Python and registered through Py4J. The driver's registry calls it when a table
- * needs fresh credentials; Python picks the strategy and talks to the catalog.
+ * Implemented in Python and registered through Py4J by {@code attach(spark, sources=...)}. The
+ * driver's registry calls it, with a timeout, for tables of a catalog served by a user source
+ * (what only Python can do: a boto3 AssumeRole, a company token service); the catalog's own
+ * strategies run in the JVM ({@link CatalogRefresher}).
  */
 public interface PythonCredentialBridge {
   /**
-   * @param requestJson the table's context (may include its storage-refresh-tokens)
+   * @param requestJson the table's identity and status (no secrets)
    * @return {"strategy", "config", "storage-credentials"} or {"error": one-line message}
    */
   String fetchCredentials(String requestJson);

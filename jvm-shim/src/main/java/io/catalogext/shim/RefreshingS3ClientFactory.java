@@ -80,7 +80,7 @@ public final class RefreshingS3ClientFactory implements S3FileIOAwsClientFactory
     if (provider == null && properties.containsKey(ShimKeys.TABLE_HANDLE)) {
       synchronized (this) {
         if (provider == null) {
-          TableCredentials entry = CredentialRegistry.get().forClient(properties);
+          TableEntry entry = CredentialRegistry.get().forClient(properties);
           String prefix = properties.getOrDefault(ShimKeys.CREDENTIAL_PREFIX, "");
           provider = new TableCredentialsProvider(entry, entry.seed(prefix, properties));
         }

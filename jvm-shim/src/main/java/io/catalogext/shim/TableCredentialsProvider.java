@@ -8,10 +8,10 @@ import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
  * credentials are fresh, a call is two volatile reads: no clock, no lock, no map, no Python.
  */
 public final class TableCredentialsProvider implements AwsCredentialsProvider {
-  private final TableCredentials entry;
+  private final TableEntry entry;
   private final CredentialSlot slot;
 
-  TableCredentialsProvider(TableCredentials entry, CredentialSlot slot) {
+  TableCredentialsProvider(TableEntry entry, CredentialSlot slot) {
     this.entry = entry;
     this.slot = slot;
   }

@@ -9,14 +9,14 @@ public class DriverPluginSourceTest {
   private final FakeClock clock = new FakeClock();
   private final AtomicInteger asks = new AtomicInteger();
 
-  private TableCredentials executorEntry(DriverPluginSource.Asker asker) {
+  private TableEntry executorEntry(DriverPluginSource.Asker asker) {
     TableContext context = TableContext.fromIdentity("{\"catalog\":\"c\",\"namespace\":[\"db\"],\"table\":\"t\"}");
-    return new TableCredentials("h", context, RefreshPolicy.defaults(), new DriverPluginSource(asker, clock, 5_000), clock);
+    return new TableEntry("h", context, RefreshPolicy.defaults(), new DriverPluginSource(asker, clock, 5_000), clock);
   }
 
   public void testFreshReplyIsInstalled() throws Exception {
     long expires = clock.nowMs() + 600_000;
-    TableCredentials entry =
+    TableEntry entry =
         executorEntry(
             request -> {
               asks.incrementAndGet();
@@ -32,7 +32,7 @@ public class DriverPluginSourceTest {
   }
 
   public void testDriverErrorIsAnErrorNotStaleKeys() {
-    TableCredentials entry =
+    TableEntry entry =
         executorEntry(
             request -> {
               asks.incrementAndGet();

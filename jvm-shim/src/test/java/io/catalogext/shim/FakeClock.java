@@ -1,7 +1,7 @@
 package io.catalogext.shim;
 
 /** A clock that only moves when a test moves it (starts at the real time, like credentials do). */
-final class FakeClock implements TableCredentials.Clock {
+final class FakeClock implements TableEntry.Clock {
   private long now = System.currentTimeMillis();
 
   @Override

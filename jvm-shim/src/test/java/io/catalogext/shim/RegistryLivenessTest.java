@@ -45,7 +45,7 @@ public class RegistryLivenessTest {
     config.put(ShimKeys.EXPIRES_AT_MS, String.valueOf(clock.nowMs() + lifetimeMs));
     String handle = registry.registerDriverTable(context, state, config, List.of());
     config.put(ShimKeys.TABLE_HANDLE, handle);
-    TableCredentials entry = registry.forClient(config);
+    TableEntry entry = registry.forClient(config);
     return new TableCredentialsProvider(entry, entry.seed("", config));
   }
 
@@ -113,6 +113,15 @@ public class RegistryLivenessTest {
     long waitedMs = (System.nanoTime() - started) / 1_000_000;
     Check.isTrue(e.getMessage().contains("timed out after 300 ms"), e.getMessage());
     Check.isTrue(waitedMs < 5_000, "waited " + waitedMs + " ms for a hung source");
+  }
+
+  public void testOneEntryPerTableIdentityNotPerLoad() {
+    answerKeys(10 * MINUTE);
+    for (int load = 0; load < 5; load++) { // a CTAS, then loads of the same table
+      track("loaded", 10_000 + load);
+    }
+    track("other", 10_000);
+    Check.equal(2, registry.size(), "entries for two tables loaded six times");
   }
 
   public void testRegistryIsBounded() {

@@ -1,4 +1,4 @@
-"""RefreshScheduler with a fake clock: no sleeps, every decision checked."""
+"""PyIceberg's refresh scheduler (`pyiceberg_ext.scheduler`) on a fake clock: when to renew, backoff, idle tables."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from pyspark_catalog_ext.credentials.scheduler import RefreshPolicy, RefreshScheduler, TableState
+from pyspark_catalog_ext.credentials.policy import RefreshPolicy
+from pyspark_catalog_ext.pyiceberg_ext.scheduler import RefreshScheduler, TableState
 
 
 class FakeClock:

@@ -12,21 +12,19 @@ import org.slf4j.LoggerFactory;
 import software.amazon.awssdk.auth.credentials.AwsCredentials;
 
 /**
- * One table's credentials in one JVM: a slot per storage prefix, read lock-free on the hot path,
- * and a single-flight refresh so that any number of clients and tasks cause one request.
+ * The registry's entry for one table identity (catalog, identifier, location) in one JVM, however
+ * often the catalog hands the table out: a credential slot per storage prefix, read lock-free on
+ * the hot path, and a single-flight refresh so that any number of clients and tasks cause one
+ * request.
  */
-final class TableCredentials {
-  private static final Logger LOG = LoggerFactory.getLogger(TableCredentials.class);
+final class TableEntry {
+  private static final Logger LOG = LoggerFactory.getLogger(TableEntry.class);
   /** Below this much validity (or a quarter of the lifetime) a reader waits for a refresh. */
   static final long HARD_MARGIN_MS = 10_000L;
 
   private static final ExecutorService ASYNC =
       Executors.newCachedThreadPool(
-          r -> {
-            Thread t = new Thread(r, "catalog-ext-refresh");
-            t.setDaemon(true);
-            return t;
-          });
+          DaemonThreads.named("catalog-ext-refresh"));
 
   interface Clock {
     long nowMs();
@@ -38,7 +36,8 @@ final class TableCredentials {
   }
 
   final String handle;
-  final TableContext context;
+  /** The table as the catalog last handed it out (a later hand-out of the same table replaces it). */
+  volatile TableContext context;
   final RefreshPolicy policy;
   private final CredentialSource source;
   private final Clock clock;
@@ -62,9 +61,9 @@ final class TableCredentials {
   private volatile String lastError;
   private volatile long lastCheckAtMs = Long.MIN_VALUE / 2;
   /** Set while evicted: how a use brings this entry back into the registry. */
-  private volatile java.util.function.Consumer<TableCredentials> onReuse;
+  private volatile java.util.function.Consumer<TableEntry> onReuse;
 
-  TableCredentials(
+  TableEntry(
       String handle, TableContext context, RefreshPolicy policy, CredentialSource source, Clock clock) {
     this.handle = handle;
     this.context = context;
@@ -151,7 +150,7 @@ final class TableCredentials {
    * Dropped from the registry (idle, expired): flag every snapshot due so that a provider still
    * holding this entry leaves the hot path, and bring the entry back through {@code onReuse}.
    */
-  void evicted(java.util.function.Consumer<TableCredentials> onReuse) {
+  void evicted(java.util.function.Consumer<TableEntry> onReuse) {
     this.onReuse = onReuse;
     for (CredentialSlot slot : slots.values()) {
       CredentialSnapshot s = slot.current;
@@ -179,7 +178,7 @@ final class TableCredentials {
   AwsCredentials resolveSlow(CredentialSlot slot) {
     long now = clock.nowMs();
     lastUsedAtMs = now;
-    java.util.function.Consumer<TableCredentials> reuse = onReuse;
+    java.util.function.Consumer<TableEntry> reuse = onReuse;
     if (reuse != null) {
       onReuse = null;
       reuse.accept(this); // evicted while idle: tracked (and scheduled) again
@@ -249,28 +248,37 @@ final class TableCredentials {
 
   private String strategyHint() {
     if (!refreshTokens.isEmpty()) {
-      return "storage-refresh-token";
+      return CatalogRefresher.Strategy.REFRESH_TOKEN.label;
     }
     if (context.staged) {
-      return "re-stage";
+      return CatalogRefresher.Strategy.RESTAGE.label;
     }
     return "initial".equals(lastStrategy) ? "the table's refresh source" : lastStrategy;
   }
 
   /**
-   * This entry's credentials as a refresh result for a sibling entry of the same table, or null if
-   * any of them is due (then the sibling should fetch new ones).
+   * The catalog handed this table out again (a load after its CTAS, say): take what it said about
+   * the table, and its credentials where they outlive the ones held.
    */
-  RefreshResult freshResult(long now) {
+  void adopt(TableContext newer, Map<String, String> tableConfig, java.util.List<org.apache.iceberg.rest.credentials.Credential> credentials) {
+    context = newer;
+    long now = clock.nowMs();
     Map<String, Map<String, String>> byPrefix = new java.util.LinkedHashMap<>();
-    for (Map.Entry<String, CredentialSlot> e : slots.entrySet()) {
-      CredentialSnapshot snap = e.getValue().current;
-      if (snap == null || now >= snap.refreshAtMs) {
-        return null;
-      }
-      byPrefix.put(e.getKey(), snap.toConfig());
-    }
-    return byPrefix.isEmpty() ? null : new RefreshResult(byPrefix, Map.of(), "shared");
+    byPrefix.put("", tableConfig);
+    credentials.forEach(c -> byPrefix.put(c.prefix(), c.config()));
+    byPrefix.forEach(
+        (prefix, config) -> {
+          CredentialSnapshot snap = CredentialSnapshot.fromConfig(config, now, policy);
+          CredentialSlot slot = slots.computeIfAbsent(prefix, p -> new CredentialSlot(snap));
+          CredentialSnapshot held = slot.current;
+          if (snap != null && (held == null || snap.expiresAtMs > held.expiresAtMs)) {
+            slot.current = snap;
+          }
+          String token = config.get(ShimKeys.CAPTURED_REFRESH_TOKEN);
+          if (token != null) {
+            refreshTokens.put(prefix, token);
+          }
+        });
   }
 
   /**

@@ -1,0 +1,58 @@
+"""The refresh policy: renew when less than max(min_ahead, fraction x lifetime) remains.
+
+The JVM shim reads it as the `catalog-ext.refresh.*` catalog properties (io.catalogext.shim.RefreshPolicy);
+PyIceberg's refresher (`pyiceberg_ext`) applies it in Python.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RefreshPolicy:
+    """Renew when less than max(min_ahead, fraction x lifetime) remains.
+
+    Defaults follow Delta Sharing's driver cache: check every 60 s, renew well before expiry.
+    """
+
+    check_interval_s: float = 60.0
+    min_ahead_s: float = 300.0
+    lifetime_fraction: float = 0.2
+    initial_backoff_s: float = 1.0
+    max_backoff_s: float = 60.0
+    timeout_s: float = 30.0  # one refresh attempt (catalog call, user source, executor waiting on the driver)
+
+    def catalog_properties(self) -> dict[str, str]:
+        """The same policy as the `catalog-ext.refresh.*` catalog properties the JVM reads."""
+        ms = lambda seconds: str(int(round(seconds * 1000)))  # noqa: E731
+        return {
+            "catalog-ext.refresh.check-interval-ms": ms(self.check_interval_s),
+            "catalog-ext.refresh.min-ahead-ms": ms(self.min_ahead_s),
+            "catalog-ext.refresh.lifetime-fraction": repr(float(self.lifetime_fraction)),
+            "catalog-ext.refresh.initial-backoff-ms": ms(self.initial_backoff_s),
+            "catalog-ext.refresh.max-backoff-ms": ms(self.max_backoff_s),
+            "catalog-ext.refresh.timeout-ms": ms(self.timeout_s),
+        }
+
+    def __post_init__(self) -> None:
+        if (self.check_interval_s <= 0 or self.min_ahead_s < 0 or not 0 <= self.lifetime_fraction < 1
+                or not 0 < self.initial_backoff_s <= self.max_backoff_s or self.timeout_s <= 0):
+            raise ValueError(
+                "refresh policy needs check_interval_s > 0, min_ahead_s >= 0, 0 <= lifetime_fraction < 1,"
+                " 0 < initial_backoff_s <= max_backoff_s and timeout_s > 0"
+            )
+
+    def refresh_at(self, fetched_at_s: float, expires_at_s: float) -> float:
+        """The moment a credential fetched at `fetched_at_s` should be renewed."""
+        lifetime = max(0.0, expires_at_s - fetched_at_s)
+        ahead = max(self.min_ahead_s, self.lifetime_fraction * lifetime)
+        at = expires_at_s - ahead
+        # A lifetime shorter than the margin: renew at half-life rather than immediately, forever.
+        return at if at > fetched_at_s else fetched_at_s + lifetime / 2
+
+    def backoff(self, failures: int, rng: random.Random) -> float:
+        """Exponential backoff with jitter after `failures` consecutive failures (>= 1)."""
+        base = min(self.max_backoff_s, self.initial_backoff_s * 2 ** (failures - 1))
+        return base / 2 + rng.random() * base / 2

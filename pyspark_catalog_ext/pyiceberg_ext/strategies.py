@@ -1,0 +1,154 @@
+"""The catalog's refresh strategies for PyIceberg tables, tried in order: storage-refresh-token,
+refresh endpoint, re-stage (staged tables), `GET .../credentials`, reload.
+
+Each turns a table request into an answer:
+``{"strategy": name, "config": {...}, "storage-credentials": [{"prefix", "config", "storage-refresh-token"?}]}``.
+The request carries the table's identity, whether it is staged, the stage-create body for
+re-staging, a server-given refresh endpoint, and its storage-refresh-tokens (secret; never logged).
+Spark's tables use the same strategies in the JVM shim (io.catalogext.shim.CatalogRefresher).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..credentials.sources import BridgeAnswer, TableRequest
+from ..errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CredentialRefreshError
+
+
+def _answer(strategy: str, response: dict) -> BridgeAnswer:
+    """Keeps only what the JVM needs from a LoadTable/LoadCredentials response."""
+    creds = response.get("storage-credentials") or []
+    config = {k: v for k, v in (response.get("config") or {}).items() if k.startswith("s3.")}
+    if not creds and "s3.access-key-id" not in config:
+        raise CatalogError(f"the catalog answered the {strategy} request without storage credentials")
+    return {"strategy": strategy, "config": config, "storage-credentials": creds}
+
+
+def _longest_prefix(prefixes: list[str], location: str | None) -> str | None:
+    matching = [p for p in prefixes if location and location.startswith(p)]
+    return max(matching, key=len) if matching else (prefixes[0] if prefixes else None)
+
+
+class Strategy:
+    """One way to get fresh credentials from the catalog."""
+
+    name = "strategy"
+
+    def applies(self, req: TableRequest) -> bool:
+        raise NotImplementedError
+
+    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
+        raise NotImplementedError
+
+
+class RefreshTokenStrategy(Strategy):
+    """the proposed storage-refresh-token: GET .../credentials?storageRefreshToken=..."""
+
+    name = "storage-refresh-token"
+
+    def applies(self, req: TableRequest) -> bool:
+        return bool(req.get("storage_refresh_tokens"))
+
+    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
+        tokens: dict[str, str] = req["storage_refresh_tokens"]
+        prefix = _longest_prefix(list(tokens), req.get("location"))
+        response = client.load_credentials(
+            tuple(req["namespace"]), req["table"], storage_refresh_token=tokens[prefix]
+        )
+        return _answer(self.name, response)
+
+
+class RefreshEndpointStrategy(Strategy):
+    """a `client.refresh-credentials-endpoint` the server sent in the table config."""
+
+    name = "refresh-endpoint"
+
+    def applies(self, req: TableRequest) -> bool:
+        return bool(req.get("refresh_endpoint"))
+
+    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
+        return _answer(self.name, client.get_url(req["refresh_endpoint"]))
+
+
+class RestageStrategy(Strategy):
+    """stage-create the same identifier at the same location again: fresh credentials, nothing visible."""
+
+    name = "re-stage"
+
+    def applies(self, req: TableRequest) -> bool:
+        return bool(req.get("staged")) and bool(req.get("stage_create_request"))
+
+    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
+        body = dict(req["stage_create_request"])
+        body["stage-create"] = True
+        response = client.create_table(tuple(req["namespace"]), body, stage_create=True)
+        location = (response.get("metadata") or {}).get("location")
+        if req.get("location") and location and location.rstrip("/") != req["location"].rstrip("/"):
+            raise CatalogError(
+                f"re-staging moved the table from {req['location']} to {location}; the catalog does not keep staged locations"
+            )
+        return _answer(self.name, response)
+
+
+class CredentialsEndpointStrategy(Strategy):
+    """GET .../tables/{t}/credentials for a committed table."""
+
+    name = "credentials-endpoint"
+
+    def applies(self, req: TableRequest) -> bool:
+        return not req.get("staged")
+
+    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
+        return _answer(self.name, client.load_credentials(tuple(req["namespace"]), req["table"]))
+
+
+class ReloadStrategy(Strategy):
+    """load the table again: most catalogs vend new credentials on every load."""
+
+    name = "reload"
+
+    def applies(self, req: TableRequest) -> bool:
+        return not req.get("staged")
+
+    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
+        return _answer(self.name, client.load_table(tuple(req["namespace"]), req["table"]))
+
+
+CATALOG_STRATEGIES: tuple[Strategy, ...] = (
+    RefreshTokenStrategy(),
+    RefreshEndpointStrategy(),
+    RestageStrategy(),
+    CredentialsEndpointStrategy(),
+    ReloadStrategy(),
+)
+
+
+class StrategyChain:
+    """Tries the applicable strategies in order; remembers which endpoints a catalog lacks."""
+
+    def __init__(self, strategies: tuple[Strategy, ...] = CATALOG_STRATEGIES) -> None:
+        self._strategies = strategies
+        self._unsupported: set[str] = set()  # strategy names that got 404/405 from this catalog
+
+    def plan(self, req: TableRequest) -> list[Strategy]:
+        return [s for s in self._strategies if s.applies(req) and s.name not in self._unsupported]
+
+    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
+        failures: list[str] = []
+        for strategy in self.plan(req):
+            try:
+                answer = strategy.fetch(client, req)
+                if failures:
+                    answer["strategy"] = f"{strategy.name} (after {'; '.join(failures)})"
+                return answer
+            except CatalogNotFoundError as exc:
+                if strategy.name == "credentials-endpoint":
+                    self._unsupported.add(strategy.name)  # the catalog has no such endpoint
+                failures.append(f"{strategy.name} failed: {exc}")
+            except (CatalogAuthError, CatalogError) as exc:
+                failures.append(f"{strategy.name} failed: {exc}")
+        name = ".".join([req.get("catalog", "?"), *req.get("namespace", []), req.get("table", "?")])
+        if not failures:
+            raise CredentialRefreshError(f"no refresh strategy applies to table {name} (staged={bool(req.get('staged'))})")
+        raise CredentialRefreshError(f"cannot refresh storage credentials for table {name}: {'; '.join(failures)}")
