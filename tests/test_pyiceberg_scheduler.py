@@ -137,3 +137,15 @@ def test_refresh_done_elsewhere_is_not_repeated():
 def test_bad_policy_is_rejected():
     with pytest.raises(ValueError):
         RefreshPolicy(lifetime_fraction=1.5)
+
+
+def test_failures_of_a_dropped_table_are_forgotten():
+    clock, catalog, scheduler = make()
+    catalog.add("t")
+    catalog.fail_next = 1
+    clock.now += 800
+    scheduler.tick()
+    assert scheduler.failures("t") == 1
+    del catalog.tables["t"]  # the table was dropped by its refresher (e.g. garbage-collected)
+    scheduler.tick()
+    assert scheduler.failures("t") == 0 and not scheduler._backoff

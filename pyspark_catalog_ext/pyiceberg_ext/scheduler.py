@@ -80,7 +80,11 @@ class RefreshScheduler:
         """One pass: refresh every due table. Returns the handles refreshed by this pass."""
         now = self.clock()
         refreshed: list[str] = []
-        for table in self.list_tables():
+        tables = list(self.list_tables())
+        listed = {table.handle for table in tables}
+        for handle in [h for h in self._backoff if h not in listed]:
+            del self._backoff[handle]  # a table no longer tracked: forget its failures (bounded map)
+        for table in tables:
             if not self.due(table, now):
                 continue
             try:
