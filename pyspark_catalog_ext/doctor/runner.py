@@ -19,7 +19,7 @@ from ..catalog_client import CatalogClient
 from ..errors import CatalogExtError, ConfigError
 from ..profiles import Profile, get_profile
 from ..retry import RetryPolicy
-from ..session import catalog_properties
+from ..spark_conf import catalog_properties
 from .context import Cleanup, Interrupts, ProbeContext, SecretBag, Terminated, one_line
 from .probes import GROUPS, PROBES, ProbeSpec, probe_ids
 from .result import FAIL, PASS, SKIPPED, UNSUPPORTED, Outcome, ProbeResult, failed, skipped, unsupported

@@ -5,12 +5,10 @@
   endpoint rewrites, an advertised refresh endpoint, counters and fault injection.
 - ``IdempotencyProxy``: reference Idempotency-Key semantics in front of a catalog.
 """
-from .base import (BufferedProxy, Fault, FaultInjector, Request, Response, ThreadedServer,
-                   free_port)
+from .base import BufferedProxy, Fault, FaultInjector, Request, Response, ThreadedServer
 from .catalog_proxy import CatalogProxy, RefreshTokenSigner
 from .idempotency_proxy import IdempotencyProxy
 from .s3_expiry_proxy import S3ExpiryProxy
 
 __all__ = ["BufferedProxy", "CatalogProxy", "Fault", "FaultInjector", "IdempotencyProxy",
-           "RefreshTokenSigner", "Request", "Response", "S3ExpiryProxy", "ThreadedServer",
-           "free_port"]
+           "RefreshTokenSigner", "Request", "Response", "S3ExpiryProxy", "ThreadedServer"]
