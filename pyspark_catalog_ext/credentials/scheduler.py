@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol
 
+from ..backoff import exponential_backoff
+
 log = logging.getLogger("pyspark_catalog_ext.credentials")
 
 
@@ -46,8 +48,7 @@ class RefreshPolicy:
 
     def backoff(self, failures: int, rng: random.Random) -> float:
         """Exponential backoff with jitter after `failures` consecutive failures (>= 1)."""
-        base = min(self.max_backoff_s, self.initial_backoff_s * 2 ** (failures - 1))
-        return base / 2 + rng.random() * base / 2
+        return exponential_backoff(failures, self.initial_backoff_s, self.max_backoff_s, 0.5, rng.random())
 
 
 @dataclass(frozen=True)
