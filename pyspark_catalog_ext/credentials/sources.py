@@ -9,8 +9,11 @@ re-staging, a server-given refresh endpoint, and its storage-refresh-tokens (sec
 from __future__ import annotations
 
 import datetime as _dt
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
+
+from cachetools import TTLCache
 
 from ..errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CredentialRefreshError
 
@@ -218,9 +221,15 @@ CATALOG_STRATEGIES: tuple[Strategy, ...] = (
 class StrategyChain:
     """Tries the applicable strategies in order; remembers which endpoints a catalog lacks."""
 
-    def __init__(self, strategies: tuple[Strategy, ...] = CATALOG_STRATEGIES) -> None:
+    #: How long a missing endpoint is remembered: a catalog upgraded during a long job gets asked again.
+    FORGET_MISSING_AFTER_S = 3600.0
+
+    def __init__(self, strategies: tuple[Strategy, ...] = CATALOG_STRATEGIES,
+                 timer: Callable[[], float] = time.monotonic) -> None:
         self._strategies = strategies
-        self._unsupported: set[str] = set()  # strategy names that got 404/405 from this catalog
+        # strategy names that got 404/405 from this catalog (expired entries vanish from `in`)
+        self._unsupported: TTLCache[str, bool] = TTLCache(maxsize=max(1, len(strategies)),
+                                                          ttl=self.FORGET_MISSING_AFTER_S, timer=timer)
 
     def plan(self, req: TableRequest) -> list[Strategy]:
         return [s for s in self._strategies if s.applies(req) and s.name not in self._unsupported]
@@ -235,7 +244,7 @@ class StrategyChain:
                 return answer
             except CatalogNotFoundError as exc:
                 if strategy.name == "credentials-endpoint":
-                    self._unsupported.add(strategy.name)  # the catalog has no such endpoint
+                    self._unsupported[strategy.name] = True  # the catalog has no such endpoint
                 failures.append(f"{strategy.name} failed: {exc}")
             except (CatalogAuthError, CatalogError) as exc:
                 failures.append(f"{strategy.name} failed: {exc}")
