@@ -16,7 +16,6 @@ from .secret_keys import is_secret_key
 from .spark_conf import spark_conf
 
 # Older import locations (`pyspark_catalog_ext.session.X`, used before the split) keep working.
-from .cli import add_connection_arguments, connection_kwargs  # noqa: F401
 from .pyiceberg_bridge import pyiceberg_catalog  # noqa: F401
 from .pyiceberg_yaml import pyiceberg_config  # noqa: F401
 from .secret_keys import REDACTION_REGEX  # noqa: F401
@@ -119,3 +118,13 @@ def lakehouse_session(
     builder = SparkSession.builder.master(master).appName(app_name)
     builder = configure(builder, "local", catalog, lakehouse=lakehouse, shim=shim, jars=jars, extra_conf={**defaults, **(extra_conf or {})})
     return builder.getOrCreate()
+
+
+def __getattr__(name: str) -> Any:
+    """The CLI connection options' old location; imported lazily so that importing the package does
+    not import `cli` (which would break `python -m pyspark_catalog_ext.cli`)."""
+    if name in ("add_connection_arguments", "connection_kwargs"):
+        from . import cli
+
+        return getattr(cli, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
