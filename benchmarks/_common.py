@@ -11,7 +11,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the tests' loopback servers live in tests/servers
 
-from pyspark_catalog_ext.session import SPARK_CATALOG, catalog_properties, configure  # noqa: E402
+from pyspark_catalog_ext.session import configure  # noqa: E402
+from tests.helpers import add_spark_catalog  # noqa: E402, F401  (benchmarks share the tests' helpers)
 
 
 def spark_session(lakehouse: Any, master: str, extra: dict[str, str] | None = None) -> Any:
@@ -25,15 +26,6 @@ def spark_session(lakehouse: Any, master: str, extra: dict[str, str] | None = No
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
-
-
-def add_catalog(spark: Any, lakehouse: Any, name: str, uri: str, shim: bool) -> None:
-    """Register Spark catalog `name` at runtime, reached through `uri`, with or without the shim."""
-    props = catalog_properties("local", uri=uri, lakehouse=lakehouse, warehouse=lakehouse.info.warehouse,
-                               credential=lakehouse.info.credential, shim=shim)
-    spark.conf.set(f"spark.sql.catalog.{name}", SPARK_CATALOG)
-    for key, value in props.items():
-        spark.conf.set(f"spark.sql.catalog.{name}.{key}", value)
 
 
 def median(values: list[float]) -> float:

@@ -23,7 +23,7 @@ import argparse
 import math
 import time
 
-from _common import add_catalog, spark_session
+from _common import add_spark_catalog, spark_session
 
 from pyspark_catalog_ext.credentials import RefreshPolicy, attach
 from pyspark_catalog_ext.local import start_lakehouse
@@ -58,8 +58,8 @@ def main() -> None:
                          s3_proxy=s3, advertise_refresh_endpoint=True) as catalog:
         s3.max_age_seconds = args.lifetime
         spark = spark_session(lake, args.master)  # sleeping tasks: all 16 run at once
-        add_catalog(spark, lake, "ours", catalog.url, shim=True)
-        add_catalog(spark, lake, "iceberg", catalog.url, shim=False)
+        add_spark_catalog(spark, lake, "ours", catalog.url, shim=True)
+        add_spark_catalog(spark, lake, "iceberg", catalog.url, shim=False)
         attach(spark, policy=RefreshPolicy(check_interval_s=5))  # renew max(5 min, 20%) ahead: as Iceberg
         spark.sql("CREATE NAMESPACE IF NOT EXISTS ours.bench")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from _common import add_catalog, median, spark_session
+from _common import add_spark_catalog, median, spark_session
 
 from pyspark_catalog_ext.credentials import attach
 from pyspark_catalog_ext.local import start_lakehouse
@@ -23,7 +23,7 @@ def main() -> None:
 
     with start_lakehouse() as lake:
         spark = spark_session(lake, "local[2]")
-        add_catalog(spark, lake, "static", lake.info.iceberg_uri, shim=False)
+        add_spark_catalog(spark, lake, "static", lake.info.iceberg_uri, shim=False)
         attach(spark)
         spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
         source = "SELECT id, id * 3 AS v, uuid() AS u, rand() AS r FROM range({rows})"

@@ -19,7 +19,7 @@ from typing import Callable
 from _common import median
 
 from pyspark_catalog_ext.local import start_lakehouse
-from pyspark_catalog_ext.session import pyiceberg_catalog
+from pyspark_catalog_ext.pyiceberg_bridge import pyiceberg_catalog
 
 FILEIOS = {"pyarrow": "pyiceberg.io.pyarrow.PyArrowFileIO", "fsspec": "pyiceberg.io.fsspec.FsspecFileIO"}
 

@@ -44,14 +44,10 @@ from .jars import MAVEN_PACKAGES, resolve_jars  # noqa: E402
 from .jvm import check_java, shim_jar  # noqa: E402
 from .local import Lakehouse, LakehouseInfo, start_lakehouse  # noqa: E402
 from .profiles import PROFILES, Profile, get_profile  # noqa: E402
-from .session import (  # noqa: E402
-    CatalogSparkConf,
-    check_catalog,
-    configure,
-    lakehouse_session,
-    pyiceberg_catalog,
-    spark_conf,
-)
+from .catalog_check import check_catalog  # noqa: E402
+from .pyiceberg_bridge import pyiceberg_catalog  # noqa: E402
+from .session import configure, lakehouse_session  # noqa: E402
+from .spark_conf import CatalogSparkConf, spark_conf  # noqa: E402
 
 __all__ = [
     "__version__",

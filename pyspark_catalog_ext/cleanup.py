@@ -348,7 +348,8 @@ def _delete(client: Any, s3: Any, bucket: str, report: OrphanReport) -> None:
 
 def _cleanup_cmd(args: argparse.Namespace) -> int:
     from .catalog_client import CatalogClient
-    from .session import catalog_properties, connection_kwargs
+    from .cli import connection_kwargs
+    from .spark_conf import catalog_properties
 
     props = catalog_properties(args.profile, shim=False, **connection_kwargs(args))
     s3 = None
@@ -386,7 +387,7 @@ def _cleanup_cmd(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `staged cleanup` to the CLI."""
-    from .session import add_connection_arguments
+    from .cli import add_connection_arguments
 
     staged = subparsers.add_parser("staged", help="staged tables: find and remove orphaned staged files")
     sub = staged.add_subparsers(dest="staged_command", metavar="ACTION")

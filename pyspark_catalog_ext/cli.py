@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import shlex
 import sys
-from typing import Sequence
+from pathlib import Path
+from typing import Any, Sequence
 
 from . import __version__
-from .errors import CatalogExtError
+from .catalog_check import check_catalog
+from .errors import CatalogExtError, ConfigError
+from .profiles import DELEGATIONS
+from .secret_keys import is_secret_key
+from .spark_conf import CatalogSparkConf, spark_conf
 
-# Modules that may not exist yet (added by later work) are skipped quietly.
-_COMMAND_MODULES = ("local", "session", "demo", "doctor", "cleanup", "maintenance")
+# Modules that may not exist yet (added by later work) are skipped quietly; "cli" is this module
+# (the spark-conf command and the connection options other commands share).
+_COMMAND_MODULES = ("local", "cli", "demo", "doctor", "cleanup", "maintenance")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
+        if name == "cli":
+            register_spark_conf(subparsers)
+            continue
         try:
             module = importlib.import_module(f"{__package__}.{name}")
         except ModuleNotFoundError as exc:
@@ -37,6 +48,111 @@ def build_parser() -> argparse.ArgumentParser:
         if register is not None:
             register(subparsers)
     return parser
+
+
+# -- CLI: connection options shared by spark-conf and doctor ----------------------------------------
+def add_connection_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the catalog connection options (--profile, --uri, --warehouse, auth, ...) to `p`."""
+    p.add_argument("--profile", default="local", help="vendor profile (default: local)")
+    p.add_argument("--uri")
+    p.add_argument("--warehouse")
+    # Secrets also from an environment variable or a file: an argument shows in `ps` and shell history.
+    p.add_argument("--credential", help="OAuth2 client credentials <client-id>:<client-secret>")
+    p.add_argument("--credential-env", metavar="VAR", help="read --credential from environment variable VAR")
+    p.add_argument("--credential-file", metavar="PATH", help="read --credential from the file PATH")
+    p.add_argument("--token", help="bearer token")
+    p.add_argument("--token-env", metavar="VAR", help="read --token from environment variable VAR")
+    p.add_argument("--token-file", metavar="PATH", help="read --token from the file PATH")
+    p.add_argument("--sigv4", action="store_true", help="sign catalog requests with AWS SigV4")
+    p.add_argument("--oauth2-server-uri")
+    p.add_argument("--scope")
+    p.add_argument("--region")
+    p.add_argument("--signing-name")
+    p.add_argument("--s3-endpoint")
+    p.add_argument("--from-pyiceberg", metavar="NAME", help="start from PyIceberg's catalog NAME (.pyiceberg.yaml / env)")
+    p.add_argument("--delegation", choices=DELEGATIONS, help="storage access: vended-credentials (keys) or remote-signing (no keys; default: the profile's)")
+    p.add_argument("--signer-uri", help="remote signer base URI when the catalog advertises none (default: the catalog URI)")
+    p.add_argument("--signer-endpoint", help="remote signer path when the catalog advertises none (default: v1/aws/s3/sign)")
+
+
+def connection_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The `catalog_properties` keyword arguments from options added by `add_connection_arguments`."""
+    return dict(
+        uri=args.uri, warehouse=args.warehouse, credential=_secret_argument(args, "credential"),
+        token=_secret_argument(args, "token"),
+        sigv4=True if args.sigv4 else None, oauth2_server_uri=args.oauth2_server_uri, scope=args.scope,
+        region=args.region, signing_name=args.signing_name, s3_endpoint=args.s3_endpoint,
+        from_pyiceberg=args.from_pyiceberg, delegation=getattr(args, "delegation", None),
+        signer_uri=getattr(args, "signer_uri", None), signer_endpoint=getattr(args, "signer_endpoint", None),
+    )
+
+
+def _secret_argument(args: argparse.Namespace, name: str) -> str | None:
+    """--NAME, or the value of the variable named by --NAME-env, or the content of --NAME-file."""
+    value, var, path = getattr(args, name), getattr(args, f"{name}_env"), getattr(args, f"{name}_file")
+    if sum(x is not None for x in (value, var, path)) > 1:
+        raise ConfigError(f"pass only one of --{name}, --{name}-env and --{name}-file")
+    if var is not None:
+        value = os.environ.get(var)
+        if not value:
+            raise ConfigError(f"--{name}-env {var}: the environment variable {var} is not set or empty; export it or pass --{name}-file")
+    elif path is not None:
+        try:
+            value = Path(path).read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+            raise ConfigError(f"--{name}-file {path}: cannot read it ({reason}); pass a readable file holding only the {name}") from None
+        if not value:
+            raise ConfigError(f"--{name}-file {path} is empty; put the {name} in it")
+    return value
+
+
+# -- CLI: spark-conf ----------------------------------------------------------------------------
+def _format(conf: CatalogSparkConf, fmt: str, show_secrets: bool) -> str:
+    shown = dict(conf) if show_secrets else conf.masked()
+    if fmt == "defaults":
+        return "\n".join(f"{k} {v}" for k, v in shown.items())
+    lines = []
+    if "spark.jars" in shown:
+        lines.append(f"--jars {shlex.quote(shown.pop('spark.jars'))}")
+    if "spark.jars.packages" in shown:
+        lines.append(f"--packages {shlex.quote(shown.pop('spark.jars.packages'))}")
+    lines += [f"--conf {shlex.quote(f'{k}={v}')}" for k, v in shown.items()]
+    return " \\\n".join(lines)
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    extra = {}
+    for item in args.conf or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--conf {item!r} must look like key=value")
+        extra[key] = value
+    conf = spark_conf(
+        args.profile, args.catalog, jars=None if args.jars == "none" else args.jars, shim=not args.no_shim,
+        local=True if args.local else None, extra_conf=extra, **connection_kwargs(args),
+    )
+    if args.check:
+        check_catalog(conf, args.catalog)
+    print(_format(conf, args.format, args.show_secrets))
+    if not args.show_secrets and any(is_secret_key(k) for k in conf):
+        print("# secrets are shown as ***; add --show-secrets to print them", file=sys.stderr)
+    return 0
+
+
+def register_spark_conf(subparsers: argparse._SubParsersAction) -> None:
+    """Add `spark-conf` to the CLI."""
+    p = subparsers.add_parser("spark-conf", help="print spark-submit flags or a spark-defaults.conf for a catalog")
+    add_connection_arguments(p)
+    p.add_argument("--catalog", default="lake", help="Spark catalog name (default: lake)")
+    p.add_argument("--jars", choices=["offline", "maven", "none"], default="offline")
+    p.add_argument("--no-shim", action="store_true", help="plain Iceberg REST catalog without the refresh shim")
+    p.add_argument("--local", action="store_true", help="bind the driver to 127.0.0.1")
+    p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra setting (repeatable)")
+    p.add_argument("--format", choices=["submit", "defaults"], default="submit")
+    p.add_argument("--show-secrets", action="store_true", help="print secrets instead of ***")
+    p.add_argument("--check", action="store_true", help="probe the catalog (reachable, credentials, warehouse) first")
+    p.set_defaults(func=_cmd)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,7 +31,7 @@ class DemoResult:
 
 def _credential_expiry(lake, catalog: str) -> datetime | None:
     """Expiry of the credentials the catalog vends for the table, from a PyIceberg load."""
-    from .session import pyiceberg_catalog
+    from .pyiceberg_bridge import pyiceberg_catalog
 
     table = pyiceberg_catalog(lake, catalog).load_table(TABLE)
     ms = table.io.properties.get("s3.session-token-expires-at-ms")

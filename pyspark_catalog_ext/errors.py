@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from .secret_keys import SECRET_IN_TEXT
+
 __all__ = [
     "CatalogExtError",
     "ConfigError",
@@ -87,7 +89,7 @@ class LakehouseError(CatalogExtError):
 
 # Shapes of secrets we may meet in text from outside (server error bodies, JVM exceptions).
 _SECRET_PATTERNS = [
-    re.compile(r"(?i)((?:secret|token|password|credential|access[-_.]?key(?:[-_.]?id)?|signature|storageRefreshToken)[\"']?\s*[:=]\s*[\"']?)[^\s\"'&,;}]+"),
+    SECRET_IN_TEXT,
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"),
     re.compile(r"(?i)(X-Amz-Security-Token=|X-Amz-Credential=|X-Amz-Signature=)[^&\s]+"),
     re.compile(r"(?i)(://)[^/\s:@]+:[^/\s@]+@"),

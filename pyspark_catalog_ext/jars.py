@@ -8,7 +8,6 @@ Maven mode just names the coordinates for clusters that can reach Maven Central.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import re
@@ -16,11 +15,11 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Mapping
 
+from .cache import cache_dir, file_lock, sha256_file
 from .errors import JarError
 
 __all__ = [
@@ -29,10 +28,7 @@ __all__ = [
     "MAVEN_PACKAGES",
     "WheelSource",
     "WHEEL_SOURCES",
-    "cache_dir",
     "resolve_jars",
-    "sha256_file",
-    "file_lock",
 ]
 
 ICEBERG_VERSION = "1.10.2"
@@ -42,7 +38,6 @@ MAVEN_PACKAGES = (
     f"org.apache.iceberg:iceberg-aws-bundle:{ICEBERG_VERSION}"
 )
 
-CACHE_ENV = "PYSPARK_CATALOG_EXT_CACHE"
 WHEELHOUSE_ENV = "PYSPARK_CATALOG_EXT_WHEELHOUSE"
 
 
@@ -122,40 +117,6 @@ Progress = Callable[[str], None]
 
 def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def cache_dir(create: bool = True) -> Path:
-    """The per-user cache dir: $PYSPARK_CATALOG_EXT_CACHE, else $XDG_CACHE_HOME/pyspark-catalog-ext,
-    else ~/.cache/pyspark-catalog-ext."""
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        path = Path(explicit).expanduser()
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        path = Path(base) / "pyspark-catalog-ext"
-    if create:
-        path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-@contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    """Exclusive advisory lock; a second resolver waits here instead of racing the first."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def _jar_dir(cache: Path) -> Path:

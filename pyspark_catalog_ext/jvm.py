@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Sequence
 
 from .errors import JarError, JavaError
-from .jars import cache_dir, file_lock, resolve_jars
+from .cache import cache_dir, file_lock
+from .jars import resolve_jars
 
 __all__ = ["JavaInfo", "find_java", "check_java", "shim_jar", "build_shim", "shim_source_dir", "source_hash", "MIN_JAVA"]
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .errors import ConfigError, LakehouseError, redact
-from .jars import cache_dir
+from .cache import cache_dir
 from .profiles import DELEGATIONS
 
 __all__ = [

@@ -13,8 +13,11 @@ import logging
 import threading
 from typing import Iterable, Iterator
 
+from cachetools import LRUCache
+
+from .secret_keys import is_secret_key
+
 PY4J_LOGGERS = ("py4j", "py4j.java_gateway", "py4j.clientserver", "py4j.protocol")
-SECRET_CONF_KEYS = ("credential", "token", "secret", "password", "session-token", "access-key")
 _MAX_SECRETS = 4096
 
 
@@ -23,7 +26,8 @@ class SecretMaskingFilter(logging.Filter):
 
     def __init__(self) -> None:
         super().__init__("pyspark-catalog-ext-secrets")
-        self._secrets: dict[str, None] = {}  # insertion-ordered, so the oldest go first
+        # Bounded: a long job sees a new session token every refresh; the least recently added go first.
+        self._secrets: LRUCache[str, None] = LRUCache(maxsize=_MAX_SECRETS)
         self._lock = threading.Lock()
 
     def add(self, values: Iterable[str]) -> None:
@@ -31,8 +35,6 @@ class SecretMaskingFilter(logging.Filter):
             for value in values:
                 if value and len(value) >= 6:
                     self._secrets[value] = None
-            while len(self._secrets) > _MAX_SECRETS:
-                self._secrets.pop(next(iter(self._secrets)))
 
     def filter(self, record: logging.LogRecord) -> bool:
         with self._lock:
@@ -64,7 +66,7 @@ def secret_conf_values(props: dict[str, str]) -> list[str]:
     """Values of catalog properties that hold secrets (credential, token, keys...)."""
     values = []
     for key, value in props.items():
-        if any(part in key.lower() for part in SECRET_CONF_KEYS):
+        if is_secret_key(key):
             values.append(value)
             if key.endswith("credential") and ":" in value:
                 values.append(value.split(":", 1)[1])  # the client secret alone

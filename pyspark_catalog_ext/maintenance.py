@@ -680,7 +680,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `maintain` to the CLI."""
-    from .session import add_connection_arguments
+    from .cli import add_connection_arguments
 
     p = subparsers.add_parser("maintain", help="run the catalog's maintenance policies (compaction, snapshot expiry, "
                                                "orphan removal) on a catalog, namespace or tables")

@@ -16,6 +16,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from .backoff import exponential_backoff
+
 __all__ = [
     "RETRYABLE_STATUSES",
     "SAFE_RETRY_STATUSES",
@@ -74,8 +76,8 @@ class RetryPolicy:
 
     def backoff(self, attempt: int) -> float:
         """Delay after failed attempt number `attempt` (1-based), jitter applied."""
-        ceiling = min(self.max_delay, self.base_delay * (2 ** max(0, attempt - 1)))
-        return ceiling * self.rng() if self.jitter else ceiling
+        return exponential_backoff(attempt, self.base_delay, self.max_delay, 1.0 if self.jitter else 0.0,
+                                   self.rng() if self.jitter else 0.0)
 
     def next_delay(self, attempt: int, retry_after: Optional[float] = None) -> float:
         """Delay before the next attempt: backoff, but at least the server's Retry-After (capped)."""

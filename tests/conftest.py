@@ -13,7 +13,8 @@ import pytest
 from pyspark_catalog_ext import jvm
 from pyspark_catalog_ext.jars import resolve_jars
 from pyspark_catalog_ext.local import start_lakehouse
-from pyspark_catalog_ext.session import lakehouse_session, pyiceberg_catalog as make_pyiceberg_catalog
+from pyspark_catalog_ext.pyiceberg_bridge import pyiceberg_catalog as make_pyiceberg_catalog
+from pyspark_catalog_ext.session import lakehouse_session
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "pyspark_catalog_ext.cli"]

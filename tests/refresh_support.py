@@ -5,16 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark_catalog_ext.session import SPARK_CATALOG, catalog_properties
-
-
-def add_spark_catalog(spark: Any, lakehouse: Any, name: str, uri: str, *, shim: bool = True) -> None:
-    """Register catalog `name` at runtime, configured like the lakehouse's but reached via `uri`."""
-    props = catalog_properties("local", uri=uri, lakehouse=lakehouse, warehouse=lakehouse.info.warehouse,
-                               credential=lakehouse.info.credential, shim=shim)
-    spark.conf.set(f"spark.sql.catalog.{name}", SPARK_CATALOG)
-    for key, value in props.items():
-        spark.conf.set(f"spark.sql.catalog.{name}.{key}", value)
+from tests.helpers import add_spark_catalog  # noqa: F401  (its home is tests/helpers.py)
 
 
 def slow(ms: int) -> str:

@@ -14,7 +14,6 @@ import hashlib
 import json
 import re
 import shutil
-import socket
 import ssl
 import subprocess
 import threading
@@ -52,6 +51,7 @@ from pyspark_catalog_ext.errors import (
 )
 from pyspark_catalog_ext.retry import RetryPolicy
 from tests.fake_clock import FakeClock as _FakeClock
+from tests.helpers import free_port
 
 CLIENT_SECRET = "cs-Zq9!secretvalue-77f1"
 TOKEN_1 = "tok1-AAAAsecretBBBB-0001"
@@ -201,12 +201,6 @@ def make(srv: Scripted, clock: FakeClock, *, attempts: int = 4, **kw: Any) -> Ca
                          jitter=False, retry_after_cap=20.0, clock=clock.now, sleep=clock.sleep)
     kw.setdefault("timeout", (2.0, 5.0))
     return CatalogClient(srv.uri, kw.pop("warehouse", "wh"), retry=policy, **kw)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def assert_no_secrets(*texts: object) -> None:

@@ -9,7 +9,7 @@ from pyspark_catalog_ext.catalog_auth import auth_from_conf
 from pyspark_catalog_ext.catalog_client import CatalogClient
 from pyspark_catalog_ext.cleanup import CleanupRefused, find_orphans
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.session import catalog_properties
+from pyspark_catalog_ext.spark_conf import catalog_properties
 from pyspark_catalog_ext.staging import stage_create, stage_replace
 from tests.conftest import assert_one_line_error, run_cli
 from tests.servers import CatalogProxy

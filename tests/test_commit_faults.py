@@ -26,7 +26,7 @@ from pyspark_catalog_ext.catalog_client import CatalogClient
 from pyspark_catalog_ext.catalog_auth import auth_from_conf
 from pyspark_catalog_ext.credentials import attach
 from pyspark_catalog_ext.retry import uuid7
-from pyspark_catalog_ext.session import catalog_properties
+from pyspark_catalog_ext.spark_conf import catalog_properties
 from pyspark_catalog_ext.errors import CatalogConflictError, CommitFailedError
 from pyspark_catalog_ext.staging import CommitStateUnknownError, stage_create
 from tests.refresh_support import add_spark_catalog

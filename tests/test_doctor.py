@@ -33,7 +33,8 @@ from pyspark_catalog_ext.doctor.probes import probe_ids
 from pyspark_catalog_ext.doctor.report import SCHEMA_PATH
 from pyspark_catalog_ext.profiles import PROFILES
 from tests.conftest import CLI, ROOT, SECRET, assert_one_line_error, run_cli
-from tests.servers import CatalogProxy, IdempotencyProxy, free_port
+from tests.helpers import free_port
+from tests.servers import CatalogProxy, IdempotencyProxy
 from tests.servers.catalog_proxy import _safe_json
 
 # What SeaweedFS 4.48 does (shared/README.md §2): the expected answer of every probe.

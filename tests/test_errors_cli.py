@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import socket
 import subprocess
 import sys
 
@@ -12,13 +11,10 @@ import pytest
 
 from conftest import SECRET, assert_one_line_error, run_cli
 from pyspark_catalog_ext.jars import MAVEN_PACKAGES
-from pyspark_catalog_ext.session import REDACTION_REGEX
+from pyspark_catalog_ext.secret_keys import REDACTION_REGEX
+from tests.helpers import busy_port, free_port
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _lake_args(lakehouse, **over) -> list[str]:
@@ -35,7 +31,7 @@ def test_bad_uri():
 
 
 def test_catalog_unreachable():
-    port = _free_port()
+    port = free_port()
     proc = run_cli("spark-conf", "--profile", "seaweedfs", "--uri", f"http://127.0.0.1:{port}", "--credential", "a:b", "--jars", "none", "--check")
     assert_one_line_error(proc, "cannot reach the catalog")
 
@@ -63,10 +59,7 @@ def test_java_missing_and_too_old(tmp_path):
 
 
 def test_port_in_use():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        port = sock.getsockname()[1]
+    with busy_port() as port:
         assert_one_line_error(run_cli("local", "up", "--iceberg-port", str(port)), f"port {port} on 127.0.0.1 is already in use")
 
 

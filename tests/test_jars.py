@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from pyspark_catalog_ext.errors import JarError
-from pyspark_catalog_ext.jars import MAVEN_PACKAGES, WHEEL_SOURCES, resolve_jars, sha256_file
+from pyspark_catalog_ext.cache import sha256_file
+from pyspark_catalog_ext.jars import MAVEN_PACKAGES, WHEEL_SOURCES, resolve_jars
 
 ALL_PINS = {name: pin for source in WHEEL_SOURCES for name, pin in source.jars.items()}
 
@@ -117,7 +118,7 @@ def test_concurrent_resolvers_are_safe(tmp_path, wheelhouse):
 
 
 def test_maven_mode_names_coordinates_and_keeps_shim(lakehouse):
-    from pyspark_catalog_ext.session import spark_conf
+    from pyspark_catalog_ext.spark_conf import spark_conf
 
     conf = spark_conf("local", lakehouse=lakehouse, jars="maven")
     assert conf["spark.jars.packages"] == MAVEN_PACKAGES

@@ -17,7 +17,8 @@ import requests
 from conftest import assert_one_line_error, run_cli
 from pyspark_catalog_ext.errors import ConfigError, LakehouseError
 from pyspark_catalog_ext.local import Lakehouse, _alive, start_lakehouse
-from pyspark_catalog_ext.session import pyiceberg_catalog
+from pyspark_catalog_ext.pyiceberg_bridge import pyiceberg_catalog
+from tests.helpers import busy_port
 
 SEAWEED_DEFAULT_PORTS = {8181, 8333, 8888, 9333, 9340, 23646, 7333, 6060, 9101, 18888, 18333, 19333, 19340, 33646}
 
@@ -68,10 +69,7 @@ def test_credential_seconds_below_900_rejected():
 
 
 def test_user_port_in_use_is_one_line_error():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        sock.listen()
-        port = sock.getsockname()[1]
+    with busy_port() as port:
         with pytest.raises(LakehouseError) as err:
             Lakehouse(iceberg_port=port).start()
         assert f"port {port} on 127.0.0.1 is already in use" in str(err.value)

@@ -12,7 +12,7 @@ import pyspark_catalog_ext as pce
 from pyspark_catalog_ext.catalog_client import CatalogClient
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.policies import ApplicablePolicy, FilePolicySource, parse_content
-from pyspark_catalog_ext.session import catalog_properties
+from pyspark_catalog_ext.spark_conf import catalog_properties
 from tests.conftest import SECRET, assert_one_line_error, run_cli
 from tests.refresh_support import add_spark_catalog
 from tests.servers import CatalogProxy, PolicyServer, S3ExpiryProxy

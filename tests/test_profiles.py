@@ -8,13 +8,8 @@ import pytest
 
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.profiles import PROFILES, get_profile
-from pyspark_catalog_ext.session import (
-    EXTENSIONS,
-    REDACTION_REGEX,
-    SHIM_CATALOG_IMPL,
-    SHIM_CLIENT_FACTORY,
-    spark_conf,
-)
+from pyspark_catalog_ext.secret_keys import REDACTION_REGEX
+from pyspark_catalog_ext.spark_conf import EXTENSIONS, SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, spark_conf
 
 P = "spark.sql.catalog.lake."
 # profile -> (extra arguments, expected catalog properties)

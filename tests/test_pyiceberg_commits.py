@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_catalog_ext.errors import CommitFailedError
-from pyspark_catalog_ext.session import pyiceberg_catalog
+from pyspark_catalog_ext.pyiceberg_bridge import pyiceberg_catalog
 from pyspark_catalog_ext.staging import CommitStateUnknownError
 from tests.servers import CatalogProxy, IdempotencyProxy
 

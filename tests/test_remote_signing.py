@@ -16,7 +16,7 @@ import requests
 
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.local import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY, Lakehouse
-from pyspark_catalog_ext.session import catalog_properties
+from pyspark_catalog_ext.spark_conf import catalog_properties
 from pyspark_catalog_ext.signer import CLIENT_ID, CLIENT_SECRET, sign_request
 
 from conftest import assert_one_line_error, run_cli

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import socket
 
 import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
 from pyspark_catalog_ext.errors import CatalogAuthError, CatalogNotFoundError, CatalogUnavailableError
-from pyspark_catalog_ext.session import SHIM_CATALOG_IMPL, check_catalog, configure, pyiceberg_catalog, spark_conf
+from pyspark_catalog_ext.catalog_check import check_catalog
+from pyspark_catalog_ext.pyiceberg_bridge import pyiceberg_catalog
+from pyspark_catalog_ext.session import configure
+from pyspark_catalog_ext.spark_conf import SHIM_CATALOG_IMPL, spark_conf
+from tests.helpers import free_port
 
 
 def test_spark_uses_shim_and_vended_credentials_only(spark):
@@ -71,14 +74,10 @@ def test_pyiceberg_catalog_from_spark_conf(lakehouse):
 
 
 # -- bad input: one-line errors before any JVM starts ---------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_catalog_unreachable():
-    port = _free_port()
+    port = free_port()
     with pytest.raises(CatalogUnavailableError) as err:
         configure(SparkSession.builder, "seaweedfs", uri=f"http://127.0.0.1:{port}", warehouse="warehouse", credential="a:b", jars=None)
     assert f"cannot reach the catalog at http://127.0.0.1:{port}" in str(err.value)
@@ -111,7 +110,7 @@ def test_configure_keeps_existing_builder_settings(lakehouse):
 def test_configure_and_spark_conf_append_our_plugin_to_the_users(lakehouse):
     """spark.plugins is a list: a user's plugin stays first, ours is added once (also via the CLI's
     extra conf)."""
-    from pyspark_catalog_ext.session import SHIM_PLUGIN
+    from pyspark_catalog_ext.spark_conf import SHIM_PLUGIN
 
     builder = SparkSession.Builder().config("spark.plugins", "com.example.Mine")
     configure(builder, "local", lakehouse=lakehouse, jars=None)

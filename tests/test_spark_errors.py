@@ -10,7 +10,7 @@ from pyspark.errors.exceptions import captured
 
 from pyspark_catalog_ext.errors import CatalogExtError, CatalogUnsupportedError
 from pyspark_catalog_ext.staging import CommitStateUnknownError
-from tests.refresh_support import add_spark_catalog
+from tests.helpers import add_spark_catalog
 from tests.servers import CatalogProxy
 
 

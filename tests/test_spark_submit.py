@@ -15,7 +15,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from pyspark_catalog_ext.session import spark_conf
+from pyspark_catalog_ext.spark_conf import spark_conf
 
 SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
 JOB = Path(__file__).with_name("submit_job.py")

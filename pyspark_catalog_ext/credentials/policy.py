@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from ..backoff import exponential_backoff
+
 
 @dataclass(frozen=True)
 class RefreshPolicy:
@@ -54,5 +56,4 @@ class RefreshPolicy:
 
     def backoff(self, failures: int, rng: random.Random) -> float:
         """Exponential backoff with jitter after `failures` consecutive failures (>= 1)."""
-        base = min(self.max_backoff_s, self.initial_backoff_s * 2 ** (failures - 1))
-        return base / 2 + rng.random() * base / 2
+        return exponential_backoff(failures, self.initial_backoff_s, self.max_backoff_s, 0.5, rng.random())

@@ -40,7 +40,7 @@ def _cmd(args: argparse.Namespace) -> int:
             print(f"{spec.id:<24} {spec.group:<12} {spec.title}")
         return 0
 
-    from ..session import connection_kwargs
+    from ..cli import connection_kwargs
     from .report import TextProgress, dumps, summary_lines
     from .runner import run_doctor
 
@@ -67,7 +67,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `doctor` to the CLI."""
-    from ..session import add_connection_arguments
+    from ..cli import add_connection_arguments
 
     p = subparsers.add_parser(
         "doctor", help="probe an Iceberg REST catalog (vended credentials, scope, refresh, staging, idempotency)",

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
 from ..catalog_client import CatalogClient, Exchange
 from ..errors import CatalogExtError, CatalogNotFoundError, redact
 from ..profiles import Profile
-from ..session import is_secret_key
+from ..secret_keys import is_secret_key
 
 __all__ = ["ProbeContext", "Cleanup", "Interrupts", "Terminated", "SecretBag", "VendedCredential", "TABLE_SCHEMA", "create_updates", "fingerprint", "one_line"]
 
@@ -31,9 +31,6 @@ TABLE_SCHEMA: dict[str, Any] = {
         {"id": 2, "name": "note", "required": False, "type": "string"},
     ],
 }
-# Keys of vended storage configs whose values are secrets (besides anything is_secret_key matches).
-_VENDED_SECRET_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "storage-refresh-token",
-                       "gcs.oauth2.token", "adls.sas-token", "client.refresh-credentials-token")
 
 
 def create_updates(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -86,7 +83,7 @@ class SecretBag:
     def add_config(self, config: Optional[Mapping[str, Any]]) -> None:
         """Remember the secret values of a (vended) config map."""
         for key, value in (config or {}).items():
-            if isinstance(value, str) and (key in _VENDED_SECRET_KEYS or is_secret_key(key)):
+            if isinstance(value, str) and is_secret_key(key):
                 self.add(value)
 
     def add_load_result(self, body: Optional[Mapping[str, Any]]) -> None:

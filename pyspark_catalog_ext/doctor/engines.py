@@ -34,7 +34,7 @@ def probe_pyiceberg(ctx: ProbeContext) -> Outcome:
         from pyiceberg.catalog.rest import RestCatalog  # noqa: F401
     except ImportError as exc:
         return skipped(f"{exc.name} is not installed (pip install 'pyiceberg[pyarrow]')")
-    from ..session import pyiceberg_catalog
+    from ..pyiceberg_bridge import pyiceberg_catalog
 
     t0 = time.perf_counter()
     try:

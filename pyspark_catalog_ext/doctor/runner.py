@@ -19,7 +19,7 @@ from ..catalog_client import CatalogClient
 from ..errors import CatalogExtError, ConfigError
 from ..profiles import Profile, get_profile
 from ..retry import RetryPolicy
-from ..session import catalog_properties
+from ..spark_conf import catalog_properties
 from .context import Cleanup, Interrupts, ProbeContext, SecretBag, Terminated, one_line
 from .probes import GROUPS, PROBES, ProbeSpec, probe_ids
 from .result import FAIL, PASS, SKIPPED, UNSUPPORTED, Outcome, ProbeResult, failed, skipped, unsupported
@@ -146,7 +146,7 @@ def run_doctor(
     **connection: Any,
 ) -> DoctorReport:
     """Run every probe against the catalog described by `profile` + `connection` (the keyword
-    arguments of `session.catalog_properties`: uri, warehouse, credential, token, sigv4, ...).
+    arguments of `spark_conf.catalog_properties`: uri, warehouse, credential, token, sigv4, ...).
 
     Raises a one-line CatalogExtError when the catalog cannot be used at all (unknown profile,
     unreachable, TLS failure, rejected credentials, unknown warehouse). Otherwise returns the

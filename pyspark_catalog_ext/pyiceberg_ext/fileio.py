@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 
 from pyiceberg.io import FileIO, InputFile, OutputFile
 
-from ..session import is_secret_key
+from ..secret_keys import is_secret_key
 from .refresher import CredentialRefresher, TableCredentials
 
 __all__ = ["RefreshingFileIO"]

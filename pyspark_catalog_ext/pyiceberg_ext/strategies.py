@@ -10,7 +10,10 @@ Spark's tables use the same strategies in the JVM shim (io.catalogext.shim.Catal
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, Callable
+
+from cachetools import TTLCache
 
 from ..credentials.sources import BridgeAnswer, TableRequest
 from ..errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CredentialRefreshError
@@ -127,9 +130,15 @@ CATALOG_STRATEGIES: tuple[Strategy, ...] = (
 class StrategyChain:
     """Tries the applicable strategies in order; remembers which endpoints a catalog lacks."""
 
-    def __init__(self, strategies: tuple[Strategy, ...] = CATALOG_STRATEGIES) -> None:
+    #: How long a missing endpoint is remembered: a catalog upgraded during a long job gets asked again.
+    FORGET_MISSING_AFTER_S = 3600.0
+
+    def __init__(self, strategies: tuple[Strategy, ...] = CATALOG_STRATEGIES,
+                 timer: Callable[[], float] = time.monotonic) -> None:
         self._strategies = strategies
-        self._unsupported: set[str] = set()  # strategy names that got 404/405 from this catalog
+        # strategy names that got 404/405 from this catalog (expired entries vanish from `in`)
+        self._unsupported: TTLCache[str, bool] = TTLCache(maxsize=max(1, len(strategies)),
+                                                          ttl=self.FORGET_MISSING_AFTER_S, timer=timer)
 
     def plan(self, req: TableRequest) -> list[Strategy]:
         return [s for s in self._strategies if s.applies(req) and s.name not in self._unsupported]
@@ -144,7 +153,7 @@ class StrategyChain:
                 return answer
             except CatalogNotFoundError as exc:
                 if strategy.name == "credentials-endpoint":
-                    self._unsupported.add(strategy.name)  # the catalog has no such endpoint
+                    self._unsupported[strategy.name] = True  # the catalog has no such endpoint
                 failures.append(f"{strategy.name} failed: {exc}")
             except (CatalogAuthError, CatalogError) as exc:
                 failures.append(f"{strategy.name} failed: {exc}")

@@ -6,13 +6,11 @@
 - ``IdempotencyProxy``: reference Idempotency-Key semantics in front of a catalog.
 - ``PolicyServer``: reference Polaris policy API (create, attach, applicable-policies) in front of a catalog.
 """
-from .base import (BufferedProxy, Fault, FaultInjector, Request, Response, ThreadedServer,
-                   free_port)
+from .base import BufferedProxy, Fault, FaultInjector, Request, Response, ThreadedServer
 from .catalog_proxy import CatalogProxy, RefreshTokenSigner
 from .idempotency_proxy import IdempotencyProxy
 from .policy_server import PolicyServer
 from .s3_expiry_proxy import S3ExpiryProxy
 
 __all__ = ["BufferedProxy", "CatalogProxy", "Fault", "FaultInjector", "IdempotencyProxy", "PolicyServer",
-           "RefreshTokenSigner", "Request", "Response", "S3ExpiryProxy", "ThreadedServer",
-           "free_port"]
+           "RefreshTokenSigner", "Request", "Response", "S3ExpiryProxy", "ThreadedServer"]

@@ -33,13 +33,6 @@ EXPECT_WAIT = 1.0  # how long to wait for an upstream "100 Continue" (botocore w
 IO_CHUNK = 64 * 1024
 
 
-def free_port() -> int:
-    """A port that was free a moment ago (for pre-choosing SeaweedFS ports)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def split_hostport(url: str) -> tuple[str, int]:
     parts = urlsplit(url)
     return parts.hostname or "127.0.0.1", parts.port or 80

@@ -1,0 +1,35 @@
+"""Helpers shared by the tests and the benchmarks (one copy each): loopback ports and Spark
+catalogs registered at runtime."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from typing import Any, Iterator
+
+from pyspark_catalog_ext.spark_conf import SPARK_CATALOG, catalog_properties
+
+
+def free_port() -> int:
+    """A loopback port that was free a moment ago (for pre-choosing server ports)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def busy_port() -> Iterator[int]:
+    """A loopback port someone is listening on, for as long as the block runs."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        yield sock.getsockname()[1]
+
+
+def add_spark_catalog(spark: Any, lakehouse: Any, name: str, uri: str, *, shim: bool = True) -> None:
+    """Register catalog `name` at runtime, configured like the lakehouse's but reached via `uri`."""
+    props = catalog_properties("local", uri=uri, lakehouse=lakehouse, warehouse=lakehouse.info.warehouse,
+                               credential=lakehouse.info.credential, shim=shim)
+    spark.conf.set(f"spark.sql.catalog.{name}", SPARK_CATALOG)
+    for key, value in props.items():
+        spark.conf.set(f"spark.sql.catalog.{name}.{key}", value)
