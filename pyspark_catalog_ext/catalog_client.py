@@ -73,6 +73,8 @@ ACCESS_DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 _USER_AGENT = "pyspark-catalog-ext"
 # Query parameters whose values never go into evidence, logs or messages.
+# Query parameters are camelCase (storageRefreshToken, X-Amz-Signature), so a substring test,
+# broader than secret_keys.is_secret_key's word-after-separator rule for conf keys.
 _SECRET_PARAMS = ("token", "secret", "credential", "signature", "password", "key")
 
 
