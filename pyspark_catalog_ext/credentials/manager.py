@@ -17,7 +17,6 @@ from typing import Any, Mapping
 
 from ..errors import CatalogExtError, ConfigError, redact
 from .. import logsafety, spark_errors
-from ..secret_keys import is_secret_key
 from .policy import RefreshPolicy
 from .sources import CredentialSource, user_answer
 
@@ -73,7 +72,8 @@ def _ms_to_dt(ms: int | None) -> _dt.datetime | None:
 
 def _secret_values(answer: dict) -> list[str]:
     configs = [answer.get("config") or {}] + [c.get("config") or {} for c in answer.get("storage-credentials") or []]
-    values = [v for config in configs for k, v in config.items() if is_secret_key(k)]
+    values = [v for config in configs for k, v in config.items() if k != "s3.session-token-expires-at-ms"
+              and k.startswith("s3.") and ("key" in k or "token" in k)]
     values += [c["storage-refresh-token"] for c in answer.get("storage-credentials") or [] if c.get("storage-refresh-token")]
     return values
 
