@@ -1,14 +1,9 @@
 """Brings the JVM shim's events into Python's event stream (`pce.events`), for one SparkSession.
 
-Two things are read over Py4J, both small and bounded:
-
-- `io.catalogext.shim.EventLog.drainAfter(seq)`: the JVM's own events (every stage-create and
-  commit request with its outcome, `source: "jvm"`), re-published with their JVM time; events the
-  JVM's ring dropped before we read them are counted as `lost`;
-- the credential registry's status: each table's refresh and failure counters. A counter that
-  moved becomes a `credential_refresh.finished` event (strategy, outcome, next refresh, expiry).
-  These are observed after the fact (`observed: true`, no duration) until the JVM emits refresh
-  events itself (see README, "Event hooks").
+One thing is read over Py4J, small and bounded: `io.catalogext.shim.EventLog.drainAfter(seq)`, the
+JVM's own events (every stage-create and commit request with its outcome, every credential refresh
+with its strategy and next refresh; `source: "jvm"`), re-published with their JVM time; events the
+JVM's ring dropped before we read them are counted as `lost`.
 
 Pulls happen before every Python event (so the stream keeps the order things happened in) and
 every `interval_s` on a daemon thread; what nobody subscribed to is read and let go, so a new
@@ -19,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 from typing import Any, Optional
 
@@ -28,7 +22,6 @@ from . import events
 log = logging.getLogger(__name__)
 
 _BRIDGES: dict[int, "JvmEvents"] = {}
-_ERROR_CLASS = re.compile(r"^([A-Z][A-Za-z0-9_]*(?:Error|Exception)):")
 _LOCK = threading.Lock()
 
 
@@ -40,8 +33,7 @@ class JvmEvents:
         self._sc = spark.sparkContext
         self._lock = threading.RLock()
         self._last_seq = 0
-        self._counters: dict[str, tuple[int, int]] = {}
-        self.counts = {"received": 0, "lost": 0, "refreshes_observed": 0, "pull_errors": 0}
+        self.counts = {"received": 0, "lost": 0, "pull_errors": 0}
         self._stop = threading.Event()
         self._interval_s = interval_s
         self._thread = threading.Thread(target=self._run, name="pce-jvm-events", daemon=True)
@@ -72,7 +64,6 @@ class JvmEvents:
             return
         try:
             self._pull_events()
-            self._pull_refreshes()
         except Exception as exc:  # a stopped SparkContext, a Py4J hiccup: never the job's problem
             self.counts["pull_errors"] += 1
             log.debug("JVM event pull failed: %s", type(exc).__name__)
@@ -94,40 +85,6 @@ class JvmEvents:
             events.deliver(events.Event(type_, {**raw, "jvm_seq": self._last_seq}, time=at))
             self.counts["received"] += 1
 
-    def _pull_refreshes(self) -> None:
-        for entry in json.loads(self._shim().CredentialRegistry.get().describe()):
-            handle = entry["handle"]
-            now = (int(entry.get("refresh_count", 0)), int(entry.get("failure_count", 0)))
-            before = self._counters.get(handle, (0, 0))  # a hand-out starts with the catalog's credentials
-            self._counters[handle] = now
-            if before == now:
-                continue
-            self.counts["refreshes_observed"] += 1
-            events.deliver(events.Event("credential_refresh.finished", _refresh_fields(entry, before, now)))
-
-
-def _refresh_fields(entry: dict, before: tuple[int, int], now: tuple[int, int]) -> dict[str, Any]:
-    prefixes = entry.get("prefixes") or []
-    refresh_at = [p["refresh_at_ms"] for p in prefixes if p.get("refresh_at_ms", -1) > 0]
-    expires = [p["expires_at_ms"] for p in prefixes if p.get("expires_at_ms", -1) > 0]
-    failed = now[1] > before[1] and now[0] == before[0]
-    error = entry.get("last_error") or ""
-    return {
-        "source": "jvm",
-        "observed": True,
-        "table": ".".join([entry["catalog"], *entry["namespace"], entry["table"]]),
-        "strategy": entry.get("last_strategy"),
-        "outcome": "failed" if failed else "refreshed",
-        "refreshes": now[0] - before[0],
-        "failures": now[1] - before[1],
-        "next_refresh": min(refresh_at) / 1000.0 if refresh_at else None,
-        "expires_at": min(expires) / 1000.0 if expires else None,
-        # the class only, when the message starts with one: messages may name paths or hosts
-        "error_class": _ERROR_CLASS.match(error).group(1) if failed and _ERROR_CLASS.match(error) else None,
-        "staged": entry.get("staged"),
-    }
-
-
 def connect(spark: Any, interval_s: float = 1.0) -> JvmEvents:
     """Start (once per SparkContext) bringing the JVM's events into `pce.events`."""
     key = id(spark.sparkContext._jsc)
@@ -141,7 +98,7 @@ def connect(spark: Any, interval_s: float = 1.0) -> JvmEvents:
 
 
 def stats() -> Optional[dict[str, int]]:
-    """Counts of the live bridge (received, lost, refreshes observed, pull errors), if any."""
+    """Counts of the live bridge (received, lost, pull errors), if any."""
     with _LOCK:
         live = [b for b in _BRIDGES.values() if b.alive]
     if not live:

@@ -1,6 +1,7 @@
 package io.catalogext.shim;
 
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -342,14 +343,31 @@ final class TableEntry {
       if (seenFailures >= 0 && failureCount.get() != seenFailures) {
         throw new FailedMeanwhile();
       }
+      ObjectNode event = EventLog.fields();
+      event.put("table", context.qualifiedName());
+      event.put("staged", context.staged);
+      EventLog.emit("credential_refresh.started", event.deepCopy());
+      long startedNanos = System.nanoTime();
       RefreshResult result;
       try {
         result = source.fetch(this);
       } catch (Exception e) {
         onFailure(e);
+        event.put("outcome", "failed");
+        event.put("error_class", e.getClass().getSimpleName()); // the class only: messages may name hosts
+        event.put("duration_s", (System.nanoTime() - startedNanos) / 1e9);
+        EventLog.emit("credential_refresh.finished", event);
         throw e;
       }
       apply(result);
+      event.put("outcome", "refreshed");
+      event.put("strategy", result.strategy);
+      event.put("duration_s", (System.nanoTime() - startedNanos) / 1e9);
+      soonest().ifPresent(snap -> {
+        event.put("expires_at", snap.expiresAtMs / 1000.0);
+        event.put("next_refresh", snap.refreshAtMs / 1000.0);
+      });
+      EventLog.emit("credential_refresh.finished", event);
       return true;
     }
   }
@@ -383,12 +401,7 @@ final class TableEntry {
     nextAttemptAtMs = 0;
     refreshCount.incrementAndGet();
     generation.incrementAndGet();
-    CredentialSnapshot any =
-        slots.values().stream()
-            .map(slot -> slot.current)
-            .filter(snap -> snap != null)
-            .min((a, b) -> Long.compare(a.expiresAtMs, b.expiresAtMs))
-            .orElse(null);
+    CredentialSnapshot any = soonest().orElse(null);
     boolean timed = any != null && any.expiresAtMs != Long.MAX_VALUE;
     LOG.info(
         "catalog-ext: refreshed storage credentials for {} via {} (refresh #{}, {} failures so far);"
@@ -399,6 +412,14 @@ final class TableEntry {
         failureCount.get(),
         timed ? (any.expiresAtMs - now) / 1000 : "?",
         timed ? (any.refreshAtMs - now) / 1000 : "?");
+  }
+
+  /** The credentials that expire first (they decide when the table needs its next refresh). */
+  private Optional<CredentialSnapshot> soonest() {
+    return slots.values().stream()
+        .map(slot -> slot.current)
+        .filter(snap -> snap != null && snap.expiresAtMs != Long.MAX_VALUE)
+        .min((a, b) -> Long.compare(a.expiresAtMs, b.expiresAtMs));
   }
 
   private void onFailure(Exception e) {

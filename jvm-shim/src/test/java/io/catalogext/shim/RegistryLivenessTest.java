@@ -146,4 +146,38 @@ public class RegistryLivenessTest {
     broken.tickSafely();
     Check.isTrue(ticks.get() >= 2, "the second pass ran after the first one failed");
   }
+
+  /** The events of one table in the JVM's event log, as (type, outcome, strategy, error_class, text). */
+  private static List<String> refreshEvents(String table) {
+    List<String> out = new java.util.ArrayList<>();
+    for (org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode e : Json.read(EventLog.drainAfter(0)).get("events")) {
+      if (table.equals(e.path("table").asText()) && e.get("type").asText().startsWith("credential_refresh.")) {
+        out.add(e.get("type").asText() + " " + e.path("outcome").asText("-") + " " + e.path("strategy").asText("-")
+            + " " + e.path("error_class").asText("-") + " " + e.has("duration_s") + " " + e.has("next_refresh"));
+      }
+    }
+    return out;
+  }
+
+  public void testRefreshEventsNameTheStrategyAndOnlyTheErrorClass() {
+    answerKeys(10 * MINUTE);
+    TableCredentialsProvider provider = track("evented", 10 * MINUTE);
+    clock.advance(11 * MINUTE);
+    registry.tick(); // the ticker marks the expired keys due
+    Check.equal("K1", key(provider.resolveCredentials()), "refreshed keys");
+    Check.equal(
+        List.of("credential_refresh.started - - - false false",
+            "credential_refresh.finished refreshed user-source:test - true true"),
+        refreshEvents("c.db.evented"), "events of a refresh");
+
+    registry.registerBridge(request -> "{\"error\": \"503 from https://catalog.internal/x?token=abc\"}");
+    clock.advance(11 * MINUTE);
+    registry.tick();
+    Check.raises(RuntimeException.class, provider::resolveCredentials);
+    List<String> events = refreshEvents("c.db.evented");
+    String failed = events.stream().filter(e -> e.contains("finished failed")).findFirst().orElse("none");
+    Check.isTrue(failed.matches("credential_refresh.finished failed - [A-Za-z]+(Exception|Error) true false"),
+        "a failed refresh carries the error class: " + failed);
+    Check.isTrue(!EventLog.drainAfter(0).contains("catalog.internal"), "never the message");
+  }
 }
