@@ -1,6 +1,6 @@
 """The one backoff formula of the Python side: capped exponential growth with a chosen share of
 jitter. Catalog HTTP retries (retry.RetryPolicy) and credential refresh retries
-(credentials.scheduler.RefreshPolicy) both use it."""
+(credentials.policy.RefreshPolicy) both use it."""
 
 from __future__ import annotations
 
