@@ -173,6 +173,8 @@ def test_kill_the_driver_at_random_points(spark, lakehouse):
             done = "DONE" in markers
             phase = "after commit" if done else "commit in flight" if commits else "before commit"
             phases[f"{mode}: killed {phase}"] += 1
+            if point == "commit at catalog":
+                assert phase == "commit in flight", f"trial {i}: the proxy never held the commit ({markers})"
 
             exists = spark.catalog.tableExists(name)
             assert exists == accepted, f"trial {i}: table exists={exists} but the catalog accepted={accepted}"
@@ -201,7 +203,7 @@ def test_kill_the_driver_at_random_points(spark, lakehouse):
             everything = set(s3_keys(s3, base))
             for other, (_, files) in committed.items():
                 assert files <= everything, f"trial {i}: files of {other} are gone: {sorted(files - everything)[:3]}"
-            print(f"trial {i:2d} {mode:6s} killed {delay:4.2f}s after {point:17s} ({phase:16s}): "
+            print(f"[{time.monotonic() - started:5.0f} s] trial {i:2d} {mode:6s} killed {delay:4.2f}s after {point:17s} ({phase:16s}): "
                   f"{outcome:9s} unreferenced files {len(expected):2d}, removed {len(applied.deleted):2d}", flush=True)
         for other, (rows, _) in committed.items():
             assert _rows(spark, other) == rows, f"{other} no longer reads in full"
