@@ -445,6 +445,3 @@ def stage_replace(spark: Any, table: str, schema: Any, *, expected_uuid: Optiona
     guarded by `assert-table-uuid`. `or_create=True` creates it when missing."""
     return stage_table(spark, table, schema, mode="create_or_replace" if or_create else "replace",
                        expected_uuid=expected_uuid, **kwargs)
-
-
-# --------------------------------------------------------------------------- orphans
