@@ -433,7 +433,9 @@ def test_conflict_while_the_key_is_in_flight_is_not_a_failure(spark, lakehouse, 
     table = f"c_{how}_{uuidlib.uuid4().hex[:6]}"
     conflicts = idem.conflicts
     inner.reset_counters()
-    arm = lambda: inner.faults.add("late", "POST", COMMIT.format(ns="faults", table=table), seconds=LATE_SECONDS)
+    def arm():
+        return inner.faults.add("late", "POST", COMMIT.format(ns="faults", table=table), seconds=LATE_SECONDS)
+
     assert publish_outcome(spark, how, "fc", table, arm) == "success"
     assert idem.conflicts > conflicts, "the in-flight 409 was not exercised"
     assert inner.count(kind="commit", table=f"faults.{table}") == 1
@@ -445,7 +447,9 @@ def test_lost_answer_with_lagging_loads_publishes_once(spark, lakehouse, lag_pro
     """The answer is lost and loads show the old metadata for LAG_SECONDS: "not visible yet",
     then the repeat's 409. Only success once the table shows our commit; never failed."""
     table = f"l_{how}_{uuidlib.uuid4().hex[:6]}"
-    arm = lambda: lag_proxy.faults.add("drop", "POST", COMMIT.format(ns="faults", table=table))
+    def arm():
+        return lag_proxy.faults.add("drop", "POST", COMMIT.format(ns="faults", table=table))
+
     assert publish_outcome(spark, how, "fl", table, arm) == "success"
     check_published(spark, lakehouse, "fl", table, 1 if how == "ctas" else 2)
 
@@ -456,8 +460,10 @@ def test_genuine_concurrent_create_fails_cleanly(spark, lakehouse, catalogs, how
     the table's other UUID), so it is one clean failure and the other writer's table is intact."""
     proxy = catalogs["fx"]
     table = f"w_{how}_{uuidlib.uuid4().hex[:6]}"
-    arm = lambda: proxy.faults.add("before", "POST", COMMIT.format(ns="faults", table=table),
-                                   action=_create_other(lakehouse, table))
+    def arm():
+        return proxy.faults.add("before", "POST", COMMIT.format(ns="faults", table=table),
+                                action=_create_other(lakehouse, table))
+
     assert publish_outcome(spark, how, "fx", table, arm) == "failed"
     name = f"fx.faults.{table}"
     spark.catalog.refreshTable(name)
@@ -496,9 +502,9 @@ def test_metadata_only_conflict_is_a_commit_failure(spark, lakehouse, catalogs, 
     spark.sql(f"CREATE TABLE {catalog}.faults.{table} USING iceberg AS SELECT id FROM range(10)")
     proxy.faults.add("before", "POST", COMMIT.format(ns="faults", table=table),
                      action=_add_column_first(lakehouse, table))
-    with pytest.raises(Exception) as err:
+    with pytest.raises(CommitFailedError) as err:  # spark_errors: Iceberg's CommitFailedException, one line
         spark.sql(f"ALTER TABLE {catalog}.faults.{table} ADD COLUMN ours bigint")
-    assert "CommitFailedException" in str(err.value), str(err.value)[:500]
+    assert "CommitFailedException" in str(err.value.__cause__), str(err.value.__cause__)[:500]
     assert proxy.faults.pending == 0
     spark.catalog.refreshTable(f"fx.faults.{table}")
     assert [f.name for f in spark.table(f"fx.faults.{table}").schema.fields] == ["id", "theirs"]
