@@ -29,7 +29,6 @@ import json
 import secrets
 import time
 import logging
-import os
 import signal
 import sys
 import threading
@@ -38,6 +37,8 @@ from collections import OrderedDict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Mapping
 from urllib.parse import parse_qs, unquote, urlsplit
+
+from .local import _alive
 
 __all__ = ["SigningCatalogProxy", "SIGN_ENDPOINT", "REMOTE_SIGNING", "CLIENT_ID", "CLIENT_SECRET", "remote_signing_config", "sign_request"]
 
@@ -409,22 +410,13 @@ def main(argv: list[str] | None = None) -> int:
     proxy.start()
     try:
         while not stop.wait(1.0):
-            if args.watch_pid and not _alive_pid(args.watch_pid):
+            if args.watch_pid and not _alive(args.watch_pid):
                 break
     except KeyboardInterrupt:
         pass
     proxy.stop()
     return 0
 
-
-def _alive_pid(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 if __name__ == "__main__":

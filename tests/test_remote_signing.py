@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.local import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY, Lakehouse
+from pyspark_catalog_ext.local import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY, Lakehouse, _alive
 from pyspark_catalog_ext.spark_conf import catalog_properties
 from pyspark_catalog_ext.signer import CLIENT_ID, CLIENT_SECRET, sign_request
 
@@ -187,14 +187,6 @@ def test_spark_conf_cli_delegation_flag(tmp_path):
                   env={"PYICEBERG_HOME": str(tmp_path)})
     assert_one_line_error(bad, "takes no storage keys", "s3.access-key-id")
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
 
 
 def test_cli_local_up_remote_signing(tmp_path):
