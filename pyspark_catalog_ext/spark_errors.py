@@ -112,7 +112,7 @@ def _translating(get_return_value: Callable[..., Any]) -> Callable[..., Any]:
 def translate(java_exception: Any) -> CatalogExtError | None:
     """The package error for a Py4J Java exception object, or None if it is not one of ours."""
     try:
-        chain = _chain(java_exception)
+        chain = java_chain(java_exception)
     except Exception:  # noqa: BLE001 - the JVM may be gone; then PySpark's error stands
         return None
     for name, message in chain:
@@ -169,7 +169,8 @@ def _is_catalog_refusal(message: str) -> bool:
     return message.startswith(("Server does not support endpoint", "Not implemented"))
 
 
-def _chain(java_exception: Any) -> list[tuple[str, str]]:
+def java_chain(java_exception: Any) -> list[tuple[str, str]]:
+    """(class name, message) of a Py4J Java exception object and its causes, outermost first."""
     out: list[tuple[str, str]] = []
     current = java_exception
     while current is not None and len(out) < _MAX_CAUSES:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 from . import events
+from .spark_errors import java_chain
 from .errors import (
     CatalogConflictError,
     CatalogError,
@@ -190,19 +191,10 @@ def _java_schema(spark: Any, schema: Any) -> Any:
 
 def _java_chain(exc: BaseException) -> list[tuple[str, str]]:
     """(class name, message) of a Py4JJavaError's Java exception and its causes."""
-    jexc = getattr(exc, "java_exception", None)
-    out: list[tuple[str, str]] = []
-    seen = 0
-    while jexc is not None and seen < 12:
-        try:
-            out.append((str(jexc.getClass().getName()), str(jexc.getMessage() or "")))
-            nxt = jexc.getCause()
-        except Exception:  # noqa: BLE001
-            break
-        if nxt is None or nxt.equals(jexc):
-            break
-        jexc, seen = nxt, seen + 1
-    return out
+    try:
+        return java_chain(getattr(exc, "java_exception", None))
+    except Exception:  # noqa: BLE001 - the JVM may be gone; then the original error stands
+        return []
 
 
 def _java_message(exc: BaseException) -> str:
