@@ -1,6 +1,6 @@
 """Brings the JVM shim's events into Python's event stream (`pce.events`), for one SparkSession.
 
-One thing is read over Py4J, small and bounded: `io.catalogext.shim.EventLog.drainAfter(seq)`, the
+One thing is read over Py4J, small and bounded: `ShimJvm.drain_events_after(seq)` (the shim's EventLog), the
 JVM's own events (every stage-create and commit request with its outcome, every credential refresh
 with its strategy and next refresh; `source: "jvm"`), re-published with their JVM time; events the
 JVM's ring dropped before we read them are counted as `lost`.
@@ -12,12 +12,12 @@ subscriber sees events from then on.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from typing import Any, Optional
 
 from . import events
+from .jvm_api import ShimJvm
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ class JvmEvents:
     """The event bridge of one SparkContext's driver JVM."""
 
     def __init__(self, spark: Any, interval_s: float = 1.0) -> None:
-        self._jvm = spark.sparkContext._jvm
+        self._shim = ShimJvm(spark)
         self._sc = spark.sparkContext
         self._lock = threading.RLock()
         self._last_seq = 0
@@ -37,9 +37,6 @@ class JvmEvents:
         self._stop = threading.Event()
         self._interval_s = interval_s
         self._thread = threading.Thread(target=self._run, name="pce-jvm-events", daemon=True)
-
-    def _shim(self) -> Any:
-        return self._jvm.io.catalogext.shim
 
     def start(self) -> "JvmEvents":
         events._BEFORE_EMIT.append(self.pull)
@@ -77,12 +74,12 @@ class JvmEvents:
         self.stop()
 
     def _pull_events(self) -> None:
-        drained = json.loads(self._shim().EventLog.drainAfter(self._last_seq))
-        self.counts["lost"] += int(drained.get("lost", 0))
-        for raw in drained["events"]:
-            self._last_seq = max(self._last_seq, int(raw.pop("seq")))
-            type_, at = raw.pop("type"), float(raw.pop("time"))
-            events.deliver(events.Event(type_, {**raw, "jvm_seq": self._last_seq}, time=at))
+        batch = self._shim.drain_events_after(self._last_seq)
+        self.counts["lost"] += batch.lost
+        for jvm_event in batch.events:
+            self._last_seq = max(self._last_seq, jvm_event.seq)
+            events.deliver(events.Event(jvm_event.type, {**jvm_event.fields, "jvm_seq": self._last_seq},
+                                        time=jvm_event.time))
             self.counts["received"] += 1
 
 def connect(spark: Any, interval_s: float = 1.0) -> JvmEvents:

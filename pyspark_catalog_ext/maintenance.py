@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 
 from .errors import CatalogExtError, CatalogNotFoundError, ConfigError, redact
 from . import events
+from .jvm_api import SHIM_CATALOG_IMPL
 from .policies import (
     DATA_COMPACTION,
     MAINTENANCE_TYPES,
@@ -377,12 +378,9 @@ def default_state_file() -> Path:
 
 def catalog_conf(spark: Any, catalog: str) -> dict[str, str]:
     """The `spark.sql.catalog.<catalog>.*` properties of the session (runtime conf included)."""
-    from . import logsafety
+    from .jvm_api import ShimJvm
 
-    jvm = spark.sparkContext._jvm
-    with logsafety.py4j_muted():  # the conf holds the catalog's credential
-        scala_conf = spark._jsparkSession.conf().getAll()
-        conf = dict(jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(scala_conf).asJava())
+    conf = ShimJvm(spark).runtime_conf()
     prefix = f"spark.sql.catalog.{catalog}."
     props = {k[len(prefix):]: v for k, v in conf.items() if k.startswith(prefix)}
     if not props.get("uri"):
@@ -582,7 +580,7 @@ def run(spark: Any, what: Union[Plan, str, Sequence[str]], *, progress: Optional
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     the_plan = what if isinstance(what, Plan) else plan(spark, what, state_file=state_file, **plan_kwargs)
     props = catalog_conf(spark, the_plan.catalog)
-    if props.get("catalog-impl") == "io.catalogext.shim.ExtRESTCatalog":
+    if props.get("catalog-impl") == SHIM_CATALOG_IMPL:
         from .credentials import attach
 
         attach(spark)  # maintenance outlives credential lifetimes like any job (idempotent)

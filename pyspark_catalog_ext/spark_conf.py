@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urlparse
 
 from .errors import ConfigError, redact
+from .jvm_api import EXTENSIONS, S3_FILE_IO, SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, SHIM_PLUGIN, SPARK_CATALOG
 from .profiles import REMOTE_SIGNING, Profile, get_profile
 from .pyiceberg_yaml import pyiceberg_config
 from .secret_keys import REDACTION_REGEX, is_secret_key
@@ -31,12 +32,6 @@ __all__ = [
     "SHIM_PLUGIN",
 ]
 
-EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
-S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
-SHIM_CATALOG_IMPL = "io.catalogext.shim.ExtRESTCatalog"
-SHIM_CLIENT_FACTORY = "io.catalogext.shim.RefreshingS3ClientFactory"
-SHIM_PLUGIN = "io.catalogext.shim.CatalogExtPlugin"
 DELEGATION_HEADER = "header.X-Iceberg-Access-Delegation"
 _STORAGE_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 # PyIceberg-only keys that mean nothing (or something else) to Iceberg Java.

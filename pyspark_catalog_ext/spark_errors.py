@@ -22,6 +22,7 @@ import threading
 from typing import Any, Callable
 
 from .errors import CatalogExtError, CatalogUnsupportedError, CommitFailedError, CredentialRefreshError, redact
+from .jvm_api import CREDENTIALS_EXPIRED_EXCEPTION, SHIM_PACKAGE, SPARK_CATALOG, SPARK_SESSION_CATALOG
 
 __all__ = ["install", "translate"]
 
@@ -45,7 +46,7 @@ _OPERATIONS = {
     "dropNamespace": "dropping namespaces (DROP NAMESPACE)",
     "purgeTable": "purging tables (DROP TABLE ... PURGE)",
 }
-_SPARK_CATALOGS = ("org.apache.iceberg.spark.SparkCatalog", "org.apache.iceberg.spark.SparkSessionCatalog")
+_SPARK_CATALOGS = (SPARK_CATALOG, SPARK_SESSION_CATALOG)
 # 400, 405/406 and 501 (Iceberg's BadRequest / RESTException / UnsupportedOperation), and Iceberg's
 # own refusal of an endpoint the server did not advertise.
 _UNSUPPORTED_ANSWERS = (
@@ -99,7 +100,7 @@ def _translating(get_return_value: Callable[..., Any]) -> Callable[..., Any]:
             # get_return_value(answer, gateway_client, target_id, name): calls on our own shim
             # classes ("z:io.catalogext...") are translated by their Python callers (staging).
             target = str(args[2] if len(args) > 2 else kwargs.get("target_id") or "")
-            if target.startswith("z:io.catalogext."):
+            if target.startswith(f"z:{SHIM_PACKAGE}."):
                 raise
             ours = translate(exc.java_exception)
             if ours is None:
@@ -117,7 +118,7 @@ def translate(java_exception: Any) -> CatalogExtError | None:
         return None
     for name, message in chain:
         text = _one_line(message)
-        if name == "io.catalogext.shim.CredentialsExpiredException":
+        if name == CREDENTIALS_EXPIRED_EXCEPTION:
             return CredentialRefreshError(text)
         if name == "org.apache.iceberg.exceptions.CommitStateUnknownException":
             from .staging import CommitStateUnknownError
@@ -133,8 +134,8 @@ def translate(java_exception: Any) -> CatalogExtError | None:
             return CommitFailedError(f"the catalog rejected the commit ({text}); nothing was published: "
                                      "the table changed or exists already; reload and try again")
     # Task failures can arrive without a deserialized cause: the class name is then in the text.
-    if chain and "io.catalogext.shim.CredentialsExpiredException: " in chain[0][1]:
-        detail = chain[0][1].split("io.catalogext.shim.CredentialsExpiredException: ", 1)[1]
+    if chain and f"{CREDENTIALS_EXPIRED_EXCEPTION}: " in chain[0][1]:
+        detail = chain[0][1].split(f"{CREDENTIALS_EXPIRED_EXCEPTION}: ", 1)[1]
         return CredentialRefreshError(_one_line(detail.split("\n", 1)[0]))
     return _unsupported(java_exception, chain)
 

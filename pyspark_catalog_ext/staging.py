@@ -9,7 +9,7 @@ with stage_create(spark, "lake.db.events", df, partition_by=["days(ts)"]) as sta
 # committed here in ONE catalog commit (assert-create); on an exception: aborted, files deleted
 ```
 
-How it works: the JVM shim (`io.catalogext.shim.StagedTables`) opens an Iceberg create/replace
+How it works: the JVM shim (`StagedTables`, through `jvm_api.ShimJvm.stage`) opens an Iceberg create/replace
 transaction through the Spark catalog's own Iceberg catalog, so
 
 * the stage-create and the commit go through the shim's REST client, which adds an
@@ -26,7 +26,6 @@ driver that died before commit or abort are found and removed by
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
 from . import events
+from .jvm_api import JvmStagedTable, ShimJvm
 from .spark_errors import java_chain
 from .errors import (
     CatalogConflictError,
@@ -58,9 +58,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-_JAVA_CLASS = "io.catalogext.shim.StagedTables"
-
 
 class StaleTableError(CatalogConflictError):
     """A replace was guarded by a table UUID that no longer matches (dropped and recreated)."""
@@ -159,9 +156,7 @@ def _spark_catalog_names(spark: Any) -> set[str]:
         if key.startswith("spark.sql.catalog.") and key.count(".") == 3:
             names.add(key.split(".")[3])
     try:
-        conf = spark._jsparkSession.conf().getAll()
-        jvm = spark.sparkContext._jvm
-        for key in dict(jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(conf).asJava()):
+        for key in ShimJvm(spark).runtime_conf():
             if key.startswith("spark.sql.catalog.") and key.count(".") == 3:
                 names.add(key.split(".")[3])
     except Exception:  # noqa: BLE001 - runtime conf is a best effort addition
@@ -173,14 +168,11 @@ def _java_schema(spark: Any, schema: Any) -> Any:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-    jvm = spark.sparkContext._jvm
-    if isinstance(schema, DataFrame):
-        return schema._jdf.schema()
-    if isinstance(schema, StructType):
-        return jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json())
+    if isinstance(schema, DataFrame | StructType):
+        return ShimJvm(spark).java_schema(schema)
     if isinstance(schema, str):
         try:
-            return jvm.org.apache.spark.sql.types.StructType.fromDDL(schema)
+            return ShimJvm(spark).java_schema(schema)
         except Exception as exc:  # noqa: BLE001
             raise ConfigError(f"invalid schema DDL {schema!r}: {_java_message(exc)}") from None
     raise ConfigError("schema must be a DataFrame, a pyspark StructType or a DDL string like 'id BIGINT, v STRING'")
@@ -253,15 +245,15 @@ class StagedTable:
     cleanup` finds files no committed table references.
     """
 
-    def __init__(self, spark: Any, name: str, java_staged: Any, mode: str,
+    def __init__(self, spark: Any, name: str, java_staged: JvmStagedTable, mode: str,
                  expected_uuid: Optional[str] = None) -> None:
         self._spark = spark
         self.name = name
         self.mode = mode
         self._j = java_staged
-        info = json.loads(java_staged.describe())
-        self.uuid: str = info["uuid"]
-        self.location: str = info["location"]
+        info = java_staged.describe()
+        self.uuid: str = info.uuid
+        self.location: str = info.location
         self.expected_uuid = expected_uuid
 
     def __repr__(self) -> str:
@@ -270,37 +262,39 @@ class StagedTable:
     # ---- state
     def describe(self) -> dict[str, Any]:
         """table, mode, uuid, location, state and the snapshot ids written so far."""
-        return json.loads(self._j.describe())
+        info = self._j.describe()
+        return {"table": info.table, "mode": info.mode, "uuid": info.uuid, "location": info.location,
+                "state": info.state, "snapshot_ids": list(info.snapshot_ids)}
 
     @property
     def state(self) -> str:
         """staged, committed, aborted, rejected (commit refused: nothing published) or unknown
         (commit answer lost and undecidable: files kept)."""
-        return self.describe()["state"]
+        return self._j.describe().state
 
     @property
     def snapshot_ids(self) -> list[int]:
-        return [int(s) for s in self.describe()["snapshot_ids"]]
+        return list(self._j.describe().snapshot_ids)
 
     def written_files(self) -> list[str]:
         """Every file the writes produced so far (data files, manifests, manifest lists)."""
-        return list(json.loads(self._j.writtenFilesJson()))
+        return self._j.written_files()
 
     # ---- actions
     def write(self, df: Any) -> WriteResult:
         """Append `df` (columns matched by name) with Spark's Iceberg writer; one snapshot per call."""
         try:
-            out = json.loads(self._j.write(df._jdf))
+            out = self._j.write(df)
         except Exception as exc:  # noqa: BLE001
             raise self._error(exc, "writing to staged table") from None
-        return WriteResult(out.get("snapshot_id"), int(out.get("added_records", 0)), int(out.get("added_files", 0)))
+        return WriteResult(out.snapshot_id, out.added_records, out.added_files)
 
     def commit(self) -> CommitResult:
         """Publish every write in one catalog commit (`assert-create`, or `assert-table-uuid` for a replace)."""
         started = time.monotonic()
         events.emit("commit.started", table=self.name, mode=self.mode, uuid=self.uuid)
         try:
-            out = json.loads(self._j.commit())
+            out = self._j.commit()
         except Exception as exc:  # noqa: BLE001
             err = self._error(exc, "committing staged table")
             events.emit("commit.finished", table=self.name, mode=self.mode, uuid=self.uuid,
@@ -313,8 +307,7 @@ class StagedTable:
                 except Exception:  # noqa: BLE001
                     log.warning("staged table %s: cleanup after a rejected commit failed", self.name, exc_info=True)
             raise err from None
-        result = CommitResult(self.name, out["uuid"], out["location"],
-                              tuple(int(s) for s in out.get("committed_snapshot_ids", [])))
+        result = CommitResult(self.name, out.uuid, out.location, out.committed_snapshot_ids)
         events.emit("commit.finished", table=self.name, mode=self.mode, uuid=result.uuid, outcome="committed",
                     location=result.location, snapshot_ids=list(result.snapshot_ids),
                     duration_s=round(time.monotonic() - started, 3))
@@ -323,13 +316,13 @@ class StagedTable:
     def abort(self) -> int:
         """Discard the transaction and delete the files it wrote. Returns how many were deleted."""
         try:
-            out = json.loads(self._j.abort())
+            out = self._j.abort()
         except Exception as exc:  # noqa: BLE001
             raise self._error(exc, "aborting staged table") from None
-        if out.get("not_deleted"):
+        if out.not_deleted:
             log.warning("staged table %s: %d file(s) could not be deleted; run `pyspark-catalog-ext staged "
-                        "cleanup --location %s`", self.name, len(out["not_deleted"]), self.location)
-        return int(out.get("deleted", 0))
+                        "cleanup --location %s`", self.name, len(out.not_deleted), self.location)
+        return out.deleted
 
     def __enter__(self) -> "StagedTable":
         return self
@@ -402,12 +395,11 @@ def stage_table(
         "location": location,
     }
     jschema = _java_schema(spark, schema)
-    jvm = spark.sparkContext._jvm
     action = "staging create of" if mode == "create" else "staging replace of"
     started = time.monotonic()
     events.emit("stage_create.started", table=full, mode=mode)
     try:
-        jstaged = jvm.io.catalogext.shim.StagedTables.stage(spark._jsparkSession, jschema, json.dumps(options))
+        jstaged = ShimJvm(spark).stage(jschema, options)
     except Exception as exc:  # noqa: BLE001
         err = _translate(exc, full, action)
         if err is exc:

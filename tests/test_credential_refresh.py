@@ -360,8 +360,8 @@ def test_hand_outs_of_one_table_share_one_entry(spark, fast, fast_catalog, s3_pr
         assert spark.table("fast.db.shared").count() == 300  # a load: a second hand-out
         spark.catalog.refreshTable("fast.db.shared")
         assert spark.table("fast.db.shared").count() == 300  # and a third
-        entries = [e for e in json.loads(fast._registry.describe()) if e["table"] == "shared"]
-        assert len(entries) == 1 and entries[0]["refresh_count"] == 0, entries
+        entries = [e for e in fast._shim.registry_entries() if e.table == "shared"]
+        assert len(entries) == 1 and entries[0].refresh_count == 0, entries
 
         time.sleep(lifetime * (1 - FAST_POLICY.lifetime_fraction) + 1)  # due now
         assert fast.refresh_now("fast.db.shared") == 1

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import pyspark_catalog_ext
 
@@ -26,3 +28,38 @@ def test_cli_runs_as_a_module_without_warnings() -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "spark-conf" in proc.stdout and "Warning" not in proc.stderr
+
+
+def _code_strings_and_attrs(path: Path) -> tuple[list[str], list[str]]:
+    """String constants (docstrings excluded) and attribute names used in a module's code."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    strings = [n.value for n in ast.walk(tree)
+               if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings]
+    attrs = [n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)]
+    return strings, attrs
+
+
+def test_only_jvm_api_calls_into_the_jvm() -> None:
+    """One narrow Py4J boundary: only jvm_api touches `_jvm` or names the shim's classes."""
+    package = Path(pyspark_catalog_ext.__file__).parent
+    offenders = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "jvm_api.py":
+            continue
+        strings, attrs = _code_strings_and_attrs(path)
+        rel = path.relative_to(package).as_posix()
+        offenders += [f"{rel}: ._jvm" for a in attrs if a == "_jvm"]
+        offenders += [f"{rel}: {s!r}" for s in strings if "io.catalogext.shim." in s]
+        offenders += [f"{rel}: .{a}" for a in attrs if a == "catalogext"]
+    assert not offenders, "call the JVM through pyspark_catalog_ext.jvm_api.ShimJvm: " + ", ".join(offenders)
+
+
+def test_the_boundary_check_sees_a_jvm_call(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text('"""Docs may name io.catalogext.shim.X."""\n'
+                   'def f(spark):\n    return spark.sparkContext._jvm.io.catalogext.shim.EventLog, "io.catalogext.shim.Y"\n')
+    strings, attrs = _code_strings_and_attrs(bad)
+    assert "_jvm" in attrs and "catalogext" in attrs and strings == ["io.catalogext.shim.Y"]

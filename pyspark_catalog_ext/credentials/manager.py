@@ -12,18 +12,16 @@ import datetime as _dt
 import json
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
 from ..errors import CatalogExtError, ConfigError, redact
 from .. import logsafety, spark_errors
+from ..jvm_api import PYTHON_CREDENTIAL_BRIDGE, SHIM_CATALOG_IMPL, RegistryEntry, ShimJvm
 from .policy import RefreshPolicy
 from .sources import CredentialSource, user_answer
 
 log = logging.getLogger("pyspark_catalog_ext.credentials")
-
-_REGISTRY_CLASS = "io.catalogext.shim.CredentialRegistry"
-_CATALOG_IMPL = "io.catalogext.shim.ExtRESTCatalog"
 
 
 @dataclass(frozen=True)
@@ -42,24 +40,24 @@ class TableStatus:
     last_error: str | None
 
 
-def _merged_status(name: str, entries: list[dict]) -> TableStatus:
-    prefixes = [p for e in entries for p in e.get("prefixes") or []]
-    latest = max(entries, key=lambda e: e.get("last_refresh_at_ms") or 0)
+def _merged_status(name: str, entries: list[RegistryEntry]) -> TableStatus:
+    prefixes = [p for e in entries for p in e.prefixes]
+    latest = max(entries, key=lambda e: e.last_refresh_at_ms)
     by_strategy: dict[str, int] = {}
     for entry in entries:
-        for strategy, count in (entry.get("strategy_counts") or {}).items():
+        for strategy, count in entry.strategy_counts.items():
             by_strategy[strategy] = by_strategy.get(strategy, 0) + count
-    errors = [e["last_error"] for e in entries if e.get("last_error")]
+    errors = [e.last_error for e in entries if e.last_error]
     return TableStatus(
         name=name,
-        staged=any(e["staged"] for e in entries),
-        strategy=latest["last_strategy"],
+        staged=any(e.staged for e in entries),
+        strategy=latest.last_strategy,
         refreshes_by_strategy=by_strategy,
-        refresh_count=sum(e["refresh_count"] for e in entries),
-        failure_count=sum(e["failure_count"] for e in entries),
-        last_refresh=_ms_to_dt(latest.get("last_refresh_at_ms")),
-        next_refresh=_ms_to_dt(min((p["refresh_at_ms"] for p in prefixes if p["refresh_at_ms"] > 0), default=None)),
-        expires_at=_ms_to_dt(min((p["expires_at_ms"] for p in prefixes if p["expires_at_ms"] > 0), default=None)),
+        refresh_count=sum(e.refresh_count for e in entries),
+        failure_count=sum(e.failure_count for e in entries),
+        last_refresh=_ms_to_dt(latest.last_refresh_at_ms),
+        next_refresh=_ms_to_dt(min((p.refresh_at_ms for p in prefixes if p.refresh_at_ms > 0), default=None)),
+        expires_at=_ms_to_dt(min((p.expires_at_ms for p in prefixes if p.expires_at_ms > 0), default=None)),
         last_error=errors[-1] if errors else None,
     )
 
@@ -95,7 +93,7 @@ class _PythonBridge:
             return json.dumps({"error": " ".join(message.split())})
 
     class Java:
-        implements = ["io.catalogext.shim.PythonCredentialBridge"]
+        implements = [PYTHON_CREDENTIAL_BRIDGE]
 
 
 class CredentialManager:
@@ -115,7 +113,7 @@ class CredentialManager:
         self._catalogs: set[str] = set()
         self._user_sources: dict[str, CredentialSource] = {}
         self._remote_signing: set[str] = set()
-        self._registry = spark.sparkContext._jvm.io.catalogext.shim.CredentialRegistry.get()
+        self._shim = ShimJvm(spark)
         if policy is not None:
             self._apply_policy(policy)
         self._bridge = _PythonBridge(self)
@@ -147,7 +145,7 @@ class CredentialManager:
             raise ConfigError(f"{type(source).__name__} is not a credential source: it needs a fetch(table) method")
         self._user_sources[catalog] = source
         self._register_bridge()
-        self._registry.enableCustomSource(catalog)
+        self._shim.enable_custom_source(catalog)
 
     def status(self) -> list[TableStatus]:
         """One entry per table this driver tracks.
@@ -156,15 +154,14 @@ class CredentialManager:
         location has two, merged here: counts add up, the soonest expiry and refresh are shown,
         and the strategy is the one used last.
         """
-        by_name: dict[str, list[dict]] = {}
-        for entry in json.loads(self._registry.describe()):
-            name = ".".join([entry["catalog"], *entry["namespace"], entry["table"]])
-            by_name.setdefault(name, []).append(entry)
+        by_name: dict[str, list[RegistryEntry]] = {}
+        for entry in self._shim.registry_entries():
+            by_name.setdefault(entry.name, []).append(entry)
         return [_merged_status(name, entries) for name, entries in by_name.items()]
 
     def plugin_stats(self) -> dict:
         """How many executor requests the driver plugin (Spark plugin RPC) served or refused."""
-        return json.loads(self._registry.pluginStats())
+        return asdict(self._shim.plugin_stats())
 
     def refresh_needs(self) -> dict[str, str]:
         """Catalog name -> what keeping its storage access alive needs, in one line."""
@@ -177,12 +174,12 @@ class CredentialManager:
         catalog's refresh path. A table that fails is logged and skipped. Returns how many entries
         got new credentials."""
         count = 0
-        for entry in json.loads(self._registry.describe()):
-            name = ".".join([entry["catalog"], *entry["namespace"], entry["table"]])
+        for entry in self._shim.registry_entries():
+            name = entry.name
             if table is not None and name != table:
                 continue
             try:
-                if self._registry.refresh(entry["handle"], int(entry["generation"])):
+                if self._shim.refresh(entry):
                     count += 1
             except Exception as exc:  # noqa: BLE001 - one dead catalog must not stop the others
                 log.warning("catalog-ext: refresh of %s failed: %s", name, redact(str(exc)).splitlines()[0])
@@ -191,7 +188,7 @@ class CredentialManager:
     def close(self) -> None:
         """Detach the Python sources. Tables keep refreshing through the JVM."""
         if self._bridge_registered:
-            self._registry.unregisterBridge()
+            self._shim.unregister_bridge()
             self._bridge_registered = False
         self._closed = True
 
@@ -199,7 +196,7 @@ class CredentialManager:
 
     def _apply_policy(self, policy: RefreshPolicy) -> None:
         props = {k.rsplit(".", 1)[1]: v for k, v in policy.catalog_properties().items()}
-        self._registry.setRefreshPolicy(
+        self._shim.set_refresh_policy(
             int(props["min-ahead-ms"]), float(props["lifetime-fraction"]), int(props["check-interval-ms"]),
             int(props["initial-backoff-ms"]), int(props["max-backoff-ms"]), int(props["timeout-ms"]))
 
@@ -207,11 +204,8 @@ class CredentialManager:
         """The Py4J callback server is only needed once a Python source exists."""
         if self._bridge_registered:
             return
-        from pyspark.java_gateway import ensure_callback_server_started
-
         logsafety.install()
-        ensure_callback_server_started(self._spark.sparkContext._gateway)
-        self._registry.registerBridge(self._bridge)
+        self._shim.register_bridge(self._bridge)
         self._bridge_registered = True
 
     def _fetch(self, req: dict) -> dict:
@@ -234,13 +228,10 @@ def shim_catalogs(spark: Any) -> dict[str, dict[str, str]]:
 
     Reads the session's runtime conf, so catalogs added with `spark.conf.set` are found too.
     """
-    jvm = spark.sparkContext._jvm
-    with logsafety.py4j_muted():  # the conf holds the catalog's credential
-        scala_conf = spark._jsparkSession.conf().getAll()
-        conf = dict(jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(scala_conf).asJava())
+    conf = ShimJvm(spark).runtime_conf()
     catalogs: dict[str, dict[str, str]] = {}
     for key, value in conf.items():
-        if key.startswith("spark.sql.catalog.") and key.endswith(".catalog-impl") and value == _CATALOG_IMPL:
+        if key.startswith("spark.sql.catalog.") and key.endswith(".catalog-impl") and value == SHIM_CATALOG_IMPL:
             name = key[len("spark.sql.catalog."):-len(".catalog-impl")]
             prefix = f"spark.sql.catalog.{name}."
             catalogs[name] = {k[len(prefix):]: v for k, v in conf.items() if k.startswith(prefix)}
@@ -272,7 +263,7 @@ def attach(
     missing = [c for c in wanted if c not in found]
     if missing:
         raise ConfigError(
-            f"catalog(s) {', '.join(missing)} are not configured with catalog-impl={_CATALOG_IMPL}; "
+            f"catalog(s) {', '.join(missing)} are not configured with catalog-impl={SHIM_CATALOG_IMPL}; "
             "build the session with pyspark_catalog_ext.configure(...)"
         )
     key = id(spark.sparkContext._jsc)
