@@ -15,13 +15,15 @@ from typing import Any, Mapping
 from . import logsafety
 
 __all__ = [
-    "EXTENSIONS", "SPARK_CATALOG", "SPARK_SESSION_CATALOG", "S3_FILE_IO", "SHIM_PACKAGE", "PYTHON_API", "SHIM_CATALOG_IMPL", "SHIM_CLIENT_FACTORY", "SHIM_PLUGIN",
+    "EXTENSIONS", "SPARK_CATALOG", "SPARK_SESSION_CATALOG", "S3_FILE_IO",
+    "SHIM_PACKAGE", "PYTHON_API", "SHIM_CATALOG_IMPL", "SHIM_CLIENT_FACTORY", "SHIM_PLUGIN",
     "PYTHON_CREDENTIAL_BRIDGE", "CREDENTIALS_EXPIRED_EXCEPTION",
     "CredentialPrefix", "RegistryEntry", "PluginStats", "JvmEvent", "EventBatch",
     "StagedInfo", "StagedWrite", "StagedAbort", "JvmStagedTable", "ShimJvm",
 ]
 
-# ---- JVM class names. Iceberg's exception names stay in spark_errors: a translation table, not calls.
+# ---- JVM class names: Iceberg's and ours that Spark settings name, and the shim's that Python uses.
+# (Iceberg's exception names stay in spark_errors: they are its translation table, not calls.)
 EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
 SPARK_SESSION_CATALOG = "org.apache.iceberg.spark.SparkSessionCatalog"
