@@ -702,6 +702,8 @@ class CatalogClient:
             life = self.idempotency_key_lifetime_seconds
             return bool(key) and life is not None and (policy.clock() - started) + delay >= 0.9 * life
 
+        # Our own loop rather than tenacity's: each answer decides whether a repeat is still safe
+        # (did it reach the server, does the Idempotency-Key outlive the wait), which a retry predicate can't see.
         while True:
             attempt += 1
             t0 = time.perf_counter()

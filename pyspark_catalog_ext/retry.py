@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import email.utils
 import random
-import re
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Callable, Optional
+
+from pydantic import TypeAdapter, ValidationError
 
 from .backoff import exponential_backoff
 
@@ -110,10 +112,7 @@ def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Opti
     return max(0.0, when.timestamp() - current)
 
 
-_DURATION = re.compile(
-    r"^P(?:(?P<weeks>\d+(?:\.\d+)?)W)?(?:(?P<days>\d+(?:\.\d+)?)D)?"
-    r"(?:T(?:(?P<hours>\d+(?:\.\d+)?)H)?(?:(?P<minutes>\d+(?:\.\d+)?)M)?(?:(?P<seconds>\d+(?:\.\d+)?)S)?)?$"
-)
+_DURATION = TypeAdapter(timedelta)  # pydantic parses ISO-8601 durations
 
 
 def parse_iso8601_duration(value: str) -> float:
@@ -123,17 +122,13 @@ def parse_iso8601_duration(value: str) -> float:
     for a key lifetime. Raises ValueError on anything else.
     """
     text = (value or "").strip().upper()
-    match = _DURATION.match(text)
-    if not match or text in ("P", "PT") or text.endswith("T"):
+    date_part = text.split("T", 1)[0]
+    if not text.startswith("P") or text.endswith("T") or "Y" in date_part or "M" in date_part:
         raise ValueError(f"not an ISO-8601 duration (PnDTnHnMnS): {value!r}")
-    parts = {k: float(v) for k, v in match.groupdict().items() if v is not None}
-    return (
-        parts.get("weeks", 0.0) * 604800
-        + parts.get("days", 0.0) * 86400
-        + parts.get("hours", 0.0) * 3600
-        + parts.get("minutes", 0.0) * 60
-        + parts.get("seconds", 0.0)
-    )
+    try:
+        return _DURATION.validate_python(text).total_seconds()
+    except ValidationError:
+        raise ValueError(f"not an ISO-8601 duration (PnDTnHnMnS): {value!r}") from None
 
 
 # UUIDv7 keys sort in creation order, which makes server logs and our evidence easy to read.
