@@ -5,7 +5,7 @@ package io.catalogext.shim;
  * ({@link CatalogExtPlugin}). The driver answers from memory at once; while it is refreshing, this
  * asks again until {@code timeoutMs}. A failed driver refresh is an error here too, never success.
  */
-final class DriverPluginSource implements CredentialSource {
+final class DriverPluginSource implements EntryRefresher {
   /** Between two asks while the driver refreshes: short next to any credential lifetime. */
   static final long POLL_MS = 200L;
 

@@ -40,7 +40,7 @@ final class TableEntry {
   /** The table as the catalog last handed it out (a later hand-out of the same table replaces it). */
   volatile TableContext context;
   final RefreshPolicy policy;
-  private final CredentialSource source;
+  private final EntryRefresher source;
   private final Clock clock;
 
   private final Map<String, CredentialSlot> slots = new ConcurrentHashMap<>();
@@ -65,7 +65,7 @@ final class TableEntry {
   private volatile java.util.function.Consumer<TableEntry> onReuse;
 
   TableEntry(
-      String handle, TableContext context, RefreshPolicy policy, CredentialSource source, Clock clock) {
+      String handle, TableContext context, RefreshPolicy policy, EntryRefresher source, Clock clock) {
     this.handle = handle;
     this.context = context;
     this.policy = policy;
