@@ -28,7 +28,8 @@ def collected():
 
 def test_a_failing_callable_is_counted_and_never_raises(collected):
     def broken(event):
-        raise RuntimeError("listener bug")
+        if event.type == "test.ping":  # JVM events (earlier tests' refreshes, pulled by the bridge) pass
+            raise RuntimeError("listener bug")
 
     events.subscribe(broken)
     before = events.stats()["errors"]
@@ -37,7 +38,7 @@ def test_a_failing_callable_is_counted_and_never_raises(collected):
     finally:
         events.unsubscribe(broken)
     assert events.stats()["errors"] == before + 1
-    assert collected[-1] is event  # later subscribers still get it
+    assert any(e is event for e in collected)  # later subscribers still get it
     assert "hunter2" not in event.to_json()  # string values pass the redactor
 
 
