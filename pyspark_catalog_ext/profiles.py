@@ -39,7 +39,7 @@ class Profile:
     scope: OAuth2 scope the vendor expects, if any.
     signing_name / region: SigV4 signing service name and default region.
     delegation: value for the `X-Iceberg-Access-Delegation` header: "vended-credentials" (keys for
-        the client) or "remote-signing" (the catalog signs S3 requests; see README "Remote signing");
+        the client) or "remote-signing" (the catalog signs S3 requests; see docs/signing.md);
         None = don't send it. `configure(delegation=...)` / `--delegation` override it.
     path_style: `s3.path-style-access` (None = leave Iceberg's default).
     required_probes: `pyspark-catalog-ext doctor` probes that must pass for this vendor (the

@@ -3,7 +3,7 @@
 The statements of Iceberg's Spark pages (DDL, writes, queries, procedures), as a new user would
 type them, run in order on `lakehouse_session()` with the shim: real Spark, the real Iceberg
 runtime and real SeaweedFS. SERVER_LIMITS lists what SeaweedFS 4.48 does not support and the
-one-line error the user gets instead (README "What the embedded lakehouse cannot do").
+one-line error the user gets instead (docs/lakehouse.md "What the embedded lakehouse runs, and what it cannot do").
 The closing note of issue 12 quotes STATEMENTS.
 """
 
@@ -103,7 +103,7 @@ STATEMENTS: list[tuple[str, str]] = [
     ("procedure", f"CALL lake.system.rewrite_manifests('{T[5:]}')"),
     ("procedure", f"CALL lake.system.expire_snapshots(table => '{P[5:]}', older_than => TIMESTAMP '{{now}}', retain_last => 1)"),
     # prefix_listing: list through the table's S3FileIO; the default lists through a Hadoop FileSystem and
-    # pip's pyspark has none for s3:// (README "What the embedded lakehouse cannot do").
+    # pip's pyspark has none for s3:// (docs/lakehouse.md "What the embedded lakehouse runs, and what it cannot do").
     ("procedure", f"CALL lake.system.remove_orphan_files(table => '{T[5:]}', dry_run => true, prefix_listing => true)"),
     ("procedure", f"CALL lake.system.create_changelog_view(table => '{P[5:]}', changelog_view => 'docs_changes')"),
     ("query", "SELECT * FROM docs_changes"),
