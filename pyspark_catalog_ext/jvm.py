@@ -27,6 +27,10 @@ __all__ = ["JavaInfo", "find_java", "check_java", "shim_jar", "build_shim", "shi
 
 MIN_JAVA = 11
 SHIM_JAR_NAME = "catalog-ext-shim.jar"
+# Every lint warning is an error, except two that come from the jars, not from our code: `path`
+# (pyspark's jar manifests name Class-Path jars it does not ship) and `classfile` (Iceberg's runtime
+# keeps annotations of the shaded Immutables library, which is not on the classpath).
+JAVAC_FLAGS = ("--release", "11", "-encoding", "UTF-8", "-Xlint:all,-path,-classfile", "-Werror")
 PACKAGED_SHIM = Path(__file__).resolve().parent / "_jars" / SHIM_JAR_NAME
 HASH_ATTRIBUTE = "Catalog-Ext-Source-Hash"
 _INSTALL_HINT = "install a JDK >= 11 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to one"
@@ -107,7 +111,7 @@ def source_hash(src_dir: Path, jar_names: Sequence[str] | None = None) -> str:
         from .jars import WHEEL_SOURCES
 
         jar_names = [name for source in WHEEL_SOURCES for name in source.jars]
-    digest = hashlib.sha256(b"javac --release 11\n")
+    digest = hashlib.sha256((" ".join(JAVAC_FLAGS) + "\n").encode())
     for path in _java_sources(src_dir):
         digest.update(path.relative_to(src_dir).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
@@ -138,6 +142,7 @@ def _embedded_hash(jar: Path) -> str | None:
     return match.group(1) if match else None
 
 
+
 def build_shim(src_dir: Path, out_jar: Path, jars: Sequence[Path], digest: str) -> Path:
     """Compile `src_dir` into `out_jar` (atomically), tagging the manifest with `digest`."""
     sources = _java_sources(src_dir)
@@ -152,12 +157,15 @@ def build_shim(src_dir: Path, out_jar: Path, jars: Sequence[Path], digest: str) 
         argfile = Path(tmp) / "sources.txt"  # an @argfile keeps long source lists off the command line
         argfile.write_text("\n".join(f'"{p}"' for p in sources))
         proc = subprocess.run(
-            [str(java.javac), "--release", "11", "-encoding", "UTF-8", "-nowarn", "-cp", classpath, "-d", str(classes), f"@{argfile}"],
+            [str(java.javac), *JAVAC_FLAGS, "-cp", classpath, "-d", str(classes), f"@{argfile}"],
             capture_output=True, text=True,
         )
         if proc.returncode != 0:
             lines = (proc.stderr + proc.stdout).splitlines()
-            first = next((line.strip() for line in lines if "error:" in line), lines[0].strip() if lines else f"exit {proc.returncode}")
+            # Under -Werror the error line only says warnings were found: the first warning says which.
+            errors = [line.strip() for line in lines if "error:" in line and "-Werror" not in line]
+            warnings = [line.strip() for line in lines if "warning:" in line]
+            first = (errors or warnings or [line.strip() for line in lines[:1]] or [f"exit {proc.returncode}"])[0]
             first = first.replace(str(src_dir) + os.sep, "")
             raise JarError(f"shim build failed: {first}; fix the Java source under jvm-shim/")
         resources = src_dir.parent / "resources"  # src/main/resources, if the shim grows one

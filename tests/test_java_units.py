@@ -23,7 +23,7 @@ def java_unit_results(tmp_path_factory, jar_paths) -> dict[str, list[str]]:
     out = tmp_path_factory.mktemp("java-units")
     classpath = os.pathsep.join([str(jvm.shim_jar()), *map(str, jar_paths), str(jvm._pyspark_jars_dir() / "*")])
     sources = sorted(str(p) for p in TEST_SRC.rglob("*.java"))
-    build = subprocess.run([str(java.javac), "--release", "11", "-encoding", "UTF-8", "-nowarn", "-cp", classpath,
+    build = subprocess.run([str(java.javac), *jvm.JAVAC_FLAGS, "-cp", classpath,
                             "-d", str(out), *sources], capture_output=True, text=True)
     assert build.returncode == 0, build.stderr[-4000:]
     names = [f"io.catalogext.shim.{name}" for name in TEST_CLASSES]

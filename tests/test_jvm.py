@@ -93,6 +93,17 @@ def test_shim_compile_error_is_one_line(shim_copy, tmp_path, jar_paths):
     assert not list((tmp_path / "cache").rglob("*.jar"))
 
 
+def test_a_lint_warning_fails_the_shim_build(shim_copy, tmp_path, jar_paths):
+    # javac runs with -Xlint:all -Werror: a warning in our code (here a Serializable class without
+    # serialVersionUID) is a build error that names the warning, not a silent jar.
+    (shim_copy / "io" / "catalogext" / "shim" / "Lax.java").write_text(
+        "package io.catalogext.shim;\nfinal class Lax implements java.io.Serializable { int x; }\n")
+    with pytest.raises(JarError) as err:
+        jvm.shim_jar(src_dir=shim_copy, cache=tmp_path / "cache", jars=jar_paths)
+    msg = str(err.value)
+    assert msg.startswith("shim build failed: ") and "Lax.java" in msg and "serialVersionUID" in msg and "\n" not in msg
+
+
 def test_no_sources_is_a_clear_error(tmp_path):
     with pytest.raises(JarError, match="no shim sources"):
         jvm.shim_jar(src_dir=tmp_path / "nothing", cache=tmp_path)

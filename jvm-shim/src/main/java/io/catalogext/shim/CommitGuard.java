@@ -282,6 +282,7 @@ public final class CommitGuard {
 
   /** Thrown from our error-handler wrapper to take over a response before Iceberg maps it. */
   private static final class Intercepted extends RuntimeException {
+    private static final long serialVersionUID = 1L;
     final ErrorResponse error;
 
     Intercepted(ErrorResponse error) {

@@ -10,6 +10,7 @@ import java.util.Map;
  * exponentially after failures, and give up on one refresh attempt after the timeout.
  */
 final class RefreshPolicy implements Serializable {
+  private static final long serialVersionUID = 1L;
   static final long DEFAULT_MIN_AHEAD_MS = 5 * 60 * 1000L;
   static final double DEFAULT_FRACTION = 0.2;
   static final long DEFAULT_CHECK_INTERVAL_MS = 60_000L;

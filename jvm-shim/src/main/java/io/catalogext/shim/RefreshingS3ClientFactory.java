@@ -18,6 +18,7 @@ import software.amazon.awssdk.services.s3.S3Client;
  * vends static keys, and its interface is unchanged in 1.11.
  */
 public final class RefreshingS3ClientFactory implements S3FileIOAwsClientFactory {
+  private static final long serialVersionUID = 1L;
   private SerializableMap<String, String> properties;
   private transient volatile TableCredentialsProvider provider;
 

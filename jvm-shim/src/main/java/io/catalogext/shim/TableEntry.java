@@ -374,6 +374,7 @@ final class TableEntry {
 
   /** An attempt by another caller failed since this one looked. */
   private static final class FailedMeanwhile extends Exception {
+    private static final long serialVersionUID = 1L;
     FailedMeanwhile() {
       super(null, null, false, false);
     }
