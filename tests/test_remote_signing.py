@@ -235,6 +235,7 @@ def test_doctor_remote_signing_probe_makes_a_real_signed_request(signing_lake):
     assert probe["status"] == "pass", probe
     check = probe["evidence"]["signed_request"]
     assert (check["sign_status"], check["s3_status"], check["outside_sign_status"]) == (200, 200, 403)
+    assert (check["copy_sign_status"], check["delete_outside_sign_status"]) == (403, 403)  # asked for, never sent
     assert "Authorization" in check["signed_headers"]
     assert signing_lake.signer.signed > signed_before
     assert CLIENT_SECRET not in proc.stdout + proc.stderr and ADMIN_SECRET_KEY not in proc.stdout + proc.stderr
