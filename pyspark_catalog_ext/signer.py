@@ -13,7 +13,7 @@ Iceberg catalog that
    keys inside the endpoint's table location, listings of a prefix inside it, and DeleteObjects
    whose body the signer has checked. Anything else (copy sources, ACL/policy/tagging
    subresources, other hosts, traversal) gets 403 with a one-line reason. A DeleteObjects answer
-   points the client at this server's one-shot relay (`v1/aws/s3/delete/<ticket>`), which sends
+   points the client at this server's relay (`v1/aws/s3/delete/<ticket>`, 5 min), which sends
    only the body that was checked: SeaweedFS 4.48 verifies neither Content-MD5 nor
    x-amz-content-sha256 on DeleteObjects (measured), so a signature alone cannot bind the body.
 
@@ -58,7 +58,7 @@ DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
 _STORAGE_SECRETS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.session-token-expires-at-ms")
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "accept-encoding", "content-encoding", "te", "trailer", "upgrade"}
 MAX_LOCATIONS = 10_000  # table locations remembered (oldest forgotten first)
-MAX_SIGN_BODY = 1 << 20  # a sign request is small JSON; DeleteObjects bodies list at most 1000 keys
+MAX_SIGN_BODY = 2 << 20  # a sign request is small JSON, or a DeleteObjects body (<= MAX_DELETE_BODY) in JSON
 MAX_DELETE_BODY = 1 << 20  # the DeleteObjects XML inside it (1000 keys of <= 1 KiB each)
 MAX_DELETE_KEYS = 1000  # S3's own limit per DeleteObjects
 MAX_CATALOG_BODY = 8 << 20  # catalog calls forwarded upstream (commits carry metadata updates)
@@ -66,6 +66,7 @@ MAX_TOKEN_BODY = 64 << 10  # an OAuth2 form
 DELETE_PATH = "v1/aws/s3/delete"  # the DeleteObjects relay: /v1/aws/s3/delete/<ticket>
 DELETE_TICKET_SECONDS = 300  # long enough for the SDK's retries of one DeleteObjects
 MAX_DELETE_TICKETS = 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,12}")  # int() would also take "-1", "+1", "1_0" and non-ASCII digits
 # What the signer signs: (operation, method, required query keys, optional query keys). A request
 # whose method and query keys match no row is refused: that is how ?acl, ?policy, ?tagging,
@@ -535,7 +536,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             request = json.loads(raw)
             method, url, headers = request["method"].upper(), request["uri"], request.get("headers") or {}
-            if not (isinstance(url, str) and isinstance(headers, dict) and isinstance(request.get("region") or "", str)):
+            if not (isinstance(url, str) and isinstance(headers, dict) and isinstance(request.get("region") or "", str)
+                    and all(isinstance(v, str) or isinstance(v, list) and all(isinstance(x, str) for x in v) for v in headers.values())):
                 raise TypeError
         except (ValueError, KeyError, TypeError, AttributeError):
             return self._error(400, "BadRequestException", "the body must be an S3SignRequest: {region, method, uri, headers}")
@@ -543,7 +545,9 @@ class _Handler(BaseHTTPRequestHandler):
         if why is not None:
             with proxy._lock:
                 proxy.refused += 1
-            log.info("refused to sign %s %s: %s", method, url, why)
+            why = _CONTROL.sub("?", why)  # keys and header names come from the client: keep the reason one line
+            method = _CONTROL.sub("?", method[:20])
+            log.info("refused to sign %s %r: %s", method, url[:300], why)
             return self._error(403, "ForbiddenException", f"not signing {method}: {why}")
         answer = proxy.sign(request)
         with proxy._lock:

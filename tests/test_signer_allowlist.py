@@ -274,5 +274,8 @@ def test_malformed_requests_are_refused_quickly(lakehouse, signer, token, tables
     _refused(_sign(signer, token, a["endpoint"], "GET", url.replace(url.split("/")[2], "127.0.0.1:99999999")), "unparsable URI")
     _refused(_sign(signer, token, a["endpoint"], "GET", url + "?x-id=PutObject"), "allow-list")
     _refused(_sign(signer, token, a["endpoint"], "GET", url.replace("secret", "se cret")), "control characters")
+    _refused(_sign(signer, token, a["endpoint"], "GET", f"{lakehouse.info.s3_endpoint}/{BUCKET}?prefix={a['prefix']}/%0Aforged"), "control characters")
+    _refused(_sign(signer, token, a["endpoint"], "GET", url, {"x-amz-copy-source\nforged": "x"}), "copy source")
+    _refused(_sign(signer, token, a["endpoint"], "GET", url, {"x-amz-meta-n": 5}), "S3SignRequest")  # type: ignore[dict-item]
     bad_json = requests.post(signer.url + path, data=b'{"method": "GET", "uri": 5}', headers={"Authorization": f"Bearer {token}"}, timeout=10)
     _refused(bad_json, "S3SignRequest")
