@@ -269,6 +269,9 @@ def test_malformed_requests_are_refused_quickly(lakehouse, signer, token, tables
         assert answer.startswith(b"HTTP/1.1 " + status), (length, answer[:200])
         assert time.monotonic() - started < 2.0
         assert len([line for line in answer.split(b"\r\n\r\n", 1)[1].splitlines() if line]) == 1
+    # the DeleteObjects relay takes no more than a DeleteObjects body either
+    answer = _raw(signer.port, f"POST /v1/aws/s3/delete/x HTTP/1.1\r\nHost: x\r\nContent-Length: {2 << 20}\r\n\r\n<".encode())
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     url = f"{lakehouse.info.s3_endpoint}/{BUCKET}/{a['prefix']}/data/secret.parquet"
     _refused(_sign(signer, token, a["endpoint"], "PATCH", url), "not an S3 data operation")
     _refused(_sign(signer, token, a["endpoint"], "GET", url.replace(url.split("/")[2], "127.0.0.1:99999999")), "unparsable URI")
