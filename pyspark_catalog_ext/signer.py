@@ -9,8 +9,13 @@ Iceberg catalog that
 2. serves Iceberg's S3 signer API at those endpoints (what Iceberg 1.10's S3V4RestSignerClient
    POSTs to `s3.signer.uri` + `s3.signer.endpoint`): the body is `{region, method, uri,
    headers: {name: [values]}, properties?, body?}`, the answer `{uri, headers: {name: [values]}}`.
-   A request is signed with the lakehouse's keys only when every object it touches lies inside
-   the endpoint's table location; anything else gets 403.
+   Only an allow-list is signed (see `check_request`): object reads/writes/multipart uploads on
+   keys inside the endpoint's table location, listings of a prefix inside it, and DeleteObjects
+   whose body the signer has checked. Anything else (copy sources, ACL/policy/tagging
+   subresources, other hosts, traversal) gets 403 with a one-line reason. A DeleteObjects answer
+   points the client at this server's relay (`v1/aws/s3/delete/<ticket>`, 5 min), which sends
+   only the body that was checked: SeaweedFS 4.48 verifies neither Content-MD5 nor
+   x-amz-content-sha256 on DeleteObjects (measured), so a signature alone cannot bind the body.
 
 3. is the OAuth2 token endpoint for its clients (`POST /v1/oauth/tokens`, client credentials
    `CLIENT_ID:CLIENT_SECRET`): SeaweedFS's own OAuth2 client id/secret *are* its S3 keys, so
@@ -25,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import base64
 import json
+import re
 import secrets
 import time
 import logging
@@ -36,7 +43,7 @@ import xml.etree.ElementTree as ET
 from collections import OrderedDict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Mapping
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit
 
 from .local import _alive
 
@@ -51,7 +58,40 @@ DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
 _STORAGE_SECRETS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.session-token-expires-at-ms")
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "accept-encoding", "content-encoding", "te", "trailer", "upgrade"}
 MAX_LOCATIONS = 10_000  # table locations remembered (oldest forgotten first)
-MAX_SIGN_BODY = 1 << 20  # a sign request is small JSON; DeleteObjects bodies list at most 1000 keys
+MAX_SIGN_BODY = 2 << 20  # a sign request is small JSON, or a DeleteObjects body (<= MAX_DELETE_BODY) in JSON
+MAX_DELETE_BODY = 1 << 20  # the DeleteObjects XML inside it (1000 keys of <= 1 KiB each)
+MAX_DELETE_KEYS = 1000  # S3's own limit per DeleteObjects
+MAX_CATALOG_BODY = 8 << 20  # catalog calls forwarded upstream (commits carry metadata updates)
+MAX_TOKEN_BODY = 64 << 10  # an OAuth2 form
+DELETE_PATH = "v1/aws/s3/delete"  # the DeleteObjects relay: /v1/aws/s3/delete/<ticket>
+DELETE_TICKET_SECONDS = 300  # long enough for the SDK's retries of one DeleteObjects
+MAX_DELETE_TICKETS = 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTENT_LENGTH = re.compile(r"[0-9]{1,12}")  # int() would also take "-1", "+1", "1_0" and non-ASCII digits
+# What the signer signs: (operation, method, required query keys, optional query keys). A request
+# whose method and query keys match no row is refused: that is how ?acl, ?policy, ?tagging,
+# ?versionId, ?uploads on a bucket... stay unsigned.
+_OBJECT_OPS: tuple[tuple[str, str, frozenset[str], frozenset[str]], ...] = (
+    ("GetObject", "GET", frozenset(), frozenset()),
+    ("HeadObject", "HEAD", frozenset(), frozenset()),
+    ("PutObject", "PUT", frozenset(), frozenset()),
+    ("DeleteObject", "DELETE", frozenset(), frozenset()),  # S3FileIO.deleteFile
+    ("CreateMultipartUpload", "POST", frozenset({"uploads"}), frozenset()),
+    ("UploadPart", "PUT", frozenset({"partNumber", "uploadId"}), frozenset()),
+    ("CompleteMultipartUpload", "POST", frozenset({"uploadId"}), frozenset()),
+    ("AbortMultipartUpload", "DELETE", frozenset({"uploadId"}), frozenset()),
+    ("ListParts", "GET", frozenset({"uploadId"}), frozenset({"max-parts", "part-number-marker", "encoding-type"})),
+)
+_BUCKET_OPS: tuple[tuple[str, str, frozenset[str], frozenset[str]], ...] = (
+    ("ListObjects", "GET", frozenset({"prefix"}), frozenset({"list-type", "delimiter", "max-keys", "continuation-token",
+                                                             "start-after", "marker", "encoding-type", "fetch-owner"})),
+    ("DeleteObjects", "POST", frozenset({"delete"}), frozenset()),
+)
+_BLANK_QUERIES = {"uploads", "delete"}  # flags: any value would be another request
+# Request headers that turn an allowed operation into another one (a copy from anywhere in the
+# bucket, an ACL, tags, object lock...): refused whatever their case.
+_REFUSED_HEADERS = ("x-amz-copy-source", "x-amz-acl", "x-amz-grant-", "x-amz-tagging", "x-amz-website-redirect-location",
+                    "x-amz-object-lock-", "x-amz-bypass-governance-retention", "x-amz-metadata-directive")
 UPSTREAM_TIMEOUT = 30.0
 # The OAuth2 client of the embedded lakehouse in remote-signing mode (loopback only, like the
 # admin keys in local.py): it can reach the catalog and the signer, but it is no S3 key.
@@ -78,19 +118,24 @@ def sign_request(signer_uri: str, token: str, method: str, url: str, region: str
                          headers={"Authorization": f"Bearer {token}"})
 
 
-def _sigv4_headers(access_key: str, secret_key: str, region: str, method: str, url: str, headers: Mapping[str, str]) -> dict[str, str]:
-    """`headers` plus botocore's S3 SigV4 signature with `UNSIGNED-PAYLOAD` (the signer never sees
-    the body, and Iceberg's client refuses payload signing anyway)."""
+def _sigv4_headers(access_key: str, secret_key: str, region: str, method: str, url: str, headers: Mapping[str, str],
+                   payload: bytes | None = None) -> dict[str, str]:
+    """`headers` plus botocore's S3 SigV4 signature: with `UNSIGNED-PAYLOAD` when `payload` is None
+    (the signer never sees object data, and Iceberg's client refuses payload signing anyway), else
+    covering `payload` (x-amz-content-sha256 and Content-MD5 computed here, not taken from a client)."""
     from botocore.auth import S3SigV4Auth
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
 
-    class UnsignedPayloadAuth(S3SigV4Auth):
+    class PayloadAuth(S3SigV4Auth):
         def _should_sha256_sign_payload(self, request: Any) -> bool:
-            return False
+            return payload is not None
 
-    request = AWSRequest(method=method, url=url, headers=dict(headers))
-    UnsignedPayloadAuth(Credentials(access_key, secret_key), "s3", region).add_auth(request)
+    headers = {k: v for k, v in headers.items() if k.lower() not in ("content-md5", "x-amz-content-sha256")}
+    if payload is not None:
+        headers["Content-MD5"] = base64.b64encode(hashlib.md5(payload).digest()).decode()  # noqa: S324 - S3's integrity header
+    request = AWSRequest(method=method, url=url, headers=headers, data=payload)
+    PayloadAuth(Credentials(access_key, secret_key), "s3", region).add_auth(request)
     return dict(request.headers.items())
 
 
@@ -113,6 +158,8 @@ class SigningCatalogProxy:
         self._scopes: OrderedDict[str, str] = OrderedDict()  # scope id -> "bucket/key-prefix" of a table
         self._scope_ids: dict[str, str] = {}  # "bucket/key-prefix" -> its scope id
         self._tokens: TTLCache = TTLCache(maxsize=4096, ttl=TOKEN_SECONDS)  # sha256(our token) -> True
+        # DeleteObjects relay tickets: ticket -> (S3 URL, region, sha256 of the body that was checked)
+        self._tickets: TTLCache = TTLCache(maxsize=MAX_DELETE_TICKETS, ttl=DELETE_TICKET_SECONDS)
         self._upstream_token: tuple[str, float] | None = None  # SeaweedFS bearer token, renewal time
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
@@ -238,49 +285,154 @@ class SigningCatalogProxy:
         return value
 
     # -- signer side ----------------------------------------------------------------------------
-    def check_scope(self, scope: str, method: str, url: str, body: str | None) -> str | None:
-        """None if the request stays inside the table location of `scope`, else why not."""
-        parts, s3 = urlsplit(url), urlsplit(self.s3_endpoint)
-        if (parts.scheme, parts.netloc) != (s3.scheme, s3.netloc):
+    def check_request(self, scope: str, method: str, url: str, headers: Mapping[str, Any] | None = None,
+                      body: str | None = None) -> str | None:
+        """None if the S3 request is on the allow-list (module docstring) and stays inside the table
+        location of `scope`, else a one-line reason."""
+        if method not in {op[1] for op in _OBJECT_OPS + _BUCKET_OPS}:
+            return f"the method {method[:20]!r} is not an S3 data operation"
+        for name in headers or {}:
+            if str(name).lower().startswith(_REFUSED_HEADERS):
+                return f"the header {name} (a copy source, ACL, tags or object lock) is never signed"
+        if any(ord(c) <= 32 or ord(c) == 127 for c in url):
+            return "a URI with spaces or control characters"
+        try:
+            parts, s3 = urlsplit(url), urlsplit(self.s3_endpoint)
+            parts.port  # noqa: B018 - raises ValueError on a bad port
+            query = parse_qsl(parts.query, keep_blank_values=True)  # "?delete" is a key with no "="
+        except ValueError:
+            return "an unparsable URI"
+        if "@" in parts.netloc:
+            return "a URI with user info (@host) is not this lakehouse's S3 endpoint"
+        if (parts.scheme, parts.netloc) != (s3.scheme, s3.netloc) or parts.fragment:
             return f"not this lakehouse's S3 endpoint ({parts.scheme}://{parts.netloc})"
-        path = unquote(parts.path).lstrip("/")  # path-style: /bucket/key
-        bucket, _, key = path.partition("/")
+        params = dict(query)
+        if len(params) != len(query):
+            return "a query parameter given twice"
+        bucket, _, key = unquote(parts.path).lstrip("/").partition("/")  # path-style: /bucket/key
         if not bucket:
             return "no bucket in the request"
-        query = parse_qs(parts.query, keep_blank_values=True)
-        if any(seg in (".", "..") for seg in key.split("/")):
-            return "a key with . or .. segments (a server that normalizes paths would leave the table)"
+        op = _operation(_OBJECT_OPS if key else _BUCKET_OPS, method, params)
+        if op is None:
+            names = ",".join(sorted(params)) or "no query"
+            return f"{method} {'object' if key else 'bucket'} request with {names[:80]} is not on the signer's allow-list"
+        if op == "ListObjects" and params.get("list-type", "2") != "2":
+            return "list-type must be 2"
         if key:
-            return None if self._inside(scope, bucket, key) else f"s3://{bucket}/{key} is outside the table's location"
-        if method == "GET" and "prefix" in query:  # ListObjects(V2) inside a table
-            prefix = query["prefix"][0]
-            return None if prefix and self._inside(scope, bucket, prefix.rstrip("/") + "/x") else f"listing s3://{bucket}/{prefix} is outside the table's location"
-        if method == "POST" and "delete" in query:  # DeleteObjects: every key must be inside
-            keys = _delete_keys(body or "")
-            if not keys:
-                return "a DeleteObjects request without keys"
-            outside = [k for k in keys if not self._inside(scope, bucket, k) or any(seg in (".", "..") for seg in k.split("/"))]
-            return None if not outside else f"deleting s3://{bucket}/{outside[0]} is outside the table's location"
-        return f"a bucket-level {method} on s3://{bucket} is not table data"
+            return _bad_key(key) or (None if self._inside(scope, bucket, key) else f"s3://{bucket}/{key} is outside the table's location")
+        if op == "ListObjects":  # the prefix itself must be inside, at a / boundary ("t" would list "t2/" too)
+            prefix = params["prefix"]
+            why = _bad_key(prefix)
+            if why or not self._inside(scope, bucket, prefix):
+                return f"listing s3://{bucket}/{prefix} is outside the table's location ({why or 'the prefix must start with the table location and /'})"
+            return None
+        keys = _delete_keys(body)  # DeleteObjects: the body is checked here and bound by the relay
+        if isinstance(keys, str):
+            return keys
+        for k in keys:
+            why = _bad_key(k) or (None if self._inside(scope, bucket, k) else "outside the table's location")
+            if why:
+                return f"deleting s3://{bucket}/{k[:200]}: {why}"
+        return None
 
     def sign(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Sign one S3SignRequest (already checked); the S3SignResponse."""
-        method, url, region = str(request["method"]), str(request["uri"]), str(request.get("region") or "us-east-1")
+        method, url, region = str(request["method"]).upper(), str(request["uri"]), str(request.get("region") or "us-east-1")
+        if method == "POST" and "delete" in dict(parse_qsl(urlsplit(url).query, keep_blank_values=True)):
+            # DeleteObjects: no signature leaves this process; the client sends the body to the relay,
+            # which forwards it only if it is the body checked here.
+            digest = hashlib.sha256(str(request["body"]).encode("utf-8")).hexdigest()
+            ticket = secrets.token_urlsafe(24)
+            with self._lock:
+                self._tickets[ticket] = (url, region, digest)
+            return {"uri": f"{self.url}/{DELETE_PATH}/{ticket}?delete", "headers": {}}
         # Only headers the SDK cannot change after signing are signed (host is added from the URL).
         headers = {k: ",".join(v) if isinstance(v, list) else str(v) for k, v in (request.get("headers") or {}).items()
                    if k.lower().startswith("x-amz-") or k.lower() in ("content-md5", "content-type", "range")}
-        headers.pop("x-amz-content-sha256", None)
         signed = _sigv4_headers(self._access_key, self._secret_key, region, method, url, headers)
         return {"uri": url, "headers": {k: [v] for k, v in signed.items()}}
 
+    def relay_delete(self, ticket: str, body: bytes) -> tuple[int, bytes, str] | str:
+        """Send a DeleteObjects body to S3 if `ticket` is live and `body` is the one checked when it
+        was issued: (status, answer, content type), else why not."""
+        import requests
 
-def _delete_keys(body: str) -> list[str]:
-    """Object keys of a DeleteObjects XML body (S3's own format; stdlib XML is enough)."""
+        with self._lock:
+            entry = self._tickets.get(ticket)
+        if entry is None:
+            return "unknown or expired DeleteObjects ticket: ask the signer again"
+        url, region, digest = entry
+        if not secrets.compare_digest(hashlib.sha256(body).hexdigest(), digest):
+            return "this body is not the DeleteObjects body the signer checked"
+        headers = _sigv4_headers(self._access_key, self._secret_key, region, "POST", url, {"Content-Type": "application/xml"}, payload=body)
+        resp = requests.post(url, data=body, headers=headers, timeout=UPSTREAM_TIMEOUT, allow_redirects=False)
+        return resp.status_code, resp.content, resp.headers.get("Content-Type", "application/xml")
+
+
+def _operation(ops: tuple[tuple[str, str, frozenset[str], frozenset[str]], ...], method: str, params: Mapping[str, str]) -> str | None:
+    """The allow-listed operation `method` + query `params` is, or None."""
+    names = set(params) - {"x-id"}  # some SDKs name the operation in ?x-id=
+    for name, op_method, required, optional in ops:
+        if method == op_method and required <= names <= required | optional and params.get("x-id", name) == name:
+            if all(params[q] == "" for q in required & _BLANK_QUERIES) and all(params[q] for q in required - _BLANK_QUERIES):
+                return name
+    return None
+
+
+def _bad_key(key: str) -> str | None:
+    """Why an object key or list prefix is not a plain key, or None. `.`/`..` segments (also once
+    more URL-decoded, or with backslashes) would leave the table on a server that normalizes."""
+    if not key:
+        return "an empty key"
+    if any(ord(c) < 32 or ord(c) == 127 for c in key):
+        return "a key with control characters"
+    for form in (key, unquote(key)):
+        if any(seg in (".", "..") for seg in re.split(r"[/\\]", form)):
+            return "a key with . or .. segments (plain or URL-encoded)"
+    return None
+
+
+def _delete_keys(body: Any) -> list[str] | str:
+    """Object keys of a DeleteObjects XML body, or why it is refused. Stdlib XML (no new
+    dependency), made safe by refusing every `<!` (DOCTYPE, ENTITY, CDATA: S3's format has none,
+    so expat never gets an entity to expand) and by the size bound; any element outside S3's
+    format (VersionId included) is refused rather than ignored."""
+    if not isinstance(body, str) or not body:
+        return "a DeleteObjects request without its body (the signer must see the keys it deletes)"
+    raw = body.encode("utf-8")
+    if len(raw) > MAX_DELETE_BODY:
+        return f"a DeleteObjects body over {MAX_DELETE_BODY} bytes"
+    if "<!" in body:
+        return "a DeleteObjects body with a DOCTYPE, entity or CDATA section"
     try:
-        root = ET.fromstring(body)
+        root = ET.fromstring(raw)
     except ET.ParseError:
-        return []
-    return [el.text or "" for el in root.iter() if el.tag.rsplit("}", 1)[-1] == "Key"]
+        return "a DeleteObjects body that is not XML"
+
+    def local(el: ET.Element) -> str:
+        return el.tag.rsplit("}", 1)[-1]
+
+    if local(root) != "Delete":
+        return "a DeleteObjects body whose root is not <Delete>"
+    keys = []
+    for child in root:
+        if local(child) == "Quiet":
+            continue
+        fields = [local(el) for el in child]
+        if local(child) != "Object" or fields != ["Key"]:
+            return "a DeleteObjects body with elements other than <Object><Key> and <Quiet>"
+        keys.append(child[0].text or "")
+    if not keys or len(keys) > MAX_DELETE_KEYS:
+        return f"a DeleteObjects body with {len(keys)} keys (1 to {MAX_DELETE_KEYS})"
+    return keys
+
+
+def _s3_error(code: str, message: str) -> bytes:
+    """An S3-style XML error body (what the AWS SDK parses)."""
+    error = ET.Element("Error")
+    ET.SubElement(error, "Code").text = code
+    ET.SubElement(error, "Message").text = message
+    return ET.tostring(error, encoding="utf-8", xml_declaration=True)
 
 
 def _is_table_answer(body: Any) -> bool:
@@ -310,26 +462,60 @@ class _Handler(BaseHTTPRequestHandler):
     def _error(self, status: int, kind: str, message: str) -> None:
         self._json(status, {"error": {"message": message, "type": kind, "code": status}})
 
-    def _body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_SIGN_BODY * 8:
-            raise ValueError("request body too large")
+    def _body(self, limit: int) -> bytes:
+        """The request body, at most `limit` bytes; ValueError (status, reason) for anything else.
+        The length must be plain digits: `int("-1")` would make read() wait for the stream's end."""
+        if self.headers.get("Transfer-Encoding"):
+            raise ValueError(411, "Transfer-Encoding is not accepted here: send the body with a Content-Length")
+        values = {v.strip() for v in self.headers.get_all("Content-Length") or []}
+        if not values:
+            return b""
+        if len(values) != 1 or not _CONTENT_LENGTH.fullmatch(next(iter(values))):
+            raise ValueError(400, "Content-Length must be one non-negative decimal number")
+        length = int(next(iter(values)))
+        if length > limit:
+            raise ValueError(413, f"request body of {length} bytes is over this endpoint's {limit}-byte limit")
         return self.rfile.read(length) if length else b""
 
     def _dispatch(self) -> None:
-        try:
-            body = self._body()
-        except ValueError as exc:
+        # Origin-form only: "http://host/..." or "@host/..." appended to the catalog URI would send
+        # this request (and our upstream token) to another host.
+        if not self.path.startswith("/") or self.path.startswith("//"):
             self.close_connection = True
-            return self._error(413, "BadRequestException", str(exc))
+            return self._error(400, "BadRequestException", "the request target must be a path (/...); absolute-form and @host targets are refused")
         path = urlsplit(self.path).path.rstrip("/")
-        if path == "/" + SIGN_ENDPOINT or path.startswith(f"/{SIGN_ENDPOINT}/"):
+        signing, relay = path == "/" + SIGN_ENDPOINT or path.startswith(f"/{SIGN_ENDPOINT}/"), path.startswith(f"/{DELETE_PATH}/")
+        limit = MAX_SIGN_BODY if signing else MAX_DELETE_BODY if relay else MAX_TOKEN_BODY if path == TOKEN_PATH else MAX_CATALOG_BODY
+        try:
+            body = self._body(limit)
+        except ValueError as exc:
+            self.close_connection = True  # the rest of the stream is not a request we can frame
+            status, reason = exc.args
+            return self._error(status, "BadRequestException", reason)
+        if signing:
             return self._sign(path[len(SIGN_ENDPOINT) + 2:], body)
+        if relay:
+            return self._relay(path[len(DELETE_PATH) + 2:], body)
         if path == TOKEN_PATH:
             return self._token(body)
         if not self.proxy.token_valid(self.headers.get("Authorization")) and path != "/v1/config":
             return self._error(401, "NotAuthorizedException", "a bearer token from this catalog's /v1/oauth/tokens is required")
         return self._forward(body)
+
+    def _relay(self, ticket: str, body: bytes) -> None:
+        """The DeleteObjects relay (see SigningCatalogProxy.sign); errors in S3's XML, for the SDK."""
+        if self.command != "POST":
+            why: tuple[int, bytes, str] | str = "the DeleteObjects relay takes POST"
+        else:
+            try:
+                why = self.proxy.relay_delete(ticket, body)
+            except Exception as exc:  # noqa: BLE001 - S3 unreachable: a 502 the SDK retries
+                return self._reply(502, _s3_error("ServiceUnavailable", f"S3 unreachable: {type(exc).__name__}"), {"Content-Type": "application/xml"})
+        if isinstance(why, str):
+            log.info("refused a DeleteObjects relay: %s", why)
+            return self._reply(403, _s3_error("AccessDenied", why), {"Content-Type": "application/xml"})
+        status, content, content_type = why
+        self._reply(status, content, {"Content-Type": content_type})
 
     def _token(self, raw: bytes) -> None:
         if self.command != "POST":
@@ -349,14 +535,19 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(401, "NotAuthorizedException", "a catalog bearer token is required to sign")
         try:
             request = json.loads(raw)
-            method, url = request["method"].upper(), request["uri"]
+            method, url, headers = request["method"].upper(), request["uri"], request.get("headers") or {}
+            if not (isinstance(url, str) and isinstance(headers, dict) and isinstance(request.get("region") or "", str)
+                    and all(isinstance(v, str) or isinstance(v, list) and all(isinstance(x, str) for x in v) for v in headers.values())):
+                raise TypeError
         except (ValueError, KeyError, TypeError, AttributeError):
             return self._error(400, "BadRequestException", "the body must be an S3SignRequest: {region, method, uri, headers}")
-        why = proxy.check_scope(scope, method, url, request.get("body"))
+        why = proxy.check_request(scope, method, url, headers, request.get("body"))
         if why is not None:
             with proxy._lock:
                 proxy.refused += 1
-            log.info("refused to sign %s %s: %s", method, url, why)
+            why = _CONTROL.sub("?", why)  # keys and header names come from the client: keep the reason one line
+            method = _CONTROL.sub("?", method[:20])
+            log.info("refused to sign %s %r: %s", method, url[:300], why)
             return self._error(403, "ForbiddenException", f"not signing {method}: {why}")
         answer = proxy.sign(request)
         with proxy._lock:
@@ -376,8 +567,11 @@ class _Handler(BaseHTTPRequestHandler):
             headers["Authorization"] = proxy.upstream_authorization()
         except Exception as exc:  # noqa: BLE001 - any failure to log in upstream is a 502 here
             return self._error(502, "ServiceUnavailableException", f"the signer could not log in to the catalog: {type(exc).__name__}")
+        target = proxy.catalog_uri + self.path
+        if urlsplit(target).netloc != urlsplit(proxy.catalog_uri).netloc:  # _dispatch already refused; never proxy elsewhere
+            return self._error(400, "BadRequestException", "the request target must be a path on this catalog")
         try:
-            resp = requests.request(self.command, proxy.catalog_uri + self.path, headers=headers, data=raw or None,
+            resp = requests.request(self.command, target, headers=headers, data=raw or None,
                                     timeout=UPSTREAM_TIMEOUT, allow_redirects=False)
         except requests.RequestException as exc:
             return self._error(502, "ServiceUnavailableException", f"catalog unreachable: {type(exc).__name__}")

@@ -13,6 +13,31 @@ from pyspark.sql import SparkSession
 from pyspark_catalog_ext.session import configure
 
 
+def bulk_delete(jvm, io, location: str) -> dict:
+    """S3FileIO's bulk delete (DeleteObjects, through the signer's relay) of two files it wrote in
+    the table, then of a path outside it (the signer must refuse that one)."""
+    from py4j.protocol import Py4JJavaError
+
+    paths = [f"{location}/data/pce-bulk-{i}.parquet" for i in range(2)]
+    for path in paths:
+        out = io.newOutputFile(path).create()
+        out.write(120)
+        out.close()
+    written = [bool(io.newInputFile(p).exists()) for p in paths]
+    batch = jvm.java.util.ArrayList()
+    for path in paths:
+        batch.add(path)
+    io.deleteFiles(batch)
+    outside = jvm.java.util.ArrayList()
+    outside.add(location.rstrip("/") + "-elsewhere/data/x.parquet")
+    try:
+        io.deleteFiles(outside)
+        outside_error = None
+    except Py4JJavaError as exc:
+        outside_error = exc.java_exception.getClass().getName()
+    return {"written": written, "exists_after": [bool(io.newInputFile(p).exists()) for p in paths], "outside_error": outside_error}
+
+
 def main() -> None:
     args = json.loads(sys.argv[1])
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -32,6 +57,7 @@ def main() -> None:
     ident = jvm.org.apache.spark.sql.connector.catalog.Identifier.of(namespace, args["table"].rsplit(".", 1)[1])
     table = spark._jsparkSession.sessionState().catalogManager().catalog("lake").loadTable(ident).table()
     fileio = dict(table.io().properties())
+    bulk = bulk_delete(jvm, table.io(), table.location())
     conf = dict(spark.sparkContext.getConf().getAll())
 
     from pyspark_catalog_ext.credentials import attach
@@ -39,7 +65,7 @@ def main() -> None:
     manager = attach(spark)
     result = {"count": row["n"], "total": row["total"], "fileio": fileio, "conf": conf,
               "fileio_class": table.io().getClass().getName(),
-              "refresh_needs": manager.refresh_needs(), "tables_tracked": len(manager.status())}
+              "refresh_needs": manager.refresh_needs(), "tables_tracked": len(manager.status()), "bulk_delete": bulk}
     print("RESULT " + json.dumps(result), flush=True)
     spark.stop()
 

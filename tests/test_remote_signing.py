@@ -73,7 +73,10 @@ def test_spark_ctas_and_read_with_no_storage_keys(signing_lake, tmp_path):
 
     assert (result["count"], result["total"]) == (1000, 999 * 1000 // 2)
     assert signing_lake.signer.signed - signed_before >= 4, "data and metadata went to S3 without the signer"
-    assert signing_lake.signer.refused == 0
+    # S3FileIO's bulk delete goes through the signer's DeleteObjects relay; outside the table it is refused
+    assert result["bulk_delete"]["written"] == [True, True] and result["bulk_delete"]["exists_after"] == [False, False], result["bulk_delete"]
+    assert result["bulk_delete"]["outside_error"] == "org.apache.iceberg.io.BulkDeletionFailureException", result["bulk_delete"]
+    assert signing_lake.signer.refused >= 1  # the outside delete, and nothing else is expected to be refused
     assert result["fileio"].get("s3.remote-signing-enabled") == "true"
     assert result["fileio"].get("s3.signer.uri") == info.iceberg_uri
     for key in STORAGE_KEYS:
@@ -232,6 +235,7 @@ def test_doctor_remote_signing_probe_makes_a_real_signed_request(signing_lake):
     assert probe["status"] == "pass", probe
     check = probe["evidence"]["signed_request"]
     assert (check["sign_status"], check["s3_status"], check["outside_sign_status"]) == (200, 200, 403)
+    assert (check["copy_sign_status"], check["delete_outside_sign_status"]) == (403, 403)  # asked for, never sent
     assert "Authorization" in check["signed_headers"]
     assert signing_lake.signer.signed > signed_before
     assert CLIENT_SECRET not in proc.stdout + proc.stderr and ADMIN_SECRET_KEY not in proc.stdout + proc.stderr

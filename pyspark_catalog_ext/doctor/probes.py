@@ -406,18 +406,24 @@ def probe_remote_signing(ctx: ProbeContext) -> Outcome:
         return unsupported("s3.remote-signing-enabled not set with X-Iceberg-Access-Delegation: remote-signing", **evidence)
     evidence["signer"] = signer
     # A real signed request: the probe table's metadata file, signed by the signer, read from S3.
-    from .signing import signed_request_check
+    from .signing import scope_failure, signed_request_check
 
     config = {**ctx.props, **seen}  # what S3FileIO would see: catalog properties, then the table's config
     location = str((body.get("metadata") or {}).get("location") or "")
     check = signed_request_check(config, str(body.get("metadata-location") or ""), location, ctx.client.auth, scrub=ctx.secrets.scrub)
     evidence["signed_request"] = check
+    why = scope_failure(check)
+    if why:
+        return failed(why, **evidence)
     if check.get("s3_status") != 200:
         return failed(f"advertised, but a signed GET of the table's metadata file did not work (signer {check.get('sign_status')}, "
                       f"S3 {check.get('s3_status')})", **evidence)
     outside = check.get("outside_sign_status")
     scoped = "refuses" if outside in (401, 403) else f"answers {outside} to"
-    return passed(f"a signed GET of the table's metadata file read it from S3; the signer {scoped} requests outside the table", **evidence)
+    copy = check.get("copy_sign_status")
+    copies = "refuses" if copy in (401, 403) else f"answers {copy} to"
+    return passed(f"a signed GET of the table's metadata file read it from S3; the signer {scoped} requests outside the table "
+                  f"and {copies} cross-table copies", **evidence)
 
 
 # PyIceberg and Spark come last: Spark takes the longest.

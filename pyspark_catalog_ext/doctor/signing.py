@@ -1,6 +1,8 @@
 """The doctor's remote-signing check: ask the catalog's signer to sign a real S3 request for an
-object of the probe table (its metadata file), send it to S3, and ask for a signature outside the
-table too (a signer should refuse it)."""
+object of the probe table (its metadata file), send it to S3, and ask for signatures a scoped
+signer must refuse: a GET outside the table, a cross-table copy (a PUT inside the table whose
+`x-amz-copy-source` is outside it) and a DeleteObjects whose body names a key outside the table.
+Those three are only asked for, never sent."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import requests
 
 from ..signer import SIGN_ENDPOINT
 
-__all__ = ["signed_request_check", "object_url"]
+__all__ = ["signed_request_check", "object_url", "scope_failure"]
 
 
 def object_url(location: str, config: Mapping[str, str]) -> Optional[str]:
@@ -44,10 +46,13 @@ def signed_request_check(config: Mapping[str, str], metadata_location: str, tabl
         evidence["error"] = "no signer URI or no S3 URL for the metadata file"
         return evidence
 
-    def sign(target: str) -> requests.Response:
-        body = {"region": region, "method": "GET", "uri": target, "headers": {}}
-        return requests.post(f"{signer}/{endpoint}", json=body, auth=auth, timeout=timeout)
+    def sign(target: str, method: str = "GET", headers: Mapping[str, str] | None = None, body: str | None = None) -> requests.Response:
+        request: dict[str, Any] = {"region": region, "method": method, "uri": target, "headers": {k: [v] for k, v in (headers or {}).items()}}
+        if body is not None:
+            request["body"] = body
+        return requests.post(f"{signer}/{endpoint}", json=request, auth=auth, timeout=timeout)
 
+    evidence.update(_refusal_checks(sign, table_location, config))
     resp = sign(url)
     evidence["sign_status"] = resp.status_code
     if resp.status_code != 200:
@@ -63,3 +68,32 @@ def signed_request_check(config: Mapping[str, str], metadata_location: str, tabl
     if outside:
         evidence["outside_sign_status"] = sign(outside).status_code
     return evidence
+
+
+def _refusal_checks(sign: Callable[..., requests.Response], table_location: str, config: Mapping[str, str]) -> dict[str, Any]:
+    """Statuses of the cross-table copy and the outside DeleteObjects sign requests (never sent to S3)."""
+    parts = urlsplit(table_location)
+    if parts.scheme not in ("s3", "s3a", "s3n") or not parts.netloc:
+        return {}
+    bucket, prefix = parts.netloc, parts.path.strip("/")
+    elsewhere = f"{prefix}-pce-doctor-{_secrets.token_hex(3)}/data/x.parquet"  # a sibling of the table, never created
+    out: dict[str, Any] = {}
+    target = object_url(f"{table_location.rstrip('/')}/data/pce-doctor-copy-{_secrets.token_hex(3)}.parquet", config)
+    if target:
+        out["copy_sign_status"] = sign(target, "PUT", {"x-amz-copy-source": f"/{bucket}/{quote(elsewhere)}"}).status_code
+    bucket_url = object_url(f"s3://{bucket}/x", config)
+    if bucket_url:
+        xml = f"<Delete><Object><Key>{elsewhere}</Key></Object></Delete>"
+        out["delete_outside_sign_status"] = sign(bucket_url.rsplit("/", 1)[0] + "?delete", "POST", {"Content-Type": "application/xml"}, xml).status_code
+    return out
+
+
+def scope_failure(check: Mapping[str, Any]) -> Optional[str]:
+    """Why the evidence of `signed_request_check` shows a signer that signs beyond its table, or None."""
+    if check.get("copy_sign_status") == 200:
+        return ("the signer signs a cross-table copy (a PUT inside the table with x-amz-copy-source outside it): "
+                "any token holder can copy another table's data into this one and read it; refuse x-amz-copy-source in the signer")
+    if check.get("delete_outside_sign_status") == 200:
+        return ("the signer signs a DeleteObjects whose body names a key outside the table: "
+                "the signer must check the body's keys and bind the body to what it signs")
+    return None
