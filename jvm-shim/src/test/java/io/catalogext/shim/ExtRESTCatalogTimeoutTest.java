@@ -1,0 +1,98 @@
+package io.catalogext.shim;
+
+import com.sun.net.httpserver.HttpServer;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.apache.iceberg.catalog.TableIdentifier;
+
+/**
+ * The catalog's HTTP client has connect and read timeouts even when the user set none, so a
+ * stalled catalog cannot hang a load, a commit or a refresh: against a real HTTP server on
+ * loopback that answers {@code /v1/config} and then never answers.
+ */
+public class ExtRESTCatalogTimeoutTest {
+  private final CountDownLatch release = new CountDownLatch(1);
+
+  /** Answers the config request; every other request stalls until the test ends. */
+  private HttpServer stallingCatalog() throws Exception {
+    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    server.setExecutor(Executors.newCachedThreadPool(DaemonThreads.named("test-stalling-catalog")));
+    server.createContext(
+        "/",
+        exchange -> {
+          if (exchange.getRequestURI().getPath().endsWith("/v1/config")) {
+            byte[] body = "{\"defaults\":{},\"overrides\":{}}".getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().add("Content-Type", "application/json");
+            exchange.sendResponseHeaders(200, body.length);
+            try (OutputStream out = exchange.getResponseBody()) {
+              out.write(body);
+            }
+            return;
+          }
+          try {
+            release.await(60, TimeUnit.SECONDS); // a catalog that took the request and went silent
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+          exchange.close();
+        });
+    server.start();
+    return server;
+  }
+
+  private ExtRESTCatalog catalog(HttpServer server, Map<String, String> extra) {
+    Map<String, String> props = new HashMap<>(extra);
+    props.put("uri", "http://127.0.0.1:" + server.getAddress().getPort());
+    ExtRESTCatalog catalog = new ExtRESTCatalog();
+    catalog.initialize("timeouts", props);
+    return catalog;
+  }
+
+  public void testTimeoutsDefaultWhenUnsetAndUserValuesWin() throws Exception {
+    HttpServer server = stallingCatalog();
+    try (ExtRESTCatalog plain = catalog(server, Map.of());
+        ExtRESTCatalog tuned = catalog(server, Map.of(ExtRESTCatalog.SOCKET_TIMEOUT_MS, "120000"))) {
+      Check.equal("10000", plain.properties().get("rest.client.connection-timeout-ms"), "default connect timeout");
+      Check.equal("60000", plain.properties().get("rest.client.socket-timeout-ms"), "default read timeout");
+      Check.equal("120000", tuned.properties().get("rest.client.socket-timeout-ms"), "the user's read timeout");
+      Check.equal("10000", tuned.properties().get("rest.client.connection-timeout-ms"), "connect default beside it");
+      IllegalArgumentException bad =
+          Check.raises(
+              IllegalArgumentException.class,
+              () -> catalog(server, Map.of(ExtRESTCatalog.CONNECTION_TIMEOUT_MS, "10s")));
+      Check.equal(
+          "rest.client.connection-timeout-ms must be a whole number of milliseconds (0 = no limit), not '10s'",
+          bad.getMessage(),
+          "bad value");
+    } finally {
+      release.countDown();
+      server.stop(0);
+    }
+  }
+
+  public void testStalledCatalogFailsWithinTheReadTimeout() throws Exception {
+    HttpServer server = stallingCatalog();
+    // The same property the default fills, shortened so the test is quick.
+    try (ExtRESTCatalog catalog = catalog(server, Map.of(ExtRESTCatalog.SOCKET_TIMEOUT_MS, "500"))) {
+      long started = System.nanoTime();
+      RuntimeException e =
+          Check.raises(RuntimeException.class, () -> catalog.loadTable(TableIdentifier.of("db", "t")));
+      long waitedMs = (System.nanoTime() - started) / 1_000_000;
+      Check.isTrue(waitedMs < 3_000, "a stalled load took " + waitedMs + " ms");
+      StringBuilder chain = new StringBuilder();
+      for (Throwable t = e; t != null; t = t.getCause()) {
+        chain.append(t.getClass().getSimpleName()).append(": ").append(t.getMessage()).append(" / ");
+      }
+      Check.isTrue(chain.toString().contains("SocketTimeoutException: Read timed out"), chain.toString());
+    } finally {
+      release.countDown();
+      server.stop(0);
+    }
+  }
+}
