@@ -9,7 +9,14 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.CommitStateUnknownException;
+import org.apache.iceberg.types.Types;
 
 /**
  * The catalog's HTTP client has connect and read timeouts even when the user set none, so a
@@ -26,8 +33,13 @@ public class ExtRESTCatalogTimeoutTest {
     server.createContext(
         "/",
         exchange -> {
-          if (exchange.getRequestURI().getPath().endsWith("/v1/config")) {
-            byte[] body = "{\"defaults\":{},\"overrides\":{}}".getBytes(StandardCharsets.UTF_8);
+          String path = exchange.getRequestURI().getPath();
+          String answer =
+              path.endsWith("/v1/config")
+                  ? "{\"defaults\":{},\"overrides\":{}}"
+                  : "GET".equals(exchange.getRequestMethod()) && path.endsWith("/tables/loaded") ? loadedTable() : null;
+          if (answer != null) {
+            byte[] body = answer.getBytes(StandardCharsets.UTF_8);
             exchange.getResponseHeaders().add("Content-Type", "application/json");
             exchange.sendResponseHeaders(200, body.length);
             try (OutputStream out = exchange.getResponseBody()) {
@@ -44,6 +56,15 @@ public class ExtRESTCatalogTimeoutTest {
         });
     server.start();
     return server;
+  }
+
+  /** A LoadTableResponse for an empty table (the commit test needs one to commit to). */
+  private static String loadedTable() {
+    Schema schema = new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
+    TableMetadata metadata =
+        TableMetadata.newTableMetadata(schema, PartitionSpec.unpartitioned(), "file:/tmp/catalog-ext-stalled", Map.of());
+    return "{\"metadata-location\":\"file:/tmp/catalog-ext-stalled/metadata/v1.metadata.json\",\"metadata\":"
+        + TableMetadataParser.toJson(metadata) + ",\"config\":{}}";
   }
 
   private ExtRESTCatalog catalog(HttpServer server, Map<String, String> extra) {
@@ -90,6 +111,27 @@ public class ExtRESTCatalogTimeoutTest {
         chain.append(t.getClass().getSimpleName()).append(": ").append(t.getMessage()).append(" / ");
       }
       Check.isTrue(chain.toString().contains("SocketTimeoutException: Read timed out"), chain.toString());
+    } finally {
+      release.countDown();
+      server.stop(0);
+    }
+  }
+
+  public void testStalledCommitEndsAsUnknownWithinItsBound() throws Exception {
+    HttpServer server = stallingCatalog();
+    Map<String, String> props =
+        Map.of(ExtRESTCatalog.SOCKET_TIMEOUT_MS, "500", "catalog-ext.commit.max-attempts", "2",
+            "catalog-ext.commit.base-delay-ms", "50");
+    try (ExtRESTCatalog catalog = catalog(server, props)) {
+      Table table = catalog.loadTable(TableIdentifier.of("db", "loaded"));
+      long started = System.nanoTime();
+      RuntimeException e =
+          Check.raises(RuntimeException.class, () -> table.updateProperties().set("k", "v").commit());
+      long waitedMs = (System.nanoTime() - started) / 1_000_000;
+      Check.isTrue(waitedMs < 10_000, "a stalled commit took " + waitedMs + " ms");
+      // The read timeout is an answer that may have been applied: unknown, so Iceberg keeps files.
+      Check.isTrue(e instanceof CommitStateUnknownException, e.toString());
+      Check.isTrue(e.getMessage().contains("answer was lost (SocketTimeoutException"), e.getMessage());
     } finally {
       release.countDown();
       server.stop(0);
