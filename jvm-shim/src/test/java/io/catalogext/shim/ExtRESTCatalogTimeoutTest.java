@@ -67,6 +67,15 @@ public class ExtRESTCatalogTimeoutTest {
         + TableMetadataParser.toJson(metadata) + ",\"config\":{}}";
   }
 
+  /** Class and message of every cause, which is what a user sees in a stack trace. */
+  private static String chain(Throwable e) {
+    StringBuilder out = new StringBuilder();
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      out.append(t.getClass().getSimpleName()).append(": ").append(t.getMessage()).append(" / ");
+    }
+    return out.toString();
+  }
+
   private ExtRESTCatalog catalog(HttpServer server, Map<String, String> extra) {
     Map<String, String> props = new HashMap<>(extra);
     props.put("uri", "http://127.0.0.1:" + server.getAddress().getPort());
@@ -106,11 +115,7 @@ public class ExtRESTCatalogTimeoutTest {
           Check.raises(RuntimeException.class, () -> catalog.loadTable(TableIdentifier.of("db", "t")));
       long waitedMs = (System.nanoTime() - started) / 1_000_000;
       Check.isTrue(waitedMs < 3_000, "a stalled load took " + waitedMs + " ms");
-      StringBuilder chain = new StringBuilder();
-      for (Throwable t = e; t != null; t = t.getCause()) {
-        chain.append(t.getClass().getSimpleName()).append(": ").append(t.getMessage()).append(" / ");
-      }
-      Check.isTrue(chain.toString().contains("SocketTimeoutException: Read timed out"), chain.toString());
+      Check.isTrue(chain(e).contains("SocketTimeoutException: Read timed out"), chain(e));
     } finally {
       release.countDown();
       server.stop(0);
@@ -135,6 +140,39 @@ public class ExtRESTCatalogTimeoutTest {
     } finally {
       release.countDown();
       server.stop(0);
+    }
+  }
+
+  public void testCatalogThatAcceptsNoConnectionFailsWithinTheDefaultConnectTimeout() throws Exception {
+    // A listening socket whose accept queue is full: the kernel drops further SYNs, so a connect
+    // hangs (as to a host behind a black-holing firewall). HttpClient alone would wait 3 min.
+    java.util.List<java.net.Socket> fillers = new java.util.ArrayList<>();
+    try (java.net.ServerSocket full = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      boolean hangs = false;
+      for (int i = 0; i < 16 && !hangs; i++) {
+        java.net.Socket s = new java.net.Socket();
+        fillers.add(s);
+        try {
+          s.connect(full.getLocalSocketAddress(), 500);
+        } catch (java.net.SocketTimeoutException e) {
+          hangs = true;
+        }
+      }
+      Check.isTrue(hangs, "could not fill the accept queue of a loopback socket");
+      long started = System.nanoTime();
+      ExtRESTCatalog catalog = new ExtRESTCatalog();
+      RuntimeException e =
+          Check.raises(
+              RuntimeException.class,
+              () -> catalog.initialize("unreachable", Map.of("uri", "http://127.0.0.1:" + full.getLocalPort())));
+      long waitedMs = (System.nanoTime() - started) / 1_000_000;
+      Check.isTrue(waitedMs < 20_000, "connecting took " + waitedMs + " ms");
+      Check.isTrue(waitedMs >= 9_000, "failed before the connect timeout (" + waitedMs + " ms): " + chain(e));
+      Check.isTrue(chain(e).contains("ConnectTimeoutException"), chain(e));
+    } finally {
+      for (java.net.Socket s : fillers) {
+        s.close();
+      }
     }
   }
 }
