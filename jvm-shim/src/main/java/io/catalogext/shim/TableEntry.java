@@ -398,7 +398,9 @@ final class TableEntry {
     for (Map.Entry<String, CredentialSlot> e : slots.entrySet()) {
       Map<String, String> config = result.configFor(e.getKey());
       CredentialSnapshot snap = config == null ? null : CredentialSnapshot.fromConfig(config, now, policy);
-      if (snap != null) {
+      CredentialSnapshot held = e.getValue().current;
+      // Old keys never replace ones that last longer; fresh ones always replace.
+      if (snap != null && (result.degradedError == null || held == null || snap.expiresAtMs > held.expiresAtMs)) {
         e.getValue().current = snap;
       }
     }
