@@ -339,7 +339,8 @@ public final class CredentialRegistry {
             "the Python credential source of catalog " + entry.context.catalog + " is detached");
       }
       String request = Json.write(entry.describe()); // a user source gets the table, no tokens
-      String response = BoundedCalls.call(() -> b.fetchCredentials(request), timeoutMs, "the Python credential source");
+      String response = BoundedCalls.call(
+          "catalog " + entry.context.catalog, () -> b.fetchCredentials(request), timeoutMs, "the Python credential source");
       JsonNode node = Json.read(response);
       if (node.hasNonNull("error")) {
         throw new IllegalStateException(node.get("error").asText());
@@ -350,7 +351,8 @@ public final class CredentialRegistry {
     if (state == null) {
       throw new IllegalStateException("catalog " + entry.context.catalog + " is not an ExtRESTCatalog in this JVM");
     }
-    return BoundedCalls.call(() -> CatalogRefresher.fetch(state, entry), timeoutMs, "the catalog request");
+    return BoundedCalls.call(
+        "catalog " + entry.context.catalog, () -> CatalogRefresher.fetch(state, entry), timeoutMs, "the catalog request");
   }
 
   static String newId(int bytes) {

@@ -3,13 +3,15 @@ package io.catalogext.shim;
 /**
  * Refresh source of entries in executor JVMs: ask the driver through Spark's plugin RPC
  * ({@link CatalogExtPlugin}). The driver answers from memory at once; while it is refreshing, this
- * asks again until {@code timeoutMs}. A failed driver refresh is an error here too, never success.
+ * asks again until {@code timeoutMs}. A failed driver refresh is an error here too, never success,
+ * except that keys the driver still holds and that have not expired are taken (with their expiry)
+ * while its refresh fails: an executor started during a catalog outage can still work until then.
  */
 final class DriverPluginSource implements EntryRefresher {
   /** Between two asks while the driver refreshes: short next to any credential lifetime. */
   static final long POLL_MS = 200L;
 
-  /** One ask of the driver; {@code PluginContext::ask} in executors (bounded by spark.rpc.askTimeout). */
+  /** One ask of the driver ({@code PluginContext::ask} in executors). */
   interface Asker {
     Object ask(Object message) throws Exception;
   }
@@ -44,19 +46,46 @@ final class DriverPluginSource implements EntryRefresher {
   public RefreshResult fetch(TableEntry entry) throws Exception {
     byte[] request = new PluginMessages.Request(entry.handle, entry.context.identityJson()).encode();
     long deadline = clock.nowMs() + timeoutMs;
+    PluginMessages.Reply stillValid = null; // the driver's unexpired keys, the fallback
     while (true) {
-      PluginMessages.Reply reply = PluginMessages.Reply.decode(asker.ask(request));
+      PluginMessages.Reply reply;
+      try {
+        reply = PluginMessages.Reply.decode(ask(request, deadline));
+      } catch (Exception e) {
+        if (stillValid != null) {
+          return stillValid.toDegradedResult();
+        }
+        throw e;
+      }
       if (reply.fresh) {
         return reply.toResult();
       }
-      if (reply.error != null && !reply.refreshing) {
-        throw new IllegalStateException("the driver's refresh failed: " + reply.error);
+      if (reply.hasValidKeys(clock.nowMs())) {
+        stillValid = reply;
       }
-      if (clock.nowMs() >= deadline) {
+      boolean failed = reply.error != null && !reply.refreshing;
+      if (failed || clock.nowMs() >= deadline) {
+        if (stillValid != null) {
+          return stillValid.toDegradedResult(); // used until they expire; asked again after a backoff
+        }
         throw new IllegalStateException(
-            "the driver had no fresh credentials within " + timeoutMs + " ms (catalog-ext.refresh.timeout-ms)");
+            failed
+                ? "the driver's refresh failed: " + reply.error
+                : "the driver had no fresh credentials within " + timeoutMs + " ms (catalog-ext.refresh.timeout-ms)");
       }
-      Thread.sleep(POLL_MS);
+      clock.sleepMs(POLL_MS);
     }
+  }
+
+  /**
+   * One ask, bounded by what is left of timeout-ms. {@code PluginContext.ask} itself waits up to
+   * spark.rpc.askTimeout (120 s) and takes no timeout; Spark's {@code askSync(msg, timeout)} is on
+   * the private[spark] RpcEndpointRef, which the context hides. So the ask runs on a daemon thread
+   * (BoundedCalls, its own permits) and this waits only until the deadline; an abandoned ask ends
+   * with Spark's own timeout and holds one permit until then.
+   */
+  private Object ask(byte[] request, long deadline) throws Exception {
+    long left = Math.max(1, deadline - clock.nowMs());
+    return BoundedCalls.call("the driver", () -> asker.ask(request), left, "the ask to the driver");
   }
 }

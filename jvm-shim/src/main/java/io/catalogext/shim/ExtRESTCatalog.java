@@ -1,5 +1,7 @@
 package io.catalogext.shim;
 
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.catalog.SessionCatalog;
@@ -25,8 +27,45 @@ public class ExtRESTCatalog extends RESTCatalog {
     this.state = state;
   }
 
+  /** Iceberg's HTTPClient property names (HTTPClient.REST_CONNECTION_TIMEOUT_MS, ..._SOCKET_...). */
+  static final String CONNECTION_TIMEOUT_MS = "rest.client.connection-timeout-ms";
+  static final String SOCKET_TIMEOUT_MS = "rest.client.socket-timeout-ms";
+  /**
+   * Iceberg sets no timeout unless asked, and Apache HttpClient 5 then waits 3 min to connect and
+   * forever for an answer: a stalled catalog would hang a commit, a load or a refresh thread past
+   * every bound of ours. 10 s to connect is plenty on any network that works. 60 s without a byte
+   * is far beyond a slow commit (seconds) and equals the commit guard's default total timeout
+   * (catalog-ext.commit.total-timeout-ms); a commit that times out is "answer lost" to the guard,
+   * which then checks the table and never deletes files it cannot prove unused.
+   */
+  static final long DEFAULT_CONNECTION_TIMEOUT_MS = 10_000L;
+  static final long DEFAULT_SOCKET_TIMEOUT_MS = 60_000L;
+
+  /** {@code props} plus our connect/read timeouts where the user set none; the user's values win. */
+  static Map<String, String> withTimeoutDefaults(Map<String, String> props) {
+    Map<String, String> out = new HashMap<>(props);
+    out.putIfAbsent(CONNECTION_TIMEOUT_MS, String.valueOf(DEFAULT_CONNECTION_TIMEOUT_MS));
+    out.putIfAbsent(SOCKET_TIMEOUT_MS, String.valueOf(DEFAULT_SOCKET_TIMEOUT_MS));
+    for (String key : List.of(CONNECTION_TIMEOUT_MS, SOCKET_TIMEOUT_MS)) {
+      String v = out.get(key);
+      long ms;
+      try {
+        ms = Long.parseLong(v.trim());
+      } catch (NumberFormatException e) {
+        ms = -1;
+      }
+      if (ms < 0 || ms > Integer.MAX_VALUE) { // Iceberg reads the read timeout as an int
+        throw new IllegalArgumentException(
+            key + " must be a whole number of milliseconds (0 = no limit), not '" + v + "'");
+      }
+      out.put(key, String.valueOf(ms));
+    }
+    return out;
+  }
+
   @Override
-  public void initialize(String name, Map<String, String> props) {
+  public void initialize(String name, Map<String, String> userProps) {
+    Map<String, String> props = withTimeoutDefaults(userProps);
     state.catalogName = name;
     state.uri = props.get(CatalogProperties.URI);
     state.policy = RefreshPolicy.fromProperties(props);

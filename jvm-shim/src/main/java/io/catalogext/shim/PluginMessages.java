@@ -52,7 +52,9 @@ final class PluginMessages {
   /**
    * The driver's answer: its current credentials per prefix; {@code fresh} when they are not due
    * yet; {@code refreshing} while a refresh runs; {@code error} when the last refresh failed and no
-   * new one is running (the executor must fail or back off, not take the old keys as new).
+   * new one is running (the executor must fail or back off, not take the old keys as new). A reply
+   * that is not fresh still carries the driver's keys while none of them has expired, each with its
+   * expiry: the executor may use them until then (a catalog outage late in a lifetime).
    */
   static final class Reply {
     final Map<String, Map<String, String>> configByPrefix;
@@ -73,8 +75,28 @@ final class PluginMessages {
       return new Reply(Map.of(), false, false, error, "driver");
     }
 
+    /** Carries keys and none of them has expired at {@code nowMs} (by their own expiry). */
+    boolean hasValidKeys(long nowMs) {
+      if (configByPrefix.isEmpty()) {
+        return false;
+      }
+      for (Map<String, String> config : configByPrefix.values()) {
+        String expires = config.get(ShimKeys.EXPIRES_AT_MS);
+        if (!config.containsKey(ShimKeys.ACCESS_KEY_ID) || (expires != null && Long.parseLong(expires.trim()) <= nowMs)) {
+          return false;
+        }
+      }
+      return true;
+    }
+
     RefreshResult toResult() {
       return new RefreshResult(configByPrefix, Map.of(), strategy);
+    }
+
+    /** The driver's still-valid keys while its refresh fails: installed, the failure kept. */
+    RefreshResult toDegradedResult() {
+      String why = error != null ? "the driver's refresh failed: " + error : "the driver is still refreshing";
+      return new RefreshResult(configByPrefix, Map.of(), strategy, why + " (using its unexpired keys meanwhile)");
     }
 
     byte[] encode() {

@@ -12,12 +12,26 @@ final class RefreshResult {
   /** prefix -> new storage-refresh-token, when the catalog rotates them. */
   final Map<String, String> refreshTokens;
   final String strategy;
+  /**
+   * Set when these are not fresh credentials but the source's still-valid old ones (the driver's,
+   * while its refresh fails): installed, yet the refresh counts as failed, with this error.
+   */
+  final String degradedError;
 
   RefreshResult(
       Map<String, Map<String, String>> configByPrefix, Map<String, String> refreshTokens, String strategy) {
+    this(configByPrefix, refreshTokens, strategy, null);
+  }
+
+  RefreshResult(
+      Map<String, Map<String, String>> configByPrefix,
+      Map<String, String> refreshTokens,
+      String strategy,
+      String degradedError) {
     this.configByPrefix = configByPrefix;
     this.refreshTokens = refreshTokens;
     this.strategy = strategy;
+    this.degradedError = degradedError;
   }
 
   /**

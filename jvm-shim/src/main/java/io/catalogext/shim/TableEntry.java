@@ -284,26 +284,31 @@ final class TableEntry {
 
   /**
    * What the driver tells an executor about this entry: its credentials if none is due, else
-   * (after starting a background refresh) whether one is running and the last error.
+   * (after starting a background refresh) whether one is running, the last error, and the keys it
+   * still holds while none of them has expired: a failing refresh must not cost executors keys
+   * that are still good (the error only counts once none is left).
    */
   PluginMessages.Reply executorReply() {
     long now = clock.nowMs();
     Map<String, Map<String, String>> configs = new java.util.LinkedHashMap<>();
     boolean fresh = !slots.isEmpty();
+    boolean valid = !slots.isEmpty();
     for (Map.Entry<String, CredentialSlot> e : slots.entrySet()) {
       CredentialSnapshot snap = e.getValue().current;
-      if (snap == null || now >= snap.refreshAtMs) {
+      if (snap == null || now >= snap.expiresAtMs) {
         fresh = false;
+        valid = false;
         break;
       }
+      fresh &= now < snap.refreshAtMs;
       configs.put(e.getKey(), snap.toConfig());
     }
+    markUsed(); // an executor uses the table: keep it scheduled
     if (fresh) {
-      markUsed();
       return new PluginMessages.Reply(configs, true, false, null, lastStrategy);
     }
     refreshAsync();
-    return new PluginMessages.Reply(Map.of(), false, asyncInFlight.get(), lastError, lastStrategy);
+    return new PluginMessages.Reply(valid ? configs : Map.of(), false, asyncInFlight.get(), lastError, lastStrategy);
   }
 
   /** Starts a background refresh unless one is running or a failure backoff is pending. */
@@ -360,7 +365,12 @@ final class TableEntry {
         throw e;
       }
       apply(result);
-      event.put("outcome", "refreshed");
+      if (result.degradedError != null) { // the driver's still-valid old keys: no refresh
+        event.put("outcome", "failed");
+        event.put("error_class", IllegalStateException.class.getSimpleName()); // as onFailure records it
+      } else {
+        event.put("outcome", "refreshed");
+      }
       event.put("strategy", result.strategy);
       event.put("duration_s", (System.nanoTime() - startedNanos) / 1e9);
       soonest().ifPresent(snap -> {
@@ -389,11 +399,19 @@ final class TableEntry {
     for (Map.Entry<String, CredentialSlot> e : slots.entrySet()) {
       Map<String, String> config = result.configFor(e.getKey());
       CredentialSnapshot snap = config == null ? null : CredentialSnapshot.fromConfig(config, now, policy);
-      if (snap != null) {
+      CredentialSnapshot held = e.getValue().current;
+      // Old keys never replace ones that last longer; fresh ones always replace.
+      if (snap != null && (result.degradedError == null || held == null || snap.expiresAtMs > held.expiresAtMs)) {
         e.getValue().current = snap;
       }
     }
     refreshTokens.putAll(result.refreshTokens);
+    if (result.degradedError != null) {
+      // Old (still valid) keys: installed for waiting readers, but the refresh failed and backs off.
+      generation.incrementAndGet();
+      onFailure(new IllegalStateException(result.degradedError));
+      return;
+    }
     lastStrategy = result.strategy;
     strategyCounts.computeIfAbsent(result.strategy.split(" ")[0], k -> new AtomicLong()).incrementAndGet();
     lastRefreshAtMs = now;

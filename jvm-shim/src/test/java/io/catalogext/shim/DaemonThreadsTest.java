@@ -4,7 +4,7 @@ package io.catalogext.shim;
 public class DaemonThreadsTest {
   public void testEveryShimThreadIsADaemon() throws Exception {
     CredentialRegistry.get(); // starts the ticker
-    Check.equal("done", BoundedCalls.call(() -> "done", 5_000, "a test call"), "bounded call");
+    Check.equal("done", BoundedCalls.call("a test", () -> "done", 5_000, "a test call"), "bounded call");
     long shimThreads = 0;
     for (Thread t : Thread.getAllStackTraces().keySet()) {
       if (t.getName().startsWith("catalog-ext-")) {

@@ -63,4 +63,69 @@ public class DriverPluginSourceTest {
     Check.equal(List.of("h"), List.of(PluginMessages.Request.decode(new PluginMessages.Request("h", null).encode()).handle),
         "request round trip");
   }
+
+  private TableEntry lateEntry;
+
+  /** An executor entry fed by {@code asker}, seeded with keys that expired before it started. */
+  private TableCredentialsProvider executorStartedLate(DriverPluginSource.Asker asker, RefreshPolicy policy, long timeoutMs) {
+    TableContext context = TableContext.fromIdentity("{\"catalog\":\"c\",\"namespace\":[\"db\"],\"table\":\"t\"}");
+    TableEntry entry = new TableEntry("h", context, policy, new DriverPluginSource(asker, clock, timeoutMs), clock);
+    lateEntry = entry;
+    CredentialSlot slot =
+        entry.seed("", Map.of(ShimKeys.ACCESS_KEY_ID, "EXPIRED", ShimKeys.SECRET_ACCESS_KEY, "S",
+            ShimKeys.EXPIRES_AT_MS, String.valueOf(clock.nowMs() - 1)));
+    entry.tick(clock.nowMs());
+    return new TableCredentialsProvider(entry, slot);
+  }
+
+  public void testDriverHandsOutItsStillValidKeysDuringAnOutage() {
+    // The driver: a table whose keys K0 last 60 min, and a catalog that is down from then on.
+    CredentialRegistry driver = new CredentialRegistry(clock);
+    ObservingRESTClient.CatalogState state = new ObservingRESTClient.CatalogState();
+    state.catalogName = "c";
+    driver.registerCatalog(state);
+    driver.enableCustomSource("c");
+    driver.registerBridge(request -> "{\"error\": \"503 from the catalog\"}");
+    TableContext context = new TableContext("c", List.of("db"), "t", "s3://b/t", null, false, null, null);
+    Map<String, String> vended = Map.of(ShimKeys.ACCESS_KEY_ID, "K0", ShimKeys.SECRET_ACCESS_KEY, "S",
+        ShimKeys.EXPIRES_AT_MS, String.valueOf(clock.nowMs() + 60 * 60_000));
+    String handle = driver.registerDriverTable(context, state, vended, List.of());
+    clock.advance(55 * 60_000); // late in the lifetime: K0 is due, its refresh fails, 5 min remain
+    driver.tick();
+
+    // An executor starting now, through the plugin's receive path (request bytes in, reply bytes out).
+    DriverPluginSource.Asker plugin =
+        message -> {
+          asks.incrementAndGet();
+          PluginMessages.Request request = PluginMessages.Request.decode(message);
+          return driver.answerExecutor(new PluginMessages.Request(handle, request.identityJson)).encode();
+        };
+    TableCredentialsProvider executor = executorStartedLate(plugin, RefreshPolicy.defaults(), 5_000);
+    Check.equal("K0", executor.resolveCredentials().accessKeyId(), "the driver's still-valid keys");
+    String status = lateEntry.describe().toString();
+    Check.isTrue(status.contains("\"failure_count\":1"), "still counted as a failed refresh: " + status);
+
+    clock.advance(6 * 60_000); // K0 expired too: now the driver's error is the executor's
+    CredentialsExpiredException e = Check.raises(CredentialsExpiredException.class, executor::resolveCredentials);
+    Check.isTrue(e.getMessage().contains("the driver"), e.getMessage());
+  }
+
+  public void testExecutorAskIsBoundedByTimeoutMs() {
+    // A driver that never answers: PluginContext.ask alone would wait spark.rpc.askTimeout (120 s;
+    // 5 s here), after which Spark throws.
+    DriverPluginSource.Asker silent =
+        message -> {
+          asks.incrementAndGet();
+          Thread.sleep(5_000);
+          throw new IllegalStateException("Futures timed out after [120 seconds] (spark.rpc.askTimeout)");
+        };
+    RefreshPolicy policy = new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 300); // timeout-ms = 300
+    TableCredentialsProvider executor = executorStartedLate(silent, policy, 300);
+    long started = System.nanoTime();
+    CredentialsExpiredException e = Check.raises(CredentialsExpiredException.class, executor::resolveCredentials);
+    long waitedMs = (System.nanoTime() - started) / 1_000_000;
+    Check.isTrue(waitedMs < 2_000, "waited " + waitedMs + " ms for a silent driver");
+    Check.isTrue(e.getMessage().contains("the ask to the driver timed out after 300 ms (catalog-ext.refresh.timeout-ms)"),
+        e.getMessage());
+  }
 }

@@ -180,4 +180,62 @@ public class RegistryLivenessTest {
         "a failed refresh carries the error class: " + failed);
     Check.isTrue(!EventLog.drainAfter(0).contains("catalog.internal"), "never the message");
   }
+
+  public void testAHungCatalogDoesNotStarveAnotherCatalogsRefreshes() throws Exception {
+    registry.setRefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 300); // timeout-ms = 300
+    java.util.concurrent.atomic.AtomicBoolean released = new java.util.concurrent.atomic.AtomicBoolean();
+    registry.registerBridge(
+        request -> {
+          if (request.contains("\"catalog\":\"hung\"")) {
+            while (!released.get()) { // like a socket read: deaf to interrupts
+              try {
+                Thread.sleep(20);
+              } catch (InterruptedException ignored) {
+                // a cancelled caller does not end a blocked read either
+              }
+            }
+            return "{\"error\": \"released\"}";
+          }
+          return "{\"strategy\":\"user-source:test\",\"config\":{\"s3.access-key-id\":\"FRESH\","
+              + "\"s3.secret-access-key\":\"S\",\"s3.session-token-expires-at-ms\":\"" + (clock.nowMs() + 10 * MINUTE)
+              + "\"}}";
+        });
+    try {
+      ObservingRESTClient.CatalogState hung = new ObservingRESTClient.CatalogState();
+      hung.catalogName = "hung";
+      ObservingRESTClient.CatalogState healthy = new ObservingRESTClient.CatalogState();
+      healthy.catalogName = "healthy";
+      java.util.List<TableEntry> hungTables = new java.util.ArrayList<>();
+      for (int i = 0; i < 20; i++) { // more than any pool: each of its refreshes hangs
+        hungTables.add(trackIn(hung, "t" + i));
+      }
+      TableEntry other = trackIn(healthy, "t");
+      java.util.concurrent.ExecutorService callers =
+          java.util.concurrent.Executors.newFixedThreadPool(20, DaemonThreads.named("test-caller"));
+      java.util.List<java.util.concurrent.Future<?>> done = new java.util.ArrayList<>();
+      for (TableEntry e : hungTables) {
+        done.add(callers.submit(() -> registry.refresh(e.handle, e.generation())));
+      }
+      for (java.util.concurrent.Future<?> f : done) {
+        Check.raises(java.util.concurrent.ExecutionException.class, f::get); // each times out or finds no permit
+      }
+      callers.shutdown();
+      Check.isTrue(registry.refresh(other.handle, other.generation()), "the healthy catalog refreshed");
+      Check.equal("FRESH", other.snapshot("").credentials.accessKeyId(), "its fresh keys");
+    } finally {
+      released.set(true);
+    }
+  }
+
+  private TableEntry trackIn(ObservingRESTClient.CatalogState catalog, String table) {
+    registry.registerCatalog(catalog);
+    registry.enableCustomSource(catalog.catalogName);
+    TableContext context =
+        new TableContext(catalog.catalogName, List.of("db"), table, "s3://b/" + table, null, false, null, null);
+    Map<String, String> config = new HashMap<>();
+    config.put(ShimKeys.ACCESS_KEY_ID, "K0");
+    config.put(ShimKeys.SECRET_ACCESS_KEY, "S");
+    config.put(ShimKeys.EXPIRES_AT_MS, String.valueOf(clock.nowMs() + MINUTE));
+    return registry.lookup(registry.registerDriverTable(context, catalog, config, List.of()));
+  }
 }

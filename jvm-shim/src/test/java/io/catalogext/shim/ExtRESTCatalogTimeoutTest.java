@@ -1,0 +1,178 @@
+package io.catalogext.shim;
+
+import com.sun.net.httpserver.HttpServer;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.TableMetadataParser;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.CommitStateUnknownException;
+import org.apache.iceberg.types.Types;
+
+/**
+ * The catalog's HTTP client has connect and read timeouts even when the user set none, so a
+ * stalled catalog cannot hang a load, a commit or a refresh: against a real HTTP server on
+ * loopback that answers {@code /v1/config} and then never answers.
+ */
+public class ExtRESTCatalogTimeoutTest {
+  private final CountDownLatch release = new CountDownLatch(1);
+
+  /** Answers the config request; every other request stalls until the test ends. */
+  private HttpServer stallingCatalog() throws Exception {
+    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    server.setExecutor(Executors.newCachedThreadPool(DaemonThreads.named("test-stalling-catalog")));
+    server.createContext(
+        "/",
+        exchange -> {
+          String path = exchange.getRequestURI().getPath();
+          String answer =
+              path.endsWith("/v1/config")
+                  ? "{\"defaults\":{},\"overrides\":{}}"
+                  : "GET".equals(exchange.getRequestMethod()) && path.endsWith("/tables/loaded") ? loadedTable() : null;
+          if (answer != null) {
+            byte[] body = answer.getBytes(StandardCharsets.UTF_8);
+            exchange.getResponseHeaders().add("Content-Type", "application/json");
+            exchange.sendResponseHeaders(200, body.length);
+            try (OutputStream out = exchange.getResponseBody()) {
+              out.write(body);
+            }
+            return;
+          }
+          try {
+            release.await(60, TimeUnit.SECONDS); // a catalog that took the request and went silent
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+          exchange.close();
+        });
+    server.start();
+    return server;
+  }
+
+  /** A LoadTableResponse for an empty table (the commit test needs one to commit to). */
+  private static String loadedTable() {
+    Schema schema = new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
+    TableMetadata metadata =
+        TableMetadata.newTableMetadata(schema, PartitionSpec.unpartitioned(), "file:/tmp/catalog-ext-stalled", Map.of());
+    return "{\"metadata-location\":\"file:/tmp/catalog-ext-stalled/metadata/v1.metadata.json\",\"metadata\":"
+        + TableMetadataParser.toJson(metadata) + ",\"config\":{}}";
+  }
+
+  /** Class and message of every cause, which is what a user sees in a stack trace. */
+  private static String chain(Throwable e) {
+    StringBuilder out = new StringBuilder();
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      out.append(t.getClass().getSimpleName()).append(": ").append(t.getMessage()).append(" / ");
+    }
+    return out.toString();
+  }
+
+  private ExtRESTCatalog catalog(HttpServer server, Map<String, String> extra) {
+    Map<String, String> props = new HashMap<>(extra);
+    props.put("uri", "http://127.0.0.1:" + server.getAddress().getPort());
+    ExtRESTCatalog catalog = new ExtRESTCatalog();
+    catalog.initialize("timeouts", props);
+    return catalog;
+  }
+
+  public void testTimeoutsDefaultWhenUnsetAndUserValuesWin() throws Exception {
+    HttpServer server = stallingCatalog();
+    try (ExtRESTCatalog plain = catalog(server, Map.of());
+        ExtRESTCatalog tuned = catalog(server, Map.of(ExtRESTCatalog.SOCKET_TIMEOUT_MS, "120000"))) {
+      Check.equal("10000", plain.properties().get("rest.client.connection-timeout-ms"), "default connect timeout");
+      Check.equal("60000", plain.properties().get("rest.client.socket-timeout-ms"), "default read timeout");
+      Check.equal("120000", tuned.properties().get("rest.client.socket-timeout-ms"), "the user's read timeout");
+      Check.equal("10000", tuned.properties().get("rest.client.connection-timeout-ms"), "connect default beside it");
+      IllegalArgumentException bad =
+          Check.raises(
+              IllegalArgumentException.class,
+              () -> catalog(server, Map.of(ExtRESTCatalog.CONNECTION_TIMEOUT_MS, "10s")));
+      Check.equal(
+          "rest.client.connection-timeout-ms must be a whole number of milliseconds (0 = no limit), not '10s'",
+          bad.getMessage(),
+          "bad value");
+    } finally {
+      release.countDown();
+      server.stop(0);
+    }
+  }
+
+  public void testStalledCatalogFailsWithinTheReadTimeout() throws Exception {
+    HttpServer server = stallingCatalog();
+    // The same property the default fills, shortened so the test is quick.
+    try (ExtRESTCatalog catalog = catalog(server, Map.of(ExtRESTCatalog.SOCKET_TIMEOUT_MS, "500"))) {
+      long started = System.nanoTime();
+      RuntimeException e =
+          Check.raises(RuntimeException.class, () -> catalog.loadTable(TableIdentifier.of("db", "t")));
+      long waitedMs = (System.nanoTime() - started) / 1_000_000;
+      Check.isTrue(waitedMs < 3_000, "a stalled load took " + waitedMs + " ms");
+      Check.isTrue(chain(e).contains("SocketTimeoutException: Read timed out"), chain(e));
+    } finally {
+      release.countDown();
+      server.stop(0);
+    }
+  }
+
+  public void testStalledCommitEndsAsUnknownWithinItsBound() throws Exception {
+    HttpServer server = stallingCatalog();
+    Map<String, String> props =
+        Map.of(ExtRESTCatalog.SOCKET_TIMEOUT_MS, "500", "catalog-ext.commit.max-attempts", "2",
+            "catalog-ext.commit.base-delay-ms", "50");
+    try (ExtRESTCatalog catalog = catalog(server, props)) {
+      Table table = catalog.loadTable(TableIdentifier.of("db", "loaded"));
+      long started = System.nanoTime();
+      RuntimeException e =
+          Check.raises(RuntimeException.class, () -> table.updateProperties().set("k", "v").commit());
+      long waitedMs = (System.nanoTime() - started) / 1_000_000;
+      Check.isTrue(waitedMs < 10_000, "a stalled commit took " + waitedMs + " ms");
+      // The read timeout is an answer that may have been applied: unknown, so Iceberg keeps files.
+      Check.isTrue(e instanceof CommitStateUnknownException, e.toString());
+      Check.isTrue(e.getMessage().contains("answer was lost (SocketTimeoutException"), e.getMessage());
+    } finally {
+      release.countDown();
+      server.stop(0);
+    }
+  }
+
+  public void testCatalogThatAcceptsNoConnectionFailsWithinTheDefaultConnectTimeout() throws Exception {
+    // A listening socket whose accept queue is full: the kernel drops further SYNs, so a connect
+    // hangs (as to a host behind a black-holing firewall). HttpClient alone would wait 3 min.
+    java.util.List<java.net.Socket> fillers = new java.util.ArrayList<>();
+    try (java.net.ServerSocket full = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      boolean hangs = false;
+      for (int i = 0; i < 16 && !hangs; i++) {
+        java.net.Socket s = new java.net.Socket();
+        fillers.add(s);
+        try {
+          s.connect(full.getLocalSocketAddress(), 500);
+        } catch (java.net.SocketTimeoutException e) {
+          hangs = true;
+        }
+      }
+      Check.isTrue(hangs, "could not fill the accept queue of a loopback socket");
+      long started = System.nanoTime();
+      ExtRESTCatalog catalog = new ExtRESTCatalog();
+      RuntimeException e =
+          Check.raises(
+              RuntimeException.class,
+              () -> catalog.initialize("unreachable", Map.of("uri", "http://127.0.0.1:" + full.getLocalPort())));
+      long waitedMs = (System.nanoTime() - started) / 1_000_000;
+      Check.isTrue(waitedMs < 20_000, "connecting took " + waitedMs + " ms");
+      Check.isTrue(waitedMs >= 9_000, "failed before the connect timeout (" + waitedMs + " ms): " + chain(e));
+      Check.isTrue(chain(e).contains("ConnectTimeoutException"), chain(e));
+    } finally {
+      for (java.net.Socket s : fillers) {
+        s.close();
+      }
+    }
+  }
+}
