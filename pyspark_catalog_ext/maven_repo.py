@@ -87,7 +87,7 @@ def pom_xml(coordinate: Coordinate, dependencies: Sequence[Coordinate] = (), nam
 
 def _write(path: Path, data: bytes | Path) -> None:
     """Write `data` (bytes, or a file to copy) atomically, plus the `.sha1` Maven repositories carry
-    (Ivy does not need it, but checks it when present; Nexus/Artifactory expect it)."""
+    (Spark's Ivy neither needs nor checks it, checked here; Maven and Nexus/Artifactory expect it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     try:
@@ -155,8 +155,8 @@ def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, 
         written.append(coord)
     except OSError as exc:
         raise ConfigError(f"could not write the repository under {root} ({exc.strerror or type(exc).__name__}); check free space and permissions") from None
-    # Ivy caches artifacts by version: a rebuilt shim of the same version would be served stale.
-    # The cache dir is ours (spark-conf points spark.jars.ivy there), so dropping it is safe.
+    # Ivy caches artifacts by version: a rebuilt shim of the same version is served stale from it
+    # (checked here). The cache dir is ours (spark-conf points spark.jars.ivy there), so dropping it is safe.
     shutil.rmtree(root / IVY_DIR_NAME, ignore_errors=True)
     return written
 

@@ -84,6 +84,18 @@ def test_repository_has_real_coordinates_poms_and_sha1(small_repo):
     assert not list(small_repo.rglob("*.part"))
 
 
+def test_relaying_out_drops_the_ivy_cache_that_would_serve_a_stale_shim(small_repo):
+    """Ivy caches by version: after a rebuild of the shim (same version) its cached copy would win."""
+    cached = small_repo / ".ivy2" / "jars" / "io.catalogext_catalog-ext-shim-0.1.0.jar"
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(b"old shim")
+    shim = small_repo.parent / "src" / "shim.jar"
+    shim.write_bytes(b"rebuilt shim")
+    write_repository(small_repo, jars=sorted((small_repo.parent / "src").glob("*-*.jar")), shim=shim)
+    assert not (small_repo / ".ivy2").exists()
+    assert shim_coordinate().file(small_repo, "jar").read_bytes() == b"rebuilt shim"
+
+
 def test_source_tree_pom_matches_the_written_one(small_repo):
     """jvm-shim/pom.xml (what a Maven user builds with) has the coordinates and runtime
     dependencies of the POM the repository carries."""
