@@ -24,7 +24,7 @@ from .spark_conf import CatalogSparkConf, spark_conf
 
 # Modules that may not exist yet (added by later work) are skipped quietly; "cli" is this module
 # (the spark-conf command and the connection options other commands share).
-_COMMAND_MODULES = ("local", "cli", "demo", "doctor", "cleanup", "maintenance")
+_COMMAND_MODULES = ("local", "cli", "demo", "doctor", "cleanup", "maintenance", "maven_repo")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,6 +117,8 @@ def _format(conf: CatalogSparkConf, fmt: str, show_secrets: bool) -> str:
         lines.append(f"--jars {shlex.quote(shown.pop('spark.jars'))}")
     if "spark.jars.packages" in shown:
         lines.append(f"--packages {shlex.quote(shown.pop('spark.jars.packages'))}")
+    if "spark.jars.repositories" in shown:
+        lines.append(f"--repositories {shlex.quote(shown.pop('spark.jars.repositories'))}")
     lines += [f"--conf {shlex.quote(f'{k}={v}')}" for k, v in shown.items()]
     return " \\\n".join(lines)
 
@@ -129,7 +131,7 @@ def _cmd(args: argparse.Namespace) -> int:
             raise ConfigError(f"--conf {item!r} must look like key=value")
         extra[key] = value
     conf = spark_conf(
-        args.profile, args.catalog, jars=None if args.jars == "none" else args.jars, shim=not args.no_shim,
+        args.profile, args.catalog, jars=None if args.jars == "none" else args.jars, repository=args.repository, shim=not args.no_shim,
         local=True if args.local else None, extra_conf=extra, **connection_kwargs(args),
     )
     if args.check:
@@ -145,7 +147,8 @@ def register_spark_conf(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("spark-conf", help="print spark-submit flags or a spark-defaults.conf for a catalog")
     add_connection_arguments(p)
     p.add_argument("--catalog", default="lake", help="Spark catalog name (default: lake)")
-    p.add_argument("--jars", choices=["offline", "maven", "none"], default="offline")
+    p.add_argument("--jars", choices=["offline", "maven", "packages", "none"], default="offline")
+    p.add_argument("--repository", metavar="DIR_OR_URL", help="with --jars packages: a folder made by `maven-repo` or a Maven repository URL")
     p.add_argument("--no-shim", action="store_true", help="plain Iceberg REST catalog without the refresh shim")
     p.add_argument("--local", action="store_true", help="bind the driver to 127.0.0.1")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra setting (repeatable)")

@@ -29,6 +29,7 @@ __all__ = [
     "WheelSource",
     "WHEEL_SOURCES",
     "resolve_jars",
+    "maven_coordinate",
 ]
 
 ICEBERG_VERSION = "1.10.2"
@@ -39,6 +40,13 @@ MAVEN_PACKAGES = (
 )
 
 WHEELHOUSE_ENV = "PYSPARK_CATALOG_EXT_WHEELHOUSE"
+
+AWS_SDK_GROUP = "software.amazon.awssdk"
+# Group of each pinned jar's artifact on Maven Central; every other pinned jar is an AWS SDK module.
+_MAVEN_GROUPS = {
+    "iceberg-spark-runtime-3.5_2.12": "org.apache.iceberg",
+    "reactive-streams": "org.reactivestreams",
+}
 
 
 @dataclass(frozen=True)
@@ -227,3 +235,11 @@ def resolve_jars(
                     f"download; the index served a different file: check your pip index/mirror"
                 )
     return [target / name for source in WHEEL_SOURCES for name in source.jars]
+
+
+def maven_coordinate(jar_name: str) -> tuple[str, str, str]:
+    """(group, artifact, version) on Maven Central of a pinned jar, from its `<artifact>-<version>.jar` name."""
+    if not any(jar_name in source.jars for source in WHEEL_SOURCES):
+        raise JarError(f"{jar_name} is not one of the pinned jars; only those have known Maven coordinates")
+    artifact, _, version = jar_name[: -len(".jar")].rpartition("-")
+    return _MAVEN_GROUPS.get(artifact, AWS_SDK_GROUP), artifact, version

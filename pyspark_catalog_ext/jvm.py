@@ -23,7 +23,7 @@ from .errors import JarError, JavaError
 from .cache import cache_dir, file_lock
 from .jars import resolve_jars
 
-__all__ = ["JavaInfo", "find_java", "check_java", "shim_jar", "build_shim", "shim_source_dir", "source_hash", "MIN_JAVA"]
+__all__ = ["SHIM_GROUP", "SHIM_ARTIFACT", "shim_version", "JavaInfo", "find_java", "check_java", "shim_jar", "build_shim", "shim_source_dir", "source_hash", "MIN_JAVA"]
 
 MIN_JAVA = 11
 SHIM_JAR_NAME = "catalog-ext-shim.jar"
@@ -31,6 +31,9 @@ SHIM_JAR_NAME = "catalog-ext-shim.jar"
 # (pyspark's jar manifests name Class-Path jars it does not ship) and `classfile` (Iceberg's runtime
 # keeps annotations of the shaded Immutables library, which is not on the classpath).
 JAVAC_FLAGS = ("--release", "11", "-encoding", "UTF-8", "-Xlint:all,-path,-classfile", "-Werror")
+# The shim's Maven coordinates (`<group>:<artifact>:<package version>`), as in jvm-shim/pom.xml.
+SHIM_GROUP = "io.catalogext"
+SHIM_ARTIFACT = "catalog-ext-shim"
 PACKAGED_SHIM = Path(__file__).resolve().parent / "_jars" / SHIM_JAR_NAME
 HASH_ATTRIBUTE = "Catalog-Ext-Source-Hash"
 _INSTALL_HINT = "install a JDK >= 11 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to one"
@@ -54,6 +57,13 @@ class JavaInfo:
         if found:
             return Path(found)
         raise JavaError(f"javac not found next to {self.java} (a JRE, not a JDK?); {_INSTALL_HINT} to build the shim")
+
+
+def shim_version() -> str:
+    """The shim's Maven version: the Python package's version (both ship together)."""
+    from . import __version__
+
+    return __version__
 
 
 def find_java() -> Path:

@@ -214,6 +214,7 @@ def spark_conf(
     catalog: str = "lake",
     *,
     jars: str | None = "offline",
+    repository: str | None = None,
     shim: bool = True,
     local: bool | None = None,
     extra_conf: Mapping[str, str] | None = None,
@@ -224,8 +225,9 @@ def spark_conf(
 
     `catalog_args` are those of `catalog_properties` (uri, warehouse, credential, token, sigv4,
     oauth2_server_uri, scope, region, signing_name, path_style, s3_endpoint, from_pyiceberg,
-    lakehouse). `jars`: "offline" (resolved PyPI jars in spark.jars), "maven" (spark.jars.packages)
-    or None (no jar settings). `local`: bind the driver to 127.0.0.1 (default: for profile local).
+    lakehouse). `jars`: "offline" (resolved PyPI jars in spark.jars), "maven" (spark.jars.packages),
+    "packages" (everything by coordinates from `repository`: a directory made by
+    `pyspark-catalog-ext maven-repo DIR`, or a Maven repository URL) or None (no jar settings). `local`: bind the driver to 127.0.0.1 (default: for profile local).
     `refresh`: a `RefreshPolicy`, written as the catalog's `catalog-ext.refresh.*` properties.
     """
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", catalog):
@@ -244,7 +246,7 @@ def spark_conf(
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     if jars is not None:
-        conf.update(_jar_conf(jars, shim))
+        conf.update(_jar_conf(jars, shim, repository))
     if shim:
         conf["spark.plugins"] = SHIM_PLUGIN  # executors ask the driver over Spark's own RPC
     if extra_conf:
@@ -262,12 +264,20 @@ def _join_list(existing: str, ours: str) -> str:
     return ",".join(items + [i for i in ours.split(",") if i.strip() and i.strip() not in items])
 
 
-def _jar_conf(mode: str, shim: bool) -> dict[str, str]:
+def _jar_conf(mode: str, shim: bool, repository: str | None = None) -> dict[str, str]:
     from .jars import MAVEN_PACKAGES, resolve_jars
     from .jvm import shim_jar
 
-    if mode not in ("offline", "maven"):
-        raise ConfigError(f"jars={mode!r} is not a jar mode; use 'offline' (jars from PyPI wheels) or 'maven' (spark.jars.packages)")
+    if mode not in ("offline", "maven", "packages"):
+        raise ConfigError(f"jars={mode!r} is not a jar mode; use 'offline' (jars from PyPI wheels), 'maven' (spark.jars.packages) or 'packages' (with a repository)")
+    if mode == "packages":
+        from .maven_repo import repository_settings
+
+        if not repository:
+            raise ConfigError("jars='packages' needs a repository: lay one out with `pyspark-catalog-ext maven-repo DIR`, then pass --repository DIR")
+        return repository_settings(repository, shim)  # the shim's POM pulls the rest: no spark.jars
+    if repository:
+        raise ConfigError(f"a repository only applies to jars='packages', not {mode!r}; add --jars packages")
     jar_paths = [str(p) for p in resolve_jars()] if mode == "offline" else []
     if shim:
         jar_paths.append(str(shim_jar()))

@@ -1,0 +1,194 @@
+"""A Maven-layout repository of the pinned jars and the shim, for `spark-submit --packages`.
+
+`write_repository(DIR)` puts the sha256-pinned jars (`jars.resolve_jars()`) under their real Maven
+Central coordinates and the built shim under `io.catalogext:catalog-ext-shim:<version>`, whose POM
+lists them all, so `--packages io.catalogext:catalog-ext-shim:<version> --repositories file://DIR`
+resolves the whole stack offline through Spark's own Ivy. The same directory can be uploaded to a
+company Nexus/Artifactory. CLI: `pyspark-catalog-ext maven-repo DIR`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+from urllib.parse import urlparse
+from xml.sax.saxutils import escape
+
+from .errors import ConfigError, JarError
+from .jars import WHEEL_SOURCES, maven_coordinate
+from .jvm import SHIM_ARTIFACT, SHIM_GROUP, shim_version
+
+__all__ = ["Coordinate", "shim_coordinate", "runtime_dependencies", "pom_xml", "write_repository", "repository_settings", "IVY_DIR_NAME"]
+
+# Ivy's cache for a local repository lives inside it, so it never lands in ~/.ivy2 (spark.jars.ivy).
+IVY_DIR_NAME = ".ivy2"
+
+
+@dataclass(frozen=True)
+class Coordinate:
+    """A Maven artifact `group:artifact:version`."""
+
+    group: str
+    artifact: str
+    version: str
+
+    def __str__(self) -> str:
+        return f"{self.group}:{self.artifact}:{self.version}"
+
+    def directory(self, root: Path) -> Path:
+        """`<root>/<group as path>/<artifact>/<version>` (Maven repository layout)."""
+        return root.joinpath(*self.group.split("."), self.artifact, self.version)
+
+    def file(self, root: Path, ext: str) -> Path:
+        return self.directory(root) / f"{self.artifact}-{self.version}.{ext}"
+
+
+def shim_coordinate() -> Coordinate:
+    """The shim's coordinate; `--packages` with it alone pulls the whole runtime stack."""
+    return Coordinate(SHIM_GROUP, SHIM_ARTIFACT, shim_version())
+
+
+def runtime_dependencies() -> list[Coordinate]:
+    """The pinned jars as Maven coordinates: the Iceberg Spark runtime, then the AWS SDK v2 modules."""
+    return [Coordinate(*maven_coordinate(name)) for source in WHEEL_SOURCES for name in source.jars]
+
+
+def pom_xml(coordinate: Coordinate, dependencies: Sequence[Coordinate] = (), name: str | None = None) -> str:
+    """A minimal POM: coordinates, jar packaging and compile-scope dependencies."""
+    deps = "".join(
+        "    <dependency>\n"
+        f"      <groupId>{escape(d.group)}</groupId>\n"
+        f"      <artifactId>{escape(d.artifact)}</artifactId>\n"
+        f"      <version>{escape(d.version)}</version>\n"
+        "    </dependency>\n"
+        for d in dependencies
+    )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<project xmlns="http://maven.apache.org/POM/4.0.0" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"\n'
+        '         xsi:schemaLocation="http://maven.apache.org/POM/4.0.0 https://maven.apache.org/xsd/maven-4.0.0.xsd">\n'
+        "  <modelVersion>4.0.0</modelVersion>\n"
+        f"  <groupId>{escape(coordinate.group)}</groupId>\n"
+        f"  <artifactId>{escape(coordinate.artifact)}</artifactId>\n"
+        f"  <version>{escape(coordinate.version)}</version>\n"
+        "  <packaging>jar</packaging>\n"
+        + (f"  <name>{escape(name)}</name>\n" if name else "")
+        + (f"  <dependencies>\n{deps}  </dependencies>\n" if deps else "")
+        + "</project>\n"
+    )
+
+
+def _write(path: Path, data: bytes | Path) -> None:
+    """Write `data` (bytes, or a file to copy) atomically, plus the `.sha1` Maven repositories carry
+    (Spark's Ivy neither needs nor checks it, checked here; Maven and Nexus/Artifactory expect it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            if isinstance(data, Path):
+                with data.open("rb") as src:
+                    shutil.copyfileobj(src, out, 1 << 20)
+            else:
+                out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    digest = hashlib.sha1(usedforsecurity=False)
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    sha1 = path.with_name(path.name + ".sha1")
+    sha1.write_text(digest.hexdigest())
+
+
+def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, shim: Path | None = None) -> list[Coordinate]:
+    """Lay out `directory` as a Maven repository of the pinned jars and the shim; returns the
+    coordinates written (the shim last). `jars`/`shim` default to `resolve_jars()` / `shim_jar()`.
+
+    Only real artifacts under their real coordinates. Their POMs are minimal: the Iceberg runtime is
+    a shaded bundle with no dependencies of its own, and the AWS SDK POMs list none on purpose
+    (Central's list more, e.g. Netty, that S3FileIO does not need) because the shim's POM names
+    every module needed.
+    """
+    root = Path(directory).expanduser()
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=root, prefix=".write-test-")
+        probe.close()
+    except OSError as exc:
+        raise ConfigError(f"repository directory {root} is not writable ({exc.strerror or type(exc).__name__}); pass a directory you can write to") from None
+    if jars is None:
+        from .jars import resolve_jars
+
+        jars = resolve_jars()
+    if shim is None:
+        from .jvm import shim_jar
+
+        shim = shim_jar(jars=jars)
+    by_name = {p.name: p for p in jars}
+    deps = runtime_dependencies()
+    written: list[Coordinate] = []
+    try:
+        for source in WHEEL_SOURCES:
+            for name in source.jars:
+                jar = by_name.get(name)
+                if jar is None or not jar.is_file():
+                    raise JarError(f"pinned jar {name} is missing ({jar or 'not given'}); run `pyspark-catalog-ext spark-conf` once to fetch the jars, or pass all of them")
+                coord = Coordinate(*maven_coordinate(name))
+                _write(coord.file(root, "jar"), jar)
+                _write(coord.file(root, "pom"), pom_xml(coord).encode())
+                written.append(coord)
+        if not shim.is_file():
+            raise JarError(f"shim jar {shim} is missing; build it with pyspark_catalog_ext.jvm.shim_jar()")
+        coord = shim_coordinate()
+        _write(coord.file(root, "jar"), shim)
+        _write(coord.file(root, "pom"), pom_xml(coord, deps, name="pyspark-catalog-ext JVM shim").encode())
+        written.append(coord)
+    except OSError as exc:
+        raise ConfigError(f"could not write the repository under {root} ({exc.strerror or type(exc).__name__}); check free space and permissions") from None
+    # Ivy caches artifacts by version: a rebuilt shim of the same version is served stale from it
+    # (checked here). The cache dir is ours (spark-conf points spark.jars.ivy there), so dropping it is safe.
+    shutil.rmtree(root / IVY_DIR_NAME, ignore_errors=True)
+    return written
+
+
+def repository_settings(repository: str, shim: bool = True) -> dict[str, str]:
+    """`spark.jars.packages` / `spark.jars.repositories` (and `spark.jars.ivy` for a local
+    directory) that resolve the stack from `repository`: a directory made by `write_repository`
+    or the URL of a Maven repository holding the same artifacts (e.g. a company Nexus)."""
+    coordinates = [shim_coordinate()] if shim else runtime_dependencies()
+    conf = {"spark.jars.packages": ",".join(map(str, coordinates))}
+    if urlparse(repository).scheme in ("http", "https", "file"):
+        conf["spark.jars.repositories"] = repository
+        return conf
+    root = Path(repository).expanduser().resolve()
+    marker = coordinates[0].file(root, "pom")
+    if not marker.is_file():
+        raise ConfigError(f"{root} holds no {coordinates[0]}; lay it out first with `pyspark-catalog-ext maven-repo {repository}` (or pass the URL of a Maven repository)")
+    conf["spark.jars.repositories"] = root.as_uri()
+    conf["spark.jars.ivy"] = str(root / IVY_DIR_NAME)
+    return conf
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    written = write_repository(args.directory)
+    for coord in written:
+        print(coord)
+    print(f"# next: pyspark-catalog-ext spark-conf --jars packages --repository {args.directory}", file=sys.stderr)
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `maven-repo` to the CLI."""
+    p = subparsers.add_parser("maven-repo", help="lay out a Maven repository of the pinned jars and the shim (for --packages)")
+    p.add_argument("directory", help="folder to write (created if missing)")
+    p.set_defaults(func=_cmd)

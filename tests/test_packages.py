@@ -1,0 +1,183 @@
+"""`--packages` for real: `pyspark-catalog-ext maven-repo DIR` lays out a Maven repository of the
+pinned jars and the shim, and `spark-conf --jars packages --repository DIR` prints the flags that make
+spark-submit resolve the whole stack from it through Spark's own Ivy (offline: Central fails fast)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from pyspark_catalog_ext.errors import JarError
+from pyspark_catalog_ext.jars import WHEEL_SOURCES
+from pyspark_catalog_ext.maven_repo import Coordinate, runtime_dependencies, shim_coordinate, write_repository
+from tests.conftest import ROOT, assert_one_line_error, run_cli
+from tests.test_spark_submit import SPARK_SUBMIT, assert_outlived, expiring, parsed, slow_ctas  # noqa: F401 (fixture)
+
+NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+PINNED = [name for source in WHEEL_SOURCES for name in source.jars]
+CONNECTION = ["--uri", "http://127.0.0.1:9/catalog", "--warehouse", "warehouse", "--credential", "id:not-a-real-secret"]
+
+
+def pom_facts(path: Path, skip_provided: bool = False) -> tuple[str, list[str]]:
+    """(`g:a:v` of the POM, its dependencies as `g:a:v`)."""
+    root = ET.parse(path).getroot()
+
+    def gav(node: ET.Element) -> str:
+        return ":".join(node.findtext(f"m:{t}", namespaces=NS) or "" for t in ("groupId", "artifactId", "version"))
+
+    deps = [d for d in root.findall("m:dependencies/m:dependency", NS)
+            if not (skip_provided and d.findtext("m:scope", namespaces=NS) == "provided")]
+    return gav(root), [gav(d) for d in deps]
+
+
+@pytest.fixture
+def small_repo(tmp_path) -> Path:
+    """A repository laid out from stand-in files (the layout does not look inside jars)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    jars = []
+    for name in PINNED:
+        (src / name).write_bytes(name.encode())
+        jars.append(src / name)
+    (src / "shim.jar").write_bytes(b"shim")
+    repo = tmp_path / "repo"
+    write_repository(repo, jars=jars, shim=src / "shim.jar")
+    return repo
+
+
+def test_repository_has_real_coordinates_poms_and_sha1(small_repo):
+    import hashlib
+
+    expected = {
+        "iceberg-spark-runtime-3.5_2.12-1.10.2.jar": "org/apache/iceberg/iceberg-spark-runtime-3.5_2.12/1.10.2",
+        "s3-2.29.26.jar": "software/amazon/awssdk/s3/2.29.26",
+        "third-party-jackson-core-2.29.26.jar": "software/amazon/awssdk/third-party-jackson-core/2.29.26",
+        "reactive-streams-1.0.4.jar": "org/reactivestreams/reactive-streams/1.0.4",
+        "catalog-ext-shim-0.1.0.jar": "io/catalogext/catalog-ext-shim/0.1.0",
+    }
+    for jar, folder in expected.items():
+        assert (small_repo / folder / jar).is_file(), jar
+    jars = sorted(p.relative_to(small_repo).as_posix() for p in small_repo.rglob("*.jar"))
+    assert len(jars) == len(PINNED) + 1, jars
+    for path in small_repo.rglob("*.jar"):
+        pom = path.with_suffix(".pom")
+        gav, deps = pom_facts(pom)
+        group, artifact, version = gav.split(":")
+        assert path.parent == Coordinate(group, artifact, version).directory(small_repo)
+        for f in (path, pom):
+            assert f.with_name(f.name + ".sha1").read_text() == hashlib.sha1(f.read_bytes()).hexdigest()
+        if artifact != "catalog-ext-shim":
+            assert deps == [], f"{gav}: the pinned jars' POMs are minimal"
+    gav, deps = pom_facts(shim_coordinate().file(small_repo, "pom"))
+    assert gav == "io.catalogext:catalog-ext-shim:0.1.0"
+    assert deps == [str(c) for c in runtime_dependencies()]
+    assert deps[0] == "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2"
+    assert "org.reactivestreams:reactive-streams:1.0.4" in deps and "software.amazon.awssdk:sts:2.29.26" in deps
+    assert not list(small_repo.rglob("*.part"))
+
+
+def test_relaying_out_drops_the_ivy_cache_that_would_serve_a_stale_shim(small_repo):
+    """Ivy caches by version: after a rebuild of the shim (same version) its cached copy would win."""
+    cached = small_repo / ".ivy2" / "jars" / "io.catalogext_catalog-ext-shim-0.1.0.jar"
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(b"old shim")
+    shim = small_repo.parent / "src" / "shim.jar"
+    shim.write_bytes(b"rebuilt shim")
+    write_repository(small_repo, jars=sorted((small_repo.parent / "src").glob("*-*.jar")), shim=shim)
+    assert not (small_repo / ".ivy2").exists()
+    assert shim_coordinate().file(small_repo, "jar").read_bytes() == b"rebuilt shim"
+
+
+def test_source_tree_pom_matches_the_written_one(small_repo):
+    """jvm-shim/pom.xml (what a Maven user builds with) has the coordinates and runtime
+    dependencies of the POM the repository carries."""
+    assert pom_facts(ROOT / "jvm-shim" / "pom.xml", skip_provided=True) == pom_facts(shim_coordinate().file(small_repo, "pom"))
+
+
+def test_spark_conf_packages_prints_exact_flags(small_repo):
+    proc = run_cli("spark-conf", "--jars", "packages", "--repository", str(small_repo), *CONNECTION)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.split(" \\\n")
+    assert lines[:2] == ["--packages io.catalogext:catalog-ext-shim:0.1.0", f"--repositories {small_repo.as_uri()}"]
+    assert f"--conf spark.jars.ivy={small_repo / '.ivy2'}" in lines
+    assert not any(line.startswith("--jars") or line.startswith("--conf spark.jars=") for line in lines)
+
+    proc = run_cli("spark-conf", "--jars", "packages", "--repository", str(small_repo), "--format", "defaults", *CONNECTION)
+    conf = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
+    assert conf["spark.jars.packages"] == "io.catalogext:catalog-ext-shim:0.1.0"
+    assert conf["spark.jars.repositories"] == small_repo.as_uri()
+    assert conf["spark.jars.ivy"] == str(small_repo / ".ivy2")
+    assert "spark.jars" not in conf
+
+    url = "https://nexus.example.com/repository/maven-releases"
+    proc = run_cli("spark-conf", "--jars", "packages", "--repository", url, "--format", "defaults", *CONNECTION)
+    conf = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
+    assert conf["spark.jars.repositories"] == url and "spark.jars.ivy" not in conf
+
+
+def test_bad_inputs_give_one_line_errors(tmp_path):
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert_one_line_error(run_cli("maven-repo", str(a_file / "repo")), "not writable")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {"PYSPARK_CATALOG_EXT_CACHE": str(tmp_path / "cache"), "PYSPARK_CATALOG_EXT_WHEELHOUSE": str(empty)}
+    assert_one_line_error(run_cli("maven-repo", str(tmp_path / "repo"), env=env), "not found in wheelhouse")
+    (empty / PINNED[0]).write_bytes(b"runtime")
+    with pytest.raises(JarError, match="pinned jar s3-2.29.26.jar is missing"):
+        write_repository(tmp_path / "repo2", jars=[empty / PINNED[0]], shim=a_file)
+    assert_one_line_error(run_cli("spark-conf", "--jars", "packages", *CONNECTION), "needs a repository")
+    assert_one_line_error(run_cli("spark-conf", "--jars", "packages", "--repository", str(tmp_path / "none"), *CONNECTION), "maven-repo")
+    assert_one_line_error(run_cli("spark-conf", "--repository", str(empty), *CONNECTION), "--jars packages")
+
+
+def test_spark_submit_with_only_packages_outlives_credentials(lakehouse, expiring, pyiceberg_catalog, tmp_path):  # noqa: F811
+    """spark-submit gets only --packages, --repositories, spark.jars.ivy and the catalog settings,
+    all printed by spark-conf; the job never imports the package, and its CTAS outlives its
+    short-lived credentials."""
+    catalog_proxy, s3_proxy = expiring
+    s3_proxy.reset_counters()
+    catalog_proxy.reset_counters()
+    repo = tmp_path / "repo"
+    made = run_cli("maven-repo", str(repo))
+    assert made.returncode == 0, made.stderr
+    common = ["spark-conf", "--jars", "packages", "--repository", str(repo), "--uri", catalog_proxy.url,
+              "--warehouse", lakehouse.info.warehouse, "--credential", lakehouse.info.credential,
+              "--conf", "spark.ui.enabled=false"]
+    for key, value in {"check-interval-ms": 1000, "min-ahead-ms": 0, "lifetime-fraction": 0.4}.items():
+        common += ["--conf", f"spark.sql.catalog.lake.catalog-ext.refresh.{key}={value}"]
+    flags = run_cli(*common)  # submit form, secrets masked: only its jar flags go on the command line
+    assert flags.returncode == 0, flags.stderr
+    jar_flags = [arg for line in flags.stdout.split(" \\\n") if line.startswith(("--packages", "--repositories", "--conf spark.jars."))
+                 for arg in shlex.split(line)]
+    assert len(jar_flags) == 6 and "--jars" not in flags.stdout, flags.stdout
+    defaults = run_cli(*common, "--format", "defaults", "--show-secrets")  # the secrets go in a file, not argv
+    assert defaults.returncode == 0, defaults.stderr
+    props = tmp_path / "catalog.conf"
+    props.write_text("".join(line + "\n" for line in defaults.stdout.splitlines() if not line.startswith("spark.jars")))
+
+    pyiceberg_catalog.create_namespace_if_not_exists("db")
+    table = f"db.packages_{uuid.uuid4().hex[:6]}"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update({"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable})
+    proc = subprocess.run([str(SPARK_SUBMIT), "--master", "local[2]", *jar_flags, "--properties-file", str(props),
+                           str(ROOT / "tests" / "config_only_job.py"),
+                           json.dumps({"ctas": slow_ctas("lake." + table), "table": "lake." + table})],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert parsed(proc, "COUNT") == "3000"
+    assert parsed(proc, "IMPORTED") == "False"
+    assert_outlived(catalog_proxy, s3_proxy, table)
+    # Spark's Ivy resolved the shim and its dependencies from the laid-out repository (an artifact
+    # already in ~/.m2 may come from there: Spark's Ivy looks in the local Maven cache first).
+    assert "found io.catalogext#catalog-ext-shim;0.1.0 in repo-1" in proc.stderr, proc.stderr[-3000:]
+    assert "org.apache.iceberg#iceberg-spark-runtime-3.5_2.12;1.10.2 from repo-1" in proc.stderr
+    fetched = sorted(p.name for p in (repo / ".ivy2" / "jars").glob("*.jar"))
+    assert len(fetched) == len(PINNED) + 1, fetched
