@@ -6,14 +6,23 @@ one-line reason, whenever it is unsure:
 
 * any catalog listing or table metadata it cannot read (a 503/403 on a child namespace
   included): a table it did not see would lose its files;
-* a bucket root, or a location holding metadata files of a table the catalog does not list
-  (another catalog or warehouse in the bucket, a dropped or foreign-registered table);
+* a bucket root, a location with `.` or `..` segments (also percent-encoded), or a location
+  holding metadata files of a table the catalog does not list (another catalog or warehouse in
+  the bucket, a dropped or foreign-registered table);
+* a prefix that is not the location of a table or namespace of the catalog (Hive or raw data),
+  unless `allow_non_table_prefix`; a minimum age under 24 h unless `allow_min_age_under_24h`
+  (Iceberg's own remove_orphan_files floor: a running staged job writes younger files);
 * every table whose location, `write.data.path`, `write.metadata.path` or metadata files lie
   under the location is read in full (a table located elsewhere whose manifests alone point
   here, e.g. `add_files`, is not: README "Orphans").
 
 Before each delete batch the tables are read again, so a staged job that commits during the
-run keeps its files. The dry run lists exactly what `--apply` would delete.
+run keeps its files. The dry run lists exactly what `--apply` would delete: the S3 keys listed
+are carried to DeleteObjects unchanged (never re-parsed from a URI, where `#`, `?` or `%` in a
+key would change it).
+
+`tables_under` (which tables keep paths under a location) is shared with maintenance's
+remove_orphan_files, so both keep the files of tables nested inside the location.
 """
 
 from __future__ import annotations
@@ -26,13 +35,14 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Iterable, Mapping, Optional
-from urllib.parse import urlsplit
+from urllib.parse import unquote
 
 from .errors import CatalogError, CatalogExtError, CatalogNotFoundError, ConfigError
 
-__all__ = ["OrphanReport", "CleanupRefused", "find_orphans", "register"]
+__all__ = ["OrphanReport", "CleanupRefused", "find_orphans", "tables_under", "dot_segments", "register"]
 
 DEFAULT_MIN_AGE_SECONDS = 3 * 86400.0  # as Iceberg's remove_orphan_files (older_than: 3 days)
+MIN_SAFE_AGE_SECONDS = 86400.0  # Iceberg refuses remove_orphan_files younger than 24 h: a job may still write
 DELETE_BATCH = 1000  # S3 DeleteObjects takes at most 1000 keys
 _PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path")
 
@@ -54,6 +64,7 @@ class OrphanReport:
     deleted: list[str] = field(default_factory=list)
     kept_committed_meanwhile: list[str] = field(default_factory=list)
     applied: bool = False
+    keys: dict[str, str] = field(default_factory=dict, repr=False)  # uri -> the S3 key exactly as listed
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -71,10 +82,28 @@ def _norm_uri(uri: str) -> str:
 
 
 def _split_s3(uri: str) -> tuple[str, str]:
-    parts = urlsplit(_norm_uri(uri))
-    if parts.scheme != "s3" or not parts.netloc:
+    """(bucket, key prefix), split by hand: urlsplit would cut a key at `#` or `?`."""
+    norm = _norm_uri(uri)
+    bucket, _, key = norm[len("s3://"):].partition("/") if norm.startswith("s3://") else ("", "", "")
+    if not bucket:
         raise ConfigError(f"invalid location {uri!r}: expected s3://bucket/path")
-    return parts.netloc, parts.path.lstrip("/")
+    return bucket, key
+
+
+def dot_segments(location: str) -> Optional[str]:
+    """Why `location` is ambiguous because of `.`/`..` segments (also percent-encoded), or None:
+    S3 keeps them literally, Hadoop paths and humans resolve them to another place."""
+    path, decoded = location, location
+    for _ in range(4):  # %252e%252e decodes twice; bounded
+        decoded = unquote(path)
+        if decoded == path:
+            break
+        path = decoded
+    for text in {location, decoded}:
+        if any(seg in (".", "..") for seg in re.split(r"[/\\]", text.split("://", 1)[-1])):
+            return (f"{location} has a '.' or '..' path segment (percent-encoded ones included): "
+                    "it may resolve to another table's place; pass the location without them")
+    return None
 
 
 def _overlaps(a: str, b: str) -> bool:
@@ -190,12 +219,20 @@ class _Catalog:
     tables: list[str]
     metadata_files: set[str]  # every metadata.json any table lists (current + log)
     table_loads: dict[str, Mapping[str, Any]]
+    namespaces: list[tuple[str, ...]] = field(default_factory=list)
 
 
-def _read_catalog(client: Any, location: str) -> _Catalog:
-    """Reads every table with any path under the location; refuses on any error."""
-    out = _Catalog(set(), [], set(), {})
+def tables_under(client: Any, location: str,
+                 namespaces: Optional[list[tuple[str, ...]]] = None) -> dict[str, Mapping[str, Any]]:
+    """{"ns.table": LoadTableResult} of every table whose location, write paths or metadata files
+    overlap `location` (nested in it, or containing it). The one answer to "whose files are
+    here" for both `staged cleanup` and maintenance's remove_orphan_files. Raises
+    `CleanupRefused` on any listing or load error: a table it did not see would lose its files.
+    The namespaces walked are appended to `namespaces` when given."""
+    out: dict[str, Mapping[str, Any]] = {}
     for ns in list(_walk_namespaces(client, location)):
+        if namespaces is not None:
+            namespaces.append(ns)
         try:
             idents = client.list_tables(ns)
         except CatalogNotFoundError:
@@ -210,21 +247,56 @@ def _read_catalog(client: Any, location: str) -> _Catalog:
                 continue  # dropped meanwhile
             except CatalogError as exc:
                 raise _refuse(location, f"cannot load table {name} ({exc})") from None
-            paths = _table_paths(loaded)
-            if not any(_overlaps(p, location) for p in paths):
-                continue  # keeps nothing under the location by its paths (manifests could, see README)
-            out.table_loads[name] = loaded
-            out.metadata_files |= {_norm_uri(p) for p in paths if p.endswith(".metadata.json")}
-            tloc = (loaded.get("metadata") or {}).get("location") or location
-            try:
-                out.referenced |= _referenced_files(loaded, _io_props(loaded, tloc))
-            except CatalogExtError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - refusing is the only safe answer
-                raise _refuse(location, f"cannot read the metadata of table {name} at {tloc} "
-                                        f"({type(exc).__name__})") from None
-            out.tables.append(name)
+            if any(_overlaps(p, location) for p in _table_paths(loaded)):
+                out[name] = loaded  # else it keeps nothing here by its paths (manifests could, see README)
     return out
+
+
+def _read_catalog(client: Any, location: str) -> _Catalog:
+    """Reads every table with any path under the location; refuses on any error."""
+    out = _Catalog(set(), [], set(), {})
+    for name, loaded in tables_under(client, location, out.namespaces).items():
+        out.table_loads[name] = loaded
+        out.metadata_files |= {_norm_uri(p) for p in _table_paths(loaded) if p.endswith(".metadata.json")}
+        tloc = (loaded.get("metadata") or {}).get("location") or location
+        try:
+            out.referenced |= _referenced_files(loaded, _io_props(loaded, tloc))
+        except CatalogExtError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - refusing is the only safe answer
+            raise _refuse(location, f"cannot read the metadata of table {name} at {tloc} "
+                                    f"({type(exc).__name__})") from None
+        out.tables.append(name)
+    return out
+
+
+def _same_place(a: str, b: str) -> bool:
+    return _norm_uri(a).rstrip("/") == _norm_uri(b).rstrip("/")
+
+
+def _known_location(client: Any, location: str, catalog: _Catalog, table: Optional[str]) -> Optional[str]:
+    """What the catalog knows `location` as ("table x", "namespace y", "staged table z"), or None.
+    A staged table is known by its default place, `<namespace location>/<name>`."""
+    for name, loaded in catalog.table_loads.items():
+        if _same_place((loaded.get("metadata") or {}).get("location") or "", location):
+            return f"table {name}"
+    ns_locations: dict[tuple[str, ...], str] = {}
+    for ns in catalog.namespaces:
+        try:
+            props = (client.load_namespace(ns) or {}).get("properties") or {}
+        except CatalogError:
+            continue  # unknown is not "known": the refusal stays
+        if props.get("location"):
+            ns_locations[tuple(ns)] = str(props["location"])
+            if _same_place(ns_locations[tuple(ns)], location):
+                return f"namespace {'.'.join(ns)}"
+    if table is not None and table not in catalog.table_loads:
+        # A staged (never committed) table: where the catalog puts a new table of that name.
+        *ns_parts, name = table.split(".")
+        ns_location = ns_locations.get(tuple(ns_parts))
+        if ns_location and _same_place(f"{ns_location.rstrip('/')}/{name}", location):
+            return f"staged table {table}"
+    return None
 
 
 def _s3_for(client: Any, table: str, location: str, loads: Mapping[str, Mapping[str, Any]]) -> Any:
@@ -261,16 +333,24 @@ def find_orphans(
     min_age_seconds: float = DEFAULT_MIN_AGE_SECONDS,
     apply: bool = False,
     now: Optional[float] = None,
+    allow_min_age_under_24h: bool = False,
+    allow_non_table_prefix: bool = False,
 ) -> OrphanReport:
     """Files under `location` (default: the location of `table`, "ns.table") that no committed
     table's metadata references, older than `min_age_seconds`; deleted with `apply=True`.
 
-    Raises `CleanupRefused` (one line, nothing deleted) whenever it cannot be sure.
+    Raises `CleanupRefused` (one line, nothing deleted) whenever it cannot be sure: among others
+    for a location that is not a table's or namespace's of the catalog (unless
+    `allow_non_table_prefix`) and a `min_age_seconds` under 24 h (unless `allow_min_age_under_24h`).
     S3 access: `s3` (a boto3 client), else the credentials the catalog vends for `table`.
     """
     if not min_age_seconds > 0:
         raise ConfigError(f"--min-age must be positive (got {min_age_seconds:g}); a running job may be writing "
                           f"the newest files (default {DEFAULT_MIN_AGE_SECONDS:g} s = 3 days)")
+    if min_age_seconds < MIN_SAFE_AGE_SECONDS and not allow_min_age_under_24h:
+        raise ConfigError(f"--min-age {min_age_seconds:g} is under 24 h (86400 s): a running staged job's files "
+                          "could be deleted; use --min-age 86400 or more, or add --allow-min-age-under-24h "
+                          "if no job writes there")
     if table is not None and len(table.split(".")) < 2:
         raise ConfigError(f"invalid --table {table!r}: use namespace.table")
     if location is None:
@@ -281,16 +361,25 @@ def find_orphans(
     if not prefix.strip("/"):
         raise _refuse(f"s3://{bucket}", "a bucket root holds every table of every catalog in it; "
                                         "pass one table's location")
+    dots = dot_segments(location)
+    if dots:
+        raise _refuse(location, dots)
     prefix = prefix.rstrip("/") + "/"
     report = OrphanReport(location=f"s3://{bucket}/{prefix}".rstrip("/"), applied=apply)
 
     catalog = _read_catalog(client, report.location)
     report.tables = catalog.tables
     report.referenced = len(catalog.referenced)
+    if s3 is None and table is None:
+        raise ConfigError("staged cleanup needs S3 access: pass --table NS.TABLE (credentials vended by the "
+                          "catalog) or --s3-access-key/--s3-secret-key(-env/-file)")
+    if not allow_non_table_prefix and _known_location(client, report.location, catalog, table) is None:
+        raise _refuse(report.location, "it is not the location of a table or namespace of this catalog (Hive or "
+                                       "raw data there has no metadata to keep its files); pass a table's or "
+                                       "namespace's location, or add --allow-non-table-prefix if every file "
+                                       "there belongs to this catalog's tables")
     if s3 is None:
-        if table is None:
-            raise ConfigError("staged cleanup needs S3 access: pass --table NS.TABLE (credentials vended by the "
-                              "catalog) or --s3-access-key/--s3-secret-key")
+        assert table is not None
         s3 = _s3_for(client, table, report.location, catalog.table_loads)
 
     current = time.time() if now is None else now
@@ -312,6 +401,7 @@ def find_orphans(
                     report.too_young += 1
                     continue
                 candidates.append((uri, int(obj.get("Size", 0)), age))
+                report.keys[uri] = obj["Key"]  # deleted by this key, exactly as listed
     except CleanupRefused:
         raise
     except Exception as exc:  # noqa: BLE001 - botocore errors: we do not know what is there
@@ -334,7 +424,7 @@ def _delete(client: Any, s3: Any, bucket: str, report: OrphanReport) -> None:
         batch = [u for u in batch if u not in referenced]
         if not batch:
             continue
-        answer = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": _split_s3(u)[1]} for u in batch],
+        answer = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": report.keys[u]} for u in batch],
                                                           "Quiet": True})
         failed = {f"s3://{bucket}/{e['Key']}" for e in answer.get("Errors") or []}
         report.deleted += [u for u in batch if u not in failed]
@@ -348,19 +438,22 @@ def _delete(client: Any, s3: Any, bucket: str, report: OrphanReport) -> None:
 
 def _cleanup_cmd(args: argparse.Namespace) -> int:
     from .catalog_client import CatalogClient
-    from .cli import connection_kwargs
+    from .cli import _secret_argument, connection_kwargs
     from .spark_conf import catalog_properties
 
     props = catalog_properties(args.profile, shim=False, **connection_kwargs(args))
     s3 = None
-    if args.s3_access_key or args.s3_secret_key:
-        if not (args.s3_access_key and args.s3_secret_key):
-            raise ConfigError("pass both --s3-access-key and --s3-secret-key")
-        s3 = _boto3_client(args.s3_endpoint, args.s3_access_key, args.s3_secret_key, args.s3_session_token,
+    secret_key = _secret_argument(args, "s3_secret_key")
+    if args.s3_access_key or secret_key:
+        if not (args.s3_access_key and secret_key):
+            raise ConfigError("pass both --s3-access-key and the secret (--s3-secret-key-env VAR, "
+                              "--s3-secret-key-file PATH or --s3-secret-key)")
+        s3 = _boto3_client(args.s3_endpoint, args.s3_access_key, secret_key, _secret_argument(args, "s3_session_token"),
                            args.s3_region or args.region, not args.s3_virtual_hosted)
     with CatalogClient.from_properties(props) as client:
         report = find_orphans(client, args.location, table=args.table, s3=s3, min_age_seconds=args.min_age,
-                              apply=args.apply)
+                              apply=args.apply, allow_min_age_under_24h=args.allow_min_age_under_24h,
+                              allow_non_table_prefix=args.allow_non_table_prefix)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
         return 0
@@ -395,15 +488,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                        "committed table references")
     p.add_argument("--table", metavar="NS.TABLE", help="the table whose location is cleaned; S3 credentials are "
                                                        "vended for it (loaded if committed, else staged)")
-    p.add_argument("--location", help="s3://bucket/path to clean (default: the location of --table)")
+    p.add_argument("--location", help="s3://bucket/path to clean (default: the location of --table); must be a "
+                                      "table's or namespace's location in the catalog")
+    p.add_argument("--allow-non-table-prefix", action="store_true",
+                   help="also clean a --location the catalog knows no table or namespace at (RISK: Hive or raw "
+                        "data files there have no Iceberg metadata and would be deleted)")
+    p.add_argument("--allow-min-age-under-24h", action="store_true",
+                   help="accept --min-age under 86400 (RISK: files of a staged job still running are deleted)")
     p.add_argument("--apply", action="store_true", help="delete the orphans (default: dry run, list only)")
     p.add_argument("--min-age", type=float, default=DEFAULT_MIN_AGE_SECONDS, metavar="SECONDS",
-                   help="only files older than this (default 259200 = 3 days: a running job may still write)")
+                   help="only files older than this (default 259200 = 3 days, at least 86400 unless "
+                        "--allow-min-age-under-24h: a running job may still write)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_connection_arguments(p)  # catalog options as for spark-conf (incl. --s3-endpoint for explicit keys)
+    # Secrets also from an environment variable or a file (recommended): an argument shows in `ps`.
     p.add_argument("--s3-access-key")
-    p.add_argument("--s3-secret-key")
+    p.add_argument("--s3-secret-key", help="S3 secret key (prefer --s3-secret-key-env/-file)")
+    p.add_argument("--s3-secret-key-env", metavar="VAR", help="read --s3-secret-key from environment variable VAR")
+    p.add_argument("--s3-secret-key-file", metavar="PATH", help="read --s3-secret-key from the file PATH")
     p.add_argument("--s3-session-token")
+    p.add_argument("--s3-session-token-env", metavar="VAR", help="read --s3-session-token from environment variable VAR")
+    p.add_argument("--s3-session-token-file", metavar="PATH", help="read --s3-session-token from the file PATH")
     p.add_argument("--s3-region")
     p.add_argument("--s3-virtual-hosted", action="store_true", help="virtual-hosted addressing (default: path style)")
     p.set_defaults(func=_cleanup_cmd)

@@ -88,8 +88,10 @@ def connection_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _secret_argument(args: argparse.Namespace, name: str) -> str | None:
-    """--NAME, or the value of the variable named by --NAME-env, or the content of --NAME-file."""
+    """--NAME, or the value of the variable named by --NAME-env, or the content of --NAME-file
+    (`name` as the attribute: s3_secret_key for --s3-secret-key)."""
     value, var, path = getattr(args, name), getattr(args, f"{name}_env"), getattr(args, f"{name}_file")
+    name = name.replace("_", "-")  # the flag's spelling in messages
     if sum(x is not None for x in (value, var, path)) > 1:
         raise ConfigError(f"pass only one of --{name}, --{name}-env and --{name}-file")
     if var is not None:

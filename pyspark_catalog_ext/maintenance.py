@@ -14,7 +14,10 @@ Policy type -> procedure (Iceberg 1.10):
 - system.snapshot-expiry -> expire_snapshots (older_than, retain_last); max_ref_age_days is the
   table property history.expire.max-ref-age-ms, which expire_snapshots honours
 - system.orphan-file-removal -> remove_orphan_files, only inside the table's own location, with a
-  positive age (default 3 days) and prefix listing; anything doubtful is refused with the reason.
+  positive age (default 3 days) and prefix listing; anything doubtful is refused with the reason:
+  a location with `.`/`..` segments, or one where another table keeps paths (a nested table:
+  Iceberg would delete its files, which only its own metadata references). Checked when planning
+  and again right before the call.
 
 A table whose policy versions and current snapshot are the same as after its last successful run
 is skipped (state in a small bounded JSON file). One failing table does not stop the others.
@@ -274,8 +277,13 @@ def _orphan_actions(content: OrphanFileRemovalContent, table: TablePlan, now: da
 
 def _unsafe_location(location: str, table_location: str) -> Optional[str]:
     """Why deleting under `location` is unsafe, or None: only the table's own location qualifies."""
+    from .cleanup import dot_segments
+
     if not table_location:
         return "the table's location is unknown"
+    dots = dot_segments(location)
+    if dots:
+        return dots
     loc, own = location.rstrip("/"), table_location.rstrip("/")
     parts = urlsplit(loc)
     if not parts.scheme or not parts.netloc:
@@ -285,6 +293,28 @@ def _unsafe_location(location: str, table_location: str) -> Optional[str]:
     if loc != own and not loc.startswith(own + "/"):
         return f"{location} is outside the table's location {table_location}: other tables' files could be deleted"
     return None
+
+
+def _other_tables_under(client: Any, tp: TablePlan, location: str) -> Optional[str]:
+    """Why remove_orphan_files under `location` would delete another table's files, or None.
+    The same "whose files are here" as `staged cleanup` (cleanup.tables_under)."""
+    from .cleanup import CleanupRefused, tables_under
+
+    try:
+        others = sorted(set(tables_under(client, location)) - {".".join([*tp.namespace, tp.name])})
+    except CleanupRefused as exc:
+        return str(exc).split(": ", 1)[-1]
+    if others:
+        return (f"table(s) {', '.join(others[:3])}{' ...' if len(others) > 3 else ''} keep files under {location}: "
+                "remove_orphan_files would delete them; move the nested table(s) or narrow the policy's locations")
+    return None
+
+
+def _refuse_shared_locations(client: Any, tp: TablePlan) -> None:
+    """Refuses each remove_orphan_files action whose location holds another table's files."""
+    for action in tp.actions:
+        if action.procedure == "remove_orphan_files" and action.refused is None:
+            action.refused = _other_tables_under(client, tp, action.args.get("location", tp.location))
 
 
 def _str(value: Any) -> str:
@@ -442,6 +472,7 @@ def _plan_with_client(client: Any, catalog: str, targets: list[list[str]], sourc
             for policy_type in MAINTENANCE_TYPES:
                 if policy_type in chosen:
                     tp.actions += _actions_for(chosen[policy_type], tp, now)
+            _refuse_shared_locations(client, tp)
         except PolicyApiUnavailableError:
             raise  # the same for every table: one clear error instead of one per table
         except CatalogExtError as exc:
@@ -604,6 +635,9 @@ def run(spark: Any, what: Union[Plan, str, Sequence[str]], *, progress: Optional
             try:
                 before, _ = _snapshots(client, tp.namespace, tp.name)
                 for action in tp.actions:
+                    if action.procedure == "remove_orphan_files" and action.refused is None:
+                        # again now: a table may have been created under the location since the plan
+                        action.refused = _other_tables_under(client, tp, action.args.get("location", tp.location))
                     if not action.runnable:
                         if action.refused:
                             say(f"{tag}: {action.procedure} refused: {action.refused}")

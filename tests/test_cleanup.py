@@ -45,7 +45,7 @@ def test_child_namespace_listing_error_refuses(lakehouse, proxy, orphaned):
     try:
         with client_for(lakehouse, proxy.url) as client:
             with pytest.raises(CleanupRefused) as err:
-                find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE, apply=True)
+                find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE, allow_min_age_under_24h=True, apply=True)
     finally:
         proxy.faults.clear()
     assert "cannot list the namespaces under" in str(err.value) and "\n" not in str(err.value)
@@ -60,7 +60,7 @@ def test_table_load_error_refuses(spark, lakehouse, proxy, db, orphaned):
     try:
         with client_for(lakehouse, proxy.url) as client:
             with pytest.raises(CleanupRefused, match=f"cannot load table stg.{other}"):
-                find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE, apply=True)
+                find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE, allow_min_age_under_24h=True, apply=True)
     finally:
         proxy.faults.clear()
     assert all(s3_exists(s3_admin(lakehouse), f) for f in staged.written_files())
@@ -69,7 +69,7 @@ def test_table_load_error_refuses(spark, lakehouse, proxy, db, orphaned):
 def test_bucket_root_and_bad_min_age_refused(lakehouse):
     info = lakehouse.info
     base = ["staged", "cleanup", "--uri", info.iceberg_uri, "--warehouse", info.warehouse,
-            "--credential", info.credential, "--table", "stg.x"]
+            "--credential", info.credential, "--table", "stg.x", "--allow-min-age-under-24h"]
     assert_one_line_error(run_cli(*base, "--location", "s3://warehouse", "--min-age", "10"), "bucket root")
     assert_one_line_error(run_cli(*base, "--location", "s3://warehouse/", "--min-age", "10"), "bucket root")
     for bad in ("0", "-5"):
@@ -83,13 +83,13 @@ def test_default_scope_is_the_named_tables_location_and_min_age_three_days(spark
     abandoned = stage_replace(spark, f"{db}.{short}", "id BIGINT")  # its driver dies before commit
     abandoned.write(spark.range(0, 7))
     with client_for(lakehouse, lakehouse.info.iceberg_uri) as client:
-        report = find_orphans(client, table=f"stg.{short}", min_age_seconds=MIN_AGE)
+        report = find_orphans(client, table=f"stg.{short}", min_age_seconds=MIN_AGE, allow_min_age_under_24h=True)
         assert report.location.rstrip("/") == abandoned.location.rstrip("/").replace("s3a://", "s3://")
         assert sorted(u for u, _, _ in report.orphans) == sorted(abandoned.written_files())
         young = find_orphans(client, table=f"stg.{short}")  # default min age: 3 days
         assert young.orphans == [] and young.too_young == len(abandoned.written_files())
         with pytest.raises(ConfigError, match="not committed: pass --location"):
-            find_orphans(client, table=f"stg.{unique('never')}", min_age_seconds=MIN_AGE)
+            find_orphans(client, table=f"stg.{unique('never')}", min_age_seconds=MIN_AGE, allow_min_age_under_24h=True)
 
 
 def test_metadata_of_an_unlisted_table_refuses(lakehouse, orphaned):
@@ -101,7 +101,7 @@ def test_metadata_of_an_unlisted_table_refuses(lakehouse, orphaned):
     s3.put_object(Bucket=bucket, Key=key, Body=b"{}")
     with client_for(lakehouse, lakehouse.info.iceberg_uri) as client:
         with pytest.raises(CleanupRefused, match="does not list"):
-            find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE, apply=True)
+            find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE, allow_min_age_under_24h=True, apply=True)
     assert all(s3_exists(s3, f) for f in staged.written_files())
     s3.delete_object(Bucket=bucket, Key=key)
 
@@ -111,7 +111,7 @@ def test_job_that_commits_during_the_run_keeps_its_files(spark, lakehouse, proxy
     the delete batch sees it and keeps every file."""
     short, staged = orphaned
     with client_for(lakehouse, proxy.url) as client:
-        report = find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE)
+        report = find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE, allow_min_age_under_24h=True)
         assert sorted(u for u, _, _ in report.orphans) == sorted(staged.written_files())
         calls = []
 
@@ -122,7 +122,7 @@ def test_job_that_commits_during_the_run_keeps_its_files(spark, lakehouse, proxy
 
         proxy.faults.add("before", "GET", r"/namespaces/stg/tables(\?|$)", times=2, action=commit_on_the_reread)
         try:
-            applied = find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE,
+            applied = find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE, allow_min_age_under_24h=True,
                                    apply=True)
         finally:
             proxy.faults.clear()
@@ -134,8 +134,8 @@ def test_job_that_commits_during_the_run_keeps_its_files(spark, lakehouse, proxy
 def test_dry_run_lists_exactly_what_apply_deletes(lakehouse, orphaned):
     short, staged = orphaned
     with client_for(lakehouse, lakehouse.info.iceberg_uri) as client:
-        dry = find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE)
-        applied = find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE, apply=True)
+        dry = find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE, allow_min_age_under_24h=True)
+        applied = find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE, allow_min_age_under_24h=True, apply=True)
     assert sorted(u for u, _, _ in dry.orphans) == sorted(applied.deleted)
     assert set(staged.written_files()) <= set(applied.deleted)
     assert s3_keys(s3_admin(lakehouse), staged.location) == []
@@ -169,7 +169,7 @@ def test_table_located_elsewhere_with_its_data_path_here_keeps_its_files(spark, 
     files = table_files(spark, f"lakeadmin.stg.{other}")
     assert any(f.replace("s3a://", "s3://").startswith(target + "/") for f in files), files
     with client_for(lakehouse, info.iceberg_uri) as client:
-        applied = find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE, apply=True)
+        applied = find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE, allow_min_age_under_24h=True, apply=True)
     assert f"stg.{other}" in applied.tables
     assert set(staged.written_files()) <= set(applied.deleted)
     assert not {f.replace("s3a://", "s3://") for f in files} & set(applied.deleted)

@@ -321,3 +321,68 @@ def test_compaction_outlives_fast_expiring_credentials(spark, lakehouse, tmp_pat
         vended = [k for k in s3.forwarded_by_key if k != lakehouse.info.access_key]
         assert len(vended) >= 2, "the compaction should have needed refreshed credentials"
         assert spark.table("slowgov.long.t").count() == 1200
+
+
+# --------------------------------------------------------------------------- orphan removal: whose files are here
+
+
+def _admin_catalog(spark, lakehouse) -> str:
+    """A Spark catalog with the admin's S3 keys: vended credentials only reach a table's own location."""
+    info = lakehouse.info
+    add_spark_catalog(spark, lakehouse, "lakeadmin", info.iceberg_uri, shim=False)
+    spark.conf.unset("spark.sql.catalog.lakeadmin.header.X-Iceberg-Access-Delegation")
+    for key, value in {"s3.access-key-id": info.access_key, "s3.secret-access-key": info.secret_key,
+                       "s3.endpoint": info.s3_endpoint, "s3.path-style-access": "true",
+                       "client.region": "us-east-1"}.items():
+        spark.conf.set(f"spark.sql.catalog.lakeadmin.{key}", value)
+    return "lakeadmin"
+
+
+def test_orphan_removal_keeps_the_files_of_a_table_nested_in_the_location(spark, gov, polaris, client, lakehouse,
+                                                                          tmp_path):
+    """Another table keeps data under this table's location: remove_orphan_files would delete it
+    (only that table's metadata references it). Refused when planning, and again when a plan made
+    before the nested table was created is run. Same check as `staged cleanup` (tables_under)."""
+    from tests.test_staging import s3_exists, s3_admin, table_files, unique
+
+    outer, nested = unique("outer"), unique("nested")
+    spark.sql(f"CREATE TABLE gov.m.{outer} (id BIGINT) USING iceberg")
+    spark.sql(f"INSERT INTO gov.m.{outer} SELECT id FROM range(3)")
+    location = client.load_table(("m",), outer)["metadata"]["location"].rstrip("/")
+    polaris.create(["m"], f"{outer}-orphans", ORPHANS, content(max_orphan_file_age_in_days=3))
+    polaris.attach(["m"], f"{outer}-orphans", "table-like", ["m", outer])
+    state = tmp_path / "state.json"
+    early = pce.maintenance.plan(spark, f"gov.m.{outer}", state_file=state)
+    [action] = early.tables[0].actions
+    assert action.procedure == "remove_orphan_files" and action.refused is None  # nothing nested yet
+
+    admin = _admin_catalog(spark, lakehouse)
+    spark.sql(f"CREATE TABLE {admin}.m.{nested} (id BIGINT) USING iceberg "
+              f"TBLPROPERTIES ('write.data.path'='{location}/data/nested')")
+    spark.sql(f"INSERT INTO {admin}.m.{nested} SELECT id FROM range(5)")
+    files = table_files(spark, f"{admin}.m.{nested}")
+    assert any(f.replace("s3a://", "s3://").startswith(location + "/data/nested/") for f in files), files
+
+    [refused] = pce.maintenance.plan(spark, f"gov.m.{outer}", state_file=state).tables[0].actions
+    assert refused.refused and f"m.{nested}" in refused.refused and "\n" not in refused.refused
+    seen: list = []
+    report = pce.maintenance.run(spark, early, state_file=state, progress=seen.append)  # the stale plan
+    assert report.tables[0].status == "ok" and report.tables[0].actions == []
+    assert any(f"remove_orphan_files refused: table(s) m.{nested}" in str(s) for s in seen), seen
+    s3 = s3_admin(lakehouse)
+    assert all(s3_exists(s3, f) for f in files)
+    assert spark.table(f"{admin}.m.{nested}").count() == 5
+
+
+@pytest.mark.parametrize("tail", ["/../..", "/data/..", "/%2e%2e/%2E%2E", "/%252e%252e"])
+def test_orphan_removal_refuses_locations_with_dot_segments(spark, gov, polaris, client, tmp_path, tail):
+    from tests.test_staging import unique
+
+    name = unique("dots")
+    spark.sql(f"CREATE TABLE gov.m.{name} (id BIGINT) USING iceberg")
+    location = client.load_table(("m",), name)["metadata"]["location"].rstrip("/")
+    polaris.create(["m"], f"{name}-orphans", ORPHANS, content(locations=[location + tail]))
+    polaris.attach(["m"], f"{name}-orphans", "table-like", ["m", name])
+    [action] = pce.maintenance.plan(spark, f"gov.m.{name}", state_file=tmp_path / "s.json").tables[0].actions
+    assert action.procedure == "remove_orphan_files"
+    assert action.refused and "'..' path segment" in action.refused and "\n" not in action.refused

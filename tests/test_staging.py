@@ -188,7 +188,7 @@ def test_invalid_table_name(spark):
 def _cleanup(lakehouse, location, *extra):
     info = lakehouse.info
     return run_cli("staged", "cleanup", "--location", location, "--uri", info.iceberg_uri, "--warehouse",
-                   info.warehouse, "--credential", info.credential, "--min-age", "0.001", *extra)
+                   info.warehouse, "--credential", info.credential, "--min-age", "0.001", "--allow-min-age-under-24h", *extra)
 
 
 def test_staged_cleanup_dry_run_then_apply(spark, db, lakehouse):
