@@ -10,7 +10,7 @@ registry is seeded through py4j, executor tasks ask the driver through the execu
 (a bench class in spark.jars, called with Spark SQL reflect()).
 
     python benchmarks/bench_plugin_scale.py jvm [threads] [tables] [seconds] [lifetime-ms]
-    python benchmarks/bench_plugin_scale.py spark [executors] [threads-per-task] [asks-per-thread] [tables]
+    python benchmarks/bench_plugin_scale.py spark [executors] [threads-per-task] [asks-per-thread] [tables] [offered-asks/s]
 """
 
 from __future__ import annotations
@@ -58,10 +58,11 @@ def _percentile(sorted_values: list[int], q: float) -> float:
 
 
 def run_spark(args: list[str]) -> None:
-    executors = int(args[0]) if len(args) > 0 else 2
-    threads = int(args[1]) if len(args) > 1 else 16
-    asks = int(args[2]) if len(args) > 2 else 2_000
+    executors = int(args[0]) if len(args) > 0 else 4
+    threads = int(args[1]) if len(args) > 1 else 64
+    asks = int(args[2]) if len(args) > 2 else 500
     tables = int(args[3]) if len(args) > 3 else 1_000
+    offered = int(args[4]) if len(args) > 4 else 1_000
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -79,7 +80,7 @@ def run_spark(args: list[str]) -> None:
         spark = (SparkSession.builder.master(f"local-cluster[{executors},1,1024]").appName("catalog-ext-plugin-scale")
                  .config("spark.jars", ",".join(jars))
                  .config("spark.plugins", "io.catalogext.shim.CatalogExtPlugin")
-                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.locality.wait", "0").config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                  .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         sc = spark.sparkContext
@@ -88,15 +89,37 @@ def run_spark(args: list[str]) -> None:
         print(f"local-cluster[{executors},1,1024] up in {time.monotonic() - started:.1f} s")
         bench = sc._jvm.io.catalogext.shim.PluginScaleBench
         handles = bench.seedDriver(tables, 5_000)  # credentials renewed every 4 s during the run
-        rows = spark.createDataFrame([(handles,)] * executors, "h string").repartition(executors)
-        ask = f"reflect('{MAIN}', 'askDriver', h, {threads}, {asks}) AS r"
-        rows.selectExpr(f"reflect('{MAIN}', 'askDriver', h, 2, 500) AS r").collect()  # warm-up: JIT, connections
-        results = [r.r for r in rows.selectExpr(ask).collect()]
+        # One task per executor JVM, all at once: no shuffle (its locality would put them on one executor).
+        rows = spark.createDataFrame(sc.parallelize([(handles,)] * executors, executors), "h string")
+
+        def ask(per_thread: int, interval_ms: int) -> list[str]:
+            expr = f"reflect('{MAIN}', 'askDriver', h, {threads}, {per_thread}, CAST({interval_ms} AS BIGINT)) AS r"
+            return [r.r for r in rows.selectExpr(expr).collect()]
+
+        ask(50, 0)  # warm-up: JIT, connections
+        cpu_before = bench.processCpuNanos()
+        saturated = ask(asks, 0)
+        driver_cpu_ns = bench.processCpuNanos() - cpu_before
+        askers = executors * threads
+        interval_ms = max(1, askers * 1000 // offered)  # each asker's pace for `offered` asks/s in all
+        paced = ask(max(1, 10_000 // interval_ms), interval_ms)  # about 10 s
         stats = bench.driverStats()
         spark.stop()
-    starts, ends, total, non_fresh, latencies = [], [], 0, 0, []
+    print(f"{executors} executor JVMs x {threads} asking threads, {tables} tables (credential lifetime 5 s), "
+          "over Spark's plugin RPC:")
+    total = _report("saturated (each thread asks again at once)", saturated)
+    print(f"  CPU per ask: driver JVM {driver_cpu_ns / total / 1e3:,.0f} us (receive() itself: a few us, see `jvm`), "
+          f"executor JVMs {sum(int(r.split(' ')[4]) for r in saturated) / total / 1e3:,.0f} us")
+    _report(f"offered {offered:,} asks/s (each thread one ask every {interval_ms} ms)", paced)
+    print(stats)
+
+
+def _report(title: str, results: list[str]) -> int:
+    """Prints asks/s and latency percentiles of one job's tasks; returns the number of asks."""
+    starts, ends, total, non_fresh, latencies, spans = [], [], 0, 0, [], []
     for result in results:
-        start_ms, end_ms, count, stale, values = result.split(" ")
+        start_ms, end_ms, count, stale, _cpu, executor, values = result.split(" ")
+        spans.append(f"executor {executor}: {int(end_ms) - int(start_ms):,} ms")
         starts.append(int(start_ms))
         ends.append(int(end_ms))
         total += int(count)
@@ -104,12 +127,10 @@ def run_spark(args: list[str]) -> None:
         latencies.extend(int(v) for v in values.split(","))
     latencies.sort()
     seconds = (max(ends) - min(starts)) / 1e3
-    print(f"{executors} executors x {threads} asking threads x {asks} asks, {tables} tables "
-          f"(credential lifetime 5 s), over Spark's plugin RPC:")
-    print(f"asks/s: {total / seconds:,.0f}   [{total:,} asks in {seconds:.1f} s; not fresh: {non_fresh}]")
-    print(f"latency per ask: p50 {_percentile(latencies, 0.5):,.0f} us, p99 {_percentile(latencies, 0.99):,.0f} us, "
-          f"p99.9 {_percentile(latencies, 0.999):,.0f} us")
-    print(stats)
+    print(f"{title}: {total / seconds:,.0f} asks/s, latency p50 {_percentile(latencies, 0.5):,.0f} us, "
+          f"p99 {_percentile(latencies, 0.99):,.0f} us, p99.9 {_percentile(latencies, 0.999):,.0f} us   "
+          f"[{total:,} asks in {seconds:.1f} s; answered 'refreshing': {non_fresh}; tasks: {', '.join(spans)}]")
+    return total
 
 
 def main() -> None:

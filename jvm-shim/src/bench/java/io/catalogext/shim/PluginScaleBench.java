@@ -381,33 +381,46 @@ public final class PluginScaleBench {
   }
 
   /**
-   * Catalog requests per table per renewal, over the due moments before a cut-off 1.5 s before
-   * {@code stoppedAt}: a due table is asked for within milliseconds and the ticker looks every
-   * second, so every due moment before the cut-off should have been served, by one request.
+   * Catalog requests per table per renewal, over the due moments before a cut-off 2.5 s before
+   * {@code stoppedAt}: a due table in use is asked for within milliseconds, and the ticker passes
+   * every second and checks a table at most once per 1 s check interval, so every due moment before
+   * the cut-off should have been served, by one request (idle tables wait for their next use).
    */
   static String renewals(CredentialRegistry registry, CountingSource source, String[] handles, long seededAt, long stoppedAt) {
-    long cutoff = stoppedAt - 1_500;
+    long cutoff = stoppedAt - 2_500;
     long requestsBeforeCutoff = 0;
     long renewals = 0;
     long missed = 0;
+    long idle = 0;
     for (String handle : handles) {
       List<Long> moments = source.served.getOrDefault(handle, List.of());
       synchronized (moments) {
         requestsBeforeCutoff += moments.stream().filter(m -> m <= cutoff).count();
         renewals += moments.stream().filter(m -> m <= cutoff).distinct().count();
       }
-      CredentialSnapshot current = registry.lookup(handle).snapshot("");
-      if (current.refreshAtMs <= cutoff) {
-        missed++; // due before the cut-off and never renewed
+      TableEntry entry = registry.lookup(handle);
+      CredentialSnapshot current = entry.snapshot("");
+      if (current.refreshAtMs <= cutoff && entry.lastUsedAtMs() < current.fetchedAtMs) {
+        idle++; // not asked for since its keys were fetched: renewed on its next use, by design
+      } else if (current.refreshAtMs <= cutoff) {
+        missed++; // due before the cut-off, in use, and never renewed
         renewals++;
       }
     }
     return String.format("catalog requests per table per renewal: %.3f   target exactly 1   %s"
             + "   [%,d requests / %,d renewals of %,d tables in %.1f s (%.1f each); duplicates %d,"
-            + " before due %d, never renewed %d]",
+            + " before due %d, never renewed %d; idle and due at the end (renewed on next use) %d]",
         requestsBeforeCutoff / (double) renewals, requestsBeforeCutoff == renewals && missed == 0 ? "MET" : "MISSED",
         requestsBeforeCutoff, renewals, handles.length, (cutoff - seededAt) / 1e3, renewals / (double) handles.length,
-        source.duplicates.sum(), source.premature.sum(), missed);
+        source.duplicates.sum(), source.premature.sum(), missed, idle);
+  }
+
+  /** CPU time of this whole JVM so far (all threads), for CPU per ask. */
+  public static long processCpuNanos() {
+    java.lang.management.OperatingSystemMXBean os = ManagementFactory.getOperatingSystemMXBean();
+    return os instanceof com.sun.management.OperatingSystemMXBean
+        ? ((com.sun.management.OperatingSystemMXBean) os).getProcessCpuTime()
+        : -1;
   }
 
   /** One ask of the driver; puts the time receive() itself took in {@code serviceNs[0]}. */
@@ -516,10 +529,11 @@ public final class PluginScaleBench {
   /**
    * In an executor task (Spark SQL {@code reflect}): {@code threads} threads each ask the driver
    * {@code asks} times for random tables of {@code handlesCsv}, through the context the executor
-   * plugin kept, as DriverPluginSource does. Returns "startMs endMs asks nonFresh lat1,lat2,..."
-   * (latencies in ns, each thread's first {@code sample} asks after a warm-up).
+   * plugin kept, as DriverPluginSource does: at once after each answer ({@code intervalMs} 0), or
+   * each thread one ask every {@code intervalMs} (an offered load). Returns "startMs endMs asks
+   * notFresh cpuNs executorId lat1,lat2,..." (this JVM's CPU time meanwhile; every ask's latency in ns).
    */
-  public static String askDriver(String handlesCsv, int threads, int asks) throws Exception {
+  public static String askDriver(String handlesCsv, int threads, int asks, long intervalMs) throws Exception {
     org.apache.spark.api.plugin.PluginContext ctx = CatalogExtPlugin.executorContext();
     if (ctx == null) {
       throw new IllegalStateException("the catalog-ext plugin is not running in this executor (spark.plugins)");
@@ -540,9 +554,16 @@ public final class PluginScaleBench {
           new Thread(
               () -> {
                 ThreadLocalRandom random = ThreadLocalRandom.current();
+                long intervalNs = intervalMs * 1_000_000L;
                 try {
                   start.await();
+                  long nextNs = System.nanoTime() + (intervalNs > 0 ? random.nextLong(intervalNs) : 0); // spread out
                   for (int i = 0; i < asks; i++) {
+                    long wait = nextNs - System.nanoTime();
+                    if (wait > 0) {
+                      java.util.concurrent.locks.LockSupport.parkNanos(wait);
+                    }
+                    nextNs += intervalNs;
                     byte[] request = requests[random.nextInt(requests.length)];
                     long t0 = System.nanoTime();
                     Object reply = ctx.ask(request);
@@ -562,12 +583,14 @@ public final class PluginScaleBench {
       workers.add(w);
       w.start();
     }
+    long cpuBefore = processCpuNanos();
     long startMs = System.currentTimeMillis();
     start.countDown();
     for (Thread w : workers) {
       w.join();
     }
     long endMs = System.currentTimeMillis();
+    long cpuNs = processCpuNanos() - cpuBefore;
     synchronized (failure) {
       if (failure[0] != null) {
         throw failure[0];
@@ -575,7 +598,8 @@ public final class PluginScaleBench {
     }
     StringBuilder out = new StringBuilder();
     out.append(startMs).append(' ').append(endMs).append(' ').append((long) threads * asks).append(' ')
-        .append(nonFresh.get()).append(' ');
+        .append(nonFresh.get()).append(' ').append(cpuNs).append(' ')
+        .append(org.apache.spark.SparkEnv.get().executorId()).append(' ');
     for (long[] mine : latencies) {
       for (long ns : mine) {
         out.append(ns).append(',');
