@@ -61,8 +61,9 @@ public final class PluginScaleBench {
     final LongAdder calls = new LongAdder();
     final LongAdder premature = new LongAdder();
     final LongAdder duplicates = new LongAdder();
-    /** handle -> due moments (refresh_at_ms of the keys replaced) this source was asked for. */
-    final Map<String, List<Long>> served = new ConcurrentHashMap<>();
+    final AtomicLong mostEarlyMs = new AtomicLong();
+    /** handle -> {due moment (refresh_at_ms of the keys replaced), time of the call} per call. */
+    final Map<String, List<long[]>> served = new ConcurrentHashMap<>();
 
     CountingSource(long lifetimeMs) {
       this.lifetimeMs = lifetimeMs;
@@ -74,16 +75,16 @@ public final class PluginScaleBench {
       calls.increment();
       JsonNode request = Json.read(requestJson);
       long dueAt = request.path("prefixes").path(0).path("refresh_at_ms").asLong(-1);
-      List<Long> moments = served.computeIfAbsent(request.path("handle").asText(), h -> new ArrayList<>());
+      List<long[]> moments = served.computeIfAbsent(request.path("handle").asText(), h -> new ArrayList<>());
       synchronized (moments) {
-        if (moments.contains(dueAt)) {
+        if (moments.stream().anyMatch(m -> m[0] == dueAt)) {
           duplicates.increment(); // a second request for keys already replaced once
         }
-        moments.add(dueAt);
+        moments.add(new long[] {dueAt, now});
       }
-      if (now < dueAt) {
+      if (now < dueAt) { // keys that were not due yet: a request no renewal needed
         premature.increment();
-        System.out.printf("  (a request %d ms before its due moment)%n", dueAt - now);
+        mostEarlyMs.accumulateAndGet(dueAt - now, Math::max);
       }
       return "{\"strategy\":\"user-source:bench\",\"config\":" + Json.write(Json.fromMap(vended(now, now + lifetimeMs))) + "}";
     }
@@ -392,11 +393,14 @@ public final class PluginScaleBench {
     long renewals = 0;
     long missed = 0;
     long idle = 0;
+    List<Long> lags = new ArrayList<>(); // how long after its due moment a renewal's request came
     for (String handle : handles) {
-      List<Long> moments = source.served.getOrDefault(handle, List.of());
-      synchronized (moments) {
-        requestsBeforeCutoff += moments.stream().filter(m -> m <= cutoff).count();
-        renewals += moments.stream().filter(m -> m <= cutoff).distinct().count();
+      List<long[]> calls = source.served.getOrDefault(handle, List.of());
+      synchronized (calls) {
+        requestsBeforeCutoff += calls.stream().filter(c -> c[1] <= cutoff).count();
+        // A renewal: a due moment that came (a request for keys not yet due renews nothing).
+        renewals += calls.stream().filter(c -> c[1] <= cutoff && c[0] <= c[1]).mapToLong(c -> c[0]).distinct().count();
+        calls.stream().filter(c -> c[1] <= cutoff && c[0] <= c[1]).forEach(c -> lags.add(c[1] - c[0]));
       }
       TableEntry entry = registry.lookup(handle);
       CredentialSnapshot current = entry.snapshot("");
@@ -409,10 +413,22 @@ public final class PluginScaleBench {
     }
     return String.format("catalog requests per table per renewal: %.3f   target exactly 1   %s"
             + "   [%,d requests / %,d renewals of %,d tables in %.1f s (%.1f each); duplicates %d,"
-            + " before due %d, never renewed %d; idle and due at the end (renewed on next use) %d]",
+            + " for keys not yet due %d (up to %d ms early), never renewed %d;"
+            + " idle and due at the end (renewed on next use) %d; request after the due moment: p50 %d ms, p99 %d ms,"
+            + " max %d ms (keys expire a fifth of their lifetime after it)]",
         requestsBeforeCutoff / (double) renewals, requestsBeforeCutoff == renewals && missed == 0 ? "MET" : "MISSED",
         requestsBeforeCutoff, renewals, handles.length, (cutoff - seededAt) / 1e3, renewals / (double) handles.length,
-        source.duplicates.sum(), source.premature.sum(), missed, idle);
+        source.duplicates.sum(), source.premature.sum(), source.mostEarlyMs.get(), missed, idle, pct(lags, 0.5),
+        pct(lags, 0.99), pct(lags, 1.0));
+  }
+
+  private static long pct(List<Long> values, double q) {
+    if (values.isEmpty()) {
+      return -1;
+    }
+    List<Long> sorted = new ArrayList<>(values);
+    java.util.Collections.sort(sorted);
+    return sorted.get((int) Math.min(sorted.size() - 1, (long) (sorted.size() * q)));
   }
 
   /** CPU time of this whole JVM so far (all threads), for CPU per ask. */
