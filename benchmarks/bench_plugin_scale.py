@@ -138,7 +138,9 @@ def _report(title: str, results: list[str]) -> int:
 
 def main() -> None:
     mode = sys.argv[1] if len(sys.argv) > 1 else "jvm"
-    if mode == "jvm":
+    if mode in ("-h", "--help"):
+        print(__doc__)
+    elif mode == "jvm":
         run_jvm(sys.argv[2:])
     elif mode == "spark":
         run_spark(sys.argv[2:])
