@@ -239,6 +239,7 @@ class CatalogClient:
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
         self._session.headers.update({"Accept": "application/json", "User-Agent": _USER_AGENT})
+        self._custom_headers = tuple(dict(headers or {}))  # names of the user's `header.*` properties
         if headers:
             self._session.headers.update(dict(headers))
 
@@ -538,16 +539,19 @@ class CatalogClient:
     def get_url(self, url: str, params: Optional[Mapping[str, Any]] = None,
                 *, allow_cross_origin_auth: bool = False) -> Any:
         """GET a server-given URL (e.g. `client.refresh-credentials-endpoint`), absolute or
-        relative to the catalog URI. Credentials are only sent to the catalog's own origin
-        unless `allow_cross_origin_auth` is set: a config value must not be able to
-        exfiltrate our token."""
+        relative to the catalog URI. Credentials and the user's custom headers (`header.*`, an
+        API key say) are only sent to the catalog's own origin unless `allow_cross_origin_auth`
+        is set: a config value must not be able to exfiltrate them."""
         full = urljoin(self.uri + "/", url)
         target, base = urlsplit(full), urlsplit(self.uri)
         same_origin = (target.scheme, target.hostname, target.port) == (base.scheme, base.hostname, base.port)
         if target.scheme not in ("http", "https"):
             raise ConfigError(f"refusing non-http URL {_safe_url(full)!r}")
-        return self._call("GET", full, params=params, operation="get_url", resource=("endpoint", None),
-                          absolute=True, authenticate=same_origin or allow_cross_origin_auth)
+        trusted = same_origin or allow_cross_origin_auth
+        # A None value removes a session header from this one request (requests' merge rule).
+        strip: dict[str, Any] = {} if trusted else dict.fromkeys(self._custom_headers)
+        return self._call("GET", full, params=params, headers=strip, operation="get_url", resource=("endpoint", None),
+                          absolute=True, authenticate=trusted)
 
     # ------------------------------------------------------------------ internals: shapes
     def _check_load_result(self, body: dict[str, Any], op: str) -> dict[str, Any]:

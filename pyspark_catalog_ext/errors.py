@@ -87,11 +87,17 @@ class LakehouseError(CatalogExtError):
     """The embedded SeaweedFS lakehouse could not start or stop."""
 
 
-# Shapes of secrets we may meet in text from outside (server error bodies, JVM exceptions).
+# Shapes of secrets we may meet in text from outside (server error bodies, JVM exceptions, URLs).
+# The Authorization header comes first: its value is a scheme and a token, and the generic
+# `word: value` rule would mask only the scheme and leave the token in clear.
+_AUTH_SCHEMES = r"(?:bearer|basic|digest|negotiate|token|oauth|aws4-hmac-sha256)\s+"
 _SECRET_PATTERNS = [
-    SECRET_IN_TEXT,
-    re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+"),
+    re.compile(r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:" + _AUTH_SCHEMES + r")?)[^\s\"'&,;}]+"),
+    re.compile(r"(?i)((?:set-)?cookie[\"']?\s*[:=]\s*[\"']?)[^\r\n\"']+"),
+    re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]+"),
+    re.compile(r"(?i)([?&](?:sig|signature|access_token|id_token|refresh_token|client_secret|api_key|apikey|key|code)=)[^&\s#\"']+"),
     re.compile(r"(?i)(X-Amz-Security-Token=|X-Amz-Credential=|X-Amz-Signature=)[^&\s]+"),
+    SECRET_IN_TEXT,
     re.compile(r"(?i)(://)[^/\s:@]+:[^/\s@]+@"),
 ]
 

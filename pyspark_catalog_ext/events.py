@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Union
 
-from .errors import redact
+from .errors import ConfigError, redact
 
 __all__ = ["Event", "subscribe", "unsubscribe", "emit", "deliver", "stats", "JsonLinesSink", "WebhookSink", "QueuedSink"]
 
@@ -148,6 +148,10 @@ def stats() -> dict[str, Any]:
             "jvm": jvm_events.stats()}
 
 
+class _Dropped(Exception):
+    """A sink declined an event by its own bound (counted as dropped, not failed)."""
+
+
 class QueuedSink:
     """Base of sinks doing I/O: a bounded queue and one daemon thread calling `deliver(event)`."""
 
@@ -184,6 +188,8 @@ class QueuedSink:
                     return
                 self.deliver(event)
                 self._count("sent")
+            except _Dropped:
+                self._count("dropped")
             except Exception as exc:
                 self._count("failed")
                 log.warning("event sink %s dropped event %s after failing: %s", type(self).__name__, event.type,
@@ -211,22 +217,33 @@ class QueuedSink:
         self._thread.join(timeout)
 
 
-class JsonLinesSink(QueuedSink):
-    """Appends one JSON object per line to `path` (the format the JVM side writes too)."""
+DEFAULT_JSONL_MAX_BYTES = 64 << 20  # the JVM's catalog-ext.events.jsonl-max-bytes default
 
-    def __init__(self, path: Union[str, Path], max_queue: int = 10_000) -> None:
+
+class JsonLinesSink(QueuedSink):
+    """Appends one JSON object per line to `path` (the format the JVM side writes too). Like the
+    JVM's file, it stops writing at `max_bytes` and counts the events it then drops."""
+
+    def __init__(self, path: Union[str, Path], max_queue: int = 10_000, max_bytes: int = DEFAULT_JSONL_MAX_BYTES) -> None:
+        if not isinstance(max_bytes, int) or max_bytes <= 0:
+            raise ConfigError(f"JsonLinesSink max_bytes must be a positive number of bytes, got {max_bytes!r}")
         self.path = Path(path)
+        self.max_bytes = max_bytes
         self.path.parent.mkdir(parents=True, exist_ok=True)
         super().__init__(max_queue)
 
     def deliver(self, event: Event) -> None:
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(event.to_json() + "\n")
+        line = (event.to_json() + "\n").encode("utf-8")
+        with open(self.path, "ab") as fh:
+            if fh.tell() + len(line) > self.max_bytes:
+                raise _Dropped  # whole lines only: a full file keeps every line it has
+            fh.write(line)
 
 
 class WebhookSink(QueuedSink):
     """POSTs each event as JSON to `url`, retrying transport errors, 429 and 5xx with exponential
-    backoff (tenacity), at most `attempts` times within `max_seconds`; then counts it as failed."""
+    backoff (tenacity), at most `attempts` times within `max_seconds`; then counts it as failed.
+    It follows no redirect: a 3xx would carry the event and the sink's headers elsewhere."""
 
     def __init__(self, url: str, *, headers: Optional[Mapping[str, str]] = None, timeout: float = 5.0,
                  attempts: int = 4, max_seconds: float = 30.0, max_queue: int = 1000) -> None:
@@ -256,5 +273,7 @@ class WebhookSink(QueuedSink):
                                 wait=wait_random_exponential(multiplier=0.2, max=5), retry=retry_if_exception(transient),
                                 reraise=True):
             with attempt:
-                resp = self._session.post(self.url, data=event.to_json(), timeout=self.timeout)
+                resp = self._session.post(self.url, data=event.to_json(), timeout=self.timeout, allow_redirects=False)
+                if 300 <= resp.status_code < 400:
+                    raise ValueError(f"the webhook answered HTTP {resp.status_code} (a redirect); set its final URL")
                 resp.raise_for_status()

@@ -12,18 +12,29 @@ import re
 __all__ = ["SECRET_WORDS", "is_secret_key", "SECRET_IN_TEXT", "SPARK_DEFAULT_REDACTION", "REDACTION_REGEX"]
 
 SECRET_WORDS = ("credential", "token", "secret", "password", "secret-access-key", "access-key-id", "access-key",
-                "session-token", "signature", "authorization")
-_SECRET_KEY = re.compile(r"(?i)(^|[._-])(" + "|".join(re.escape(w) for w in SECRET_WORDS) + r")$")
+                "session-token", "signature", "authorization", "api-key", "apikey", "private-key", "shared-key",
+                "cookie", "sse.key")
+# A word counts at the end of the key or of a dotted segment: `adls.sas-token.<account>` (Iceberg's
+# per-account SAS tokens), `s3.sse.key`, but not `token-expires-in-ms` or `s3.sse.key-md5`.
+_SECRET_KEY = re.compile(r"(?i)(^|[._-])(" + "|".join(re.escape(w) for w in SECRET_WORDS) + r")($|\.)")
+# `header.<Name>` properties become HTTP headers on every catalog request: any header whose name
+# speaks of auth, keys, tokens, cookies or sessions carries a secret (`header.X-Api-Key`), while
+# `header.X-Iceberg-Access-Delegation` does not.
+_HEADER_WORDS = "auth|key|token|secret|cookie|signature|password|credential|session"
+_SECRET_HEADER = re.compile(r"(?i)(^|\.)header\.[^=]*(" + _HEADER_WORDS + ")")
 # The same words in free text (server error bodies, JVM messages): `token=...`, `"secretAccessKey": "..."`;
 # inside prose a word may be written with `-`, `_`, `.` or nothing between its parts.
-_TEXT_WORDS = "|".join(sorted((re.escape(w).replace(r"\-", "[-_.]?") for w in SECRET_WORDS), key=len, reverse=True))
+_TEXT_WORDS = "|".join(sorted((re.escape(w).replace(r"\-", "[-_.]?").replace(r"\.", "[-_.]?") for w in SECRET_WORDS),
+                              key=len, reverse=True))
 SECRET_IN_TEXT = re.compile(r"(?i)((?:" + _TEXT_WORDS + r")[\"']?\s*[:=]\s*[\"']?)[^\s\"'&,;}]+")
-# Spark's default only covers secret|password|token|access key: `...catalog.lake.credential` would
-# show in the Spark UI and event logs without the additions.
+# Spark's default only covers secret|password|token|access key: `...catalog.lake.credential`,
+# `s3.access-key-id` and `header.X-Api-Key` would show in the Spark UI, the event log and
+# spark-submit's echo without the additions, which are SECRET_WORDS and the header rule above.
 SPARK_DEFAULT_REDACTION = "(?i)secret|password|token|access[.]?key"
-REDACTION_REGEX = SPARK_DEFAULT_REDACTION + "|credential|signing|session[.-]?token|authorization"
+REDACTION_REGEX = (SPARK_DEFAULT_REDACTION + "|signing|" + _TEXT_WORDS
+                   + r"|(^|\.)header\.[^=]*(" + _HEADER_WORDS + ")")
 
 
 def is_secret_key(key: str) -> bool:
-    """True for conf keys whose values are secrets (credential, token, S3 keys)."""
-    return bool(_SECRET_KEY.search(key))
+    """True for conf keys whose values are secrets (credentials, tokens, S3/SSE/SAS keys, auth headers)."""
+    return bool(_SECRET_KEY.search(key) or _SECRET_HEADER.search(key))

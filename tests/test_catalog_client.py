@@ -357,6 +357,25 @@ def test_generic_request_and_get_url(srv: Scripted, clock: FakeClock) -> None:
         other.close()
 
 
+def test_custom_headers_never_go_to_another_origin(srv: Scripted, clock: FakeClock) -> None:
+    # `header.*` catalog properties (an API key, say) are session headers: a server-given refresh
+    # endpoint on another origin must get neither them nor the token; the catalog keeps getting both.
+    srv.config()
+    srv.on("GET", "/v1/wh/refresh", R(200, {"storage-credentials": []}))
+    c = make(srv, clock, auth=BearerToken(TOKEN_1), headers={"X-Api-Key": "k-SECRET", "X-Tenant": "t1"})
+    c.get_url("v1/wh/refresh")
+    own = srv.requests("GET", "/v1/wh/refresh")[0]
+    assert own.header("X-Api-Key") == "k-SECRET" and own.header("X-Tenant") == "t1"
+    other = Scripted()
+    try:
+        other.on("GET", "/refresh", R(200, {"storage-credentials": []}))
+        c.get_url(other.uri + "/refresh")
+        seen = other.requests("GET", "/refresh")[0]
+        assert seen.header("X-Api-Key") is None and seen.header("X-Tenant") is None and seen.header("Authorization") is None
+    finally:
+        other.close()
+
+
 def test_load_credentials_sends_refresh_token_but_never_records_it(srv: Scripted, clock: FakeClock) -> None:
     srv.config()
     path = "/v1/wh/namespaces/db/tables/t/credentials"

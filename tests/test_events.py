@@ -57,6 +57,41 @@ def test_json_lines_sink_writes_events_in_order(tmp_path):
     assert sink.stats()["sent"] == len(lines) and sink.stats()["dropped"] == 0
 
 
+def test_json_lines_sink_stops_at_its_size_bound_and_counts_drops(tmp_path):
+    path = tmp_path / "bounded.jsonl"
+    sink = events.subscribe(events.JsonLinesSink(path, max_bytes=2_000))
+    try:
+        for i in range(100):
+            events.emit("test.bound", table="lake.db.t", i=i)
+        assert sink.flush()
+    finally:
+        events.unsubscribe(sink)
+    size = path.stat().st_size
+    assert 0 < size <= 2_000, size
+    assert all(json.loads(line) for line in path.read_text().splitlines())  # only whole lines
+    assert sink.stats()["dropped"] > 0 and sink.stats()["sent"] + sink.stats()["dropped"] >= 100
+
+
+def test_json_lines_sink_refuses_a_bad_bound(tmp_path):
+    with pytest.raises(events.ConfigError, match="max_bytes"):
+        events.JsonLinesSink(tmp_path / "x.jsonl", max_bytes=0)
+
+
+def test_webhook_follows_no_redirect_with_its_headers():
+    # A 3xx would otherwise carry the event and the sink's headers (an API key, say) to wherever
+    # the receiver points; it is a failure instead, counted and not retried.
+    with WebhookReceiver() as trap, WebhookReceiver() as hook:
+        hook.redirect_to = trap.url
+        sink = events.subscribe(events.WebhookSink(hook.url, headers={"X-Api-Key": "k-SECRET"}, attempts=3))
+        try:
+            events.emit("test.redirect")
+            assert sink.flush(20)
+        finally:
+            events.unsubscribe(sink)
+        assert hook.attempts == 1 and trap.attempts == 0 and not trap.received
+        assert sink.stats()["failed"] == 1 and sink.stats()["sent"] == 0
+
+
 def test_webhook_retries_then_delivers_and_a_slow_one_never_blocks():
     with WebhookReceiver() as hook:
         hook.statuses.extend([503, 503])  # two refusals, then accepted

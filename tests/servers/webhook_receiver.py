@@ -1,5 +1,6 @@
 """A webhook endpoint on loopback that records POSTed JSON bodies, with scripted answers
-(``statuses``: the next answers, e.g. [503, 503] then 200) and an optional per-request delay."""
+(``statuses``: the next answers, e.g. [503, 503] then 200), an optional per-request delay, and
+``redirect_to``: answer every POST with 307 to that URL (a receiver that moved, or a trap)."""
 from __future__ import annotations
 
 import json
@@ -18,12 +19,19 @@ class WebhookReceiver(ThreadedServer):
         self.attempts = 0  # every POST, refused ones included
         self.statuses: deque[int] = deque()
         self.delay_seconds = 0.0
+        self.redirect_to: str | None = None
+        self.headers_seen: list[dict[str, str]] = []
 
     def handle(self, h):
         body = read_request_body(h)
         with self._lock:
             self.attempts += 1
+            self.headers_seen.append(dict(h.headers.items()))
             status = self.statuses.popleft() if self.statuses else 200
+        if self.redirect_to:
+            send_response_head(h, 307, "Temporary Redirect", [("Location", self.redirect_to), ("Content-Length", "0")])
+            h.wfile.flush()
+            return
         if self.delay_seconds:
             self._stopping.wait(self.delay_seconds)
         if status < 300:
