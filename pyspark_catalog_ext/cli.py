@@ -132,6 +132,13 @@ def _cmd(args: argparse.Namespace) -> int:
         if not sep:
             raise ConfigError(f"--conf {item!r} must look like key=value")
         extra[key] = value
+    for item in args.conf_env or []:  # a secret setting (header.X-Api-Key=...) stays out of argv
+        key, sep, var = item.partition("=")
+        if not sep or not key or not var:
+            raise ConfigError(f"--conf-env {item!r} must look like KEY=VAR (the value is read from environment variable VAR)")
+        if not os.environ.get(var):
+            raise ConfigError(f"--conf-env {key}={var}: the environment variable {var} is not set or empty; export it")
+        extra[key] = os.environ[var]
     conf = spark_conf(
         args.profile, args.catalog, jars=None if args.jars == "none" else args.jars, repository=args.repository, shim=not args.no_shim,
         local=True if args.local else None, extra_conf=extra, **connection_kwargs(args),
@@ -154,6 +161,8 @@ def register_spark_conf(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-shim", action="store_true", help="plain Iceberg REST catalog without the refresh shim")
     p.add_argument("--local", action="store_true", help="bind the driver to 127.0.0.1")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra setting (repeatable)")
+    p.add_argument("--conf-env", action="append", metavar="KEY=VAR",
+                   help="extra setting whose value is read from environment variable VAR, for secrets (repeatable)")
     p.add_argument("--format", choices=["submit", "defaults"], default="submit")
     p.add_argument("--show-secrets", action="store_true", help="print secrets instead of ***")
     p.add_argument("--check", action="store_true", help="probe the catalog (reachable, credentials, warehouse) first")

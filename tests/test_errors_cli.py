@@ -84,6 +84,20 @@ def test_spark_conf_submit_masks_secrets_unless_asked():
     assert shown.returncode == 0 and f"spark.sql.catalog.lake.credential=client:{SECRET}" in shown.stdout
 
 
+def test_spark_conf_takes_a_secret_setting_from_the_environment():
+    # A header-carried key (header.X-Api-Key) is a secret: --conf-env KEY=VAR keeps it out of argv,
+    # and the output masks it like the catalog credential.
+    base = ["spark-conf", "--profile", "polaris", "--uri", "https://polaris.example.com/api/catalog", "--warehouse", "prod",
+            "--token-env", "API_KEY_VAR", "--jars", "none", "--conf-env", "spark.sql.catalog.lake.header.X-Api-Key=API_KEY_VAR"]
+    proc = run_cli(*base, env={"API_KEY_VAR": SECRET})
+    assert proc.returncode == 0, proc.stderr
+    assert SECRET not in proc.stdout and "spark.sql.catalog.lake.header.X-Api-Key=***" in proc.stdout
+    shown = run_cli(*base, "--show-secrets", env={"API_KEY_VAR": SECRET})
+    assert f"spark.sql.catalog.lake.header.X-Api-Key={SECRET}" in shown.stdout
+    assert_one_line_error(run_cli(*base, env={"API_KEY_VAR": ""}), "--conf-env", "API_KEY_VAR", "not set")
+    assert_one_line_error(run_cli(*base[:-1], "no-equals-sign"), "--conf-env", "KEY=VAR")
+
+
 def test_spark_conf_defaults_file_offline_jars():
     proc = run_cli("spark-conf", "--profile", "r2", "--uri", "https://catalog.cloudflarestorage.com/a/b", "--warehouse", "a_b", "--token", "tok-123", "--format", "defaults")
     assert proc.returncode == 0, proc.stderr
