@@ -6,6 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.spark  # the notebook starts Spark in a subprocess
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
