@@ -25,12 +25,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
+import pytest
+
 from pyspark_catalog_ext.cleanup import find_orphans
 from tests.refresh_support import add_spark_catalog
 from tests.servers import CatalogProxy
 from tests.test_cleanup import client_for
 from tests.test_staging import s3_admin, s3_keys
 
+pytestmark = pytest.mark.slow  # minutes of Spark drivers killed: ./dev test runs it in the second process, beside the rest
 TRIALS = 21  # 7 per mode
 SEED = 9
 ROWS = 40
