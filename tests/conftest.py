@@ -4,8 +4,11 @@ jars + the shim), one PyIceberg catalog. Helpers for running the CLI as a user w
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,24 +24,59 @@ CLI = [sys.executable, "-m", "pyspark_catalog_ext.cli"]
 SECRET = "lakeadminsecret"
 
 
-# -- markers (registered in pyproject.toml): `spark` for tests that run a SparkSession, `slow` for
-# the real 900 s expiry. Applied here so test files need no decorators.
+# -- markers (registered in pyproject.toml): `spark` for tests that run Spark, `slow` for the real
+# 900 s expiry. A test is `spark` when it uses a fixture below (directly or through another fixture);
+# a test that starts Spark in a subprocess carries `@pytest.mark.spark` (or its module a
+# `pytestmark`). The launch guard below fails any test that starts a Spark JVM unmarked, so
+# `-m "not spark"` really starts none.
 SPARK_FIXTURES = {"spark", "local_run"}  # every test using these runs Spark (directly or via the doctor)
-SPARK_MODULES = {"test_demo", "test_notebook"}  # start Spark in a subprocess
-SPARK_TESTS = {"test_sigint_while_spark_starts_cleans_up_and_exits_130", "test_sigint_during_a_spark_ctas_cleans_up_and_exits_130",
-               "test_executors_in_other_jvms_get_credentials_from_the_driver",
-               "test_driver_and_executor_jvms_of_a_cluster_have_no_secret_in_argv"}
-SLOW_MODULES = {"test_real_expiry"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        module = item.module.__name__.rsplit(".", 1)[-1] if getattr(item, "module", None) else ""
-        name = getattr(item, "originalname", item.name)
-        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())) or module in SPARK_MODULES or name in SPARK_TESTS:
+        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.spark)
-        if module in SLOW_MODULES:
-            item.add_marker(pytest.mark.slow)
+
+
+# -- Spark launch guard: every Spark JVM (pyspark, spark-submit, spark-sql) starts through Spark's
+# bin/load-spark-env.sh, which sources $SPARK_CONF_DIR/spark-env.sh. Ours appends the test running
+# at the time ($PYTEST_CURRENT_TEST, inherited by the test's subprocesses) to a log. A copy of the
+# user's conf dir (if any) keeps their settings.
+_LAUNCH_LOG: Path | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _LAUNCH_LOG
+    import pyspark
+
+    original = Path(os.environ.get("SPARK_CONF_DIR") or Path(pyspark.__file__).parent / "conf")
+    conf = Path(tempfile.mkdtemp(prefix="pce-spark-conf-"))
+    if original.is_dir():
+        shutil.copytree(original, conf, dirs_exist_ok=True)
+    _LAUNCH_LOG = conf / "launches.log"
+    _LAUNCH_LOG.touch()
+    env_sh = conf / "spark-env.sh"
+    previous = env_sh.read_text() if env_sh.is_file() else ""
+    # Sourced under `set -a`: defines no variable. Path quoted with shlex (it lives under $TMPDIR).
+    env_sh.write_text(previous + f"\nprintf '%s\\n' \"${{PYTEST_CURRENT_TEST:-}}\" >> {shlex.quote(str(_LAUNCH_LOG))}\n")
+    os.environ["SPARK_CONF_DIR"] = str(conf)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _LAUNCH_LOG is not None:
+        shutil.rmtree(_LAUNCH_LOG.parent, ignore_errors=True)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own teardown, so a failure here leaves nothing half torn down
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Fails a test that started a Spark JVM without the `spark` marker."""
+    if _LAUNCH_LOG is None or item.get_closest_marker("spark"):
+        return
+    started = [line for line in _LAUNCH_LOG.read_text().splitlines() if line.rsplit(" (", 1)[0] == item.nodeid]
+    if started:
+        pytest.fail(f"{item.nodeid} started a Spark JVM but is not marked `spark`: use the `spark` fixture, or add "
+                    "@pytest.mark.spark (a module: pytestmark = pytest.mark.spark), so `-m 'not spark'` skips it",
+                    pytrace=False)
 
 
 def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -157,6 +157,7 @@ def test_expiry_with_no_refresh_possible_fails_clearly_and_commits_nothing(spark
     assert not spark.catalog.tableExists("fast.db.abandoned")
 
 
+@pytest.mark.spark
 def test_executors_in_other_jvms_get_credentials_from_the_driver(lakehouse, fast_catalog, s3_proxy, fast, tmp_path):
     """local-cluster: two executor JVMs under spark.authenticate and network encryption. They ask the
     driver through Spark's plugin RPC, and the catalog sees one request per refresh for the table,

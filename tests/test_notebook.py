@@ -85,6 +85,7 @@ def test_quickstart_notebook_validates_as_nbformat_4_5():
     assert len(set(ids)) == len(ids)
 
 
+@pytest.mark.spark  # the kernel starts Spark
 def test_quickstart_notebook_executes(tmp_path):
     # A fresh kernel: the notebook starts its own lakehouse and SparkSession.
     nb = nbformat.read(NOTEBOOKS / "quickstart.ipynb", as_version=4)
@@ -118,6 +119,7 @@ def test_databricks_converter_refuses_what_jupyter_cannot_run(bad, why):
         databricks_to_ipynb(f"{HEADER}\n{bad}\n")
 
 
+@pytest.mark.spark  # the kernel starts Spark
 def test_databricks_notebook_executes_on_a_configured_cluster(lakehouse, expiring, tmp_path):
     catalog_proxy, s3_proxy = expiring
     s3_proxy.reset_counters()

@@ -56,6 +56,7 @@ def _object_url(lake: Lakehouse, location: str, key: str) -> str:
     return f"{lake.info.s3_endpoint}/{bucket_and_prefix}/{key}"
 
 
+@pytest.mark.spark
 def test_spark_ctas_and_read_with_no_storage_keys(signing_lake, tmp_path):
     """A fresh Spark job (its own JVM) creates and reads a table through the signer; neither its
     conf, its table's FileIO nor its logs hold a storage key, and refresh has nothing to do."""

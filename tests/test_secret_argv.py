@@ -31,6 +31,7 @@ def test_driver_jvm_command_line_has_no_catalog_secret(spark):
     assert spark.sql("SHOW NAMESPACES IN lake").count() >= 1
 
 
+@pytest.mark.spark
 def test_driver_and_executor_jvms_of_a_cluster_have_no_secret_in_argv(lakehouse):
     """local-cluster: the executor JVMs are launched by the worker with a command line of their own."""
     info = lakehouse.info

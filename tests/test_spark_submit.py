@@ -17,6 +17,7 @@ import pytest
 
 from pyspark_catalog_ext.spark_conf import spark_conf
 
+pytestmark = pytest.mark.spark  # every test runs spark-submit or spark-sql
 SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
 JOB = Path(__file__).with_name("submit_job.py")
 
