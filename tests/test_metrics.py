@@ -59,4 +59,5 @@ def test_running_job_publishes_refreshes_expiry_and_commits_in_prometheus(lakeho
     expiry = next(v for k, v in metrics.items() if k.startswith("expiry_earliest_seconds"))
     assert 0 < expiry <= LIFETIME, metrics
     assert metrics.get("commits_committed_Count", 0) >= 1, metrics
+    assert metrics.get("catalog_requests_Count", 0) >= 3, metrics  # config, stage-create, commit, load...
     assert s3_proxy.total_rejected == 0, s3_proxy.rejected

@@ -144,7 +144,10 @@ final class ShimMetrics {
     return askLatency.time(ask);
   }
 
-  /** One request to a catalog's REST server. */
+  /**
+   * One request of Iceberg's catalog client (EventingRESTClient: loads, listings, stage-creates,
+   * commits). Credential refreshes use the inner client and are counted under refresh.* instead.
+   */
   void catalogRequest() {
     catalogRequests.inc();
   }
