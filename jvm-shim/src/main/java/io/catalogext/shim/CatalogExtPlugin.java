@@ -15,6 +15,9 @@ import org.slf4j.LoggerFactory;
  * {@code spark.plugins=io.catalogext.shim.CatalogExtPlugin}: executors in other JVMs get a table's
  * credentials from the driver over Spark's own plugin RPC, so {@code spark.authenticate} and
  * {@code spark.network.crypto.enabled} protect them and no port or secret of ours exists.
+ *
+ * <p>Driver and executors also add {@link ShimMetrics} to Spark's metrics system, published as
+ * {@code plugin.io.catalogext.shim.CatalogExtPlugin.*} in whatever sinks are configured.
  */
 public final class CatalogExtPlugin implements SparkPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(CatalogExtPlugin.class);
@@ -48,16 +51,23 @@ public final class CatalogExtPlugin implements SparkPlugin {
     }
 
     @Override
+    public void registerMetrics(String appId, PluginContext pluginContext) {
+      ShimMetrics.get().registerInto(pluginContext.metricRegistry());
+    }
+
+    @Override
     public Object receive(Object message) {
       PluginMessages.Request request;
       try {
         request = PluginMessages.Request.decode(message);
       } catch (IllegalArgumentException e) {
         REFUSED.incrementAndGet();
+        ShimMetrics.get().askServed(false);
         LOG.warn("catalog-ext: ignored a plugin message: {}", e.getMessage());
         return PluginMessages.Reply.failed("malformed request: " + e.getMessage()).encode();
       }
       SERVED.incrementAndGet();
+      ShimMetrics.get().askServed(true);
       return CredentialRegistry.get().answerExecutor(request).encode();
     }
   }
@@ -67,6 +77,7 @@ public final class CatalogExtPlugin implements SparkPlugin {
     @Override
     public void init(PluginContext ctx, Map<String, String> extraConf) {
       executorContext = ctx;
+      ShimMetrics.get().registerInto(ctx.metricRegistry()); // Spark publishes them after init
     }
 
     @Override

@@ -123,6 +123,24 @@ public final class CredentialRegistry {
     return Json.write(node);
   }
 
+  /**
+   * Epoch ms of the earliest expiry among the credentials tracked here that have not expired yet
+   * (Long.MAX_VALUE if none): how close this JVM's tables are to needing a refresh that works.
+   */
+  long earliestExpiryMs() {
+    long now = clock.nowMs();
+    long earliest = Long.MAX_VALUE;
+    for (TableEntry e : entries.values()) {
+      for (CredentialSlot slot : e.slots().values()) {
+        CredentialSnapshot s = slot.current;
+        if (s != null && s.expiresAtMs > now && s.expiresAtMs < earliest) {
+          earliest = s.expiresAtMs;
+        }
+      }
+    }
+    return earliest;
+  }
+
   public long generation(String handle) {
     return entry(handle).generation();
   }

@@ -86,6 +86,7 @@ final class DriverPluginSource implements EntryRefresher {
    */
   private Object ask(byte[] request, long deadline) throws Exception {
     long left = Math.max(1, deadline - clock.nowMs());
-    return BoundedCalls.call("the driver", () -> asker.ask(request), left, "the ask to the driver");
+    return ShimMetrics.get().timeAsk(
+        () -> BoundedCalls.call("the driver", () -> asker.ask(request), left, "the ask to the driver"));
   }
 }

@@ -61,6 +61,7 @@ public final class EventLog {
 
   /** Records one event; never throws, never waits. */
   public static void emit(String type, ObjectNode fields) {
+    ShimMetrics.get().onEvent(type, fields); // refresh and commit counters for Spark's metrics system
     INSTANCE.record(type, fields);
   }
 
