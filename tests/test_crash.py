@@ -25,7 +25,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-
 from pyspark_catalog_ext.cleanup import find_orphans
 from tests.refresh_support import add_spark_catalog
 from tests.servers import CatalogProxy
