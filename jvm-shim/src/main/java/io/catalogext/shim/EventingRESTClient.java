@@ -1,6 +1,5 @@
 package io.catalogext.shim;
 
-import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -17,7 +16,6 @@ import org.apache.iceberg.rest.ParserContext;
 import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.RESTRequest;
 import org.apache.iceberg.rest.RESTResponse;
-import org.apache.iceberg.rest.auth.AuthSession;
 import org.apache.iceberg.rest.requests.CommitTransactionRequest;
 import org.apache.iceberg.rest.requests.CreateTableRequest;
 import org.apache.iceberg.rest.requests.UpdateTableRequest;
@@ -34,18 +32,23 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
  * retries and reconciliation: staged, committed, rejected (the catalog refused it), unknown (it may
  * have landed) or failed.
  */
-final class EventingRESTClient implements RESTClient {
-  private final RESTClient delegate;
+final class EventingRESTClient extends ForwardingRESTClient {
   private final ObservingRESTClient.CatalogState state;
 
   EventingRESTClient(RESTClient delegate, ObservingRESTClient.CatalogState state) {
-    this.delegate = delegate;
+    super(delegate);
     this.state = state;
   }
 
   @Override
-  public RESTClient withAuthSession(AuthSession session) {
-    return new EventingRESTClient(delegate.withAuthSession(session), state);
+  protected RESTClient wrap(RESTClient client) {
+    return new EventingRESTClient(client, state);
+  }
+
+  /** Every request Iceberg's catalog client sends, for Spark's metrics system. */
+  @Override
+  protected void onRequest() {
+    ShimMetrics.get().catalogRequest();
   }
 
   @Override
@@ -85,7 +88,7 @@ final class EventingRESTClient implements RESTClient {
 
   /** Emits started/finished around a stage-create or commit; other requests pass straight through. */
   private <T> T around(String path, RESTRequest body, Supplier<T> call) {
-    ShimMetrics.get().catalogRequest(); // for Spark's metrics system (every post)
+    onRequest();
     String kind = kind(body);
     if (kind == null) {
       return call.get();
@@ -188,70 +191,5 @@ final class EventingRESTClient implements RESTClient {
       return "rejected";
     }
     return "failed";
-  }
-
-  // ---- everything else passes through unchanged ----
-
-  @Override
-  public void head(String path, Map<String, String> headers, Consumer<ErrorResponse> errorHandler) {
-    ShimMetrics.get().catalogRequest(); // for Spark's metrics system
-    delegate.head(path, headers, errorHandler);
-  }
-
-  @Override
-  public <T extends RESTResponse> T delete(
-      String path, Class<T> responseType, Map<String, String> headers, Consumer<ErrorResponse> errorHandler) {
-    ShimMetrics.get().catalogRequest(); // for Spark's metrics system
-    return delegate.delete(path, responseType, headers, errorHandler);
-  }
-
-  @Override
-  public <T extends RESTResponse> T delete(
-      String path,
-      Map<String, String> queryParams,
-      Class<T> responseType,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler) {
-    ShimMetrics.get().catalogRequest(); // for Spark's metrics system
-    return delegate.delete(path, queryParams, responseType, headers, errorHandler);
-  }
-
-  @Override
-  public <T extends RESTResponse> T get(
-      String path,
-      Map<String, String> queryParams,
-      Class<T> responseType,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler) {
-    ShimMetrics.get().catalogRequest(); // for Spark's metrics system
-    return delegate.get(path, queryParams, responseType, headers, errorHandler);
-  }
-
-  @Override
-  public <T extends RESTResponse> T get(
-      String path,
-      Map<String, String> queryParams,
-      Class<T> responseType,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler,
-      ParserContext parserContext) {
-    ShimMetrics.get().catalogRequest(); // for Spark's metrics system
-    return delegate.get(path, queryParams, responseType, headers, errorHandler, parserContext);
-  }
-
-  @Override
-  public <T extends RESTResponse> T postForm(
-      String path,
-      Map<String, String> formData,
-      Class<T> responseType,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler) {
-    ShimMetrics.get().catalogRequest(); // for Spark's metrics system
-    return delegate.postForm(path, formData, responseType, headers, errorHandler);
-  }
-
-  @Override
-  public void close() throws IOException {
-    delegate.close();
   }
 }

@@ -1,6 +1,5 @@
 package io.catalogext.shim;
 
-import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -14,7 +13,6 @@ import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.RESTRequest;
 import org.apache.iceberg.rest.RESTResponse;
 import org.apache.iceberg.rest.RESTUtil;
-import org.apache.iceberg.rest.auth.AuthSession;
 import org.apache.iceberg.rest.credentials.Credential;
 import org.apache.iceberg.rest.credentials.ImmutableCredential;
 import org.apache.iceberg.rest.requests.CreateTableRequest;
@@ -28,8 +26,7 @@ import org.apache.iceberg.rest.responses.LoadTableResponse;
  * register) gets a credential entry in the driver registry, and its FileIO config gets the handle
  * that lets S3 clients anywhere in the cluster find it. Everything else passes through unchanged.
  */
-final class ObservingRESTClient implements RESTClient {
-  private final RESTClient delegate;
+final class ObservingRESTClient extends ForwardingRESTClient {
   private final CatalogState state;
 
   /** Shared by every client derived from one catalog (withAuthSession creates new ones). */
@@ -51,18 +48,13 @@ final class ObservingRESTClient implements RESTClient {
   }
 
   ObservingRESTClient(RESTClient delegate, CatalogState state) {
-    this.delegate = delegate;
+    super(delegate);
     this.state = state;
   }
 
   @Override
-  public RESTClient withAuthSession(AuthSession session) {
-    return new ObservingRESTClient(delegate.withAuthSession(session), state);
-  }
-
-  @Override
-  public void head(String path, Map<String, String> headers, Consumer<ErrorResponse> errorHandler) {
-    delegate.head(path, headers, errorHandler);
+  protected RESTClient wrap(RESTClient client) {
+    return new ObservingRESTClient(client, state);
   }
 
   @Override
@@ -145,24 +137,9 @@ final class ObservingRESTClient implements RESTClient {
         (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders, parserContext)));
   }
 
-  @Override
-  public <T extends RESTResponse> T postForm(
-      String path,
-      Map<String, String> formData,
-      Class<T> responseType,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler) {
-    return delegate.postForm(path, formData, responseType, headers, errorHandler);
-  }
-
   /** catalog-ext (issue 4): Idempotency-Key, retry policy and commit reconciliation. */
   private CommitGuard guard() {
     return CommitGuard.of(state);
-  }
-
-  @Override
-  public void close() throws IOException {
-    delegate.close();
   }
 
   @SuppressWarnings("unchecked")
