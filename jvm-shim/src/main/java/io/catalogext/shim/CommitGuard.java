@@ -64,10 +64,13 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
  *       makes Iceberg keep every file.
  * </ul>
  *
- * <p>Iceberg's own HTTPClient also retries, below us: POSTs on 429, and on 503 with Retry-After
- * (IOExceptions and 500/502/504 only for idempotent methods). Such a hidden retry of a commit that
- * did land comes back as 409 (its requirements no longer hold) — the apache/iceberg#13867
- * corruption, where Iceberg then deletes the files of a published snapshot. Every 409 on a commit
+ * <p>Iceberg's own HTTPClient also retries, below us (1.10.2, ExponentialHttpRequestRetryStrategy):
+ * every method on 429, and on 503 with Retry-After, up to {@code rest.client.max-retries} (default
+ * 5, and at least 1: no property turns it off); IOExceptions and 408/500/502/503/504 only for
+ * idempotent methods. So we see only the last answer of such a series and count it as one attempt.
+ * Such a hidden retry of a commit that did land comes back as 409 (its requirements no longer
+ * hold) — the apache/iceberg#13867 corruption, where Iceberg then deletes the files of a published
+ * snapshot. Every 409 on a commit, and every other 4xx after an attempt that may have been applied,
  * is therefore reconciled here before Iceberg sees it, so the decision is always ours.
  */
 public final class CommitGuard {
