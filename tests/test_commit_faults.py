@@ -225,6 +225,66 @@ def test_commit_state_unknown_keeps_every_file(spark, lakehouse, catalogs):
     assert all(s3_exists(s3, f) for f in files), "files of a possibly landed commit must be kept"
 
 
+@pytest.mark.parametrize("how,status", [("ctas", 401), ("ctas", 403), ("ctas", 404), ("python", 404)])
+def test_refusal_after_an_applied_lost_answer_publishes_once(spark, lakehouse, catalogs, idem_chain, how, status):
+    """Issue 16: the first attempt lands but its answer is lost; the keyed retry is refused
+    (401/403/404: an expired token, a gateway). Handed to Iceberg that refusal would fail the job
+    and delete the files of the published table; the guard loads the table first: success once."""
+    front, idem, inner = idem_chain
+    table = f"r{status}_{how}_{uuidlib.uuid4().hex[:6]}"
+    reset_evidence(spark)
+    front.reset_counters()
+    inner.reset_counters()
+    path = COMMIT.format(ns="faults", table=table)
+    if how == "ctas":
+        front.faults.add("drop", "POST", path)
+        front.faults.add("error", "POST", path, status=status)
+        spark.sql(f"CREATE TABLE fk.faults.{table} USING iceberg AS SELECT id, id * 3 AS v FROM range(0, {ROWS}, 1, 2)")
+        snapshots = 1
+    else:
+        df = spark.range(0, ROWS, 1, 2).selectExpr("id", "id * 3 AS v")
+        staged = stage_create(spark, f"fk.faults.{table}", df)
+        staged.write(df)
+        front.faults.add("drop", "POST", path)
+        front.faults.add("error", "POST", path, status=status)
+        staged.commit()
+        snapshots = 1
+    assert front.faults.pending == 0
+    check_published(spark, lakehouse, "fk", table, snapshots)
+    ev = guard_evidence(spark, "fk")
+    assert ev["reconciled_landed"] >= 1, ev
+    assert front.count(kind="commit", table=f"faults.{table}") == 2  # the lost one, the refused one
+    assert inner.count(kind="commit", table=f"faults.{table}") == 1  # applied once
+
+
+def test_404_after_a_lost_attempt_that_did_not_apply_keeps_every_file(spark, lakehouse, catalogs):
+    """Issue 16: the first attempt gets a gateway's 504 (it may have been forwarded; here it was
+    not), the retry a 404. The table shows nothing of ours and it could still land: unknown, every
+    file kept, never 'failed' (Iceberg would delete the files)."""
+    proxy = catalogs["fx"]
+    table = f"n404_{uuidlib.uuid4().hex[:6]}"
+    df = spark.range(0, 100).selectExpr("id", "id * 3 AS v")
+    staged = stage_create(spark, f"fx.faults.{table}", df)
+    staged.write(df)
+    files = staged.written_files()
+    path = COMMIT.format(ns="faults", table=table)
+    proxy.faults.add("error", "POST", path, status=504)
+    proxy.faults.add("error", "POST", path, status=404)
+    proxy.reset_counters()
+    try:
+        with pytest.raises(CommitStateUnknownError) as err:
+            staged.commit()
+    finally:
+        proxy.faults.clear()
+    text = str(err.value)
+    assert "\n" not in text and "nothing was deleted" in text, text
+    assert proxy.count(kind="commit", table=f"faults.{table}") == 2
+    assert staged.state == "unknown"
+    assert not spark.catalog.tableExists(f"fx.faults.{table}")
+    s3 = s3_admin(lakehouse)
+    assert files and all(s3_exists(s3, f) for f in files), "files of a possibly landed commit must be kept"
+
+
 @pytest.mark.parametrize("fault", ["drop", "duplicate"])
 def test_baseline_plain_iceberg_fails_the_job_although_the_table_was_published(spark, lakehouse, catalogs, fault):
     """Why the guard exists: Iceberg alone (no shim) fails the CTAS on a lost or duplicated answer

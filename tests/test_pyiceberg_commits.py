@@ -261,3 +261,76 @@ def test_bad_commit_setting_is_one_line():
         CommitPolicy.from_properties({"catalog-ext.commit.base-delay-ms": "fast"})
     with pytest.raises(ConfigError, match="max-attempts"):
         CommitPolicy.from_properties({"catalog-ext.commit.max-attempts": "0"})
+
+
+# ---- issue 16: a refusal after an attempt that may have been applied is reconciled first
+
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_refusal_after_an_applied_lost_answer_is_success_once(keyed, status, caplog):
+    """The first attempt lands but its answer is lost; the keyed retry is refused (401/403/404, as a
+    gateway or an expired token would). The table shows ours: success once, every file kept."""
+    cat, proxy, _ = keyed
+    caplog.set_level(logging.INFO, logger="pyspark_catalog_ext.pyiceberg")
+    name = f"a_r{status}_{uuidlib.uuid4().hex[:6]}"
+    table = cat.create_table(f"pyk.{name}", SCHEMA)
+    table.append(rows(0, 100))
+    proxy.faults.add("drop", "POST", commit_path(name))
+    proxy.faults.add("error", "POST", commit_path(name), status=status)
+    table.append(rows(100, 200))
+    assert proxy.faults.pending == 0
+    assert proxy.count(kind="commit", table=f"pyk.{name}") - 1 == 2  # the lost one and the refused one
+    assert "concurrent update" not in caplog.text  # PyIceberg never saw a CommitFailedException
+    assert "landed although its answer was HTTP %d" % status in caplog.text
+    check_once(cat, "pyk", name, 200, 2)
+    assert len(manifests(cat.load_table(f"pyk.{name}"))) >= 4  # both commits' manifests and lists
+
+
+def test_404_after_a_lost_attempt_that_did_not_apply_is_unknown(plain):
+    """The first attempt never reached the catalog (a 504 from a gateway: maybe it did), the retry
+    gets 404. The table does not show ours and it could still land: unknown, files kept, never
+    'failed' (PyIceberg would delete the files and retry)."""
+    cat, proxy = plain
+    name = f"n404_{uuidlib.uuid4().hex[:6]}"
+    table = cat.create_table(f"pyc.{name}", SCHEMA)
+    proxy.faults.add("error", "POST", commit_path(name), status=504)
+    proxy.faults.add("error", "POST", commit_path(name), status=404)
+    try:
+        with pytest.raises(CommitStateUnknownError, match="HTTP 404.*every file is kept"):
+            table.append(rows(0, 10))
+    finally:
+        proxy.faults.clear()
+    assert proxy.count(kind="commit", table=f"pyc.{name}") == 2
+    assert len(cat.load_table(f"pyc.{name}").snapshots()) == 0
+    assert len(manifests(table)) >= 2  # kept
+
+
+def test_401_after_a_lost_attempt_with_unreadable_table_is_unknown(plain):
+    """401 after a maybe-applied attempt, and the reconciliation load is refused too: unknown."""
+    cat, proxy = plain
+    name = f"u401_{uuidlib.uuid4().hex[:6]}"
+    table = cat.create_table(f"pyc.{name}", SCHEMA)
+    proxy.faults.add("error", "POST", commit_path(name), status=504)
+    proxy.faults.add("error", "POST", commit_path(name), status=401)
+    proxy.faults.add("error", "GET", commit_path(name), status=401, times=1000)
+    # The first 504 loads the table once (401 too: cannot tell, retry), then the 401 answer.
+    try:
+        with pytest.raises(CommitStateUnknownError, match="HTTP 401.*every file is kept"):
+            table.append(rows(0, 10))
+    finally:
+        proxy.faults.clear()
+    assert len(cat.load_table(f"pyc.{name}").snapshots()) == 0
+    assert len(manifests(table)) >= 2
+
+
+def test_huge_key_lifetime_is_clamped():
+    import requests
+
+    from pyspark_catalog_ext.pyiceberg_ext.commits import MAX_KEY_LIFETIME_S, GuardedCommit
+
+    for seconds in (86399999913600.0, float("inf")):  # P999999999D, and beyond
+        guard = GuardedCommit(requests.Session(), "http://127.0.0.1:9/x", b"{}", table="t", requirements=(),
+                              updates=(), load_metadata=lambda: None, idempotency_lifetime_s=seconds)
+        assert guard.key_lifetime_s == MAX_KEY_LIFETIME_S == 7 * 86400
+    sane = GuardedCommit(requests.Session(), "http://127.0.0.1:9/x", b"{}", table="t", requirements=(),
+                         updates=(), load_metadata=lambda: None, idempotency_lifetime_s=1800.0)
+    assert sane.key_lifetime_s == 1800.0

@@ -16,6 +16,12 @@ ids: random 64-bit, exact):
 |                                                          | ours absent but may land, or unreadable     | retry; out of attempts: unknown |
 | may have reached it (500, 400 on a commit with snapshots) | ours absent but may land, or unreadable     | unknown |
 | 409 on a commit that adds nothing recognisable            | -                                           | failed (PyIceberg refreshes and retries) |
+| any other non-2xx (401, 403, 404, 419, other 4xx) after an | ours found                                  | success, once |
+| attempt that may have reached it (401: new token first)    | ours absent, requirements broken            | failed |
+|                                                          | ours absent but may land, unreadable, or nothing recognisable | unknown |
+
+A huge advertised `idempotency-key-lifetime` is clamped to `MAX_KEY_LIFETIME_S` (7 days, as in
+Spark): it only bounds how long one key is repeated, and no commit retries that long.
 
 "Failed" is `CommitFailedError` (also PyIceberg's `CommitFailedException`: PyIceberg retries a
 conflict, then deletes what it wrote); "unknown" is `CommitStateUnknownError` (every file kept).
@@ -47,6 +53,9 @@ __all__ = ["CommitPolicy", "GuardedCommit", "PyIcebergCommitFailedError", "PyIce
            "own_commit_landed"]
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+# Beyond total-timeout (at most a day) no commit repeats its key, so clamping here changes no
+# decision; it keeps absurd advertised values (P999999999D) out of the arithmetic.
+MAX_KEY_LIFETIME_S = 7 * 86400.0
 
 
 class PyIcebergCommitFailedError(CommitFailedError, CommitFailedException):
@@ -130,7 +139,7 @@ class GuardedCommit:
         self.requirements, self.updates = requirements, updates
         self.load_metadata = load_metadata
         self.key = str(uuid7()) if idempotency_lifetime_s is not None else None
-        self.key_lifetime_s = idempotency_lifetime_s
+        self.key_lifetime_s = None if idempotency_lifetime_s is None else min(idempotency_lifetime_s, MAX_KEY_LIFETIME_S)
         self.policy = policy
         self.headers = dict(headers or {})
         self.on_401 = on_401
@@ -200,6 +209,16 @@ class GuardedCommit:
         if (status >= 500 and status not in (501, 505)) or (status == 400 and recognisable):
             # Applied, then failed? (Polaris <= 1.7 answers 400 for an unknown commit state.)
             return self._maybe_applied(f"HTTP {status} {_error_summary(resp)}", retryable=False)
+        if self.maybe_applied:
+            # A refusal now says nothing about the earlier attempt: look at the table before
+            # PyIceberg may delete anything (401: with a new token, or the load fails too: unknown).
+            if status == 401 and self.on_401 is not None:
+                try:
+                    self.on_401()
+                except Exception:  # noqa: BLE001 - the load below fails too and the answer is unknown
+                    log.debug("catalog-ext: token refresh after a 401 failed", exc_info=True)
+            return self._settle(f"HTTP {status} {_error_summary(resp)} after an attempt that may have been applied",
+                                retryable=False)
         raise PyIcebergCommitFailedError(
             f"the catalog refused the commit to {self.table} (HTTP {status} {_error_summary(resp)}); nothing was published")
 

@@ -35,7 +35,15 @@ final class CommitDecision {
     GATEWAY, // 502/504: a gateway may have forwarded it
     CONFLICT, // 409
     SERVER_ERROR, // 500
-    BAD_REQUEST; // 400: Polaris <= 1.7.0 answers an unknown commit state with 400 (apache/polaris#5145)
+    BAD_REQUEST, // 400: Polaris <= 1.7.0 answers an unknown commit state with 400 (apache/polaris#5145)
+    // Refusals: the server turned this attempt away. The guard sees them only on a commit after an
+    // attempt that may have been applied (else Iceberg's handler maps them): they say nothing about
+    // that earlier attempt, so the table decides, never Iceberg's cleanup.
+    UNAUTHORIZED, // 401: the token may have expired meanwhile
+    FORBIDDEN, // 403
+    NOT_FOUND, // 404: the table may have been dropped, or a gateway lost the route
+    AUTH_TIMEOUT, // 419
+    CLIENT_ERROR; // any other 4xx
 
     /** The answer for an HTTP status, or null for statuses the guard leaves to Iceberg. */
     static Answer ofStatus(int code) {
@@ -53,9 +61,26 @@ final class CommitDecision {
           return GATEWAY;
         case 503:
           return UNAVAILABLE;
+        case 401:
+          return UNAUTHORIZED;
+        case 403:
+          return FORBIDDEN;
+        case 404:
+          return NOT_FOUND;
+        case 419:
+          return AUTH_TIMEOUT;
         default:
-          return null;
+          if (code >= 400 && code < 500) {
+            return CLIENT_ERROR;
+          }
+          return code > 500 ? SERVER_ERROR : null; // 501, 505, ...: applied, then failed?
       }
+    }
+
+    /** A 4xx other than 400/409/429: this attempt was refused, not applied. */
+    boolean refusal() {
+      return this == UNAUTHORIZED || this == FORBIDDEN || this == NOT_FOUND || this == AUTH_TIMEOUT
+          || this == CLIENT_ERROR;
     }
 
     boolean retryable() {
@@ -118,6 +143,11 @@ final class CommitDecision {
     switch (answer) {
       case NOT_SENT:
       case THROTTLED:
+      case UNAUTHORIZED:
+      case FORBIDDEN:
+      case NOT_FOUND:
+      case AUTH_TIMEOUT:
+      case CLIENT_ERROR:
         return false;
       case UNAVAILABLE:
         // On commits Iceberg reads 503 as "state unknown"; other mutations keep the usual meaning.
@@ -156,7 +186,8 @@ final class CommitDecision {
       return Outcome.SUCCESS;
     }
     if (!f.mayHaveReached()) {
-      return f.canRetry ? Outcome.RETRY : Outcome.FAILED; // nothing can have been applied
+      // Nothing can have been applied: a refusal is final, the rest may be repeated.
+      return f.answer.retryable() && f.canRetry ? Outcome.RETRY : Outcome.FAILED;
     }
     if (f.landed == Landed.NO) {
       return Outcome.FAILED; // the catalog proves ours can never land: Iceberg may clean up
@@ -177,10 +208,10 @@ final class CommitDecision {
       }
       return f.mayHaveReached() ? Outcome.UNKNOWN : Outcome.FAILED;
     }
-    if (f.answer == Answer.BAD_REQUEST && !f.earlierMayHaveReached) {
-      return Outcome.FAILED; // a first answer 400: the request itself was refused
+    if ((f.answer == Answer.BAD_REQUEST || f.answer.refusal()) && !f.earlierMayHaveReached) {
+      return Outcome.FAILED; // a first answer 4xx: the request itself was refused
     }
-    return Outcome.UNKNOWN; // 500, or 400 after an attempt that may have been applied
+    return Outcome.UNKNOWN; // 500, or a 4xx after an attempt that may have been applied
   }
 
   private static Outcome mutation(Facts f) {

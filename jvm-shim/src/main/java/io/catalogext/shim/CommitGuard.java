@@ -64,10 +64,13 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
  *       makes Iceberg keep every file.
  * </ul>
  *
- * <p>Iceberg's own HTTPClient also retries, below us: POSTs on 429, and on 503 with Retry-After
- * (IOExceptions and 500/502/504 only for idempotent methods). Such a hidden retry of a commit that
- * did land comes back as 409 (its requirements no longer hold) — the apache/iceberg#13867
- * corruption, where Iceberg then deletes the files of a published snapshot. Every 409 on a commit
+ * <p>Iceberg's own HTTPClient also retries, below us (1.10.2, ExponentialHttpRequestRetryStrategy):
+ * every method on 429, and on 503 with Retry-After, up to {@code rest.client.max-retries} (default
+ * 5, and at least 1: no property turns it off); IOExceptions and 408/500/502/503/504 only for
+ * idempotent methods. So we see only the last answer of such a series and count it as one attempt.
+ * Such a hidden retry of a commit that did land comes back as 409 (its requirements no longer
+ * hold) — the apache/iceberg#13867 corruption, where Iceberg then deletes the files of a published
+ * snapshot. Every 409 on a commit, and every other 4xx after an attempt that may have been applied,
  * is therefore reconciled here before Iceberg sees it, so the decision is always ours.
  */
 public final class CommitGuard {
@@ -98,6 +101,14 @@ public final class CommitGuard {
   private volatile long maxDelayMs = 5_000;
   private volatile long totalTimeoutMs = 60_000;
   private volatile IdempotencyMode idempotencyMode = IdempotencyMode.AUTO;
+  /**
+   * The longest key lifetime believed. The lifetime only bounds how long we may repeat under one
+   * key, and no retry loop runs past total-timeout-ms (at most one day), so any clamp above
+   * 1 day / 0.9 changes no decision; 7 days leaves room and keeps the millisecond arithmetic of
+   * {@link #canRetry} far from overflow (P999999999D, PT9223372036854775807S).
+   */
+  static final Duration MAX_KEY_LIFETIME = Duration.ofDays(7);
+
   private volatile String lifetimeText;
   private volatile Duration lifetime;
 
@@ -179,6 +190,10 @@ public final class CommitGuard {
       if (parsed != null && (parsed.isNegative() || parsed.isZero())) {
         parsed = null;
       }
+      if (parsed != null && parsed.compareTo(MAX_KEY_LIFETIME) > 0) {
+        event("idempotency-key-lifetime '" + text + "' clamped to " + MAX_KEY_LIFETIME);
+        parsed = MAX_KEY_LIFETIME;
+      }
     }
     this.lifetimeText = text;
     this.lifetime = parsed;
@@ -194,6 +209,11 @@ public final class CommitGuard {
       default:
         return lifetimeText != null;
     }
+  }
+
+  /** The key lifetime believed (clamped), or null (tests). */
+  Duration lifetime() {
+    return lifetime;
   }
 
   /** Whether a keyed retry is answered from the server's key store: only where advertised. */
@@ -337,9 +357,10 @@ public final class CommitGuard {
     for (int n = 1; ; n++) {
       Failure failure;
       try {
-        return attempt.send(headers, interceptor(kind, req.errorHandler));
+        return attempt.send(headers, interceptor(kind, req.errorHandler, mayHaveReached));
       } catch (Intercepted e) {
-        failure = new Failure(Answer.ofStatus(e.error.code()), e.error, null);
+        Answer answer = Answer.ofStatus(e.error.code());
+        failure = new Failure(answer == null ? Answer.SERVER_ERROR : answer, e.error, null);
       } catch (RESTException e) {
         if (ioCause(e) == null) {
           throw e;
@@ -372,16 +393,17 @@ public final class CommitGuard {
     }
   }
 
-  private Consumer<ErrorResponse> interceptor(Kind kind, Consumer<ErrorResponse> errorHandler) {
+  private Consumer<ErrorResponse> interceptor(
+      Kind kind, Consumer<ErrorResponse> errorHandler, boolean earlierMayHaveReached) {
     return err -> {
-      if (intercepts(kind, err.code())) {
+      if (intercepts(kind, err.code(), earlierMayHaveReached)) {
         throw new Intercepted(err);
       }
       errorHandler.accept(err);
     };
   }
 
-  private boolean canRetry(int attempt, long startedNanos, long delayMs, boolean deduplicated) {
+  boolean canRetry(int attempt, long startedNanos, long delayMs, boolean deduplicated) {
     long elapsedMs = (System.nanoTime() - startedNanos) / 1_000_000;
     boolean keyAlive = !deduplicated || elapsedMs + delayMs < 0.9 * lifetime.toMillis(); // never repeat a forgotten key
     return attempt < maxAttempts && elapsedMs + delayMs <= totalTimeoutMs && keyAlive;
@@ -410,9 +432,12 @@ public final class CommitGuard {
     return new IllegalStateException("error handler did not throw for " + failure.error.code());
   }
 
-  private static boolean intercepts(Kind kind, int code) {
+  private static boolean intercepts(Kind kind, int code, boolean earlierMayHaveReached) {
     boolean commit = kind == Kind.SNAPSHOT_COMMIT || kind == Kind.PLAIN_COMMIT;
-    return retryableStatus(code) || (commit && (code == 400 || code == 409 || code == 500));
+    // After an attempt that may have been applied, every non-2xx on a commit is ours to decide
+    // (a 401/403/404 handed to Iceberg would make it delete the files of a published snapshot).
+    boolean anyAfterReached = commit && earlierMayHaveReached && code >= 400;
+    return retryableStatus(code) || anyAfterReached || (commit && (code == 400 || code == 409 || code == 500));
   }
 
   private static boolean retryableStatus(int code) {

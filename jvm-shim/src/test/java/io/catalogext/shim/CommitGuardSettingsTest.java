@@ -44,4 +44,17 @@ public class CommitGuardSettingsTest {
     Check.isTrue(g.idempotencyEnabled(), "keys are still sent (auto: advertised)");
     Check.isTrue(!g.deduplicating(), "but retries are bounded as without idempotency");
   }
+
+  public void testHugeLifetimesAreClampedWithoutOverflow() {
+    for (String huge : new String[] {"P999999999D", "PT9223372036854775807S"}) {
+      CommitGuard g = CommitGuard.of(new ObservingRESTClient.CatalogState());
+      g.setIdempotencyKeyLifetime(huge);
+      Check.isTrue(g.deduplicating(), huge + " still de-duplicates");
+      Check.equal(CommitGuard.MAX_KEY_LIFETIME, g.lifetime(), huge + " clamped");
+      Check.isTrue(g.canRetry(1, System.nanoTime(), 10, true), huge + ": canRetry does not overflow");
+    }
+    CommitGuard g = CommitGuard.of(new ObservingRESTClient.CatalogState());
+    g.setIdempotencyKeyLifetime("PT30M");
+    Check.equal(java.time.Duration.ofMinutes(30), g.lifetime(), "a sane lifetime is kept");
+  }
 }
