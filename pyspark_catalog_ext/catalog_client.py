@@ -43,6 +43,7 @@ from .errors import (
     CatalogExtError,
     CatalogNotFoundError,
     CatalogUnavailableError,
+    CatalogUnsupportedError,
     ConfigError,
     redact,
 )
@@ -60,7 +61,6 @@ __all__ = [
     "Exchange",
     "TableIdentifier",
     "AmbiguousMutationError",
-    "CatalogUnsupportedError",
     "encode_namespace",
     "namespace_levels",
     "uuid7",
@@ -105,10 +105,6 @@ class AmbiguousMutationError(CatalogUnavailableError):
         self.path = path
         self.idempotency_key = idempotency_key
         self.cause = cause
-
-
-class CatalogUnsupportedError(CatalogNotFoundError):
-    """501/405: the catalog does not implement this endpoint (`kind` is "endpoint")."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ __all__ = [
     "CatalogConflictError",
     "CatalogUnavailableError",
     "CatalogUnsupportedError",
+    "StaleTableError",
+    "CommitStateUnknownError",
     "CredentialRefreshError",
     "CommitFailedError",
     "LakehouseError",
@@ -72,7 +74,20 @@ class CatalogUnavailableError(CatalogError):
 
 
 class CatalogUnsupportedError(CatalogError):
-    """The catalog does not support the operation (no rename, no views, ...)."""
+    """The catalog does not support the operation or endpoint (405/501, no rename, no views, ...).
+
+    Deliberately not a CatalogNotFoundError: code that reads a 404 as "gone meanwhile" must not
+    read "unsupported" that way (cleanup would skip a table it never saw, and delete its files)."""
+
+
+class StaleTableError(CatalogConflictError):
+    """A replace was guarded by a table UUID that no longer matches (dropped and recreated)."""
+
+
+class CommitStateUnknownError(CatalogUnavailableError):
+    """The catalog's answer to a commit was lost and the table does not tell whether it landed.
+
+    Nothing was deleted. Load the table and check before retrying."""
 
 
 class CredentialRefreshError(CatalogExtError):

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Literal, Optional, Protocol, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import CatalogNotFoundError, ConfigError
+from .errors import CatalogNotFoundError, CatalogUnsupportedError, ConfigError
 
 __all__ = [
     "MAINTENANCE_TYPES",
@@ -163,10 +163,10 @@ class PolarisPolicySource:
             try:
                 answer = self.client.request("GET", "/polaris/v1/{prefix}/applicable-policies", params=params,
                                              operation=f"applicable-policies {'.'.join([*namespace, table])}") or {}
-            except CatalogNotFoundError as exc:
-                if "does not implement" in str(exc):
+            except (CatalogNotFoundError, CatalogUnsupportedError) as exc:
+                if isinstance(exc, CatalogUnsupportedError) or "does not implement" in str(exc):
                     raise PolicyApiUnavailableError(
-                        f"the catalog at {self.client.safe_uri} has no Polaris policy API (404 on "
+                        f"the catalog at {self.client.safe_uri} has no Polaris policy API ({exc.status or 404} on "
                         "applicable-policies); pass a policy file (--policy-file / policy_file=)") from None
                 raise
             try:

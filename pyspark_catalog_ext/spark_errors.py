@@ -121,14 +121,14 @@ def translate(java_exception: Any) -> CatalogExtError | None:
         if name == CREDENTIALS_EXPIRED_EXCEPTION:
             return CredentialRefreshError(text)
         if name == "org.apache.iceberg.exceptions.CommitStateUnknownException":
-            from .staging import CommitStateUnknownError
+            from .errors import CommitStateUnknownError
 
             return CommitStateUnknownError(
                 f"commit state unknown ({text}); nothing was deleted: load the table to see whether "
                 "the commit landed before retrying")
         if name == "org.apache.iceberg.exceptions.CommitFailedException":
             if "replaced by another table" in message:
-                from .staging import StaleTableError
+                from .errors import StaleTableError
 
                 return StaleTableError(f"the table was replaced underneath: {text}; reload it and try again")
             return CommitFailedError(f"the catalog rejected the commit ({text}); nothing was published: "

@@ -42,7 +42,9 @@ from .errors import (
     CatalogNotFoundError,
     CatalogUnavailableError,
     CommitFailedError,
+    CommitStateUnknownError,
     ConfigError,
+    StaleTableError,
     redact,
 )
 
@@ -50,24 +52,12 @@ __all__ = [
     "StagedTable",
     "WriteResult",
     "CommitResult",
-    "StaleTableError",
-    "CommitStateUnknownError",
     "stage_create",
     "stage_replace",
     "stage_table",
 ]
 
 log = logging.getLogger(__name__)
-
-class StaleTableError(CatalogConflictError):
-    """A replace was guarded by a table UUID that no longer matches (dropped and recreated)."""
-
-
-class CommitStateUnknownError(CatalogUnavailableError):
-    """The catalog's answer to a commit was lost and the table does not tell whether it landed.
-
-    Nothing was deleted. Load the table and check before retrying."""
-
 
 @dataclass(frozen=True)
 class WriteResult:

@@ -37,7 +37,6 @@ from pyspark_catalog_ext.catalog_auth import (
 from pyspark_catalog_ext.catalog_client import (
     AmbiguousMutationError,
     CatalogClient,
-    CatalogUnsupportedError,
     Exchange,
     encode_namespace,
 )
@@ -47,6 +46,7 @@ from pyspark_catalog_ext.errors import (
     CatalogError,
     CatalogNotFoundError,
     CatalogUnavailableError,
+    CatalogUnsupportedError,
     ConfigError,
 )
 from pyspark_catalog_ext.retry import RetryPolicy

@@ -17,7 +17,7 @@ import pytest
 
 from pyspark_catalog_ext.errors import CommitFailedError
 from pyspark_catalog_ext.pyiceberg_bridge import pyiceberg_catalog
-from pyspark_catalog_ext.staging import CommitStateUnknownError
+from pyspark_catalog_ext.errors import CommitStateUnknownError
 from tests.servers import CatalogProxy, IdempotencyProxy
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])

@@ -8,8 +8,7 @@ import pytest
 from py4j.protocol import Py4JJavaError
 from pyspark.errors.exceptions import captured
 
-from pyspark_catalog_ext.errors import CatalogExtError, CatalogUnsupportedError
-from pyspark_catalog_ext.staging import CommitStateUnknownError
+from pyspark_catalog_ext.errors import CatalogExtError, CatalogUnsupportedError, CommitStateUnknownError
 from tests.helpers import add_spark_catalog
 from tests.servers import CatalogProxy
 

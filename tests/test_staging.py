@@ -9,7 +9,8 @@ import uuid as uuidlib
 import pytest
 
 from pyspark_catalog_ext.errors import CatalogConflictError, CommitFailedError, ConfigError
-from pyspark_catalog_ext.staging import StaleTableError, stage_create, stage_replace
+from pyspark_catalog_ext.errors import StaleTableError
+from pyspark_catalog_ext.staging import stage_create, stage_replace
 from tests.conftest import SECRET, assert_one_line_error, run_cli
 
 

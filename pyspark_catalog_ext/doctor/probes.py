@@ -18,7 +18,8 @@ from typing import Any, Callable, Optional
 
 import requests
 
-from ..catalog_client import CatalogUnsupportedError, uuid7
+from ..catalog_client import uuid7
+from ..errors import CatalogUnsupportedError
 from ..errors import CatalogConflictError, CatalogError, CatalogNotFoundError
 from .context import ProbeContext, create_updates, fingerprint, one_line
 from .result import Outcome, failed, passed, skipped, unsupported

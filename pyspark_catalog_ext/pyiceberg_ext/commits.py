@@ -45,7 +45,7 @@ from tenacity.wait import wait_random_exponential
 from ..catalog_client import _classify_transport, _error_summary
 from ..errors import CommitFailedError, ConfigError
 from ..retry import uuid7
-from ..staging import CommitStateUnknownError
+from ..errors import CommitStateUnknownError
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 

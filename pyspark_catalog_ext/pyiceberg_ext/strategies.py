@@ -16,7 +16,7 @@ from typing import Any, Callable
 from cachetools import TTLCache
 
 from ..credentials.sources import BridgeAnswer, TableRequest
-from ..errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CredentialRefreshError
+from ..errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError, CredentialRefreshError
 
 
 def _answer(strategy: str, response: dict) -> BridgeAnswer:
@@ -151,7 +151,7 @@ class StrategyChain:
                 if failures:
                     answer["strategy"] = f"{strategy.name} (after {'; '.join(failures)})"
                 return answer
-            except CatalogNotFoundError as exc:
+            except (CatalogNotFoundError, CatalogUnsupportedError) as exc:
                 if strategy.name == "credentials-endpoint":
                     self._unsupported[strategy.name] = True  # the catalog has no such endpoint
                 failures.append(f"{strategy.name} failed: {exc}")
