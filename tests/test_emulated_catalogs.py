@@ -7,8 +7,6 @@ lifetimes (or refused before any data is written), 3 a long read and a MERGE on 
 """
 from __future__ import annotations
 
-import os
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -22,11 +20,11 @@ from pyspark_catalog_ext.catalog_check import check_catalog
 from pyspark_catalog_ext.spark_conf import CatalogSparkConf, spark_conf
 from tests.conftest import run_cli
 from tests.emulators import FAMILIES, R2_TOKEN, Behaviour, Emulator
-from tests.emulators.behaviour import LAKEKEEPER_0_13_EMPTY_CREDENTIAL, NONE, NO_EXPIRY
+from tests.emulators.behaviour import LAKEKEEPER_0_13_EMPTY_CREDENTIAL, NONE
 from tests.refresh_support import register_slow_udf, slow
 from tests.servers import S3ExpiryProxy
 
-LIFETIME = 6.0  # seconds a vended key lives (Spark jobs); >= 3 of them per long job
+LIFETIME = 4.0  # seconds a vended key lives (Spark jobs); >= 3 of them per long job
 PY_LIFETIME = 2.0  # PyIceberg steps: a separate emulator + S3 proxy with shorter keys
 FAST = RefreshPolicy(check_interval_s=1, min_ahead_s=0, lifetime_fraction=0.4)
 PY_POLICY = RefreshPolicy(check_interval_s=0.25, min_ahead_s=0, lifetime_fraction=0.6)
@@ -34,12 +32,13 @@ NS = "emu"
 
 # Findings: (step, family id) -> why the package fails there today. Each runs as xfail(strict=True),
 # so a fix turns it into an XPASS failure and the mark must go.
-NO_EXPIRY_FINDING = ("keys vended without an expiry (Unity 0.6, unitycatalog#1885) are never refreshed: the shim "
-                     "takes them as valid forever (CredentialSnapshot expiry Long.MAX_VALUE) and the job dies with "
+NO_EXPIRY_FINDING = ("keys vended without an expiry (Unity 0.6, unitycatalog#1885) are never refreshed: the JVM shim "
+                     "(CredentialSnapshot expiry Long.MAX_VALUE) and the PyIceberg FileIO take them as valid forever and the job dies with "
                      "S3 403 once the server-side lifetime ends; wanted: a refresh on 403/ExpiredToken or a "
                      "configurable assumed lifetime")
 FINDINGS: dict[tuple[str, str], str] = {
     ("3", "unity-0.6.0"): NO_EXPIRY_FINDING,
+    ("6", "unity-0.6.0"): NO_EXPIRY_FINDING,
 }
 
 
@@ -169,7 +168,7 @@ def test_2_ctas_and_writeto_outlive_three_lifetimes_or_are_refused_up_front(b, e
     s3.reset_counters()
     emu.reset_counters()
     if b.stage_create and writable(b):
-        rows, ms = 4000, 5  # ~20 s per job = 3.3 lifetimes; both jobs at once (two task slots)
+        rows, ms = 2800, 5  # ~14 s per job = 3.5 lifetimes; both jobs at once (two task slots)
         started = time.monotonic()
         with ThreadPoolExecutor(2) as pool:
             jobs = [pool.submit(_ctas_sql, spark, names[0], rows, ms), pool.submit(_ctas_writeto, spark, names[1], rows, ms)]
@@ -207,15 +206,15 @@ def test_3_long_read_and_merge_on_a_committed_table(b, emu_spark, emulators, s3_
         spark.range(0, 2000, 1, 10).selectExpr("id", "id % 7 AS k").writeTo(lake).create()
     s3.reset_counters()
     long = b.vends != NONE  # the job's own keys never expire: nothing to outlive
-    # ~20 s: 2000 rows in 10 files read one after another (twice as slow when no MERGE shares the slots)
-    ms = (10 if writable(b) else 20) if long else 0
+    # ~14 s: 2000 rows in 10 files read one after another (twice as slow when no MERGE shares the slots)
+    ms = (7 if writable(b) else 14) if long else 0
 
     def read() -> int:
         return spark.table(table).where(slow(ms)).count()
 
     def merge() -> None:
         spark.sql(f"""MERGE INTO {table} t
-                      USING (SELECT id, 8 AS k FROM range(0, 2500, 1, 1) WHERE slow_true({8 if long else 0})) s
+                      USING (SELECT id, 8 AS k FROM range(0, 2500, 1, 1) WHERE slow_true({6 if long else 0})) s
                       ON t.id = s.id
                       WHEN MATCHED THEN UPDATE SET k = s.k
                       WHEN NOT MATCHED THEN INSERT (id, k) VALUES (s.id, s.k)""")
@@ -232,6 +231,38 @@ def test_3_long_read_and_merge_on_a_committed_table(b, emu_spark, emulators, s3_
     if writable(b):
         assert spark.table(table).count() == 2500 and spark.table(table).where("k = 8").count() == 2500
     assert s3.total_rejected == 0, s3.rejected
+
+
+# ------------------------------------------------------------------------------------------ step 4
+@pytest.mark.parametrize("b", cases("4"))
+def test_4_lost_commit_answer_lands_exactly_once(b, emu_spark, emulators, s3_proxies, glue_keys, monkeypatch):
+    """The commit reaches the catalog, then the answer is the family's 'unknown state' status
+    (Polaris <= 1.7: 400, others 500): Spark's INSERT and PyIceberg's append each land exactly once."""
+    if not writable(b):
+        pytest.skip(f"{b.family} {b.release} is read-only: no commits")
+    spark, emu = emu_spark, emulators[b.id][0]
+    table = _table(b, "lost")
+    short = table.rsplit(".", 1)[1]
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    spark.sql(f"CREATE TABLE {table} (id BIGINT)")
+    fault = emu.faults.add("after", "POST", rf"/tables/{short}$", status=b.unknown_commit_status)
+    spark.sql(f"INSERT INTO {table} SELECT id FROM range(0, 10)")
+    assert fault.fired == 1
+    assert spark.sql(f"SELECT count(*), count(DISTINCT id) FROM {table}").first() == (10, 10)
+
+    if b.vends == NONE:
+        for key, value in glue_keys.items():
+            monkeypatch.setenv(key, value)
+    py_emu = emulators[b.id][1]
+    cat = pyiceberg_catalog(spark_conf(b.profile, catalog_name(b), jars=None, **connection(b, py_emu)),
+                            catalog_name(b), policy=PY_POLICY)
+    py_table = cat.load_table(f"{NS}.{short}")
+    fault = py_emu.faults.add("after", "POST", rf"/tables/{short}$", status=b.unknown_commit_status)
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=True)])
+    py_table.append(pa.table({"id": pa.array(range(100, 110), pa.int64())}, schema=schema))
+    assert fault.fired == 1
+    assert cat.load_table(f"{NS}.{short}").scan().to_arrow().num_rows == 20
+    assert spark.sql(f"REFRESH TABLE {table}") is not None and spark.table(table).count() == 20
 
 
 # ------------------------------------------------------------------------------------------ step 6
@@ -296,8 +327,7 @@ def test_9_doctor_json(b, emulators, glue_keys):
     assert R2_TOKEN not in proc.stdout + proc.stderr and emu.info.secret_key not in proc.stdout + proc.stderr
 
 
-DOCTOR_SEEN: dict[str, dict] = {}
-_ = (os, threading, NO_EXPIRY)
+DOCTOR_SEEN: dict[str, dict] = {}  # family id -> probe statuses (for the report's matrix)
 
 
 # ------------------------------------------------------------------------------------------ quirks
