@@ -382,3 +382,20 @@ def test_lakekeeper_empty_storage_credential_entry_is_ignored(emu_spark, lakehou
         spark.sql(f"CREATE TABLE IF NOT EXISTS {table} (id BIGINT)")
         spark.sql(f"INSERT INTO {table} VALUES (1), (2)")
         assert spark.table(table).count() >= 2
+
+
+@pytest.mark.parametrize("b", [b for b in FAMILIES if b.auth == "oauth2" and b.id in ("polaris-1.7.0", "gravitino-1.3.0")],
+                         ids=lambda b: b.id)
+def test_expired_oauth_token_is_renewed(b, lakehouse, s3_proxies):
+    """Tokens of 2 s: the next catalog call after expiry gets the family's status (Polaris 401,
+    Gravitino 419) unless the client renewed first. Spark's and PyIceberg's paths must both go on."""
+    with Emulator(b, lakehouse, s3_proxies[1], PY_LIFETIME, token_ttl_seconds=2) as emu:
+        cat = pyiceberg_catalog(spark_conf(b.profile, catalog_name(b), jars=None, **connection(b, emu)),
+                                catalog_name(b), refresh=False)
+        cat.create_namespace_if_not_exists(NS)
+        assert (NS,) in cat.list_namespaces()
+        time.sleep(3)
+        assert (NS,) in cat.list_namespaces()
+        assert emu.count("oauth") >= 2, "the token was never renewed"
+        # The client met the family's expired-token status once and recovered (renewed, retried).
+        assert any(e["status"] == b.expired_token_status for e in emu.log)

@@ -56,9 +56,9 @@ class Behaviour:
     read_only: bool = False  # every mutation answered 405
     idempotency: Optional[tuple[str, str]] = None  # (TOP|OVERRIDES, ISO-8601 lifetime) advertised
     idempotent_operations: tuple[str, ...] = ()  # operations the key covers ("all", or createTable, updateTable, ...)
-    unknown_commit_status: int = 500  # what a commit whose outcome the server lost answers
+    unknown_commit_status: int = 500  # what a commit whose outcome the server lost answers (used by step 4's fault)
     empty_storage_credential: bool = False  # an extra storage-credentials entry with an empty config
-    remote_signing: bool = False
+    remote_signing: bool = False  # recorded only: the emulator serves no signer yet (step 8 not emulated)
     # Storage settings the catalog adds to every table config (a catalog in front of an S3-compatible
     # store with path-style access, as Polaris/Lakekeeper/Gravitino storage configs allow).
     table_config: Mapping[str, str] = field(default_factory=lambda: {"client.region": "us-east-1",
