@@ -14,6 +14,14 @@ What the emulator owns (SeaweedFS does the rest, for real: tables, metadata, com
     or none (keys stripped; the job uses its own).
   * refresh endpoint advertised or not; GET .../credentials served for all tables, only committed
     ones (staged: 404) or not at all; stage-create refused (400); read-only (405 on mutations).
+  * Idempotency-Key: advertised where the family does (top level or inside ``overrides``), with the
+    reference ``IdempotencyProxy`` in between for replay; keys of operations the family does not cover
+    (Polaris: all but createTable/updateTable) are dropped before it.
+
+Not emulated (yet): remote signing (Nessie/Lakekeeper sign, Polaris/Gravitino reject), Polaris
+notifications and policies, Lakekeeper's 500 on a replayed staged create (#1959) and its 304 with
+expired credentials (#1862), a failed create's location removed by the server (#1418), S3 Tables'
+purge-on-drop, the real SigV4 signature check (shape only) and OAuth token exchange/refresh grants.
 """
 from __future__ import annotations
 
