@@ -170,7 +170,7 @@ def test_print_profiles_and_matrix_need_no_server_and_import_no_spark() -> None:
     assert first == "[]", f"imported: {first}"
     for name in PROFILES:
         assert name in rest
-    assert "| `polaris` | reference only" in rest and "| `oss-tables` | reference only" in rest
+    assert "| `polaris` | emulated" in rest and "| `oss-tables` | reference only" in rest
     profiles = json.loads(rest[rest.index("\n[") + 1:])
     assert {p["name"] for p in profiles} == set(PROFILES)
     assert all(set(p["required_probes"]) <= set(probe_ids()) for p in profiles)
@@ -335,7 +335,7 @@ def test_bad_input_is_one_line_error(lakehouse, case: str) -> None:
         "tls": (connection(lakehouse, f"https://127.0.0.1:{port}"), "TLS"),
         "wrong-credentials": (["--profile", "seaweedfs", "--uri", info.iceberg_uri, "--warehouse", info.warehouse,
                                "--credential", f"{info.access_key}:not-{SECRET}"], "rejected the client credentials"),
-        "unknown-profile": (["--profile", "glue"], "unknown profile 'glue'"),
+        "unknown-profile": (["--profile", "hive-metastore"], "unknown profile 'hive-metastore'"),
         "wrong-warehouse": (["--profile", "seaweedfs", "--uri", info.iceberg_uri, "--warehouse", "no-such-bucket",
                              "--credential", info.credential], "warehouse 'no-such-bucket' not found"),
         "unknown-probe": (connection(lakehouse) + ["--skip", "sparkle"], "--skip 'sparkle' is not a probe"),
