@@ -1,8 +1,9 @@
 """Vendor profiles: the defaults each Iceberg REST catalog vendor needs, as small frozen dataclasses.
 
 A profile only supplies defaults; explicit arguments (or PyIceberg config) always win. Only
-`local` and `seaweedfs` are exercised by this project's tests; the others are reference
-settings taken from vendor documentation and are marked `tested_here=False`.
+`local` and `seaweedfs` run against their real server in this project's tests (`tested_here`);
+those marked `emulated` run the user path against a loopback emulation of the vendor's documented
+behaviour in front of SeaweedFS (tests/emulators); the rest are reference settings from vendor docs.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class Profile:
         doctor runs every probe; it exits non-zero when one of these fails or is unsupported).
     alias_of: the profile this one is a variant of (same server, another endpoint/signing name).
     tested_here: True if this project's test suite runs against it.
+    emulated: True if the test suite runs the user path against a loopback emulation of this
+        vendor's documented behaviour (tests/emulators), not against the vendor's server.
     """
 
     name: str
@@ -62,6 +65,7 @@ class Profile:
     required_probes: tuple[str, ...] = BASIC_PROBES
     alias_of: str | None = None
     tested_here: bool = False
+    emulated: bool = False
     notes: str = ""
 
     def needs_uri(self) -> bool:
@@ -112,6 +116,7 @@ _PROFILES = (
         oauth2_token_path="/v1/oauth/tokens",
         scope="PRINCIPAL_ROLE:ALL",
         required_probes=VENDING_PROBES,
+        emulated=True,
         notes="credential = <client-id>:<client-secret> of a Polaris principal",
     ),
     Profile(
@@ -122,7 +127,56 @@ _PROFILES = (
         auth="oauth2",
         oauth2_token_path=None,
         required_probes=VENDING_PROBES,
+        emulated=True,
         notes="OAuth2 goes to your IdP (Keycloak, Entra ID...): pass oauth2_server_uri=<idp token endpoint> and scope if required",
+    ),
+    Profile(
+        name="unity",
+        description="Unity Catalog OSS, Iceberg REST endpoint (read-only)",
+        uri_template="https://<host>/api/2.1/unity-catalog/iceberg",
+        warehouse_hint="<catalog-name> in Unity Catalog",
+        auth="token",
+        required_probes=("config", "auth"),
+        emulated=True,
+        notes="token = a Unity Catalog access token; read-only endpoint (no create, no stage-create, no commit); "
+        "0.6.0 vends keys without an expiry and without a refresh endpoint (unitycatalog#1885, fixed by PR #1886)",
+    ),
+    Profile(
+        name="nessie",
+        description="Project Nessie, Iceberg REST endpoint",
+        uri_template="https://<host>/iceberg",
+        warehouse_hint="<warehouse-name> as configured in Nessie (prefix <branch>|<warehouse>)",
+        auth="oauth2",
+        oauth2_token_path=None,
+        required_probes=VENDING_PROBES,
+        emulated=True,
+        notes="OAuth2 goes to your IdP: pass oauth2_server_uri=<idp token endpoint>; /credentials exists since 0.108 "
+        "but is not advertised (nessie#10590); staged creates are not stored (refresh by re-stage)",
+    ),
+    Profile(
+        name="gravitino",
+        description="Apache Gravitino Iceberg REST server",
+        uri_template="http://<host>:9001/iceberg",
+        warehouse_hint="<catalog-name> served by the Gravitino Iceberg REST server",
+        auth="oauth2",
+        oauth2_token_path=None,
+        required_probes=VENDING_PROBES,
+        emulated=True,
+        notes="OAuth2 goes to your IdP: pass oauth2_server_uri; an expired token answers 419, not 401; "
+        "staged creates are not stored (refresh by re-stage); remote signing rejected",
+    ),
+    Profile(
+        name="glue",
+        description="AWS Glue Data Catalog Iceberg REST endpoint",
+        uri_template="https://glue.<region>.amazonaws.com/iceberg",
+        warehouse_hint="<account-id> (the Glue catalog id; <account-id>:s3tablescatalog/<table-bucket> for S3 Tables through Glue)",
+        auth="sigv4",
+        signing_name="glue",
+        delegation=None,
+        required_probes=BASIC_PROBES + ("pyiceberg", "spark-read", "spark-append"),
+        emulated=True,
+        notes="uses your AWS credentials (default provider chain) for both catalog and data; no vended credentials; "
+        "no stage-create, so a CTAS cannot be atomic; no views",
     ),
     Profile(
         name="s3tables",
@@ -143,6 +197,7 @@ _PROFILES = (
         auth="token",
         region="auto",
         required_probes=BASIC_PROBES + ("vended-credentials",),
+        emulated=True,
         notes="token = an R2 API token with Data Catalog + R2 storage permissions",
     ),
     Profile(

@@ -170,7 +170,7 @@ def test_print_profiles_and_matrix_need_no_server_and_import_no_spark() -> None:
     assert first == "[]", f"imported: {first}"
     for name in PROFILES:
         assert name in rest
-    assert "| `polaris` | reference only" in rest and "| `oss-tables` | reference only" in rest
+    assert "| `polaris` | emulated" in rest and "| `oss-tables` | reference only" in rest
     profiles = json.loads(rest[rest.index("\n[") + 1:])
     assert {p["name"] for p in profiles} == set(PROFILES)
     assert all(set(p["required_probes"]) <= set(probe_ids()) for p in profiles)
@@ -188,7 +188,8 @@ def test_shipped_matrix_entries_validate_and_readme_table_is_generated() -> None
     for name in PROFILES:
         row = next(line for line in table.splitlines() if line.startswith(f"| `{name}` |"))
         if not (MATRIX_DIR / f"{name}.json").exists():
-            assert "reference only" in row and "pass" not in row and "supported" not in row.replace("unsupported", "")
+            label = "emulated" if PROFILES[name].emulated else "reference only"
+            assert label in row and "pass" not in row and "supported" not in row.replace("unsupported", "")
     readme = (ROOT / "README.md").read_text()
     begin, end = "<!-- support-matrix:begin -->", "<!-- support-matrix:end -->"
     assert begin in readme and end in readme
@@ -334,7 +335,7 @@ def test_bad_input_is_one_line_error(lakehouse, case: str) -> None:
         "tls": (connection(lakehouse, f"https://127.0.0.1:{port}"), "TLS"),
         "wrong-credentials": (["--profile", "seaweedfs", "--uri", info.iceberg_uri, "--warehouse", info.warehouse,
                                "--credential", f"{info.access_key}:not-{SECRET}"], "rejected the client credentials"),
-        "unknown-profile": (["--profile", "glue"], "unknown profile 'glue'"),
+        "unknown-profile": (["--profile", "hive-metastore"], "unknown profile 'hive-metastore'"),
         "wrong-warehouse": (["--profile", "seaweedfs", "--uri", info.iceberg_uri, "--warehouse", "no-such-bucket",
                              "--credential", info.credential], "warehouse 'no-such-bucket' not found"),
         "unknown-probe": (connection(lakehouse) + ["--skip", "sparkle"], "--skip 'sparkle' is not a probe"),

@@ -30,6 +30,23 @@ CASES = {
         {"rest.auth.type": "oauth2", "oauth2-server-uri": "https://idp.example.com/realms/x/protocol/openid-connect/token",
          "header.X-Iceberg-Access-Delegation": "vended-credentials"},
     ),
+    "unity": (
+        dict(uri="https://uc.example.com/api/2.1/unity-catalog/iceberg", warehouse="main", token="uctok"),
+        {"rest.auth.type": "oauth2", "token": "uctok", "header.X-Iceberg-Access-Delegation": "vended-credentials"},
+    ),
+    "nessie": (
+        dict(uri="https://nessie.example.com/iceberg", warehouse="wh", credential="id:sec", oauth2_server_uri="https://idp.example.com/token"),
+        {"rest.auth.type": "oauth2", "oauth2-server-uri": "https://idp.example.com/token", "header.X-Iceberg-Access-Delegation": "vended-credentials"},
+    ),
+    "gravitino": (
+        dict(uri="http://gravitino:9001/iceberg", warehouse="cat", credential="id:sec", oauth2_server_uri="https://idp.example.com/token"),
+        {"uri": "http://gravitino:9001/iceberg", "rest.auth.type": "oauth2", "header.X-Iceberg-Access-Delegation": "vended-credentials"},
+    ),
+    "glue": (
+        dict(region="eu-west-1", warehouse="123456789012"),
+        {"uri": "https://glue.eu-west-1.amazonaws.com/iceberg", "rest.auth.type": "sigv4", "rest.signing-name": "glue",
+         "rest.signing-region": "eu-west-1", "warehouse": "123456789012"},
+    ),
     "s3tables": (
         dict(region="eu-west-1", warehouse="arn:aws:s3tables:eu-west-1:123456789012:bucket/b"),
         {"uri": "https://s3tables.eu-west-1.amazonaws.com/iceberg", "rest.auth.type": "sigv4", "rest.sigv4-enabled": "true",
@@ -61,6 +78,10 @@ CASES = {
 def test_every_profile_has_a_case():
     assert set(CASES) | {"local"} == set(PROFILES)
     assert {name for name, p in PROFILES.items() if p.tested_here} == {"local", "seaweedfs"}
+    # Emulated: tests/test_emulated_catalogs.py runs the user path on each (tests/emulators/behaviour.py FAMILIES).
+    from tests.emulators import FAMILIES
+
+    assert {name for name, p in PROFILES.items() if p.emulated} == {b.profile for b in FAMILIES}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -109,8 +130,8 @@ def test_redaction_regex_covers_catalog_secrets():
 
 def test_unknown_profile_lists_known_ones():
     with pytest.raises(ConfigError) as err:
-        spark_conf("glue", uri="https://x", jars=None)
-    assert "unknown profile 'glue'" in str(err.value) and "polaris" in str(err.value) and "s3tables" in str(err.value)
+        spark_conf("hive-metastore", uri="https://x", jars=None)
+    assert "unknown profile 'hive-metastore'" in str(err.value) and "polaris" in str(err.value) and "s3tables" in str(err.value)
 
 
 @pytest.mark.parametrize("uri", ["ftp://host/catalog", "http://", "catalog.example.com", "https://user:pw@host/x"])

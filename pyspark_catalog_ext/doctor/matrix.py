@@ -114,7 +114,9 @@ def render_matrix(directory: Optional[Path | str] = None) -> str:
         if entry is None:
             prof = PROFILES[name]
             alias = f", alias of `{prof.alias_of}`" if prof.alias_of else ""
-            cells = [f"`{name}`", f"reference only (vendor docs, not run here{alias})"] + ["—"] * len(COLUMNS)
+            where = ("emulated (documented behaviour on loopback, tests/emulators)" if prof.emulated
+                     else f"reference only (vendor docs, not run here{alias})")
+            cells = [f"`{name}`", where] + ["—"] * len(COLUMNS)
         else:
             server = (entry.get("catalog") or {}).get("server") or "catalog"
             when = str(entry.get("generated_at", ""))[:10]
@@ -125,6 +127,8 @@ def render_matrix(directory: Optional[Path | str] = None) -> str:
     lines += _inventory_table(entries)
     lines.append("pass / **fail** / unsupported: the probe's answer in the recorded `doctor` run "
                  "(`pyspark_catalog_ext/resources/matrix/<profile>.json`). "
+                 "Emulated: the user path (configure, CTAS, long read, MERGE, PyIceberg, doctor) runs in the test suite "
+                 "against an emulation of the vendor's documented behaviour, not its server. "
                  "Reference only: defaults from vendor documentation, never run here.")
     return "\n".join(lines)
 
@@ -151,7 +155,7 @@ def profiles_json() -> list[dict[str, Any]]:
             "name": prof.name, "description": prof.description, "uri": prof.uri_template, "auth": prof.auth,
             "signing_name": prof.signing_name, "region": prof.region, "delegation": prof.delegation,
             "warehouse": prof.warehouse_hint, "required_probes": list(prof.required_probes),
-            "alias_of": prof.alias_of, "tested_here": prof.tested_here, "notes": prof.notes,
+            "alias_of": prof.alias_of, "tested_here": prof.tested_here, "emulated": prof.emulated, "notes": prof.notes,
         })
     return out
 
@@ -166,7 +170,7 @@ def render_profiles() -> str:
     """A readable listing of the vendor profiles and the probes each requires."""
     rows = [("PROFILE", "AUTH", "URI", "STATUS")]
     for prof in PROFILES.values():
-        status = "tested here" if prof.tested_here else "reference only"
+        status = "tested here" if prof.tested_here else "emulated here" if prof.emulated else "reference only"
         if prof.alias_of:
             status += f" (alias of {prof.alias_of})"
         rows.append((prof.name, _auth_text(prof), prof.uri_template or "(the running lakehouse)", status))

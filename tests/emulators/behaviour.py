@@ -1,0 +1,137 @@
+"""How each catalog family really behaves, as frozen dataclasses of named switches.
+
+One ``Behaviour`` per family/release; each switch carries its reference in ``refs`` (issue/PR
+strings from shared/README.md §6), so a new release is a one-line ``replace(...)``:
+
+    POLARIS_1_8 = replace(POLARIS_MAIN, release="1.8.0")
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Mapping, Optional
+
+# Switch values.
+EXPIRING, NO_EXPIRY, NONE = "expiring", "no-expiry", "none"  # vends
+ALL, COMMITTED = "all", "committed"  # refresh_endpoint / credentials_endpoint: which tables get an answer
+TOP, OVERRIDES = "top", "overrides"  # where idempotency-key-lifetime sits in /v1/config
+
+
+# Iceberg's standard REST endpoints (org.apache.iceberg.rest.Endpoint), as servers advertise them.
+ICEBERG_ENDPOINTS = tuple(f"{m} /v1/{{prefix}}/{p}" for m, p in (
+    ("GET", "namespaces"), ("GET", "namespaces/{namespace}"), ("HEAD", "namespaces/{namespace}"),
+    ("POST", "namespaces"), ("POST", "namespaces/{namespace}/properties"), ("DELETE", "namespaces/{namespace}"),
+    ("POST", "transactions/commit"), ("GET", "namespaces/{namespace}/tables"),
+    ("GET", "namespaces/{namespace}/tables/{table}"), ("HEAD", "namespaces/{namespace}/tables/{table}"),
+    ("POST", "namespaces/{namespace}/tables"), ("POST", "namespaces/{namespace}/tables/{table}"),
+    ("DELETE", "namespaces/{namespace}/tables/{table}"), ("POST", "tables/rename"),
+    ("POST", "namespaces/{namespace}/register"), ("POST", "namespaces/{namespace}/tables/{table}/metrics"),
+    ("GET", "namespaces/{namespace}/tables/{table}/credentials")))
+VIEW_ENDPOINTS = tuple(f"{m} /v1/{{prefix}}/{p}" for m, p in (
+    ("GET", "namespaces/{namespace}/views"), ("GET", "namespaces/{namespace}/views/{view}"),
+    ("HEAD", "namespaces/{namespace}/views/{view}"), ("POST", "namespaces/{namespace}/views"),
+    ("POST", "namespaces/{namespace}/views/{view}"), ("DELETE", "namespaces/{namespace}/views/{view}"),
+    ("POST", "views/rename")))
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """Named switches for one catalog release; ``refs[switch]`` says where the behaviour is documented."""
+
+    family: str  # row name in the matrix
+    release: str
+    profile: str  # the pyspark_catalog_ext profile a user picks for it
+    warehouse: str  # what the user passes as warehouse
+    prefix: str  # the prefix /v1/config answers (paths /v1/{prefix}/...)
+    prefix_in: str = OVERRIDES  # "overrides" or "defaults"
+    endpoints: Optional[tuple[str, ...]] = None  # advertised `endpoints`, None = key absent
+    auth: str = "oauth2"  # "oauth2" (client credentials at /v1/oauth/tokens), "token" (static bearer), "sigv4"
+    scope: Optional[str] = None  # OAuth2 scope the token endpoint insists on
+    signing_name: Optional[str] = None  # SigV4 service name in the credential scope
+    expired_token_status: int = 401
+    vends: str = EXPIRING  # EXPIRING, NO_EXPIRY (keys but no expires-at), NONE (job's own keys)
+    refresh_endpoint: str = NONE  # client.refresh-credentials-endpoint advertised: NONE, ALL, COMMITTED (staged 404)
+    credentials_endpoint: str = NONE  # GET .../credentials served without being advertised: NONE, ALL, COMMITTED
+    stage_create: bool = True
+    read_only: bool = False  # every mutation answered 405
+    idempotency: Optional[tuple[str, str]] = None  # (TOP|OVERRIDES, ISO-8601 lifetime) advertised
+    idempotent_operations: tuple[str, ...] = ()  # operations the key covers ("all", or createTable, updateTable, ...)
+    unknown_commit_status: int = 500  # what a commit whose outcome the server lost answers (used by step 4's fault)
+    empty_storage_credential: bool = False  # an extra storage-credentials entry with an empty config
+    remote_signing: bool = False  # recorded only: the emulator serves no signer yet (step 8 not emulated)
+    # Storage settings the catalog adds to every table config (a catalog in front of an S3-compatible
+    # store with path-style access, as Polaris/Lakekeeper/Gravitino storage configs allow).
+    table_config: Mapping[str, str] = field(default_factory=lambda: {"client.region": "us-east-1",
+                                                                    "s3.path-style-access": "true"})
+    refs: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "refs", MappingProxyType(dict(self.refs)))
+        object.__setattr__(self, "table_config", MappingProxyType(dict(self.table_config)))
+
+    @property
+    def id(self) -> str:
+        return f"{self.family}-{self.release}"
+
+
+POLARIS_1_7 = Behaviour(
+    family="polaris", release="1.7.0", profile="polaris", warehouse="polaris_catalog", prefix="polaris_catalog",
+    endpoints=ICEBERG_ENDPOINTS + VIEW_ENDPOINTS,
+    scope="PRINCIPAL_ROLE:ALL", refresh_endpoint=COMMITTED, credentials_endpoint=COMMITTED,
+    unknown_commit_status=400,
+    refs={"refresh_endpoint": "polaris#2341, iceberg#13554 (advertised for stage-create, staged refresh 404)",
+          "unknown_commit_status": "polaris#5145 (400 up to 1.7.0)", "scope": "Polaris docs: PRINCIPAL_ROLE:ALL",
+          "remote_signing": "polaris PR #2280 (open)"},
+)
+POLARIS_MAIN = replace(
+    POLARIS_1_7, release="main", unknown_commit_status=500, idempotency=(TOP, "PT5M"),
+    idempotent_operations=("createTable", "updateTable"),
+    refs={**POLARIS_1_7.refs, "unknown_commit_status": "polaris#5145 (main: 500)",
+          "idempotency": "polaris#4912, #5037, #5118 (opt-in, PT5M, createTable/updateTable only)"},
+)
+LAKEKEEPER_0_13 = Behaviour(
+    family="lakekeeper", release="0.13.4", profile="lakekeeper", warehouse="lk_warehouse",
+    prefix="01890f4e-0000-7000-8000-00000000000a",  # Lakekeeper's prefix is the warehouse id
+    refresh_endpoint=ALL, credentials_endpoint=ALL, idempotency=(OVERRIDES, "P1W"),
+    idempotent_operations=("all",),
+    refs={"refresh_endpoint": "lakekeeper#1546 (staged tables stored, /credentials serves them)",
+          "idempotency": "lakekeeper#1671, #1952 (inside overrides, P1W)"},
+)
+# The same server answering with an extra storage-credentials entry whose config is empty.
+LAKEKEEPER_0_13_EMPTY_CREDENTIAL = replace(
+    LAKEKEEPER_0_13, release="0.13.4+empty-credential", empty_storage_credential=True,
+    refs={**LAKEKEEPER_0_13.refs, "empty_storage_credential": "lakekeeper#1923 (shape assumed: an entry with config {})"},
+)
+UNITY_0_6 = Behaviour(
+    family="unity", release="0.6.0", profile="unity", warehouse="unity", prefix="catalogs/unity",
+    auth="token", vends=NO_EXPIRY, stage_create=False, read_only=True,
+    refs={"vends": "unitycatalog#1885 (no expiry, no refresh endpoint)", "read_only": "UC OSS 0.6 Iceberg REST is read-only"},
+)
+UNITY_0_6_REFRESH = replace(
+    UNITY_0_6, release="0.6.0+pr1886", vends=EXPIRING, refresh_endpoint=ALL, credentials_endpoint=ALL,
+    refs={**UNITY_0_6.refs, "vends": "unitycatalog PR #1886 (expiry + refresh endpoint, after 0.6.0)"},
+)
+NESSIE = Behaviour(
+    family="nessie", release="0.108", profile="nessie", warehouse="warehouse", prefix="main%7Cwarehouse",  # Nessie: <branch>|<warehouse>, URL-encoded
+    prefix_in="defaults", credentials_endpoint=COMMITTED, remote_signing=True,
+    refs={"credentials_endpoint": "nessie#10590 (/credentials exists, not advertised; staged not stored)"},
+)
+GRAVITINO = Behaviour(
+    family="gravitino", release="1.3.0", profile="gravitino", warehouse="gravitino_catalog", prefix="gravitino_catalog",
+    expired_token_status=419, refresh_endpoint=COMMITTED, credentials_endpoint=COMMITTED,
+    refs={"expired_token_status": "Gravitino answers 419 for an expired token",
+          "refresh_endpoint": "Gravitino 1.3 refresh endpoints; staged creates not stored",
+          "idempotency": "gravitino#12048 (not yet)"},
+)
+GLUE = Behaviour(
+    family="glue", release="2026", profile="glue", warehouse="123456789012", prefix="catalogs/123456789012",
+    auth="sigv4", signing_name="glue", vends=NONE, stage_create=False,
+    refs={"vends": "Glue: no vended credentials, the job's own AWS keys", "stage_create": "Glue: no stage-create"},
+)
+R2 = Behaviour(
+    family="r2", release="2026", profile="r2", warehouse="acc_bucket", prefix="acc_bucket", auth="token",
+    refs={"auth": "R2 Data Catalog: bearer API token, vended credentials"},
+)
+
+FAMILIES: tuple[Behaviour, ...] = (POLARIS_1_7, POLARIS_MAIN, LAKEKEEPER_0_13, UNITY_0_6, UNITY_0_6_REFRESH, NESSIE,
+                                   GRAVITINO, GLUE, R2)

@@ -1,0 +1,250 @@
+"""A catalog family on loopback: ``CatalogProxy`` in front of the real SeaweedFS Iceberg REST port,
+answering the way ``Behaviour`` says that family answers.
+
+What the emulator owns (SeaweedFS does the rest, for real: tables, metadata, commits, STS keys):
+  * /v1/config: the family's prefix (in ``overrides`` or ``defaults``), ``endpoints`` and where it
+    advertises ``idempotency-key-lifetime``; paths under the family prefix are mapped to SeaweedFS's.
+  * auth: its own OAuth2 token endpoint (scope checked, tokens of ``token_ttl_seconds``, an expired
+    token answered with the family's status), a static bearer token, or SigV4. Upstream it uses its
+    own SeaweedFS token. SigV4 is checked for shape only (algorithm, service and region in the
+    credential scope), not for the signature: SeaweedFS can't verify it behind a proxy and there is
+    no Glue here to do it.
+  * what it vends: expiring keys (the ``short_lifetime_seconds`` the S3 expiry proxy enforces),
+    keys with the expiry removed (they still die at that lifetime: the client is just not told),
+    or none (keys stripped; the job uses its own).
+  * refresh endpoint advertised or not; GET .../credentials served for all tables, only committed
+    ones (staged: 404) or not at all; stage-create refused (400); read-only (405 on mutations).
+  * Idempotency-Key: advertised where the family does (top level or inside ``overrides``), with the
+    reference ``IdempotencyProxy`` in between for replay; keys of operations the family does not cover
+    (Polaris: all but createTable/updateTable) are dropped before it.
+
+Not emulated (yet): remote signing (Nessie/Lakekeeper sign, Polaris/Gravitino reject), Polaris
+notifications and policies, Lakekeeper's 500 on a replayed staged create (#1959) and its 304 with
+expired credentials (#1862), a failed create's location removed by the server (#1418), S3 Tables'
+purge-on-drop, the real SigV4 signature check (shape only) and OAuth token exchange/refresh grants.
+"""
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import threading
+import time
+from typing import Optional
+from urllib.parse import parse_qs, quote, unquote, urlsplit, urlencode
+
+from tests.servers.base import Request, Response
+from tests.servers.catalog_proxy import _CREDS, NS_SEP, CatalogProxy, _ns, _safe_json
+from tests.servers.idempotency_proxy import IdempotencyProxy
+from tests.servers.s3_expiry_proxy import S3ExpiryProxy
+
+from .behaviour import ALL, COMMITTED, EXPIRING, NO_EXPIRY, NONE, OVERRIDES, TOP, Behaviour
+
+MUTATIONS = ("POST", "PUT", "DELETE", "PATCH")
+KEY_FIELDS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.session-token-expires-at-ms")
+R2_TOKEN = "r2-api-token-for-tests"  # the static bearer a "token" family accepts
+# What a server framework answers for a path it has no route for (not an Iceberg error model).
+NO_ROUTE = Response(404, [("Content-Type", "text/plain")], b"Not Found")
+
+
+class Emulator(CatalogProxy):
+    """One catalog family in front of ``lakehouse``; ``s3_proxy`` makes its keys die at ``lifetime``."""
+
+    def __init__(self, behaviour: Behaviour, lakehouse, s3_proxy: S3ExpiryProxy, lifetime: float,
+                 token_ttl_seconds: float = 3600):
+        info = lakehouse.info
+        # Idempotency-Key semantics come from the reference IdempotencyProxy between us and SeaweedFS
+        # (it can't parse weeks: P1W is only what we advertise).
+        self.idempotency = (IdempotencyProxy(info.iceberg_uri, lifetime=_parseable(behaviour.idempotency[1])).start()
+                            if behaviour.idempotency else None)
+        super().__init__(self.idempotency.url if self.idempotency else info.iceberg_uri, short_lifetime_seconds=lifetime, s3_endpoint=s3_proxy.url,
+                         s3_proxy=s3_proxy, advertise_refresh_endpoint=behaviour.refresh_endpoint != NONE)
+        self.b = behaviour
+        self.info = info
+        self.client_token_ttl = token_ttl_seconds
+        self._tokens: dict[str, float] = {}  # access token -> expiry (bounded: pruned on issue)
+        self._tok_lock = threading.Lock()
+        self._upstream_token: tuple[str, float] = ("", 0.0)
+        self.refused: list[str] = []  # one line per request refused by a behaviour switch
+
+    # ------------------------------------------------------------------ entry point
+    def process(self, req: Request) -> Response:
+        if req.route == "/v1/oauth/tokens":
+            return self._oauth(req)
+        denied = self._authenticate(req)
+        if denied is not None:
+            return denied
+        req = self._upstream_auth(req)
+        if req.route == "/v1/config":
+            return self._config(req)
+        client_prefix = f"/v1/{self.b.prefix}/"
+        if not req.path.startswith(client_prefix):
+            return NO_ROUTE
+        req = Request(req.method, f"/v1/{quote(self.info.warehouse)}/" + req.path[len(client_prefix):],
+                      req.headers, req.body)
+        req = self._idempotency_scope(req)
+        refused = self._refuse(req)
+        if refused is not None:
+            self.refused.append(f"{req.method} {req.route}: {refused.status}")
+            return refused
+        return self._rewrite(super().process(req))
+
+    # ------------------------------------------------------------------ auth
+    def _oauth(self, req: Request) -> Response:
+        if self.b.auth != "oauth2":
+            return Response.iceberg_error(404, "NotFoundException", "no OAuth2 endpoint here")
+        form = {k: v[0] for k, v in parse_qs(req.body.decode()).items()}
+        if (form.get("client_id"), form.get("client_secret")) != (self.info.access_key, self.info.secret_key):
+            return _oauth_error(401, "invalid_client", "bad client credentials")
+        if self.b.scope and self.b.scope not in (form.get("scope") or "").split():
+            return _oauth_error(400, "invalid_scope", f"scope must include {self.b.scope}")
+        token, now = secrets.token_urlsafe(24), time.time()
+        with self._tok_lock:
+            self._tokens = {t: exp for t, exp in self._tokens.items() if exp > now - 3600}
+            self._tokens[token] = now + self.client_token_ttl
+        return Response(200, [("Content-Type", "application/json")]).with_json(
+            {"access_token": token, "token_type": "bearer", "expires_in": int(self.client_token_ttl),
+             "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"})
+
+    def _authenticate(self, req: Request) -> Optional[Response]:
+        auth = req.header("Authorization") or ""
+        if self.b.auth == "sigv4":
+            m = re.match(r"AWS4-HMAC-SHA256 Credential=[^/]+/\d{8}/([^/]+)/([^/]+)/aws4_request", auth)
+            if not m or m[2] != self.b.signing_name:
+                return Response.iceberg_error(403, "ForbiddenException",
+                                              f"expected a SigV4 signature for service {self.b.signing_name}")
+            return None
+        token = auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+        if self.b.auth == "token":
+            ok = token == R2_TOKEN
+        else:
+            with self._tok_lock:
+                exp = self._tokens.get(token or "")
+            if exp is not None and exp <= time.time():
+                return Response.iceberg_error(self.b.expired_token_status, "NotAuthorizedException", "token expired")
+            ok = exp is not None
+        return None if ok else Response.iceberg_error(401, "NotAuthorizedException", "not authorized")
+
+    def _upstream_auth(self, req: Request) -> Request:
+        token, exp = self._upstream_token
+        if time.time() > exp - 60:
+            body = urlencode({"grant_type": "client_credentials", "client_id": self.info.access_key,
+                              "client_secret": self.info.secret_key}).encode()
+            resp = self.forward(Request("POST", "/v1/oauth/tokens",
+                                        [("Host", urlsplit(self.upstream).netloc),
+                                         ("Content-Type", "application/x-www-form-urlencoded")], body))
+            data = resp.json() or {}
+            token, exp = data.get("access_token", ""), time.time() + float(data.get("expires_in", 600))
+            self._upstream_token = (token, exp)
+        headers = [(k, v) for k, v in req.headers
+                   if k.lower() not in ("authorization", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token")]
+        return Request(req.method, req.path, headers + [("Authorization", f"Bearer {token}")], req.body)
+
+    # ------------------------------------------------------------------ /v1/config
+    def _config(self, req: Request) -> Response:
+        query = parse_qs(urlsplit(req.path).query)
+        if query.get("warehouse", [self.b.warehouse])[0] != self.b.warehouse:
+            return Response.iceberg_error(404, "NoSuchWarehouseException", f"warehouse {query['warehouse'][0]} not found")
+        up = self.forward(Request("GET", f"/v1/config?warehouse={quote(self.info.warehouse)}", req.headers))
+        if up.status != 200:
+            return up
+        data = up.json() or {}
+        overrides = {k: v for k, v in (data.get("overrides") or {}).items() if k != "prefix"}
+        defaults = {k: v for k, v in (data.get("defaults") or {}).items() if k != "prefix"}
+        (overrides if self.b.prefix_in == OVERRIDES else defaults)["prefix"] = self.b.prefix
+        answer: dict = {"defaults": defaults, "overrides": overrides}
+        if self.b.endpoints is not None:
+            answer["endpoints"] = list(self.b.endpoints)
+        if self.b.idempotency:
+            where, lifetime = self.b.idempotency
+            (answer if where == TOP else overrides)["idempotency-key-lifetime"] = lifetime
+        return up.with_json(answer)
+
+    def stop(self):
+        super().stop()
+        if self.idempotency:
+            self.idempotency.stop()
+
+    def _idempotency_scope(self, req: Request) -> Request:
+        """Drop the Idempotency-Key of operations the family does not cover (it ignores the header there)."""
+        if req.header("Idempotency-Key") is None or "all" in self.b.idempotent_operations:
+            return req
+        if _operation(req) in self.b.idempotent_operations:
+            return req
+        return Request(req.method, req.path, [(k, v) for k, v in req.headers if k.lower() != "idempotency-key"], req.body)
+
+    # ------------------------------------------------------------------ refusals
+    def _refuse(self, req: Request) -> Optional[Response]:
+        if self.b.read_only and req.method in MUTATIONS:
+            return Response.iceberg_error(405, "MethodNotAllowedException",
+                                          f"{self.b.family} {self.b.release}: the Iceberg REST endpoint is read-only")
+        if req.method == "POST" and req.route.endswith("/tables") and not self.b.stage_create:
+            if (_safe_json(req.body) or {}).get("stage-create"):
+                return Response.iceberg_error(400, "BadRequestException",
+                                              f"{self.b.family}: stage-create is not supported")
+        if (m := _CREDS.match(req.route)) and req.method == "GET":
+            mode = self.b.credentials_endpoint
+            if mode == NONE and self.b.refresh_endpoint == NONE:
+                return NO_ROUTE
+            if mode == COMMITTED or self.b.refresh_endpoint == COMMITTED:
+                load = self.forward(Request("GET", req.route.rsplit("/", 1)[0], req.headers))
+                if load.status == 404:  # staged tables are not stored: nothing to serve
+                    return Response.iceberg_error(404, "NoSuchTableException", f"table {unquote(m['t'])} does not exist")
+        return None
+
+    # ------------------------------------------------------------------ what it vends
+    def _route(self, req: Request) -> Response:
+        if (_CREDS.match(req.route)) and req.method == "GET" and self.b.credentials_endpoint != NONE:
+            m = _CREDS.match(req.route)
+            return self._serve_credentials(req, m, parse_qs(urlsplit(req.path).query))
+        return super()._route(req)
+
+    def _rewrite(self, resp: Response) -> Response:
+        data = _safe_json(resp.body)
+        if resp.status != 200 or not isinstance(data, dict) or not ({"config", "storage-credentials"} & set(data)):
+            return resp
+        data.setdefault("config", {}).update(self.b.table_config)
+        configs = [data["config"]] + [c.get("config") or {} for c in data.get("storage-credentials") or []]
+        if self.b.vends == NONE:
+            for config in configs:
+                for key in KEY_FIELDS:
+                    config.pop(key, None)
+            data.pop("storage-credentials", None)
+        elif self.b.vends == NO_EXPIRY:
+            for config in configs:
+                config.pop("s3.session-token-expires-at-ms", None)
+        if self.b.vends != NONE and self.b.empty_storage_credential and "storage-credentials" in data:
+            location = (data.get("metadata") or {}).get("location", "s3://")
+            bucket_root = location.split("/", 3)[:3]
+            data["storage-credentials"].append({"prefix": "/".join(bucket_root), "config": {}})
+        return resp.with_json(data)
+
+    def refresh_endpoint(self, prefix: str, ns: list[str], name: str) -> str:
+        path = (f"v1/{self.b.prefix}/namespaces/{quote(NS_SEP.join(ns), safe='')}"
+                f"/tables/{quote(name, safe='')}/credentials")
+        return path if self.refresh_endpoint_style == "relative" else f"{self.url}/{path}"
+
+
+def _operation(req: Request) -> str:
+    """The Iceberg REST operation id of a mutation (the names Polaris' idempotency docs use)."""
+    if req.route.endswith("/transactions/commit"):
+        return "commitTransaction"
+    if req.method == "POST" and req.route.endswith("/tables"):
+        return "stageCreate" if (_safe_json(req.body) or {}).get("stage-create") else "createTable"
+    if req.method == "POST" and "/tables/" in req.route:
+        return "updateTable"
+    return f"{req.method} {req.route}"
+
+
+def _parseable(lifetime: str) -> str:
+    """P1W -> P7D for the reference proxy's parser."""
+    m = re.fullmatch(r"P(\d+)W", lifetime)
+    return f"P{int(m[1]) * 7}D" if m else lifetime
+
+
+def _oauth_error(status: int, error: str, description: str) -> Response:
+    body = json.dumps({"error": error, "error_description": description}).encode()
+    return Response(status, [("Content-Type", "application/json")], body)
+
+
+__all__ = ["Emulator", "R2_TOKEN", "ALL", "COMMITTED", "EXPIRING", "NO_EXPIRY", "NONE", "_ns"]
