@@ -41,6 +41,10 @@ FINDINGS: dict[tuple[str, str], str] = {
     ("6", "unity-0.6.0"): NO_EXPIRY_FINDING,
 }
 
+# Minutes of short-lifetime jobs on nine emulated catalogs in their own SparkSession: `./dev test`
+# runs them in the background process, before the real expiry, beside the main run.
+pytestmark = pytest.mark.slow
+
 
 def cases(step: str) -> list:
     """FAMILIES as pytest params, with the step's findings marked xfail(strict=True)."""
