@@ -34,10 +34,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional
 from urllib.parse import unquote
 
 from .errors import CatalogError, CatalogExtError, CatalogNotFoundError, ConfigError
+from .progress import Progress
 
 __all__ = ["OrphanReport", "CleanupRefused", "find_orphans", "tables_under", "dot_segments", "register"]
 
@@ -335,6 +336,7 @@ def find_orphans(
     now: Optional[float] = None,
     allow_min_age_under_24h: bool = False,
     allow_non_table_prefix: bool = False,
+    progress: Optional[Progress] = None,
 ) -> OrphanReport:
     """Files under `location` (default: the location of `table`, "ns.table") that no committed
     table's metadata references, older than `min_age_seconds`; deleted with `apply=True`.
@@ -343,7 +345,9 @@ def find_orphans(
     for a location that is not a table's or namespace's of the catalog (unless
     `allow_non_table_prefix`) and a `min_age_seconds` under 24 h (unless `allow_min_age_under_24h`).
     S3 access: `s3` (a boto3 client), else the credentials the catalog vends for `table`.
+    `progress` draws the listing and the deletes (the CLI passes one for its terminal).
     """
+    progress = progress or Progress.silent()
     if not min_age_seconds > 0:
         raise ConfigError(f"--min-age must be positive (got {min_age_seconds:g}); a running job may be writing "
                           f"the newest files (default {DEFAULT_MIN_AGE_SECONDS:g} s = 3 days)")
@@ -384,8 +388,10 @@ def find_orphans(
 
     current = time.time() if now is None else now
     candidates: list[tuple[str, int, float]] = []
+    listed = progress.task(f"listing {report.location}")
     try:
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            listed(len(page.get("Contents") or []))
             for obj in page.get("Contents") or []:
                 report.listed += 1
                 uri = f"s3://{bucket}/{obj['Key']}"
@@ -408,16 +414,17 @@ def find_orphans(
         raise _refuse(report.location, f"cannot list it in S3 ({type(exc).__name__})") from None
     report.orphans = sorted(candidates)
     if apply:
-        _delete(client, s3, bucket, report)
+        _delete(client, s3, bucket, report, progress.task("deleting orphans", total=len(report.orphans)))
     return report
 
 
-def _delete(client: Any, s3: Any, bucket: str, report: OrphanReport) -> None:
+def _delete(client: Any, s3: Any, bucket: str, report: OrphanReport, advance: Callable[[int], None]) -> None:
     """Deletes the orphans batch by batch, re-reading the catalog before each batch: a job that
     committed meanwhile keeps its files."""
     uris = [u for u, _, _ in report.orphans]
     for start in range(0, len(uris), DELETE_BATCH):
         batch = uris[start:start + DELETE_BATCH]
+        advance(len(batch))
         referenced = _read_catalog(client, report.location).referenced
         kept = [u for u in batch if u in referenced]
         report.kept_committed_meanwhile += kept
@@ -450,10 +457,10 @@ def _cleanup_cmd(args: argparse.Namespace) -> int:
                               "--s3-secret-key-file PATH or --s3-secret-key)")
         s3 = _boto3_client(args.s3_endpoint, args.s3_access_key, secret_key, _secret_argument(args, "s3_session_token"),
                            args.s3_region or args.region, not args.s3_virtual_hosted)
-    with CatalogClient.from_properties(props) as client:
+    with CatalogClient.from_properties(props) as client, Progress() as progress:
         report = find_orphans(client, args.location, table=args.table, s3=s3, min_age_seconds=args.min_age,
                               apply=args.apply, allow_min_age_under_24h=args.allow_min_age_under_24h,
-                              allow_non_table_prefix=args.allow_non_table_prefix)
+                              allow_non_table_prefix=args.allow_non_table_prefix, progress=progress)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2))
         return 0

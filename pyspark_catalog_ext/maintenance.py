@@ -36,12 +36,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 from urllib.parse import urlsplit
 
 from .errors import CatalogExtError, CatalogNotFoundError, ConfigError, redact
 from . import events
 from .jvm_api import SHIM_CATALOG_IMPL
+from .progress import Progress
 from .policies import (
     DATA_COMPACTION,
     MAINTENANCE_TYPES,
@@ -602,10 +603,18 @@ def _run_action(spark: Any, catalog: str, tp: TablePlan, action: Action, result:
     return out
 
 
+def _advancing(items: Sequence[Any], advance: Callable[[int], None]) -> Iterator[Any]:
+    """The items, advancing the bar once each item's loop body is done (whichever way it ended)."""
+    for item in items:
+        yield item
+        advance(1)
+
+
 def run(spark: Any, what: Union[Plan, str, Sequence[str]], *, progress: Optional[Callable[[str], None]] = None,
-        state_file: Optional[Union[str, Path]] = None, **plan_kwargs: Any) -> Report:
+        state_file: Optional[Union[str, Path]] = None, bar: Optional[Progress] = None, **plan_kwargs: Any) -> Report:
     """Run a plan (or plan `what` first, with `plan_kwargs`). Returns a Report; never raises for a
-    failing table: see `report.failed`. `progress` gets one line per table step (default stderr)."""
+    failing table: see `report.failed`. `progress` gets one line per table step (default stderr);
+    `bar` (the CLI's, on a terminal) counts the tables done."""
     from .catalog_client import CatalogClient
 
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -617,8 +626,9 @@ def run(spark: Any, what: Union[Plan, str, Sequence[str]], *, progress: Optional
         attach(spark)  # maintenance outlives credential lifetimes like any job (idempotent)
     state = _State(Path(state_file or the_plan.state_file) if (state_file or the_plan.state_file) else None)
     results: list[TableResult] = []
+    table_done = (bar or Progress.silent()).task("maintaining tables", total=len(the_plan.tables))
     with CatalogClient.from_properties(props) as client:
-        for i, tp in enumerate(the_plan.tables, 1):
+        for i, tp in enumerate(_advancing(the_plan.tables, table_done), 1):
             tag = f"[{i}/{len(the_plan.tables)}] {tp.table}"
             result = TableResult(table=tp.table, status="ok")
             results.append(result)
@@ -703,7 +713,9 @@ def _cmd(args: argparse.Namespace) -> int:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        report = run(spark, targets, policy_file=args.policy_file, state_file=state_file, force=args.force, now=now)
+        with Progress() as bar:
+            report = run(spark, targets, policy_file=args.policy_file, state_file=state_file, force=args.force, now=now,
+                         bar=bar)
     finally:
         spark.stop()
     print(json.dumps(report.as_dict(), indent=2) if args.json else report.render())

@@ -1,0 +1,49 @@
+"""Progress bars for long CLI work (the cleanup listing and deletes, maintain's tables): drawn on
+stderr when it is a terminal, silent otherwise (logs, CI, pipes), so scripted output never changes.
+
+Drawn with rich, which PyIceberg already depends on, rather than by hand.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import IO, Any, Callable, Optional
+
+__all__ = ["Progress"]
+
+
+class Progress:
+    """`with Progress() as p: advance = p.task("listing", total=None); advance(1)`."""
+
+    def __init__(self, stream: Optional[IO[str]] = None, *, enabled: Optional[bool] = None) -> None:
+        self._stream = stream or sys.stderr
+        tty = bool(getattr(self._stream, "isatty", lambda: False)())
+        self.enabled = tty if enabled is None else enabled
+        self._bars: Any = None
+
+    def __enter__(self) -> "Progress":
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import Progress as Bars
+
+            self._bars = Bars(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                              console=Console(file=self._stream), transient=True)
+            self._bars.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bars is not None:
+            self._bars.stop()
+            self._bars = None
+
+    def task(self, description: str, total: Optional[int] = None) -> Callable[[int], None]:
+        """A bar (total None: a count without an end); returns `advance(n)`. No-op when silent."""
+        if self._bars is None:
+            return lambda n=1: None
+        bars, task_id = self._bars, self._bars.add_task(description, total=total)
+        return lambda n=1: bars.advance(task_id, n)
+
+    @classmethod
+    def silent(cls) -> "Progress":
+        return cls(enabled=False)
