@@ -33,3 +33,16 @@ def add_spark_catalog(spark: Any, lakehouse: Any, name: str, uri: str, *, shim: 
     spark.conf.set(f"spark.sql.catalog.{name}", SPARK_CATALOG)
     for key, value in props.items():
         spark.conf.set(f"spark.sql.catalog.{name}.{key}", value)
+
+
+def add_admin_spark_catalog(spark: Any, lakehouse: Any, name: str = "lakeadmin") -> str:
+    """A runtime catalog with the lakehouse admin's static S3 keys and no vending: vended
+    credentials only reach a table's own location, and some tests write elsewhere on purpose."""
+    info = lakehouse.info
+    add_spark_catalog(spark, lakehouse, name, info.iceberg_uri, shim=False)
+    spark.conf.unset(f"spark.sql.catalog.{name}.header.X-Iceberg-Access-Delegation")
+    for key, value in {"s3.access-key-id": info.access_key, "s3.secret-access-key": info.secret_key,
+                       "s3.endpoint": info.s3_endpoint, "s3.path-style-access": "true",
+                       "client.region": "us-east-1"}.items():
+        spark.conf.set(f"spark.sql.catalog.{name}.{key}", value)
+    return name

@@ -154,16 +154,10 @@ def test_table_located_elsewhere_with_its_data_path_here_keeps_its_files(spark, 
     """A table whose own location is elsewhere but whose `write.data.path` lies under the cleaned
     location: its data files there are referenced, not orphans. (Written through a catalog with the
     admin's S3 keys: vended credentials are scoped to the table's own location.)"""
-    from tests.refresh_support import add_spark_catalog
+    from tests.helpers import add_admin_spark_catalog
 
     short, staged = orphaned
-    info = lakehouse.info
-    add_spark_catalog(spark, lakehouse, "lakeadmin", info.iceberg_uri, shim=False)
-    spark.conf.unset("spark.sql.catalog.lakeadmin.header.X-Iceberg-Access-Delegation")
-    for key, value in {"s3.access-key-id": info.access_key, "s3.secret-access-key": info.secret_key,
-                       "s3.endpoint": info.s3_endpoint, "s3.path-style-access": "true",
-                       "client.region": "us-east-1"}.items():
-        spark.conf.set(f"spark.sql.catalog.lakeadmin.{key}", value)
+    add_admin_spark_catalog(spark, lakehouse)
     other = unique("datapath")
     target = staged.location.rstrip("/").replace("s3a://", "s3://") + "/data"
     spark.sql(f"CREATE TABLE lakeadmin.stg.{other} (id BIGINT) USING iceberg "
@@ -171,7 +165,7 @@ def test_table_located_elsewhere_with_its_data_path_here_keeps_its_files(spark, 
     spark.sql(f"INSERT INTO lakeadmin.stg.{other} SELECT id FROM range(5)")
     files = table_files(spark, f"lakeadmin.stg.{other}")
     assert any(f.replace("s3a://", "s3://").startswith(target + "/") for f in files), files
-    with client_for(lakehouse, info.iceberg_uri) as client:
+    with client_for(lakehouse, lakehouse.info.iceberg_uri) as client:
         applied = find_orphans(client, staged.location, table=f"stg.{short}", min_age_seconds=MIN_AGE, allow_min_age_under_24h=True, apply=True)
     assert f"stg.{other}" in applied.tables
     assert set(staged.written_files()) <= set(applied.deleted)

@@ -14,6 +14,7 @@ from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.policies import ApplicablePolicy, FilePolicySource, parse_content
 from pyspark_catalog_ext.spark_conf import catalog_properties
 from tests.conftest import SECRET, assert_one_line_error, run_cli
+from tests.helpers import add_admin_spark_catalog
 from tests.refresh_support import add_spark_catalog
 from tests.servers import CatalogProxy, PolicyServer, S3ExpiryProxy
 
@@ -326,18 +327,6 @@ def test_compaction_outlives_fast_expiring_credentials(spark, lakehouse, tmp_pat
 # --------------------------------------------------------------------------- orphan removal: whose files are here
 
 
-def _admin_catalog(spark, lakehouse) -> str:
-    """A Spark catalog with the admin's S3 keys: vended credentials only reach a table's own location."""
-    info = lakehouse.info
-    add_spark_catalog(spark, lakehouse, "lakeadmin", info.iceberg_uri, shim=False)
-    spark.conf.unset("spark.sql.catalog.lakeadmin.header.X-Iceberg-Access-Delegation")
-    for key, value in {"s3.access-key-id": info.access_key, "s3.secret-access-key": info.secret_key,
-                       "s3.endpoint": info.s3_endpoint, "s3.path-style-access": "true",
-                       "client.region": "us-east-1"}.items():
-        spark.conf.set(f"spark.sql.catalog.lakeadmin.{key}", value)
-    return "lakeadmin"
-
-
 def test_orphan_removal_keeps_the_files_of_a_table_nested_in_the_location(spark, gov, polaris, client, lakehouse,
                                                                           tmp_path):
     """Another table keeps data under this table's location: remove_orphan_files would delete it
@@ -356,7 +345,7 @@ def test_orphan_removal_keeps_the_files_of_a_table_nested_in_the_location(spark,
     [action] = early.tables[0].actions
     assert action.procedure == "remove_orphan_files" and action.refused is None  # nothing nested yet
 
-    admin = _admin_catalog(spark, lakehouse)
+    admin = add_admin_spark_catalog(spark, lakehouse)
     spark.sql(f"CREATE TABLE {admin}.m.{nested} (id BIGINT) USING iceberg "
               f"TBLPROPERTIES ('write.data.path'='{location}/data/nested')")
     spark.sql(f"INSERT INTO {admin}.m.{nested} SELECT id FROM range(5)")
