@@ -291,7 +291,7 @@ def test_5_staged_cleanup_dry_run_lists_a_dead_jobs_files(b, emu_spark, emulator
         written = set(staged.written_files())
         # Not committed, so the CLI needs the location the dead job logged (StagedTable.location).
         args = ["staged", "cleanup", "--table", f"{NS}.{table.rsplit('.', 1)[1]}", "--location", staged.location,
-                "--min-age", "0.001", "--json",
+                "--min-age", "0.001", "--allow-min-age-under-24h", "--json",
                 "--profile", b.profile]
         for key, value in connection(b, emu).items():
             args += [f"--{key.replace('_', '-')}", value]

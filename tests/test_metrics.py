@@ -13,6 +13,8 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 from tests.test_spark_submit import LIFETIME, SPARK_SUBMIT, cli_properties, expiring, parsed, slow_ctas
 
 __all__ = ["expiring"]  # the module-scoped fixture, shared with test_spark_submit
@@ -36,6 +38,7 @@ def plugin_metrics(lines: list[str]) -> dict[str, float]:
     return found
 
 
+@pytest.mark.spark  # a spark-submit job
 def test_running_job_publishes_refreshes_expiry_and_commits_in_prometheus(lakehouse, expiring, tmp_path):
     catalog_proxy, s3_proxy = expiring
     s3_proxy.reset_counters()

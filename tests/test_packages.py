@@ -139,6 +139,7 @@ def test_bad_inputs_give_one_line_errors(tmp_path):
     assert_one_line_error(run_cli("spark-conf", "--repository", str(empty), *CONNECTION), "--jars packages")
 
 
+@pytest.mark.spark  # a spark-submit job
 def test_spark_submit_with_only_packages_outlives_credentials(lakehouse, expiring, pyiceberg_catalog, tmp_path):  # noqa: F811
     """spark-submit gets only --packages, --repositories, spark.jars.ivy and the catalog settings,
     all printed by spark-conf; the job never imports the package, and its CTAS outlives its
