@@ -135,6 +135,7 @@ final class TableEntry {
       return;
     }
     lastCheckAtMs = now;
+    long seen = generation.get(); // before reading the keys: see refreshAsync(long)
     CredentialSnapshot soonest = null;
     for (CredentialSlot slot : slots.values()) {
       CredentialSnapshot s = slot.current;
@@ -143,7 +144,7 @@ final class TableEntry {
       }
     }
     if (soonest != null && now >= soonest.refreshAtMs && lastUsedAtMs >= soonest.fetchedAtMs) {
-      refreshAsync();
+      refreshAsync(seen);
     }
   }
 
@@ -184,12 +185,13 @@ final class TableEntry {
       onReuse = null;
       reuse.accept(this); // evicted while idle: tracked (and scheduled) again
     }
+    long seen = generation.get(); // before reading the keys: see refreshAsync(long)
     CredentialSnapshot current = slot.current;
     if (current != null && now < current.refreshAtMs) {
       return current.credentials; // a refresh landed since the caller looked
     }
     if (current != null && now < current.expiresAtMs - hardMarginMs(current)) {
-      refreshAsync();
+      refreshAsync(seen);
       return current.credentials;
     }
     // Expired or about to: wait for fresh credentials rather than send a doomed request. Failed
@@ -290,6 +292,7 @@ final class TableEntry {
    */
   PluginMessages.Reply executorReply() {
     long now = clock.nowMs();
+    long seen = generation.get(); // before reading the keys: see refreshAsync(long)
     Map<String, Map<String, String>> configs = new java.util.LinkedHashMap<>();
     boolean fresh = !slots.isEmpty();
     boolean valid = !slots.isEmpty();
@@ -307,16 +310,20 @@ final class TableEntry {
     if (fresh) {
       return new PluginMessages.Reply(configs, true, false, null, lastStrategy);
     }
-    refreshAsync();
+    refreshAsync(seen);
     return new PluginMessages.Reply(valid ? configs : Map.of(), false, asyncInFlight.get(), lastError, lastStrategy);
   }
 
-  /** Starts a background refresh unless one is running or a failure backoff is pending. */
-  void refreshAsync() {
+  /**
+   * Starts a background refresh unless one is running or a failure backoff is pending, and unless
+   * a refresh landed since {@code seen}: the generation the caller read before it looked at the
+   * keys it found due. (Read here instead, a refresh landing between the caller's look and this
+   * call would pass the single-flight guard, and the catalog would get a second, early request.)
+   */
+  void refreshAsync(long seen) {
     if (clock.nowMs() < nextAttemptAtMs || !asyncInFlight.compareAndSet(false, true)) {
       return;
     }
-    long seen = generation.get();
     ASYNC.execute(
         () -> {
           try {
