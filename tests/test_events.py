@@ -117,14 +117,16 @@ def test_webhook_retries_then_delivers_and_a_slow_one_never_blocks():
 
 def test_webhook_gives_up_after_its_attempts_and_counts_the_failure():
     with WebhookReceiver() as hook:
-        hook.statuses.extend([500] * 10)
+        hook.statuses.extend([500] * 100)
         sink = events.subscribe(events.WebhookSink(hook.url, attempts=3))
         try:
             events.emit("test.lost")
             assert sink.flush(20)
         finally:
             events.unsubscribe(sink)
-        assert hook.attempts == 3 and sink.stats()["failed"] == 1 and not hook.received
+        # Counted by type: JVM events of earlier tests' tables may reach the sink meanwhile.
+        assert hook.attempted_types.count("test.lost") == 3 and sink.stats()["failed"] >= 1
+        assert "test.lost" not in [body.get("type") for body in hook.received]
 
 
 def test_staged_create_and_commit_events_arrive_in_order(spark, collected, tmp_path):

@@ -21,12 +21,17 @@ class WebhookReceiver(ThreadedServer):
         self.delay_seconds = 0.0
         self.redirect_to: str | None = None
         self.headers_seen: list[dict[str, str]] = []
+        self.attempted_types: list[str] = []  # the event type of every POST, refused ones included
 
     def handle(self, h):
         body = read_request_body(h)
         with self._lock:
             self.attempts += 1
             self.headers_seen.append(dict(h.headers.items()))
+            try:
+                self.attempted_types.append(json.loads(body).get("type", ""))
+            except ValueError:
+                self.attempted_types.append("")
             status = self.statuses.popleft() if self.statuses else 200
         if self.redirect_to:
             send_response_head(h, 307, "Temporary Redirect", [("Location", self.redirect_to), ("Content-Length", "0")])
