@@ -112,21 +112,23 @@ public final class EventLog {
     try {
       ObjectNode event = Json.object();
       event.put("type", type);
-      event.put("time", clockMs.getAsLong() / 1000.0);
-      event.put("seq", seq.incrementAndGet());
       event.put("source", "jvm");
       if (fields != null) {
         event.setAll(fields);
       }
+      // Number, ring and queue in one step: otherwise two threads can enter the ring or the file
+      // out of seq order, and a drain "after seq N" would skip an event that lands late below N.
       synchronized (ring) {
+        event.put("time", clockMs.getAsLong() / 1000.0);
+        event.put("seq", seq.incrementAndGet());
         if (ring.size() >= RING) {
           ring.removeFirst();
         }
         ring.addLast(event);
-      }
-      FileWriter f = file;
-      if (f != null && !f.queue.offer(Json.write(event))) {
-        dropped.incrementAndGet(); // the writer is behind: the job comes first
+        FileWriter f = file;
+        if (f != null && !f.queue.offer(Json.write(event))) {
+          dropped.incrementAndGet(); // the writer is behind: the job comes first (offer never waits)
+        }
       }
     } catch (RuntimeException e) {
       dropped.incrementAndGet(); // an event must never fail the operation it describes

@@ -53,6 +53,44 @@ public class EventLogTest {
     Check.equal(20L - lines.size(), log.dropped.get(), "every line over the bound counted as dropped");
   }
 
+  public void testConcurrentEmittersKeepRingAndFileInSeqOrder() throws Exception {
+    Path file = Files.createTempDirectory("eventlog").resolve("events.jsonl");
+    log.configureFile(Map.of(EventLog.JSONL_PATH, file.toString()));
+    int threads = 4;
+    int each = 400; // 1,600 events: under the ring and the queue bounds, so nothing is dropped
+    Thread[] emitters = new Thread[threads];
+    java.util.concurrent.CountDownLatch start = new java.util.concurrent.CountDownLatch(1);
+    for (int t = 0; t < threads; t++) {
+      emitters[t] = new Thread(() -> {
+        try {
+          start.await();
+        } catch (InterruptedException e) {
+          return;
+        }
+        for (int i = 0; i < each; i++) {
+          log.record("test.race", EventLog.fields().put("pad", "x".repeat(200)));
+        }
+      });
+      emitters[t].start();
+    }
+    start.countDown();
+    for (Thread t : emitters) {
+      t.join();
+    }
+    JsonNode ring = Json.read(log.after(0)).get("events");
+    Check.equal(threads * each, ring.size(), "every event in the ring");
+    for (int i = 1; i < ring.size(); i++) {
+      Check.isTrue(ring.get(i - 1).get("seq").asLong() < ring.get(i).get("seq").asLong(), "ring in seq order at " + i);
+    }
+    Check.isTrue(log.file.flush(5000), "writer drained its queue");
+    List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+    Check.equal(threads * each, lines.size(), "every event in the file");
+    for (int i = 1; i < lines.size(); i++) {
+      Check.isTrue(Json.read(lines.get(i - 1)).get("seq").asLong() < Json.read(lines.get(i)).get("seq").asLong(),
+          "file in seq order at line " + i);
+    }
+  }
+
   public void testABadSizeIsOneClearError() {
     IllegalArgumentException e = Check.raises(IllegalArgumentException.class,
         () -> log.configureFile(Map.of(EventLog.JSONL_PATH, "/tmp/x.jsonl", EventLog.MAX_BYTES, "lots")));
