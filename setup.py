@@ -1,6 +1,6 @@
 """Build hook: a wheel must carry the Java shim, so build_py compiles it into the package.
 
-Editable installs skip it: at run time `pyspark_catalog_ext.jvm.shim_jar()` builds from
+Editable installs skip it: at run time `pyspark_catalog_ext.spark.shim_build.shim_jar()` builds from
 `jvm-shim/` into the user cache (and prefers a packaged jar only when its source hash matches).
 """
 
@@ -20,7 +20,7 @@ class build_py_with_shim(build_py):
             return
         sys.path.insert(0, str(ROOT))
         try:
-            from pyspark_catalog_ext import jvm  # the one place that knows how to build the shim
+            from pyspark_catalog_ext.spark import shim_build as jvm  # the one place that knows how to build the shim
         finally:
             sys.path.pop(0)
         src = ROOT / "jvm-shim" / "src" / "main" / "java"

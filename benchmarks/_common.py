@@ -11,7 +11,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the tests' loopback servers live in tests/servers
 
-from pyspark_catalog_ext.session import configure  # noqa: E402
+from pyspark_catalog_ext.spark.session import configure  # noqa: E402
 from tests.helpers import add_spark_catalog  # noqa: E402, F401  (benchmarks share the tests' helpers)
 
 

@@ -26,7 +26,7 @@ import time
 from _common import add_spark_catalog, spark_session
 
 from pyspark_catalog_ext.credentials import RefreshPolicy, attach
-from pyspark_catalog_ext.local import start_lakehouse
+from pyspark_catalog_ext.lakehouse.server import start_lakehouse
 from tests.servers import CatalogProxy, S3ExpiryProxy
 
 

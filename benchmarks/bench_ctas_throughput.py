@@ -12,7 +12,7 @@ import time
 from _common import add_spark_catalog, median, spark_session
 
 from pyspark_catalog_ext.credentials import attach
-from pyspark_catalog_ext.local import start_lakehouse
+from pyspark_catalog_ext.lakehouse.server import start_lakehouse
 
 
 def main() -> None:

@@ -18,8 +18,8 @@ from typing import Callable
 
 from _common import median
 
-from pyspark_catalog_ext.local import start_lakehouse
-from pyspark_catalog_ext.pyiceberg_bridge import pyiceberg_catalog
+from pyspark_catalog_ext.lakehouse.server import start_lakehouse
+from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 
 FILEIOS = {"pyarrow": "pyiceberg.io.pyarrow.PyArrowFileIO", "fsspec": "pyiceberg.io.fsspec.FsspecFileIO"}
 

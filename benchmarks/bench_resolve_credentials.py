@@ -17,8 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pyspark_catalog_ext.jars import resolve_jars  # noqa: E402
-from pyspark_catalog_ext.jvm import shim_jar  # noqa: E402
+from pyspark_catalog_ext.spark.jars import resolve_jars  # noqa: E402
+from pyspark_catalog_ext.spark.shim_build import shim_jar  # noqa: E402
 
 
 def main() -> None:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .credentials import (  # noqa: E402
+from pyspark_catalog_ext.catalog.profiles import PROFILES, Profile, get_profile  # noqa: E402
+from pyspark_catalog_ext.credentials import (
     AssumeRoleSource,
     CredentialManager,
     CredentialSource,
@@ -28,26 +29,25 @@ from .credentials import (  # noqa: E402
     TableInfo,
     attach,
 )
-from .errors import (  # noqa: E402
+from pyspark_catalog_ext.errors import (
     CatalogAuthError,
-    CredentialRefreshError,
     CatalogError,
     CatalogExtError,
     CatalogNotFoundError,
     CatalogUnavailableError,
     ConfigError,
+    CredentialRefreshError,
     JarError,
     JavaError,
     LakehouseError,
 )
-from .jars import MAVEN_PACKAGES, resolve_jars  # noqa: E402
-from .jvm import check_java, shim_jar  # noqa: E402
-from .local import Lakehouse, LakehouseInfo, start_lakehouse  # noqa: E402
-from .profiles import PROFILES, Profile, get_profile  # noqa: E402
-from .catalog_check import check_catalog  # noqa: E402
-from .pyiceberg_bridge import pyiceberg_catalog  # noqa: E402
-from .session import configure, lakehouse_session  # noqa: E402
-from .spark_conf import CatalogSparkConf, spark_conf  # noqa: E402
+from pyspark_catalog_ext.lakehouse.server import Lakehouse, LakehouseInfo, start_lakehouse  # noqa: E402
+from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog  # noqa: E402
+from pyspark_catalog_ext.spark.catalog_check import check_catalog  # noqa: E402
+from pyspark_catalog_ext.spark.conf import CatalogSparkConf, spark_conf  # noqa: E402
+from pyspark_catalog_ext.spark.jars import MAVEN_PACKAGES, resolve_jars  # noqa: E402
+from pyspark_catalog_ext.spark.session import configure, lakehouse_session  # noqa: E402
+from pyspark_catalog_ext.spark.shim_build import check_java, shim_jar  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -88,12 +88,12 @@ __all__ = [
 ]
 
 
-_LAZY_SUBMODULES = ("maintenance", "policies", "events")
+_LAZY_SUBMODULES = {"maintenance": "governance.maintenance", "policies": "governance.policies", "events": "governance.events"}
 
 
 def __getattr__(name: str):  # `pce.maintenance` etc. without importing pydantic at package import
     if name in _LAZY_SUBMODULES:
         import importlib
 
-        return importlib.import_module(f"{__name__}.{name}")
+        return importlib.import_module(f"{__name__}.{_LAZY_SUBMODULES[name]}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,16 +15,17 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from . import __version__
-from .catalog_check import check_catalog
-from .errors import CatalogExtError, ConfigError
-from .profiles import DELEGATIONS
-from .secret_keys import is_secret_key
-from .spark_conf import CatalogSparkConf, spark_conf
+from pyspark_catalog_ext import __version__
+from pyspark_catalog_ext.catalog.profiles import DELEGATIONS
+from pyspark_catalog_ext.errors import CatalogExtError, ConfigError
+from pyspark_catalog_ext.secret_keys import is_secret_key
+from pyspark_catalog_ext.spark.catalog_check import check_catalog
+from pyspark_catalog_ext.spark.conf import CatalogSparkConf, spark_conf
 
-# Modules that may not exist yet (added by later work) are skipped quietly; "cli" is this module
-# (the spark-conf command and the connection options other commands share).
-_COMMAND_MODULES = ("local", "cli", "demo", "doctor", "cleanup", "maintenance", "maven_repo")
+# The modules that register a subcommand, in help order; "cli" is this module (the spark-conf
+# command and the connection options other commands share).
+_COMMAND_MODULES = ("lakehouse.server", "cli", "lakehouse.demo", "doctor", "staging.cleanup", "governance.maintenance",
+                    "spark.maven_repo")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,15 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "cli":
             register_spark_conf(subparsers)
             continue
-        try:
-            module = importlib.import_module(f"{__package__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__package__}.{name}":
-                continue
-            raise
-        register = getattr(module, "register", None)
-        if register is not None:
-            register(subparsers)
+        importlib.import_module(f"{__package__}.{name}").register(subparsers)
     return parser
 
 

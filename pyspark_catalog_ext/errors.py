@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .secret_keys import SECRET_IN_TEXT
+from pyspark_catalog_ext.secret_keys import SECRET_IN_TEXT
 
 __all__ = [
     "CatalogExtError",

@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 
 from cachetools import LRUCache
 
-from .secret_keys import is_secret_key
+from pyspark_catalog_ext.secret_keys import is_secret_key
 
 PY4J_LOGGERS = ("py4j", "py4j.java_gateway", "py4j.clientserver", "py4j.protocol")
 _MAX_SECRETS = 4096

@@ -40,10 +40,18 @@ class Progress:
     def task(self, description: str, total: Optional[int] = None) -> Callable[[int], None]:
         """A bar (total None: a count without an end); returns `advance(n)`. No-op when silent."""
         if self._bars is None:
-            return lambda n=1: None
+            return _no_progress
         bars, task_id = self._bars, self._bars.add_task(description, total=total)
-        return lambda n=1: bars.advance(task_id, n)
+
+        def advance(n: int = 1) -> None:
+            bars.advance(task_id, n)
+
+        return advance
 
     @classmethod
     def silent(cls) -> "Progress":
         return cls(enabled=False)
+
+
+def _no_progress(n: int = 1) -> None:
+    """The silent bar: a terminal is not attached."""

@@ -23,9 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pyspark_catalog_ext.catalog_client import CatalogClient  # noqa: E402
-from pyspark_catalog_ext.local import start_lakehouse  # noqa: E402
-from pyspark_catalog_ext.session import catalog_properties, lakehouse_session  # noqa: E402
+from pyspark_catalog_ext.catalog.rest_client import CatalogClient  # noqa: E402
+from pyspark_catalog_ext.lakehouse.server import start_lakehouse  # noqa: E402
+from pyspark_catalog_ext.spark.conf import catalog_properties  # noqa: E402
+from pyspark_catalog_ext.spark.session import lakehouse_session  # noqa: E402
 from tests.refresh_support import add_spark_catalog  # noqa: E402
 from tests.servers import PolicyServer  # noqa: E402
 

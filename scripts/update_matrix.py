@@ -51,7 +51,7 @@ def main() -> int:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from pyspark_catalog_ext.doctor.matrix import render_matrix
-    from pyspark_catalog_ext.local import start_lakehouse
+    from pyspark_catalog_ext.lakehouse.server import start_lakehouse
 
     text = README.read_text()
     if not args.readme:

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_catalog_ext import jvm
-from pyspark_catalog_ext.jars import resolve_jars
-from pyspark_catalog_ext.local import start_lakehouse
-from pyspark_catalog_ext.pyiceberg_bridge import pyiceberg_catalog as make_pyiceberg_catalog
-from pyspark_catalog_ext.session import lakehouse_session
+from pyspark_catalog_ext.lakehouse.server import start_lakehouse
+from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog as make_pyiceberg_catalog
+from pyspark_catalog_ext.spark import shim_build as jvm
+from pyspark_catalog_ext.spark.jars import resolve_jars
+from pyspark_catalog_ext.spark.session import lakehouse_session
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "pyspark_catalog_ext.cli"]

@@ -11,7 +11,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from pyspark_catalog_ext.session import configure
+from pyspark_catalog_ext.spark.session import configure
 
 
 def mark(text: str) -> None:
@@ -41,7 +41,7 @@ def main() -> None:
         df.createOrReplaceTempView("src")
         spark.sql(f"CREATE TABLE {name} USING iceberg AS SELECT * FROM src")
     else:
-        from pyspark_catalog_ext.staging import stage_create
+        from pyspark_catalog_ext.staging.staged import stage_create
 
         staged = stage_create(spark, name, df)
         mark("LOCATION " + staged.location)

@@ -7,7 +7,7 @@ import contextlib
 import socket
 from typing import Any, Iterator
 
-from pyspark_catalog_ext.spark_conf import SPARK_CATALOG, catalog_properties
+from pyspark_catalog_ext.spark.conf import SPARK_CATALOG, catalog_properties
 
 
 def free_port() -> int:

@@ -13,8 +13,8 @@ import urllib.request
 from pyspark.sql import SparkSession
 
 from pyspark_catalog_ext.credentials import FunctionSource, RefreshPolicy, attach
-from pyspark_catalog_ext.session import configure
-from pyspark_catalog_ext.spark_conf import SPARK_CATALOG, catalog_properties
+from pyspark_catalog_ext.spark.conf import SPARK_CATALOG, catalog_properties
+from pyspark_catalog_ext.spark.session import configure
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ import sys
 
 from pyspark.sql import SparkSession
 
-from pyspark_catalog_ext.session import configure
+from pyspark_catalog_ext.spark.session import configure
 
 
 def bulk_delete(jvm, io, location: str) -> dict:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from pyspark_catalog_ext.session import configure
+from pyspark_catalog_ext.spark.session import configure
 
 
 def _cmdline(pid: int) -> str:

@@ -25,7 +25,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from pyspark_catalog_ext.catalog_auth import (
+from pyspark_catalog_ext.catalog.rest_auth import (
     BasicAuth,
     BearerToken,
     NoAuth,
@@ -34,12 +34,13 @@ from pyspark_catalog_ext.catalog_auth import (
     SigV4,
     auth_from_conf,
 )
-from pyspark_catalog_ext.catalog_client import (
+from pyspark_catalog_ext.catalog.rest_client import (
     AmbiguousMutationError,
     CatalogClient,
     Exchange,
     encode_namespace,
 )
+from pyspark_catalog_ext.catalog.retry import RetryPolicy
 from pyspark_catalog_ext.errors import (
     CatalogAuthError,
     CatalogConflictError,
@@ -49,7 +50,6 @@ from pyspark_catalog_ext.errors import (
     CatalogUnsupportedError,
     ConfigError,
 )
-from pyspark_catalog_ext.retry import RetryPolicy
 from tests.fake_clock import FakeClock as _FakeClock
 from tests.helpers import free_port
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from pyspark_catalog_ext.catalog_auth import auth_from_conf
-from pyspark_catalog_ext.catalog_client import CatalogClient
-from pyspark_catalog_ext.cleanup import CleanupRefused, find_orphans
+from pyspark_catalog_ext.catalog.rest_auth import auth_from_conf
+from pyspark_catalog_ext.catalog.rest_client import CatalogClient
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.spark_conf import catalog_properties
-from pyspark_catalog_ext.staging import stage_create, stage_replace
+from pyspark_catalog_ext.spark.conf import catalog_properties
+from pyspark_catalog_ext.staging.cleanup import CleanupRefused, find_orphans
+from pyspark_catalog_ext.staging.staged import stage_create, stage_replace
 from tests.conftest import assert_one_line_error, run_cli
 from tests.servers import CatalogProxy
 from tests.test_staging import db, s3_admin, s3_exists, s3_keys, table_files, unique  # noqa: F401

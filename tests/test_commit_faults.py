@@ -22,14 +22,13 @@ import uuid as uuidlib
 
 import pytest
 
-from pyspark_catalog_ext.catalog_client import CatalogClient
-from pyspark_catalog_ext.catalog_auth import auth_from_conf
+from pyspark_catalog_ext.catalog.rest_auth import auth_from_conf
+from pyspark_catalog_ext.catalog.rest_client import CatalogClient
+from pyspark_catalog_ext.catalog.retry import uuid7
 from pyspark_catalog_ext.credentials import attach
-from pyspark_catalog_ext.retry import uuid7
-from pyspark_catalog_ext.spark_conf import catalog_properties
-from pyspark_catalog_ext.errors import CatalogConflictError, CommitFailedError
-from pyspark_catalog_ext.errors import CommitStateUnknownError
-from pyspark_catalog_ext.staging import stage_create
+from pyspark_catalog_ext.errors import CatalogConflictError, CommitFailedError, CommitStateUnknownError
+from pyspark_catalog_ext.spark.conf import catalog_properties
+from pyspark_catalog_ext.staging.staged import stage_create
 from tests.refresh_support import add_spark_catalog
 from tests.servers import CatalogProxy, IdempotencyProxy
 from tests.test_staging import s3_admin, s3_exists, table_files

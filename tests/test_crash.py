@@ -25,7 +25,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from pyspark_catalog_ext.cleanup import find_orphans
+from pyspark_catalog_ext.staging.cleanup import find_orphans
 from tests.refresh_support import add_spark_catalog
 from tests.servers import CatalogProxy
 from tests.test_cleanup import client_for

@@ -8,20 +8,20 @@ from __future__ import annotations
 import json
 import math
 import os
-from secrets import token_urlsafe
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+from secrets import token_urlsafe
 
 import pytest
 from py4j.protocol import Py4JJavaError
 
 from pyspark_catalog_ext.credentials import RefreshPolicy, attach
 from pyspark_catalog_ext.errors import CredentialRefreshError
-from tests.servers import CatalogProxy, S3ExpiryProxy
 from tests.refresh_support import add_spark_catalog, register_slow_udf, slow, statuses, table_status
+from tests.servers import CatalogProxy, S3ExpiryProxy
 
 LIFETIME = 10  # seconds the proxies let a credential live
 FAST_POLICY = RefreshPolicy(check_interval_s=1, min_ahead_s=0, lifetime_fraction=0.4)
@@ -261,8 +261,8 @@ def test_expired_refresh_token_falls_back_to_restaging(spark, token_catalog, s3_
 
 def test_refresh_token_errors_are_one_line_and_secret_free(spark, token_catalog, lakehouse, fast):
     """A bad or expired token gets a one-line error naming the problem; the token never shows."""
-    from pyspark_catalog_ext.catalog_client import CatalogClient
-    from pyspark_catalog_ext.catalog_auth import OAuth2ClientCredentials
+    from pyspark_catalog_ext.catalog.rest_auth import OAuth2ClientCredentials
+    from pyspark_catalog_ext.catalog.rest_client import CatalogClient
     from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError
 
     client = CatalogClient(token_catalog.url, warehouse=lakehouse.info.warehouse,

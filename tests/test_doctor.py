@@ -26,12 +26,12 @@ from typing import Any, Iterator
 import jsonschema
 import pytest
 
-from pyspark_catalog_ext.catalog_auth import OAuth2ClientCredentials
-from pyspark_catalog_ext.catalog_client import CatalogClient
+from pyspark_catalog_ext.catalog.profiles import PROFILES
+from pyspark_catalog_ext.catalog.rest_auth import OAuth2ClientCredentials
+from pyspark_catalog_ext.catalog.rest_client import CatalogClient
 from pyspark_catalog_ext.doctor.matrix import MATRIX_DIR, render_matrix
 from pyspark_catalog_ext.doctor.probes import probe_ids
 from pyspark_catalog_ext.doctor.report import SCHEMA_PATH
-from pyspark_catalog_ext.profiles import PROFILES
 from tests.conftest import CLI, ROOT, SECRET, assert_one_line_error, run_cli
 from tests.helpers import free_port
 from tests.servers import CatalogProxy, IdempotencyProxy

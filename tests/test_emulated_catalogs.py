@@ -13,11 +13,11 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 import pytest
 
+from pyspark_catalog_ext.catalog.profiles import get_profile
 from pyspark_catalog_ext.credentials import RefreshPolicy
-from pyspark_catalog_ext.profiles import get_profile
-from pyspark_catalog_ext.pyiceberg_bridge import pyiceberg_catalog
-from pyspark_catalog_ext.catalog_check import check_catalog
-from pyspark_catalog_ext.spark_conf import CatalogSparkConf, spark_conf
+from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+from pyspark_catalog_ext.spark.catalog_check import check_catalog
+from pyspark_catalog_ext.spark.conf import CatalogSparkConf, spark_conf
 from tests.conftest import run_cli
 from tests.emulators import FAMILIES, R2_TOKEN, Behaviour, Emulator
 from tests.emulators.behaviour import LAKEKEEPER_0_13_EMPTY_CREDENTIAL, NONE
@@ -277,7 +277,7 @@ def test_5_staged_cleanup_dry_run_lists_a_dead_jobs_files(b, emu_spark, emulator
     family's profile lists its files in a dry run and deletes nothing."""
     import json
 
-    from pyspark_catalog_ext.staging import stage_create
+    from pyspark_catalog_ext.staging.staged import stage_create
     from tests.test_staging import s3_admin, s3_exists
 
     if not (writable(b) and b.stage_create):

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_catalog_ext.errors import JarError
 from pyspark_catalog_ext.cache import sha256_file
-from pyspark_catalog_ext.jars import MAVEN_PACKAGES, WHEEL_SOURCES, resolve_jars
+from pyspark_catalog_ext.errors import JarError
+from pyspark_catalog_ext.spark.jars import MAVEN_PACKAGES, WHEEL_SOURCES, resolve_jars
 
 ALL_PINS = {name: pin for source in WHEEL_SOURCES for name, pin in source.jars.items()}
 
@@ -97,7 +97,7 @@ def test_pip_download_failure_gives_clear_error(tmp_path):
     env = {**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0", "PIP_TIMEOUT": "2",
            "PIP_NO_CACHE_DIR": "1", "PIP_FIND_LINKS": "", "PYSPARK_CATALOG_EXT_CACHE": str(tmp_path)}
     env.pop("PYSPARK_CATALOG_EXT_WHEELHOUSE", None)
-    code = ("from pyspark_catalog_ext.jars import resolve_jars\nfrom pyspark_catalog_ext.errors import JarError\n"
+    code = ("from pyspark_catalog_ext.spark.jars import resolve_jars\nfrom pyspark_catalog_ext.errors import JarError\n"
             "try:\n    resolve_jars()\nexcept JarError as e:\n    print('JARERROR', e)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert "downloading snowpark-connect-deps-iceberg==1.0.2 (~85 MB)" in proc.stderr
@@ -105,7 +105,7 @@ def test_pip_download_failure_gives_clear_error(tmp_path):
 
 
 def test_concurrent_resolvers_are_safe(tmp_path, wheelhouse):
-    code = "import sys; from pyspark_catalog_ext.jars import resolve_jars; print(len(resolve_jars(cache=sys.argv[1], wheelhouse=sys.argv[2])))"
+    code = "import sys; from pyspark_catalog_ext.spark.jars import resolve_jars; print(len(resolve_jars(cache=sys.argv[1], wheelhouse=sys.argv[2])))"
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(wheelhouse)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], outs
@@ -118,7 +118,7 @@ def test_concurrent_resolvers_are_safe(tmp_path, wheelhouse):
 
 
 def test_maven_mode_names_coordinates_and_keeps_shim(lakehouse):
-    from pyspark_catalog_ext.spark_conf import spark_conf
+    from pyspark_catalog_ext.spark.conf import spark_conf
 
     conf = spark_conf("local", lakehouse=lakehouse, jars="maven")
     assert conf["spark.jars.packages"] == MAVEN_PACKAGES

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_catalog_ext import jvm
 from pyspark_catalog_ext.errors import JarError, JavaError
+from pyspark_catalog_ext.spark import shim_build as jvm
 
 ROOT = Path(__file__).resolve().parent.parent
 

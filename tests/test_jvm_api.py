@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pyspark_catalog_ext.jvm_api import (
+from pyspark_catalog_ext.spark.shim_api import (
     CredentialPrefix,
     EventBatch,
     JvmStagedTable,

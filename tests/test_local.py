@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 import requests
-
 from conftest import assert_one_line_error, run_cli
+
 from pyspark_catalog_ext.errors import ConfigError, LakehouseError
-from pyspark_catalog_ext.local import Lakehouse, _alive, start_lakehouse
-from pyspark_catalog_ext.pyiceberg_bridge import pyiceberg_catalog
+from pyspark_catalog_ext.lakehouse.server import Lakehouse, _alive, start_lakehouse
+from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from tests.helpers import busy_port
 
 SEAWEED_DEFAULT_PORTS = {8181, 8333, 8888, 9333, 9340, 23646, 7333, 6060, 9101, 18888, 18333, 19333, 19340, 33646}
@@ -96,7 +96,7 @@ def test_persistent_data_dir_survives_restart_and_temp_files_are_removed(tmp_pat
 def test_server_dies_with_a_crashed_parent(tmp_path):
     code = (
         "import os, sys\n"
-        "from pyspark_catalog_ext.local import Lakehouse\n"
+        "from pyspark_catalog_ext.lakehouse.server import Lakehouse\n"
         "lake = Lakehouse().start()\n"
         "print(lake.info.pid, lake.info.iceberg_uri, lake._root, flush=True)\n"
         "os.kill(os.getpid(), 9)\n"  # no atexit, no context manager: only PR_SET_PDEATHSIG is left

@@ -9,10 +9,10 @@ import time
 import pytest
 
 import pyspark_catalog_ext as pce
-from pyspark_catalog_ext.catalog_client import CatalogClient
+from pyspark_catalog_ext.catalog.rest_client import CatalogClient
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.policies import ApplicablePolicy, FilePolicySource, parse_content
-from pyspark_catalog_ext.spark_conf import catalog_properties
+from pyspark_catalog_ext.governance.policies import ApplicablePolicy, FilePolicySource, parse_content
+from pyspark_catalog_ext.spark.conf import catalog_properties
 from tests.conftest import SECRET, assert_one_line_error, run_cli
 from tests.helpers import add_admin_spark_catalog
 from tests.refresh_support import add_spark_catalog
@@ -332,7 +332,7 @@ def test_orphan_removal_keeps_the_files_of_a_table_nested_in_the_location(spark,
     """Another table keeps data under this table's location: remove_orphan_files would delete it
     (only that table's metadata references it). Refused when planning, and again when a plan made
     before the nested table was created is run. Same check as `staged cleanup` (tables_under)."""
-    from tests.test_staging import s3_exists, s3_admin, table_files, unique
+    from tests.test_staging import s3_admin, s3_exists, table_files, unique
 
     outer, nested = unique("outer"), unique("nested")
     spark.sql(f"CREATE TABLE gov.m.{outer} (id BIGINT) USING iceberg")

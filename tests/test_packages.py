@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from pyspark_catalog_ext.errors import JarError
-from pyspark_catalog_ext.jars import WHEEL_SOURCES
-from pyspark_catalog_ext.maven_repo import Coordinate, runtime_dependencies, shim_coordinate, write_repository
+from pyspark_catalog_ext.spark.jars import WHEEL_SOURCES
+from pyspark_catalog_ext.spark.maven_repo import Coordinate, runtime_dependencies, shim_coordinate, write_repository
 from tests.conftest import ROOT, assert_one_line_error, run_cli
 from tests.test_spark_submit import SPARK_SUBMIT, assert_outlived, expiring, parsed, slow_ctas  # noqa: F401 (fixture)
 

@@ -6,10 +6,10 @@ import re
 
 import pytest
 
+from pyspark_catalog_ext.catalog.profiles import PROFILES, get_profile
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.profiles import PROFILES, get_profile
 from pyspark_catalog_ext.secret_keys import REDACTION_REGEX
-from pyspark_catalog_ext.spark_conf import EXTENSIONS, SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, spark_conf
+from pyspark_catalog_ext.spark.conf import EXTENSIONS, SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, spark_conf
 
 P = "spark.sql.catalog.lake."
 # profile -> (extra arguments, expected catalog properties)

@@ -15,9 +15,8 @@ import uuid as uuidlib
 import pyarrow as pa
 import pytest
 
-from pyspark_catalog_ext.errors import CommitFailedError
-from pyspark_catalog_ext.pyiceberg_bridge import pyiceberg_catalog
-from pyspark_catalog_ext.errors import CommitStateUnknownError
+from pyspark_catalog_ext.errors import CommitFailedError, CommitStateUnknownError
+from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from tests.servers import CatalogProxy, IdempotencyProxy
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])

@@ -16,7 +16,7 @@ import pytest
 
 from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.pyiceberg_ext import ExtRestCatalog, RefreshingFileIO
-from pyspark_catalog_ext.pyiceberg_bridge import pyiceberg_catalog
+from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from tests.servers import CatalogProxy
 from tests.servers.slow_s3_proxy import SlowS3ExpiryProxy
 

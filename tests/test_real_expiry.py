@@ -90,7 +90,7 @@ class PyIcebergReader:
     def __init__(self, lakehouse, table: str, rows: int) -> None:
         import threading
 
-        from pyspark_catalog_ext.pyiceberg_bridge import pyiceberg_catalog
+        from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 
         self.catalog = pyiceberg_catalog(lakehouse)
         self.table = self.catalog.load_table(table)

@@ -13,13 +13,12 @@ from pathlib import Path
 
 import pytest
 import requests
+from conftest import assert_one_line_error, run_cli
 
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.local import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY, Lakehouse, _alive
-from pyspark_catalog_ext.spark_conf import catalog_properties
-from pyspark_catalog_ext.signer import CLIENT_ID, CLIENT_SECRET, sign_request
-
-from conftest import assert_one_line_error, run_cli
+from pyspark_catalog_ext.lakehouse.server import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY, Lakehouse, _alive
+from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, CLIENT_SECRET, sign_request
+from pyspark_catalog_ext.spark.conf import catalog_properties
 
 STORAGE_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 

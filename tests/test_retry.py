@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from pyspark_catalog_ext.retry import (
+from pyspark_catalog_ext.catalog.retry import (
     RetryPolicy,
     parse_iso8601_duration,
     parse_retry_after,

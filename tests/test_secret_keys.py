@@ -8,7 +8,7 @@ import pytest
 from pyspark_catalog_ext import logsafety
 from pyspark_catalog_ext.errors import redact
 from pyspark_catalog_ext.secret_keys import is_secret_key
-from pyspark_catalog_ext.spark_conf import CatalogSparkConf
+from pyspark_catalog_ext.spark.conf import CatalogSparkConf
 
 SECRET_KEYS = ["spark.sql.catalog.lake.credential", "spark.sql.catalog.lake.token", "s3.secret-access-key",
                "s3.access-key-id", "s3.session-token", "storage-refresh-token", "access_token", "adls.sas-token",

@@ -4,6 +4,7 @@ Needs the ``lakehouse`` fixture: tests/conftest.py starts an embedded SeaweedFS.
 """
 from __future__ import annotations
 
+import http.client
 import io
 import os
 import threading
@@ -14,14 +15,13 @@ from urllib.parse import quote
 
 import boto3
 import botocore
-import http.client
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
 import pytest
 import requests
 from boto3.s3.transfer import TransferConfig
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
 from botocore.config import Config
+from botocore.credentials import Credentials
 
 from tests.servers import CatalogProxy, IdempotencyProxy, S3ExpiryProxy
 from tests.servers.idempotency_proxy import parse_iso_duration
@@ -120,7 +120,7 @@ def s3_error(fn) -> dict:
 @pytest.fixture(scope="module")
 def lake(lakehouse):
     """Connection facts (iceberg_uri, s3_endpoint, warehouse, access_key, secret_key),
-    whether ``lakehouse`` carries them itself or on ``.info`` (pyspark_catalog_ext.local)."""
+    whether ``lakehouse`` carries them itself or on ``.info`` (pyspark_catalog_ext.lakehouse.server)."""
     return getattr(lakehouse, "info", None) or lakehouse
 
 

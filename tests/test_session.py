@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-
 import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
 from pyspark_catalog_ext.errors import CatalogAuthError, CatalogNotFoundError, CatalogUnavailableError
-from pyspark_catalog_ext.catalog_check import check_catalog
-from pyspark_catalog_ext.pyiceberg_bridge import pyiceberg_catalog
-from pyspark_catalog_ext.session import configure
-from pyspark_catalog_ext.spark_conf import SHIM_CATALOG_IMPL, spark_conf
+from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+from pyspark_catalog_ext.spark.catalog_check import check_catalog
+from pyspark_catalog_ext.spark.conf import SHIM_CATALOG_IMPL, spark_conf
+from pyspark_catalog_ext.spark.session import configure
 from tests.helpers import free_port
 
 
@@ -110,7 +109,7 @@ def test_configure_keeps_existing_builder_settings(lakehouse):
 def test_configure_and_spark_conf_append_our_plugin_to_the_users(lakehouse):
     """spark.plugins is a list: a user's plugin stays first, ours is added once (also via the CLI's
     extra conf)."""
-    from pyspark_catalog_ext.spark_conf import SHIM_PLUGIN
+    from pyspark_catalog_ext.spark.conf import SHIM_PLUGIN
 
     builder = SparkSession.Builder().config("spark.plugins", "com.example.Mine")
     configure(builder, "local", lakehouse=lakehouse, jars=None)

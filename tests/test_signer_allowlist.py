@@ -18,8 +18,8 @@ import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from pyspark_catalog_ext.local import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY
-from pyspark_catalog_ext.signer import CLIENT_ID, CLIENT_SECRET, SigningCatalogProxy
+from pyspark_catalog_ext.lakehouse.server import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY
+from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, CLIENT_SECRET, SigningCatalogProxy
 
 BUCKET = "warehouse"
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]}

@@ -8,11 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from pyspark_catalog_ext.local import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY
-from pyspark_catalog_ext.signer import CLIENT_ID, CLIENT_SECRET, SigningCatalogProxy
-
 from conftest import run_cli
+
+from pyspark_catalog_ext.lakehouse.server import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY
+from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, CLIENT_SECRET, SigningCatalogProxy
 from tests.servers.base import BufferedProxy, Request, Response
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from pyspark_catalog_ext.spark_conf import spark_conf
+from pyspark_catalog_ext.spark.conf import spark_conf
 
 pytestmark = pytest.mark.spark  # every test runs spark-submit or spark-sql
 SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"

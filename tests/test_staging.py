@@ -8,9 +8,8 @@ import uuid as uuidlib
 
 import pytest
 
-from pyspark_catalog_ext.errors import CatalogConflictError, CommitFailedError, ConfigError
-from pyspark_catalog_ext.errors import StaleTableError
-from pyspark_catalog_ext.staging import stage_create, stage_replace
+from pyspark_catalog_ext.errors import CatalogConflictError, CommitFailedError, ConfigError, StaleTableError
+from pyspark_catalog_ext.staging.staged import stage_create, stage_replace
 from tests.conftest import SECRET, assert_one_line_error, run_cli
 
 

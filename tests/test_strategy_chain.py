@@ -3,9 +3,9 @@ the 404 is remembered (no second request) and forgotten after FORGET_MISSING_AFT
 
 from __future__ import annotations
 
-from pyspark_catalog_ext.catalog_client import CatalogClient
+from pyspark_catalog_ext.catalog.rest_client import CatalogClient
 from pyspark_catalog_ext.pyiceberg_ext.strategies import StrategyChain
-from pyspark_catalog_ext.spark_conf import catalog_properties
+from pyspark_catalog_ext.spark.conf import catalog_properties
 
 
 class Timer:

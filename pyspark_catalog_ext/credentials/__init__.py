@@ -1,9 +1,9 @@
 """The Python face of the JVM shim's storage-credential refresh: status, knobs (`RefreshPolicy`)
 and user credential sources."""
 
-from .manager import CredentialManager, TableStatus, attach
-from .policy import RefreshPolicy
-from .sources import AssumeRoleSource, CredentialSource, FunctionSource, StorageCredentials, TableInfo
+from pyspark_catalog_ext.credentials.manager import CredentialManager, TableStatus, attach
+from pyspark_catalog_ext.credentials.policy import RefreshPolicy
+from pyspark_catalog_ext.credentials.sources import AssumeRoleSource, CredentialSource, FunctionSource, StorageCredentials, TableInfo
 
 __all__ = [
     "AssumeRoleSource",

@@ -15,11 +15,12 @@ import threading
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping
 
-from ..errors import CatalogExtError, ConfigError, redact
-from .. import logsafety, spark_errors
-from ..jvm_api import PYTHON_CREDENTIAL_BRIDGE, SHIM_CATALOG_IMPL, RegistryEntry, ShimJvm
-from .policy import RefreshPolicy
-from .sources import CredentialSource, user_answer
+from pyspark_catalog_ext import logsafety
+from pyspark_catalog_ext.credentials.policy import RefreshPolicy
+from pyspark_catalog_ext.credentials.sources import CredentialSource, user_answer
+from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, redact
+from pyspark_catalog_ext.spark import java_errors as spark_errors
+from pyspark_catalog_ext.spark.shim_api import PYTHON_CREDENTIAL_BRIDGE, SHIM_CATALOG_IMPL, RegistryEntry, ShimJvm
 
 log = logging.getLogger("pyspark_catalog_ext.credentials")
 
@@ -279,7 +280,7 @@ def attach(
                 manager.add_catalog(name, found[name])
         for catalog, source in (sources or {}).items():
             manager.register_source(catalog, source)
-    from .. import events, jvm_events
+    from pyspark_catalog_ext.governance import events, jvm_events
 
     # The JVM's events (commits, refreshes) join pce.events; new sinks get them from now on.
     jvm_events.connect(spark).pull()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ..backoff import exponential_backoff
+from pyspark_catalog_ext.backoff import exponential_backoff
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
-from ..errors import CredentialRefreshError
+from pyspark_catalog_ext.errors import CredentialRefreshError
 
 TableRequest = dict  # the JVM's description of a table (no secrets), see CredentialRegistry.requestFor
 BridgeAnswer = dict

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cli import register
+from pyspark_catalog_ext.doctor.cli import register
 
 __all__ = ["register", "run_doctor"]
 
 
 def run_doctor(*args: Any, **kwargs: Any) -> Any:
     """See `pyspark_catalog_ext.doctor.runner.run_doctor`."""
-    from .runner import run_doctor as _run
+    from pyspark_catalog_ext.doctor.runner import run_doctor as _run
 
     return _run(*args, **kwargs)

@@ -24,25 +24,25 @@ examples:
 
 def _cmd(args: argparse.Namespace) -> int:
     if args.print_profiles:
-        from .matrix import profiles_json, render_profiles
+        from pyspark_catalog_ext.doctor.matrix import profiles_json, render_profiles
 
         print(json.dumps(profiles_json(), indent=2) if args.json else render_profiles())
         return 0
     if args.print_matrix:
-        from .matrix import render_matrix
+        from pyspark_catalog_ext.doctor.matrix import render_matrix
 
         print(render_matrix(args.matrix_dir))
         return 0
     if args.list_probes:
-        from .probes import PROBES
+        from pyspark_catalog_ext.doctor.probes import PROBES
 
         for spec in PROBES:
             print(f"{spec.id:<24} {spec.group:<12} {spec.title}")
         return 0
 
-    from ..cli import connection_kwargs
-    from .report import TextProgress, dumps, summary_lines
-    from .runner import run_doctor
+    from pyspark_catalog_ext.cli import connection_kwargs
+    from pyspark_catalog_ext.doctor.report import TextProgress, dumps, summary_lines
+    from pyspark_catalog_ext.doctor.runner import run_doctor
 
     out = sys.stderr if args.json else sys.stdout
     progress = TextProgress(out)
@@ -56,7 +56,7 @@ def _cmd(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(report))
     if args.save_matrix is not None and not report.interrupted:
-        from .matrix import save_matrix
+        from pyspark_catalog_ext.doctor.matrix import save_matrix
 
         path = save_matrix(json.loads(dumps(report, include_http=False)), args.save_matrix or None)
         print(f"matrix entry written to {path}", file=out)
@@ -67,7 +67,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `doctor` to the CLI."""
-    from ..cli import add_connection_arguments
+    from pyspark_catalog_ext.cli import add_connection_arguments
 
     p = subparsers.add_parser(
         "doctor", help="probe an Iceberg REST catalog (vended credentials, scope, refresh, staging, idempotency)",

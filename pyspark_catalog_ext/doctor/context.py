@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
 
-from ..catalog_client import CatalogClient, Exchange
-from ..errors import CatalogExtError, CatalogNotFoundError, redact
-from ..profiles import Profile
-from ..secret_keys import is_secret_key
+from pyspark_catalog_ext.catalog.profiles import Profile
+from pyspark_catalog_ext.catalog.rest_client import CatalogClient, Exchange
+from pyspark_catalog_ext.errors import CatalogExtError, CatalogNotFoundError, redact
+from pyspark_catalog_ext.secret_keys import is_secret_key
 
 __all__ = ["ProbeContext", "Cleanup", "Interrupts", "Terminated", "SecretBag", "VendedCredential", "TABLE_SCHEMA", "create_updates", "fingerprint", "one_line"]
 
@@ -242,7 +242,7 @@ class Cleanup:
         if self.done:
             return self.records
         self.done = True
-        previous: dict[int, Any] = {}
+        previous: dict[Any, Any] = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 previous[sig] = signal.signal(sig, signal.SIG_IGN)
@@ -358,7 +358,7 @@ class ProbeContext:
         notes = []
         if creds and metadata.get("location"):
             try:
-                from .s3scope import delete_prefix
+                from pyspark_catalog_ext.doctor.s3scope import delete_prefix
 
                 notes.append(delete_prefix(self, creds[0], metadata["location"]))
             except ImportError:

@@ -15,9 +15,9 @@ import threading
 import time
 from typing import Any
 
-from .context import ProbeContext, one_line
-from .probes import probe
-from .result import Outcome, failed, passed, skipped
+from pyspark_catalog_ext.doctor.context import ProbeContext, one_line
+from pyspark_catalog_ext.doctor.probes import probe
+from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, skipped
 
 __all__ = ["SPARK_CATALOG", "start_spark"]
 
@@ -34,7 +34,7 @@ def probe_pyiceberg(ctx: ProbeContext) -> Outcome:
         from pyiceberg.catalog.rest import RestCatalog  # noqa: F401
     except ImportError as exc:
         return skipped(f"{exc.name} is not installed (pip install 'pyiceberg[pyarrow]')")
-    from ..pyiceberg_bridge import pyiceberg_catalog
+    from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 
     t0 = time.perf_counter()
     try:
@@ -60,8 +60,8 @@ def start_spark(ctx: ProbeContext) -> Any:
         return ctx.spark
     from pyspark.sql import SparkSession
 
-    from ..jvm import check_java
-    from ..session import configure
+    from pyspark_catalog_ext.spark.session import configure
+    from pyspark_catalog_ext.spark.shim_build import check_java
 
     check_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -14,11 +14,11 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from ..errors import CatalogUnsupportedError
-from .context import ProbeContext
-from .engines import SPARK_CATALOG, _spark_error, _statements
-from .probes import probe
-from .result import Outcome, failed, passed, unsupported
+from pyspark_catalog_ext.doctor.context import ProbeContext
+from pyspark_catalog_ext.doctor.engines import SPARK_CATALOG, _spark_error, _statements
+from pyspark_catalog_ext.doctor.probes import probe
+from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, unsupported
+from pyspark_catalog_ext.errors import CatalogUnsupportedError
 
 __all__ = ["INVENTORY_PROBES"]
 
@@ -35,7 +35,7 @@ def _name(ctx: ProbeContext, table: str) -> str:
 
 def _run(ctx: ProbeContext, body: Callable[[Any], Outcome], what: str) -> Outcome:
     """Run `body(spark)`; the catalog refusing the operation is `unsupported`, other errors `fail`."""
-    from .. import spark_errors
+    from pyspark_catalog_ext.spark import java_errors as spark_errors
 
     spark_errors.install()  # also under --no-shim, where no attach() installed it
     t0 = time.perf_counter()

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-from ..profiles import PROFILES, Profile
+from pyspark_catalog_ext.catalog.profiles import PROFILES, Profile
 
 __all__ = ["MATRIX_DIR", "COLUMNS", "INVENTORY_COLUMNS", "save_matrix", "load_matrix", "render_matrix", "render_profiles", "profiles_json"]
 

@@ -18,11 +18,10 @@ from typing import Any, Callable, Optional
 
 import requests
 
-from ..catalog_client import uuid7
-from ..errors import CatalogUnsupportedError
-from ..errors import CatalogConflictError, CatalogError, CatalogNotFoundError
-from .context import ProbeContext, create_updates, fingerprint, one_line
-from .result import Outcome, failed, passed, skipped, unsupported
+from pyspark_catalog_ext.catalog.rest_client import uuid7
+from pyspark_catalog_ext.doctor.context import ProbeContext, create_updates, fingerprint, one_line
+from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, skipped, unsupported
+from pyspark_catalog_ext.errors import CatalogConflictError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError
 
 __all__ = ["ProbeSpec", "PROBES", "GROUPS", "probe", "probe_ids", "create_updates"]
 
@@ -95,6 +94,7 @@ def probe_auth(ctx: ProbeContext) -> Outcome:
     # Does the catalog enforce auth at all? The same listing without credentials must be refused.
     url = f"{ctx.client.uri}/v1/{ctx.client.prefix}/namespaces" if ctx.client.prefix else f"{ctx.client.uri}/v1/namespaces"
     t0 = time.perf_counter()
+    anon: int | str
     try:
         anon = requests.get(url, timeout=(5, 20), verify=ctx.client.verify).status_code
     except requests.RequestException as exc:
@@ -143,6 +143,7 @@ def probe_tables(ctx: ProbeContext) -> Outcome:
     ctx.client.drop_table(ctx.namespace, "t_drop")
     gone = not ctx.client.table_exists(ctx.namespace, "t_drop")
     # Spec: creating an existing name is 409. Some servers (SeaweedFS) answer 200 instead.
+    existing: int | None
     try:
         ctx.create_table("t")
         existing = 200
@@ -198,8 +199,9 @@ def probe_vended(ctx: ProbeContext) -> Outcome:
 @probe("credential-scope", "vended credentials scoped to the exact table prefix", "scope", needs=("vended-credentials",))
 def probe_scope(ctx: ProbeContext) -> Outcome:
     try:
-        from .s3scope import check_scope
         import boto3  # noqa: F401
+
+        from pyspark_catalog_ext.doctor.s3scope import check_scope
     except ImportError:
         return skipped("boto3 is not installed (pip install boto3)")
     cred = ctx.credentials(ctx.load_table("t"))[0]
@@ -407,7 +409,7 @@ def probe_remote_signing(ctx: ProbeContext) -> Outcome:
         return unsupported("s3.remote-signing-enabled not set with X-Iceberg-Access-Delegation: remote-signing", **evidence)
     evidence["signer"] = signer
     # A real signed request: the probe table's metadata file, signed by the signer, read from S3.
-    from .signing import scope_failure, signed_request_check
+    from pyspark_catalog_ext.doctor.signing import scope_failure, signed_request_check
 
     config = {**ctx.props, **seen}  # what S3FileIO would see: catalog properties, then the table's config
     location = str((body.get("metadata") or {}).get("location") or "")
@@ -428,8 +430,8 @@ def probe_remote_signing(ctx: ProbeContext) -> Outcome:
 
 
 # PyIceberg and Spark come last: Spark takes the longest.
-from . import engines as _engines  # noqa: E402, F401  (registers pyiceberg, spark-ctas, spark-read, spark-append)
-from . import inventory as _inventory  # noqa: E402, F401  (the server inventory, on the same Spark session)
+from pyspark_catalog_ext.doctor import engines as _engines  # noqa: E402, F401  (registers pyiceberg, spark-ctas, spark-read, spark-append)
+from pyspark_catalog_ext.doctor import inventory as _inventory  # noqa: E402, F401  (the server inventory, on the same Spark session)
 
 GROUPS: dict[str, tuple[str, ...]] = {}
 for _spec in PROBES:

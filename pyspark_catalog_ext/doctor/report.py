@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import IO, Any, Optional
 
-from .probes import ProbeSpec
-from .result import FAIL, PASS, SKIPPED, UNSUPPORTED, ProbeResult
-from .runner import DoctorReport
+from pyspark_catalog_ext.doctor.probes import ProbeSpec
+from pyspark_catalog_ext.doctor.result import FAIL, PASS, SKIPPED, UNSUPPORTED, ProbeResult
+from pyspark_catalog_ext.doctor.runner import DoctorReport
 
 __all__ = ["SCHEMA_PATH", "REPORT_FORMAT", "report_dict", "dumps", "TextProgress", "summary_lines", "load_schema"]
 

@@ -14,15 +14,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional, Protocol, Sequence
 
-from .. import __version__
-from ..catalog_client import CatalogClient
-from ..errors import CatalogExtError, ConfigError
-from ..profiles import Profile, get_profile
-from ..retry import RetryPolicy
-from ..spark_conf import catalog_properties
-from .context import Cleanup, Interrupts, ProbeContext, SecretBag, Terminated, one_line
-from .probes import GROUPS, PROBES, ProbeSpec, probe_ids
-from .result import FAIL, PASS, SKIPPED, UNSUPPORTED, Outcome, ProbeResult, failed, skipped, unsupported
+from pyspark_catalog_ext import __version__
+from pyspark_catalog_ext.catalog.profiles import Profile, get_profile
+from pyspark_catalog_ext.catalog.rest_client import CatalogClient
+from pyspark_catalog_ext.catalog.retry import RetryPolicy
+from pyspark_catalog_ext.doctor.context import Cleanup, Interrupts, ProbeContext, SecretBag, Terminated, one_line
+from pyspark_catalog_ext.doctor.probes import GROUPS, PROBES, ProbeSpec, probe_ids
+from pyspark_catalog_ext.doctor.result import FAIL, PASS, SKIPPED, UNSUPPORTED, Outcome, ProbeResult, failed, skipped, unsupported
+from pyspark_catalog_ext.errors import CatalogExtError, ConfigError
+from pyspark_catalog_ext.spark.conf import catalog_properties
 
 __all__ = ["DoctorReport", "Progress", "run_doctor", "resolve_selection"]
 
@@ -169,7 +169,7 @@ def run_doctor(
         embedded = False
         if prof.name == "local" and not connection.get("uri") and not connection.get("from_pyiceberg") \
                 and "lakehouse" not in connection:
-            from ..local import running_info, start_lakehouse
+            from pyspark_catalog_ext.lakehouse.server import running_info, start_lakehouse
 
             if running_info() is None:
                 progress.note("no lakehouse running (`pyspark-catalog-ext local up`): starting an embedded one for this run")

@@ -10,13 +10,14 @@ Object keys follow the Iceberg layout (`<location>/data/probe-<uuid>.parquet`): 
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from .result import Outcome, failed, passed
+from pyspark_catalog_ext.doctor.result import Outcome, failed, passed
 
 if TYPE_CHECKING:
-    from .context import ProbeContext, VendedCredential
+    from pyspark_catalog_ext.doctor.context import ProbeContext, VendedCredential
 
 __all__ = ["s3_client", "split_location", "check_scope", "delete_prefix"]
 
@@ -81,7 +82,7 @@ def check_scope(ctx: "ProbeContext", cred: "VendedCredential", location: str) ->
     checks: list[dict[str, Any]] = []
 
     def check(name: str, op: str, target: str, expect_allowed: bool, fn: Callable[[], Any]) -> dict[str, Any]:
-        row = {"check": name, "op": op, "target": target, "expected": "allowed" if expect_allowed else "denied"}
+        row: dict[str, Any] = {"check": name, "op": op, "target": target, "expected": "allowed" if expect_allowed else "denied"}
         row.update(_attempt(fn))
         row["ok"] = row["allowed"] == expect_allowed and not row.get("transport_error")
         checks.append(row)
@@ -128,7 +129,7 @@ def check_scope(ctx: "ProbeContext", cred: "VendedCredential", location: str) ->
     # Delete last: the inside object is the proof Delete works; leaked objects are removed too.
     check("inside", "DeleteObject", f"s3://{bucket}/{key}", True, lambda: s3.delete_object(Bucket=bucket, Key=key))
     for leak_bucket, leak_key in leaked:
-        _attempt(lambda b=leak_bucket, k=leak_key: s3.delete_object(Bucket=b, Key=k))
+        _attempt(functools.partial(s3.delete_object, Bucket=leak_bucket, Key=leak_key))
 
     evidence = {"location": location, "s3_endpoint": ctx.s3_settings(cred)["endpoint"],
                 "credential_prefix": cred.prefix, "checks": checks}

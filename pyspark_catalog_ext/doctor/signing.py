@@ -12,7 +12,7 @@ from urllib.parse import quote, urlsplit
 
 import requests
 
-from ..signer import SIGN_ENDPOINT
+from pyspark_catalog_ext.lakehouse.signer import SIGN_ENDPOINT
 
 __all__ = ["signed_request_check", "object_url", "scope_failure"]
 

@@ -5,10 +5,31 @@ by a `CredentialRefresher` (refresher.py), and commits through `GuardedCommit` (
 `pyspark_catalog_ext.pyiceberg_catalog(...)` returns one.
 """
 
-from .catalog import ExtRestCatalog
-from .commits import CommitPolicy, PyIcebergCommitFailedError, PyIcebergCommitStateUnknownError
-from .fileio import RefreshingFileIO
-from .refresher import ENV_PREFIX, PROPERTY_PREFIX, CredentialRefresher, TableCredentials, refresh_policy
+
+import importlib
+from typing import Any
+
+# Exports load on first use: the package root imports `factory` from here, and importing
+# pyspark_catalog_ext must not import PyIceberg.
+_EXPORTS = {
+    "CommitPolicy": "commits",
+    "CredentialRefresher": "refresher",
+    "ENV_PREFIX": "refresher",
+    "ExtRestCatalog": "catalog",
+    "PROPERTY_PREFIX": "refresher",
+    "PyIcebergCommitFailedError": "commits",
+    "PyIcebergCommitStateUnknownError": "commits",
+    "RefreshingFileIO": "fileio",
+    "TableCredentials": "refresher",
+    "refresh_policy": "refresher",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ENV_PREFIX",

@@ -27,12 +27,12 @@ from pyiceberg.typedef import IcebergBaseModel, Identifier
 from pyiceberg.utils.properties import property_as_bool
 from requests import Response, Session
 
-from ..credentials.policy import RefreshPolicy
-from ..credentials.sources import CredentialSource
-from ..retry import parse_iso8601_duration, uuid7
-from .commits import CommitPolicy, GuardedCommit
-from .fileio import RefreshingFileIO
-from .refresher import PROPERTY_PREFIX, CredentialRefresher, refresh_policy
+from pyspark_catalog_ext.catalog.retry import parse_iso8601_duration, uuid7
+from pyspark_catalog_ext.credentials.policy import RefreshPolicy
+from pyspark_catalog_ext.credentials.sources import CredentialSource
+from pyspark_catalog_ext.pyiceberg_ext.commits import CommitPolicy, GuardedCommit
+from pyspark_catalog_ext.pyiceberg_ext.fileio import RefreshingFileIO
+from pyspark_catalog_ext.pyiceberg_ext.refresher import PROPERTY_PREFIX, CredentialRefresher, refresh_policy
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
@@ -147,10 +147,11 @@ class ExtRestCatalog(RestCatalog):
     # -- commits -----------------------------------------------------------------------------------
     def commit_table(self, table: Table, requirements: tuple, updates: tuple) -> CommitTableResponse:
         from pyiceberg.catalog.rest import Capability, TableIdentifier
+        from pyiceberg.table import Namespace
 
         self._check_endpoint(Capability.V1_UPDATE_TABLE)
         identifier = table.name()
-        request = CommitTableRequest(identifier=TableIdentifier(namespace=identifier[:-1], name=identifier[-1]),
+        request = CommitTableRequest(identifier=TableIdentifier(namespace=Namespace(list(identifier[:-1])), name=identifier[-1]),
                                      requirements=requirements, updates=updates)
         url = self.url(Endpoints.update_table, prefixed=True, **self._split_identifier_for_path(request.identifier))
         guard = GuardedCommit(
@@ -217,8 +218,8 @@ class _LazyClient:
 
 
 def _strategy_client(catalog: ExtRestCatalog) -> Any:
-    from ..catalog_auth import PyIcebergAuth, auth_from_conf
-    from ..catalog_client import CatalogClient
+    from pyspark_catalog_ext.catalog.rest_auth import PyIcebergAuth, auth_from_conf
+    from pyspark_catalog_ext.catalog.rest_client import CatalogClient
 
     props = {k: v for k, v in catalog.properties.items() if isinstance(v, str)}
     if property_as_bool(props, "rest.sigv4-enabled", False):

@@ -39,13 +39,13 @@ from pyiceberg.catalog.rest import TableResponse
 from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException
 from pyiceberg.table import CommitTableResponse
 from pyiceberg.table.metadata import TableMetadata
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay, stop_any
+from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
-from ..catalog_client import _classify_transport, _error_summary
-from ..errors import CommitFailedError, ConfigError
-from ..retry import uuid7
-from ..errors import CommitStateUnknownError
+from pyspark_catalog_ext.catalog.rest_client import _classify_transport, _error_summary
+from pyspark_catalog_ext.catalog.retry import uuid7
+from pyspark_catalog_ext.errors import CommitFailedError, CommitStateUnknownError, ConfigError
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
@@ -153,13 +153,18 @@ class GuardedCommit:
     def run(self) -> CommitTableResponse:
         started = self.clock()
 
-        def key_may_expire(state: RetryCallState) -> bool:
-            # Never retry under a key the server may have forgotten: the replay would apply again.
-            life = self.key_lifetime_s
-            return bool(self.key) and life is not None and self.clock() - started >= 0.9 * life
+        guarded = self
+
+        class key_may_expire(stop_base):
+            """Never retry under a key the server may have forgotten: the replay would apply again."""
+
+            def __call__(self, retry_state: RetryCallState) -> bool:
+                life = guarded.key_lifetime_s
+                return bool(guarded.key) and life is not None and guarded.clock() - started >= 0.9 * life
 
         retrying = Retrying(
-            stop=stop_after_attempt(self.policy.max_attempts) | stop_after_delay(self.policy.total_timeout_s) | key_may_expire,
+            stop=stop_any(stop_after_attempt(self.policy.max_attempts), stop_after_delay(self.policy.total_timeout_s),
+                          key_may_expire()),
             wait=wait_random_exponential(multiplier=self.policy.base_delay_s, max=self.policy.max_delay_s),
             retry=retry_if_exception_type(_Again), reraise=True, sleep=self.sleep,
         )
@@ -245,7 +250,7 @@ class GuardedCommit:
         landed = own_commit_landed(metadata, self.requirements, self.updates)
         if landed and loaded is not None and loaded.metadata_location:
             log.info("catalog-ext: commit to %s landed although its answer was %s (reconciled)", self.table, cause)
-            return CommitTableResponse(metadata=loaded.metadata, metadata_location=loaded.metadata_location)
+            return CommitTableResponse.model_validate({"metadata": loaded.metadata, "metadata-location": loaded.metadata_location})
         if landed is False and not _requirements_hold(self.requirements, metadata):
             # Ours is not there and can never land now: another writer won (PyIceberg may retry).
             raise PyIcebergCommitFailedError(

@@ -16,8 +16,8 @@ from typing import Any, Callable, Mapping
 
 from pyiceberg.io import FileIO, InputFile, OutputFile
 
-from ..secret_keys import is_secret_key
-from .refresher import CredentialRefresher, TableCredentials
+from pyspark_catalog_ext.pyiceberg_ext.refresher import CredentialRefresher, TableCredentials
+from pyspark_catalog_ext.secret_keys import is_secret_key
 
 __all__ = ["RefreshingFileIO"]
 
@@ -40,7 +40,7 @@ class RefreshingFileIO(FileIO):
         self._factory = delegate_factory
         self._lock = threading.Lock()
         # (generation, id of the keys) -> delegate; only the current generation is kept (bounded).
-        self._delegates: dict[tuple[int, str], FileIO] = {}
+        self._delegates: dict[tuple[int, int], FileIO] = {}  # (generation, id of the keys)
         self._generation = -1
         self._delegate_for(entry.location or "")  # properties show the current keys from the start
 
@@ -48,7 +48,7 @@ class RefreshingFileIO(FileIO):
         generation, creds, wait_at_s = self.entry.slot_for(location)
         if self._refresher.ensure_fresh(self.entry, generation, wait_at_s):
             generation, creds, _ = self.entry.slot_for(location)
-        key = (generation, id(creds))  # a slot's keys are never mutated: identity names them
+        key: tuple[int, int] = (generation, id(creds))  # a slot's keys are never mutated: identity names them
         delegate = self._delegates.get(key)  # the hot path: no lock
         if delegate is not None:
             return delegate

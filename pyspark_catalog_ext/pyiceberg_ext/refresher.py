@@ -21,11 +21,11 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Optional
 
-from ..credentials.policy import RefreshPolicy
-from .scheduler import RefreshScheduler, TableState
-from ..credentials.sources import CredentialSource, user_answer
-from .strategies import StrategyChain
-from ..errors import CatalogExtError, ConfigError, CredentialRefreshError, redact
+from pyspark_catalog_ext.credentials.policy import RefreshPolicy
+from pyspark_catalog_ext.credentials.sources import CredentialSource, user_answer
+from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, CredentialRefreshError, redact
+from pyspark_catalog_ext.pyiceberg_ext.scheduler import RefreshScheduler, TableState
+from pyspark_catalog_ext.pyiceberg_ext.strategies import StrategyChain
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 

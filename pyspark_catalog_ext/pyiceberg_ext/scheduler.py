@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol
 
-from ..credentials.policy import RefreshPolicy
+from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 

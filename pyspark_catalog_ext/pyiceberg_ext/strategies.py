@@ -15,8 +15,8 @@ from typing import Any, Callable
 
 from cachetools import TTLCache
 
-from ..credentials.sources import BridgeAnswer, TableRequest
-from ..errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError, CredentialRefreshError
+from pyspark_catalog_ext.credentials.sources import BridgeAnswer, TableRequest
+from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError, CredentialRefreshError
 
 
 def _answer(strategy: str, response: dict) -> BridgeAnswer:
@@ -57,7 +57,7 @@ class RefreshTokenStrategy(Strategy):
         tokens: dict[str, str] = req["storage_refresh_tokens"]
         prefix = _longest_prefix(list(tokens), req.get("location"))
         response = client.load_credentials(
-            tuple(req["namespace"]), req["table"], storage_refresh_token=tokens[prefix]
+            tuple(req["namespace"]), req["table"], storage_refresh_token=tokens[prefix] if prefix is not None else None
         )
         return _answer(self.name, response)
 

@@ -31,7 +31,7 @@ import secrets
 import threading
 import time
 from typing import Optional
-from urllib.parse import parse_qs, quote, unquote, urlsplit, urlencode
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 from tests.servers.base import Request, Response
 from tests.servers.catalog_proxy import _CREDS, NS_SEP, CatalogProxy, _ns, _safe_json

@@ -19,11 +19,11 @@ import json
 import re
 import select
 import socket
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from http.client import HTTPResponse
-import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Optional
 from urllib.parse import urlsplit

@@ -4,7 +4,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * The one entry point Python ({@code pyspark_catalog_ext.jvm_api.ShimJvm}) calls into the shim.
+ * The one entry point Python ({@code pyspark_catalog_ext.spark.shim_api.ShimJvm}) calls into the shim.
  *
  * <p>Static methods only, each delegating to the class that does the work. Arguments and answers
  * are primitives, JSON strings or opaque handles (a {@link StagedTables.Staged}), so the Py4J

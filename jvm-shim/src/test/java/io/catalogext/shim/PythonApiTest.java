@@ -4,7 +4,7 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 
-/** The facade Python calls answers in the shapes pyspark_catalog_ext.jvm_api parses. */
+/** The facade Python calls answers in the shapes pyspark_catalog_ext.spark.shim_api parses. */
 public class PythonApiTest {
   public void testDrainedEventsCarryTheHeaderPythonParses() {
     long before = Json.read(EventLog.stats()).get("last_seq").asLong();

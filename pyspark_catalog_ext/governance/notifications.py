@@ -25,8 +25,8 @@ from urllib.parse import quote
 
 from cachetools import LRUCache
 
-from . import events
-from .errors import CatalogConflictError, CatalogError, CatalogExtError
+from pyspark_catalog_ext.errors import CatalogConflictError, CatalogError, CatalogExtError
+from pyspark_catalog_ext.governance import events
 
 __all__ = ["NotificationSink"]
 
@@ -55,9 +55,9 @@ class NotificationSink(events.QueuedSink):
     def from_spark(cls, spark: Any, catalog: str, mirror_properties: Mapping[str, str], **kwargs: Any) -> "NotificationSink":
         """Source = the session's Spark catalog `catalog`; mirror = Iceberg-style properties
         (`uri`, `warehouse`, `credential` or `token`, `header.*`)."""
-        from .catalog_client import CatalogClient
-        from .jvm_events import connect
-        from .maintenance import catalog_conf
+        from pyspark_catalog_ext.catalog.rest_client import CatalogClient
+        from pyspark_catalog_ext.governance.jvm_events import connect
+        from pyspark_catalog_ext.governance.maintenance import catalog_conf
 
         connect(spark)  # the commit events come from the session's JVM
 
@@ -113,7 +113,8 @@ class NotificationSink(events.QueuedSink):
             return ts
 
     def _send(self, table: str, ns: list[str], name: str, kind: str, payload: Mapping[str, Any]) -> bool:
-        body = {"notification-type": kind, "payload": {**payload, "timestamp": self._timestamp(table)}}
+        timestamp = self._timestamp(table)
+        body = {"notification-type": kind, "payload": {**payload, "timestamp": timestamp}}
         path = f"/v1/{{prefix}}/namespaces/{quote(chr(0x1F).join(ns), safe='')}/tables/{quote(name, safe='')}/notifications"
         started = time.monotonic()
         fields = {"table": table, "notification_type": kind, "mirror": self.mirror.safe_uri}
@@ -127,6 +128,6 @@ class NotificationSink(events.QueuedSink):
             events.emit("notification.finished", **fields, outcome="failed", status=getattr(exc, "status", None),
                         error_class=type(exc).__name__, duration_s=round(time.monotonic() - started, 3))
             return False
-        events.emit("notification.finished", **fields, outcome="sent", timestamp=body["payload"]["timestamp"],
+        events.emit("notification.finished", **fields, outcome="sent", timestamp=timestamp,
                     duration_s=round(time.monotonic() - started, 3))
         return True

@@ -29,27 +29,27 @@ need a web framework).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import base64
+import hashlib
 import json
+import logging
 import re
 import secrets
-import time
-import logging
 import signal
 import sys
 import threading
+import time
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Mapping
 from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit
 
-from .local import _alive
+from pyspark_catalog_ext.lakehouse.server import _alive
 
 __all__ = ["SigningCatalogProxy", "SIGN_ENDPOINT", "REMOTE_SIGNING", "CLIENT_ID", "CLIENT_SECRET", "remote_signing_config", "sign_request"]
 
-log = logging.getLogger("pyspark_catalog_ext.signer")
+log = logging.getLogger("pyspark_catalog_ext.lakehouse.signer")
 
 REMOTE_SIGNING = "remote-signing"
 SIGN_ENDPOINT = "v1/aws/s3/sign"  # Iceberg 1.10's default `s3.signer.endpoint`; ours add /<scope id>
@@ -590,9 +590,9 @@ class _Handler(BaseHTTPRequestHandler):
 # -- detached mode: `local up --delegation remote-signing` runs the signer in its own process ------
 def main(argv: list[str] | None = None) -> int:
     """Run the signer in the foreground for the embedded lakehouse (its admin keys sign)."""
-    from .local import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY
+    from pyspark_catalog_ext.lakehouse.server import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY
 
-    p = argparse.ArgumentParser(prog="python -m pyspark_catalog_ext.signer")
+    p = argparse.ArgumentParser(prog="python -m pyspark_catalog_ext.lakehouse.signer")
     p.add_argument("--catalog-uri", required=True)
     p.add_argument("--s3-endpoint", required=True)
     p.add_argument("--port", type=int, required=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CatalogUnavailableError
-from .spark_conf import CatalogSparkConf
+from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CatalogUnavailableError
+from pyspark_catalog_ext.spark.conf import CatalogSparkConf
 
 __all__ = ["check_catalog"]
 

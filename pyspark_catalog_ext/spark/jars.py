@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
-from .cache import cache_dir, file_lock, sha256_file
-from .errors import JarError
+from pyspark_catalog_ext.cache import cache_dir, file_lock, sha256_file
+from pyspark_catalog_ext.errors import JarError
 
 __all__ = [
     "ICEBERG_VERSION",

@@ -28,9 +28,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .errors import ConfigError, LakehouseError, redact
-from .cache import cache_dir
-from .profiles import DELEGATIONS
+from pyspark_catalog_ext.cache import cache_dir
+from pyspark_catalog_ext.catalog.profiles import DELEGATIONS
+from pyspark_catalog_ext.errors import ConfigError, LakehouseError, redact
 
 __all__ = [
     "LakehouseInfo",
@@ -56,7 +56,7 @@ GRPC_OFFSET = 10000  # SeaweedFS derives some gRPC addresses as http port + 1000
 _SERVICES = ("master", "volume", "filer", "s3", "admin", "iceberg")
 _PR_SET_PDEATHSIG = 1
 _ROOT_PREFIX = "pce-lake-"
-_RESOURCES = Path(__file__).resolve().parent / "resources"  # config templates shipped in the wheel
+_RESOURCES = Path(__file__).resolve().parent.parent / "resources"  # config templates shipped in the wheel
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class LakehouseInfo:
         """OAuth2 client credentials `id:secret` for the catalog. With remote signing these are
         the signer proxy's client (no S3 key); otherwise SeaweedFS's, which are its S3 admin keys."""
         if self.delegation == "remote-signing":
-            from .signer import CLIENT_ID, CLIENT_SECRET
+            from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, CLIENT_SECRET
 
             return f"{CLIENT_ID}:{CLIENT_SECRET}"
         return f"{self.access_key}:{self.secret_key}"
@@ -261,18 +261,18 @@ class Lakehouse:
         return self
 
     def _start_signer(self) -> None:
-        """Put the remote signer (pyspark_catalog_ext.signer) in front of the catalog: the catalog
+        """Put the remote signer (pyspark_catalog_ext.lakehouse.signer) in front of the catalog: the catalog
         URI clients see becomes the signer's; SeaweedFS's own stays in ports['iceberg']."""
         from dataclasses import replace
 
-        from .signer import SigningCatalogProxy
+        from pyspark_catalog_ext.lakehouse.signer import SigningCatalogProxy
 
         assert self.info is not None and self._proc is not None
         if self.detached:  # `local up`: the signer must outlive this command, like weed does
             with socket.socket() as sock:  # a free port, handed to the signer process right away
                 sock.bind((HOST, 0))
                 port = sock.getsockname()[1]
-            args = [sys.executable, "-m", "pyspark_catalog_ext.signer", "--catalog-uri", self.info.iceberg_uri,
+            args = [sys.executable, "-m", "pyspark_catalog_ext.lakehouse.signer", "--catalog-uri", self.info.iceberg_uri,
                     "--s3-endpoint", self.info.s3_endpoint, "--port", str(port),
                     "--watch-pid", str(self._proc.pid)]
             with open(self.info.log_file, "ab") as out:
@@ -513,9 +513,9 @@ def _print_info(info: LakehouseInfo) -> None:
     print(f"warehouse   : {info.warehouse}")
     print(f"s3 endpoint : {info.s3_endpoint}")
     if info.delegation == "remote-signing":
-        print(f"credential  : {info.credential.split(':')[0]}:*** (the signer's OAuth2 client, no S3 key; secret in pyspark_catalog_ext.signer.CLIENT_SECRET)")
+        print(f"credential  : {info.credential.split(':')[0]}:*** (the signer's OAuth2 client, no S3 key; secret in pyspark_catalog_ext.lakehouse.signer.CLIENT_SECRET)")
     else:
-        print(f"credential  : {info.access_key}:*** (client id/secret = S3 admin keys; secret in pyspark_catalog_ext.local.ADMIN_SECRET_KEY)")
+        print(f"credential  : {info.access_key}:*** (client id/secret = S3 admin keys; secret in pyspark_catalog_ext.lakehouse.server.ADMIN_SECRET_KEY)")
     print(f"data dir    : {info.data_dir}")
     print(f"log         : {info.log_file}")
     print(f"pid         : {info.pid}")

@@ -1,7 +1,7 @@
 """Staged tables: build a table in several Spark writes, publish it atomically or not at all.
 
 ```python
-from pyspark_catalog_ext.staging import stage_create
+from pyspark_catalog_ext.staging.staged import stage_create
 
 with stage_create(spark, "lake.db.events", df, partition_by=["days(ts)"]) as staged:
     staged.write(df)            # as many writes as needed; nothing is visible yet
@@ -21,7 +21,7 @@ transaction through the Spark catalog's own Iceberg catalog, so
 
 `abort()` deletes exactly the files the writes produced and leaves nothing visible. Files of a
 driver that died before commit or abort are found and removed by
-`pyspark-catalog-ext staged cleanup --table ...` (`pyspark_catalog_ext.cleanup`).
+`pyspark-catalog-ext staged cleanup --table ...` (`pyspark_catalog_ext.staging.cleanup`).
 """
 
 from __future__ import annotations
@@ -32,10 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence
 
-from . import events
-from .jvm_api import JvmStagedTable, ShimJvm
-from .spark_errors import java_chain
-from .errors import (
+from pyspark_catalog_ext.errors import (
     CatalogConflictError,
     CatalogError,
     CatalogExtError,
@@ -47,6 +44,9 @@ from .errors import (
     StaleTableError,
     redact,
 )
+from pyspark_catalog_ext.governance import events
+from pyspark_catalog_ext.spark.java_errors import java_chain
+from pyspark_catalog_ext.spark.shim_api import JvmStagedTable, ShimJvm
 
 __all__ = [
     "StagedTable",

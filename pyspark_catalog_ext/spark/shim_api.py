@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from . import logsafety
+from pyspark_catalog_ext import logsafety
 
 __all__ = [
     "EXTENSIONS", "SPARK_CATALOG", "SPARK_SESSION_CATALOG", "S3_FILE_IO",

@@ -37,8 +37,8 @@ from datetime import datetime
 from typing import Any, Callable, Iterable, Mapping, Optional
 from urllib.parse import unquote
 
-from .errors import CatalogError, CatalogExtError, CatalogNotFoundError, ConfigError
-from .progress import Progress
+from pyspark_catalog_ext.errors import CatalogError, CatalogExtError, CatalogNotFoundError, ConfigError
+from pyspark_catalog_ext.progress import Progress
 
 __all__ = ["OrphanReport", "CleanupRefused", "find_orphans", "tables_under", "dot_segments", "register"]
 
@@ -156,8 +156,8 @@ def _referenced_files(load_result: Mapping[str, Any], io_props: Mapping[str, str
             out.add(snapshot.manifest_list)
         for manifest in snapshot.manifests(io):
             out.add(manifest.manifest_path)
-            for entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
-                out.add(entry.data_file.file_path)
+            for manifest_entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
+                out.add(manifest_entry.data_file.file_path)
     return {_norm_uri(u) for u in out}
 
 
@@ -444,9 +444,9 @@ def _delete(client: Any, s3: Any, bucket: str, report: OrphanReport, advance: Ca
 
 
 def _cleanup_cmd(args: argparse.Namespace) -> int:
-    from .catalog_client import CatalogClient
-    from .cli import _secret_argument, connection_kwargs
-    from .spark_conf import catalog_properties
+    from pyspark_catalog_ext.catalog.rest_client import CatalogClient
+    from pyspark_catalog_ext.cli import _secret_argument, connection_kwargs
+    from pyspark_catalog_ext.spark.conf import catalog_properties
 
     props = catalog_properties(args.profile, shim=False, **connection_kwargs(args))
     s3 = None
@@ -487,7 +487,7 @@ def _cleanup_cmd(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `staged cleanup` to the CLI."""
-    from .cli import add_connection_arguments
+    from pyspark_catalog_ext.cli import add_connection_arguments
 
     staged = subparsers.add_parser("staged", help="staged tables: find and remove orphaned staged files")
     sub = staged.add_subparsers(dest="staged_command", metavar="ACTION")

@@ -12,14 +12,14 @@ import re
 from typing import TYPE_CHECKING, Any, Mapping
 from urllib.parse import urlparse
 
-from .errors import ConfigError, redact
-from .jvm_api import EXTENSIONS, S3_FILE_IO, SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, SHIM_PLUGIN, SPARK_CATALOG
-from .profiles import REMOTE_SIGNING, Profile, get_profile
-from .pyiceberg_yaml import pyiceberg_config
-from .secret_keys import REDACTION_REGEX, is_secret_key
+from pyspark_catalog_ext.catalog.profiles import REMOTE_SIGNING, Profile, get_profile
+from pyspark_catalog_ext.errors import ConfigError, redact
+from pyspark_catalog_ext.pyiceberg_ext.yaml_config import pyiceberg_config
+from pyspark_catalog_ext.secret_keys import REDACTION_REGEX, is_secret_key
+from pyspark_catalog_ext.spark.shim_api import EXTENSIONS, S3_FILE_IO, SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, SHIM_PLUGIN, SPARK_CATALOG
 
 if TYPE_CHECKING:
-    from .local import LakehouseInfo
+    from pyspark_catalog_ext.lakehouse.server import LakehouseInfo
 
 __all__ = [
     "CatalogSparkConf",
@@ -105,7 +105,7 @@ def catalog_properties(
 
     if prof.name == "local" and not uri and "uri" not in base:
         if lakehouse is None:
-            from .local import running_info
+            from pyspark_catalog_ext.lakehouse.server import running_info
 
             lakehouse = running_info()
             if lakehouse is None:
@@ -265,13 +265,13 @@ def _join_list(existing: str, ours: str) -> str:
 
 
 def _jar_conf(mode: str, shim: bool, repository: str | None = None) -> dict[str, str]:
-    from .jars import MAVEN_PACKAGES, resolve_jars
-    from .jvm import shim_jar
+    from pyspark_catalog_ext.spark.jars import MAVEN_PACKAGES, resolve_jars
+    from pyspark_catalog_ext.spark.shim_build import shim_jar
 
     if mode not in ("offline", "maven", "packages"):
         raise ConfigError(f"jars={mode!r} is not a jar mode; use 'offline' (jars from PyPI wheels), 'maven' (spark.jars.packages) or 'packages' (with a repository)")
     if mode == "packages":
-        from .maven_repo import repository_settings
+        from pyspark_catalog_ext.spark.maven_repo import repository_settings
 
         if not repository:
             raise ConfigError("jars='packages' needs a repository: lay one out with `pyspark-catalog-ext maven-repo DIR`, then pass --repository DIR")

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .errors import CatalogAuthError, CatalogError, CatalogExtError, CatalogNotFoundError, CatalogUnavailableError, ConfigError, redact
-from .spark_conf import CatalogSparkConf, _lakehouse_info, catalog_properties
+from pyspark_catalog_ext.errors import (
+    CatalogAuthError,
+    CatalogError,
+    CatalogExtError,
+    CatalogNotFoundError,
+    CatalogUnavailableError,
+    ConfigError,
+    redact,
+)
+from pyspark_catalog_ext.spark.conf import CatalogSparkConf, _lakehouse_info, catalog_properties
 
 if TYPE_CHECKING:
     from pyiceberg.catalog.rest import RestCatalog
@@ -39,7 +47,7 @@ def pyiceberg_catalog(source: Any, catalog: str = "lake", *, refresh: bool = Tru
     `credential_source`: your own `CredentialSource` instead of the catalog), and every commit is
     guarded (Idempotency-Key or reconciliation). `refresh=False` keeps the first keys, as plain PyIceberg.
     """
-    from .pyiceberg_ext import ExtRestCatalog
+    from pyspark_catalog_ext.pyiceberg_ext import ExtRestCatalog
 
     props = {**_pyiceberg_props(source, catalog), **overrides}
     try:

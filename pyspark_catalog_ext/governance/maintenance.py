@@ -39,11 +39,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 from urllib.parse import urlsplit
 
-from .errors import CatalogExtError, CatalogNotFoundError, ConfigError, redact
-from . import events
-from .jvm_api import SHIM_CATALOG_IMPL
-from .progress import Progress
-from .policies import (
+from pyspark_catalog_ext.errors import CatalogExtError, CatalogNotFoundError, ConfigError, redact
+from pyspark_catalog_ext.governance import events
+from pyspark_catalog_ext.governance.policies import (
     DATA_COMPACTION,
     MAINTENANCE_TYPES,
     METADATA_COMPACTION,
@@ -58,6 +56,8 @@ from .policies import (
     effective_policies,
     parse_content,
 )
+from pyspark_catalog_ext.progress import Progress
+from pyspark_catalog_ext.spark.shim_api import SHIM_CATALOG_IMPL
 
 __all__ = ["Action", "TablePlan", "Plan", "TableResult", "Report", "plan", "run", "register"]
 
@@ -162,7 +162,7 @@ def _days_ago(days: float, now: datetime) -> str:
 
 def _actions_for(policy: ApplicablePolicy, table: TablePlan, now: datetime) -> list[Action]:
     content = parse_content(policy)
-    base = dict(policy_type=policy.policy_type, policy=f"{policy.name}@v{policy.version}", origin=policy.origin)
+    base: dict[str, Any] = dict(policy_type=policy.policy_type, policy=f"{policy.name}@v{policy.version}", origin=policy.origin)
     ident = _table_arg(table.namespace, table.name)
     if not content.enable:
         return [Action(procedure="", reason="the policy is disabled (enable=false)", **base)]
@@ -278,7 +278,7 @@ def _orphan_actions(content: OrphanFileRemovalContent, table: TablePlan, now: da
 
 def _unsafe_location(location: str, table_location: str) -> Optional[str]:
     """Why deleting under `location` is unsafe, or None: only the table's own location qualifies."""
-    from .cleanup import dot_segments
+    from pyspark_catalog_ext.staging.cleanup import dot_segments
 
     if not table_location:
         return "the table's location is unknown"
@@ -299,7 +299,7 @@ def _unsafe_location(location: str, table_location: str) -> Optional[str]:
 def _other_tables_under(client: Any, tp: TablePlan, location: str) -> Optional[str]:
     """Why remove_orphan_files under `location` would delete another table's files, or None.
     The same "whose files are here" as `staged cleanup` (cleanup.tables_under)."""
-    from .cleanup import CleanupRefused, tables_under
+    from pyspark_catalog_ext.staging.cleanup import CleanupRefused, tables_under
 
     try:
         others = sorted(set(tables_under(client, location)) - {".".join([*tp.namespace, tp.name])})
@@ -381,7 +381,7 @@ class _State:
 
     def unchanged(self, key: str, versions: Mapping[str, str], snapshot_id: Optional[int]) -> bool:
         entry = self.entries.get(key)
-        return bool(entry) and entry.get("versions") == dict(versions) and entry.get("snapshot_id") == snapshot_id
+        return entry is not None and bool(entry) and entry.get("versions") == dict(versions) and entry.get("snapshot_id") == snapshot_id
 
     def record(self, key: str, versions: Mapping[str, str], snapshot_id: Optional[int]) -> None:
         self.entries[key] = {"versions": dict(versions), "snapshot_id": snapshot_id, "at": time.time()}
@@ -399,7 +399,7 @@ class _State:
 
 
 def default_state_file() -> Path:
-    from .jars import cache_dir
+    from pyspark_catalog_ext.spark.jars import cache_dir
 
     return cache_dir() / "maintenance" / "state.json"
 
@@ -409,7 +409,7 @@ def default_state_file() -> Path:
 
 def catalog_conf(spark: Any, catalog: str) -> dict[str, str]:
     """The `spark.sql.catalog.<catalog>.*` properties of the session (runtime conf included)."""
-    from .jvm_api import ShimJvm
+    from pyspark_catalog_ext.spark.shim_api import ShimJvm
 
     conf = ShimJvm(spark).runtime_conf()
     prefix = f"spark.sql.catalog.{catalog}."
@@ -506,7 +506,7 @@ def plan(spark: Any, targets: Union[str, Sequence[str]], *, policy_file: Optiona
     given. Tables unchanged since their last successful run (per `state_file`, default in the
     cache dir) are marked skipped unless `force`.
     """
-    from .catalog_client import CatalogClient
+    from pyspark_catalog_ext.catalog.rest_client import CatalogClient
 
     catalog, rest = _split_targets(targets)
     with CatalogClient.from_properties(catalog_conf(spark, catalog)) as client:
@@ -615,16 +615,17 @@ def run(spark: Any, what: Union[Plan, str, Sequence[str]], *, progress: Optional
     """Run a plan (or plan `what` first, with `plan_kwargs`). Returns a Report; never raises for a
     failing table: see `report.failed`. `progress` gets one line per table step (default stderr);
     `bar` (the CLI's, on a terminal) counts the tables done."""
-    from .catalog_client import CatalogClient
+    from pyspark_catalog_ext.catalog.rest_client import CatalogClient
 
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     the_plan = what if isinstance(what, Plan) else plan(spark, what, state_file=state_file, **plan_kwargs)
     props = catalog_conf(spark, the_plan.catalog)
     if props.get("catalog-impl") == SHIM_CATALOG_IMPL:
-        from .credentials import attach
+        from pyspark_catalog_ext.credentials import attach
 
         attach(spark)  # maintenance outlives credential lifetimes like any job (idempotent)
-    state = _State(Path(state_file or the_plan.state_file) if (state_file or the_plan.state_file) else None)
+    chosen_state_file = state_file or the_plan.state_file
+    state = _State(Path(chosen_state_file) if chosen_state_file else None)
     results: list[TableResult] = []
     table_done = (bar or Progress.silent()).task("maintaining tables", total=len(the_plan.tables))
     with CatalogClient.from_properties(props) as client:
@@ -687,8 +688,10 @@ def run(spark: Any, what: Union[Plan, str, Sequence[str]], *, progress: Optional
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    from .catalog_client import CatalogClient
-    from .session import catalog_properties, configure, connection_kwargs
+    from pyspark_catalog_ext.catalog.rest_client import CatalogClient
+    from pyspark_catalog_ext.cli import connection_kwargs
+    from pyspark_catalog_ext.spark.conf import catalog_properties
+    from pyspark_catalog_ext.spark.session import configure
 
     targets = args.targets or [args.catalog]
     catalog, rest = _split_targets(targets)
@@ -724,7 +727,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `maintain` to the CLI."""
-    from .cli import add_connection_arguments
+    from pyspark_catalog_ext.cli import add_connection_arguments
 
     p = subparsers.add_parser("maintain", help="run the catalog's maintenance policies (compaction, snapshot expiry, "
                                                "orphan removal) on a catalog, namespace or tables")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import ConfigError
+from pyspark_catalog_ext.errors import ConfigError
 
 __all__ = ["Profile", "PROFILES", "get_profile", "AUTH_KINDS"]
 

@@ -31,7 +31,7 @@ class DemoResult:
 
 def _credential_expiry(lake, catalog: str) -> datetime | None:
     """Expiry of the credentials the catalog vends for the table, from a PyIceberg load."""
-    from .pyiceberg_bridge import pyiceberg_catalog
+    from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 
     table = pyiceberg_catalog(lake, catalog).load_table(TABLE)
     ms = table.io.properties.get("s3.session-token-expires-at-ms")
@@ -40,10 +40,10 @@ def _credential_expiry(lake, catalog: str) -> datetime | None:
 
 def run_demo(rows: int = 1_000_000, catalog: str = "lake", out: Callable[[str], None] = print) -> DemoResult:
     """Run the demo and return its numbers; `out` receives the progress lines."""
-    from .jars import resolve_jars
-    from .jvm import check_java, shim_jar
-    from .local import start_lakehouse
-    from .session import lakehouse_session
+    from pyspark_catalog_ext.lakehouse.server import start_lakehouse
+    from pyspark_catalog_ext.spark.jars import resolve_jars
+    from pyspark_catalog_ext.spark.session import lakehouse_session
+    from pyspark_catalog_ext.spark.shim_build import check_java, shim_jar
 
     start = time.monotonic()
 
@@ -72,14 +72,14 @@ def run_demo(rows: int = 1_000_000, catalog: str = "lake", out: Callable[[str], 
             )
             step("reading the table back")
             counted = spark.table(f"{catalog}.{TABLE}").count()
-            files = spark.sql(f"SELECT count(*) AS n FROM {catalog}.{TABLE}.files").first()["n"]
-            snapshot = spark.sql(f"SELECT snapshot_id FROM {catalog}.{TABLE}.snapshots ORDER BY committed_at DESC LIMIT 1").first()["snapshot_id"]
+            files = spark.sql(f"SELECT count(*) AS n FROM {catalog}.{TABLE}.files").collect()[0]["n"]
+            snapshot = spark.sql(f"SELECT snapshot_id FROM {catalog}.{TABLE}.snapshots ORDER BY committed_at DESC LIMIT 1").collect()[0]["snapshot_id"]
         finally:
             spark.stop()
         expires = _credential_expiry(lake, catalog)
         step("stopping the lakehouse")
     if counted != rows:
-        from .errors import LakehouseError
+        from pyspark_catalog_ext.errors import LakehouseError
 
         raise LakehouseError(f"demo read back {counted} rows but wrote {rows}; see the lakehouse log")
     return DemoResult(rows=counted, data_files=int(files), snapshot_id=int(snapshot), credential_expires_at=expires, elapsed_s=time.monotonic() - start)

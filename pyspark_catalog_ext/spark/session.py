@@ -9,17 +9,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Mapping
 
-from . import logsafety, spark_errors
-from .catalog_check import check_catalog
-from .profiles import Profile
-from .secret_keys import is_secret_key
-from .spark_conf import _join_list, spark_conf
-
-# Older import locations (`pyspark_catalog_ext.session.X`, used before the split) keep working.
-from .pyiceberg_bridge import pyiceberg_catalog  # noqa: F401
-from .pyiceberg_yaml import pyiceberg_config  # noqa: F401
-from .secret_keys import REDACTION_REGEX  # noqa: F401
-from .spark_conf import EXTENSIONS, SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, SPARK_CATALOG, CatalogSparkConf, catalog_properties  # noqa: F401
+from pyspark_catalog_ext import logsafety
+from pyspark_catalog_ext.catalog.profiles import Profile
+from pyspark_catalog_ext.secret_keys import is_secret_key
+from pyspark_catalog_ext.spark import java_errors as spark_errors
+from pyspark_catalog_ext.spark.catalog_check import check_catalog
+from pyspark_catalog_ext.spark.conf import _join_list, spark_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -85,7 +80,7 @@ def _attach_on_create(builder: Any) -> None:
         return
 
     def get_or_create_and_attach() -> "SparkSession":
-        from .credentials import attach
+        from pyspark_catalog_ext.credentials import attach
 
         spark = create()
         spark_errors.install()
@@ -109,7 +104,7 @@ def lakehouse_session(
     """A local SparkSession wired to a running embedded lakehouse (vended credentials, no static keys)."""
     from pyspark.sql import SparkSession
 
-    from .jvm import check_java
+    from pyspark_catalog_ext.spark.shim_build import check_java
 
     check_java()
     # Spark resolves its local address before reading any conf; keep it (and its warning) on loopback.
@@ -119,12 +114,3 @@ def lakehouse_session(
     builder = configure(builder, "local", catalog, lakehouse=lakehouse, shim=shim, jars=jars, extra_conf={**defaults, **(extra_conf or {})})
     return builder.getOrCreate()
 
-
-def __getattr__(name: str) -> Any:
-    """The CLI connection options' old location; imported lazily so that importing the package does
-    not import `cli` (which would break `python -m pyspark_catalog_ext.cli`)."""
-    if name in ("add_connection_arguments", "connection_kwargs"):
-        from . import cli
-
-        return getattr(cli, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

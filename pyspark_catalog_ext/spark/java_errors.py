@@ -21,8 +21,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-from .errors import CatalogExtError, CatalogUnsupportedError, CommitFailedError, CredentialRefreshError, redact
-from .jvm_api import CREDENTIALS_EXPIRED_EXCEPTION, SHIM_PACKAGE, SPARK_CATALOG, SPARK_SESSION_CATALOG
+from pyspark_catalog_ext.errors import CatalogExtError, CatalogUnsupportedError, CommitFailedError, CredentialRefreshError, redact
+from pyspark_catalog_ext.spark.shim_api import CREDENTIALS_EXPIRED_EXCEPTION, SHIM_PACKAGE, SPARK_CATALOG, SPARK_SESSION_CATALOG
 
 __all__ = ["install", "translate"]
 
@@ -121,14 +121,14 @@ def translate(java_exception: Any) -> CatalogExtError | None:
         if name == CREDENTIALS_EXPIRED_EXCEPTION:
             return CredentialRefreshError(text)
         if name == "org.apache.iceberg.exceptions.CommitStateUnknownException":
-            from .errors import CommitStateUnknownError
+            from pyspark_catalog_ext.errors import CommitStateUnknownError
 
             return CommitStateUnknownError(
                 f"commit state unknown ({text}); nothing was deleted: load the table to see whether "
                 "the commit landed before retrying")
         if name == "org.apache.iceberg.exceptions.CommitFailedException":
             if "replaced by another table" in message:
-                from .errors import StaleTableError
+                from pyspark_catalog_ext.errors import StaleTableError
 
                 return StaleTableError(f"the table was replaced underneath: {text}; reload it and try again")
             return CommitFailedError(f"the catalog rejected the commit ({text}); nothing was published: "

@@ -35,8 +35,16 @@ import requests
 import requests.adapters
 import urllib3.exceptions
 
-from .catalog_auth import CatalogAuth, NoAuth, _safe_url
-from .errors import (
+from pyspark_catalog_ext.catalog.rest_auth import CatalogAuth, NoAuth, _safe_url
+from pyspark_catalog_ext.catalog.retry import (
+    RETRYABLE_STATUSES,
+    SAFE_RETRY_STATUSES,
+    RetryPolicy,
+    parse_iso8601_duration,
+    parse_retry_after,
+    uuid7,
+)
+from pyspark_catalog_ext.errors import (
     CatalogAuthError,
     CatalogConflictError,
     CatalogError,
@@ -46,14 +54,6 @@ from .errors import (
     CatalogUnsupportedError,
     ConfigError,
     redact,
-)
-from .retry import (
-    RETRYABLE_STATUSES,
-    SAFE_RETRY_STATUSES,
-    RetryPolicy,
-    parse_iso8601_duration,
-    parse_retry_after,
-    uuid7,
 )
 
 __all__ = [
@@ -260,7 +260,7 @@ class CatalogClient:
     def from_properties(cls, props: Mapping[str, str], **kwargs: Any) -> "CatalogClient":
         """A client for the catalog that Iceberg properties describe (`uri`, `warehouse`, auth
         properties, `header.*`), i.e. the catalog a Spark catalog of the same properties talks to."""
-        from .catalog_auth import auth_from_conf
+        from pyspark_catalog_ext.catalog.rest_auth import auth_from_conf
 
         uri = props.get("uri")
         if not uri:
@@ -806,9 +806,9 @@ class CatalogClient:
             err.kind = kind  # type: ignore[attr-defined]
             raise err
         if status in (405, 501):
-            err = CatalogUnsupportedError(f"catalog does not support {op} ({detail})", status=status)
-            err.kind = "endpoint"  # type: ignore[attr-defined]
-            raise err
+            unsupported = CatalogUnsupportedError(f"catalog does not support {op} ({detail})", status=status)
+            unsupported.kind = "endpoint"  # type: ignore[attr-defined]
+            raise unsupported
         if status == 409:
             raise CatalogConflictError(f"catalog reported a conflict for {op} ({detail}): the object already "
                                        "exists or changed concurrently; reload and retry", status=status)
@@ -840,9 +840,10 @@ def _request_secrets(request: Optional[requests.PreparedRequest],
     found = [str(v) for k, v in (params or {}).items()
              if v is not None and any(w in k.lower() for w in _SECRET_PARAMS)]
     if request is not None:
-        authz = request.headers.get("Authorization") or ""
-        found.append(authz.split(" ", 1)[-1])
-        found.append(request.headers.get("X-Amz-Security-Token") or "")
+        for header in ("Authorization", "X-Amz-Security-Token"):
+            value = request.headers.get(header) or ""
+            text = value.decode(errors="replace") if isinstance(value, bytes) else value
+            found.append(text.split(" ", 1)[-1] if header == "Authorization" else text)
     return [s for s in found if len(s) >= 4]
 
 

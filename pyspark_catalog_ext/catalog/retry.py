@@ -18,7 +18,7 @@ from typing import Callable, Optional
 
 from pydantic import TypeAdapter, ValidationError
 
-from .backoff import exponential_backoff
+from pyspark_catalog_ext.backoff import exponential_backoff
 
 __all__ = [
     "RETRYABLE_STATUSES",

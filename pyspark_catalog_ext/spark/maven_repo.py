@@ -21,9 +21,9 @@ from typing import Sequence
 from urllib.parse import urlparse
 from xml.sax.saxutils import escape
 
-from .errors import ConfigError, JarError
-from .jars import WHEEL_SOURCES, maven_coordinate
-from .jvm import SHIM_ARTIFACT, SHIM_GROUP, shim_version
+from pyspark_catalog_ext.errors import ConfigError, JarError
+from pyspark_catalog_ext.spark.jars import WHEEL_SOURCES, maven_coordinate
+from pyspark_catalog_ext.spark.shim_build import SHIM_ARTIFACT, SHIM_GROUP, shim_version
 
 __all__ = ["Coordinate", "shim_coordinate", "runtime_dependencies", "pom_xml", "write_repository", "repository_settings", "IVY_DIR_NAME"]
 
@@ -127,11 +127,11 @@ def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, 
     except OSError as exc:
         raise ConfigError(f"repository directory {root} is not writable ({exc.strerror or type(exc).__name__}); pass a directory you can write to") from None
     if jars is None:
-        from .jars import resolve_jars
+        from pyspark_catalog_ext.spark.jars import resolve_jars
 
         jars = resolve_jars()
     if shim is None:
-        from .jvm import shim_jar
+        from pyspark_catalog_ext.spark.shim_build import shim_jar
 
         shim = shim_jar(jars=jars)
     by_name = {p.name: p for p in jars}
@@ -148,7 +148,7 @@ def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, 
                 _write(coord.file(root, "pom"), pom_xml(coord).encode())
                 written.append(coord)
         if not shim.is_file():
-            raise JarError(f"shim jar {shim} is missing; build it with pyspark_catalog_ext.jvm.shim_jar()")
+            raise JarError(f"shim jar {shim} is missing; build it with pyspark_catalog_ext.spark.shim_build.shim_jar()")
         coord = shim_coordinate()
         _write(coord.file(root, "jar"), shim)
         _write(coord.file(root, "pom"), pom_xml(coord, deps, name="pyspark-catalog-ext JVM shim").encode())

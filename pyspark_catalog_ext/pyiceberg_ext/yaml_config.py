@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping
 
-from .errors import ConfigError
+from pyspark_catalog_ext.errors import ConfigError
 
 __all__ = ["pyiceberg_config"]
 

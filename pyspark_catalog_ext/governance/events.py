@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Union
 
-from .errors import ConfigError, redact
+from pyspark_catalog_ext.errors import ConfigError, redact
 
 __all__ = ["Event", "subscribe", "unsubscribe", "emit", "deliver", "stats", "JsonLinesSink", "WebhookSink", "QueuedSink"]
 
@@ -139,7 +139,7 @@ def _fan_out(event: Event) -> Event:
 def stats() -> dict[str, Any]:
     """Errors raised by callables, each queued sink's sent/dropped/failed counts, and what the JVM
     side received, lost or dropped (`jvm`, once `attach()` connected it)."""
-    from . import jvm_events
+    from pyspark_catalog_ext.governance import jvm_events
 
     with _LOCK:
         sinks = list(_SUBSCRIBERS)
@@ -192,7 +192,8 @@ class QueuedSink:
                 self._count("dropped")
             except Exception as exc:
                 self._count("failed")
-                log.warning("event sink %s dropped event %s after failing: %s", type(self).__name__, event.type,
+                log.warning("event sink %s dropped event %s after failing: %s", type(self).__name__,
+                            event.type if event is not None else "?",
                             redact(str(exc))[:200])
             finally:
                 self._queue.task_done()

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .errors import JarError, JavaError
-from .cache import cache_dir, file_lock
-from .jars import resolve_jars
+from pyspark_catalog_ext.cache import cache_dir, file_lock
+from pyspark_catalog_ext.errors import JarError, JavaError
+from pyspark_catalog_ext.spark.jars import resolve_jars
 
 __all__ = ["SHIM_GROUP", "SHIM_ARTIFACT", "shim_version", "JavaInfo", "find_java", "check_java", "shim_jar", "build_shim", "shim_source_dir", "source_hash", "MIN_JAVA"]
 
@@ -34,7 +34,7 @@ JAVAC_FLAGS = ("--release", "11", "-encoding", "UTF-8", "-Xlint:all,-path,-class
 # The shim's Maven coordinates (`<group>:<artifact>:<package version>`), as in jvm-shim/pom.xml.
 SHIM_GROUP = "io.catalogext"
 SHIM_ARTIFACT = "catalog-ext-shim"
-PACKAGED_SHIM = Path(__file__).resolve().parent / "_jars" / SHIM_JAR_NAME
+PACKAGED_SHIM = Path(__file__).resolve().parent.parent / "_jars" / SHIM_JAR_NAME
 HASH_ATTRIBUTE = "Catalog-Ext-Source-Hash"
 _INSTALL_HINT = "install a JDK >= 11 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to one"
 
@@ -61,7 +61,7 @@ class JavaInfo:
 
 def shim_version() -> str:
     """The shim's Maven version: the Python package's version (both ship together)."""
-    from . import __version__
+    from pyspark_catalog_ext import __version__
 
     return __version__
 
@@ -108,7 +108,7 @@ def check_java(minimum: int = MIN_JAVA) -> JavaInfo:
 
 def shim_source_dir() -> Path:
     """`jvm-shim/src/main/java` of a source checkout (absent in an installed wheel)."""
-    return Path(__file__).resolve().parent.parent / "jvm-shim" / "src" / "main" / "java"
+    return Path(__file__).resolve().parents[2] / "jvm-shim" / "src" / "main" / "java"
 
 
 def _java_sources(src_dir: Path) -> list[Path]:
@@ -118,7 +118,7 @@ def _java_sources(src_dir: Path) -> list[Path]:
 def source_hash(src_dir: Path, jar_names: Sequence[str] | None = None) -> str:
     """sha256 over every .java (relative path + bytes) and the names of the jars compiled against."""
     if jar_names is None:
-        from .jars import WHEEL_SOURCES
+        from pyspark_catalog_ext.spark.jars import WHEEL_SOURCES
 
         jar_names = [name for source in WHEEL_SOURCES for name in source.jars]
     digest = hashlib.sha256((" ".join(JAVAC_FLAGS) + "\n").encode())

@@ -21,7 +21,7 @@ from urllib.parse import urljoin
 import requests
 import requests.auth
 
-from .errors import CatalogAuthError, CatalogError, CatalogUnavailableError, ConfigError, redact
+from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError, CatalogUnavailableError, ConfigError, redact
 
 __all__ = [
     "CatalogAuth",
@@ -74,7 +74,8 @@ class CatalogAuth(requests.auth.AuthBase):
         """The Authorization header value, as PyIceberg's `AuthManager.auth_header()` (None: none, or signed per request)."""
         probe = requests.Request("GET", "http://auth-header.invalid/").prepare()
         self.apply(probe)
-        return probe.headers.get("Authorization")
+        value = probe.headers.get("Authorization")
+        return value.decode() if isinstance(value, bytes) else value
 
     def bind(self, catalog_uri: str, transport: Optional[Transport] = None) -> None:
         """Called by the client once: the catalog base URI and a shared transport."""
@@ -421,7 +422,7 @@ class SigV4(CatalogAuth):
 
         creds = self._resolve()
         frozen = creds.get_frozen_credentials() if hasattr(creds, "get_frozen_credentials") else creds
-        body = r.body or b""
+        body: Any = r.body or b""
         if isinstance(body, str):
             body = body.encode("utf-8")
         headers = {k: v for k, v in r.headers.items() if k.lower() in self._SIGNED}

@@ -16,8 +16,8 @@ import logging
 import threading
 from typing import Any, Optional
 
-from . import events
-from .jvm_api import ShimJvm
+from pyspark_catalog_ext.governance import events
+from pyspark_catalog_ext.spark.shim_api import ShimJvm
 
 log = logging.getLogger(__name__)
 

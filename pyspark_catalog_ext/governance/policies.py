@@ -21,7 +21,7 @@ from typing import Any, Iterable, Literal, Optional, Protocol, Sequence, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import CatalogNotFoundError, CatalogUnsupportedError, ConfigError
+from pyspark_catalog_ext.errors import CatalogNotFoundError, CatalogUnsupportedError, ConfigError
 
 __all__ = [
     "MAINTENANCE_TYPES",

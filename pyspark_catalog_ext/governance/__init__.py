@@ -1,0 +1,1 @@
+"""Policies, policy-driven maintenance, the event stream and notifications."""

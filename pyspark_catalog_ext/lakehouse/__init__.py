@@ -1,0 +1,1 @@
+"""The embedded SeaweedFS lakehouse, its remote signer, and the demo."""

@@ -1,0 +1,1 @@
+"""Staged create/commit helpers and the safe cleanup of abandoned staged tables."""
