@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from _common import median
 

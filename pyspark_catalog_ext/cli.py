@@ -12,8 +12,9 @@ import importlib
 import os
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from pyspark_catalog_ext import __version__
 from pyspark_catalog_ext.catalog.profiles import DELEGATIONS

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from cachetools import LRUCache
 

@@ -7,7 +7,8 @@ Drawn with rich, which PyIceberg already depends on, rather than by hand.
 from __future__ import annotations
 
 import sys
-from typing import IO, Any, Callable, Optional
+from collections.abc import Callable
+from typing import IO, Any
 
 __all__ = ["Progress"]
 
@@ -15,13 +16,13 @@ __all__ = ["Progress"]
 class Progress:
     """`with Progress() as p: advance = p.task("listing", total=None); advance(1)`."""
 
-    def __init__(self, stream: Optional[IO[str]] = None, *, enabled: Optional[bool] = None) -> None:
+    def __init__(self, stream: IO[str] | None = None, *, enabled: bool | None = None) -> None:
         self._stream = stream or sys.stderr
         tty = bool(getattr(self._stream, "isatty", lambda: False)())
         self.enabled = tty if enabled is None else enabled
         self._bars: Any = None
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         if self.enabled:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
@@ -37,7 +38,7 @@ class Progress:
             self._bars.stop()
             self._bars = None
 
-    def task(self, description: str, total: Optional[int] = None) -> Callable[[int], None]:
+    def task(self, description: str, total: int | None = None) -> Callable[[int], None]:
         """A bar (total None: a count without an end); returns `advance(n)`. No-op when silent."""
         if self._bars is None:
             return _no_progress
@@ -49,7 +50,7 @@ class Progress:
         return advance
 
     @classmethod
-    def silent(cls) -> "Progress":
+    def silent(cls) -> Progress:
         return cls(enabled=False)
 
 

@@ -18,9 +18,10 @@ import ssl
 import subprocess
 import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator, Optional
+from typing import Any
 from urllib.parse import parse_qs
 
 import pytest
@@ -70,7 +71,7 @@ class R:
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
-    action: Optional[str] = None  # "drop": close without answering; "hang": never answer in time
+    action: str | None = None  # "drop": close without answering; "hang": never answer in time
 
 
 @dataclass
@@ -81,7 +82,7 @@ class Seen:
     headers: dict[str, str]
     body: bytes
 
-    def header(self, name: str) -> Optional[str]:
+    def header(self, name: str) -> str | None:
         for k, v in self.headers.items():
             if k.lower() == name.lower():
                 return v
@@ -95,7 +96,7 @@ NOT_FOUND = R(404, {"error": {"message": "Path not found", "type": "NotFound", "
 
 
 class Scripted:
-    def __init__(self, tls: Optional[ssl.SSLContext] = None) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.routes: dict[tuple[str, str], list[R]] = {}
         self.seen: list[Seen] = []
         self.lock = threading.Lock()
@@ -157,8 +158,8 @@ class Scripted:
         with self.lock:
             self.routes[(method, path)] = list(responses)
 
-    def config(self, prefix: Optional[str] = "wh", lifetime: Optional[str] = None,
-               endpoints: Optional[list[str]] = None) -> None:
+    def config(self, prefix: str | None = "wh", lifetime: str | None = None,
+               endpoints: list[str] | None = None) -> None:
         body: dict[str, Any] = {"defaults": {"warehouse": "s3://wh"}, "overrides": {}}
         if prefix:
             body["overrides"]["prefix"] = prefix
@@ -168,7 +169,7 @@ class Scripted:
             body["endpoints"] = endpoints
         self.on("GET", "/v1/config", R(200, body))
 
-    def requests(self, method: Optional[str] = None, path: Optional[str] = None) -> list[Seen]:
+    def requests(self, method: str | None = None, path: str | None = None) -> list[Seen]:
         with self.lock:
             return [s for s in self.seen
                     if (method is None or s.method == method) and (path is None or s.path == path)]
@@ -792,7 +793,7 @@ def test_auth_header_formats(srv: Scripted, clock: FakeClock) -> None:
     assert got[2] is None and got[3] is None
 
 
-def token_response(token: str, expires_in: Optional[int] = 3600) -> R:
+def token_response(token: str, expires_in: int | None = 3600) -> R:
     body: dict[str, Any] = {"access_token": token, "token_type": "bearer", "issued_token_type": "x"}
     if expires_in is not None:
         body["expires_in"] = expires_in

@@ -22,8 +22,8 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from pyspark_catalog_ext.staging.cleanup import find_orphans
 from tests.refresh_support import add_spark_catalog

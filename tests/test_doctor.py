@@ -20,8 +20,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import jsonschema
 import pytest
@@ -352,11 +353,11 @@ def _run_and_interrupt(args: list[str], ready: Any) -> tuple[int, str, str]:
     """Start `doctor --json ARGS`, send SIGINT once `ready(stderr_line)` is true, return (rc, out, err)."""
     proc = subprocess.Popen([*CLI, "doctor", "--json", *args], cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    lines: "queue.Queue[str]" = queue.Queue()
+    lines: queue.Queue[str] = queue.Queue()
     out: list[str] = []
     err: list[str] = []
 
-    def pump(stream: Any, sink: list[str], q: "queue.Queue[str] | None") -> None:
+    def pump(stream: Any, sink: list[str], q: queue.Queue[str] | None) -> None:
         for line in stream:
             sink.append(line)
             if q is not None:

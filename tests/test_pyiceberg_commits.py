@@ -279,7 +279,7 @@ def test_refusal_after_an_applied_lost_answer_is_success_once(keyed, status, cap
     assert proxy.faults.pending == 0
     assert proxy.count(kind="commit", table=f"pyk.{name}") - 1 == 2  # the lost one and the refused one
     assert "concurrent update" not in caplog.text  # PyIceberg never saw a CommitFailedException
-    assert "landed although its answer was HTTP %d" % status in caplog.text
+    assert f"landed although its answer was HTTP {status}" in caplog.text
     check_once(cat, "pyk", name, 200, 2)
     assert len(manifests(cat.load_table(f"pyk.{name}"))) >= 4  # both commits' manifests and lists
 

@@ -41,7 +41,7 @@ class Rest:
         self.lh, self.base, self.prefix = lakehouse, base.rstrip("/"), prefix
         self.auth = {"Authorization": f"Bearer {token}"}
 
-    def via(self, base: str) -> "Rest":
+    def via(self, base: str) -> Rest:
         r = Rest(self.lh, base, self.prefix, "")
         r.auth = self.auth
         return r

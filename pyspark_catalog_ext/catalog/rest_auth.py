@@ -15,7 +15,8 @@ import hashlib
 import logging
 import threading
 import time
-from typing import Any, Callable, Mapping, Optional, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 from urllib.parse import urljoin
 
 import requests
@@ -51,7 +52,7 @@ class Transport(Protocol):
     ) -> requests.Response: ...
 
 
-def _mask(value: Optional[str]) -> str:
+def _mask(value: str | None) -> str:
     """Show just enough of an identifier to recognise it, never a whole key."""
     if not value:
         return "''"
@@ -70,17 +71,17 @@ class CatalogAuth(requests.auth.AuthBase):
     def apply(self, r: requests.PreparedRequest) -> None:
         """Add credentials to an outgoing request."""
 
-    def auth_header(self) -> Optional[str]:
+    def auth_header(self) -> str | None:
         """The Authorization header value, as PyIceberg's `AuthManager.auth_header()` (None: none, or signed per request)."""
         probe = requests.Request("GET", "http://auth-header.invalid/").prepare()
         self.apply(probe)
         value = probe.headers.get("Authorization")
         return value.decode() if isinstance(value, bytes) else value
 
-    def bind(self, catalog_uri: str, transport: Optional[Transport] = None) -> None:
+    def bind(self, catalog_uri: str, transport: Transport | None = None) -> None:
         """Called by the client once: the catalog base URI and a shared transport."""
 
-    def invalidate(self, request: Optional[requests.PreparedRequest] = None) -> bool:
+    def invalidate(self, request: requests.PreparedRequest | None = None) -> bool:
         """Forget cached credentials after a 401. True when retrying may now succeed."""
         return False
 
@@ -151,13 +152,13 @@ class OAuth2ClientCredentials(CatalogAuth):
 
     def __init__(
         self,
-        client_id: Optional[str],
+        client_id: str | None,
         client_secret: str,
-        token_uri: Optional[str] = None,
-        scope: Optional[str] = DEFAULT_SCOPE,
+        token_uri: str | None = None,
+        scope: str | None = DEFAULT_SCOPE,
         *,
         refresh_margin: float = 300.0,
-        extra_params: Optional[Mapping[str, str]] = None,
+        extra_params: Mapping[str, str] | None = None,
         clock: Callable[[], float] = time.monotonic,
         timeout: float | tuple[float, float] = (5.0, 30.0),
     ) -> None:
@@ -171,10 +172,10 @@ class OAuth2ClientCredentials(CatalogAuth):
         self._extra = dict(extra_params or {})
         self._clock = clock
         self._timeout = timeout
-        self._transport: Optional[Transport] = None
-        self._own_session: Optional[requests.Session] = None
+        self._transport: Transport | None = None
+        self._own_session: requests.Session | None = None
         self._cond = threading.Condition()
-        self._token: Optional[str] = None
+        self._token: str | None = None
         self._refresh_at = 0.0
         self._expires_at = 0.0
         self._refreshing = False
@@ -182,7 +183,7 @@ class OAuth2ClientCredentials(CatalogAuth):
         self.fetch_count = 0
 
     # -- wiring -------------------------------------------------------------------------
-    def bind(self, catalog_uri: str, transport: Optional[Transport] = None) -> None:
+    def bind(self, catalog_uri: str, transport: Transport | None = None) -> None:
         base = catalog_uri.rstrip("/") + "/"
         if self._token_uri is None:
             self._token_uri = urljoin(base, DEFAULT_TOKEN_PATH)
@@ -193,7 +194,7 @@ class OAuth2ClientCredentials(CatalogAuth):
             self._transport = transport
 
     @property
-    def token_uri(self) -> Optional[str]:
+    def token_uri(self) -> str | None:
         return self._token_uri
 
     # -- requests hook ------------------------------------------------------------------
@@ -244,7 +245,7 @@ class OAuth2ClientCredentials(CatalogAuth):
             self._cond.notify_all()
             return token
 
-    def invalidate(self, request: Optional[requests.PreparedRequest] = None) -> bool:
+    def invalidate(self, request: requests.PreparedRequest | None = None) -> bool:
         with self._cond:
             if self._token is None:
                 return True
@@ -257,7 +258,7 @@ class OAuth2ClientCredentials(CatalogAuth):
             return True
 
     # -- token endpoint -----------------------------------------------------------------
-    def _fetch(self) -> tuple[str, Optional[float]]:
+    def _fetch(self) -> tuple[str, float | None]:
         if self._token_uri is None:
             raise ConfigError("OAuth2 token URI unknown: set oauth2-server-uri or use it through CatalogClient")
         form = {"grant_type": "client_credentials", "client_secret": self._client_secret}
@@ -347,7 +348,7 @@ class PyIcebergAuth(CatalogAuth):
 
     kind = "pyiceberg"
 
-    def __init__(self, manager: Any, on_401: Optional[Callable[[], None]] = None) -> None:
+    def __init__(self, manager: Any, on_401: Callable[[], None] | None = None) -> None:
         self._manager = manager
         self._on_401 = on_401
 
@@ -356,7 +357,7 @@ class PyIcebergAuth(CatalogAuth):
         if header:
             r.headers["Authorization"] = header
 
-    def invalidate(self, request: Optional[requests.PreparedRequest] = None) -> bool:
+    def invalidate(self, request: requests.PreparedRequest | None = None) -> bool:
         if self._on_401 is None:
             return False
         self._on_401()  # e.g. RestCatalog._refresh_token: a new OAuth2 token

@@ -27,8 +27,9 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
+from typing import Any, NamedTuple
 from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 import requests
@@ -68,7 +69,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-Namespace = Union[str, Sequence[str]]
+Namespace = str | Sequence[str]
 ACCESS_DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 _USER_AGENT = "pyspark-catalog-ext"
@@ -95,9 +96,9 @@ class AmbiguousMutationError(CatalogUnavailableError):
         operation: str,
         method: str,
         path: str,
-        idempotency_key: Optional[str] = None,
-        status: Optional[int] = None,
-        cause: Optional[str] = None,
+        idempotency_key: str | None = None,
+        status: int | None = None,
+        cause: str | None = None,
     ) -> None:
         super().__init__(message, status=status)
         self.operation = operation
@@ -114,11 +115,11 @@ class Exchange:
     operation: str
     method: str
     path: str
-    status: Optional[int]
+    status: int | None
     elapsed_ms: float
     attempt: int
-    error: Optional[str] = None
-    idempotency_key: Optional[str] = None
+    error: str | None = None
+    idempotency_key: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -155,12 +156,12 @@ def _ident(ns: Namespace, name: str) -> dict[str, Any]:
     return {"namespace": list(namespace_levels(ns)), "name": name}
 
 
-def _dotted(ns: Namespace, table: Optional[str] = None) -> str:
+def _dotted(ns: Namespace, table: str | None = None) -> str:
     text = ".".join(namespace_levels(ns))
     return f"{text}.{table}" if table is not None else text
 
 
-def _mask_params(params: Optional[Mapping[str, Any]]) -> str:
+def _mask_params(params: Mapping[str, Any] | None) -> str:
     if not params:
         return ""
     items = []
@@ -201,16 +202,16 @@ class CatalogClient:
     def __init__(
         self,
         uri: str,
-        warehouse: Optional[str] = None,
-        auth: Optional[CatalogAuth] = None,
-        headers: Optional[Mapping[str, str]] = None,
+        warehouse: str | None = None,
+        auth: CatalogAuth | None = None,
+        headers: Mapping[str, str] | None = None,
         timeout: float | tuple[float, float] = (5.0, 30.0),
-        retry: Optional[RetryPolicy] = None,
-        access_delegation: Optional[str] = "vended-credentials",
+        retry: RetryPolicy | None = None,
+        access_delegation: str | None = "vended-credentials",
         *,
-        idempotency: Optional[bool] = None,
+        idempotency: bool | None = None,
         verify: bool | str = True,
-        on_exchange: Optional[Callable[[Exchange], None]] = None,
+        on_exchange: Callable[[Exchange], None] | None = None,
         pool_maxsize: int = 16,
         history: int = 256,
     ) -> None:
@@ -228,7 +229,7 @@ class CatalogClient:
         self.verify = verify
         self.on_exchange = on_exchange
         self.exchanges: collections.deque[Exchange] = collections.deque(maxlen=history)
-        self.last_exchange: Optional[Exchange] = None
+        self.last_exchange: Exchange | None = None
 
         self._session = requests.Session()
         adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=pool_maxsize, max_retries=0)
@@ -247,17 +248,17 @@ class CatalogClient:
         self.properties: dict[str, str] = {}
         self.defaults: dict[str, str] = {}
         self.overrides: dict[str, str] = {}
-        self.prefix: Optional[str] = None
+        self.prefix: str | None = None
         #: Endpoints advertised by the server ("GET /v1/{prefix}/namespaces", ...), None if not advertised.
-        self.endpoints: Optional[list[str]] = None
-        self.idempotency_key_lifetime: Optional[str] = None
-        self.idempotency_key_lifetime_seconds: Optional[float] = None
+        self.endpoints: list[str] | None = None
+        self.idempotency_key_lifetime: str | None = None
+        self.idempotency_key_lifetime_seconds: float | None = None
 
         self.auth.bind(self.uri, self._auth_transport)
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
-    def from_properties(cls, props: Mapping[str, str], **kwargs: Any) -> "CatalogClient":
+    def from_properties(cls, props: Mapping[str, str], **kwargs: Any) -> CatalogClient:
         """A client for the catalog that Iceberg properties describe (`uri`, `warehouse`, auth
         properties, `header.*`), i.e. the catalog a Spark catalog of the same properties talks to."""
         from pyspark_catalog_ext.catalog.rest_auth import auth_from_conf
@@ -274,7 +275,7 @@ class CatalogClient:
         """Close pooled connections."""
         self._session.close()
 
-    def __enter__(self) -> "CatalogClient":
+    def __enter__(self) -> CatalogClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -346,7 +347,7 @@ class CatalogClient:
             return self.idempotency
         return self.idempotency_key_lifetime is not None
 
-    def supports_endpoint(self, endpoint: str) -> Optional[bool]:
+    def supports_endpoint(self, endpoint: str) -> bool | None:
         """Whether the server advertised `endpoint` ("GET /v1/{prefix}/namespaces/...");
         None when it advertised no endpoint list at all (then: try it and see)."""
         self.ensure_config()
@@ -355,7 +356,7 @@ class CatalogClient:
         return " ".join(endpoint.split()) in {" ".join(e.split()) for e in self.endpoints}
 
     @property
-    def last_idempotency_key(self) -> Optional[str]:
+    def last_idempotency_key(self) -> str | None:
         """Idempotency-Key sent by the last mutation *of the calling thread* (None if none)."""
         return getattr(self._tls, "last_idempotency_key", None)
 
@@ -374,7 +375,7 @@ class CatalogClient:
         return f"{self._ns_path(ns)}/tables/{quote(table, safe='')}"
 
     # ------------------------------------------------------------------ namespaces
-    def list_namespaces(self, parent: Optional[Namespace] = None) -> list[tuple[str, ...]]:
+    def list_namespaces(self, parent: Namespace | None = None) -> list[tuple[str, ...]]:
         """All namespaces (under `parent` if given), following pagination."""
         params: dict[str, Any] = {}
         if parent is not None:
@@ -390,8 +391,8 @@ class CatalogClient:
                 out.append(tuple(ns))
         return out
 
-    def create_namespace(self, ns: Namespace, properties: Optional[Mapping[str, str]] = None,
-                         *, idempotency_key: Optional[str] = None) -> dict[str, Any]:
+    def create_namespace(self, ns: Namespace, properties: Mapping[str, str] | None = None,
+                         *, idempotency_key: str | None = None) -> dict[str, Any]:
         """POST /namespaces. 409 (exists) raises CatalogConflictError."""
         body = {"namespace": list(namespace_levels(ns)), "properties": dict(properties or {})}
         return self._call_dict("POST", self._p("namespaces"), json=body, operation="create_namespace",
@@ -406,7 +407,7 @@ class CatalogClient:
         """HEAD /namespaces/{ns}."""
         return self._exists(self._ns_path(ns), "namespace_exists", ("namespace", _dotted(ns)))
 
-    def drop_namespace(self, ns: Namespace, *, idempotency_key: Optional[str] = None) -> None:
+    def drop_namespace(self, ns: Namespace, *, idempotency_key: str | None = None) -> None:
         """DELETE /namespaces/{ns}."""
         self._call("DELETE", self._ns_path(ns), operation="drop_namespace",
                    resource=("namespace", _dotted(ns)), mutation=True, idempotency_key=idempotency_key)
@@ -424,7 +425,7 @@ class CatalogClient:
                 out.append(TableIdentifier(tuple(ident["namespace"]), ident["name"]))
         return out
 
-    def load_table(self, ns: Namespace, table: str, snapshots: Optional[str] = None) -> dict[str, Any]:
+    def load_table(self, ns: Namespace, table: str, snapshots: str | None = None) -> dict[str, Any]:
         """GET /tables/{t} (LoadTableResult: metadata-location, metadata, config, storage-credentials).
 
         `snapshots` is "all" or "refs"."""
@@ -438,7 +439,7 @@ class CatalogClient:
         return self._exists(self._table_path(ns, table), "table_exists", ("table", _dotted(ns, table)))
 
     def create_table(self, ns: Namespace, body: Mapping[str, Any], stage_create: bool = False,
-                     *, idempotency_key: Optional[str] = None) -> dict[str, Any]:
+                     *, idempotency_key: str | None = None) -> dict[str, Any]:
         """POST /namespaces/{ns}/tables with a CreateTableRequest `body` (name, schema, ...).
 
         With `stage_create=True` the table stays invisible until a commit with `assert-create`.
@@ -455,7 +456,7 @@ class CatalogClient:
         return self._check_load_result(result, f"POST {path}")
 
     def commit_table(self, ns: Namespace, table: str, requirements: Sequence[Mapping[str, Any]],
-                     updates: Sequence[Mapping[str, Any]], *, idempotency_key: Optional[str] = None
+                     updates: Sequence[Mapping[str, Any]], *, idempotency_key: str | None = None
                      ) -> dict[str, Any]:
         """POST /tables/{t} (CommitTableRequest). Returns {"metadata-location", "metadata"}.
         A failed requirement (409) raises CatalogConflictError."""
@@ -465,28 +466,28 @@ class CatalogClient:
                                idempotency_key=idempotency_key, required=("metadata-location", "metadata"))
 
     def commit_transaction(self, table_changes: Sequence[Mapping[str, Any]],
-                           *, idempotency_key: Optional[str] = None) -> None:
+                           *, idempotency_key: str | None = None) -> None:
         """POST /transactions/commit with {"table-changes": [...]} (each: identifier, requirements, updates)."""
         self._call("POST", self._p("transactions/commit"), json={"table-changes": list(table_changes)},
                    operation="commit_transaction", resource=("endpoint", None), mutation=True,
                    idempotency_key=idempotency_key)
 
     def drop_table(self, ns: Namespace, table: str, purge: bool = False,
-                   *, idempotency_key: Optional[str] = None) -> None:
+                   *, idempotency_key: str | None = None) -> None:
         """DELETE /tables/{t}[?purgeRequested=true]."""
         params = {"purgeRequested": "true"} if purge else None
         self._call("DELETE", self._table_path(ns, table), params=params, operation="drop_table",
                    resource=("table", _dotted(ns, table)), mutation=True, idempotency_key=idempotency_key)
 
     def rename_table(self, src_ns: Namespace, src: str, dst_ns: Namespace, dst: str,
-                     *, idempotency_key: Optional[str] = None) -> None:
+                     *, idempotency_key: str | None = None) -> None:
         """POST /tables/rename."""
         payload = {"source": _ident(src_ns, src), "destination": _ident(dst_ns, dst)}
         self._call("POST", self._p("tables/rename"), json=payload, operation="rename_table",
                    resource=("table", _dotted(src_ns, src)), mutation=True, idempotency_key=idempotency_key)
 
     def register_table(self, ns: Namespace, name: str, metadata_location: str, overwrite: bool = False,
-                       *, idempotency_key: Optional[str] = None) -> dict[str, Any]:
+                       *, idempotency_key: str | None = None) -> dict[str, Any]:
         """POST /namespaces/{ns}/register: adopt an existing metadata file."""
         payload: dict[str, Any] = {"name": name, "metadata-location": metadata_location}
         if overwrite:
@@ -497,8 +498,8 @@ class CatalogClient:
                                  idempotency_key=idempotency_key, delegation=True)
         return self._check_load_result(result, f"POST {path}")
 
-    def load_credentials(self, ns: Namespace, table: str, storage_refresh_token: Optional[str] = None,
-                         plan_id: Optional[str] = None) -> dict[str, Any]:
+    def load_credentials(self, ns: Namespace, table: str, storage_refresh_token: str | None = None,
+                         plan_id: str | None = None) -> dict[str, Any]:
         """GET /tables/{t}/credentials[?storageRefreshToken=...|planId=...].
 
         Returns {"storage-credentials": [{"prefix", "config"}, ...]}. A server without the
@@ -513,10 +514,10 @@ class CatalogClient:
         return body
 
     # ------------------------------------------------------------------ generic
-    def request(self, method: str, path: str, *, params: Optional[Mapping[str, Any]] = None,
-                json: Any = None, headers: Optional[Mapping[str, str]] = None,
-                mutation: Optional[bool] = None, idempotency_key: Optional[str] = None,
-                operation: Optional[str] = None) -> Any:
+    def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
+                json: Any = None, headers: Mapping[str, str] | None = None,
+                mutation: bool | None = None, idempotency_key: str | None = None,
+                operation: str | None = None) -> Any:
         """Any catalog call. `path` is relative to the catalog URI; "{prefix}" is substituted
         (e.g. "/v1/{prefix}/namespaces"). Mutation defaults to POST/PUT/DELETE/PATCH.
         Returns parsed JSON, or None for an empty body."""
@@ -532,7 +533,7 @@ class CatalogClient:
                           operation=operation or f"{method} {path}", resource=("endpoint", None),
                           mutation=mutation, idempotency_key=idempotency_key)
 
-    def get_url(self, url: str, params: Optional[Mapping[str, Any]] = None,
+    def get_url(self, url: str, params: Mapping[str, Any] | None = None,
                 *, allow_cross_origin_auth: bool = False) -> Any:
         """GET a server-given URL (e.g. `client.refresh-credentials-endpoint`), absolute or
         relative to the catalog URI. Credentials and the user's custom headers (`header.*`, an
@@ -571,8 +572,8 @@ class CatalogClient:
                                "storage-credentials must be a list of {prefix, config}")
 
     def _pages(self, method: str, path: str, params: dict[str, Any], operation: str,
-               resource: tuple[str, Optional[str]], key: str) -> Iterable[list[Any]]:
-        token: Optional[str] = None
+               resource: tuple[str, str | None], key: str) -> Iterable[list[Any]]:
+        token: str | None = None
         seen: set[str] = set()
         while True:
             query = dict(params)
@@ -590,7 +591,7 @@ class CatalogClient:
                 raise CatalogError(f"catalog returned a repeating next-page-token for {method} {path}")
             seen.add(token)
 
-    def _exists(self, path: str, operation: str, resource: tuple[str, Optional[str]]) -> bool:
+    def _exists(self, path: str, operation: str, resource: tuple[str, str | None]) -> bool:
         # HEAD has no body, so a 404 can't say what is missing; it means "does not exist".
         try:
             self._call("HEAD", path, operation=operation, resource=resource, expect_json=False)
@@ -611,10 +612,10 @@ class CatalogClient:
             raise CatalogError(f"catalog returned malformed JSON for {op}: missing {', '.join(missing)}")
         return body
 
-    def _call(self, method: str, path: str, *, params: Optional[Mapping[str, Any]] = None, json: Any = None,
-              headers: Optional[Mapping[str, str]] = None, operation: str,
-              resource: tuple[str, Optional[str]], mutation: bool = False,
-              idempotency_key: Optional[str] = None, delegation: bool = False, expect_json: bool = True,
+    def _call(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None,
+              headers: Mapping[str, str] | None = None, operation: str,
+              resource: tuple[str, str | None], mutation: bool = False,
+              idempotency_key: str | None = None, delegation: bool = False, expect_json: bool = True,
               absolute: bool = False, authenticate: bool = True) -> Any:
         url = path if absolute else self.uri + path
         shown = urlsplit(url).path  # messages: path only, never the query
@@ -663,14 +664,14 @@ class CatalogClient:
             except Exception:  # evidence must never break a call
                 log.debug("on_exchange callback failed", exc_info=True)
 
-    def _exchange(self, method: str, url: str, shown: str, *, params: Optional[Mapping[str, Any]] = None,
-                  json: Any = None, data: Any = None, headers: Optional[Mapping[str, str]] = None,
-                  operation: str, mutation: bool, idempotency_key: Optional[str] = None,
+    def _exchange(self, method: str, url: str, shown: str, *, params: Mapping[str, Any] | None = None,
+                  json: Any = None, data: Any = None, headers: Mapping[str, str] | None = None,
+                  operation: str, mutation: bool, idempotency_key: str | None = None,
                   authenticate: bool = True) -> _Outcome:
         """Send with retries. Returns the final response (possibly an error status); raises
         for transport failures, TLS errors and ambiguous mutations."""
         hdrs = dict(headers or {})
-        key: Optional[str] = None
+        key: str | None = None
         if mutation:
             key = idempotency_key or (str(uuid7()) if self.idempotency_enabled else None)
             self._tls.last_idempotency_key = key
@@ -685,7 +686,7 @@ class CatalogClient:
         # Name the catalog (origin + base path) in messages, or the foreign URL for get_url/token.
         where = self.safe_uri if url.startswith(self.uri) else _safe_url(url)
 
-        def ambiguous(cause: str, status: Optional[int] = None) -> AmbiguousMutationError:
+        def ambiguous(cause: str, status: int | None = None) -> AmbiguousMutationError:
             if key:
                 hint = f"repeat it with Idempotency-Key {key} or reconcile"
             else:
@@ -777,7 +778,7 @@ class CatalogClient:
 
     # ------------------------------------------------------------------ internals: errors
     def _raise_for(self, resp: requests.Response, method: str, shown: str,
-                   resource: tuple[str, Optional[str]], outcome: _Outcome) -> None:
+                   resource: tuple[str, str | None], outcome: _Outcome) -> None:
         status = resp.status_code
         err_type, message = _error_parts(resp)
         detail = f"{status} {err_type}: {message}" if message else f"{status} {err_type}"
@@ -835,8 +836,8 @@ _CAUSE_TEXT = {
 }
 
 
-def _request_secrets(request: Optional[requests.PreparedRequest],
-                     params: Optional[Mapping[str, Any]]) -> list[str]:
+def _request_secrets(request: requests.PreparedRequest | None,
+                     params: Mapping[str, Any] | None) -> list[str]:
     found = [str(v) for k, v in (params or {}).items()
              if v is not None and any(w in k.lower() for w in _SECRET_PARAMS)]
     if request is not None:
@@ -868,7 +869,7 @@ def _classify_transport(exc: requests.exceptions.RequestException) -> tuple[str,
     if isinstance(exc, (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError)):
         return "connection-reset", True
     chain: list[BaseException] = []
-    node: Optional[BaseException] = exc
+    node: BaseException | None = exc
     while node is not None and len(chain) < 10:
         chain.append(node)
         if isinstance(node, urllib3.exceptions.MaxRetryError) and node.reason is not None:
@@ -918,7 +919,7 @@ def _error_summary(resp: requests.Response) -> str:
     return f"{err_type}: {message}" if message else err_type
 
 
-def _not_found_kind(err_type: str, message: str, resource: tuple[str, Optional[str]],
+def _not_found_kind(err_type: str, message: str, resource: tuple[str, str | None],
                     resp: requests.Response) -> str:
     t, m = err_type.lower(), message.lower()
     if resource[0] == "config":

@@ -12,9 +12,9 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Callable, Optional
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -72,7 +72,7 @@ class RetryPolicy:
             raise ValueError("delays and total_timeout must be >= 0")
 
     @classmethod
-    def none(cls) -> "RetryPolicy":
+    def none(cls) -> RetryPolicy:
         """A policy that never retries."""
         return cls(max_attempts=1)
 
@@ -81,7 +81,7 @@ class RetryPolicy:
         return exponential_backoff(attempt, self.base_delay, self.max_delay, 1.0 if self.jitter else 0.0,
                                    self.rng() if self.jitter else 0.0)
 
-    def next_delay(self, attempt: int, retry_after: Optional[float] = None) -> float:
+    def next_delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Delay before the next attempt: backoff, but at least the server's Retry-After (capped)."""
         delay = self.backoff(attempt)
         if retry_after is not None:
@@ -95,7 +95,7 @@ class RetryPolicy:
         return (self.clock() - started) + delay <= self.total_timeout
 
 
-def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
     """Seconds to wait from a `Retry-After` header (delta-seconds or HTTP-date); None if absent/bad."""
     if not value:
         return None

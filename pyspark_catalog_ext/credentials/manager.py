@@ -12,8 +12,9 @@ import datetime as _dt
 import json
 import logging
 import threading
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from pyspark_catalog_ext import logsafety
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
@@ -80,7 +81,7 @@ def _secret_values(answer: dict) -> list[str]:
 class _PythonBridge:
     """The Py4J callback object behind io.catalogext.shim.PythonCredentialBridge."""
 
-    def __init__(self, manager: "CredentialManager") -> None:
+    def __init__(self, manager: CredentialManager) -> None:
         self._manager = manager
 
     def fetchCredentials(self, request_json: str) -> str:  # noqa: N802 - Java interface name

@@ -9,8 +9,9 @@ The answer's shape: ``{"strategy": name, "config": {...}, "storage-credentials":
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from pyspark_catalog_ext.errors import CredentialRefreshError
 
@@ -33,7 +34,7 @@ class TableInfo:
         return ".".join([self.catalog, *self.namespace, self.table])
 
     @staticmethod
-    def from_request(req: TableRequest) -> "TableInfo":
+    def from_request(req: TableRequest) -> TableInfo:
         return TableInfo(
             catalog=req.get("catalog", ""),
             namespace=tuple(req.get("namespace", [])),

@@ -10,8 +10,9 @@ import secrets as _secrets
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
+from typing import Any
 
 from pyspark_catalog_ext.catalog.profiles import Profile
 from pyspark_catalog_ext.catalog.rest_client import CatalogClient, Exchange
@@ -52,7 +53,7 @@ def create_updates(metadata: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def fingerprint(value: Optional[str]) -> Optional[str]:
+def fingerprint(value: str | None) -> str | None:
     """A short, non-reversible tag for a secret (to show rotation without showing the key)."""
     if not value:
         return None
@@ -68,25 +69,25 @@ def one_line(text: Any, limit: int = 300) -> str:
 class SecretBag:
     """Every secret value the run has seen; `scrub()` masks them in any text."""
 
-    def __init__(self, values: Iterable[Optional[str]] = ()) -> None:
+    def __init__(self, values: Iterable[str | None] = ()) -> None:
         self._values: set[str] = set()
         self._lock = threading.Lock()
         for value in values:
             self.add(value)
 
-    def add(self, value: Optional[str]) -> None:
+    def add(self, value: str | None) -> None:
         """Remember a secret (values shorter than 4 characters are ignored)."""
         if value and len(str(value)) >= 4:
             with self._lock:
                 self._values.add(str(value))
 
-    def add_config(self, config: Optional[Mapping[str, Any]]) -> None:
+    def add_config(self, config: Mapping[str, Any] | None) -> None:
         """Remember the secret values of a (vended) config map."""
         for key, value in (config or {}).items():
             if isinstance(value, str) and is_secret_key(key):
                 self.add(value)
 
-    def add_load_result(self, body: Optional[Mapping[str, Any]]) -> None:
+    def add_load_result(self, body: Mapping[str, Any] | None) -> None:
         """Remember secrets of a LoadTableResult / LoadCredentialsResponse."""
         if not body:
             return
@@ -114,16 +115,16 @@ class SecretBag:
 class VendedCredential:
     """One set of vended S3 credentials (from `storage-credentials` or the table `config`)."""
 
-    prefix: Optional[str]
+    prefix: str | None
     source: str  # "storage-credentials" or "config"
     config: dict[str, str] = field(repr=False)
 
     @property
-    def access_key_id(self) -> Optional[str]:
+    def access_key_id(self) -> str | None:
         return self.config.get("s3.access-key-id")
 
     @property
-    def expires_at_ms(self) -> Optional[int]:
+    def expires_at_ms(self) -> int | None:
         raw = self.config.get("s3.session-token-expires-at-ms")
         try:
             return int(raw) if raw is not None else None
@@ -131,7 +132,7 @@ class VendedCredential:
             return None
 
     @property
-    def refresh_token(self) -> Optional[str]:
+    def refresh_token(self) -> str | None:
         return self.config.get("storage-refresh-token")
 
     def public(self) -> dict[str, Any]:
@@ -166,9 +167,9 @@ class Interrupts:
     replaced the SIGINT handler; `restore()` puts the original handlers back."""
 
     def __init__(self) -> None:
-        self.signal_name: Optional[str] = None
+        self.signal_name: str | None = None
         self._original: dict[int, Any] = {}
-        self._deferred: Optional[Callable[[], Any]] = None
+        self._deferred: Callable[[], Any] | None = None
 
     def install(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -229,11 +230,11 @@ class Cleanup:
     objects); every action is attempted, and each outcome is recorded."""
 
     def __init__(self) -> None:
-        self._actions: list[tuple[str, Callable[[], Optional[str]]]] = []
+        self._actions: list[tuple[str, Callable[[], str | None]]] = []
         self.records: list[dict[str, Any]] = []
         self.done = False
 
-    def add(self, label: str, action: Callable[[], Optional[str]]) -> None:
+    def add(self, label: str, action: Callable[[], str | None]) -> None:
         """Register `action` (returns an optional note) to run at cleanup time."""
         self._actions.append((label, action))
 
@@ -282,8 +283,8 @@ class ProbeContext:
         secrets: SecretBag,
         cleanup: Cleanup,
         shim: bool = True,
-        work_dir: Optional[str] = None,
-        interrupts: Optional[Interrupts] = None,
+        work_dir: str | None = None,
+        interrupts: Interrupts | None = None,
     ) -> None:
         self.profile = profile
         self.props = props
@@ -312,7 +313,7 @@ class ProbeContext:
     def random_suffix() -> str:
         return _secrets.token_hex(4)
 
-    def table_body(self, name: str, location: Optional[str] = None) -> dict[str, Any]:
+    def table_body(self, name: str, location: str | None = None) -> dict[str, Any]:
         """A CreateTableRequest for `name` with the doctor's two-column schema."""
         body: dict[str, Any] = {"name": name, "schema": TABLE_SCHEMA,
                                 "properties": {"created-by": "pyspark-catalog-ext doctor"}}
@@ -331,7 +332,7 @@ class ProbeContext:
         self.secrets.add_load_result(result)
         return result
 
-    def stage_table(self, name: str, location: Optional[str] = None) -> dict[str, Any]:
+    def stage_table(self, name: str, location: str | None = None) -> dict[str, Any]:
         """Stage-create `name` (invisible until committed); its data objects are removed at cleanup."""
         result = self.client.create_table(self.namespace, self.table_body(name, location), stage_create=True)
         self.secrets.add_load_result(result)
@@ -348,7 +349,7 @@ class ProbeContext:
         self._staged_cleanup_registered.add(name)
         self.cleanup.add(f"finish staged table {self.namespace}.{name}", lambda: self.finish_staged(name))
 
-    def finish_staged(self, name: str, result: Optional[Mapping[str, Any]] = None) -> str:
+    def finish_staged(self, name: str, result: Mapping[str, Any] | None = None) -> str:
         """Remove the objects of a never-committed staged table and commit it (see above)."""
         if self.client.table_exists(self.namespace, name):
             return "committed: the namespace sweep drops it"
@@ -367,7 +368,7 @@ class ProbeContext:
         notes.append("committed for the namespace sweep")
         return "; ".join(notes)
 
-    def credentials(self, body: Optional[Mapping[str, Any]]) -> list[VendedCredential]:
+    def credentials(self, body: Mapping[str, Any] | None) -> list[VendedCredential]:
         """Vended S3 credentials in a load/create response: `storage-credentials` first (longest
         prefix first), then the table `config` if it carries keys."""
         out: list[VendedCredential] = []

@@ -12,7 +12,8 @@ and rewrite_manifests. Everything runs in the run's scratch namespace on the Spa
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pyspark_catalog_ext.doctor.context import ProbeContext
 from pyspark_catalog_ext.doctor.engines import SPARK_CATALOG, _spark_error, _statements

@@ -9,8 +9,9 @@ documentation and were never run here, so the table never claims they work.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any
 
 from pyspark_catalog_ext.catalog.profiles import PROFILES, Profile
 
@@ -50,7 +51,7 @@ INVENTORY_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def save_matrix(report: Mapping[str, Any], directory: Optional[Path | str] = None) -> Path:
+def save_matrix(report: Mapping[str, Any], directory: Path | str | None = None) -> Path:
     """Store a JSON report (from report.report_dict) as the matrix entry of its profile.
 
     Per-request HTTP evidence is dropped (it changes on every run); everything else is kept."""
@@ -66,7 +67,7 @@ def save_matrix(report: Mapping[str, Any], directory: Optional[Path | str] = Non
     return path
 
 
-def load_matrix(directory: Optional[Path | str] = None) -> dict[str, dict[str, Any]]:
+def load_matrix(directory: Path | str | None = None) -> dict[str, dict[str, Any]]:
     """Saved entries by profile name (files that are not valid JSON are ignored)."""
     folder = Path(directory) if directory else MATRIX_DIR
     out: dict[str, dict[str, Any]] = {}
@@ -103,7 +104,7 @@ def _round_lifetime(seconds: float) -> int:
     return int(round(float(seconds) / 60.0) * 60) if seconds >= 60 else int(seconds)
 
 
-def render_matrix(directory: Optional[Path | str] = None) -> str:
+def render_matrix(directory: Path | str | None = None) -> str:
     """The markdown support table: one row per profile."""
     entries = load_matrix(directory)
     head = ["Profile", "Tested against"] + [title for title, _ in COLUMNS]

@@ -13,8 +13,9 @@ Tables the probes create in the run's namespace `doctor_<random>`:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 import requests
 
@@ -55,11 +56,11 @@ def probe_ids() -> list[str]:
     return [p.id for p in PROBES]
 
 
-def _status_of(exc: Exception) -> Optional[int]:
+def _status_of(exc: Exception) -> int | None:
     return getattr(exc, "status", None)
 
 
-def _refresh_endpoint_of(body: Optional[dict[str, Any]]) -> Optional[str]:
+def _refresh_endpoint_of(body: dict[str, Any] | None) -> str | None:
     if not body:
         return None
     for cfg in [body.get("config") or {}] + [c.get("config") or {} for c in body.get("storage-credentials") or []]:
@@ -121,7 +122,7 @@ def probe_namespaces(ctx: ProbeContext) -> Outcome:
     finally:
         client.drop_namespace(scratch)
     scratch_gone = (scratch,) not in client.list_namespaces()
-    evidence = {"namespace": ns, "properties_keys": sorted((created.get("properties") or {})),
+    evidence = {"namespace": ns, "properties_keys": sorted(created.get("properties") or {}),
                 "listed_after_create": listed and scratch_listed, "gone_after_drop": scratch_gone}
     if not (listed and scratch_listed):
         return failed("created namespace is not listed", **evidence)

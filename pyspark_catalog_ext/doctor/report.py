@@ -8,7 +8,7 @@ import json
 import platform
 import sys
 from pathlib import Path
-from typing import IO, Any, Optional
+from typing import IO, Any
 
 from pyspark_catalog_ext.doctor.probes import ProbeSpec
 from pyspark_catalog_ext.doctor.result import FAIL, PASS, SKIPPED, UNSUPPORTED, ProbeResult
@@ -28,10 +28,10 @@ def load_schema() -> dict[str, Any]:
     return json.loads(SCHEMA_PATH.read_text())
 
 
-def _versions() -> dict[str, Optional[str]]:
+def _versions() -> dict[str, str | None]:
     from importlib.metadata import PackageNotFoundError, version
 
-    out: dict[str, Optional[str]] = {"python": platform.python_version()}
+    out: dict[str, str | None] = {"python": platform.python_version()}
     for dist in ("pyspark", "pyiceberg", "boto3"):
         try:
             out[dist] = version(dist)
@@ -95,7 +95,7 @@ class TextProgress:
     def __init__(self, stream: IO[str] = sys.stdout) -> None:
         self.stream = stream
         self.tty = bool(getattr(stream, "isatty", lambda: False)())
-        self.report: Optional[DoctorReport] = None
+        self.report: DoctorReport | None = None
         self._pending = False
 
     def _scrub(self, text: str) -> str:

@@ -11,8 +11,9 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional, Protocol, Sequence
+from typing import Any, Protocol
 
 from pyspark_catalog_ext import __version__
 from pyspark_catalog_ext.catalog.profiles import Profile, get_profile
@@ -32,7 +33,7 @@ class Progress(Protocol):
 
     def note(self, text: str) -> None: ...
 
-    def begin(self, report: "DoctorReport") -> None: ...
+    def begin(self, report: DoctorReport) -> None: ...
 
     def start(self, spec: ProbeSpec, required: bool) -> None: ...
 
@@ -43,7 +44,7 @@ class _Silent:
     def note(self, text: str) -> None:
         pass
 
-    def begin(self, report: "DoctorReport") -> None:
+    def begin(self, report: DoctorReport) -> None:
         pass
 
     def start(self, spec: ProbeSpec, required: bool) -> None:
@@ -59,20 +60,20 @@ class DoctorReport:
 
     profile: Profile
     catalog_uri: str
-    warehouse: Optional[str]
+    warehouse: str | None
     auth: str
     namespace: str
     required: tuple[str, ...]
     skipped_by_user: tuple[str, ...] = ()
-    prefix: Optional[str] = None
-    server_label: Optional[str] = None
+    prefix: str | None = None
+    server_label: str | None = None
     embedded_lakehouse: bool = False
     shim: bool = True
     started_at: float = field(default_factory=time.time)
     duration_s: float = 0.0
     results: list[ProbeResult] = field(default_factory=list)
     cleanup: list[dict[str, Any]] = field(default_factory=list)
-    interrupted: Optional[str] = None  # "SIGINT" / "SIGTERM"
+    interrupted: str | None = None  # "SIGINT" / "SIGTERM"
     secrets: SecretBag = field(default_factory=SecretBag, repr=False)
     tool_version: str = __version__
 
@@ -141,8 +142,8 @@ def run_doctor(
     skip: Sequence[str] = (),
     require: Sequence[str] = (),
     shim: bool = True,
-    server_label: Optional[str] = None,
-    progress: Optional[Progress] = None,
+    server_label: str | None = None,
+    progress: Progress | None = None,
     **connection: Any,
 ) -> DoctorReport:
     """Run every probe against the catalog described by `profile` + `connection` (the keyword

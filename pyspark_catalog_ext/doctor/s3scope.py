@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from pyspark_catalog_ext.doctor.result import Outcome, failed, passed
 
@@ -29,7 +30,7 @@ def split_location(location: str) -> tuple[str, str]:
     return bucket, key.strip("/")
 
 
-def s3_client(ctx: "ProbeContext", cred: "VendedCredential") -> Any:
+def s3_client(ctx: ProbeContext, cred: VendedCredential) -> Any:
     """A boto3 S3 client using only the vended keys (never the caller's own AWS credentials)."""
     import boto3
     from botocore.config import Config
@@ -52,7 +53,7 @@ def s3_client(ctx: "ProbeContext", cred: "VendedCredential") -> Any:
     )
 
 
-def _error(exc: Exception) -> tuple[Optional[int], str]:
+def _error(exc: Exception) -> tuple[int | None, str]:
     response = getattr(exc, "response", None) or {}
     status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
     code = (response.get("Error") or {}).get("Code") or type(exc).__name__
@@ -72,7 +73,7 @@ def _attempt(fn: Callable[[], Any]) -> dict[str, Any]:
         return {"allowed": False, "status": None, "code": type(exc).__name__, "transport_error": True}
 
 
-def check_scope(ctx: "ProbeContext", cred: "VendedCredential", location: str) -> Outcome:
+def check_scope(ctx: ProbeContext, cred: VendedCredential, location: str) -> Outcome:
     """Run the inside/outside checks for the table at `location` with `cred`."""
     s3 = s3_client(ctx, cred)
     bucket, path = split_location(location)
@@ -142,7 +143,7 @@ def check_scope(ctx: "ProbeContext", cred: "VendedCredential", location: str) ->
     return failed(f"scope is not the exact table prefix: {worst}", **evidence)
 
 
-def delete_prefix(ctx: "ProbeContext", cred: "VendedCredential", location: str) -> str:
+def delete_prefix(ctx: ProbeContext, cred: VendedCredential, location: str) -> str:
     """Remove the objects under `location` with `cred` (cleanup of a never-committed staged table)."""
     try:
         s3 = s3_client(ctx, cred)

@@ -7,7 +7,8 @@ Those three are only asked for, never sent."""
 from __future__ import annotations
 
 import secrets as _secrets
-from typing import Any, Callable, Mapping, Optional
+from collections.abc import Callable, Mapping
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 import requests
@@ -17,7 +18,7 @@ from pyspark_catalog_ext.lakehouse.signer import SIGN_ENDPOINT
 __all__ = ["signed_request_check", "object_url", "scope_failure"]
 
 
-def object_url(location: str, config: Mapping[str, str]) -> Optional[str]:
+def object_url(location: str, config: Mapping[str, str]) -> str | None:
     """The HTTP URL S3FileIO would use for `s3://bucket/key` under `config`, or None."""
     parts = urlsplit(location)
     if parts.scheme not in ("s3", "s3a", "s3n") or not parts.netloc:
@@ -88,7 +89,7 @@ def _refusal_checks(sign: Callable[..., requests.Response], table_location: str,
     return out
 
 
-def scope_failure(check: Mapping[str, Any]) -> Optional[str]:
+def scope_failure(check: Mapping[str, Any]) -> str | None:
     """Why the evidence of `signed_request_check` shows a signer that signs beyond its table, or None."""
     if check.get("copy_sign_status") == 200:
         return ("the signer signs a cross-table copy (a PUT inside the table with x-amz-copy-source outside it): "

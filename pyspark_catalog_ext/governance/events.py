@@ -29,9 +29,10 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Union
+from typing import Any
 
 from pyspark_catalog_ext.errors import ConfigError, redact
 
@@ -40,7 +41,7 @@ __all__ = ["Event", "subscribe", "unsubscribe", "emit", "deliver", "stats", "Jso
 log = logging.getLogger(__name__)
 _SEQ = itertools.count(1)
 _LOCK = threading.Lock()
-_SUBSCRIBERS: list[Callable[["Event"], Any]] = []
+_SUBSCRIBERS: list[Callable[[Event], Any]] = []
 _ERRORS = {"count": 0}
 # Called before each emit, to bring in what happened elsewhere first (the JVM's events), so the
 # stream stays in the order things happened.
@@ -156,7 +157,7 @@ class QueuedSink:
     """Base of sinks doing I/O: a bounded queue and one daemon thread calling `deliver(event)`."""
 
     def __init__(self, max_queue: int = 1000) -> None:
-        self._queue: "queue.Queue[Optional[Event]]" = queue.Queue(maxsize=max_queue)
+        self._queue: queue.Queue[Event | None] = queue.Queue(maxsize=max_queue)
         self._counts = {"sent": 0, "dropped": 0, "failed": 0}
         self._count_lock = threading.Lock()
         self._closed = False
@@ -225,7 +226,7 @@ class JsonLinesSink(QueuedSink):
     """Appends one JSON object per line to `path` (the format the JVM side writes too). Like the
     JVM's file, it stops writing at `max_bytes` and counts the events it then drops."""
 
-    def __init__(self, path: Union[str, Path], max_queue: int = 10_000, max_bytes: int = DEFAULT_JSONL_MAX_BYTES) -> None:
+    def __init__(self, path: str | Path, max_queue: int = 10_000, max_bytes: int = DEFAULT_JSONL_MAX_BYTES) -> None:
         if not isinstance(max_bytes, int) or max_bytes <= 0:
             raise ConfigError(f"JsonLinesSink max_bytes must be a positive number of bytes, got {max_bytes!r}")
         self.path = Path(path)
@@ -246,7 +247,7 @@ class WebhookSink(QueuedSink):
     backoff (tenacity), at most `attempts` times within `max_seconds`; then counts it as failed.
     It follows no redirect: a 3xx would carry the event and the sink's headers elsewhere."""
 
-    def __init__(self, url: str, *, headers: Optional[Mapping[str, str]] = None, timeout: float = 5.0,
+    def __init__(self, url: str, *, headers: Mapping[str, str] | None = None, timeout: float = 5.0,
                  attempts: int = 4, max_seconds: float = 30.0, max_queue: int = 1000) -> None:
         import requests
 

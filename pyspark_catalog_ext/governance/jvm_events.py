@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Optional
+from typing import Any
 
 from pyspark_catalog_ext.governance import events
 from pyspark_catalog_ext.spark.shim_api import ShimJvm
 
 log = logging.getLogger(__name__)
 
-_BRIDGES: dict[int, "JvmEvents"] = {}
+_BRIDGES: dict[int, JvmEvents] = {}
 _LOCK = threading.Lock()
 
 
@@ -38,7 +38,7 @@ class JvmEvents:
         self._interval_s = interval_s
         self._thread = threading.Thread(target=self._run, name="pce-jvm-events", daemon=True)
 
-    def start(self) -> "JvmEvents":
+    def start(self) -> JvmEvents:
         events._BEFORE_EMIT.append(self.pull)
         self._thread.start()
         return self
@@ -94,7 +94,7 @@ def connect(spark: Any, interval_s: float = 1.0) -> JvmEvents:
     return bridge
 
 
-def stats() -> Optional[dict[str, int]]:
+def stats() -> dict[str, int] | None:
     """Counts of the live bridge (received, lost, pull errors), if any."""
     with _LOCK:
         live = [b for b in _BRIDGES.values() if b.alive]

@@ -33,10 +33,11 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any
 from urllib.parse import urlsplit
 
 from pyspark_catalog_ext.errors import CatalogExtError, CatalogNotFoundError, ConfigError, redact
@@ -90,7 +91,7 @@ class Action:
     args: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
     unknown_keys: list[str] = field(default_factory=list)
-    refused: Optional[str] = None  # why a (deleting) action will not run
+    refused: str | None = None  # why a (deleting) action will not run
     table_properties: dict[str, str] = field(default_factory=dict)  # set before the call
 
     @property
@@ -104,10 +105,10 @@ class TablePlan:
     namespace: list[str]
     name: str
     location: str = ""
-    snapshot_id: Optional[int] = None
+    snapshot_id: int | None = None
     actions: list[Action] = field(default_factory=list)
-    skip: Optional[str] = None  # why the whole table is skipped
-    error: Optional[str] = None  # the policies could not be read or validated
+    skip: str | None = None  # why the whole table is skipped
+    error: str | None = None  # the policies could not be read or validated
     versions: dict[str, str] = field(default_factory=dict)
 
 
@@ -116,7 +117,7 @@ class Plan:
     catalog: str
     tables: list[TablePlan]
     source: str
-    state_file: Optional[str] = None
+    state_file: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"catalog": self.catalog, "policy_source": self.source, "tables": [asdict(t) for t in self.tables]}
@@ -241,7 +242,7 @@ def _actions_for(policy: ApplicablePolicy, table: TablePlan, now: datetime) -> l
 def _orphan_actions(content: OrphanFileRemovalContent, table: TablePlan, now: datetime, base: dict) -> list[Action]:
     """remove_orphan_files deletes what no snapshot references: it runs only where we are sure."""
     unknown: list[str] = []
-    refused: Optional[str] = None
+    refused: str | None = None
     days = content.max_orphan_file_age_in_days
     if days is None:
         days = DEFAULT_ORPHAN_AGE_DAYS
@@ -276,7 +277,7 @@ def _orphan_actions(content: OrphanFileRemovalContent, table: TablePlan, now: da
     return actions
 
 
-def _unsafe_location(location: str, table_location: str) -> Optional[str]:
+def _unsafe_location(location: str, table_location: str) -> str | None:
     """Why deleting under `location` is unsafe, or None: only the table's own location qualifies."""
     from pyspark_catalog_ext.staging.cleanup import dot_segments
 
@@ -296,7 +297,7 @@ def _unsafe_location(location: str, table_location: str) -> Optional[str]:
     return None
 
 
-def _other_tables_under(client: Any, tp: TablePlan, location: str) -> Optional[str]:
+def _other_tables_under(client: Any, tp: TablePlan, location: str) -> str | None:
     """Why remove_orphan_files under `location` would delete another table's files, or None.
     The same "whose files are here" as `staged cleanup` (cleanup.tables_under)."""
     from pyspark_catalog_ext.staging.cleanup import CleanupRefused, tables_under
@@ -370,7 +371,7 @@ def _sql_value(value: Any) -> str:
 class _State:
     """Policy versions + snapshot of each table after its last successful run (bounded JSON file)."""
 
-    def __init__(self, path: Optional[Path]) -> None:
+    def __init__(self, path: Path | None) -> None:
         self.path = path
         self.entries: dict[str, dict[str, Any]] = {}
         if path and path.exists():
@@ -379,11 +380,11 @@ class _State:
             except (OSError, ValueError):
                 self.entries = {}  # a damaged state only costs one extra run
 
-    def unchanged(self, key: str, versions: Mapping[str, str], snapshot_id: Optional[int]) -> bool:
+    def unchanged(self, key: str, versions: Mapping[str, str], snapshot_id: int | None) -> bool:
         entry = self.entries.get(key)
         return entry is not None and bool(entry) and entry.get("versions") == dict(versions) and entry.get("snapshot_id") == snapshot_id
 
-    def record(self, key: str, versions: Mapping[str, str], snapshot_id: Optional[int]) -> None:
+    def record(self, key: str, versions: Mapping[str, str], snapshot_id: int | None) -> None:
         self.entries[key] = {"versions": dict(versions), "snapshot_id": snapshot_id, "at": time.time()}
         if len(self.entries) > MAX_STATE_ENTRIES:
             newest = sorted(self.entries.items(), key=lambda kv: kv[1].get("at", 0))[-MAX_STATE_ENTRIES:]
@@ -420,7 +421,7 @@ def catalog_conf(spark: Any, catalog: str) -> dict[str, str]:
     return props
 
 
-def _split_targets(targets: Union[str, Sequence[str]]) -> tuple[str, list[list[str]]]:
+def _split_targets(targets: str | Sequence[str]) -> tuple[str, list[list[str]]]:
     names = [targets] if isinstance(targets, str) else list(targets)
     if not names:
         raise ConfigError("no target: pass a catalog (lake), a namespace (lake.db) or tables (lake.db.t)")
@@ -431,7 +432,7 @@ def _split_targets(targets: Union[str, Sequence[str]]) -> tuple[str, list[list[s
     return parts[0][0], [p[1:] for p in parts]
 
 
-def _walk(client: Any, parent: Optional[tuple[str, ...]] = None, depth: int = 0) -> Iterable[tuple[str, ...]]:
+def _walk(client: Any, parent: tuple[str, ...] | None = None, depth: int = 0) -> Iterable[tuple[str, ...]]:
     if depth > MAX_NAMESPACE_DEPTH:
         return
     for ns in client.list_namespaces(parent):
@@ -488,7 +489,7 @@ def _state_key(client: Any, tp: TablePlan) -> str:
     return f"{client.uri}|{client.warehouse or ''}|{'.'.join([*tp.namespace, tp.name])}"
 
 
-def _source(client: Any, policy_file: Optional[Union[str, Path]], source: Optional[PolicySource]) -> tuple[PolicySource, str]:
+def _source(client: Any, policy_file: str | Path | None, source: PolicySource | None) -> tuple[PolicySource, str]:
     if source is not None:
         return source, type(source).__name__
     if policy_file:
@@ -496,9 +497,9 @@ def _source(client: Any, policy_file: Optional[Union[str, Path]], source: Option
     return PolarisPolicySource(client), f"{client.safe_uri} applicable-policies"
 
 
-def plan(spark: Any, targets: Union[str, Sequence[str]], *, policy_file: Optional[Union[str, Path]] = None,
-         source: Optional[PolicySource] = None, state_file: Optional[Union[str, Path]] = None,
-         force: bool = False, now: Optional[datetime] = None) -> Plan:
+def plan(spark: Any, targets: str | Sequence[str], *, policy_file: str | Path | None = None,
+         source: PolicySource | None = None, state_file: str | Path | None = None,
+         force: bool = False, now: datetime | None = None) -> Plan:
     """What maintenance the policies ask for on `targets` (a catalog "lake", a namespace
     "lake.db", or table names "lake.db.t", all in one Spark catalog of `spark`).
 
@@ -530,8 +531,8 @@ class TableResult:
     orphans_removed: int = 0
     duration_s: float = 0.0
     actions: list[dict[str, Any]] = field(default_factory=list)
-    error: Optional[str] = None
-    error_class: Optional[str] = None
+    error: str | None = None
+    error_class: str | None = None
 
 
 @dataclass
@@ -576,7 +577,7 @@ def _error_of(exc: BaseException) -> tuple[str, str]:
     return cls, redact(" ".join(msg.split()))[:300]
 
 
-def _snapshots(client: Any, ns: Sequence[str], name: str) -> tuple[set[int], Optional[int]]:
+def _snapshots(client: Any, ns: Sequence[str], name: str) -> tuple[set[int], int | None]:
     """(ids of the table's snapshots, current snapshot id) as the catalog sees them now."""
     metadata = (client.load_table(tuple(ns), name) or {}).get("metadata", {})
     snap = metadata.get("current-snapshot-id")
@@ -610,8 +611,8 @@ def _advancing(items: Sequence[Any], advance: Callable[[int], None]) -> Iterator
         advance(1)
 
 
-def run(spark: Any, what: Union[Plan, str, Sequence[str]], *, progress: Optional[Callable[[str], None]] = None,
-        state_file: Optional[Union[str, Path]] = None, bar: Optional[Progress] = None, **plan_kwargs: Any) -> Report:
+def run(spark: Any, what: Plan | str | Sequence[str], *, progress: Callable[[str], None] | None = None,
+        state_file: str | Path | None = None, bar: Progress | None = None, **plan_kwargs: Any) -> Report:
     """Run a plan (or plan `what` first, with `plan_kwargs`). Returns a Report; never raises for a
     failing table: see `report.failed`. `progress` gets one line per table step (default stderr);
     `bar` (the CLI's, on a terminal) counts the tables done."""

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote
 
 from cachetools import LRUCache
@@ -52,7 +53,7 @@ class NotificationSink(events.QueuedSink):
         super().__init__(max_queue)
 
     @classmethod
-    def from_spark(cls, spark: Any, catalog: str, mirror_properties: Mapping[str, str], **kwargs: Any) -> "NotificationSink":
+    def from_spark(cls, spark: Any, catalog: str, mirror_properties: Mapping[str, str], **kwargs: Any) -> NotificationSink:
         """Source = the session's Spark catalog `catalog`; mirror = Iceberg-style properties
         (`uri`, `warehouse`, `credential` or `token`, `header.*`)."""
         from pyspark_catalog_ext.catalog.rest_client import CatalogClient

@@ -16,8 +16,9 @@ pydantic models mirroring Polaris's JSON schemas (`enable` required, no other to
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Literal, Optional, Protocol, Sequence, Union
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -44,7 +45,7 @@ MAINTENANCE_TYPES = (DATA_COMPACTION, METADATA_COMPACTION, SNAPSHOT_EXPIRY, ORPH
 NS_SEPARATOR = "\x1f"  # the spec's separator of namespace levels in the `namespace` query parameter
 MAX_PAGES = 1000  # a server that keeps answering next-page-tokens must not loop us forever
 
-ConfigValue = Union[bool, int, float, str]
+ConfigValue = bool | int | float | str
 
 
 class PolicyContent(BaseModel):
@@ -59,8 +60,8 @@ class PolicyContent(BaseModel):
 class OrphanFileRemovalContent(PolicyContent):
     """Content of system.orphan-file-removal: adds the age threshold and the locations to search."""
 
-    max_orphan_file_age_in_days: Optional[float] = None
-    locations: Optional[list[str]] = None
+    max_orphan_file_age_in_days: float | None = None
+    locations: list[str] | None = None
 
 
 class ApplicablePolicy(BaseModel):
@@ -73,10 +74,10 @@ class ApplicablePolicy(BaseModel):
     inheritable: bool
     inherited: bool = False
     namespace: list[str] = Field(default_factory=list)
-    content: Optional[str] = None
-    description: Optional[str] = None
+    content: str | None = None
+    description: str | None = None
     #: where it is attached ("table", "namespace a.b", "catalog"); only known for file policies
-    attached_to: Optional[str] = None
+    attached_to: str | None = None
 
     @property
     def origin(self) -> str:
@@ -155,7 +156,7 @@ class PolarisPolicySource:
 
     def applicable(self, namespace: Sequence[str], table: str) -> list[ApplicablePolicy]:
         out: list[ApplicablePolicy] = []
-        token: Optional[str] = None
+        token: str | None = None
         for _ in range(MAX_PAGES):
             params = {"namespace": NS_SEPARATOR.join(namespace), "target-name": table, "page-size": str(self.page_size)}
             if token:

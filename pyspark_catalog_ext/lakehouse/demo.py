@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable
 
 __all__ = ["DemoResult", "run_demo", "register"]
 

@@ -23,10 +23,11 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from pyspark_catalog_ext.cache import cache_dir
 from pyspark_catalog_ext.catalog.profiles import DELEGATIONS
@@ -204,7 +205,7 @@ class Lakehouse:
         return f"<Lakehouse {state}>"
 
     # -- lifecycle -------------------------------------------------------------------------------
-    def start(self) -> "Lakehouse":
+    def start(self) -> Lakehouse:
         """Start SeaweedFS and wait until the catalog and S3 answer; returns self."""
         if self._proc is not None:
             return self
@@ -354,7 +355,7 @@ class Lakehouse:
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
 
-    def __enter__(self) -> "Lakehouse":
+    def __enter__(self) -> Lakehouse:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

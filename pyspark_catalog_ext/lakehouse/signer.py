@@ -41,8 +41,9 @@ import threading
 import time
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit
 
 from pyspark_catalog_ext.lakehouse.server import _alive
@@ -108,7 +109,7 @@ def remote_signing_config(signer_uri: str, endpoint: str = SIGN_ENDPOINT) -> dic
 
 
 def sign_request(signer_uri: str, token: str, method: str, url: str, region: str, *,
-                 headers: Mapping[str, str] | None = None, endpoint: str = SIGN_ENDPOINT, timeout: float = 10.0) -> "Any":
+                 headers: Mapping[str, str] | None = None, endpoint: str = SIGN_ENDPOINT, timeout: float = 10.0) -> Any:
     """Ask a signer (Iceberg's REST signer API) to sign one S3 request; returns the `requests`
     response (200 with `{uri, headers}` when signed), e.g. to check a signer by hand."""
     import requests
@@ -179,7 +180,7 @@ class SigningCatalogProxy:
     def url(self) -> str:
         return f"http://{self._host}:{self._port}"
 
-    def start(self) -> "SigningCatalogProxy":
+    def start(self) -> SigningCatalogProxy:
         if self._httpd is not None:
             return self
         handler = type("_BoundHandler", (_Handler,), {"proxy": self})
@@ -199,7 +200,7 @@ class SigningCatalogProxy:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> "SigningCatalogProxy":
+    def __enter__(self) -> SigningCatalogProxy:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

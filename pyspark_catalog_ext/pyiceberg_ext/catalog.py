@@ -16,7 +16,7 @@ import json
 import logging
 import re
 import threading
-from typing import Any, Optional, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import Field, ValidationError
 from pyiceberg.catalog.rest import Endpoints, RestCatalog, TableResponse
@@ -55,11 +55,11 @@ class ExtRestCatalog(RestCatalog):
         source: a `CredentialSource` that serves this catalog's tables instead of the catalog.
     """
 
-    def __init__(self, name: str, *, refresh: Optional[bool] = None, policy: Optional[RefreshPolicy] = None,
-                 source: Optional[CredentialSource] = None, **properties: str) -> None:
+    def __init__(self, name: str, *, refresh: bool | None = None, policy: RefreshPolicy | None = None,
+                 source: CredentialSource | None = None, **properties: str) -> None:
         self._observed = threading.local()
-        self.idempotency_key_lifetime_s: Optional[float] = None
-        self.refresher: Optional[CredentialRefresher] = None
+        self.idempotency_key_lifetime_s: float | None = None
+        self.refresher: CredentialRefresher | None = None
         super().__init__(name, **properties)
         if refresh is None:
             refresh = property_as_bool(self.properties, REFRESH_PROPERTY, True)
@@ -93,7 +93,7 @@ class ExtRestCatalog(RestCatalog):
                 request_body = _json_bytes(resp.request.body) if resp.request.method == "POST" else None
                 self._observed.last = (answer, request_body)
 
-    def _take_observed(self, table_response: TableResponse) -> tuple["_VendedTableAnswer", Optional[dict]]:
+    def _take_observed(self, table_response: TableResponse) -> tuple[_VendedTableAnswer, dict | None]:
         answer, request_body = getattr(self._observed, "last", (None, None))
         self._observed.last = (None, None)
         if answer is None or answer.metadata_location != table_response.metadata_location \
@@ -167,7 +167,7 @@ class ExtRestCatalog(RestCatalog):
             self.refresher.committed(io.entry)
         return response
 
-    def _load_raw(self, identifier: Identifier) -> Optional[TableResponse]:
+    def _load_raw(self, identifier: Identifier) -> TableResponse | None:
         """The table's LoadTableResult, None if it does not exist (for reconciliation; no FileIO built)."""
         response = self._session.get(
             self.url(Endpoints.load_table, prefixed=True, **self._split_identifier_for_path(identifier)),
@@ -187,7 +187,7 @@ class _IdempotencyKeys:
 
     _MUTATIONS = ("POST", "PUT", "DELETE")
 
-    def __init__(self, inner: Any, catalog: "ExtRestCatalog") -> None:
+    def __init__(self, inner: Any, catalog: ExtRestCatalog) -> None:
         self.inner = inner
         self._catalog = catalog
 
@@ -235,7 +235,7 @@ def _strategy_client(catalog: ExtRestCatalog) -> Any:
 class _VendedCredential(StorageCredential):
     """PyIceberg's StorageCredential plus the proposed `storage-refresh-token` (spec PR 15280) its model drops."""
 
-    storage_refresh_token: Optional[str] = Field(alias="storage-refresh-token", default=None)
+    storage_refresh_token: str | None = Field(alias="storage-refresh-token", default=None)
 
     def __repr__(self) -> str:  # never the keys or the token
         return f"_VendedCredential(prefix={self.prefix!r})"
@@ -249,7 +249,7 @@ class _VendedTableAnswer(IcebergBaseModel):
     """What refresh needs from a load/create answer (PyIceberg's `TableResponse` without the metadata
     it already parsed, plus the refresh tokens it drops)."""
 
-    metadata_location: Optional[str] = Field(alias="metadata-location", default=None)
+    metadata_location: str | None = Field(alias="metadata-location", default=None)
     metadata: _TableIdentity
     config: dict[str, str] = Field(default_factory=dict)
     storage_credentials: list[_VendedCredential] = Field(alias="storage-credentials", default_factory=list)
@@ -261,13 +261,13 @@ class _VendedTableAnswer(IcebergBaseModel):
 class _ConfigAnswer(IcebergBaseModel):
     """The part of `GET /v1/config` PyIceberg's `ConfigResponse` does not model."""
 
-    idempotency_key_lifetime: Optional[str] = Field(alias="idempotency-key-lifetime", default=None)
+    idempotency_key_lifetime: str | None = Field(alias="idempotency-key-lifetime", default=None)
 
 
 _M = TypeVar("_M", bound=IcebergBaseModel)
 
 
-def _parse(model: type[_M], body: bytes) -> Optional[_M]:
+def _parse(model: type[_M], body: bytes) -> _M | None:
     """`body` as `model`, or None when it is not that shape (PyIceberg reports its own errors)."""
     try:
         return model.model_validate_json(body)
@@ -275,7 +275,7 @@ def _parse(model: type[_M], body: bytes) -> Optional[_M]:
         return None
 
 
-def _json_bytes(raw: Any) -> Optional[dict]:
+def _json_bytes(raw: Any) -> dict | None:
     try:
         body = json.loads(raw) if raw else None
     except (TypeError, ValueError):

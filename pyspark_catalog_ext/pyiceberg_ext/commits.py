@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 import requests
 from pyiceberg.catalog.rest import TableResponse
@@ -77,7 +77,7 @@ class CommitPolicy:
     request_timeout_s: float = 60.0
 
     @staticmethod
-    def from_properties(props: dict) -> "CommitPolicy":
+    def from_properties(props: dict) -> CommitPolicy:
         """From `catalog-ext.commit.*` (Spark's names); a bad value is a one-line `ConfigError`."""
         def number(key: str, default: float, scale: float = 1000.0) -> float:
             raw = props.get(f"catalog-ext.commit.{key}")
@@ -103,7 +103,7 @@ class _Again(Exception):
     """This attempt proved nothing was applied (or it carries a key): try again."""
 
 
-def own_commit_landed(metadata: Optional[TableMetadata], requirements: tuple, updates: tuple) -> Optional[bool]:
+def own_commit_landed(metadata: TableMetadata | None, requirements: tuple, updates: tuple) -> bool | None:
     """Does the table's current metadata contain our commit? None when the commit has no mark to look for."""
     from pyiceberg.table.update import AddSnapshotUpdate, AssertTableUUID, AssignUUIDUpdate
 
@@ -131,9 +131,9 @@ class GuardedCommit:
     """One logical commit: `run()` returns the catalog's answer or raises one of the two errors."""
 
     def __init__(self, session: requests.Session, url: str, body: bytes, *, table: str,
-                 requirements: tuple, updates: tuple, load_metadata: Callable[[], Optional[TableResponse]],
-                 idempotency_lifetime_s: Optional[float], policy: CommitPolicy = CommitPolicy(),
-                 headers: Optional[dict] = None, on_401: Optional[Callable[[], None]] = None,
+                 requirements: tuple, updates: tuple, load_metadata: Callable[[], TableResponse | None],
+                 idempotency_lifetime_s: float | None, policy: CommitPolicy = CommitPolicy(),
+                 headers: dict | None = None, on_401: Callable[[], None] | None = None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
         self.session, self.url, self.body, self.table = session, url, body, table
         self.requirements, self.updates = requirements, updates
@@ -264,7 +264,7 @@ class GuardedCommit:
             "check the table before retrying")
 
 
-def _requirements_hold(requirements: tuple, metadata: Optional[TableMetadata]) -> bool:
+def _requirements_hold(requirements: tuple, metadata: TableMetadata | None) -> bool:
     """Would the catalog still accept a commit with these requirements? (PyIceberg's own checks.)"""
     try:
         for requirement in requirements:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from pyspark_catalog_ext.errors import (
     CatalogAuthError,
@@ -37,7 +38,7 @@ def _pyiceberg_props(source: Any, catalog: str) -> dict[str, str]:
 
 
 def pyiceberg_catalog(source: Any, catalog: str = "lake", *, refresh: bool = True, policy: Any = None,
-                      credential_source: Any = None, **overrides: str) -> "RestCatalog":
+                      credential_source: Any = None, **overrides: str) -> RestCatalog:
     """A PyIceberg catalog with the same settings (vended-credentials header included).
 
     `source` is a Lakehouse / LakehouseInfo, or a conf from `spark_conf()` (or a plain dict of

@@ -12,7 +12,8 @@ filesystem it was opened with; every new file uses the new keys.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from pyiceberg.io import FileIO, InputFile, OutputFile
 

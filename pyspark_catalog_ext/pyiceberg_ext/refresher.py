@@ -18,8 +18,9 @@ import random
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any
 
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 from pyspark_catalog_ext.credentials.sources import CredentialSource, user_answer
@@ -44,7 +45,7 @@ _KNOBS = {
 _EXPIRY_KEY = "s3.session-token-expires-at-ms"
 
 
-def refresh_policy(properties: Optional[Mapping[str, Any]] = None, environ: Mapping[str, str] = os.environ) -> RefreshPolicy:
+def refresh_policy(properties: Mapping[str, Any] | None = None, environ: Mapping[str, str] = os.environ) -> RefreshPolicy:
     """The policy Spark would use for this catalog: its `catalog-ext.refresh.*` properties (Spark's
     names, milliseconds), else PYSPARK_CATALOG_EXT_REFRESH_* variables (seconds), else the defaults."""
     properties = properties or {}
@@ -93,7 +94,7 @@ class _Slot:
 
     prefix: str
     config: Mapping[str, str]
-    refresh_token: Optional[str]
+    refresh_token: str | None
     expires_at_s: float
     wait_at_s: float  # from then on a reader waits for new keys (expiry minus the hard margin)
 
@@ -111,8 +112,8 @@ class TableCredentials:
     saw generation g does nothing if another thread already replaced g.
     """
 
-    def __init__(self, catalog: str, identifier: tuple[str, ...], *, location: Optional[str], staged: bool,
-                 stage_create_request: Optional[dict] = None, refresh_endpoint: Optional[str] = None,
+    def __init__(self, catalog: str, identifier: tuple[str, ...], *, location: str | None, staged: bool,
+                 stage_create_request: dict | None = None, refresh_endpoint: str | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.handle = f"t{next(_handles)}"
         self.catalog = catalog
@@ -129,8 +130,8 @@ class TableCredentials:
         self.last_used_s = 0.0
         self._slots: list[_Slot] = []
         self.refreshes_by_strategy: collections.Counter[str] = collections.Counter()
-        self.last_strategy: Optional[str] = None
-        self.last_error: Optional[str] = None
+        self.last_strategy: str | None = None
+        self.last_error: str | None = None
         self.failures = 0  # consecutive failed renewals
         self.retry_at_s = 0.0  # a reader waiting for keys does not ask again before this
 
@@ -143,7 +144,7 @@ class TableCredentials:
         """Install credentials from a LoadTable/LoadCredentials-shaped answer; bumps the generation."""
         now = self._clock()
 
-        def slot(prefix: str, cfg: dict, token: Optional[str]) -> _Slot:
+        def slot(prefix: str, cfg: dict, token: str | None) -> _Slot:
             expires = _expiry_s(cfg)
             return _Slot(prefix, cfg, token, expires, expires - hard_margin_s(now, expires))
 
@@ -166,7 +167,7 @@ class TableCredentials:
         else the table config's keys."""
         with self._state_lock:
             self.last_used_s = self._clock()
-            best: Optional[_Slot] = None
+            best: _Slot | None = None
             for slot in self._slots:
                 if slot.prefix and location.startswith(slot.prefix) and (best is None or len(slot.prefix) > len(best.prefix)):
                     best = slot
@@ -219,8 +220,8 @@ class CredentialRefresher:
     bounded), and once none is left the thread ends, so a dropped catalog can be collected.
     """
 
-    def __init__(self, catalog: str, client: Any, policy: Optional[RefreshPolicy] = None, *,
-                 source: Optional[CredentialSource] = None, clock: Callable[[], float] = time.time,
+    def __init__(self, catalog: str, client: Any, policy: RefreshPolicy | None = None, *,
+                 source: CredentialSource | None = None, clock: Callable[[], float] = time.time,
                  background: bool = True) -> None:
         if source is not None and not hasattr(source, "fetch"):
             raise ConfigError(f"{type(source).__name__} is not a credential source: it needs a fetch(table) method")
@@ -232,16 +233,16 @@ class CredentialRefresher:
         self._chain = StrategyChain()
         self._rng = random.Random()
         self._lock = threading.Lock()
-        self._by_handle: "weakref.WeakValueDictionary[str, TableCredentials]" = weakref.WeakValueDictionary()
-        self._by_identifier: "weakref.WeakValueDictionary[tuple, TableCredentials]" = weakref.WeakValueDictionary()
+        self._by_handle: weakref.WeakValueDictionary[str, TableCredentials] = weakref.WeakValueDictionary()
+        self._by_identifier: weakref.WeakValueDictionary[tuple, TableCredentials] = weakref.WeakValueDictionary()
         self.scheduler = RefreshScheduler(self.policy, self._states, self._refresh_handle, clock=clock)
         self._background = background
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
         self._closed = threading.Event()
 
     # -- registry --------------------------------------------------------------------------------
     def track(self, identifier: tuple[str, ...], config: Mapping[str, Any], storage_credentials: list, *,
-              location: Optional[str], staged: bool, stage_create_request: Optional[dict] = None) -> TableCredentials:
+              location: str | None, staged: bool, stage_create_request: dict | None = None) -> TableCredentials:
         """The entry for a table the catalog just handed out, with the credentials of that answer.
 
         A second hand-out of the same table (same staged-ness) shares the existing entry, so the
@@ -283,7 +284,7 @@ class CredentialRefresher:
         entry = self._by_handle.get(handle)
         return entry is not None and self.refresh(entry, seen_generation)
 
-    def refresh(self, entry: TableCredentials, seen_generation: Optional[int] = None, *, reader: bool = False) -> bool:
+    def refresh(self, entry: TableCredentials, seen_generation: int | None = None, *, reader: bool = False) -> bool:
         """Renew `entry` unless someone did since `seen_generation`; True if this call fetched.
 
         `reader`: a FileIO that cannot go on without keys. After a failure it gets the last error
@@ -320,7 +321,7 @@ class CredentialRefresher:
                      entry.name, answer["strategy"], entry.generation, entry.expires_at_s - self.clock())
             return True
 
-    def ensure_fresh(self, entry: TableCredentials, generation: int, wait_at_s: Optional[float] = None) -> bool:
+    def ensure_fresh(self, entry: TableCredentials, generation: int, wait_at_s: float | None = None) -> bool:
         """Called before a file is opened with keys of `generation`: renew now if they are (almost) expired.
 
         The background thread normally renews well ahead; this covers idle tables (the scheduler

@@ -9,8 +9,9 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Protocol
+from typing import Protocol
 
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 
@@ -30,7 +31,7 @@ class TableState:
     in_use: bool = True
 
     @staticmethod
-    def from_described(entry: dict) -> "TableState | None":
+    def from_described(entry: dict) -> TableState | None:
         prefixes = [p for p in entry.get("prefixes", []) if p.get("expires_at_ms", -1) > 0]
         if not prefixes:
             return None

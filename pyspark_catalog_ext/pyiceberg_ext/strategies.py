@@ -11,7 +11,8 @@ Spark's tables use the same strategies in the JVM shim (io.catalogext.shim.Catal
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from cachetools import TTLCache
 

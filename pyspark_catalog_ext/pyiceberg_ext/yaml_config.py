@@ -4,7 +4,8 @@ environment variables) for `--from-pyiceberg`."""
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark_catalog_ext.errors import ConfigError
 

@@ -3,7 +3,8 @@ accepted, warehouse exists (one-line errors instead of a JVM stack trace at the 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CatalogUnavailableError
 from pyspark_catalog_ext.spark.conf import CatalogSparkConf

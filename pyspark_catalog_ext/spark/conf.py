@@ -9,7 +9,8 @@ Precedence: profile defaults < PyIceberg config (`.pyiceberg.yaml` / `PYICEBERG_
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from pyspark_catalog_ext.catalog.profiles import REMOTE_SIGNING, Profile, get_profile
@@ -66,7 +67,7 @@ def _validate_uri(uri: str, what: str = "uri") -> str:
     return uri.rstrip("/")
 
 
-def _lakehouse_info(lakehouse: Any) -> "LakehouseInfo":
+def _lakehouse_info(lakehouse: Any) -> LakehouseInfo:
     info = getattr(lakehouse, "info", lakehouse)
     if info is None or not hasattr(info, "iceberg_uri"):
         raise ConfigError("the lakehouse is not running; call .start() (or use start_lakehouse()) first")

@@ -15,9 +15,9 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
 
 from pyspark_catalog_ext.cache import cache_dir, file_lock, sha256_file
 from pyspark_catalog_ext.errors import JarError

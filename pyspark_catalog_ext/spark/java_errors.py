@@ -19,7 +19,8 @@ Known failures:
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pyspark_catalog_ext.errors import CatalogExtError, CatalogUnsupportedError, CommitFailedError, CredentialRefreshError, redact
 from pyspark_catalog_ext.spark.shim_api import CREDENTIALS_EXPIRED_EXCEPTION, SHIM_PACKAGE, SPARK_CATALOG, SPARK_SESSION_CATALOG

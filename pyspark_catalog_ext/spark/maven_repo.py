@@ -15,9 +15,9 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 from urllib.parse import urlparse
 from xml.sax.saxutils import escape
 

@@ -7,7 +7,8 @@ embedded lakehouse.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from pyspark_catalog_ext import logsafety
 from pyspark_catalog_ext.catalog.profiles import Profile
@@ -59,7 +60,7 @@ def _keep_secrets_off_command_line(builder: Any) -> None:
     builder._catalog_ext_secrets_off_argv = True
     create = builder.getOrCreate
 
-    def get_or_create_without_secrets_in_argv() -> "SparkSession":
+    def get_or_create_without_secrets_in_argv() -> SparkSession:
         from pyspark import SparkConf, SparkContext
 
         if SparkContext._gateway is None:
@@ -79,7 +80,7 @@ def _attach_on_create(builder: Any) -> None:
     if getattr(create, "_catalog_ext_attaches", False):
         return
 
-    def get_or_create_and_attach() -> "SparkSession":
+    def get_or_create_and_attach() -> SparkSession:
         from pyspark_catalog_ext.credentials import attach
 
         spark = create()
@@ -100,7 +101,7 @@ def lakehouse_session(
     shim: bool = True,
     jars: str = "offline",
     extra_conf: Mapping[str, str] | None = None,
-) -> "SparkSession":
+) -> SparkSession:
     """A local SparkSession wired to a running embedded lakehouse (vended credentials, no static keys)."""
     from pyspark.sql import SparkSession
 

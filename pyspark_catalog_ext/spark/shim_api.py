@@ -9,8 +9,9 @@ This mirrors sedona's `SedonaJvmLib` and graphframes' `GraphFramePythonAPI`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from pyspark_catalog_ext import logsafety
 
@@ -74,7 +75,7 @@ class RegistryEntry:
         return ".".join([self.catalog, *self.namespace, self.table])
 
     @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> "RegistryEntry":
+    def from_json(cls, raw: Mapping[str, Any]) -> RegistryEntry:
         return cls(
             handle=str(raw["handle"]),
             catalog=str(raw["catalog"]),
@@ -120,7 +121,7 @@ class EventBatch:
     lost: int
 
     @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> "EventBatch":
+    def from_json(cls, raw: Mapping[str, Any]) -> EventBatch:
         events = []
         for e in raw.get("events") or ():
             rest = {k: v for k, v in e.items() if k not in ("seq", "type", "time")}
@@ -141,7 +142,7 @@ class StagedInfo:
     committed_snapshot_ids: tuple[int, ...] = ()
 
     @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> "StagedInfo":
+    def from_json(cls, raw: Mapping[str, Any]) -> StagedInfo:
         return cls(str(raw["table"]), str(raw["mode"]), str(raw["uuid"]), str(raw["location"]), str(raw["state"]),
                    tuple(int(s) for s in raw.get("snapshot_ids") or ()),
                    tuple(int(s) for s in raw.get("committed_snapshot_ids") or ()))

@@ -15,9 +15,9 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from pyspark_catalog_ext.cache import cache_dir, file_lock
 from pyspark_catalog_ext.errors import JarError, JavaError

@@ -32,9 +32,10 @@ import json
 import re
 import sys
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any
 from urllib.parse import unquote
 
 from pyspark_catalog_ext.errors import CatalogError, CatalogExtError, CatalogNotFoundError, ConfigError
@@ -91,7 +92,7 @@ def _split_s3(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
-def dot_segments(location: str) -> Optional[str]:
+def dot_segments(location: str) -> str | None:
     """Why `location` is ambiguous because of `.`/`..` segments (also percent-encoded), or None:
     S3 keeps them literally, Hadoop paths and humans resolve them to another place."""
     path, decoded = location, location
@@ -115,7 +116,7 @@ def _overlaps(a: str, b: str) -> bool:
 def _io_props(load_result: Mapping[str, Any], location: str) -> dict[str, str]:
     """FileIO properties from a LoadTableResult: config + the longest matching storage credential."""
     props = {str(k): str(v) for k, v in (load_result.get("config") or {}).items()}
-    best: Optional[Mapping[str, Any]] = None
+    best: Mapping[str, Any] | None = None
     for cred in load_result.get("storage-credentials") or []:
         prefix = str(cred.get("prefix") or "")
         if _norm_uri(location).startswith(_norm_uri(prefix)) and (
@@ -170,8 +171,8 @@ def _pyiceberg_io_props(props: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def _boto3_client(endpoint: Optional[str], access_key: str, secret_key: str, session_token: Optional[str],
-                  region: Optional[str], path_style: bool) -> Any:
+def _boto3_client(endpoint: str | None, access_key: str, secret_key: str, session_token: str | None,
+                  region: str | None, path_style: bool) -> Any:
     import boto3
     from botocore.config import Config
 
@@ -195,7 +196,7 @@ def _refuse(location: str, why: str) -> CleanupRefused:
     return CleanupRefused(f"refusing to clean up {location}: {why}; nothing was deleted")
 
 
-def _walk_namespaces(client: Any, location: str, parent: Optional[tuple[str, ...]] = None,
+def _walk_namespaces(client: Any, location: str, parent: tuple[str, ...] | None = None,
                      depth: int = 0) -> Iterable[tuple[str, ...]]:
     """Every namespace, depth-first. Any listing error refuses: tables under a namespace we
     could not list would never count as referenced."""
@@ -224,7 +225,7 @@ class _Catalog:
 
 
 def tables_under(client: Any, location: str,
-                 namespaces: Optional[list[tuple[str, ...]]] = None) -> dict[str, Mapping[str, Any]]:
+                 namespaces: list[tuple[str, ...]] | None = None) -> dict[str, Mapping[str, Any]]:
     """{"ns.table": LoadTableResult} of every table whose location, write paths or metadata files
     overlap `location` (nested in it, or containing it). The one answer to "whose files are
     here" for both `staged cleanup` and maintenance's remove_orphan_files. Raises
@@ -275,7 +276,7 @@ def _same_place(a: str, b: str) -> bool:
     return _norm_uri(a).rstrip("/") == _norm_uri(b).rstrip("/")
 
 
-def _known_location(client: Any, location: str, catalog: _Catalog, table: Optional[str]) -> Optional[str]:
+def _known_location(client: Any, location: str, catalog: _Catalog, table: str | None) -> str | None:
     """What the catalog knows `location` as ("table x", "namespace y", "staged table z"), or None.
     A staged table is known by its default place, `<namespace location>/<name>`."""
     for name, loaded in catalog.table_loads.items():
@@ -327,16 +328,16 @@ def _default_location(client: Any, table: str) -> str:
 
 def find_orphans(
     client: Any,
-    location: Optional[str] = None,
+    location: str | None = None,
     *,
-    table: Optional[str] = None,
+    table: str | None = None,
     s3: Any = None,
     min_age_seconds: float = DEFAULT_MIN_AGE_SECONDS,
     apply: bool = False,
-    now: Optional[float] = None,
+    now: float | None = None,
     allow_min_age_under_24h: bool = False,
     allow_non_table_prefix: bool = False,
-    progress: Optional[Progress] = None,
+    progress: Progress | None = None,
 ) -> OrphanReport:
     """Files under `location` (default: the location of `table`, "ns.table") that no committed
     table's metadata references, older than `min_age_seconds`; deleted with `apply=True`.

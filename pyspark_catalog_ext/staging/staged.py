@@ -29,8 +29,9 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any
 
 from pyspark_catalog_ext.errors import (
     CatalogConflictError,
@@ -63,7 +64,7 @@ log = logging.getLogger(__name__)
 class WriteResult:
     """One `StagedTable.write`: the snapshot it added inside the transaction."""
 
-    snapshot_id: Optional[int]
+    snapshot_id: int | None
     added_records: int
     added_files: int
 
@@ -236,7 +237,7 @@ class StagedTable:
     """
 
     def __init__(self, spark: Any, name: str, java_staged: JvmStagedTable, mode: str,
-                 expected_uuid: Optional[str] = None) -> None:
+                 expected_uuid: str | None = None) -> None:
         self._spark = spark
         self.name = name
         self.mode = mode
@@ -314,7 +315,7 @@ class StagedTable:
                         "cleanup --location %s`", self.name, len(out.not_deleted), self.location)
         return out.deleted
 
-    def __enter__(self) -> "StagedTable":
+    def __enter__(self) -> StagedTable:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -348,9 +349,9 @@ def stage_table(
     mode: str = "create",
     partition_by: Sequence[str] = (),
     sort_by: Sequence[str] = (),
-    properties: Optional[Mapping[str, str]] = None,
-    location: Optional[str] = None,
-    expected_uuid: Optional[str] = None,
+    properties: Mapping[str, str] | None = None,
+    location: str | None = None,
+    expected_uuid: str | None = None,
 ) -> StagedTable:
     """Stage `table` ("catalog.ns.table"). `mode`: create, replace or create_or_replace.
 
@@ -413,7 +414,7 @@ def stage_create(spark: Any, table: str, schema: Any, **kwargs: Any) -> StagedTa
     return stage_table(spark, table, schema, mode="create", **kwargs)
 
 
-def stage_replace(spark: Any, table: str, schema: Any, *, expected_uuid: Optional[str] = None,
+def stage_replace(spark: Any, table: str, schema: Any, *, expected_uuid: str | None = None,
                   or_create: bool = False, **kwargs: Any) -> StagedTable:
     """Stage a full replacement of an existing table (new schema/spec/data, same UUID and history),
     guarded by `assert-table-uuid`. `or_create=True` creates it when missing."""

@@ -7,9 +7,9 @@ strings from shared/README.md §6), so a new release is a one-line ``replace(...
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Mapping, Optional
 
 # Switch values.
 EXPIRING, NO_EXPIRY, NONE = "expiring", "no-expiry", "none"  # vends
@@ -44,17 +44,17 @@ class Behaviour:
     warehouse: str  # what the user passes as warehouse
     prefix: str  # the prefix /v1/config answers (paths /v1/{prefix}/...)
     prefix_in: str = OVERRIDES  # "overrides" or "defaults"
-    endpoints: Optional[tuple[str, ...]] = None  # advertised `endpoints`, None = key absent
+    endpoints: tuple[str, ...] | None = None  # advertised `endpoints`, None = key absent
     auth: str = "oauth2"  # "oauth2" (client credentials at /v1/oauth/tokens), "token" (static bearer), "sigv4"
-    scope: Optional[str] = None  # OAuth2 scope the token endpoint insists on
-    signing_name: Optional[str] = None  # SigV4 service name in the credential scope
+    scope: str | None = None  # OAuth2 scope the token endpoint insists on
+    signing_name: str | None = None  # SigV4 service name in the credential scope
     expired_token_status: int = 401
     vends: str = EXPIRING  # EXPIRING, NO_EXPIRY (keys but no expires-at), NONE (job's own keys)
     refresh_endpoint: str = NONE  # client.refresh-credentials-endpoint advertised: NONE, ALL, COMMITTED (staged 404)
     credentials_endpoint: str = NONE  # GET .../credentials served without being advertised: NONE, ALL, COMMITTED
     stage_create: bool = True
     read_only: bool = False  # every mutation answered 405
-    idempotency: Optional[tuple[str, str]] = None  # (TOP|OVERRIDES, ISO-8601 lifetime) advertised
+    idempotency: tuple[str, str] | None = None  # (TOP|OVERRIDES, ISO-8601 lifetime) advertised
     idempotent_operations: tuple[str, ...] = ()  # operations the key covers ("all", or createTable, updateTable, ...)
     unknown_commit_status: int = 500  # what a commit whose outcome the server lost answers (used by step 4's fault)
     empty_storage_credential: bool = False  # an extra storage-credentials entry with an empty config

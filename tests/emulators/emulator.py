@@ -30,7 +30,6 @@ import re
 import secrets
 import threading
 import time
-from typing import Optional
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 from tests.servers.base import Request, Response
@@ -106,7 +105,7 @@ class Emulator(CatalogProxy):
             {"access_token": token, "token_type": "bearer", "expires_in": int(self.client_token_ttl),
              "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"})
 
-    def _authenticate(self, req: Request) -> Optional[Response]:
+    def _authenticate(self, req: Request) -> Response | None:
         auth = req.header("Authorization") or ""
         if self.b.auth == "sigv4":
             m = re.match(r"AWS4-HMAC-SHA256 Credential=[^/]+/\d{8}/([^/]+)/([^/]+)/aws4_request", auth)
@@ -174,7 +173,7 @@ class Emulator(CatalogProxy):
         return Request(req.method, req.path, [(k, v) for k, v in req.headers if k.lower() != "idempotency-key"], req.body)
 
     # ------------------------------------------------------------------ refusals
-    def _refuse(self, req: Request) -> Optional[Response]:
+    def _refuse(self, req: Request) -> Response | None:
         if self.b.read_only and req.method in MUTATIONS:
             return Response.iceberg_error(405, "MethodNotAllowedException",
                                           f"{self.b.family} {self.b.release}: the Iceberg REST endpoint is read-only")

@@ -22,10 +22,10 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.client import HTTPResponse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable, Optional
 from urllib.parse import urlsplit
 
 SOCKET_TIMEOUT = 60.0  # per recv/send; also bounds idle keep-alive connections
@@ -65,7 +65,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self):
         try:
             self.server.owner.handle(self)
-        except (BrokenPipeError, ConnectionResetError, socket.timeout, TimeoutError):
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
             self.close_connection = True
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = do_PATCH = do_OPTIONS = _dispatch
@@ -89,8 +89,8 @@ class ThreadedServer:
 
     def __init__(self, port: int = 0):
         self._port = port
-        self._httpd: Optional[ThreadingHTTPServer] = None
-        self._thread: Optional[threading.Thread] = None
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self._conns: set = set()
         self._conns_lock = threading.Lock()
@@ -157,7 +157,7 @@ def drain_body(h: BaseHTTPRequestHandler) -> None:
     relay_request_body(h, None)
 
 
-def relay_request_body(h: BaseHTTPRequestHandler, sink: Optional[Callable[[bytes], None]]) -> int:
+def relay_request_body(h: BaseHTTPRequestHandler, sink: Callable[[bytes], None] | None) -> int:
     """Copy the request body from the client to ``sink`` (or discard it), keeping chunked
     framing byte-for-byte. Returns the number of raw bytes relayed."""
     rfile, n = h.rfile, 0
@@ -305,7 +305,7 @@ class _Message:
     headers: list[tuple[str, str]]
     body: bytes
 
-    def header(self, name: str, default: Optional[str] = None) -> Optional[str]:
+    def header(self, name: str, default: str | None = None) -> str | None:
         for k, v in self.headers:
             if k.lower() == name.lower():
                 return v
@@ -336,16 +336,16 @@ class Response(_Message):
     reason: str = ""
 
 
-    def with_body(self, body: bytes) -> "Response":
+    def with_body(self, body: bytes) -> Response:
         headers = [(k, v) for k, v in self.headers
                    if k.lower() not in ("content-length", "transfer-encoding")]
         return Response(self.status, headers, body, self.reason)
 
-    def with_json(self, obj) -> "Response":
+    def with_json(self, obj) -> Response:
         return self.with_body(json.dumps(obj).encode())
 
     @staticmethod
-    def iceberg_error(status: int, type_: str, message: str) -> "Response":
+    def iceberg_error(status: int, type_: str, message: str) -> Response:
         body = json.dumps({"error": {"message": message, "type": type_, "code": status}})
         return Response(status, [("Content-Type", "application/json")], body.encode())
 
@@ -370,12 +370,12 @@ class Fault:
       before    run ``action()`` (e.g. a second writer's commit), then forward
     """
     kind: str
-    method: Optional[str] = None
+    method: str | None = None
     path: str = ".*"
     times: int = 1
     status: int = 503
     seconds: float = 0.0
-    action: Optional[Callable[[], None]] = None
+    action: Callable[[], None] | None = None
     fired: int = 0
 
     def matches(self, method: str, path: str) -> bool:
@@ -388,9 +388,9 @@ class FaultInjector:
         self._lock = threading.Lock()
         self._faults: list[Fault] = []
 
-    def add(self, kind: str, method: Optional[str] = None, path: str = ".*", times: int = 1,
+    def add(self, kind: str, method: str | None = None, path: str = ".*", times: int = 1,
             status: int = 503, seconds: float = 0.0,
-            action: Optional[Callable[[], None]] = None) -> Fault:
+            action: Callable[[], None] | None = None) -> Fault:
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; one of {FAULT_KINDS}")
         f = Fault(kind, method, path, times, status, seconds, action)
@@ -398,7 +398,7 @@ class FaultInjector:
             self._faults.append(f)
         return f
 
-    def take(self, method: str, path: str) -> Optional[Fault]:
+    def take(self, method: str, path: str) -> Fault | None:
         with self._lock:
             for f in self._faults:
                 if f.fired < f.times and f.matches(method, path):
@@ -435,7 +435,7 @@ class BufferedProxy(ThreadedServer):
         self._release = threading.Event()
 
     # ---- overridables
-    def classify(self, req: Request) -> tuple[str, Optional[str]]:
+    def classify(self, req: Request) -> tuple[str, str | None]:
         return "other", None
 
     def process(self, req: Request) -> Response:
@@ -464,8 +464,8 @@ class BufferedProxy(ThreadedServer):
         """Let hung requests go (they close their connection without an answer)."""
         self._release.set()
 
-    def count(self, kind: Optional[str] = None, table: Optional[str] = None,
-              method: Optional[str] = None) -> int:
+    def count(self, kind: str | None = None, table: str | None = None,
+              method: str | None = None) -> int:
         with self._log_lock:
             return sum(1 for e in self.log
                        if (kind is None or e["kind"] == kind)

@@ -42,7 +42,6 @@ import re
 import secrets
 import threading
 import time
-from typing import Optional
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from .base import BufferedProxy, Request, Response
@@ -75,7 +74,7 @@ class TokenError(Exception):
 class RefreshTokenSigner:
     """Stateless tokens: base64url(JSON claims) + "." + base64url(HMAC-SHA256(claims))."""
 
-    def __init__(self, key: Optional[bytes] = None):
+    def __init__(self, key: bytes | None = None):
         self.key = key or secrets.token_bytes(32)
 
     def sign(self, prefix: str, ns: list[str], name: str, location: str, expires_at: float) -> str:
@@ -104,14 +103,14 @@ class RefreshTokenSigner:
 
 class CatalogProxy(BufferedProxy):
     def __init__(self, upstream: str, *, refresh_tokens: bool = False,
-                 token_ttl_seconds: float = 3600, short_lifetime_seconds: Optional[float] = None,
-                 s3_endpoint: Optional[str] = None, s3_proxy=None,
+                 token_ttl_seconds: float = 3600, short_lifetime_seconds: float | None = None,
+                 s3_endpoint: str | None = None, s3_proxy=None,
                  advertise_refresh_endpoint: bool = False, refresh_endpoint_style: str = "relative",
-                 token_key: Optional[bytes] = None, load_lag_seconds: float = 0.0, port: int = 0):
+                 token_key: bytes | None = None, load_lag_seconds: float = 0.0, port: int = 0):
         super().__init__(upstream, port)
         self.load_lag_seconds = load_lag_seconds
         self._last_load: dict[str, Response] = {}  # table route -> its last 200 load
-        self._stale: dict[str, tuple[Optional[Response], float]] = {}  # route -> (answer, until)
+        self._stale: dict[str, tuple[Response | None, float]] = {}  # route -> (answer, until)
         self.refresh_tokens = refresh_tokens
         self.token_ttl_seconds = token_ttl_seconds
         self.short_lifetime_seconds = short_lifetime_seconds
@@ -126,7 +125,7 @@ class CatalogProxy(BufferedProxy):
         self._bodies_lock = threading.Lock()
 
     # ------------------------------------------------------------------ classification
-    def classify(self, req: Request) -> tuple[str, Optional[str]]:
+    def classify(self, req: Request) -> tuple[str, str | None]:
         route, m = req.route, None
         if route == "/v1/config":
             return "config", None
@@ -200,7 +199,7 @@ class CatalogProxy(BufferedProxy):
                 self._stale[route] = (self._last_load.get(route), time.monotonic() + self.load_lag_seconds)
         return resp
 
-    def _decorate(self, resp: Response, prefix: str, ns: list[str], name: Optional[str]) -> Response:
+    def _decorate(self, resp: Response, prefix: str, ns: list[str], name: str | None) -> Response:
         """Apply the enabled rewrites to a LoadTableResult-shaped 200 response."""
         if resp.status != 200 or name is None:
             return resp
@@ -263,7 +262,7 @@ class CatalogProxy(BufferedProxy):
             {"storage-credentials": creds})
 
     def _fresh_table_response(self, req: Request, prefix: str, ns: list[str], name: str,
-                              location: Optional[str] = None) -> Response:
+                              location: str | None = None) -> Response:
         """Fresh vended credentials: load if committed, else re-stage with the original body
         and an explicit ``location``. (Without it, SeaweedFS 4.48 re-stages a name whose
         default location already holds objects at a NEW location ``{name}-{uuid}``.)"""

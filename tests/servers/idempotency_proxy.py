@@ -40,7 +40,6 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Optional
 
 from .base import BufferedProxy, Request, Response
 
@@ -76,7 +75,7 @@ def is_final(status: int) -> bool:
 class Entry:
     fingerprint: str
     created: float
-    response: Optional[Response] = None  # set once finalized
+    response: Response | None = None  # set once finalized
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -97,12 +96,12 @@ class IdempotencyProxy(BufferedProxy):
         self.conflicts = 0  # 409 in-flight answers (policy "conflict")
 
     # ---- control / evidence
-    def entries(self) -> dict[str, Optional[int]]:
+    def entries(self) -> dict[str, int | None]:
         """key -> finalized status (None while in flight)."""
         with self._lock:
             return {k: (e.response.status if e.response else None) for k, e in self._keys.items()}
 
-    def forget(self, key: Optional[str] = None):
+    def forget(self, key: str | None = None):
         with self._lock:
             if key is None:
                 self._keys.clear()

@@ -42,7 +42,6 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Optional
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from .base import BufferedProxy, Request, Response
@@ -66,8 +65,8 @@ class StoredPolicy:
     namespace: list[str]
     name: str
     type: str
-    content: Optional[str]
-    description: Optional[str] = None
+    content: str | None
+    description: str | None = None
     version: int = 0
 
     def as_policy(self) -> dict:
@@ -92,7 +91,7 @@ def _error(status: int, type_: str, message: str) -> Response:
     return Response.iceberg_error(status, type_, message)
 
 
-def _validate_content(type_: str, content: Optional[str]) -> Optional[str]:
+def _validate_content(type_: str, content: str | None) -> str | None:
     """Why `content` fails the predefined type's 2025-02-03 schema, or None."""
     if type_ not in INHERITABLE:
         return None
@@ -136,7 +135,7 @@ class PolicyServer(BufferedProxy):
         return "other", None
 
     # ---- upstream checks, with the caller's credentials
-    def _exists(self, req: Request, prefix: str, path: tuple[str, ...], table: Optional[str]) -> Optional[Response]:
+    def _exists(self, req: Request, prefix: str, path: tuple[str, ...], table: str | None) -> Response | None:
         """None if the namespace (or table) exists upstream, else the error response to return."""
         ns = quote(NS_SEP.join(path), safe="")
         route = f"/v1/{prefix}/namespaces/{ns}" + (f"/tables/{quote(table, safe='')}" if table else "")

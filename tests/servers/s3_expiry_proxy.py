@@ -23,8 +23,8 @@ import secrets
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Iterable
 from email.utils import formatdate
-from typing import Callable, Iterable, Optional
 from urllib.parse import parse_qs, unquote, urlsplit
 from xml.sax.saxutils import escape
 
@@ -37,7 +37,7 @@ ERRORS = {
 }
 
 
-def access_key_of(path: str, authorization: Optional[str]) -> Optional[str]:
+def access_key_of(path: str, authorization: str | None) -> str | None:
     """Access key from a SigV4 ``Authorization`` header, a presigned ``X-Amz-Credential``
     query parameter, or a SigV2 ``AWS AKID:sig`` header. None for anonymous requests."""
     if authorization:
@@ -54,7 +54,7 @@ def access_key_of(path: str, authorization: Optional[str]) -> Optional[str]:
 
 
 class S3ExpiryProxy(ThreadedServer):
-    def __init__(self, upstream: str, max_age_seconds: Optional[float] = None,
+    def __init__(self, upstream: str, max_age_seconds: float | None = None,
                  exempt: Iterable[str] = (), error_code: str = "InvalidAccessKeyId",
                  port: int = 0, clock: Callable[[], float] = time.time):
         super().__init__(port)
@@ -72,12 +72,12 @@ class S3ExpiryProxy(ThreadedServer):
         self.get_delay_seconds = 0.0  # slow every GET down (makes a job outlive a lifetime)
 
     # ---- control
-    def register_key(self, akid: str, issued_at: Optional[float] = None) -> None:
+    def register_key(self, akid: str, issued_at: float | None = None) -> None:
         """Tell the proxy when a key was issued (defaults to now)."""
         with self._lock:
             self._issued[akid] = self.clock() if issued_at is None else issued_at
 
-    def issued_at(self, akid: str) -> Optional[float]:
+    def issued_at(self, akid: str) -> float | None:
         with self._lock:
             return self._issued.get(akid)
 
@@ -93,7 +93,7 @@ class S3ExpiryProxy(ThreadedServer):
             self.rejected.clear()
             self.log.clear()
 
-    def is_expired(self, akid: Optional[str]) -> bool:
+    def is_expired(self, akid: str | None) -> bool:
         if akid is None:
             return False
         with self._lock:  # first sight starts the clock, even while aging is off
