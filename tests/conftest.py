@@ -24,18 +24,23 @@ CLI = [sys.executable, "-m", "pyspark_catalog_ext.cli"]
 SECRET = "lakeadminsecret"
 
 
-# -- markers (registered in pyproject.toml): `spark` for tests that run Spark, `slow` for the real
-# 900 s expiry. A test is `spark` when it uses a fixture below (directly or through another fixture);
-# a test that starts Spark in a subprocess carries `@pytest.mark.spark` (or its module a
-# `pytestmark`). The launch guard below fails any test that starts a Spark JVM unmarked, so
-# `-m "not spark"` really starts none.
-SPARK_FIXTURES = {"spark", "local_run"}  # every test using these runs Spark (directly or via the doctor)
+# -- markers come from the folder: tests/unit (Python only, no JVM of Spark), tests/spark (Spark in
+# this process or a subprocess: `spark`), tests/slow (minutes of mostly waiting, in a Spark session
+# of its own: `slow` and `spark`). A unit test that asks for a Spark fixture is refused at collection,
+# and the launch guard below fails any test outside tests/spark and tests/slow that starts a Spark JVM.
+KIND_MARKERS = {"unit": (), "spark": ("spark",), "slow": ("spark", "slow")}
+SPARK_FIXTURES = {"spark", "local_run"}  # fixtures that run Spark (directly or via the doctor)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.spark)
+        kind = item.path.parent.name
+        if kind not in KIND_MARKERS:
+            raise pytest.UsageError(f"{item.nodeid}: a test lives in tests/unit, tests/spark or tests/slow (by what it runs)")
+        for marker in KIND_MARKERS[kind]:
+            item.add_marker(marker)
+        if kind == "unit" and SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            raise pytest.UsageError(f"{item.nodeid} uses a Spark fixture: move its file to tests/spark")
 
 
 # -- Spark launch guard: every Spark JVM (pyspark, spark-submit, spark-sql) starts through Spark's

@@ -12,7 +12,7 @@ import java.util.Comparator;
  *
  * <p>Why not JUnit: this project builds with javac alone and has no Maven repository to fetch
  * JUnit from (only PyPI, Debian and npm are reachable), so the runner is these few lines. pytest
- * ({@code tests/test_java_units.py}) compiles and runs it and reports one result per test class.
+ * ({@code tests/unit/test_java_units.py}) compiles and runs it and reports one result per test class.
  *
  * <p>Output: one line per test, {@code PASS Class.method} or {@code FAIL Class.method: reason};
  * the exit status is 1 when any test failed or a class had no tests.

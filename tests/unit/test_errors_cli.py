@@ -8,10 +8,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import SECRET, assert_one_line_error, run_cli
 
 from pyspark_catalog_ext.secret_keys import REDACTION_REGEX
 from pyspark_catalog_ext.spark.jars import MAVEN_PACKAGES
+from tests.conftest import SECRET, assert_one_line_error, run_cli
 from tests.helpers import busy_port, free_port
 
 

@@ -157,7 +157,6 @@ def test_expiry_with_no_refresh_possible_fails_clearly_and_commits_nothing(spark
     assert not spark.catalog.tableExists("fast.db.abandoned")
 
 
-@pytest.mark.spark
 def test_executors_in_other_jvms_get_credentials_from_the_driver(lakehouse, fast_catalog, s3_proxy, fast, tmp_path):
     """local-cluster: two executor JVMs under spark.authenticate and network encryption. They ask the
     driver through Spark's plugin RPC, and the catalog sees one request per refresh for the table,
@@ -172,9 +171,9 @@ def test_executors_in_other_jvms_get_credentials_from_the_driver(lakehouse, fast
             "rows": 8000, "ms_per_row": 10,  # 4 tasks of 2000 rows: ~20 s each on 2 executors
             "event_log_dir": (tmp_path / "events").as_uri()}
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("multi_jvm_job.py")), json.dumps(args)],
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1].joinpath("multi_jvm_job.py")), json.dumps(args)],
                           capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
                                "CATALOG_EXT_TEST_AUTH_SECRET": token_urlsafe(24)})
     elapsed = time.monotonic() - started
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]

@@ -12,7 +12,7 @@ import pytest
 
 from pyspark_catalog_ext.spark import shim_build as jvm
 
-TEST_SRC = Path(__file__).resolve().parent.parent / "jvm-shim" / "src" / "test" / "java"
+TEST_SRC = Path(__file__).resolve().parents[2] / "jvm-shim" / "src" / "test" / "java"
 TEST_CLASSES = sorted(p.stem for p in TEST_SRC.rglob("*Test.java"))
 
 

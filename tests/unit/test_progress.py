@@ -10,7 +10,7 @@ import time
 
 from pyspark_catalog_ext.progress import Progress
 from tests.conftest import CLI, ROOT, run_cli
-from tests.test_staging import s3_admin, unique
+from tests.spark.test_staging import s3_admin, unique
 
 
 class _Terminal(io.StringIO):

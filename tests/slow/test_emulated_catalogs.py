@@ -43,7 +43,6 @@ FINDINGS: dict[tuple[str, str], str] = {
 
 # Minutes of short-lifetime jobs on nine emulated catalogs in their own SparkSession: `./dev test`
 # runs them in the background process, before the real expiry, beside the main run.
-pytestmark = pytest.mark.slow
 
 
 def cases(step: str) -> list:
@@ -278,7 +277,7 @@ def test_5_staged_cleanup_dry_run_lists_a_dead_jobs_files(b, emu_spark, emulator
     import json
 
     from pyspark_catalog_ext.staging.staged import stage_create
-    from tests.test_staging import s3_admin, s3_exists
+    from tests.spark.test_staging import s3_admin, s3_exists
 
     if not (writable(b) and b.stage_create):
         pytest.skip(f"{b.family} {b.release} has no stage-create: nothing is ever staged")

@@ -17,7 +17,6 @@ from pyspark_catalog_ext.credentials import RefreshPolicy, attach
 from tests.refresh_support import add_spark_catalog, slow, statuses
 from tests.servers import CatalogProxy, S3ExpiryProxy
 
-pytestmark = pytest.mark.slow  # ./dev test runs it in a process of its own, alongside the rest
 CREDENTIAL_SECONDS = 900  # SeaweedFS's minimum, the embedded lakehouse's default
 FILES_PER_TASK = 12
 ROWS_PER_FILE = 1000

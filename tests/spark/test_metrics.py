@@ -13,9 +13,7 @@ import sys
 import uuid
 from pathlib import Path
 
-import pytest
-
-from tests.test_spark_submit import LIFETIME, SPARK_SUBMIT, cli_properties, expiring, parsed, slow_ctas
+from tests.spark.test_spark_submit import LIFETIME, SPARK_SUBMIT, cli_properties, expiring, parsed, slow_ctas
 
 __all__ = ["expiring"]  # the module-scoped fixture, shared with test_spark_submit
 
@@ -38,7 +36,6 @@ def plugin_metrics(lines: list[str]) -> dict[str, float]:
     return found
 
 
-@pytest.mark.spark  # a spark-submit job
 def test_running_job_publishes_refreshes_expiry_and_commits_in_prometheus(lakehouse, expiring, tmp_path):
     catalog_proxy, s3_proxy = expiring
     s3_proxy.reset_counters()
@@ -48,7 +45,7 @@ def test_running_job_publishes_refreshes_expiry_and_commits_in_prometheus(lakeho
     table = f"lake.db.metrics_{uuid.uuid4().hex[:6]}"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     proc = subprocess.run([str(SPARK_SUBMIT), "--master", "local[2]", "--properties-file", str(props),
-                           str(Path(__file__).with_name("metrics_job.py")),
+                           str(Path(__file__).resolve().parents[1].joinpath("metrics_job.py")),
                            json.dumps({"ctas": slow_ctas(table), "table": table})],
                           capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-5000:]

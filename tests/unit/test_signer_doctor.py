@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import run_cli
 
 from pyspark_catalog_ext.lakehouse.server import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY
 from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, CLIENT_SECRET, SigningCatalogProxy
+from tests.conftest import run_cli
 from tests.servers.base import BufferedProxy, Request, Response
 
 

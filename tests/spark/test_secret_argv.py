@@ -31,14 +31,13 @@ def test_driver_jvm_command_line_has_no_catalog_secret(spark):
     assert spark.sql("SHOW NAMESPACES IN lake").count() >= 1
 
 
-@pytest.mark.spark
 def test_driver_and_executor_jvms_of_a_cluster_have_no_secret_in_argv(lakehouse):
     """local-cluster: the executor JVMs are launched by the worker with a command line of their own."""
     info = lakehouse.info
     args = {"uri": info.iceberg_uri, "warehouse": info.warehouse, "credential": info.credential}
-    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("secret_argv_job.py")), json.dumps(args)],
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1].joinpath("secret_argv_job.py")), json.dumps(args)],
                           capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     result = json.loads(lines[0][len("RESULT "):])

@@ -332,7 +332,7 @@ def test_orphan_removal_keeps_the_files_of_a_table_nested_in_the_location(spark,
     """Another table keeps data under this table's location: remove_orphan_files would delete it
     (only that table's metadata references it). Refused when planning, and again when a plan made
     before the nested table was created is run. Same check as `staged cleanup` (tables_under)."""
-    from tests.test_staging import s3_admin, s3_exists, table_files, unique
+    from tests.spark.test_staging import s3_admin, s3_exists, table_files, unique
 
     outer, nested = unique("outer"), unique("nested")
     spark.sql(f"CREATE TABLE gov.m.{outer} (id BIGINT) USING iceberg")
@@ -365,7 +365,7 @@ def test_orphan_removal_keeps_the_files_of_a_table_nested_in_the_location(spark,
 
 @pytest.mark.parametrize("tail", ["/../..", "/data/..", "/%2e%2e/%2E%2E", "/%252e%252e"])
 def test_orphan_removal_refuses_locations_with_dot_segments(spark, gov, polaris, client, tmp_path, tail):
-    from tests.test_staging import unique
+    from tests.spark.test_staging import unique
 
     name = unique("dots")
     spark.sql(f"CREATE TABLE gov.m.{name} (id BIGINT) USING iceberg")

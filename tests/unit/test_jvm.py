@@ -13,7 +13,7 @@ import pytest
 from pyspark_catalog_ext.errors import JarError, JavaError
 from pyspark_catalog_ext.spark import shim_build as jvm
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _fake_java(folder: Path, version_line: str) -> Path:

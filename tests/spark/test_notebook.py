@@ -20,9 +20,9 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from tests.test_spark_submit import assert_outlived, cli_properties, expiring  # noqa: F401 - fixture
+from tests.spark.test_spark_submit import assert_outlived, cli_properties, expiring  # noqa: F401 - fixture
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 SECRET = "lakeadminsecret"
 HEADER = "# Databricks notebook source"
@@ -85,7 +85,6 @@ def test_quickstart_notebook_validates_as_nbformat_4_5():
     assert len(set(ids)) == len(ids)
 
 
-@pytest.mark.spark  # the kernel starts Spark
 def test_quickstart_notebook_executes(tmp_path):
     # A fresh kernel: the notebook starts its own lakehouse and SparkSession.
     nb = nbformat.read(NOTEBOOKS / "quickstart.ipynb", as_version=4)
@@ -119,7 +118,6 @@ def test_databricks_converter_refuses_what_jupyter_cannot_run(bad, why):
         databricks_to_ipynb(f"{HEADER}\n{bad}\n")
 
 
-@pytest.mark.spark  # the kernel starts Spark
 def test_databricks_notebook_executes_on_a_configured_cluster(lakehouse, expiring, tmp_path):
     catalog_proxy, s3_proxy = expiring
     s3_proxy.reset_counters()

@@ -13,7 +13,7 @@ from pyspark_catalog_ext.staging.cleanup import CleanupRefused, find_orphans
 from pyspark_catalog_ext.staging.staged import stage_create, stage_replace
 from tests.conftest import assert_one_line_error, run_cli
 from tests.servers import CatalogProxy
-from tests.test_staging import db, s3_admin, s3_exists, s3_keys, table_files, unique  # noqa: F401
+from tests.spark.test_staging import db, s3_admin, s3_exists, s3_keys, table_files, unique  # noqa: F401
 
 MIN_AGE = 0.001
 

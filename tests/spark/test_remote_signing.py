@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import assert_one_line_error, run_cli
 
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.lakehouse.server import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY, Lakehouse, _alive
 from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, CLIENT_SECRET, sign_request
 from pyspark_catalog_ext.spark.conf import catalog_properties
+from tests.conftest import assert_one_line_error, run_cli
 
 STORAGE_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 
@@ -55,7 +55,6 @@ def _object_url(lake: Lakehouse, location: str, key: str) -> str:
     return f"{lake.info.s3_endpoint}/{bucket_and_prefix}/{key}"
 
 
-@pytest.mark.spark
 def test_spark_ctas_and_read_with_no_storage_keys(signing_lake, tmp_path):
     """A fresh Spark job (its own JVM) creates and reads a table through the signer; neither its
     conf, its table's FileIO nor its logs hold a storage key, and refresh has nothing to do."""
@@ -63,9 +62,9 @@ def test_spark_ctas_and_read_with_no_storage_keys(signing_lake, tmp_path):
     args = {"uri": info.iceberg_uri, "warehouse": info.warehouse, "credential": info.credential, "table": "lake.rs.ctas"}
     signed_before = signing_lake.signer.signed
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("remote_signing_job.py")), json.dumps(args)],
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1].joinpath("remote_signing_job.py")), json.dumps(args)],
                           capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert proc.returncode == 0 and lines, proc.stderr[-3000:]
     result = json.loads(lines[0][len("RESULT "):])

@@ -12,8 +12,8 @@ import pytest
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.staging.cleanup import CleanupRefused, find_orphans
 from tests.conftest import SECRET, assert_one_line_error, run_cli
-from tests.test_cleanup import client_for, orphaned  # noqa: F401
-from tests.test_staging import db, s3_admin, s3_exists, unique  # noqa: F401
+from tests.spark.test_cleanup import client_for, orphaned  # noqa: F401
+from tests.spark.test_staging import db, s3_admin, s3_exists, unique  # noqa: F401
 
 
 def _cli(lakehouse, *args: str, env: dict | None = None):

@@ -78,7 +78,7 @@ CASES = {
 def test_every_profile_has_a_case():
     assert set(CASES) | {"local"} == set(PROFILES)
     assert {name for name, p in PROFILES.items() if p.tested_here} == {"local", "seaweedfs"}
-    # Emulated: tests/test_emulated_catalogs.py runs the user path on each (tests/emulators/behaviour.py FAMILIES).
+    # Emulated: tests/slow/test_emulated_catalogs.py runs the user path on each (tests/emulators/behaviour.py FAMILIES).
     from tests.emulators import FAMILIES
 
     assert {name for name, p in PROFILES.items() if p.emulated} == {b.profile for b in FAMILIES}

@@ -396,7 +396,6 @@ def _assert_interrupted_and_clean(lakehouse: Any, rc: int, stdout: str, stderr: 
     return report
 
 
-@pytest.mark.spark
 def test_sigint_while_spark_starts_cleans_up_and_exits_130(lakehouse) -> None:
     def ready(line: str) -> bool:  # the pyiceberg row is the last before Spark's 5+ s start-up
         if re.match(r"^[* ] pyiceberg ", line):
@@ -409,7 +408,6 @@ def test_sigint_while_spark_starts_cleans_up_and_exits_130(lakehouse) -> None:
     assert "spark-ctas" not in statuses(report) and statuses(report)["pyiceberg"] == "pass"
 
 
-@pytest.mark.spark
 def test_sigint_during_a_spark_ctas_cleans_up_and_exits_130(lakehouse) -> None:
     with CatalogProxy(lakehouse.info.iceberg_uri) as proxy:
         # the CTAS commit is held 4 s at the proxy: Ctrl-C lands while Spark is inside the statement

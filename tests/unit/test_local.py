@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import assert_one_line_error, run_cli
 
 from pyspark_catalog_ext.errors import ConfigError, LakehouseError
 from pyspark_catalog_ext.lakehouse.server import Lakehouse, _alive, start_lakehouse
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+from tests.conftest import assert_one_line_error, run_cli
 from tests.helpers import busy_port
 
 SEAWEED_DEFAULT_PORTS = {8181, 8333, 8888, 9333, 9340, 23646, 7333, 6060, 9101, 18888, 18333, 19333, 19340, 33646}

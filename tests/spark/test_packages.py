@@ -19,7 +19,7 @@ from pyspark_catalog_ext.errors import JarError
 from pyspark_catalog_ext.spark.jars import WHEEL_SOURCES
 from pyspark_catalog_ext.spark.maven_repo import Coordinate, runtime_dependencies, shim_coordinate, write_repository
 from tests.conftest import ROOT, assert_one_line_error, run_cli
-from tests.test_spark_submit import SPARK_SUBMIT, assert_outlived, expiring, parsed, slow_ctas  # noqa: F401 (fixture)
+from tests.spark.test_spark_submit import SPARK_SUBMIT, assert_outlived, expiring, parsed, slow_ctas  # noqa: F401 (fixture)
 
 NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 PINNED = [name for source in WHEEL_SOURCES for name in source.jars]
@@ -139,7 +139,6 @@ def test_bad_inputs_give_one_line_errors(tmp_path):
     assert_one_line_error(run_cli("spark-conf", "--repository", str(empty), *CONNECTION), "--jars packages")
 
 
-@pytest.mark.spark  # a spark-submit job
 def test_spark_submit_with_only_packages_outlives_credentials(lakehouse, expiring, pyiceberg_catalog, tmp_path):  # noqa: F811
     """spark-submit gets only --packages, --repositories, spark.jars.ivy and the catalog settings,
     all printed by spark-conf; the job never imports the package, and its CTAS outlives its

@@ -5,10 +5,7 @@ from __future__ import annotations
 import re
 import time
 
-import pytest
-from conftest import SECRET, run_cli
-
-pytestmark = pytest.mark.spark  # the demo starts Spark in a subprocess
+from tests.conftest import SECRET, run_cli
 
 
 def test_demo_end_to_end():

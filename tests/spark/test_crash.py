@@ -28,8 +28,8 @@ from pathlib import Path
 from pyspark_catalog_ext.staging.cleanup import find_orphans
 from tests.refresh_support import add_spark_catalog
 from tests.servers import CatalogProxy
-from tests.test_cleanup import client_for
-from tests.test_staging import s3_admin, s3_keys
+from tests.spark.test_cleanup import client_for
+from tests.spark.test_staging import s3_admin, s3_keys
 
 TRIALS = 21  # 7 per mode
 SEED = 9
@@ -42,8 +42,8 @@ KILL_POINTS = {
     "staged": [("LOCATION", 0.5), ("data file", 0.3), ("WROTE 1", 0.5)],
     "commit": [("COMMITTING", 0.2), ("commit at catalog", HOLD), ("DONE", 0.0)],
 }
-JOB = Path(__file__).with_name("crash_job.py")
-ROOT = Path(__file__).resolve().parents[1]
+JOB = Path(__file__).resolve().parents[1].joinpath("crash_job.py")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _start(proxy_url: str, lakehouse, table: str, mode: str) -> subprocess.Popen:

@@ -31,7 +31,7 @@ from pyspark_catalog_ext.spark.conf import catalog_properties
 from pyspark_catalog_ext.staging.staged import stage_create
 from tests.refresh_support import add_spark_catalog
 from tests.servers import CatalogProxy, IdempotencyProxy
-from tests.test_staging import s3_admin, s3_exists, table_files
+from tests.spark.test_staging import s3_admin, s3_exists, table_files
 
 SOCKET_TIMEOUT_MS = 2500  # the shim's REST read timeout for the fault catalogs
 ROWS = 1000
