@@ -9,7 +9,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from pyspark_catalog_ext import knobs
 from pyspark_catalog_ext.backoff import exponential_backoff
+
+
+def _default_s(knob: str) -> float:
+    return knobs.read_int({}, f"catalog-ext.refresh.{knob}") / 1000.0
 
 
 @dataclass(frozen=True)
@@ -19,12 +24,13 @@ class RefreshPolicy:
     Defaults follow Delta Sharing's driver cache: check every 60 s, renew well before expiry.
     """
 
-    check_interval_s: float = 60.0
-    min_ahead_s: float = 300.0
-    lifetime_fraction: float = 0.2
-    initial_backoff_s: float = 1.0
-    max_backoff_s: float = 60.0
-    timeout_s: float = 30.0  # one refresh attempt (catalog call, user source, executor waiting on the driver)
+    # Defaults: the knob spec's `catalog-ext.refresh.*` (the JVM's too), in seconds.
+    check_interval_s: float = _default_s("check-interval-ms")
+    min_ahead_s: float = _default_s("min-ahead-ms")
+    lifetime_fraction: float = knobs.read_fraction({}, "catalog-ext.refresh.lifetime-fraction")
+    initial_backoff_s: float = _default_s("initial-backoff-ms")
+    max_backoff_s: float = _default_s("max-backoff-ms")
+    timeout_s: float = _default_s("timeout-ms")  # one refresh attempt (catalog call, user source, executor waiting on the driver)
 
     def catalog_properties(self) -> dict[str, str]:
         """The same policy as the `catalog-ext.refresh.*` catalog properties the JVM reads."""

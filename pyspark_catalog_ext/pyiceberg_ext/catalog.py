@@ -60,10 +60,10 @@ class ExtRestCatalog(RestCatalog):
         self._observed = threading.local()
         self.idempotency_key_lifetime_s: float | None = None
         self.refresher: CredentialRefresher | None = None
+        self.commit_policy = CommitPolicy.from_properties(properties)  # the session's mutations read it from the start
         super().__init__(name, **properties)
         if refresh is None:
             refresh = property_as_bool(self.properties, REFRESH_PROPERTY, True)
-        self.commit_policy = CommitPolicy.from_properties(self.properties)
         if refresh:
             self.refresher = CredentialRefresher(name, _LazyClient(self), policy or refresh_policy(self.properties),
                                                 source=source)
@@ -182,8 +182,8 @@ class ExtRestCatalog(RestCatalog):
 
 class _IdempotencyKeys:
     """Wraps the session's auth: every other mutation PyIceberg sends (create, stage-create, drop,
-    rename, register, namespaces) gets a fresh UUIDv7 Idempotency-Key when the catalog advertises
-    the feature (PyIceberg retries none of them, so one key per request). Commits bring their own."""
+    rename, register, namespaces) gets a fresh UUIDv7 Idempotency-Key when `catalog-ext.commit.idempotency`
+    says so (auto: where the catalog advertises the feature) (PyIceberg retries none of them, so one key per request). Commits bring their own."""
 
     _MUTATIONS = ("POST", "PUT", "DELETE")
 
@@ -193,7 +193,7 @@ class _IdempotencyKeys:
 
     def __call__(self, request: Any) -> Any:
         request = self.inner(request) if self.inner is not None else request
-        if (self._catalog.idempotency_key_lifetime_s is not None and request.method in self._MUTATIONS
+        if (self._catalog.commit_policy.sends_keys(self._catalog.idempotency_key_lifetime_s) and request.method in self._MUTATIONS
                 and "Idempotency-Key" not in request.headers and not request.path_url.split("?")[0].endswith("/oauth/tokens")):
             request.headers["Idempotency-Key"] = str(uuid7())
         return request

@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import requests
 from pyiceberg.catalog.rest import TableResponse
@@ -43,6 +44,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
+from pyspark_catalog_ext import knobs
 from pyspark_catalog_ext.catalog.rest_client import _classify_transport, _error_summary
 from pyspark_catalog_ext.catalog.retry import uuid7
 from pyspark_catalog_ext.errors import CommitFailedError, CommitStateUnknownError, ConfigError
@@ -68,35 +70,35 @@ class PyIcebergCommitStateUnknownError(CommitStateUnknownError, CommitStateUnkno
 
 @dataclass(frozen=True)
 class CommitPolicy:
-    """Retry bounds for one commit (catalog properties `catalog-ext.commit.*`, as for Spark)."""
+    """Retry bounds and Idempotency-Key use for one commit: the catalog properties
+    `catalog-ext.commit.*`, with the defaults and ranges of the knob spec Spark's shim reads too."""
 
-    max_attempts: int = 5
-    base_delay_s: float = 0.2
-    max_delay_s: float = 5.0
-    total_timeout_s: float = 60.0
+    max_attempts: int = knobs.read_int({}, "catalog-ext.commit.max-attempts")
+    base_delay_s: float = knobs.read_int({}, "catalog-ext.commit.base-delay-ms") / 1000.0
+    max_delay_s: float = knobs.read_int({}, "catalog-ext.commit.max-delay-ms") / 1000.0
+    total_timeout_s: float = knobs.read_int({}, "catalog-ext.commit.total-timeout-ms") / 1000.0
     request_timeout_s: float = 60.0
+    idempotency: str = knobs.read_choice({}, "catalog-ext.commit.idempotency")  # auto, always or never
 
     @staticmethod
-    def from_properties(props: dict) -> CommitPolicy:
-        """From `catalog-ext.commit.*` (Spark's names); a bad value is a one-line `ConfigError`."""
-        def number(key: str, default: float, scale: float = 1000.0) -> float:
-            raw = props.get(f"catalog-ext.commit.{key}")
-            if raw in (None, ""):
-                return default
-            try:
-                value = float(raw) / scale
-            except ValueError:
-                value = -1.0
-            if value <= 0:
-                raise ConfigError(f"catalog-ext.commit.{key}={raw!r} must be a positive number")
-            return value
-
+    def from_properties(props: Mapping[str, Any]) -> CommitPolicy:
+        """From `catalog-ext.commit.*`; an unknown name or a bad value is a one-line `ConfigError`,
+        word for word what the JVM says."""
+        unknown = knobs.unknown_names(props, "commit")
+        if unknown:
+            known = ", ".join(sorted(n for n in knobs.spec() if n.startswith("catalog-ext.commit.")))
+            raise ConfigError(f"Unknown catalog property {unknown[0]}; known: {known}")
         return CommitPolicy(
-            max_attempts=int(number("max-attempts", 5, scale=1)),
-            base_delay_s=number("base-delay-ms", 0.2),
-            max_delay_s=number("max-delay-ms", 5.0),
-            total_timeout_s=number("total-timeout-ms", 60.0),
+            max_attempts=knobs.read_int(props, "catalog-ext.commit.max-attempts"),
+            base_delay_s=knobs.read_int(props, "catalog-ext.commit.base-delay-ms") / 1000.0,
+            max_delay_s=knobs.read_int(props, "catalog-ext.commit.max-delay-ms") / 1000.0,
+            total_timeout_s=knobs.read_int(props, "catalog-ext.commit.total-timeout-ms") / 1000.0,
+            idempotency=knobs.read_choice(props, "catalog-ext.commit.idempotency"),
         )
+
+    def sends_keys(self, advertised_lifetime_s: float | None) -> bool:
+        """Whether requests carry an Idempotency-Key (as the JVM's CommitGuard decides)."""
+        return self.idempotency == "always" or (self.idempotency == "auto" and advertised_lifetime_s is not None)
 
 
 class _Again(Exception):
@@ -138,8 +140,10 @@ class GuardedCommit:
         self.session, self.url, self.body, self.table = session, url, body, table
         self.requirements, self.updates = requirements, updates
         self.load_metadata = load_metadata
-        self.key = str(uuid7()) if idempotency_lifetime_s is not None else None
-        self.key_lifetime_s = None if idempotency_lifetime_s is None else min(idempotency_lifetime_s, MAX_KEY_LIFETIME_S)
+        self.key = str(uuid7()) if policy.sends_keys(idempotency_lifetime_s) else None
+        # De-duplication is trusted (a lost answer repeated under the key) only where advertised.
+        self.key_lifetime_s = (min(idempotency_lifetime_s, MAX_KEY_LIFETIME_S)
+                               if self.key is not None and idempotency_lifetime_s is not None else None)
         self.policy = policy
         self.headers = dict(headers or {})
         self.on_401 = on_401
@@ -231,7 +235,7 @@ class GuardedCommit:
     def _maybe_applied(self, cause: str, *, retryable: bool) -> CommitTableResponse:
         self.maybe_applied = True
         self.last_cause = cause
-        if self.key and retryable:
+        if self.key and self.key_lifetime_s is not None and retryable:
             raise _Again(cause)  # the same key: the catalog replays its answer if it applied it
         return self._settle(cause, retryable=retryable)
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark_catalog_ext import knobs
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 from pyspark_catalog_ext.credentials.sources import CredentialSource, user_answer
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, CredentialRefreshError, redact
@@ -52,16 +53,18 @@ def refresh_policy(properties: Mapping[str, Any] | None = None, environ: Mapping
     base = RefreshPolicy()
     values = {field: getattr(base, field) for field in _KNOBS}
     for field, (prop, env) in _KNOBS.items():
-        per_ms = 1.0 if field == "lifetime_fraction" else 1000.0
-        for name, raw, scale in ((ENV_PREFIX + env, environ.get(ENV_PREFIX + env), 1.0),
-                                 (PROPERTY_PREFIX + prop, properties.get(PROPERTY_PREFIX + prop), per_ms)):
-            if raw is None or not str(raw).strip():
-                continue
+        raw = environ.get(ENV_PREFIX + env)
+        if raw is not None and str(raw).strip():
             try:
-                values[field] = float(raw) / scale
+                values[field] = float(raw)  # seconds (or the fraction)
             except ValueError:
-                unit = "a fraction" if field == "lifetime_fraction" else ("milliseconds" if scale > 1 else "seconds")
-                raise ConfigError(f"{name}={raw!r} is not a number; set it in {unit}") from None
+                unit = "a fraction" if field == "lifetime_fraction" else "seconds"
+                raise ConfigError(f"{ENV_PREFIX + env}={raw!r} is not a number; set it in {unit}") from None
+        name = PROPERTY_PREFIX + prop
+        if name in properties and str(properties[name]).strip():
+            # Spark's property, in Spark's unit, checked against the knob spec the JVM reads too.
+            values[field] = (knobs.read_fraction(properties, name) if field == "lifetime_fraction"
+                             else knobs.read_int(properties, name) / 1000.0)
     try:
         return RefreshPolicy(**values)
     except ValueError as exc:

@@ -34,6 +34,8 @@ JAVAC_FLAGS = ("--release", "11", "-encoding", "UTF-8", "-Xlint:all,-path,-class
 # The shim's Maven coordinates (`<group>:<artifact>:<package version>`), as in jvm-shim/pom.xml.
 SHIM_GROUP = "io.catalogext"
 SHIM_ARTIFACT = "catalog-ext-shim"
+#: The catalog-ext.* knob spec both runtimes read (see pyspark_catalog_ext.knobs).
+KNOB_SPEC = Path(__file__).resolve().parent.parent / "resources" / "catalog-ext-knobs.json"
 PACKAGED_SHIM = Path(__file__).resolve().parent.parent / "_jars" / SHIM_JAR_NAME
 HASH_ATTRIBUTE = "Catalog-Ext-Source-Hash"
 _INSTALL_HINT = "install a JDK >= 11 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to one"
@@ -125,6 +127,7 @@ def source_hash(src_dir: Path, jar_names: Sequence[str] | None = None) -> str:
     for path in _java_sources(src_dir):
         digest.update(path.relative_to(src_dir).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
+    digest.update(KNOB_SPEC.read_bytes() + b"\0")  # packaged into the jar: a spec change is a new shim
     for name in jar_names:
         digest.update(name.encode() + b"\n")
     return digest.hexdigest()
@@ -181,6 +184,8 @@ def build_shim(src_dir: Path, out_jar: Path, jars: Sequence[Path], digest: str) 
         resources = src_dir.parent / "resources"  # src/main/resources, if the shim grows one
         if resources.is_dir():
             shutil.copytree(resources, classes, dirs_exist_ok=True)
+        # The knob spec has one copy in git (the Python package's); Knobs.java reads it beside itself.
+        shutil.copyfile(KNOB_SPEC, classes / "io" / "catalogext" / "shim" / KNOB_SPEC.name)
         manifest = Path(tmp) / "MANIFEST.MF"
         manifest.write_text(f"{HASH_ATTRIBUTE}: {digest}\n")
         part = Path(tmp) / SHIM_JAR_NAME

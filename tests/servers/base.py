@@ -495,7 +495,8 @@ class BufferedProxy(ThreadedServer):
         req = Request(h.command, h.path, list(h.headers.items()), read_request_body(h))
         kind, table = self.classify(req)
         entry = {"method": req.method, "path": req.path, "kind": kind, "table": table,
-                 "status": None, "fault": None, "time": time.time()}
+                 "status": None, "fault": None, "time": time.time(),
+                 "idempotency_key": next((v for k, v in req.headers if k.lower() == "idempotency-key"), None)}
         with self._log_lock:
             self.log.append(entry)
         fault = self.faults.take(req.method, req.path)

@@ -256,10 +256,50 @@ def test_bad_commit_setting_is_one_line():
     from pyspark_catalog_ext.pyiceberg_ext import CommitPolicy
 
     assert CommitPolicy.from_properties({"catalog-ext.commit.max-attempts": "3"}).max_attempts == 3
-    with pytest.raises(ConfigError, match=r"catalog-ext.commit.base-delay-ms='fast' must be a positive number"):
+    with pytest.raises(ConfigError, match=r"^Bad catalog property catalog-ext.commit.base-delay-ms='fast': use a whole number from 0 to 600000$"):
         CommitPolicy.from_properties({"catalog-ext.commit.base-delay-ms": "fast"})
     with pytest.raises(ConfigError, match="max-attempts"):
         CommitPolicy.from_properties({"catalog-ext.commit.max-attempts": "0"})
+    with pytest.raises(ConfigError, match=r"^Unknown catalog property catalog-ext.commit.max-atempts; known: "):
+        CommitPolicy.from_properties({"catalog-ext.commit.max-atempts": "3"})
+    # As in the JVM: 0 means no wait between attempts (it was refused here before the shared spec).
+    assert CommitPolicy.from_properties({"catalog-ext.commit.base-delay-ms": "0"}).base_delay_s == 0
+
+
+# ---- catalog-ext.commit.idempotency: PyIceberg honours it as the JVM does
+
+def _commit_keys(proxy, name: str) -> list:
+    return [e["idempotency_key"] for e in proxy.log if e["kind"] == "commit" and e["table"] == name]
+
+
+def test_idempotency_never_sends_no_key_to_a_server_that_advertises_it(lakehouse, keyed):
+    _, proxy, idem = keyed
+    cat = pyiceberg_catalog(lakehouse, uri=proxy.url, **FAST_RETRY, **{"catalog-ext.commit.idempotency": "never"})
+    try:
+        assert cat.idempotency_key_lifetime_s == 1800  # advertised, and still not used
+        name = f"pyk.never_{uuidlib.uuid4().hex[:6]}"
+        before = set(idem.entries())
+        cat.create_table(name, SCHEMA).append(rows(0, 10))
+        assert _commit_keys(proxy, name) and not any(_commit_keys(proxy, name))
+        assert set(idem.entries()) == before  # no create, commit or other mutation carried a key
+    finally:
+        cat.close()
+
+
+def test_idempotency_always_sends_keys_but_reconciles_where_not_advertised(lakehouse, plain, caplog):
+    _, proxy = plain
+    caplog.set_level(logging.INFO, logger="pyspark_catalog_ext.pyiceberg")
+    cat = pyiceberg_catalog(lakehouse, uri=proxy.url, **FAST_RETRY, **{"catalog-ext.commit.idempotency": "always"})
+    try:
+        assert cat.idempotency_key_lifetime_s is None
+        name = append_with_fault(cat, proxy, "pyc", "drop")
+        keys = _commit_keys(proxy, f"pyc.{name}")
+        assert keys and all(k and uuidlib.UUID(k).version == 7 for k in keys)
+        # The server never promised to de-duplicate: the lost answer is settled by looking, not by a replay.
+        assert "reconciled" in caplog.text
+        check_once(cat, "pyc", name, 200, 2)
+    finally:
+        cat.close()
 
 
 # ---- issue 16: a refusal after an attempt that may have been applied is reconciled first

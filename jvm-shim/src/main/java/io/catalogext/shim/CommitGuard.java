@@ -91,15 +91,13 @@ public final class CommitGuard {
     NEVER
   }
 
-  private static final Set<String> SETTINGS =
-      Set.of("max-attempts", "base-delay-ms", "max-delay-ms", "total-timeout-ms", "idempotency");
-
   private final ObservingRESTClient.CatalogState state;
   // Settings (catalog properties catalog-ext.commit.*).
-  private volatile int maxAttempts = 5;
-  private volatile long baseDelayMs = 200;
-  private volatile long maxDelayMs = 5_000;
-  private volatile long totalTimeoutMs = 60_000;
+  // Defaults and ranges from the knob spec (Knobs), shared with PyIceberg.
+  private volatile int maxAttempts = (int) Knobs.longValue(Map.of(), PROP_PREFIX + "max-attempts");
+  private volatile long baseDelayMs = Knobs.longValue(Map.of(), PROP_PREFIX + "base-delay-ms");
+  private volatile long maxDelayMs = Knobs.longValue(Map.of(), PROP_PREFIX + "max-delay-ms");
+  private volatile long totalTimeoutMs = Knobs.longValue(Map.of(), PROP_PREFIX + "total-timeout-ms");
   private volatile IdempotencyMode idempotencyMode = IdempotencyMode.AUTO;
   /**
    * The longest key lifetime believed. The lifetime only bounds how long we may repeat under one
@@ -139,43 +137,17 @@ public final class CommitGuard {
    */
   static void configure(ObservingRESTClient.CatalogState state, Map<String, String> props) {
     CommitGuard g = of(state);
+    Set<String> known = Knobs.names("commit");
     for (String name : props.keySet()) {
-      if (name.startsWith(PROP_PREFIX) && !SETTINGS.contains(name.substring(PROP_PREFIX.length()))) {
-        throw new IllegalArgumentException(
-            "Unknown catalog property " + name + "; known: " + PROP_PREFIX + String.join(", " + PROP_PREFIX, new java.util.TreeSet<>(SETTINGS)));
+      if (name.startsWith(PROP_PREFIX) && !known.contains(name)) {
+        throw new IllegalArgumentException("Unknown catalog property " + name + "; known: " + String.join(", ", known));
       }
     }
-    g.maxAttempts = (int) longProp(props, "max-attempts", g.maxAttempts, 1, 100);
-    g.baseDelayMs = longProp(props, "base-delay-ms", g.baseDelayMs, 0, 600_000);
-    g.maxDelayMs = longProp(props, "max-delay-ms", g.maxDelayMs, 0, 600_000);
-    g.totalTimeoutMs = longProp(props, "total-timeout-ms", g.totalTimeoutMs, 0, 86_400_000);
-    String mode = props.get(PROP_PREFIX + "idempotency");
-    if (mode != null) {
-      try {
-        g.idempotencyMode = IdempotencyMode.valueOf(mode.trim().toUpperCase(Locale.ROOT));
-      } catch (IllegalArgumentException e) {
-        throw new IllegalArgumentException(
-            "Bad catalog property " + PROP_PREFIX + "idempotency='" + mode + "': use auto, always or never");
-      }
-    }
-  }
-
-  private static long longProp(Map<String, String> props, String name, long dflt, long min, long max) {
-    String v = props.get(PROP_PREFIX + name);
-    if (v == null) {
-      return dflt;
-    }
-    long parsed;
-    try {
-      parsed = Long.parseLong(v.trim());
-    } catch (NumberFormatException e) {
-      parsed = min - 1;
-    }
-    if (parsed < min || parsed > max) {
-      throw new IllegalArgumentException(String.format(
-          "Bad catalog property %s%s='%s': use a whole number from %d to %d", PROP_PREFIX, name, v, min, max));
-    }
-    return parsed;
+    g.maxAttempts = (int) Knobs.longValue(props, PROP_PREFIX + "max-attempts");
+    g.baseDelayMs = Knobs.longValue(props, PROP_PREFIX + "base-delay-ms");
+    g.maxDelayMs = Knobs.longValue(props, PROP_PREFIX + "max-delay-ms");
+    g.totalTimeoutMs = Knobs.longValue(props, PROP_PREFIX + "total-timeout-ms");
+    g.idempotencyMode = IdempotencyMode.valueOf(Knobs.choice(props, PROP_PREFIX + "idempotency").toUpperCase(Locale.ROOT));
   }
 
   void setIdempotencyKeyLifetime(String text) {

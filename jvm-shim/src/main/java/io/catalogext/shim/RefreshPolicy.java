@@ -11,12 +11,12 @@ import java.util.Map;
  */
 final class RefreshPolicy implements Serializable {
   private static final long serialVersionUID = 1L;
-  static final long DEFAULT_MIN_AHEAD_MS = 5 * 60 * 1000L;
-  static final double DEFAULT_FRACTION = 0.2;
-  static final long DEFAULT_CHECK_INTERVAL_MS = 60_000L;
-  static final long DEFAULT_INITIAL_BACKOFF_MS = 1_000L;
-  static final long DEFAULT_MAX_BACKOFF_MS = 60_000L;
-  static final long DEFAULT_TIMEOUT_MS = 30_000L;
+  static final long DEFAULT_MIN_AHEAD_MS = Knobs.longValue(Map.of(), "catalog-ext.refresh.min-ahead-ms");
+  static final double DEFAULT_FRACTION = Knobs.fractionValue(Map.of(), "catalog-ext.refresh.lifetime-fraction");
+  static final long DEFAULT_CHECK_INTERVAL_MS = Knobs.longValue(Map.of(), "catalog-ext.refresh.check-interval-ms");
+  static final long DEFAULT_INITIAL_BACKOFF_MS = Knobs.longValue(Map.of(), "catalog-ext.refresh.initial-backoff-ms");
+  static final long DEFAULT_MAX_BACKOFF_MS = Knobs.longValue(Map.of(), "catalog-ext.refresh.max-backoff-ms");
+  static final long DEFAULT_TIMEOUT_MS = Knobs.longValue(Map.of(), "catalog-ext.refresh.timeout-ms");
 
   final long minAheadMs;
   final double fraction;
@@ -62,21 +62,11 @@ final class RefreshPolicy implements Serializable {
   }
 
   private static long longProp(Map<String, String> props, String key, long fallback) {
-    String v = props.get(key);
-    try {
-      return v == null ? fallback : Long.parseLong(v.trim());
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(key + " must be a whole number of milliseconds, not '" + v + "'");
-    }
+    return props.containsKey(key) ? Knobs.longValue(props, key) : fallback;
   }
 
   private static double doubleProp(Map<String, String> props, String key, double fallback) {
-    String v = props.get(key);
-    try {
-      return v == null ? fallback : Double.parseDouble(v.trim());
-    } catch (NumberFormatException e) {
-      throw new IllegalArgumentException(key + " must be a number such as 0.2, not '" + v + "'");
-    }
+    return props.containsKey(key) ? Knobs.fractionValue(props, key) : fallback;
   }
 
   /** Wait before the next attempt after {@code failures} consecutive failures (capped). */

@@ -11,7 +11,7 @@ public class CommitGuardSettingsTest {
 
   public void testBadNumbersAreRefused() {
     for (String[] c : new String[][] {{"max-attempts", "0"}, {"max-attempts", "five"}, {"base-delay-ms", "-1"},
-        {"max-delay-ms", "1.5"}, {"total-timeout-ms", ""}}) {
+        {"max-delay-ms", "1.5"}, {"total-timeout-ms", "86400001"}}) {
       IllegalArgumentException e = bad(c[0], c[1]);
       Check.isTrue(e.getMessage().contains("catalog-ext.commit." + c[0]) && !e.getMessage().contains("\n"), e.getMessage());
     }

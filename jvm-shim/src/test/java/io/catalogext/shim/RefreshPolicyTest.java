@@ -45,7 +45,7 @@ public class RefreshPolicyTest {
     IllegalArgumentException e =
         Check.raises(IllegalArgumentException.class,
             () -> RefreshPolicy.fromProperties(java.util.Map.of("catalog-ext.refresh.timeout-ms", "soon")));
-    Check.equal("catalog-ext.refresh.timeout-ms must be a whole number of milliseconds, not 'soon'", e.getMessage(),
+    Check.equal("Bad catalog property catalog-ext.refresh.timeout-ms='soon': use a whole number from 1 to 3600000", e.getMessage(),
         "message");
   }
 }
