@@ -5,11 +5,9 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.rest.ErrorHandlers;
 import org.apache.iceberg.rest.RESTClient;
-import org.apache.iceberg.rest.RESTUtil;
 import org.apache.iceberg.rest.credentials.Credential;
 import org.apache.iceberg.rest.requests.CreateTableRequest;
 import org.apache.iceberg.rest.responses.LoadCredentialsResponse;
@@ -51,9 +49,8 @@ final class CatalogRefresher {
       throw new IllegalStateException("catalog " + state.catalogName + " has handed out no table yet");
     }
     TableContext c = entry.context;
-    String tables = root + "namespaces/" + RESTUtil.encodeNamespace(Namespace.of(c.namespace.toArray(new String[0])))
-        + "/tables";
-    String table = tables + "/" + RESTUtil.encodeString(c.table);
+    String tables = TablePath.tables(root, c.namespace);
+    String table = TablePath.table(root, c.namespace, c.table);
     List<String> failures = new ArrayList<>();
     for (Strategy strategy : plan(state, entry)) {
       try {

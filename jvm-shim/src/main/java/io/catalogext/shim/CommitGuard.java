@@ -31,7 +31,6 @@ import org.apache.iceberg.exceptions.RESTException;
 import org.apache.iceberg.rest.ErrorHandlers;
 import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.RESTRequest;
-import org.apache.iceberg.rest.RESTUtil;
 import org.apache.iceberg.rest.requests.CommitTransactionRequest;
 import org.apache.iceberg.rest.requests.CreateTableRequest;
 import org.apache.iceberg.rest.requests.UpdateTableRequest;
@@ -453,7 +452,7 @@ public final class CommitGuard {
   }
 
   private static Kind classify(String method, String path, RESTRequest body) {
-    if ("POST".equals(method) && body instanceof UpdateTableRequest && tableParts(path) != null) {
+    if ("POST".equals(method) && body instanceof UpdateTableRequest && isTablePath(path)) {
       return fingerprint((UpdateTableRequest) body).empty() ? Kind.PLAIN_COMMIT : Kind.SNAPSHOT_COMMIT;
     }
     if ("POST".equals(method) && body instanceof CommitTransactionRequest) {
@@ -502,7 +501,7 @@ public final class CommitGuard {
     } else if (req.body instanceof CommitTransactionRequest) {
       List<Landed> tables = new ArrayList<>();
       for (UpdateTableRequest change : ((CommitTransactionRequest) req.body).tableChanges()) {
-        String tablePath = tablePathFor(req.path, change.identifier());
+        String tablePath = TablePath.forTransactionChange(req.path, change.identifier());
         tables.add(tablePath == null ? Landed.UNKNOWN : reconcileTable(tablePath, change, headers, req.reader).landed);
       }
       result = new Reconciliation(CommitDecision.combine(tables), null);
@@ -585,39 +584,14 @@ public final class CommitGuard {
 
   // ------------------------------------------------------------------ paths
 
-  /** [prefix-part-before-namespaces, ns, table] of .../namespaces/{ns}/tables/{t}, else null. */
-  private static String[] tableParts(String path) {
-    String[] parts = path.replaceAll("^/+", "").split("/");
-    for (int i = 0; i + 3 < parts.length; i++) {
-      if ("namespaces".equals(parts[i]) && "tables".equals(parts[i + 2]) && i + 4 == parts.length) {
-        return new String[] {String.join("/", java.util.Arrays.copyOfRange(parts, 0, i)), parts[i + 1], parts[i + 3]};
-      }
-    }
-    return null;
-  }
-
-  private static String tablePathFor(String transactionPath, TableIdentifier ident) {
-    if (ident == null) {
-      return null;
-    }
-    String base = transactionPath.replaceAll("/+$", "");
-    if (!base.endsWith("transactions/commit")) {
-      return null;
-    }
-    base = base.substring(0, base.length() - "transactions/commit".length());
-    return base
-        + "namespaces/"
-        + RESTUtil.encodeNamespace(ident.namespace())
-        + "/tables/"
-        + RESTUtil.encodeString(ident.name());
+  private static boolean isTablePath(String path) {
+    TablePath p = TablePath.parse(path);
+    return p != null && p.isTable();
   }
 
   private static String tableName(String path) {
-    String[] p = tableParts(path);
-    if (p == null) {
-      return "the tables";
-    }
-    return RESTUtil.decodeNamespace(p[1]) + "." + RESTUtil.decodeString(p[2]);
+    TablePath p = TablePath.parse(path);
+    return p != null && p.isTable() ? p.displayName() : "the tables";
   }
 
   private static String shortPath(String path) {

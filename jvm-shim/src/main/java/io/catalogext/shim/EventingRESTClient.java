@@ -131,7 +131,7 @@ final class EventingRESTClient extends ForwardingRESTClient {
 
   private ObjectNode describe(String path, RESTRequest body) {
     ObjectNode fields = EventLog.fields();
-    ObservingRESTClient.TablePath tablePath = ObservingRESTClient.TablePath.parse(path);
+    TablePath tablePath = TablePath.parse(path);
     if (body instanceof CreateTableRequest) {
       fields.put("table", name(tablePath == null ? null : tablePath.namespace, ((CreateTableRequest) body).name()));
     } else if (body instanceof UpdateTableRequest) {

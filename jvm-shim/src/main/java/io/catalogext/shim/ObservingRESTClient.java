@@ -1,18 +1,15 @@
 package io.catalogext.shim;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
 import org.apache.iceberg.UpdateRequirement;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.rest.ParserContext;
 import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.RESTRequest;
 import org.apache.iceberg.rest.RESTResponse;
-import org.apache.iceberg.rest.RESTUtil;
 import org.apache.iceberg.rest.credentials.Credential;
 import org.apache.iceberg.rest.credentials.ImmutableCredential;
 import org.apache.iceberg.rest.requests.CreateTableRequest;
@@ -153,10 +150,7 @@ final class ObservingRESTClient extends ForwardingRESTClient {
     }
     LoadTableResponse loaded = (LoadTableResponse) response;
     state.refreshClient = delegate;
-    int root = path.indexOf("namespaces/");
-    if (root >= 0) {
-      state.pathRoot = path.substring(0, root);
-    }
+    state.pathRoot = tablePath.root;
     if (body instanceof UpdateTableRequest) {
       // A commit: once a create commit lands, the table is no longer staged.
       for (UpdateRequirement req : ((UpdateTableRequest) body).requirements()) {
@@ -246,38 +240,6 @@ final class ObservingRESTClient extends ForwardingRESTClient {
     try {
       return Json.restMapper().writeValueAsString(pinned);
     } catch (Exception e) {
-      return null;
-    }
-  }
-
-  /** namespace and table parsed from v1/{prefix}/namespaces/{ns}/tables[/{table}] paths. */
-  static final class TablePath {
-    final List<String> namespace;
-    final String table;
-
-    private TablePath(List<String> namespace, String table) {
-      this.namespace = namespace;
-      this.table = table;
-    }
-
-    static TablePath parse(String path) {
-      String[] parts = path.replaceAll("^/+", "").split("/");
-      int i = Arrays.asList(parts).indexOf("namespaces");
-      if (i < 0 || parts.length < i + 3) {
-        return null;
-      }
-      Namespace ns = RESTUtil.decodeNamespace(parts[i + 1]);
-      String kind = parts[i + 2];
-      if ("tables".equals(kind)) {
-        String table = parts.length > i + 3 ? RESTUtil.decodeString(parts[i + 3]) : null;
-        if (parts.length > i + 4) {
-          return null; // e.g. .../tables/{t}/credentials or /metrics
-        }
-        return new TablePath(Arrays.asList(ns.levels()), table);
-      }
-      if ("register".equals(kind)) {
-        return new TablePath(Arrays.asList(ns.levels()), null);
-      }
       return null;
     }
   }

@@ -1,0 +1,83 @@
+package io.catalogext.shim;
+
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import org.apache.iceberg.catalog.Namespace;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.rest.RESTUtil;
+
+/**
+ * The one parser and builder of the REST spec's table paths: {@code {root}namespaces/{ns}/tables},
+ * {@code {root}namespaces/{ns}/tables/{table}} and {@code {root}namespaces/{ns}/register}, where
+ * root is {@code v1/{prefix}/} as the catalog's own requests spell it. Namespaces and names are
+ * encoded and decoded with Iceberg's {@link RESTUtil} (the 0x1F separator, percent-encoding).
+ */
+final class TablePath {
+  /** Everything before "namespaces/", e.g. {@code v1/warehouse/} ("" when the path starts there). */
+  final String root;
+
+  final List<String> namespace;
+  /** The table's name; null for {@code .../tables} (create, list) and {@code .../register}. */
+  final String table;
+
+  private TablePath(String root, List<String> namespace, String table) {
+    this.root = root;
+    this.namespace = Collections.unmodifiableList(namespace);
+    this.table = table;
+  }
+
+  /** A table path, or null for any other path (including {@code .../tables/{t}/credentials}). */
+  static TablePath parse(String path) {
+    String clean = path.split("\\?", 2)[0];
+    String stripped = clean.replaceAll("^/+", "");
+    String[] parts = stripped.split("/");
+    int i = Arrays.asList(parts).indexOf("namespaces");
+    if (i < 0 || parts.length < i + 3) {
+      return null;
+    }
+    String kind = parts[i + 2];
+    String table = null;
+    if ("tables".equals(kind)) {
+      if (parts.length > i + 4) {
+        return null; // e.g. .../tables/{t}/credentials or /metrics
+      }
+      table = parts.length == i + 4 ? RESTUtil.decodeString(parts[i + 3]) : null;
+    } else if (!"register".equals(kind) || parts.length != i + 3) {
+      return null;
+    }
+    String leading = clean.substring(0, clean.length() - stripped.length());
+    String root = leading + (i == 0 ? "" : String.join("/", Arrays.copyOfRange(parts, 0, i)) + "/");
+    return new TablePath(root, Arrays.asList(RESTUtil.decodeNamespace(parts[i + 1]).levels()), table);
+  }
+
+  /** {@code {root}namespaces/{ns}/tables} */
+  static String tables(String root, List<String> namespace) {
+    return root + "namespaces/" + RESTUtil.encodeNamespace(Namespace.of(namespace.toArray(new String[0]))) + "/tables";
+  }
+
+  /** {@code {root}namespaces/{ns}/tables/{table}} */
+  static String table(String root, List<String> namespace, String table) {
+    return tables(root, namespace) + "/" + RESTUtil.encodeString(table);
+  }
+
+  /** The table path of one change of a {@code {root}transactions/commit} request, else null. */
+  static String forTransactionChange(String transactionPath, TableIdentifier ident) {
+    String base = transactionPath.split("\\?", 2)[0].replaceAll("/+$", "");
+    if (ident == null || !base.endsWith("transactions/commit")) {
+      return null;
+    }
+    String root = base.substring(0, base.length() - "transactions/commit".length());
+    return table(root, Arrays.asList(ident.namespace().levels()), ident.name());
+  }
+
+  /** Whether this names one table ({@code .../tables/{table}}). */
+  boolean isTable() {
+    return table != null;
+  }
+
+  /** "ns1.ns2.table" for messages. */
+  String displayName() {
+    return String.join(".", namespace) + "." + table;
+  }
+}
