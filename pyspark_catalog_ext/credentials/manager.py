@@ -200,7 +200,8 @@ class CredentialManager:
         props = {k.rsplit(".", 1)[1]: v for k, v in policy.catalog_properties().items()}
         self._shim.set_refresh_policy(
             int(props["min-ahead-ms"]), float(props["lifetime-fraction"]), int(props["check-interval-ms"]),
-            int(props["initial-backoff-ms"]), int(props["max-backoff-ms"]), int(props["timeout-ms"]))
+            int(props["initial-backoff-ms"]), int(props["max-backoff-ms"]), int(props["timeout-ms"]),
+            int(props["assumed-lifetime-ms"]))
 
     def _register_bridge(self) -> None:
         """The Py4J callback server is only needed once a Python source exists."""

@@ -31,6 +31,8 @@ class RefreshPolicy:
     initial_backoff_s: float = _default_s("initial-backoff-ms")
     max_backoff_s: float = _default_s("max-backoff-ms")
     timeout_s: float = _default_s("timeout-ms")  # one refresh attempt (catalog call, user source, executor waiting on the driver)
+    # Keys vended without an expiry count as expiring this long after their fetch (0: never).
+    assumed_lifetime_s: float = _default_s("assumed-lifetime-ms")
 
     def catalog_properties(self) -> dict[str, str]:
         """The same policy as the `catalog-ext.refresh.*` catalog properties the JVM reads."""
@@ -42,14 +44,15 @@ class RefreshPolicy:
             "catalog-ext.refresh.initial-backoff-ms": ms(self.initial_backoff_s),
             "catalog-ext.refresh.max-backoff-ms": ms(self.max_backoff_s),
             "catalog-ext.refresh.timeout-ms": ms(self.timeout_s),
+            "catalog-ext.refresh.assumed-lifetime-ms": ms(self.assumed_lifetime_s),
         }
 
     def __post_init__(self) -> None:
         if (self.check_interval_s <= 0 or self.min_ahead_s < 0 or not 0 <= self.lifetime_fraction < 1
-                or not 0 < self.initial_backoff_s <= self.max_backoff_s or self.timeout_s <= 0):
+                or not 0 < self.initial_backoff_s <= self.max_backoff_s or self.timeout_s <= 0 or self.assumed_lifetime_s < 0):
             raise ValueError(
                 "refresh policy needs check_interval_s > 0, min_ahead_s >= 0, 0 <= lifetime_fraction < 1,"
-                " 0 < initial_backoff_s <= max_backoff_s and timeout_s > 0"
+                " 0 < initial_backoff_s <= max_backoff_s, timeout_s > 0 and assumed_lifetime_s >= 0"
             )
 
     def refresh_at(self, fetched_at_s: float, expires_at_s: float) -> float:

@@ -42,6 +42,7 @@ _KNOBS = {
     "lifetime_fraction": ("lifetime-fraction", "LIFETIME_FRACTION"),
     "initial_backoff_s": ("initial-backoff-ms", "INITIAL_BACKOFF_S"),
     "max_backoff_s": ("max-backoff-ms", "MAX_BACKOFF_S"),
+    "assumed_lifetime_s": ("assumed-lifetime-ms", "ASSUMED_LIFETIME_S"),
 }
 _EXPIRY_KEY = "s3.session-token-expires-at-ms"
 
@@ -117,7 +118,7 @@ class TableCredentials:
 
     def __init__(self, catalog: str, identifier: tuple[str, ...], *, location: str | None, staged: bool,
                  stage_create_request: dict | None = None, refresh_endpoint: str | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 assumed_lifetime_s: float = 0.0, clock: Callable[[], float] = time.time) -> None:
         self.handle = f"t{next(_handles)}"
         self.catalog = catalog
         self.identifier = tuple(identifier)
@@ -125,6 +126,7 @@ class TableCredentials:
         self.staged = staged
         self.stage_create_request = stage_create_request
         self.refresh_endpoint = refresh_endpoint
+        self.assumed_lifetime_s = assumed_lifetime_s  # for keys vended without an expiry; 0: trust them
         self._clock = clock
         self._state_lock = threading.Lock()
         self.refresh_lock = threading.Lock()  # single flight
@@ -149,6 +151,9 @@ class TableCredentials:
 
         def slot(prefix: str, cfg: dict, token: str | None) -> _Slot:
             expires = _expiry_s(cfg)
+            if expires == float("inf") and self.assumed_lifetime_s > 0:
+                # No expiry given (Unity 0.6, unitycatalog#1885, omits it for keys that do expire): assume one.
+                expires = now + self.assumed_lifetime_s
             return _Slot(prefix, cfg, token, expires, expires - hard_margin_s(now, expires))
 
         slots = []
@@ -157,6 +162,8 @@ class TableCredentials:
             slots.append(slot("", base, None))
         for cred in storage_credentials or []:
             cfg = {k: str(v) for k, v in (cred.get("config") or {}).items()}
+            if not cfg:
+                continue  # lakekeeper#1923: an entry without credentials (the JVM drops it too: RefreshTokenCapture)
             slots.append(slot(str(cred.get("prefix") or ""), cfg, cred.get("storage-refresh-token")))
         if not slots:
             raise CredentialRefreshError(f"the catalog returned no storage credentials for table {self.name}")
@@ -258,7 +265,8 @@ class CredentialRefresher:
             if entry is None or (location and entry.location and entry.location != location):
                 entry = TableCredentials(self.catalog, identifier, location=location, staged=staged,
                                          stage_create_request=stage_create_request,
-                                         refresh_endpoint=refresh_endpoint, clock=self.clock)
+                                         refresh_endpoint=refresh_endpoint,
+                                         assumed_lifetime_s=self.policy.assumed_lifetime_s, clock=self.clock)
                 self._by_identifier[key] = entry
                 self._by_handle[entry.handle] = entry
             self._ensure_thread()

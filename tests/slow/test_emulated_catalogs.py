@@ -26,20 +26,16 @@ from tests.servers import S3ExpiryProxy
 
 LIFETIME = 4.0  # seconds a vended key lives (Spark jobs); >= 3 of them per long job
 PY_LIFETIME = 2.0  # PyIceberg steps: a separate emulator + S3 proxy with shorter keys
-FAST = RefreshPolicy(check_interval_s=1, min_ahead_s=0, lifetime_fraction=0.4)
-PY_POLICY = RefreshPolicy(check_interval_s=0.25, min_ahead_s=0, lifetime_fraction=0.6)
+# Test-scale knobs, as a user sets them for their catalog. assumed_lifetime_s only matters where keys
+# come without an expiry (Unity 0.6): the catalog's real credential lifetime, here the emulator's.
+FAST = RefreshPolicy(check_interval_s=1, min_ahead_s=0, lifetime_fraction=0.4, assumed_lifetime_s=LIFETIME)
+PY_POLICY = RefreshPolicy(check_interval_s=0.25, min_ahead_s=0, lifetime_fraction=0.6, assumed_lifetime_s=PY_LIFETIME)
 NS = "emu"
 
 # Findings: (step, family id) -> why the package fails there today. Each runs as xfail(strict=True),
-# so a fix turns it into an XPASS failure and the mark must go.
-NO_EXPIRY_FINDING = ("keys vended without an expiry (Unity 0.6, unitycatalog#1885) are never refreshed: the JVM shim "
-                     "(CredentialSnapshot expiry Long.MAX_VALUE) and the PyIceberg FileIO take them as valid forever and the job dies with "
-                     "S3 403 once the server-side lifetime ends; wanted: a refresh on 403/ExpiredToken or a "
-                     "configurable assumed lifetime")
-FINDINGS: dict[tuple[str, str], str] = {
-    ("3", "unity-0.6.0"): NO_EXPIRY_FINDING,
-    ("6", "unity-0.6.0"): NO_EXPIRY_FINDING,
-}
+# so a fix turns it into an XPASS failure and the mark must go. (Unity 0.6's keys without expiry,
+# unitycatalog#1885, were one until catalog-ext.refresh.assumed-lifetime-ms.)
+FINDINGS: dict[tuple[str, str], str] = {}
 
 # Minutes of short-lifetime jobs on nine emulated catalogs in their own SparkSession: `./dev test`
 # runs them in the background process, before the real expiry, beside the main run.
@@ -382,10 +378,9 @@ DOCTOR_SEEN: dict[str, dict] = {}  # family id -> probe statuses (for the report
 
 
 # ------------------------------------------------------------------------------------------ quirks
-@pytest.mark.xfail(strict=True, reason=(
-    "an empty storage-credentials entry (lakekeeper#1923) fails every table load in Spark: Iceberg 1.10 rejects "
-    "it while parsing ('Invalid config: must be non-empty') and the shim does not drop such entries first"))
 def test_lakekeeper_empty_storage_credential_entry_is_ignored(emu_spark, lakehouse, s3_proxies):
+    """lakekeeper#1923: Iceberg 1.10 alone rejects the whole answer ('Invalid config: must be non-empty');
+    the shim drops such entries where it reads the catalog's answers (RefreshTokenCapture)."""
     spark, b = emu_spark, LAKEKEEPER_0_13_EMPTY_CREDENTIAL
     with Emulator(b, lakehouse, s3_proxies[0], LIFETIME) as emu:
         conf = spark_conf(b.profile, catalog_name(b), jars=None, refresh=FAST, **connection(b, emu))

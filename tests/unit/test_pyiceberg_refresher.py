@@ -229,3 +229,42 @@ def test_background_thread_ends_when_no_table_is_left():
     assert not thread.is_alive() and refresher.tables() == []
     refresher.close()
 
+
+
+def test_keys_without_an_expiry_are_renewed_after_the_assumed_lifetime():
+    """Unity 0.6 (unitycatalog#1885) vends keys that do expire without saying when: they count as
+    expiring `assumed_lifetime_s` after their fetch, so they are renewed before that; 0 trusts them."""
+    clock = FakeClock()
+    policy = RefreshPolicy(check_interval_s=1, min_ahead_s=10, lifetime_fraction=0.3, initial_backoff_s=4, max_backoff_s=8,
+                           assumed_lifetime_s=100)
+    source = CountingSource(clock)
+    refresher = CredentialRefresher("lake", client=None, policy=policy, source=source, clock=clock.now, background=False)
+    no_expiry = {"s3.access-key-id": "AK0", "s3.secret-access-key": "SK0"}
+    entry = refresher.track(("db", "t"), no_expiry, [], location="s3://b/db/t", staged=False)
+    entry.slot_for("s3://b/db/t/data/f1.parquet")
+    clock.t += 69.5
+    assert refresher.scheduler.tick() == [] and source.calls == 0
+    clock.t += 1  # as a 100 s lifetime: due 30 s before the assumed end
+    assert refresher.scheduler.tick() == [entry.handle] and source.calls == 1
+
+    trusting = CredentialRefresher("lake", client=None, policy=RefreshPolicy(assumed_lifetime_s=0), source=CountingSource(clock),
+                                   clock=clock.now, background=False)
+    kept = trusting.track(("db", "u"), no_expiry, [], location="s3://b/db/u", staged=False)
+    kept.slot_for("s3://b/db/u/f")
+    clock.t += 10 * 86400
+    assert trusting.scheduler.tick() == []  # 0: keys without expiry are trusted forever
+
+
+def test_the_assumed_lifetime_travels_to_spark_as_its_catalog_property():
+    assert RefreshPolicy(assumed_lifetime_s=900).catalog_properties()["catalog-ext.refresh.assumed-lifetime-ms"] == "900000"
+    assert refresh_policy({"catalog-ext.refresh.assumed-lifetime-ms": "5000"}, environ={}).assumed_lifetime_s == 5
+
+
+def test_an_empty_storage_credential_entry_is_ignored():
+    """lakekeeper#1923: an extra entry with an empty config must not become a slot without keys."""
+    clock = FakeClock()
+    refresher, _ = make(clock)
+    creds = [{"prefix": "s3://b", "config": {}}, {"prefix": "s3://b/db/t", "config": vended(clock, 0)}]
+    entry = refresher.track(("db", "t"), {}, creds, location="s3://b/db/t", staged=False)
+    assert entry.slot_for("s3://b/db/t/data/f.parquet")[1]["s3.access-key-id"] == "AK0"
+    assert [s.prefix for s in entry._slots] == ["s3://b/db/t"]

@@ -13,7 +13,7 @@ from pyspark_catalog_ext.credentials import RefreshPolicy
 
 def test_policy_is_written_as_the_properties_the_jvm_reads():
     props = RefreshPolicy(check_interval_s=1.5, min_ahead_s=0, lifetime_fraction=0.4, initial_backoff_s=0.25,
-                          max_backoff_s=8, timeout_s=2).catalog_properties()
+                          max_backoff_s=8, timeout_s=2, assumed_lifetime_s=600).catalog_properties()
     assert props == {
         "catalog-ext.refresh.check-interval-ms": "1500",
         "catalog-ext.refresh.min-ahead-ms": "0",
@@ -21,6 +21,7 @@ def test_policy_is_written_as_the_properties_the_jvm_reads():
         "catalog-ext.refresh.initial-backoff-ms": "250",
         "catalog-ext.refresh.max-backoff-ms": "8000",
         "catalog-ext.refresh.timeout-ms": "2000",
+        "catalog-ext.refresh.assumed-lifetime-ms": "600000",
     }
 
 

@@ -103,9 +103,9 @@ public final class CredentialRegistry {
   /** Python's RefreshPolicy for every catalog of this JVM (instead of their catalog-ext.refresh.*). */
   public void setRefreshPolicy(
       long minAheadMs, double lifetimeFraction, long checkIntervalMs, long initialBackoffMs, long maxBackoffMs,
-      long timeoutMs) {
-    this.policyOverride =
-        new RefreshPolicy(minAheadMs, lifetimeFraction, checkIntervalMs, initialBackoffMs, maxBackoffMs, timeoutMs);
+      long timeoutMs, long assumedLifetimeMs) {
+    this.policyOverride = new RefreshPolicy(
+        minAheadMs, lifetimeFraction, checkIntervalMs, initialBackoffMs, maxBackoffMs, timeoutMs, assumedLifetimeMs);
   }
 
   /** JSON array describing every table entry; no secrets. */

@@ -40,10 +40,18 @@ final class CredentialSnapshot {
         sessionToken == null
             ? AwsBasicCredentials.create(accessKey, secretKey)
             : AwsSessionCredentials.create(accessKey, secretKey, sessionToken);
-    String expires = config.get(ShimKeys.EXPIRES_AT_MS);
-    long expiresAt = expires == null ? Long.MAX_VALUE : Long.parseLong(expires.trim());
     String fetched = config.get(ShimKeys.FETCHED_AT_MS);
     long fetchedAt = fetched == null ? nowMs : Long.parseLong(fetched.trim());
+    String expires = config.get(ShimKeys.EXPIRES_AT_MS);
+    long expiresAt;
+    if (expires != null) {
+      expiresAt = Long.parseLong(expires.trim());
+    } else if (policy != null && policy.assumedLifetimeMs > 0) {
+      // No expiry given (Unity 0.6, unitycatalog#1885, omits it for keys that do expire): assume one.
+      expiresAt = fetchedAt + policy.assumedLifetimeMs;
+    } else {
+      expiresAt = Long.MAX_VALUE;
+    }
     return new CredentialSnapshot(creds, fetchedAt, expiresAt, policy, nowMs);
   }
 

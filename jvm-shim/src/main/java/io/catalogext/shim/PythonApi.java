@@ -44,9 +44,9 @@ public final class PythonApi {
 
   public static void setRefreshPolicy(
       long minAheadMs, double lifetimeFraction, long checkIntervalMs, long initialBackoffMs, long maxBackoffMs,
-      long timeoutMs) {
-    CredentialRegistry.get()
-        .setRefreshPolicy(minAheadMs, lifetimeFraction, checkIntervalMs, initialBackoffMs, maxBackoffMs, timeoutMs);
+      long timeoutMs, long assumedLifetimeMs) {
+    CredentialRegistry.get().setRefreshPolicy(
+        minAheadMs, lifetimeFraction, checkIntervalMs, initialBackoffMs, maxBackoffMs, timeoutMs, assumedLifetimeMs);
   }
 
   // ---- events (EventLog) ----

@@ -17,6 +17,7 @@ final class RefreshPolicy implements Serializable {
   static final long DEFAULT_INITIAL_BACKOFF_MS = Knobs.longValue(Map.of(), "catalog-ext.refresh.initial-backoff-ms");
   static final long DEFAULT_MAX_BACKOFF_MS = Knobs.longValue(Map.of(), "catalog-ext.refresh.max-backoff-ms");
   static final long DEFAULT_TIMEOUT_MS = Knobs.longValue(Map.of(), "catalog-ext.refresh.timeout-ms");
+  static final long DEFAULT_ASSUMED_LIFETIME_MS = Knobs.longValue(Map.of(), "catalog-ext.refresh.assumed-lifetime-ms");
 
   final long minAheadMs;
   final double fraction;
@@ -24,6 +25,8 @@ final class RefreshPolicy implements Serializable {
   final long initialBackoffMs;
   final long maxBackoffMs;
   final long timeoutMs;
+  /** Keys vended without an expiry count as expiring this long after their fetch; 0: never. */
+  final long assumedLifetimeMs;
 
   RefreshPolicy(long minAheadMs, double fraction) {
     this(minAheadMs, fraction, DEFAULT_CHECK_INTERVAL_MS, DEFAULT_INITIAL_BACKOFF_MS, DEFAULT_MAX_BACKOFF_MS,
@@ -32,6 +35,15 @@ final class RefreshPolicy implements Serializable {
 
   RefreshPolicy(
       long minAheadMs, double fraction, long checkIntervalMs, long initialBackoffMs, long maxBackoffMs, long timeoutMs) {
+    this(minAheadMs, fraction, checkIntervalMs, initialBackoffMs, maxBackoffMs, timeoutMs, DEFAULT_ASSUMED_LIFETIME_MS);
+  }
+
+  RefreshPolicy(long minAheadMs, double fraction, long checkIntervalMs, long initialBackoffMs, long maxBackoffMs,
+      long timeoutMs, long assumedLifetimeMs) {
+    if (assumedLifetimeMs < 0) {
+      throw new IllegalArgumentException("catalog-ext.refresh.assumed-lifetime-ms must be >= 0 (0: trust keys without expiry)");
+    }
+    this.assumedLifetimeMs = assumedLifetimeMs;
     if (minAheadMs < 0 || !(fraction >= 0 && fraction < 1) || checkIntervalMs <= 0 || initialBackoffMs <= 0
         || maxBackoffMs < initialBackoffMs || timeoutMs <= 0) {
       throw new IllegalArgumentException(
@@ -58,7 +70,8 @@ final class RefreshPolicy implements Serializable {
         longProp(props, ShimKeys.REFRESH_CHECK_INTERVAL_MS, DEFAULT_CHECK_INTERVAL_MS),
         longProp(props, ShimKeys.REFRESH_INITIAL_BACKOFF_MS, DEFAULT_INITIAL_BACKOFF_MS),
         longProp(props, ShimKeys.REFRESH_MAX_BACKOFF_MS, DEFAULT_MAX_BACKOFF_MS),
-        longProp(props, ShimKeys.REFRESH_TIMEOUT_MS, DEFAULT_TIMEOUT_MS));
+        longProp(props, ShimKeys.REFRESH_TIMEOUT_MS, DEFAULT_TIMEOUT_MS),
+        longProp(props, ShimKeys.REFRESH_ASSUMED_LIFETIME_MS, DEFAULT_ASSUMED_LIFETIME_MS));
   }
 
   private static long longProp(Map<String, String> props, String key, long fallback) {

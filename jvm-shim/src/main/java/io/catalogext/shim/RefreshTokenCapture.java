@@ -10,13 +10,23 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.DeserializationC
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonDeserializer;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.module.SimpleModule;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ArrayNode;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
- * Iceberg's parser drops the proposed {@code storage-refresh-token} field of a StorageCredential
- * (spec PR 15280). This deserializer moves it into the credential's config under a private key
- * before Iceberg parses the response; {@link ObservingRESTClient} takes it out again, so the token
- * reaches the driver registry and never a FileIO.
+ * Where the shim reads every LoadTable and LoadCredentials answer before Iceberg's parser (the
+ * catalog's HTTP client uses {@link Json#restMapper()}), so each quirk of the storage-credentials
+ * list is handled here, once:
+ *
+ * <ul>
+ *   <li>Iceberg's parser drops the proposed {@code storage-refresh-token} field of a
+ *       StorageCredential (spec PR 15280): it is moved into the credential's config under a private
+ *       key; {@link ObservingRESTClient} takes it out again, so the token reaches the driver
+ *       registry and never a FileIO.
+ *   <li>An entry with an empty config (lakekeeper#1923) makes Iceberg 1.10 reject the whole answer
+ *       ("Invalid config: must be non-empty"), so every table load failed: such entries carry no
+ *       credentials and are dropped.
+ * </ul>
  */
 final class RefreshTokenCapture extends JsonDeserializer<LoadTableResponse> {
   static final String TOKEN_FIELD = "storage-refresh-token";
@@ -48,6 +58,13 @@ final class RefreshTokenCapture extends JsonDeserializer<LoadTableResponse> {
   private static void capture(JsonNode node) {
     JsonNode credentials = node.get("storage-credentials");
     if (credentials != null && credentials.isArray()) {
+      ArrayNode entries = (ArrayNode) credentials;
+      for (int i = entries.size() - 1; i >= 0; i--) {
+        JsonNode config = entries.get(i).get("config");
+        if (config == null || (config.isObject() && config.isEmpty())) {
+          entries.remove(i); // lakekeeper#1923: an entry without credentials
+        }
+      }
       for (JsonNode credential : credentials) {
         JsonNode token = credential.get(TOKEN_FIELD);
         JsonNode config = credential.get("config");

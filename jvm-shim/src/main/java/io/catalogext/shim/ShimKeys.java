@@ -19,6 +19,8 @@ public final class ShimKeys {
   public static final String REFRESH_MAX_BACKOFF_MS = PREFIX + "refresh.max-backoff-ms";
   /** How long a refresh (a source, the catalog, or an executor waiting on the driver) may take. */
   public static final String REFRESH_TIMEOUT_MS = PREFIX + "refresh.timeout-ms";
+  /** Keys without an expiry: assumed to expire this long after their fetch (0: never). */
+  public static final String REFRESH_ASSUMED_LIFETIME_MS = PREFIX + "refresh.assumed-lifetime-ms";
   /** Carries a storage-refresh-token from the JSON parser to the observer; never reaches FileIO. */
   static final String CAPTURED_REFRESH_TOKEN = PREFIX + "captured-storage-refresh-token";
 

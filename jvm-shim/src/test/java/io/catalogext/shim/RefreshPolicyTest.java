@@ -48,4 +48,18 @@ public class RefreshPolicyTest {
     Check.equal("Bad catalog property catalog-ext.refresh.timeout-ms='soon': use a whole number from 1 to 3600000", e.getMessage(),
         "message");
   }
+
+  public void testKeysWithoutExpiryGetTheAssumedLifetime() {
+    java.util.Map<String, String> keys = java.util.Map.of(ShimKeys.ACCESS_KEY_ID, "AKIA", ShimKeys.SECRET_ACCESS_KEY, "s");
+    RefreshPolicy assumed = new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 30_000, 600_000);
+    CredentialSnapshot snap = CredentialSnapshot.fromConfig(keys, 1_000_000L, assumed);
+    Check.equal(600_000L, snap.lifetimeMs(), "no expiry given: the assumed lifetime from the fetch (unitycatalog#1885)");
+    Check.equal(String.valueOf(1_600_000L), snap.toConfig().get(ShimKeys.EXPIRES_AT_MS), "executors get the same expiry");
+    RefreshPolicy trusting = new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 30_000, 0);
+    Check.equal(-1L, CredentialSnapshot.fromConfig(keys, 1_000_000L, trusting).lifetimeMs(), "0: trusted forever");
+    java.util.Map<String, String> given = new java.util.HashMap<>(keys);
+    given.put(ShimKeys.EXPIRES_AT_MS, "1060000");
+    Check.equal(60_000L, CredentialSnapshot.fromConfig(given, 1_000_000L, assumed).lifetimeMs(), "a given expiry wins");
+    Check.equal(3_600_000L, RefreshPolicy.fromProperties(java.util.Map.of()).assumedLifetimeMs, "default: one hour");
+  }
 }
