@@ -6,7 +6,7 @@ a setting means the same in a Spark job and in PyIceberg."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -50,34 +50,31 @@ def _raw(props: Mapping[str, Any], name: str) -> str | None:
     return None if raw is None or not str(raw).strip() else str(raw).strip()
 
 
-def read_int(props: Mapping[str, Any], name: str) -> int:
-    """An int knob: its value, or the spec's default when unset; out of range is a ConfigError."""
+def _read_number(props: Mapping[str, Any], name: str, convert: Callable[[str], float], upper_open: bool) -> float | None:
+    """A number knob's value in [min, max] ([min, max) when upper_open), None when unset."""
     k = knob(name)
     raw = _raw(props, name)
     if raw is None:
-        return int(k["default"])
+        return None
     try:
-        value = int(raw)
+        value = convert(raw)
     except ValueError:
         raise ConfigError(bad_value_message(k, raw)) from None
-    if not k["min"] <= value <= k["max"]:
+    if not (k["min"] <= value < k["max"] if upper_open else k["min"] <= value <= k["max"]):
         raise ConfigError(bad_value_message(k, raw))
     return value
+
+
+def read_int(props: Mapping[str, Any], name: str) -> int:
+    """An int knob: its value, or the spec's default when unset; out of range is a ConfigError."""
+    value = _read_number(props, name, int, upper_open=False)
+    return int(knob(name)["default"] if value is None else value)
 
 
 def read_fraction(props: Mapping[str, Any], name: str) -> float:
     """A fraction knob in [min, max)."""
-    k = knob(name)
-    raw = _raw(props, name)
-    if raw is None:
-        return float(k["default"])
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigError(bad_value_message(k, raw)) from None
-    if not k["min"] <= value < k["max"]:
-        raise ConfigError(bad_value_message(k, raw))
-    return value
+    value = _read_number(props, name, float, upper_open=True)
+    return float(knob(name)["default"] if value is None else value)
 
 
 def read_choice(props: Mapping[str, Any], name: str) -> str:

@@ -95,16 +95,13 @@ final class Knobs {
     if (v == null) {
       return k.get("default").asLong();
     }
-    long parsed;
     try {
-      parsed = Long.parseLong(v);
+      long parsed = Long.parseLong(v);
+      checkRange(name, v, parsed >= k.get("min").asLong() && parsed <= k.get("max").asLong());
+      return parsed;
     } catch (NumberFormatException e) {
       throw new IllegalArgumentException(badValue(name, v));
     }
-    if (parsed < k.get("min").asLong() || parsed > k.get("max").asLong()) {
-      throw new IllegalArgumentException(badValue(name, v));
-    }
-    return parsed;
   }
 
   /** A fraction knob in [min, max). */
@@ -114,16 +111,19 @@ final class Knobs {
     if (v == null) {
       return k.get("default").asDouble();
     }
-    double parsed;
     try {
-      parsed = Double.parseDouble(v);
+      double parsed = Double.parseDouble(v);
+      checkRange(name, v, parsed >= k.get("min").asDouble() && parsed < k.get("max").asDouble());
+      return parsed;
     } catch (NumberFormatException e) {
       throw new IllegalArgumentException(badValue(name, v));
     }
-    if (!(parsed >= k.get("min").asDouble() && parsed < k.get("max").asDouble())) {
-      throw new IllegalArgumentException(badValue(name, v));
+  }
+
+  private static void checkRange(String name, String raw, boolean inRange) {
+    if (!inRange) {
+      throw new IllegalArgumentException(badValue(name, raw));
     }
-    return parsed;
   }
 
   /** A choice knob, case-insensitive; returns the spec's spelling. */
