@@ -115,6 +115,42 @@ def _validate_content(type_: str, content: str | None) -> str | None:
     return None
 
 
+def _sdk_models() -> dict:
+    """(route kind, method) -> (request model, answer model) from the official Polaris SDK."""
+    from apache_polaris.sdk.catalog.models.attach_policy_request import AttachPolicyRequest
+    from apache_polaris.sdk.catalog.models.create_policy_request import CreatePolicyRequest
+    from apache_polaris.sdk.catalog.models.detach_policy_request import DetachPolicyRequest
+    from apache_polaris.sdk.catalog.models.get_applicable_policies_response import GetApplicablePoliciesResponse
+    from apache_polaris.sdk.catalog.models.load_policy_response import LoadPolicyResponse
+    from apache_polaris.sdk.catalog.models.notification_request import NotificationRequest
+    from apache_polaris.sdk.catalog.models.update_policy_request import UpdatePolicyRequest
+
+    return {("policies", "POST"): (CreatePolicyRequest, LoadPolicyResponse),
+            ("policy", "GET"): (None, LoadPolicyResponse),
+            ("policy", "PUT"): (UpdatePolicyRequest, LoadPolicyResponse),
+            ("mappings", "PUT"): (AttachPolicyRequest, None),
+            ("mappings", "POST"): (DetachPolicyRequest, None),
+            ("applicable-policies", "GET"): (None, GetApplicablePoliciesResponse),
+            ("notifications", "POST"): (NotificationRequest, None)}
+
+
+_SDK_MODELS = _sdk_models()
+
+
+def _sdk_mismatch(model, body: bytes) -> str | None:
+    """None if `body` parses as `model` (the SDK's own from_json), else the first problem, one line."""
+    from pydantic import ValidationError
+
+    try:
+        model.from_json(body.decode("utf-8"))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+    except (ValueError, TypeError) as exc:
+        return str(exc).splitlines()[0][:200]
+    return None
+
+
 class PolicyServer(BufferedProxy):
     def __init__(self, upstream: str, port: int = 0):
         super().__init__(upstream, port)
@@ -126,6 +162,7 @@ class PolicyServer(BufferedProxy):
         self.mirrored: dict[str, dict] = {}
         self.notifications: list[dict] = []  # every request: type, table, timestamp, status
         self._admitted_ts: dict[str, int] = {}
+        self.sdk_mismatches: list[str] = []  # bodies the apache-polaris models rejected
 
     def classify(self, req: Request):
         for kind, pattern in (("notifications", _NOTIFY), ("applicable-policies", _APPLICABLE), ("mappings", _MAPPINGS),
@@ -150,7 +187,25 @@ class PolicyServer(BufferedProxy):
 
     # ---- processing
     def process(self, req: Request) -> Response:
+        """Every request body and every JSON answer of the policy and notification routes is checked
+        against Polaris's own generated models (the `apache-polaris` SDK), so neither our client
+        nor this reference server can drift from Polaris's published API unnoticed."""
         kind, _ = self.classify(req)
+        request_model, response_model = _SDK_MODELS.get((kind, req.method), (None, None))
+        if request_model is not None and req.body:
+            problem = _sdk_mismatch(request_model, req.body)
+            if problem:
+                self.sdk_mismatches.append(f"request {req.method} {kind}: {problem}")
+                return _error(400, "BadRequestException", f"not a valid Polaris {request_model.__name__}: {problem}")
+        resp = self._process(req, kind)
+        if response_model is not None and resp.status == 200 and resp.body:
+            problem = _sdk_mismatch(response_model, resp.body)
+            if problem:  # the reference server is wrong: say so loudly
+                self.sdk_mismatches.append(f"answer {req.method} {kind}: {problem}")
+                return _error(500, "ReferenceServerError", f"answer is not a valid Polaris {response_model.__name__}: {problem}")
+        return resp
+
+    def _process(self, req: Request, kind: str) -> Response:
         with self._lock:
             self.requests_by_route[kind] = self.requests_by_route.get(kind, 0) + 1
         if kind == "other":
