@@ -76,17 +76,28 @@ class Emulator(CatalogProxy):
         req = self._upstream_auth(req)
         if req.route == "/v1/config":
             return self._config(req)
-        client_prefix = f"/v1/{self.b.prefix}/"
-        if not req.path.startswith(client_prefix):
+        mapped = self._to_upstream(req)
+        if mapped is None:
             return NO_ROUTE
-        req = Request(req.method, f"/v1/{quote(self.info.warehouse)}/" + req.path[len(client_prefix):],
-                      req.headers, req.body)
-        req = self._idempotency_scope(req)
+        req = self._idempotency_scope(mapped)
         refused = self._refuse(req)
         if refused is not None:
             self.refused.append(f"{req.method} {req.route}: {refused.status}")
             return refused
         return self._rewrite(super().process(req))
+
+    def _to_upstream(self, req: Request) -> Request | None:
+        """The request with the family's prefix mapped to SeaweedFS's; None outside the prefix."""
+        client_prefix = f"/v1/{self.b.prefix}/"
+        if not req.path.startswith(client_prefix):
+            return None
+        return Request(req.method, f"/v1/{quote(self.info.warehouse)}/" + req.path[len(client_prefix):],
+                       req.headers, req.body)
+
+    def classify(self, req: Request):
+        """The log names requests by their upstream route: a prefix with a slash in it (Unity's
+        catalogs/unity) would otherwise count every table request as "other"."""
+        return super().classify(self._to_upstream(req) or req)
 
     # ------------------------------------------------------------------ auth
     def _oauth(self, req: Request) -> Response:
