@@ -113,7 +113,13 @@ def probe_auth(ctx: ProbeContext) -> Outcome:
 def probe_namespaces(ctx: ProbeContext) -> Outcome:
     client, ns = ctx.client, ctx.namespace
     ctx.cleanup.add(f"drop namespace {ns} and its tables", ctx.sweep_namespace)  # before creating it
-    created = client.create_namespace(ns, {"created-by": "pyspark-catalog-ext doctor"})
+    try:
+        created = client.create_namespace(ns, {"created-by": "pyspark-catalog-ext doctor"})
+    except CatalogUnsupportedError as exc:  # 405/501: the endpoint is read-only (Unity OSS 0.6), not broken
+        listed_ok = isinstance(client.list_namespaces(), list)
+        return unsupported(f"the catalog is read-only here (namespace create answered HTTP {exc.status}): reads work, "
+                           "writes (CTAS, appends, the probes that create tables) cannot run",
+                           namespace=ns, create_status=exc.status, list_ok=listed_ok)
     listed = (ns,) in client.list_namespaces()
     scratch = f"{ns}_scratch"
     client.create_namespace(scratch)

@@ -359,8 +359,10 @@ def test_9_doctor_json(b, emulators, glue_keys):
     got = {p["id"]: p["status"] for p in report["probes"]}
     DOCTOR_SEEN[b.id] = got
     assert got["config"] == "pass" and got["auth"] == "pass", got
-    if b.read_only:  # the doctor's first write fails; reported as a failure (exit 1), not as "read-only"
-        assert got["namespaces"] == "fail" and proc.returncode == 1, got
+    if b.read_only:  # the doctor's first write is refused: reported as read-only (unsupported), still exit 1
+        assert got["namespaces"] == "unsupported" and proc.returncode == 1, got
+        summary = next(p["summary"] for p in report["probes"] if p["id"] == "namespaces")
+        assert "read-only" in summary, summary
     else:  # what the emulated family offers is what the doctor reports, and exit 0
         expected = {
             "vended-credentials": "unsupported" if b.vends == NONE else "pass",
