@@ -47,7 +47,7 @@ from pyspark_catalog_ext.errors import (
 )
 from pyspark_catalog_ext.governance import events
 from pyspark_catalog_ext.spark.java_errors import java_chain
-from pyspark_catalog_ext.spark.shim_api import JvmStagedTable, ShimJvm
+from pyspark_catalog_ext.spark.shim_api import JvmStagedTable, ShimJvm, StagedWrite
 
 __all__ = [
     "StagedTable",
@@ -60,13 +60,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-@dataclass(frozen=True)
-class WriteResult:
-    """One `StagedTable.write`: the snapshot it added inside the transaction."""
-
-    snapshot_id: int | None
-    added_records: int
-    added_files: int
+#: One `StagedTable.write`: the snapshot it added inside the transaction (the boundary's own answer type).
+WriteResult = StagedWrite
 
 
 @dataclass(frozen=True)
@@ -278,7 +273,7 @@ class StagedTable:
             out = self._j.write(df)
         except Exception as exc:  # noqa: BLE001
             raise self._error(exc, "writing to staged table") from None
-        return WriteResult(out.snapshot_id, out.added_records, out.added_files)
+        return out
 
     def commit(self) -> CommitResult:
         """Publish every write in one catalog commit (`assert-create`, or `assert-table-uuid` for a replace)."""
