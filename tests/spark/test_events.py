@@ -99,6 +99,7 @@ def test_webhook_retries_then_delivers_and_a_slow_one_never_blocks():
         # can reach the sink meanwhile (each emit pulls them first).
         hook.statuses_by_type["test.hook"] = collections.deque([503, 503])
         sink = events.subscribe(events.WebhookSink(hook.url, max_seconds=20))
+        slow = None
         try:
             events.emit("test.hook", table="lake.db.t")
             deadline = time.monotonic() + 10
@@ -118,7 +119,8 @@ def test_webhook_retries_then_delivers_and_a_slow_one_never_blocks():
         finally:
             hook.delay_seconds = 0.0
             events.unsubscribe(sink)
-            events.unsubscribe(slow)
+            if slow is not None:
+                events.unsubscribe(slow)
 
 
 def test_webhook_gives_up_after_its_attempts_and_counts_the_failure():
