@@ -1,0 +1,731 @@
+"""The one Python client to an Iceberg REST catalog: PyIceberg's `RestCatalog`, hardened.
+
+Everything Python says to a catalog (staging helpers, `staged cleanup`, the doctor, `maintain`,
+notifications, PyIceberg's refresh strategies and guarded commits) goes through a `CatalogRest`:
+PyIceberg's session, `AuthManager` (OAuth2, bearer token, basic, SigV4), `/v1/config` handling,
+URL building and pagination. What this module adds on that one session, each for a reason:
+
+* **Bounded calls.** PyIceberg sends without a timeout and never retries a failed read; the
+  session's adapter sets a default timeout and lets urllib3's `Retry` repeat reads (GET/HEAD) on
+  connection errors, 429 and 502/503/504, honouring a capped `Retry-After`. Mutations are never
+  repeated blindly: a POST whose answer is lost is reported as possibly applied.
+* **A server cannot move our credentials.** A `uri` override in `/v1/config` pointing at another
+  origin is not followed (PyIceberg would send the token there).
+* **Evidence.** A response hook records each exchange (`Exchange`: method, path with secret query
+  values masked, status, elapsed ms, attempts) for the doctor.
+* **One-line errors.** `catalog_error` is the one translation of a catalog's HTTP answer into
+  `errors.py`'s types; PyIceberg's own exceptions are translated through it (their cause is the
+  HTTP answer), so every tool reports "what is wrong, what to check" the same way.
+* **Calls PyIceberg has no method for,** as raw JSON on the same session: the load-table answer
+  (cleanup and maintenance read metadata fields PyIceberg's model drops), stage-create and commit
+  bodies (doctor probes), `/credentials` with a `storageRefreshToken`, a server-given refresh URL
+  (auth only to the catalog's own origin), and Polaris's policy API.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import http.client
+import logging
+import socket
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin, urlsplit, urlunsplit
+
+import requests
+import requests.adapters
+import urllib3.exceptions
+from pyiceberg.catalog.rest import Endpoints, RestCatalog
+from requests import Response, Session
+from urllib3.util.retry import Retry
+
+from pyspark_catalog_ext.catalog.idempotency import parse_iso8601_duration, uuid7
+from pyspark_catalog_ext.errors import (
+    CatalogAuthError,
+    CatalogConflictError,
+    CatalogError,
+    CatalogExtError,
+    CatalogNotFoundError,
+    CatalogUnavailableError,
+    CatalogUnsupportedError,
+    ConfigError,
+    redact,
+)
+
+__all__ = ["CatalogRest", "Exchange", "catalog_error", "pyiceberg_properties", "safe_url", "transport_cause"]
+
+log = logging.getLogger(__name__)
+
+ACCESS_DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+Namespace = str | Sequence[str]
+# Query parameters whose values never go into evidence or messages (storageRefreshToken, X-Amz-Signature...).
+_SECRET_PARAMS = ("token", "secret", "credential", "signature", "password", "key")
+_MUTATIONS = frozenset({"POST", "PUT", "DELETE", "PATCH"})
+DEFAULT_TIMEOUT = (5.0, 60.0)  # (connect, read) seconds for every call PyIceberg sends without one
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """Evidence of one HTTP exchange. Contains no secrets (query secrets are masked)."""
+
+    operation: str
+    method: str
+    path: str
+    status: int | None
+    elapsed_ms: float
+    attempt: int
+    error: str | None = None
+    idempotency_key: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"operation": self.operation, "method": self.method, "path": self.path, "status": self.status,
+                "elapsed_ms": round(self.elapsed_ms, 1), "attempt": self.attempt, "error": self.error,
+                "idempotency_key": self.idempotency_key}
+
+
+class _CappedRetry(Retry):
+    """urllib3's Retry with `Retry-After` capped: a server asking for an hour must not stall a job."""
+
+    RETRY_AFTER_CAP_S = 10.0
+
+    def get_retry_after(self, response: Any) -> float | None:
+        value = super().get_retry_after(response)
+        return None if value is None else min(value, self.RETRY_AFTER_CAP_S)
+
+
+def read_retry(attempts: int = 3) -> Retry:
+    """Reads are repeated on connection errors, timeouts, 429 and 502/503/504; mutations only when the
+    connection was never made (urllib3 repeats connect errors for every method: nothing was sent)."""
+    return _CappedRetry(total=attempts, connect=attempts, read=attempts, status=attempts, other=0,
+                        allowed_methods=frozenset({"GET", "HEAD"}), status_forcelist=(429, 502, 503, 504),
+                        backoff_factor=0.2, backoff_max=2.0, respect_retry_after_header=True,
+                        raise_on_status=False, raise_on_redirect=False, redirect=0)
+
+
+class _BoundedAdapter(requests.adapters.HTTPAdapter):
+    """Pooled connections with a default timeout (PyIceberg passes none) and `read_retry`."""
+
+    def __init__(self, timeout: tuple[float, float], retries: Retry, pool_maxsize: int = 16) -> None:
+        super().__init__(pool_connections=4, pool_maxsize=pool_maxsize, max_retries=retries)
+        self._timeout = timeout
+
+    def send(self, request: Any, **kwargs: Any) -> Response:  # type: ignore[override]
+        if kwargs.get("timeout") is None:
+            kwargs["timeout"] = self._timeout
+        return super().send(request, **kwargs)
+
+
+class CatalogRest(RestCatalog):
+    """PyIceberg's RestCatalog with bounded calls, evidence, one-line errors and the raw calls our tools need.
+
+    Args:
+        name, properties: as for `RestCatalog` (PyIceberg property names; see `pyiceberg_properties`
+            for a Spark catalog's).
+        on_exchange: called with each `Exchange` (doctor evidence); exceptions in it are ignored.
+        timeout: (connect, read) seconds for calls sent without a timeout.
+        retries: attempts for a read (and for a connection that never opened).
+    """
+
+    def __init__(self, name: str, *, on_exchange: Callable[[Exchange], None] | None = None,
+                 timeout: tuple[float, float] = DEFAULT_TIMEOUT, retries: int = 3, **properties: str) -> None:
+        uri = str(properties.get("uri") or "")
+        parts = urlsplit(uri)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigError(f"invalid catalog URI {safe_url(uri)!r}: expected http(s)://host[:port][/path]")
+        self.safe_uri = safe_url(uri.rstrip("/"))
+        self.warehouse = properties.get("warehouse")
+        self.on_exchange = on_exchange
+        self.exchanges: collections.deque[Exchange] = collections.deque(maxlen=256)
+        self.config_answer: dict[str, Any] = {}
+        self.idempotency_key_lifetime: str | None = None
+        self.idempotency_key_lifetime_s: float | None = None
+        self._timeout, self._retries = timeout, retries
+        self._user_uri, self._user_origin = uri, _origin(uri)
+        from pyspark_catalog_ext import knobs  # (knobs reads its JSON spec on first use)
+
+        self._key_mode = knobs.read_choice(properties, "catalog-ext.commit.idempotency")
+        self._custom_headers = tuple(k[len("header."):] for k in properties if k.startswith("header."))
+        self._sent_keys = threading.local()
+        with self._answers("GET /v1/config", ("config", None)):
+            super().__init__(name, **properties)
+
+    def __repr__(self) -> str:  # PyIceberg's repr would print properties, secrets included
+        return f"{type(self).__name__}(uri={self.safe_uri!r}, warehouse={self.warehouse!r}, auth={self.auth_kind!r})"
+
+    # -- the session -----------------------------------------------------------------------------
+    def _create_session(self) -> Session:
+        session = super()._create_session()
+        adapter = _BoundedAdapter(self._timeout, read_retry(self._retries))
+        for scheme in ("http://", "https://"):  # PyIceberg's SigV4 adapter stays mounted on the catalog URI
+            session.mount(scheme, adapter)
+        if session.headers.get(ACCESS_DELEGATION_HEADER) == "":  # `delegation=""`: ask for no delegation
+            del session.headers[ACCESS_DELEGATION_HEADER]
+        session.hooks["response"].append(self._on_response)
+        session.auth = _IdempotencyKeys(session.auth, self)
+        return session
+
+    def _fetch_config(self) -> None:
+        super()._fetch_config()
+        if _origin(self.uri) != self._user_origin:
+            # A config answer must not redirect our token and headers to another host.
+            log.warning("catalog-ext: the catalog's /v1/config names another uri (%s); keeping %s",
+                        safe_url(self.uri), self.safe_uri)
+            self.uri = self.properties["uri"] = self._user_uri
+
+    def _on_response(self, resp: Response, *args: Any, **kwargs: Any) -> None:
+        request = resp.request
+        if request is None:
+            return
+        path = request.path_url.split("?")[0]
+        if path.endswith("/v1/config") and resp.status_code == 200:
+            self._remember_config(resp)
+        history = getattr(getattr(resp.raw, "retries", None), "history", ()) or ()
+        key = request.headers.get(IDEMPOTENCY_HEADER)
+        exchange = Exchange(_operation(request.method or "", path), request.method or "",
+                            path + _mask_query(urlsplit(request.url or "").query), resp.status_code,
+                            resp.elapsed.total_seconds() * 1000.0, len(history) + 1, None,
+                            key.decode() if isinstance(key, bytes) else key)
+        self.exchanges.append(exchange)
+        if self.on_exchange is not None:
+            try:
+                self.on_exchange(exchange)
+            except Exception:  # evidence must never break a call
+                log.debug("on_exchange callback failed", exc_info=True)
+
+    def _remember_config(self, resp: Response) -> None:
+        try:
+            body = resp.json()
+        except ValueError:
+            return  # PyIceberg reports a malformed config itself
+        if not isinstance(body, dict):
+            return
+        self.config_answer = body
+        overrides, defaults = body.get("overrides") or {}, body.get("defaults") or {}
+        # Spec: top level; Lakekeeper <= 0.13 puts it inside overrides (lakekeeper#1952).
+        lifetime = body.get("idempotency-key-lifetime") or overrides.get("idempotency-key-lifetime") \
+            or defaults.get("idempotency-key-lifetime")
+        self.idempotency_key_lifetime = str(lifetime) if lifetime else None
+        self.idempotency_key_lifetime_s = None
+        if lifetime:
+            try:
+                self.idempotency_key_lifetime_s = parse_iso8601_duration(str(lifetime))
+            except ValueError:
+                log.warning("catalog-ext: unparseable idempotency-key-lifetime %r; commits are reconciled instead",
+                            lifetime)
+
+    # -- what the catalog said about itself --------------------------------------------------------
+    @property
+    def prefix(self) -> str | None:
+        return (self.properties.get("prefix") or "").strip("/") or None
+
+    @property
+    def endpoints(self) -> list[str] | None:
+        """Endpoints the server advertised ("GET /v1/{prefix}/namespaces", ...), None if it sent no list."""
+        advertised = self.config_answer.get("endpoints")
+        return [str(e) for e in advertised] if isinstance(advertised, list) else None
+
+    def supports_endpoint(self, endpoint: str) -> bool | None:
+        """Whether `endpoint` was advertised; None when the server advertised no list (try it and see)."""
+        if self.endpoints is None:
+            return None
+        return " ".join(endpoint.split()) in {" ".join(e.split()) for e in self.endpoints}
+
+    @property
+    def auth_kind(self) -> str:
+        """How requests are authenticated: "sigv4 (<name>)", "oauth2", "bearer", "basic" or "none"."""
+        if str(self.properties.get("rest.sigv4-enabled", "")).lower() == "true":
+            return f"sigv4 ({self.properties.get('rest.signing-name', 'execute-api')})"
+        auth = self.properties.get("auth")
+        if isinstance(auth, Mapping) and auth.get("type"):
+            return str(auth["type"])
+        if self.properties.get("credential"):
+            return "oauth2"
+        return "bearer" if self.properties.get("token") else "none"
+
+    @property
+    def last_idempotency_key(self) -> str | None:
+        """The Idempotency-Key the calling thread's last mutation carried (None if none)."""
+        return getattr(self._sent_keys, "last", None)
+
+    def sends_keys(self) -> bool:
+        """Whether mutations get an Idempotency-Key: where the catalog advertises a lifetime, unless
+        `catalog-ext.commit.idempotency` says always or never."""
+        return self._key_mode == "always" or (self._key_mode == "auto" and self.idempotency_key_lifetime_s is not None)
+
+    # -- tool calls: plain data, `errors.py` types -----------------------------------------------
+    def namespaces(self, parent: Namespace = ()) -> list[tuple[str, ...]]:
+        """Namespaces under `parent` (all pages)."""
+        with self._answers("list namespaces", ("namespace", _dotted(parent)) if parent else ("warehouse", None)):
+            return [tuple(ns) for ns in self.list_namespaces(_levels(parent))]
+
+    def tables(self, namespace: Namespace) -> list[tuple[str, ...]]:
+        """Identifiers (namespace levels..., name) of the tables in `namespace` (all pages)."""
+        with self._answers("list tables", ("namespace", _dotted(namespace))):
+            return [tuple(t) for t in self.list_tables(_levels(namespace))]
+
+    def namespace_properties(self, namespace: Namespace) -> dict[str, str]:
+        with self._answers("load namespace", ("namespace", _dotted(namespace))):
+            return dict(self.load_namespace_properties(_levels(namespace)))
+
+    def has_namespace(self, namespace: Namespace) -> bool:
+        with self._answers("namespace exists", ("namespace", _dotted(namespace))):
+            return self.namespace_exists(_levels(namespace))
+
+    def has_table(self, identifier: Sequence[str]) -> bool:
+        with self._answers("table exists", ("table", _dotted(identifier))):
+            return self.table_exists(tuple(identifier))
+
+    def make_namespace(self, namespace: Namespace, properties: Mapping[str, str] | None = None) -> None:
+        with self._answers("create namespace", ("namespace", _dotted(namespace))):
+            self.create_namespace(_levels(namespace), dict(properties or {}))
+
+    def remove_namespace(self, namespace: Namespace) -> None:
+        with self._answers("drop namespace", ("namespace", _dotted(namespace))):
+            self.drop_namespace(_levels(namespace))
+
+    def remove_table(self, identifier: Sequence[str], *, purge: bool = False) -> None:
+        with self._answers("drop table", ("table", _dotted(identifier))):
+            self.drop_table(tuple(identifier), purge_requested=purge)
+
+    def table_url(self, identifier: Sequence[str], tail: str = "") -> str:
+        ident = tuple(identifier)
+        if len(ident) < 2 or not ident[-1]:
+            raise ConfigError(f"invalid table identifier {'.'.join(ident)!r}: expected namespace.table")
+        return self.url(Endpoints.load_table, prefixed=True, **self._split_identifier_for_path(ident)) + tail
+
+    def load_table_json(self, identifier: Sequence[str], *, delegation: str | None = None) -> dict[str, Any]:
+        """The LoadTableResult as JSON (metadata-location, metadata, config, storage-credentials)."""
+        return self._object("GET", self.table_url(identifier), ("table", _dotted(identifier)),
+                            headers=_delegation(delegation), required=("metadata",))
+
+    def create_table_json(self, namespace: Namespace, body: Mapping[str, Any], *, stage_create: bool = False,
+                          delegation: str | None = None) -> dict[str, Any]:
+        """POST a CreateTableRequest (`stage-create` when asked); the LoadTableResult as JSON."""
+        if not body.get("name") or "schema" not in body:
+            raise ConfigError("create_table body needs at least 'name' and 'schema'")
+        payload = {**body, "stage-create": True} if stage_create else dict(body)
+        url = self.url(Endpoints.create_table, namespace=self._encode_namespace_path(_levels(namespace)))
+        return self._object("POST", url, ("namespace", _dotted(namespace)), json=payload,
+                            headers=_delegation(delegation), required=("metadata",))
+
+    def commit_table_json(self, identifier: Sequence[str], requirements: Sequence[Mapping[str, Any]],
+                          updates: Sequence[Mapping[str, Any]], *, idempotency_key: str | None = None
+                          ) -> dict[str, Any]:
+        """POST a CommitTableRequest as given (doctor probes); {"metadata-location", "metadata"}."""
+        ident = tuple(identifier)
+        payload = {"identifier": {"namespace": list(ident[:-1]), "name": ident[-1]},
+                   "requirements": list(requirements), "updates": list(updates)}
+        headers = {IDEMPOTENCY_HEADER: idempotency_key} if idempotency_key else None
+        return self._object("POST", self.table_url(ident), ("table", _dotted(ident)), json=payload,
+                            headers=headers, required=("metadata-location", "metadata"))
+
+    def load_credentials_json(self, identifier: Sequence[str], *, storage_refresh_token: str | None = None
+                              ) -> dict[str, Any]:
+        """GET .../credentials[?storageRefreshToken=] (spec PR 15280): {"storage-credentials": [...]}."""
+        params = {"storageRefreshToken": storage_refresh_token} if storage_refresh_token else None
+        body = self._object("GET", self.table_url(identifier, "/credentials"), ("table", _dotted(identifier)),
+                            params=params, required=("storage-credentials",))
+        if not isinstance(body["storage-credentials"], list):
+            raise CatalogError(f"catalog returned malformed JSON for GET {_dotted(identifier)} credentials: "
+                               "storage-credentials must be a list")
+        return body
+
+    def get_url(self, url: str) -> Any:
+        """GET a server-given URL (`client.refresh-credentials-endpoint`), absolute or relative to the
+        catalog. Credentials and the user's `header.*` values go only to the catalog's own origin: a
+        config value must not be able to exfiltrate them."""
+        full = urljoin(self.uri.rstrip("/") + "/", url)
+        if urlsplit(full).scheme not in ("http", "https"):
+            raise ConfigError(f"refusing non-http URL {safe_url(full)!r}")
+        if _origin(full) == self._user_origin:
+            return self._call("GET", full, ("endpoint", None))
+        # Another origin: no auth, none of the user's headers (a None value drops a session header).
+        strip = {name: None for name in (*self._custom_headers, "Authorization")}
+        return self._call("GET", full, ("endpoint", None), headers=strip, auth=False)
+
+    def call(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None,
+             headers: Mapping[str, str] | None = None) -> Any:
+        """Any catalog call (Polaris's `/polaris/v1/{prefix}/...`, notifications). "{prefix}" in `path` is
+        the catalog's prefix. Parsed JSON, or None for an empty answer."""
+        path = path.replace("/{prefix}", f"/{self.prefix}" if self.prefix else "")
+        return self._call(method.upper(), self.uri.rstrip("/") + "/" + path.lstrip("/"), ("endpoint", None),
+                          params=params, json=json, headers=headers)
+
+    # -- internals --------------------------------------------------------------------------------
+    def _object(self, method: str, url: str, resource: tuple[str, str | None], *,
+                required: Sequence[str] = (), **kwargs: Any) -> dict[str, Any]:
+        body = self._call(method, url, resource, **kwargs)
+        shown = f"{method} {urlsplit(url).path}"
+        if not isinstance(body, dict):
+            raise CatalogError(f"catalog returned malformed JSON for {shown}: expected an object")
+        missing = [k for k in required if k not in body]
+        if missing:
+            raise CatalogError(f"catalog returned malformed JSON for {shown}: missing {', '.join(missing)}")
+        return body
+
+    def _call(self, method: str, url: str, resource: tuple[str, str | None], *, params: Mapping[str, Any] | None = None,
+              json: Any = None, headers: Mapping[str, str | None] | None = None, auth: bool = True) -> Any:
+        shown = f"{method} {urlsplit(url).path}"
+        send = dict(headers or {})
+        for renewal in (False, True):
+            try:
+                kwargs: dict[str, Any] = {"params": params, "json": json, "headers": send}
+                if not auth:
+                    kwargs["auth"] = _NoAuth()
+                resp = self._session.request(method, url, **kwargs)
+            except requests.RequestException as exc:
+                raise transport_error(exc, shown, _where(url, self), mutation=method in _MUTATIONS) from None
+            # An expired token (401; 419 on Gravitino) was not applied: renew it once and resend.
+            if resp.status_code in (401, 419) and auth and not renewal and self._renew_token():
+                continue
+            break
+        if resp.status_code >= 400:
+            raise _scrubbed(catalog_error(resp, shown, resource, self), resp, params)
+        if method == "HEAD" or resp.status_code == 204 or not resp.content:
+            return None
+        try:
+            return resp.json()
+        except ValueError:
+            snippet = " ".join(resp.text[:60].split())
+            raise CatalogError(f"catalog returned malformed JSON for {shown} (body starts {snippet!r}); check that "
+                               "--uri points at the Iceberg REST endpoint", status=resp.status_code) from None
+
+    def _renew_token(self) -> bool:
+        try:
+            self._refresh_token()  # PyIceberg's own renewal (its legacy OAuth2 manager; others renew themselves)
+        except Exception:
+            return False
+        return True
+
+    @contextlib.contextmanager
+    def _answers(self, what: str, resource: tuple[str, str | None]) -> Iterator[None]:
+        """Run PyIceberg calls, turning their exceptions into `errors.py`'s one-line types."""
+        try:
+            yield
+        except CatalogExtError:
+            raise
+        except NotImplementedError as exc:  # PyIceberg's check of the advertised endpoints
+            raise CatalogUnsupportedError(f"catalog at {self.safe_uri} does not support {what}: {redact(str(exc))}") \
+                from None
+        except requests.RequestException as exc:
+            raise transport_error(exc, what, self.safe_uri, mutation=False) from None
+        except Exception as exc:
+            cause = exc.__cause__
+            if isinstance(cause, requests.HTTPError) and cause.response is not None:
+                raise catalog_error(cause.response, what, resource, self) from None
+            if type(exc).__module__.startswith(("pyiceberg", "pydantic")):
+                raise CatalogError(f"catalog at {self.safe_uri} failed to {what}: {type(exc).__name__}: "
+                                   f"{redact(str(exc))[:200]}") from None
+            raise
+
+
+class _IdempotencyKeys:
+    """Wraps the session's auth: a mutation gets a fresh UUIDv7 Idempotency-Key when `sends_keys()` (PyIceberg
+    retries none of them, so one key per request); a request that brings its own keeps it."""
+
+    def __init__(self, inner: Any, catalog: CatalogRest) -> None:
+        self.inner = inner
+        self._catalog = catalog
+
+    def __call__(self, request: Any) -> Any:
+        request = self.inner(request) if self.inner is not None else request
+        if request.method in _MUTATIONS and not request.path_url.split("?")[0].endswith("/oauth/tokens"):
+            if IDEMPOTENCY_HEADER not in request.headers and self._catalog.sends_keys():
+                request.headers[IDEMPOTENCY_HEADER] = str(uuid7())
+            self._catalog._sent_keys.last = request.headers.get(IDEMPOTENCY_HEADER)
+        return request
+
+    def __getattr__(self, name: str) -> Any:  # RestCatalog._refresh_token reads .auth_manager
+        return getattr(self.inner, name)
+
+
+class _NoAuth(requests.auth.AuthBase):
+    def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
+        return r
+
+
+# -- translation of answers -------------------------------------------------------------------------
+def catalog_error(resp: Response, op: str, resource: tuple[str, str | None], catalog: CatalogRest | None = None
+                  ) -> CatalogError:
+    """The `errors.py` exception for a non-2xx catalog answer: typed, one line, redacted."""
+    status = resp.status_code
+    err_type, message = error_parts(resp)
+    detail = f"{status} {err_type}: {message}" if message else f"{status} {err_type}"
+    where = catalog.safe_uri if catalog is not None else safe_url(resp.url or "")
+    if status in (401, 419):
+        return CatalogAuthError(f"catalog rejected the credentials ({detail}) for {op}: check --credential/--token",
+                                status=status)
+    if status == 403:
+        return CatalogAuthError(f"catalog denied {op} ({detail}): the principal lacks permission; check "
+                                "--credential/--token and the catalog's grants", status=status)
+    if status == 404:
+        method = resp.request.method if resp.request is not None else ""
+        kind = resource[0] if method == "HEAD" else _not_found_kind(err_type, message, resource, resp)
+        warehouse = catalog.warehouse if catalog is not None else None
+        if kind == "warehouse":
+            text = f"warehouse {warehouse!r} not found in catalog {where} ({detail}): check --warehouse"
+        elif kind == "config":
+            text = f"catalog has no endpoint {op} ({detail}): check --uri, it must be the Iceberg REST root (the URL before /v1)"
+            kind = "endpoint"
+        elif kind == "endpoint":
+            text = f"catalog has no endpoint {op} ({detail}): the server does not implement it"
+        else:
+            name = resource[1] if resource[0] == kind and resource[1] else "?"
+            text = f"{kind} {name!r} not found ({detail}) for {op}: check the {kind} name"
+        err = CatalogNotFoundError(text, status=status)
+        err.kind = kind  # type: ignore[attr-defined]
+        return err
+    if status in (405, 501):
+        unsupported = CatalogUnsupportedError(f"catalog does not support {op} ({detail})", status=status)
+        unsupported.kind = "endpoint"  # type: ignore[attr-defined]
+        return unsupported
+    if status == 409:
+        return CatalogConflictError(f"catalog reported a conflict for {op} ({detail}): the object already exists "
+                                    "or changed concurrently; reload and retry", status=status)
+    if status == 429 or status >= 500:
+        attempts = len(getattr(getattr(resp.raw, "retries", None), "history", ()) or ()) + 1
+        return CatalogUnavailableError(
+            f"catalog at {where} answered {detail} for {op} after {attempts} attempt{'s' if attempts != 1 else ''}: "
+            "it is overloaded or down; try again later", status=status)
+    if status == 422:
+        return CatalogError(f"catalog rejected {op} ({detail}): an Idempotency-Key was reused for a different "
+                            "request", status=status)
+    return CatalogError(f"catalog rejected {op} ({detail})", status=status)
+
+
+_CAUSE_TEXT = {"connection-refused": "connection refused", "dns": "host name does not resolve",
+               "connect-timeout": "connect timed out", "read-timeout": "read timed out",
+               "connection-reset": "connection reset", "connection-error": "connection error", "tls": "TLS failure"}
+
+
+def transport_error(exc: requests.RequestException, op: str, where: str, *, mutation: bool) -> CatalogError:
+    """A one-line error for a call that got no answer; a mutation that may have arrived says so."""
+    if isinstance(exc, requests.exceptions.SSLError):
+        return CatalogError(f"TLS handshake with {where} failed: the server certificate is not trusted or invalid; "
+                            "pass a CA bundle (--ca-bundle / REQUESTS_CA_BUNDLE) or fix the certificate")
+    if isinstance(exc, (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema,
+                        requests.exceptions.InvalidSchema)):
+        return ConfigError(f"invalid catalog URL {where!r}: {type(exc).__name__}")  # type: ignore[return-value]
+    cause, reached = transport_cause(exc)
+    if mutation and reached:
+        return CatalogUnavailableError(f"{op} may or may not have been applied by the catalog at {where} "
+                                       f"({_CAUSE_TEXT.get(cause, cause)}): reconcile before repeating it")
+    return CatalogUnavailableError(f"cannot reach catalog at {where} ({_CAUSE_TEXT.get(cause, cause)}) for {op}: "
+                                   "check --uri and that the catalog is running")
+
+
+def transport_cause(exc: requests.RequestException) -> tuple[str, bool]:
+    """(cause, may_have_reached_server) for a call that got no answer."""
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return "connect-timeout", False
+    if isinstance(exc, requests.exceptions.ReadTimeout):
+        return "read-timeout", True
+    if isinstance(exc, (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError)):
+        return "connection-reset", True
+    chain: list[BaseException] = []
+    node: BaseException | None = exc
+    while node is not None and len(chain) < 10:
+        chain.append(node)
+        if isinstance(node, urllib3.exceptions.MaxRetryError) and node.reason is not None:
+            node = node.reason
+        elif node.args and isinstance(node.args[0], BaseException):
+            node = node.args[0]
+        elif len(node.args) > 1 and isinstance(node.args[1], BaseException):
+            node = node.args[1]
+        else:
+            node = node.__cause__ or node.__context__
+    if any(isinstance(i, (urllib3.exceptions.NameResolutionError, socket.gaierror)) for i in chain):
+        return "dns", False
+    for item in chain:
+        if isinstance(item, (urllib3.exceptions.NewConnectionError, ConnectionRefusedError)):
+            return "connection-refused", False
+        if isinstance(item, urllib3.exceptions.ConnectTimeoutError):
+            return "connect-timeout", False
+    for item in chain:
+        if isinstance(item, (urllib3.exceptions.ProtocolError, http.client.RemoteDisconnected, ConnectionResetError,
+                             BrokenPipeError, urllib3.exceptions.ReadTimeoutError)):
+            return "connection-reset", True
+    return "connection-error", True  # unknown: assume the worst for mutations
+
+
+def error_parts(resp: Response) -> tuple[str, str]:
+    """(type, message) from an Iceberg ErrorModel (or OAuth error) body, redacted, one line."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return (resp.reason or "error").replace(" ", ""), redact(" ".join((resp.text or "").split())[:200])
+    if isinstance(body, dict):
+        err = body.get("error")
+        if isinstance(err, dict):
+            return str(err.get("type") or "error"), redact(" ".join(str(err.get("message") or "").split())[:300])
+        if isinstance(err, str):
+            return err, redact(" ".join(str(body.get("error_description") or "").split())[:300])
+        if "message" in body:
+            return str(body.get("type") or "error"), redact(" ".join(str(body["message"]).split())[:300])
+    return (resp.reason or "error").replace(" ", ""), ""
+
+
+def error_summary(resp: Response) -> str:
+    err_type, message = error_parts(resp)
+    return f"{err_type}: {message}" if message else err_type
+
+
+def _not_found_kind(err_type: str, message: str, resource: tuple[str, str | None], resp: Response) -> str:
+    t, m = err_type.lower(), message.lower()
+    if resource[0] == "config":
+        # /v1/config exists on every catalog: a 404 naming a warehouse/catalog means a wrong warehouse
+        # (Polaris, Lakekeeper), anything else a wrong --uri.
+        return "warehouse" if ("warehouse" in t or "warehouse" in m or "catalog" in m) else "config"
+    if "warehouse" in t or "table bucket" in m or resource[0] == "warehouse":
+        return "warehouse"
+    for name in ("table", "view", "namespace"):
+        if f"nosuch{name}" in t:
+            return name
+    if "warehouse" in m:
+        return "warehouse"
+    is_error_model = "json" in (resp.headers.get("Content-Type") or "")
+    if not is_error_model or "path" in m or "route" in m or "endpoint" in t or t in ("notfound", "error"):
+        return "endpoint"
+    if "table" in m:
+        return "table"
+    if "namespace" in m:
+        return "namespace"
+    return resource[0]
+
+
+def _scrubbed(err: CatalogError, resp: Response, params: Mapping[str, Any] | None) -> CatalogError:
+    """Servers sometimes echo what we sent ("bad token <value>"): remove every secret this request carried."""
+    found = [str(v) for k, v in (params or {}).items() if v is not None and any(w in k.lower() for w in _SECRET_PARAMS)]
+    if resp.request is not None:
+        for header in ("Authorization", "X-Amz-Security-Token"):
+            value = resp.request.headers.get(header) or ""
+            text = value.decode(errors="replace") if isinstance(value, bytes) else value
+            found.append(text.split(" ", 1)[-1] if header == "Authorization" else text)
+    text = str(err)
+    for secret in (s for s in found if len(s) >= 4):
+        text = text.replace(secret, "***")
+    if text != str(err):
+        err.args = (text,)
+    return err
+
+
+# -- small helpers ----------------------------------------------------------------------------------
+def safe_url(url: str) -> str:
+    """A URL without userinfo and without query (query strings may carry secrets)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<invalid url>"
+    netloc = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else (parts.hostname or "")
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+
+
+def _where(url: str, catalog: CatalogRest) -> str:
+    return catalog.safe_uri if _origin(url) == catalog._user_origin else safe_url(url)
+
+
+def _mask_query(query: str) -> str:
+    if not query:
+        return ""
+    masked = []
+    for pair in query.split("&"):
+        name, sep, _ = pair.partition("=")
+        masked.append(f"{name}=***" if sep and any(w in name.lower() for w in _SECRET_PARAMS) else pair)
+    return "?" + "&".join(masked)
+
+
+# Operation names in evidence, by the route's last fixed segment (most specific first).
+_ROUTES = (("/v1/config", "config"), ("/oauth/tokens", "oauth_token"), ("/credentials", "load_credentials"),
+           ("/applicable-policies", "applicable_policies"), ("/notifications", "notification"),
+           ("/transactions/commit", "commit_transaction"), ("/tables/rename", "rename_table"))
+
+
+def _operation(method: str, path: str) -> str:
+    for tail, name in _ROUTES:
+        if tail in path:
+            return name
+    parts = path.rstrip("/").split("/")
+    if "tables" in parts:
+        at_table = parts[-2] == "tables"
+        return {("GET", True): "load_table", ("HEAD", True): "table_exists", ("POST", True): "commit_table",
+                ("DELETE", True): "drop_table", ("GET", False): "list_tables",
+                ("POST", False): "create_table"}.get((method, at_table), f"{method} tables")
+    if "namespaces" in parts:
+        at_namespace = parts[-1] != "namespaces"
+        return {("GET", True): "load_namespace", ("HEAD", True): "namespace_exists", ("DELETE", True): "drop_namespace",
+                ("GET", False): "list_namespaces", ("POST", False): "create_namespace"}.get(
+                    (method, at_namespace), f"{method} namespaces")
+    return f"{method} {path}"
+
+
+def _levels(namespace: Namespace) -> tuple[str, ...]:
+    return (namespace,) if isinstance(namespace, str) else tuple(namespace)
+
+
+def _dotted(identifier: Namespace) -> str:
+    return ".".join(_levels(identifier))
+
+
+def _delegation(value: str | None) -> dict[str, str] | None:
+    return {ACCESS_DELEGATION_HEADER: value} if value else None
+
+
+def pyiceberg_properties(props: Mapping[str, str]) -> dict[str, Any]:
+    """PyIceberg's names for a Spark (Iceberg Java) catalog's properties.
+
+    The two clients spell most settings alike (`uri`, `warehouse`, `credential`, `token`, `scope`,
+    `oauth2-server-uri`, `header.*`, `rest.sigv4-enabled`, `rest.signing-*`); these differ: basic auth
+    (`rest.auth.type=basic` + `rest.auth.basic.*` is PyIceberg's `auth` mapping), SigV4 keys
+    (`rest.access-key-id` is PyIceberg's `client.access-key-id`), and the Java-only FileIO settings.
+    """
+    out: dict[str, Any] = {k: v for k, v in props.items() if v is not None}
+    kind = str(out.pop("rest.auth.type", "") or "").strip().lower()
+    if kind == "basic":
+        user, password = out.pop("rest.auth.basic.username", None), out.pop("rest.auth.basic.password", None)
+        if not user or password is None:
+            raise ConfigError("basic auth needs rest.auth.basic.username and rest.auth.basic.password")
+        out["auth"] = {"type": "basic", "basic": {"username": user, "password": password}}
+    elif kind not in ("", "none", "oauth2", "bearer", "sigv4"):
+        raise ConfigError(f"unsupported rest.auth.type {kind!r}: use none, oauth2, bearer, basic or sigv4")
+    if kind == "sigv4":
+        out["rest.sigv4-enabled"] = "true"
+    for java, python in (("rest.access-key-id", "client.access-key-id"), ("rest.secret-access-key", "client.secret-access-key"),
+                         ("rest.session-token", "client.session-token")):
+        if java in out:
+            out.setdefault(python, out.pop(java))
+    if str(out.get("rest.sigv4-enabled", "")).lower() == "true":
+        region = out.get("rest.signing-region") or out.get("client.region") or out.get("s3.region")
+        if not region:
+            raise ConfigError("SigV4 auth needs a region: set rest.signing-region")
+        out["rest.signing-region"] = region
+    # Java-only keys; PyIceberg picks its own FileIO and uses path-style addressing by default.
+    for key in ("type", "catalog-impl", "io-impl", "s3.client-factory-impl", "s3.path-style-access"):
+        out.pop(key, None)
+    if "client.region" in out:
+        out.setdefault("s3.region", out["client.region"])
+    return out
+
+
+def open_catalog(props: Mapping[str, str], *, name: str = "catalog-ext", delegation: str | None = None,
+                 **kwargs: Any) -> CatalogRest:
+    """A `CatalogRest` for the catalog a Spark catalog's properties describe (`uri`, `warehouse`, auth,
+    `header.*`): the same catalog, principal and headers. `delegation` overrides the
+    X-Iceberg-Access-Delegation header ("" sends none)."""
+    if not props.get("uri"):
+        raise ConfigError("the catalog properties have no uri: set spark.sql.catalog.<name>.uri (or --uri)")
+    properties = pyiceberg_properties(props)
+    if delegation is not None:
+        properties["header." + ACCESS_DELEGATION_HEADER] = delegation
+    return CatalogRest(name, **kwargs, **properties)
+
