@@ -145,9 +145,10 @@ class CatalogRest(RestCatalog):
         self.idempotency_key_lifetime_s: float | None = None
         self._timeout, self._retries = timeout, retries
         self._user_uri, self._user_origin = uri, _origin(uri)
-        from pyspark_catalog_ext import knobs  # (knobs reads its JSON spec on first use)
+        from pyspark_catalog_ext.pyiceberg_ext.commits import CommitPolicy  # (imports this module)
 
-        self._key_mode = knobs.read_choice(properties, "catalog-ext.commit.idempotency")
+        #: `catalog-ext.commit.*`: retry bounds and Idempotency-Key use, as Spark's CommitGuard reads them.
+        self.commit_policy = CommitPolicy.from_properties(properties)
         self._custom_headers = tuple(k[len("header."):] for k in properties if k.startswith("header."))
         self._sent_keys = threading.local()
         with self._answers("GET /v1/config", ("config", None)):
@@ -254,7 +255,7 @@ class CatalogRest(RestCatalog):
     def sends_keys(self) -> bool:
         """Whether mutations get an Idempotency-Key: where the catalog advertises a lifetime, unless
         `catalog-ext.commit.idempotency` says always or never."""
-        return self._key_mode == "always" or (self._key_mode == "auto" and self.idempotency_key_lifetime_s is not None)
+        return self.commit_policy.sends_keys(self.idempotency_key_lifetime_s)
 
     # -- tool calls: plain data, `errors.py` types -----------------------------------------------
     def namespaces(self, parent: Namespace = ()) -> list[tuple[str, ...]]:

@@ -1,9 +1,11 @@
 """`ExtRestCatalog`: PyIceberg's RestCatalog with refreshing table FileIOs and guarded commits.
 
-Seams into PyIceberg, all on the RestCatalog subclass (no patching):
-- `_create_session`: adds a `requests` response hook that reads `idempotency-key-lifetime` from
-  `/v1/config` and keeps the raw JSON of each table load/create answer (PyIceberg's models drop
-  `storage-refresh-token`, and re-staging needs the stage-create body);
+Built on `catalog.rest.CatalogRest` (PyIceberg's RestCatalog with bounded calls, evidence, the
+advertised `idempotency-key-lifetime` and Idempotency-Keys on mutations). Seams into PyIceberg,
+all on the subclass (no patching):
+- `_create_session`: adds a `requests` response hook that keeps the raw JSON of each table
+  load/create answer (PyIceberg's models drop `storage-refresh-token`, and re-staging needs the
+  stage-create body);
 - `_response_to_table` / `_response_to_staged_table`: wrap the FileIO PyIceberg built in a
   `RefreshingFileIO` tied to the table's `TableCredentials`;
 - `commit_table`: sent through `commits.GuardedCommit`.
@@ -19,7 +21,7 @@ import threading
 from typing import Any, TypeVar
 
 from pydantic import Field, ValidationError
-from pyiceberg.catalog.rest import Endpoints, RestCatalog, TableResponse
+from pyiceberg.catalog.rest import Endpoints, TableResponse
 from pyiceberg.catalog.rest.scan_planning import StorageCredential
 from pyiceberg.table import CommitTableRequest, CommitTableResponse, StagedTable, Table
 from pyiceberg.table.update import AssertCreate
@@ -27,10 +29,10 @@ from pyiceberg.typedef import IcebergBaseModel, Identifier
 from pyiceberg.utils.properties import property_as_bool
 from requests import Response, Session
 
-from pyspark_catalog_ext.catalog.retry import parse_iso8601_duration, uuid7
+from pyspark_catalog_ext.catalog.rest import CatalogRest
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 from pyspark_catalog_ext.credentials.sources import CredentialSource
-from pyspark_catalog_ext.pyiceberg_ext.commits import CommitPolicy, GuardedCommit
+from pyspark_catalog_ext.pyiceberg_ext.commits import GuardedCommit
 from pyspark_catalog_ext.pyiceberg_ext.fileio import RefreshingFileIO
 from pyspark_catalog_ext.pyiceberg_ext.refresher import PROPERTY_PREFIX, CredentialRefresher, refresh_policy
 
@@ -44,7 +46,7 @@ _TABLE_ANSWER = re.compile(r"/v1/(?:[^/]+/)?namespaces/[^/]+/tables(?:/[^/?]+)?(
 REFRESH_PROPERTY = PROPERTY_PREFIX + "enabled"
 
 
-class ExtRestCatalog(RestCatalog):
+class ExtRestCatalog(CatalogRest):
     """A RestCatalog whose tables keep their vended credentials fresh and whose commits are guarded.
 
     Args:
@@ -58,36 +60,25 @@ class ExtRestCatalog(RestCatalog):
     def __init__(self, name: str, *, refresh: bool | None = None, policy: RefreshPolicy | None = None,
                  source: CredentialSource | None = None, **properties: str) -> None:
         self._observed = threading.local()
-        self.idempotency_key_lifetime_s: float | None = None
         self.refresher: CredentialRefresher | None = None
-        self.commit_policy = CommitPolicy.from_properties(properties)  # the session's mutations read it from the start
         super().__init__(name, **properties)
         if refresh is None:
             refresh = property_as_bool(self.properties, REFRESH_PROPERTY, True)
         if refresh:
-            self.refresher = CredentialRefresher(name, _LazyClient(self), policy or refresh_policy(self.properties),
+            self.refresher = CredentialRefresher(name, self, policy or refresh_policy(self.properties),
                                                 source=source)
 
     # -- observing answers ---------------------------------------------------------------------
     def _create_session(self) -> Session:
         session = super()._create_session()
         session.hooks["response"].append(self._observe)
-        session.auth = _IdempotencyKeys(session.auth, self)
         return session
 
     def _observe(self, resp: Response, *args: Any, **kwargs: Any) -> None:
         if resp.status_code != 200 or resp.request is None:
             return
         path = resp.request.path_url
-        if path.split("?")[0].endswith("/v1/config"):
-            lifetime = _parse(_ConfigAnswer, resp.content)
-            if lifetime is not None and lifetime.idempotency_key_lifetime:
-                try:
-                    self.idempotency_key_lifetime_s = parse_iso8601_duration(lifetime.idempotency_key_lifetime)
-                except ValueError:
-                    log.warning("catalog-ext: unparseable idempotency-key-lifetime %r; commits are reconciled instead",
-                                lifetime.idempotency_key_lifetime)
-        elif _TABLE_ANSWER.search(path) and (resp.request.method == "GET" or path.split("?")[0].endswith("/tables")):
+        if _TABLE_ANSWER.search(path) and (resp.request.method == "GET" or path.split("?")[0].endswith("/tables")):
             answer = _parse(_VendedTableAnswer, resp.content)
             if answer is not None:
                 request_body = _json_bytes(resp.request.body) if resp.request.method == "POST" else None
@@ -180,58 +171,6 @@ class ExtRestCatalog(RestCatalog):
         return TableResponse.model_validate_json(response.content)
 
 
-class _IdempotencyKeys:
-    """Wraps the session's auth: every other mutation PyIceberg sends (create, stage-create, drop,
-    rename, register, namespaces) gets a fresh UUIDv7 Idempotency-Key when `catalog-ext.commit.idempotency`
-    says so (auto: where the catalog advertises the feature) (PyIceberg retries none of them, so one key per request). Commits bring their own."""
-
-    _MUTATIONS = ("POST", "PUT", "DELETE")
-
-    def __init__(self, inner: Any, catalog: ExtRestCatalog) -> None:
-        self.inner = inner
-        self._catalog = catalog
-
-    def __call__(self, request: Any) -> Any:
-        request = self.inner(request) if self.inner is not None else request
-        if (self._catalog.commit_policy.sends_keys(self._catalog.idempotency_key_lifetime_s) and request.method in self._MUTATIONS
-                and "Idempotency-Key" not in request.headers and not request.path_url.split("?")[0].endswith("/oauth/tokens")):
-            request.headers["Idempotency-Key"] = str(uuid7())
-        return request
-
-    def __getattr__(self, name: str) -> Any:  # RestCatalog._refresh_token reads .auth_manager
-        return getattr(self.inner, name)
-
-
-class _LazyClient:
-    """The `CatalogClient` the refresh strategies use, built on first use with the catalog's own auth."""
-
-    def __init__(self, catalog: ExtRestCatalog) -> None:
-        self._catalog = catalog
-        self._client: Any = None
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        with self._lock:
-            if self._client is None:
-                self._client = _strategy_client(self._catalog)
-        return getattr(self._client, name)
-
-
-def _strategy_client(catalog: ExtRestCatalog) -> Any:
-    from pyspark_catalog_ext.catalog.rest_auth import PyIcebergAuth, auth_from_conf
-    from pyspark_catalog_ext.catalog.rest_client import CatalogClient
-
-    props = {k: v for k, v in catalog.properties.items() if isinstance(v, str)}
-    if property_as_bool(props, "rest.sigv4-enabled", False):
-        auth = auth_from_conf(props)
-    else:
-        auth = PyIcebergAuth(catalog._auth_manager, on_401=catalog._refresh_token)
-    headers = {k[len("header."):]: v for k, v in props.items()
-               if k.startswith("header.") and k != "header.X-Iceberg-Access-Delegation"}
-    return CatalogClient(catalog.uri, warehouse=props.get("warehouse"), auth=auth, headers=headers,
-                         access_delegation=props.get("header.X-Iceberg-Access-Delegation", "vended-credentials"))
-
-
 class _VendedCredential(StorageCredential):
     """PyIceberg's StorageCredential plus the proposed `storage-refresh-token` (spec PR 15280) its model drops."""
 
@@ -256,12 +195,6 @@ class _VendedTableAnswer(IcebergBaseModel):
 
     def __repr__(self) -> str:
         return f"_VendedTableAnswer({self.metadata_location!r}, credentials={len(self.storage_credentials)})"
-
-
-class _ConfigAnswer(IcebergBaseModel):
-    """The part of `GET /v1/config` PyIceberg's `ConfigResponse` does not model."""
-
-    idempotency_key_lifetime: str | None = Field(alias="idempotency-key-lifetime", default=None)
 
 
 _M = TypeVar("_M", bound=IcebergBaseModel)

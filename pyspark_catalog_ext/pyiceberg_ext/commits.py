@@ -45,8 +45,8 @@ from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
 from pyspark_catalog_ext import knobs
-from pyspark_catalog_ext.catalog.rest_client import _classify_transport, _error_summary
-from pyspark_catalog_ext.catalog.retry import uuid7
+from pyspark_catalog_ext.catalog.idempotency import uuid7
+from pyspark_catalog_ext.catalog.rest import error_summary, transport_cause
 from pyspark_catalog_ext.errors import CommitFailedError, CommitStateUnknownError, ConfigError
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
@@ -190,7 +190,7 @@ class GuardedCommit:
         try:
             resp = self.session.post(self.url, data=self.body, headers=headers, timeout=(5.0, self.policy.request_timeout_s))
         except requests.RequestException as exc:
-            cause, reached = _classify_transport(exc)
+            cause, reached = transport_cause(exc)
             self.last_cause = cause
             if not reached:
                 raise _Again(cause) from None
@@ -210,14 +210,14 @@ class GuardedCommit:
         if status == 409:
             if not recognisable:  # a metadata-only conflict: PyIceberg's own refresh-and-retry
                 raise PyIcebergCommitFailedError(
-                    f"the commit to {self.table} conflicts with the table (HTTP 409 {_error_summary(resp)}); nothing was published")
+                    f"the commit to {self.table} conflicts with the table (HTTP 409 {error_summary(resp)}); nothing was published")
             # Our own commit, duplicated on the way (or retried underneath), answers 409 too: look,
             # even with a key (a conflict would come back under the same key every time).
             self.maybe_applied = True
-            return self._settle(f"HTTP 409 {_error_summary(resp)}", retryable=True)
+            return self._settle(f"HTTP 409 {error_summary(resp)}", retryable=True)
         if (status >= 500 and status not in (501, 505)) or (status == 400 and recognisable):
             # Applied, then failed? (Polaris <= 1.7 answers 400 for an unknown commit state.)
-            return self._maybe_applied(f"HTTP {status} {_error_summary(resp)}", retryable=False)
+            return self._maybe_applied(f"HTTP {status} {error_summary(resp)}", retryable=False)
         if self.maybe_applied:
             # A refusal now says nothing about the earlier attempt: look at the table before
             # PyIceberg may delete anything (401: with a new token, or the load fails too: unknown).
@@ -226,10 +226,10 @@ class GuardedCommit:
                     self.on_401()
                 except Exception:  # noqa: BLE001 - the load below fails too and the answer is unknown
                     log.debug("catalog-ext: token refresh after a 401 failed", exc_info=True)
-            return self._settle(f"HTTP {status} {_error_summary(resp)} after an attempt that may have been applied",
+            return self._settle(f"HTTP {status} {error_summary(resp)} after an attempt that may have been applied",
                                 retryable=False)
         raise PyIcebergCommitFailedError(
-            f"the catalog refused the commit to {self.table} (HTTP {status} {_error_summary(resp)}); nothing was published")
+            f"the catalog refused the commit to {self.table} (HTTP {status} {error_summary(resp)}); nothing was published")
 
     # -- reconciliation ----------------------------------------------------------------------------
     def _maybe_applied(self, cause: str, *, retryable: bool) -> CommitTableResponse:

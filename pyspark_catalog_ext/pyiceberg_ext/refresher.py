@@ -223,7 +223,7 @@ class TableCredentials:
 class CredentialRefresher:
     """Keeps the tables of one PyIceberg catalog supplied with fresh credentials.
 
-    `client` is a `catalog_client.CatalogClient` (it speaks the strategies' requests). A daemon
+    `client` is the catalog itself (a `CatalogRest`: it speaks the strategies' requests). A daemon
     thread runs a `RefreshScheduler` every `policy.check_interval_s` while any table is tracked; a
     FileIO that finds its keys expired (an idle table, say) renews them itself before reading.
     Entries are held weakly: a table nobody references any more is forgotten (the map stays

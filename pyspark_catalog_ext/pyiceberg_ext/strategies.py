@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from cachetools import TTLCache
+
+if TYPE_CHECKING:
+    from pyspark_catalog_ext.catalog.rest import CatalogRest
 
 from pyspark_catalog_ext.credentials.sources import BridgeAnswer, TableRequest
 from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError, CredentialRefreshError
@@ -27,6 +30,10 @@ def _answer(strategy: str, response: dict) -> BridgeAnswer:
     if not creds and "s3.access-key-id" not in config:
         raise CatalogError(f"the catalog answered the {strategy} request without storage credentials")
     return {"strategy": strategy, "config": config, "storage-credentials": creds}
+
+
+def _identifier(req: TableRequest) -> tuple[str, ...]:
+    return (*req["namespace"], req["table"])
 
 
 def _longest_prefix(prefixes: list[str], location: str | None) -> str | None:
@@ -42,7 +49,7 @@ class Strategy:
     def applies(self, req: TableRequest) -> bool:
         raise NotImplementedError
 
-    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
+    def fetch(self, client: CatalogRest, req: TableRequest) -> BridgeAnswer:
         raise NotImplementedError
 
 
@@ -54,11 +61,11 @@ class RefreshTokenStrategy(Strategy):
     def applies(self, req: TableRequest) -> bool:
         return bool(req.get("storage_refresh_tokens"))
 
-    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
+    def fetch(self, client: CatalogRest, req: TableRequest) -> BridgeAnswer:
         tokens: dict[str, str] = req["storage_refresh_tokens"]
         prefix = _longest_prefix(list(tokens), req.get("location"))
-        response = client.load_credentials(
-            tuple(req["namespace"]), req["table"], storage_refresh_token=tokens[prefix] if prefix is not None else None
+        response = client.load_credentials_json(
+            _identifier(req), storage_refresh_token=tokens[prefix] if prefix is not None else None
         )
         return _answer(self.name, response)
 
@@ -71,7 +78,7 @@ class RefreshEndpointStrategy(Strategy):
     def applies(self, req: TableRequest) -> bool:
         return bool(req.get("refresh_endpoint"))
 
-    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
+    def fetch(self, client: CatalogRest, req: TableRequest) -> BridgeAnswer:
         return _answer(self.name, client.get_url(req["refresh_endpoint"]))
 
 
@@ -83,10 +90,10 @@ class RestageStrategy(Strategy):
     def applies(self, req: TableRequest) -> bool:
         return bool(req.get("staged")) and bool(req.get("stage_create_request"))
 
-    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
+    def fetch(self, client: CatalogRest, req: TableRequest) -> BridgeAnswer:
         body = dict(req["stage_create_request"])
         body["stage-create"] = True
-        response = client.create_table(tuple(req["namespace"]), body, stage_create=True)
+        response = client.create_table_json(tuple(req["namespace"]), body, stage_create=True)
         location = (response.get("metadata") or {}).get("location")
         if req.get("location") and location and location.rstrip("/") != req["location"].rstrip("/"):
             raise CatalogError(
@@ -103,8 +110,8 @@ class CredentialsEndpointStrategy(Strategy):
     def applies(self, req: TableRequest) -> bool:
         return not req.get("staged")
 
-    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
-        return _answer(self.name, client.load_credentials(tuple(req["namespace"]), req["table"]))
+    def fetch(self, client: CatalogRest, req: TableRequest) -> BridgeAnswer:
+        return _answer(self.name, client.load_credentials_json(_identifier(req)))
 
 
 class ReloadStrategy(Strategy):
@@ -115,8 +122,8 @@ class ReloadStrategy(Strategy):
     def applies(self, req: TableRequest) -> bool:
         return not req.get("staged")
 
-    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
-        return _answer(self.name, client.load_table(tuple(req["namespace"]), req["table"]))
+    def fetch(self, client: CatalogRest, req: TableRequest) -> BridgeAnswer:
+        return _answer(self.name, client.load_table_json(_identifier(req)))
 
 
 CATALOG_STRATEGIES: tuple[Strategy, ...] = (
@@ -144,7 +151,7 @@ class StrategyChain:
     def plan(self, req: TableRequest) -> list[Strategy]:
         return [s for s in self._strategies if s.applies(req) and s.name not in self._unsupported]
 
-    def fetch(self, client: Any, req: TableRequest) -> BridgeAnswer:
+    def fetch(self, client: CatalogRest, req: TableRequest) -> BridgeAnswer:
         failures: list[str] = []
         for strategy in self.plan(req):
             try:

@@ -3,7 +3,7 @@ the 404 is remembered (no second request) and forgotten after FORGET_MISSING_AFT
 
 from __future__ import annotations
 
-from pyspark_catalog_ext.catalog.rest_client import CatalogClient
+from pyspark_catalog_ext.catalog.rest import open_catalog
 from pyspark_catalog_ext.pyiceberg_ext.strategies import StrategyChain
 from pyspark_catalog_ext.spark.conf import catalog_properties
 
@@ -22,7 +22,7 @@ def test_missing_credentials_endpoint_is_remembered_then_forgotten(lakehouse, py
 
     if not pyiceberg_catalog.table_exists("chain.t"):
         pyiceberg_catalog.create_table("chain.t", schema=pa.schema([("id", pa.int64())]))
-    client = CatalogClient.from_properties(catalog_properties("local", lakehouse=lakehouse, shim=False))
+    client = open_catalog(catalog_properties("local", lakehouse=lakehouse, shim=False))
     timer = Timer()
     chain = StrategyChain(timer=timer)
     req = {"catalog": "lake", "namespace": ["chain"], "table": "t", "staged": False}
