@@ -131,7 +131,7 @@ class CatalogRest(RestCatalog):
     """
 
     def __init__(self, name: str, *, on_exchange: Callable[[Exchange], None] | None = None,
-                 timeout: tuple[float, float] = DEFAULT_TIMEOUT, retries: int = 3, **properties: str) -> None:
+                 timeout: tuple[float, float] = DEFAULT_TIMEOUT, retries: int = 3, **properties: Any) -> None:
         uri = str(properties.get("uri") or "")
         parts = urlsplit(uri)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -246,6 +246,18 @@ class CatalogRest(RestCatalog):
         if self.properties.get("credential"):
             return "oauth2"
         return "bearer" if self.properties.get("token") else "none"
+
+    @property
+    def access_delegation(self) -> str | None:
+        """The X-Iceberg-Access-Delegation every table load and create asks for (None: none)."""
+        value = self._session.headers.get(ACCESS_DELEGATION_HEADER)
+        return str(value) if value else None
+
+    @property
+    def request_auth(self) -> Any:
+        """The session's `requests` auth (the catalog's token), for a service the catalog sends us to
+        on its behalf, such as its S3 request signer."""
+        return self._session.auth
 
     @property
     def last_idempotency_key(self) -> str | None:

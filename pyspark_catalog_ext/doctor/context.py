@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark_catalog_ext.catalog.profiles import Profile
-from pyspark_catalog_ext.catalog.rest_client import CatalogClient, Exchange
+from pyspark_catalog_ext.catalog.rest import CatalogRest, Exchange
 from pyspark_catalog_ext.errors import CatalogExtError, CatalogNotFoundError, redact
 from pyspark_catalog_ext.secret_keys import is_secret_key
 
@@ -278,7 +278,7 @@ class ProbeContext:
         profile: Profile,
         props: dict[str, str],
         connection: dict[str, Any],
-        client: CatalogClient,
+        client: CatalogRest,
         namespace: str,
         secrets: SecretBag,
         cleanup: Cleanup,
@@ -305,7 +305,7 @@ class ProbeContext:
 
     # -- evidence -----------------------------------------------------------------------------
     def record_exchange(self, ex: Exchange) -> None:
-        """`CatalogClient.on_exchange` hook: collect the current probe's HTTP evidence."""
+        """`CatalogRest.on_exchange` hook: collect the current probe's HTTP evidence."""
         self.http.append(ex.as_dict())
 
     # -- helpers for probes -------------------------------------------------------------------
@@ -323,18 +323,18 @@ class ProbeContext:
 
     def create_table(self, name: str) -> dict[str, Any]:
         """Create (commit) a table in the run's namespace; the namespace sweep drops it."""
-        result = self.client.create_table(self.namespace, self.table_body(name))
+        result = self.client.create_table_json(self.namespace, self.table_body(name))
         self.secrets.add_load_result(result)
         return result
 
-    def load_table(self, name: str) -> dict[str, Any]:
-        result = self.client.load_table(self.namespace, name)
+    def load_table(self, name: str, *, delegation: str | None = None) -> dict[str, Any]:
+        result = self.client.load_table_json((self.namespace, name), delegation=delegation)
         self.secrets.add_load_result(result)
         return result
 
     def stage_table(self, name: str, location: str | None = None) -> dict[str, Any]:
         """Stage-create `name` (invisible until committed); its data objects are removed at cleanup."""
-        result = self.client.create_table(self.namespace, self.table_body(name, location), stage_create=True)
+        result = self.client.create_table_json(self.namespace, self.table_body(name, location), stage_create=True)
         self.secrets.add_load_result(result)
         self._register_staged_cleanup(name, result)
         return result
@@ -351,7 +351,7 @@ class ProbeContext:
 
     def finish_staged(self, name: str, result: Mapping[str, Any] | None = None) -> str:
         """Remove the objects of a never-committed staged table and commit it (see above)."""
-        if self.client.table_exists(self.namespace, name):
+        if self.client.has_table((self.namespace, name)):
             return "committed: the namespace sweep drops it"
         latest = result or self._staged[name]
         metadata = latest.get("metadata") or {}
@@ -364,7 +364,7 @@ class ProbeContext:
                 notes.append(delete_prefix(self, creds[0], metadata["location"]))
             except ImportError:
                 notes.append("boto3 missing: objects left")
-        self.client.commit_table(self.namespace, name, [{"type": "assert-create"}], create_updates(metadata))
+        self.client.commit_table_json((self.namespace, name), [{"type": "assert-create"}], create_updates(metadata))
         notes.append("committed for the namespace sweep")
         return "; ".join(notes)
 
@@ -399,17 +399,17 @@ class ProbeContext:
         """Drop every table in the run's namespace (purge), then the namespace; verify it is gone."""
         client = self.client
         try:
-            tables = client.list_tables(self.namespace)
+            tables = client.tables(self.namespace)
         except CatalogNotFoundError:
             return "namespace was not created"
         dropped = []
         for ident in tables:
             try:
-                client.drop_table(self.namespace, ident.name, purge=True)
-                dropped.append(ident.name)
+                client.remove_table(ident, purge=True)
+                dropped.append(ident[-1])
             except CatalogNotFoundError:
                 pass
-        client.drop_namespace(self.namespace)
-        if (self.namespace,) in client.list_namespaces():
+        client.remove_namespace(self.namespace)
+        if (self.namespace,) in client.namespaces():
             raise CatalogExtError(f"namespace {self.namespace} is still listed after the drop")
         return f"dropped {len(dropped)} table(s) and namespace {self.namespace}"

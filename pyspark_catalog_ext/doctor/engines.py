@@ -109,12 +109,12 @@ def _remove_uncommitted(ctx: ProbeContext, name: str) -> str:
     """Data files of a CTAS interrupted before its commit: stage the same name at its default
     location (fresh credentials for it), delete what is there, commit, let the sweep drop it."""
     client, ns = ctx.client, ctx.namespace
-    if client.table_exists(ns, name):
+    if client.has_table((ns, name)):
         return "committed: the namespace sweep drops it"
-    ns_location = (client.load_namespace(ns).get("properties") or {}).get("location")
+    ns_location = client.namespace_properties(ns).get("location")
     if not ns_location:
         return "the namespace has no location; nothing to look for"
-    staged = client.create_table(ns, ctx.table_body(name, f"{ns_location.rstrip('/')}/{name}"), stage_create=True)
+    staged = client.create_table_json(ns, ctx.table_body(name, f"{ns_location.rstrip('/')}/{name}"), stage_create=True)
     ctx.secrets.add_load_result(staged)
     return ctx.finish_staged(name, staged)
 

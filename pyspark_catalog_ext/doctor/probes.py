@@ -72,12 +72,12 @@ def _refresh_endpoint_of(body: dict[str, Any] | None) -> str | None:
 # ------------------------------------------------------------------------------- catalog basics
 @probe("config", "GET /v1/config and prefix", "basics")
 def probe_config(ctx: ProbeContext) -> Outcome:
-    body = ctx.client.config()
+    body = ctx.client.config_answer
     ctx.shared["config"] = body
     evidence = {
         "prefix": ctx.client.prefix,
-        "defaults_keys": sorted(ctx.client.defaults),
-        "overrides_keys": sorted(ctx.client.overrides),
+        "defaults_keys": sorted(body.get("defaults") or {}),
+        "overrides_keys": sorted(body.get("overrides") or {}),
         "top_level_keys": sorted(body),
         "endpoints_advertised": len(ctx.client.endpoints) if ctx.client.endpoints is not None else None,
         "idempotency_key_lifetime": ctx.client.idempotency_key_lifetime,
@@ -89,24 +89,24 @@ def probe_config(ctx: ProbeContext) -> Outcome:
 
 @probe("auth", "authentication", "basics", needs=("config",))
 def probe_auth(ctx: ProbeContext) -> Outcome:
-    kind = ctx.client.auth.describe()
-    token_calls = [e for e in ctx.http + list(ctx.shared.get("preflight_http", [])) if e["operation"] == "oauth2 token"]
-    ctx.client.list_namespaces()
+    kind = ctx.client.auth_kind
+    token_calls = [e for e in ctx.http + list(ctx.shared.get("preflight_http", [])) if e["operation"] == "oauth_token"]
+    ctx.client.namespaces()
     # Does the catalog enforce auth at all? The same listing without credentials must be refused.
-    url = f"{ctx.client.uri}/v1/{ctx.client.prefix}/namespaces" if ctx.client.prefix else f"{ctx.client.uri}/v1/namespaces"
+    url = ctx.client.url("namespaces")
     t0 = time.perf_counter()
     anon: int | str
     try:
-        anon = requests.get(url, timeout=(5, 20), verify=ctx.client.verify).status_code
+        anon = requests.get(url, timeout=(5, 20), verify=ctx.client._session.verify).status_code
     except requests.RequestException as exc:
         anon = f"error {type(exc).__name__}"
     evidence = {"auth": kind, "token_endpoint_statuses": [e["status"] for e in token_calls],
                 "unauthenticated_listing_status": anon,
                 "unauthenticated_elapsed_ms": round((time.perf_counter() - t0) * 1000, 1)}
     if kind != "none" and anon == 200:
-        return failed(f"{ctx.client.auth.kind} works, but the catalog also answers unauthenticated requests (200)", **evidence)
+        return failed(f"{kind} works, but the catalog also answers unauthenticated requests (200)", **evidence)
     refused = f"unauthenticated listing refused ({anon})" if kind != "none" else "no auth configured"
-    return passed(f"{ctx.client.auth.kind} accepted; {refused}", **evidence)
+    return passed(f"{kind} accepted; {refused}", **evidence)
 
 
 @probe("namespaces", "namespace create / list / drop", "basics", needs=("auth",))
@@ -114,21 +114,21 @@ def probe_namespaces(ctx: ProbeContext) -> Outcome:
     client, ns = ctx.client, ctx.namespace
     ctx.cleanup.add(f"drop namespace {ns} and its tables", ctx.sweep_namespace)  # before creating it
     try:
-        created = client.create_namespace(ns, {"created-by": "pyspark-catalog-ext doctor"})
+        client.make_namespace(ns, {"created-by": "pyspark-catalog-ext doctor"})
     except CatalogUnsupportedError as exc:  # 405/501: the endpoint is read-only (Unity OSS 0.6), not broken
-        listed_ok = isinstance(client.list_namespaces(), list)
+        listed_ok = isinstance(client.namespaces(), list)
         return unsupported(f"the catalog is read-only here (namespace create answered HTTP {exc.status}): reads work, "
                            "writes (CTAS, appends, the probes that create tables) cannot run",
                            namespace=ns, create_status=exc.status, list_ok=listed_ok)
-    listed = (ns,) in client.list_namespaces()
+    listed = (ns,) in client.namespaces()
     scratch = f"{ns}_scratch"
-    client.create_namespace(scratch)
+    client.make_namespace(scratch)
     try:
-        scratch_listed = (scratch,) in client.list_namespaces()
+        scratch_listed = (scratch,) in client.namespaces()
     finally:
-        client.drop_namespace(scratch)
-    scratch_gone = (scratch,) not in client.list_namespaces()
-    evidence = {"namespace": ns, "properties_keys": sorted(created.get("properties") or {}),
+        client.remove_namespace(scratch)
+    scratch_gone = (scratch,) not in client.namespaces()
+    evidence = {"namespace": ns, "properties_keys": sorted(client.namespace_properties(ns)),
                 "listed_after_create": listed and scratch_listed, "gone_after_drop": scratch_gone}
     if not (listed and scratch_listed):
         return failed("created namespace is not listed", **evidence)
@@ -147,8 +147,8 @@ def probe_tables(ctx: ProbeContext) -> Outcome:
     ctx.shared["load_t"] = loaded
     same = loaded.get("metadata", {}).get("table-uuid") == created.get("metadata", {}).get("table-uuid")
     ctx.create_table("t_drop")
-    ctx.client.drop_table(ctx.namespace, "t_drop")
-    gone = not ctx.client.table_exists(ctx.namespace, "t_drop")
+    ctx.client.remove_table((ctx.namespace, "t_drop"))
+    gone = not ctx.client.has_table((ctx.namespace, "t_drop"))
     # Spec: creating an existing name is 409. Some servers (SeaweedFS) answer 200 instead.
     existing: int | None
     try:
@@ -249,7 +249,7 @@ def probe_credentials_endpoint(ctx: ProbeContext) -> Outcome:
     advertised = ctx.client.supports_endpoint("GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials")
     evidence: dict[str, Any] = {"advertised": advertised}
     try:
-        body = ctx.client.load_credentials(ctx.namespace, "t")
+        body = ctx.client.load_credentials_json((ctx.namespace, "t"))
     except (CatalogUnsupportedError, CatalogNotFoundError) as exc:
         evidence["status"] = _status_of(exc)
         if isinstance(exc, CatalogUnsupportedError) or getattr(exc, "kind", None) == "endpoint":
@@ -278,7 +278,7 @@ def probe_refresh_token(ctx: ProbeContext) -> Outcome:
         return unsupported("no storage-refresh-token on storage-credentials", **evidence)
     cred = tokens[0]
     try:
-        body = ctx.client.load_credentials(ctx.namespace, "s_token", storage_refresh_token=cred.refresh_token)
+        body = ctx.client.load_credentials_json((ctx.namespace, "s_token"), storage_refresh_token=cred.refresh_token)
     except CatalogError as exc:
         evidence["status"] = _status_of(exc)
         return failed(f"token refresh failed: {one_line(exc, 160)}", **evidence)
@@ -331,15 +331,15 @@ def probe_stage_commit(ctx: ProbeContext) -> Outcome:
         staged = ctx.stage_table("s_commit")
     except CatalogError as exc:
         return unsupported(f"stage-create refused (HTTP {_status_of(exc)})", status=_status_of(exc))
-    invisible = not client.table_exists(ns, "s_commit")
-    unlisted = "s_commit" not in {t.name for t in client.list_tables(ns)}
+    invisible = not client.has_table((ns, "s_commit"))
+    unlisted = "s_commit" not in {t[-1] for t in client.tables(ns)}
     updates = create_updates(staged["metadata"])
-    committed = client.commit_table(ns, "s_commit", [{"type": "assert-create"}], updates)
-    visible = client.table_exists(ns, "s_commit")
+    committed = client.commit_table_json((ns, "s_commit"), [{"type": "assert-create"}], updates)
+    visible = client.has_table((ns, "s_commit"))
     loaded = ctx.load_table("s_commit")
     same_uuid = loaded["metadata"].get("table-uuid") == staged["metadata"].get("table-uuid")
     try:
-        client.commit_table(ns, "s_commit", [{"type": "assert-create"}], updates)
+        client.commit_table_json((ns, "s_commit"), [{"type": "assert-create"}], updates)
         replay: Any = 200
     except CatalogConflictError as exc:
         replay = exc.status
@@ -360,7 +360,7 @@ def probe_stage_commit(ctx: ProbeContext) -> Outcome:
 @probe("idempotency-advertised", "Idempotency-Key: idempotency-key-lifetime in /v1/config", "idempotency", needs=("config",))
 def probe_idempotency_advertised(ctx: ProbeContext) -> Outcome:
     lifetime = ctx.client.idempotency_key_lifetime
-    evidence = {"idempotency_key_lifetime": lifetime, "lifetime_s": ctx.client.idempotency_key_lifetime_seconds}
+    evidence = {"idempotency_key_lifetime": lifetime, "lifetime_s": ctx.client.idempotency_key_lifetime_s}
     if not lifetime:
         return unsupported("/v1/config advertises no idempotency-key-lifetime", **evidence)
     return passed(f"lifetime {lifetime}", **evidence)
@@ -376,10 +376,10 @@ def probe_idempotency_replay(ctx: ProbeContext) -> Outcome:
         return unsupported(f"stage-create refused (HTTP {_status_of(exc)})", status=_status_of(exc))
     key = str(uuid7())
     updates = create_updates(staged["metadata"])
-    first = client.commit_table(ns, "s_idem", [{"type": "assert-create"}], updates, idempotency_key=key)
+    first = client.commit_table_json((ns, "s_idem"), [{"type": "assert-create"}], updates, idempotency_key=key)
     evidence: dict[str, Any] = {"advertised": advertised, "first_status": 200}
     try:
-        second = client.commit_table(ns, "s_idem", [{"type": "assert-create"}], updates, idempotency_key=key)
+        second = client.commit_table_json((ns, "s_idem"), [{"type": "assert-create"}], updates, idempotency_key=key)
     except CatalogConflictError as exc:
         evidence["second_status"] = exc.status
         if advertised:
@@ -398,17 +398,13 @@ def probe_idempotency_replay(ctx: ProbeContext) -> Outcome:
 def probe_remote_signing(ctx: ProbeContext) -> Outcome:
     evidence: dict[str, Any] = {}
     seen = dict((ctx.shared.get("load_t") or {}).get("config") or {})
-    saved = ctx.client.access_delegation
-    ctx.client.access_delegation = "remote-signing"
     body: dict[str, Any] = {}
     try:
-        body = ctx.load_table("t")
+        body = ctx.load_table("t", delegation="remote-signing")
         seen.update(body.get("config") or {})
         evidence["status"] = 200
     except CatalogError as exc:
         evidence["status"] = _status_of(exc)
-    finally:
-        ctx.client.access_delegation = saved
     enabled = str(seen.get("s3.remote-signing-enabled", "")).lower() == "true"
     signer = seen.get("s3.signer.uri") or seen.get("s3.signer.endpoint") or seen.get("signer.uri")
     evidence.update({"remote_signing_enabled": enabled, "signer_keys": sorted(k for k in seen if "sign" in k)})
@@ -420,7 +416,7 @@ def probe_remote_signing(ctx: ProbeContext) -> Outcome:
 
     config = {**ctx.props, **seen}  # what S3FileIO would see: catalog properties, then the table's config
     location = str((body.get("metadata") or {}).get("location") or "")
-    check = signed_request_check(config, str(body.get("metadata-location") or ""), location, ctx.client.auth, scrub=ctx.secrets.scrub)
+    check = signed_request_check(config, str(body.get("metadata-location") or ""), location, ctx.client.request_auth, scrub=ctx.secrets.scrub)
     evidence["signed_request"] = check
     why = scope_failure(check)
     if why:

@@ -17,8 +17,7 @@ from typing import Any, Protocol
 
 from pyspark_catalog_ext import __version__
 from pyspark_catalog_ext.catalog.profiles import Profile, get_profile
-from pyspark_catalog_ext.catalog.rest_client import CatalogClient
-from pyspark_catalog_ext.catalog.retry import RetryPolicy
+from pyspark_catalog_ext.catalog.rest import CatalogRest, open_catalog
 from pyspark_catalog_ext.doctor.context import Cleanup, Interrupts, ProbeContext, SecretBag, Terminated, one_line
 from pyspark_catalog_ext.doctor.probes import GROUPS, PROBES, ProbeSpec, probe_ids
 from pyspark_catalog_ext.doctor.result import FAIL, PASS, SKIPPED, UNSUPPORTED, Outcome, ProbeResult, failed, skipped, unsupported
@@ -124,15 +123,13 @@ def resolve_selection(names: Iterable[str], what: str = "--skip") -> set[str]:
     return out
 
 
-def _connect(profile: Profile, connection: dict[str, Any], secrets: SecretBag) -> tuple[dict[str, str], CatalogClient]:
+def _connect(profile: Profile, connection: dict[str, Any], secrets: SecretBag) -> tuple[dict[str, str], CatalogRest]:
     props = catalog_properties(profile, shim=False, **connection)
     credential = props.get("credential") or ""
     secrets.add(credential)
     secrets.add(credential.partition(":")[2])
     secrets.add(props.get("token"))
-    client = CatalogClient.from_properties(
-        props, timeout=(5.0, 60.0), retry=RetryPolicy(max_attempts=3, base_delay=0.2, max_delay=2.0, total_timeout=20.0),
-    )
+    client = open_catalog(props, timeout=(5.0, 60.0), retries=3)  # connects: /v1/config
     return props, client
 
 
@@ -182,8 +179,7 @@ def run_doctor(
         stack.callback(client.close)
 
         # Preflight: anything wrong here is a one-line error, before any object is created.
-        client.config()
-        client.list_namespaces()
+        client.namespaces()
         preflight_http = [e.as_dict() for e in client.exchanges]
 
         if prof.name == "local" and not server_label and not connection.get("uri") and not connection.get("from_pyiceberg"):
@@ -196,7 +192,7 @@ def run_doctor(
         ctx.shared["preflight_http"] = preflight_http
         client.on_exchange = ctx.record_exchange
         report = DoctorReport(
-            profile=prof, catalog_uri=client.safe_uri, warehouse=props.get("warehouse"), auth=client.auth.describe(),
+            profile=prof, catalog_uri=client.safe_uri, warehouse=props.get("warehouse"), auth=client.auth_kind,
             namespace=namespace, required=required, skipped_by_user=tuple(sorted(skip_set & set(required))),
             prefix=client.prefix, server_label=server_label, embedded_lakehouse=embedded, shim=shim,
             started_at=started, secrets=secrets,

@@ -435,7 +435,7 @@ def _split_targets(targets: str | Sequence[str]) -> tuple[str, list[list[str]]]:
 def _walk(client: Any, parent: tuple[str, ...] | None = None, depth: int = 0) -> Iterable[tuple[str, ...]]:
     if depth > MAX_NAMESPACE_DEPTH:
         return
-    for ns in client.list_namespaces(parent):
+    for ns in client.namespaces(parent or ()):
         yield tuple(ns)
         yield from _walk(client, tuple(ns), depth + 1)
 
@@ -445,13 +445,13 @@ def _tables(client: Any, rest: list[list[str]]) -> list[tuple[tuple[str, ...], s
     for parts in rest:
         if not parts:  # the whole catalog
             for ns in _walk(client):
-                found.update({(tuple(t.namespace), t.name): None for t in client.list_tables(ns)})
+                found.update({(t[:-1], t[-1]): None for t in client.tables(ns)})
             continue
-        if len(parts) >= 2 and client.table_exists(tuple(parts[:-1]), parts[-1]):
+        if len(parts) >= 2 and client.has_table(parts):
             found[(tuple(parts[:-1]), parts[-1])] = None
-        elif client.namespace_exists(tuple(parts)):
+        elif client.has_namespace(parts):
             for ns in [tuple(parts), *_walk(client, tuple(parts))]:
-                found.update({(tuple(t.namespace), t.name): None for t in client.list_tables(ns)})
+                found.update({(t[:-1], t[-1]): None for t in client.tables(ns)})
         else:
             raise CatalogNotFoundError(f"no table or namespace {'.'.join(parts)} in the catalog; check the name")
     return list(found)
@@ -464,7 +464,7 @@ def _plan_with_client(client: Any, catalog: str, targets: list[list[str]], sourc
         tp = TablePlan(table=".".join([catalog, *ns, name]), namespace=list(ns), name=name)
         tables.append(tp)
         try:
-            metadata = (client.load_table(ns, name) or {}).get("metadata", {})
+            metadata = client.load_table_json((*ns, name)).get("metadata", {})
             tp.location = metadata.get("location", "")
             snap = metadata.get("current-snapshot-id")
             tp.snapshot_id = None if snap in (None, -1) else int(snap)
@@ -486,7 +486,7 @@ def _plan_with_client(client: Any, catalog: str, targets: list[list[str]], sourc
 
 
 def _state_key(client: Any, tp: TablePlan) -> str:
-    return f"{client.uri}|{client.warehouse or ''}|{'.'.join([*tp.namespace, tp.name])}"
+    return f"{client.safe_uri}|{client.warehouse or ''}|{'.'.join([*tp.namespace, tp.name])}"
 
 
 def _source(client: Any, policy_file: str | Path | None, source: PolicySource | None) -> tuple[PolicySource, str]:
@@ -507,13 +507,20 @@ def plan(spark: Any, targets: str | Sequence[str], *, policy_file: str | Path | 
     given. Tables unchanged since their last successful run (per `state_file`, default in the
     cache dir) are marked skipped unless `force`.
     """
-    from pyspark_catalog_ext.catalog.rest_client import CatalogClient
+    from pyspark_catalog_ext.catalog.rest import open_catalog
 
     catalog, rest = _split_targets(targets)
-    with CatalogClient.from_properties(catalog_conf(spark, catalog)) as client:
-        src, name = _source(client, policy_file, source)
-        state = _State(Path(state_file) if state_file else default_state_file())
-        return _plan_with_client(client, catalog, rest, src, name, state, force, now or datetime.now(timezone.utc).replace(tzinfo=None))
+    with open_catalog(catalog_conf(spark, catalog)) as client:
+        return _plan_in(client, catalog, rest, policy_file=policy_file, source=source, state_file=state_file,
+                        force=force, now=now)
+
+
+def _plan_in(client: Any, catalog: str, rest: list[list[str]], *, policy_file: str | Path | None = None,
+             source: PolicySource | None = None, state_file: str | Path | None = None, force: bool = False,
+             now: datetime | None = None) -> Plan:
+    src, name = _source(client, policy_file, source)
+    state = _State(Path(state_file) if state_file else default_state_file())
+    return _plan_with_client(client, catalog, rest, src, name, state, force, now or datetime.now(timezone.utc).replace(tzinfo=None))
 
 
 # --------------------------------------------------------------------------- running
@@ -579,7 +586,7 @@ def _error_of(exc: BaseException) -> tuple[str, str]:
 
 def _snapshots(client: Any, ns: Sequence[str], name: str) -> tuple[set[int], int | None]:
     """(ids of the table's snapshots, current snapshot id) as the catalog sees them now."""
-    metadata = (client.load_table(tuple(ns), name) or {}).get("metadata", {})
+    metadata = client.load_table_json((*ns, name)).get("metadata", {})
     snap = metadata.get("current-snapshot-id")
     ids = {int(s["snapshot-id"]) for s in metadata.get("snapshots") or []}
     return ids, (None if snap in (None, -1) else int(snap))
@@ -616,11 +623,19 @@ def run(spark: Any, what: Plan | str | Sequence[str], *, progress: Callable[[str
     """Run a plan (or plan `what` first, with `plan_kwargs`). Returns a Report; never raises for a
     failing table: see `report.failed`. `progress` gets one line per table step (default stderr);
     `bar` (the CLI's, on a terminal) counts the tables done."""
-    from pyspark_catalog_ext.catalog.rest_client import CatalogClient
+    from pyspark_catalog_ext.catalog.rest import open_catalog
 
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
-    the_plan = what if isinstance(what, Plan) else plan(spark, what, state_file=state_file, **plan_kwargs)
-    props = catalog_conf(spark, the_plan.catalog)
+    catalog = what.catalog if isinstance(what, Plan) else _split_targets(what)[0]
+    props = catalog_conf(spark, catalog)
+    with open_catalog(props) as client:  # one session for the plan and the run
+        the_plan = what if isinstance(what, Plan) else _plan_in(client, catalog, _split_targets(what)[1],
+                                                                state_file=state_file, **plan_kwargs)
+        return _run_plan(spark, client, props, the_plan, say, state_file, bar)
+
+
+def _run_plan(spark: Any, client: Any, props: Mapping[str, str], the_plan: Plan, say: Callable[[str], None],
+              state_file: str | Path | None, bar: Progress | None) -> Report:
     if props.get("catalog-impl") == SHIM_CATALOG_IMPL:
         from pyspark_catalog_ext.credentials import attach
 
@@ -629,59 +644,58 @@ def run(spark: Any, what: Plan | str | Sequence[str], *, progress: Callable[[str
     state = _State(Path(chosen_state_file) if chosen_state_file else None)
     results: list[TableResult] = []
     table_done = (bar or Progress.silent()).task("maintaining tables", total=len(the_plan.tables))
-    with CatalogClient.from_properties(props) as client:
-        for i, tp in enumerate(_advancing(the_plan.tables, table_done), 1):
-            tag = f"[{i}/{len(the_plan.tables)}] {tp.table}"
-            result = TableResult(table=tp.table, status="ok")
-            results.append(result)
-            if tp.error:
-                result.status, result.error, result.error_class = "failed", tp.error, "ConfigError"
-                say(f"{tag}: failed: {tp.error}")
-                continue
-            if tp.skip or not any(a.runnable for a in tp.actions):
-                result.status = "skipped" if tp.skip else "nothing"
-                refusals = "; ".join(f"{a.procedure} refused: {a.refused}" for a in tp.actions if a.refused)
-                say(f"{tag}: {tp.skip or refusals or 'nothing to run'}")
-                continue
-            started = time.monotonic()
-            try:
-                before, _ = _snapshots(client, tp.namespace, tp.name)
-                for action in tp.actions:
-                    if action.procedure == "remove_orphan_files" and action.refused is None:
-                        # again now: a table may have been created under the location since the plan
-                        action.refused = _other_tables_under(client, tp, action.args.get("location", tp.location))
-                    if not action.runnable:
-                        if action.refused:
-                            say(f"{tag}: {action.procedure} refused: {action.refused}")
-                        continue
-                    say(f"{tag}: {action.procedure} ({action.policy}) ...")
-                    t0 = time.monotonic()
-                    event = {"table": tp.table, "action": action.procedure, "policy": action.policy,
-                             "policy_type": action.policy_type}
-                    events.emit("maintenance.action.started", **event)
-                    try:
-                        counts = _run_action(spark, the_plan.catalog, tp, action, result)
-                    except Exception as exc:
-                        cls, _ = _error_of(exc)
-                        events.emit("maintenance.action.finished", **event, outcome="failed", error_class=cls,
-                                    duration_s=round(time.monotonic() - t0, 3))
-                        raise
-                    _, snap = _snapshots(client, tp.namespace, tp.name)
-                    events.emit("maintenance.action.finished", **event, outcome="ok", snapshot_id=snap,
-                                duration_s=round(time.monotonic() - t0, 3), result=counts)
-                    result.actions.append({"procedure": action.procedure, "policy": action.policy,
-                                           "seconds": round(time.monotonic() - t0, 3), **counts})
-                    say(f"{tag}: {action.procedure} done in {time.monotonic() - t0:.1f}s {counts}")
-                after, snapshot = _snapshots(client, tp.namespace, tp.name)
-                result.snapshots_expired = len(before - after)  # existed before the run, gone now
-                state.record(_state_key(client, tp), tp.versions, snapshot)
-            except Exception as exc:  # one table's failure never stops the others
-                result.status = "failed"
-                result.error_class, result.error = _error_of(exc)
-                say(f"{tag}: failed: {result.error_class}: {result.error}")
-            finally:
-                result.duration_s = time.monotonic() - started
-        state.save()
+    for i, tp in enumerate(_advancing(the_plan.tables, table_done), 1):
+        tag = f"[{i}/{len(the_plan.tables)}] {tp.table}"
+        result = TableResult(table=tp.table, status="ok")
+        results.append(result)
+        if tp.error:
+            result.status, result.error, result.error_class = "failed", tp.error, "ConfigError"
+            say(f"{tag}: failed: {tp.error}")
+            continue
+        if tp.skip or not any(a.runnable for a in tp.actions):
+            result.status = "skipped" if tp.skip else "nothing"
+            refusals = "; ".join(f"{a.procedure} refused: {a.refused}" for a in tp.actions if a.refused)
+            say(f"{tag}: {tp.skip or refusals or 'nothing to run'}")
+            continue
+        started = time.monotonic()
+        try:
+            before, _ = _snapshots(client, tp.namespace, tp.name)
+            for action in tp.actions:
+                if action.procedure == "remove_orphan_files" and action.refused is None:
+                    # again now: a table may have been created under the location since the plan
+                    action.refused = _other_tables_under(client, tp, action.args.get("location", tp.location))
+                if not action.runnable:
+                    if action.refused:
+                        say(f"{tag}: {action.procedure} refused: {action.refused}")
+                    continue
+                say(f"{tag}: {action.procedure} ({action.policy}) ...")
+                t0 = time.monotonic()
+                event = {"table": tp.table, "action": action.procedure, "policy": action.policy,
+                         "policy_type": action.policy_type}
+                events.emit("maintenance.action.started", **event)
+                try:
+                    counts = _run_action(spark, the_plan.catalog, tp, action, result)
+                except Exception as exc:
+                    cls, _ = _error_of(exc)
+                    events.emit("maintenance.action.finished", **event, outcome="failed", error_class=cls,
+                                duration_s=round(time.monotonic() - t0, 3))
+                    raise
+                _, snap = _snapshots(client, tp.namespace, tp.name)
+                events.emit("maintenance.action.finished", **event, outcome="ok", snapshot_id=snap,
+                            duration_s=round(time.monotonic() - t0, 3), result=counts)
+                result.actions.append({"procedure": action.procedure, "policy": action.policy,
+                                       "seconds": round(time.monotonic() - t0, 3), **counts})
+                say(f"{tag}: {action.procedure} done in {time.monotonic() - t0:.1f}s {counts}")
+            after, snapshot = _snapshots(client, tp.namespace, tp.name)
+            result.snapshots_expired = len(before - after)  # existed before the run, gone now
+            state.record(_state_key(client, tp), tp.versions, snapshot)
+        except Exception as exc:  # one table's failure never stops the others
+            result.status = "failed"
+            result.error_class, result.error = _error_of(exc)
+            say(f"{tag}: failed: {result.error_class}: {result.error}")
+        finally:
+            result.duration_s = time.monotonic() - started
+    state.save()
     return Report(catalog=the_plan.catalog, tables=results)
 
 
@@ -689,7 +703,7 @@ def run(spark: Any, what: Plan | str | Sequence[str], *, progress: Callable[[str
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    from pyspark_catalog_ext.catalog.rest_client import CatalogClient
+    from pyspark_catalog_ext.catalog.rest import open_catalog
     from pyspark_catalog_ext.cli import connection_kwargs
     from pyspark_catalog_ext.spark.conf import catalog_properties
     from pyspark_catalog_ext.spark.session import configure
@@ -702,7 +716,7 @@ def _cmd(args: argparse.Namespace) -> int:
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     if args.dry_run:  # no Spark needed to plan
         props = catalog_properties(args.profile, shim=False, **connection_kwargs(args))
-        with CatalogClient.from_properties(props) as client:
+        with open_catalog(props) as client:
             src, name = _source(client, args.policy_file, None)
             the_plan = _plan_with_client(client, catalog, rest, src, name, _State(state_file), args.force, now)
         print(json.dumps(the_plan.as_dict(), indent=2, default=str) if args.json else the_plan.render())

@@ -42,8 +42,8 @@ class NotificationSink(events.QueuedSink):
 
     def __init__(self, source: Any, mirror: Any, catalog: str, *, max_queue: int = 1000,
                  clock: Any = time.time) -> None:
-        self.source = source  # CatalogClient of the catalog the commits go to
-        self.mirror = mirror  # CatalogClient of the catalog to notify
+        self.source = source  # CatalogRest of the catalog the commits go to
+        self.mirror = mirror  # CatalogRest of the catalog to notify
         self.catalog = catalog
         self.clock = clock
         self._last_ts: LRUCache = LRUCache(MAX_TABLES)
@@ -56,14 +56,14 @@ class NotificationSink(events.QueuedSink):
     def from_spark(cls, spark: Any, catalog: str, mirror_properties: Mapping[str, str], **kwargs: Any) -> NotificationSink:
         """Source = the session's Spark catalog `catalog`; mirror = Iceberg-style properties
         (`uri`, `warehouse`, `credential` or `token`, `header.*`)."""
-        from pyspark_catalog_ext.catalog.rest_client import CatalogClient
+        from pyspark_catalog_ext.catalog.rest import open_catalog
         from pyspark_catalog_ext.governance.jvm_events import connect
         from pyspark_catalog_ext.governance.maintenance import catalog_conf
 
         connect(spark)  # the commit events come from the session's JVM
 
-        source = CatalogClient.from_properties(catalog_conf(spark, catalog))
-        mirror = CatalogClient.from_properties(dict(mirror_properties), access_delegation=None)
+        source = open_catalog(catalog_conf(spark, catalog))
+        mirror = open_catalog(dict(mirror_properties), delegation="")  # no table data is read from the mirror
         return cls(source, mirror, catalog, **kwargs)
 
     def __repr__(self) -> str:
@@ -80,7 +80,7 @@ class NotificationSink(events.QueuedSink):
         table = str(event.fields["table"])
         parts = table.split(".")[1:]
         ns, name = parts[:-1], parts[-1]
-        loaded = self.source.load_table(tuple(ns), name) or {}
+        loaded = self.source.load_table_json((*ns, name))
         metadata = loaded.get("metadata") or {}
         payload = {"table-name": name, "table-uuid": metadata.get("table-uuid"),
                    "metadata-location": loaded.get("metadata-location"), "metadata": metadata}
@@ -120,7 +120,7 @@ class NotificationSink(events.QueuedSink):
         started = time.monotonic()
         fields = {"table": table, "notification_type": kind, "mirror": self.mirror.safe_uri}
         try:
-            self.mirror.request("POST", path, json=body, operation=f"notify {kind} {table}")
+            self.mirror.call("POST", path, json=body)
         except CatalogConflictError as exc:  # the mirror admitted a newer timestamp: retrying cannot help
             events.emit("notification.finished", **fields, outcome="stale", status=exc.status,
                         error_class=type(exc).__name__, duration_s=round(time.monotonic() - started, 3))

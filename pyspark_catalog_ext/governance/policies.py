@@ -148,7 +148,7 @@ class PolicySource(Protocol):
 
 
 class PolarisPolicySource:
-    """Polaris's `applicable-policies` endpoint, through our REST client (auth, retries)."""
+    """Polaris's `applicable-policies` endpoint, on the catalog's own session (`CatalogRest`: auth, retries)."""
 
     def __init__(self, client: Any, page_size: int = 100) -> None:
         self.client = client
@@ -162,8 +162,7 @@ class PolarisPolicySource:
             if token:
                 params["page-token"] = token
             try:
-                answer = self.client.request("GET", "/polaris/v1/{prefix}/applicable-policies", params=params,
-                                             operation=f"applicable-policies {'.'.join([*namespace, table])}") or {}
+                answer = self.client.call("GET", "/polaris/v1/{prefix}/applicable-policies", params=params) or {}
             except (CatalogNotFoundError, CatalogUnsupportedError) as exc:
                 if isinstance(exc, CatalogUnsupportedError) or "does not implement" in str(exc):
                     raise PolicyApiUnavailableError(

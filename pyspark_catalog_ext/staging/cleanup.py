@@ -201,7 +201,7 @@ def _walk_namespaces(client: Any, location: str, parent: tuple[str, ...] | None 
     """Every namespace, depth-first. Any listing error refuses: tables under a namespace we
     could not list would never count as referenced."""
     try:
-        children = client.list_namespaces(parent)
+        children = client.namespaces(parent or ())
     except CatalogError as exc:
         where = "the top-level namespaces" if parent is None else f"the namespaces under {'.'.join(parent)}"
         if parent is not None and exc.status == 400:
@@ -236,15 +236,15 @@ def tables_under(client: Any, location: str,
         if namespaces is not None:
             namespaces.append(ns)
         try:
-            idents = client.list_tables(ns)
+            idents = client.tables(ns)
         except CatalogNotFoundError:
             continue  # dropped meanwhile: nothing to keep there
         except CatalogError as exc:
             raise _refuse(location, f"cannot list the tables of {'.'.join(ns)} ({exc})") from None
         for ident in idents:
-            name = ".".join([*ident.namespace, ident.name])
+            name = ".".join(ident)
             try:
-                loaded = client.load_table(ident.namespace, ident.name)
+                loaded = client.load_table_json(ident)
             except CatalogNotFoundError:
                 continue  # dropped meanwhile
             except CatalogError as exc:
@@ -285,7 +285,7 @@ def _known_location(client: Any, location: str, catalog: _Catalog, table: str | 
     ns_locations: dict[tuple[str, ...], str] = {}
     for ns in catalog.namespaces:
         try:
-            props = (client.load_namespace(ns) or {}).get("properties") or {}
+            props = client.namespace_properties(ns)
         except CatalogError:
             continue  # unknown is not "known": the refusal stays
         if props.get("location"):
@@ -308,7 +308,7 @@ def _s3_for(client: Any, table: str, location: str, loads: Mapping[str, Mapping[
         return _s3_from_props(_io_props(loads[table], location))
     parts = table.split(".")
     body = {"name": parts[-1], "schema": {"type": "struct", "schema-id": 0, "fields": []}, "location": location}
-    staged = client.create_table(parts[:-1], body, stage_create=True)  # never committed
+    staged = client.create_table_json(parts[:-1], body, stage_create=True)  # never committed
     got = (staged.get("metadata") or {}).get("location") or ""
     if _norm_uri(got).rstrip("/") != _norm_uri(location).rstrip("/"):
         raise ConfigError(f"the catalog staged {table} at {got}, not at {location}: pass the table's "
@@ -320,7 +320,7 @@ def _default_location(client: Any, table: str) -> str:
     """The named committed table's location (a staged table's location is only known to its job)."""
     parts = table.split(".")
     try:
-        return client.load_table(parts[:-1], parts[-1])["metadata"]["location"]
+        return client.load_table_json(parts)["metadata"]["location"]
     except CatalogNotFoundError:
         raise ConfigError(f"table {table} is not committed: pass --location (the staged table's location, "
                           "StagedTable.location)") from None
@@ -445,7 +445,7 @@ def _delete(client: Any, s3: Any, bucket: str, report: OrphanReport, advance: Ca
 
 
 def _cleanup_cmd(args: argparse.Namespace) -> int:
-    from pyspark_catalog_ext.catalog.rest_client import CatalogClient
+    from pyspark_catalog_ext.catalog.rest import open_catalog
     from pyspark_catalog_ext.cli import _secret_argument, connection_kwargs
     from pyspark_catalog_ext.spark.conf import catalog_properties
 
@@ -458,7 +458,7 @@ def _cleanup_cmd(args: argparse.Namespace) -> int:
                               "--s3-secret-key-file PATH or --s3-secret-key)")
         s3 = _boto3_client(args.s3_endpoint, args.s3_access_key, secret_key, _secret_argument(args, "s3_session_token"),
                            args.s3_region or args.region, not args.s3_virtual_hosted)
-    with CatalogClient.from_properties(props) as client, Progress() as progress:
+    with open_catalog(props) as client, Progress() as progress:
         report = find_orphans(client, args.location, table=args.table, s3=s3, min_age_seconds=args.min_age,
                               apply=args.apply, allow_min_age_under_24h=args.allow_min_age_under_24h,
                               allow_non_table_prefix=args.allow_non_table_prefix, progress=progress)
