@@ -58,7 +58,7 @@ class ExtRestCatalog(CatalogRest):
     """
 
     def __init__(self, name: str, *, refresh: bool | None = None, policy: RefreshPolicy | None = None,
-                 source: CredentialSource | None = None, **properties: str) -> None:
+                 source: CredentialSource | None = None, **properties: Any) -> None:
         self._observed = threading.local()
         self.refresher: CredentialRefresher | None = None
         super().__init__(name, **properties)
