@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pyspark_catalog_ext.catalog.rest_client import CatalogClient  # noqa: E402
+from pyspark_catalog_ext.catalog.rest import open_catalog  # noqa: E402
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse  # noqa: E402
 from pyspark_catalog_ext.spark.conf import catalog_properties  # noqa: E402
 from pyspark_catalog_ext.spark.session import lakehouse_session  # noqa: E402
@@ -50,13 +50,13 @@ def main() -> int:
 
         props = catalog_properties("local", uri=polaris.url, lakehouse=lake, warehouse=lake.info.warehouse,
                                    credential=lake.info.credential, shim=False)
-        with CatalogClient.from_properties(props) as c:
+        with open_catalog(props) as c:
             def create(name: str, type_: str, body: str) -> None:
-                c.request("POST", "/polaris/v1/{prefix}/namespaces/sales/policies",
+                c.call("POST", "/polaris/v1/{prefix}/namespaces/sales/policies",
                           json={"name": name, "type": type_, "content": body})
 
             def attach(name: str, type_: str, path: tuple = ()) -> None:
-                c.request("PUT", f"/polaris/v1/{{prefix}}/namespaces/sales/policies/{name}/mappings",
+                c.call("PUT", f"/polaris/v1/{{prefix}}/namespaces/sales/policies/{name}/mappings",
                           json={"target": {"type": type_, "path": list(path)}})
 
             create("keep-recent", "system.snapshot-expiry",

@@ -47,3 +47,14 @@ def add_admin_spark_catalog(spark: Any, lakehouse: Any, name: str = "lakeadmin")
                        "client.region": "us-east-1"}.items():
         spark.conf.set(f"spark.sql.catalog.{name}.{key}", value)
     return name
+
+
+def catalog_client(lakehouse: Any, url: str | None = None, **kwargs: Any) -> Any:
+    """The package's one catalog client (`CatalogRest`) as the lakehouse's admin, at `url` (a proxy in
+    front of the lakehouse) or the lakehouse itself."""
+    from pyspark_catalog_ext.catalog.rest import open_catalog
+
+    info = lakehouse.info
+    props = catalog_properties("local", uri=url or info.iceberg_uri, lakehouse=lakehouse, warehouse=info.warehouse,
+                               credential=info.credential, shim=False)
+    return open_catalog(props, **kwargs)

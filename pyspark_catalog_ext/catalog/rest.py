@@ -107,15 +107,22 @@ def read_retry(attempts: int = 3) -> Retry:
 
 
 class _BoundedAdapter(requests.adapters.HTTPAdapter):
-    """Pooled connections with a default timeout (PyIceberg passes none) and `read_retry`."""
+    """Pooled connections with a default timeout (PyIceberg passes none) and `read_retry`.
 
-    def __init__(self, timeout: tuple[float, float], retries: Retry, pool_maxsize: int = 16) -> None:
+    `ca_bundle`: the catalog's own CA (PyIceberg's `ssl.cabundle`), applied here because requests lets
+    a REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE variable override a session's `verify` (psf/requests#3829)."""
+
+    def __init__(self, timeout: tuple[float, float], retries: Retry, ca_bundle: str | None = None,
+                 pool_maxsize: int = 16) -> None:
         super().__init__(pool_connections=4, pool_maxsize=pool_maxsize, max_retries=retries)
         self._timeout = timeout
+        self._ca_bundle = ca_bundle
 
     def send(self, request: Any, **kwargs: Any) -> Response:  # type: ignore[override]
         if kwargs.get("timeout") is None:
             kwargs["timeout"] = self._timeout
+        if self._ca_bundle is not None and kwargs.get("verify") is not False:
+            kwargs["verify"] = self._ca_bundle
         return super().send(request, **kwargs)
 
 
@@ -160,7 +167,8 @@ class CatalogRest(RestCatalog):
     # -- the session -----------------------------------------------------------------------------
     def _create_session(self) -> Session:
         session = super()._create_session()
-        adapter = _BoundedAdapter(self._timeout, read_retry(self._retries))
+        ca_bundle = session.verify if isinstance(session.verify, str) else None
+        adapter = _BoundedAdapter(self._timeout, read_retry(self._retries), ca_bundle)
         for scheme in ("http://", "https://"):  # PyIceberg's SigV4 adapter stays mounted on the catalog URI
             session.mount(scheme, adapter)
         if session.headers.get(ACCESS_DELEGATION_HEADER) == "":  # `delegation=""`: ask for no delegation

@@ -19,7 +19,7 @@ from typing import Any
 
 import requests
 
-from pyspark_catalog_ext.catalog.rest_client import uuid7
+from pyspark_catalog_ext.catalog.idempotency import uuid7
 from pyspark_catalog_ext.doctor.context import ProbeContext, create_updates, fingerprint, one_line
 from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, skipped, unsupported
 from pyspark_catalog_ext.errors import CatalogConflictError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError

@@ -5,23 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from pyspark_catalog_ext.catalog.rest_auth import auth_from_conf
-from pyspark_catalog_ext.catalog.rest_client import CatalogClient
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.spark.conf import catalog_properties
 from pyspark_catalog_ext.staging.cleanup import CleanupRefused, find_orphans
 from pyspark_catalog_ext.staging.staged import stage_create, stage_replace
 from tests.conftest import assert_one_line_error, run_cli
+from tests.helpers import catalog_client
 from tests.servers import CatalogProxy
 from tests.spark.test_staging import db, s3_admin, s3_exists, s3_keys, table_files, unique  # noqa: F401
 
 MIN_AGE = 0.001
 
 
-def client_for(lakehouse, url: str) -> CatalogClient:
-    props = catalog_properties("local", uri=url, lakehouse=lakehouse, warehouse=lakehouse.info.warehouse,
-                               credential=lakehouse.info.credential)
-    return CatalogClient(url, warehouse=props["warehouse"], auth=auth_from_conf(props))
+def client_for(lakehouse, url: str):
+    return catalog_client(lakehouse, url)
 
 
 @pytest.fixture(scope="module")

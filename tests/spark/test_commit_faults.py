@@ -22,13 +22,12 @@ import uuid as uuidlib
 
 import pytest
 
-from pyspark_catalog_ext.catalog.rest_auth import auth_from_conf
-from pyspark_catalog_ext.catalog.rest_client import CatalogClient
-from pyspark_catalog_ext.catalog.retry import uuid7
+from pyspark_catalog_ext.catalog.idempotency import uuid7
 from pyspark_catalog_ext.credentials import attach
 from pyspark_catalog_ext.errors import CatalogConflictError, CommitFailedError, CommitStateUnknownError
 from pyspark_catalog_ext.spark.conf import catalog_properties
 from pyspark_catalog_ext.staging.staged import stage_create
+from tests.helpers import catalog_client
 from tests.refresh_support import add_spark_catalog
 from tests.servers import CatalogProxy, IdempotencyProxy
 from tests.spark.test_staging import s3_admin, s3_exists, table_files
@@ -312,35 +311,39 @@ def test_every_jvm_mutation_carries_a_uuid7_key(spark, catalogs, idem_chain):
 # --------------------------------------------------------------------------- key path from Python
 
 
-def _client(lakehouse, url: str) -> CatalogClient:
-    props = catalog_properties("local", uri=url, lakehouse=lakehouse, warehouse=lakehouse.info.warehouse,
-                               credential=lakehouse.info.credential)
-    return CatalogClient(url, warehouse=props["warehouse"], auth=auth_from_conf(props))
+def _client(lakehouse, url: str):
+    return catalog_client(lakehouse, url)
 
 
-def _set_property_commit(client: CatalogClient, table: str, value: str, key: str) -> dict:
-    uuid = client.load_table("faults", table)["metadata"]["table-uuid"]
-    return client.commit_table("faults", table, [{"type": "assert-table-uuid", "uuid": uuid}],
-                               [{"action": "set-properties", "updates": {"race": value}}], idempotency_key=key)
+def _set_property_commit(client, table: str, value: str, key: str) -> dict:
+    uuid = client.load_table_json(("faults", table))["metadata"]["table-uuid"]
+    return client.commit_table_json(("faults", table), [{"type": "assert-table-uuid", "uuid": uuid}],
+                                    [{"action": "set-properties", "updates": {"race": value}}], idempotency_key=key)
 
 
-def test_python_client_replays_lost_commit_with_same_key(spark, lakehouse, catalogs, idem_chain):
+def test_pyiceberg_commit_replays_lost_answer_with_same_key(spark, lakehouse, catalogs, idem_chain):
+    """Python's commit path (PyIceberg on ExtRestCatalog): a lost answer is repeated under the same key."""
+    from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+
     front, idem, inner = idem_chain
     spark.sql("CREATE TABLE fk.faults.py_key USING iceberg AS SELECT id FROM range(5)")
-    with _client(lakehouse, front.url) as client:
-        client.ensure_config()
-        assert client.idempotency_enabled
+    props = catalog_properties("local", uri=front.url, lakehouse=lakehouse, warehouse=lakehouse.info.warehouse,
+                               credential=lakehouse.info.credential, shim=False)
+    catalog = pyiceberg_catalog(props, "py", refresh=False)
+    try:
+        assert catalog.sends_keys()
+        table = catalog.load_table(("faults", "py_key"))
         front.faults.add("drop", "POST", COMMIT.format(ns="faults", table="py_key"))
+        front.reset_counters()
         inner.reset_counters()
-        result = client.commit_table(
-            "faults", "py_key",
-            [{"type": "assert-table-uuid", "uuid": client.load_table("faults", "py_key")["metadata"]["table-uuid"]}],
-            [{"action": "set-properties", "updates": {"lost": "once"}}])
-        keys = {e.idempotency_key for e in client.exchanges if e.operation == "commit_table"}
-        assert len(keys) == 1 and uuidlib.UUID(keys.pop()).version == 7
-        attempts = [e for e in client.exchanges if e.operation == "commit_table"]
-        assert len(attempts) == 2 and attempts[0].status is None and attempts[1].status == 200
-    assert result["metadata"]["properties"]["lost"] == "once"
+        with table.transaction() as tx:
+            tx.set_properties(lost="once")
+        attempts = [e for e in front.log if e["kind"] == "commit"]
+        keys = {e["idempotency_key"] for e in attempts}
+        assert len(attempts) == 2 and len(keys) == 1 and uuidlib.UUID(keys.pop()).version == 7, attempts
+        assert catalog.load_table(("faults", "py_key")).properties["lost"] == "once"
+    finally:
+        catalog.close()
     assert inner.count(kind="commit", table="faults.py_key") == 1
 
 
@@ -374,7 +377,7 @@ def test_two_concurrent_requests_with_the_same_key(spark, lakehouse, catalogs, i
     assert idem.replays - replays == 1
     assert results[0]["metadata-location"] == results[1]["metadata-location"]
     with _client(lakehouse, idem.url) as client:
-        assert client.load_table("faults", "race")["metadata"]["properties"]["race"] == "once"
+        assert client.load_table_json(("faults", "race"))["metadata"]["properties"]["race"] == "once"
     # The same key for a different request is refused (422), never applied.
     with _client(lakehouse, idem.url) as client:
         with pytest.raises(Exception, match="422|Idempotency-Key"):
@@ -422,7 +425,7 @@ def _create_other(lakehouse, table: str):
     """A second writer creates `table` first (directly in the catalog)."""
     def action() -> None:
         with _second_writer(lakehouse) as client:
-            client.create_table("faults", {"name": table, "schema": {
+            client.create_table_json("faults", {"name": table, "schema": {
                 "type": "struct", "schema-id": 0,
                 "fields": [{"id": 1, "name": "other", "required": False, "type": "long"}]}})
     return action
@@ -536,13 +539,13 @@ def _add_column_first(lakehouse, table: str):
     """A second writer changes the schema just before our schema change."""
     def action() -> None:
         with _second_writer(lakehouse) as client:
-            meta = client.load_table("faults", table)["metadata"]
+            meta = client.load_table_json(("faults", table))["metadata"]
             current = next(s for s in meta["schemas"] if s["schema-id"] == meta["current-schema-id"])
             new_id = meta["last-column-id"] + 1
             schema = {**current, "schema-id": max(s["schema-id"] for s in meta["schemas"]) + 1,
                       "fields": current["fields"] + [{"id": new_id, "name": "theirs", "required": False,
                                                       "type": "long"}]}
-            client.commit_table("faults", table, [
+            client.commit_table_json(("faults", table), [
                 {"type": "assert-current-schema-id", "current-schema-id": meta["current-schema-id"]},
                 {"type": "assert-last-assigned-field-id", "last-assigned-field-id": meta["last-column-id"]}],
                 [{"action": "add-schema", "schema": schema, "last-column-id": new_id},

@@ -260,35 +260,34 @@ def test_expired_refresh_token_falls_back_to_restaging(spark, token_catalog, s3_
 
 def test_refresh_token_errors_are_one_line_and_secret_free(spark, token_catalog, lakehouse, fast):
     """A bad or expired token gets a one-line error naming the problem; the token never shows."""
-    from pyspark_catalog_ext.catalog.rest_auth import OAuth2ClientCredentials
-    from pyspark_catalog_ext.catalog.rest_client import CatalogClient
     from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError
+    from tests.helpers import catalog_client
 
-    client = CatalogClient(token_catalog.url, warehouse=lakehouse.info.warehouse,
-                           auth=OAuth2ClientCredentials(lakehouse.info.access_key, lakehouse.info.secret_key))
-    client.create_namespace("tokdb") if not client.namespace_exists("tokdb") else None
+    client = catalog_client(lakehouse, token_catalog.url)
+    client.make_namespace("tokdb") if not client.has_namespace("tokdb") else None
     body = {"name": "tok", "schema": {"type": "struct", "schema-id": 0,
                                       "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}}
-    staged = client.create_table("tokdb", body, stage_create=True)
+    staged = client.create_table_json("tokdb", body, stage_create=True)
     credential = staged["storage-credentials"][0]
     token = credential["storage-refresh-token"]
 
-    answer = client.load_credentials("tokdb", "tok", storage_refresh_token=token)  # a good token works
+    answer = client.load_credentials_json(("tokdb", "tok"), storage_refresh_token=token)  # a good token works
     assert answer["storage-credentials"][0]["config"]["s3.access-key-id"]
 
     tampered = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
     with pytest.raises(CatalogAuthError) as bad:
-        client.load_credentials("tokdb", "tok", storage_refresh_token=tampered)
+        client.load_credentials_json(("tokdb", "tok"), storage_refresh_token=tampered)
     token_catalog.token_ttl_seconds = 0
     try:
-        expiring = client.create_table("tokdb", body, stage_create=True)["storage-credentials"][0]
+        expiring = client.create_table_json("tokdb", body, stage_create=True)["storage-credentials"][0]
         time.sleep(1.1)
         with pytest.raises(CatalogAuthError) as expired:
-            client.load_credentials("tokdb", "tok", storage_refresh_token=expiring["storage-refresh-token"])
+            client.load_credentials_json(("tokdb", "tok"), storage_refresh_token=expiring["storage-refresh-token"])
     finally:
         token_catalog.token_ttl_seconds = 3600
     with pytest.raises(CatalogError) as both:
-        client.load_credentials("tokdb", "tok", storage_refresh_token=token, plan_id="plan-1")
+        client.call("GET", "/v1/{prefix}/namespaces/tokdb/tables/tok/credentials",
+                    params={"storageRefreshToken": token, "planId": "plan-1"})
 
     for err, needle in ((bad, "401"), (expired, "expired"), (both, "400")):
         message = str(err.value)

@@ -28,13 +28,11 @@ import jsonschema
 import pytest
 
 from pyspark_catalog_ext.catalog.profiles import PROFILES
-from pyspark_catalog_ext.catalog.rest_auth import OAuth2ClientCredentials
-from pyspark_catalog_ext.catalog.rest_client import CatalogClient
 from pyspark_catalog_ext.doctor.matrix import MATRIX_DIR, render_matrix
 from pyspark_catalog_ext.doctor.probes import probe_ids
 from pyspark_catalog_ext.doctor.report import SCHEMA_PATH
 from tests.conftest import CLI, ROOT, SECRET, assert_one_line_error, run_cli
-from tests.helpers import free_port
+from tests.helpers import catalog_client, free_port
 from tests.servers import CatalogProxy, IdempotencyProxy
 from tests.servers.catalog_proxy import _safe_json
 
@@ -106,15 +104,14 @@ def doctor_json(*args: str, timeout: float = 240) -> tuple[subprocess.CompletedP
     return proc, json.loads(proc.stdout)
 
 
-def admin_client(lakehouse: Any) -> CatalogClient:
-    info = lakehouse.info
-    return CatalogClient(info.iceberg_uri, info.warehouse, auth=OAuth2ClientCredentials(info.access_key, info.secret_key))
+def admin_client(lakehouse: Any) -> Any:
+    return catalog_client(lakehouse)
 
 
 def assert_namespace_gone(lakehouse: Any, namespace: str) -> None:
     with admin_client(lakehouse) as client:
-        assert (namespace,) not in client.list_namespaces(), f"{namespace} left behind"
-        assert not [ns for ns in client.list_namespaces() if ns[0].startswith(namespace)]
+        assert (namespace,) not in client.namespaces(), f"{namespace} left behind"
+        assert not [ns for ns in client.namespaces() if ns[0].startswith(namespace)]
 
 
 def assert_no_secrets(text: str, *secrets: str) -> None:

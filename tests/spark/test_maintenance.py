@@ -9,7 +9,7 @@ import time
 import pytest
 
 import pyspark_catalog_ext as pce
-from pyspark_catalog_ext.catalog.rest_client import CatalogClient
+from pyspark_catalog_ext.catalog.rest import open_catalog
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.governance.policies import ApplicablePolicy, FilePolicySource, parse_content
 from pyspark_catalog_ext.spark.conf import catalog_properties
@@ -37,7 +37,7 @@ def policies(lakehouse):
 def client(lakehouse, policies):
     props = catalog_properties("local", uri=policies.url, lakehouse=lakehouse, warehouse=lakehouse.info.warehouse,
                                credential=lakehouse.info.credential, shim=False)
-    with CatalogClient.from_properties(props) as c:
+    with open_catalog(props) as c:
         yield c
 
 
@@ -48,19 +48,19 @@ class Polaris:
         self.client = client
 
     def create(self, ns, name, type_, body):
-        return self.client.request("POST", f"/polaris/v1/{{prefix}}/namespaces/{'%1F'.join(ns)}/policies",
+        return self.client.call("POST", f"/polaris/v1/{{prefix}}/namespaces/{'%1F'.join(ns)}/policies",
                                    json={"name": name, "type": type_, "content": body})["policy"]
 
     def update(self, ns, name, body, version):
-        return self.client.request("PUT", f"/polaris/v1/{{prefix}}/namespaces/{'%1F'.join(ns)}/policies/{name}",
+        return self.client.call("PUT", f"/polaris/v1/{{prefix}}/namespaces/{'%1F'.join(ns)}/policies/{name}",
                                    json={"content": body, "current-policy-version": version})["policy"]
 
     def attach(self, ns, name, type_, path=()):
-        self.client.request("PUT", f"/polaris/v1/{{prefix}}/namespaces/{'%1F'.join(ns)}/policies/{name}/mappings",
+        self.client.call("PUT", f"/polaris/v1/{{prefix}}/namespaces/{'%1F'.join(ns)}/policies/{name}/mappings",
                             json={"target": {"type": type_, "path": list(path)}})
 
     def applicable(self, **params):
-        return self.client.request("GET", "/polaris/v1/{prefix}/applicable-policies", params=params)
+        return self.client.call("GET", "/polaris/v1/{prefix}/applicable-policies", params=params)
 
 
 @pytest.fixture(scope="module")
@@ -134,11 +134,11 @@ def test_policy_server_follows_the_polaris_spec(spark, gov, polaris):
             polaris.create(["m"], "bad", EXPIRY, json.dumps({"config": {}}))
         assert invalid.value.status == 400
     finally:
-        polaris.client.request("POST", "/polaris/v1/{prefix}/namespaces/m/policies/t-compaction/mappings",
+        polaris.client.call("POST", "/polaris/v1/{prefix}/namespaces/m/policies/t-compaction/mappings",
                                json={"target": {"type": "table-like", "path": ["m", "spec_t"]}})
-        polaris.client.request("POST", "/polaris/v1/{prefix}/namespaces/m/policies/cat-expiry/mappings",
+        polaris.client.call("POST", "/polaris/v1/{prefix}/namespaces/m/policies/cat-expiry/mappings",
                                json={"target": {"type": "catalog"}})
-        polaris.client.request("POST", "/polaris/v1/{prefix}/namespaces/m/policies/ns-compaction/mappings",
+        polaris.client.call("POST", "/polaris/v1/{prefix}/namespaces/m/policies/ns-compaction/mappings",
                                json={"target": {"type": "namespace", "path": ["m"]}})
 
 
@@ -202,7 +202,7 @@ def test_dry_run_prints_the_plan_with_origin_parameters_and_reasons(spark, gov, 
         assert action.args["options"] == {"target-file-size-bytes": "4096", "min-input-files": "2"}
         assert FilePolicySource(policy_file).applicable(["other"], "t") == []
     finally:
-        polaris.client.request("POST", "/polaris/v1/{prefix}/namespaces/m/policies/plan-compaction/mappings",
+        polaris.client.call("POST", "/polaris/v1/{prefix}/namespaces/m/policies/plan-compaction/mappings",
                                json={"target": {"type": "namespace", "path": ["m"]}})
 
 
@@ -298,7 +298,7 @@ def test_compaction_outlives_fast_expiring_credentials(spark, lakehouse, tmp_pat
         spark.range(0, 1200, 1, 24).selectExpr("id", "cast(id AS STRING) AS v").writeTo("slowgov.long.t").create()
         props = catalog_properties("local", uri=server.url, lakehouse=lakehouse, warehouse=lakehouse.info.warehouse,
                                    credential=lakehouse.info.credential, shim=False)
-        with CatalogClient.from_properties(props) as c:
+        with open_catalog(props) as c:
             admin = Polaris(c)
             admin.create(["long"], "c", COMPACTION, content(config={"max-concurrent-file-group-rewrites": 1}))
             admin.attach(["long"], "c", "namespace", ["long"])
@@ -337,7 +337,7 @@ def test_orphan_removal_keeps_the_files_of_a_table_nested_in_the_location(spark,
     outer, nested = unique("outer"), unique("nested")
     spark.sql(f"CREATE TABLE gov.m.{outer} (id BIGINT) USING iceberg")
     spark.sql(f"INSERT INTO gov.m.{outer} SELECT id FROM range(3)")
-    location = client.load_table(("m",), outer)["metadata"]["location"].rstrip("/")
+    location = client.load_table_json(("m", outer))["metadata"]["location"].rstrip("/")
     polaris.create(["m"], f"{outer}-orphans", ORPHANS, content(max_orphan_file_age_in_days=3))
     polaris.attach(["m"], f"{outer}-orphans", "table-like", ["m", outer])
     state = tmp_path / "state.json"
@@ -369,7 +369,7 @@ def test_orphan_removal_refuses_locations_with_dot_segments(spark, gov, polaris,
 
     name = unique("dots")
     spark.sql(f"CREATE TABLE gov.m.{name} (id BIGINT) USING iceberg")
-    location = client.load_table(("m",), name)["metadata"]["location"].rstrip("/")
+    location = client.load_table_json(("m", name))["metadata"]["location"].rstrip("/")
     polaris.create(["m"], f"{name}-orphans", ORPHANS, content(locations=[location + tail]))
     polaris.attach(["m"], f"{name}-orphans", "table-like", ["m", name])
     [action] = pce.maintenance.plan(spark, f"gov.m.{name}", state_file=tmp_path / "s.json").tables[0].actions

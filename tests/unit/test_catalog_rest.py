@@ -1,0 +1,471 @@
+"""CatalogRest, the one catalog client: bounded calls, evidence, one-line errors, trust boundaries.
+
+Two kinds of server:
+* a scripted HTTP server on 127.0.0.1 (http.server in a thread) whose responses each test
+  lays out, and which records every request it receives;
+* a real SeaweedFS from the `lakehouse` fixture (Iceberg REST catalog with vended credentials).
+
+Retries use urllib3's backoff (0.2 s base), so a retrying test waits well under a second.
+"""
+
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import ssl
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from pyspark_catalog_ext.catalog.rest import CatalogRest, open_catalog, read_retry
+from pyspark_catalog_ext.errors import (
+    CatalogAuthError,
+    CatalogConflictError,
+    CatalogError,
+    CatalogNotFoundError,
+    CatalogUnavailableError,
+    CatalogUnsupportedError,
+    ConfigError,
+)
+from tests.helpers import free_port
+
+CLIENT_SECRET = "cs-Zq9!secretvalue-77f1"
+TOKEN_1 = "tok1-AAAAsecretBBBB-0001"
+TOKEN_2 = "tok2-CCCCsecretDDDD-0002"
+REFRESH_TOKEN = "srt-EEEEsecretFFFF-0003"
+ALL_SECRETS = (CLIENT_SECRET, TOKEN_1, TOKEN_2, REFRESH_TOKEN)
+UUID7_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+# ---------------------------------------------------------------------------- scripted server
+@dataclass
+class R:
+    """A scripted response. body: dict/list → JSON, str/bytes → raw."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    action: str | None = None  # "drop": close without answering; "hang": never answer in time
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    query: str
+    headers: dict[str, str]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        for k, v in self.headers.items():
+            if k.lower() == name.lower():
+                return v
+        return None
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+NOT_FOUND = R(404, {"error": {"message": "Path not found", "type": "NotFound", "code": 404}})
+
+
+class Scripted:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        self.routes: dict[tuple[str, str], list[R]] = {}
+        self.seen: list[Seen] = []
+        self.lock = threading.Lock()
+        self.release = threading.Event()
+        scripted = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # else ~40 ms delayed-ACK stalls per keep-alive request
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                path, _, query = self.path.partition("?")
+                with scripted.lock:
+                    scripted.seen.append(Seen(self.command, path, query, dict(self.headers.items()), body))
+                    queue = scripted.routes.get((self.command, path))
+                    r = (queue.pop(0) if len(queue) > 1 else queue[0]) if queue else NOT_FOUND
+                if r.action == "drop":
+                    self.close_connection = True
+                    return
+                if r.action == "hang":
+                    scripted.release.wait(10)
+                    self.close_connection = True
+                    return
+                if isinstance(r.body, (dict, list)):
+                    payload, ctype = json.dumps(r.body).encode(), "application/json"
+                elif isinstance(r.body, str):
+                    payload, ctype = r.body.encode(), "text/plain"
+                else:
+                    payload, ctype = (r.body or b""), "application/octet-stream"
+                self.send_response(r.status)
+                if payload:
+                    self.send_header("Content-Type", r.headers.get("Content-Type", ctype))
+                for k, v in r.headers.items():
+                    if k != "Content-Type":
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(payload)
+
+            do_GET = do_POST = do_DELETE = do_HEAD = do_PUT = _handle
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        if tls is not None:
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
+        scheme = "https" if tls else "http"
+        self.uri = f"{scheme}://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+        self.thread.start()
+
+    def on(self, method: str, path: str, *responses: R) -> None:
+        """Responses are served in order; the last one repeats."""
+        with self.lock:
+            self.routes[(method, path)] = list(responses)
+
+    def config(self, prefix: str | None = "wh", lifetime: str | None = None,
+               endpoints: list[str] | None = None, **overrides: str) -> None:
+        body: dict[str, Any] = {"defaults": {"warehouse": "s3://wh"}, "overrides": dict(overrides)}
+        if prefix:
+            body["overrides"]["prefix"] = prefix
+        if lifetime:
+            body["idempotency-key-lifetime"] = lifetime
+        if endpoints is not None:
+            body["endpoints"] = endpoints
+        self.on("GET", "/v1/config", R(200, body))
+
+    def requests(self, method: str | None = None, path: str | None = None) -> list[Seen]:
+        with self.lock:
+            return [s for s in self.seen
+                    if (method is None or s.method == method) and (path is None or s.path == path)]
+
+    def close(self) -> None:
+        self.release.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def srv() -> Iterator[Scripted]:
+    s = Scripted()
+    yield s
+    s.close()
+
+
+def make(srv: Scripted, **props: Any) -> CatalogRest:
+    props.setdefault("token", TOKEN_1)
+    kwargs = {k: props.pop(k) for k in ("on_exchange", "timeout", "retries", "delegation") if k in props}
+    return open_catalog({"uri": srv.uri, "warehouse": "wh", **props}, **kwargs)
+
+
+def assert_no_secrets(*texts: object) -> None:
+    for text in texts:
+        for secret in ALL_SECRETS:
+            assert secret not in str(text), f"secret leaked into: {text}"
+
+
+TABLE_RESULT = {
+    "metadata-location": "s3://wh/db/t/metadata/v1.metadata.json",
+    "metadata": {"format-version": 2, "table-uuid": "u-1", "location": "s3://wh/db/t"},
+    "config": {},
+}
+COMMIT_RESULT = {"metadata-location": "s3://wh/db/t/metadata/v2.metadata.json", "metadata": {"table-uuid": "u-1"}}
+T_PATH = "/v1/wh/namespaces/db/tables/t"
+
+
+# ---------------------------------------------------------------------------- config and paths
+@pytest.mark.parametrize("where", ["top", "overrides"])
+def test_config_gives_prefix_endpoints_and_key_lifetime(srv: Scripted, where: str) -> None:
+    # Lakekeeper <= 0.13 advertises the lifetime inside overrides, in weeks (lakekeeper#1952).
+    if where == "top":
+        srv.config(lifetime="PT30M", endpoints=["GET /v1/{prefix}/namespaces"])
+    else:
+        srv.config(endpoints=["GET /v1/{prefix}/namespaces"], **{"idempotency-key-lifetime": "P1W"})
+    c = make(srv)
+    assert c.prefix == "wh"
+    assert c.endpoints == ["GET /v1/{prefix}/namespaces"]
+    assert c.supports_endpoint("GET  /v1/{prefix}/namespaces") is True
+    assert c.supports_endpoint("GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials") is False
+    assert c.idempotency_key_lifetime_s == (1800.0 if where == "top" else 604800.0)
+    assert c.sends_keys()
+
+
+def test_no_endpoint_list_means_unknown(srv: Scripted) -> None:
+    srv.config()
+    c = make(srv)
+    assert c.endpoints is None and c.supports_endpoint("GET /v1/{prefix}/namespaces") is None
+    assert c.idempotency_key_lifetime_s is None and not c.sends_keys()
+
+
+def test_a_config_uri_on_another_origin_is_not_followed(srv: Scripted, caplog: pytest.LogCaptureFixture) -> None:
+    """PyIceberg follows a `uri` override; ours would hand the token to another host."""
+    other = Scripted()
+    try:
+        other.config()
+        srv.config(uri=other.uri)
+        srv.on("GET", "/v1/wh/namespaces", R(200, {"namespaces": [["a"]]}))
+        with caplog.at_level(logging.WARNING):
+            c = make(srv)
+            assert c.namespaces() == [("a",)]
+        assert not other.seen, "a request (with our token) went to the host the config named"
+        assert "another uri" in caplog.text
+    finally:
+        other.close()
+
+
+def test_namespace_and_table_encoding_on_the_wire(srv: Scripted) -> None:
+    srv.config()
+    srv.on("GET", "/v1/wh/namespaces/a%1Fb/tables/x%2Fy", R(200, TABLE_RESULT))
+    c = make(srv)
+    assert c.load_table_json(("a", "b", "x/y"))["metadata"]["table-uuid"] == "u-1"
+    with pytest.raises(ConfigError, match="namespace.table"):
+        c.load_table_json(("t",))
+
+
+def test_pagination_is_followed(srv: Scripted) -> None:
+    srv.config()
+    srv.on("GET", "/v1/wh/namespaces/db/tables",
+           R(200, {"identifiers": [{"namespace": ["db"], "name": "t1"}], "next-page-token": "p2"}),
+           R(200, {"identifiers": [{"namespace": ["db"], "name": "t2"}]}))
+    assert make(srv).tables("db") == [("db", "t1"), ("db", "t2")]
+    assert [s.query for s in srv.requests("GET", "/v1/wh/namespaces/db/tables")] == ["", "pageToken=p2"]
+
+
+# ---------------------------------------------------------------------------- bounded calls
+def test_reads_are_retried_on_503_and_429_then_succeed(srv: Scripted) -> None:
+    srv.config()
+    srv.on("GET", T_PATH, R(503), R(429, headers={"Retry-After": "0"}), R(200, TABLE_RESULT))
+    seen: list = []
+    c = make(srv, on_exchange=seen.append)
+    assert c.load_table_json(("db", "t"))["metadata-location"].endswith("v1.metadata.json")
+    assert len(srv.requests("GET", T_PATH)) == 3
+    assert seen[-1].operation == "load_table" and seen[-1].status == 200 and seen[-1].attempt == 3
+
+
+def test_persistent_503_is_one_line_with_the_attempts(srv: Scripted) -> None:
+    srv.config()
+    srv.on("GET", T_PATH, R(503, {"error": {"message": "busy", "type": "ServiceUnavailable", "code": 503}}))
+    with pytest.raises(CatalogUnavailableError) as err:
+        make(srv, retries=2).load_table_json(("db", "t"))
+    assert "\n" not in str(err.value) and "3 attempts" in str(err.value) and "busy" in str(err.value)
+    assert len(srv.requests("GET", T_PATH)) == 3
+
+
+def test_terminal_4xx_is_never_retried(srv: Scripted) -> None:
+    srv.config()
+    srv.on("GET", T_PATH, R(404, {"error": {"message": "Table does not exist: t", "type": "NoSuchTableException",
+                                            "code": 404}}, headers={"Content-Type": "application/json"}))
+    with pytest.raises(CatalogNotFoundError) as err:
+        make(srv).load_table_json(("db", "t"))
+    assert err.value.kind == "table" and "check the table name" in str(err.value)
+    assert len(srv.requests("GET", T_PATH)) == 1
+
+
+def test_retry_after_is_capped() -> None:
+    class Answer:
+        headers = {"Retry-After": "3600"}
+
+        def getheader(self, name: str) -> str | None:
+            return self.headers.get(name)
+
+    assert read_retry().get_retry_after(Answer()) == 10.0
+
+
+@pytest.mark.parametrize("answer", [R(action="drop"), R(503), R(502)])
+def test_a_mutation_is_never_repeated_blindly(srv: Scripted, answer: R) -> None:
+    """A POST whose answer is lost (or a 5xx) may have been applied: one request, and the error says so."""
+    srv.config()
+    srv.on("POST", T_PATH, answer)
+    c = make(srv)
+    with pytest.raises(CatalogError) as err:
+        c.commit_table_json(("db", "t"), [], [{"action": "set-properties", "updates": {"a": "b"}}])
+    assert len(srv.requests("POST", T_PATH)) == 1
+    if answer.action == "drop":
+        assert "may or may not have been applied" in str(err.value)
+
+
+def test_a_hung_server_times_out(srv: Scripted) -> None:
+    srv.config()
+    srv.on("GET", T_PATH, R(action="hang"))
+    with pytest.raises(CatalogUnavailableError, match="read timed out|connection reset"):
+        make(srv, timeout=(1.0, 0.3), retries=0).load_table_json(("db", "t"))
+
+
+def test_unreachable_port_names_the_uri() -> None:
+    port = free_port()
+    with pytest.raises(CatalogUnavailableError) as err:
+        open_catalog({"uri": f"http://127.0.0.1:{port}", "token": TOKEN_1}, retries=1)
+    assert f"127.0.0.1:{port}" in str(err.value) and "connection refused" in str(err.value)
+
+
+@pytest.mark.parametrize("uri", ["", "ftp://x", "http://", "not a url"])
+def test_invalid_uri_is_a_config_error(uri: str) -> None:
+    with pytest.raises(ConfigError):
+        open_catalog({"uri": uri or "x", "token": TOKEN_1} if uri else {"token": TOKEN_1})
+
+
+# ---------------------------------------------------------------------------- idempotency keys
+@pytest.mark.parametrize("lifetime,mode,sent", [("PT5M", None, True), (None, None, False), (None, "always", True),
+                                                ("PT5M", "never", False)])
+def test_idempotency_keys_on_mutations(srv: Scripted, lifetime: str | None, mode: str | None, sent: bool) -> None:
+    srv.config(lifetime=lifetime)
+    srv.on("POST", "/v1/wh/namespaces", R(200, {"namespace": ["n"], "properties": {}}))
+    props = {"catalog-ext.commit.idempotency": mode} if mode else {}
+    c = make(srv, **props)
+    c.make_namespace("n")
+    key = srv.requests("POST", "/v1/wh/namespaces")[0].header("Idempotency-Key")
+    assert (key is not None) == sent
+    if sent:
+        assert UUID7_RE.match(key) and c.last_idempotency_key == key
+
+
+def test_an_explicit_key_is_sent_as_given(srv: Scripted) -> None:
+    srv.config(lifetime="PT5M")
+    srv.on("POST", T_PATH, R(200, COMMIT_RESULT))
+    make(srv).commit_table_json(("db", "t"), [], [], idempotency_key="my-key")
+    assert srv.requests("POST", T_PATH)[0].header("Idempotency-Key") == "my-key"
+
+
+# ---------------------------------------------------------------------------- errors and secrets
+@pytest.mark.parametrize("status,kind", [(401, CatalogAuthError), (403, CatalogAuthError), (405, CatalogUnsupportedError),
+                                         (409, CatalogConflictError), (422, CatalogError), (418, CatalogError)])
+def test_error_mapping_is_one_line_and_typed(srv: Scripted, status: int, kind: type) -> None:
+    srv.config()
+    srv.on("POST", T_PATH, R(status, {"error": {"message": f"no, {TOKEN_1}", "type": "Nope", "code": status}}))
+    with pytest.raises(kind) as err:
+        make(srv).commit_table_json(("db", "t"), [], [])
+    text = str(err.value)
+    assert "\n" not in text and str(status) in text and err.value.status == status
+    assert_no_secrets(text)
+
+
+def test_the_refresh_token_is_sent_but_never_recorded(srv: Scripted) -> None:
+    srv.config()
+    creds = {"storage-credentials": [{"prefix": "s3://wh/db/t", "config": {"s3.access-key-id": "AK"}}]}
+    srv.on("GET", T_PATH + "/credentials", R(200, creds))
+    seen: list = []
+    c = make(srv, on_exchange=seen.append)
+    assert c.load_credentials_json(("db", "t"), storage_refresh_token=REFRESH_TOKEN) == creds
+    assert REFRESH_TOKEN in srv.requests("GET", T_PATH + "/credentials")[0].query
+    assert seen[-1].operation == "load_credentials" and seen[-1].path.endswith("storageRefreshToken=***")
+    assert_no_secrets(*[e.as_dict() for e in c.exchanges])
+
+
+def test_custom_headers_and_auth_never_go_to_another_origin(srv: Scripted) -> None:
+    other = Scripted()
+    try:
+        srv.config()
+        body = {"storage-credentials": []}
+        srv.on("GET", "/refresh", R(200, body))
+        other.on("GET", "/refresh", R(200, body))
+        c = make(srv, **{"header.X-Api-Key": CLIENT_SECRET})
+        c.get_url("/refresh")
+        c.get_url(other.uri + "/refresh")
+        own, foreign = srv.requests("GET", "/refresh")[0], other.requests("GET", "/refresh")[0]
+        assert own.header("Authorization") == f"Bearer {TOKEN_1}" and own.header("X-Api-Key") == CLIENT_SECRET
+        assert foreign.header("Authorization") is None and foreign.header("X-Api-Key") is None
+        with pytest.raises(ConfigError):
+            c.get_url("file:///etc/passwd")
+    finally:
+        other.close()
+
+
+def test_an_expired_token_is_renewed_once(srv: Scripted) -> None:
+    """OAuth2 client credentials: a 401 (419 on Gravitino) renews the token through PyIceberg's manager and resends."""
+    srv.config()
+    first = R(200, {"access_token": TOKEN_1, "token_type": "bearer", "expires_in": 3600})
+    # PyIceberg fetches a token for its /v1/config session and one for the catalog's session.
+    srv.on("POST", "/v1/oauth/tokens", first, first, R(200, {"access_token": TOKEN_2, "token_type": "bearer", "expires_in": 3600}))
+    srv.on("GET", T_PATH, R(419), R(200, TABLE_RESULT))
+    c = make(srv, token=None, credential=f"client:{CLIENT_SECRET}", **{"oauth2-server-uri": srv.uri + "/v1/oauth/tokens"})
+    assert c.load_table_json(("db", "t"))["metadata"]["table-uuid"] == "u-1"
+    auths = [s.header("Authorization") for s in srv.requests("GET", T_PATH)]
+    assert auths == [f"Bearer {TOKEN_1}", f"Bearer {TOKEN_2}"]
+    assert_no_secrets(repr(c), c.auth_kind)
+
+
+def test_repr_never_shows_secrets(srv: Scripted) -> None:
+    srv.config()
+    c = make(srv, **{"header.X-Api-Key": CLIENT_SECRET})
+    assert_no_secrets(repr(c), str(c))
+    assert c.auth_kind == "bearer"
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl CLI not available")
+    d = tmp_path_factory.mktemp("tls")
+    cert, key = str(d / "cert.pem"), str(d / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    return cert, key
+
+
+def test_tls_failure_mentions_ca_bundle_and_custom_ca_works(tls_files: tuple[str, str]) -> None:
+    cert, key = tls_files
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    server = Scripted(tls=ctx)
+    try:
+        server.config()
+        with pytest.raises(CatalogError) as info:
+            make(server)
+        assert not isinstance(info.value, CatalogUnavailableError)
+        assert "TLS" in str(info.value) and "CA bundle" in str(info.value) and server.uri in str(info.value)
+        assert make(server, ssl={"cabundle": cert}).prefix == "wh"  # PyIceberg's own CA setting
+    finally:
+        server.close()
+
+
+# ---------------------------------------------------------------------------- a real catalog (SeaweedFS)
+def lake_props(lakehouse: Any, **over: str) -> dict[str, str]:
+    info = lakehouse.info
+    return {"uri": info.iceberg_uri, "warehouse": info.warehouse, "credential": info.credential,
+            "oauth2-server-uri": info.oauth2_server_uri, **over}
+
+
+def test_seaweedfs_stage_create_vends_and_commit_publishes(lakehouse: Any) -> None:
+    c = open_catalog(lake_props(lakehouse))
+    ns = "rest_it"
+    if not c.has_namespace(ns):
+        c.make_namespace(ns)
+    body = {"name": "staged", "schema": {"type": "struct", "schema-id": 0,
+                                         "fields": [{"id": 1, "name": "a", "type": "long", "required": False}]}}
+    staged = c.create_table_json(ns, body, stage_create=True)
+    assert staged["storage-credentials"][0]["config"]["s3.access-key-id"]
+    assert not c.has_table((ns, "staged"))
+    with pytest.raises(CatalogNotFoundError) as missing:
+        c.load_credentials_json((ns, "staged"))
+    assert missing.value.kind == "endpoint"  # SeaweedFS has no /credentials
+
+
+def test_seaweedfs_bad_secret_is_a_one_line_401(lakehouse: Any) -> None:
+    info = lakehouse.info
+    with pytest.raises(CatalogAuthError) as err:
+        open_catalog(lake_props(lakehouse, credential=f"{info.access_key}:{CLIENT_SECRET}"))
+    assert "401" in str(err.value) and "\n" not in str(err.value)
+    assert_no_secrets(str(err.value))
+    assert info.secret_key not in str(err.value)
+
+
+def test_seaweedfs_wrong_warehouse_is_not_found(lakehouse: Any) -> None:
+    with pytest.raises(CatalogError) as err:
+        open_catalog(lake_props(lakehouse, warehouse="no-such-bucket")).namespaces()
+    assert "no-such-bucket" in str(err.value) or "not found" in str(err.value).lower()
