@@ -227,6 +227,12 @@ class CatalogRest(RestCatalog):
                             lifetime)
 
     # -- what the catalog said about itself --------------------------------------------------------
+    def config(self) -> dict[str, Any]:
+        """Ask `/v1/config` again (the doctor's evidence) and return its answer."""
+        with self._answers("GET /v1/config", ("config", None)):
+            self._fetch_config()
+        return self.config_answer
+
     @property
     def prefix(self) -> str | None:
         return (self.properties.get("prefix") or "").strip("/") or None
@@ -477,6 +483,10 @@ def catalog_error(resp: Response, op: str, resource: tuple[str, str | None], cat
     err_type, message = error_parts(resp)
     detail = f"{status} {err_type}: {message}" if message else f"{status} {err_type}"
     where = catalog.safe_uri if catalog is not None else safe_url(resp.url or "")
+    path = urlsplit(resp.request.url or "").path if resp.request is not None else ""
+    if path.endswith("/oauth/tokens") and status in (400, 401, 403):
+        return CatalogAuthError(f"the catalog's token endpoint rejected the client credentials ({detail}): check "
+                                "--credential (client_id:client_secret) and the scope", status=status)
     if status in (401, 419):
         return CatalogAuthError(f"catalog rejected the credentials ({detail}) for {op}: check --credential/--token",
                                 status=status)

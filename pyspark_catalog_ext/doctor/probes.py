@@ -72,7 +72,7 @@ def _refresh_endpoint_of(body: dict[str, Any] | None) -> str | None:
 # ------------------------------------------------------------------------------- catalog basics
 @probe("config", "GET /v1/config and prefix", "basics")
 def probe_config(ctx: ProbeContext) -> Outcome:
-    body = ctx.client.config_answer
+    body = ctx.client.config()
     ctx.shared["config"] = body
     evidence = {
         "prefix": ctx.client.prefix,

@@ -137,11 +137,10 @@ def test_1_configure_with_the_profile_checks_the_catalog(b, emulators):
     config = check_catalog(conf, catalog_name(b))
     profile = get_profile(b.profile)
     if b.auth == "sigv4":
-        assert props["rest.signing-name"] == b.signing_name and config == {}
-    else:
-        prefix = (config.get("overrides") or {}).get("prefix") or (config.get("defaults") or {}).get("prefix")
-        assert prefix == b.prefix
-        assert emu.count("config") >= 1
+        assert props["rest.signing-name"] == b.signing_name
+    prefix = (config.get("overrides") or {}).get("prefix") or (config.get("defaults") or {}).get("prefix")
+    assert prefix == b.prefix
+    assert emu.count("config") >= 1
     if profile.scope:
         assert props["scope"] == b.scope
     assert props.get("header.X-Iceberg-Access-Delegation") == (None if b.vends == NONE else "vended-credentials")
