@@ -161,6 +161,9 @@ class CatalogRest(RestCatalog):
         with self._answers("GET /v1/config", ("config", None)):
             super().__init__(name, **properties)
 
+    def __enter__(self) -> CatalogRest:  # (PyIceberg's is typed as its base Catalog)
+        return self
+
     def __repr__(self) -> str:  # PyIceberg's repr would print properties, secrets included
         return f"{type(self).__name__}(uri={self.safe_uri!r}, warehouse={self.warehouse!r}, auth={self.auth_kind!r})"
 
@@ -545,7 +548,7 @@ def transport_error(exc: requests.RequestException, op: str, where: str, *, muta
     if mutation and reached:
         return CatalogUnavailableError(f"{op} may or may not have been applied by the catalog at {where} "
                                        f"({_CAUSE_TEXT.get(cause, cause)}): reconcile before repeating it")
-    return CatalogUnavailableError(f"cannot reach catalog at {where} ({_CAUSE_TEXT.get(cause, cause)}) for {op}: "
+    return CatalogUnavailableError(f"cannot reach the catalog at {where} ({_CAUSE_TEXT.get(cause, cause)}) for {op}: "
                                    "check --uri and that the catalog is running")
 
 

@@ -5,15 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pyspark_catalog_ext.errors import (
-    CatalogAuthError,
-    CatalogError,
-    CatalogExtError,
-    CatalogNotFoundError,
-    CatalogUnavailableError,
-    ConfigError,
-    redact,
-)
+from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.spark.conf import CatalogSparkConf, _lakehouse_info, catalog_properties
 
 if TYPE_CHECKING:
@@ -22,19 +14,16 @@ if TYPE_CHECKING:
 __all__ = ["pyiceberg_catalog"]
 
 
-def _pyiceberg_props(source: Any, catalog: str) -> dict[str, str]:
+def _pyiceberg_props(source: Any, catalog: str) -> dict[str, Any]:
+    from pyspark_catalog_ext.catalog.rest import pyiceberg_properties  # (imports PyIceberg)
+
     if isinstance(source, Mapping):
         props = CatalogSparkConf(source).catalog(catalog) if any(k.startswith("spark.") for k in source) else dict(source)
         if not props:
             raise ConfigError(f"the conf has no spark.sql.catalog.{catalog}.* settings; pass the catalog name it uses")
     else:
         props = catalog_properties("local", lakehouse=_lakehouse_info(source), shim=False)
-    # Java-only keys; PyIceberg picks its own FileIO and uses path-style addressing by default.
-    for key in ("type", "catalog-impl", "io-impl", "s3.client-factory-impl", "rest.auth.type", "s3.path-style-access"):
-        props.pop(key, None)
-    if "client.region" in props:
-        props.setdefault("s3.region", props["client.region"])
-    return props
+    return pyiceberg_properties(props)
 
 
 def pyiceberg_catalog(source: Any, catalog: str = "lake", *, refresh: bool = True, policy: Any = None,
@@ -51,24 +40,5 @@ def pyiceberg_catalog(source: Any, catalog: str = "lake", *, refresh: bool = Tru
     from pyspark_catalog_ext.pyiceberg_ext import ExtRestCatalog
 
     props = {**_pyiceberg_props(source, catalog), **overrides}
-    try:
-        return ExtRestCatalog(catalog, refresh=refresh, policy=policy, source=credential_source, **props)
-    except CatalogExtError:
-        raise  # already one line (a bad PYSPARK_CATALOG_EXT_REFRESH_* value, say)
-    except Exception as exc:  # PyIceberg raises its own types; turn the common ones into one-liners
-        raise _catalog_error(exc, props.get("uri", "?")) from None
-
-
-def _catalog_error(exc: Exception, uri: str) -> Exception:
-    from pyiceberg.exceptions import ForbiddenError, NoSuchNamespaceError, OAuthError, UnauthorizedError
-
-    name = type(exc).__name__
-    if isinstance(exc, (OAuthError, UnauthorizedError, ForbiddenError)):
-        return CatalogAuthError(f"the catalog at {uri} rejected the credentials ({name}); check --credential/--token")
-    if isinstance(exc, NoSuchNamespaceError):
-        return CatalogNotFoundError(f"not found at {uri}: {redact(str(exc))[:200]}")
-    import requests
-
-    if isinstance(exc, requests.ConnectionError):
-        return CatalogUnavailableError(f"cannot reach the catalog at {uri} (connection refused or DNS failure); start it or fix --uri")
-    return CatalogError(f"catalog at {uri} failed: {name}: {redact(str(exc))[:200]}")
+    # Errors are already one line: CatalogRest translates the catalog's answers (errors.py's types).
+    return ExtRestCatalog(catalog, refresh=refresh, policy=policy, source=credential_source, **props)
