@@ -484,11 +484,11 @@ def catalog_error(resp: Response, op: str, resource: tuple[str, str | None], cat
     """The `errors.py` exception for a non-2xx catalog answer: typed, one line, redacted."""
     status = resp.status_code
     err_type, message = error_parts(resp)
-    detail = f"{status} {err_type}: {message}" if message else f"{status} {err_type}"
+    detail = f"HTTP {status} {err_type}: {message}" if message else f"HTTP {status} {err_type}"
     where = catalog.safe_uri if catalog is not None else safe_url(resp.url or "")
     path = urlsplit(resp.request.url or "").path if resp.request is not None else ""
     if path.endswith("/oauth/tokens") and status in (400, 401, 403):
-        return CatalogAuthError(f"the catalog's token endpoint rejected the client credentials ({detail}): check "
+        return CatalogAuthError(f"the catalog rejected the credentials at its token endpoint ({detail}): check "
                                 "--credential (client_id:client_secret) and the scope", status=status)
     if status in (401, 419):
         return CatalogAuthError(f"catalog rejected the credentials ({detail}) for {op}: check --credential/--token",

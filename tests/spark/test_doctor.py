@@ -332,7 +332,7 @@ def test_bad_input_is_one_line_error(lakehouse, case: str) -> None:
         "unreachable": (connection(lakehouse, f"http://127.0.0.1:{free_port()}"), "cannot reach"),
         "tls": (connection(lakehouse, f"https://127.0.0.1:{port}"), "TLS"),
         "wrong-credentials": (["--profile", "seaweedfs", "--uri", info.iceberg_uri, "--warehouse", info.warehouse,
-                               "--credential", f"{info.access_key}:not-{SECRET}"], "rejected the client credentials"),
+                               "--credential", f"{info.access_key}:not-{SECRET}"], "rejected the credentials at its token endpoint"),
         "unknown-profile": (["--profile", "hive-metastore"], "unknown profile 'hive-metastore'"),
         "wrong-warehouse": (["--profile", "seaweedfs", "--uri", info.iceberg_uri, "--warehouse", "no-such-bucket",
                              "--credential", info.credential], "warehouse 'no-such-bucket' not found"),
