@@ -1,24 +1,17 @@
 """Table commits from PyIceberg that survive lost, duplicated and refused answers.
 
-One commit = one `POST .../tables/{t}` retried by tenacity, decided by the same rule as Spark's
-`CommitGuard`: once an attempt may have reached the catalog, no outcome lets PyIceberg delete
-files unless the catalog proves nothing was applied. With an `Idempotency-Key` (when
-`/v1/config` advertises `idempotency-key-lifetime`) an ambiguous attempt is repeated under the
-same key, never once the key may have expired on the server. Otherwise the table is loaded and
-our commit is looked for, recognised by what it added (the table UUID it assigns, the snapshot
-ids: random 64-bit, exact):
+One commit = one `POST .../tables/{t}` retried by tenacity, each failed attempt decided by
+`decision.decide`, the rule Spark's `CommitGuard` follows too: both are tested against the one
+table in `resources/commit-decisions.json` (rendered in docs/commits.md). Once an attempt may have
+reached the catalog, no outcome lets PyIceberg delete files unless the catalog proves nothing was
+applied. With an `Idempotency-Key` (when `/v1/config` advertises `idempotency-key-lifetime`) an
+ambiguous attempt is repeated under the same key, never once the key may have expired on the
+server. Otherwise the table is loaded and our commit is looked for, recognised by what it added
+(the table UUID it assigns, the snapshot ids: random 64-bit, exact).
 
-| after an attempt that...                                 | table loaded                                | outcome |
-|----------------------------------------------------------|---------------------------------------------|---------|
-| never reached the catalog (refused connection, 429, 401)  | -                                           | retry; out of attempts: failed |
-| may have reached it (lost, timeout, 502/503/504, 409)     | ours found                                  | success, once |
-|                                                          | ours absent, requirements broken            | failed (another writer won) |
-|                                                          | ours absent but may land, or unreadable     | retry; out of attempts: unknown |
-| may have reached it (500, 400 on a commit with snapshots) | ours absent but may land, or unreadable     | unknown |
-| 409 on a commit that adds nothing recognisable            | -                                           | failed (PyIceberg refreshes and retries) |
-| any other non-2xx (401, 403, 404, 419, other 4xx) after an | ours found                                  | success, once |
-| attempt that may have reached it (401: new token first)    | ours absent, requirements broken            | failed |
-|                                                          | ours absent but may land, unreadable, or nothing recognisable | unknown |
+Not in the table, because only this runtime does it: a 401 as the first answer fetches a new token
+and goes again (as PyIceberg's own 401 hook does), and after a possibly applied attempt a 401
+fetches a new token before the table is loaded.
 
 A huge advertised `idempotency-key-lifetime` is clamped to `MAX_KEY_LIFETIME_S` (7 days, as in
 Spark): it only bounds how long one key is repeated, and no commit retries that long.
@@ -32,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import requests
@@ -48,6 +41,17 @@ from pyspark_catalog_ext import knobs
 from pyspark_catalog_ext.catalog.idempotency import uuid7
 from pyspark_catalog_ext.catalog.rest import error_summary, transport_cause
 from pyspark_catalog_ext.errors import CommitFailedError, CommitStateUnknownError, ConfigError
+from pyspark_catalog_ext.pyiceberg_ext.decision import (
+    Answer,
+    Facts,
+    Kind,
+    Landed,
+    Outcome,
+    answer_of_status,
+    decide,
+    landed_state,
+    needs_reconciliation,
+)
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
@@ -102,24 +106,21 @@ class CommitPolicy:
 
 
 class _Again(Exception):
-    """This attempt proved nothing was applied (or it carries a key): try again."""
+    """The decision for this attempt is to try again."""
 
 
-def own_commit_landed(metadata: TableMetadata | None, requirements: tuple, updates: tuple) -> bool | None:
-    """Does the table's current metadata contain our commit? None when the commit has no mark to look for."""
-    from pyiceberg.table.update import AddSnapshotUpdate, AssertTableUUID, AssignUUIDUpdate
+def own_commit_landed(metadata: TableMetadata | None, requirements: tuple, updates: tuple) -> Landed:
+    """Did our commit land, judging by the table's current metadata (None: the table is gone)?"""
+    from pyiceberg.table.update import AddSnapshotUpdate, AssignUUIDUpdate
 
-    expected_uuid = next((str(u.uuid) for u in updates if isinstance(u, AssignUUIDUpdate)), None)
-    expected_uuid = expected_uuid or next((str(r.uuid) for r in requirements if isinstance(r, AssertTableUUID)), None)
+    assigned_uuid = next((str(u.uuid) for u in updates if isinstance(u, AssignUUIDUpdate)), None)
     snapshot_ids = [u.snapshot.snapshot_id for u in updates if isinstance(u, AddSnapshotUpdate)]
-    if not _recognisable(updates):
-        return None  # e.g. a schema change only: nothing of ours is recognisable
-    if metadata is None:
-        return False
-    if expected_uuid and str(metadata.table_uuid) != expected_uuid:
-        return False
-    present = {s.snapshot_id for s in metadata.snapshots}
-    return all(sid in present for sid in snapshot_ids)
+    present = {s.snapshot_id for s in metadata.snapshots} if metadata is not None else set()
+    return landed_state(
+        create=assigned_uuid is not None, exists=metadata is not None,
+        uuid_matches=metadata is not None and str(metadata.table_uuid) == assigned_uuid,
+        found=sum(1 for sid in snapshot_ids if sid in present), expected=len(snapshot_ids),
+        requirements_hold=_requirements_hold(requirements, metadata))
 
 
 def _recognisable(updates: tuple) -> bool:
@@ -139,6 +140,7 @@ class GuardedCommit:
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
         self.session, self.url, self.body, self.table = session, url, body, table
         self.requirements, self.updates = requirements, updates
+        self.kind = Kind.SNAPSHOT if _recognisable(updates) else Kind.PLAIN
         self.load_metadata = load_metadata
         self.key = str(uuid7()) if policy.sends_keys(idempotency_lifetime_s) else None
         # De-duplication is trusted (a lost answer repeated under the key) only where advertised.
@@ -151,6 +153,8 @@ class GuardedCommit:
         self.maybe_applied = False  # some attempt may have reached the catalog and been applied
         self.attempts = 0
         self.last_cause = ""
+        self.last_facts: Facts | None = None  # the last failed attempt's evidence, before reconciliation
+        self.load_error = ""  # why the last reconciliation could not load the table
         self.reconciled = False  # evidence for tests and logs
 
     # -- the loop --------------------------------------------------------------------------------
@@ -175,12 +179,10 @@ class GuardedCommit:
         try:
             return retrying(self._attempt)
         except _Again:
-            cause = f"{self.last_cause} after {self.attempts} attempts"
-            if self.maybe_applied:
-                return self._settle(cause, retryable=False)
-            raise PyIcebergCommitFailedError(
-                f"commit to {self.table} was refused {self.attempts} times ({self.last_cause}); nothing was "
-                "published: retry later") from None
+            # No attempt left: the last attempt's evidence decides again, knowing that.
+            assert self.last_facts is not None  # every _Again comes from _decide
+            return self._decide(replace(self.last_facts, can_retry=False),
+                                f"{self.last_cause} after {self.attempts} attempts")
 
     def _attempt(self) -> CommitTableResponse:
         self.attempts += 1
@@ -191,81 +193,81 @@ class GuardedCommit:
             resp = self.session.post(self.url, data=self.body, headers=headers, timeout=(5.0, self.policy.request_timeout_s))
         except requests.RequestException as exc:
             cause, reached = transport_cause(exc)
-            self.last_cause = cause
-            if not reached:
-                raise _Again(cause) from None
-            return self._maybe_applied(cause, retryable=True)
+            return self._decide(self._facts(Answer.LOST if reached else Answer.REFUSED), cause)
         status = resp.status_code
-        self.last_cause = f"HTTP {status}"
         if status == 200:
             return CommitTableResponse.model_validate_json(resp.content)
-        if status == 429:  # the catalog says it did not take it
-            raise _Again(self.last_cause)
+        # A 1xx/3xx from the commit endpoint: nothing we know of was applied, so a refusal.
+        answer = answer_of_status(status) or Answer.CLIENT_ERROR
+        facts = self._facts(answer)
+        cause = f"HTTP {status} {error_summary(resp)}"
+        if answer.refusal and facts.earlier_may_have_reached:
+            cause += " after an attempt that may have been applied"
         if status == 401 and self.on_401 is not None and self.attempts == 1:
-            self.on_401()  # the token expired: not applied; fetch a new one and go again
-            raise _Again(self.last_cause)
-        recognisable = _recognisable(self.updates)
-        if status in (502, 503, 504):  # a gateway may have forwarded it, or answered after the catalog applied it
-            return self._maybe_applied(self.last_cause, retryable=True)
-        if status == 409:
-            if not recognisable:  # a metadata-only conflict: PyIceberg's own refresh-and-retry
-                raise PyIcebergCommitFailedError(
-                    f"the commit to {self.table} conflicts with the table (HTTP 409 {error_summary(resp)}); nothing was published")
-            # Our own commit, duplicated on the way (or retried underneath), answers 409 too: look,
-            # even with a key (a conflict would come back under the same key every time).
-            self.maybe_applied = True
-            return self._settle(f"HTTP 409 {error_summary(resp)}", retryable=True)
-        if (status >= 500 and status not in (501, 505)) or (status == 400 and recognisable):
-            # Applied, then failed? (Polaris <= 1.7 answers 400 for an unknown commit state.)
-            return self._maybe_applied(f"HTTP {status} {error_summary(resp)}", retryable=False)
-        if self.maybe_applied:
-            # A refusal now says nothing about the earlier attempt: look at the table before
-            # PyIceberg may delete anything (401: with a new token, or the load fails too: unknown).
-            if status == 401 and self.on_401 is not None:
-                try:
+            self.on_401()  # the token expired, nothing was applied: fetch a new one and go again
+            self.last_facts, self.last_cause = facts, cause
+            raise _Again(cause)
+        return self._decide(facts, cause)
+
+    def _facts(self, answer: Answer) -> Facts:
+        """This attempt's evidence; one more attempt is assumed allowed (tenacity's stop says otherwise)."""
+        return Facts(self.kind, answer, self.maybe_applied, deduplicated=self.key_lifetime_s is not None)
+
+    def _decide(self, facts: Facts, cause: str) -> CommitTableResponse:
+        """Reconcile when the rule needs it, then act on `decision.decide`."""
+        self.last_facts, self.last_cause = facts, cause
+        loaded = None
+        if needs_reconciliation(facts):
+            if facts.answer is Answer.UNAUTHORIZED and self.on_401 is not None:
+                try:  # look with a new token (if this fails too, the load fails: unknown)
                     self.on_401()
                 except Exception:  # noqa: BLE001 - the load below fails too and the answer is unknown
                     log.debug("catalog-ext: token refresh after a 401 failed", exc_info=True)
-            return self._settle(f"HTTP {status} {error_summary(resp)} after an attempt that may have been applied",
-                                retryable=False)
-        raise PyIcebergCommitFailedError(
-            f"the catalog refused the commit to {self.table} (HTTP {status} {error_summary(resp)}); nothing was published")
+            landed, loaded = self._reconcile()
+            facts = facts.with_landed(landed)
+        outcome = decide(facts)
+        log.debug("catalog-ext: commit to %s: %s -> %s", self.table, facts, outcome.value)
+        if outcome is Outcome.RETRY:
+            self.maybe_applied = facts.may_have_reached()
+            raise _Again(cause)
+        if outcome is Outcome.SUCCESS and loaded is not None:
+            log.info("catalog-ext: commit to %s landed although its answer was %s (reconciled)", self.table, cause)
+            return CommitTableResponse.model_validate({"metadata": loaded.metadata, "metadata-location": loaded.metadata_location})
+        if outcome is Outcome.FAILED:
+            raise PyIcebergCommitFailedError(self._failed_message(facts, cause))
+        if facts.landed is Landed.UNKNOWN and self.load_error:
+            raise PyIcebergCommitStateUnknownError(
+                f"the answer to the commit of {self.table} was lost ({cause}) and loading the table failed "
+                f"({self.load_error}); every file is kept: check the table before retrying")
+        raise PyIcebergCommitStateUnknownError(
+            f"the commit to {self.table} may or may not have landed ({cause}; "
+            f"{'the table does not show it' if self.kind is Kind.SNAPSHOT else 'the commit adds nothing recognisable'}"
+            "); every file is kept: check the table before retrying")
+
+    def _failed_message(self, facts: Facts, cause: str) -> str:
+        if facts.landed is Landed.NO:  # ours can never land now: another writer won (PyIceberg may retry)
+            return (f"the commit to {self.table} did not land and the table has moved on ({cause}); nothing was "
+                    "published: reload the table and retry")
+        if facts.answer.retryable:
+            return f"the catalog did not take the commit to {self.table} ({cause}); nothing was published: retry later"
+        if facts.answer is Answer.CONFLICT:  # a metadata-only conflict: PyIceberg's own refresh-and-retry
+            return f"the commit to {self.table} conflicts with the table ({cause}); nothing was published"
+        return f"the catalog refused the commit to {self.table} ({cause}); nothing was published"
 
     # -- reconciliation ----------------------------------------------------------------------------
-    def _maybe_applied(self, cause: str, *, retryable: bool) -> CommitTableResponse:
-        self.maybe_applied = True
-        self.last_cause = cause
-        if self.key and self.key_lifetime_s is not None and retryable:
-            raise _Again(cause)  # the same key: the catalog replays its answer if it applied it
-        return self._settle(cause, retryable=retryable)
-
-    def _settle(self, cause: str, *, retryable: bool) -> CommitTableResponse:
-        """Load the table: ours there is success; ours impossible is failed; else retry or unknown."""
+    def _reconcile(self) -> tuple[Landed, TableResponse | None]:
+        """Load the table and look for our commit (a failed load: unknown)."""
         self.reconciled = True
+        self.load_error = ""
         try:
             loaded = self.load_metadata()
         except Exception as exc:  # noqa: BLE001 - cannot look: we cannot tell
-            if retryable:
-                raise _Again(cause) from None
-            raise PyIcebergCommitStateUnknownError(
-                f"the answer to the commit of {self.table} was lost ({cause}) and loading the table failed "
-                f"({type(exc).__name__}); every file is kept: check the table before retrying") from None
-        metadata = loaded.metadata if loaded is not None else None
-        landed = own_commit_landed(metadata, self.requirements, self.updates)
-        if landed and loaded is not None and loaded.metadata_location:
-            log.info("catalog-ext: commit to %s landed although its answer was %s (reconciled)", self.table, cause)
-            return CommitTableResponse.model_validate({"metadata": loaded.metadata, "metadata-location": loaded.metadata_location})
-        if landed is False and not _requirements_hold(self.requirements, metadata):
-            # Ours is not there and can never land now: another writer won (PyIceberg may retry).
-            raise PyIcebergCommitFailedError(
-                f"the commit to {self.table} did not land and the table has moved on ({cause}); nothing was "
-                "published: reload the table and retry")
-        if retryable:
-            raise _Again(cause)  # may still land: repeating is safe, the requirements make a repeat 409
-        raise PyIcebergCommitStateUnknownError(
-            f"the commit to {self.table} may or may not have landed ({cause}; the table does not show it"
-            f"{'' if landed is False else ', and the commit adds nothing recognisable'}); every file is kept: "
-            "check the table before retrying")
+            self.load_error = type(exc).__name__
+            return Landed.UNKNOWN, None
+        landed = own_commit_landed(loaded.metadata if loaded is not None else None, self.requirements, self.updates)
+        if landed is Landed.YES and (loaded is None or not loaded.metadata_location):
+            return Landed.UNKNOWN, None  # ours is there but the answer cannot be built from this load
+        return landed, loaded
 
 
 def _requirements_hold(requirements: tuple, metadata: TableMetadata | None) -> bool:

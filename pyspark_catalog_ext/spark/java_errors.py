@@ -13,7 +13,11 @@ Known failures:
 * Iceberg `CommitStateUnknownException` -> `CommitStateUnknownError`, `CommitFailedException` ->
   `CommitFailedError` (or `StaleTableError` when the table was replaced underneath);
 * an operation the catalog answers with a bare 400/404/405/501, or that Iceberg's endpoint check
-  refuses (SeaweedFS has no rename and no views) -> `CatalogUnsupportedError` naming the operation.
+  refuses (SeaweedFS has no rename and no views) -> `CatalogUnsupportedError` naming the operation;
+* on the shim's own methods (staging, `translate(..., subject=...)`) also the catalog's refusals:
+  exists, not found, denied, unavailable, a bad argument.
+
+This is the package's one Java-error table (`_known`).
 """
 
 from __future__ import annotations
@@ -22,7 +26,20 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from pyspark_catalog_ext.errors import CatalogExtError, CatalogUnsupportedError, CommitFailedError, CredentialRefreshError, redact
+from pyspark_catalog_ext.errors import (
+    CatalogConflictError,
+    CatalogError,
+    CatalogExtError,
+    CatalogNotFoundError,
+    CatalogUnavailableError,
+    CatalogUnsupportedError,
+    CommitFailedError,
+    CommitStateUnknownError,
+    ConfigError,
+    CredentialRefreshError,
+    StaleTableError,
+    redact,
+)
 from pyspark_catalog_ext.spark.shim_api import CREDENTIALS_EXPIRED_EXCEPTION, SHIM_PACKAGE, SPARK_CATALOG, SPARK_SESSION_CATALOG
 
 __all__ = ["install", "translate"]
@@ -111,34 +128,65 @@ def _translating(get_return_value: Callable[..., Any]) -> Callable[..., Any]:
     return translated
 
 
-def translate(java_exception: Any) -> CatalogExtError | None:
-    """The package error for a Py4J Java exception object, or None if it is not one of ours."""
+def translate(java_exception: Any, subject: str | None = None) -> CatalogExtError | None:
+    """The package error for a Py4J Java exception object, or None if it is not one of ours.
+
+    `subject` ("commit db.t") is given by the callers of the shim's own methods (staging), whose
+    Py4JJavaError nobody else translates: for them the catalog's plain refusals (exists, not found,
+    denied, unavailable, a bad argument) become package errors too. On any other PySpark call
+    those stay PySpark's own errors.
+    """
     try:
         chain = java_chain(java_exception)
     except Exception:  # noqa: BLE001 - the JVM may be gone; then PySpark's error stands
         return None
     for name, message in chain:
-        text = _one_line(message)
-        if name == CREDENTIALS_EXPIRED_EXCEPTION:
-            return CredentialRefreshError(text)
-        if name == "org.apache.iceberg.exceptions.CommitStateUnknownException":
-            from pyspark_catalog_ext.errors import CommitStateUnknownError
-
-            return CommitStateUnknownError(
-                f"commit state unknown ({text}); nothing was deleted: load the table to see whether "
-                "the commit landed before retrying")
-        if name == "org.apache.iceberg.exceptions.CommitFailedException":
-            if "replaced by another table" in message:
-                from pyspark_catalog_ext.errors import StaleTableError
-
-                return StaleTableError(f"the table was replaced underneath: {text}; reload it and try again")
-            return CommitFailedError(f"the catalog rejected the commit ({text}); nothing was published: "
-                                     "the table changed or exists already; reload and try again")
+        known = _known(name, message, chain, subject)
+        if known is not None:
+            return known
     # Task failures can arrive without a deserialized cause: the class name is then in the text.
     if chain and f"{CREDENTIALS_EXPIRED_EXCEPTION}: " in chain[0][1]:
         detail = chain[0][1].split(f"{CREDENTIALS_EXPIRED_EXCEPTION}: ", 1)[1]
         return CredentialRefreshError(_one_line(detail.split("\n", 1)[0]))
     return _unsupported(java_exception, chain)
+
+
+def _known(name: str, message: str, chain: list[tuple[str, str]], subject: str | None) -> CatalogExtError | None:
+    """The one Java-exception translation table: one link of the cause chain -> a package error."""
+    short = name.rsplit(".", 1)[-1]
+    text = _one_line(message)
+    prefix = f"{subject}: " if subject else ""
+    if name == CREDENTIALS_EXPIRED_EXCEPTION:
+        return CredentialRefreshError(text)
+    if short == "CommitStateUnknownException":
+        # Iceberg appends a paragraph to its cause's message: the cause says what happened.
+        inner = next((m for c, m in chain if c != name and m), message)
+        return CommitStateUnknownError(
+            f"{prefix}commit state unknown ({_one_line(inner)}); nothing was deleted: load the table to see "
+            "whether the commit landed before retrying")
+    if short == "CommitFailedException":
+        if "replaced by another table" in message:
+            return StaleTableError(f"{prefix}the table was replaced underneath: {text}; reload it and try again")
+        return CommitFailedError(f"{prefix}the catalog rejected the commit ({text}); nothing was published: "
+                                 "the table changed or exists already; reload and try again")
+    if subject is None:
+        return None  # below: only for calls on the shim's own methods
+    failed = f"{subject} failed"
+    if short in ("AlreadyExistsException", "TableAlreadyExistsException"):
+        return CatalogConflictError(f"{failed}: the table already exists; use stage_replace() to replace it",
+                                    status=409)
+    if short in ("NoSuchTableException", "NoSuchNamespaceException"):
+        kind = "namespace" if "Namespace" in short else "table"
+        return CatalogNotFoundError(f"{failed}: {kind} not found ({text}); check the name", status=404)
+    if short in ("ForbiddenException", "NotAuthorizedException"):
+        return CatalogError(f"{failed}: the catalog denied it ({text}); check the credentials", status=403)
+    if short in ("ServiceFailureException", "ServiceUnavailableException"):
+        return CatalogUnavailableError(f"{failed}: the catalog is unavailable ({text}); try again later")
+    if short == "IllegalArgumentException" and name.startswith("java."):
+        return ConfigError(f"{failed}: {text}")
+    if short == "IllegalStateException" and "staged table" in message:
+        return ConfigError(text)
+    return None
 
 
 def _unsupported(java_exception: Any, chain: list[tuple[str, str]]) -> CatalogExtError | None:

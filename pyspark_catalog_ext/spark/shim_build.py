@@ -36,6 +36,10 @@ SHIM_GROUP = "io.catalogext"
 SHIM_ARTIFACT = "catalog-ext-shim"
 #: The catalog-ext.* knob spec both runtimes read (see pyspark_catalog_ext.knobs).
 KNOB_SPEC = Path(__file__).resolve().parent.parent / "resources" / "catalog-ext-knobs.json"
+#: The commit decision table both runtimes are tested against (see pyspark_catalog_ext.pyiceberg_ext.decision).
+DECISION_TABLE = KNOB_SPEC.parent / "commit-decisions.json"
+#: The shared specs packaged into the shim jar, next to the classes that read them (one copy in git).
+SHARED_SPECS = (KNOB_SPEC, DECISION_TABLE)
 PACKAGED_SHIM = Path(__file__).resolve().parent.parent / "_jars" / SHIM_JAR_NAME
 HASH_ATTRIBUTE = "Catalog-Ext-Source-Hash"
 _INSTALL_HINT = "install a JDK >= 11 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to one"
@@ -127,7 +131,8 @@ def source_hash(src_dir: Path, jar_names: Sequence[str] | None = None) -> str:
     for path in _java_sources(src_dir):
         digest.update(path.relative_to(src_dir).as_posix().encode() + b"\0")
         digest.update(path.read_bytes() + b"\0")
-    digest.update(KNOB_SPEC.read_bytes() + b"\0")  # packaged into the jar: a spec change is a new shim
+    for spec in SHARED_SPECS:
+        digest.update(spec.read_bytes() + b"\0")  # packaged into the jar: a spec change is a new shim
     for name in jar_names:
         digest.update(name.encode() + b"\n")
     return digest.hexdigest()
@@ -184,8 +189,9 @@ def build_shim(src_dir: Path, out_jar: Path, jars: Sequence[Path], digest: str) 
         resources = src_dir.parent / "resources"  # src/main/resources, if the shim grows one
         if resources.is_dir():
             shutil.copytree(resources, classes, dirs_exist_ok=True)
-        # The knob spec has one copy in git (the Python package's); Knobs.java reads it beside itself.
-        shutil.copyfile(KNOB_SPEC, classes / "io" / "catalogext" / "shim" / KNOB_SPEC.name)
+        # The shared specs have one copy in git (the Python package's); the shim reads them beside its classes.
+        for spec in SHARED_SPECS:
+            shutil.copyfile(spec, classes / "io" / "catalogext" / "shim" / spec.name)
         manifest = Path(tmp) / "MANIFEST.MF"
         manifest.write_text(f"{HASH_ATTRIBUTE}: {digest}\n")
         part = Path(tmp) / SHIM_JAR_NAME

@@ -37,8 +37,6 @@ from pyspark_catalog_ext.errors import (
     CatalogConflictError,
     CatalogError,
     CatalogExtError,
-    CatalogNotFoundError,
-    CatalogUnavailableError,
     CommitFailedError,
     CommitStateUnknownError,
     ConfigError,
@@ -46,7 +44,7 @@ from pyspark_catalog_ext.errors import (
     redact,
 )
 from pyspark_catalog_ext.governance import events
-from pyspark_catalog_ext.spark.java_errors import java_chain
+from pyspark_catalog_ext.spark.java_errors import java_chain, translate
 from pyspark_catalog_ext.spark.shim_api import JvmStagedTable, ShimJvm, StagedWrite
 
 __all__ = [
@@ -182,42 +180,8 @@ def _java_message(exc: BaseException) -> str:
 
 
 def _translate(exc: BaseException, table: str, action: str) -> BaseException:
-    """A one-line package error for a Java failure; the original if it is not a known kind."""
-    chain = _java_chain(exc)
-    if not chain:
-        return exc
-    for cls, msg in chain:
-        short = cls.rsplit(".", 1)[-1]
-        text = redact(" ".join(msg.split()))[:300]
-        if short == "CommitStateUnknownException":
-            inner = next((m for c, m in chain if c != cls and m), text)
-            return CommitStateUnknownError(
-                f"{action} {table}: commit state unknown ({redact(' '.join(inner.split()))[:300]}); "
-                "nothing was deleted: load the table to see whether it was published before retrying")
-        if short == "CommitFailedException":
-            if "replaced by another table" in msg:
-                return StaleTableError(f"{action} {table} failed: {text}; reload the table and stage again")
-            return CommitFailedError(
-                f"{action} {table} failed: the catalog rejected the commit ({text}); nothing was published: "
-                "the table changed or exists already; reload and stage again")
-        if short in ("AlreadyExistsException", "TableAlreadyExistsException"):
-            return CatalogConflictError(f"{action} {table} failed: the table already exists; use stage_replace() "
-                                        "to replace it", status=409)
-        if short in ("NoSuchTableException", "NoSuchNamespaceException"):
-            kind = "namespace" if "Namespace" in short else "table"
-            return CatalogNotFoundError(f"{action} {table} failed: {kind} not found ({text}); check the name",
-                                        status=404)
-        if short in ("ForbiddenException", "NotAuthorizedException"):
-            return CatalogError(f"{action} {table} failed: the catalog denied it ({text}); check the credentials",
-                                status=403)
-        if short in ("ServiceFailureException", "ServiceUnavailableException"):
-            return CatalogUnavailableError(f"{action} {table} failed: the catalog is unavailable ({text}); "
-                                           "try again later")
-        if short == "IllegalArgumentException" and cls.startswith("java."):
-            return ConfigError(f"{action} {table} failed: {text}")
-        if short == "IllegalStateException" and "staged table" in msg:
-            return ConfigError(text)
-    return exc
+    """A one-line package error for a Java failure (java_errors' table); the original if it is not a known kind."""
+    return translate(getattr(exc, "java_exception", None), subject=f"{action} {table}") or exc
 
 
 # --------------------------------------------------------------------------- the staged table

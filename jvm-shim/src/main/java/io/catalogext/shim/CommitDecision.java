@@ -4,7 +4,10 @@ import java.util.List;
 
 /**
  * What {@link CommitGuard} does after an attempt that did not succeed: a pure function of the
- * evidence, so every row of the table (README "Staged tables", fault table) has a unit test.
+ * evidence. Its spec is the commit decision table shared with PyIceberg
+ * ({@code pyspark_catalog_ext/resources/commit-decisions.json}, packaged next to this class as
+ * {@link #TABLE_RESOURCE}); CommitDecisionTest checks every row of it, and the Python guard is
+ * tested against the same rows.
  *
  * <p>The one rule behind it: once any attempt may have reached the server, no outcome deletes
  * files ({@link Outcome#FAILED} on a commit that adds snapshots) unless the catalog proves that
@@ -12,6 +15,9 @@ import java.util.List;
  * attempt may still be in flight, or the catalog's loads may lag.
  */
 final class CommitDecision {
+  /** The shared decision table, a resource beside this class (one copy in git, the Python package's). */
+  static final String TABLE_RESOURCE = "commit-decisions.json";
+
   private CommitDecision() {}
 
   /** What is being sent. */

@@ -172,13 +172,18 @@ public final class CommitGuard {
 
   /** Whether mutations carry an Idempotency-Key. */
   boolean idempotencyEnabled() {
-    switch (idempotencyMode) {
+    return sendsKey(idempotencyMode, lifetimeText != null);
+  }
+
+  /** Whether mutations carry a key, given the mode and whether a lifetime is advertised (the table's "key"). */
+  static boolean sendsKey(IdempotencyMode mode, boolean advertised) {
+    switch (mode) {
       case ALWAYS:
         return true;
       case NEVER:
         return false;
       default:
-        return lifetimeText != null;
+        return advertised;
     }
   }
 
@@ -403,12 +408,15 @@ public final class CommitGuard {
     return new IllegalStateException("error handler did not throw for " + failure.error.code());
   }
 
-  private static boolean intercepts(Kind kind, int code, boolean earlierMayHaveReached) {
+  /** Whether the guard decides this error answer (else Iceberg's own error handler does). */
+  static boolean intercepts(Kind kind, int code, boolean earlierMayHaveReached) {
     boolean commit = kind == Kind.SNAPSHOT_COMMIT || kind == Kind.PLAIN_COMMIT;
     // After an attempt that may have been applied, every non-2xx on a commit is ours to decide
     // (a 401/403/404 handed to Iceberg would make it delete the files of a published snapshot).
     boolean anyAfterReached = commit && earlierMayHaveReached && code >= 400;
-    return retryableStatus(code) || anyAfterReached || (commit && (code == 400 || code == 409 || code == 500));
+    // Every 5xx on a commit may have been applied first (CommitDecision.Answer.ofStatus): a 501/505
+    // handed to Iceberg would end the job although the commit may be published (table row 501-*).
+    return retryableStatus(code) || anyAfterReached || (commit && (code == 400 || code == 409 || code >= 500));
   }
 
   private static boolean retryableStatus(int code) {

@@ -5,10 +5,126 @@ import io.catalogext.shim.CommitDecision.Facts;
 import io.catalogext.shim.CommitDecision.Kind;
 import io.catalogext.shim.CommitDecision.Landed;
 import io.catalogext.shim.CommitDecision.Outcome;
+import io.catalogext.shim.CommitGuard.IdempotencyMode;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.util.EnumSet;
 import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 
-/** Every row of the commit decision table (README "Staged tables"). */
+/**
+ * Every row of the shared commit decision table ({@link CommitDecision#TABLE_RESOURCE}, the same rows
+ * tests/unit/test_commit_decisions.py checks PyIceberg's guard against), then the properties over
+ * every enum value and the Java-only parts (status interception, transactions) that are not rows.
+ */
 public class CommitDecisionTest {
+  private static final JsonNode TABLE = readTable();
+
+  private static JsonNode readTable() {
+    try (InputStream in = CommitDecision.class.getResourceAsStream(CommitDecision.TABLE_RESOURCE)) {
+      Check.isTrue(in != null, CommitDecision.TABLE_RESOURCE + " is missing from the shim jar");
+      return Json.MAPPER.readTree(in);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private static Kind kind(String commit) {
+    switch (commit) {
+      case "snapshot":
+        return Kind.SNAPSHOT_COMMIT;
+      case "plain":
+        return Kind.PLAIN_COMMIT;
+      case "stage":
+        return Kind.STAGE;
+      case "mutation":
+        return Kind.MUTATION;
+      default:
+        throw new AssertionError("unknown commit kind in the table: " + commit);
+    }
+  }
+
+  private static Answer answer(JsonNode a) {
+    if (a.isInt()) {
+      return Answer.ofStatus(a.asInt());
+    }
+    switch (a.asText()) {
+      case "refused":
+        return Answer.NOT_SENT;
+      case "lost":
+        return Answer.LOST;
+      default:
+        throw new AssertionError("unknown answer in the table: " + a);
+    }
+  }
+
+  private static <E extends Enum<E>> E named(Class<E> type, String text) {
+    return Enum.valueOf(type, text.toUpperCase(Locale.ROOT).replace('-', '_'));
+  }
+
+  public void testEveryRowOfTheSharedTable() {
+    int rows = 0;
+    for (JsonNode row : TABLE.get("rows")) {
+      String id = row.get("id").asText();
+      boolean advertised = row.get("lifetime").asText().equals("advertised");
+      IdempotencyMode mode = named(IdempotencyMode.class, row.get("key_mode").asText());
+      boolean sendsKey = CommitGuard.sendsKey(mode, advertised);
+      Check.equal(row.get("key").asText(), sendsKey ? "sent" : "none", id + ": key");
+      Facts f = new Facts(kind(row.get("commit").asText()), answer(row.get("answer")), row.get("earlier").asBoolean(),
+          Landed.NOT_CHECKED, sendsKey && advertised, row.get("can_retry").asBoolean());
+      Check.equal(row.get("reconcile").asBoolean(), CommitDecision.needsReconciliation(f), id + ": reconcile");
+      Outcome outcome = CommitDecision.decide(f.withLanded(named(Landed.class, row.get("landed").asText())));
+      Check.equal(named(Outcome.class, row.get("outcome").asText()), outcome, id + ": outcome");
+      rows++;
+    }
+    Check.isTrue(rows >= 60, "rows checked: " + rows);
+  }
+
+  public void testEveryLandedRowOfTheSharedTable() {
+    int rows = 0;
+    for (JsonNode row : TABLE.get("landed")) {
+      Landed landed = CommitDecision.landed(row.get("create").asBoolean(), row.get("exists").asBoolean(),
+          row.get("uuid_matches").asBoolean(), row.get("found").asInt(), row.get("expected").asInt(),
+          row.get("requirements_hold").asBoolean());
+      Check.equal(named(Landed.class, row.get("landed").asText()), landed, row.get("why").asText());
+      rows++;
+    }
+    Check.isTrue(rows >= 10, "landed rows checked: " + rows);
+  }
+
+  public void testTheTableCoversEveryKindAndAnswer() {
+    Set<Kind> kinds = EnumSet.noneOf(Kind.class);
+    Set<Answer> answers = EnumSet.noneOf(Answer.class);
+    Set<Outcome> outcomes = EnumSet.noneOf(Outcome.class);
+    for (JsonNode row : TABLE.get("rows")) {
+      kinds.add(kind(row.get("commit").asText()));
+      answers.add(answer(row.get("answer")));
+      outcomes.add(named(Outcome.class, row.get("outcome").asText()));
+    }
+    Check.equal(EnumSet.allOf(Kind.class), kinds, "kinds");
+    Check.equal(EnumSet.allOf(Answer.class), answers, "answers");
+    Check.equal(EnumSet.allOf(Outcome.class), outcomes, "outcomes");
+  }
+
+  // ---- statuses the guard decides (the rest go to Iceberg's own error handler)
+
+  public void testEvery5xxOnACommitIsTheGuards() {
+    for (Kind k : new Kind[] {Kind.SNAPSHOT_COMMIT, Kind.PLAIN_COMMIT}) {
+      for (int code : new int[] {400, 409, 429, 500, 501, 502, 503, 504, 505}) {
+        Check.isTrue(CommitGuard.intercepts(k, code, false), k + " first " + code);
+      }
+      for (int code : new int[] {401, 403, 404, 419, 422}) {
+        Check.isTrue(!CommitGuard.intercepts(k, code, false), k + " first " + code + ": Iceberg's refusal");
+        Check.isTrue(CommitGuard.intercepts(k, code, true), k + " " + code + " after maybe-applied");
+      }
+    }
+    Check.isTrue(!CommitGuard.intercepts(Kind.MUTATION, 500, true), "500 on a drop: Iceberg's");
+    Check.isTrue(CommitGuard.intercepts(Kind.MUTATION, 503, false), "503 on a drop: retried");
+  }
+
   private static final boolean REACHED_BEFORE = true;
   private static final boolean FIRST = false;
   private static final boolean DEDUP = true;
@@ -75,13 +191,6 @@ public class CommitDecisionTest {
     }
   }
 
-  public void testRefusalAfterMaybeAppliedOursLandedIsSuccess() {
-    for (Answer a : REFUSALS) {
-      Check.equal(Outcome.SUCCESS, snapshot(a, REACHED_BEFORE, Landed.YES, DEDUP, CAN_RETRY), a + " landed");
-      Check.equal(Outcome.SUCCESS, snapshot(a, REACHED_BEFORE, Landed.YES, NO_DEDUP, OUT), a + " landed, out");
-    }
-  }
-
   public void testRefusalAfterMaybeAppliedUnsureIsUnknownNeverRetried() {
     // Unsure (not visible yet, unreadable: e.g. the reload after a 401 failed too): keep every file.
     for (Answer a : REFUSALS) {
@@ -94,26 +203,6 @@ public class CommitDecisionTest {
     }
   }
 
-  public void testRefusalAfterMaybeAppliedProvenNotAppliedFails() {
-    for (Answer a : REFUSALS) {
-      Check.equal(Outcome.FAILED, snapshot(a, REACHED_BEFORE, Landed.NO, NO_DEDUP, CAN_RETRY), a + " proven");
-    }
-  }
-
-  public void testRefusalAsFirstAnswerFailsWithoutRetry() {
-    for (Answer a : REFUSALS) {
-      Check.equal(Outcome.FAILED, snapshot(a, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY), a + " snapshot");
-      Check.equal(Outcome.FAILED, decide(Kind.PLAIN_COMMIT, a, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY), a + " plain");
-      Check.equal(Outcome.FAILED, decide(Kind.MUTATION, a, FIRST, Landed.NOT_CHECKED, DEDUP, CAN_RETRY), a + " mutation");
-    }
-  }
-
-  public void testRefusalAfterMaybeAppliedOnAPlainCommitIsUnknown() {
-    for (Answer a : REFUSALS) {
-      Check.equal(Outcome.UNKNOWN, decide(Kind.PLAIN_COMMIT, a, REACHED_BEFORE, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY), a + " plain");
-    }
-  }
-
   // ---- snapshot commits: success whenever the table shows ours
 
   public void testLandedIsSuccessWhateverTheAnswer() {
@@ -122,20 +211,6 @@ public class CommitDecisionTest {
         Check.equal(Outcome.SUCCESS, snapshot(a, REACHED_BEFORE, Landed.YES, NO_DEDUP, canRetry), a + " " + canRetry);
       }
     }
-  }
-
-  // ---- snapshot commits: nothing reached the server
-
-  public void testNeverReachedRetriesThenFails() {
-    for (Answer a : new Answer[] {Answer.NOT_SENT, Answer.THROTTLED}) {
-      Check.equal(Outcome.RETRY, snapshot(a, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY), a + " retry");
-      Check.equal(Outcome.FAILED, snapshot(a, FIRST, Landed.NOT_CHECKED, NO_DEDUP, OUT), a + " out");
-    }
-  }
-
-  public void testNeverReachedThisTimeButEarlierAttemptMayHaveIsUnknown() {
-    Check.equal(Outcome.UNKNOWN, snapshot(Answer.THROTTLED, REACHED_BEFORE, Landed.PENDING, NO_DEDUP, OUT), "429 after lost");
-    Check.equal(Outcome.UNKNOWN, snapshot(Answer.NOT_SENT, REACHED_BEFORE, Landed.NOT_CHECKED, DEDUP, OUT), "refused after lost");
   }
 
   // ---- snapshot commits: may have reached
@@ -165,95 +240,6 @@ public class CommitDecisionTest {
         Check.equal(conflict, snapshot(a, REACHED_BEFORE, l, NO_DEDUP, OUT), "409 vs " + a + " with " + l);
       }
     }
-  }
-
-  public void testLostAnswersRetryWhileTheyCan() {
-    for (Answer a : new Answer[] {Answer.LOST, Answer.GATEWAY, Answer.UNAVAILABLE}) {
-      Check.equal(Outcome.RETRY, snapshot(a, FIRST, Landed.NOT_CHECKED, DEDUP, CAN_RETRY), a + " keyed");
-      Check.equal(Outcome.RETRY, snapshot(a, FIRST, Landed.PENDING, NO_DEDUP, CAN_RETRY), a + " reconciled");
-      Check.equal(Outcome.UNKNOWN, snapshot(a, FIRST, Landed.PENDING, NO_DEDUP, OUT), a + " out");
-      Check.equal(Outcome.UNKNOWN, snapshot(a, FIRST, Landed.UNKNOWN, DEDUP, OUT), a + " out keyed");
-    }
-  }
-
-  public void testServerErrorIsUnknownUnlessProven() {
-    Check.equal(Outcome.UNKNOWN, snapshot(Answer.SERVER_ERROR, FIRST, Landed.PENDING, NO_DEDUP, CAN_RETRY), "500");
-    Check.equal(Outcome.UNKNOWN, snapshot(Answer.SERVER_ERROR, FIRST, Landed.UNKNOWN, DEDUP, CAN_RETRY), "500 unknown");
-  }
-
-  public void testPolaris400IsNotNotApplied() {
-    Check.equal(Outcome.UNKNOWN, snapshot(Answer.BAD_REQUEST, REACHED_BEFORE, Landed.PENDING, NO_DEDUP, CAN_RETRY), "after lost");
-    Check.equal(Outcome.UNKNOWN, snapshot(Answer.BAD_REQUEST, FIRST, Landed.PENDING, NO_DEDUP, CAN_RETRY), "first 400");
-    Check.equal(Outcome.SUCCESS, snapshot(Answer.BAD_REQUEST, FIRST, Landed.YES, NO_DEDUP, CAN_RETRY), "applied");
-    Check.equal(Outcome.FAILED, snapshot(Answer.BAD_REQUEST, FIRST, Landed.NO, NO_DEDUP, CAN_RETRY), "proven");
-  }
-
-  // ---- commits without a fingerprint (schema/property change, expire-snapshots)
-
-  public void testPlainCommitConflictFailsSoIcebergRetries() {
-    for (boolean earlier : new boolean[] {true, false}) {
-      for (boolean canRetry : new boolean[] {true, false}) {
-        Check.equal(Outcome.FAILED,
-            decide(Kind.PLAIN_COMMIT, Answer.CONFLICT, earlier, Landed.NOT_CHECKED, NO_DEDUP, canRetry), "409");
-      }
-    }
-  }
-
-  public void testPlainCommitRetryableAnswers() {
-    Check.equal(Outcome.RETRY, decide(Kind.PLAIN_COMMIT, Answer.LOST, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY), "lost");
-    Check.equal(Outcome.UNKNOWN, decide(Kind.PLAIN_COMMIT, Answer.LOST, FIRST, Landed.NOT_CHECKED, NO_DEDUP, OUT), "lost out");
-    Check.equal(Outcome.FAILED, decide(Kind.PLAIN_COMMIT, Answer.THROTTLED, FIRST, Landed.NOT_CHECKED, NO_DEDUP, OUT), "429 out");
-    Check.equal(Outcome.UNKNOWN, decide(Kind.PLAIN_COMMIT, Answer.THROTTLED, REACHED_BEFORE, Landed.NOT_CHECKED, NO_DEDUP, OUT), "429 after lost");
-  }
-
-  public void testPlainCommitErrors() {
-    Check.equal(Outcome.UNKNOWN, decide(Kind.PLAIN_COMMIT, Answer.SERVER_ERROR, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY), "500");
-    Check.equal(Outcome.FAILED, decide(Kind.PLAIN_COMMIT, Answer.BAD_REQUEST, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY), "400 first");
-    Check.equal(Outcome.UNKNOWN, decide(Kind.PLAIN_COMMIT, Answer.BAD_REQUEST, REACHED_BEFORE, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY), "400 after lost");
-  }
-
-  // ---- other mutations
-
-  public void testMutationsRetryOnlyWhenSafe() {
-    Check.equal(Outcome.RETRY, decide(Kind.MUTATION, Answer.UNAVAILABLE, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY), "503");
-    Check.equal(Outcome.FAILED, decide(Kind.MUTATION, Answer.LOST, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY), "lost, no key");
-    Check.equal(Outcome.RETRY, decide(Kind.MUTATION, Answer.LOST, FIRST, Landed.NOT_CHECKED, DEDUP, CAN_RETRY), "lost, keyed");
-    Check.equal(Outcome.FAILED, decide(Kind.MUTATION, Answer.UNAVAILABLE, REACHED_BEFORE, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY), "503 after lost");
-    Check.equal(Outcome.RETRY, decide(Kind.STAGE, Answer.LOST, REACHED_BEFORE, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY), "stage");
-    Check.equal(Outcome.FAILED, decide(Kind.STAGE, Answer.LOST, REACHED_BEFORE, Landed.NOT_CHECKED, NO_DEDUP, OUT), "stage out");
-    Check.equal(Outcome.FAILED, decide(Kind.MUTATION, Answer.CONFLICT, FIRST, Landed.NOT_CHECKED, DEDUP, CAN_RETRY), "409");
-  }
-
-  // ---- when to reconcile
-
-  public void testReconciliationOnlyWhenItDecides() {
-    Facts conflict = new Facts(Kind.SNAPSHOT_COMMIT, Answer.CONFLICT, FIRST, Landed.NOT_CHECKED, DEDUP, CAN_RETRY);
-    Check.isTrue(CommitDecision.needsReconciliation(conflict), "409");
-    Facts keyedLost = new Facts(Kind.SNAPSHOT_COMMIT, Answer.LOST, FIRST, Landed.NOT_CHECKED, DEDUP, CAN_RETRY);
-    Check.isTrue(!CommitDecision.needsReconciliation(keyedLost), "keyed retry replays");
-    Facts keyedLostOut = new Facts(Kind.SNAPSHOT_COMMIT, Answer.LOST, FIRST, Landed.NOT_CHECKED, DEDUP, OUT);
-    Check.isTrue(CommitDecision.needsReconciliation(keyedLostOut), "keyed, out of attempts");
-    Facts plainLost = new Facts(Kind.SNAPSHOT_COMMIT, Answer.LOST, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY);
-    Check.isTrue(CommitDecision.needsReconciliation(plainLost), "look before repeating");
-    Facts refused = new Facts(Kind.SNAPSHOT_COMMIT, Answer.NOT_SENT, FIRST, Landed.NOT_CHECKED, NO_DEDUP, OUT);
-    Check.isTrue(!CommitDecision.needsReconciliation(refused), "nothing sent");
-    Facts plain = new Facts(Kind.PLAIN_COMMIT, Answer.CONFLICT, FIRST, Landed.NOT_CHECKED, NO_DEDUP, OUT);
-    Check.isTrue(!CommitDecision.needsReconciliation(plain), "nothing to recognise");
-  }
-
-  // ---- one table's landed state
-
-  public void testLandedFromTheTable() {
-    Check.equal(Landed.UNKNOWN, CommitDecision.landed(false, true, false, 0, 0, true), "nothing to look for");
-    Check.equal(Landed.PENDING, CommitDecision.landed(true, false, false, 0, 1, true), "create not visible yet");
-    Check.equal(Landed.NO, CommitDecision.landed(false, false, false, 0, 1, false), "table dropped");
-    Check.equal(Landed.NO, CommitDecision.landed(true, true, false, 0, 1, false), "someone else's table");
-    Check.equal(Landed.YES, CommitDecision.landed(true, true, true, 1, 1, false), "our create");
-    Check.equal(Landed.YES, CommitDecision.landed(true, true, true, 0, 0, false), "our empty create");
-    Check.equal(Landed.YES, CommitDecision.landed(false, true, false, 2, 2, false), "our append");
-    Check.equal(Landed.UNKNOWN, CommitDecision.landed(false, true, false, 1, 2, false), "partly there");
-    Check.equal(Landed.PENDING, CommitDecision.landed(false, true, false, 0, 2, true), "not visible, may land");
-    Check.equal(Landed.NO, CommitDecision.landed(false, true, false, 0, 2, false), "another writer won");
   }
 
   public void testTransactionCombines() {

@@ -1,0 +1,98 @@
+"""The one Java-error table (`java_errors._known`), for PySpark calls and for the shim's own
+methods (staging). The table reads only class names, messages and causes, so the Java exceptions
+here are plain objects answering the five Py4J calls it makes; the real Py4J path runs in
+tests/spark/test_spark_errors.py and tests/spark/test_staging.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from pyspark_catalog_ext.errors import (
+    CatalogConflictError,
+    CatalogNotFoundError,
+    CatalogUnavailableError,
+    CommitFailedError,
+    CommitStateUnknownError,
+    ConfigError,
+    StaleTableError,
+)
+from pyspark_catalog_ext.spark.java_errors import translate
+from pyspark_catalog_ext.staging.staged import _translate as staged_translate
+
+ICEBERG = "org.apache.iceberg.exceptions."
+
+
+@dataclass
+class JavaThrowable:
+    """What java_errors reads of a Py4J JavaObject for a Throwable."""
+
+    name: str
+    message: str
+    cause: JavaThrowable | None = None
+
+    def getClass(self) -> JavaThrowable:  # noqa: N802 - the Java method's name
+        return self
+
+    def getName(self) -> str:  # noqa: N802
+        return self.name
+
+    def getMessage(self) -> str:  # noqa: N802
+        return self.message
+
+    def getCause(self) -> JavaThrowable | None:  # noqa: N802
+        return self.cause
+
+    def getStackTrace(self) -> list:  # noqa: N802 - no SparkCatalog frame: not a Spark catalog call
+        return []
+
+    def equals(self, other: object) -> bool:
+        return other is self
+
+
+class Py4JLike(Exception):
+    def __init__(self, java_exception: JavaThrowable) -> None:
+        super().__init__("An error occurred while calling z:io.catalogext.shim.PythonApi.commit")
+        self.java_exception = java_exception
+
+
+UNKNOWN = JavaThrowable(ICEBERG + "CommitStateUnknownException",
+                        "answer lost\nCannot determine whether the commit was successful or not, ...",
+                        JavaThrowable("java.lang.RuntimeException", "the catalog's answer was lost (502, 5 attempt(s))"))
+
+
+def test_commit_outcomes_are_translated_everywhere_with_the_same_words():
+    plain = translate(UNKNOWN)
+    staged = translate(UNKNOWN, subject="commit db.t")
+    assert isinstance(plain, CommitStateUnknownError) and isinstance(staged, CommitStateUnknownError)
+    assert str(staged) == "commit db.t: " + str(plain)
+    assert "the catalog's answer was lost (502, 5 attempt(s))" in str(plain)  # the cause, not Iceberg's paragraph
+    assert "nothing was deleted" in str(plain) and "\n" not in str(plain)
+    failed = JavaThrowable(ICEBERG + "CommitFailedException", "Requirement failed: branch main has changed")
+    assert isinstance(translate(failed), CommitFailedError)
+    stale = JavaThrowable(ICEBERG + "CommitFailedException", "table db.t was replaced by another table")
+    assert isinstance(translate(stale, subject="replace db.t"), StaleTableError)
+
+
+@pytest.mark.parametrize("name, error", [
+    (ICEBERG + "AlreadyExistsException", CatalogConflictError),
+    (ICEBERG + "NoSuchTableException", CatalogNotFoundError),
+    (ICEBERG + "ServiceFailureException", CatalogUnavailableError),
+    ("java.lang.IllegalArgumentException", ConfigError),
+])
+def test_refusals_are_ours_only_on_the_shims_own_methods(name, error):
+    java = JavaThrowable(name, "Table already exists: db.t")
+    assert translate(java) is None  # on spark.sql etc. PySpark's own error stands
+    assert isinstance(translate(java, subject="create db.t"), error)
+    assert str(translate(java, subject="create db.t")).startswith("create db.t failed: ")
+
+
+def test_staging_uses_the_same_table():
+    err = staged_translate(Py4JLike(JavaThrowable(ICEBERG + "AlreadyExistsException", "exists")), "db.t", "stage create")
+    assert isinstance(err, CatalogConflictError) and "use stage_replace()" in str(err)
+    assert str(staged_translate(Py4JLike(UNKNOWN), "db.t", "commit")) == str(translate(UNKNOWN, subject="commit db.t"))
+    other = Py4JLike(JavaThrowable("java.lang.NullPointerException", "boom"))
+    assert staged_translate(other, "db.t", "commit") is other
+    plain = ValueError("not from the JVM")
+    assert staged_translate(plain, "db.t", "commit") is plain
