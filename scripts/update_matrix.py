@@ -11,6 +11,7 @@ or `--record-emulated` here). Then README.md and docs/emulated-catalogs.md are r
   <!-- support-matrix:begin --> ... <!-- support-matrix:end -->    README (`doctor --print-matrix`)
   <!-- doctor-run:begin --> ... <!-- doctor-run:end -->            README (the seaweedfs run's table)
   <!-- emulated-matrix:begin --> ... <!-- emulated-matrix:end -->  docs (catalog x step)
+  <!-- support-matrix-notes:begin --> ... <!-- support-matrix-notes:end -->  docs (the README table's notes)
 
 usage (from the repo root):
   .venv/bin/python scripts/update_matrix.py                    # run the doctor, then render
@@ -55,10 +56,11 @@ def replace_block(text: str, name: str, body: str) -> str:
 
 def rendered(readme: str, docs: str) -> tuple[str, str]:
     """README and docs text with their generated blocks re-rendered from the recorded files."""
-    from pyspark_catalog_ext.doctor.matrix import render_emulated_table, render_matrix
+    from pyspark_catalog_ext.doctor.matrix import README_NOTES, render_emulated_table, render_matrix, render_matrix_notes
 
-    return (replace_block(readme, "support-matrix", render_matrix()),
-            replace_block(docs, "emulated-matrix", render_emulated_table()))
+    docs = replace_block(docs, "emulated-matrix", render_emulated_table())
+    return (replace_block(readme, "support-matrix", render_matrix(notes=README_NOTES)),
+            replace_block(docs, "support-matrix-notes", render_matrix_notes()))
 
 
 def record_emulated() -> None:

@@ -20,9 +20,10 @@ from typing import Any
 
 from pyspark_catalog_ext.catalog.profiles import PROFILES, Profile
 
-__all__ = ["MATRIX_DIR", "EMULATED_DIR", "RECORD_ENV", "COLUMNS", "INVENTORY_COLUMNS", "WITHOUT", "STEP_TITLES",
-           "save_matrix", "load_matrix", "load_emulated", "capabilities", "doctor_record", "step_record", "stable_text",
-           "diff_line", "check_emulated", "render_matrix", "render_emulated_table", "render_profiles", "profiles_json"]
+__all__ = ["MATRIX_DIR", "EMULATED_DIR", "RECORD_ENV", "README_NOTES", "COLUMNS", "INVENTORY_COLUMNS", "WITHOUT",
+           "STEP_TITLES", "save_matrix", "load_matrix", "load_emulated", "capabilities", "doctor_record", "step_record",
+           "stable_text", "diff_line", "check_emulated", "render_matrix", "render_matrix_notes",
+           "render_emulated_table", "render_profiles", "profiles_json"]
 
 #: Where `--save-matrix` writes and `--print-matrix` reads by default (shipped in the wheel).
 MATRIX_DIR = Path(__file__).resolve().parent.parent / "resources" / "matrix"
@@ -31,9 +32,11 @@ EMULATED_DIR = MATRIX_DIR / "emulated"
 #: Set to 1 to make the emulated suite rewrite its recordings instead of comparing with them.
 RECORD_ENV = "CATALOG_EXT_RECORD_MATRIX"
 RECORD_FORMAT = 1
+#: Where the README's support matrix points for its numbered notes (rendered there by update_matrix.py).
+README_NOTES = "[Catalogs proven here](docs/emulated-catalogs.md#support-matrix-notes)"
 
 # What the user sees, per capability and per step of the user path.
-WORKS, DEGRADED, REFUSED, FAILS, NOT_PROBED, NOT_APPLICABLE = "works", "degraded", "refused", "fails", "not probed", "n/a"
+WORKS, DEGRADED, REFUSED, FAILS, NOT_PROBED, NOT_APPLICABLE = "works", "degraded", "refused", "fail", "not probed", "n/a"
 OUTCOMES = (WORKS, DEGRADED, REFUSED, FAILS, NOT_PROBED, NOT_APPLICABLE)
 
 #: What the package does when the doctor finds a capability unsupported: (outcome, how or why).
@@ -146,7 +149,7 @@ _NEEDS = re.compile(r"^needs ([\w-]+), which the catalog does not support$")
 
 def capabilities(report: Mapping[str, Any], refs: Mapping[str, str | None] | None = None) -> dict[str, dict[str, Any]]:
     """A doctor JSON report reduced to what the user sees, per probe that ran: works; degraded
-    (`how`: what the package does instead); refused (`why`); fails (the doctor's summary); or not
+    (`how`: what the package does instead); refused (`why`); fail (the doctor's summary); or not
     probed (a prerequisite is missing). `doctor` keeps the probe's own one-line answer, `ref` the
     reference of the documented behaviour (from `refs`, by probe id). Skipped probes are left out."""
     out: dict[str, dict[str, Any]] = {}
@@ -206,6 +209,12 @@ def load_emulated(directory: Path | str | None = None) -> dict[str, dict[str, An
         if isinstance(data, dict) and data.get("profile"):
             out[path.stem] = data
     return out
+
+
+def _by_profile(recordings: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Recordings in the order of the profiles (then by id), as the tables list them."""
+    order = {name: i for i, name in enumerate(PROFILES)}
+    return dict(sorted(recordings.items(), key=lambda kv: (order.get(str(kv[1].get("profile")), len(order)), kv[0])))
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -289,6 +298,8 @@ class _Notes:
         if cap is None:
             return "not run"
         outcome = str(cap.get("outcome"))
+        if outcome == NOT_PROBED:  # the legend says why; the missing prerequisite has its own note
+            return outcome
         parts = [cap.get("how") or cap.get("why") or ""]
         if cap.get("doctor") and cap.get("doctor") != parts[0]:
             parts.append(f"doctor: \"{cap['doctor']}\"")
@@ -318,8 +329,11 @@ def _capability_cell(caps: Mapping[str, Mapping[str, Any]], ids: tuple[str, ...]
         return labels[0]
     if len(ids) <= 2:
         return " / ".join(labels)
-    if WORKS in labels:
-        return "works except " + ", ".join(f"{i} {lab}" for i, lab in zip(ids, labels, strict=True) if lab != WORKS)
+    works = [lab.startswith(WORKS) for lab in labels]
+    if all(works):  # every probe works, some with a reference: one "works" with their notes
+        return "works " + " ".join(dict.fromkeys(lab.split(" ", 1)[1] for lab in labels if " " in lab))
+    if any(works):
+        return "works except " + ", ".join(f"{i} {lab}" for i, lab, ok in zip(ids, labels, works, strict=True) if not ok)
     return " / ".join(labels)
 
 
@@ -344,16 +358,13 @@ def _real_row(name: str, entry: Mapping[str, Any], notes: _Notes) -> list[str]:
 def _emulated_row(entry_id: str, entry: Mapping[str, Any], notes: _Notes) -> list[str]:
     caps = (entry.get("doctor") or {}).get("capabilities") or {}
     release = f"{entry.get('family', '?')} {entry.get('release', '?')}"
-    cells = [f"`{entry['profile']}`", f"emulated {release} (tests/emulators, `{entry_id}`)", f"emulator ({release})"]
+    cells = [f"`{entry['profile']}`", f"emulated {release} (tests/emulators)", f"emulator ({entry.get('release', '?')})"]
     return cells + [_capability_cell(caps, ids, notes) for _, ids in COLUMNS]
 
 
-def render_matrix(directory: Path | str | None = None) -> str:
-    """The markdown support table: one row per profile and recorded run (real server or emulator);
-    profiles with neither are "reference only". Notes under it say how each degraded capability
-    degrades and why each refused one is refused, with the reference."""
+def _support_table(directory: Path | str | None) -> tuple[list[str], _Notes, dict[str, dict[str, Any]]]:
     entries = load_matrix(directory)
-    emulated = load_emulated(Path(directory) / "emulated" if directory else None)
+    emulated = _by_profile(load_emulated(Path(directory) / "emulated" if directory else None))
     notes = _Notes()
     head = ["Profile", "Tested against", "Source"] + [title for title, _ in COLUMNS]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
@@ -370,20 +381,34 @@ def render_matrix(directory: Path | str | None = None) -> str:
                              if prof.emulated else (f"reference only (vendor docs, not run here{alias})", "reference only"))
             rows.append([f"`{name}`", where, source] + ["—"] * len(COLUMNS))
         lines += ["| " + " | ".join(_md(c) if i < 3 else c for i, c in enumerate(cells)) + " |" for cells in rows]
+    return lines, notes, entries
+
+
+LEGEND = ("Source: *real server*: a recorded `doctor` run against SeaweedFS (`resources/matrix/<profile>.json`); "
+          "*emulator (release)*: recorded by the slow emulated suite against a loopback emulation of that release's "
+          "documented behaviour, not its server (`resources/matrix/emulated/`); *reference only*: vendor docs, never "
+          "run here. works / degraded [n]: how the package goes on without it / refused [n]: why / **fail**; "
+          "not probed: a prerequisite is missing; not run: skipped (the emulated runs leave Spark, PyIceberg and "
+          "the inventory to the user path).")
+
+
+def render_matrix(directory: Path | str | None = None, notes: str | None = None) -> str:
+    """The markdown support table: one row per profile and recorded run (real server or emulator);
+    profiles with neither are "reference only". Numbered notes say how each degraded capability
+    degrades and why each refused one is refused, with the reference: listed under the table, or,
+    with `notes` (a markdown link), only pointed to (the README, whose length is kept short)."""
+    lines, numbered, entries = _support_table(directory)
     lines.append("")
-    lines += notes.lines()
-    if notes.items:
-        lines.append("")
+    if notes is None:
+        lines += numbered.lines() + ([""] if numbered.items else [])
     lines += _inventory_table(entries)
-    lines.append("Source: *real server* rows are recorded `doctor` runs against SeaweedFS "
-                 "(`pyspark_catalog_ext/resources/matrix/<profile>.json`); *emulator* rows are recorded by the slow "
-                 "emulated suite against a loopback emulation of that release's documented behaviour, not its "
-                 "server (`resources/matrix/emulated/<family>-<release>.json`; the suite fails when what a user "
-                 "sees changes without them); *reference only*: defaults from vendor documentation, never run here. "
-                 "works / degraded (the package goes on without it, as the note says) / refused (the note says why) "
-                 "/ **fails**; not probed: a prerequisite is missing; not run: the probe was skipped "
-                 "(the emulated runs skip the Spark, PyIceberg and inventory probes: the user path covers those).")
+    lines.append(LEGEND + (f" The notes [n]: {notes}." if notes else ""))
     return "\n".join(lines)
+
+
+def render_matrix_notes(directory: Path | str | None = None) -> str:
+    """The numbered notes of `render_matrix` on their own (docs/emulated-catalogs.md)."""
+    return "\n".join(_support_table(directory)[1].lines())
 
 
 def _step_cell(step: Mapping[str, Any] | None) -> str:
@@ -393,7 +418,7 @@ def _step_cell(step: Mapping[str, Any] | None) -> str:
     text = step.get("note") or step.get("how") or step.get("message") or step.get("why")
     if not text:
         return outcome
-    return f"{outcome}: `{_md(text)}`" if outcome == REFUSED else f"{outcome} ({_md(text)})"
+    return f"{outcome}: \"{_md(text)}\"" if outcome == REFUSED else f"{outcome} ({_md(text)})"
 
 
 def _doctor_cell(doctor: Mapping[str, Any] | None) -> str:
@@ -408,7 +433,7 @@ def _doctor_cell(doctor: Mapping[str, Any] | None) -> str:
 
 def render_emulated_table(directory: Path | str | None = None) -> str:
     """The catalog x step table of docs/emulated-catalogs.md, from the emulated recordings."""
-    emulated = load_emulated(directory)
+    emulated = _by_profile(load_emulated(directory))
     steps = sorted({k.split("-", 1)[1] for e in emulated.values() for k in e if k.startswith("step-")}, key=int)
     head = ["catalog", "source", "profile"] + [f"{n} {STEP_TITLES.get(n, 'step ' + n)}" for n in steps] + ["9 doctor"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]

@@ -16,6 +16,7 @@ from pyspark_catalog_ext.doctor.matrix import (
     EMULATED_DIR,
     NOT_APPLICABLE,
     OUTCOMES,
+    README_NOTES,
     REFUSED,
     WITHOUT,
     WORKS,
@@ -24,6 +25,7 @@ from pyspark_catalog_ext.doctor.matrix import (
     load_emulated,
     render_emulated_table,
     render_matrix,
+    render_matrix_notes,
     stable_text,
     step_record,
 )
@@ -40,12 +42,16 @@ def block(path: Path, name: str) -> str:
 
 
 def test_readme_support_matrix_is_rendered_from_the_recordings() -> None:
-    assert block(ROOT / "README.md", "support-matrix") == render_matrix().strip(), f"README's support matrix {STALE}"
+    table = render_matrix(notes=README_NOTES).strip()
+    assert block(ROOT / "README.md", "support-matrix") == table, f"README's support matrix {STALE}"
+    assert "[Catalogs proven here](docs/emulated-catalogs.md#support-matrix-notes)" in table
 
 
-def test_docs_catalog_by_step_table_is_rendered_from_the_recordings() -> None:
+def test_docs_catalog_by_step_table_and_notes_are_rendered_from_the_recordings() -> None:
     docs = ROOT / "docs" / "emulated-catalogs.md"
     assert block(docs, "emulated-matrix") == render_emulated_table().strip(), f"{docs.name}'s table {STALE}"
+    assert block(docs, "support-matrix-notes") == render_matrix_notes().strip(), f"{docs.name}'s notes {STALE}"
+    assert "## Support matrix notes" in docs.read_text()  # the README's link target
 
 
 def test_every_emulated_profile_has_recordings_of_steps_and_doctor() -> None:
@@ -93,7 +99,7 @@ def test_a_doctor_report_reduces_to_works_degraded_refused_with_references() -> 
                                         "doctor": "no client.refresh-credentials-endpoint", "ref": "polaris#2341"}
     assert caps["stage-commit"]["outcome"] == REFUSED and "atomic" in caps["stage-commit"]["why"]
     assert caps["re-stage"]["outcome"] == "not probed"
-    assert caps["tables"] == {"outcome": "fails", "why": "POST <loopback>/v1/x answered 500 in <time>"}
+    assert caps["tables"] == {"outcome": "fail", "why": "POST <loopback>/v1/x answered 500 in <time>"}
 
 
 def test_stable_text_keeps_statuses_and_drops_ports_ids_and_timings() -> None:
@@ -134,9 +140,12 @@ def test_emulated_rows_say_their_source_and_notes_carry_how_and_reference(tmp_pa
                    directory=tmp_path / "emulated")
     table = render_matrix(tmp_path)
     row = next(line for line in table.splitlines() if line.startswith("| `polaris` |"))
-    assert "| emulator (polaris 9.9) |" in row and "degraded [2]" in row and "tables **fails** [1]" in row
+    assert "| emulated polaris 9.9 (tests/emulators) | emulator (9.9) |" in row and "degraded [2]" in row and "tables **fail** [1]" in row
     assert "[2] degraded: " + WITHOUT["refresh-endpoint"][1] in table and "ref: polaris#2341" in table
+    assert render_matrix_notes(tmp_path).splitlines()[1].startswith("[2] degraded: ")
+    pointed = render_matrix(tmp_path, notes="NOTES")  # the README's form: notes elsewhere, pointed to
+    assert "[2] degraded" not in pointed and pointed.endswith("The notes [n]: NOTES.")
     assert "| `nessie` | emulated (documented behaviour on loopback, tests/emulators; not recorded) | emulator |" in table
     assert "| `s3tables` | reference only (vendor docs, not run here) | reference only |" in table
     docs = render_emulated_table(tmp_path / "emulated")
-    assert "| polaris 9.9 | emulator (`polaris-9.9`) | `polaris` | refused: `no stageCreate \\| here` | exit 1:" in docs
+    assert "| polaris 9.9 | emulator (`polaris-9.9`) | `polaris` | refused: \"no stageCreate \\| here\" | exit 1:" in docs
