@@ -315,7 +315,7 @@ class _Notes:
         return f"{shown} [{self.items.index(note) + 1}]"
 
     def lines(self) -> list[str]:
-        return [f"[{i}] {_md(note)}  " for i, note in enumerate(self.items, 1)]
+        return [f"- [{i}] {_md(note)}" for i, note in enumerate(self.items, 1)]
 
 
 def _md(text: str) -> str:

@@ -141,8 +141,8 @@ def test_emulated_rows_say_their_source_and_notes_carry_how_and_reference(tmp_pa
     table = render_matrix(tmp_path)
     row = next(line for line in table.splitlines() if line.startswith("| `polaris` |"))
     assert "| emulated polaris 9.9 (tests/emulators) | emulator (9.9) |" in row and "degraded [2]" in row and "tables **fail** [1]" in row
-    assert "[2] degraded: " + WITHOUT["refresh-endpoint"][1] in table and "ref: polaris#2341" in table
-    assert render_matrix_notes(tmp_path).splitlines()[1].startswith("[2] degraded: ")
+    assert "- [2] degraded: " + WITHOUT["refresh-endpoint"][1] in table and "ref: polaris#2341" in table
+    assert render_matrix_notes(tmp_path).splitlines()[1].startswith("- [2] degraded: ")
     pointed = render_matrix(tmp_path, notes="NOTES")  # the README's form: notes elsewhere, pointed to
     assert "[2] degraded" not in pointed and pointed.endswith("The notes [n]: NOTES.")
     assert "| `nessie` | emulated (documented behaviour on loopback, tests/emulators; not recorded) | emulator |" in table
