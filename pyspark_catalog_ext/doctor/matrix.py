@@ -261,8 +261,10 @@ def check_emulated(entry_id: str, section: str, value: Mapping[str, Any], meta: 
     where = f"{path.parent.name}/{path.name}"
     if current is None:
         return f"{entry_id} {section}: no recording in {where}; record it: {command}"
-    diff = diff_line(current.get(section), json.loads(json.dumps(value)))
-    return None if diff is None else f"{entry_id} {section} differs from {where}: {diff}; if intended, re-record: {command}"
+    recorded = {section: current.get(section), **{k: current.get(k) for k in meta}}
+    diff = diff_line(recorded, {section: json.loads(json.dumps(value)), **meta})
+    return (None if diff is None else
+            f"{entry_id} {section} differs from {where} (recorded -> now): {diff}; if intended, re-record: {command}")
 
 
 def _cell(entry: Mapping[str, Any], ids: tuple[str, ...]) -> str:

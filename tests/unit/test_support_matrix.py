@@ -125,7 +125,10 @@ def test_a_changed_outcome_fails_with_one_line_and_the_command(tmp_path: Path) -
     refused = step_record(REFUSED, "the catalog does not support stageCreate")
     problem = check_emulated("acme-1.0", "step-2", refused, meta, command="RECORD IT", directory=tmp_path)
     assert problem is not None and "\n" not in problem
-    assert 'outcome: "works" -> "refused"' in problem and problem.endswith("re-record: RECORD IT")
+    assert '(recorded -> now): step-2.message: null -> "the catalog does not support stageCreate"; ' in problem
+    assert 'step-2.outcome: "works" -> "refused"' in problem and problem.endswith("re-record: RECORD IT")
+    moved = check_emulated("acme-1.0", "step-2", step_record(WORKS), {**meta, "profile": "nessie"}, directory=tmp_path)
+    assert moved is not None and 'profile: "polaris" -> "nessie"' in moved
     # recording one section keeps the others
     check_emulated("acme-1.0", "step-4", step_record(NOT_APPLICABLE, "read-only"), meta, record=True, directory=tmp_path)
     saved = json.loads((tmp_path / "acme-1.0.json").read_text())
