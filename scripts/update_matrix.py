@@ -5,18 +5,25 @@ Runs, each a real doctor subprocess with Spark included:
   * profile `local`     - the doctor starts its own embedded lakehouse (SeaweedFS `weed mini`);
   * profile `seaweedfs` - a SeaweedFS started here, reached by --uri/--warehouse/--credential.
 Each run is saved with `--save-matrix` as pyspark_catalog_ext/resources/matrix/<profile>.json.
-Then README.md is rewritten between the markers
-  <!-- support-matrix:begin --> ... <!-- support-matrix:end -->  (`doctor --print-matrix`)
-  <!-- doctor-run:begin --> ... <!-- doctor-run:end -->          (the seaweedfs run's table)
+The emulated catalogs' rows come from resources/matrix/emulated/<family>-<release>.json, recorded
+by the slow emulated suite (tests/slow/test_emulated_catalogs.py with CATALOG_EXT_RECORD_MATRIX=1,
+or `--record-emulated` here). Then README.md and docs/emulated-catalogs.md are rewritten between
+  <!-- support-matrix:begin --> ... <!-- support-matrix:end -->    README (`doctor --print-matrix`)
+  <!-- doctor-run:begin --> ... <!-- doctor-run:end -->            README (the seaweedfs run's table)
+  <!-- emulated-matrix:begin --> ... <!-- emulated-matrix:end -->  docs (catalog x step)
+  <!-- support-matrix-notes:begin --> ... <!-- support-matrix-notes:end -->  docs (the README table's notes)
 
 usage (from the repo root):
-  .venv/bin/python scripts/update_matrix.py            # run the doctor, then update README
-  .venv/bin/python scripts/update_matrix.py --readme   # only re-render README from saved runs
+  .venv/bin/python scripts/update_matrix.py                    # run the doctor, then render
+  .venv/bin/python scripts/update_matrix.py --readme           # only re-render from the recorded files
+  .venv/bin/python scripts/update_matrix.py --record-emulated  # re-record the emulated suite, then render
+  .venv/bin/python scripts/update_matrix.py --check            # exit 1 if README/docs differ from a render
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -24,6 +31,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs" / "emulated-catalogs.md"
+EMULATED_SUITE = "tests/slow/test_emulated_catalogs.py"
 CLI = [sys.executable, "-m", "pyspark_catalog_ext.cli", "doctor"]
 
 
@@ -40,21 +49,55 @@ def run(args: list[str]) -> subprocess.CompletedProcess:
 def replace_block(text: str, name: str, body: str) -> str:
     begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     if begin not in text or end not in text:
-        raise SystemExit(f"README.md has no {begin} ... {end} block")
+        raise SystemExit(f"no {begin} ... {end} block in the file: put the markers back where the table goes")
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     return pattern.sub(lambda _: f"{begin}\n{body.strip()}\n{end}", text, count=1)
 
 
+def rendered(readme: str, docs: str) -> tuple[str, str]:
+    """README and docs text with their generated blocks re-rendered from the recorded files."""
+    from pyspark_catalog_ext.doctor.matrix import README_NOTES, render_emulated_table, render_matrix, render_matrix_notes
+
+    docs = replace_block(docs, "emulated-matrix", render_emulated_table())
+    return (replace_block(readme, "support-matrix", render_matrix(notes=README_NOTES)),
+            replace_block(docs, "support-matrix-notes", render_matrix_notes()))
+
+
+def record_emulated() -> None:
+    """Run the emulated suite once, recording what each family's user sees (long: minutes)."""
+    from pyspark_catalog_ext.doctor.matrix import RECORD_ENV
+
+    print(f"+ {RECORD_ENV}=1 pytest {EMULATED_SUITE} -x", file=sys.stderr)
+    proc = subprocess.run([sys.executable, "-m", "pytest", EMULATED_SUITE, "-x", "-q"], cwd=ROOT,
+                          env={**os.environ, RECORD_ENV: "1"})
+    if proc.returncode != 0:
+        raise SystemExit(f"the emulated suite exited {proc.returncode}; recordings may be partial (see git diff)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--readme", action="store_true", help="only re-render the README from the saved runs")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--readme", action="store_true", help="only re-render README and docs from the recorded files")
+    mode.add_argument("--record-emulated", action="store_true",
+                      help="re-record the emulated catalogs (runs the slow emulated suite), then re-render")
+    mode.add_argument("--check", action="store_true", help="exit 1 if README or docs differ from a fresh render")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from pyspark_catalog_ext.doctor.matrix import render_matrix
     from pyspark_catalog_ext.lakehouse.server import start_lakehouse
 
+    if args.check:
+        readme, docs = README.read_text(), DOCS.read_text()
+        fresh = rendered(readme, docs)
+        stale = [name for name, old, new in (("README.md", readme, fresh[0]), ("docs/emulated-catalogs.md", docs, fresh[1]))
+                 if old != new]
+        if stale:
+            print(f"stale support matrix in {', '.join(stale)}: run scripts/update_matrix.py --readme", file=sys.stderr)
+            return 1
+        return 0
+    if args.record_emulated:
+        record_emulated()
     text = README.read_text()
-    if not args.readme:
+    if not (args.readme or args.record_emulated):
         run(["--profile", "local", "--save-matrix"])
         with start_lakehouse() as lake:
             info = lake.info
@@ -66,9 +109,10 @@ def main() -> int:
                    f"--warehouse {info.warehouse} --credential {info.access_key}:***")
         shown = shown.split("matrix entry written to")[0].rstrip()
         text = replace_block(text, "doctor-run", f"```\n{command}\n{shown}\n```")
-    text = replace_block(text, "support-matrix", render_matrix())
+    text, docs = rendered(text, DOCS.read_text())
     README.write_text(text)
-    print("README.md and pyspark_catalog_ext/resources/matrix/ updated", file=sys.stderr)
+    DOCS.write_text(docs)
+    print("README.md, docs/emulated-catalogs.md and pyspark_catalog_ext/resources/matrix/ updated", file=sys.stderr)
     return 0
 
 

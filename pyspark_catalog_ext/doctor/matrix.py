@@ -1,24 +1,70 @@
 """The support matrix: doctor reports saved per profile (`resources/matrix/<profile>.json`,
-written by `doctor --save-matrix`) rendered as the README's markdown table, plus the profile
-listing. Needs no server and imports neither Spark nor PyIceberg.
+written by `doctor --save-matrix` against a real server) and recordings of the emulated catalogs
+(`resources/matrix/emulated/<family>-<release>.json`, written by the slow emulated suite), rendered
+as the README's markdown table and the catalog x step table of docs/emulated-catalogs.md, plus the
+profile listing. Needs no server and imports neither Spark nor PyIceberg.
 
-Profiles without a saved run are shown as "reference only": their defaults come from vendor
-documentation and were never run here, so the table never claims they work.
+Each capability is reduced to what the user sees: works, degraded (how we go on without it) or
+refused (why), with its reference. Profiles with neither a run nor a recording are shown as
+"reference only": their defaults come from vendor documentation and were never run here, so the
+table never claims they work.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pyspark_catalog_ext.catalog.profiles import PROFILES, Profile
 
-__all__ = ["MATRIX_DIR", "COLUMNS", "INVENTORY_COLUMNS", "save_matrix", "load_matrix", "render_matrix", "render_profiles", "profiles_json"]
+__all__ = ["MATRIX_DIR", "EMULATED_DIR", "RECORD_ENV", "README_NOTES", "COLUMNS", "INVENTORY_COLUMNS", "WITHOUT",
+           "STEP_TITLES", "save_matrix", "load_matrix", "load_emulated", "capabilities", "doctor_record", "step_record",
+           "stable_text", "diff_line", "check_emulated", "render_matrix", "render_matrix_notes",
+           "render_emulated_table", "render_profiles", "profiles_json"]
 
 #: Where `--save-matrix` writes and `--print-matrix` reads by default (shipped in the wheel).
 MATRIX_DIR = Path(__file__).resolve().parent.parent / "resources" / "matrix"
+#: Recordings of the emulated catalogs (tests/slow/test_emulated_catalogs.py), one file per release.
+EMULATED_DIR = MATRIX_DIR / "emulated"
+#: Set to 1 to make the emulated suite rewrite its recordings instead of comparing with them.
+RECORD_ENV = "CATALOG_EXT_RECORD_MATRIX"
+RECORD_FORMAT = 1
+#: Where the README's support matrix points for its numbered notes (rendered there by update_matrix.py).
+README_NOTES = "[Catalogs proven here](docs/emulated-catalogs.md#support-matrix-notes)"
+
+# What the user sees, per capability and per step of the user path.
+WORKS, DEGRADED, REFUSED, FAILS, NOT_PROBED, NOT_APPLICABLE = "works", "degraded", "refused", "fail", "not probed", "n/a"
+OUTCOMES = (WORKS, DEGRADED, REFUSED, FAILS, NOT_PROBED, NOT_APPLICABLE)
+
+#: What the package does when the doctor finds a capability unsupported: (outcome, how or why).
+#: These are this package's documented fallbacks (docs/refresh.md, docs/commits.md, docs/staging.md).
+WITHOUT: Mapping[str, tuple[str, str]] = {
+    "config": (REFUSED, "GET /v1/config does not answer: nothing can run"),
+    "auth": (REFUSED, "the catalog refuses the credentials: nothing can run"),
+    "namespaces": (DEGRADED, "read-only catalog: reads work, every write is refused by the catalog"),
+    "tables": (REFUSED, "tables cannot be created here"),
+    "vended-credentials": (DEGRADED, "jobs use their own storage keys (default AWS chain); nothing to refresh"),
+    "credential-scope": (DEGRADED, "vended keys reach beyond the table's prefix: works, with less isolation"),
+    "refresh-endpoint": (DEGRADED, "refresh by the next strategy: re-stage (staged tables), "
+                                   "GET …/credentials or a reload (committed tables)"),
+    "credentials-endpoint": (DEGRADED, "refresh by the refresh endpoint or a table reload (the 404 is remembered)"),
+    "storage-refresh-token": (DEGRADED, "refresh by the refresh endpoint, re-stage, GET …/credentials or a reload"),
+    "re-stage": (DEGRADED, "a staged table's keys are renewed only where the refresh endpoint serves staged tables"),
+    "stage-commit": (REFUSED, "CTAS and writeTo().create() fail before any data is written: without stage-create "
+                              "they cannot be atomic (create the table, then insert)"),
+    "idempotency-advertised": (DEGRADED, "a commit whose answer is lost is reconciled by reloading the table"),
+    "idempotency-replay": (DEGRADED, "a commit whose answer is lost is reconciled by reloading the table"),
+    "remote-signing": (DEGRADED, "S3 requests are signed in the job with vended or own keys (no remote signer)"),
+}
+
+#: The user path of issue 18, by step number (the catalog x step table shows the recorded ones).
+STEP_TITLES: Mapping[str, str] = {
+    "1": "configure", "2": "CTAS + writeTo", "3": "long read + MERGE", "4": "lost commit answer",
+    "5": "cleanup dry run", "6": "PyIceberg scan + append", "7": "maintain + notifications", "8": "remote signing",
+}
 
 #: (column title, probe ids) of the markdown table.
 COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -81,6 +127,146 @@ def load_matrix(directory: Path | str | None = None) -> dict[str, dict[str, Any]
     return out
 
 
+# ------------------------------------------------------------------ recordings of emulated runs
+_VOLATILE = (
+    (re.compile(r"(?:https?://)?(?:127\.0\.0\.1|localhost|\[::1\]):\d+"), "<loopback>"),  # ports
+    (re.compile(r"\bdoctor_[0-9a-f]{6,}\b"), "doctor_<ns>"),  # the doctor's scratch namespace
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<uuid>"),
+    (re.compile(r"\b\d+(?:\.\d+)? ?(?:ms|s)\b"), "<time>"),  # timings and lifetimes
+)
+
+
+def stable_text(text: str) -> str:
+    """`text` without what changes from run to run (ports, ids, timings), on one line."""
+    out = " ".join(str(text).split())
+    for pattern, placeholder in _VOLATILE:
+        out = pattern.sub(placeholder, out)
+    return out
+
+
+_NEEDS = re.compile(r"^needs ([\w-]+), which the catalog does not support$")
+
+
+def capabilities(report: Mapping[str, Any], refs: Mapping[str, str | None] | None = None) -> dict[str, dict[str, Any]]:
+    """A doctor JSON report reduced to what the user sees, per probe that ran: works; degraded
+    (`how`: what the package does instead); refused (`why`); fail (the doctor's summary); or not
+    probed (a prerequisite is missing). `doctor` keeps the probe's own one-line answer, `ref` the
+    reference of the documented behaviour (from `refs`, by probe id). Skipped probes are left out."""
+    out: dict[str, dict[str, Any]] = {}
+    for probe in report.get("probes", []):
+        pid, status = str(probe["id"]), probe.get("status")
+        summary = stable_text(probe.get("summary", ""))
+        if status == "pass":
+            cap: dict[str, Any] = {"outcome": WORKS}
+        elif status == "fail":
+            cap = {"outcome": FAILS, "why": summary}
+        elif status == "unsupported" and _NEEDS.match(summary):
+            cap = {"outcome": NOT_PROBED, "why": summary}
+        elif status == "unsupported":
+            outcome, text = WITHOUT.get(pid, (REFUSED, summary))
+            cap = {"outcome": outcome, "how" if outcome == DEGRADED else "why": text, "doctor": summary}
+        else:
+            continue
+        ref = (refs or {}).get(pid)
+        if ref:
+            cap["ref"] = ref
+        out[pid] = cap
+    return out
+
+
+def doctor_record(report: Mapping[str, Any], refs: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+    """The recorded form of one doctor run: its exit code and `capabilities(report, refs)`."""
+    code = (report.get("summary") or {}).get("exit_code")
+    return {"exit_code": code, "capabilities": capabilities(report, refs)}
+
+
+def step_record(outcome: str, text: str | None = None) -> dict[str, Any]:
+    """One step of the user path as recorded: works (optional `note`), degraded (`how`), refused (the
+    one-line `message` the user got) or n/a (`why`)."""
+    if outcome not in OUTCOMES:
+        raise ValueError(f"unknown outcome {outcome!r}: use one of {', '.join(OUTCOMES)}")
+    key = {WORKS: "note", DEGRADED: "how", REFUSED: "message"}.get(outcome, "why")
+    if outcome != WORKS and not text:
+        raise ValueError(f"a step that is {outcome} needs its {key}")
+    return {"outcome": outcome, key: stable_text(text)} if text else {"outcome": outcome}
+
+
+def _emulated_path(entry_id: str, directory: Path | str | None) -> Path:
+    if not re.fullmatch(r"[\w.+-]+", entry_id):
+        raise ValueError(f"bad recording id {entry_id!r}: use <family>-<release> (letters, digits, . + - _)")
+    return (Path(directory) if directory else EMULATED_DIR) / f"{entry_id}.json"
+
+
+def load_emulated(directory: Path | str | None = None) -> dict[str, dict[str, Any]]:
+    """Recordings of the emulated catalogs by id (`<family>-<release>`); invalid files are ignored."""
+    folder = Path(directory) if directory else EMULATED_DIR
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("profile"):
+            out[path.stem] = data
+    return out
+
+
+def _by_profile(recordings: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Recordings in the order of the profiles (then by id), as the tables list them."""
+    order = {name: i for i, name in enumerate(PROFILES)}
+    return dict(sorted(recordings.items(), key=lambda kv: (order.get(str(kv[1].get("profile")), len(order)), kv[0])))
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping) and value:
+        out: dict[str, Any] = {}
+        for key in sorted(value):
+            out.update(_flatten(value[key], f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def diff_line(old: Any, new: Any, limit: int = 3) -> str | None:
+    """One line naming what differs between two recorded values (None if equal)."""
+    if old == new:
+        return None
+    a, b = _flatten(old), _flatten(new)
+    changes = [f"{k}: {json.dumps(a.get(k))} -> {json.dumps(b.get(k))}" for k in sorted(set(a) | set(b))
+               if a.get(k) != b.get(k)]
+    more = f" (+{len(changes) - limit} more)" if len(changes) > limit else ""
+    return "; ".join(changes[:limit]) + more
+
+
+def check_emulated(entry_id: str, section: str, value: Mapping[str, Any], meta: Mapping[str, str], *,
+                   record: bool = False, command: str = "", directory: Path | str | None = None) -> str | None:
+    """Compare one section (`doctor`, `step-2`, ...) of a run on an emulated catalog with its
+    recording, or (`record=True`) write it there. Returns a one-line difference with the command
+    that re-records (`command`), or None when it matches or was recorded. `meta` (family, release,
+    profile) heads the file."""
+    path = _emulated_path(entry_id, directory)
+    try:
+        current = json.loads(path.read_text()) if path.exists() else None
+    except ValueError:
+        current = None  # unreadable: rewritten when recording, a difference otherwise
+    if record:
+        entry = dict(current or {})
+        entry.update({"format": RECORD_FORMAT, "source": "emulator", **meta})
+        entry[section] = json.loads(json.dumps(value))
+        entry = {k: entry[k] for k in sorted(entry)}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(entry, indent=2, ensure_ascii=False) + "\n")
+        tmp.replace(path)
+        return None
+    where = f"{path.parent.name}/{path.name}"
+    if current is None:
+        return f"{entry_id} {section}: no recording in {where}; record it: {command}"
+    recorded = {section: current.get(section), **{k: current.get(k) for k in meta}}
+    diff = diff_line(recorded, {section: json.loads(json.dumps(value)), **meta})
+    return (None if diff is None else
+            f"{entry_id} {section} differs from {where} (recorded -> now): {diff}; if intended, re-record: {command}")
+
+
 def _cell(entry: Mapping[str, Any], ids: tuple[str, ...]) -> str:
     by_id = {p["id"]: p for p in entry.get("probes", [])}
     statuses = [by_id[i]["status"] if i in by_id else "not run" for i in ids]
@@ -104,33 +290,164 @@ def _round_lifetime(seconds: float) -> int:
     return int(round(float(seconds) / 60.0) * 60) if seconds >= 60 else int(seconds)
 
 
-def render_matrix(directory: Path | str | None = None) -> str:
-    """The markdown support table: one row per profile."""
+class _Notes:
+    """Numbered notes under a table, one per distinct text: a cell says `degraded [2]`, note 2 says how."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def label(self, cap: Mapping[str, Any] | None) -> str:
+        if cap is None:
+            return "not run"
+        outcome = str(cap.get("outcome"))
+        if outcome == NOT_PROBED:  # the legend says why; the missing prerequisite has its own note
+            return outcome
+        parts = [cap.get("how") or cap.get("why") or ""]
+        if cap.get("doctor") and cap.get("doctor") != parts[0]:
+            parts.append(f"doctor: \"{cap['doctor']}\"")
+        if cap.get("ref"):
+            parts.append(f"ref: {cap['ref']}")
+        text = "; ".join(p for p in parts if p)
+        shown = f"**{outcome}**" if outcome == FAILS else outcome
+        if not text:
+            return shown
+        note = f"{outcome}: {text}"
+        if note not in self.items:
+            self.items.append(note)
+        return f"{shown} [{self.items.index(note) + 1}]"
+
+    def lines(self) -> list[str]:
+        return [f"- [{i}] {_md(note)}" for i, note in enumerate(self.items, 1)]
+
+
+def _md(text: str) -> str:
+    """Text safe inside a markdown table cell."""
+    return str(text).replace("|", "\\|")
+
+
+def _capability_cell(caps: Mapping[str, Mapping[str, Any]], ids: tuple[str, ...], notes: _Notes) -> str:
+    labels = [notes.label(caps.get(i)) for i in ids]
+    if len(set(labels)) == 1:
+        return labels[0]
+    if len(ids) <= 2:
+        return " / ".join(labels)
+    works = [lab.startswith(WORKS) for lab in labels]
+    if all(works):  # every probe works, some with a reference: one "works" with their notes
+        return "works " + " ".join(dict.fromkeys(lab.split(" ", 1)[1] for lab in labels if " " in lab))
+    if any(works):
+        return "works except " + ", ".join(f"{i} {lab}" for i, lab, ok in zip(ids, labels, works, strict=True) if not ok)
+    return " / ".join(labels)
+
+
+def _real_row(name: str, entry: Mapping[str, Any], notes: _Notes) -> list[str]:
+    server = (entry.get("catalog") or {}).get("server") or "catalog"
+    when = str(entry.get("generated_at", ""))[:10]
+    version = (entry.get("tool") or {}).get("version", "?")
+    caps = capabilities(entry)
+    cells = [f"`{name}`", f"{server}, {when}, doctor {version}", "real server"]
+    for _, ids in COLUMNS:
+        text = _capability_cell(caps, ids, notes)
+        if ids == ("vended-credentials",) and text == WORKS:
+            by_id = {p["id"]: p for p in entry.get("probes", [])}
+            evidence = by_id["vended-credentials"].get("evidence") or {}
+            if evidence.get("lifetime_s"):
+                rotate = ", rotate per load" if evidence.get("rotates_per_load") else ""
+                text += f" ({_round_lifetime(evidence['lifetime_s'])} s{rotate})"
+        cells.append(text)
+    return cells
+
+
+def _emulated_row(entry_id: str, entry: Mapping[str, Any], notes: _Notes) -> list[str]:
+    caps = (entry.get("doctor") or {}).get("capabilities") or {}
+    release = f"{entry.get('family', '?')} {entry.get('release', '?')}"
+    cells = [f"`{entry['profile']}`", f"emulated {release} (tests/emulators)", f"emulator ({entry.get('release', '?')})"]
+    return cells + [_capability_cell(caps, ids, notes) for _, ids in COLUMNS]
+
+
+def _support_table(directory: Path | str | None) -> tuple[list[str], _Notes, dict[str, dict[str, Any]]]:
     entries = load_matrix(directory)
-    head = ["Profile", "Tested against"] + [title for title, _ in COLUMNS]
+    emulated = _by_profile(load_emulated(Path(directory) / "emulated" if directory else None))
+    notes = _Notes()
+    head = ["Profile", "Tested against", "Source"] + [title for title, _ in COLUMNS]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    names = list(PROFILES) + sorted(set(entries) - set(PROFILES))
+    names = list(PROFILES) + sorted((set(entries) | {e["profile"] for e in emulated.values()}) - set(PROFILES))
     for name in names:
-        entry = entries.get(name)
-        if entry is None:
+        rows = []
+        if name in entries:
+            rows.append(_real_row(name, entries[name], notes))
+        rows += [_emulated_row(eid, e, notes) for eid, e in emulated.items() if e.get("profile") == name]
+        if not rows:
             prof = PROFILES[name]
             alias = f", alias of `{prof.alias_of}`" if prof.alias_of else ""
-            where = ("emulated (documented behaviour on loopback, tests/emulators)" if prof.emulated
-                     else f"reference only (vendor docs, not run here{alias})")
-            cells = [f"`{name}`", where] + ["—"] * len(COLUMNS)
-        else:
-            server = (entry.get("catalog") or {}).get("server") or "catalog"
-            when = str(entry.get("generated_at", ""))[:10]
-            version = (entry.get("tool") or {}).get("version", "?")
-            cells = [f"`{name}`", f"{server}, {when}, doctor {version}"] + [_cell(entry, ids) for _, ids in COLUMNS]
+            where, source = (("emulated (documented behaviour on loopback, tests/emulators; not recorded)", "emulator")
+                             if prof.emulated else (f"reference only (vendor docs, not run here{alias})", "reference only"))
+            rows.append([f"`{name}`", where, source] + ["—"] * len(COLUMNS))
+        lines += ["| " + " | ".join(_md(c) if i < 3 else c for i, c in enumerate(cells)) + " |" for cells in rows]
+    return lines, notes, entries
+
+
+LEGEND = ("Source: *real server*: a recorded `doctor` run against SeaweedFS (`resources/matrix/<profile>.json`); "
+          "*emulator (release)*: recorded by the slow emulated suite against a loopback emulation of that release's "
+          "documented behaviour, not its server (`resources/matrix/emulated/`); *reference only*: vendor docs, never "
+          "run here. works / degraded [n]: how the package goes on without it / refused [n]: why / **fail**; "
+          "not probed: a prerequisite is missing; not run: skipped (the emulated runs leave Spark, PyIceberg and "
+          "the inventory to the user path).")
+
+
+def render_matrix(directory: Path | str | None = None, notes: str | None = None) -> str:
+    """The markdown support table: one row per profile and recorded run (real server or emulator);
+    profiles with neither are "reference only". Numbered notes say how each degraded capability
+    degrades and why each refused one is refused, with the reference: listed under the table, or,
+    with `notes` (a markdown link), only pointed to (the README, whose length is kept short)."""
+    lines, numbered, entries = _support_table(directory)
+    lines.append("")
+    if notes is None:
+        lines += numbered.lines() + ([""] if numbered.items else [])
+    lines += _inventory_table(entries)
+    lines.append(LEGEND + (f" The notes [n]: {notes}." if notes else ""))
+    return "\n".join(lines)
+
+
+def render_matrix_notes(directory: Path | str | None = None) -> str:
+    """The numbered notes of `render_matrix` on their own (docs/emulated-catalogs.md)."""
+    return "\n".join(_support_table(directory)[1].lines())
+
+
+def _step_cell(step: Mapping[str, Any] | None) -> str:
+    if step is None:
+        return "not recorded"
+    outcome = str(step.get("outcome"))
+    text = step.get("note") or step.get("how") or step.get("message") or step.get("why")
+    if not text:
+        return outcome
+    return f"{outcome}: \"{_md(text)}\"" if outcome == REFUSED else f"{outcome} ({_md(text)})"
+
+
+def _doctor_cell(doctor: Mapping[str, Any] | None) -> str:
+    if not doctor:
+        return "not recorded"
+    counts: dict[str, int] = {}
+    for cap in (doctor.get("capabilities") or {}).values():
+        counts[cap["outcome"]] = counts.get(cap["outcome"], 0) + 1
+    shown = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts.get(o))
+    return f"exit {doctor.get('exit_code')}: {shown}"
+
+
+def render_emulated_table(directory: Path | str | None = None) -> str:
+    """The catalog x step table of docs/emulated-catalogs.md, from the emulated recordings."""
+    emulated = _by_profile(load_emulated(directory))
+    steps = sorted({k.split("-", 1)[1] for e in emulated.values() for k in e if k.startswith("step-")}, key=int)
+    head = ["catalog", "source", "profile"] + [f"{n} {STEP_TITLES.get(n, 'step ' + n)}" for n in steps] + ["9 doctor"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for entry_id, entry in emulated.items():
+        cells = [f"{entry.get('family')} {entry.get('release')}", f"emulator (`{entry_id}`)", f"`{entry['profile']}`"]
+        cells += [_step_cell(entry.get(f"step-{n}")) for n in steps] + [_doctor_cell(entry.get("doctor"))]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    lines += _inventory_table(entries)
-    lines.append("pass / **fail** / unsupported: the probe's answer in the recorded `doctor` run "
-                 "(`pyspark_catalog_ext/resources/matrix/<profile>.json`). "
-                 "Emulated: the user path (configure, CTAS, long read, MERGE, PyIceberg, doctor) runs in the test suite "
-                 "against an emulation of the vendor's documented behaviour, not its server. "
-                 "Reference only: defaults from vendor documentation, never run here.")
+    lines.append("Rendered by `scripts/update_matrix.py` from `pyspark_catalog_ext/resources/matrix/emulated/*.json`, "
+                 "which the slow emulated suite records (`CATALOG_EXT_RECORD_MATRIX=1`) and compares on every run. "
+                 "Doctor: its exit code and how many capabilities work, degrade or are refused (per capability: the "
+                 "README's support matrix).")
     return "\n".join(lines)
 
 

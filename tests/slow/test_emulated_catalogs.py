@@ -4,9 +4,15 @@
 Steps (numbers as in issue 18): 1 configure, 2 CTAS + writeTo().create() outliving >= 3 credential
 lifetimes (or refused before any data is written), 3 a long read and a MERGE on a committed table,
 6 a PyIceberg scan and append across expiry, 9 `doctor --json`. One Spark session for the module.
+
+What the user sees in steps 2-6 and the doctor's answers are compared with the recording of the
+family (pyspark_catalog_ext/resources/matrix/emulated/<family>-<release>.json, rendered into the
+README's support matrix and docs/emulated-catalogs.md): a change fails until it is re-recorded with
+CATALOG_EXT_RECORD_MATRIX=1.
 """
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -15,6 +21,8 @@ import pytest
 
 from pyspark_catalog_ext.catalog.profiles import get_profile
 from pyspark_catalog_ext.credentials import RefreshPolicy
+from pyspark_catalog_ext.doctor import matrix as support_matrix
+from pyspark_catalog_ext.doctor.matrix import DEGRADED, NOT_APPLICABLE, REFUSED, WORKS, step_record
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.spark.catalog_check import check_catalog
 from pyspark_catalog_ext.spark.conf import CatalogSparkConf, spark_conf
@@ -71,6 +79,20 @@ def connection(b: Behaviour, emu: Emulator) -> dict:
 
 def writable(b: Behaviour) -> bool:
     return not b.read_only
+
+
+RECORD = os.environ.get(support_matrix.RECORD_ENV) == "1"
+
+
+def check_matrix(request, b: Behaviour, section: str, value: dict) -> None:
+    """What the user saw must be what the family's recording says (or, with
+    CATALOG_EXT_RECORD_MATRIX=1, becomes it): else fail with a one-line diff and the command."""
+    command = (f"{support_matrix.RECORD_ENV}=1 .venv/bin/python -m pytest '{request.node.nodeid}' "
+               "&& .venv/bin/python scripts/update_matrix.py --readme")
+    meta = {"family": b.family, "release": b.release, "profile": b.profile}
+    problem = support_matrix.check_emulated(b.id, section, value, meta, record=RECORD, command=command)
+    if problem:
+        pytest.fail(problem, pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +180,7 @@ def _ctas_writeto(spark, table: str, rows: int, ms: int) -> None:
 
 
 @pytest.mark.parametrize("b", cases("2"))
-def test_2_ctas_and_writeto_outlive_three_lifetimes_or_are_refused_up_front(b, emu_spark, emulators, s3_proxies):
+def test_2_ctas_and_writeto_outlive_three_lifetimes_or_are_refused_up_front(b, emu_spark, emulators, s3_proxies, request):
     spark, emu, s3 = emu_spark, emulators[b.id][0], s3_proxies[0]
     names = [_table(b, "ctas_sql"), _table(b, "ctas_df")]
     for name in names:
@@ -177,8 +199,10 @@ def test_2_ctas_and_writeto_outlive_three_lifetimes_or_are_refused_up_front(b, e
             assert spark.sql(f"SELECT count(*), sum(v) FROM {name}").first() == (rows, 3 * sum(range(rows)))
         assert s3.total_rejected == 0, s3.rejected
         assert len(s3.forwarded_by_key) >= 3 * 2  # each job really wrote with several keys
+        check_matrix(request, b, "step-2", step_record(WORKS))
         return
     # Refused: the job must fail BEFORE any data is written, with one line naming the catalog's limit.
+    refusals = []
     for job, name in ((_ctas_sql, names[0]), (_ctas_writeto, names[1])):
         with pytest.raises(Exception) as err:
             job(spark, name, 100, 0)
@@ -187,11 +211,15 @@ def test_2_ctas_and_writeto_outlive_three_lifetimes_or_are_refused_up_front(b, e
         first = message.strip().splitlines()[0]
         # e.g. "the catalog does not support stageCreate (... glue: stage-create is not supported ...)"
         assert len(message.strip().splitlines()) == 1 and "does not support stagecreate" in first.lower(), message[:600]
+        refusals.append(first)
+    # Both lines are recorded, the writeTo one only where it differs from the SQL one but for the table.
+    same = refusals[1].replace("ctas_df", "ctas_sql") == refusals[0]
+    check_matrix(request, b, "step-2", step_record(REFUSED, refusals[0] if same else " / writeTo: ".join(refusals)))
 
 
 # ------------------------------------------------------------------------------------------ step 3
 @pytest.mark.parametrize("b", cases("3"))
-def test_3_long_read_and_merge_on_a_committed_table(b, emu_spark, emulators, s3_proxies):
+def test_3_long_read_and_merge_on_a_committed_table(b, emu_spark, emulators, s3_proxies, request):
     spark, s3 = emu_spark, s3_proxies[0]
     if writable(b):
         table = _table(b, "events")
@@ -230,14 +258,20 @@ def test_3_long_read_and_merge_on_a_committed_table(b, emu_spark, emulators, s3_
     if writable(b):
         assert spark.table(table).count() == 2500 and spark.table(table).where("k = 8").count() == 2500
     assert s3.total_rejected == 0, s3.rejected
+    if not writable(b):
+        seen = step_record(DEGRADED, "read-only catalog: the long read works across expiry; no MERGE")
+    else:
+        seen = step_record(WORKS, None if long else "the job's own keys: nothing expires")
+    check_matrix(request, b, "step-3", seen)
 
 
 # ------------------------------------------------------------------------------------------ step 4
 @pytest.mark.parametrize("b", cases("4"))
-def test_4_lost_commit_answer_lands_exactly_once(b, emu_spark, emulators, s3_proxies, glue_keys, monkeypatch):
+def test_4_lost_commit_answer_lands_exactly_once(b, emu_spark, emulators, s3_proxies, glue_keys, monkeypatch, request):
     """The commit reaches the catalog, then the answer is the family's 'unknown state' status
     (Polaris <= 1.7: 400, others 500): Spark's INSERT and PyIceberg's append each land exactly once."""
     if not writable(b):
+        check_matrix(request, b, "step-4", step_record(NOT_APPLICABLE, "read-only catalog: no commits"))
         pytest.skip(f"{b.family} {b.release} is read-only: no commits")
     spark, emu = emu_spark, emulators[b.id][0]
     table = _table(b, "lost")
@@ -262,11 +296,13 @@ def test_4_lost_commit_answer_lands_exactly_once(b, emu_spark, emulators, s3_pro
     assert fault.fired == 1
     assert cat.load_table(f"{NS}.{short}").scan().to_arrow().num_rows == 20
     assert spark.sql(f"REFRESH TABLE {table}") is not None and spark.table(table).count() == 20
+    check_matrix(request, b, "step-4", step_record(
+        WORKS, f"commit answered HTTP {b.unknown_commit_status}: Spark's INSERT and PyIceberg's append land once"))
 
 
 # ------------------------------------------------------------------------------------------ step 5
 @pytest.mark.parametrize("b", cases("5"))
-def test_5_staged_cleanup_dry_run_lists_a_dead_jobs_files(b, emu_spark, emulators, s3_proxies, lakehouse):
+def test_5_staged_cleanup_dry_run_lists_a_dead_jobs_files(b, emu_spark, emulators, s3_proxies, lakehouse, request):
     """A staged table written once and never committed (its driver "died"): `staged cleanup` with the
     family's profile lists its files in a dry run and deletes nothing."""
     import json
@@ -275,6 +311,8 @@ def test_5_staged_cleanup_dry_run_lists_a_dead_jobs_files(b, emu_spark, emulator
     from tests.spark.test_staging import s3_admin, s3_exists
 
     if not (writable(b) and b.stage_create):
+        why = "read-only catalog" if not writable(b) else "no stage-create"
+        check_matrix(request, b, "step-5", step_record(NOT_APPLICABLE, f"{why}: nothing is ever staged"))
         pytest.skip(f"{b.family} {b.release} has no stage-create: nothing is ever staged")
     spark, emu, s3 = emu_spark, emulators[b.id][0], s3_proxies[0]
     table = _table(b, f"orphan_{int(time.time())}")
@@ -296,13 +334,14 @@ def test_5_staged_cleanup_dry_run_lists_a_dead_jobs_files(b, emu_spark, emulator
         admin = s3_admin(lakehouse)
         assert all(s3_exists(admin, uri) for uri in written)  # a dry run deletes nothing
         staged.abort()
+        check_matrix(request, b, "step-5", step_record(WORKS, "the dry run lists every file of the dead job, deletes none"))
     finally:
         s3.max_age_seconds = LIFETIME
 
 
 # ------------------------------------------------------------------------------------------ step 6
 @pytest.mark.parametrize("b", cases("6"))
-def test_6_pyiceberg_scan_and_append_across_expiry(b, emulators, lakehouse, s3_proxies, glue_keys, monkeypatch):
+def test_6_pyiceberg_scan_and_append_across_expiry(b, emulators, lakehouse, s3_proxies, glue_keys, monkeypatch, request):
     emu, s3 = emulators[b.id][1], s3_proxies[1]
     if b.vends == NONE:  # the job's own keys, from the environment
         for key, value in glue_keys.items():
@@ -336,14 +375,38 @@ def test_6_pyiceberg_scan_and_append_across_expiry(b, emulators, lakehouse, s3_p
     if b.vends != NONE:
         assert len(s3.forwarded_by_key) >= 2, "the scans never needed fresh keys"
     cat.close() if hasattr(cat, "close") else None
+    if not writable(b):
+        seen = step_record(DEGRADED, "read-only catalog: scans across expiry work; no appends")
+    else:
+        seen = step_record(WORKS, "the job's own keys: nothing expires" if b.vends == NONE else None)
+    check_matrix(request, b, "step-6", seen)
 
 
 # ------------------------------------------------------------------------------------------ step 9
 DOCTOR_FAST = ["--skip", "spark,pyiceberg,inventory"]
+# The Behaviour switches behind each doctor capability: their refs are the matrix's references.
+PROBE_SWITCHES: dict[str, tuple[str, ...]] = {
+    "config": ("prefix", "prefix_in", "endpoints"), "auth": ("auth", "scope", "signing_name", "expired_token_status"),
+    "namespaces": ("read_only",), "tables": ("read_only",), "vended-credentials": ("vends",),
+    "credential-scope": ("vends",), "refresh-endpoint": ("refresh_endpoint",),
+    "credentials-endpoint": ("credentials_endpoint",), "storage-refresh-token": ("empty_storage_credential",),
+    "re-stage": ("stage_create",), "stage-commit": ("stage_create",), "idempotency-advertised": ("idempotency",),
+    "idempotency-replay": ("idempotency", "idempotent_operations"), "remote-signing": ("remote_signing",),
+}
+
+
+def doctor_refs(b: Behaviour) -> dict[str, str]:
+    """Per doctor capability, the family's references for the switches behind it."""
+    out = {}
+    for probe, switches in PROBE_SWITCHES.items():
+        refs = [b.refs[s] for s in switches if b.refs.get(s)]
+        if refs:
+            out[probe] = "; ".join(dict.fromkeys(refs))
+    return out
 
 
 @pytest.mark.parametrize("b", cases("9"))
-def test_9_doctor_json(b, emulators, glue_keys):
+def test_9_doctor_json(b, emulators, glue_keys, request):
     import json
 
     emu = emulators[b.id][0]
@@ -373,6 +436,7 @@ def test_9_doctor_json(b, emulators, glue_keys):
         }
         assert {k: got[k] for k in expected} == expected and proc.returncode == 0, (proc.returncode, got)
     assert R2_TOKEN not in proc.stdout + proc.stderr and emu.info.secret_key not in proc.stdout + proc.stderr
+    check_matrix(request, b, "doctor", support_matrix.doctor_record(report, doctor_refs(b)))
 
 
 DOCTOR_SEEN: dict[str, dict] = {}  # family id -> probe statuses (for the report's matrix)
