@@ -64,6 +64,12 @@ class Behaviour:
     table_config: Mapping[str, str] = field(default_factory=lambda: {"client.region": "us-east-1",
                                                                     "s3.path-style-access": "true"})
     refs: Mapping[str, str] = field(default_factory=dict)
+    # A conditional load (If-None-Match) answered 304, i.e. "keep what you cached", expired keys included.
+    stale_load_304: bool = False
+    # A stage-create repeating an Idempotency-Key already seen answers 500 instead of replaying.
+    replayed_stage_create_500: bool = False
+    # Polaris's policy and notification APIs (served by tests/servers/policy_server.py's PolicyServer).
+    polaris_apis: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "refs", MappingProxyType(dict(self.refs)))
@@ -81,7 +87,9 @@ POLARIS_1_7 = Behaviour(
     unknown_commit_status=400,
     refs={"refresh_endpoint": "polaris#2341, iceberg#13554 (advertised for stage-create, staged refresh 404)",
           "unknown_commit_status": "polaris#5145 (400 up to 1.7.0)", "scope": "Polaris docs: PRINCIPAL_ROLE:ALL",
-          "remote_signing": "polaris PR #2280 (open)"},
+          "remote_signing": "polaris PR #2280 (open)",
+          "polaris_apis": "polaris spec/polaris-catalog-apis: policy-apis.yaml, notifications-api.yaml"},
+    polaris_apis=True,
 )
 POLARIS_MAIN = replace(
     POLARIS_1_7, release="main", unknown_commit_status=500, idempotency=(TOP, "PT5M"),
@@ -95,7 +103,10 @@ LAKEKEEPER_0_13 = Behaviour(
     refresh_endpoint=ALL, credentials_endpoint=ALL, idempotency=(OVERRIDES, "P1W"),
     idempotent_operations=("all",),
     refs={"refresh_endpoint": "lakekeeper#1546 (staged tables stored, /credentials serves them)",
-          "idempotency": "lakekeeper#1671, #1952 (inside overrides, P1W)"},
+          "idempotency": "lakekeeper#1671, #1952 (inside overrides, P1W)",
+          "stale_load_304": "lakekeeper#1862 (a 304 to a conditional loadTable: the cached, expired keys)",
+          "replayed_stage_create_500": "lakekeeper#1959 (a replayed staged createTable answered 500)"},
+    stale_load_304=True, replayed_stage_create_500=True,
 )
 # The same server answering with an extra storage-credentials entry whose config is empty.
 LAKEKEEPER_0_13_EMPTY_CREDENTIAL = replace(

@@ -18,13 +18,20 @@ What the emulator owns (SeaweedFS does the rest, for real: tables, metadata, com
     reference ``IdempotencyProxy`` in between for replay; keys of operations the family does not cover
     (Polaris: all but createTable/updateTable) are dropped before it.
 
-Not emulated (yet): remote signing (Nessie/Lakekeeper sign, Polaris/Gravitino reject), Polaris
-notifications and policies, Lakekeeper's 500 on a replayed staged create (#1959) and its 304 with
-expired credentials (#1862), a failed create's location removed by the server (#1418), S3 Tables'
-purge-on-drop, the real SigV4 signature check (shape only) and OAuth token exchange/refresh grants.
+  * Lakekeeper's quirks: a conditional load (If-None-Match) answered 304 (#1862; loads carry an
+    ETag so a client could ask), and a stage-create repeating a seen Idempotency-Key answered 500
+    (#1959).
+  * Polaris's policy and notification APIs: the reference ``PolicyServer`` (checked against the
+    ``apache-polaris`` SDK models) answers them behind the emulator's auth; families without them
+    answer a framework 404 (no route), as their servers do.
+
+Not emulated (yet): remote signing (Nessie/Lakekeeper sign, Polaris/Gravitino reject), a failed
+create's location removed by the server (#1418), S3 Tables' purge-on-drop, the real SigV4
+signature check (shape only) and OAuth token exchange/refresh grants.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import secrets
@@ -33,8 +40,9 @@ import time
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 from tests.servers.base import Request, Response
-from tests.servers.catalog_proxy import _CREDS, NS_SEP, CatalogProxy, _ns, _safe_json
+from tests.servers.catalog_proxy import _CREDS, _TABLE, NS_SEP, CatalogProxy, _ns, _safe_json
 from tests.servers.idempotency_proxy import IdempotencyProxy
+from tests.servers.policy_server import PolicyServer
 from tests.servers.s3_expiry_proxy import S3ExpiryProxy
 
 from .behaviour import ALL, COMMITTED, EXPIRING, NO_EXPIRY, NONE, OVERRIDES, TOP, Behaviour
@@ -65,6 +73,15 @@ class Emulator(CatalogProxy):
         self._tok_lock = threading.Lock()
         self._upstream_token: tuple[str, float] = ("", 0.0)
         self.refused: list[str] = []  # one line per request refused by a behaviour switch
+        self.conditional_loads = 0  # loads that carried If-None-Match (answered 304 where stale_load_304)
+        self._stage_keys: dict[str, None] = {}  # Idempotency-Keys of stage-creates seen (bounded, oldest out)
+        self.polaris: PolicyServer | None = None  # the policy/notification APIs, once started
+
+    def start(self):
+        super().start()
+        if self.b.polaris_apis:  # its upstream checks (namespace/table exists) come back through our auth
+            self.polaris = PolicyServer(self.url)
+        return self
 
     # ------------------------------------------------------------------ entry point
     def process(self, req: Request) -> Response:
@@ -73,6 +90,13 @@ class Emulator(CatalogProxy):
         denied = self._authenticate(req)
         if denied is not None:
             return denied
+        if req.route.startswith("/polaris/v1/") or (req.route.startswith(f"/v1/{self.b.prefix}/")
+                                                     and req.route.endswith("/notifications")):
+            return self.polaris.process(req) if self.polaris is not None else NO_ROUTE
+        if (self.b.stale_load_304 and req.method == "GET" and req.header("If-None-Match") is not None
+                and (mapped := self._to_upstream(req)) is not None and _TABLE.match(mapped.route)):
+            self.conditional_loads += 1  # lakekeeper#1862: "not modified", whatever the keys cached with it
+            return Response(304, [("ETag", req.header("If-None-Match") or "")], b"")
         req = self._upstream_auth(req)
         if req.route == "/v1/config":
             return self._config(req)
@@ -192,6 +216,15 @@ class Emulator(CatalogProxy):
             if (_safe_json(req.body) or {}).get("stage-create"):
                 return Response.iceberg_error(400, "BadRequestException",
                                               f"{self.b.family}: stage-create is not supported")
+        if self.b.replayed_stage_create_500 and _operation(req) == "stageCreate" and req.header("Idempotency-Key"):
+            key = req.header("Idempotency-Key") or ""
+            with self._tok_lock:
+                seen = key in self._stage_keys
+                self._stage_keys[key] = None
+                while len(self._stage_keys) > 10_000:
+                    del self._stage_keys[next(iter(self._stage_keys))]
+            if seen:  # lakekeeper#1959: the replay looks the staged table up among active ones, 404 -> 500
+                return Response.iceberg_error(500, "InternalServerError", "replaying the request failed")
         if (m := _CREDS.match(req.route)) and req.method == "GET":
             mode = self.b.credentials_endpoint
             if mode == NONE and self.b.refresh_endpoint == NONE:
@@ -213,6 +246,9 @@ class Emulator(CatalogProxy):
         data = _safe_json(resp.body)
         if resp.status != 200 or not isinstance(data, dict) or not ({"config", "storage-credentials"} & set(data)):
             return resp
+        if self.b.stale_load_304 and data.get("metadata-location"):  # what a conditional load would name
+            resp = Response(resp.status, [*resp.headers, ("ETag", '"' + hashlib.sha256(data["metadata-location"].encode()).hexdigest()[:16] + '"')],
+                            resp.body, resp.reason)
         data.setdefault("config", {}).update(self.b.table_config)
         configs = [data["config"]] + [c.get("config") or {} for c in data.get("storage-credentials") or []]
         if self.b.vends == NONE:
