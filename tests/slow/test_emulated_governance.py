@@ -22,13 +22,14 @@ import requests
 
 from pyspark_catalog_ext.catalog.profiles import get_profile
 from pyspark_catalog_ext.catalog.rest_client import CatalogClient
+from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.governance import events
 from pyspark_catalog_ext.governance.notifications import NotificationSink
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.spark.conf import catalog_properties, spark_conf
 from tests.conftest import run_cli
 from tests.emulators import FAMILIES, R2_TOKEN, Behaviour, Emulator
-from tests.emulators.behaviour import LAKEKEEPER_0_13, POLARIS_MAIN
+from tests.emulators.behaviour import LAKEKEEPER_0_13, LAKEKEEPER_0_13_SIGNING_CONFIG, NESSIE, POLARIS_MAIN, REJECTED
 from tests.servers import S3ExpiryProxy
 
 NS = "emugov"
@@ -180,10 +181,10 @@ def test_7_notifications_reach_emulated_polaris_or_fail_naming_the_limit(b, emul
 
 
 # ------------------------------------------------------------------------------------------ quirks
-def _register(spark, b: Behaviour, emu: Emulator, suffix: str) -> str:
+def _register(spark, b: Behaviour, emu: Emulator, suffix: str, **kwargs) -> str:
     """A Spark catalog for this emulator; a new name per emulator (Spark keeps a catalog once loaded)."""
     name = f"{catalog_name(b)}_{suffix}"
-    for key, value in spark_conf(b.profile, name, jars=None, **connection(b, emu)).items():
+    for key, value in spark_conf(b.profile, name, jars=None, **connection(b, emu), **kwargs).items():
         if key.startswith(f"spark.sql.catalog.{name}"):
             spark.conf.set(key, value)
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {name}.{NS}")
@@ -227,7 +228,8 @@ def test_lakekeeper_replayed_stage_create_answers_500_on_the_emulator(lakehouse,
 def _bearer(emu: Emulator) -> dict:
     resp = requests.post(f"{emu.url}/v1/oauth/tokens", data={"grant_type": "client_credentials",
                                                              "client_id": emu.info.access_key,
-                                                             "client_secret": emu.info.secret_key}, timeout=30)
+                                                             "client_secret": emu.info.secret_key,
+                                                             "scope": emu.b.scope or "catalog"}, timeout=30)
     resp.raise_for_status()
     return {"Authorization": f"Bearer {resp.json()['access_token']}"}
 
@@ -266,3 +268,52 @@ def test_polaris_apis_only_on_polaris(emulators):
         emu = emulators[b.id]
         assert (emu.polaris is not None) == b.polaris_apis == (b.family == "polaris"), b.id
     assert POLARIS_MAIN.polaris_apis
+
+
+# ------------------------------------------------------------------------------------------ step 8
+SIGNERS = (LAKEKEEPER_0_13, NESSIE, LAKEKEEPER_0_13_SIGNING_CONFIG)
+
+
+@pytest.mark.parametrize("b", SIGNERS, ids=lambda b: b.id)
+def test_8_remote_signing_ctas_and_read_with_no_storage_key(b, spark, lakehouse, s3):
+    """The family's profile with delegation='remote-signing': a CTAS and a read where every S3
+    request is signed by the catalog's signer (Iceberg 1.10's s3.signer.* form, or 1.12's
+    remote-signing-config, which the shim turns into the former) and Spark never holds a key."""
+    with Emulator(b, lakehouse, s3, LIFETIME) as emu:
+        cat = _register(spark, b, emu, "sign", delegation="remote-signing")
+        table = f"{cat}.{NS}.signed_{uuid.uuid4().hex[:8]}"
+        s3.reset_counters()
+        spark.sql(f"CREATE TABLE {table} AS SELECT id, id * 3 AS v FROM range(0, 200, 1, 2)")
+        assert spark.sql(f"SELECT count(*), sum(v) FROM {table}").first() == (200, 3 * sum(range(200)))
+        assert emu.signed >= 4 and not emu.sign_refused, emu.sign_refused
+        assert set(s3.forwarded_by_key) == {lakehouse.info.access_key}  # only the signer's signatures reached S3
+        loaded = spark._jsparkSession.sessionState().catalogManager().catalog(cat)
+        ident = spark._jvm.org.apache.spark.sql.connector.catalog.Identifier.of(
+            _java_array(spark, [NS]), table.rsplit(".", 1)[1])
+        props = dict(loaded.loadTable(ident).table().io().properties())
+        assert props.get("s3.remote-signing-enabled") == "true"
+        assert not [k for k in props if k in ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")], props
+
+
+def _java_array(spark, items: list[str]):
+    arr = spark.sparkContext._gateway.new_array(spark._jvm.String, len(items))
+    for i, item in enumerate(items):
+        arr[i] = item
+    return arr
+
+
+@pytest.mark.parametrize("b", [f for f in FAMILIES if f.signer == REJECTED], ids=lambda b: b.id)
+def test_8_remote_signing_is_refused_up_front_where_the_catalog_rejects_it(b, emulators, shared_table):
+    """Polaris, Gravitino, Unity: the configuration itself is refused in one line naming the limit
+    (before Spark starts, so before any data is written); the emulated catalog does answer a
+    remote-signing load with 400, which is what the refusal spares the user."""
+    emu = emulators[b.id]
+    with pytest.raises(ConfigError) as err:
+        spark_conf(b.profile, catalog_name(b), jars=None, delegation="remote-signing", **connection(b, emu))
+    message = str(err.value)
+    assert "\n" not in message and "cannot use delegation 'remote-signing'" in message and "vended-credentials" in message
+    token = _bearer(emu)["Authorization"] if b.auth == "oauth2" else f"Bearer {R2_TOKEN}"
+    url = f"{emu.url}/v1/{b.prefix}/namespaces/{NS}/tables/shared"
+    vended = requests.get(url, headers={"Authorization": token, "X-Iceberg-Access-Delegation": "vended-credentials"}, timeout=30)
+    signing = requests.get(url, headers={"Authorization": token, "X-Iceberg-Access-Delegation": "remote-signing"}, timeout=30)
+    assert vended.status_code == 200 and signing.status_code == 400, (vended.status_code, signing.text[:300])
