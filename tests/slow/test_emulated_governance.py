@@ -140,6 +140,37 @@ def test_7_maintain_plans_from_the_catalogs_policies_or_names_the_limit(b, emula
     assert emu.info.secret_key not in proc.stderr and R2_TOKEN not in proc.stderr
 
 
+def test_7_maintain_runs_the_catalogs_policy_on_emulated_polaris(spark, lakehouse, s3, tmp_path):
+    """Not only the plan: `maintain` runs the snapshot-expiry policy Polaris hands out for a table
+    written through emulated Polaris, and the table keeps exactly what the policy says."""
+    from pyspark_catalog_ext.governance import maintenance
+
+    b = POLARIS_MAIN
+    with Emulator(b, lakehouse, s3, LIFETIME) as emu:
+        cat = _register(spark, b, emu, "maint")
+        name = f"maint_{uuid.uuid4().hex[:8]}"
+        table = f"{cat}.{NS}.{name}"
+        spark.sql(f"CREATE TABLE {table} (id BIGINT)")
+        for i in range(3):
+            spark.sql(f"INSERT INTO {table} VALUES ({i})")
+        content = json.dumps({"version": "2025-02-03", "enable": True,
+                              "config": {"max_snapshot_age_days": 0.00001, "min_snapshot_to_keep": 1}})
+        with _polaris_admin(b, emu) as admin:
+            admin.request("POST", f"/polaris/v1/{{prefix}}/namespaces/{NS}/policies",
+                          json={"name": f"p_{name}", "type": "system.snapshot-expiry", "content": content})
+            admin.request("PUT", f"/polaris/v1/{{prefix}}/namespaces/{NS}/policies/p_{name}/mappings",
+                          json={"target": {"type": "table-like", "path": [NS, name]}})
+        assert spark.sql(f"SELECT count(*) FROM {table}.snapshots").first()[0] == 3
+        time.sleep(1.5)  # every snapshot is now older than the policy's 0.864 s
+        report = maintenance.run(spark, table, state_file=tmp_path / "state.json", force=True, progress=lambda _: None)
+        assert not report.failed, report.as_dict()
+        (result,) = report.tables
+        assert result.status == "ok" and result.snapshots_expired == 2, report.as_dict()
+        spark.sql(f"REFRESH TABLE {table}")
+        assert spark.sql(f"SELECT count(*) FROM {table}.snapshots").first()[0] == 1
+        assert spark.table(table).count() == 3 and not emu.polaris.sdk_mismatches
+
+
 @pytest.mark.parametrize("b", FAMILIES, ids=lambda b: b.id)
 def test_7_notifications_reach_emulated_polaris_or_fail_naming_the_limit(b, emulators, shared_table, lakehouse,
                                                                          aws_env, monkeypatch):
