@@ -76,6 +76,8 @@ class Behaviour:
     # Remote signing (X-Iceberg-Access-Delegation: remote-signing): NONE (header ignored), S3_SIGNER,
     # SIGNING_CONFIG or REJECTED.
     signer: str = NONE
+    # DELETE of a table without purgeRequested=true answered 400: the table goes only with its data.
+    purge_on_drop: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "refs", MappingProxyType(dict(self.refs)))
@@ -165,4 +167,14 @@ FAMILIES: tuple[Behaviour, ...] = (POLARIS_1_7, POLARIS_MAIN, LAKEKEEPER_0_13, U
 LAKEKEEPER_0_13_SIGNING_CONFIG = replace(
     LAKEKEEPER_0_13, release="0.13.4+remote-signing-config", signer=SIGNING_CONFIG,
     refs={**LAKEKEEPER_0_13.refs, "signer": "lakekeeper#1961, iceberg#16822/#17709 (remote-signing-config, .../sign)"},
+)
+
+# S3 Tables' Iceberg REST endpoint: SigV4 (s3tables), the table bucket's ARN as warehouse (URL-encoded
+# as prefix), the job's own keys, and a drop only with purge. Not in FAMILIES (no user path run yet).
+S3_TABLES = Behaviour(
+    family="s3tables", release="2026", profile="s3tables", warehouse="arn:aws:s3tables:us-east-1:123456789012:bucket/tb",
+    prefix="arn%3Aaws%3As3tables%3Aus-east-1%3A123456789012%3Abucket%2Ftb", auth="sigv4", signing_name="s3tables",
+    vends=NONE, purge_on_drop=True,
+    refs={"vends": "S3 Tables: no vended credentials, the job's own AWS keys",
+          "purge_on_drop": "S3 Tables: a table is dropped only with its data (purgeRequested=true)"},
 )

@@ -33,8 +33,10 @@ What the emulator owns (SeaweedFS does the rest, for real: tables, metadata, com
     embedded lakehouse's ``SigningCatalogProxy``, behind this emulator's auth. Families that reject
     remote signing answer table requests asking for it with 400.
 
-Not emulated (yet): a failed create's location removed by the server (#1418), S3 Tables'
-purge-on-drop, the real SigV4 signature check (shape only) and OAuth token exchange/refresh grants.
+  * S3 Tables' drop: a DELETE of a table without ``purgeRequested=true`` is answered 400.
+
+Not emulated (yet): a failed create's location removed by the server (#1418), the real SigV4
+signature check (shape only) and OAuth token exchange/refresh grants.
 """
 from __future__ import annotations
 
@@ -306,6 +308,10 @@ class Emulator(CatalogProxy):
                     del self._stage_keys[next(iter(self._stage_keys))]
             if seen:  # lakekeeper#1959: the replay looks the staged table up among active ones, 404 -> 500
                 return Response.iceberg_error(500, "InternalServerError", "replaying the request failed")
+        if (self.b.purge_on_drop and req.method == "DELETE" and _TABLE.match(req.route)
+                and [v.lower() for v in parse_qs(urlsplit(req.path).query).get("purgeRequested", [])] != ["true"]):
+            return Response.iceberg_error(400, "BadRequestException",
+                                          f"{self.b.family}: a table can only be dropped with purgeRequested=true")
         if (m := _CREDS.match(req.route)) and req.method == "GET":
             mode = self.b.credentials_endpoint
             if mode == NONE and self.b.refresh_endpoint == NONE:

@@ -22,14 +22,14 @@ import requests
 
 from pyspark_catalog_ext.catalog.profiles import get_profile
 from pyspark_catalog_ext.catalog.rest_client import CatalogClient
-from pyspark_catalog_ext.errors import ConfigError
+from pyspark_catalog_ext.errors import CatalogUnsupportedError, ConfigError
 from pyspark_catalog_ext.governance import events
 from pyspark_catalog_ext.governance.notifications import NotificationSink
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.spark.conf import catalog_properties, spark_conf
 from tests.conftest import run_cli
 from tests.emulators import FAMILIES, R2_TOKEN, Behaviour, Emulator
-from tests.emulators.behaviour import LAKEKEEPER_0_13, LAKEKEEPER_0_13_SIGNING_CONFIG, NESSIE, POLARIS_MAIN, REJECTED
+from tests.emulators.behaviour import LAKEKEEPER_0_13, LAKEKEEPER_0_13_SIGNING_CONFIG, NESSIE, POLARIS_MAIN, REJECTED, S3_TABLES
 from tests.servers import S3ExpiryProxy
 
 NS = "emugov"
@@ -348,3 +348,49 @@ def test_8_remote_signing_is_refused_up_front_where_the_catalog_rejects_it(b, em
     vended = requests.get(url, headers={"Authorization": token, "X-Iceberg-Access-Delegation": "vended-credentials"}, timeout=30)
     signing = requests.get(url, headers={"Authorization": token, "X-Iceberg-Access-Delegation": "remote-signing"}, timeout=30)
     assert vended.status_code == 200 and signing.status_code == 400, (vended.status_code, signing.text[:300])
+
+
+# ------------------------------------------------------------------------------------------ S3 Tables' drop
+def test_s3_tables_drop_without_purge_is_refused_in_one_line_and_purge_works(spark, lakehouse, s3, aws_env, monkeypatch):
+    """S3 Tables drops a table only with its data (purgeRequested=true). Spark's DROP TABLE and
+    PyIceberg's drop_table each get one line naming the limit and the call that works; the table is
+    untouched; DROP TABLE ... PURGE / purge_table() drop it."""
+    b = S3_TABLES
+    system = spark.sparkContext._jvm.java.lang.System
+    system.setProperty("aws.accessKeyId", aws_env["AWS_ACCESS_KEY_ID"])  # the job's own keys (default chain)
+    system.setProperty("aws.secretAccessKey", aws_env["AWS_SECRET_ACCESS_KEY"])
+    for key, value in aws_env.items():
+        monkeypatch.setenv(key, value)
+    try:
+        with Emulator(b, lakehouse, s3, LIFETIME) as emu:
+            cat = _register(spark, b, emu, "purge")
+            table = f"{cat}.{NS}.drop_{uuid.uuid4().hex[:8]}"
+            spark.sql(f"CREATE TABLE {table} (id BIGINT)")
+            spark.sql(f"INSERT INTO {table} VALUES (1), (2)")
+            with pytest.raises(CatalogUnsupportedError) as err:
+                spark.sql(f"DROP TABLE {table}")
+            message = str(err.value)
+            assert "\n" not in message and "DROP TABLE ... PURGE" in message and "S3 Tables" in message, message
+            assert spark.table(table).count() == 2
+            spark.sql(f"DROP TABLE {table} PURGE")  # Spark drops without purge: refused, repeated with purge
+            assert not spark.catalog.tableExists(table)
+            spark_deletes = [e for e in emu.log if e["method"] == "DELETE"]
+            assert [(e["status"], "purgerequested=true" in e["path"].lower()) for e in spark_deletes] == [
+                (400, False), (400, False), (204, True)], spark_deletes
+
+            py = pyiceberg_catalog(spark_conf(b.profile, cat, jars=None, **connection(b, emu)), cat, refresh=False)
+            name = f"{NS}.pydrop_{uuid.uuid4().hex[:8]}"
+            py.create_table(name, SCHEMA).append(pa.table({"id": pa.array([1, 2], pa.int64())}, schema=SCHEMA))
+            with pytest.raises(CatalogUnsupportedError) as err:
+                py.drop_table(name)
+            message = str(err.value)
+            assert "\n" not in message and "purge_table()" in message and "S3 Tables" in message, message
+            assert py.load_table(name).scan().to_arrow().num_rows == 2
+            py.purge_table(name)
+            assert not py.table_exists(name)
+            py_deletes = [e for e in emu.log if e["method"] == "DELETE"][len(spark_deletes):]
+            assert [(e["status"], "purgerequested=true" in e["path"].lower()) for e in py_deletes] == [
+                (400, False), (204, True)], py_deletes
+    finally:
+        system.clearProperty("aws.accessKeyId")
+        system.clearProperty("aws.secretAccessKey")
