@@ -24,7 +24,6 @@ What the emulator owns (SeaweedFS does the rest, for real: tables, metadata, com
   * Polaris's policy and notification APIs: the reference ``PolicyServer`` (checked against the
     ``apache-polaris`` SDK models) answers them behind the emulator's auth; families without them
     answer a framework 404 (no route), as their servers do.
-
   * remote signing, when a request asks for it (X-Iceberg-Access-Delegation: remote-signing): table
     answers lose every key and name a signer, either as Iceberg 1.10's ``s3.signer.uri`` +
     ``s3.signer.endpoint`` (``v1/aws/s3/sign/<scope>``) or as Iceberg 1.12's
@@ -32,7 +31,6 @@ What the emulator owns (SeaweedFS does the rest, for real: tables, metadata, com
     (allow-list per table location, SigV4 with the lakehouse's keys, the DeleteObjects relay) is the
     embedded lakehouse's ``SigningCatalogProxy``, behind this emulator's auth. Families that reject
     remote signing answer table requests asking for it with 400.
-
   * S3 Tables' drop: a DELETE of a table without ``purgeRequested=true`` is answered 400.
 
 Not emulated (yet): a failed create's location removed by the server (#1418), the real SigV4
@@ -115,7 +113,8 @@ class Emulator(CatalogProxy):
             return self.polaris.process(req) if self.polaris is not None else NO_ROUTE
         if (self.b.stale_load_304 and req.method == "GET" and req.header("If-None-Match") is not None
                 and (mapped := self._to_upstream(req)) is not None and _TABLE.match(mapped.route)):
-            self.conditional_loads += 1  # lakekeeper#1862: "not modified", whatever the keys cached with it
+            with self._tok_lock:
+                self.conditional_loads += 1  # lakekeeper#1862: "not modified", whatever the keys cached with it
             return Response(304, [("ETag", req.header("If-None-Match") or "")], b"")
         req = self._upstream_auth(req)
         if req.route == "/v1/config":
@@ -161,9 +160,11 @@ class Emulator(CatalogProxy):
             return Response.iceberg_error(400, "BadRequestException", "the body must be a sign request: {region, method, uri, headers}")
         why = self.signer.check_request(scope, method, url, body.get("headers") or {}, body.get("body"))
         if why is not None:
-            self.sign_refused.append(f"{method} {url}: {why}")
+            with self._tok_lock:
+                self.sign_refused.append(f"{method} {url}: {why}")
             return Response.iceberg_error(403, "ForbiddenException", f"not signing {method}: {why}")
-        self.signed += 1
+        with self._tok_lock:
+            self.signed += 1
         return Response(200, [("Content-Type", "application/json"), ("Cache-Control", "no-cache")]).with_json(
             self.signer.sign(body))
 
