@@ -49,6 +49,8 @@ class Profile:
     tested_here: True if this project's test suite runs against it.
     emulated: True if the test suite runs the user path against a loopback emulation of this
         vendor's documented behaviour (tests/emulators), not against the vendor's server.
+    no_remote_signing: why the vendor's catalog refuses remote signing (with its reference), or
+        None; a remote-signing configuration for it is then refused up front, in one line.
     """
 
     name: str
@@ -67,6 +69,7 @@ class Profile:
     tested_here: bool = False
     emulated: bool = False
     notes: str = ""
+    no_remote_signing: str | None = None
 
     def needs_uri(self) -> bool:
         return self.uri_template is None or "<" in self.uri_template
@@ -118,6 +121,7 @@ _PROFILES = (
         required_probes=VENDING_PROBES,
         emulated=True,
         notes="credential = <client-id>:<client-secret> of a Polaris principal",
+        no_remote_signing="Polaris signs no S3 requests (apache/polaris PR #2280 is open)",
     ),
     Profile(
         name="lakekeeper",
@@ -140,6 +144,7 @@ _PROFILES = (
         emulated=True,
         notes="token = a Unity Catalog access token; read-only endpoint (no create, no stage-create, no commit); "
         "0.6.0 vends keys without an expiry and without a refresh endpoint (unitycatalog#1885, fixed by PR #1886)",
+        no_remote_signing="Unity Catalog OSS's Iceberg REST endpoint has no S3 signer",
     ),
     Profile(
         name="nessie",
@@ -164,6 +169,7 @@ _PROFILES = (
         emulated=True,
         notes="OAuth2 goes to your IdP: pass oauth2_server_uri; an expired token answers 419, not 401; "
         "staged creates are not stored (refresh by re-stage); remote signing rejected",
+        no_remote_signing="the Gravitino Iceberg REST server rejects remote-signing (apache/gravitino#10682)",
     ),
     Profile(
         name="glue",

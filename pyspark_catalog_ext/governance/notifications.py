@@ -125,9 +125,10 @@ class NotificationSink(events.QueuedSink):
             events.emit("notification.finished", **fields, outcome="stale", status=exc.status,
                         error_class=type(exc).__name__, duration_s=round(time.monotonic() - started, 3))
             return False
-        except (CatalogError, CatalogExtError) as exc:
+        except (CatalogError, CatalogExtError) as exc:  # `error`: the one line naming why (e.g. no such API)
             events.emit("notification.finished", **fields, outcome="failed", status=getattr(exc, "status", None),
-                        error_class=type(exc).__name__, duration_s=round(time.monotonic() - started, 3))
+                        error_class=type(exc).__name__, error=str(exc).splitlines()[0] if str(exc) else None,
+                        duration_s=round(time.monotonic() - started, 3))
             return False
         events.emit("notification.finished", **fields, outcome="sent", timestamp=timestamp,
                     duration_s=round(time.monotonic() - started, 3))

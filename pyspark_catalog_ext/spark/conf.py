@@ -172,6 +172,9 @@ def catalog_properties(
     if delegation:
         props[DELEGATION_HEADER] = delegation
     remote_signing = delegation == REMOTE_SIGNING
+    if remote_signing and prof.no_remote_signing:  # the catalog would answer 400 to the first table load
+        raise ConfigError(f"profile {prof.name!r} cannot use delegation 'remote-signing': {prof.no_remote_signing}; "
+                          "use delegation='vended-credentials' (the profile's default)")
     if remote_signing:
         props.update(remote_signing_properties(base, signer_uri, signer_endpoint))
     elif signer_uri or signer_endpoint:

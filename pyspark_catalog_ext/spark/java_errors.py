@@ -63,6 +63,9 @@ _OPERATIONS = {
     "createNamespace": "creating namespaces (CREATE NAMESPACE)",
     "dropNamespace": "dropping namespaces (DROP NAMESPACE)",
     "purgeTable": "purging tables (DROP TABLE ... PURGE)",
+    # A plain drop keeps the data files; a catalog that refuses it (S3 Tables) drops only with them.
+    "dropTableWithoutPurging": "dropping a table and keeping its data (DROP TABLE); where the catalog drops tables only "
+                 "with their data (S3 Tables), use DROP TABLE ... PURGE, which deletes the table's files",
 }
 _SPARK_CATALOGS = (SPARK_CATALOG, SPARK_SESSION_CATALOG)
 # 400, 405/406 and 501 (Iceberg's BadRequest / RESTException / UnsupportedOperation), and Iceberg's

@@ -15,6 +15,9 @@ from types import MappingProxyType
 EXPIRING, NO_EXPIRY, NONE = "expiring", "no-expiry", "none"  # vends
 ALL, COMMITTED = "all", "committed"  # refresh_endpoint / credentials_endpoint: which tables get an answer
 TOP, OVERRIDES = "top", "overrides"  # where idempotency-key-lifetime sits in /v1/config
+# signer: where a remote-signing table answer says to sign (Iceberg 1.10's s3.signer.* config, or
+# 1.12's remote-signing-config field and the per-table .../sign route), or REJECTED (400)
+S3_SIGNER, SIGNING_CONFIG, REJECTED = "s3.signer", "remote-signing-config", "rejected"
 
 
 # Iceberg's standard REST endpoints (org.apache.iceberg.rest.Endpoint), as servers advertise them.
@@ -58,12 +61,23 @@ class Behaviour:
     idempotent_operations: tuple[str, ...] = ()  # operations the key covers ("all", or createTable, updateTable, ...)
     unknown_commit_status: int = 500  # what a commit whose outcome the server lost answers (used by step 4's fault)
     empty_storage_credential: bool = False  # an extra storage-credentials entry with an empty config
-    remote_signing: bool = False  # recorded only: the emulator serves no signer yet (step 8 not emulated)
+    remote_signing: bool = False  # documented only; what the emulator serves is `signer` (below)
     # Storage settings the catalog adds to every table config (a catalog in front of an S3-compatible
     # store with path-style access, as Polaris/Lakekeeper/Gravitino storage configs allow).
     table_config: Mapping[str, str] = field(default_factory=lambda: {"client.region": "us-east-1",
                                                                     "s3.path-style-access": "true"})
     refs: Mapping[str, str] = field(default_factory=dict)
+    # A conditional load (If-None-Match) answered 304, i.e. "keep what you cached", expired keys included.
+    stale_load_304: bool = False
+    # A stage-create repeating an Idempotency-Key already seen answers 500 instead of replaying.
+    replayed_stage_create_500: bool = False
+    # Polaris's policy and notification APIs (served by tests/servers/policy_server.py's PolicyServer).
+    polaris_apis: bool = False
+    # Remote signing (X-Iceberg-Access-Delegation: remote-signing): NONE (header ignored), S3_SIGNER,
+    # SIGNING_CONFIG or REJECTED.
+    signer: str = NONE
+    # DELETE of a table without purgeRequested=true answered 400: the table goes only with its data.
+    purge_on_drop: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "refs", MappingProxyType(dict(self.refs)))
@@ -81,7 +95,10 @@ POLARIS_1_7 = Behaviour(
     unknown_commit_status=400,
     refs={"refresh_endpoint": "polaris#2341, iceberg#13554 (advertised for stage-create, staged refresh 404)",
           "unknown_commit_status": "polaris#5145 (400 up to 1.7.0)", "scope": "Polaris docs: PRINCIPAL_ROLE:ALL",
-          "remote_signing": "polaris PR #2280 (open)"},
+          "remote_signing": "polaris PR #2280 (open)",
+          "polaris_apis": "polaris spec/polaris-catalog-apis: policy-apis.yaml, notifications-api.yaml",
+          "signer": "polaris PR #2280 (open): remote signing not supported"},
+    polaris_apis=True, signer=REJECTED,
 )
 POLARIS_MAIN = replace(
     POLARIS_1_7, release="main", unknown_commit_status=500, idempotency=(TOP, "PT5M"),
@@ -95,7 +112,11 @@ LAKEKEEPER_0_13 = Behaviour(
     refresh_endpoint=ALL, credentials_endpoint=ALL, idempotency=(OVERRIDES, "P1W"),
     idempotent_operations=("all",),
     refs={"refresh_endpoint": "lakekeeper#1546 (staged tables stored, /credentials serves them)",
-          "idempotency": "lakekeeper#1671, #1952 (inside overrides, P1W)"},
+          "idempotency": "lakekeeper#1671, #1952 (inside overrides, P1W)",
+          "stale_load_304": "lakekeeper#1862 (a 304 to a conditional loadTable: the cached, expired keys)",
+          "replayed_stage_create_500": "lakekeeper#1959 (a replayed staged createTable answered 500)",
+          "signer": "lakekeeper#1820 (s3.signer.uri/endpoint, and signer.* for Iceberg 1.11)"},
+    stale_load_304=True, replayed_stage_create_500=True, signer=S3_SIGNER,
 )
 # The same server answering with an extra storage-credentials entry whose config is empty.
 LAKEKEEPER_0_13_EMPTY_CREDENTIAL = replace(
@@ -105,7 +126,9 @@ LAKEKEEPER_0_13_EMPTY_CREDENTIAL = replace(
 UNITY_0_6 = Behaviour(
     family="unity", release="0.6.0", profile="unity", warehouse="unity", prefix="catalogs/unity",
     auth="token", vends=NO_EXPIRY, stage_create=False, read_only=True,
-    refs={"vends": "unitycatalog#1885 (no expiry, no refresh endpoint)", "read_only": "UC OSS 0.6 Iceberg REST is read-only"},
+    refs={"vends": "unitycatalog#1885 (no expiry, no refresh endpoint)", "read_only": "UC OSS 0.6 Iceberg REST is read-only",
+          "signer": "UC OSS 0.6: no remote signing"},
+    signer=REJECTED,
 )
 UNITY_0_6_REFRESH = replace(
     UNITY_0_6, release="0.6.0+pr1886", vends=EXPIRING, refresh_endpoint=ALL, credentials_endpoint=ALL,
@@ -114,14 +137,18 @@ UNITY_0_6_REFRESH = replace(
 NESSIE = Behaviour(
     family="nessie", release="0.108", profile="nessie", warehouse="warehouse", prefix="main%7Cwarehouse",  # Nessie: <branch>|<warehouse>, URL-encoded
     prefix_in="defaults", credentials_endpoint=COMMITTED, remote_signing=True,
-    refs={"credentials_endpoint": "nessie#10590 (/credentials exists, not advertised; staged not stored)"},
+    refs={"credentials_endpoint": "nessie#10590 (/credentials exists, not advertised; staged not stored)",
+          "signer": "nessie#8871 (s3.signer.uri + s3.signer.endpoint)"},
+    signer=S3_SIGNER,
 )
 GRAVITINO = Behaviour(
     family="gravitino", release="1.3.0", profile="gravitino", warehouse="gravitino_catalog", prefix="gravitino_catalog",
     expired_token_status=419, refresh_endpoint=COMMITTED, credentials_endpoint=COMMITTED,
     refs={"expired_token_status": "Gravitino answers 419 for an expired token",
           "refresh_endpoint": "Gravitino 1.3 refresh endpoints; staged creates not stored",
-          "idempotency": "gravitino#12048 (not yet)"},
+          "idempotency": "gravitino#12048 (not yet)",
+          "signer": "Gravitino 1.3 rejects remote-signing (gravitino#10682; PR #11854 closed)"},
+    signer=REJECTED,
 )
 GLUE = Behaviour(
     family="glue", release="2026", profile="glue", warehouse="123456789012", prefix="catalogs/123456789012",
@@ -135,3 +162,19 @@ R2 = Behaviour(
 
 FAMILIES: tuple[Behaviour, ...] = (POLARIS_1_7, POLARIS_MAIN, LAKEKEEPER_0_13, UNITY_0_6, UNITY_0_6_REFRESH, NESSIE,
                                    GRAVITINO, GLUE, R2)
+
+# Lakekeeper signing the Iceberg 1.12 way: remote-signing-config in the table answer, the per-table route.
+LAKEKEEPER_0_13_SIGNING_CONFIG = replace(
+    LAKEKEEPER_0_13, release="0.13.4+remote-signing-config", signer=SIGNING_CONFIG,
+    refs={**LAKEKEEPER_0_13.refs, "signer": "lakekeeper#1961, iceberg#16822/#17709 (remote-signing-config, .../sign)"},
+)
+
+# S3 Tables' Iceberg REST endpoint: SigV4 (s3tables), the table bucket's ARN as warehouse (URL-encoded
+# as prefix), the job's own keys, and a drop only with purge. Not in FAMILIES (no user path run yet).
+S3_TABLES = Behaviour(
+    family="s3tables", release="2026", profile="s3tables", warehouse="arn:aws:s3tables:us-east-1:123456789012:bucket/tb",
+    prefix="arn%3Aaws%3As3tables%3Aus-east-1%3A123456789012%3Abucket%2Ftb", auth="sigv4", signing_name="s3tables",
+    vends=NONE, purge_on_drop=True,
+    refs={"vends": "S3 Tables: no vended credentials, the job's own AWS keys",
+          "purge_on_drop": "S3 Tables: a table is dropped only with its data (purgeRequested=true)"},
+)

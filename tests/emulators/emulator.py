@@ -18,13 +18,27 @@ What the emulator owns (SeaweedFS does the rest, for real: tables, metadata, com
     reference ``IdempotencyProxy`` in between for replay; keys of operations the family does not cover
     (Polaris: all but createTable/updateTable) are dropped before it.
 
-Not emulated (yet): remote signing (Nessie/Lakekeeper sign, Polaris/Gravitino reject), Polaris
-notifications and policies, Lakekeeper's 500 on a replayed staged create (#1959) and its 304 with
-expired credentials (#1862), a failed create's location removed by the server (#1418), S3 Tables'
-purge-on-drop, the real SigV4 signature check (shape only) and OAuth token exchange/refresh grants.
+  * Lakekeeper's quirks: a conditional load (If-None-Match) answered 304 (#1862; loads carry an
+    ETag so a client could ask), and a stage-create repeating a seen Idempotency-Key answered 500
+    (#1959).
+  * Polaris's policy and notification APIs: the reference ``PolicyServer`` (checked against the
+    ``apache-polaris`` SDK models) answers them behind the emulator's auth; families without them
+    answer a framework 404 (no route), as their servers do.
+  * remote signing, when a request asks for it (X-Iceberg-Access-Delegation: remote-signing): table
+    answers lose every key and name a signer, either as Iceberg 1.10's ``s3.signer.uri`` +
+    ``s3.signer.endpoint`` (``v1/aws/s3/sign/<scope>``) or as Iceberg 1.12's
+    ``remote-signing-config`` field (sign at the table's ``.../sign`` route). The signing itself
+    (allow-list per table location, SigV4 with the lakehouse's keys, the DeleteObjects relay) is the
+    embedded lakehouse's ``SigningCatalogProxy``, behind this emulator's auth. Families that reject
+    remote signing answer table requests asking for it with 400.
+  * S3 Tables' drop: a DELETE of a table without ``purgeRequested=true`` is answered 400.
+
+Not emulated (yet): a failed create's location removed by the server (#1418), the real SigV4
+signature check (shape only) and OAuth token exchange/refresh grants.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import secrets
@@ -32,12 +46,14 @@ import threading
 import time
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
+from pyspark_catalog_ext.lakehouse.signer import SigningCatalogProxy
 from tests.servers.base import Request, Response
-from tests.servers.catalog_proxy import _CREDS, NS_SEP, CatalogProxy, _ns, _safe_json
+from tests.servers.catalog_proxy import _CREDS, _TABLE, _TABLES, NS_SEP, CatalogProxy, _ns, _safe_json
 from tests.servers.idempotency_proxy import IdempotencyProxy
+from tests.servers.policy_server import PolicyServer
 from tests.servers.s3_expiry_proxy import S3ExpiryProxy
 
-from .behaviour import ALL, COMMITTED, EXPIRING, NO_EXPIRY, NONE, OVERRIDES, TOP, Behaviour
+from .behaviour import ALL, COMMITTED, EXPIRING, NO_EXPIRY, NONE, OVERRIDES, REJECTED, S3_SIGNER, SIGNING_CONFIG, TOP, Behaviour
 
 MUTATIONS = ("POST", "PUT", "DELETE", "PATCH")
 KEY_FIELDS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.session-token-expires-at-ms")
@@ -65,6 +81,22 @@ class Emulator(CatalogProxy):
         self._tok_lock = threading.Lock()
         self._upstream_token: tuple[str, float] = ("", 0.0)
         self.refused: list[str] = []  # one line per request refused by a behaviour switch
+        self.conditional_loads = 0  # loads that carried If-None-Match (answered 304 where stale_load_304)
+        self._stage_keys: dict[str, None] = {}  # Idempotency-Keys of stage-creates seen (bounded, oldest out)
+        self.polaris: PolicyServer | None = None  # the policy/notification APIs, once started
+        self.signer: SigningCatalogProxy | None = None  # signs for families with a signer, once started
+        self._signing_scopes: dict[str, str] = {}  # "ns.table" -> signer scope (the per-table .../sign route)
+        self.signed = 0
+        self.sign_refused: list[str] = []
+
+    def start(self):
+        super().start()
+        if self.b.polaris_apis:  # its upstream checks (namespace/table exists) come back through our auth
+            self.polaris = PolicyServer(self.url)
+        if self.b.signer in (S3_SIGNER, SIGNING_CONFIG):  # its own port serves only the DeleteObjects relay
+            self.signer = SigningCatalogProxy(self.info.iceberg_uri, self.s3_endpoint, self.info.access_key,
+                                              self.info.secret_key).start()
+        return self
 
     # ------------------------------------------------------------------ entry point
     def process(self, req: Request) -> Response:
@@ -73,6 +105,17 @@ class Emulator(CatalogProxy):
         denied = self._authenticate(req)
         if denied is not None:
             return denied
+        if self.signer is not None and req.method == "POST" and (scope := self._sign_scope(req)) is not None:
+            return self._sign(req, scope)
+        signing = "remote-signing" in (req.header("X-Iceberg-Access-Delegation") or "")
+        if req.route.startswith("/polaris/v1/") or (req.route.startswith(f"/v1/{self.b.prefix}/")
+                                                     and req.route.endswith("/notifications")):
+            return self.polaris.process(req) if self.polaris is not None else NO_ROUTE
+        if (self.b.stale_load_304 and req.method == "GET" and req.header("If-None-Match") is not None
+                and (mapped := self._to_upstream(req)) is not None and _TABLE.match(mapped.route)):
+            with self._tok_lock:
+                self.conditional_loads += 1  # lakekeeper#1862: "not modified", whatever the keys cached with it
+            return Response(304, [("ETag", req.header("If-None-Match") or "")], b"")
         req = self._upstream_auth(req)
         if req.route == "/v1/config":
             return self._config(req)
@@ -80,11 +123,74 @@ class Emulator(CatalogProxy):
         if mapped is None:
             return NO_ROUTE
         req = self._idempotency_scope(mapped)
+        if signing and self.b.signer == REJECTED and (_TABLE.match(req.route) or _TABLES.match(req.route)):
+            self.refused.append(f"{req.method} {req.route}: 400 (remote signing)")
+            return Response.iceberg_error(400, "BadRequestException", f"{self.b.family} {self.b.release}: access "
+                                          "delegation 'remote-signing' is not supported")
         refused = self._refuse(req)
         if refused is not None:
             self.refused.append(f"{req.method} {req.route}: {refused.status}")
             return refused
+        if signing and self.signer is not None:
+            req = Request(req.method, req.path, [(k, v) for k, v in req.headers
+                                                 if k.lower() != "x-iceberg-access-delegation"], req.body)
+            return self._signing_answer(req, self._rewrite(super().process(req)))
         return self._rewrite(super().process(req))
+
+    # ------------------------------------------------------------------ remote signing
+    def _sign_scope(self, req: Request) -> str | None:
+        """The signer scope a sign request is for, or None when it is no sign request."""
+        if self.b.signer == S3_SIGNER and req.route.startswith("/v1/aws/s3/sign/"):
+            return req.route[len("/v1/aws/s3/sign/"):]
+        if self.b.signer == SIGNING_CONFIG and req.route.endswith("/sign"):
+            mapped = self._to_upstream(Request(req.method, req.path[:-len("/sign")], req.headers, req.body))
+            m = _TABLE.match(mapped.route) if mapped is not None else None
+            if m:
+                with self._tok_lock:
+                    return self._signing_scopes.get(".".join(_ns(m) + [unquote(m["t"])]), "")
+        return None
+
+    def _sign(self, req: Request, scope: str) -> Response:
+        """Iceberg's sign request -> the lakehouse signer's checks and signature (403 with a reason)."""
+        assert self.signer is not None
+        try:
+            body = json.loads(req.body)
+            method, url = str(body["method"]).upper(), str(body["uri"])
+        except (ValueError, KeyError, TypeError):
+            return Response.iceberg_error(400, "BadRequestException", "the body must be a sign request: {region, method, uri, headers}")
+        why = self.signer.check_request(scope, method, url, body.get("headers") or {}, body.get("body"))
+        if why is not None:
+            with self._tok_lock:
+                self.sign_refused.append(f"{method} {url}: {why}")
+            return Response.iceberg_error(403, "ForbiddenException", f"not signing {method}: {why}")
+        with self._tok_lock:
+            self.signed += 1
+        return Response(200, [("Content-Type", "application/json"), ("Cache-Control", "no-cache")]).with_json(
+            self.signer.sign(body))
+
+    def _signing_answer(self, req: Request, resp: Response) -> Response:
+        """A table answer in remote-signing form: no key anywhere, the signer named the family's way."""
+        assert self.signer is not None
+        data = _safe_json(resp.body)
+        if resp.status != 200 or not isinstance(data, dict) or "metadata" not in data:
+            return resp
+        data.pop("storage-credentials", None)
+        config = {k: v for k, v in (data.get("config") or {}).items()
+                  if k not in KEY_FIELDS and k != "client.refresh-credentials-endpoint"}
+        scope = self.signer.scope_for(str((data.get("metadata") or {}).get("location") or "")) or ""
+        config["s3.remote-signing-enabled"] = "true"
+        config["s3.endpoint"] = self.s3_endpoint  # the S3 the signer signs for (as vended answers name it)
+        if self.b.signer == S3_SIGNER:
+            config.update({"s3.signer.uri": self.url, "s3.signer.endpoint": f"v1/aws/s3/sign/{scope}"})
+        else:  # Iceberg 1.12: presence of the field says "sign at this table's .../sign route"
+            data["remote-signing-config"] = {}
+            _, table = self.classify(req)
+            with self._tok_lock:
+                self._signing_scopes[table or "?"] = scope
+                while len(self._signing_scopes) > 10_000:
+                    del self._signing_scopes[next(iter(self._signing_scopes))]
+        data["config"] = config
+        return resp.with_json(data)
 
     def _to_upstream(self, req: Request) -> Request | None:
         """The request with the family's prefix mapped to SeaweedFS's; None outside the prefix."""
@@ -174,6 +280,8 @@ class Emulator(CatalogProxy):
         super().stop()
         if self.idempotency:
             self.idempotency.stop()
+        if self.signer is not None:
+            self.signer.stop()
 
     def _idempotency_scope(self, req: Request) -> Request:
         """Drop the Idempotency-Key of operations the family does not cover (it ignores the header there)."""
@@ -192,6 +300,19 @@ class Emulator(CatalogProxy):
             if (_safe_json(req.body) or {}).get("stage-create"):
                 return Response.iceberg_error(400, "BadRequestException",
                                               f"{self.b.family}: stage-create is not supported")
+        if self.b.replayed_stage_create_500 and _operation(req) == "stageCreate" and req.header("Idempotency-Key"):
+            key = req.header("Idempotency-Key") or ""
+            with self._tok_lock:
+                seen = key in self._stage_keys
+                self._stage_keys[key] = None
+                while len(self._stage_keys) > 10_000:
+                    del self._stage_keys[next(iter(self._stage_keys))]
+            if seen:  # lakekeeper#1959: the replay looks the staged table up among active ones, 404 -> 500
+                return Response.iceberg_error(500, "InternalServerError", "replaying the request failed")
+        if (self.b.purge_on_drop and req.method == "DELETE" and _TABLE.match(req.route)
+                and [v.lower() for v in parse_qs(urlsplit(req.path).query).get("purgeRequested", [])] != ["true"]):
+            return Response.iceberg_error(400, "BadRequestException",
+                                          f"{self.b.family}: a table can only be dropped with purgeRequested=true")
         if (m := _CREDS.match(req.route)) and req.method == "GET":
             mode = self.b.credentials_endpoint
             if mode == NONE and self.b.refresh_endpoint == NONE:
@@ -213,6 +334,9 @@ class Emulator(CatalogProxy):
         data = _safe_json(resp.body)
         if resp.status != 200 or not isinstance(data, dict) or not ({"config", "storage-credentials"} & set(data)):
             return resp
+        if self.b.stale_load_304 and data.get("metadata-location"):  # what a conditional load would name
+            resp = Response(resp.status, [*resp.headers, ("ETag", '"' + hashlib.sha256(data["metadata-location"].encode()).hexdigest()[:16] + '"')],
+                            resp.body, resp.reason)
         data.setdefault("config", {}).update(self.b.table_config)
         configs = [data["config"]] + [c.get("config") or {} for c in data.get("storage-credentials") or []]
         if self.b.vends == NONE:

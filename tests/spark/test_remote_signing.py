@@ -164,7 +164,7 @@ def test_catalog_proxy_takes_only_its_own_client(signing_lake):
 
 
 def test_remote_signing_conf_has_no_keys_and_rejects_them():
-    props = catalog_properties("polaris", uri="https://catalog.example.com/api/catalog", credential="id:secret",
+    props = catalog_properties("seaweedfs", uri="https://catalog.example.com/api/catalog", credential="id:secret",
                                delegation="remote-signing", signer_uri="https://signer.example.com")
     assert props["header.X-Iceberg-Access-Delegation"] == "remote-signing"
     assert props["s3.remote-signing-enabled"] == "true" and props["s3.signer.uri"] == "https://signer.example.com"
@@ -173,19 +173,22 @@ def test_remote_signing_conf_has_no_keys_and_rejects_them():
     assert "s3.remote-signing-enabled" not in vended and vended["s3.client-factory-impl"]
     with pytest.raises(ConfigError, match="signer_uri"):
         catalog_properties("polaris", uri="https://c.example.com", credential="id:secret", signer_uri="https://s.example.com")
+    # a catalog that signs nothing: refused up front, naming why and what to use instead
+    with pytest.raises(ConfigError, match=r"cannot use delegation 'remote-signing': Polaris signs no S3 requests .*vended-credentials"):
+        catalog_properties("polaris", uri="https://c.example.com", credential="id:secret", delegation="remote-signing")
 
 
 def test_spark_conf_cli_delegation_flag(tmp_path):
     yaml = tmp_path / ".pyiceberg.yaml"
     yaml.write_text("catalog:\n  keyed:\n    uri: https://catalog.example.com\n    credential: id:secret\n    s3.access-key-id: AKIAEXAMPLE\n")
-    ok = run_cli("spark-conf", "--profile", "polaris", "--uri", "https://catalog.example.com/api/catalog", "--credential-env", "PCE_TEST_CRED",
+    ok = run_cli("spark-conf", "--profile", "seaweedfs", "--uri", "https://catalog.example.com/api/catalog", "--credential-env", "PCE_TEST_CRED",
                  "--delegation", "remote-signing", "--signer-endpoint", "v1/sign", "--jars", "none", "--format", "defaults",
                  env={"PCE_TEST_CRED": "id:secret"})
     assert ok.returncode == 0, ok.stderr
     assert "spark.sql.catalog.lake.s3.remote-signing-enabled true" in ok.stdout
     assert "spark.sql.catalog.lake.s3.signer.endpoint v1/sign" in ok.stdout
     assert "X-Iceberg-Access-Delegation remote-signing" in ok.stdout
-    bad = run_cli("spark-conf", "--profile", "polaris", "--from-pyiceberg", "keyed", "--delegation", "remote-signing", "--jars", "none",
+    bad = run_cli("spark-conf", "--profile", "seaweedfs", "--from-pyiceberg", "keyed", "--delegation", "remote-signing", "--jars", "none",
                   env={"PYICEBERG_HOME": str(tmp_path)})
     assert_one_line_error(bad, "takes no storage keys", "s3.access-key-id")
 

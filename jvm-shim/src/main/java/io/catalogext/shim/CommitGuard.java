@@ -50,8 +50,9 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
  * <ul>
  *   <li><b>Idempotency-Key</b> (UUIDv7) on every mutation when the server advertised {@code
  *       idempotency-key-lifetime} in {@code /v1/config} (captured by {@link ConfigCapture}); the
- *       same key for every retry of one logical operation, a new key per operation, and no retry
- *       once the key may have expired on the server.
+ *       same key for every retry of one logical operation (but a stage-create, which publishes
+ *       nothing, gets a new key per attempt: lakekeeper#1959), a new key per operation, and no
+ *       retry once the key may have expired on the server.
  *   <li><b>Retries</b> on connection errors, timeouts, 429 and 502/503/504, with exponential
  *       backoff, full jitter and a bounded total time. Terminal 4xx are never retried.
  *   <li><b>Reconciliation</b> of table commits ({@code POST .../tables/{t}} with an
@@ -356,6 +357,12 @@ public final class CommitGuard {
         case RETRY:
           mayHaveReached = facts.mayHaveReached();
           retries.incrementAndGet();
+          if (kind == Kind.STAGE && headers.containsKey(IDEMPOTENCY_HEADER)) {
+            // A stage-create publishes nothing, so repeating it needs no replay, and a replay is
+            // what breaks: Lakekeeper 0.13 answers a staged create repeated under its key with
+            // 500 (lakekeeper#1959). Each attempt gets its own key.
+            headers.put(IDEMPOTENCY_HEADER, uuid7().toString());
+          }
           sleep(delay);
           break;
         case SUCCESS:

@@ -5,6 +5,8 @@ import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.catalog.SessionCatalog;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.BadRequestException;
 import org.apache.iceberg.rest.HTTPClient;
 import org.apache.iceberg.rest.RESTCatalog;
 import org.apache.iceberg.rest.RESTClient;
@@ -71,6 +73,33 @@ public class ExtRESTCatalog extends RESTCatalog {
     state.policy = RefreshPolicy.fromProperties(props);
     CredentialRegistry.get().registerCatalog(state);
     super.initialize(name, props);
+  }
+
+  /**
+   * Spark's {@code DROP TABLE ... PURGE} (Iceberg 1.10's {@code SparkCatalog.purgeTable}) drops the
+   * table without asking the catalog to purge, then deletes its files itself. A catalog that drops
+   * tables only with their data (S3 Tables: 400 without {@code purgeRequested=true}) refuses that
+   * drop, so no Spark statement could drop the table. The user asked for the data to go: only
+   * then, and only after that refusal, the drop is repeated with purge. A plain {@code DROP TABLE}
+   * keeps the refusal (its one-line translation names {@code DROP TABLE ... PURGE}).
+   */
+  @Override
+  public boolean dropTable(TableIdentifier identifier, boolean purge) {
+    try {
+      return super.dropTable(identifier, purge);
+    } catch (BadRequestException e) {
+      if (purge || !calledBySparkPurge()) {
+        throw e;
+      }
+      return super.dropTable(identifier, true);
+    }
+  }
+
+  /** Whether Spark's purgeTable is on this thread's stack (Spark passes no "purge" flag down). */
+  private static boolean calledBySparkPurge() {
+    return StackWalker.getInstance().walk(frames -> frames.limit(64).anyMatch(f ->
+        "purgeTable".equals(f.getMethodName())
+            && f.getClassName().startsWith("org.apache.iceberg.spark.SparkCatalog")));
   }
 
   private static RESTClient newClient(Map<String, String> config, ObservingRESTClient.CatalogState state) {

@@ -148,7 +148,8 @@ final class ObservingRESTClient extends ForwardingRESTClient {
     if (tablePath == null) {
       return response;
     }
-    LoadTableResponse loaded = (LoadTableResponse) response;
+    // Iceberg 1.12's remote-signing-config, as the s3.signer.* properties Iceberg 1.10 reads.
+    LoadTableResponse loaded = RemoteSigning.translate((LoadTableResponse) response, tablePath, body);
     state.refreshClient = delegate;
     state.pathRoot = tablePath.root;
     if (body instanceof UpdateTableRequest) {
@@ -158,7 +159,7 @@ final class ObservingRESTClient extends ForwardingRESTClient {
           CredentialRegistry.get().markCommitted(state.catalogName, tablePath.namespace, tablePath.table);
         }
       }
-      return response;
+      return (T) loaded;
     }
     String table = tablePath.table;
     boolean staged = false;
@@ -174,7 +175,7 @@ final class ObservingRESTClient extends ForwardingRESTClient {
       table = ((RegisterTableRequest) body).name();
     }
     if (table == null) {
-      return response;
+      return (T) loaded;
     }
     return (T) register(loaded, tablePath.namespace, table, staged, stageRequest);
   }

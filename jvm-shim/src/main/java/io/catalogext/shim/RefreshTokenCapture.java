@@ -26,6 +26,9 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
  *   <li>An entry with an empty config (lakekeeper#1923) makes Iceberg 1.10 reject the whole answer
  *       ("Invalid config: must be non-empty"), so every table load failed: such entries carry no
  *       credentials and are dropped.
+ *   <li>Iceberg 1.12's {@code remote-signing-config} field (apache/iceberg#16822), which 1.10's
+ *       parser drops: it is kept in the table config under a private key, and {@link
+ *       RemoteSigning} turns it into the {@code s3.signer.*} properties 1.10's signer client reads.
  * </ul>
  */
 final class RefreshTokenCapture extends JsonDeserializer<LoadTableResponse> {
@@ -56,6 +59,14 @@ final class RefreshTokenCapture extends JsonDeserializer<LoadTableResponse> {
   }
 
   private static void capture(JsonNode node) {
+    JsonNode signing = node.get(RemoteSigning.FIELD);
+    if (signing != null && signing.isObject()) {
+      JsonNode config = node.get("config");
+      if (config == null || !config.isObject()) {
+        config = ((ObjectNode) node).putObject("config");
+      }
+      ((ObjectNode) config).put(ShimKeys.CAPTURED_SIGNING_CONFIG, signing.toString());
+    }
     JsonNode credentials = node.get("storage-credentials");
     if (credentials != null && credentials.isArray()) {
       ArrayNode entries = (ArrayNode) credentials;

@@ -23,6 +23,8 @@ public final class ShimKeys {
   public static final String REFRESH_ASSUMED_LIFETIME_MS = PREFIX + "refresh.assumed-lifetime-ms";
   /** Carries a storage-refresh-token from the JSON parser to the observer; never reaches FileIO. */
   static final String CAPTURED_REFRESH_TOKEN = PREFIX + "captured-storage-refresh-token";
+  /** A table answer's {@code remote-signing-config} (Iceberg 1.12), as JSON, until translated. */
+  static final String CAPTURED_SIGNING_CONFIG = PREFIX + "captured-remote-signing-config";
 
   /** When the driver fetched the credentials it forwards, so executors schedule like the driver. */
   static final String FETCHED_AT_MS = PREFIX + "fetched-at-ms";
