@@ -1,11 +1,7 @@
 package io.catalogext.shim;
 
 import com.sun.net.httpserver.HttpServer;
-import java.io.OutputStream;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.util.Map;
-import java.util.concurrent.Executors;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 
 /**
@@ -17,28 +13,20 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
  */
 public class CatalogSessionTest {
   private static HttpServer configServer() throws Exception {
-    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    server.setExecutor(Executors.newCachedThreadPool(DaemonThreads.named("test-config-catalog")));
-    server.createContext(
-        "/",
+    return LoopbackCatalog.start(
+        "test-config-catalog",
         exchange -> {
           String path = exchange.getRequestURI().getPath();
           String lifetime = path.startsWith("/a/") ? ",\"idempotency-key-lifetime\":\"PT30M\""
               : path.startsWith("/c/") ? ",\"idempotency-key-lifetime\":\"soon\"" : "";
-          byte[] body = ("{\"defaults\":{},\"overrides\":{}" + lifetime + "}").getBytes(StandardCharsets.UTF_8);
-          exchange.getResponseHeaders().add("Content-Type", "application/json");
-          exchange.sendResponseHeaders(path.endsWith("/v1/config") ? 200 : 404, body.length);
-          try (OutputStream out = exchange.getResponseBody()) {
-            out.write(body);
-          }
+          LoopbackCatalog.answer(exchange, path.endsWith("/v1/config") ? 200 : 404,
+              "{\"defaults\":{},\"overrides\":{}" + lifetime + "}");
         });
-    server.start();
-    return server;
   }
 
   private static ExtRESTCatalog catalog(HttpServer server, String name, String root, Map<String, String> extra) {
     Map<String, String> props = new java.util.HashMap<>(extra);
-    props.put("uri", "http://127.0.0.1:" + server.getAddress().getPort() + root);
+    props.put("uri", LoopbackCatalog.uri(server, root));
     ExtRESTCatalog catalog = new ExtRESTCatalog();
     catalog.initialize(name, props);
     return catalog;
