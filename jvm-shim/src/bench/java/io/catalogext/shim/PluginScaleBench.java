@@ -111,7 +111,7 @@ public final class PluginScaleBench {
    * keys fetched at staggered moments of one lifetime (tables are loaded at different times), so
    * renewals spread out instead of all falling due at once. Returns the handles.
    */
-  static String[] register(CredentialRegistry registry, ObservingRESTClient.CatalogState state, int tables, long lifetimeMs) {
+  static String[] register(CredentialRegistry registry, CatalogSession state, int tables, long lifetimeMs) {
     String[] handles = new String[tables];
     long now = System.currentTimeMillis();
     long renewEvery = (long) (lifetimeMs * 0.8);
@@ -122,9 +122,8 @@ public final class PluginScaleBench {
     return handles;
   }
 
-  static ObservingRESTClient.CatalogState benchCatalog(CredentialRegistry registry, CountingSource source) {
-    ObservingRESTClient.CatalogState state = new ObservingRESTClient.CatalogState();
-    state.catalogName = CATALOG;
+  static CatalogSession benchCatalog(CredentialRegistry registry, CountingSource source) {
+    CatalogSession state = new CatalogSession(CATALOG, Map.of());
     registry.registerCatalog(state);
     registry.enableCustomSource(CATALOG); // refreshed from the bridge: the counting fake catalog
     registry.registerBridge(source);
@@ -151,7 +150,7 @@ public final class PluginScaleBench {
     register(warm, benchCatalog(warm, source), 64, 3_600_000L); // class loading and first-use caches out of the way
     for (int n : new int[] {tables, CredentialRegistry.MAX_ENTRIES}) {
       CredentialRegistry registry = new CredentialRegistry(System::currentTimeMillis); // no ticker
-      ObservingRESTClient.CatalogState state = benchCatalog(registry, source);
+      CatalogSession state = benchCatalog(registry, source);
       long before = usedHeapAfterGc();
       long started = System.nanoTime();
       String[] handles = register(registry, state, n, 3_600_000L);
@@ -294,7 +293,7 @@ public final class PluginScaleBench {
     CredentialRegistry registry = CredentialRegistry.get(); // the one Driver.receive answers from
     registry.markDriver();
     CountingSource source = new CountingSource(lifetimeMs);
-    ObservingRESTClient.CatalogState state = benchCatalog(registry, source);
+    CatalogSession state = benchCatalog(registry, source);
     long seededAt = System.currentTimeMillis();
     String[] handles = register(registry, state, tables, lifetimeMs);
     byte[][] requests = new byte[tables][];

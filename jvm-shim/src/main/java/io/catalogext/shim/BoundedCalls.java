@@ -28,6 +28,8 @@ final class BoundedCalls {
   static final int MAX_KEYS = 256;
 
   private static final String OVERFLOW_KEY = "(other catalogs)";
+  // Process-wide, by catalog name: a hung call keeps its permit past its session's life (a
+  // re-initialised catalog of the same name must not get 8 fresh threads per hang).
   private static final Map<String, Semaphore> PERMITS = new ConcurrentHashMap<>();
 
   /** Unbounded in itself: every task holds one of its key's permits, which bound the threads. */

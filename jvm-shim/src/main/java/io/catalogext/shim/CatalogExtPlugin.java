@@ -23,6 +23,7 @@ public final class CatalogExtPlugin implements SparkPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(CatalogExtPlugin.class);
 
   /** Set in executor JVMs by {@link Executor#init}; how executor-side entries reach the driver. */
+  // Process-wide: the S3 client factory that needs it is built by class name (no way to pass it).
   private static volatile PluginContext executorContext;
 
   @Override
@@ -41,6 +42,7 @@ public final class CatalogExtPlugin implements SparkPlugin {
 
   /** Answers executors from the driver's registry. Never waits on the catalog. */
   static final class Driver implements DriverPlugin {
+    // Process-wide: Spark builds this plugin by class name; Python reads the counts via the registry.
     static final AtomicLong SERVED = new AtomicLong();
     static final AtomicLong REFUSED = new AtomicLong();
 

@@ -41,26 +41,26 @@ final class CatalogRefresher {
 
   private CatalogRefresher() {}
 
-  /** Runs the applicable strategies for {@code entry} of catalog {@code state}. */
-  static RefreshResult fetch(ObservingRESTClient.CatalogState state, TableEntry entry) {
-    RESTClient client = state.refreshClient;
-    String root = state.pathRoot;
+  /** Runs the applicable strategies for {@code entry} of catalog {@code session}. */
+  static RefreshResult fetch(CatalogSession session, TableEntry entry) {
+    RESTClient client = session.refreshClient();
+    String root = session.pathRoot();
     if (client == null || root == null) {
-      throw new IllegalStateException("catalog " + state.catalogName + " has handed out no table yet");
+      throw new IllegalStateException("catalog " + session.name + " has handed out no table yet");
     }
     TableContext c = entry.context;
     String tables = TablePath.tables(root, c.namespace);
     String table = TablePath.table(root, c.namespace, c.table);
     List<String> failures = new ArrayList<>();
-    for (Strategy strategy : plan(state, entry)) {
+    for (Strategy strategy : plan(session, entry)) {
       try {
-        RefreshResult result = run(strategy, client, state, entry, tables, table);
+        RefreshResult result = run(strategy, client, session, entry, tables, table);
         String name =
             failures.isEmpty() ? strategy.label : strategy.label + " (after " + String.join("; ", failures) + ")";
         return new RefreshResult(result.configByPrefix, result.refreshTokens, name);
       } catch (RuntimeException e) {
         if (strategy == Strategy.CREDENTIALS_ENDPOINT && isNotFound(e)) {
-          state.unsupported.add(strategy); // the catalog has no such endpoint: don't ask again
+          session.unsupported.add(strategy); // the catalog has no such endpoint: don't ask again
         }
         failures.add(strategy.label + " failed: " + oneLine(e));
       }
@@ -74,7 +74,7 @@ final class CatalogRefresher {
   }
 
   /** The applicable strategies, in the documented order. */
-  static List<Strategy> plan(ObservingRESTClient.CatalogState state, TableEntry entry) {
+  static List<Strategy> plan(CatalogSession session, TableEntry entry) {
     TableContext c = entry.context;
     List<Strategy> plan = new ArrayList<>();
     if (!entry.refreshTokens().isEmpty()) {
@@ -87,7 +87,7 @@ final class CatalogRefresher {
       plan.add(Strategy.RESTAGE);
     }
     if (!c.staged) {
-      if (!state.unsupported.contains(Strategy.CREDENTIALS_ENDPOINT)) {
+      if (!session.unsupported.contains(Strategy.CREDENTIALS_ENDPOINT)) {
         plan.add(Strategy.CREDENTIALS_ENDPOINT);
       }
       plan.add(Strategy.RELOAD);
@@ -98,7 +98,7 @@ final class CatalogRefresher {
   private static RefreshResult run(
       Strategy strategy,
       RESTClient client,
-      ObservingRESTClient.CatalogState state,
+      CatalogSession session,
       TableEntry entry,
       String tables,
       String table) {
@@ -111,7 +111,7 @@ final class CatalogRefresher {
             strategy.label);
       case REFRESH_ENDPOINT:
         return fromCredentials(
-            client.get(endpointPath(state, entry.context.refreshEndpoint), Map.of(), LoadCredentialsResponse.class,
+            client.get(endpointPath(session, entry.context.refreshEndpoint), Map.of(), LoadCredentialsResponse.class,
                 Map.of(), ErrorHandlers.defaultErrorHandler()),
             strategy.label);
       case RESTAGE:
@@ -151,12 +151,12 @@ final class CatalogRefresher {
    * A server-given endpoint: a path under the catalog URI, or an absolute URL on the catalog's own
    * origin (our auth headers must never go to another host).
    */
-  static String endpointPath(ObservingRESTClient.CatalogState state, String endpoint) {
+  static String endpointPath(CatalogSession session, String endpoint) {
     if (!endpoint.startsWith("http://") && !endpoint.startsWith("https://")) {
       return endpoint.replaceAll("^/+", "");
     }
     URI target = URI.create(endpoint);
-    URI base = URI.create(state.uri);
+    URI base = URI.create(session.uri);
     if (!(target.getScheme().equals(base.getScheme()) && String.valueOf(target.getHost()).equals(base.getHost())
         && target.getPort() == base.getPort())) {
       throw new IllegalStateException("refusing refresh endpoint on another origin than the catalog's");

@@ -15,7 +15,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
-import java.util.WeakHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -77,9 +76,8 @@ public final class CommitGuard {
   static final String IDEMPOTENCY_HEADER = "Idempotency-Key";
   static final String PROP_PREFIX = "catalog-ext.commit.";
 
-  private static final Map<ObservingRESTClient.CatalogState, CommitGuard> GUARDS =
-      Collections.synchronizedMap(new WeakHashMap<>());
   private static final SecureRandom RANDOM = new SecureRandom();
+  // Process-wide: RFC 9562's monotonic UUIDv7 counter belongs to the JVM's clock, not to a catalog.
   private static final Object UUID_LOCK = new Object();
   private static long lastUuidMs = 0;
   private static long lastUuidSeq = 0;
@@ -91,7 +89,6 @@ public final class CommitGuard {
     NEVER
   }
 
-  private final ObservingRESTClient.CatalogState state;
   // Settings (catalog properties catalog-ext.commit.*).
   // Defaults and ranges from the knob spec (Knobs), shared with PyIceberg.
   private volatile int maxAttempts = (int) Knobs.longValue(Map.of(), PROP_PREFIX + "max-attempts");
@@ -120,34 +117,26 @@ public final class CommitGuard {
   private final AtomicLong reconciledUnknown = new AtomicLong();
   private final List<String> events = Collections.synchronizedList(new ArrayList<>());
 
-  private CommitGuard(ObservingRESTClient.CatalogState state) {
-    this.state = state;
-  }
-
-  static CommitGuard of(ObservingRESTClient.CatalogState state) {
-    synchronized (GUARDS) {
-      return GUARDS.computeIfAbsent(state, CommitGuard::new);
-    }
-  }
+  /** A guard with the default settings; its {@link CatalogSession} owns it (one per catalog). */
+  CommitGuard() {}
 
   /**
    * Reads the {@code catalog-ext.commit.*} catalog properties.
    *
    * @throws IllegalArgumentException one line naming the bad setting and what it accepts
    */
-  static void configure(ObservingRESTClient.CatalogState state, Map<String, String> props) {
-    CommitGuard g = of(state);
+  void configure(Map<String, String> props) {
     Set<String> known = Knobs.names("commit");
     for (String name : props.keySet()) {
       if (name.startsWith(PROP_PREFIX) && !known.contains(name)) {
         throw new IllegalArgumentException("Unknown catalog property " + name + "; known: " + String.join(", ", known));
       }
     }
-    g.maxAttempts = (int) Knobs.longValue(props, PROP_PREFIX + "max-attempts");
-    g.baseDelayMs = Knobs.longValue(props, PROP_PREFIX + "base-delay-ms");
-    g.maxDelayMs = Knobs.longValue(props, PROP_PREFIX + "max-delay-ms");
-    g.totalTimeoutMs = Knobs.longValue(props, PROP_PREFIX + "total-timeout-ms");
-    g.idempotencyMode = IdempotencyMode.valueOf(Knobs.choice(props, PROP_PREFIX + "idempotency").toUpperCase(Locale.ROOT));
+    maxAttempts = (int) Knobs.longValue(props, PROP_PREFIX + "max-attempts");
+    baseDelayMs = Knobs.longValue(props, PROP_PREFIX + "base-delay-ms");
+    maxDelayMs = Knobs.longValue(props, PROP_PREFIX + "max-delay-ms");
+    totalTimeoutMs = Knobs.longValue(props, PROP_PREFIX + "total-timeout-ms");
+    idempotencyMode = IdempotencyMode.valueOf(Knobs.choice(props, PROP_PREFIX + "idempotency").toUpperCase(Locale.ROOT));
   }
 
   void setIdempotencyKeyLifetime(String text) {
@@ -198,45 +187,47 @@ public final class CommitGuard {
     return idempotencyEnabled() && lifetime != null;
   }
 
-  /** JSON evidence for every catalog in this JVM (Python: {@code CommitGuard.describe()}). */
+  /** JSON evidence for every catalog session in this JVM (Python: {@code CommitGuard.describe()}). */
   public static String describe() {
     ObjectNode out = Json.object();
-    List<CommitGuard> guards;
-    synchronized (GUARDS) {
-      guards = new ArrayList<>(GUARDS.values());
-    }
-    for (CommitGuard g : guards) {
-      ObjectNode n = out.putObject(g.state.catalogName);
-      n.put("idempotency_key_lifetime", g.lifetimeText);
-      n.put("idempotency", g.idempotencyEnabled());
-      n.put("mutations", g.mutations.get());
-      n.put("keyed", g.keyed.get());
-      n.put("retries", g.retries.get());
-      n.put("reconciled_landed", g.reconciledLanded.get());
-      n.put("reconciled_not_landed", g.reconciledNotLanded.get());
-      n.put("reconciled_pending", g.reconciledPending.get());
-      n.put("reconciled_unknown", g.reconciledUnknown.get());
-      synchronized (g.events) {
-        g.events.forEach(n.putArray("events")::add);
-      }
+    for (CatalogSession session : CredentialRegistry.get().sessions()) {
+      session.guard.describeInto(out.putObject(session.name));
     }
     return Json.write(out);
   }
 
-  /** Forget the evidence (tests). */
-  public static void resetEvidence() {
-    synchronized (GUARDS) {
-      for (CommitGuard g : GUARDS.values()) {
-        g.mutations.set(0);
-        g.keyed.set(0);
-        g.retries.set(0);
-        g.reconciledLanded.set(0);
-        g.reconciledNotLanded.set(0);
-        g.reconciledPending.set(0);
-        g.reconciledUnknown.set(0);
-        g.events.clear();
-      }
+  /** This guard's evidence into {@code n} (no secrets: counts and event lines). */
+  void describeInto(ObjectNode n) {
+    n.put("idempotency_key_lifetime", lifetimeText);
+    n.put("idempotency", idempotencyEnabled());
+    n.put("mutations", mutations.get());
+    n.put("keyed", keyed.get());
+    n.put("retries", retries.get());
+    n.put("reconciled_landed", reconciledLanded.get());
+    n.put("reconciled_not_landed", reconciledNotLanded.get());
+    n.put("reconciled_pending", reconciledPending.get());
+    n.put("reconciled_unknown", reconciledUnknown.get());
+    synchronized (events) {
+      events.forEach(n.putArray("events")::add);
     }
+  }
+
+  /** Forget the evidence of every catalog session in this JVM (tests). */
+  public static void resetEvidence() {
+    for (CatalogSession session : CredentialRegistry.get().sessions()) {
+      session.guard.forgetEvidence();
+    }
+  }
+
+  private void forgetEvidence() {
+    mutations.set(0);
+    keyed.set(0);
+    retries.set(0);
+    reconciledLanded.set(0);
+    reconciledNotLanded.set(0);
+    reconciledPending.set(0);
+    reconciledUnknown.set(0);
+    events.clear();
   }
 
   private void event(String text) {

@@ -20,17 +20,17 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.module.SimpleMod
 final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
   static final String LIFETIME_FIELD = "idempotency-key-lifetime";
 
-  private final ObservingRESTClient.CatalogState state;
+  private final CommitGuard guard;
 
-  private ConfigCapture(ObservingRESTClient.CatalogState state) {
-    this.state = state;
+  private ConfigCapture(CommitGuard guard) {
+    this.guard = guard;
   }
 
-  /** Registers the capture on {@code mapper} (after Iceberg's serializers, so it wins). */
-  static ObjectMapper register(ObjectMapper mapper, ObservingRESTClient.CatalogState state) {
+  /** Registers the capture for the catalog's {@code guard} on {@code mapper} (after Iceberg's serializers, so it wins). */
+  static ObjectMapper register(ObjectMapper mapper, CommitGuard guard) {
     mapper.registerModule(
-        new SimpleModule("catalog-ext-config-capture-" + System.identityHashCode(state))
-            .addDeserializer(ConfigResponse.class, new ConfigCapture(state)));
+        new SimpleModule("catalog-ext-config-capture-" + System.identityHashCode(guard))
+            .addDeserializer(ConfigResponse.class, new ConfigCapture(guard)));
     return mapper;
   }
 
@@ -48,7 +48,7 @@ final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
         }
       }
     }
-    CommitGuard.of(state).setIdempotencyKeyLifetime(
+    guard.setIdempotencyKeyLifetime(
         lifetime != null && lifetime.isTextual() ? lifetime.asText() : null);
     return ConfigResponseParser.fromJson(node);
   }

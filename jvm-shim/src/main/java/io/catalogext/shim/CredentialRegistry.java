@@ -20,6 +20,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class CredentialRegistry {
   private static final Logger LOG = LoggerFactory.getLogger(CredentialRegistry.class);
+  // Process-wide: Iceberg builds RefreshingS3ClientFactory and Spark CatalogExtPlugin by class name,
+  // with no way to hand them an object, and both must find the entries the catalogs registered.
   private static final CredentialRegistry INSTANCE = new CredentialRegistry();
   private static final SecureRandom RANDOM = new SecureRandom();
 
@@ -209,17 +211,25 @@ public final class CredentialRegistry {
     return vended || customSourceCatalogs.contains(catalog);
   }
 
-  /** Catalogs of this JVM by name: their refresh client, paths and policy. */
-  private final Map<String, ObservingRESTClient.CatalogState> catalogs = new ConcurrentHashMap<>();
+  /**
+   * The catalog sessions of this JVM by name (the latest initialised one per name): the refresh
+   * finds its catalog's client, paths and policy here, and {@link CommitGuard#describe} its guards.
+   */
+  private final Map<String, CatalogSession> catalogs = new ConcurrentHashMap<>();
 
-  void registerCatalog(ObservingRESTClient.CatalogState state) {
-    catalogs.put(state.catalogName, state);
+  void registerCatalog(CatalogSession session) {
+    catalogs.put(session.name, session);
+  }
+
+  /** The sessions of this JVM, one per catalog name. */
+  java.util.Collection<CatalogSession> sessions() {
+    return List.copyOf(catalogs.values());
   }
 
   /** A policy set from Python (attach/set_policy) wins over the catalog's properties. */
-  RefreshPolicy policyFor(ObservingRESTClient.CatalogState state) {
+  RefreshPolicy policyFor(CatalogSession session) {
     RefreshPolicy override = policyOverride;
-    return override != null ? override : state.policy;
+    return override != null ? override : session.policy;
   }
 
   /**
@@ -229,7 +239,7 @@ public final class CredentialRegistry {
    */
   synchronized String registerDriverTable(
       TableContext context,
-      ObservingRESTClient.CatalogState state,
+      CatalogSession session,
       Map<String, String> tableConfig,
       List<Credential> credentials) {
     // One entry per table identity (catalog, identifier, location), not per hand-out: a CTAS and
@@ -243,7 +253,7 @@ public final class CredentialRegistry {
     }
     String handle = newId(12);
     TableEntry entry =
-        new TableEntry(handle, context, policyFor(state), this::fetchFromSource, clock);
+        new TableEntry(handle, context, policyFor(session), this::fetchFromSource, clock);
     entry.seed("", tableConfig);
     for (Credential credential : credentials) {
       entry.seed(credential.prefix(), credential.config());
@@ -314,8 +324,8 @@ public final class CredentialRegistry {
         handle,
         h -> {
           LOG.warn("catalog-ext: re-tracking {} after its entry was evicted", context);
-          ObservingRESTClient.CatalogState state = catalogs.get(context.catalog);
-          RefreshPolicy p = state != null ? policyFor(state) : RefreshPolicy.defaults();
+          CatalogSession session = catalogs.get(context.catalog);
+          RefreshPolicy p = session != null ? policyFor(session) : RefreshPolicy.defaults();
           return new TableEntry(h, context, p, this::fetchFromSource, clock);
         });
   }
@@ -365,12 +375,12 @@ public final class CredentialRegistry {
       }
       return RefreshResult.fromJson(node);
     }
-    ObservingRESTClient.CatalogState state = catalogs.get(entry.context.catalog);
-    if (state == null) {
+    CatalogSession session = catalogs.get(entry.context.catalog);
+    if (session == null) {
       throw new IllegalStateException("catalog " + entry.context.catalog + " is not an ExtRESTCatalog in this JVM");
     }
     return BoundedCalls.call(
-        "catalog " + entry.context.catalog, () -> CatalogRefresher.fetch(state, entry), timeoutMs, "the catalog request");
+        "catalog " + entry.context.catalog, () -> CatalogRefresher.fetch(session, entry), timeoutMs, "the catalog request");
   }
 
   static String newId(int bytes) {

@@ -37,6 +37,7 @@ public final class EventLog {
   static final int RING = 2048;
   static final int QUEUE = 4096;
 
+  // Process-wide: one seq-ordered ring Python drains and one JSON-lines file per JVM, whichever catalog emits.
   private static final EventLog INSTANCE = new EventLog(System::currentTimeMillis);
 
   private final LongSupplier clockMs;

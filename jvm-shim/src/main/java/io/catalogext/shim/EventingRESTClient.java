@@ -33,16 +33,16 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
  * have landed) or failed.
  */
 final class EventingRESTClient extends ForwardingRESTClient {
-  private final ObservingRESTClient.CatalogState state;
+  private final CatalogSession session;
 
-  EventingRESTClient(RESTClient delegate, ObservingRESTClient.CatalogState state) {
+  EventingRESTClient(RESTClient delegate, CatalogSession session) {
     super(delegate);
-    this.state = state;
+    this.session = session;
   }
 
   @Override
   protected RESTClient wrap(RESTClient client) {
-    return new EventingRESTClient(client, state);
+    return new EventingRESTClient(client, session);
   }
 
   /** Every request Iceberg's catalog client sends, for Spark's metrics system. */
@@ -166,7 +166,7 @@ final class EventingRESTClient extends ForwardingRESTClient {
   }
 
   private String name(List<String> namespace, String table) {
-    StringBuilder b = new StringBuilder(String.valueOf(state.catalogName));
+    StringBuilder b = new StringBuilder(String.valueOf(session.name));
     if (namespace != null) {
       namespace.forEach(level -> b.append('.').append(level));
     }

@@ -3,6 +3,7 @@ package io.catalogext.shim;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.catalog.SessionCatalog;
 import org.apache.iceberg.catalog.TableIdentifier;
@@ -18,15 +19,19 @@ import org.apache.iceberg.rest.RESTUtil;
  * credentials, so they can be refreshed.
  */
 public class ExtRESTCatalog extends RESTCatalog {
-  private final ObservingRESTClient.CatalogState state;
+  /**
+   * This catalog's session, made by {@link #initialize}. A holder because Iceberg takes the client
+   * builder in the constructor (before {@code this} exists) and calls it only from initialize.
+   */
+  private final AtomicReference<CatalogSession> session;
 
   public ExtRESTCatalog() {
-    this(new ObservingRESTClient.CatalogState());
+    this(new AtomicReference<>());
   }
 
-  private ExtRESTCatalog(ObservingRESTClient.CatalogState state) {
-    super(SessionCatalog.SessionContext.createEmpty(), config -> newClient(config, state));
-    this.state = state;
+  private ExtRESTCatalog(AtomicReference<CatalogSession> session) {
+    super(SessionCatalog.SessionContext.createEmpty(), config -> newClient(config, session.get()));
+    this.session = session;
   }
 
   /** Iceberg's HTTPClient property names (HTTPClient.REST_CONNECTION_TIMEOUT_MS, ..._SOCKET_...). */
@@ -68,10 +73,9 @@ public class ExtRESTCatalog extends RESTCatalog {
   @Override
   public void initialize(String name, Map<String, String> userProps) {
     Map<String, String> props = withTimeoutDefaults(userProps);
-    state.catalogName = name;
-    state.uri = props.get(CatalogProperties.URI);
-    state.policy = RefreshPolicy.fromProperties(props);
-    CredentialRegistry.get().registerCatalog(state);
+    CatalogSession created = new CatalogSession(name, props);
+    session.set(created);
+    CredentialRegistry.get().registerCatalog(created);
     super.initialize(name, props);
   }
 
@@ -102,16 +106,19 @@ public class ExtRESTCatalog extends RESTCatalog {
             && f.getClassName().startsWith("org.apache.iceberg.spark.SparkCatalog")));
   }
 
-  private static RESTClient newClient(Map<String, String> config, ObservingRESTClient.CatalogState state) {
+  private static RESTClient newClient(Map<String, String> config, CatalogSession session) {
+    if (session == null) {
+      throw new IllegalStateException("ExtRESTCatalog built a client before initialize(name, properties); call initialize first");
+    }
     RESTClient http =
         HTTPClient.builder(config)
             .uri(config.get(CatalogProperties.URI))
             .withHeaders(RESTUtil.configHeaders(config))
             // catalog-ext (issue 4): capture idempotency-key-lifetime, configure commit retries.
-            .withObjectMapper(ConfigCapture.register(Json.restMapper(), state))
+            .withObjectMapper(ConfigCapture.register(Json.restMapper(), session.guard))
             .build();
-    CommitGuard.configure(state, config);
+    session.guard.configure(config); // the merged config too: /v1/config may set catalog-ext.commit.*
     EventLog.configure(config); // catalog-ext.events.jsonl-path: the JVM's own JSON-lines event file
-    return new EventingRESTClient(new ObservingRESTClient(http, state), state); // events: outermost
+    return new EventingRESTClient(new ObservingRESTClient(http, session), session); // events: outermost
   }
 }

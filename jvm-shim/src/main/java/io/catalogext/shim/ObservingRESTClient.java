@@ -24,34 +24,16 @@ import org.apache.iceberg.rest.responses.LoadTableResponse;
  * that lets S3 clients anywhere in the cluster find it. Everything else passes through unchanged.
  */
 final class ObservingRESTClient extends ForwardingRESTClient {
-  private final CatalogState state;
+  private final CatalogSession session;
 
-  /** Shared by every client derived from one catalog (withAuthSession creates new ones). */
-  static final class CatalogState {
-    volatile String catalogName = "catalog";
-    /** catalog-ext.refresh.* of this catalog (the Python face sets them, or spark-conf does). */
-    volatile RefreshPolicy policy = RefreshPolicy.defaults();
-    /** The catalog's URI: refresh endpoints elsewhere never get our credentials. */
-    volatile String uri;
-    /** Path up to "namespaces/" as the catalog's own requests use it (v1/{prefix}/). */
-    volatile String pathRoot;
-    /**
-     * The auth-session-bound HTTP client of the catalog's last table operation: the refresh
-     * strategies reuse it, with its auth, token refresh, scope, TLS and headers.
-     */
-    volatile RESTClient refreshClient;
-    /** Strategies this catalog answered 404 to (e.g. no GET .../credentials endpoint). */
-    final java.util.Set<CatalogRefresher.Strategy> unsupported = java.util.concurrent.ConcurrentHashMap.newKeySet();
-  }
-
-  ObservingRESTClient(RESTClient delegate, CatalogState state) {
+  ObservingRESTClient(RESTClient delegate, CatalogSession session) {
     super(delegate);
-    this.state = state;
+    this.session = session;
   }
 
   @Override
   protected RESTClient wrap(RESTClient client) {
-    return new ObservingRESTClient(client, state);
+    return new ObservingRESTClient(client, session);
   }
 
   @Override
@@ -136,7 +118,7 @@ final class ObservingRESTClient extends ForwardingRESTClient {
 
   /** catalog-ext (issue 4): Idempotency-Key, retry policy and commit reconciliation. */
   private CommitGuard guard() {
-    return CommitGuard.of(state);
+    return session.guard;
   }
 
   @SuppressWarnings("unchecked")
@@ -150,13 +132,12 @@ final class ObservingRESTClient extends ForwardingRESTClient {
     }
     // Iceberg 1.12's remote-signing-config, as the s3.signer.* properties Iceberg 1.10 reads.
     LoadTableResponse loaded = RemoteSigning.translate((LoadTableResponse) response, tablePath, body);
-    state.refreshClient = delegate;
-    state.pathRoot = tablePath.root;
+    session.observedTableOperation(delegate, tablePath.root);
     if (body instanceof UpdateTableRequest) {
       // A commit: once a create commit lands, the table is no longer staged.
       for (UpdateRequirement req : ((UpdateTableRequest) body).requirements()) {
         if (req instanceof UpdateRequirement.AssertTableDoesNotExist) {
-          CredentialRegistry.get().markCommitted(state.catalogName, tablePath.namespace, tablePath.table);
+          CredentialRegistry.get().markCommitted(session.name, tablePath.namespace, tablePath.table);
         }
       }
       return (T) loaded;
@@ -186,12 +167,12 @@ final class ObservingRESTClient extends ForwardingRESTClient {
     boolean vended =
         loaded.config().containsKey(ShimKeys.ACCESS_KEY_ID)
             || loaded.credentials().stream().anyMatch(c -> c.config().containsKey(ShimKeys.ACCESS_KEY_ID));
-    if (!registry.wantsTable(state.catalogName, vended)) {
+    if (!registry.wantsTable(session.name, vended)) {
       return loaded;
     }
     TableContext context =
         new TableContext(
-            state.catalogName,
+            session.name,
             namespace,
             table,
             loaded.tableMetadata().location(),
@@ -199,8 +180,8 @@ final class ObservingRESTClient extends ForwardingRESTClient {
             staged,
             stageRequest,
             loaded.config().get(ShimKeys.REFRESH_ENDPOINT));
-    String handle = registry.registerDriverTable(context, state, loaded.config(), loaded.credentials());
-    RefreshPolicy policy = registry.policyFor(state);
+    String handle = registry.registerDriverTable(context, session, loaded.config(), loaded.credentials());
+    RefreshPolicy policy = registry.policyFor(session);
 
     Map<String, String> config = new HashMap<>(loaded.config());
     config.put(ShimKeys.TABLE_HANDLE, handle);

@@ -35,6 +35,7 @@ final class ShimMetrics {
   static final String ASK_LATENCY = "executor_asks.latency";
   static final String CATALOG_REQUESTS = "catalog_requests";
 
+  // Process-wide: Spark builds CatalogExtPlugin by class name; its one metric registry per JVM gets these.
   private static final ShimMetrics INSTANCE =
       new ShimMetrics(System::currentTimeMillis, () -> CredentialRegistry.get().earliestExpiryMs());
 

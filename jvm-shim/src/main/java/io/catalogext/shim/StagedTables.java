@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DeleteFile;
@@ -59,19 +60,16 @@ public final class StagedTables {
    * direction, nulls}), properties, location.
    */
   public static Staged stage(SparkSession spark, StructType sparkSchema, String optionsJson) {
-    JsonNode opts = Json.read(optionsJson);
-    String catalogName = opts.path("catalog").asText();
-    CatalogPlugin plugin = spark.sessionState().catalogManager().catalog(catalogName);
+    Options opts = Options.parse(optionsJson); // bad options fail before Spark or the catalog is asked
+    CatalogPlugin plugin = spark.sessionState().catalogManager().catalog(opts.catalog);
     if (!(plugin instanceof SparkCatalog)) {
       throw new IllegalArgumentException(
-          "Spark catalog '" + catalogName + "' is not an Iceberg SparkCatalog");
+          "Spark catalog '" + opts.catalog + "' is not an Iceberg SparkCatalog; stage tables of a catalog set to"
+              + " org.apache.iceberg.spark.SparkCatalog");
     }
     SparkCatalog sparkCatalog = (SparkCatalog) plugin;
     Catalog iceberg = sparkCatalog.icebergCatalog();
-    List<String> levels = new ArrayList<>();
-    opts.path("namespace").forEach(n -> levels.add(n.asText()));
-    String name = opts.path("name").asText();
-    TableIdentifier ident = TableIdentifier.of(Namespace.of(levels.toArray(new String[0])), name);
+    TableIdentifier ident = opts.ident();
 
     // Field ids from 1, as Iceberg assigns them at create time anyway: SeaweedFS 4.48 rejects a
     // partition or sort field whose source-id is 0 (which SparkSchemaUtil.convert produces).
@@ -79,37 +77,117 @@ public final class StagedTables {
     Catalog.TableBuilder builder =
         iceberg
             .buildTable(ident, schema)
-            .withPartitionSpec(partitionSpec(schema, opts.path("partition")))
-            .withSortOrder(sortOrder(schema, opts.path("sort")))
-            .withProperties(Json.stringMap(opts.path("properties")));
-    if (opts.hasNonNull("location")) {
-      builder = builder.withLocation(opts.get("location").asText());
+            .withPartitionSpec(partitionSpec(schema, opts.partition))
+            .withSortOrder(sortOrder(schema, opts.sort))
+            .withProperties(opts.properties);
+    if (opts.location != null) {
+      builder = builder.withLocation(opts.location);
     }
-    String mode = opts.path("mode").asText("create");
     Transaction tx;
-    switch (mode) {
+    switch (opts.mode) {
       case "create":
         tx = builder.createTransaction();
         break;
       case "replace":
         tx = builder.replaceTransaction();
         break;
-      case "create_or_replace":
+      default: // "create_or_replace": Options.parse accepts nothing else
         tx = builder.createOrReplaceTransaction();
-        break;
-      default:
-        throw new IllegalArgumentException("unknown staging mode '" + mode + "'");
     }
-    return new Staged(spark, sparkCatalog, levels, ident, tx, mode);
+    return new Staged(spark, sparkCatalog, opts.namespace, ident, tx, opts.mode);
   }
 
-  private static PartitionSpec partitionSpec(Schema schema, JsonNode fields) {
+  /** The options of {@link #stage}, read and checked without Spark (one-line errors that say the fix). */
+  static final class Options {
+    static final List<String> MODES = List.of("create", "replace", "create_or_replace");
+    static final List<String> TRANSFORMS = List.of("identity", "year", "month", "day", "hour", "bucket", "truncate");
+
+    final String catalog;
+    final List<String> namespace;
+    final String name;
+    final String mode;
+    final JsonNode partition;
+    final JsonNode sort;
+    final Map<String, String> properties;
+    final String location;
+
+    private Options(JsonNode opts) {
+      this.catalog = required(opts, "catalog", "the Spark catalog's name");
+      List<String> levels = new ArrayList<>();
+      opts.path("namespace").forEach(n -> levels.add(n.asText()));
+      this.namespace = List.copyOf(levels);
+      this.name = required(opts, "name", "the table's name");
+      this.mode = opts.path("mode").asText("create");
+      if (!MODES.contains(mode)) {
+        throw new IllegalArgumentException("unknown staging mode '" + mode + "': use create, replace or create_or_replace");
+      }
+      this.partition = fields(opts.path("partition"), "partition");
+      this.sort = fields(opts.path("sort"), "sort");
+      this.properties = Json.stringMap(opts.path("properties"));
+      this.location = opts.hasNonNull("location") ? opts.get("location").asText() : null;
+    }
+
+    /** @throws IllegalArgumentException one line naming the bad option and what it accepts */
+    static Options parse(String optionsJson) {
+      JsonNode opts = Json.read(optionsJson);
+      if (opts == null || !opts.isObject()) {
+        throw new IllegalArgumentException("staging options must be a JSON object with catalog, namespace, name and mode");
+      }
+      return new Options(opts);
+    }
+
+    TableIdentifier ident() {
+      return TableIdentifier.of(Namespace.of(namespace.toArray(new String[0])), name);
+    }
+
+    private static String required(JsonNode opts, String key, String what) {
+      String value = opts.path(key).asText("");
+      if (value.isEmpty()) {
+        throw new IllegalArgumentException("staging options need '" + key + "' (" + what + ")");
+      }
+      return value;
+    }
+
+    /** A partition or sort list whose every transform is known and whose bucket/truncate has a width. */
+    private static JsonNode fields(JsonNode fields, String what) {
+      for (JsonNode f : fields) {
+        String transform = f.path("transform").asText("identity");
+        if (!TRANSFORMS.contains(transform)) {
+          throw new IllegalArgumentException("unknown " + what + " transform '" + transform
+              + "': use identity, year, month, day, hour, bucket or truncate");
+        }
+        if (f.path("column").asText("").isEmpty()) {
+          throw new IllegalArgumentException(what + " field " + f + " names no column: give each a 'column'");
+        }
+        if ((transform.equals("bucket") || transform.equals("truncate")) && f.path("arg").asInt(0) <= 0) {
+          throw new IllegalArgumentException(what + " transform " + transform + " of '" + f.path("column").asText()
+              + "' needs a positive 'arg', e.g. " + transform + "(16, " + f.path("column").asText() + ")");
+        }
+        if (what.equals("sort")) {
+          String direction = f.path("direction").asText("asc").toLowerCase(java.util.Locale.ROOT);
+          String nulls = f.path("nulls").asText("first").toLowerCase(java.util.Locale.ROOT);
+          if (!direction.equals("asc") && !direction.equals("desc")) {
+            throw new IllegalArgumentException("sort direction '" + direction + "' of '" + f.path("column").asText()
+                + "': use asc or desc");
+          }
+          if (!nulls.equals("first") && !nulls.equals("last")) {
+            throw new IllegalArgumentException("sort nulls '" + nulls + "' of '" + f.path("column").asText()
+                + "': use first or last");
+          }
+        }
+      }
+      return fields;
+    }
+  }
+
+  /** A partition spec for {@code schema} from checked {@link Options#partition} fields. */
+  static PartitionSpec partitionSpec(Schema schema, JsonNode fields) {
     if (!fields.isArray() || fields.size() == 0) {
       return PartitionSpec.unpartitioned();
     }
     PartitionSpec.Builder b = PartitionSpec.builderFor(schema);
     for (JsonNode f : fields) {
-      String col = f.path("column").asText();
+      String col = column(schema, f, "partition");
       int arg = f.path("arg").asInt(0);
       switch (f.path("transform").asText("identity")) {
         case "identity":
@@ -140,13 +218,14 @@ public final class StagedTables {
     return b.build();
   }
 
-  private static SortOrder sortOrder(Schema schema, JsonNode fields) {
+  /** A sort order for {@code schema} from checked {@link Options#sort} fields. */
+  static SortOrder sortOrder(Schema schema, JsonNode fields) {
     if (!fields.isArray() || fields.size() == 0) {
       return SortOrder.unsorted();
     }
     SortOrder.Builder b = SortOrder.builderFor(schema);
     for (JsonNode f : fields) {
-      String col = f.path("column").asText();
+      String col = column(schema, f, "sort");
       int arg = f.path("arg").asInt(0);
       Term term;
       switch (f.path("transform").asText("identity")) {
@@ -184,6 +263,18 @@ public final class StagedTables {
       }
     }
     return b.build();
+  }
+
+  /** The field's column, which must be in {@code schema} (else one line listing the columns). */
+  private static String column(Schema schema, JsonNode f, String what) {
+    String col = f.path("column").asText();
+    if (schema.findField(col) == null) {
+      List<String> names = new ArrayList<>();
+      schema.columns().forEach(c -> names.add(c.name()));
+      throw new IllegalArgumentException(what + " column '" + col + "' is not in the table's schema; columns: "
+          + String.join(", ", names));
+    }
+    return col;
   }
 
   /** One staged table: write, then commit or abort, once. Thread-safe. */

@@ -13,7 +13,7 @@ import org.apache.iceberg.rest.responses.LoadCredentialsResponse;
 /** The refresher's plan (which strategies, in which order) and its fetch loop over a scripted client. */
 public class CatalogRefresherTest {
   private final FakeClock clock = new FakeClock();
-  private final ObservingRESTClient.CatalogState state = new ObservingRESTClient.CatalogState();
+  private final CatalogSession state = new CatalogSession("c", Map.of("uri", "http://catalog:8181"));
   /** Paths the scripted client was asked, in order. */
   private final List<String> asked = new ArrayList<>();
 
@@ -47,8 +47,7 @@ public class CatalogRefresherTest {
   }
 
   public void testAMissingCredentialsEndpointIsRememberedAndTheReloadServes() {
-    state.pathRoot = "v1/";
-    state.refreshClient = scripted(Map.of("v1/namespaces/db/tables/t/credentials", "404"));
+    state.observedTableOperation(scripted(Map.of("v1/namespaces/db/tables/t/credentials", "404")), "v1/");
     TableEntry e = entry(false, null, null);
     RuntimeException e1 = Check.raises(RuntimeException.class, () -> CatalogRefresher.fetch(state, e));
     Check.isTrue(e1.getMessage().contains("credentials-endpoint failed") && e1.getMessage().contains("reload failed"), e1.getMessage());
@@ -57,9 +56,7 @@ public class CatalogRefresherTest {
   }
 
   public void testTheFirstStrategyThatAnswersWinsAndNamesItsPredecessors() {
-    state.pathRoot = "v1/";
-    state.uri = "http://catalog:8181";
-    state.refreshClient = scripted(Map.of("v1/refresh/t", "keys"));
+    state.observedTableOperation(scripted(Map.of("v1/refresh/t", "keys")), "v1/");
     RefreshResult r = CatalogRefresher.fetch(state, entry(false, null, "v1/refresh/t"));
     Check.equal("refresh-endpoint", r.strategy, "strategy");
     Check.equal("AKIA-NEW", r.configByPrefix.get("s3://b/db/t").get(ShimKeys.ACCESS_KEY_ID), "keys by prefix");
@@ -67,7 +64,6 @@ public class CatalogRefresherTest {
   }
 
   public void testARefreshEndpointOnAnotherOriginIsRefused() {
-    state.uri = "http://catalog:8181";
     Check.raises(IllegalStateException.class, () -> CatalogRefresher.endpointPath(state, "http://evil:8181/v1/r"));
     Check.equal("http://catalog:8181/v1/r", CatalogRefresher.endpointPath(state, "http://catalog:8181/v1/r"), "same origin");
     Check.equal("v1/r", CatalogRefresher.endpointPath(state, "/v1/r"), "relative");

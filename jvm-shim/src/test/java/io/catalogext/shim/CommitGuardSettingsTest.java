@@ -6,7 +6,7 @@ import java.util.Map;
 public class CommitGuardSettingsTest {
   private static IllegalArgumentException bad(String name, String value) {
     return Check.raises(IllegalArgumentException.class,
-        () -> CommitGuard.configure(new ObservingRESTClient.CatalogState(), Map.of("catalog-ext.commit." + name, value)));
+        () -> new CommitGuard().configure(Map.of("catalog-ext.commit." + name, value)));
   }
 
   public void testBadNumbersAreRefused() {
@@ -23,23 +23,22 @@ public class CommitGuardSettingsTest {
   }
 
   public void testGoodValuesAreAccepted() {
-    ObservingRESTClient.CatalogState state = new ObservingRESTClient.CatalogState();
-    CommitGuard.configure(state, Map.of("catalog-ext.commit.max-attempts", "3",
+    CommitGuard g = new CommitGuard();
+    g.configure(Map.of("catalog-ext.commit.max-attempts", "3",
         "catalog-ext.commit.idempotency", "Always", "other.property", "x"));
-    Check.isTrue(CommitGuard.of(state).idempotencyEnabled(), "always sends keys");
+    Check.isTrue(g.idempotencyEnabled(), "always sends keys");
   }
 
   public void testAlwaysDoesNotAssumeDeduplicationWithoutAdvertisement() {
-    ObservingRESTClient.CatalogState state = new ObservingRESTClient.CatalogState();
-    CommitGuard.configure(state, Map.of("catalog-ext.commit.idempotency", "always"));
-    CommitGuard g = CommitGuard.of(state);
+    CommitGuard g = new CommitGuard();
+    g.configure(Map.of("catalog-ext.commit.idempotency", "always"));
     Check.isTrue(g.idempotencyEnabled() && !g.deduplicating(), "not advertised");
     g.setIdempotencyKeyLifetime("PT30M");
     Check.isTrue(g.deduplicating(), "advertised");
   }
 
   public void testUnparseableLifetimeIsNotTrustedToDeduplicate() {
-    CommitGuard g = CommitGuard.of(new ObservingRESTClient.CatalogState());
+    CommitGuard g = new CommitGuard();
     g.setIdempotencyKeyLifetime("thirty minutes");
     Check.isTrue(g.idempotencyEnabled(), "keys are still sent (auto: advertised)");
     Check.isTrue(!g.deduplicating(), "but retries are bounded as without idempotency");
@@ -47,13 +46,13 @@ public class CommitGuardSettingsTest {
 
   public void testHugeLifetimesAreClampedWithoutOverflow() {
     for (String huge : new String[] {"P999999999D", "PT9223372036854775807S"}) {
-      CommitGuard g = CommitGuard.of(new ObservingRESTClient.CatalogState());
+      CommitGuard g = new CommitGuard();
       g.setIdempotencyKeyLifetime(huge);
       Check.isTrue(g.deduplicating(), huge + " still de-duplicates");
       Check.equal(CommitGuard.MAX_KEY_LIFETIME, g.lifetime(), huge + " clamped");
       Check.isTrue(g.canRetry(1, System.nanoTime(), 10, true), huge + ": canRetry does not overflow");
     }
-    CommitGuard g = CommitGuard.of(new ObservingRESTClient.CatalogState());
+    CommitGuard g = new CommitGuard();
     g.setIdempotencyKeyLifetime("PT30M");
     Check.equal(java.time.Duration.ofMinutes(30), g.lifetime(), "a sane lifetime is kept");
   }

@@ -81,8 +81,7 @@ public class DriverPluginSourceTest {
   public void testDriverHandsOutItsStillValidKeysDuringAnOutage() {
     // The driver: a table whose keys K0 last 60 min, and a catalog that is down from then on.
     CredentialRegistry driver = new CredentialRegistry(clock);
-    ObservingRESTClient.CatalogState state = new ObservingRESTClient.CatalogState();
-    state.catalogName = "c";
+    CatalogSession state = new CatalogSession("c", Map.of());
     driver.registerCatalog(state);
     driver.enableCustomSource("c");
     driver.registerBridge(request -> "{\"error\": \"503 from the catalog\"}");

@@ -1,13 +1,9 @@
 package io.catalogext.shim;
 
 import com.sun.net.httpserver.HttpServer;
-import java.io.OutputStream;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
@@ -28,10 +24,8 @@ public class ExtRESTCatalogTimeoutTest {
 
   /** Answers the config request; every other request stalls until the test ends. */
   private HttpServer stallingCatalog() throws Exception {
-    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    server.setExecutor(Executors.newCachedThreadPool(DaemonThreads.named("test-stalling-catalog")));
-    server.createContext(
-        "/",
+    return LoopbackCatalog.start(
+        "test-stalling-catalog",
         exchange -> {
           String path = exchange.getRequestURI().getPath();
           String answer =
@@ -39,12 +33,7 @@ public class ExtRESTCatalogTimeoutTest {
                   ? "{\"defaults\":{},\"overrides\":{}}"
                   : "GET".equals(exchange.getRequestMethod()) && path.endsWith("/tables/loaded") ? loadedTable() : null;
           if (answer != null) {
-            byte[] body = answer.getBytes(StandardCharsets.UTF_8);
-            exchange.getResponseHeaders().add("Content-Type", "application/json");
-            exchange.sendResponseHeaders(200, body.length);
-            try (OutputStream out = exchange.getResponseBody()) {
-              out.write(body);
-            }
+            LoopbackCatalog.answer(exchange, 200, answer);
             return;
           }
           try {
@@ -54,8 +43,6 @@ public class ExtRESTCatalogTimeoutTest {
           }
           exchange.close();
         });
-    server.start();
-    return server;
   }
 
   /** A LoadTableResponse for an empty table (the commit test needs one to commit to). */
@@ -78,7 +65,7 @@ public class ExtRESTCatalogTimeoutTest {
 
   private ExtRESTCatalog catalog(HttpServer server, Map<String, String> extra) {
     Map<String, String> props = new HashMap<>(extra);
-    props.put("uri", "http://127.0.0.1:" + server.getAddress().getPort());
+    props.put("uri", LoopbackCatalog.uri(server, ""));
     ExtRESTCatalog catalog = new ExtRESTCatalog();
     catalog.initialize("timeouts", props);
     return catalog;

@@ -5,10 +5,10 @@ package io.catalogext.shim;
  * the catalog's auth and every {@code header.*} value: only the catalog's own origin may get it.
  */
 public class RefreshEndpointOriginTest {
-  private final ObservingRESTClient.CatalogState state = new ObservingRESTClient.CatalogState();
+  private final CatalogSession state =
+      new CatalogSession("c", java.util.Map.of("uri", "https://catalog.example.com:8181/api/catalog"));
 
   public RefreshEndpointOriginTest() {
-    state.uri = "https://catalog.example.com:8181/api/catalog";
   }
 
   public void testPathsAndSameOriginUrlsAreUsed() {

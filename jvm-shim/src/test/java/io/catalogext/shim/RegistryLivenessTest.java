@@ -17,11 +17,10 @@ public class RegistryLivenessTest {
 
   private final FakeClock clock = new FakeClock();
   private final CredentialRegistry registry = new CredentialRegistry(clock);
-  private final ObservingRESTClient.CatalogState state = new ObservingRESTClient.CatalogState();
+  private final CatalogSession state = new CatalogSession("c", Map.of());
   private final AtomicInteger calls = new AtomicInteger();
 
   public RegistryLivenessTest() {
-    state.catalogName = "c";
     registry.registerCatalog(state);
     registry.enableCustomSource("c"); // refreshed from the (here Java) bridge, as a Python source would be
   }
@@ -201,10 +200,8 @@ public class RegistryLivenessTest {
               + "\"}}";
         });
     try {
-      ObservingRESTClient.CatalogState hung = new ObservingRESTClient.CatalogState();
-      hung.catalogName = "hung";
-      ObservingRESTClient.CatalogState healthy = new ObservingRESTClient.CatalogState();
-      healthy.catalogName = "healthy";
+      CatalogSession hung = new CatalogSession("hung", Map.of());
+      CatalogSession healthy = new CatalogSession("healthy", Map.of());
       java.util.List<TableEntry> hungTables = new java.util.ArrayList<>();
       for (int i = 0; i < 20; i++) { // more than any pool: each of its refreshes hangs
         hungTables.add(trackIn(hung, "t" + i));
@@ -227,11 +224,11 @@ public class RegistryLivenessTest {
     }
   }
 
-  private TableEntry trackIn(ObservingRESTClient.CatalogState catalog, String table) {
+  private TableEntry trackIn(CatalogSession catalog, String table) {
     registry.registerCatalog(catalog);
-    registry.enableCustomSource(catalog.catalogName);
+    registry.enableCustomSource(catalog.name);
     TableContext context =
-        new TableContext(catalog.catalogName, List.of("db"), table, "s3://b/" + table, null, false, null, null);
+        new TableContext(catalog.name, List.of("db"), table, "s3://b/" + table, null, false, null, null);
     Map<String, String> config = new HashMap<>();
     config.put(ShimKeys.ACCESS_KEY_ID, "K0");
     config.put(ShimKeys.SECRET_ACCESS_KEY, "S");

@@ -1,0 +1,195 @@
+package io.catalogext.shim;
+
+import java.lang.reflect.Proxy;
+import java.net.SocketTimeoutException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import org.apache.iceberg.MetadataUpdate;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.SnapshotParser;
+import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.UpdateRequirement;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.CommitFailedException;
+import org.apache.iceberg.exceptions.CommitStateUnknownException;
+import org.apache.iceberg.exceptions.RESTException;
+import org.apache.iceberg.rest.ErrorHandlers;
+import org.apache.iceberg.rest.RESTClient;
+import org.apache.iceberg.rest.requests.UpdateTableRequest;
+import org.apache.iceberg.rest.responses.ErrorResponse;
+import org.apache.iceberg.rest.responses.LoadTableResponse;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.iceberg.types.Types;
+
+/**
+ * {@link CommitGuard#mutate}: the retry / reconcile loop around one table commit that adds a
+ * snapshot, driven over scripted attempts (what the catalog answered each POST) and a scripted
+ * reader (what the table shows when the guard loads it to reconcile). No sleeping: zero backoff.
+ */
+public class CommitGuardLoopTest {
+  private static final String PATH = "v1/namespaces/db/tables/t";
+  private static final long OURS = 7_001L;
+  private static final long THEIRS = 7_002L;
+
+  private final TableMetadata base =
+      TableMetadata.newTableMetadata(
+          new Schema(Types.NestedField.required(1, "id", Types.LongType.get())),
+          PartitionSpec.unpartitioned(), "s3://b/db/t", Map.of());
+  private final CommitGuard guard = new CommitGuard();
+
+  /** Headers of every POST attempt, in order. */
+  private final List<Map<String, String>> posts = new ArrayList<>();
+  /** Table paths the guard loaded to reconcile. */
+  private final List<String> loads = new ArrayList<>();
+  /** Errors handed to Iceberg's own error handler (which maps them to its exceptions). */
+  private final List<Integer> handedToIceberg = new ArrayList<>();
+  /** What a reconciliation load answers. */
+  private TableMetadata tableNow = base;
+
+  public CommitGuardLoopTest() {
+    guard.configure(Map.of("catalog-ext.commit.base-delay-ms", "0", "catalog-ext.commit.max-delay-ms", "0"));
+  }
+
+  // ------------------------------------------------------------------ the five paths
+
+  public void testLostAnswerThatLandedIsOneSuccessAfterOnePost() {
+    tableNow = withSnapshot(base, OURS);
+    LoadTableResponse result = commit("lost");
+    Check.equal(1, posts.size(), "one POST: the reconciliation found it, nothing is repeated");
+    Check.equal(List.of(PATH), loads, "the table was loaded once to reconcile");
+    Check.isTrue(result != null && result.tableMetadata().snapshot(OURS) != null, "success carries the table with our snapshot");
+    Check.equal(List.of(), handedToIceberg, "Iceberg's handler never saw a failure");
+    ObjectNode evidence = evidence();
+    Check.equal(1L, evidence.get("reconciled_landed").asLong(), "counted as landed");
+    Check.equal(0L, evidence.get("retries").asLong(), "no retry");
+  }
+
+  public void testLostAnswerWithAnAdvertisedKeyLifetimeIsRepeatedUnderTheSameKey() {
+    guard.setIdempotencyKeyLifetime("PT30M");
+    LoadTableResponse result = commit("lost", "ok");
+    Check.equal(2, posts.size(), "repeated once");
+    String key = posts.get(0).get(CommitGuard.IDEMPOTENCY_HEADER);
+    Check.isTrue(key != null && java.util.UUID.fromString(key).version() == 7, "a UUIDv7 Idempotency-Key: " + key);
+    Check.equal(key, posts.get(1).get(CommitGuard.IDEMPOTENCY_HEADER), "the repeat carries the same key");
+    Check.equal(List.of(), loads, "a de-duplicating server replays its answer: no reconciliation load");
+    Check.isTrue(result.tableMetadata().snapshot(OURS) != null, "the repeat's answer is returned");
+
+    posts.clear();
+    commit("ok");
+    Check.isTrue(!key.equals(posts.get(0).get(CommitGuard.IDEMPOTENCY_HEADER)), "the next commit gets a new key");
+  }
+
+  public void testConflictWhileTheSameKeyIsInFlightWaitsAndRepeats() {
+    guard.setIdempotencyKeyLifetime("PT30M");
+    // The first answer is lost; its repeat meets the first attempt still running (409), and our
+    // snapshot is not there yet while the commit's requirements still hold: pending, so repeat.
+    LoadTableResponse result = commit("lost", "409", "ok");
+    Check.equal(3, posts.size(), "repeated after the 409");
+    String key = posts.get(0).get(CommitGuard.IDEMPOTENCY_HEADER);
+    for (Map<String, String> h : posts) {
+      Check.equal(key, h.get(CommitGuard.IDEMPOTENCY_HEADER), "every attempt under one key");
+    }
+    Check.equal(List.of(PATH), loads, "the 409 was reconciled once");
+    Check.equal(List.of(), handedToIceberg, "the 409 never reached Iceberg (it would clean up the files)");
+    Check.isTrue(result.tableMetadata().snapshot(OURS) != null, "the last answer is returned");
+    ObjectNode evidence = evidence();
+    Check.equal(1L, evidence.get("reconciled_pending").asLong(), "reconciled as pending");
+    Check.equal(2L, evidence.get("retries").asLong(), "two retries");
+  }
+
+  public void testServerErrorsUntilTheAttemptsRunOutAreUnknownAndKeepTheFiles() {
+    guard.configure(Map.of("catalog-ext.commit.max-attempts", "2", "catalog-ext.commit.base-delay-ms", "0",
+        "catalog-ext.commit.max-delay-ms", "0"));
+    CommitStateUnknownException e =
+        Check.raises(CommitStateUnknownException.class, () -> commit("503", "502"));
+    Check.equal(2, posts.size(), "max-attempts=2: two POSTs, no third");
+    Check.equal(List.of(PATH, PATH), loads, "each answer was reconciled (no de-duplicating server)");
+    Check.equal(List.of(), handedToIceberg, "decided by the guard, not Iceberg's handler");
+    Check.isTrue(e.getMessage().contains("no files were deleted") && e.getMessage().contains("2 attempt(s)"), e.getMessage());
+    Check.equal(2L, evidence().get("reconciled_pending").asLong(), "pending both times");
+  }
+
+  public void testConflictOnADataCommitThatCannotLandIsIcebergsCommitFailed() {
+    tableNow = withSnapshot(base, THEIRS); // someone else committed: our assert-ref-snapshot-id fails
+    Check.raises(CommitFailedException.class, () -> commit("409")); // not CommitStateUnknownException
+    Check.equal(1, posts.size(), "not repeated: Iceberg refreshes and retries itself");
+    Check.equal(List.of(PATH), loads, "reconciled before Iceberg may clean up");
+    Check.equal(List.of(409), handedToIceberg, "Iceberg's own handler mapped the 409");
+    Check.equal(1L, evidence().get("reconciled_not_landed").asLong(), "proven not landed");
+  }
+
+  // ------------------------------------------------------------------ scripting
+
+  /** Sends our commit through the guard; attempt n answers {@code script[n-1]}: lost, ok or an HTTP status. */
+  private LoadTableResponse commit(String... script) {
+    UpdateTableRequest body =
+        UpdateTableRequest.create(
+            TableIdentifier.of("db", "t"),
+            List.of(new UpdateRequirement.AssertTableUUID(base.uuid()),
+                new UpdateRequirement.AssertRefSnapshotID("main", null)),
+            List.of(new MetadataUpdate.AddSnapshot(snapshot(OURS))));
+    Consumer<ErrorResponse> iceberg =
+        err -> {
+          handedToIceberg.add(err.code());
+          ErrorHandlers.tableCommitHandler().accept(err);
+        };
+    int before = posts.size();
+    return guard.mutate(
+        new CommitGuard.Request("POST", PATH, body, Map.of("X-Client", "test"), iceberg, reader()),
+        (headers, errorHandler) -> {
+          posts.add(new HashMap<>(headers));
+          int n = posts.size() - before;
+          if (n > script.length) {
+            throw new AssertionError("attempt " + n + " was not expected (script: " + String.join(", ", script) + ")");
+          }
+          String answer = script[n - 1];
+          if (answer.equals("lost")) { // as Iceberg's HTTPClient reports a read timeout
+            throw new RESTException(new SocketTimeoutException("Read timed out"), "Error occurred while processing %s request", "POST");
+          }
+          if (answer.equals("ok")) {
+            return LoadTableResponse.builder().withTableMetadata(withSnapshot(base, OURS)).build();
+          }
+          int code = Integer.parseInt(answer);
+          errorHandler.accept(ErrorResponse.builder().responseCode(code).withType("Scripted").withMessage("scripted " + code).build());
+          throw new RESTException("Unhandled error: %s", code); // as HTTPClient does after its handler
+        });
+  }
+
+  /** The undecorated client the guard reconciles through: GETs answer {@link #tableNow}. */
+  private RESTClient reader() {
+    return (RESTClient) Proxy.newProxyInstance(getClass().getClassLoader(), new Class<?>[] {RESTClient.class},
+        (proxy, method, args) -> {
+          if (method.getName().equals("close")) {
+            return null;
+          }
+          if (!method.getName().equals("get")) {
+            throw new AssertionError("the reader only loads tables, not " + method.getName());
+          }
+          loads.add((String) args[0]);
+          Check.isTrue(!((Map<?, ?>) args[3]).containsKey(CommitGuard.IDEMPOTENCY_HEADER), "loads carry no Idempotency-Key");
+          return LoadTableResponse.builder().withTableMetadata(tableNow).build();
+        });
+  }
+
+  private ObjectNode evidence() {
+    ObjectNode n = Json.object();
+    guard.describeInto(n);
+    return n;
+  }
+
+  private static Snapshot snapshot(long id) {
+    return SnapshotParser.fromJson(
+        "{\"sequence-number\":1,\"snapshot-id\":" + id + ",\"timestamp-ms\":1700000000000,"
+            + "\"summary\":{\"operation\":\"append\"},\"manifest-list\":\"s3://b/db/t/metadata/snap-" + id + ".avro\","
+            + "\"schema-id\":0}");
+  }
+
+  private static TableMetadata withSnapshot(TableMetadata meta, long id) {
+    return TableMetadata.buildFrom(meta).addSnapshot(snapshot(id)).setBranchSnapshot(id, "main").build();
+  }
+}

@@ -1,0 +1,39 @@
+package io.catalogext.shim;
+
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpHandler;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.Executors;
+
+/** A real HTTP server on loopback for the unit tests that talk to a catalog (JDK's own server). */
+final class LoopbackCatalog {
+  private LoopbackCatalog() {}
+
+  /** Starts {@code handler} on an ephemeral loopback port, on daemon threads named {@code threads}. */
+  static HttpServer start(String threads, HttpHandler handler) throws IOException {
+    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    server.setExecutor(Executors.newCachedThreadPool(DaemonThreads.named(threads)));
+    server.createContext("/", handler);
+    server.start();
+    return server;
+  }
+
+  /** Answers {@code exchange} with {@code status} and a JSON body. */
+  static void answer(HttpExchange exchange, int status, String json) throws IOException {
+    byte[] body = json.getBytes(StandardCharsets.UTF_8);
+    exchange.getResponseHeaders().add("Content-Type", "application/json");
+    exchange.sendResponseHeaders(status, body.length);
+    try (OutputStream out = exchange.getResponseBody()) {
+      out.write(body);
+    }
+  }
+
+  /** The catalog URI of {@code server}, plus {@code root} (e.g. "/a"). */
+  static String uri(HttpServer server, String root) {
+    return "http://127.0.0.1:" + server.getAddress().getPort() + root;
+  }
+}
