@@ -125,3 +125,18 @@ def test_wheel_build_includes_the_shim(tmp_path):
         packaged.write_bytes(zf.read("pyspark_catalog_ext/_jars/catalog-ext-shim.jar"))
     assert "io/catalogext/shim/ExtRESTCatalog.class" in _classes(packaged)
     assert jvm._embedded_hash(packaged) == jvm.source_hash(jvm.shim_source_dir())
+
+
+def test_the_benchmarks_compile_against_the_shim(tmp_path, jar_paths):
+    """The JVM benchmarks (jvm-shim/src/bench) compile with the shim's flags: a shim API change that
+    breaks them fails here, not months later when someone runs a benchmark."""
+    import os
+
+    import pyspark
+
+    classpath = [str(jvm.shim_jar(cache=tmp_path)), *map(str, jar_paths), str(Path(pyspark.__file__).parent / "jars" / "*")]
+    sources = sorted(str(p) for p in (jvm.shim_source_dir().parents[1] / "bench").rglob("*.java"))
+    assert sources, "no benchmark sources found"
+    proc = subprocess.run(["javac", *jvm.JAVAC_FLAGS, "-d", str(tmp_path / "classes"), "-cp", os.pathsep.join(classpath),
+                           *sources], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
