@@ -158,6 +158,8 @@ class CatalogRest(RestCatalog):
         self.commit_policy = CommitPolicy.from_properties(properties)
         self._custom_headers = tuple(k[len("header."):] for k in properties if k.startswith("header."))
         self._sent_keys = threading.local()
+        if str(properties.get("rest.sigv4-enabled", "")).lower() == "true":
+            _require_aws_credentials(properties)
         with self._answers("GET /v1/config", ("config", None)):
             super().__init__(name, **properties)
 
@@ -478,6 +480,18 @@ class _NoAuth(requests.auth.AuthBase):
         return r
 
 
+def _require_aws_credentials(properties: Mapping[str, Any]) -> None:
+    """SigV4 signs with the job's AWS credentials (PyIceberg asks boto3): without any, say so in one line
+    instead of PyIceberg's AttributeError at the first request."""
+    if properties.get("client.access-key-id") and properties.get("client.secret-access-key"):
+        return
+    import boto3
+
+    if boto3.Session(profile_name=properties.get("client.profile-name")).get_credentials() is None:
+        raise ConfigError("SigV4 signs catalog requests with your AWS credentials and none were found: set "
+                          "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, or run with an instance role")
+
+
 # -- translation of answers -------------------------------------------------------------------------
 def catalog_error(resp: Response, op: str, resource: tuple[str, str | None], catalog: CatalogRest | None = None
                   ) -> CatalogError:
@@ -754,12 +768,14 @@ def pyiceberg_properties(props: Mapping[str, str]) -> dict[str, Any]:
 def open_catalog(props: Mapping[str, str], *, name: str = "catalog-ext", delegation: str | None = None,
                  **kwargs: Any) -> CatalogRest:
     """A `CatalogRest` for the catalog a Spark catalog's properties describe (`uri`, `warehouse`, auth,
-    `header.*`): the same catalog, principal and headers. `delegation` overrides the
-    X-Iceberg-Access-Delegation header ("" sends none)."""
+    `header.*`): the same catalog, principal and headers, X-Iceberg-Access-Delegation included (sent only
+    when the properties set it; `delegation` overrides it, "" sends none)."""
     if not props.get("uri"):
         raise ConfigError("the catalog properties have no uri: set spark.sql.catalog.<name>.uri (or --uri)")
     properties = pyiceberg_properties(props)
-    if delegation is not None:
-        properties["header." + ACCESS_DELEGATION_HEADER] = delegation
+    # As the Spark catalog does: the header only where the properties ask for it (PyIceberg would
+    # otherwise send vended-credentials to every catalog).
+    properties["header." + ACCESS_DELEGATION_HEADER] = delegation if delegation is not None \
+        else str(props.get("header." + ACCESS_DELEGATION_HEADER) or "")
     return CatalogRest(name, **kwargs, **properties)
 

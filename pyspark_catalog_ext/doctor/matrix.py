@@ -113,9 +113,8 @@ def save_matrix(report: Mapping[str, Any], directory: Path | str | None = None) 
     return path
 
 
-def load_matrix(directory: Path | str | None = None) -> dict[str, dict[str, Any]]:
-    """Saved entries by profile name (files that are not valid JSON are ignored)."""
-    folder = Path(directory) if directory else MATRIX_DIR
+def _load_entries(folder: Path, by_file_name: bool) -> dict[str, dict[str, Any]]:
+    """The JSON entries of `folder` that name a profile, by profile (or by file name); invalid files are ignored."""
     out: dict[str, dict[str, Any]] = {}
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         try:
@@ -123,8 +122,13 @@ def load_matrix(directory: Path | str | None = None) -> dict[str, dict[str, Any]
         except (OSError, ValueError):
             continue
         if isinstance(data, dict) and data.get("profile"):
-            out[str(data["profile"])] = data
+            out[path.stem if by_file_name else str(data["profile"])] = data
     return out
+
+
+def load_matrix(directory: Path | str | None = None) -> dict[str, dict[str, Any]]:
+    """Saved entries by profile name (files that are not valid JSON are ignored)."""
+    return _load_entries(Path(directory) if directory else MATRIX_DIR, by_file_name=False)
 
 
 # ------------------------------------------------------------------ recordings of emulated runs
@@ -199,16 +203,7 @@ def _emulated_path(entry_id: str, directory: Path | str | None) -> Path:
 
 def load_emulated(directory: Path | str | None = None) -> dict[str, dict[str, Any]]:
     """Recordings of the emulated catalogs by id (`<family>-<release>`); invalid files are ignored."""
-    folder = Path(directory) if directory else EMULATED_DIR
-    out: dict[str, dict[str, Any]] = {}
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and data.get("profile"):
-            out[path.stem] = data
-    return out
+    return _load_entries(Path(directory) if directory else EMULATED_DIR, by_file_name=True)
 
 
 def _by_profile(recordings: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -399,6 +399,36 @@ def test_an_expired_token_is_renewed_once(srv: Scripted) -> None:
     assert_no_secrets(repr(c), c.auth_kind)
 
 
+def test_sigv4_without_aws_credentials_is_one_line(srv: Scripted, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    srv.config()
+    props = {"token": None, "rest.sigv4-enabled": "true", "rest.signing-name": "glue", "rest.signing-region": "us-east-1"}
+    with pytest.raises(ConfigError, match="SigV4 .* none were found"):
+        make(srv, **props)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CLIENT_SECRET)
+    c = make(srv, **props)
+    assert c.auth_kind == "sigv4 (glue)"
+    assert "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/" in (srv.requests("GET", "/v1/config")[-1].header("Authorization") or "")
+    assert_no_secrets(repr(c))
+
+
+@pytest.mark.parametrize("header,sent", [(None, None), ("vended-credentials", "vended-credentials"),
+                                         ("remote-signing", "remote-signing")])
+def test_the_delegation_header_is_sent_only_when_asked(srv: Scripted, header: str | None, sent: str | None) -> None:
+    """As the Spark catalog: a profile without the header (Glue) asks for no delegation."""
+    srv.config()
+    srv.on("GET", T_PATH, R(200, TABLE_RESULT))
+    c = make(srv, **({"header.X-Iceberg-Access-Delegation": header} if header else {}))
+    c.load_table_json(("db", "t"))
+    assert srv.requests("GET", T_PATH)[0].header("X-Iceberg-Access-Delegation") == sent
+    assert c.access_delegation == sent
+
+
 def test_repr_never_shows_secrets(srv: Scripted) -> None:
     srv.config()
     c = make(srv, **{"header.X-Api-Key": CLIENT_SECRET})
@@ -438,7 +468,7 @@ def test_tls_failure_mentions_ca_bundle_and_custom_ca_works(tls_files: tuple[str
 def lake_props(lakehouse: Any, **over: str) -> dict[str, str]:
     info = lakehouse.info
     return {"uri": info.iceberg_uri, "warehouse": info.warehouse, "credential": info.credential,
-            "oauth2-server-uri": info.oauth2_server_uri, **over}
+            "oauth2-server-uri": info.oauth2_server_uri, "header.X-Iceberg-Access-Delegation": "vended-credentials", **over}
 
 
 def test_seaweedfs_stage_create_vends_and_commit_publishes(lakehouse: Any) -> None:
