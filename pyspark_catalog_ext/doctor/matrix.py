@@ -63,7 +63,7 @@ WITHOUT: Mapping[str, tuple[str, str]] = {
 #: The user path of issue 18, by step number (the catalog x step table shows the recorded ones).
 STEP_TITLES: Mapping[str, str] = {
     "1": "configure", "2": "CTAS + writeTo", "3": "long read + MERGE", "4": "lost commit answer",
-    "5": "cleanup dry run", "6": "PyIceberg scan + append", "7": "maintain + notifications", "8": "remote signing",
+    "5": "cleanup dry run", "6": "PyIceberg scan + append", "7": "maintain (policies)", "8": "remote signing",
 }
 
 #: (column title, probe ids) of the markdown table.

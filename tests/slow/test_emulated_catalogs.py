@@ -12,7 +12,6 @@ CATALOG_EXT_RECORD_MATRIX=1.
 """
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -29,6 +28,7 @@ from pyspark_catalog_ext.spark.conf import CatalogSparkConf, spark_conf
 from tests.conftest import run_cli
 from tests.emulators import FAMILIES, R2_TOKEN, Behaviour, Emulator
 from tests.emulators.behaviour import LAKEKEEPER_0_13_EMPTY_CREDENTIAL, NONE
+from tests.emulators.recording import check_matrix
 from tests.refresh_support import register_slow_udf, slow
 from tests.servers import S3ExpiryProxy
 
@@ -79,20 +79,6 @@ def connection(b: Behaviour, emu: Emulator) -> dict:
 
 def writable(b: Behaviour) -> bool:
     return not b.read_only
-
-
-RECORD = os.environ.get(support_matrix.RECORD_ENV) == "1"
-
-
-def check_matrix(request, b: Behaviour, section: str, value: dict) -> None:
-    """What the user saw must be what the family's recording says (or, with
-    CATALOG_EXT_RECORD_MATRIX=1, becomes it): else fail with a one-line diff and the command."""
-    command = (f"{support_matrix.RECORD_ENV}=1 .venv/bin/python -m pytest '{request.node.nodeid}' "
-               "&& .venv/bin/python scripts/update_matrix.py --readme")
-    meta = {"family": b.family, "release": b.release, "profile": b.profile}
-    problem = support_matrix.check_emulated(b.id, section, value, meta, record=RECORD, command=command)
-    if problem:
-        pytest.fail(problem, pytrace=False)
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ import requests
 
 from pyspark_catalog_ext.catalog.profiles import get_profile
 from pyspark_catalog_ext.catalog.rest import CatalogRest, open_catalog
+from pyspark_catalog_ext.doctor.matrix import NOT_APPLICABLE, REFUSED, WORKS, step_record
 from pyspark_catalog_ext.errors import CatalogUnsupportedError, ConfigError
 from pyspark_catalog_ext.governance import events
 from pyspark_catalog_ext.governance.notifications import NotificationSink
@@ -29,7 +30,8 @@ from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.spark.conf import catalog_properties, spark_conf
 from tests.conftest import run_cli
 from tests.emulators import FAMILIES, R2_TOKEN, Behaviour, Emulator
-from tests.emulators.behaviour import LAKEKEEPER_0_13, LAKEKEEPER_0_13_SIGNING_CONFIG, NESSIE, POLARIS_MAIN, REJECTED, S3_TABLES
+from tests.emulators.behaviour import LAKEKEEPER_0_13, LAKEKEEPER_0_13_SIGNING_CONFIG, NESSIE, NONE, POLARIS_MAIN, REJECTED, S3_TABLES
+from tests.emulators.recording import check_matrix
 from tests.servers import S3ExpiryProxy
 
 NS = "emugov"
@@ -105,7 +107,7 @@ def _polaris_admin(b: Behaviour, emu: Emulator) -> CatalogRest:
 
 # ------------------------------------------------------------------------------------------ step 7
 @pytest.mark.parametrize("b", FAMILIES, ids=lambda b: b.id)
-def test_7_maintain_plans_from_the_catalogs_policies_or_names_the_limit(b, emulators, shared_table, aws_env):
+def test_7_maintain_plans_from_the_catalogs_policies_or_names_the_limit(request, b, emulators, shared_table, aws_env):
     """`maintain --dry-run` with the family's profile: Polaris's applicable-policies drive the plan;
     elsewhere one line says the catalog has no policy API and to pass a policy file."""
     emu = emulators[b.id]
@@ -127,6 +129,8 @@ def test_7_maintain_plans_from_the_catalogs_policies_or_names_the_limit(b, emula
             assert table["versions"] == {"system.snapshot-expiry": f"{NS}.{policy}@v0"}, table
             assert [a["procedure"] for a in table["actions"]] == ["expire_snapshots"], table
             assert not emu.polaris.sdk_mismatches, emu.polaris.sdk_mismatches
+            check_matrix(request, b, "step-7", step_record(
+                WORKS, "maintain plans from the catalog's applicable-policies"))
         finally:
             with _polaris_admin(b, emu) as admin:  # detach: the other Polaris family shares the namespace
                 admin.call("POST", f"/polaris/v1/{{prefix}}/namespaces/{NS}/policies/{policy}/mappings",
@@ -138,6 +142,7 @@ def test_7_maintain_plans_from_the_catalogs_policies_or_names_the_limit(b, emula
     assert proc.returncode != 0 and not proc.stdout.strip(), (proc.returncode, proc.stdout[-500:])
     assert len(lines) == 1 and "has no Polaris policy API" in lines[0] and "--policy-file" in lines[0], proc.stderr[-1500:]
     assert emu.info.secret_key not in proc.stderr and R2_TOKEN not in proc.stderr
+    check_matrix(request, b, "step-7", step_record(REFUSED, lines[0].removeprefix("error: ")))
 
 
 def test_7_maintain_runs_the_catalogs_policy_on_emulated_polaris(spark, lakehouse, s3, tmp_path):
@@ -306,7 +311,7 @@ SIGNERS = (LAKEKEEPER_0_13, NESSIE, LAKEKEEPER_0_13_SIGNING_CONFIG)
 
 
 @pytest.mark.parametrize("b", SIGNERS, ids=lambda b: b.id)
-def test_8_remote_signing_ctas_and_read_with_no_storage_key(b, spark, lakehouse, s3):
+def test_8_remote_signing_ctas_and_read_with_no_storage_key(request, b, spark, lakehouse, s3):
     """The family's profile with delegation='remote-signing': a CTAS and a read where every S3
     request is signed by the catalog's signer (Iceberg 1.10's s3.signer.* form, or 1.12's
     remote-signing-config, which the shim turns into the former) and Spark never holds a key."""
@@ -324,6 +329,8 @@ def test_8_remote_signing_ctas_and_read_with_no_storage_key(b, spark, lakehouse,
         props = dict(loaded.loadTable(ident).table().io().properties())
         assert props.get("s3.remote-signing-enabled") == "true"
         assert not [k for k in props if k in ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")], props
+    if b in FAMILIES:
+        check_matrix(request, b, "step-8", step_record(WORKS, "CTAS and read signed by the catalog's signer; Spark holds no storage key"))
 
 
 def _java_array(spark, items: list[str]):
@@ -334,7 +341,7 @@ def _java_array(spark, items: list[str]):
 
 
 @pytest.mark.parametrize("b", [f for f in FAMILIES if f.signer == REJECTED], ids=lambda b: b.id)
-def test_8_remote_signing_is_refused_up_front_where_the_catalog_rejects_it(b, emulators, shared_table):
+def test_8_remote_signing_is_refused_up_front_where_the_catalog_rejects_it(request, b, emulators, shared_table):
     """Polaris, Gravitino, Unity: the configuration itself is refused in one line naming the limit
     (before Spark starts, so before any data is written); the emulated catalog does answer a
     remote-signing load with 400, which is what the refusal spares the user."""
@@ -348,6 +355,31 @@ def test_8_remote_signing_is_refused_up_front_where_the_catalog_rejects_it(b, em
     vended = requests.get(url, headers={"Authorization": token, "X-Iceberg-Access-Delegation": "vended-credentials"}, timeout=30)
     signing = requests.get(url, headers={"Authorization": token, "X-Iceberg-Access-Delegation": "remote-signing"}, timeout=30)
     assert vended.status_code == 200 and signing.status_code == 400, (vended.status_code, signing.text[:300])
+    check_matrix(request, b, "step-8", step_record(REFUSED, message))
+
+
+@pytest.mark.parametrize("b", [f for f in FAMILIES if f.signer == NONE], ids=lambda b: b.id)
+def test_8_without_a_signer_the_job_signs_its_own_requests(request, b, emulators, shared_table, aws_env):
+    """Glue and R2 have no signer: a remote-signing load comes back in the ordinary form (no
+    s3.remote-signing-enabled), so S3FileIO signs in the job with the vended or its own keys."""
+    emu = emulators[b.id]
+    url = f"{emu.url}/v1/{b.prefix}/namespaces/{NS}/tables/shared"
+    headers = {"X-Iceberg-Access-Delegation": "remote-signing"}
+    if b.auth == "sigv4":  # Glue: signed with the job's own keys
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+
+        signed = AWSRequest("GET", url, headers=headers)
+        SigV4Auth(Credentials(aws_env["AWS_ACCESS_KEY_ID"], aws_env["AWS_SECRET_ACCESS_KEY"]), b.signing_name,
+                  "us-east-1").add_auth(signed)
+        headers = dict(signed.headers)
+    else:
+        headers["Authorization"] = _bearer(emu)["Authorization"] if b.auth == "oauth2" else f"Bearer {R2_TOKEN}"
+    answer = requests.get(url, headers=headers, timeout=30)
+    assert answer.status_code == 200, answer.text[:300]
+    assert str(answer.json().get("config", {}).get("s3.remote-signing-enabled", "")).lower() != "true"
+    check_matrix(request, b, "step-8", step_record(NOT_APPLICABLE, "no remote signer: S3FileIO signs in the job"))
 
 
 # ------------------------------------------------------------------------------------------ S3 Tables' drop
