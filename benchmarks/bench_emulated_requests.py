@@ -24,31 +24,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.emulators,
 
 import pyarrow as pa  # noqa: E402
 
-from pyspark_catalog_ext.catalog.profiles import get_profile  # noqa: E402
 from pyspark_catalog_ext.credentials import RefreshPolicy  # noqa: E402
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse  # noqa: E402
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog  # noqa: E402
 from pyspark_catalog_ext.spark.conf import spark_conf  # noqa: E402
 from tests.emulators.behaviour import FAMILIES, NONE, Behaviour  # noqa: E402
-from tests.emulators.emulator import R2_TOKEN, Emulator  # noqa: E402
+from tests.emulators.emulator import Emulator, connection  # noqa: E402
 from tests.servers import S3ExpiryProxy  # noqa: E402
 
 RENEWING_KINDS = ("credentials", "load", "stage-create")  # every request that can hand out new keys
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
-
-
-def connection(b: Behaviour, emu: Emulator, lake) -> dict:
-    """What a user of this family passes (as the emulated test suite does)."""
-    args: dict = {"uri": emu.url, "warehouse": b.warehouse}
-    if b.auth == "oauth2":
-        args["credential"] = emu.info.credential
-        if get_profile(b.profile).oauth2_token_path is None:
-            args["oauth2_server_uri"] = emu.url + "/v1/oauth/tokens"
-    elif b.auth == "token":
-        args["token"] = R2_TOKEN
-    else:
-        args["region"] = "us-east-1"
-    return args
 
 
 def run_family(b: Behaviour, lake, s3: S3ExpiryProxy, args: argparse.Namespace) -> dict:
@@ -61,7 +46,7 @@ def run_family(b: Behaviour, lake, s3: S3ExpiryProxy, args: argparse.Namespace) 
         if admin.table_exists(name):
             admin.drop_table(name)
         admin.create_table(name, SCHEMA).append(pa.table({"id": pa.array(range(1000), pa.int64())}, schema=SCHEMA))
-        cat = pyiceberg_catalog(spark_conf(b.profile, "bench", jars=None, **connection(b, emu, lake)), "bench", policy=policy)
+        cat = pyiceberg_catalog(spark_conf(b.profile, "bench", jars=None, **connection(b, emu)), "bench", policy=policy)
         table = cat.load_table(name)
         emu.reset_counters()
         s3.reset_counters()

@@ -382,3 +382,20 @@ def _oauth_error(status: int, error: str, description: str) -> Response:
 
 
 __all__ = ["Emulator", "R2_TOKEN", "ALL", "COMMITTED", "EXPIRING", "NO_EXPIRY", "NONE", "_ns"]
+
+
+def connection(b: Behaviour, emu: Emulator) -> dict:
+    """What a user of this family passes (`spark_conf(profile, ..., **connection)`): the profile's
+    required inputs, nothing else."""
+    from pyspark_catalog_ext.catalog.profiles import get_profile
+
+    args: dict = {"uri": emu.url, "warehouse": b.warehouse}
+    if b.auth == "oauth2":
+        args["credential"] = emu.info.credential
+        if get_profile(b.profile).oauth2_token_path is None:  # the family's IdP: here, the emulator
+            args["oauth2_server_uri"] = emu.url + "/v1/oauth/tokens"
+    elif b.auth == "token":
+        args["token"] = R2_TOKEN
+    else:
+        args["region"] = "us-east-1"
+    return args

@@ -26,7 +26,7 @@ from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.spark.catalog_check import check_catalog
 from pyspark_catalog_ext.spark.conf import CatalogSparkConf, spark_conf
 from tests.conftest import run_cli
-from tests.emulators import FAMILIES, R2_TOKEN, Behaviour, Emulator
+from tests.emulators import FAMILIES, R2_TOKEN, Behaviour, Emulator, connection
 from tests.emulators.behaviour import LAKEKEEPER_0_13_EMPTY_CREDENTIAL, NONE
 from tests.emulators.recording import check_matrix
 from tests.refresh_support import register_slow_udf, slow
@@ -61,20 +61,6 @@ def cases(step: str) -> list:
 
 def catalog_name(b: Behaviour) -> str:
     return "emu_" + "".join(c if c.isalnum() else "_" for c in b.id)
-
-
-def connection(b: Behaviour, emu: Emulator) -> dict:
-    """What a user of this family passes: the profile's required inputs, nothing else."""
-    args: dict = {"uri": emu.url, "warehouse": b.warehouse}
-    if b.auth == "oauth2":
-        args["credential"] = emu.info.credential
-        if get_profile(b.profile).oauth2_token_path is None:  # the family's IdP: here, the emulator
-            args["oauth2_server_uri"] = emu.url + "/v1/oauth/tokens"
-    elif b.auth == "token":
-        args["token"] = R2_TOKEN
-    else:
-        args["region"] = "us-east-1"
-    return args
 
 
 def writable(b: Behaviour) -> bool:

@@ -20,7 +20,6 @@ import pyarrow as pa
 import pytest
 import requests
 
-from pyspark_catalog_ext.catalog.profiles import get_profile
 from pyspark_catalog_ext.catalog.rest import CatalogRest, open_catalog
 from pyspark_catalog_ext.doctor.matrix import NOT_APPLICABLE, REFUSED, WORKS, step_record
 from pyspark_catalog_ext.errors import CatalogUnsupportedError, ConfigError
@@ -29,7 +28,7 @@ from pyspark_catalog_ext.governance.notifications import NotificationSink
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.spark.conf import catalog_properties, spark_conf
 from tests.conftest import run_cli
-from tests.emulators import FAMILIES, R2_TOKEN, Behaviour, Emulator
+from tests.emulators import FAMILIES, R2_TOKEN, Behaviour, Emulator, connection
 from tests.emulators.behaviour import LAKEKEEPER_0_13, LAKEKEEPER_0_13_SIGNING_CONFIG, NESSIE, NONE, POLARIS_MAIN, REJECTED, S3_TABLES
 from tests.emulators.recording import check_matrix
 from tests.servers import S3ExpiryProxy
@@ -41,20 +40,6 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=True)])
 
 def catalog_name(b: Behaviour) -> str:
     return "gov_" + "".join(c if c.isalnum() else "_" for c in b.id)
-
-
-def connection(b: Behaviour, emu: Emulator) -> dict:
-    """What a user of this family passes: the profile's required inputs, nothing else."""
-    args: dict = {"uri": emu.url, "warehouse": b.warehouse}
-    if b.auth == "oauth2":
-        args["credential"] = emu.info.credential
-        if get_profile(b.profile).oauth2_token_path is None:
-            args["oauth2_server_uri"] = emu.url + "/v1/oauth/tokens"
-    elif b.auth == "token":
-        args["token"] = R2_TOKEN
-    else:
-        args["region"] = "us-east-1"
-    return args
 
 
 def cli_args(b: Behaviour, emu: Emulator) -> list[str]:
