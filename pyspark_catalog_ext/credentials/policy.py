@@ -10,7 +10,6 @@ import random
 from dataclasses import dataclass
 
 from pyspark_catalog_ext import knobs
-from pyspark_catalog_ext.backoff import exponential_backoff
 
 
 def _default_s(knob: str) -> float:
@@ -65,4 +64,7 @@ class RefreshPolicy:
 
     def backoff(self, failures: int, rng: random.Random) -> float:
         """Exponential backoff with jitter after `failures` consecutive failures (>= 1)."""
-        return exponential_backoff(failures, self.initial_backoff_s, self.max_backoff_s, 0.5, rng.random())
+        # Equal jitter: half of the capped exponential ceiling is fixed, half random. A pure formula
+        # (not tenacity's wait) because the refresher's fake-clock tests pass their own rng.
+        ceiling = min(self.max_backoff_s, self.initial_backoff_s * 2.0 ** min(max(0, failures - 1), 64))  # finite
+        return ceiling * 0.5 + ceiling * 0.5 * rng.random()
