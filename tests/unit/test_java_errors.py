@@ -11,9 +11,9 @@ import pytest
 
 from pyspark_catalog_ext.errors import (
     CatalogConflictError,
-    CatalogUnsupportedError,
     CatalogNotFoundError,
     CatalogUnavailableError,
+    CatalogUnsupportedError,
     CommitFailedError,
     CommitStateUnknownError,
     ConfigError,
