@@ -192,8 +192,10 @@ _PROFILES = (
         auth="sigv4",
         signing_name="s3tables",
         delegation=None,
-        required_probes=BASIC_PROBES + ("stage-commit",) + ENGINE_PROBES,
-        notes="uses your AWS credentials (default provider chain) for both catalog and data; no vended credentials",
+        required_probes=BASIC_PROBES + ("pyiceberg", "spark-read", "spark-append"),  # no spark-ctas: no stage-create
+        emulated=True,
+        notes="uses your AWS credentials (default provider chain) for both catalog and data; no vended credentials; "
+        "no stage-create, so a CTAS cannot be atomic; a table drops only with its data (DROP TABLE ... PURGE)",
     ),
     Profile(
         name="r2",

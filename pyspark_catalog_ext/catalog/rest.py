@@ -39,6 +39,8 @@ import requests
 import requests.adapters
 import urllib3.exceptions
 from pyiceberg.catalog.rest import Endpoints, RestCatalog
+from pyiceberg.exceptions import BadRequestError
+from pyiceberg.typedef import Identifier
 from requests import Response, Session
 from urllib3.util.retry import Retry
 
@@ -55,7 +57,7 @@ from pyspark_catalog_ext.errors import (
     redact,
 )
 
-__all__ = ["CatalogRest", "Exchange", "catalog_error", "pyiceberg_properties", "safe_url", "transport_cause"]
+__all__ = ["CatalogRest", "Exchange", "PurgeRequiredError", "catalog_error", "pyiceberg_properties", "safe_url", "transport_cause"]
 
 log = logging.getLogger(__name__)
 
@@ -323,6 +325,23 @@ class CatalogRest(RestCatalog):
         with self._answers("drop table", ("table", _dotted(identifier))):
             self.drop_table(tuple(identifier), purge_requested=purge)
 
+    # -- drops: the one reading of a refused plain drop ----------------------------------------------
+    def drop_table(self, identifier: str | Identifier, purge_requested: bool = False) -> None:
+        """PyIceberg's drop; a catalog that drops tables only with their data (S3 Tables answers a
+        plain drop with 400) gets `PurgeRequiredError`: one line saying so and what to call instead.
+        Read here, once, for every Python caller (PyIceberg users, the doctor, `remove_table`)."""
+        try:
+            super().drop_table(identifier, purge_requested)
+        except BadRequestError as exc:
+            if purge_requested:
+                raise
+            name = identifier if isinstance(identifier, str) else ".".join(identifier)
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise PurgeRequiredError(
+                f"the catalog refused to drop {name} and keep its data ({redact(first)}); where a catalog drops "
+                "tables only with their data (S3 Tables), call purge_table() (SQL: DROP TABLE ... PURGE), which "
+                "deletes the table's files") from None
+
     def table_url(self, identifier: Sequence[str], tail: str = "") -> str:
         ident = tuple(identifier)
         if len(ident) < 2 or not ident[-1]:
@@ -453,6 +472,11 @@ class CatalogRest(RestCatalog):
                 raise CatalogError(f"catalog at {self.safe_uri} failed to {what}: {type(exc).__name__}: "
                                    f"{redact(str(exc))[:200]}") from None
             raise
+
+
+class PurgeRequiredError(CatalogUnsupportedError, BadRequestError):
+    """The catalog refused a drop that keeps the data (S3 Tables): ours, and still PyIceberg's
+    BadRequestError for code that catches that."""
 
 
 class _IdempotencyKeys:

@@ -20,6 +20,7 @@ from typing import Any
 import requests
 
 from pyspark_catalog_ext.catalog.idempotency import uuid7
+from pyspark_catalog_ext.catalog.rest import PurgeRequiredError
 from pyspark_catalog_ext.doctor.context import ProbeContext, create_updates, fingerprint, one_line
 from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, skipped, unsupported
 from pyspark_catalog_ext.errors import CatalogConflictError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError
@@ -147,7 +148,12 @@ def probe_tables(ctx: ProbeContext) -> Outcome:
     ctx.shared["load_t"] = loaded
     same = loaded.get("metadata", {}).get("table-uuid") == created.get("metadata", {}).get("table-uuid")
     ctx.create_table("t_drop")
-    ctx.client.remove_table((ctx.namespace, "t_drop"))
+    purge_only = False
+    try:
+        ctx.client.remove_table((ctx.namespace, "t_drop"))
+    except PurgeRequiredError:  # S3 Tables: a table goes only with its data; that drop is the one users have
+        purge_only = True
+        ctx.client.remove_table((ctx.namespace, "t_drop"), purge=True)
     gone = not ctx.client.has_table((ctx.namespace, "t_drop"))
     # Spec: creating an existing name is 409. Some servers (SeaweedFS) answer 200 instead.
     existing: int | None
@@ -159,7 +165,8 @@ def probe_tables(ctx: ProbeContext) -> Outcome:
     except CatalogError as exc:
         existing = _status_of(exc)
     evidence = {"location": location, "metadata_location": created.get("metadata-location"),
-                "load_same_uuid": same, "dropped_table_gone": gone, "create_existing_status": existing,
+                "load_same_uuid": same, "dropped_table_gone": gone, "drop_needs_purge": purge_only,
+                "create_existing_status": existing,
                 "table_config_keys": sorted(loaded.get("config") or {})}
     if not location:
         return failed("create returned no table location", **evidence)
@@ -168,6 +175,8 @@ def probe_tables(ctx: ProbeContext) -> Outcome:
     if not gone:
         return failed("dropped table still exists", **evidence)
     note = "" if existing == 409 else f"; create on an existing name answers {existing}, not 409"
+    if purge_only:
+        note += "; a table drops only with its data (plain drop refused): DROP TABLE ... PURGE / purge_table()"
     return passed(f"created, loaded and dropped tables{note}", **evidence)
 
 

@@ -23,24 +23,22 @@ from typing import Any, TypeVar
 from pydantic import Field, ValidationError
 from pyiceberg.catalog.rest import Endpoints, TableResponse
 from pyiceberg.catalog.rest.scan_planning import StorageCredential
-from pyiceberg.exceptions import BadRequestError
 from pyiceberg.table import CommitTableRequest, CommitTableResponse, StagedTable, Table
 from pyiceberg.table.update import AssertCreate
 from pyiceberg.typedef import IcebergBaseModel, Identifier
 from pyiceberg.utils.properties import property_as_bool
 from requests import Response, Session
 
-from pyspark_catalog_ext.catalog.rest import CatalogRest
+from pyspark_catalog_ext.catalog.rest import CatalogRest, PurgeRequiredError
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 from pyspark_catalog_ext.credentials.sources import CredentialSource
-from pyspark_catalog_ext.errors import CatalogUnsupportedError
 from pyspark_catalog_ext.pyiceberg_ext.commits import GuardedCommit
 from pyspark_catalog_ext.pyiceberg_ext.fileio import RefreshingFileIO
 from pyspark_catalog_ext.pyiceberg_ext.refresher import PROPERTY_PREFIX, CredentialRefresher, refresh_policy
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
-__all__ = ["ExtRestCatalog"]
+__all__ = ["ExtRestCatalog", "PurgeRequiredError"]
 
 # Table answers worth observing: create/stage-create (POST .../tables) and load (GET .../tables/{t});
 # not commits (POST .../tables/{t}), whose answers carry no credentials.
@@ -137,20 +135,6 @@ class ExtRestCatalog(CatalogRest):
             self.refresher.close()
         super().close()
 
-    # -- drops -------------------------------------------------------------------------------------
-    def drop_table(self, identifier: str | Identifier, purge_requested: bool = False) -> None:
-        """PyIceberg's drop; a catalog that drops tables only with their data (S3 Tables answers a
-        plain drop with 400) gets a one-line error saying so and what to call instead."""
-        try:
-            super().drop_table(identifier, purge_requested)
-        except BadRequestError as exc:
-            if purge_requested:
-                raise
-            raise PurgeRequiredError(
-                f"the catalog refused to drop {_name(identifier)} and keep its data ({_first_line(exc)}); where a "
-                "catalog drops tables only with their data (S3 Tables), call purge_table(), which deletes the "
-                "table's files") from None
-
     # -- commits -----------------------------------------------------------------------------------
     def commit_table(self, table: Table, requirements: tuple, updates: tuple) -> CommitTableResponse:
         from pyiceberg.catalog.rest import Capability, TableIdentifier
@@ -185,19 +169,6 @@ class ExtRestCatalog(CatalogRest):
             return None
         response.raise_for_status()
         return TableResponse.model_validate_json(response.content)
-
-
-def _name(identifier: str | Identifier) -> str:
-    return identifier if isinstance(identifier, str) else ".".join(identifier)
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
-class PurgeRequiredError(CatalogUnsupportedError, BadRequestError):
-    """The catalog refused a drop that keeps the data (S3 Tables): ours, and still PyIceberg's
-    BadRequestError for code that catches that."""
 
 
 class _VendedCredential(StorageCredential):

@@ -67,6 +67,17 @@ _OPERATIONS = {
     "dropTableWithoutPurging": "dropping a table and keeping its data (DROP TABLE); where the catalog drops tables only "
                  "with their data (S3 Tables), use DROP TABLE ... PURGE, which deletes the table's files",
 }
+# Glue, S3 Tables answer a stage-create with 400 (BadRequestException): stage-create itself is refused,
+# so no CTAS/RTAS can be atomic there, and the way on is not atomic. (A read-only catalog's 405 on
+# the same call is no such limit: it refuses every write, and keeps the generic line.)
+_STAGE_REFUSED = {
+    "stageCreate": "stageCreate, so a CTAS or writeTo().create() cannot be atomic here: create the table "
+                   "(CREATE TABLE), then INSERT INTO it",
+    "stageReplace": "stageReplace, so a REPLACE TABLE ... AS SELECT or writeTo().replace() cannot be atomic here: "
+                    "empty the table (DELETE FROM), then INSERT INTO it",
+    "stageCreateOrReplace": "stageCreateOrReplace, so a CREATE OR REPLACE TABLE ... AS SELECT or "
+                            "writeTo().createOrReplace() cannot be atomic here: create or empty the table, then INSERT INTO it",
+}
 _SPARK_CATALOGS = (SPARK_CATALOG, SPARK_SESSION_CATALOG)
 # 400, 405/406 and 501 (Iceberg's BadRequest / RESTException / UnsupportedOperation), and Iceberg's
 # own refusal of an endpoint the server did not advertise.
@@ -207,6 +218,8 @@ def _unsupported(java_exception: Any, chain: list[tuple[str, str]]) -> CatalogEx
     if name == "java.lang.UnsupportedOperationException" and not _is_catalog_refusal(message):
         return None
     operation = _OPERATIONS.get(method, method)
+    if name == "org.apache.iceberg.exceptions.BadRequestException" and method in _STAGE_REFUSED:
+        operation = _STAGE_REFUSED[method]
     if name in _NOT_FOUND:
         evidence = "it answered 'not found' (HTTP 404) for a table Spark had just loaded"
     else:

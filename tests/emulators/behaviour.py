@@ -160,21 +160,25 @@ R2 = Behaviour(
     refs={"auth": "R2 Data Catalog: bearer API token, vended credentials"},
 )
 
+# S3 Tables' Iceberg REST endpoint: SigV4 (s3tables), the table bucket's ARN as warehouse (URL-encoded
+# as prefix), the job's own keys, no stage-create (so no atomic CTAS) and a drop only with purge.
+# stage_create is an assumption from outside shared/README.md §6 (which is silent on it): AWS's S3 Tables
+# Iceberg REST docs, as quoted in ClickHouse PR #113505, and the 400 duckdb-iceberg#1294 reports.
+S3_TABLES = Behaviour(
+    family="s3tables", release="2026", profile="s3tables", warehouse="arn:aws:s3tables:us-east-1:123456789012:bucket/tb",
+    prefix="arn%3Aaws%3As3tables%3Aus-east-1%3A123456789012%3Abucket%2Ftb", auth="sigv4", signing_name="s3tables",
+    vends=NONE, stage_create=False, purge_on_drop=True,
+    refs={"vends": "S3 Tables: no vended credentials, the job's own AWS keys",
+          "stage_create": "S3 Tables: no stage-create, so no atomic CTAS (AWS S3 Tables Iceberg REST docs, quoted in "
+                          "ClickHouse PR #113505; 400 'Stage-create is currently not supported', duckdb-iceberg#1294)",
+          "purge_on_drop": "S3 Tables: a table is dropped only with its data (purgeRequested=true)"},
+)
+
 FAMILIES: tuple[Behaviour, ...] = (POLARIS_1_7, POLARIS_MAIN, LAKEKEEPER_0_13, UNITY_0_6, UNITY_0_6_REFRESH, NESSIE,
-                                   GRAVITINO, GLUE, R2)
+                                   GRAVITINO, GLUE, S3_TABLES, R2)
 
 # Lakekeeper signing the Iceberg 1.12 way: remote-signing-config in the table answer, the per-table route.
 LAKEKEEPER_0_13_SIGNING_CONFIG = replace(
     LAKEKEEPER_0_13, release="0.13.4+remote-signing-config", signer=SIGNING_CONFIG,
     refs={**LAKEKEEPER_0_13.refs, "signer": "lakekeeper#1961, iceberg#16822/#17709 (remote-signing-config, .../sign)"},
-)
-
-# S3 Tables' Iceberg REST endpoint: SigV4 (s3tables), the table bucket's ARN as warehouse (URL-encoded
-# as prefix), the job's own keys, and a drop only with purge. Not in FAMILIES (no user path run yet).
-S3_TABLES = Behaviour(
-    family="s3tables", release="2026", profile="s3tables", warehouse="arn:aws:s3tables:us-east-1:123456789012:bucket/tb",
-    prefix="arn%3Aaws%3As3tables%3Aus-east-1%3A123456789012%3Abucket%2Ftb", auth="sigv4", signing_name="s3tables",
-    vends=NONE, purge_on_drop=True,
-    refs={"vends": "S3 Tables: no vended credentials, the job's own AWS keys",
-          "purge_on_drop": "S3 Tables: a table is dropped only with its data (purgeRequested=true)"},
 )

@@ -31,9 +31,11 @@ What the emulator owns (SeaweedFS does the rest, for real: tables, metadata, com
     (allow-list per table location, SigV4 with the lakehouse's keys, the DeleteObjects relay) is the
     embedded lakehouse's ``SigningCatalogProxy``, behind this emulator's auth. Families that reject
     remote signing answer table requests asking for it with 400.
-  * S3 Tables' drop: a DELETE of a table without ``purgeRequested=true`` is answered 400.
+  * S3 Tables' drop: a DELETE of a table without ``purgeRequested=true`` is answered 400 (and, like
+    Glue, a stage-create is answered 400).
 
-Not emulated (yet): a failed create's location removed by the server (#1418), the real SigV4
+Not emulated (yet): a failed create's location removed by the server (Lakekeeper #1418: nothing a
+user of this package sees changes, docs/emulated-catalogs.md says why), the real SigV4
 signature check (shape only) and OAuth token exchange/refresh grants.
 """
 from __future__ import annotations

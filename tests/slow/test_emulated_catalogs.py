@@ -45,7 +45,7 @@ NS = "emu"
 # unitycatalog#1885, were one until catalog-ext.refresh.assumed-lifetime-ms.)
 FINDINGS: dict[tuple[str, str], str] = {}
 
-# Minutes of short-lifetime jobs on nine emulated catalogs in their own SparkSession: `./dev test`
+# Minutes of short-lifetime jobs on ten emulated catalogs in their own SparkSession: `./dev test`
 # runs them in the background process, before the real expiry, beside the main run.
 
 
@@ -92,8 +92,8 @@ def emulators(lakehouse, s3_proxies):
 
 @pytest.fixture(scope="module")
 def glue_keys(lakehouse):
-    """Glue's jobs use their own AWS keys (default provider chain): here the admin key, as env vars
-    for subprocesses and JVM system properties for the shared driver."""
+    """Glue's and S3 Tables' jobs use their own AWS keys (default provider chain): here the admin key,
+    as env vars for subprocesses and JVM system properties for the shared driver."""
     env = {"AWS_ACCESS_KEY_ID": lakehouse.info.access_key, "AWS_SECRET_ACCESS_KEY": lakehouse.info.secret_key,
            "AWS_REGION": "us-east-1"}
     return env
@@ -115,6 +115,11 @@ def emu_spark(spark, lakehouse, emulators, glue_keys):
     yield spark
     system.clearProperty("aws.accessKeyId")
     system.clearProperty("aws.secretAccessKey")
+
+
+def _drop_if_exists(spark, b: Behaviour, table: str) -> None:
+    """Where the catalog drops a table only with its data (S3 Tables), the drop users have is PURGE."""
+    spark.sql(f"DROP TABLE IF EXISTS {table}{' PURGE' if b.purge_on_drop else ''}")
 
 
 def _table(b: Behaviour, name: str) -> str:
@@ -159,7 +164,7 @@ def test_2_ctas_and_writeto_outlive_three_lifetimes_or_are_refused_up_front(b, e
     spark, emu, s3 = emu_spark, emulators[b.id][0], s3_proxies[0]
     names = [_table(b, "ctas_sql"), _table(b, "ctas_df")]
     for name in names:
-        spark.sql(f"DROP TABLE IF EXISTS {name}") if writable(b) else None
+        _drop_if_exists(spark, b, name) if writable(b) else None
     s3.reset_counters()
     emu.reset_counters()
     if b.stage_create and writable(b):
@@ -198,7 +203,7 @@ def test_3_long_read_and_merge_on_a_committed_table(b, emu_spark, emulators, s3_
     spark, s3 = emu_spark, s3_proxies[0]
     if writable(b):
         table = _table(b, "events")
-        spark.sql(f"DROP TABLE IF EXISTS {table}")
+        _drop_if_exists(spark, b, table)
         spark.sql(f"CREATE TABLE {table} (id BIGINT, k BIGINT)")
         spark.range(0, 2000, 1, 10).selectExpr("id", "id % 7 AS k").writeTo(table).append()
     else:  # the family is read-only: the table is written through the plain catalog, read through it
@@ -251,7 +256,7 @@ def test_4_lost_commit_answer_lands_exactly_once(b, emu_spark, emulators, s3_pro
     spark, emu = emu_spark, emulators[b.id][0]
     table = _table(b, "lost")
     short = table.rsplit(".", 1)[1]
-    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    _drop_if_exists(spark, b, table)
     spark.sql(f"CREATE TABLE {table} (id BIGINT)")
     fault = emu.faults.add("after", "POST", rf"/tables/{short}$", status=b.unknown_commit_status)
     spark.sql(f"INSERT INTO {table} SELECT id FROM range(0, 10)")
@@ -328,7 +333,7 @@ def test_6_pyiceberg_scan_and_append_across_expiry(b, emulators, lakehouse, s3_p
     if writable(b):
         cat.create_namespace_if_not_exists(NS)
         if cat.table_exists(name):
-            cat.drop_table(name)
+            cat.purge_table(name) if b.purge_on_drop else cat.drop_table(name)
         table = cat.create_table(name, schema)
     else:
         admin = pyiceberg_catalog(lakehouse)
@@ -362,7 +367,7 @@ DOCTOR_FAST = ["--skip", "spark,pyiceberg,inventory"]
 # The Behaviour switches behind each doctor capability: their refs are the matrix's references.
 PROBE_SWITCHES: dict[str, tuple[str, ...]] = {
     "config": ("prefix", "prefix_in", "endpoints"), "auth": ("auth", "scope", "signing_name", "expired_token_status"),
-    "namespaces": ("read_only",), "tables": ("read_only",), "vended-credentials": ("vends",),
+    "namespaces": ("read_only",), "tables": ("read_only", "purge_on_drop"), "vended-credentials": ("vends",),
     "credential-scope": ("vends",), "refresh-endpoint": ("refresh_endpoint",),
     "credentials-endpoint": ("credentials_endpoint",), "storage-refresh-token": ("empty_storage_credential",),
     "re-stage": ("stage_create",), "stage-commit": ("stage_create",), "idempotency-advertised": ("idempotency",),

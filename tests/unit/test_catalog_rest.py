@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from pyspark_catalog_ext.catalog.rest import CatalogRest, open_catalog, read_retry
+from pyspark_catalog_ext.catalog.rest import CatalogRest, PurgeRequiredError, open_catalog, read_retry
 from pyspark_catalog_ext.errors import (
     CatalogAuthError,
     CatalogConflictError,
@@ -352,6 +352,27 @@ def test_error_mapping_is_one_line_and_typed(srv: Scripted, status: int, kind: t
     text = str(err.value)
     assert "\n" not in text and str(status) in text and err.value.status == status
     assert_no_secrets(text)
+
+
+def test_a_drop_refused_without_purge_is_one_line_naming_purge(srv: Scripted) -> None:
+    # S3 Tables drops a table only with its data: a plain DELETE answers 400, purgeRequested=true drops it.
+    srv.config()
+    srv.on("DELETE", T_PATH, R(400, {"error": {"message": "a table can only be dropped with purgeRequested=true",
+                                               "type": "BadRequestException", "code": 400}}))
+    c = make(srv)
+    with pytest.raises(PurgeRequiredError) as err:
+        c.remove_table(("db", "t"))
+    text = str(err.value)
+    assert "\n" not in text and "purge_table()" in text and "DROP TABLE ... PURGE" in text and "db.t" in text, text
+    assert isinstance(err.value, CatalogUnsupportedError)
+    srv.on("DELETE", T_PATH, R(204))
+    c.remove_table(("db", "t"), purge=True)
+    deletes = srv.requests("DELETE", T_PATH)
+    assert ["purgerequested=true" in d.query.lower() for d in deletes] == [False, True], [d.query for d in deletes]
+    srv.on("DELETE", T_PATH, R(400, {"error": {"message": "bad", "type": "BadRequestException", "code": 400}}))
+    with pytest.raises(CatalogError) as err:  # a purge drop refused is the catalog's own error, not ours
+        c.remove_table(("db", "t"), purge=True)
+    assert not isinstance(err.value, PurgeRequiredError)
 
 
 def test_the_refresh_token_is_sent_but_never_recorded(srv: Scripted) -> None:

@@ -13,6 +13,7 @@ from pyspark_catalog_ext.errors import (
     CatalogConflictError,
     CatalogNotFoundError,
     CatalogUnavailableError,
+    CatalogUnsupportedError,
     CommitFailedError,
     CommitStateUnknownError,
     ConfigError,
@@ -96,3 +97,42 @@ def test_staging_uses_the_same_table():
     assert staged_translate(other, "db.t", "commit") is other
     plain = ValueError("not from the JVM")
     assert staged_translate(plain, "db.t", "commit") is plain
+
+
+@dataclass
+class Frame:
+    cls: str
+    method: str
+
+    def getClassName(self) -> str:  # noqa: N802
+        return self.cls
+
+    def getMethodName(self) -> str:  # noqa: N802
+        return self.method
+
+
+@dataclass
+class InSparkCatalog(JavaThrowable):
+    """A Java exception thrown under SparkCatalog.<method> (what the unsupported-operation rule reads)."""
+
+    method: str = "stageCreate"
+
+    def getStackTrace(self) -> list:  # noqa: N802
+        return [Frame("org.apache.iceberg.rest.RESTSessionCatalog", "createTable"),
+                Frame("org.apache.iceberg.spark.SparkCatalog", self.method)]
+
+
+def test_a_refused_stage_create_says_a_ctas_cannot_be_atomic_and_what_to_do():
+    # Glue, S3 Tables: the stage-create is answered 400; the line names the limit and the non-atomic way on.
+    java = InSparkCatalog(ICEBERG + "BadRequestException", "Malformed request: s3tables: stage-create is not supported")
+    err = translate(java)
+    text = str(err)
+    assert isinstance(err, CatalogUnsupportedError) and "\n" not in text, text
+    assert text.startswith("the catalog does not support stageCreate, so a CTAS or writeTo().create() cannot be "
+                           "atomic here: create the table (CREATE TABLE), then INSERT INTO it"), text
+    assert "stage-create is not supported" in text
+    replace = str(translate(InSparkCatalog(ICEBERG + "BadRequestException", "no", method="stageCreateOrReplace")))
+    assert "CREATE OR REPLACE TABLE ... AS SELECT" in replace and "cannot be atomic" in replace, replace
+    # A read-only catalog's 405 (Unity 0.6) refuses every write: no "create the table, then insert" advice.
+    read_only = str(translate(InSparkCatalog(ICEBERG + "RESTException", "Unable to process: read-only (405)")))
+    assert read_only.startswith("the catalog does not support stageCreate (RESTException") and "atomic" not in read_only

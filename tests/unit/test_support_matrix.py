@@ -149,6 +149,6 @@ def test_emulated_rows_say_their_source_and_notes_carry_how_and_reference(tmp_pa
     pointed = render_matrix(tmp_path, notes="NOTES")  # the README's form: notes elsewhere, pointed to
     assert "[2] degraded" not in pointed and pointed.endswith("The notes [n]: NOTES.")
     assert "| `nessie` | emulated (documented behaviour on loopback, tests/emulators; not recorded) | emulator |" in table
-    assert "| `s3tables` | reference only (vendor docs, not run here) | reference only |" in table
+    assert "| `rustfs` | reference only (vendor docs, not run here) | reference only |" in table
     docs = render_emulated_table(tmp_path / "emulated")
     assert "| polaris 9.9 | emulator (`polaris-9.9`) | `polaris` | refused: \"no stageCreate \\| here\" | exit 1:" in docs
