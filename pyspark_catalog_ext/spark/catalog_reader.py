@@ -94,14 +94,13 @@ class SparkCatalogReader:
     # ---- internals
     def _do(self, what: str, call: Callable[[], T]) -> T:
         """Run one JVM read; its Java failure becomes a one-line `errors.py` error."""
-        from py4j.protocol import Py4JJavaError
-
-        from pyspark_catalog_ext.spark.java_errors import translate
+        from pyspark_catalog_ext.spark.java_errors import java_exception_of, translate
 
         try:
             return call()
-        except Py4JJavaError as exc:
-            ours = translate(exc.java_exception, subject=f"{what} in Spark catalog {self.catalog}")
+        except Exception as exc:  # a Py4JJavaError, or PySpark's conversion of one (UnsupportedOperation...)
+            java = java_exception_of(exc)
+            ours = None if java is None else translate(java, subject=f"{what} in Spark catalog {self.catalog}")
             if ours is None:
                 raise
             raise ours from exc

@@ -44,7 +44,7 @@ from pyspark_catalog_ext.errors import (
 )
 from pyspark_catalog_ext.spark.shim_api import CREDENTIALS_EXPIRED_EXCEPTION, SHIM_PACKAGE, SPARK_CATALOG, SPARK_SESSION_CATALOG
 
-__all__ = ["install", "translate"]
+__all__ = ["install", "translate", "java_exception_of"]
 
 _MAX_CAUSES = 12  # a Java cause chain is short; bounded so a cyclic chain can't loop
 _MAX_FRAMES = 80  # SparkCatalog's frame sits within the first few dozen of an exception's stack
@@ -238,6 +238,13 @@ def _http_status(message: str) -> int | None:
     if found:
         return int(found.group(1))
     return 501 if message.startswith("Not implemented") else None
+
+
+def java_exception_of(exc: BaseException) -> Any:
+    """The Py4J Java exception object behind `exc`, or None: a `Py4JJavaError` keeps it as
+    `java_exception`; an error PySpark already converted (e.g. its `UnsupportedOperationException`)
+    keeps it as `_origin` (pyspark.errors.exceptions.captured.CapturedException, no public name)."""
+    return getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
 
 
 def java_chain(java_exception: Any) -> list[tuple[str, str]]:
