@@ -37,7 +37,7 @@ class SparkCatalogReader:
         self.catalog = catalog
         self._jvm = ShimJvm(spark)
         try:
-            info: CatalogInfo = self._do("read Spark catalog", lambda: self._jvm.catalog_info(catalog))
+            info: CatalogInfo = self._do(f"open Spark catalog {catalog}", lambda: self._jvm.catalog_info(catalog))
         except TypeError:  # py4j's "'JavaPackage' object is not callable": the shim's classes are not loaded
             raise ConfigError("the pyspark-catalog-ext shim is not on this Spark session's classpath; build the "
                               "session with pyspark_catalog_ext.configure(...)") from None
@@ -60,24 +60,27 @@ class SparkCatalogReader:
     # ---- CatalogRest's read-only calls
     def namespaces(self, parent: Sequence[str] = ()) -> list[tuple[str, ...]]:
         """Namespaces directly under `parent` (full levels each)."""
-        return self._do(f"list namespaces under {_dotted(parent) or 'the catalog'}",
+        return self._do(f"list namespaces under {_dotted(parent) or 'the catalog'} in Spark catalog {self.catalog}",
                         lambda: self._jvm.list_namespaces(self.catalog, parent))
 
     def tables(self, namespace: Sequence[str]) -> list[tuple[str, ...]]:
         """Identifiers (namespace levels..., name) of the tables in `namespace`."""
-        return self._do(f"list tables of {_dotted(namespace)}", lambda: self._jvm.list_tables(self.catalog, namespace))
+        return self._do(f"list tables of {_dotted(namespace)} in Spark catalog {self.catalog}",
+                        lambda: self._jvm.list_tables(self.catalog, namespace))
 
     def has_namespace(self, namespace: Sequence[str]) -> bool:
-        return self._do(f"check namespace {_dotted(namespace)}",
+        return self._do(f"check namespace {_dotted(namespace)} in Spark catalog {self.catalog}",
                         lambda: self._jvm.namespace_exists(self.catalog, namespace))
 
     def has_table(self, identifier: Sequence[str]) -> bool:
-        return self._do(f"check table {_dotted(identifier)}", lambda: self._jvm.table_exists(self.catalog, identifier))
+        return self._do(f"check table {_dotted(identifier)} in Spark catalog {self.catalog}",
+                        lambda: self._jvm.table_exists(self.catalog, identifier))
 
     def load_table_json(self, identifier: Sequence[str]) -> dict[str, Any]:
         """{"metadata-location", "metadata"} as the catalog has it now (Spark's cached copy is
         refreshed); no config and no storage credentials."""
-        return self._do(f"load table {_dotted(identifier)}", lambda: self._jvm.load_table(self.catalog, identifier))
+        return self._do(f"load table {_dotted(identifier)} in Spark catalog {self.catalog}",
+                        lambda: self._jvm.load_table(self.catalog, identifier))
 
     def call(self, method: str, path: str, *, params: Mapping[str, Any] | None = None) -> Any:
         """GET a route of the catalog ("/polaris/v1/{prefix}/...", "/v1/{prefix}/...") on the Spark
@@ -89,18 +92,19 @@ class SparkCatalogReader:
                 f"Spark catalog {self.catalog!r} does not use catalog-impl={SHIM_CATALOG_IMPL}, so GET {path} cannot "
                 "go through its session; configure it with pyspark_catalog_ext.configure(...)")
         query = {str(k): str(v) for k, v in (params or {}).items() if v is not None}
-        return self._do(f"GET {path}", lambda: self._jvm.catalog_get(self.catalog, path, query))
+        return self._do(f"GET {path} in Spark catalog {self.catalog}",
+                        lambda: self._jvm.catalog_get(self.catalog, path, query))
 
     # ---- internals
     def _do(self, what: str, call: Callable[[], T]) -> T:
-        """Run one JVM read; its Java failure becomes a one-line `errors.py` error."""
+        """Run one JVM read; its Java failure becomes a one-line `errors.py` error ("`what` failed: ...")."""
         from pyspark_catalog_ext.spark.java_errors import java_exception_of, translate
 
         try:
             return call()
         except Exception as exc:  # a Py4JJavaError, or PySpark's conversion of one (UnsupportedOperation...)
             java = java_exception_of(exc)
-            ours = None if java is None else translate(java, subject=f"{what} in Spark catalog {self.catalog}")
+            ours = None if java is None else translate(java, subject=what)
             if ours is None:
                 raise
             raise ours from exc

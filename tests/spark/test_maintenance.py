@@ -334,6 +334,11 @@ def test_policies_through_spark_need_the_shim_or_a_policy_file(spark, lakehouse,
     [table] = planned.tables
     assert table.error is None and [a.procedure for a in table.actions] == ["expire_snapshots"]
     assert table.location.startswith("s3://")
+    for target, needle in (("nosuchcatalog.db", "no Spark catalog 'nosuchcatalog' in this session"),
+                           ("spark_catalog.default", "Spark catalog 'spark_catalog' is not an Iceberg catalog")):
+        with pytest.raises(ConfigError) as wrong:
+            pce.maintenance.plan(spark, target, policy_file=policy_file, state_file=tmp_path / "s.json")
+        assert needle in str(wrong.value) and "\n" not in str(wrong.value), str(wrong.value)
     with pytest.raises(pce.CatalogNotFoundError) as missing:
         pce.maintenance.plan(spark, f"{admin}.nopolicy.nope", policy_file=policy_file, state_file=tmp_path / "s.json")
     assert "no table or namespace nopolicy.nope" in str(missing.value)

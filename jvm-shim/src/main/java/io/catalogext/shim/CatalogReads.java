@@ -68,20 +68,25 @@ final class CatalogReads {
     }
   }
 
-  /** The Iceberg catalog behind Spark catalog {@code name} (a CachingCatalog when Spark caches). */
-  static Catalog iceberg(SparkSession spark, String name) {
+  /** Spark catalog {@code name} if it is one of Iceberg's (SparkCatalog, SparkSessionCatalog); else one line. */
+  static HasIcebergCatalog sparkCatalog(SparkSession spark, String name) {
     CatalogPlugin plugin = plugin(spark, name);
-    if (!(plugin instanceof HasIcebergCatalog)) {
+    if (!(plugin instanceof HasIcebergCatalog) || !(plugin instanceof SupportsNamespaces)) {
       throw new IllegalArgumentException(
           "Spark catalog '" + name + "' is not an Iceberg catalog (" + plugin.getClass().getName()
               + "); configure it as org.apache.iceberg.spark.SparkCatalog");
     }
-    return ((HasIcebergCatalog) plugin).icebergCatalog();
+    return (HasIcebergCatalog) plugin;
   }
 
+  /** The Iceberg catalog behind Spark catalog {@code name} (a CachingCatalog when Spark caches). */
+  static Catalog iceberg(SparkSession spark, String name) {
+    return sparkCatalog(spark, name).icebergCatalog();
+  }
+
+  /** Namespaces through Spark's API: a CachingCatalog has none of its own, Spark's catalog delegates. */
   private static SupportsNamespaces namespaces(SparkSession spark, String name) {
-    iceberg(spark, name); // refuses a non-Iceberg catalog in one line
-    return (SupportsNamespaces) plugin(spark, name); // Iceberg's Spark catalogs implement it
+    return (SupportsNamespaces) sparkCatalog(spark, name);
   }
 
   /**
@@ -89,7 +94,7 @@ final class CatalogReads {
    * secret), its warehouse, and whether it runs on the shim's {@link ExtRESTCatalog}.
    */
   static String describe(SparkSession spark, String name) {
-    iceberg(spark, name);
+    sparkCatalog(spark, name);
     String prefix = "spark.sql.catalog." + name + ".";
     ObjectNode out = Json.object();
     out.put("uri", withoutSecrets(conf(spark, prefix + "uri")));
@@ -133,9 +138,7 @@ final class CatalogReads {
 
   /** JSON array of table identifiers (namespace levels, then the name) in {@code namespace}. */
   static String listTables(SparkSession spark, String name, List<String> namespace) throws Exception {
-    iceberg(spark, name);
-    Identifier[] found =
-        ((org.apache.spark.sql.connector.catalog.TableCatalog) plugin(spark, name)).listTables(levels(namespace));
+    Identifier[] found = sparkCatalog(spark, name).listTables(levels(namespace));
     ArrayNode out = Json.MAPPER.createArrayNode();
     for (Identifier ident : found) {
       ArrayNode parts = out.addArray();
@@ -189,7 +192,7 @@ final class CatalogReads {
   /** The shim session of Spark catalog {@code name}; one line if the catalog does not use the shim. */
   static CatalogSession session(SparkSession spark, String name) {
     String prefix = "spark.sql.catalog." + name + ".";
-    iceberg(spark, name); // initialises the catalog, so its session exists
+    sparkCatalog(spark, name); // initialises the catalog, so its session exists
     if (!ExtRESTCatalog.class.getName().equals(conf(spark, prefix + "catalog-impl"))) {
       throw new IllegalArgumentException(
           "Spark catalog '" + name + "' does not use catalog-impl=" + ExtRESTCatalog.class.getName()
