@@ -35,9 +35,9 @@ class SparkCatalogReader:
         from pyspark_catalog_ext.catalog.rest import safe_url
 
         self.catalog = catalog
-        self._jvm = ShimJvm(spark)
+        self._shim = ShimJvm(spark)
         try:
-            info: CatalogInfo = self._do(f"open Spark catalog {catalog}", lambda: self._jvm.catalog_info(catalog))
+            info: CatalogInfo = self._do(f"open Spark catalog {catalog}", lambda: self._shim.catalog_info(catalog))
         except TypeError:  # py4j's "'JavaPackage' object is not callable": the shim's classes are not loaded
             raise ConfigError("the pyspark-catalog-ext shim is not on this Spark session's classpath; build the "
                               "session with pyspark_catalog_ext.configure(...)") from None
@@ -61,26 +61,26 @@ class SparkCatalogReader:
     def namespaces(self, parent: Sequence[str] = ()) -> list[tuple[str, ...]]:
         """Namespaces directly under `parent` (full levels each)."""
         return self._do(f"list namespaces under {_dotted(parent) or 'the catalog'} in Spark catalog {self.catalog}",
-                        lambda: self._jvm.list_namespaces(self.catalog, parent))
+                        lambda: self._shim.list_namespaces(self.catalog, parent))
 
     def tables(self, namespace: Sequence[str]) -> list[tuple[str, ...]]:
         """Identifiers (namespace levels..., name) of the tables in `namespace`."""
         return self._do(f"list tables of {_dotted(namespace)} in Spark catalog {self.catalog}",
-                        lambda: self._jvm.list_tables(self.catalog, namespace))
+                        lambda: self._shim.list_tables(self.catalog, namespace))
 
     def has_namespace(self, namespace: Sequence[str]) -> bool:
         return self._do(f"check namespace {_dotted(namespace)} in Spark catalog {self.catalog}",
-                        lambda: self._jvm.namespace_exists(self.catalog, namespace))
+                        lambda: self._shim.namespace_exists(self.catalog, namespace))
 
     def has_table(self, identifier: Sequence[str]) -> bool:
         return self._do(f"check table {_dotted(identifier)} in Spark catalog {self.catalog}",
-                        lambda: self._jvm.table_exists(self.catalog, identifier))
+                        lambda: self._shim.table_exists(self.catalog, identifier))
 
     def load_table_json(self, identifier: Sequence[str]) -> dict[str, Any]:
         """{"metadata-location", "metadata"} as the catalog has it now (Spark's cached copy is
         refreshed); no config and no storage credentials."""
         return self._do(f"load table {_dotted(identifier)} in Spark catalog {self.catalog}",
-                        lambda: self._jvm.load_table(self.catalog, identifier))
+                        lambda: self._shim.load_table(self.catalog, identifier))
 
     def call(self, method: str, path: str, *, params: Mapping[str, Any] | None = None) -> Any:
         """GET a route of the catalog ("/polaris/v1/{prefix}/...", "/v1/{prefix}/...") on the Spark
@@ -93,7 +93,7 @@ class SparkCatalogReader:
                 "go through its session; configure it with pyspark_catalog_ext.configure(...)")
         query = {str(k): str(v) for k, v in (params or {}).items() if v is not None}
         return self._do(f"GET {path} in Spark catalog {self.catalog}",
-                        lambda: self._jvm.catalog_get(self.catalog, path, query))
+                        lambda: self._shim.catalog_get(self.catalog, path, query))
 
     # ---- internals
     def _do(self, what: str, call: Callable[[], T]) -> T:

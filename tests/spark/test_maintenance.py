@@ -298,6 +298,10 @@ def test_run_reads_through_sparks_catalog_when_the_conf_holds_no_secret(spark, l
     assert secret_keys, "the catalog's credential should be in the conf before it is removed"
     for key in secret_keys:
         spark.conf.unset(key)
+    from pyspark_catalog_ext.spark.catalog_reader import SparkCatalogReader
+
+    reader = SparkCatalogReader(spark, "sealed")  # the state file's key parts, as CatalogRest has them
+    assert (reader.safe_uri, reader.warehouse) == (polaris.client.safe_uri, polaris.client.warehouse)
     small_files_table(spark, "sealed.s.t", files=3)
     polaris.create(["s"], "sealed-compaction", COMPACTION, content(config={"min-input-files": 2}))
     polaris.attach(["s"], "sealed-compaction", "table-like", ["s", "t"])

@@ -114,7 +114,12 @@ final class CatalogReads {
     }
     try {
       java.net.URI u = new java.net.URI(uri);
-      return new java.net.URI(u.getScheme(), null, u.getHost(), u.getPort(), u.getPath(), null, null).toString();
+      if (u.getScheme() == null || u.getHost() == null) {
+        return "<invalid uri>";
+      }
+      // The raw path, as given: maintenance's state keys must match those of Python's CatalogRest.
+      return u.getScheme() + "://" + u.getHost() + (u.getPort() < 0 ? "" : ":" + u.getPort())
+          + (u.getRawPath() == null ? "" : u.getRawPath());
     } catch (java.net.URISyntaxException e) {
       return "<invalid uri>";
     }

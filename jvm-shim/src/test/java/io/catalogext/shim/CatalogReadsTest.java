@@ -139,5 +139,7 @@ public class CatalogReadsTest {
     Check.equal("https://cat.example:8443/api/catalog",
         CatalogReads.withoutSecrets("https://user:pw@cat.example:8443/api/catalog?token=abc#x"), "stripped");
     Check.equal("http://127.0.0.1/x", CatalogReads.withoutSecrets("http://127.0.0.1/x"), "kept");
+    Check.equal("http://[::1]:9/a%20b/", CatalogReads.withoutSecrets("http://u@[::1]:9/a%20b/"), "raw path, IPv6");
+    Check.equal("<invalid uri>", CatalogReads.withoutSecrets("not a uri"), "no scheme or host");
   }
 }
