@@ -308,7 +308,14 @@ final class CatalogReads {
 
     @Override
     public ErrorResponse parseResponse(int code, String json) {
-      return ErrorResponseParser.fromJson(json); // not an ErrorModel: Iceberg builds a default one
+      try {
+        return ErrorResponseParser.fromJson(json);
+      } catch (RuntimeException e) {
+        // A plain web server's page, not an ErrorModel: answered here, because Iceberg would log
+        // its parse failure with a stack trace at ERROR, on the console of every `maintain` run.
+        return ErrorResponse.builder().responseCode(code).withType("NotAnErrorModel")
+            .withMessage("the answer is not an Iceberg error body").build();
+      }
     }
 
     @Override

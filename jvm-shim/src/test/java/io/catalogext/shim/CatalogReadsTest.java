@@ -112,6 +112,10 @@ public class CatalogReadsTest {
         Check.isTrue(none.getMessage().startsWith("Server does not support endpoint: GET " + route + " (HTTP 40"),
             none.getMessage());
         Check.isTrue(!none.getMessage().contains("\n"), "one line");
+        if (route.endsWith("missing")) {
+          Check.isTrue(none.getMessage().contains("(HTTP 404 NotAnErrorModel: the answer is not an Iceberg error body)"),
+              "a plain 404 page: " + none.getMessage());
+        }
       }
       ForbiddenException denied =
           Check.raises(ForbiddenException.class, () -> CatalogReads.get(session, "polaris/v1/{prefix}/denied", Map.of()));
