@@ -22,7 +22,10 @@ Policy type -> procedure (Iceberg 1.10):
 A table whose policy versions and current snapshot are the same as after its last successful run
 is skipped (state in a small bounded JSON file). One failing table does not stop the others.
 The procedures run in the session's catalog, so a `configure()`d session's refreshing credentials
-apply and a compaction may outlive many credential lifetimes.
+apply and a compaction may outlive many credential lifetimes. Inside Spark, tables, their metadata
+and the policies are read through that same Spark catalog (`spark.catalog_reader`): no catalog
+credential is read back out of the JVM. Only `--dry-run` (no Spark) opens a `CatalogRest` from the
+command line's own connection options.
 """
 
 from __future__ import annotations
@@ -408,19 +411,6 @@ def default_state_file() -> Path:
 # --------------------------------------------------------------------------- planning
 
 
-def catalog_conf(spark: Any, catalog: str) -> dict[str, str]:
-    """The `spark.sql.catalog.<catalog>.*` properties of the session (runtime conf included)."""
-    from pyspark_catalog_ext.spark.shim_api import ShimJvm
-
-    conf = ShimJvm(spark).runtime_conf()
-    prefix = f"spark.sql.catalog.{catalog}."
-    props = {k[len(prefix):]: v for k, v in conf.items() if k.startswith(prefix)}
-    if not props.get("uri"):
-        raise ConfigError(f"Spark catalog {catalog!r} is not an Iceberg REST catalog of this session; "
-                          "configure it with pyspark_catalog_ext.configure(...)")
-    return props
-
-
 def _split_targets(targets: str | Sequence[str]) -> tuple[str, list[list[str]]]:
     names = [targets] if isinstance(targets, str) else list(targets)
     if not names:
@@ -494,6 +484,11 @@ def _source(client: Any, policy_file: str | Path | None, source: PolicySource | 
         return source, type(source).__name__
     if policy_file:
         return FilePolicySource(policy_file), f"file {policy_file}"
+    if getattr(client, "shim", True) is False:  # a Spark catalog without the shim has no session to GET through
+        raise PolicyApiUnavailableError(
+            f"Spark catalog {client.catalog!r} does not use catalog-impl={SHIM_CATALOG_IMPL}, so its Polaris policies "
+            "cannot be read through Spark; pass a policy file (--policy-file / policy_file=) or configure the catalog "
+            "with pyspark_catalog_ext.configure(...)")
     return PolarisPolicySource(client), f"{client.safe_uri} applicable-policies"
 
 
@@ -507,10 +502,10 @@ def plan(spark: Any, targets: str | Sequence[str], *, policy_file: str | Path | 
     given. Tables unchanged since their last successful run (per `state_file`, default in the
     cache dir) are marked skipped unless `force`.
     """
-    from pyspark_catalog_ext.catalog.rest import open_catalog
+    from pyspark_catalog_ext.spark.catalog_reader import SparkCatalogReader
 
     catalog, rest = _split_targets(targets)
-    with open_catalog(catalog_conf(spark, catalog)) as client:
+    with SparkCatalogReader(spark, catalog) as client:  # Spark's own catalog session: no secret leaves the JVM
         return _plan_in(client, catalog, rest, policy_file=policy_file, source=source, state_file=state_file,
                         force=force, now=now)
 
@@ -623,20 +618,19 @@ def run(spark: Any, what: Plan | str | Sequence[str], *, progress: Callable[[str
     """Run a plan (or plan `what` first, with `plan_kwargs`). Returns a Report; never raises for a
     failing table: see `report.failed`. `progress` gets one line per table step (default stderr);
     `bar` (the CLI's, on a terminal) counts the tables done."""
-    from pyspark_catalog_ext.catalog.rest import open_catalog
+    from pyspark_catalog_ext.spark.catalog_reader import SparkCatalogReader
 
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
     catalog = what.catalog if isinstance(what, Plan) else _split_targets(what)[0]
-    props = catalog_conf(spark, catalog)
-    with open_catalog(props) as client:  # one session for the plan and the run
+    with SparkCatalogReader(spark, catalog) as client:  # the Spark catalog's session, for the plan and the run
         the_plan = what if isinstance(what, Plan) else _plan_in(client, catalog, _split_targets(what)[1],
                                                                 state_file=state_file, **plan_kwargs)
-        return _run_plan(spark, client, props, the_plan, say, state_file, bar)
+        return _run_plan(spark, client, the_plan, say, state_file, bar)
 
 
-def _run_plan(spark: Any, client: Any, props: Mapping[str, str], the_plan: Plan, say: Callable[[str], None],
+def _run_plan(spark: Any, client: Any, the_plan: Plan, say: Callable[[str], None],
               state_file: str | Path | None, bar: Progress | None) -> Report:
-    if props.get("catalog-impl") == SHIM_CATALOG_IMPL:
+    if client.shim:
         from pyspark_catalog_ext.credentials import attach
 
         attach(spark)  # maintenance outlives credential lifetimes like any job (idempotent)

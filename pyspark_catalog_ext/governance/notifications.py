@@ -42,7 +42,7 @@ class NotificationSink(events.QueuedSink):
 
     def __init__(self, source: Any, mirror: Any, catalog: str, *, max_queue: int = 1000,
                  clock: Any = time.time) -> None:
-        self.source = source  # CatalogRest of the catalog the commits go to
+        self.source = source  # the catalog the commits go to: load_table_json (a SparkCatalogReader or CatalogRest)
         self.mirror = mirror  # CatalogRest of the catalog to notify
         self.catalog = catalog
         self.clock = clock
@@ -58,11 +58,11 @@ class NotificationSink(events.QueuedSink):
         (`uri`, `warehouse`, `credential` or `token`, `header.*`)."""
         from pyspark_catalog_ext.catalog.rest import open_catalog
         from pyspark_catalog_ext.governance.jvm_events import connect
-        from pyspark_catalog_ext.governance.maintenance import catalog_conf
+        from pyspark_catalog_ext.spark.catalog_reader import SparkCatalogReader
 
         connect(spark)  # the commit events come from the session's JVM
 
-        source = open_catalog(catalog_conf(spark, catalog))
+        source = SparkCatalogReader(spark, catalog)  # table loads through Spark's own catalog: no secret read back
         mirror = open_catalog(dict(mirror_properties), delegation="")  # no table data is read from the mirror
         return cls(source, mirror, catalog, **kwargs)
 

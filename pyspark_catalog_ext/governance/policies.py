@@ -148,7 +148,8 @@ class PolicySource(Protocol):
 
 
 class PolarisPolicySource:
-    """Polaris's `applicable-policies` endpoint, on the catalog's own session (`CatalogRest`: auth, retries)."""
+    """Polaris's `applicable-policies` endpoint, on the catalog's own session: inside Spark the Spark
+    catalog's (`SparkCatalogReader`), else `CatalogRest`'s (auth, retries)."""
 
     def __init__(self, client: Any, page_size: int = 100) -> None:
         self.client = client

@@ -14,14 +14,16 @@ Known failures:
   `CommitFailedError` (or `StaleTableError` when the table was replaced underneath);
 * an operation the catalog answers with a bare 400/404/405/501, or that Iceberg's endpoint check
   refuses (SeaweedFS has no rename and no views) -> `CatalogUnsupportedError` naming the operation;
-* on the shim's own methods (staging, `translate(..., subject=...)`) also the catalog's refusals:
-  exists, not found, denied, unavailable, a bad argument.
+* on the shim's own methods (staging, the Spark catalog reads of `SparkCatalogReader`,
+  `translate(..., subject=...)`) also the catalog's refusals: exists, not found, denied,
+  unavailable, a bad request or argument, a route it does not have.
 
 This is the package's one Java-error table (`_known`).
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -42,7 +44,7 @@ from pyspark_catalog_ext.errors import (
 )
 from pyspark_catalog_ext.spark.shim_api import CREDENTIALS_EXPIRED_EXCEPTION, SHIM_PACKAGE, SPARK_CATALOG, SPARK_SESSION_CATALOG
 
-__all__ = ["install", "translate"]
+__all__ = ["install", "translate", "java_exception_of"]
 
 _MAX_CAUSES = 12  # a Java cause chain is short; bounded so a cyclic chain can't loop
 _MAX_FRAMES = 80  # SparkCatalog's frame sits within the first few dozen of an exception's stack
@@ -196,6 +198,13 @@ def _known(name: str, message: str, chain: list[tuple[str, str]], subject: str |
         return CatalogError(f"{failed}: the catalog denied it ({text}); check the credentials", status=403)
     if short in ("ServiceFailureException", "ServiceUnavailableException"):
         return CatalogUnavailableError(f"{failed}: the catalog is unavailable ({text}); try again later")
+    if short == "UnsupportedOperationException" and name.startswith("java.") and _is_catalog_refusal(message):
+        return CatalogUnsupportedError(f"{failed}: the catalog does not support it ({text})",
+                                       status=_http_status(message))
+    if short == "BadRequestException":
+        return CatalogError(f"{failed}: the catalog rejected the request ({text})", status=400)
+    if short == "RESTException":
+        return CatalogError(f"{failed}: {text}", status=_http_status(message))
     if short == "IllegalArgumentException" and name.startswith("java."):
         return ConfigError(f"{failed}: {text}")
     if short == "IllegalStateException" and "staged table" in message:
@@ -233,6 +242,22 @@ def _is_catalog_refusal(message: str) -> bool:
     # Iceberg's Endpoint.check ("Server does not support endpoint: ...") and a 501 answer
     # ("Not implemented: ..."); other UnsupportedOperationExceptions are Spark's or Iceberg's own.
     return message.startswith(("Server does not support endpoint", "Not implemented"))
+
+
+def _http_status(message: str) -> int | None:
+    """The status in "(HTTP 404 ..." of the shim's raw-GET refusals (CatalogReads.ReadErrors writes
+    it; Iceberg's exceptions carry no status field to read), 501 for Iceberg's "Not implemented"."""
+    found = re.search(r"\(HTTP (\d{3}) ", message)
+    if found:
+        return int(found.group(1))
+    return 501 if message.startswith("Not implemented") else None
+
+
+def java_exception_of(exc: BaseException) -> Any:
+    """The Py4J Java exception object behind `exc`, or None: a `Py4JJavaError` keeps it as
+    `java_exception`; an error PySpark already converted (e.g. its `UnsupportedOperationException`)
+    keeps it as `_origin` (pyspark.errors.exceptions.captured.CapturedException, no public name)."""
+    return getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
 
 
 def java_chain(java_exception: Any) -> list[tuple[str, str]]:

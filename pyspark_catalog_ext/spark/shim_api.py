@@ -9,7 +9,7 @@ This mirrors sedona's `SedonaJvmLib` and graphframes' `GraphFramePythonAPI`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,7 @@ __all__ = [
     "SHIM_PACKAGE", "PYTHON_API", "SHIM_CATALOG_IMPL", "SHIM_CLIENT_FACTORY", "SHIM_PLUGIN",
     "PYTHON_CREDENTIAL_BRIDGE", "CREDENTIALS_EXPIRED_EXCEPTION",
     "CredentialPrefix", "RegistryEntry", "PluginStats", "JvmEvent", "EventBatch",
-    "StagedInfo", "StagedWrite", "StagedAbort", "JvmStagedTable", "ShimJvm",
+    "StagedInfo", "StagedWrite", "StagedAbort", "JvmStagedTable", "CatalogInfo", "ShimJvm",
 ]
 
 # ---- JVM class names: Iceberg's and ours that Spark settings name, and the shim's that Python uses.
@@ -166,6 +166,15 @@ class StagedAbort:
     kept_because: str | None = None
 
 
+@dataclass(frozen=True)
+class CatalogInfo:
+    """A Spark catalog as `CatalogReads.describe` shows it: URI without user info or query, no secrets."""
+
+    uri: str | None
+    warehouse: str | None
+    shim: bool
+
+
 # ---- the facade
 
 
@@ -268,6 +277,33 @@ class ShimJvm:
 
     def drain_events_after(self, seq: int) -> EventBatch:
         return EventBatch.from_json(json.loads(self._api.drainEventsAfter(int(seq))))
+
+    # ---- read-only catalog access (CatalogReads): names go over as JSON arrays of levels
+    def catalog_info(self, catalog: str) -> CatalogInfo:
+        raw = json.loads(self._api.catalogInfo(self._spark._jsparkSession, catalog))
+        return CatalogInfo(raw.get("uri"), raw.get("warehouse"), bool(raw.get("shim")))
+
+    def list_namespaces(self, catalog: str, parent: Sequence[str]) -> list[tuple[str, ...]]:
+        found = self._api.listNamespaces(self._spark._jsparkSession, catalog, json.dumps(list(parent)))
+        return [tuple(ns) for ns in json.loads(found)]
+
+    def namespace_exists(self, catalog: str, namespace: Sequence[str]) -> bool:
+        return bool(self._api.namespaceExists(self._spark._jsparkSession, catalog, json.dumps(list(namespace))))
+
+    def list_tables(self, catalog: str, namespace: Sequence[str]) -> list[tuple[str, ...]]:
+        found = self._api.listTables(self._spark._jsparkSession, catalog, json.dumps(list(namespace)))
+        return [tuple(t) for t in json.loads(found)]
+
+    def table_exists(self, catalog: str, identifier: Sequence[str]) -> bool:
+        return bool(self._api.tableExists(self._spark._jsparkSession, catalog, json.dumps(list(identifier))))
+
+    def load_table(self, catalog: str, identifier: Sequence[str]) -> dict[str, Any]:
+        """{"metadata-location", "metadata"} of a table, freshly loaded; no config, no credentials."""
+        return dict(json.loads(self._api.loadTable(self._spark._jsparkSession, catalog, json.dumps(list(identifier)))))
+
+    def catalog_get(self, catalog: str, route: str, params: Mapping[str, str]) -> Any:
+        """One GET of a route of the catalog, on the Spark catalog's own session; parsed JSON or None."""
+        return json.loads(self._api.catalogGet(self._spark._jsparkSession, catalog, route, json.dumps(dict(params))))
 
     def stage(self, java_schema: Any, options: Mapping[str, Any]) -> JvmStagedTable:
         """Open a staged create/replace (`options` as StagedTables.stage documents)."""

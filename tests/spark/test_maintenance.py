@@ -281,6 +281,73 @@ def test_one_failing_table_does_not_stop_the_others_and_sets_the_exit_status(spa
     assert data_files(spark, "gov.f.good") == 1 and data_files(spark, "gov.f.bad") == 3
 
 
+# --------------------------------------------------------------------------- reading through Spark's own catalog
+
+
+def test_run_reads_through_sparks_catalog_when_the_conf_holds_no_secret(spark, lakehouse, policies, polaris, tmp_path):
+    """Issue 17: inside Spark, maintain reads namespaces, tables and policies through the Spark
+    catalog's own session. Once that catalog has started, its secrets are removed from the conf
+    (where the Spark UI would show them): maintain still plans and compacts, with no second session
+    built from credentials read back out of the JVM."""
+    add_spark_catalog(spark, lakehouse, "sealed", policies.url)
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS sealed.s")  # the catalog starts here, with its credential
+    prefix = "spark.sql.catalog.sealed."
+    conf = spark.sparkContext._jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(
+        spark._jsparkSession.conf().getAll()).asJava()
+    secret_keys = [k for k in conf if k.startswith(prefix) and SECRET in str(conf[k])]
+    assert secret_keys, "the catalog's credential should be in the conf before it is removed"
+    for key in secret_keys:
+        spark.conf.unset(key)
+    from pyspark_catalog_ext.spark.catalog_reader import SparkCatalogReader
+
+    reader = SparkCatalogReader(spark, "sealed")  # the state file's key parts, as CatalogRest has them
+    assert (reader.safe_uri, reader.warehouse) == (polaris.client.safe_uri, polaris.client.warehouse)
+    small_files_table(spark, "sealed.s.t", files=3)
+    polaris.create(["s"], "sealed-compaction", COMPACTION, content(config={"min-input-files": 2}))
+    polaris.attach(["s"], "sealed-compaction", "table-like", ["s", "t"])
+    seen: list = []
+    report = pce.maintenance.run(spark, "sealed.s", state_file=tmp_path / "state.json", progress=seen.append)
+    [row] = report.tables
+    assert row.status == "ok", row.error
+    assert row.files_rewritten == 3 and data_files(spark, "sealed.s.t") == 1
+    assert not any(SECRET in str(line) for line in seen)
+
+
+def test_policies_through_spark_need_the_shim_or_a_policy_file(spark, lakehouse, tmp_path):
+    """A catalog without the policy API (SeaweedFS itself) is PolicyApiUnavailableError through the
+    shim's raw GET too; a catalog without the shim cannot GET its routes, so it names the fixes,
+    and with a policy file it is planned through Spark all the same."""
+    from pyspark_catalog_ext.governance.policies import PolicyApiUnavailableError
+
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.nopolicy")
+    spark.sql("CREATE TABLE IF NOT EXISTS lake.nopolicy.t (id BIGINT) USING iceberg")
+    with pytest.raises(PolicyApiUnavailableError) as none:
+        pce.maintenance.plan(spark, "lake.nopolicy", state_file=tmp_path / "s.json")
+    assert "has no Polaris policy API" in str(none.value) and "--policy-file" in str(none.value)
+    assert "\n" not in str(none.value)
+
+    admin = add_admin_spark_catalog(spark, lakehouse)  # type=rest without the shim
+    with pytest.raises(PolicyApiUnavailableError) as plain:
+        pce.maintenance.plan(spark, f"{admin}.nopolicy", state_file=tmp_path / "s.json")
+    assert "does not use catalog-impl" in str(plain.value) and "--policy-file" in str(plain.value)
+    policy_file = tmp_path / "policies.json"
+    policy_file.write_text(json.dumps({"policies": [
+        {"policy-type": EXPIRY, "name": "keep-2", "version": 1, "inheritable": True,
+         "content": content(config={"min_snapshot_to_keep": 2}), "target": {"type": "namespace", "path": ["nopolicy"]}}]}))
+    planned = pce.maintenance.plan(spark, f"{admin}.nopolicy.t", policy_file=policy_file, state_file=tmp_path / "s.json")
+    [table] = planned.tables
+    assert table.error is None and [a.procedure for a in table.actions] == ["expire_snapshots"]
+    assert table.location.startswith("s3://")
+    for target, needle in (("nosuchcatalog.db", "no Spark catalog 'nosuchcatalog' in this session"),
+                           ("spark_catalog.default", "Spark catalog 'spark_catalog' is not an Iceberg catalog")):
+        with pytest.raises(ConfigError) as wrong:
+            pce.maintenance.plan(spark, target, policy_file=policy_file, state_file=tmp_path / "s.json")
+        assert needle in str(wrong.value) and "\n" not in str(wrong.value), str(wrong.value)
+    with pytest.raises(pce.CatalogNotFoundError) as missing:
+        pce.maintenance.plan(spark, f"{admin}.nopolicy.nope", policy_file=policy_file, state_file=tmp_path / "s.json")
+    assert "no table or namespace nopolicy.nope" in str(missing.value)
+
+
 # --------------------------------------------------------------------------- long maintenance, short credentials
 
 LIFETIME = 10

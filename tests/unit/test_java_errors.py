@@ -136,3 +136,41 @@ def test_a_refused_stage_create_says_a_ctas_cannot_be_atomic_and_what_to_do():
     # A read-only catalog's 405 (Unity 0.6) refuses every write: no "create the table, then insert" advice.
     read_only = str(translate(InSparkCatalog(ICEBERG + "RESTException", "Unable to process: read-only (405)")))
     assert read_only.startswith("the catalog does not support stageCreate (RESTException") and "atomic" not in read_only
+
+
+def test_catalog_reads_refusals_keep_their_status():
+    """The Spark catalog reads (`SparkCatalogReader`): a route the catalog lacks, a bad request (a
+    catalog without nested namespaces rejects ?parent=, which cleanup's walk reads as "none below"),
+    and Iceberg's unhandled answers become errors.py classes with the HTTP status."""
+    from pyspark_catalog_ext.errors import CatalogError, CatalogUnsupportedError
+
+    subject = "GET /polaris/v1/{prefix}/applicable-policies in Spark catalog lake"
+    route = JavaThrowable("java.lang.UnsupportedOperationException",
+                          "Server does not support endpoint: GET polaris/v1/{prefix}/applicable-policies "
+                          "(HTTP 405 MethodNotAllowed: nope)")
+    missing = translate(route, subject=subject)
+    assert isinstance(missing, CatalogUnsupportedError) and missing.status == 405
+    assert str(missing).startswith(subject + " failed: the catalog does not support it (Server does not support")
+    not_implemented = translate(JavaThrowable("java.lang.UnsupportedOperationException", "Not implemented: x"),
+                                subject=subject)
+    assert isinstance(not_implemented, CatalogUnsupportedError) and not_implemented.status == 501
+    other = JavaThrowable("java.lang.UnsupportedOperationException", "Cannot drop a branch")  # not the catalog's
+    assert translate(other, subject=subject) is None
+    bad = translate(JavaThrowable(ICEBERG + "BadRequestException", "Malformed request: parent"), subject=subject)
+    assert type(bad) is CatalogError and bad.status == 400
+    rest = translate(JavaThrowable(ICEBERG + "RESTException", "Unable to process: teapot (HTTP 418 x: y)"),
+                     subject=subject)
+    assert type(rest) is CatalogError and rest.status == 418
+    assert translate(JavaThrowable(ICEBERG + "BadRequestException", "x")) is None  # PySpark's own calls: unchanged
+
+
+def test_the_java_exception_is_found_on_pyspark_converted_errors_too():
+    from pyspark_catalog_ext.spark.java_errors import java_exception_of
+
+    java = JavaThrowable("java.lang.UnsupportedOperationException", "Server does not support endpoint: GET x")
+
+    class Converted(Exception):  # PySpark's CapturedException keeps the JVM's exception as _origin
+        _origin = java
+
+    assert java_exception_of(Py4JLike(java)) is java and java_exception_of(Converted()) is java
+    assert java_exception_of(ValueError("no JVM")) is None

@@ -221,6 +221,11 @@ public final class CredentialRegistry {
     catalogs.put(session.name, session);
   }
 
+  /** The latest initialised session of catalog {@code name} in this JVM, or null. */
+  CatalogSession session(String name) {
+    return catalogs.get(name);
+  }
+
   /** The sessions of this JVM, one per catalog name. */
   java.util.Collection<CatalogSession> sessions() {
     return List.copyOf(catalogs.values());

@@ -22,7 +22,7 @@ final class Json {
   /** A plain mapper for the shim's own messages (Python bridge, driver channel). */
   static final ObjectMapper MAPPER = new ObjectMapper();
 
-  /** A mapper configured like Iceberg's REST mapper, plus our response observer. */
+  /** A mapper configured like Iceberg's REST mapper, plus our response observer and raw-JSON type. */
   static ObjectMapper restMapper() {
     ObjectMapper mapper = new ObjectMapper();
     mapper.setVisibility(PropertyAccessor.FIELD, JsonAutoDetect.Visibility.ANY);
@@ -30,6 +30,7 @@ final class Json {
     mapper.setPropertyNamingStrategy(new PropertyNamingStrategies.KebabCaseStrategy());
     RESTSerializers.registerAll(mapper);
     mapper.registerModule(RefreshTokenCapture.module());
+    mapper.registerModule(CatalogReads.rawJsonModule()); // raw answers of routes outside Iceberg's spec
     return mapper;
   }
 

@@ -56,6 +56,41 @@ public final class PythonApi {
     return EventLog.drainAfter(afterSeq);
   }
 
+  // ---- read-only catalog access (CatalogReads): Python's tools read through Spark's catalog ----
+
+  /** JSON {"uri" (no user info or query), "warehouse", "shim"} of Spark catalog {@code catalog}. */
+  public static String catalogInfo(SparkSession spark, String catalog) {
+    return CatalogReads.describe(spark, catalog);
+  }
+
+  /** JSON array of the namespaces under {@code parentJson} (a JSON array of levels; [] = top). */
+  public static String listNamespaces(SparkSession spark, String catalog, String parentJson) throws Exception {
+    return CatalogReads.listNamespaces(spark, catalog, CatalogReads.strings(parentJson));
+  }
+
+  public static boolean namespaceExists(SparkSession spark, String catalog, String namespaceJson) {
+    return CatalogReads.namespaceExists(spark, catalog, CatalogReads.strings(namespaceJson));
+  }
+
+  /** JSON array of the identifiers (levels..., name) of the tables in {@code namespaceJson}. */
+  public static String listTables(SparkSession spark, String catalog, String namespaceJson) throws Exception {
+    return CatalogReads.listTables(spark, catalog, CatalogReads.strings(namespaceJson));
+  }
+
+  public static boolean tableExists(SparkSession spark, String catalog, String identifierJson) {
+    return CatalogReads.tableExists(spark, catalog, CatalogReads.strings(identifierJson));
+  }
+
+  /** JSON {"metadata-location", "metadata"} of the table as the catalog has it now; no secrets. */
+  public static String loadTable(SparkSession spark, String catalog, String identifierJson) {
+    return CatalogReads.loadTable(spark, catalog, CatalogReads.strings(identifierJson));
+  }
+
+  /** One read-only GET of a catalog route on the catalog's own session; JSON text or "null". */
+  public static String catalogGet(SparkSession spark, String catalog, String route, String paramsJson) {
+    return CatalogReads.get(CatalogReads.session(spark, catalog), route, CatalogReads.params(paramsJson));
+  }
+
   // ---- staged tables (StagedTables) ----
 
   /** Opens a staged create/replace; Python calls the returned handle's JSON methods. */
