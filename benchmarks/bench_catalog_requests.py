@@ -18,17 +18,22 @@ Two workloads:
   Where Iceberg's provider cannot run (no endpoint advertised, no vended keys) the output says why
   and ours runs alone.
 
-The lifetime defaults to 360 s: Iceberg prefetches 5 minutes before expiry, so with anything
-shorter it would refresh on every S3 call, which would not be a fair comparison. Both sides then
-renew about every 60 s; a run takes ~4 minutes per side (CTAS) or per family (read). Renewals:
-ours are the shim's own count (it tracks each table's refreshes); Iceberg's have no counter, so
-they are the renewals due in its measured time (a loaded machine stretches the tasks).
+When Iceberg renews: its provider's keys go stale at expiry and prefetch 5 minutes before, and
+the AWS SDK's CachedSupplier jitters that prefetch uniformly up to 1 minute before stale, so each
+provider renews at a random point 5 to 1 minutes before expiry: on average 3 minutes before, every
+lifetime - 180 s. Lifetimes must exceed 300 s (below, it refreshes on every S3 call). Renewals:
+ours are the shim's own count (it tracks each table's refreshes); Iceberg's have no counter, so they
+are the renewals one client makes on average in that side's measured time, elapsed / (lifetime -
+180 s), and its requests over them show how many clients asked. For the reads ours renews 3 minutes
+ahead too, so both denominators count the same renewals. The CTAS keeps its first setting: 360 s
+keys, ours renewing every 60 s (5 minutes ahead), ~4 minutes per side. The reads default to 310 s
+keys and 400 s tasks (3 renewals of 130 s), ~8 minutes per family.
 
 The herd needs executors in JVMs of their own: in one JVM (`--master local[16]`) every task shares
 the broadcast FileIO, so Iceberg's provider also asks once per cycle. The default master runs
 4 executor JVMs (4 task slots each for the CTAS, 8 for the reads: both sides at once).
 
-    python benchmarks/bench_catalog_requests.py [--family NAME|all] [--lifetime 360]
+    python benchmarks/bench_catalog_requests.py [--family all|NAME[,NAME...]] [--lifetime 360]
         [--task-seconds 200] [--tasks 16] [--master local-cluster[4,4,1024]]
 """
 
@@ -52,7 +57,9 @@ from tests.emulators.emulator import Emulator, connection
 from tests.servers import CatalogProxy, S3ExpiryProxy
 
 RENEWING_KINDS = ("credentials", "load", "stage-create")  # every request that can hand out new keys
-ICEBERG_PREFETCH_S = 300.0  # Iceberg 1.10's VendedCredentialsProvider refreshes 5 min before expiry
+ICEBERG_PREFETCH_S = 300.0  # Iceberg 1.10's VendedCredentialsProvider: prefetch 5 min before expiry
+# ... which the AWS SDK's CachedSupplier jitters uniformly up to 1 min before stale (= expiry): on average
+ICEBERG_MEAN_AHEAD_S = (ICEBERG_PREFETCH_S + 60.0) / 2  # 3 minutes before expiry
 FILES_PER_TASK = 20
 ROWS_PER_FILE = 1000  # Iceberg checks the file size every 1000 rows: with a 1-byte target, a file each
 OPEN_FILE_COST = 4 * 1024 * 1024  # read.split.open-file-cost default: a tiny file weighs this much
@@ -96,14 +103,15 @@ def ctas_main(args: argparse.Namespace) -> None:
 
         period = renewal_period(args.lifetime)
         print(f"CTAS on {master}: {args.tasks} concurrent tasks x {args.task_seconds:.0f} s, credential lifetime "
-              f"{args.lifetime:.0f} s: a renewal due every {period:.0f} s")
+              f"{args.lifetime:.0f} s: ours renews every {period:.0f} s, Iceberg's clients every "
+              f"{iceberg_period(args.lifetime):.0f} s on average")
         print(f"{'client':<10} {'elapsed s':>10} {'renewals':>9} {'refresh requests':>17} {'per renewal':>12} "
               f"{'stage-creates':>14} {'S3 403s':>8}")
         per_renewal = {}
         for name, (elapsed, refreshes, stages, rejected) in results.items():
-            renewals = renewals_due(elapsed, period)
+            renewals = renewals_due(elapsed, period) if name == "ours" else elapsed / iceberg_period(args.lifetime)
             per_renewal[name] = refreshes / renewals
-            print(f"{name:<10} {elapsed:>10.1f} {renewals:>9} {refreshes:>17} {per_renewal[name]:>12.2f} "
+            print(f"{name:<10} {elapsed:>10.1f} {renewals:>9.1f} {refreshes:>17} {per_renewal[name]:>12.2f} "
                   f"{stages:>14} {rejected:>8}")
         print(f"refresh requests per table per renewal: ours {per_renewal['ours']:.2f}, "
               f"Iceberg {per_renewal['iceberg']:.2f}")
@@ -111,8 +119,13 @@ def ctas_main(args: argparse.Namespace) -> None:
 
 
 def renewal_period(lifetime: float) -> float:
-    """Seconds between renewals when both sides renew 5 minutes before expiry."""
+    """Seconds between our renewals when we renew 5 minutes before expiry (the CTAS setting)."""
     return max(1.0, lifetime - ICEBERG_PREFETCH_S)
+
+
+def iceberg_period(lifetime: float) -> float:
+    """Seconds between one Iceberg client's renewals, on average (the SDK's prefetch jitter)."""
+    return lifetime - ICEBERG_MEAN_AHEAD_S
 
 
 def renewals_due(elapsed: float, period: float) -> int:
@@ -137,15 +150,17 @@ def iceberg_provider_gap(b: Behaviour) -> str | None:
     return f"no refresh endpoint{expiry}: Iceberg keeps the first keys (ours reloads the table)"
 
 
-def select_families(name: str) -> list[Behaviour]:
-    """`all`, a family (`polaris`: every release) or a release id (`polaris-1.7.0`); ValueError otherwise."""
-    if name == "all":
+def select_families(names: str) -> list[Behaviour]:
+    """`all`, or a comma list of families (`polaris`: every release) and release ids (`polaris-1.7.0`);
+    ValueError naming the choices otherwise."""
+    if names == "all":
         return list(FAMILIES)
-    chosen = [b for b in FAMILIES if name in (b.id, b.family)]
-    if not chosen:
-        raise ValueError(f"--family {name!r} is not an emulated catalog; use all or one of: "
-                         + ", ".join(sorted({b.family for b in FAMILIES} | {b.id for b in FAMILIES})))
-    return chosen
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    unknown = [n for n in wanted if not any(n in (b.id, b.family) for b in FAMILIES)]
+    if unknown or not wanted:
+        raise ValueError(f"--family {names!r}: {', '.join(unknown) or 'nothing'} is not an emulated catalog; use all "
+                         "or a comma list of: " + ", ".join(sorted({b.family for b in FAMILIES} | {b.id for b in FAMILIES})))
+    return [b for b in FAMILIES if any(n in (b.id, b.family) for n in wanted)]
 
 
 def slug(b: Behaviour) -> str:
@@ -162,7 +177,7 @@ class Side:
     elapsed: float = 0.0
     started: float = 0.0  # wall clock, to cut the catalog's log
     ended: float = 0.0
-    renewals: int | None = None  # the shim's own count (ours); None: due by time (Iceberg)
+    renewals: int | None = None  # the shim's own count (ours); None: one client's average (Iceberg)
     kinds: dict[str, int] = field(default_factory=dict)
     s3_403: int = 0
     s3_keys: int = 0  # distinct access keys seen on this table's S3 requests
@@ -237,7 +252,7 @@ def run_family(spark: Any, manager: Any, b: Behaviour, emu: Emulator, s3: S3Expi
 def family_main(args: argparse.Namespace) -> None:
     families = select_families(args.family)
     master = args.master or "local-cluster[4,8,1024]"
-    period = renewal_period(args.lifetime)
+    period = iceberg_period(args.lifetime)  # ours renews as far ahead as Iceberg does on average
     with start_lakehouse() as lake, S3ExpiryProxy(lake.info.s3_endpoint, exempt=(lake.info.access_key,)) as s3:
         s3.max_age_seconds = args.lifetime
         spark = spark_session(lake, master)
@@ -253,12 +268,13 @@ def family_main(args: argparse.Namespace) -> None:
                     for key, value in conf.items():
                         if key.startswith(f"spark.sql.catalog.{side}_{slug(b)}"):
                             spark.conf.set(key, value)
-            # renew max(5 min, 20%) ahead, as Iceberg; keys without expiry are assumed to live --lifetime
-            manager = attach(spark, policy=RefreshPolicy(check_interval_s=5, assumed_lifetime_s=args.lifetime))
+            # renew max(3 min, 20%) ahead, as Iceberg on average; keys without expiry are assumed to live --lifetime
+            manager = attach(spark, policy=RefreshPolicy(check_interval_s=5, min_ahead_s=ICEBERG_MEAN_AHEAD_S,
+                                                         assumed_lifetime_s=args.lifetime))
             print(f"Reads of a committed table on {master}: {args.tasks} tasks x {args.task_seconds:.0f} s "
-                  f"({FILES_PER_TASK} files each), credential lifetime {args.lifetime:.0f} s: a renewal due every "
-                  f"{period:.0f} s. Ours and Iceberg's read at the same time; requests = the table's GET "
-                  ".../credentials, loads and re-stages during its read.", flush=True)
+                  f"({FILES_PER_TASK} files each), credential lifetime {args.lifetime:.0f} s: a renewal every "
+                  f"{period:.0f} s (Iceberg's: on average). Ours and Iceberg's read at the same time; requests = "
+                  "the table's GET .../credentials, loads and re-stages during its read.", flush=True)
             print(f"{'catalog':<24} {'client':<8} {'elapsed s':>9} {'renewals':>8} {'requests':>8} {'per renewal':>11} "
                   f"{'S3 keys':>7} {'S3 403':>6} {'oauth':>5}  requests by kind / note", flush=True)
             for b in families:
@@ -268,11 +284,11 @@ def family_main(args: argparse.Namespace) -> None:
                     continue
                 sides, oauth = run_family(spark, manager, b, emus[b.id], s3, args)
                 for side in sides:
-                    renewals = side.renewals if side.renewals is not None else renewals_due(side.elapsed, period)
-                    due = "" if side.renewals is not None else " (due)"
+                    renewals = side.renewals if side.renewals is not None else side.elapsed / period
+                    shown = str(renewals) if side.renewals is not None else f"~{renewals:.1f}"
                     ratio = f"{side.requests / renewals:.3f}" if renewals else "no renewal"
                     note = f"  error: {side.error}" if side.error else ""
-                    print(f"{b.id:<24} {side.name:<8} {side.elapsed:>9.1f} {str(renewals) + due:>8} {side.requests:>8} "
+                    print(f"{b.id:<24} {side.name:<8} {side.elapsed:>9.1f} {shown:>8} {side.requests:>8} "
                           f"{ratio:>11} {side.s3_keys:>7} {side.s3_403:>6} {oauth:>5}  {side.kinds}{note}", flush=True)
                 gap = iceberg_provider_gap(b)
                 if gap:
@@ -286,14 +302,18 @@ def family_main(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--family", help="read a committed table on this emulated catalog (a family, a release "
-                        "id, or all) instead of the CTAS on SeaweedFS")
-    parser.add_argument("--lifetime", type=float, default=360.0, help="seconds a vended key lives (> 300)")
-    parser.add_argument("--task-seconds", type=float, default=200.0, help="seconds each task runs")
+    parser.add_argument("--family", help="read a committed table on these emulated catalogs (all, or a comma list "
+                        "of families and release ids) instead of the CTAS on SeaweedFS")
+    parser.add_argument("--lifetime", type=float, help="seconds a vended key lives, over 300 (default: 360 for the "
+                        "CTAS, 310 for --family)")
+    parser.add_argument("--task-seconds", type=float, help="seconds each task runs (default: 200 for the CTAS, "
+                        "400 for --family)")
     parser.add_argument("--tasks", type=int, default=16, help="concurrent tasks per side")
     parser.add_argument("--master", help="Spark master (default: local-cluster[4,4,1024] for the CTAS, "
                         "local-cluster[4,8,1024] for --family: both sides at once)")
     args = parser.parse_args()
+    args.lifetime = args.lifetime or (310.0 if args.family else 360.0)
+    args.task_seconds = args.task_seconds or (400.0 if args.family else 200.0)
     if args.lifetime <= ICEBERG_PREFETCH_S:
         parser.error(f"--lifetime must be over {ICEBERG_PREFETCH_S:.0f} s: Iceberg refreshes 5 minutes before "
                      "expiry, so a shorter lifetime makes it ask on every S3 call")
