@@ -181,6 +181,7 @@ class Side:
     kinds: dict[str, int] = field(default_factory=dict)
     s3_403: int = 0
     s3_keys: int = 0  # distinct access keys seen on this table's S3 requests
+    timeline: list[str] = field(default_factory=list)  # --timeline: when it asked, which keys it used
     error: str = ""
 
     @property
@@ -245,6 +246,16 @@ def run_family(spark: Any, manager: Any, b: Behaviour, emu: Emulator, s3: S3Expi
         mine = [e for e in s3_log if f"/{leaf}" in e["path"] and e["at"] >= window_start]
         side.s3_403 = sum(1 for e in mine if e["status"] == 403)
         side.s3_keys = len({e["akid"] for e in mine if e["akid"]})
+        if args.timeline:
+            asked = [f"{e['time'] - side.started:.0f}" for e in log
+                     if e["table"] == side.table and e["kind"] in RENEWING_KINDS and side.started <= e["time"] <= side.ended]
+            side.timeline.append(f"requests at s: {' '.join(asked)}")
+            used: dict[str, list[float]] = {}
+            for e in mine:  # first use, last use, S3 requests
+                u = used.setdefault(e["akid"] or "-", [e["at"], e["at"], 0])
+                u[1], u[2] = e["at"], u[2] + 1
+            side.timeline.append("keys (first-last s, S3 requests): " + ", ".join(
+                f"{u[0] - side.started:.0f}-{u[1] - side.started:.0f} ({u[2]})" for u in sorted(used.values())))
     oauth = sum(1 for e in log if e["kind"] == "oauth" and e["time"] >= window_start)
     return sides, oauth
 
@@ -290,6 +301,8 @@ def family_main(args: argparse.Namespace) -> None:
                     note = f"  error: {side.error}" if side.error else ""
                     print(f"{b.id:<24} {side.name:<8} {side.elapsed:>9.1f} {shown:>8} {side.requests:>8} "
                           f"{ratio:>11} {side.s3_keys:>7} {side.s3_403:>6} {oauth:>5}  {side.kinds}{note}", flush=True)
+                    for line in side.timeline:
+                        print(f"    {side.name}: {line}", flush=True)
                 gap = iceberg_provider_gap(b)
                 if gap:
                     print(f"{b.id:<24} {'iceberg':<8} {'':>9} {'':>8} {'':>8} {'n/a':>11} {'':>7} {'':>6} {'':>5}  {gap}",
@@ -311,6 +324,8 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=16, help="concurrent tasks per side")
     parser.add_argument("--master", help="Spark master (default: local-cluster[4,4,1024] for the CTAS, "
                         "local-cluster[4,8,1024] for --family: both sides at once)")
+    parser.add_argument("--timeline", action="store_true", help="with --family: also print when each side asked "
+                        "the catalog and when it used each key")
     args = parser.parse_args()
     args.lifetime = args.lifetime or (310.0 if args.family else 360.0)
     args.task_seconds = args.task_seconds or (400.0 if args.family else 200.0)
