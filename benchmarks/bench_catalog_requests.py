@@ -33,7 +33,7 @@ The herd needs executors in JVMs of their own: in one JVM (`--master local[16]`)
 the broadcast FileIO, so Iceberg's provider also asks once per cycle. The default master runs
 4 executor JVMs (4 task slots each for the CTAS, 8 for the reads: both sides at once).
 
-    python benchmarks/bench_catalog_requests.py [--family all|NAME[,NAME...]] [--lifetime 360]
+    python benchmarks/bench_catalog_requests.py [--family all|NAME[,NAME...]] [--timeline] [--lifetime 360]
         [--task-seconds 200] [--tasks 16] [--master local-cluster[4,4,1024]]
 """
 
