@@ -472,6 +472,11 @@ class BufferedProxy(ThreadedServer):
                        and (table is None or e["table"] == table)
                        and (method is None or e["method"] == method))
 
+    def entries(self) -> list[dict]:
+        """A copy of ``log`` (taken under its lock, so a benchmark can filter it by time)."""
+        with self._log_lock:
+            return [dict(e) for e in self.log]
+
     def counts(self) -> dict[str, int]:
         with self._log_lock:
             out: dict[str, int] = {}
