@@ -21,6 +21,8 @@ __all__ = [
     "CatalogConflictError",
     "CatalogUnavailableError",
     "CatalogUnsupportedError",
+    "CleanupRefused",
+    "PolicyApiUnavailableError",
     "StaleTableError",
     "CommitStateUnknownError",
     "CredentialRefreshError",
@@ -78,6 +80,15 @@ class CatalogUnsupportedError(CatalogError):
 
     Deliberately not a CatalogNotFoundError: code that reads a 404 as "gone meanwhile" must not
     read "unsupported" that way (cleanup would skip a table it never saw, and delete its files)."""
+
+
+class CleanupRefused(CatalogError):
+    """`staged cleanup` (or orphan removal) could not be sure which files are unreferenced;
+    nothing was deleted."""
+
+
+class PolicyApiUnavailableError(ConfigError):
+    """The catalog does not implement Polaris's policy API (maintain needs it or a policy file)."""
 
 
 class StaleTableError(CatalogConflictError):

@@ -43,7 +43,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pyspark_catalog_ext.errors import CatalogExtError, CatalogNotFoundError, ConfigError, redact
+from pyspark_catalog_ext.errors import (
+    CatalogExtError,
+    CatalogNotFoundError,
+    CleanupRefused,
+    ConfigError,
+    PolicyApiUnavailableError,
+    redact,
+)
 from pyspark_catalog_ext.governance import events
 from pyspark_catalog_ext.governance.policies import (
     DATA_COMPACTION,
@@ -55,7 +62,6 @@ from pyspark_catalog_ext.governance.policies import (
     FilePolicySource,
     OrphanFileRemovalContent,
     PolarisPolicySource,
-    PolicyApiUnavailableError,
     PolicySource,
     effective_policies,
     parse_content,
@@ -303,7 +309,7 @@ def _unsafe_location(location: str, table_location: str) -> str | None:
 def _other_tables_under(client: Any, tp: TablePlan, location: str) -> str | None:
     """Why remove_orphan_files under `location` would delete another table's files, or None.
     The same "whose files are here" as `staged cleanup` (cleanup.tables_under)."""
-    from pyspark_catalog_ext.staging.cleanup import CleanupRefused, tables_under
+    from pyspark_catalog_ext.staging.cleanup import tables_under
 
     try:
         others = sorted(set(tables_under(client, location)) - {".".join([*tp.namespace, tp.name])})

@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pyspark_catalog_ext.errors import CatalogNotFoundError, CatalogUnsupportedError, ConfigError
+from pyspark_catalog_ext.errors import CatalogNotFoundError, CatalogUnsupportedError, ConfigError, PolicyApiUnavailableError
 
 __all__ = [
     "MAINTENANCE_TYPES",
@@ -30,7 +30,6 @@ __all__ = [
     "PolicyContent",
     "OrphanFileRemovalContent",
     "PolicySource",
-    "PolicyApiUnavailableError",
     "PolarisPolicySource",
     "FilePolicySource",
     "parse_content",
@@ -135,10 +134,6 @@ def effective_policies(policies: Iterable[ApplicablePolicy]) -> dict[str, Applic
         if rank(policy) > rank(current):
             chosen[policy.policy_type] = policy
     return chosen
-
-
-class PolicyApiUnavailableError(ConfigError):
-    """The catalog does not implement Polaris's policy API."""
 
 
 class PolicySource(Protocol):

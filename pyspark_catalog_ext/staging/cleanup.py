@@ -38,19 +38,15 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import unquote
 
-from pyspark_catalog_ext.errors import CatalogError, CatalogExtError, CatalogNotFoundError, ConfigError
+from pyspark_catalog_ext.errors import CatalogError, CatalogExtError, CatalogNotFoundError, CleanupRefused, ConfigError
 from pyspark_catalog_ext.progress import Progress
 
-__all__ = ["OrphanReport", "CleanupRefused", "find_orphans", "tables_under", "dot_segments", "register"]
+__all__ = ["OrphanReport", "find_orphans", "tables_under", "dot_segments", "register"]
 
 DEFAULT_MIN_AGE_SECONDS = 3 * 86400.0  # as Iceberg's remove_orphan_files (older_than: 3 days)
 MIN_SAFE_AGE_SECONDS = 86400.0  # Iceberg refuses remove_orphan_files younger than 24 h: a job may still write
 DELETE_BATCH = 1000  # S3 DeleteObjects takes at most 1000 keys
 _PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path")
-
-
-class CleanupRefused(CatalogError):
-    """`staged cleanup` could not be sure which files are unreferenced; nothing was deleted."""
 
 
 @dataclass

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.staging.cleanup import CleanupRefused, find_orphans
+from pyspark_catalog_ext.errors import CleanupRefused, ConfigError
+from pyspark_catalog_ext.staging.cleanup import find_orphans
 from pyspark_catalog_ext.staging.staged import stage_create, stage_replace
 from tests.conftest import assert_one_line_error, run_cli
 from tests.helpers import catalog_client

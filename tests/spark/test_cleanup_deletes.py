@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.staging.cleanup import CleanupRefused, find_orphans
+from pyspark_catalog_ext.errors import CleanupRefused, ConfigError
+from pyspark_catalog_ext.staging.cleanup import find_orphans
 from tests.conftest import SECRET, assert_one_line_error, run_cli
 from tests.spark.test_cleanup import client_for, orphaned  # noqa: F401
 from tests.spark.test_staging import db, s3_admin, s3_exists, unique  # noqa: F401

@@ -317,7 +317,7 @@ def test_policies_through_spark_need_the_shim_or_a_policy_file(spark, lakehouse,
     """A catalog without the policy API (SeaweedFS itself) is PolicyApiUnavailableError through the
     shim's raw GET too; a catalog without the shim cannot GET its routes, so it names the fixes,
     and with a policy file it is planned through Spark all the same."""
-    from pyspark_catalog_ext.governance.policies import PolicyApiUnavailableError
+    from pyspark_catalog_ext.errors import PolicyApiUnavailableError
 
     spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.nopolicy")
     spark.sql("CREATE TABLE IF NOT EXISTS lake.nopolicy.t (id BIGINT) USING iceberg")

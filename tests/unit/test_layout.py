@@ -64,3 +64,25 @@ def test_the_boundary_check_sees_a_jvm_call(tmp_path: Path) -> None:
                    'def f(spark):\n    return spark.sparkContext._jvm.io.catalogext.shim.EventLog, "io.catalogext.shim.Y"\n')
     strings, attrs = _code_strings_and_attrs(bad)
     assert "_jvm" in attrs and "catalogext" in attrs and strings == ["io.catalogext.shim.Y"]
+
+
+def _exception_classes_outside_errors(package: Path) -> dict[str, list[str]]:
+    """{module: [class, ...]} of classes named *Error/*Refused defined outside errors.py."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "errors.py" and path.parent == package:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and node.name.endswith(("Error", "Refused", "Exception")):
+                bases = [ast.unparse(b) for b in node.bases]
+                found.setdefault(str(path.relative_to(package)), []).append(f"{node.name}({', '.join(bases)})")
+    return found
+
+
+def test_errors_live_in_one_module() -> None:
+    """Every error class is in errors.py, except those that must also subclass a PyIceberg exception."""
+    package = Path(pyspark_catalog_ext.__file__).parent
+    pyiceberg_bases = ("BadRequestError", "CommitFailedException", "CommitStateUnknownException")
+    strays = {module: [c for c in classes if not any(b in c for b in pyiceberg_bases)]
+              for module, classes in _exception_classes_outside_errors(package).items()}
+    assert not {m: c for m, c in strays.items() if c}, strays
