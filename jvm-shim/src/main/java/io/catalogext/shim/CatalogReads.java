@@ -99,8 +99,13 @@ final class CatalogReads {
     ObjectNode out = Json.object();
     out.put("uri", withoutSecrets(conf(spark, prefix + "uri")));
     out.put("warehouse", conf(spark, prefix + "warehouse"));
-    out.put("shim", ExtRESTCatalog.class.getName().equals(conf(spark, prefix + "catalog-impl")));
+    out.put("shim", usesShim(spark, name));
     return Json.write(out);
+  }
+
+  /** Whether Spark catalog {@code name} runs on the shim's {@link ExtRESTCatalog} (catalog-impl). */
+  private static boolean usesShim(SparkSession spark, String name) {
+    return ExtRESTCatalog.class.getName().equals(conf(spark, "spark.sql.catalog." + name + ".catalog-impl"));
   }
 
   private static String conf(SparkSession spark, String key) {
@@ -196,15 +201,14 @@ final class CatalogReads {
 
   /** The shim session of Spark catalog {@code name}; one line if the catalog does not use the shim. */
   static CatalogSession session(SparkSession spark, String name) {
-    String prefix = "spark.sql.catalog." + name + ".";
     sparkCatalog(spark, name); // initialises the catalog, so its session exists
-    if (!ExtRESTCatalog.class.getName().equals(conf(spark, prefix + "catalog-impl"))) {
+    if (!usesShim(spark, name)) {
       throw new IllegalArgumentException(
           "Spark catalog '" + name + "' does not use catalog-impl=" + ExtRESTCatalog.class.getName()
               + ", so only Iceberg's own API can be read through it; configure it with pyspark_catalog_ext.configure");
     }
     CatalogSession session = CredentialRegistry.get().session(name);
-    String uri = conf(spark, prefix + "uri");
+    String uri = conf(spark, "spark.sql.catalog." + name + ".uri");
     if (session == null || uri == null || !uri.equals(session.uri)) {
       // Another catalog of that name was initialised later in this JVM (another SparkSession).
       throw new IllegalStateException(

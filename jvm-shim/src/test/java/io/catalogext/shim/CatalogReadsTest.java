@@ -4,16 +4,11 @@ import com.sun.net.httpserver.HttpServer;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import org.apache.iceberg.PartitionSpec;
-import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.TableMetadata;
-import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.ForbiddenException;
 import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
-import org.apache.iceberg.types.Types;
 
 /**
  * The raw GET Python's maintenance uses for Polaris's policy API goes through the catalog's own
@@ -35,7 +30,8 @@ public class CatalogReadsTest {
           if (path.endsWith("/v1/config")) {
             LoopbackCatalog.answer(exchange, 200, "{\"defaults\":{},\"overrides\":{\"prefix\":\"wh\"}}");
           } else if (path.equals("/v1/wh/namespaces/db/tables/t")) {
-            LoopbackCatalog.answer(exchange, 200, loadedTable());
+            LoopbackCatalog.answer(exchange, 200,
+                LoopbackCatalog.loadedTable("file:/tmp/catalog-ext-reads", "{\"s3.secret-access-key\":\"vended-secret\"}"));
           } else if (path.equals("/polaris/v1/wh/applicable-policies")) {
             LoopbackCatalog.answer(exchange, 200, "{\"applicable-policies\":[{\"name\":\"p\"}]}");
           } else if (path.equals("/polaris/v1/wh/gone")) {
@@ -53,14 +49,6 @@ public class CatalogReadsTest {
             exchange.close();
           }
         });
-  }
-
-  private static String loadedTable() {
-    Schema schema = new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
-    TableMetadata metadata =
-        TableMetadata.newTableMetadata(schema, PartitionSpec.unpartitioned(), "file:/tmp/catalog-ext-reads", Map.of());
-    return "{\"metadata-location\":\"file:/tmp/catalog-ext-reads/metadata/v1.metadata.json\",\"metadata\":"
-        + TableMetadataParser.toJson(metadata) + ",\"config\":{\"s3.secret-access-key\":\"vended-secret\"}}";
   }
 
   private static ExtRESTCatalog catalog(HttpServer server, String name) {

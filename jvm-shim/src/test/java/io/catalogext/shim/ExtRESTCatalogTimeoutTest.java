@@ -5,14 +5,9 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import org.apache.iceberg.PartitionSpec;
-import org.apache.iceberg.Schema;
 import org.apache.iceberg.Table;
-import org.apache.iceberg.TableMetadata;
-import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.CommitStateUnknownException;
-import org.apache.iceberg.types.Types;
 
 /**
  * The catalog's HTTP client has connect and read timeouts even when the user set none, so a
@@ -31,7 +26,9 @@ public class ExtRESTCatalogTimeoutTest {
           String answer =
               path.endsWith("/v1/config")
                   ? "{\"defaults\":{},\"overrides\":{}}"
-                  : "GET".equals(exchange.getRequestMethod()) && path.endsWith("/tables/loaded") ? loadedTable() : null;
+                  : "GET".equals(exchange.getRequestMethod()) && path.endsWith("/tables/loaded")
+                      ? LoopbackCatalog.loadedTable("file:/tmp/catalog-ext-stalled", "{}") // the commit test commits to it
+                      : null;
           if (answer != null) {
             LoopbackCatalog.answer(exchange, 200, answer);
             return;
@@ -43,15 +40,6 @@ public class ExtRESTCatalogTimeoutTest {
           }
           exchange.close();
         });
-  }
-
-  /** A LoadTableResponse for an empty table (the commit test needs one to commit to). */
-  private static String loadedTable() {
-    Schema schema = new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
-    TableMetadata metadata =
-        TableMetadata.newTableMetadata(schema, PartitionSpec.unpartitioned(), "file:/tmp/catalog-ext-stalled", Map.of());
-    return "{\"metadata-location\":\"file:/tmp/catalog-ext-stalled/metadata/v1.metadata.json\",\"metadata\":"
-        + TableMetadataParser.toJson(metadata) + ",\"config\":{}}";
   }
 
   /** Class and message of every cause, which is what a user sees in a stack trace. */

@@ -7,7 +7,13 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 import java.util.concurrent.Executors;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.TableMetadataParser;
+import org.apache.iceberg.types.Types;
 
 /** A real HTTP server on loopback for the unit tests that talk to a catalog (JDK's own server). */
 final class LoopbackCatalog {
@@ -35,5 +41,16 @@ final class LoopbackCatalog {
   /** The catalog URI of {@code server}, plus {@code root} (e.g. "/a"). */
   static String uri(HttpServer server, String root) {
     return "http://127.0.0.1:" + server.getAddress().getPort() + root;
+  }
+
+  /**
+   * A LoadTableResponse body for an empty one-column table at {@code location}, with
+   * {@code configJson} as its config (the table answer tests load, commit to, or check for secrets).
+   */
+  static String loadedTable(String location, String configJson) {
+    Schema schema = new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
+    TableMetadata metadata = TableMetadata.newTableMetadata(schema, PartitionSpec.unpartitioned(), location, Map.of());
+    return "{\"metadata-location\":\"" + location + "/metadata/v1.metadata.json\",\"metadata\":"
+        + TableMetadataParser.toJson(metadata) + ",\"config\":" + configJson + "}";
   }
 }
