@@ -44,7 +44,7 @@ from pyspark_catalog_ext.errors import (
     redact,
 )
 from pyspark_catalog_ext.governance import events
-from pyspark_catalog_ext.spark.java_errors import java_chain, translate
+from pyspark_catalog_ext.spark.java_errors import java_chain, java_exception_of, translate
 from pyspark_catalog_ext.spark.shim_api import JvmStagedTable, ShimJvm, StagedWrite
 
 __all__ = [
@@ -166,9 +166,10 @@ def _java_schema(spark: Any, schema: Any) -> Any:
 
 
 def _java_chain(exc: BaseException) -> list[tuple[str, str]]:
-    """(class name, message) of a Py4JJavaError's Java exception and its causes."""
+    """(class name, message) of the Java exception behind `exc` (a Py4JJavaError, or PySpark's
+    conversion of one) and its causes."""
     try:
-        return java_chain(getattr(exc, "java_exception", None))
+        return java_chain(java_exception_of(exc))
     except Exception:  # noqa: BLE001 - the JVM may be gone; then the original error stands
         return []
 
@@ -181,7 +182,7 @@ def _java_message(exc: BaseException) -> str:
 
 def _translate(exc: BaseException, table: str, action: str) -> BaseException:
     """A one-line package error for a Java failure (java_errors' table); the original if it is not a known kind."""
-    return translate(getattr(exc, "java_exception", None), subject=f"{action} {table}") or exc
+    return translate(java_exception_of(exc), subject=f"{action} {table}") or exc
 
 
 # --------------------------------------------------------------------------- the staged table

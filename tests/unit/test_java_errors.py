@@ -98,6 +98,12 @@ def test_staging_uses_the_same_table():
     plain = ValueError("not from the JVM")
     assert staged_translate(plain, "db.t", "commit") is plain
 
+    class Converted(Exception):  # PySpark's CapturedException of a shim call keeps the JVM's exception as _origin
+        _origin = JavaThrowable("java.lang.IllegalArgumentException", "stage option 'x' must be a number")
+
+    bad_option = staged_translate(Converted("IllegalArgumentException: ...\n\nJVM stacktrace: ..."), "db.t", "stage create")
+    assert isinstance(bad_option, ConfigError) and str(bad_option) == "stage create db.t failed: stage option 'x' must be a number"
+
 
 @dataclass
 class Frame:
