@@ -350,7 +350,13 @@ class Response(_Message):
         return Response(status, [("Content-Type", "application/json")], body.encode())
 
 
-FAULT_KINDS = ("error", "drop", "delay", "duplicate", "hang", "late", "after", "before")
+FAULT_KINDS = ("error", "drop", "delay", "duplicate", "hang", "late", "after", "before", "redirect")
+
+# The Iceberg error type a catalog names for each status (the client maps the status, the type is
+# for the message only).
+_ERROR_TYPES = {400: "BadRequestException", 401: "NotAuthorizedException", 403: "ForbiddenException",
+                404: "NoSuchTableException", 409: "CommitFailedException", 429: "TooManyRequestsException",
+                503: "ServiceUnavailableException"}
 
 
 @dataclass
@@ -368,6 +374,10 @@ class Fault:
       after     forward (upstream applies it), then answer ``status`` instead (a gateway's 503
                 after forwarding; Polaris <= 1.7.0's 400 for an unknown commit state)
       before    run ``action()`` (e.g. a second writer's commit), then forward
+      redirect  never forward; answer ``status`` (e.g. 307, 303) with ``Location: location``
+
+    ``headers`` are added to the fault's answer (``[("Retry-After", "1")]`` on a 503 or 429: the
+    answer an HTTP client's own retry strategy may re-send a request for).
     """
     kind: str
     method: str | None = None
@@ -376,7 +386,17 @@ class Fault:
     status: int = 503
     seconds: float = 0.0
     action: Callable[[], None] | None = None
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    location: str = ""
     fired: int = 0
+
+    def answer(self, message: str) -> Response:
+        """The fault's own answer: an Iceberg error body for ``status``, plus ``headers``."""
+        if self.kind == "redirect":
+            return Response(self.status, [("Location", self.location), *self.headers], b"")
+        resp = Response.iceberg_error(self.status, _ERROR_TYPES.get(self.status, "ServerError"), message)
+        resp.headers.extend(self.headers)
+        return resp
 
     def matches(self, method: str, path: str) -> bool:
         return ((self.method is None or self.method.upper() == method.upper())
@@ -390,10 +410,13 @@ class FaultInjector:
 
     def add(self, kind: str, method: str | None = None, path: str = ".*", times: int = 1,
             status: int = 503, seconds: float = 0.0,
-            action: Callable[[], None] | None = None) -> Fault:
+            action: Callable[[], None] | None = None, headers: list[tuple[str, str]] | None = None,
+            location: str = "") -> Fault:
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {kind!r}; one of {FAULT_KINDS}")
-        f = Fault(kind, method, path, times, status, seconds, action)
+        if kind == "redirect" and not location:
+            raise ValueError("a redirect fault needs a location")
+        f = Fault(kind, method, path, times, status, seconds, action, list(headers or []), location)
         with self._lock:
             self._faults.append(f)
         return f
@@ -507,10 +530,8 @@ class BufferedProxy(ThreadedServer):
         fault = self.faults.take(req.method, req.path)
         if fault:
             entry["fault"] = fault.kind
-        if fault and fault.kind == "error":
-            resp = Response.iceberg_error(fault.status, "ServiceUnavailableException"
-                                          if fault.status == 503 else "ServerError",
-                                          f"injected fault: {fault.status}")
+        if fault and fault.kind in ("error", "redirect"):
+            resp = fault.answer(f"injected fault: {fault.status}")
         elif fault and fault.kind == "hang":
             while not (self._stopping.is_set() or self._release.is_set()):
                 self._release.wait(0.1)
@@ -524,8 +545,7 @@ class BufferedProxy(ThreadedServer):
                     fault.action()
                 resp = self.process(req)
                 if fault and fault.kind == "after":
-                    resp = Response.iceberg_error(fault.status, "ServiceUnavailableException" if fault.status == 503
-                                                  else "BadRequestException", f"injected fault after apply: {fault.status}")
+                    resp = fault.answer(f"injected fault after apply: {fault.status}")
                 if fault and fault.kind == "duplicate":
                     resp = self.process(req)
             except OSError as e:

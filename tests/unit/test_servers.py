@@ -60,11 +60,11 @@ class Rest:
     def load(self, ns: str, name: str) -> requests.Response:
         return requests.get(f"{self.tables(ns)}/{name}", headers={**self.auth, **VENDED}, timeout=30)
 
-    def commit(self, ns: str, name: str, body: dict, key: str | None = None, timeout=30):
+    def commit(self, ns: str, name: str, body: dict, key: str | None = None, timeout=30, **kw):
         headers = dict(self.auth)
         if key:
             headers["Idempotency-Key"] = key
-        return requests.post(f"{self.tables(ns)}/{name}", headers=headers, json=body, timeout=timeout)
+        return requests.post(f"{self.tables(ns)}/{name}", headers=headers, json=body, timeout=timeout, **kw)
 
     def credentials(self, ns: str, name: str, **params) -> requests.Response:
         return requests.get(f"{self.tables(ns)}/{name}/credentials", headers=self.auth,
@@ -405,6 +405,31 @@ def test_fault_duplicate_returns_second_answer(rest, ns, staged, catalog_proxy):
     assert r.status_code == 409  # the first applied, the duplicate hit assert-create
     assert [e["status"] for e in catalog_proxy.upstream_log] == [200, 409]
     assert catalog_proxy.count("commit", table=f"{ns}.{name}") == 1
+
+
+def test_fault_after_apply_with_retry_after_then_error(rest, ns, staged, catalog_proxy):
+    name, body = staged
+    via = rest.via(catalog_proxy.url)
+    catalog_proxy.faults.add("after", "POST", rf"/tables/{name}$", status=503, headers=[("Retry-After", "1")])
+    catalog_proxy.faults.add("error", "POST", rf"/tables/{name}$", status=403)
+    first = via.commit(ns, name, create_commit(ns, name, body))
+    assert (first.status_code, first.headers["Retry-After"]) == (503, "1")
+    assert rest.load(ns, name).status_code == 200  # SeaweedFS applied it behind the 503
+    second = via.commit(ns, name, create_commit(ns, name, body))
+    assert (second.status_code, second.json()["error"]["type"]) == (403, "ForbiddenException")
+    assert [e["status"] for e in catalog_proxy.upstream_log] == [200]  # the 403 never went upstream
+
+
+def test_fault_redirect_answers_without_forwarding(rest, ns, staged, catalog_proxy):
+    name, body = staged
+    via = rest.via(catalog_proxy.url)
+    target = "http://127.0.0.1:9/elsewhere"
+    catalog_proxy.faults.add("redirect", "POST", rf"/tables/{name}$", status=307, location=target)
+    r = via.commit(ns, name, create_commit(ns, name, body), allow_redirects=False)
+    assert (r.status_code, r.headers["Location"]) == (307, target)
+    assert catalog_proxy.upstream_log == []
+    with pytest.raises(ValueError, match="needs a location"):
+        catalog_proxy.faults.add("redirect", "POST", status=303)
 
 
 def test_fault_hang_is_bounded_by_stop(rest, ns, lake):
