@@ -75,8 +75,17 @@ class OrphanReport:
 
 
 def _norm_uri(uri: str) -> str:
-    """s3a://b/k, s3n://b/k -> s3://b/k (one spelling for comparisons)."""
-    return re.sub(r"^s3[an]?://", "s3://", uri.strip())
+    """s3a://b/k, s3n://b/k -> s3://b/k (one spelling of the scheme for comparisons). The bucket
+    and key stay byte for byte: S3 keeps a key's whitespace and never normalises its Unicode, so
+    `k `, `k\t` and an NFD `é` are other objects than `k` and an NFC `é`."""
+    return re.sub(r"^s3[an]?://", "s3://", uri)
+
+
+def _looks_like_metadata(uri: str) -> bool:
+    """Whether a listed object may be a table's metadata file (only a commit writes those). Broader
+    than Iceberg's own names on purpose: trailing whitespace or a compression infix still counts,
+    so an odd spelling refuses instead of slipping through as an orphan."""
+    return ".metadata.json" in uri.rsplit("/", 1)[-1]
 
 
 def _split_s3(uri: str) -> tuple[str, str]:
@@ -384,35 +393,41 @@ def find_orphans(
         s3 = _s3_for(client, table, report.location, catalog.table_loads)
 
     current = time.time() if now is None else now
-    candidates: list[tuple[str, int, float]] = []
     listed = progress.task(f"listing {report.location}")
     try:
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             listed(len(page.get("Contents") or []))
             for obj in page.get("Contents") or []:
-                report.listed += 1
-                uri = f"s3://{bucket}/{obj['Key']}"
-                if uri in catalog.referenced:
-                    continue
-                if uri.endswith(".metadata.json") and uri not in catalog.metadata_files:
-                    # Only a commit writes these: a table this catalog does not list owns it.
-                    raise _refuse(report.location, f"{uri} is metadata of a table this catalog does not list "
-                                                   "(another catalog or warehouse, or a dropped table)")
-                modified = obj.get("LastModified")
-                age = current - modified.timestamp() if isinstance(modified, datetime) else float("inf")
-                if age < min_age_seconds:
-                    report.too_young += 1
-                    continue
-                candidates.append((uri, int(obj.get("Size", 0)), age))
-                report.keys[uri] = obj["Key"]  # deleted by this key, exactly as listed
+                _sort_listed(report, bucket, obj, catalog, current, min_age_seconds)
     except CleanupRefused:
         raise
     except Exception as exc:  # noqa: BLE001 - botocore errors: we do not know what is there
         raise _refuse(report.location, f"cannot list it in S3 ({type(exc).__name__})") from None
-    report.orphans = sorted(candidates)
+    report.orphans.sort()
     if apply:
         _delete(client, s3, bucket, report, progress.task("deleting orphans", total=len(report.orphans)))
     return report
+
+
+def _sort_listed(report: OrphanReport, bucket: str, obj: Mapping[str, Any], catalog: _Catalog,
+                 now: float, min_age_seconds: float) -> None:
+    """One listed object: referenced (kept), too young (kept), or an orphan candidate. Refuses
+    for a metadata file no listed table has. The key is compared byte for byte."""
+    report.listed += 1
+    uri = f"s3://{bucket}/{obj['Key']}"
+    if uri in catalog.referenced:  # exact: no stripping, no Unicode normalisation
+        return
+    if _looks_like_metadata(uri) and uri not in catalog.metadata_files:
+        # Only a commit writes these: a table this catalog does not list owns it.
+        raise _refuse(report.location, f"{uri!r} is metadata of a table this catalog does not list "
+                                       "(another catalog or warehouse, or a dropped table)")
+    modified = obj.get("LastModified")
+    age = now - modified.timestamp() if isinstance(modified, datetime) else float("inf")
+    if age < min_age_seconds:
+        report.too_young += 1
+        return
+    report.orphans.append((uri, int(obj.get("Size", 0)), age))
+    report.keys[uri] = obj["Key"]  # deleted by this key, exactly as listed
 
 
 def _delete(client: Any, s3: Any, bucket: str, report: OrphanReport, advance: Callable[[int], None]) -> None:
