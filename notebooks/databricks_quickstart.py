@@ -50,7 +50,7 @@ for table in manager.status():
 
 # COMMAND ----------
 
-from pyspark_catalog_ext.staging.staged import stage_create
+from pyspark_catalog_ext import stage_create
 
 january = spark.range(0, 1000).selectExpr("id AS order_id", "id % 10 AS store")
 with stage_create(spark, "lake.notebook_demo.orders_staged", january) as staged:

@@ -10,8 +10,11 @@ Public API (importing this package does not start a JVM or import pyspark):
 - `resolve_jars()`, `shim_jar()`, `check_java()`: JVM dependencies.
 - `attach(spark)`, `RefreshPolicy`, `CredentialSource`, `StorageCredentials`: refreshing storage
   credentials (`configure()`-built sessions attach by themselves).
-- `maintenance.plan/run`, `policies`, `events.subscribe`: policy-driven maintenance and event
-  hooks (submodules, imported on first use).
+- `stage_create(spark, table, schema)`, `stage_replace(...)`, `stage_table(...)`, `StagedTable`:
+  staged create/replace with an explicit commit (imported on first use).
+- `maintenance.plan/run`, `policies`, `events.subscribe`, `notifications.NotificationSink`
+  (also `NotificationSink`): policy-driven maintenance, event hooks and catalog change
+  notifications (submodules, imported on first use).
 """
 
 from __future__ import annotations
@@ -88,12 +91,23 @@ __all__ = [
 ]
 
 
-_LAZY_SUBMODULES = {"maintenance": "governance.maintenance", "policies": "governance.policies", "events": "governance.events"}
+_LAZY_SUBMODULES = {"maintenance": "governance.maintenance", "policies": "governance.policies", "events": "governance.events",
+                    "notifications": "governance.notifications"}
+# Helpers that need pyspark or pydantic: imported on first use, so importing the package stays light.
+_LAZY_EXPORTS = {"stage_create": "staging.staged", "stage_replace": "staging.staged", "stage_table": "staging.staged",
+                 "StagedTable": "staging.staged", "NotificationSink": "governance.notifications"}
+__all__ += [*_LAZY_EXPORTS, *_LAZY_SUBMODULES]
 
 
-def __getattr__(name: str):  # `pce.maintenance` etc. without importing pydantic at package import
+def __getattr__(name: str):  # `pce.maintenance`, `pce.stage_create` etc. without importing them at package import
+    import importlib
+
     if name in _LAZY_SUBMODULES:
-        import importlib
-
         return importlib.import_module(f"{__name__}.{_LAZY_SUBMODULES[name]}")
+    if name in _LAZY_EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY_EXPORTS[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -24,6 +24,23 @@ def test_the_public_api_is_complete_and_old_flat_modules_are_gone() -> None:
             importlib.import_module(f"pyspark_catalog_ext.{old}")
 
 
+def test_the_staged_and_governance_helpers_are_on_the_package_face_and_load_on_first_use() -> None:
+    """`from pyspark_catalog_ext import stage_create` works; importing the package alone still
+    imports neither pyspark nor the helpers' modules."""
+    from pyspark_catalog_ext import NotificationSink, StagedTable, notifications, stage_create, stage_replace, stage_table
+    from pyspark_catalog_ext.governance.notifications import NotificationSink as deep_sink
+    from pyspark_catalog_ext.staging import staged
+
+    assert (stage_create, stage_replace, stage_table, StagedTable) == (
+        staged.stage_create, staged.stage_replace, staged.stage_table, staged.StagedTable)
+    assert NotificationSink is deep_sink is notifications.NotificationSink
+    probe = ("import sys, pyspark_catalog_ext as p; "
+             "print(sorted(m for m in sys.modules if m.startswith(('pyspark.', 'pyspark_catalog_ext.staging', "
+             "'pyspark_catalog_ext.governance')) or m == 'pyspark')); print('stage_create' in dir(p))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.split("\n")[:2] == ["[]", "True"], out
+
+
 def test_cli_runs_as_a_module_without_warnings() -> None:
     proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "pyspark_catalog_ext.cli", "--help"],
                           capture_output=True, text=True, timeout=60)
