@@ -3,7 +3,8 @@
 Modules, one job each: `result` (statuses, outcomes), `context` (shared run state, cleanup,
 secret scrubbing), `probes` (catalog probes and their order), `s3scope` (vended-credential
 scope with boto3), `engines` (PyIceberg and Spark), `runner` (connection, preflight, signals,
-cleanup), `report` (table, summary, JSON), `matrix` (saved runs -> README table), `cli`.
+cleanup), `report` (table, summary, JSON), `matrix` (saved runs -> README table). The command line is
+`pyspark_catalog_ext.cli.doctor`.
 
 Library use::
 
@@ -19,9 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark_catalog_ext.doctor.cli import register
-
-__all__ = ["register", "run_doctor"]
+__all__ = ["run_doctor"]
 
 
 def run_doctor(*args: Any, **kwargs: Any) -> Any:

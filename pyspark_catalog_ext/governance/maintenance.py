@@ -30,7 +30,6 @@ command line's own connection options.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -69,7 +68,7 @@ from pyspark_catalog_ext.governance.policies import (
 from pyspark_catalog_ext.progress import Progress
 from pyspark_catalog_ext.spark.shim_api import SHIM_CATALOG_IMPL
 
-__all__ = ["Action", "TablePlan", "Plan", "TableResult", "Report", "plan", "run", "register"]
+__all__ = ["Action", "TablePlan", "Plan", "TableResult", "Report", "plan", "plan_with_catalog", "run", "split_targets", "default_state_file"]
 
 DEFAULT_ORPHAN_AGE_DAYS = 3.0  # files younger than this may belong to a job still writing
 MAX_STATE_ENTRIES = 10_000  # the state file keeps the most recent tables only
@@ -417,7 +416,7 @@ def default_state_file() -> Path:
 # --------------------------------------------------------------------------- planning
 
 
-def _split_targets(targets: str | Sequence[str]) -> tuple[str, list[list[str]]]:
+def split_targets(targets: str | Sequence[str]) -> tuple[str, list[list[str]]]:
     names = [targets] if isinstance(targets, str) else list(targets)
     if not names:
         raise ConfigError("no target: pass a catalog (lake), a namespace (lake.db) or tables (lake.db.t)")
@@ -510,10 +509,20 @@ def plan(spark: Any, targets: str | Sequence[str], *, policy_file: str | Path | 
     """
     from pyspark_catalog_ext.spark.catalog_reader import SparkCatalogReader
 
-    catalog, rest = _split_targets(targets)
+    catalog, rest = split_targets(targets)
     with SparkCatalogReader(spark, catalog) as client:  # Spark's own catalog session: no secret leaves the JVM
         return _plan_in(client, catalog, rest, policy_file=policy_file, source=source, state_file=state_file,
                         force=force, now=now)
+
+
+def plan_with_catalog(client: Any, targets: str | Sequence[str], *, policy_file: str | Path | None = None,
+                      source: PolicySource | None = None, state_file: str | Path | None = None, force: bool = False,
+                      now: datetime | None = None) -> Plan:
+    """`plan` through a catalog client of our own instead of a Spark session (no Spark needed: the
+    CLI's `--dry-run`). `targets` name the client's catalog as `plan`'s name the Spark catalog."""
+    catalog, rest = split_targets(targets)
+    return _plan_in(client, catalog, rest, policy_file=policy_file, source=source, state_file=state_file,
+                    force=force, now=now)
 
 
 def _plan_in(client: Any, catalog: str, rest: list[list[str]], *, policy_file: str | Path | None = None,
@@ -627,9 +636,9 @@ def run(spark: Any, what: Plan | str | Sequence[str], *, progress: Callable[[str
     from pyspark_catalog_ext.spark.catalog_reader import SparkCatalogReader
 
     say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
-    catalog = what.catalog if isinstance(what, Plan) else _split_targets(what)[0]
+    catalog = what.catalog if isinstance(what, Plan) else split_targets(what)[0]
     with SparkCatalogReader(spark, catalog) as client:  # the Spark catalog's session, for the plan and the run
-        the_plan = what if isinstance(what, Plan) else _plan_in(client, catalog, _split_targets(what)[1],
+        the_plan = what if isinstance(what, Plan) else _plan_in(client, catalog, split_targets(what)[1],
                                                                 state_file=state_file, **plan_kwargs)
         return _run_plan(spark, client, the_plan, say, state_file, bar)
 
@@ -697,62 +706,3 @@ def _run_plan(spark: Any, client: Any, the_plan: Plan, say: Callable[[str], None
             result.duration_s = time.monotonic() - started
     state.save()
     return Report(catalog=the_plan.catalog, tables=results)
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def _cmd(args: argparse.Namespace) -> int:
-    from pyspark_catalog_ext.catalog.rest import open_catalog
-    from pyspark_catalog_ext.cli import connection_kwargs
-    from pyspark_catalog_ext.spark.conf import catalog_properties
-    from pyspark_catalog_ext.spark.session import configure
-
-    targets = args.targets or [args.catalog]
-    catalog, rest = _split_targets(targets)
-    if catalog != args.catalog:
-        raise ConfigError(f"targets must be in catalog {args.catalog!r} (--catalog), got {catalog!r}")
-    state_file = Path(args.state_file) if args.state_file else default_state_file()
-    now = datetime.now(timezone.utc).replace(tzinfo=None)
-    if args.dry_run:  # no Spark needed to plan
-        props = catalog_properties(args.profile, shim=False, **connection_kwargs(args))
-        with open_catalog(props) as client:
-            src, name = _source(client, args.policy_file, None)
-            the_plan = _plan_with_client(client, catalog, rest, src, name, _State(state_file), args.force, now)
-        print(json.dumps(the_plan.as_dict(), indent=2, default=str) if args.json else the_plan.render())
-        return 1 if any(t.error for t in the_plan.tables) else 0
-    from pyspark.sql import SparkSession
-
-    if args.profile == "local":  # Spark picks its address before reading any conf
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.master(args.master).appName("pyspark-catalog-ext maintain")
-    builder = configure(builder, args.profile, args.catalog, extra_conf={"spark.ui.showConsoleProgress": "false"},
-                        **connection_kwargs(args))
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    try:
-        with Progress() as bar:
-            report = run(spark, targets, policy_file=args.policy_file, state_file=state_file, force=args.force, now=now,
-                         bar=bar)
-    finally:
-        spark.stop()
-    print(json.dumps(report.as_dict(), indent=2) if args.json else report.render())
-    return 1 if report.failed else 0
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `maintain` to the CLI."""
-    from pyspark_catalog_ext.cli import add_connection_arguments
-
-    p = subparsers.add_parser("maintain", help="run the catalog's maintenance policies (compaction, snapshot expiry, "
-                                               "orphan removal) on a catalog, namespace or tables")
-    p.add_argument("targets", nargs="*", metavar="TARGET", help="lake | lake.ns | lake.ns.table (default: --catalog)")
-    p.add_argument("--catalog", default="lake", help="Spark catalog name (default: lake)")
-    p.add_argument("--policy-file", help="policies from this JSON file instead of the catalog's Polaris policy API")
-    p.add_argument("--dry-run", action="store_true", help="print the plan only")
-    p.add_argument("--json", action="store_true", help="JSON output")
-    p.add_argument("--force", action="store_true", help="also run tables unchanged since their last successful run")
-    p.add_argument("--state-file", help="where the last successful runs are remembered (default: in the cache dir)")
-    p.add_argument("--master", default="local[2]", help="Spark master for the run (default: local[2])")
-    add_connection_arguments(p)
-    p.set_defaults(func=_cmd)

@@ -7,13 +7,12 @@ stops everything.
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-__all__ = ["DemoResult", "run_demo", "register"]
+__all__ = ["DemoResult", "run_demo"]
 
 TABLE = "demo.events"
 
@@ -83,32 +82,3 @@ def run_demo(rows: int = 1_000_000, catalog: str = "lake", out: Callable[[str], 
 
         raise LakehouseError(f"demo read back {counted} rows but wrote {rows}; see the lakehouse log")
     return DemoResult(rows=counted, data_files=int(files), snapshot_id=int(snapshot), credential_expires_at=expires, elapsed_s=time.monotonic() - start)
-
-
-def _summary(result: DemoResult) -> str:
-    if result.credential_expires_at is not None:
-        left = (result.credential_expires_at - datetime.now(timezone.utc)).total_seconds()
-        expiry = f"{result.credential_expires_at.isoformat(timespec='seconds')} (in {left / 60:.0f} min; secret not shown)"
-    else:
-        expiry = "the catalog vended no expiry"
-    return "\n".join([
-        "demo finished:",
-        f"  rows                  {result.rows:,}",
-        f"  data files            {result.data_files}",
-        f"  snapshot id           {result.snapshot_id}",
-        f"  vended creds expire   {expiry}",
-        f"  elapsed               {result.elapsed_s:.1f} s",
-    ])
-
-
-def _cmd(args: argparse.Namespace) -> int:
-    result = run_demo(rows=args.rows, out=lambda line: print(line, flush=True))
-    print(_summary(result))
-    return 0
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `demo` to the CLI."""
-    p = subparsers.add_parser("demo", help="embedded lakehouse + a 1M-row Spark CTAS with vended credentials, end to end")
-    p.add_argument("--rows", type=int, default=1_000_000, help="rows to write (default 1,000,000)")
-    p.set_defaults(func=_cmd)

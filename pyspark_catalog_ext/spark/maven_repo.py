@@ -9,11 +9,9 @@ company Nexus/Artifactory. CLI: `pyspark-catalog-ext maven-repo DIR`.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -177,18 +175,3 @@ def repository_settings(repository: str, shim: bool = True) -> dict[str, str]:
     conf["spark.jars.repositories"] = root.as_uri()
     conf["spark.jars.ivy"] = str(root / IVY_DIR_NAME)
     return conf
-
-
-def _cmd(args: argparse.Namespace) -> int:
-    written = write_repository(args.directory)
-    for coord in written:
-        print(coord)
-    print(f"# next: pyspark-catalog-ext spark-conf --jars packages --repository {args.directory}", file=sys.stderr)
-    return 0
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `maven-repo` to the CLI."""
-    p = subparsers.add_parser("maven-repo", help="lay out a Maven repository of the pinned jars and the shim (for --packages)")
-    p.add_argument("directory", help="folder to write (created if missing)")
-    p.set_defaults(func=_cmd)

@@ -11,6 +11,8 @@ import argparse
 import json
 import sys
 
+from pyspark_catalog_ext.cli.options import add_connection_arguments, connection_kwargs
+
 __all__ = ["register"]
 
 _EPILOG = """exit status: 0 every probe the profile requires passed; 1 one of them failed or is unsupported
@@ -40,8 +42,7 @@ def _cmd(args: argparse.Namespace) -> int:
             print(f"{spec.id:<24} {spec.group:<12} {spec.title}")
         return 0
 
-    from pyspark_catalog_ext.cli import connection_kwargs
-    from pyspark_catalog_ext.doctor.report import TextProgress, dumps, summary_lines
+        from pyspark_catalog_ext.doctor.report import TextProgress, dumps, summary_lines
     from pyspark_catalog_ext.doctor.runner import run_doctor
 
     out = sys.stderr if args.json else sys.stdout
@@ -67,8 +68,6 @@ def _cmd(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `doctor` to the CLI."""
-    from pyspark_catalog_ext.cli import add_connection_arguments
-
     p = subparsers.add_parser(
         "doctor", help="probe an Iceberg REST catalog (vended credentials, scope, refresh, staging, idempotency)",
         description="Conformance probes for an Iceberg REST catalog; each ends pass, fail or unsupported with evidence.",
