@@ -139,6 +139,8 @@ class CatalogRest(RestCatalog):
         retries: attempts for a read (and for a connection that never opened).
     """
 
+    shim = True  # a CatalogReader: its own session reads every route, Polaris's policy API included
+
     def __init__(self, name: str, *, on_exchange: Callable[[Exchange], None] | None = None,
                  timeout: tuple[float, float] = DEFAULT_TIMEOUT, retries: int = 3, **properties: Any) -> None:
         uri = str(properties.get("uri") or "")

@@ -11,9 +11,12 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pyspark_catalog_ext.errors import CredentialRefreshError
+
+if TYPE_CHECKING:
+    from botocore.client import BaseClient
 
 TableRequest = dict  # the JVM's description of a table (no secrets), see CredentialRegistry.requestFor
 BridgeAnswer = dict
@@ -87,7 +90,7 @@ class AssumeRoleSource:
     """Credentials from STS AssumeRole, for catalogs that vend nothing (boto3's default chain signs)."""
 
     def __init__(self, role_arn: str, session_name: str = "pyspark-catalog-ext",
-                 duration_seconds: int = 3600, sts_client: Any = None, **client_kwargs: Any) -> None:
+                 duration_seconds: int = 3600, sts_client: BaseClient | None = None, **client_kwargs: Any) -> None:
         import boto3
 
         self.role_arn = role_arn

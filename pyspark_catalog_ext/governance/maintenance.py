@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from pyspark_catalog_ext.catalog.locations import dot_segments, tables_under
+from pyspark_catalog_ext.catalog.reader import CatalogReader
 from pyspark_catalog_ext.errors import (
     CatalogExtError,
     CatalogNotFoundError,
@@ -287,8 +289,6 @@ def _orphan_actions(content: OrphanFileRemovalContent, table: TablePlan, now: da
 
 def _unsafe_location(location: str, table_location: str) -> str | None:
     """Why deleting under `location` is unsafe, or None: only the table's own location qualifies."""
-    from pyspark_catalog_ext.staging.cleanup import dot_segments
-
     if not table_location:
         return "the table's location is unknown"
     dots = dot_segments(location)
@@ -305,11 +305,9 @@ def _unsafe_location(location: str, table_location: str) -> str | None:
     return None
 
 
-def _other_tables_under(client: Any, tp: TablePlan, location: str) -> str | None:
+def _other_tables_under(client: CatalogReader, tp: TablePlan, location: str) -> str | None:
     """Why remove_orphan_files under `location` would delete another table's files, or None.
-    The same "whose files are here" as `staged cleanup` (cleanup.tables_under)."""
-    from pyspark_catalog_ext.staging.cleanup import tables_under
-
+    The same "whose files are here" as `staged cleanup` (catalog.locations.tables_under)."""
     try:
         others = sorted(set(tables_under(client, location)) - {".".join([*tp.namespace, tp.name])})
     except CleanupRefused as exc:
@@ -320,7 +318,7 @@ def _other_tables_under(client: Any, tp: TablePlan, location: str) -> str | None
     return None
 
 
-def _refuse_shared_locations(client: Any, tp: TablePlan) -> None:
+def _refuse_shared_locations(client: CatalogReader, tp: TablePlan) -> None:
     """Refuses each remove_orphan_files action whose location holds another table's files."""
     for action in tp.actions:
         if action.procedure == "remove_orphan_files" and action.refused is None:
@@ -427,7 +425,7 @@ def split_targets(targets: str | Sequence[str]) -> tuple[str, list[list[str]]]:
     return parts[0][0], [p[1:] for p in parts]
 
 
-def _walk(client: Any, parent: tuple[str, ...] | None = None, depth: int = 0) -> Iterable[tuple[str, ...]]:
+def _walk(client: CatalogReader, parent: tuple[str, ...] | None = None, depth: int = 0) -> Iterable[tuple[str, ...]]:
     if depth > MAX_NAMESPACE_DEPTH:
         return
     for ns in client.namespaces(parent or ()):
@@ -435,7 +433,7 @@ def _walk(client: Any, parent: tuple[str, ...] | None = None, depth: int = 0) ->
         yield from _walk(client, tuple(ns), depth + 1)
 
 
-def _tables(client: Any, rest: list[list[str]]) -> list[tuple[tuple[str, ...], str]]:
+def _tables(client: CatalogReader, rest: list[list[str]]) -> list[tuple[tuple[str, ...], str]]:
     found: dict[tuple[tuple[str, ...], str], None] = {}
     for parts in rest:
         if not parts:  # the whole catalog
@@ -452,7 +450,7 @@ def _tables(client: Any, rest: list[list[str]]) -> list[tuple[tuple[str, ...], s
     return list(found)
 
 
-def _plan_with_client(client: Any, catalog: str, targets: list[list[str]], source: PolicySource, source_name: str,
+def _plan_with_client(client: CatalogReader, catalog: str, targets: list[list[str]], source: PolicySource, source_name: str,
                       state: _State, force: bool, now: datetime) -> Plan:
     tables: list[TablePlan] = []
     for ns, name in _tables(client, targets):
@@ -480,18 +478,19 @@ def _plan_with_client(client: Any, catalog: str, targets: list[list[str]], sourc
     return Plan(catalog=catalog, tables=tables, source=source_name, state_file=str(state.path) if state.path else None)
 
 
-def _state_key(client: Any, tp: TablePlan) -> str:
+def _state_key(client: CatalogReader, tp: TablePlan) -> str:
     return f"{client.safe_uri}|{client.warehouse or ''}|{'.'.join([*tp.namespace, tp.name])}"
 
 
-def _source(client: Any, policy_file: str | Path | None, source: PolicySource | None) -> tuple[PolicySource, str]:
+def _source(client: CatalogReader, catalog: str, policy_file: str | Path | None,
+            source: PolicySource | None) -> tuple[PolicySource, str]:
     if source is not None:
         return source, type(source).__name__
     if policy_file:
         return FilePolicySource(policy_file), f"file {policy_file}"
-    if getattr(client, "shim", True) is False:  # a Spark catalog without the shim has no session to GET through
+    if not client.shim:  # a Spark catalog without the shim has no session to GET through
         raise PolicyApiUnavailableError(
-            f"Spark catalog {client.catalog!r} does not use catalog-impl={SHIM_CATALOG_IMPL}, so its Polaris policies "
+            f"Spark catalog {catalog!r} does not use catalog-impl={SHIM_CATALOG_IMPL}, so its Polaris policies "
             "cannot be read through Spark; pass a policy file (--policy-file / policy_file=) or configure the catalog "
             "with pyspark_catalog_ext.configure(...)")
     return PolarisPolicySource(client), f"{client.safe_uri} applicable-policies"
@@ -515,7 +514,7 @@ def plan(spark: Any, targets: str | Sequence[str], *, policy_file: str | Path | 
                         force=force, now=now)
 
 
-def plan_with_catalog(client: Any, targets: str | Sequence[str], *, policy_file: str | Path | None = None,
+def plan_with_catalog(client: CatalogReader, targets: str | Sequence[str], *, policy_file: str | Path | None = None,
                       source: PolicySource | None = None, state_file: str | Path | None = None, force: bool = False,
                       now: datetime | None = None) -> Plan:
     """`plan` through a catalog client of our own instead of a Spark session (no Spark needed: the
@@ -525,10 +524,10 @@ def plan_with_catalog(client: Any, targets: str | Sequence[str], *, policy_file:
                     force=force, now=now)
 
 
-def _plan_in(client: Any, catalog: str, rest: list[list[str]], *, policy_file: str | Path | None = None,
+def _plan_in(client: CatalogReader, catalog: str, rest: list[list[str]], *, policy_file: str | Path | None = None,
              source: PolicySource | None = None, state_file: str | Path | None = None, force: bool = False,
              now: datetime | None = None) -> Plan:
-    src, name = _source(client, policy_file, source)
+    src, name = _source(client, catalog, policy_file, source)
     state = _State(Path(state_file) if state_file else default_state_file())
     return _plan_with_client(client, catalog, rest, src, name, state, force, now or datetime.now(timezone.utc).replace(tzinfo=None))
 
@@ -594,7 +593,7 @@ def _error_of(exc: BaseException) -> tuple[str, str]:
     return cls, redact(" ".join(msg.split()))[:300]
 
 
-def _snapshots(client: Any, ns: Sequence[str], name: str) -> tuple[set[int], int | None]:
+def _snapshots(client: CatalogReader, ns: Sequence[str], name: str) -> tuple[set[int], int | None]:
     """(ids of the table's snapshots, current snapshot id) as the catalog sees them now."""
     metadata = client.load_table_json((*ns, name)).get("metadata", {})
     snap = metadata.get("current-snapshot-id")
@@ -643,7 +642,7 @@ def run(spark: Any, what: Plan | str | Sequence[str], *, progress: Callable[[str
         return _run_plan(spark, client, the_plan, say, state_file, bar)
 
 
-def _run_plan(spark: Any, client: Any, the_plan: Plan, say: Callable[[str], None],
+def _run_plan(spark: Any, client: CatalogReader, the_plan: Plan, say: Callable[[str], None],
               state_file: str | Path | None, bar: Progress | None) -> Report:
     if client.shim:
         from pyspark_catalog_ext.credentials import attach

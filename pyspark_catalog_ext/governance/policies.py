@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pyspark_catalog_ext.catalog.reader import CatalogReader
 from pyspark_catalog_ext.errors import CatalogNotFoundError, CatalogUnsupportedError, ConfigError, PolicyApiUnavailableError
 
 __all__ = [
@@ -146,7 +147,7 @@ class PolarisPolicySource:
     """Polaris's `applicable-policies` endpoint, on the catalog's own session: inside Spark the Spark
     catalog's (`SparkCatalogReader`), else `CatalogRest`'s (auth, retries)."""
 
-    def __init__(self, client: Any, page_size: int = 100) -> None:
+    def __init__(self, client: CatalogReader, page_size: int = 100) -> None:
         self.client = client
         self.page_size = page_size
 

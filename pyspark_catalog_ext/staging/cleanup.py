@@ -27,23 +27,32 @@ remove_orphan_files, so both keep the files of tables nested inside the location
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-from urllib.parse import unquote
+from typing import TYPE_CHECKING, Any
 
+from pyspark_catalog_ext.catalog.locations import (
+    dot_segments,
+    norm_uri,
+    refuse_cleanup,
+    same_place,
+    split_s3,
+    table_paths,
+    tables_under,
+)
 from pyspark_catalog_ext.errors import CatalogError, CatalogExtError, CatalogNotFoundError, CleanupRefused, ConfigError
 from pyspark_catalog_ext.progress import Progress
 
-__all__ = ["OrphanReport", "find_orphans", "tables_under", "dot_segments", "s3_client", "DEFAULT_MIN_AGE_SECONDS"]
+if TYPE_CHECKING:  # the client's type only: importing it here would import PyIceberg with this module
+    from pyspark_catalog_ext.catalog.rest import CatalogRest
+
+__all__ = ["OrphanReport", "find_orphans", "s3_client", "DEFAULT_MIN_AGE_SECONDS"]
 
 DEFAULT_MIN_AGE_SECONDS = 3 * 86400.0  # as Iceberg's remove_orphan_files (older_than: 3 days)
 MIN_SAFE_AGE_SECONDS = 86400.0  # Iceberg refuses remove_orphan_files younger than 24 h: a job may still write
 DELETE_BATCH = 1000  # S3 DeleteObjects takes at most 1000 keys
-_PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path")
 
 
 @dataclass
@@ -71,48 +80,11 @@ class OrphanReport:
         }
 
 
-def _norm_uri(uri: str) -> str:
-    """s3a://b/k, s3n://b/k -> s3://b/k (one spelling of the scheme for comparisons). The bucket
-    and key stay byte for byte: S3 keeps a key's whitespace and never normalises its Unicode, so
-    `k `, `k\t` and an NFD `é` are other objects than `k` and an NFC `é`."""
-    return re.sub(r"^s3[an]?://", "s3://", uri)
-
-
 def _looks_like_metadata(uri: str) -> bool:
     """Whether a listed object may be a table's metadata file (only a commit writes those). Broader
     than Iceberg's own names on purpose: trailing whitespace or a compression infix still counts,
     so an odd spelling refuses instead of slipping through as an orphan."""
     return ".metadata.json" in uri.rsplit("/", 1)[-1]
-
-
-def _split_s3(uri: str) -> tuple[str, str]:
-    """(bucket, key prefix), split by hand: urlsplit would cut a key at `#` or `?`."""
-    norm = _norm_uri(uri)
-    bucket, _, key = norm[len("s3://"):].partition("/") if norm.startswith("s3://") else ("", "", "")
-    if not bucket:
-        raise ConfigError(f"invalid location {uri!r}: expected s3://bucket/path")
-    return bucket, key
-
-
-def dot_segments(location: str) -> str | None:
-    """Why `location` is ambiguous because of `.`/`..` segments (also percent-encoded), or None:
-    S3 keeps them literally, Hadoop paths and humans resolve them to another place."""
-    path, decoded = location, location
-    for _ in range(4):  # %252e%252e decodes twice; bounded
-        decoded = unquote(path)
-        if decoded == path:
-            break
-        path = decoded
-    for text in {location, decoded}:
-        if any(seg in (".", "..") for seg in re.split(r"[/\\]", text.split("://", 1)[-1])):
-            return (f"{location} has a '.' or '..' path segment (percent-encoded ones included): "
-                    "it may resolve to another table's place; pass the location without them")
-    return None
-
-
-def _overlaps(a: str, b: str) -> bool:
-    a, b = _norm_uri(a).rstrip("/") + "/", _norm_uri(b).rstrip("/") + "/"
-    return a.startswith(b) or b.startswith(a)
 
 
 def _io_props(load_result: Mapping[str, Any], location: str) -> dict[str, str]:
@@ -121,22 +93,12 @@ def _io_props(load_result: Mapping[str, Any], location: str) -> dict[str, str]:
     best: Mapping[str, Any] | None = None
     for cred in load_result.get("storage-credentials") or []:
         prefix = str(cred.get("prefix") or "")
-        if _norm_uri(location).startswith(_norm_uri(prefix)) and (
+        if norm_uri(location).startswith(norm_uri(prefix)) and (
                 best is None or len(prefix) > len(str(best.get("prefix") or ""))):
             best = cred
     if best is not None:
         props.update({str(k): str(v) for k, v in (best.get("config") or {}).items()})
     return props
-
-
-def _table_paths(load_result: Mapping[str, Any]) -> list[str]:
-    """Every place a table keeps files, as far as its metadata says without reading manifests."""
-    meta = load_result.get("metadata") or {}
-    props = meta.get("properties") or {}
-    paths = [meta.get("location"), load_result.get("metadata-location")]
-    paths += [props.get(p) for p in _PATH_PROPERTIES]
-    paths += [e.get("metadata-file") for e in meta.get("metadata-log") or []]
-    return [str(p) for p in paths if p]
 
 
 def _referenced_files(load_result: Mapping[str, Any], io_props: Mapping[str, str]) -> set[str]:
@@ -161,7 +123,7 @@ def _referenced_files(load_result: Mapping[str, Any], io_props: Mapping[str, str
             out.add(manifest.manifest_path)
             for manifest_entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
                 out.add(manifest_entry.data_file.file_path)
-    return {_norm_uri(u) for u in out}
+    return {norm_uri(u) for u in out}
 
 
 def _pyiceberg_io_props(props: Mapping[str, str]) -> dict[str, str]:
@@ -194,27 +156,6 @@ def _s3_from_props(props: Mapping[str, str]) -> Any:
                          props.get("s3.path-style-access", "true").lower() == "true")
 
 
-def _refuse(location: str, why: str) -> CleanupRefused:
-    return CleanupRefused(f"refusing to clean up {location}: {why}; nothing was deleted")
-
-
-def _walk_namespaces(client: Any, location: str, parent: tuple[str, ...] | None = None,
-                     depth: int = 0) -> Iterable[tuple[str, ...]]:
-    """Every namespace, depth-first. Any listing error refuses: tables under a namespace we
-    could not list would never count as referenced."""
-    try:
-        children = client.namespaces(parent or ())
-    except CatalogError as exc:
-        where = "the top-level namespaces" if parent is None else f"the namespaces under {'.'.join(parent)}"
-        if parent is not None and exc.status == 400:
-            return  # the catalog has no nested namespaces (it rejects ?parent=): nothing below
-        raise _refuse(location, f"cannot list {where} ({exc})") from None
-    for ns in children:
-        yield ns
-        if depth < 8:
-            yield from _walk_namespaces(client, location, ns, depth + 1)
-
-
 @dataclass
 class _Catalog:
     """What the catalog references, read in one pass."""
@@ -226,63 +167,29 @@ class _Catalog:
     namespaces: list[tuple[str, ...]] = field(default_factory=list)
 
 
-def tables_under(client: Any, location: str,
-                 namespaces: list[tuple[str, ...]] | None = None) -> dict[str, Mapping[str, Any]]:
-    """{"ns.table": LoadTableResult} of every table whose location, write paths or metadata files
-    overlap `location` (nested in it, or containing it). The one answer to "whose files are
-    here" for both `staged cleanup` and maintenance's remove_orphan_files. Raises
-    `CleanupRefused` on any listing or load error: a table it did not see would lose its files.
-    The namespaces walked are appended to `namespaces` when given."""
-    out: dict[str, Mapping[str, Any]] = {}
-    for ns in list(_walk_namespaces(client, location)):
-        if namespaces is not None:
-            namespaces.append(ns)
-        try:
-            idents = client.tables(ns)
-        except CatalogNotFoundError:
-            continue  # dropped meanwhile: nothing to keep there
-        except CatalogError as exc:
-            raise _refuse(location, f"cannot list the tables of {'.'.join(ns)} ({exc})") from None
-        for ident in idents:
-            name = ".".join(ident)
-            try:
-                loaded = client.load_table_json(ident)
-            except CatalogNotFoundError:
-                continue  # dropped meanwhile
-            except CatalogError as exc:
-                raise _refuse(location, f"cannot load table {name} ({exc})") from None
-            if any(_overlaps(p, location) for p in _table_paths(loaded)):
-                out[name] = loaded  # else it keeps nothing here by its paths (manifests could, see README)
-    return out
-
-
-def _read_catalog(client: Any, location: str) -> _Catalog:
+def _read_catalog(client: CatalogRest, location: str) -> _Catalog:
     """Reads every table with any path under the location; refuses on any error."""
     out = _Catalog(set(), [], set(), {})
     for name, loaded in tables_under(client, location, out.namespaces).items():
         out.table_loads[name] = loaded
-        out.metadata_files |= {_norm_uri(p) for p in _table_paths(loaded) if p.endswith(".metadata.json")}
+        out.metadata_files |= {norm_uri(p) for p in table_paths(loaded) if p.endswith(".metadata.json")}
         tloc = (loaded.get("metadata") or {}).get("location") or location
         try:
             out.referenced |= _referenced_files(loaded, _io_props(loaded, tloc))
         except CatalogExtError:
             raise
         except Exception as exc:  # noqa: BLE001 - refusing is the only safe answer
-            raise _refuse(location, f"cannot read the metadata of table {name} at {tloc} "
+            raise refuse_cleanup(location, f"cannot read the metadata of table {name} at {tloc} "
                                     f"({type(exc).__name__})") from None
         out.tables.append(name)
     return out
 
 
-def _same_place(a: str, b: str) -> bool:
-    return _norm_uri(a).rstrip("/") == _norm_uri(b).rstrip("/")
-
-
-def _known_location(client: Any, location: str, catalog: _Catalog, table: str | None) -> str | None:
+def _known_location(client: CatalogRest, location: str, catalog: _Catalog, table: str | None) -> str | None:
     """What the catalog knows `location` as ("table x", "namespace y", "staged table z"), or None.
     A staged table is known by its default place, `<namespace location>/<name>`."""
     for name, loaded in catalog.table_loads.items():
-        if _same_place((loaded.get("metadata") or {}).get("location") or "", location):
+        if same_place((loaded.get("metadata") or {}).get("location") or "", location):
             return f"table {name}"
     ns_locations: dict[tuple[str, ...], str] = {}
     for ns in catalog.namespaces:
@@ -292,18 +199,18 @@ def _known_location(client: Any, location: str, catalog: _Catalog, table: str | 
             continue  # unknown is not "known": the refusal stays
         if props.get("location"):
             ns_locations[tuple(ns)] = str(props["location"])
-            if _same_place(ns_locations[tuple(ns)], location):
+            if same_place(ns_locations[tuple(ns)], location):
                 return f"namespace {'.'.join(ns)}"
     if table is not None and table not in catalog.table_loads:
         # A staged (never committed) table: where the catalog puts a new table of that name.
         *ns_parts, name = table.split(".")
         ns_location = ns_locations.get(tuple(ns_parts))
-        if ns_location and _same_place(f"{ns_location.rstrip('/')}/{name}", location):
+        if ns_location and same_place(f"{ns_location.rstrip('/')}/{name}", location):
             return f"staged table {table}"
     return None
 
 
-def _s3_for(client: Any, table: str, location: str, loads: Mapping[str, Mapping[str, Any]]) -> Any:
+def _s3_for(client: CatalogRest, table: str, location: str, loads: Mapping[str, Mapping[str, Any]]) -> Any:
     """S3 access from credentials the catalog vends for `table`: loaded if committed, else staged
     at `location` (never committed)."""
     if table in loads:
@@ -312,13 +219,13 @@ def _s3_for(client: Any, table: str, location: str, loads: Mapping[str, Mapping[
     body = {"name": parts[-1], "schema": {"type": "struct", "schema-id": 0, "fields": []}, "location": location}
     staged = client.create_table_json(parts[:-1], body, stage_create=True)  # never committed
     got = (staged.get("metadata") or {}).get("location") or ""
-    if _norm_uri(got).rstrip("/") != _norm_uri(location).rstrip("/"):
+    if norm_uri(got).rstrip("/") != norm_uri(location).rstrip("/"):
         raise ConfigError(f"the catalog staged {table} at {got}, not at {location}: pass the table's "
                           "own location or --s3-access-key/--s3-secret-key")
     return _s3_from_props(_io_props(staged, location))
 
 
-def _default_location(client: Any, table: str) -> str:
+def _default_location(client: CatalogRest, table: str) -> str:
     """The named committed table's location (a staged table's location is only known to its job)."""
     parts = table.split(".")
     try:
@@ -329,7 +236,7 @@ def _default_location(client: Any, table: str) -> str:
 
 
 def find_orphans(
-    client: Any,
+    client: CatalogRest,
     location: str | None = None,
     *,
     table: str | None = None,
@@ -364,13 +271,13 @@ def find_orphans(
         if table is None:
             raise ConfigError("staged cleanup needs --table NS.TABLE (its location is cleaned) or --location")
         location = _default_location(client, table)
-    bucket, prefix = _split_s3(location)
+    bucket, prefix = split_s3(location)
     if not prefix.strip("/"):
-        raise _refuse(f"s3://{bucket}", "a bucket root holds every table of every catalog in it; "
+        raise refuse_cleanup(f"s3://{bucket}", "a bucket root holds every table of every catalog in it; "
                                         "pass one table's location")
     dots = dot_segments(location)
     if dots:
-        raise _refuse(location, dots)
+        raise refuse_cleanup(location, dots)
     prefix = prefix.rstrip("/") + "/"
     report = OrphanReport(location=f"s3://{bucket}/{prefix}".rstrip("/"), applied=apply)
 
@@ -381,7 +288,7 @@ def find_orphans(
         raise ConfigError("staged cleanup needs S3 access: pass --table NS.TABLE (credentials vended by the "
                           "catalog) or --s3-access-key/--s3-secret-key(-env/-file)")
     if not allow_non_table_prefix and _known_location(client, report.location, catalog, table) is None:
-        raise _refuse(report.location, "it is not the location of a table or namespace of this catalog (Hive or "
+        raise refuse_cleanup(report.location, "it is not the location of a table or namespace of this catalog (Hive or "
                                        "raw data there has no metadata to keep its files); pass a table's or "
                                        "namespace's location, or add --allow-non-table-prefix if every file "
                                        "there belongs to this catalog's tables")
@@ -399,7 +306,7 @@ def find_orphans(
     except CleanupRefused:
         raise
     except Exception as exc:  # noqa: BLE001 - botocore errors: we do not know what is there
-        raise _refuse(report.location, f"cannot list it in S3 ({type(exc).__name__})") from None
+        raise refuse_cleanup(report.location, f"cannot list it in S3 ({type(exc).__name__})") from None
     report.orphans.sort()
     if apply:
         _delete(client, s3, bucket, report, progress.task("deleting orphans", total=len(report.orphans)))
@@ -416,7 +323,7 @@ def _sort_listed(report: OrphanReport, bucket: str, obj: Mapping[str, Any], cata
         return
     if _looks_like_metadata(uri) and uri not in catalog.metadata_files:
         # Only a commit writes these: a table this catalog does not list owns it.
-        raise _refuse(report.location, f"{uri!r} is metadata of a table this catalog does not list "
+        raise refuse_cleanup(report.location, f"{uri!r} is metadata of a table this catalog does not list "
                                        "(another catalog or warehouse, or a dropped table)")
     modified = obj.get("LastModified")
     age = now - modified.timestamp() if isinstance(modified, datetime) else float("inf")
@@ -427,7 +334,7 @@ def _sort_listed(report: OrphanReport, bucket: str, obj: Mapping[str, Any], cata
     report.keys[uri] = obj["Key"]  # deleted by this key, exactly as listed
 
 
-def _delete(client: Any, s3: Any, bucket: str, report: OrphanReport, advance: Callable[[int], None]) -> None:
+def _delete(client: CatalogRest, s3: Any, bucket: str, report: OrphanReport, advance: Callable[[int], None]) -> None:
     """Deletes the orphans batch by batch, re-reading the catalog before each batch: a job that
     committed meanwhile keeps its files."""
     uris = [u for u, _, _ in report.orphans]
@@ -445,5 +352,5 @@ def _delete(client: Any, s3: Any, bucket: str, report: OrphanReport, advance: Ca
         failed = {f"s3://{bucket}/{e['Key']}" for e in answer.get("Errors") or []}
         report.deleted += [u for u in batch if u not in failed]
         if failed:
-            raise _refuse(report.location, f"S3 refused to delete {len(failed)} file(s), e.g. {sorted(failed)[0]}; "
+            raise refuse_cleanup(report.location, f"S3 refused to delete {len(failed)} file(s), e.g. {sorted(failed)[0]}; "
                                            f"{len(report.deleted)} deleted so far")

@@ -20,8 +20,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from pyspark_catalog_ext.catalog.locations import norm_uri
 from pyspark_catalog_ext.errors import CleanupRefused
-from pyspark_catalog_ext.staging.cleanup import OrphanReport, _Catalog, _norm_uri, _sort_listed, find_orphans
+from pyspark_catalog_ext.staging.cleanup import OrphanReport, _Catalog, _sort_listed, find_orphans
 from tests.helpers import catalog_client
 
 BUCKET = "warehouse"
@@ -42,8 +43,8 @@ def _twins(key: str) -> list[str]:
 
 
 def _catalog(referenced_uris: list[str], metadata_uris: list[str] = ()) -> _Catalog:
-    # As _referenced_files builds it: each path from the metadata through _norm_uri.
-    return _Catalog({_norm_uri(u) for u in referenced_uris}, ["db.t"], {_norm_uri(u) for u in metadata_uris}, {})
+    # As _referenced_files builds it: each path from the metadata through norm_uri.
+    return _Catalog({norm_uri(u) for u in referenced_uris}, ["db.t"], {norm_uri(u) for u in metadata_uris}, {})
 
 
 def _sort(keys: list[str], catalog: _Catalog) -> OrphanReport:

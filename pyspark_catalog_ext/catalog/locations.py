@@ -1,0 +1,126 @@
+"""Where a table keeps its files, and which tables keep files under a location: the one reading
+of locations that `staged cleanup` and maintenance's remove_orphan_files share.
+
+Locations are compared byte for byte except for the scheme (`s3a://`, `s3n://` -> `s3://`): S3
+keeps a key's whitespace and never normalises its Unicode, and a comparison that does deletes
+the wrong object.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import unquote
+
+from pyspark_catalog_ext.catalog.reader import CatalogReader
+from pyspark_catalog_ext.errors import CatalogError, CatalogNotFoundError, CleanupRefused, ConfigError
+
+__all__ = ["PATH_PROPERTIES", "norm_uri", "split_s3", "dot_segments", "overlaps", "same_place", "table_paths",
+           "tables_under", "refuse_cleanup"]
+
+#: Table properties that put files outside the table's location.
+PATH_PROPERTIES = ("write.data.path", "write.metadata.path", "write.object-storage.path", "write.folder-storage.path")
+
+
+def norm_uri(uri: str) -> str:
+    """s3a://b/k, s3n://b/k -> s3://b/k (one spelling of the scheme for comparisons). The bucket
+    and key stay byte for byte: S3 keeps a key's whitespace and never normalises its Unicode, so
+    `k `, `k\t` and an NFD `é` are other objects than `k` and an NFC `é`."""
+    return re.sub(r"^s3[an]?://", "s3://", uri)
+
+
+def split_s3(uri: str) -> tuple[str, str]:
+    """(bucket, key prefix), split by hand: urlsplit would cut a key at `#` or `?`."""
+    norm = norm_uri(uri)
+    bucket, _, key = norm[len("s3://"):].partition("/") if norm.startswith("s3://") else ("", "", "")
+    if not bucket:
+        raise ConfigError(f"invalid location {uri!r}: expected s3://bucket/path")
+    return bucket, key
+
+
+def dot_segments(location: str) -> str | None:
+    """Why `location` is ambiguous because of `.`/`..` segments (also percent-encoded), or None:
+    S3 keeps them literally, Hadoop paths and humans resolve them to another place."""
+    path, decoded = location, location
+    for _ in range(4):  # %252e%252e decodes twice; bounded
+        decoded = unquote(path)
+        if decoded == path:
+            break
+        path = decoded
+    for text in {location, decoded}:
+        if any(seg in (".", "..") for seg in re.split(r"[/\\]", text.split("://", 1)[-1])):
+            return (f"{location} has a '.' or '..' path segment (percent-encoded ones included): "
+                    "it may resolve to another table's place; pass the location without them")
+    return None
+
+
+def overlaps(a: str, b: str) -> bool:
+    a, b = norm_uri(a).rstrip("/") + "/", norm_uri(b).rstrip("/") + "/"
+    return a.startswith(b) or b.startswith(a)
+
+
+def same_place(a: str, b: str) -> bool:
+    return norm_uri(a).rstrip("/") == norm_uri(b).rstrip("/")
+
+
+def table_paths(load_result: Mapping[str, Any]) -> list[str]:
+    """Every place a table keeps files, as far as its metadata says without reading manifests."""
+    meta = load_result.get("metadata") or {}
+    props = meta.get("properties") or {}
+    paths = [meta.get("location"), load_result.get("metadata-location")]
+    paths += [props.get(p) for p in PATH_PROPERTIES]
+    paths += [e.get("metadata-file") for e in meta.get("metadata-log") or []]
+    return [str(p) for p in paths if p]
+
+
+def refuse_cleanup(location: str, why: str) -> CleanupRefused:
+    """The one-line refusal of a delete under `location`."""
+    return CleanupRefused(f"refusing to clean up {location}: {why}; nothing was deleted")
+
+
+def _walk_namespaces(client: CatalogReader, location: str, parent: tuple[str, ...] | None = None,
+                     depth: int = 0) -> Iterable[tuple[str, ...]]:
+    """Every namespace, depth-first. Any listing error refuses: tables under a namespace we
+    could not list would never count as referenced."""
+    try:
+        children = client.namespaces(parent or ())
+    except CatalogError as exc:
+        where = "the top-level namespaces" if parent is None else f"the namespaces under {'.'.join(parent)}"
+        if parent is not None and exc.status == 400:
+            return  # the catalog has no nested namespaces (it rejects ?parent=): nothing below
+        raise refuse_cleanup(location, f"cannot list {where} ({exc})") from None
+    for ns in children:
+        yield ns
+        if depth < 8:
+            yield from _walk_namespaces(client, location, ns, depth + 1)
+
+
+def tables_under(client: CatalogReader, location: str,
+                 namespaces: list[tuple[str, ...]] | None = None) -> dict[str, Mapping[str, Any]]:
+    """{"ns.table": LoadTableResult} of every table whose location, write paths or metadata files
+    overlap `location` (nested in it, or containing it). The one answer to "whose files are
+    here" for both `staged cleanup` and maintenance's remove_orphan_files. Raises
+    `CleanupRefused` on any listing or load error: a table it did not see would lose its files.
+    The namespaces walked are appended to `namespaces` when given."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for ns in list(_walk_namespaces(client, location)):
+        if namespaces is not None:
+            namespaces.append(ns)
+        try:
+            idents = client.tables(ns)
+        except CatalogNotFoundError:
+            continue  # dropped meanwhile: nothing to keep there
+        except CatalogError as exc:
+            raise refuse_cleanup(location, f"cannot list the tables of {'.'.join(ns)} ({exc})") from None
+        for ident in idents:
+            name = ".".join(ident)
+            try:
+                loaded = client.load_table_json(ident)
+            except CatalogNotFoundError:
+                continue  # dropped meanwhile
+            except CatalogError as exc:
+                raise refuse_cleanup(location, f"cannot load table {name} ({exc})") from None
+            if any(overlaps(p, location) for p in table_paths(loaded)):
+                out[name] = loaded  # else it keeps nothing here by its paths (manifests could, see README)
+    return out
