@@ -36,13 +36,13 @@ def _cmd(args: argparse.Namespace) -> int:
         print(render_matrix(args.matrix_dir))
         return 0
     if args.list_probes:
-        from pyspark_catalog_ext.doctor.probes import PROBES
+        from pyspark_catalog_ext.doctor.suite import PROBES
 
         for spec in PROBES:
             print(f"{spec.id:<24} {spec.group:<12} {spec.title}")
         return 0
 
-        from pyspark_catalog_ext.doctor.report import TextProgress, dumps, summary_lines
+    from pyspark_catalog_ext.doctor.report import TextProgress, dumps, summary_lines
     from pyspark_catalog_ext.doctor.runner import run_doctor
 
     out = sys.stderr if args.json else sys.stdout

@@ -111,6 +111,13 @@ class SecretBag:
             return any(v in text for v in self._values)
 
 
+def split_location(location: str) -> tuple[str, str]:
+    """("bucket", "key/prefix") of an s3:// (or s3a://) location, without a trailing slash."""
+    rest = location.split("://", 1)[-1]
+    bucket, _, key = rest.partition("/")
+    return bucket, key.strip("/")
+
+
 @dataclass
 class VendedCredential:
     """One set of vended S3 credentials (from `storage-credentials` or the table `config`)."""
@@ -358,12 +365,7 @@ class ProbeContext:
         creds = self.credentials(latest)
         notes = []
         if creds and metadata.get("location"):
-            try:
-                from pyspark_catalog_ext.doctor.s3scope import delete_prefix
-
-                notes.append(delete_prefix(self, creds[0], metadata["location"]))
-            except ImportError:
-                notes.append("boto3 missing: objects left")
+            notes.append(self._delete_objects(creds[0], metadata["location"]))
         self.client.commit_table_json((self.namespace, name), [{"type": "assert-create"}], create_updates(metadata))
         notes.append("committed for the namespace sweep")
         return "; ".join(notes)
@@ -385,6 +387,50 @@ class ProbeContext:
         if config.get("s3.access-key-id"):
             out.append(VendedCredential(None, "config", config))
         return out
+
+    def s3_client(self, cred: VendedCredential) -> Any:
+        """A boto3 S3 client using only the vended keys (never the caller's own AWS credentials)."""
+        import boto3
+        from botocore.config import Config
+
+        s3 = self.s3_settings(cred)
+        session = boto3.session.Session()  # an empty session: no profile / env credentials are mixed in
+        return session.client(
+            "s3",
+            endpoint_url=s3["endpoint"],
+            region_name=s3["region"],
+            aws_access_key_id=cred.config.get("s3.access-key-id"),
+            aws_secret_access_key=cred.config.get("s3.secret-access-key"),
+            aws_session_token=cred.config.get("s3.session-token"),
+            config=Config(
+                s3={"addressing_style": "path" if s3["path_style"] else "auto"},
+                retries={"max_attempts": 1, "mode": "standard"},
+                connect_timeout=5,
+                read_timeout=20,
+            ),
+        )
+
+    def _delete_objects(self, cred: VendedCredential, location: str) -> str:
+        """Remove the objects under `location` with `cred` (cleanup of a never-committed staged table)."""
+        try:
+            s3 = self.s3_client(cred)
+        except ImportError:
+            return "boto3 not installed; staged objects left"
+        bucket, path = split_location(location)
+        from botocore.exceptions import ClientError
+
+        try:
+            listing = s3.list_objects_v2(Bucket=bucket, Prefix=f"{path}/", MaxKeys=1000)
+        except ClientError as exc:
+            code = ((getattr(exc, "response", None) or {}).get("Error") or {}).get("Code") or type(exc).__name__
+            return f"could not list {location} ({code})"
+        keys = [obj["Key"] for obj in listing.get("Contents") or []]
+        for key in keys:
+            try:
+                s3.delete_object(Bucket=bucket, Key=key)
+            except ClientError:
+                pass
+        return f"removed {len(keys)} object(s)"
 
     def s3_settings(self, cred: VendedCredential) -> dict[str, Any]:
         """Endpoint, region and addressing style for boto3: vended config, then catalog props."""

@@ -16,10 +16,10 @@ import time
 from typing import Any
 
 from pyspark_catalog_ext.doctor.context import ProbeContext, one_line
-from pyspark_catalog_ext.doctor.probes import probe
+from pyspark_catalog_ext.doctor.registry import probe
 from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, skipped
 
-__all__ = ["SPARK_CATALOG", "start_spark"]
+__all__ = ["SPARK_CATALOG", "start_spark", "spark_error", "statements"]
 
 #: Spark catalog name the doctor registers (tables are `doctor.<namespace>.<table>`).
 SPARK_CATALOG = "doctor"
@@ -166,14 +166,14 @@ def _kill_spark_children(timeout: float = 10.0) -> int:
     return len(pids)
 
 
-def _statements(ctx: ProbeContext) -> Any:
+def statements(ctx: ProbeContext) -> Any:
     """Run Spark statements so that Ctrl-C cancels the jobs (from another thread, on its own py4j
     connection) and the run stops right after the statement returns."""
     spark = ctx.spark
     return ctx.interrupts.deferred(lambda: spark.sparkContext.cancelAllJobs())
 
 
-def _spark_error(ctx: ProbeContext, exc: Exception) -> str:
+def spark_error(ctx: ProbeContext, exc: Exception) -> str:
     text = str(getattr(exc, "desc", None) or exc)
     first = next((line for line in text.splitlines() if line.strip()), type(exc).__name__)
     return one_line(ctx.secrets.scrub(f"{type(exc).__name__}: {first}"), 240)
@@ -194,14 +194,14 @@ def probe_spark_ctas(ctx: ProbeContext) -> Outcome:
     try:
         spark = start_spark(ctx)
     except Exception as exc:
-        return failed(f"Spark did not start: {_spark_error(ctx, exc)}", spark_log=ctx.shared.get("spark_log"))
+        return failed(f"Spark did not start: {spark_error(ctx, exc)}", spark_log=ctx.shared.get("spark_log"))
     t0 = time.perf_counter()
     try:
-        with _statements(ctx):
+        with statements(ctx):
             spark.sql(f"CREATE TABLE {_table(ctx)} USING iceberg AS "
                       f"SELECT id, CAST(id AS STRING) AS note FROM range(0, {_SPARK_ROWS}, 1, 2)")
     except Exception as exc:
-        return failed(_spark_error(ctx, exc), spark_start_s=ctx.shared.get("spark_start_s"),
+        return failed(spark_error(ctx, exc), spark_start_s=ctx.shared.get("spark_start_s"),
                       spark_log=ctx.shared.get("spark_log"))
     elapsed = round(time.perf_counter() - t0, 1)
     ctx.shared["spark_ctas"] = True
@@ -212,10 +212,10 @@ def probe_spark_ctas(ctx: ProbeContext) -> Outcome:
 @probe("spark-read", "Spark read", "spark", needs=("spark-ctas",))
 def probe_spark_read(ctx: ProbeContext) -> Outcome:
     try:
-        with _statements(ctx):
+        with statements(ctx):
             row = ctx.spark.sql(f"SELECT count(*) AS n, sum(id) AS s FROM {_table(ctx)}").collect()[0]
     except Exception as exc:
-        return failed(_spark_error(ctx, exc))
+        return failed(spark_error(ctx, exc))
     expected = (_SPARK_ROWS, _SPARK_ROWS * (_SPARK_ROWS - 1) // 2)
     evidence = {"rows": row["n"], "sum_id": row["s"]}
     if (row["n"], row["s"]) != expected:
@@ -227,12 +227,12 @@ def probe_spark_read(ctx: ProbeContext) -> Outcome:
 def probe_spark_append(ctx: ProbeContext) -> Outcome:
     end = _SPARK_ROWS + _SPARK_APPEND_ROWS
     try:
-        with _statements(ctx):
+        with statements(ctx):
             ctx.spark.sql(f"INSERT INTO {_table(ctx)} SELECT id, CAST(id AS STRING) FROM range({_SPARK_ROWS}, {end}, 1, 2)")
             rows = ctx.spark.sql(f"SELECT count(*) AS n FROM {_table(ctx)}").collect()[0]["n"]
             snapshots = ctx.spark.sql(f"SELECT count(*) AS n FROM {_table(ctx)}.snapshots").collect()[0]["n"]
     except Exception as exc:
-        return failed(_spark_error(ctx, exc))
+        return failed(spark_error(ctx, exc))
     evidence = {"rows": rows, "snapshots": snapshots}
     if rows != end or snapshots != 2:
         return failed(f"after the append: {rows} rows and {snapshots} snapshots, expected {end} and 2", **evidence)

@@ -16,8 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pyspark_catalog_ext.doctor.context import ProbeContext
-from pyspark_catalog_ext.doctor.engines import SPARK_CATALOG, _spark_error, _statements
-from pyspark_catalog_ext.doctor.probes import probe
+from pyspark_catalog_ext.doctor.engines import SPARK_CATALOG, spark_error, statements
+from pyspark_catalog_ext.doctor.registry import probe
 from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, unsupported
 from pyspark_catalog_ext.errors import CatalogUnsupportedError
 
@@ -41,13 +41,13 @@ def _run(ctx: ProbeContext, body: Callable[[Any], Outcome], what: str) -> Outcom
     spark_errors.install()  # also under --no-shim, where no attach() installed it
     t0 = time.perf_counter()
     try:
-        with _statements(ctx):
+        with statements(ctx):
             outcome = body(ctx.spark)
     except CatalogUnsupportedError as exc:
         reason = str(exc).split("; run `pyspark-catalog-ext doctor`", 1)[0]  # the hint points here
-        return unsupported(ctx.secrets.scrub(reason), error=_spark_error(ctx, exc))
+        return unsupported(ctx.secrets.scrub(reason), error=spark_error(ctx, exc))
     except Exception as exc:
-        return failed(f"{what}: {_spark_error(ctx, exc)}", error=_spark_error(ctx, exc))
+        return failed(f"{what}: {spark_error(ctx, exc)}", error=spark_error(ctx, exc))
     outcome.evidence.setdefault("elapsed_s", round(time.perf_counter() - t0, 2))
     return outcome
 

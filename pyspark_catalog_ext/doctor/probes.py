@@ -1,9 +1,5 @@
-"""The conformance probes and their order.
-
-Each probe is a function `ProbeContext -> Outcome` registered with `@probe(id, title, group,
-needs=...)`. The runner runs them in registration order; a probe whose prerequisite did not
-pass is skipped (or unsupported, when the prerequisite was unsupported). Catalog probes live
-here; the S3 scope check is in `s3scope`, PyIceberg and Spark in `engines`.
+"""The catalog probes (the S3 scope check is in `s3scope`, PyIceberg and Spark in `engines`, the
+server inventory in `inventory`; `suite` puts them in order).
 
 Tables the probes create in the run's namespace `doctor_<random>`:
 `t` (committed, the probe table), `t_drop`, `s_token`, `s_restage`, `s_commit`, `s_idem`
@@ -13,8 +9,6 @@ Tables the probes create in the run's namespace `doctor_<random>`:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import requests
@@ -22,39 +16,11 @@ import requests
 from pyspark_catalog_ext.catalog.idempotency import uuid7
 from pyspark_catalog_ext.catalog.rest import PurgeRequiredError
 from pyspark_catalog_ext.doctor.context import ProbeContext, create_updates, fingerprint, one_line
+from pyspark_catalog_ext.doctor.registry import probe
 from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, skipped, unsupported
 from pyspark_catalog_ext.errors import CatalogConflictError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError
 
-__all__ = ["ProbeSpec", "PROBES", "GROUPS", "probe", "probe_ids", "create_updates"]
-
-
-@dataclass(frozen=True)
-class ProbeSpec:
-    """A registered probe."""
-
-    id: str
-    title: str
-    group: str
-    func: Callable[[ProbeContext], Outcome]
-    needs: tuple[str, ...] = ()
-
-
-PROBES: list[ProbeSpec] = []
-
-
-def probe(id: str, title: str, group: str, needs: tuple[str, ...] = ()) -> Callable[[Callable[[ProbeContext], Outcome]], Callable[[ProbeContext], Outcome]]:
-    """Register a probe function (order of registration = order of execution)."""
-
-    def deco(func: Callable[[ProbeContext], Outcome]) -> Callable[[ProbeContext], Outcome]:
-        PROBES.append(ProbeSpec(id, title, group, func, tuple(needs)))
-        return func
-
-    return deco
-
-
-def probe_ids() -> list[str]:
-    """All probe ids in execution order."""
-    return [p.id for p in PROBES]
+__all__ = ["create_updates"]
 
 
 def _status_of(exc: Exception) -> int | None:
@@ -439,13 +405,3 @@ def probe_remote_signing(ctx: ProbeContext) -> Outcome:
     copies = "refuses" if copy in (401, 403) else f"answers {copy} to"
     return passed(f"a signed GET of the table's metadata file read it from S3; the signer {scoped} requests outside the table "
                   f"and {copies} cross-table copies", **evidence)
-
-
-# PyIceberg and Spark come last: Spark takes the longest.
-from pyspark_catalog_ext.doctor import engines as _engines  # noqa: E402, F401  (registers pyiceberg, spark-ctas, spark-read, spark-append)
-from pyspark_catalog_ext.doctor import inventory as _inventory  # noqa: E402, F401  (the server inventory, on the same Spark session)
-
-GROUPS: dict[str, tuple[str, ...]] = {}
-for _spec in PROBES:
-    GROUPS.setdefault(_spec.group, ())
-    GROUPS[_spec.group] += (_spec.id,)

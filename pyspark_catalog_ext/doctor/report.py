@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from pyspark_catalog_ext.doctor.probes import ProbeSpec
+from pyspark_catalog_ext.doctor.registry import ProbeSpec
 from pyspark_catalog_ext.doctor.result import FAIL, PASS, SKIPPED, UNSUPPORTED, ProbeResult
 from pyspark_catalog_ext.doctor.runner import DoctorReport
 

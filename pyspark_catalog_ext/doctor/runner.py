@@ -19,8 +19,9 @@ from pyspark_catalog_ext import __version__
 from pyspark_catalog_ext.catalog.profiles import Profile, get_profile
 from pyspark_catalog_ext.catalog.rest import CatalogRest, open_catalog
 from pyspark_catalog_ext.doctor.context import Cleanup, Interrupts, ProbeContext, SecretBag, Terminated, one_line
-from pyspark_catalog_ext.doctor.probes import GROUPS, PROBES, ProbeSpec, probe_ids
+from pyspark_catalog_ext.doctor.registry import ProbeSpec
 from pyspark_catalog_ext.doctor.result import FAIL, PASS, SKIPPED, UNSUPPORTED, Outcome, ProbeResult, failed, skipped, unsupported
+from pyspark_catalog_ext.doctor.suite import GROUPS, PROBES, probe_ids
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError
 from pyspark_catalog_ext.spark.conf import catalog_properties
 

@@ -13,44 +13,12 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pyspark_catalog_ext.doctor.context import ProbeContext, VendedCredential, split_location
 from pyspark_catalog_ext.doctor.result import Outcome, failed, passed
 
-if TYPE_CHECKING:
-    from pyspark_catalog_ext.doctor.context import ProbeContext, VendedCredential
-
-__all__ = ["s3_client", "split_location", "check_scope", "delete_prefix"]
-
-
-def split_location(location: str) -> tuple[str, str]:
-    """("bucket", "key/prefix") of an s3:// (or s3a://) location, without a trailing slash."""
-    rest = location.split("://", 1)[-1]
-    bucket, _, key = rest.partition("/")
-    return bucket, key.strip("/")
-
-
-def s3_client(ctx: ProbeContext, cred: VendedCredential) -> Any:
-    """A boto3 S3 client using only the vended keys (never the caller's own AWS credentials)."""
-    import boto3
-    from botocore.config import Config
-
-    s3 = ctx.s3_settings(cred)
-    session = boto3.session.Session()  # an empty session: no profile / env credentials are mixed in
-    return session.client(
-        "s3",
-        endpoint_url=s3["endpoint"],
-        region_name=s3["region"],
-        aws_access_key_id=cred.config.get("s3.access-key-id"),
-        aws_secret_access_key=cred.config.get("s3.secret-access-key"),
-        aws_session_token=cred.config.get("s3.session-token"),
-        config=Config(
-            s3={"addressing_style": "path" if s3["path_style"] else "auto"},
-            retries={"max_attempts": 1, "mode": "standard"},
-            connect_timeout=5,
-            read_timeout=20,
-        ),
-    )
+__all__ = ["check_scope"]
 
 
 def _error(exc: Exception) -> tuple[int | None, str]:
@@ -75,7 +43,7 @@ def _attempt(fn: Callable[[], Any]) -> dict[str, Any]:
 
 def check_scope(ctx: ProbeContext, cred: VendedCredential, location: str) -> Outcome:
     """Run the inside/outside checks for the table at `location` with `cred`."""
-    s3 = s3_client(ctx, cred)
+    s3 = ctx.s3_client(cred)
     bucket, path = split_location(location)
     leaf = f"data/probe-{uuid.uuid4()}.parquet"
     body = b"PAR1 pyspark-catalog-ext doctor probe PAR1"
@@ -141,25 +109,3 @@ def check_scope(ctx: ProbeContext, cred: VendedCredential, location: str) -> Out
     worst = "; ".join(f"{c['op']} {c['check']} {'allowed' if c['allowed'] else 'denied'} "
                       f"({c['status'] or c['code']})" for c in bad[:4])
     return failed(f"scope is not the exact table prefix: {worst}", **evidence)
-
-
-def delete_prefix(ctx: ProbeContext, cred: VendedCredential, location: str) -> str:
-    """Remove the objects under `location` with `cred` (cleanup of a never-committed staged table)."""
-    try:
-        s3 = s3_client(ctx, cred)
-    except ImportError:
-        return "boto3 not installed; staged objects left"
-    bucket, path = split_location(location)
-    from botocore.exceptions import ClientError
-
-    try:
-        listing = s3.list_objects_v2(Bucket=bucket, Prefix=f"{path}/", MaxKeys=1000)
-    except ClientError as exc:
-        return f"could not list {location} ({_error(exc)[1]})"
-    keys = [obj["Key"] for obj in listing.get("Contents") or []]
-    for key in keys:
-        try:
-            s3.delete_object(Bucket=bucket, Key=key)
-        except ClientError:
-            pass
-    return f"removed {len(keys)} object(s)"

@@ -29,8 +29,8 @@ import pytest
 
 from pyspark_catalog_ext.catalog.profiles import PROFILES
 from pyspark_catalog_ext.doctor.matrix import MATRIX_DIR, README_NOTES, render_matrix
-from pyspark_catalog_ext.doctor.probes import probe_ids
 from pyspark_catalog_ext.doctor.report import SCHEMA_PATH
+from pyspark_catalog_ext.doctor.suite import probe_ids
 from tests.conftest import CLI, ROOT, SECRET, assert_one_line_error, run_cli
 from tests.helpers import catalog_client, free_port
 from tests.servers import CatalogProxy, IdempotencyProxy
