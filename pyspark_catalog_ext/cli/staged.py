@@ -26,7 +26,7 @@ def _cmd(args: argparse.Namespace) -> int:
             raise ConfigError("pass both --s3-access-key and the secret (--s3-secret-key-env VAR, "
                               "--s3-secret-key-file PATH or --s3-secret-key)")
         s3 = s3_client(args.s3_endpoint, args.s3_access_key, secret_key, secret_argument(args, "s3_session_token"),
-                           args.s3_region or args.region, not args.s3_virtual_hosted)
+                       args.s3_region or args.region, not args.s3_virtual_hosted)
     with open_catalog(props) as client, Progress() as progress:
         report = find_orphans(client, args.location, table=args.table, s3=s3, min_age_seconds=args.min_age,
                               apply=args.apply, allow_min_age_under_24h=args.allow_min_age_under_24h,

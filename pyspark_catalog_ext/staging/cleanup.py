@@ -136,7 +136,8 @@ def _pyiceberg_io_props(props: Mapping[str, str]) -> dict[str, str]:
 
 
 def s3_client(endpoint: str | None, access_key: str, secret_key: str, session_token: str | None,
-                  region: str | None, path_style: bool) -> Any:
+              region: str | None, path_style: bool) -> Any:
+    """A boto3 S3 client with these keys (path-style addressing unless `path_style` is false)."""
     import boto3
     from botocore.config import Config
 
@@ -152,8 +153,8 @@ def _s3_from_props(props: Mapping[str, str]) -> Any:
     if "s3.access-key-id" not in props:
         raise ConfigError("the catalog vended no S3 credentials for this location; pass --s3-access-key/--s3-secret-key")
     return s3_client(props.get("s3.endpoint"), props["s3.access-key-id"], props.get("s3.secret-access-key", ""),
-                         props.get("s3.session-token"), props.get("client.region") or props.get("s3.region"),
-                         props.get("s3.path-style-access", "true").lower() == "true")
+                     props.get("s3.session-token"), props.get("client.region") or props.get("s3.region"),
+                     props.get("s3.path-style-access", "true").lower() == "true")
 
 
 @dataclass
