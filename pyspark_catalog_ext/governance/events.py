@@ -46,6 +46,7 @@ _ERRORS = {"count": 0}
 # Called before each emit, to bring in what happened elsewhere first (the JVM's events), so the
 # stream stays in the order things happened.
 _BEFORE_EMIT: list[Callable[[], Any]] = []
+_SOURCE_STATS: dict[str, Callable[[], Any]] = {}
 _IN_HOOK = threading.local()
 
 
@@ -140,13 +141,28 @@ def _fan_out(event: Event) -> Event:
 def stats() -> dict[str, Any]:
     """Errors raised by callables, each queued sink's sent/dropped/failed counts, and what the JVM
     side received, lost or dropped (`jvm`, once `attach()` connected it)."""
-    from pyspark_catalog_ext.governance import jvm_events
-
     with _LOCK:
         sinks = list(_SUBSCRIBERS)
         errors = _ERRORS["count"]
+        sources = dict(_SOURCE_STATS)
     return {"errors": errors, "sinks": {repr(s): s.stats() for s in sinks if isinstance(s, QueuedSink)},
-            "jvm": jvm_events.stats()}
+            **{name: source() for name, source in sources.items()}}
+
+
+def add_source(name: str, pull: Callable[[], Any], stats: Callable[[], Any]) -> None:
+    """A producer of events from elsewhere (the JVM's): `pull()` runs before each `emit` so what it
+    has happened before the emitted event is published first; `stats()` appears in `stats()[name]`."""
+    with _LOCK:
+        if pull not in _BEFORE_EMIT:
+            _BEFORE_EMIT.append(pull)
+        _SOURCE_STATS[name] = stats
+
+
+def remove_source_pull(pull: Callable[[], Any]) -> None:
+    """Stop running `pull` before each `emit` (its stats stay)."""
+    with _LOCK:
+        if pull in _BEFORE_EMIT:
+            _BEFORE_EMIT.remove(pull)
 
 
 class _Dropped(Exception):

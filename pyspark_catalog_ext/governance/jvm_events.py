@@ -39,14 +39,13 @@ class JvmEvents:
         self._thread = threading.Thread(target=self._run, name="pce-jvm-events", daemon=True)
 
     def start(self) -> JvmEvents:
-        events._BEFORE_EMIT.append(self.pull)
+        events.add_source("jvm", self.pull, stats)
         self._thread.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
-        if self.pull in events._BEFORE_EMIT:
-            events._BEFORE_EMIT.remove(self.pull)
+        events.remove_source_pull(self.pull)
 
     @property
     def alive(self) -> bool:
