@@ -91,7 +91,7 @@ __all__ = [
 ]
 
 
-_LAZY_SUBMODULES = {"maintenance": "governance.maintenance", "policies": "governance.policies", "events": "governance.events",
+_LAZY_SUBMODULES = {"maintenance": "governance.maintenance", "policies": "governance.policies", "events": "events",
                     "notifications": "governance.notifications"}
 # Helpers that need pyspark or pydantic: imported on first use, so importing the package stays light.
 _LAZY_EXPORTS = {"stage_create": "staging.staged", "stage_replace": "staging.staged", "stage_table": "staging.staged",

@@ -282,7 +282,8 @@ def attach(
                 manager.add_catalog(name, found[name])
         for catalog, source in (sources or {}).items():
             manager.register_source(catalog, source)
-    from pyspark_catalog_ext.governance import events, jvm_events
+    from pyspark_catalog_ext import events
+    from pyspark_catalog_ext.events import jvm as jvm_events
 
     # The JVM's events (commits, refreshes) join pce.events; new sinks get them from now on.
     jvm_events.connect(spark).pull()

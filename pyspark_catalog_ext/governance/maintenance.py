@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from pyspark_catalog_ext import events
 from pyspark_catalog_ext.catalog.locations import dot_segments, tables_under
 from pyspark_catalog_ext.catalog.reader import CatalogReader
 from pyspark_catalog_ext.errors import (
@@ -52,7 +53,6 @@ from pyspark_catalog_ext.errors import (
     PolicyApiUnavailableError,
     redact,
 )
-from pyspark_catalog_ext.governance import events
 from pyspark_catalog_ext.governance.policies import (
     DATA_COMPACTION,
     MAINTENANCE_TYPES,

@@ -26,8 +26,8 @@ from urllib.parse import quote
 
 from cachetools import LRUCache
 
+from pyspark_catalog_ext import events
 from pyspark_catalog_ext.errors import CatalogConflictError, CatalogError, CatalogExtError
-from pyspark_catalog_ext.governance import events
 
 __all__ = ["NotificationSink"]
 
@@ -57,7 +57,7 @@ class NotificationSink(events.QueuedSink):
         """Source = the session's Spark catalog `catalog`; mirror = Iceberg-style properties
         (`uri`, `warehouse`, `credential` or `token`, `header.*`)."""
         from pyspark_catalog_ext.catalog.rest import open_catalog
-        from pyspark_catalog_ext.governance.jvm_events import connect
+        from pyspark_catalog_ext.events.jvm import connect
         from pyspark_catalog_ext.spark.catalog_reader import SparkCatalogReader
 
         connect(spark)  # the commit events come from the session's JVM

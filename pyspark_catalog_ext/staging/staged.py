@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark_catalog_ext import events
 from pyspark_catalog_ext.errors import (
     CatalogConflictError,
     CatalogError,
@@ -43,7 +44,6 @@ from pyspark_catalog_ext.errors import (
     StaleTableError,
     redact,
 )
-from pyspark_catalog_ext.governance import events
 from pyspark_catalog_ext.spark.java_errors import java_chain, java_exception_of, translate
 from pyspark_catalog_ext.spark.shim_api import JvmStagedTable, ShimJvm, StagedWrite
 

@@ -20,10 +20,10 @@ import pyarrow as pa
 import pytest
 import requests
 
+from pyspark_catalog_ext import events
 from pyspark_catalog_ext.catalog.rest import CatalogRest, open_catalog
 from pyspark_catalog_ext.doctor.matrix import NOT_APPLICABLE, REFUSED, WORKS, step_record
 from pyspark_catalog_ext.errors import CatalogUnsupportedError, ConfigError
-from pyspark_catalog_ext.governance import events
 from pyspark_catalog_ext.governance.notifications import NotificationSink
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.spark.conf import catalog_properties, spark_conf

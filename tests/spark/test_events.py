@@ -11,8 +11,8 @@ import uuid
 import pytest
 
 import pyspark_catalog_ext as pce
+from pyspark_catalog_ext import events
 from pyspark_catalog_ext.errors import CatalogConflictError, CommitFailedError
-from pyspark_catalog_ext.governance import events
 from pyspark_catalog_ext.staging.staged import stage_create
 from tests.conftest import SECRET
 from tests.refresh_support import add_spark_catalog

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from pyspark_catalog_ext.governance import events
+from pyspark_catalog_ext import events
 from pyspark_catalog_ext.governance.notifications import NotificationSink
 from pyspark_catalog_ext.staging.staged import stage_create, stage_replace
 from tests.servers import PolicyServer

@@ -36,9 +36,17 @@ def test_the_staged_and_governance_helpers_are_on_the_package_face_and_load_on_f
     assert NotificationSink is deep_sink is notifications.NotificationSink
     probe = ("import sys, pyspark_catalog_ext as p; "
              "print(sorted(m for m in sys.modules if m.startswith(('pyspark.', 'pyspark_catalog_ext.staging', "
-             "'pyspark_catalog_ext.governance')) or m == 'pyspark')); print('stage_create' in dir(p))")
+             "'pyspark_catalog_ext.governance', 'pyspark_catalog_ext.events')) or m == 'pyspark')); "
+             "print('stage_create' in dir(p))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True).stdout
     assert out.split("\n")[:2] == ["[]", "True"], out
+
+
+@pytest.mark.parametrize(("old", "new"), [("governance.events", "pyspark_catalog_ext.events"),
+                                           ("governance.jvm_events", "pyspark_catalog_ext.events.jvm")])
+def test_a_moved_module_names_its_new_place(old: str, new: str) -> None:
+    with pytest.raises(ImportError, match=f"moved to {new}; import that instead"):
+        importlib.import_module(f"pyspark_catalog_ext.{old}")
 
 
 def test_cli_runs_as_a_module_without_warnings() -> None:
