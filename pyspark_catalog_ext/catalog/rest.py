@@ -44,6 +44,7 @@ from pyiceberg.typedef import Identifier
 from requests import Response, Session
 from urllib3.util.retry import Retry
 
+from pyspark_catalog_ext.catalog.connection import CatalogConnection, pyiceberg_names
 from pyspark_catalog_ext.catalog.idempotency import parse_iso8601_duration, uuid7
 from pyspark_catalog_ext.errors import (
     CatalogAuthError,
@@ -57,7 +58,7 @@ from pyspark_catalog_ext.errors import (
     redact,
 )
 
-__all__ = ["CatalogRest", "Exchange", "PurgeRequiredError", "catalog_error", "pyiceberg_properties", "safe_url", "transport_cause"]
+__all__ = ["CatalogRest", "Exchange", "PurgeRequiredError", "catalog_error", "open_catalog", "safe_url", "transport_cause"]
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ class CatalogRest(RestCatalog):
     """PyIceberg's RestCatalog with bounded calls, evidence, one-line errors and the raw calls our tools need.
 
     Args:
-        name, properties: as for `RestCatalog` (PyIceberg property names; see `pyiceberg_properties`
+        name, properties: as for `RestCatalog` (PyIceberg property names; see `connection.pyiceberg_names`
             for a Spark catalog's).
         on_exchange: called with each `Exchange` (doctor evidence); exceptions in it are ignored.
         timeout: (connect, read) seconds for calls sent without a timeout.
@@ -755,53 +756,18 @@ def _delegation(value: str | None) -> dict[str, str] | None:
     return {ACCESS_DELEGATION_HEADER: value} if value else None
 
 
-def pyiceberg_properties(props: Mapping[str, str]) -> dict[str, Any]:
-    """PyIceberg's names for a Spark (Iceberg Java) catalog's properties.
-
-    The two clients spell most settings alike (`uri`, `warehouse`, `credential`, `token`, `scope`,
-    `oauth2-server-uri`, `header.*`, `rest.sigv4-enabled`, `rest.signing-*`); these differ: basic auth
-    (`rest.auth.type=basic` + `rest.auth.basic.*` is PyIceberg's `auth` mapping), SigV4 keys
-    (`rest.access-key-id` is PyIceberg's `client.access-key-id`), and the Java-only FileIO settings.
-    """
-    out: dict[str, Any] = {k: v for k, v in props.items() if v is not None}
-    kind = str(out.pop("rest.auth.type", "") or "").strip().lower()
-    if kind == "basic":
-        user, password = out.pop("rest.auth.basic.username", None), out.pop("rest.auth.basic.password", None)
-        if not user or password is None:
-            raise ConfigError("basic auth needs rest.auth.basic.username and rest.auth.basic.password")
-        out["auth"] = {"type": "basic", "basic": {"username": user, "password": password}}
-    elif kind not in ("", "none", "oauth2", "bearer", "sigv4"):
-        raise ConfigError(f"unsupported rest.auth.type {kind!r}: use none, oauth2, bearer, basic or sigv4")
-    if kind == "sigv4":
-        out["rest.sigv4-enabled"] = "true"
-    for java, python in (("rest.access-key-id", "client.access-key-id"), ("rest.secret-access-key", "client.secret-access-key"),
-                         ("rest.session-token", "client.session-token")):
-        if java in out:
-            out.setdefault(python, out.pop(java))
-    if str(out.get("rest.sigv4-enabled", "")).lower() == "true":
-        region = out.get("rest.signing-region") or out.get("client.region") or out.get("s3.region")
-        if not region:
-            raise ConfigError("SigV4 auth needs a region: set rest.signing-region")
-        out["rest.signing-region"] = region
-    # Java-only keys; PyIceberg picks its own FileIO and uses path-style addressing by default.
-    for key in ("type", "catalog-impl", "io-impl", "s3.client-factory-impl", "s3.path-style-access"):
-        out.pop(key, None)
-    if "client.region" in out:
-        out.setdefault("s3.region", out["client.region"])
-    return out
-
-
-def open_catalog(props: Mapping[str, str], *, name: str = "catalog-ext", delegation: str | None = None,
+def open_catalog(source: Mapping[str, str] | CatalogConnection, *, name: str = "catalog-ext", delegation: str | None = None,
                  **kwargs: Any) -> CatalogRest:
-    """A `CatalogRest` for the catalog a Spark catalog's properties describe (`uri`, `warehouse`, auth,
-    `header.*`): the same catalog, principal and headers, X-Iceberg-Access-Delegation included (sent only
-    when the properties set it; `delegation` overrides it, "" sends none)."""
+    """A `CatalogRest` for a `CatalogConnection`, or for the catalog a Spark catalog's properties
+    describe (`uri`, `warehouse`, auth, `header.*`): the same catalog, principal and headers,
+    X-Iceberg-Access-Delegation included (sent only when the connection sets it; `delegation`
+    overrides it, "" sends none)."""
+    props = source.spark_properties(shim=False) if isinstance(source, CatalogConnection) else source
     if not props.get("uri"):
         raise ConfigError("the catalog properties have no uri: set spark.sql.catalog.<name>.uri (or --uri)")
-    properties = pyiceberg_properties(props)
+    properties = pyiceberg_names(props)
     # As the Spark catalog does: the header only where the properties ask for it (PyIceberg would
     # otherwise send vended-credentials to every catalog).
     properties["header." + ACCESS_DELEGATION_HEADER] = delegation if delegation is not None \
         else str(props.get("header." + ACCESS_DELEGATION_HEADER) or "")
     return CatalogRest(name, **kwargs, **properties)
-

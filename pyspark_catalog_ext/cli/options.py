@@ -39,7 +39,7 @@ def add_connection_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def connection_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The `catalog_properties` keyword arguments from options added by `add_connection_arguments`."""
+    """The `CatalogConnection.resolve` keyword arguments from options added by `add_connection_arguments`."""
     return dict(
         uri=args.uri, warehouse=args.warehouse, credential=secret_argument(args, "credential"),
         token=secret_argument(args, "token"),

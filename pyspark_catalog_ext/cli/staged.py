@@ -7,18 +7,19 @@ import argparse
 import json
 import sys
 
-from pyspark_catalog_ext.catalog.rest import open_catalog
 from pyspark_catalog_ext.cli.options import add_connection_arguments, connection_kwargs, secret_argument
 from pyspark_catalog_ext.errors import ConfigError
+from pyspark_catalog_ext.lakehouse.connect import catalog_connection
 from pyspark_catalog_ext.progress import Progress
-from pyspark_catalog_ext.spark.conf import catalog_properties
 from pyspark_catalog_ext.staging.cleanup import DEFAULT_MIN_AGE_SECONDS, find_orphans, s3_client
 
 __all__ = ["register"]
 
 
 def _cmd(args: argparse.Namespace) -> int:
-    props = catalog_properties(args.profile, shim=False, **connection_kwargs(args))
+    # PyIceberg's catalog module reads .pyiceberg.yaml when imported: only when the command runs.
+    from pyspark_catalog_ext.catalog.rest import open_catalog
+    connection = catalog_connection(args.profile, **connection_kwargs(args))
     s3 = None
     secret_key = secret_argument(args, "s3_secret_key")
     if args.s3_access_key or secret_key:
@@ -27,7 +28,7 @@ def _cmd(args: argparse.Namespace) -> int:
                               "--s3-secret-key-file PATH or --s3-secret-key)")
         s3 = s3_client(args.s3_endpoint, args.s3_access_key, secret_key, secret_argument(args, "s3_session_token"),
                        args.s3_region or args.region, not args.s3_virtual_hosted)
-    with open_catalog(props) as client, Progress() as progress:
+    with open_catalog(connection) as client, Progress() as progress:
         report = find_orphans(client, args.location, table=args.table, s3=s3, min_age_seconds=args.min_age,
                               apply=args.apply, allow_min_age_under_24h=args.allow_min_age_under_24h,
                               allow_non_table_prefix=args.allow_non_table_prefix, progress=progress)

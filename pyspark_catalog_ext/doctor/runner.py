@@ -23,7 +23,7 @@ from pyspark_catalog_ext.doctor.registry import ProbeSpec
 from pyspark_catalog_ext.doctor.result import FAIL, PASS, SKIPPED, UNSUPPORTED, Outcome, ProbeResult, failed, skipped, unsupported
 from pyspark_catalog_ext.doctor.suite import GROUPS, PROBES, probe_ids
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError
-from pyspark_catalog_ext.spark.conf import catalog_properties
+from pyspark_catalog_ext.lakehouse.connect import catalog_connection
 
 __all__ = ["DoctorReport", "Progress", "run_doctor", "resolve_selection"]
 
@@ -125,12 +125,13 @@ def resolve_selection(names: Iterable[str], what: str = "--skip") -> set[str]:
 
 
 def _connect(profile: Profile, connection: dict[str, Any], secrets: SecretBag) -> tuple[dict[str, str], CatalogRest]:
-    props = catalog_properties(profile, shim=False, **connection)
-    credential = props.get("credential") or ""
+    conn = catalog_connection(profile, **connection)
+    credential = conn.credential or ""
     secrets.add(credential)
     secrets.add(credential.partition(":")[2])
-    secrets.add(props.get("token"))
-    client = open_catalog(props, timeout=(5.0, 60.0), retries=3)  # connects: /v1/config
+    secrets.add(conn.token)
+    props = conn.spark_properties(shim=False)
+    client = open_catalog(conn, timeout=(5.0, 60.0), retries=3)  # connects: /v1/config
     return props, client
 
 
@@ -145,7 +146,7 @@ def run_doctor(
     **connection: Any,
 ) -> DoctorReport:
     """Run every probe against the catalog described by `profile` + `connection` (the keyword
-    arguments of `spark_conf.catalog_properties`: uri, warehouse, credential, token, sigv4, ...).
+    arguments of `CatalogConnection.resolve`: uri, warehouse, credential, token, sigv4, ...).
 
     Raises a one-line CatalogExtError when the catalog cannot be used at all (unknown profile,
     unreachable, TLS failure, rejected credentials, unknown warehouse). Otherwise returns the

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark_catalog_ext.cache import cache_dir
+from pyspark_catalog_ext.catalog.connection import CatalogConnection
 from pyspark_catalog_ext.catalog.profiles import DELEGATIONS
 from pyspark_catalog_ext.errors import ConfigError, LakehouseError, redact
 
@@ -87,6 +88,15 @@ class LakehouseInfo:
     @property
     def oauth2_server_uri(self) -> str:
         return f"{self.iceberg_uri}/v1/oauth/tokens"
+
+    def connection(self, **overrides: Any) -> CatalogConnection:
+        """The catalog connection of this lakehouse (profile `local`): its URI, warehouse,
+        delegation and OAuth2 client; `overrides` are `CatalogConnection.resolve` arguments."""
+        args: dict[str, Any] = {"uri": self.iceberg_uri, "warehouse": self.warehouse, "delegation": self.delegation,
+                                **{k: v for k, v in overrides.items() if v is not None}}
+        if not (args.get("credential") or args.get("token")):
+            args["credential"] = self.credential
+        return CatalogConnection.resolve("local", **args)
 
     def public_dict(self) -> dict:
         """Everything except the secret (for state files and printing)."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from pyspark_catalog_ext.catalog.connection import CatalogConnection, pyiceberg_names
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.spark.conf import CatalogSparkConf, _lakehouse_info, catalog_properties
+from pyspark_catalog_ext.lakehouse.connect import lakehouse_info
 
 if TYPE_CHECKING:
     from pyiceberg.catalog.rest import RestCatalog
@@ -15,23 +16,24 @@ __all__ = ["pyiceberg_catalog"]
 
 
 def _pyiceberg_props(source: Any, catalog: str) -> dict[str, Any]:
-    from pyspark_catalog_ext.catalog.rest import pyiceberg_properties  # (imports PyIceberg)
-
+    if isinstance(source, CatalogConnection):
+        return source.pyiceberg_properties()
     if isinstance(source, Mapping):
-        props = CatalogSparkConf(source).catalog(catalog) if any(k.startswith("spark.") for k in source) else dict(source)
+        prefix = f"spark.sql.catalog.{catalog}."
+        props = ({k[len(prefix):]: v for k, v in source.items() if k.startswith(prefix)}
+                 if any(k.startswith("spark.") for k in source) else dict(source))
         if not props:
             raise ConfigError(f"the conf has no spark.sql.catalog.{catalog}.* settings; pass the catalog name it uses")
-    else:
-        props = catalog_properties("local", lakehouse=_lakehouse_info(source), shim=False)
-    return pyiceberg_properties(props)
+        return pyiceberg_names(props)
+    return lakehouse_info(source).connection().pyiceberg_properties()
 
 
 def pyiceberg_catalog(source: Any, catalog: str = "lake", *, refresh: bool = True, policy: Any = None,
                       credential_source: Any = None, **overrides: str) -> RestCatalog:
     """A PyIceberg catalog with the same settings (vended-credentials header included).
 
-    `source` is a Lakehouse / LakehouseInfo, or a conf from `spark_conf()` (or a plain dict of
-    catalog properties). The catalog is an `ExtRestCatalog` (a RestCatalog subclass): with
+    `source` is a `CatalogConnection`, a Lakehouse / LakehouseInfo, or a conf from `spark_conf()` (or
+    a plain dict of catalog properties). The catalog is an `ExtRestCatalog` (a RestCatalog subclass): with
     `refresh=True` (default) its tables' FileIOs keep vended credentials fresh in the background
     (`policy`: a `RefreshPolicy`, default from PYSPARK_CATALOG_EXT_REFRESH_* or Spark's defaults;
     `credential_source`: your own `CredentialSource` instead of the catalog), and every commit is

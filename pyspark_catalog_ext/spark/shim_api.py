@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark_catalog_ext import logsafety
+from pyspark_catalog_ext.catalog.connection import S3_FILE_IO, SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, SHIM_PACKAGE
 
 __all__ = [
     "EXTENSIONS", "SPARK_CATALOG", "SPARK_SESSION_CATALOG", "S3_FILE_IO",
@@ -23,16 +24,13 @@ __all__ = [
     "StagedInfo", "StagedWrite", "StagedAbort", "JvmStagedTable", "CatalogInfo", "ShimJvm",
 ]
 
+
 # ---- JVM class names: Iceberg's and ours that Spark settings name, and the shim's that Python uses.
 # (Iceberg's exception names stay in spark_errors: they are its translation table, not calls.)
 EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
 SPARK_SESSION_CATALOG = "org.apache.iceberg.spark.SparkSessionCatalog"
-S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
-SHIM_PACKAGE = "io.catalogext.shim"
 PYTHON_API = f"{SHIM_PACKAGE}.PythonApi"
-SHIM_CATALOG_IMPL = f"{SHIM_PACKAGE}.ExtRESTCatalog"
-SHIM_CLIENT_FACTORY = f"{SHIM_PACKAGE}.RefreshingS3ClientFactory"
 SHIM_PLUGIN = f"{SHIM_PACKAGE}.CatalogExtPlugin"
 PYTHON_CREDENTIAL_BRIDGE = f"{SHIM_PACKAGE}.PythonCredentialBridge"
 CREDENTIALS_EXPIRED_EXCEPTION = f"{SHIM_PACKAGE}.CredentialsExpiredException"
