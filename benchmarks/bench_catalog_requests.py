@@ -49,9 +49,10 @@ from typing import Any
 
 from _common import add_spark_catalog, spark_session
 
-from pyspark_catalog_ext.credentials import RefreshPolicy, attach
+from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse
 from pyspark_catalog_ext.spark.conf import spark_conf
+from pyspark_catalog_ext.spark.credentials import attach
 from tests.emulators.behaviour import FAMILIES, NO_EXPIRY, NONE, Behaviour
 from tests.emulators.emulator import Emulator, connection
 from tests.servers import CatalogProxy, S3ExpiryProxy

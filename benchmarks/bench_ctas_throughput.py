@@ -11,8 +11,8 @@ import time
 
 from _common import add_spark_catalog, median, spark_session
 
-from pyspark_catalog_ext.credentials import attach
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse
+from pyspark_catalog_ext.spark.credentials import attach
 
 
 def main() -> None:

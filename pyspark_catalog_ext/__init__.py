@@ -24,13 +24,11 @@ __version__ = "0.1.0"
 from pyspark_catalog_ext.catalog.profiles import PROFILES, Profile, get_profile  # noqa: E402
 from pyspark_catalog_ext.credentials import (
     AssumeRoleSource,
-    CredentialManager,
     CredentialSource,
     FunctionSource,
     RefreshPolicy,
     StorageCredentials,
     TableInfo,
-    attach,
 )
 from pyspark_catalog_ext.errors import (
     CatalogAuthError,
@@ -48,6 +46,7 @@ from pyspark_catalog_ext.lakehouse.server import Lakehouse, LakehouseInfo, start
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog  # noqa: E402
 from pyspark_catalog_ext.spark.catalog_check import check_catalog  # noqa: E402
 from pyspark_catalog_ext.spark.conf import CatalogSparkConf, spark_conf  # noqa: E402
+from pyspark_catalog_ext.spark.credentials import CredentialManager, attach  # noqa: E402
 from pyspark_catalog_ext.spark.jars import MAVEN_PACKAGES, resolve_jars  # noqa: E402
 from pyspark_catalog_ext.spark.session import configure, lakehouse_session  # noqa: E402
 from pyspark_catalog_ext.spark.shim_build import check_java, shim_jar  # noqa: E402

@@ -12,8 +12,9 @@ import urllib.request
 
 from pyspark.sql import SparkSession
 
-from pyspark_catalog_ext.credentials import FunctionSource, RefreshPolicy, attach
+from pyspark_catalog_ext.credentials import FunctionSource, RefreshPolicy
 from pyspark_catalog_ext.spark.conf import SPARK_CATALOG, catalog_properties
+from pyspark_catalog_ext.spark.credentials import attach
 from pyspark_catalog_ext.spark.session import configure
 
 
@@ -37,7 +38,7 @@ def main() -> None:
                         credential=args["credential"], extra_conf=extra)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("INFO")
-    from pyspark_catalog_ext.credentials import manager as manager_module
+    from pyspark_catalog_ext.spark import credentials as manager_module
 
     auto_attached = bool(manager_module._MANAGERS)  # configure() alone must be enough
     manager = attach(spark, policy=RefreshPolicy(check_interval_s=1, min_ahead_s=0, lifetime_fraction=0.4))

@@ -60,7 +60,7 @@ def main() -> None:
     bulk = bulk_delete(jvm, table.io(), table.location())
     conf = dict(spark.sparkContext.getConf().getAll())
 
-    from pyspark_catalog_ext.credentials import attach
+    from pyspark_catalog_ext.spark.credentials import attach
 
     manager = attach(spark)
     result = {"count": row["n"], "total": row["total"], "fileio": fileio, "conf": conf,

@@ -1,18 +1,27 @@
-"""The Python face of the JVM shim's storage-credential refresh: status, knobs (`RefreshPolicy`)
-and user credential sources."""
+"""What a storage-credential refresh is told, in either runtime: its knobs (`RefreshPolicy`) and
+user credential sources. A Spark session's refresh (`attach`, `CredentialManager`, status) is
+`pyspark_catalog_ext.spark.credentials`; `attach` is also on the package's face."""
 
-from pyspark_catalog_ext.credentials.manager import CredentialManager, TableStatus, attach
+from typing import Any
+
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 from pyspark_catalog_ext.credentials.sources import AssumeRoleSource, CredentialSource, FunctionSource, StorageCredentials, TableInfo
 
 __all__ = [
     "AssumeRoleSource",
-    "CredentialManager",
     "CredentialSource",
     "FunctionSource",
     "RefreshPolicy",
     "StorageCredentials",
     "TableInfo",
-    "TableStatus",
-    "attach",
 ]
+
+_MOVED = {"attach": "pyspark_catalog_ext.attach", "CredentialManager": "pyspark_catalog_ext.CredentialManager",
+          "TableStatus": "pyspark_catalog_ext.spark.credentials.TableStatus",
+          "manager": "pyspark_catalog_ext.spark.credentials"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        raise AttributeError(f"pyspark_catalog_ext.credentials.{name} moved to {_MOVED[name]}; import it from there")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

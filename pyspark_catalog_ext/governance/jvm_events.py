@@ -1,3 +1,3 @@
-"""Moved: the event stream is `pyspark_catalog_ext.events.jvm`."""
+"""Moved: the bridge of the driver JVM's events is `pyspark_catalog_ext.spark.jvm_events`."""
 
-raise ImportError("pyspark_catalog_ext.governance.jvm_events moved to pyspark_catalog_ext.events.jvm; import that instead")
+raise ImportError("pyspark_catalog_ext.governance.jvm_events moved to pyspark_catalog_ext.spark.jvm_events; import that instead")

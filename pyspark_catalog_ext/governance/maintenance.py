@@ -645,7 +645,7 @@ def run(spark: Any, what: Plan | str | Sequence[str], *, progress: Callable[[str
 def _run_plan(spark: Any, client: CatalogReader, the_plan: Plan, say: Callable[[str], None],
               state_file: str | Path | None, bar: Progress | None) -> Report:
     if client.shim:
-        from pyspark_catalog_ext.credentials import attach
+        from pyspark_catalog_ext.spark.credentials import attach
 
         attach(spark)  # maintenance outlives credential lifetimes like any job (idempotent)
     chosen_state_file = state_file or the_plan.state_file

@@ -57,8 +57,8 @@ class NotificationSink(events.QueuedSink):
         """Source = the session's Spark catalog `catalog`; mirror = Iceberg-style properties
         (`uri`, `warehouse`, `credential` or `token`, `header.*`)."""
         from pyspark_catalog_ext.catalog.rest import open_catalog
-        from pyspark_catalog_ext.events.jvm import connect
         from pyspark_catalog_ext.spark.catalog_reader import SparkCatalogReader
+        from pyspark_catalog_ext.spark.jvm_events import connect
 
         connect(spark)  # the commit events come from the session's JVM
 

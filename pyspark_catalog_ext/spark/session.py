@@ -81,7 +81,7 @@ def _attach_on_create(builder: Any) -> None:
         return
 
     def get_or_create_and_attach() -> SparkSession:
-        from pyspark_catalog_ext.credentials import attach
+        from pyspark_catalog_ext.spark.credentials import attach
 
         spark = create()
         spark_errors.install()

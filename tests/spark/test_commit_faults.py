@@ -23,9 +23,9 @@ import uuid as uuidlib
 import pytest
 
 from pyspark_catalog_ext.catalog.idempotency import uuid7
-from pyspark_catalog_ext.credentials import attach
 from pyspark_catalog_ext.errors import CatalogConflictError, CommitFailedError, CommitStateUnknownError
 from pyspark_catalog_ext.spark.conf import catalog_properties
+from pyspark_catalog_ext.spark.credentials import attach
 from pyspark_catalog_ext.staging.staged import stage_create
 from tests.helpers import catalog_client
 from tests.refresh_support import add_spark_catalog

@@ -18,8 +18,9 @@ from secrets import token_urlsafe
 import pytest
 from py4j.protocol import Py4JJavaError
 
-from pyspark_catalog_ext.credentials import RefreshPolicy, attach
+from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.errors import CredentialRefreshError
+from pyspark_catalog_ext.spark.credentials import attach
 from tests.refresh_support import add_spark_catalog, register_slow_udf, slow, statuses, table_status
 from tests.servers import CatalogProxy, S3ExpiryProxy
 

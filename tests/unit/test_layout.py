@@ -18,7 +18,7 @@ def test_the_public_api_is_complete_and_old_flat_modules_are_gone() -> None:
     package = Path(pyspark_catalog_ext.__file__).parent
     flat = sorted(p.stem for p in package.glob("*.py"))
     # Top level: the public API, the CLI, errors, and the helpers every concern shares.
-    assert flat == ["__init__", "cache", "errors", "knobs", "logsafety", "progress", "secret_keys"], flat
+    assert flat == ["__init__", "cache", "errors", "events", "knobs", "logsafety", "progress", "secret_keys"], flat
     for old in ("session", "local", "catalog_client", "jvm_api", "maintenance", "signer", "pyiceberg_bridge"):
         with pytest.raises(ModuleNotFoundError):
             importlib.import_module(f"pyspark_catalog_ext.{old}")
@@ -43,10 +43,18 @@ def test_the_staged_and_governance_helpers_are_on_the_package_face_and_load_on_f
 
 
 @pytest.mark.parametrize(("old", "new"), [("governance.events", "pyspark_catalog_ext.events"),
-                                           ("governance.jvm_events", "pyspark_catalog_ext.events.jvm")])
+                                           ("governance.jvm_events", "pyspark_catalog_ext.spark.jvm_events")])
 def test_a_moved_module_names_its_new_place(old: str, new: str) -> None:
     with pytest.raises(ImportError, match=f"moved to {new}; import that instead"):
         importlib.import_module(f"pyspark_catalog_ext.{old}")
+
+
+@pytest.mark.parametrize("name", ["attach", "CredentialManager", "TableStatus", "manager"])
+def test_a_moved_credentials_name_names_its_new_place(name: str) -> None:
+    import pyspark_catalog_ext.credentials as credentials
+
+    with pytest.raises(AttributeError, match=f"credentials.{name} moved to pyspark_catalog_ext"):
+        getattr(credentials, name)
 
 
 def test_cli_runs_as_a_module_without_warnings() -> None:

@@ -1,4 +1,4 @@
-"""The Python face of credential refresh in a live SparkSession: status, knobs and user sources.
+"""Credential refresh in a live SparkSession, seen from Python: `attach`, status, knobs and user sources.
 
 The JVM shim (io.catalogext.shim) does the work without Python: it holds every table's
 credentials, schedules refreshes and talks to the catalog through Spark's own REST client. Python
@@ -283,7 +283,7 @@ def attach(
         for catalog, source in (sources or {}).items():
             manager.register_source(catalog, source)
     from pyspark_catalog_ext import events
-    from pyspark_catalog_ext.events import jvm as jvm_events
+    from pyspark_catalog_ext.spark import jvm_events
 
     # The JVM's events (commits, refreshes) join pce.events; new sinks get them from now on.
     jvm_events.connect(spark).pull()

@@ -16,7 +16,7 @@ import logging
 import threading
 from typing import Any
 
-from pyspark_catalog_ext.events import bus as events
+from pyspark_catalog_ext import events
 from pyspark_catalog_ext.spark.shim_api import ShimJvm
 
 log = logging.getLogger(__name__)

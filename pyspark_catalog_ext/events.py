@@ -12,7 +12,7 @@ never put into events; as a last line of defence every string value passes `erro
 
 Events come from two places: this process (`source: "python"`: the staging helpers, maintenance,
 notifications) and the JVM shim (`source: "jvm"`: every stage-create and commit request, whoever sent
-it), which `attach()` brings into the same stream (see `events.jvm`). Credential refreshes are
+it), which `attach()` brings into the same stream (see `spark.jvm_events`). Credential refreshes are
 reported as `credential_refresh.finished` once seen in the JVM's refresh state.
 
 Delivery: `emit()` hands the event to each subscriber on the caller's thread only for plain
