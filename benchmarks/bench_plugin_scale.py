@@ -1,4 +1,4 @@
-"""Benchmark: the driver plugin under many executors and tables (issue 19).
+"""Benchmark: the driver plugin under many executors and tables.
 
 Part 1, ``jvm``: one JVM, CatalogExtPlugin.Driver.receive() asked by many threads for random tables
 of a driver registry whose (fake, counting) catalog vends short-lived keys, so every table renews

@@ -60,7 +60,7 @@ WITHOUT: Mapping[str, tuple[str, str]] = {
     "remote-signing": (DEGRADED, "S3 requests are signed in the job with vended or own keys (no remote signer)"),
 }
 
-#: The user path of issue 18, by step number (the catalog x step table shows the recorded ones).
+#: The user path the emulated suite runs on each catalog, by step number (the catalog x step table shows the recorded ones).
 STEP_TITLES: Mapping[str, str] = {
     "1": "configure", "2": "CTAS + writeTo", "3": "long read + MERGE", "4": "lost commit answer",
     "5": "cleanup dry run", "6": "PyIceberg scan + append", "7": "maintain (policies)", "8": "remote signing",

@@ -1,7 +1,7 @@
 """The user path on every catalog family, each emulated on loopback in front of the real SeaweedFS
 (tests/emulators): the family's profile and nothing else, real Spark, Iceberg, PyIceberg and S3.
 
-Steps (numbers as in issue 18): 1 configure, 2 CTAS + writeTo().create() outliving >= 3 credential
+Steps (the user path's numbering, as in docs/emulated-catalogs.md): 1 configure, 2 CTAS + writeTo().create() outliving >= 3 credential
 lifetimes (or refused before any data is written), 3 a long read and a MERGE on a committed table,
 6 a PyIceberg scan and append across expiry, 9 `doctor --json`. One Spark session for the module.
 

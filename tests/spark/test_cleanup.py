@@ -1,4 +1,4 @@
-"""`staged cleanup` refuses whenever it is unsure (issue 9): every refusal is one line and
+"""`staged cleanup` refuses whenever it is unsure: every refusal is one line and
 deletes nothing; files of tables it can see from elsewhere, or that commit during the run, stay."""
 
 from __future__ import annotations

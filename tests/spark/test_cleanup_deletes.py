@@ -1,6 +1,6 @@
 """`staged cleanup` deletes exactly what it listed, only where the catalog keeps tables, only files
-older than 24 h unless told otherwise, and takes its S3 secret from the environment or a file
-(issue 16, "Deletes"). Every refusal is checked to leave the files in S3."""
+older than 24 h unless told otherwise, and takes its S3 secret from the environment or a file.
+Every refusal is checked to leave the files in S3."""
 
 from __future__ import annotations
 

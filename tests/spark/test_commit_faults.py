@@ -385,7 +385,7 @@ def test_two_concurrent_requests_with_the_same_key(spark, lakehouse, catalogs, i
 
 
 # --------------------------------------------------------------------------- faults that arrive late,
-# conflict, lag or answer 400 after applying (issue 9): "not visible yet" is never "failed"
+# conflict, lag or answer 400 after applying: "not visible yet" is never "failed"
 
 LATE_SECONDS = SOCKET_TIMEOUT_MS / 1000 + 2.0  # the client has timed out (and retried) by then
 LAG_SECONDS = 2.0

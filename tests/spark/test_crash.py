@@ -1,4 +1,4 @@
-"""Crash test (issue 9): kill -9 the driver's process group at random points of a CTAS, a staged
+"""Crash test: kill -9 the driver's process group at random points of a CTAS, a staged
 multi-write and a staged commit. Each mode cycles through three kill points, each with a random
 delay: CTAS at the start of its write, once a data file is in S3, and while its commit request is
 held at the catalog; a staged table after staging, once a data file is in S3, and after its first

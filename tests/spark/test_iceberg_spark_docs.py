@@ -1,10 +1,10 @@
-"""Iceberg's documented Spark statements on the embedded lakehouse (issue 12).
+"""Iceberg's documented Spark statements on the embedded lakehouse.
 
 The statements of Iceberg's Spark pages (DDL, writes, queries, procedures), as a new user would
 type them, run in order on `lakehouse_session()` with the shim: real Spark, the real Iceberg
 runtime and real SeaweedFS. SERVER_LIMITS lists what SeaweedFS 4.48 does not support and the
 one-line error the user gets instead (docs/lakehouse.md "What the embedded lakehouse runs, and what it cannot do").
-The closing note of issue 12 quotes STATEMENTS.
+The project's closing notes quote STATEMENTS.
 """
 
 from __future__ import annotations

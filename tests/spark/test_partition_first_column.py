@@ -1,4 +1,4 @@
-"""Partitioning by the first column on SeaweedFS (issue 12): Spark numbers fields from 0 and
+"""Partitioning by the first column on SeaweedFS: Spark numbers fields from 0 and
 SeaweedFS 4.48 rejects a partition field whose source-id is 0; the shim renumbers create and
 stage-create requests (FieldIdRenumbering). Real Spark, real Iceberg, real SeaweedFS."""
 

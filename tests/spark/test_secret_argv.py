@@ -1,4 +1,4 @@
-"""No catalog secret in process arguments (issue 8, item 7): `configure()` keeps it off the
+"""No catalog secret in process arguments: `configure()` keeps it off the
 spark-submit command line of the driver JVM, and the CLI takes secrets from an environment
 variable or a file instead of an argument."""
 

@@ -210,7 +210,7 @@ def test_another_writer_wins_is_commit_failed_and_pyiceberg_retries(plain, caplo
 
 @pytest.mark.parametrize("op", ["create", "append"])
 def test_pyiceberg_alone_fails_on_a_lost_answer(lakehouse, plain, op):
-    """The control (what issue 10 measured): PyIceberg's own RestCatalog raises ConnectionError
+    """The control: PyIceberg's own RestCatalog raises ConnectionError
     although the commit landed; rerunning a create then finds the table already there. Ours
     (test_create_transaction_commit_survives / test_append_commit_survives) succeeds once."""
     import requests
@@ -304,7 +304,7 @@ def test_idempotency_always_sends_keys_but_reconciles_where_not_advertised(lakeh
         cat.close()
 
 
-# ---- issue 16: a refusal after an attempt that may have been applied is reconciled first
+# ---- a refusal after an attempt that may have been applied is reconciled first
 
 @pytest.mark.parametrize("status", [401, 403, 404])
 def test_refusal_after_an_applied_lost_answer_is_success_once(keyed, status, caplog):

@@ -13,7 +13,7 @@ from pyspark_catalog_ext.spark.conf import CatalogSparkConf
 SECRET_KEYS = ["spark.sql.catalog.lake.credential", "spark.sql.catalog.lake.token", "s3.secret-access-key",
                "s3.access-key-id", "s3.session-token", "storage-refresh-token", "access_token", "adls.sas-token",
                "spark.sql.catalog.lake.header.Authorization", "client.refresh-credentials-token",
-               # issue 16: header-carried keys, SSE keys, SAS tokens per account, other cloud tokens
+               # header-carried keys, SSE keys, SAS tokens per account, other cloud tokens
                "spark.sql.catalog.lake.header.X-Api-Key", "header.x-auth-key", "header.Cookie", "header.X-Session",
                "s3.sse.key", "adls.sas-token.myaccount.dfs.core.windows.net", "gcs.oauth2.token",
                "gcs.oauth2.refresh-token", "adls.auth.shared-key.account.key", "client.private-key",
