@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -119,3 +120,151 @@ def test_errors_live_in_one_module() -> None:
     strays = {module: [c for c in classes if not any(b in c for b in pyiceberg_bases)]
               for module, classes in _exception_classes_outside_errors(package).items()}
     assert not {m: c for m, c in strays.items() if c}, strays
+
+
+# ---- imports: no circles, no arrow back up ---------------------------------------------------------
+
+PACKAGE = Path(pyspark_catalog_ext.__file__).parent
+#: The concerns from the bottom up. A module may import its own concern, any concern below it, and
+#: the package's public face (`pyspark_catalog_ext` itself), never a concern above it.
+LAYERS = (
+    ("errors", "secret_keys", "logsafety", "knobs", "cache", "progress", "events"),  # shared by every concern
+    ("catalog",),        # reaching a catalog: connection, REST client, locations
+    ("lakehouse",),      # the embedded catalog server
+    ("credentials",),    # refresh knobs and user sources, both runtimes
+    ("spark",),          # Spark setup and the one Py4J boundary
+    ("pyiceberg_ext",),  # PyIceberg jobs
+    ("governance",),     # maintenance, notifications, policies
+    ("staging",),        # staged tables and their cleanup
+    ("doctor",),
+    ("cli",),            # the command line: parses, calls the above, prints
+)
+
+
+def _module_name(path: Path, package: Path) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """{module: modules of the package it imports}: every import statement, at any depth (an import
+    inside a function is an arrow all the same), except type-only ones under `if TYPE_CHECKING:`."""
+    modules = {_module_name(p, package): p for p in package.rglob("*.py")}
+
+    def owner(name: str) -> str:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text())
+        type_only = {id(n) for node in ast.walk(tree)
+                     if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(tree):
+            if id(node) in type_only:
+                continue
+            if isinstance(node, ast.Import):
+                targets |= {owner(a.name) for a in node.names if a.name.startswith(package.name)}
+            elif isinstance(node, ast.ImportFrom):
+                base = here
+                for _ in range(max(node.level - 1, 0)):
+                    base = base.rpartition(".")[0]
+                module = (base + ("." + node.module if node.module else "")) if node.level else (node.module or "")
+                if module.startswith(package.name):
+                    targets |= {owner(f"{module}.{a.name}") for a in node.names}
+        graph[name] = targets - {name, ""}
+    return graph
+
+
+def _concern(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None  # None: the package's public face
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of modules (Tarjan). Arrows to the public face are left out: it
+    imports every concern's face by design and is allowed as a target from anywhere."""
+    edges = {a: {b for b in bs if _concern(b) is not None} for a, bs in graph.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def upward_arrows(graph: dict[str, set[str]]) -> list[str]:
+    rank = {concern: i for i, layer in enumerate(LAYERS) for concern in layer}
+    out = []
+    for a, targets in sorted(graph.items()):
+        for b in sorted(targets):
+            ca, cb = _concern(a), _concern(b)
+            if ca is not None and cb is not None and rank[ca] < rank[cb]:
+                out.append(f"{a} -> {b}")
+    return out
+
+
+def test_every_concern_has_a_layer() -> None:
+    concerns = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
+                if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").is_file())}
+    assert concerns == {c for layer in LAYERS for c in layer}
+
+
+def test_no_import_circles() -> None:
+    assert import_circles(import_graph()) == []
+
+
+def test_no_arrow_runs_back_up() -> None:
+    assert upward_arrows(import_graph()) == []
+
+
+def test_the_import_checks_see_a_circle_and_an_arrow_up(tmp_path: Path) -> None:
+    pkg = tmp_path / "pyspark_catalog_ext"
+    for rel, text in {"__init__.py": "", "errors.py": "from pyspark_catalog_ext.catalog import rest\n",
+                      "catalog/__init__.py": "", "catalog/rest.py": "def f():\n    from pyspark_catalog_ext.spark import x\n",
+                      "spark/__init__.py": "", "spark/x.py": "from pyspark_catalog_ext.catalog.rest import f\n"
+                                                             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                                             "    from pyspark_catalog_ext.cli import y\n"}.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(text)
+    graph = import_graph(pkg)
+    assert import_circles(graph) == [["pyspark_catalog_ext.catalog.rest", "pyspark_catalog_ext.spark.x"]]
+    assert upward_arrows(graph) == ["pyspark_catalog_ext.catalog.rest -> pyspark_catalog_ext.spark.x",
+                                    "pyspark_catalog_ext.errors -> pyspark_catalog_ext.catalog.rest"]
+
+
+def test_argparse_and_untyped_clients_stay_out_of_the_domain_modules() -> None:
+    """Parsing and printing live in cli/; a catalog client is typed (CatalogReader, CatalogRest)."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        text = path.read_text()
+        if not rel.startswith("cli/") and re.search(r"^\s*(import argparse|from argparse import)", text, re.M):
+            offenders.append(f"{rel}: argparse")
+        offenders += [f"{rel}: {m}" for m in re.findall(r"\bclient: Any\b", text)]
+    assert offenders == []
