@@ -7,13 +7,31 @@ PyIceberg's refresher (`pyiceberg_ext`) applies it in Python.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark_catalog_ext import knobs
 
+PREFIX = "catalog-ext.refresh."
 
-def _default_s(knob: str) -> float:
-    return knobs.read_int({}, f"catalog-ext.refresh.{knob}") / 1000.0
+
+def _field_of(name: str) -> str:
+    """`RefreshPolicy`'s field for a knob: catalog-ext.refresh.min-ahead-ms -> min_ahead_s (milliseconds
+    become seconds), catalog-ext.refresh.lifetime-fraction -> lifetime_fraction."""
+    stem = name[len(PREFIX):]
+    return stem[:-3].replace("-", "_") + "_s" if stem.endswith("-ms") else stem.replace("-", "_")
+
+
+#: RefreshPolicy field -> its `catalog-ext.refresh.*` knob, from the spec both runtimes read: the one
+#: place these names are spelled in Python.
+KNOBS: dict[str, str] = {_field_of(name): name for name, k in knobs.spec().items()
+                         if name.startswith(PREFIX) and k["type"] in ("int", "fraction")}
+
+
+def _default(field: str) -> float:
+    name = KNOBS[field]
+    return knobs.read_fraction({}, name) if knobs.knob(name)["type"] == "fraction" else knobs.read_int({}, name) / 1000.0
 
 
 @dataclass(frozen=True)
@@ -24,27 +42,31 @@ class RefreshPolicy:
     """
 
     # Defaults: the knob spec's `catalog-ext.refresh.*` (the JVM's too), in seconds.
-    check_interval_s: float = _default_s("check-interval-ms")
-    min_ahead_s: float = _default_s("min-ahead-ms")
-    lifetime_fraction: float = knobs.read_fraction({}, "catalog-ext.refresh.lifetime-fraction")
-    initial_backoff_s: float = _default_s("initial-backoff-ms")
-    max_backoff_s: float = _default_s("max-backoff-ms")
-    timeout_s: float = _default_s("timeout-ms")  # one refresh attempt (catalog call, user source, executor waiting on the driver)
+    check_interval_s: float = _default("check_interval_s")
+    min_ahead_s: float = _default("min_ahead_s")
+    lifetime_fraction: float = _default("lifetime_fraction")
+    initial_backoff_s: float = _default("initial_backoff_s")
+    max_backoff_s: float = _default("max_backoff_s")
+    timeout_s: float = _default("timeout_s")  # one refresh attempt (catalog call, user source, executor waiting on the driver)
     # Keys vended without an expiry count as expiring this long after their fetch (0: never).
-    assumed_lifetime_s: float = _default_s("assumed-lifetime-ms")
+    assumed_lifetime_s: float = _default("assumed_lifetime_s")
 
     def catalog_properties(self) -> dict[str, str]:
         """The same policy as the `catalog-ext.refresh.*` catalog properties the JVM reads."""
-        ms = lambda seconds: str(int(round(seconds * 1000)))  # noqa: E731
-        return {
-            "catalog-ext.refresh.check-interval-ms": ms(self.check_interval_s),
-            "catalog-ext.refresh.min-ahead-ms": ms(self.min_ahead_s),
-            "catalog-ext.refresh.lifetime-fraction": repr(float(self.lifetime_fraction)),
-            "catalog-ext.refresh.initial-backoff-ms": ms(self.initial_backoff_s),
-            "catalog-ext.refresh.max-backoff-ms": ms(self.max_backoff_s),
-            "catalog-ext.refresh.timeout-ms": ms(self.timeout_s),
-            "catalog-ext.refresh.assumed-lifetime-ms": ms(self.assumed_lifetime_s),
-        }
+        return {name: (repr(float(getattr(self, field))) if knobs.knob(name)["type"] == "fraction"
+                       else str(int(round(getattr(self, field) * 1000))))
+                for field, name in KNOBS.items()}
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, Any], **overrides: float) -> RefreshPolicy:
+        """The policy a catalog's `catalog-ext.refresh.*` properties set (the spec's checks and one-line
+        errors), unset ones at their defaults; `overrides` (fields, in seconds) win over both."""
+        values: dict[str, float] = {}
+        for field, name in KNOBS.items():
+            if name in properties and str(properties[name]).strip():
+                values[field] = (knobs.read_fraction(properties, name) if knobs.knob(name)["type"] == "fraction"
+                                 else knobs.read_int(properties, name) / 1000.0)
+        return cls(**{**values, **overrides})
 
     def __post_init__(self) -> None:
         if (self.check_interval_s <= 0 or self.min_ahead_s < 0 or not 0 <= self.lifetime_fraction < 1

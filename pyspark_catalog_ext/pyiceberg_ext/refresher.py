@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark_catalog_ext import knobs
+from pyspark_catalog_ext.credentials import policy as policy_knobs
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 from pyspark_catalog_ext.credentials.sources import CredentialSource, user_answer
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, CredentialRefreshError, redact
@@ -34,40 +35,28 @@ log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 __all__ = ["TableCredentials", "CredentialRefresher", "refresh_policy", "ENV_PREFIX", "PROPERTY_PREFIX"]
 
 ENV_PREFIX = "PYSPARK_CATALOG_EXT_REFRESH_"
-PROPERTY_PREFIX = "catalog-ext.refresh."
-# RefreshPolicy field -> (Spark's catalog property suffix, in ms or a fraction; environment variable suffix, in s).
-_KNOBS = {
-    "check_interval_s": ("check-interval-ms", "CHECK_INTERVAL_S"),
-    "min_ahead_s": ("min-ahead-ms", "MIN_AHEAD_S"),
-    "lifetime_fraction": ("lifetime-fraction", "LIFETIME_FRACTION"),
-    "initial_backoff_s": ("initial-backoff-ms", "INITIAL_BACKOFF_S"),
-    "max_backoff_s": ("max-backoff-ms", "MAX_BACKOFF_S"),
-    "assumed_lifetime_s": ("assumed-lifetime-ms", "ASSUMED_LIFETIME_S"),
-}
+PROPERTY_PREFIX = policy_knobs.PREFIX
+# The knobs PyIceberg applies (the spec's runtimes); each also has an environment variable, in
+# seconds (or the fraction): PYSPARK_CATALOG_EXT_REFRESH_<FIELD>, e.g. ..._MIN_AHEAD_S.
+_PYICEBERG_KNOBS = {field: name for field, name in policy_knobs.KNOBS.items() if "pyiceberg" in knobs.knob(name)["runtimes"]}
 _EXPIRY_KEY = "s3.session-token-expires-at-ms"
 
 
 def refresh_policy(properties: Mapping[str, Any] | None = None, environ: Mapping[str, str] = os.environ) -> RefreshPolicy:
     """The policy Spark would use for this catalog: its `catalog-ext.refresh.*` properties (Spark's
     names, milliseconds), else PYSPARK_CATALOG_EXT_REFRESH_* variables (seconds), else the defaults."""
-    properties = properties or {}
-    base = RefreshPolicy()
-    values = {field: getattr(base, field) for field in _KNOBS}
-    for field, (prop, env) in _KNOBS.items():
-        raw = environ.get(ENV_PREFIX + env)
-        if raw is not None and str(raw).strip():
+    properties = {k: v for k, v in (properties or {}).items() if k in _PYICEBERG_KNOBS.values()}
+    from_env: dict[str, float] = {}
+    for field in _PYICEBERG_KNOBS:
+        raw = environ.get(ENV_PREFIX + field.upper())
+        if raw is not None and str(raw).strip() and _PYICEBERG_KNOBS[field] not in properties:
             try:
-                values[field] = float(raw)  # seconds (or the fraction)
+                from_env[field] = float(raw)  # seconds (or the fraction)
             except ValueError:
                 unit = "a fraction" if field == "lifetime_fraction" else "seconds"
-                raise ConfigError(f"{ENV_PREFIX + env}={raw!r} is not a number; set it in {unit}") from None
-        name = PROPERTY_PREFIX + prop
-        if name in properties and str(properties[name]).strip():
-            # Spark's property, in Spark's unit, checked against the knob spec the JVM reads too.
-            values[field] = (knobs.read_fraction(properties, name) if field == "lifetime_fraction"
-                             else knobs.read_int(properties, name) / 1000.0)
+                raise ConfigError(f"{ENV_PREFIX + field.upper()}={raw!r} is not a number; set it in {unit}") from None
     try:
-        return RefreshPolicy(**values)
+        return RefreshPolicy.from_properties(properties, **from_env)
     except ValueError as exc:
         raise ConfigError(f"bad {PROPERTY_PREFIX}* / {ENV_PREFIX}* setting: {exc}") from None
 

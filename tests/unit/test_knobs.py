@@ -27,7 +27,6 @@ def _names_in_sources() -> set[str]:
         found |= set(literal.findall(text))
         found |= {f"catalog-ext.commit.{m}" for m in re.findall(r'PROP_PREFIX \+ "([a-z-]+)"', text)}
         found |= {f"catalog-ext.{m}" for m in re.findall(rf'PREFIX \+ "((?:{"|".join(GROUPS)})\.[a-z-]+)"', text)}
-        found |= {f"catalog-ext.refresh.{m}" for m in re.findall(r'f"catalog-ext\.refresh\.\{knob\}"|_default_s\("([a-z-]+)"\)', text) if m}
     return found
 
 
@@ -117,3 +116,20 @@ def test_the_readme_knob_table_names_every_knob_with_its_default():
         if default is not None and k["type"] != "string":
             shown = {True: "true", False: "false"}.get(default, str(default)) if isinstance(default, bool) else str(default)
             assert shown in row or (k["unit"] == "bytes" and "MiB" in row), f"{name}: default {shown} not in {row!r}"
+
+
+def test_python_spells_the_refresh_knob_names_in_one_place():
+    """RefreshPolicy's fields map to the spec's catalog-ext.refresh.* knobs in credentials/policy.py;
+    no other Python module spells a refresh knob's name."""
+    from dataclasses import fields
+
+    from pyspark_catalog_ext.credentials.policy import KNOBS
+
+    assert set(KNOBS) == {f.name for f in fields(RefreshPolicy)}
+    assert set(KNOBS.values()) == {n for n, k in knobs.spec().items()
+                                   if n.startswith("catalog-ext.refresh.") and k["type"] in ("int", "fraction")}
+    code = re.compile(r'["\']catalog-ext\.refresh\.[a-z-]+["\']')
+    spelled = [p.relative_to(ROOT).as_posix() for p in ROOT.joinpath("pyspark_catalog_ext").rglob("*.py")
+               if code.search(p.read_text())]
+    assert spelled == [], f"refresh knob names spelled outside credentials/policy.py's KNOBS: {spelled}"
+    assert RefreshPolicy.from_properties(RefreshPolicy(min_ahead_s=7.0).catalog_properties()) == RefreshPolicy(min_ahead_s=7.0)
