@@ -8,9 +8,15 @@ URL building and pagination. What this module adds on that one session, each for
 * **Bounded calls.** PyIceberg sends without a timeout and never retries a failed read; the
   session's adapter sets a default timeout and lets urllib3's `Retry` repeat reads (GET/HEAD) on
   connection errors, 429 and 502/503/504, honouring a capped `Retry-After`. Mutations are never
-  repeated blindly: a POST whose answer is lost is reported as possibly applied.
+  repeated blindly: a POST whose answer is lost is reported as possibly applied. PyIceberg's SigV4
+  adapter (whose own Retry would re-send a DELETE on 503 + Retry-After) gets the same `read_retry`.
+* **No redirects.** No call of the session follows a 3xx (PyIceberg's included): `requests` would
+  re-send a POST on 307/308 behind the commit guard's back, turn it into a GET on 303 (whose answer
+  then looks like success), and keep `header.*` values on a hop to another host. A 3xx is a one-line
+  `CatalogRedirectError` naming the target.
 * **A server cannot move our credentials.** A `uri` override in `/v1/config` pointing at another
-  origin is not followed (PyIceberg would send the token there).
+  origin is not followed (PyIceberg would send the token there), and a server-given URL on another
+  origin (a refresh endpoint) is refused before anything is sent to it.
 * **Evidence.** A response hook records each exchange (`Exchange`: method, path with secret query
   values masked, status, elapsed ms, attempts) for the doctor.
 * **One-line errors.** `catalog_error` is the one translation of a catalog's HTTP answer into
@@ -19,7 +25,7 @@ URL building and pagination. What this module adds on that one session, each for
 * **Calls PyIceberg has no method for,** as raw JSON on the same session: the load-table answer
   (cleanup and maintenance read metadata fields PyIceberg's model drops), stage-create and commit
   bodies (doctor probes), `/credentials` with a `storageRefreshToken`, a server-given refresh URL
-  (auth only to the catalog's own origin), and Polaris's policy API.
+  (the catalog's own origin only), and Polaris's policy API.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from pyspark_catalog_ext.errors import (
     CatalogError,
     CatalogExtError,
     CatalogNotFoundError,
+    CatalogRedirectError,
     CatalogUnavailableError,
     CatalogUnsupportedError,
     ConfigError,
@@ -158,7 +165,6 @@ class CatalogRest(RestCatalog):
 
         #: `catalog-ext.commit.*`: retry bounds and Idempotency-Key use, as Spark's CommitGuard reads them.
         self.commit_policy = CommitPolicy.from_properties(properties)
-        self._custom_headers = tuple(k[len("header."):] for k in properties if k.startswith("header."))
         self._sent_keys = threading.local()
         if str(properties.get("rest.sigv4-enabled", "")).lower() == "true":
             _require_aws_credentials(properties)
@@ -176,11 +182,19 @@ class CatalogRest(RestCatalog):
         session = super()._create_session()
         ca_bundle = session.verify if isinstance(session.verify, str) else None
         adapter = _BoundedAdapter(self._timeout, read_retry(self._retries), ca_bundle)
-        for scheme in ("http://", "https://"):  # PyIceberg's SigV4 adapter stays mounted on the catalog URI
+        for prefix, mounted in list(session.adapters.items()):
+            # PyIceberg's SigV4 adapter stays mounted on the catalog URI, but with our Retry: its own
+            # (Retry(10)) repeats DELETE and PUT on read errors and on 503/429 with Retry-After.
+            if isinstance(mounted, requests.adapters.HTTPAdapter) and prefix not in ("http://", "https://"):
+                mounted.max_retries = read_retry(self._retries)
+        for scheme in ("http://", "https://"):
             session.mount(scheme, adapter)
         if session.headers.get(ACCESS_DELEGATION_HEADER) == "":  # `delegation=""`: ask for no delegation
             del session.headers[ACCESS_DELEGATION_HEADER]
         session.hooks["response"].append(self._on_response)
+        session.hooks["response"].append(_refuse_redirect)
+        # Should the hook ever be bypassed, requests raises TooManyRedirects before sending anything.
+        session.max_redirects = 0
         session.auth = _IdempotencyKeys(session.auth, self)
         return session
 
@@ -387,16 +401,17 @@ class CatalogRest(RestCatalog):
 
     def get_url(self, url: str) -> Any:
         """GET a server-given URL (`client.refresh-credentials-endpoint`), absolute or relative to the
-        catalog. Credentials and the user's `header.*` values go only to the catalog's own origin: a
-        config value must not be able to exfiltrate them."""
+        catalog, on the catalog's own origin only. Another origin is refused before any request: with
+        credentials it would exfiltrate them, without them it is a request to wherever the server
+        points us (blind SSRF). A `CatalogError`, so a refresh falls through to the next strategy."""
         full = urljoin(self.uri.rstrip("/") + "/", url)
         if urlsplit(full).scheme not in ("http", "https"):
-            raise ConfigError(f"refusing non-http URL {safe_url(full)!r}")
-        if _origin(full) == self._user_origin:
-            return self._call("GET", full, ("endpoint", None))
-        # Another origin: no auth, none of the user's headers (a None value drops a session header).
-        strip = {name: None for name in (*self._custom_headers, "Authorization")}
-        return self._call("GET", full, ("endpoint", None), headers=strip, auth=False)
+            raise CatalogError(f"refusing the server-given URL {safe_url(full)!r}: not http(s); only the catalog's "
+                               f"own origin ({self.safe_uri}) is called")
+        if _origin(full) != self._user_origin:
+            raise CatalogError(f"refusing the server-given URL {safe_url(full)!r}: it is not on the catalog's origin "
+                               f"({self.safe_uri}) and nothing is sent elsewhere")
+        return self._call("GET", full, ("endpoint", None))
 
     def call(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None,
              headers: Mapping[str, str] | None = None) -> Any:
@@ -419,19 +434,16 @@ class CatalogRest(RestCatalog):
         return body
 
     def _call(self, method: str, url: str, resource: tuple[str, str | None], *, params: Mapping[str, Any] | None = None,
-              json: Any = None, headers: Mapping[str, str | None] | None = None, auth: bool = True) -> Any:
+              json: Any = None, headers: Mapping[str, str | None] | None = None) -> Any:
         shown = f"{method} {urlsplit(url).path}"
         send = dict(headers or {})
         for renewal in (False, True):
             try:
-                kwargs: dict[str, Any] = {"params": params, "json": json, "headers": send}
-                if not auth:
-                    kwargs["auth"] = _NoAuth()
-                resp = self._session.request(method, url, **kwargs)
+                resp = self._session.request(method, url, params=params, json=json, headers=send)
             except requests.RequestException as exc:
                 raise transport_error(exc, shown, _where(url, self), mutation=method in _MUTATIONS) from None
             # An expired token (401; 419 on Gravitino) was not applied: renew it once and resend.
-            if resp.status_code in (401, 419) and auth and not renewal and self._renew_token():
+            if resp.status_code in (401, 419) and not renewal and self._renew_token():
                 continue
             break
         if resp.status_code >= 400:
@@ -499,9 +511,22 @@ class _IdempotencyKeys:
         return getattr(self.inner, name)
 
 
-class _NoAuth(requests.auth.AuthBase):
-    def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
-        return r
+def _refuse_redirect(resp: Response, *args: Any, **kwargs: Any) -> None:
+    """Response hook: a 3xx that requests would follow becomes a `CatalogRedirectError` instead (runs
+    before requests' redirect handling, so nothing is re-sent)."""
+    if not resp.is_redirect:
+        return
+    request = resp.request
+    method = (request.method or "") if request is not None else ""
+    shown = f"{method} {urlsplit((request.url or '') if request is not None else '').path}"
+    target = safe_url(urljoin(resp.url or "", resp.headers.get("Location") or ""))
+    resp.close()
+    applied = (" The request may have been applied: check before repeating it (a 303 means the server took it)."
+               if method in _MUTATIONS else "")
+    raise CatalogRedirectError(
+        f"catalog answered HTTP {resp.status_code} to {shown}, redirecting to {target}: redirects are not followed "
+        f"(they could re-send a commit or carry credentials elsewhere); if that is the catalog's address, set --uri "
+        f"(the catalog's uri) to it.{applied}", status=resp.status_code, location=target)
 
 
 def _require_aws_credentials(properties: Mapping[str, Any]) -> None:
