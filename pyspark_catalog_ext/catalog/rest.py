@@ -434,7 +434,7 @@ class CatalogRest(RestCatalog):
         return body
 
     def _call(self, method: str, url: str, resource: tuple[str, str | None], *, params: Mapping[str, Any] | None = None,
-              json: Any = None, headers: Mapping[str, str | None] | None = None) -> Any:
+              json: Any = None, headers: Mapping[str, str] | None = None) -> Any:
         shown = f"{method} {urlsplit(url).path}"
         send = dict(headers or {})
         for renewal in (False, True):
