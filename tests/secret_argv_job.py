@@ -12,7 +12,6 @@ from pyspark.sql import SparkSession
 
 from pyspark_catalog_ext.spark.session import configure
 
-
 HADOOP_SECRET_KEYS = ("spark.hadoop.fs.s3a.access.key", "spark.hadoop.fs.s3a.secret.key",
                       "spark.hadoop.fs.azure.account.key.argvacct.dfs.core.windows.net",
                       "spark.hadoop.fs.gs.auth.service.account.private.key")

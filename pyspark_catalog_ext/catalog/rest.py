@@ -191,12 +191,17 @@ class CatalogRest(RestCatalog):
             session.mount(scheme, adapter)
         if session.headers.get(ACCESS_DELEGATION_HEADER) == "":  # `delegation=""`: ask for no delegation
             del session.headers[ACCESS_DELEGATION_HEADER]
-        session.hooks["response"].append(self._on_response)
-        session.hooks["response"].append(_refuse_redirect)
-        # Should the hook ever be bypassed, requests raises TooManyRedirects before sending anything.
-        session.max_redirects = 0
+        hooks = [h for h in session.hooks["response"] if h is not _refuse_redirect]
+        session.hooks["response"] = [*hooks, self._on_response, _refuse_redirect]  # evidence first, then refuse
+        _follow_no_redirect(session)
         session.auth = _IdempotencyKeys(session.auth, self)
         return session
+
+    def _create_legacy_oauth2_auth_manager(self, session: Session) -> Any:
+        # PyIceberg's OAuth2 manager fetches its first token while the session is being built, before
+        # `_create_session` returns: a 307 on that POST would re-send the client secret to Location.
+        _follow_no_redirect(session)
+        return super()._create_legacy_oauth2_auth_manager(session)
 
     def _fetch_config(self) -> None:
         super()._fetch_config()
@@ -509,6 +514,13 @@ class _IdempotencyKeys:
 
     def __getattr__(self, name: str) -> Any:  # RestCatalog._refresh_token reads .auth_manager
         return getattr(self.inner, name)
+
+
+def _follow_no_redirect(session: Session) -> None:
+    if _refuse_redirect not in session.hooks["response"]:
+        session.hooks["response"].append(_refuse_redirect)
+    # Should the hook ever be bypassed, requests raises TooManyRedirects before sending anything.
+    session.max_redirects = 0
 
 
 def _refuse_redirect(resp: Response, *args: Any, **kwargs: Any) -> None:

@@ -637,3 +637,18 @@ def test_seaweedfs_wrong_warehouse_is_not_found(lakehouse: Any) -> None:
     with pytest.raises(CatalogError) as err:
         open_catalog(lake_props(lakehouse, warehouse="no-such-bucket")).namespaces()
     assert "no-such-bucket" in str(err.value) or "not found" in str(err.value).lower()
+
+
+@pytest.mark.parametrize("status", (307, 308))
+def test_the_first_token_request_follows_no_redirect(srv: Scripted, elsewhere: Scripted, status: int) -> None:
+    """PyIceberg fetches the first OAuth2 token while building its session: a 307/308 there would
+    re-send the client secret (in the form body) to Location."""
+    from pyspark_catalog_ext.errors import CatalogRedirectError
+
+    srv.config()
+    elsewhere.on("POST", "/tokens", R(200, {"access_token": TOKEN_1, "token_type": "bearer", "expires_in": 3600}))
+    srv.on("POST", "/v1/oauth/tokens", R(status, headers={"Location": elsewhere.uri + "/tokens"}))
+    with pytest.raises(CatalogRedirectError) as err:
+        make(srv, token=None, credential=f"client:{CLIENT_SECRET}", **{"oauth2-server-uri": srv.uri + "/v1/oauth/tokens"})
+    assert elsewhere.seen == [] and elsewhere.uri + "/tokens" in str(err.value)
+    assert_no_secrets(str(err.value))
