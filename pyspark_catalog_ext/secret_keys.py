@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["SECRET_WORDS", "is_secret_key", "SECRET_IN_TEXT", "SPARK_DEFAULT_REDACTION", "REDACTION_REGEX"]
+__all__ = ["SECRET_WORDS", "is_secret_key", "is_secret_param", "SECRET_IN_TEXT", "SPARK_DEFAULT_REDACTION", "REDACTION_REGEX"]
 
 SECRET_WORDS = ("credential", "token", "secret", "password", "secret-access-key", "access-key-id", "access-key",
                 "session-token", "signature", "authorization", "api-key", "apikey", "private-key", "shared-key",
@@ -44,3 +44,14 @@ REDACTION_REGEX = (SPARK_DEFAULT_REDACTION + "|signing|" + _TEXT_WORDS
 def is_secret_key(key: str) -> bool:
     """True for conf keys whose values are secrets (credentials, tokens, S3/SSE/SAS keys, auth headers)."""
     return bool(_SECRET_KEY.search(key) or _SECRET_HEADER.search(key))
+
+
+# URL query parameters are named in any case and style (`storageRefreshToken`, `X-Amz-Signature`,
+# `api_key`, `sig`), so a name counts when it merely contains one of these.
+_PARAM_WORDS = ("token", "secret", "credential", "signature", "password", "key", "sig", "cookie", "authorization")
+
+
+def is_secret_param(name: str) -> bool:
+    """True for URL query parameters whose values are secrets (masked in evidence and messages)."""
+    lowered = name.lower()
+    return any(word in lowered for word in _PARAM_WORDS) or is_secret_key(name)

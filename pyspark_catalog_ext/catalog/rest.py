@@ -63,6 +63,7 @@ from pyspark_catalog_ext.errors import (
     ConfigError,
     redact,
 )
+from pyspark_catalog_ext.secret_keys import is_secret_param
 
 __all__ = ["CatalogRest", "Exchange", "PurgeRequiredError", "catalog_error", "pyiceberg_properties", "safe_url", "transport_cause"]
 
@@ -71,8 +72,6 @@ log = logging.getLogger(__name__)
 ACCESS_DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 Namespace = str | Sequence[str]
-# Query parameters whose values never go into evidence or messages (storageRefreshToken, X-Amz-Signature...).
-_SECRET_PARAMS = ("token", "secret", "credential", "signature", "password", "key")
 _MUTATIONS = frozenset({"POST", "PUT", "DELETE", "PATCH"})
 DEFAULT_TIMEOUT = (5.0, 60.0)  # (connect, read) seconds for every call PyIceberg sends without one
 
@@ -708,7 +707,7 @@ def _not_found_kind(err_type: str, message: str, resource: tuple[str, str | None
 
 def _scrubbed(err: CatalogError, resp: Response, params: Mapping[str, Any] | None) -> CatalogError:
     """Servers sometimes echo what we sent ("bad token <value>"): remove every secret this request carried."""
-    found = [str(v) for k, v in (params or {}).items() if v is not None and any(w in k.lower() for w in _SECRET_PARAMS)]
+    found = [str(v) for k, v in (params or {}).items() if v is not None and is_secret_param(k)]
     if resp.request is not None:
         for header in ("Authorization", "X-Amz-Security-Token"):
             value = resp.request.headers.get(header) or ""
@@ -750,7 +749,7 @@ def _mask_query(query: str) -> str:
     masked = []
     for pair in query.split("&"):
         name, sep, _ = pair.partition("=")
-        masked.append(f"{name}=***" if sep and any(w in name.lower() for w in _SECRET_PARAMS) else pair)
+        masked.append(f"{name}=***" if sep and is_secret_param(name) else pair)
     return "?" + "&".join(masked)
 
 
