@@ -180,3 +180,19 @@ def test_a_303_on_a_commit_is_never_taken_for_success(guarded):
     # The only GET after the 303 is the guard's own reconciliation load, not a followed redirect.
     assert proxy.count(kind="load", table=f"{NS}.{name}") - loads_before == 1
     assert ids(assert_every_referenced_file_exists(cat, name)) == list(range(100))
+
+
+def test_a_303_after_the_commit_landed_is_success_once(guarded, caplog):
+    """A server that took the POST and answers 303 See Other (Location: the table): not followed;
+    the guard looks the commit up on the table, finds it, and reports success once."""
+    cat, proxy = guarded
+    caplog.set_level(logging.INFO, logger="pyspark_catalog_ext.pyiceberg")
+    name = f"a303_{uuidlib.uuid4().hex[:8]}"
+    table = cat.create_table(f"{NS}.{name}", SCHEMA)
+    table.append(rows(0, 100))
+    location = f"{proxy.url}/v1/{cat.prefix}/namespaces/{NS}/tables/{name}"
+    proxy.faults.add("after", "POST", commit_path(name), status=303, headers=[("Location", location)])
+    table.append(rows(100, 200))
+    assert proxy.faults.pending == 0 and commits_sent(proxy, name) == 2
+    assert "landed although its answer was HTTP 303 redirect to" in caplog.text
+    assert ids(assert_every_referenced_file_exists(cat, name)) == list(range(200))
