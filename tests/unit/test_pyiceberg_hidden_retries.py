@@ -196,3 +196,20 @@ def test_a_303_after_the_commit_landed_is_success_once(guarded, caplog):
     assert proxy.faults.pending == 0 and commits_sent(proxy, name) == 2
     assert "landed although its answer was HTTP 303 redirect to" in caplog.text
     assert ids(assert_every_referenced_file_exists(cat, name)) == list(range(200))
+
+
+@pytest.mark.parametrize("status", [202, 300])
+def test_an_answer_neither_200_nor_an_error_is_looked_up(guarded, status, caplog):
+    """A commit that landed answered 202 (or a 3xx without Location, which requests does not
+    follow): no error status says it was refused, so the table decides. Read as a refusal, PyIceberg
+    would delete the manifests of a commit the table references."""
+    cat, proxy = guarded
+    caplog.set_level(logging.INFO, logger="pyspark_catalog_ext.pyiceberg")
+
+    def faults(path: str) -> None:
+        proxy.faults.add("after", "POST", path, status=status)
+
+    name, error = append_then_fault(cat, proxy, faults)
+    assert error is None, repr(error)
+    assert f"landed although its answer was HTTP {status}" in caplog.text
+    assert ids(assert_every_referenced_file_exists(cat, name)) == list(range(200))
