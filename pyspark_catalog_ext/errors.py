@@ -6,6 +6,8 @@ status codes. `redact()` is the last line of defence for text that came from out
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 
 from pyspark_catalog_ext.secret_keys import SECRET_IN_TEXT
@@ -21,6 +23,7 @@ __all__ = [
     "CatalogConflictError",
     "CatalogUnavailableError",
     "CatalogUnsupportedError",
+    "CatalogRedirectError",
     "CleanupRefused",
     "PolicyApiUnavailableError",
     "StaleTableError",
@@ -82,6 +85,16 @@ class CatalogUnsupportedError(CatalogError):
     read "unsupported" that way (cleanup would skip a table it never saw, and delete its files)."""
 
 
+class CatalogRedirectError(CatalogError):
+    """The catalog answered a redirect (301/302/303/307/308), which we never follow: a redirect would
+    re-send a commit the guard does not count (307), turn it into a GET whose answer looks like
+    success (303), or carry our headers to another host. `location` is the target without query."""
+
+    def __init__(self, message: str, status: int | None = None, location: str = "") -> None:
+        super().__init__(message, status)
+        self.location = location
+
+
 class CleanupRefused(CatalogError):
     """`staged cleanup` (or orphan removal) could not be sure which files are unreferenced;
     nothing was deleted."""
@@ -125,11 +138,28 @@ _SECRET_PATTERNS = [
     re.compile(r"(?i)(X-Amz-Security-Token=|X-Amz-Credential=|X-Amz-Signature=)[^&\s]+"),
     SECRET_IN_TEXT,
     re.compile(r"(?i)(://)[^/\s:@]+:[^/\s@]+@"),
+    # XML elements of S3 and STS bodies: <SecretAccessKey>, <SessionToken>, <AccessKeyId>,
+    # <AWSAccessKeyId> (S3's InvalidAccessKeyId), <SignatureProvided> (SignatureDoesNotMatch).
+    re.compile(r"(?i)(<[\w:.-]*?(?:secret|token|password|signature|credential|accesskeyid|accesskey|apikey|privatekey"
+               r"|sharedkey|authorization)[\w:.-]*\s*>)[^<]+"),
+    # A bare JWT (`invalid token eyJ...`): header and payload are base64url JSON, so both start eyJ.
+    re.compile(r"()\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"),
 ]
+# A bare `Basic <token>` outside an Authorization header: masked when the token decodes to `user:password`
+# (prose such as "basic auth" or "Basic compaction" never does).
+_BASIC = re.compile(r"(?i)(\bbasic\s+)([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])")
+
+
+def _basic_credentials(match: re.Match[str]) -> str:
+    try:
+        decoded = base64.b64decode(match.group(2), validate=True)
+    except (binascii.Error, ValueError):
+        return match.group(0)
+    return match.group(1) + "***" if b":" in decoded else match.group(0)
 
 
 def redact(text: str) -> str:
     """Mask anything that looks like a credential in free text."""
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub(lambda m: m.group(1) + "***", text)
-    return text
+    return _BASIC.sub(_basic_credentials, text)

@@ -12,6 +12,10 @@ from pyspark.sql import SparkSession
 
 from pyspark_catalog_ext.spark.session import configure
 
+HADOOP_SECRET_KEYS = ("spark.hadoop.fs.s3a.access.key", "spark.hadoop.fs.s3a.secret.key",
+                      "spark.hadoop.fs.azure.account.key.argvacct.dfs.core.windows.net",
+                      "spark.hadoop.fs.gs.auth.service.account.private.key")
+
 
 def _cmdline(pid: int) -> str:
     return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
@@ -34,8 +38,11 @@ def main() -> None:
     args = json.loads(sys.argv[1])
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master("local-cluster[1,1,512]").appName("catalog-ext-argv")
+    # Hadoop/cloud secrets a job may carry beside the catalog's (Spark's default redaction misses some).
+    hadoop = {k: args["hadoop_secret"] for k in HADOOP_SECRET_KEYS} if args.get("hadoop_secret") else {}
     builder = configure(builder, "local", "lake", uri=args["uri"], warehouse=args["warehouse"],
-                        credential=args["credential"], extra_conf={"spark.ui.enabled": "false", "spark.executor.memory": "512m"})
+                        credential=args["credential"],
+                        extra_conf={"spark.ui.enabled": "false", "spark.executor.memory": "512m", **hadoop})
     spark = builder.getOrCreate()
     # A catalog call and a job, so that the catalog authenticated and an executor JVM runs.
     namespaces = spark.sql("SHOW NAMESPACES IN lake").count()

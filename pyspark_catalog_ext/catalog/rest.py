@@ -8,9 +8,15 @@ URL building and pagination. What this module adds on that one session, each for
 * **Bounded calls.** PyIceberg sends without a timeout and never retries a failed read; the
   session's adapter sets a default timeout and lets urllib3's `Retry` repeat reads (GET/HEAD) on
   connection errors, 429 and 502/503/504, honouring a capped `Retry-After`. Mutations are never
-  repeated blindly: a POST whose answer is lost is reported as possibly applied.
+  repeated blindly: a POST whose answer is lost is reported as possibly applied. PyIceberg's SigV4
+  adapter (whose own Retry would re-send a DELETE on 503 + Retry-After) gets the same `read_retry`.
+* **No redirects.** No call of the session follows a 3xx (PyIceberg's included): `requests` would
+  re-send a POST on 307/308 behind the commit guard's back, turn it into a GET on 303 (whose answer
+  then looks like success), and keep `header.*` values on a hop to another host. A 3xx is a one-line
+  `CatalogRedirectError` naming the target.
 * **A server cannot move our credentials.** A `uri` override in `/v1/config` pointing at another
-  origin is not followed (PyIceberg would send the token there).
+  origin is not followed (PyIceberg would send the token there), and a server-given URL on another
+  origin (a refresh endpoint) is refused before anything is sent to it.
 * **Evidence.** A response hook records each exchange (`Exchange`: method, path with secret query
   values masked, status, elapsed ms, attempts) for the doctor.
 * **One-line errors.** `catalog_error` is the one translation of a catalog's HTTP answer into
@@ -19,7 +25,7 @@ URL building and pagination. What this module adds on that one session, each for
 * **Calls PyIceberg has no method for,** as raw JSON on the same session: the load-table answer
   (cleanup and maintenance read metadata fields PyIceberg's model drops), stage-create and commit
   bodies (doctor probes), `/credentials` with a `storageRefreshToken`, a server-given refresh URL
-  (auth only to the catalog's own origin), and Polaris's policy API.
+  (the catalog's own origin only), and Polaris's policy API.
 """
 
 from __future__ import annotations
@@ -52,11 +58,13 @@ from pyspark_catalog_ext.errors import (
     CatalogError,
     CatalogExtError,
     CatalogNotFoundError,
+    CatalogRedirectError,
     CatalogUnavailableError,
     CatalogUnsupportedError,
     ConfigError,
     redact,
 )
+from pyspark_catalog_ext.secret_keys import is_secret_param
 
 __all__ = ["CatalogRest", "Exchange", "PurgeRequiredError", "catalog_error", "open_catalog", "safe_url", "transport_cause"]
 
@@ -65,8 +73,6 @@ log = logging.getLogger(__name__)
 ACCESS_DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 Namespace = str | Sequence[str]
-# Query parameters whose values never go into evidence or messages (storageRefreshToken, X-Amz-Signature...).
-_SECRET_PARAMS = ("token", "secret", "credential", "signature", "password", "key")
 _MUTATIONS = frozenset({"POST", "PUT", "DELETE", "PATCH"})
 DEFAULT_TIMEOUT = (5.0, 60.0)  # (connect, read) seconds for every call PyIceberg sends without one
 
@@ -161,7 +167,6 @@ class CatalogRest(RestCatalog):
 
         #: `catalog-ext.commit.*`: retry bounds and Idempotency-Key use, as Spark's CommitGuard reads them.
         self.commit_policy = CommitPolicy.from_properties(properties)
-        self._custom_headers = tuple(k[len("header."):] for k in properties if k.startswith("header."))
         self._sent_keys = threading.local()
         if str(properties.get("rest.sigv4-enabled", "")).lower() == "true":
             _require_aws_credentials(properties)
@@ -179,13 +184,26 @@ class CatalogRest(RestCatalog):
         session = super()._create_session()
         ca_bundle = session.verify if isinstance(session.verify, str) else None
         adapter = _BoundedAdapter(self._timeout, read_retry(self._retries), ca_bundle)
-        for scheme in ("http://", "https://"):  # PyIceberg's SigV4 adapter stays mounted on the catalog URI
+        for prefix, mounted in list(session.adapters.items()):
+            # PyIceberg's SigV4 adapter stays mounted on the catalog URI, but with our Retry: its own
+            # (Retry(10)) repeats DELETE and PUT on read errors and on 503/429 with Retry-After.
+            if isinstance(mounted, requests.adapters.HTTPAdapter) and prefix not in ("http://", "https://"):
+                mounted.max_retries = read_retry(self._retries)
+        for scheme in ("http://", "https://"):
             session.mount(scheme, adapter)
         if session.headers.get(ACCESS_DELEGATION_HEADER) == "":  # `delegation=""`: ask for no delegation
             del session.headers[ACCESS_DELEGATION_HEADER]
-        session.hooks["response"].append(self._on_response)
+        hooks = [h for h in session.hooks["response"] if h is not _refuse_redirect]
+        session.hooks["response"] = [*hooks, self._on_response, _refuse_redirect]  # evidence first, then refuse
+        _follow_no_redirect(session)
         session.auth = _IdempotencyKeys(session.auth, self)
         return session
+
+    def _create_legacy_oauth2_auth_manager(self, session: Session) -> Any:
+        # PyIceberg's OAuth2 manager fetches its first token while the session is being built, before
+        # `_create_session` returns: a 307 on that POST would re-send the client secret to Location.
+        _follow_no_redirect(session)
+        return super()._create_legacy_oauth2_auth_manager(session)
 
     def _fetch_config(self) -> None:
         super()._fetch_config()
@@ -390,16 +408,17 @@ class CatalogRest(RestCatalog):
 
     def get_url(self, url: str) -> Any:
         """GET a server-given URL (`client.refresh-credentials-endpoint`), absolute or relative to the
-        catalog. Credentials and the user's `header.*` values go only to the catalog's own origin: a
-        config value must not be able to exfiltrate them."""
+        catalog, on the catalog's own origin only. Another origin is refused before any request: with
+        credentials it would exfiltrate them, without them it is a request to wherever the server
+        points us (blind SSRF). A `CatalogError`, so a refresh falls through to the next strategy."""
         full = urljoin(self.uri.rstrip("/") + "/", url)
         if urlsplit(full).scheme not in ("http", "https"):
-            raise ConfigError(f"refusing non-http URL {safe_url(full)!r}")
-        if _origin(full) == self._user_origin:
-            return self._call("GET", full, ("endpoint", None))
-        # Another origin: no auth, none of the user's headers (a None value drops a session header).
-        strip = {name: None for name in (*self._custom_headers, "Authorization")}
-        return self._call("GET", full, ("endpoint", None), headers=strip, auth=False)
+            raise CatalogError(f"refusing the server-given URL {safe_url(full)!r}: not http(s); only the catalog's "
+                               f"own origin ({self.safe_uri}) is called")
+        if _origin(full) != self._user_origin:
+            raise CatalogError(f"refusing the server-given URL {safe_url(full)!r}: it is not on the catalog's origin "
+                               f"({self.safe_uri}) and nothing is sent elsewhere")
+        return self._call("GET", full, ("endpoint", None))
 
     def call(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None,
              headers: Mapping[str, str] | None = None) -> Any:
@@ -422,19 +441,16 @@ class CatalogRest(RestCatalog):
         return body
 
     def _call(self, method: str, url: str, resource: tuple[str, str | None], *, params: Mapping[str, Any] | None = None,
-              json: Any = None, headers: Mapping[str, str | None] | None = None, auth: bool = True) -> Any:
+              json: Any = None, headers: Mapping[str, str] | None = None) -> Any:
         shown = f"{method} {urlsplit(url).path}"
         send = dict(headers or {})
         for renewal in (False, True):
             try:
-                kwargs: dict[str, Any] = {"params": params, "json": json, "headers": send}
-                if not auth:
-                    kwargs["auth"] = _NoAuth()
-                resp = self._session.request(method, url, **kwargs)
+                resp = self._session.request(method, url, params=params, json=json, headers=send)
             except requests.RequestException as exc:
                 raise transport_error(exc, shown, _where(url, self), mutation=method in _MUTATIONS) from None
             # An expired token (401; 419 on Gravitino) was not applied: renew it once and resend.
-            if resp.status_code in (401, 419) and auth and not renewal and self._renew_token():
+            if resp.status_code in (401, 419) and not renewal and self._renew_token():
                 continue
             break
         if resp.status_code >= 400:
@@ -502,9 +518,29 @@ class _IdempotencyKeys:
         return getattr(self.inner, name)
 
 
-class _NoAuth(requests.auth.AuthBase):
-    def __call__(self, r: requests.PreparedRequest) -> requests.PreparedRequest:
-        return r
+def _follow_no_redirect(session: Session) -> None:
+    if _refuse_redirect not in session.hooks["response"]:
+        session.hooks["response"].append(_refuse_redirect)
+    # Should the hook ever be bypassed, requests raises TooManyRedirects before sending anything.
+    session.max_redirects = 0
+
+
+def _refuse_redirect(resp: Response, *args: Any, **kwargs: Any) -> None:
+    """Response hook: a 3xx that requests would follow becomes a `CatalogRedirectError` instead (runs
+    before requests' redirect handling, so nothing is re-sent)."""
+    if not resp.is_redirect:
+        return
+    request = resp.request
+    method = (request.method or "") if request is not None else ""
+    shown = f"{method} {urlsplit((request.url or '') if request is not None else '').path}"
+    target = safe_url(urljoin(resp.url or "", resp.headers.get("Location") or ""))
+    resp.close()
+    applied = (" The request may have been applied: check before repeating it (a 303 means the server took it)."
+               if method in _MUTATIONS else "")
+    raise CatalogRedirectError(
+        f"catalog answered HTTP {resp.status_code} to {shown}, redirecting to {target}: redirects are not followed "
+        f"(they could re-send a commit or carry credentials elsewhere); if that is the catalog's address, set --uri "
+        f"(the catalog's uri) to it.{applied}", status=resp.status_code, location=target)
 
 
 def _require_aws_credentials(properties: Mapping[str, Any]) -> None:
@@ -674,7 +710,7 @@ def _not_found_kind(err_type: str, message: str, resource: tuple[str, str | None
 
 def _scrubbed(err: CatalogError, resp: Response, params: Mapping[str, Any] | None) -> CatalogError:
     """Servers sometimes echo what we sent ("bad token <value>"): remove every secret this request carried."""
-    found = [str(v) for k, v in (params or {}).items() if v is not None and any(w in k.lower() for w in _SECRET_PARAMS)]
+    found = [str(v) for k, v in (params or {}).items() if v is not None and is_secret_param(k)]
     if resp.request is not None:
         for header in ("Authorization", "X-Amz-Security-Token"):
             value = resp.request.headers.get(header) or ""
@@ -716,7 +752,7 @@ def _mask_query(query: str) -> str:
     masked = []
     for pair in query.split("&"):
         name, sep, _ = pair.partition("=")
-        masked.append(f"{name}=***" if sep and any(w in name.lower() for w in _SECRET_PARAMS) else pair)
+        masked.append(f"{name}=***" if sep and is_secret_param(name) else pair)
     return "?" + "&".join(masked)
 
 

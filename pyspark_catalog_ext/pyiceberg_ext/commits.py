@@ -9,6 +9,13 @@ ambiguous attempt is repeated under the same key, never once the key may have ex
 server. Otherwise the table is loaded and our commit is looked for, recognised by what it added
 (the table UUID it assigns, the snapshot ids: random 64-bit, exact).
 
+A commit never follows a redirect (the catalog session refuses every 3xx: requests would re-send the
+POST on 307/308 uncounted, and on 303 send a GET whose 200 would be taken for the commit's answer).
+A 3xx, like any other answer that is neither 200 nor an error status, goes by the table's rows for
+HTTP 500: it may have been processed (a 303 See Other is how a server answers a POST it took), so the
+table is loaded; ours found is success, otherwise the commit is unknown (every file kept) or, where
+the table proves it can never land, failed.
+
 Not in the table, because only this runtime does it: a 401 as the first answer fetches a new token
 and goes again (as PyIceberg's own 401 hook does), and after a possibly applied attempt a 401
 fetches a new token before the table is loaded.
@@ -40,7 +47,7 @@ from tenacity.wait import wait_random_exponential
 from pyspark_catalog_ext import knobs
 from pyspark_catalog_ext.catalog.idempotency import uuid7
 from pyspark_catalog_ext.catalog.rest import error_summary, transport_cause
-from pyspark_catalog_ext.errors import CommitFailedError, CommitStateUnknownError, ConfigError
+from pyspark_catalog_ext.errors import CatalogRedirectError, CommitFailedError, CommitStateUnknownError, ConfigError
 from pyspark_catalog_ext.pyiceberg_ext.decision import (
     Answer,
     Facts,
@@ -190,15 +197,20 @@ class GuardedCommit:
         if self.key:
             headers[IDEMPOTENCY_HEADER] = self.key
         try:
-            resp = self.session.post(self.url, data=self.body, headers=headers, timeout=(5.0, self.policy.request_timeout_s))
+            resp = self.session.post(self.url, data=self.body, headers=headers, timeout=(5.0, self.policy.request_timeout_s),
+                                     allow_redirects=False)
         except requests.RequestException as exc:
             cause, reached = transport_cause(exc)
             return self._decide(self._facts(Answer.LOST if reached else Answer.REFUSED), cause)
+        except CatalogRedirectError as exc:  # the session's refusal of a 3xx: nothing was re-sent
+            return self._decide(self._facts(Answer.SERVER_ERROR),
+                                f"HTTP {exc.status} redirect to {exc.location or 'no location'}, not followed")
         status = resp.status_code
         if status == 200:
             return CommitTableResponse.model_validate_json(resp.content)
-        # A 1xx/3xx from the commit endpoint: nothing we know of was applied, so a refusal.
-        answer = answer_of_status(status) or Answer.CLIENT_ERROR
+        # Neither 200 nor an error status (a 3xx without Location, 202, 204): it may have been
+        # processed, so the table's HTTP 500 rows decide (load the table; else unknown).
+        answer = answer_of_status(status) or Answer.SERVER_ERROR
         facts = self._facts(answer)
         cause = f"HTTP {status} {error_summary(resp)}"
         if answer.refusal and facts.earlier_may_have_reached:

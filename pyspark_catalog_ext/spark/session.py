@@ -65,11 +65,18 @@ def _keep_secrets_off_command_line(builder: Any) -> None:
 
         if SparkContext._gateway is None:
             launch = SparkConf(loadDefaults=False)
-            launch.setAll([(k, v) for k, v in builder._options.items() if not is_secret_key(k)])
+            launch.setAll(launch_settings(builder._options))
             SparkContext._ensure_initialized(conf=launch)
         return create()
 
     builder.getOrCreate = get_or_create_without_secrets_in_argv
+
+
+def launch_settings(options: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The builder settings the driver JVM may see on its command line: all but the secret-shaped
+    ones (`is_secret_key`: catalog credentials, `header.X-Api-Key`, Hadoop's `fs.s3a.secret.key`,
+    `fs.azure.account.key.<account>`...), which reach it through Py4J instead."""
+    return [(k, v) for k, v in options.items() if not is_secret_key(k)]
 
 
 def _attach_on_create(builder: Any) -> None:

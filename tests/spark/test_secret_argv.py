@@ -34,7 +34,9 @@ def test_driver_jvm_command_line_has_no_catalog_secret(spark):
 def test_driver_and_executor_jvms_of_a_cluster_have_no_secret_in_argv(lakehouse):
     """local-cluster: the executor JVMs are launched by the worker with a command line of their own."""
     info = lakehouse.info
-    args = {"uri": info.iceberg_uri, "warehouse": info.warehouse, "credential": info.credential}
+    hadoop_secret = "hadoopArgvSecret-7Qx2"
+    args = {"uri": info.iceberg_uri, "warehouse": info.warehouse, "credential": info.credential,
+            "hadoop_secret": hadoop_secret}
     proc = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1].joinpath("secret_argv_job.py")), json.dumps(args)],
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
@@ -45,6 +47,8 @@ def test_driver_and_executor_jvms_of_a_cluster_have_no_secret_in_argv(lakehouse)
     assert "spark.sql.catalog.lake.uri=" in result["driver"]
     for cmdline in [result["driver"], *result["executors"]]:
         assert SECRET not in cmdline and ".credential" not in cmdline
+        # fs.s3a.access.key, fs.azure.account.key.<account>, fs.gs...private.key: secret-shaped too.
+        assert hadoop_secret not in cmdline and "fs.azure.account.key" not in cmdline
 
 
 @pytest.mark.parametrize("name", ["credential", "token"])

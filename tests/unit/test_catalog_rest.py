@@ -387,7 +387,9 @@ def test_the_refresh_token_is_sent_but_never_recorded(srv: Scripted) -> None:
     assert_no_secrets(*[e.as_dict() for e in c.exchanges])
 
 
-def test_custom_headers_and_auth_never_go_to_another_origin(srv: Scripted) -> None:
+def test_custom_headers_and_auth_go_only_to_the_catalogs_origin(srv: Scripted) -> None:
+    """A server-given URL (refresh endpoint) on another origin is refused before any request: sent
+    with credentials it would leak them, sent without them it is a blind SSRF."""
     other = Scripted()
     try:
         srv.config()
@@ -396,14 +398,129 @@ def test_custom_headers_and_auth_never_go_to_another_origin(srv: Scripted) -> No
         other.on("GET", "/refresh", R(200, body))
         c = make(srv, **{"header.X-Api-Key": CLIENT_SECRET})
         c.get_url("/refresh")
-        c.get_url(other.uri + "/refresh")
-        own, foreign = srv.requests("GET", "/refresh")[0], other.requests("GET", "/refresh")[0]
+        own = srv.requests("GET", "/refresh")[0]
         assert own.header("Authorization") == f"Bearer {TOKEN_1}" and own.header("X-Api-Key") == CLIENT_SECRET
-        assert foreign.header("Authorization") is None and foreign.header("X-Api-Key") is None
-        with pytest.raises(ConfigError):
-            c.get_url("file:///etc/passwd")
+        for foreign in (other.uri + "/refresh", other.uri.replace("127.0.0.1", "localhost") + "/refresh",
+                        "//" + other.uri.split("//", 1)[1] + "/refresh?storageRefreshToken=" + REFRESH_TOKEN,
+                        "file:///etc/passwd"):
+            with pytest.raises(CatalogError) as err:
+                c.get_url(foreign)
+            text = str(err.value)
+            assert "refusing the server-given URL" in text and "\n" not in text, text
+            assert_no_secrets(text)
+        assert other.seen == []
     finally:
         other.close()
+
+
+def test_an_other_origin_refresh_endpoint_falls_through_to_the_next_strategy(srv: Scripted) -> None:
+    from pyspark_catalog_ext.pyiceberg_ext.strategies import StrategyChain
+
+    other = Scripted()
+    try:
+        srv.config()
+        creds = {"storage-credentials": [{"prefix": "s3://wh/db/t", "config": {"s3.access-key-id": "AK"}}]}
+        srv.on("GET", T_PATH + "/credentials", R(200, creds))
+        other.on("GET", "/refresh", R(200, creds))
+        req: Any = {"catalog": "lake", "namespace": ["db"], "table": "t", "staged": False,
+                    "refresh_endpoint": other.uri + "/refresh", "location": "s3://wh/db/t"}
+        answer = StrategyChain().fetch(make(srv), req)
+        assert answer["strategy"].startswith("credentials-endpoint (after refresh-endpoint failed: refusing")
+        assert other.seen == []
+    finally:
+        other.close()
+
+
+# ---------------------------------------------------------------------------- no redirects, no hidden re-sends
+REDIRECTS = (301, 302, 303, 307, 308)
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[Scripted]:
+    """Another origin a redirect points at; it must never be asked anything."""
+    s = Scripted()
+    s.on("GET", "/elsewhere", R(200, TABLE_RESULT))
+    s.on("POST", "/elsewhere", R(200, COMMIT_RESULT))
+    yield s
+    s.close()
+
+
+@pytest.mark.parametrize("status", REDIRECTS)
+@pytest.mark.parametrize("method", ["GET", "POST"])
+def test_a_redirect_is_never_followed(srv: Scripted, elsewhere: Scripted, status: int, method: str) -> None:
+    from pyspark_catalog_ext.errors import CatalogRedirectError
+
+    srv.config()
+    target = elsewhere.uri + "/elsewhere"
+    srv.on(method, T_PATH, R(status, headers={"Location": target + "?token=" + TOKEN_2}))
+    c = make(srv, **{"header.X-Api-Key": CLIENT_SECRET})
+    with pytest.raises(CatalogRedirectError) as err:
+        if method == "GET":
+            c.load_table_json(("db", "t"))
+        else:
+            c.commit_table_json(("db", "t"), [], [{"action": "set-properties", "updates": {"a": "b"}}])
+    text = str(err.value)
+    assert "\n" not in text and f"HTTP {status}" in text and target in text and "not followed" in text, text
+    assert err.value.status == status and err.value.location == target
+    assert_no_secrets(text)
+    assert len(srv.requests(method, T_PATH)) == 1 and len(srv.requests()) == 2  # config + this call
+    assert elsewhere.seen == []
+
+
+@pytest.mark.parametrize("status", (302, 307))
+def test_pyicebergs_own_calls_follow_no_redirect_either(srv: Scripted, elsewhere: Scripted, status: int) -> None:
+    """PyIceberg's own load_table (and /v1/config at start) go through the same session."""
+    from pyspark_catalog_ext.errors import CatalogRedirectError
+
+    srv.config()
+    srv.on("GET", T_PATH, R(status, headers={"Location": elsewhere.uri + "/elsewhere"}))
+    c = make(srv, **{"header.X-Api-Key": CLIENT_SECRET})
+    with pytest.raises(CatalogRedirectError):
+        c.load_table(("db", "t"))
+    srv.on("GET", "/v1/config", R(status, headers={"Location": elsewhere.uri + "/elsewhere"}))
+    with pytest.raises(CatalogRedirectError) as err:
+        make(srv)
+    assert "set --uri" in str(err.value)
+    assert elsewhere.seen == []
+
+
+def test_a_custom_header_never_reaches_another_origin_through_a_redirect(srv: Scripted, elsewhere: Scripted) -> None:
+    """requests drops Authorization on a cross-origin redirect but keeps session headers (X-Api-Key)."""
+    srv.config()
+    srv.on("GET", "/v1/wh/namespaces", R(302, headers={"Location": elsewhere.uri + "/elsewhere"}))
+    c = make(srv, **{"header.X-Api-Key": CLIENT_SECRET})
+    with pytest.raises(CatalogError):
+        c.call("GET", "/v1/{prefix}/namespaces")
+    assert [s.header("X-Api-Key") for s in elsewhere.seen] == []
+
+
+@pytest.mark.parametrize("status", (503, 429))
+def test_a_post_answered_with_retry_after_is_not_resent(srv: Scripted, status: int) -> None:
+    srv.config()
+    srv.on("POST", T_PATH, R(status, headers={"Retry-After": "0"}), R(200, COMMIT_RESULT))
+    with pytest.raises(CatalogUnavailableError):
+        make(srv).commit_table_json(("db", "t"), [], [{"action": "set-properties", "updates": {"a": "b"}}])
+    assert len(srv.requests("POST", T_PATH)) == 1
+
+
+@pytest.mark.parametrize("status", (503, 429))
+def test_sigv4_mutations_answered_with_retry_after_are_not_resent(srv: Scripted, status: int) -> None:
+    """PyIceberg's SigV4 adapter brings its own urllib3 Retry(10), which repeats DELETE (and PUT) on
+    503/429 with Retry-After; the catalog's session gives it ours."""
+    srv.config()
+    srv.on("DELETE", T_PATH, R(status, headers={"Retry-After": "0"}), R(204))
+    srv.on("POST", T_PATH, R(status, headers={"Retry-After": "0"}), R(200, COMMIT_RESULT))
+    srv.on("GET", T_PATH, R(status, headers={"Retry-After": "0"}), R(200, TABLE_RESULT))
+    c = make(srv, token=None, **{"rest.sigv4-enabled": "true", "rest.signing-region": "us-east-1",
+                                 "client.access-key-id": "AKIATEST", "client.secret-access-key": CLIENT_SECRET})
+    with pytest.raises(CatalogUnavailableError):
+        c.remove_table(("db", "t"))
+    with pytest.raises(CatalogUnavailableError):
+        c.commit_table_json(("db", "t"), [], [{"action": "set-properties", "updates": {"a": "b"}}])
+    assert len(srv.requests("DELETE", T_PATH)) == 1 and len(srv.requests("POST", T_PATH)) == 1
+    assert srv.requests("DELETE", T_PATH)[0].header("Authorization").startswith("AWS4-HMAC-SHA256")
+    assert c.load_table_json(("db", "t"))["metadata"]["table-uuid"] == "u-1"  # a read may be repeated
+    assert len(srv.requests("GET", T_PATH)) == 2
 
 
 def test_an_expired_token_is_renewed_once(srv: Scripted) -> None:
@@ -520,3 +637,18 @@ def test_seaweedfs_wrong_warehouse_is_not_found(lakehouse: Any) -> None:
     with pytest.raises(CatalogError) as err:
         open_catalog(lake_props(lakehouse, warehouse="no-such-bucket")).namespaces()
     assert "no-such-bucket" in str(err.value) or "not found" in str(err.value).lower()
+
+
+@pytest.mark.parametrize("status", (307, 308))
+def test_the_first_token_request_follows_no_redirect(srv: Scripted, elsewhere: Scripted, status: int) -> None:
+    """PyIceberg fetches the first OAuth2 token while building its session: a 307/308 there would
+    re-send the client secret (in the form body) to Location."""
+    from pyspark_catalog_ext.errors import CatalogRedirectError
+
+    srv.config()
+    elsewhere.on("POST", "/tokens", R(200, {"access_token": TOKEN_1, "token_type": "bearer", "expires_in": 3600}))
+    srv.on("POST", "/v1/oauth/tokens", R(status, headers={"Location": elsewhere.uri + "/tokens"}))
+    with pytest.raises(CatalogRedirectError) as err:
+        make(srv, token=None, credential=f"client:{CLIENT_SECRET}", **{"oauth2-server-uri": srv.uri + "/v1/oauth/tokens"})
+    assert elsewhere.seen == [] and elsewhere.uri + "/tokens" in str(err.value)
+    assert_no_secrets(str(err.value))

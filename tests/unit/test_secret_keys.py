@@ -85,3 +85,106 @@ def test_log_mask_is_bounded_and_keeps_the_newest() -> None:
                                (logsafety._MAX_SECRETS + 9,), None)
     mask.filter(record)
     assert record.getMessage() == "a secret-000000 b *** c"
+
+
+# ---- forms that used to slip through (Hadoop/cloud keys, XML bodies, escaped JSON, bare tokens)
+HADOOP_SECRET_KEYS = ["spark.hadoop.fs.s3a.access.key", "spark.hadoop.fs.s3a.secret.key", "fs.s3a.secret.key",
+                      "spark.hadoop.fs.gs.auth.service.account.private.key",
+                      "spark.hadoop.fs.azure.account.key.myaccount.dfs.core.windows.net",
+                      "fs.azure.account.key.myaccount.blob.core.windows.net", "spark.hadoop.fs.s3a.session.token"]
+HADOOP_PLAIN_KEYS = ["spark.hadoop.fs.s3a.endpoint", "spark.hadoop.fs.azure.account.auth.type",
+                     "spark.hadoop.fs.azure.account.keyprovider.myaccount", "spark.hadoop.fs.s3a.path.style.access",
+                     "spark.hadoop.fs.gs.auth.service.account.enable"]
+
+
+@pytest.mark.parametrize("key", HADOOP_SECRET_KEYS)
+def test_hadoop_and_cloud_secret_keys_are_secret_and_stay_off_argv(key: str) -> None:
+    import re
+
+    from pyspark_catalog_ext.secret_keys import REDACTION_REGEX
+    from pyspark_catalog_ext.spark.session import launch_settings
+
+    value = "s3cr3t-value-123"
+    assert is_secret_key(key)
+    assert launch_settings({key: value, "spark.master": "local[1]"}) == [("spark.master", "local[1]")]
+    assert value not in repr(CatalogSparkConf({key: value}))
+    assert re.search(REDACTION_REGEX, key), "Spark must hide it in its UI too"
+
+
+@pytest.mark.parametrize("key", HADOOP_PLAIN_KEYS)
+def test_hadoop_plain_keys_stay_on_argv(key: str) -> None:
+    from pyspark_catalog_ext.spark.session import launch_settings
+
+    assert not is_secret_key(key)
+    assert launch_settings({key: "v"}) == [(key, "v")]
+
+
+SECRET = "Zq9SECRETvalue77"
+S3_ERROR = ("<Error><Code>InvalidAccessKeyId</Code><Message>The AWS Access Key Id you provided does not exist"
+            f"</Message><AWSAccessKeyId>{SECRET}</AWSAccessKeyId><RequestId>1</RequestId></Error>")
+STS_ANSWER = (f"<AssumeRoleResult><Credentials><AccessKeyId>{SECRET}</AccessKeyId><SecretAccessKey>{SECRET}"
+              f"</SecretAccessKey><SessionToken>{SECRET}//+=</SessionToken><Expiration>2026-11-26T06:00:00Z"
+              "</Expiration></Credentials></AssumeRoleResult>")
+SIGNATURE_ERROR = f"<Error><Code>SignatureDoesNotMatch</Code><SignatureProvided>{SECRET}</SignatureProvided></Error>"
+
+
+@pytest.mark.parametrize("text", [
+    S3_ERROR, STS_ANSWER, SIGNATURE_ERROR, f"<sts:SecretAccessKey>{SECRET}</sts:SecretAccessKey>",
+    f'{{\\"token\\": \\"{SECRET}\\"}}', f'body {{"message": "{{\\"secretAccessKey\\":\\"{SECRET}\\"}}"}}',
+    f"secret_key: {SECRET}", f"secret-key={SECRET}", f"fs.s3a.secret.key={SECRET}", f"account_key: {SECRET}",
+    f"invalid token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyIn0.{SECRET}",
+    f"refused eyJhbGciOiJSUzI1NiIsImtpZCI6IjEifQ.eyJleHAiOjE3MDB9.{SECRET}-_x and more",
+    "got Basic YWxpY2U6WnE5U0VDUkVUdmFsdWU3Nw== from the proxy",
+])
+def test_secrets_in_xml_escaped_json_and_bare_tokens_are_redacted(text: str) -> None:
+    import base64
+
+    redacted = redact(text)
+    assert SECRET not in redacted, redacted
+    assert base64.b64encode(f"alice:{SECRET}".encode()).decode() not in redacted, redacted
+    assert "***" in redacted
+
+
+@pytest.mark.parametrize("text", [
+    "<Error><Code>NoSuchKey</Code><Key>db/t/data/00000-0.parquet</Key></Error>", "Basic auth is not enabled",
+    "basic compaction of db.t", "Basic auth", "the token eyJ is not a JWT", "<Expiration>2026-11-26</Expiration>",
+])
+def test_redaction_keeps_s3_keys_and_prose(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_redaction_of_random_secrets_in_every_form() -> None:
+    """A property-style check: random secret values, wrapped in every form, never survive redact()."""
+    import base64
+    import random
+    import string
+
+    rng = random.Random(20261126)
+    alphabet = string.ascii_letters + string.digits + "+/_-"
+    forms = ["<SecretAccessKey>{}</SecretAccessKey>", "<SessionToken>{}</SessionToken>", '{{\\"token\\": \\"{}\\"}}',
+             "secret_key: {}", '"secret-access-key": "{}"', "Authorization: Bearer {}", "token={}&a=1",
+             "X-Api-Key: {}", "<AccessKeyId>{}</AccessKeyId>"]
+    for _ in range(300):
+        secret = rng.choice(string.ascii_letters) + "".join(rng.choice(alphabet) for _ in range(rng.randint(8, 40)))
+        form = rng.choice(forms)
+        text = f"{rng.choice(['', 'HTTP 403: ', 'S3Exception '])}{form.format(secret)}{rng.choice(['', ' (retry)', '; x'])}"
+        assert secret not in redact(text), (form, text, redact(text))
+        basic = base64.b64encode(f"user:{secret}".encode()).decode()
+        assert basic not in redact(f"sent Basic {basic} upstream")
+
+
+@pytest.mark.parametrize("name", ["storageRefreshToken", "X-Amz-Signature", "X-Amz-Credential", "X-Amz-Security-Token",
+                                  "api_key", "sig", "client_secret", "password"])
+def test_secret_query_parameters_come_from_the_same_module(name: str) -> None:
+    from pyspark_catalog_ext.catalog.rest import _mask_query
+    from pyspark_catalog_ext.secret_keys import is_secret_param
+
+    assert is_secret_param(name)
+    assert _mask_query(f"{name}=v4lue&pageSize=10") == f"?{name}=***&pageSize=10"
+
+
+@pytest.mark.parametrize("name", ["pageSize", "warehouse", "planId", "namespace"])
+def test_plain_query_parameters_are_shown(name: str) -> None:
+    from pyspark_catalog_ext.secret_keys import is_secret_param
+
+    assert not is_secret_param(name)
