@@ -50,6 +50,7 @@ from pyiceberg.typedef import Identifier
 from requests import Response, Session
 from urllib3.util.retry import Retry
 
+from pyspark_catalog_ext.catalog.commit_policy import CommitPolicy
 from pyspark_catalog_ext.catalog.connection import CatalogConnection, pyiceberg_names
 from pyspark_catalog_ext.catalog.idempotency import parse_iso8601_duration, uuid7
 from pyspark_catalog_ext.errors import (
@@ -163,8 +164,6 @@ class CatalogRest(RestCatalog):
         self.idempotency_key_lifetime_s: float | None = None
         self._timeout, self._retries = timeout, retries
         self._user_uri, self._user_origin = uri, _origin(uri)
-        from pyspark_catalog_ext.pyiceberg_ext.commits import CommitPolicy  # (imports this module)
-
         #: `catalog-ext.commit.*`: retry bounds and Idempotency-Key use, as Spark's CommitGuard reads them.
         self.commit_policy = CommitPolicy.from_properties(properties)
         self._sent_keys = threading.local()

@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable
+from dataclasses import replace
 
 import requests
 from pyiceberg.catalog.rest import TableResponse
@@ -44,10 +43,10 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
-from pyspark_catalog_ext import knobs
+from pyspark_catalog_ext.catalog.commit_policy import CommitPolicy
 from pyspark_catalog_ext.catalog.idempotency import uuid7
 from pyspark_catalog_ext.catalog.rest import error_summary, transport_cause
-from pyspark_catalog_ext.errors import CatalogRedirectError, CommitFailedError, CommitStateUnknownError, ConfigError
+from pyspark_catalog_ext.errors import CatalogRedirectError, CommitFailedError, CommitStateUnknownError
 from pyspark_catalog_ext.pyiceberg_ext.decision import (
     Answer,
     Facts,
@@ -77,39 +76,6 @@ class PyIcebergCommitFailedError(CommitFailedError, CommitFailedException):
 
 class PyIcebergCommitStateUnknownError(CommitStateUnknownError, CommitStateUnknownException):
     """`staging.CommitStateUnknownError` that is also PyIceberg's `CommitStateUnknownException`."""
-
-
-@dataclass(frozen=True)
-class CommitPolicy:
-    """Retry bounds and Idempotency-Key use for one commit: the catalog properties
-    `catalog-ext.commit.*`, with the defaults and ranges of the knob spec Spark's shim reads too."""
-
-    max_attempts: int = knobs.read_int({}, "catalog-ext.commit.max-attempts")
-    base_delay_s: float = knobs.read_int({}, "catalog-ext.commit.base-delay-ms") / 1000.0
-    max_delay_s: float = knobs.read_int({}, "catalog-ext.commit.max-delay-ms") / 1000.0
-    total_timeout_s: float = knobs.read_int({}, "catalog-ext.commit.total-timeout-ms") / 1000.0
-    request_timeout_s: float = 60.0
-    idempotency: str = knobs.read_choice({}, "catalog-ext.commit.idempotency")  # auto, always or never
-
-    @staticmethod
-    def from_properties(props: Mapping[str, Any]) -> CommitPolicy:
-        """From `catalog-ext.commit.*`; an unknown name or a bad value is a one-line `ConfigError`,
-        word for word what the JVM says."""
-        unknown = knobs.unknown_names(props, "commit")
-        if unknown:
-            known = ", ".join(sorted(n for n in knobs.spec() if n.startswith("catalog-ext.commit.")))
-            raise ConfigError(f"Unknown catalog property {unknown[0]}; known: {known}")
-        return CommitPolicy(
-            max_attempts=knobs.read_int(props, "catalog-ext.commit.max-attempts"),
-            base_delay_s=knobs.read_int(props, "catalog-ext.commit.base-delay-ms") / 1000.0,
-            max_delay_s=knobs.read_int(props, "catalog-ext.commit.max-delay-ms") / 1000.0,
-            total_timeout_s=knobs.read_int(props, "catalog-ext.commit.total-timeout-ms") / 1000.0,
-            idempotency=knobs.read_choice(props, "catalog-ext.commit.idempotency"),
-        )
-
-    def sends_keys(self, advertised_lifetime_s: float | None) -> bool:
-        """Whether requests carry an Idempotency-Key (as the JVM's CommitGuard decides)."""
-        return self.idempotency == "always" or (self.idempotency == "auto" and advertised_lifetime_s is not None)
 
 
 class _Again(Exception):
@@ -142,13 +108,14 @@ class GuardedCommit:
 
     def __init__(self, session: requests.Session, url: str, body: bytes, *, table: str,
                  requirements: tuple, updates: tuple, load_metadata: Callable[[], TableResponse | None],
-                 idempotency_lifetime_s: float | None, policy: CommitPolicy = CommitPolicy(),
+                 idempotency_lifetime_s: float | None, policy: CommitPolicy | None = None,
                  headers: dict | None = None, on_401: Callable[[], None] | None = None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
         self.session, self.url, self.body, self.table = session, url, body, table
         self.requirements, self.updates = requirements, updates
         self.kind = Kind.SNAPSHOT if _recognisable(updates) else Kind.PLAIN
         self.load_metadata = load_metadata
+        policy = policy or CommitPolicy()
         self.key = str(uuid7()) if policy.sends_keys(idempotency_lifetime_s) else None
         # De-duplication is trusted (a lost answer repeated under the key) only where advertised.
         self.key_lifetime_s = (min(idempotency_lifetime_s, MAX_KEY_LIFETIME_S)

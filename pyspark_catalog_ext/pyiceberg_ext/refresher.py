@@ -20,7 +20,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark_catalog_ext import knobs
 from pyspark_catalog_ext.credentials import policy as policy_knobs
@@ -29,6 +29,9 @@ from pyspark_catalog_ext.credentials.sources import CredentialSource, user_answe
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, CredentialRefreshError, redact
 from pyspark_catalog_ext.pyiceberg_ext.scheduler import RefreshScheduler, TableState
 from pyspark_catalog_ext.pyiceberg_ext.strategies import StrategyChain
+
+if TYPE_CHECKING:  # its type only: the refresher is handed a live client
+    from pyspark_catalog_ext.catalog.rest import CatalogRest
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
@@ -219,7 +222,7 @@ class CredentialRefresher:
     bounded), and once none is left the thread ends, so a dropped catalog can be collected.
     """
 
-    def __init__(self, catalog: str, client: Any, policy: RefreshPolicy | None = None, *,
+    def __init__(self, catalog: str, client: CatalogRest, policy: RefreshPolicy | None = None, *,
                  source: CredentialSource | None = None, clock: Callable[[], float] = time.time,
                  background: bool = True) -> None:
         if source is not None and not hasattr(source, "fetch"):

@@ -1,0 +1,46 @@
+"""`CommitPolicy`: how a commit is retried and whether it carries an Idempotency-Key, from the
+catalog properties `catalog-ext.commit.*` (the knob spec Spark's `CommitGuard` reads too)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark_catalog_ext import knobs
+from pyspark_catalog_ext.errors import ConfigError
+
+__all__ = ["CommitPolicy"]
+
+
+@dataclass(frozen=True)
+class CommitPolicy:
+    """Retry bounds and Idempotency-Key use for one commit: the catalog properties
+    `catalog-ext.commit.*`, with the defaults and ranges of the knob spec Spark's shim reads too."""
+
+    max_attempts: int = knobs.read_int({}, "catalog-ext.commit.max-attempts")
+    base_delay_s: float = knobs.read_int({}, "catalog-ext.commit.base-delay-ms") / 1000.0
+    max_delay_s: float = knobs.read_int({}, "catalog-ext.commit.max-delay-ms") / 1000.0
+    total_timeout_s: float = knobs.read_int({}, "catalog-ext.commit.total-timeout-ms") / 1000.0
+    request_timeout_s: float = 60.0
+    idempotency: str = knobs.read_choice({}, "catalog-ext.commit.idempotency")  # auto, always or never
+
+    @staticmethod
+    def from_properties(props: Mapping[str, Any]) -> CommitPolicy:
+        """From `catalog-ext.commit.*`; an unknown name or a bad value is a one-line `ConfigError`,
+        word for word what the JVM says."""
+        unknown = knobs.unknown_names(props, "commit")
+        if unknown:
+            known = ", ".join(sorted(n for n in knobs.spec() if n.startswith("catalog-ext.commit.")))
+            raise ConfigError(f"Unknown catalog property {unknown[0]}; known: {known}")
+        return CommitPolicy(
+            max_attempts=knobs.read_int(props, "catalog-ext.commit.max-attempts"),
+            base_delay_s=knobs.read_int(props, "catalog-ext.commit.base-delay-ms") / 1000.0,
+            max_delay_s=knobs.read_int(props, "catalog-ext.commit.max-delay-ms") / 1000.0,
+            total_timeout_s=knobs.read_int(props, "catalog-ext.commit.total-timeout-ms") / 1000.0,
+            idempotency=knobs.read_choice(props, "catalog-ext.commit.idempotency"),
+        )
+
+    def sends_keys(self, advertised_lifetime_s: float | None) -> bool:
+        """Whether requests carry an Idempotency-Key (as the JVM's CommitGuard decides)."""
+        return self.idempotency == "always" or (self.idempotency == "auto" and advertised_lifetime_s is not None)
