@@ -10,7 +10,7 @@ import base64
 import binascii
 import re
 
-from pyspark_catalog_ext.secret_keys import SECRET_IN_TEXT
+from pyspark_catalog_ext.secret_keys import SECRET_IN_TEXT, is_secret_param
 
 __all__ = [
     "CatalogExtError",
@@ -134,8 +134,6 @@ _SECRET_PATTERNS = [
     re.compile(r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:" + _AUTH_SCHEMES + r")?)[^\s\"'&,;}]+"),
     re.compile(r"(?i)((?:set-)?cookie[\"']?\s*[:=]\s*[\"']?)[^\r\n\"']+"),
     re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]+"),
-    re.compile(r"(?i)([?&](?:sig|signature|access_token|id_token|refresh_token|client_secret|api_key|apikey|key|code)=)[^&\s#\"']+"),
-    re.compile(r"(?i)(X-Amz-Security-Token=|X-Amz-Credential=|X-Amz-Signature=)[^&\s]+"),
     SECRET_IN_TEXT,
     re.compile(r"(?i)(://)[^/\s:@]+:[^/\s@]+@"),
     # XML elements of S3 and STS bodies: <SecretAccessKey>, <SessionToken>, <AccessKeyId>,
@@ -145,6 +143,17 @@ _SECRET_PATTERNS = [
     # A bare JWT (`invalid token eyJ...`): header and payload are base64url JSON, so both start eyJ.
     re.compile(r"()\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"),
 ]
+# A URL query parameter: masked when secret_keys.is_secret_param says its name is a secret's
+# (`?sig=`, `X-Amz-Signature=`, `storageRefreshToken=`), the same rule as evidence and messages use;
+# an OAuth2 `code` is one too.
+_QUERY_PARAM = re.compile(r"([?&])([^=&\s#\"']+)=([^&\s#\"']+)")
+
+
+def _query_param(match: re.Match[str]) -> str:
+    name = match.group(2)
+    return f"{match.group(1)}{name}=***" if is_secret_param(name) or name.lower() == "code" else match.group(0)
+
+
 # A bare `Basic <token>` outside an Authorization header: masked when the token decodes to `user:password`
 # (prose such as "basic auth" or "Basic compaction" never does).
 _BASIC = re.compile(r"(?i)(\bbasic\s+)([A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])")
@@ -160,6 +169,7 @@ def _basic_credentials(match: re.Match[str]) -> str:
 
 def redact(text: str) -> str:
     """Mask anything that looks like a credential in free text."""
+    text = _QUERY_PARAM.sub(_query_param, text)
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub(lambda m: m.group(1) + "***", text)
     return _BASIC.sub(_basic_credentials, text)

@@ -51,7 +51,7 @@ def signed_request_check(config: Mapping[str, str], metadata_location: str, tabl
         request: dict[str, Any] = {"region": region, "method": method, "uri": target, "headers": {k: [v] for k, v in (headers or {}).items()}}
         if body is not None:
             request["body"] = body
-        return requests.post(f"{signer}/{endpoint}", json=request, auth=auth, timeout=timeout)
+        return requests.post(f"{signer}/{endpoint}", json=request, auth=auth, timeout=timeout, allow_redirects=False)
 
     evidence.update(_refusal_checks(sign, table_location, config))
     resp = sign(url)
@@ -62,7 +62,7 @@ def signed_request_check(config: Mapping[str, str], metadata_location: str, tabl
     answer = resp.json()
     headers = {k: (v[0] if isinstance(v, list) else v) for k, v in (answer.get("headers") or {}).items()}
     evidence["signed_headers"] = sorted(headers)
-    s3 = requests.get(answer.get("uri") or url, headers=headers, timeout=timeout)
+    s3 = requests.get(answer.get("uri") or url, headers=headers, timeout=timeout, allow_redirects=False)
     evidence["s3_status"] = s3.status_code
     # Outside the table: a sibling of its location (never created, so nothing is read either way).
     outside = object_url(table_location.rstrip("/") + f"-pce-doctor-{_secrets.token_hex(3)}/x", config)

@@ -188,3 +188,14 @@ def test_plain_query_parameters_are_shown(name: str) -> None:
     from pyspark_catalog_ext.secret_keys import is_secret_param
 
     assert not is_secret_param(name)
+
+
+@pytest.mark.parametrize("name", ["sig", "X-Amz-Signature", "X-Amz-Credential", "X-Amz-Security-Token", "storageRefreshToken",
+                                  "access_token", "api_key", "accountKey", "client_secret", "code", "planId", "x-id", "prefix",
+                                  "warehouse", "page-token"])
+def test_redact_masks_a_query_parameter_exactly_when_the_one_predicate_calls_it_secret(name):
+    from pyspark_catalog_ext.secret_keys import is_secret_param
+
+    text = redact(f"GET https://catalog.example.com/v1/t?{name}=VALUE123&after=1")
+    assert ("VALUE123" not in text) == (is_secret_param(name) or name == "code"), text
+    assert text.endswith("&after=1")
