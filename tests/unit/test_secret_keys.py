@@ -191,7 +191,7 @@ def test_plain_query_parameters_are_shown(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["sig", "X-Amz-Signature", "X-Amz-Credential", "X-Amz-Security-Token", "storageRefreshToken",
-                                  "access_token", "api_key", "accountKey", "client_secret", "code", "planId", "x-id", "prefix",
+                                  "access_token", "api_key", "accountKey", "sessionKey", "customerKeyId", "client_secret", "code", "planId", "x-id", "prefix",
                                   "warehouse", "page-token"])
 def test_redact_masks_a_query_parameter_exactly_when_the_one_predicate_calls_it_secret(name):
     from pyspark_catalog_ext.secret_keys import is_secret_param
