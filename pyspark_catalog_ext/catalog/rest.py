@@ -38,9 +38,10 @@ import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+import pydantic_core
 import requests
 import requests.adapters
 import urllib3.exceptions
@@ -67,7 +68,8 @@ from pyspark_catalog_ext.errors import (
 )
 from pyspark_catalog_ext.secret_keys import is_secret_param
 
-__all__ = ["CatalogRest", "Exchange", "PurgeRequiredError", "catalog_error", "open_catalog", "safe_url", "transport_cause"]
+__all__ = ["CatalogRest", "Exchange", "PurgeRequiredError", "also_pyiceberg", "catalog_error", "open_catalog", "safe_url",
+           "transport_cause"]
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +153,8 @@ class CatalogRest(RestCatalog):
 
     def __init__(self, name: str, *, on_exchange: Callable[[Exchange], None] | None = None,
                  timeout: tuple[float, float] = DEFAULT_TIMEOUT, retries: int = 3, **properties: Any) -> None:
+        if "uri" not in properties:  # PyIceberg's RestCatalog raises KeyError('uri'): ours is one too
+            raise also_pyiceberg(ConfigError("the catalog has no uri: pass uri=http(s)://host[:port][/path]"), KeyError("uri"))
         uri = str(properties.get("uri") or "")
         parts = urlsplit(uri)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -167,8 +171,6 @@ class CatalogRest(RestCatalog):
         #: `catalog-ext.commit.*`: retry bounds and Idempotency-Key use, as Spark's CommitGuard reads them.
         self.commit_policy = CommitPolicy.from_properties(properties)
         self._sent_keys = threading.local()
-        if str(properties.get("rest.sigv4-enabled", "")).lower() == "true":
-            _require_aws_credentials(properties)
         with self._answers("GET /v1/config", ("config", None)):
             super().__init__(name, **properties)
 
@@ -188,6 +190,7 @@ class CatalogRest(RestCatalog):
             # (Retry(10)) repeats DELETE and PUT on read errors and on 503/429 with Retry-After.
             if isinstance(mounted, requests.adapters.HTTPAdapter) and prefix not in ("http://", "https://"):
                 mounted.max_retries = read_retry(self._retries)
+                _check_credentials_when_signing(mounted)
         for scheme in ("http://", "https://"):
             session.mount(scheme, adapter)
         if session.headers.get(ACCESS_DELEGATION_HEADER) == "":  # `delegation=""`: ask for no delegation
@@ -240,7 +243,8 @@ class CatalogRest(RestCatalog):
         if not isinstance(body, dict):
             return
         self.config_answer = body
-        overrides, defaults = body.get("overrides") or {}, body.get("defaults") or {}
+        # A malformed answer (PyIceberg then reports it) must not break here: only objects are read.
+        overrides, defaults = ({} if not isinstance(part, dict) else part for part in (body.get("overrides"), body.get("defaults")))
         # Spec: top level; Lakekeeper <= 0.13 puts it inside overrides (lakekeeper#1952).
         lifetime = body.get("idempotency-key-lifetime") or overrides.get("idempotency-key-lifetime") \
             or defaults.get("idempotency-key-lifetime")
@@ -478,17 +482,17 @@ class CatalogRest(RestCatalog):
         except CatalogExtError:
             raise
         except NotImplementedError as exc:  # PyIceberg's check of the advertised endpoints
-            raise CatalogUnsupportedError(f"catalog at {self.safe_uri} does not support {what}: {redact(str(exc))}") \
-                from None
+            raise also_pyiceberg(CatalogUnsupportedError(f"catalog at {self.safe_uri} does not support {what}: "
+                                                         f"{redact(str(exc))}"), exc) from None
         except requests.RequestException as exc:
-            raise transport_error(exc, what, self.safe_uri, mutation=False) from None
+            raise also_pyiceberg(transport_error(exc, what, self.safe_uri, mutation=False), exc) from None
         except Exception as exc:
             cause = exc.__cause__
             if isinstance(cause, requests.HTTPError) and cause.response is not None:
-                raise catalog_error(cause.response, what, resource, self) from None
+                raise also_pyiceberg(catalog_error(cause.response, what, resource, self), exc) from None
             if type(exc).__module__.startswith(("pyiceberg", "pydantic")):
-                raise CatalogError(f"catalog at {self.safe_uri} failed to {what}: {type(exc).__name__}: "
-                                   f"{redact(str(exc))[:200]}") from None
+                raise also_pyiceberg(CatalogError(f"catalog at {self.safe_uri} failed to {what}: {type(exc).__name__}: "
+                                                  f"{redact(str(exc))[:200]}"), exc) from None
             raise
 
 
@@ -542,16 +546,62 @@ def _refuse_redirect(resp: Response, *args: Any, **kwargs: Any) -> None:
         f"(the catalog's uri) to it.{applied}", status=resp.status_code, location=target)
 
 
-def _require_aws_credentials(properties: Mapping[str, Any]) -> None:
-    """SigV4 signs with the job's AWS credentials (PyIceberg asks boto3): without any, say so in one line
-    instead of PyIceberg's AttributeError at the first request."""
-    if properties.get("client.access-key-id") and properties.get("client.secret-access-key"):
+def _check_credentials_when_signing(adapter: Any) -> None:
+    """PyIceberg's SigV4 adapter asks its boto3 session for credentials each time it signs, and fails
+    with an AttributeError when there are none. Check at that same moment (credentials a test or
+    botocore supplies later still count) and say it in one line, as an AttributeError too."""
+    boto_session = getattr(adapter, "_boto_session", None)  # PyIceberg 0.12's SigV4Adapter
+    sign = getattr(adapter, "add_headers", None)
+    if boto_session is None or sign is None:
         return
-    import boto3
 
-    if boto3.Session(profile_name=properties.get("client.profile-name")).get_credentials() is None:
-        raise ConfigError("SigV4 signs catalog requests with your AWS credentials and none were found: set "
-                          "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, or run with an instance role")
+    def add_headers(request: Any, **kwargs: Any) -> None:
+        if boto_session.get_credentials() is None:
+            raise also_pyiceberg(ConfigError(
+                "SigV4 signs catalog requests with your AWS credentials and none were found: set "
+                "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, or run with an instance role"),
+                AttributeError("'NoneType' object has no attribute 'get_frozen_credentials'"))
+        sign(request, **kwargs)
+
+    adapter.add_headers = add_headers
+
+
+# -- errors that are PyIceberg's too ----------------------------------------------------------------
+_BOTH: dict[tuple[type, type], type] = {}
+
+
+def also_pyiceberg(ours: CatalogExtError, theirs: BaseException) -> CatalogExtError:
+    """`ours`, also an instance of `type(theirs)`: what PyIceberg's RestCatalog raises for the same case,
+    so code written against RestCatalog (`except OAuthError`, `except KeyError`) keeps working with
+    ours swapped in. The message stays ours: one line, no secret."""
+    kinds: tuple[type, type] = (type(ours), type(theirs))
+    if isinstance(ours, kinds[1]):
+        return ours
+    with _BOTH_LOCK:
+        both = _BOTH.get(kinds)
+        if both is None:
+            # Named as ours (what a traceback shows); str() is our one line, not KeyError's quoted repr.
+            both = _BOTH[kinds] = type(kinds[0].__name__, kinds, {"__init__": _copied, "__str__": _our_line,
+                                                                 "__module__": kinds[0].__module__})
+    err: Any
+    if isinstance(theirs, pydantic_core.ValidationError):  # built from its errors, not by __init__
+        err = both.from_exception_data(theirs.title, theirs.errors())  # type: ignore[attr-defined]
+    else:
+        err = cast(Any, both).__new__(both)  # no __init__: the message and fields are copied from ours
+    err.args = ours.args
+    err.__dict__.update(ours.__dict__)
+    return err
+
+
+def _copied(self: BaseException, *args: Any, **kwargs: Any) -> None:
+    """Instances are filled in by `also_pyiceberg` from ours, whatever the other class's constructor takes."""
+
+
+def _our_line(self: BaseException) -> str:
+    return str(self.args[0]) if self.args else ""
+
+
+_BOTH_LOCK = threading.Lock()
 
 
 # -- translation of answers -------------------------------------------------------------------------
