@@ -50,7 +50,7 @@ def add_admin_spark_catalog(spark: Any, lakehouse: Any, name: str = "lakeadmin")
 
 
 def catalog_client(lakehouse: Any, url: str | None = None, **kwargs: Any) -> Any:
-    """The package's one catalog client (`CatalogRest`) as the lakehouse's admin, at `url` (a proxy in
+    """The package's one catalog client (`CatalogClient`) as the lakehouse's admin, at `url` (a proxy in
     front of the lakehouse) or the lakehouse itself."""
     from pyspark_catalog_ext.catalog.rest import open_catalog
 

@@ -1,6 +1,6 @@
 """`CatalogReader`: what maintenance, notifications and `staged cleanup` read from a catalog.
 
-Two implementations satisfy it: `catalog.rest.CatalogRest` (our PyIceberg REST session, for the
+Two implementations satisfy it: `catalog.rest.CatalogClient` (our PyIceberg REST session, for the
 CLI and PyIceberg jobs) and `spark.catalog_reader.SparkCatalogReader` (a Spark catalog read
 through Spark's own session, so no catalog secret leaves the JVM).
 """

@@ -1,7 +1,7 @@
 """The one Python client to an Iceberg REST catalog: PyIceberg's `RestCatalog`, hardened.
 
 Everything Python says to a catalog (staging helpers, `staged cleanup`, the doctor, `maintain`,
-notifications, PyIceberg's refresh strategies and guarded commits) goes through a `CatalogRest`:
+notifications, PyIceberg's refresh strategies and guarded commits) goes through a `CatalogClient`:
 PyIceberg's session, `AuthManager` (OAuth2, bearer token, basic, SigV4), `/v1/config` handling,
 URL building and pagination. What this module adds on that one session, each for a reason:
 
@@ -68,7 +68,7 @@ from pyspark_catalog_ext.errors import (
 )
 from pyspark_catalog_ext.secret_keys import is_secret_param
 
-__all__ = ["CatalogRest", "Exchange", "PurgeRequiredError", "also_pyiceberg", "catalog_error", "open_catalog", "safe_url",
+__all__ = ["CatalogClient", "Exchange", "PurgeRequiredError", "also_pyiceberg", "catalog_error", "open_catalog", "safe_url",
            "transport_cause"]
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ class _BoundedAdapter(requests.adapters.HTTPAdapter):
         return super().send(request, **kwargs)
 
 
-class CatalogRest(RestCatalog):
+class CatalogClient(RestCatalog):
     """PyIceberg's RestCatalog with bounded calls, evidence, one-line errors and the raw calls our tools need.
 
     Args:
@@ -174,7 +174,7 @@ class CatalogRest(RestCatalog):
         with self._answers("GET /v1/config", ("config", None)):
             super().__init__(name, **properties)
 
-    def __enter__(self) -> CatalogRest:  # (PyIceberg's is typed as its base Catalog)
+    def __enter__(self) -> CatalogClient:  # (PyIceberg's is typed as its base Catalog)
         return self
 
     def __repr__(self) -> str:  # PyIceberg's repr would print properties, secrets included
@@ -505,7 +505,7 @@ class _IdempotencyKeys:
     """Wraps the session's auth: a mutation gets a fresh UUIDv7 Idempotency-Key when `sends_keys()` (PyIceberg
     retries none of them, so one key per request); a request that brings its own keeps it."""
 
-    def __init__(self, inner: Any, catalog: CatalogRest) -> None:
+    def __init__(self, inner: Any, catalog: CatalogClient) -> None:
         self.inner = inner
         self._catalog = catalog
 
@@ -605,7 +605,7 @@ _BOTH_LOCK = threading.Lock()
 
 
 # -- translation of answers -------------------------------------------------------------------------
-def catalog_error(resp: Response, op: str, resource: tuple[str, str | None], catalog: CatalogRest | None = None
+def catalog_error(resp: Response, op: str, resource: tuple[str, str | None], catalog: CatalogClient | None = None
                   ) -> CatalogError:
     """The `errors.py` exception for a non-2xx catalog answer: typed, one line, redacted."""
     status = resp.status_code
@@ -791,7 +791,7 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{(parts.hostname or '').lower()}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
 
 
-def _where(url: str, catalog: CatalogRest) -> str:
+def _where(url: str, catalog: CatalogClient) -> str:
     return catalog.safe_uri if _origin(url) == catalog._user_origin else safe_url(url)
 
 
@@ -842,8 +842,8 @@ def _delegation(value: str | None) -> dict[str, str] | None:
 
 
 def open_catalog(source: Mapping[str, str] | CatalogConnection, *, name: str = "catalog-ext", delegation: str | None = None,
-                 **kwargs: Any) -> CatalogRest:
-    """A `CatalogRest` for a `CatalogConnection`, or for the catalog a Spark catalog's properties
+                 **kwargs: Any) -> CatalogClient:
+    """A `CatalogClient` for a `CatalogConnection`, or for the catalog a Spark catalog's properties
     describe (`uri`, `warehouse`, auth, `header.*`): the same catalog, principal and headers,
     X-Iceberg-Access-Delegation included (sent only when the connection sets it; `delegation`
     overrides it, "" sends none)."""
@@ -855,4 +855,10 @@ def open_catalog(source: Mapping[str, str] | CatalogConnection, *, name: str = "
     # otherwise send vended-credentials to every catalog).
     properties["header." + ACCESS_DELEGATION_HEADER] = delegation if delegation is not None \
         else str(props.get("header." + ACCESS_DELEGATION_HEADER) or "")
-    return CatalogRest(name, **kwargs, **properties)
+    return CatalogClient(name, **kwargs, **properties)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CatalogRest":  # an ImportError: `from ... import` would replace an AttributeError's words with its own
+        raise ImportError("pyspark_catalog_ext.catalog.rest.CatalogRest is now CatalogClient; import that instead")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,6 +22,6 @@ _MOVED = {"attach": "pyspark_catalog_ext.attach", "CredentialManager": "pyspark_
 
 
 def __getattr__(name: str) -> Any:
-    if name in _MOVED:
-        raise AttributeError(f"pyspark_catalog_ext.credentials.{name} moved to {_MOVED[name]}; import it from there")
+    if name in _MOVED:  # an ImportError: `from ... import` would replace an AttributeError's words with its own
+        raise ImportError(f"pyspark_catalog_ext.credentials.{name} moved to {_MOVED[name]}; import it from there")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

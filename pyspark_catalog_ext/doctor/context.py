@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark_catalog_ext.catalog.profiles import Profile
-from pyspark_catalog_ext.catalog.rest import CatalogRest, Exchange
+from pyspark_catalog_ext.catalog.rest import CatalogClient, Exchange
 from pyspark_catalog_ext.errors import CatalogExtError, CatalogNotFoundError, redact
 from pyspark_catalog_ext.secret_keys import is_secret_key
 
@@ -285,7 +285,7 @@ class ProbeContext:
         profile: Profile,
         props: dict[str, str],
         connection: dict[str, Any],
-        client: CatalogRest,
+        client: CatalogClient,
         namespace: str,
         secrets: SecretBag,
         cleanup: Cleanup,
@@ -312,7 +312,7 @@ class ProbeContext:
 
     # -- evidence -----------------------------------------------------------------------------
     def record_exchange(self, ex: Exchange) -> None:
-        """`CatalogRest.on_exchange` hook: collect the current probe's HTTP evidence."""
+        """`CatalogClient.on_exchange` hook: collect the current probe's HTTP evidence."""
         self.http.append(ex.as_dict())
 
     # -- helpers for probes -------------------------------------------------------------------

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from pyspark_catalog_ext import __version__
 from pyspark_catalog_ext.catalog.profiles import Profile, get_profile
-from pyspark_catalog_ext.catalog.rest import CatalogRest, open_catalog
+from pyspark_catalog_ext.catalog.rest import CatalogClient, open_catalog
 from pyspark_catalog_ext.doctor.context import Cleanup, Interrupts, ProbeContext, SecretBag, Terminated, one_line
 from pyspark_catalog_ext.doctor.registry import ProbeSpec
 from pyspark_catalog_ext.doctor.result import FAIL, PASS, SKIPPED, UNSUPPORTED, Outcome, ProbeResult, failed, skipped, unsupported
@@ -124,7 +124,7 @@ def resolve_selection(names: Iterable[str], what: str = "--skip") -> set[str]:
     return out
 
 
-def _connect(profile: Profile, connection: dict[str, Any], secrets: SecretBag) -> tuple[dict[str, str], CatalogRest]:
+def _connect(profile: Profile, connection: dict[str, Any], secrets: SecretBag) -> tuple[dict[str, str], CatalogClient]:
     conn = catalog_connection(profile, **connection)
     credential = conn.credential or ""
     secrets.add(credential)

@@ -24,7 +24,7 @@ is skipped (state in a small bounded JSON file). One failing table does not stop
 The procedures run in the session's catalog, so a `configure()`d session's refreshing credentials
 apply and a compaction may outlive many credential lifetimes. Inside Spark, tables, their metadata
 and the policies are read through that same Spark catalog (`spark.catalog_reader`): no catalog
-credential is read back out of the JVM. Only `--dry-run` (no Spark) opens a `CatalogRest` from the
+credential is read back out of the JVM. Only `--dry-run` (no Spark) opens a `CatalogClient` from the
 command line's own connection options.
 """
 

@@ -42,8 +42,8 @@ class NotificationSink(events.QueuedSink):
 
     def __init__(self, source: Any, mirror: Any, catalog: str, *, max_queue: int = 1000,
                  clock: Any = time.time) -> None:
-        self.source = source  # the catalog the commits go to: load_table_json (a SparkCatalogReader or CatalogRest)
-        self.mirror = mirror  # CatalogRest of the catalog to notify
+        self.source = source  # the catalog the commits go to: load_table_json (a SparkCatalogReader or CatalogClient)
+        self.mirror = mirror  # CatalogClient of the catalog to notify
         self.catalog = catalog
         self.clock = clock
         self._last_ts: LRUCache = LRUCache(MAX_TABLES)

@@ -145,7 +145,7 @@ class PolicySource(Protocol):
 
 class PolarisPolicySource:
     """Polaris's `applicable-policies` endpoint, on the catalog's own session: inside Spark the Spark
-    catalog's (`SparkCatalogReader`), else `CatalogRest`'s (auth, retries)."""
+    catalog's (`SparkCatalogReader`), else `CatalogClient`'s (auth, retries)."""
 
     def __init__(self, client: CatalogReader, page_size: int = 100) -> None:
         self.client = client

@@ -1,6 +1,6 @@
 """PyIceberg with the guarantees Spark jobs get: refreshed vended credentials and guarded commits.
 
-`ExtRestCatalog` (catalog.py) is PyIceberg's RestCatalog with `RefreshingFileIO`s (fileio.py) fed
+`GuardedRestCatalog` (catalog.py) is PyIceberg's RestCatalog with `RefreshingFileIO`s (fileio.py) fed
 by a `CredentialRefresher` (refresher.py), and commits through `GuardedCommit` (commits.py).
 `pyspark_catalog_ext.pyiceberg_catalog(...)` returns one.
 """
@@ -15,7 +15,7 @@ _EXPORTS = {
     "CommitPolicy": "commits",
     "CredentialRefresher": "refresher",
     "ENV_PREFIX": "refresher",
-    "ExtRestCatalog": "catalog",
+    "GuardedRestCatalog": "catalog",
     "PROPERTY_PREFIX": "refresher",
     "PyIcebergCommitFailedError": "commits",
     "PyIcebergCommitStateUnknownError": "commits",
@@ -26,6 +26,9 @@ _EXPORTS = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "ExtRestCatalog":  # an ImportError: `from ... import` would replace an AttributeError's words with its own
+        raise ImportError("pyspark_catalog_ext.pyiceberg_ext.ExtRestCatalog is now GuardedRestCatalog (the Java shim's "
+                          "catalog-impl keeps its name, ExtRESTCatalog); import that instead")
     if name in _EXPORTS:
         return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -36,7 +39,7 @@ __all__ = [
     "PROPERTY_PREFIX",
     "CommitPolicy",
     "CredentialRefresher",
-    "ExtRestCatalog",
+    "GuardedRestCatalog",
     "PyIcebergCommitFailedError",
     "PyIcebergCommitStateUnknownError",
     "RefreshingFileIO",

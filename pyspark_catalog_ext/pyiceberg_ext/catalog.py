@@ -1,6 +1,6 @@
-"""`ExtRestCatalog`: PyIceberg's RestCatalog with refreshing table FileIOs and guarded commits.
+"""`GuardedRestCatalog`: PyIceberg's RestCatalog with refreshing table FileIOs and guarded commits.
 
-Built on `catalog.rest.CatalogRest` (PyIceberg's RestCatalog with bounded calls, evidence, the
+Built on `catalog.rest.CatalogClient` (PyIceberg's RestCatalog with bounded calls, evidence, the
 advertised `idempotency-key-lifetime` and Idempotency-Keys on mutations). Seams into PyIceberg,
 all on the subclass (no patching):
 - `_create_session`: adds a `requests` response hook that keeps the raw JSON of each table
@@ -9,7 +9,7 @@ all on the subclass (no patching):
 - `_response_to_table` / `_response_to_staged_table`: wrap the FileIO PyIceberg built in a
   `RefreshingFileIO` tied to the table's `TableCredentials`;
 - `commit_table`: sent through `commits.GuardedCommit`.
-Select it from `.pyiceberg.yaml` with `py-catalog-impl: pyspark_catalog_ext.pyiceberg_ext.ExtRestCatalog`.
+Select it from `.pyiceberg.yaml` with `py-catalog-impl: pyspark_catalog_ext.pyiceberg_ext.GuardedRestCatalog`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pyiceberg.typedef import IcebergBaseModel, Identifier
 from pyiceberg.utils.properties import property_as_bool
 from requests import Response, Session
 
-from pyspark_catalog_ext.catalog.rest import CatalogRest, PurgeRequiredError
+from pyspark_catalog_ext.catalog.rest import CatalogClient, PurgeRequiredError
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 from pyspark_catalog_ext.credentials.sources import CredentialSource
 from pyspark_catalog_ext.pyiceberg_ext.commits import GuardedCommit
@@ -38,7 +38,7 @@ from pyspark_catalog_ext.pyiceberg_ext.refresher import PROPERTY_PREFIX, Credent
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
-__all__ = ["ExtRestCatalog", "PurgeRequiredError"]
+__all__ = ["GuardedRestCatalog", "PurgeRequiredError"]
 
 # Table answers worth observing: create/stage-create (POST .../tables) and load (GET .../tables/{t});
 # not commits (POST .../tables/{t}), whose answers carry no credentials.
@@ -46,7 +46,7 @@ _TABLE_ANSWER = re.compile(r"/v1/(?:[^/]+/)?namespaces/[^/]+/tables(?:/[^/?]+)?(
 REFRESH_PROPERTY = PROPERTY_PREFIX + "enabled"
 
 
-class ExtRestCatalog(CatalogRest):
+class GuardedRestCatalog(CatalogClient):
     """A RestCatalog whose tables keep their vended credentials fresh and whose commits are guarded.
 
     Args:

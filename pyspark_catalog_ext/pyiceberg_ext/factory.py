@@ -1,4 +1,4 @@
-"""A PyIceberg catalog (`ExtRestCatalog`, a `RestCatalog`) with the same settings as a Spark session (the PyIceberg bridge)."""
+"""A PyIceberg catalog (`GuardedRestCatalog`, a `RestCatalog`) with the same settings as a Spark session (the PyIceberg bridge)."""
 
 from __future__ import annotations
 
@@ -33,14 +33,14 @@ def pyiceberg_catalog(source: Any, catalog: str = "lake", *, refresh: bool = Tru
     """A PyIceberg catalog with the same settings (vended-credentials header included).
 
     `source` is a `CatalogConnection`, a Lakehouse / LakehouseInfo, or a conf from `spark_conf()` (or
-    a plain dict of catalog properties). The catalog is an `ExtRestCatalog` (a RestCatalog subclass): with
+    a plain dict of catalog properties). The catalog is an `GuardedRestCatalog` (a RestCatalog subclass): with
     `refresh=True` (default) its tables' FileIOs keep vended credentials fresh in the background
     (`policy`: a `RefreshPolicy`, default from PYSPARK_CATALOG_EXT_REFRESH_* or Spark's defaults;
     `credential_source`: your own `CredentialSource` instead of the catalog), and every commit is
     guarded (Idempotency-Key or reconciliation). `refresh=False` keeps the first keys, as plain PyIceberg.
     """
-    from pyspark_catalog_ext.pyiceberg_ext import ExtRestCatalog
+    from pyspark_catalog_ext.pyiceberg_ext import GuardedRestCatalog
 
     props = {**_pyiceberg_props(source, catalog), **overrides}
-    # Errors are already one line: CatalogRest translates the catalog's answers (errors.py's types).
-    return ExtRestCatalog(catalog, refresh=refresh, policy=policy, source=credential_source, **props)
+    # Errors are already one line: CatalogClient translates the catalog's answers (errors.py's types).
+    return GuardedRestCatalog(catalog, refresh=refresh, policy=policy, source=credential_source, **props)

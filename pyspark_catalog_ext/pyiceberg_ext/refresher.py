@@ -31,7 +31,7 @@ from pyspark_catalog_ext.pyiceberg_ext.scheduler import RefreshScheduler, TableS
 from pyspark_catalog_ext.pyiceberg_ext.strategies import StrategyChain
 
 if TYPE_CHECKING:  # its type only: the refresher is handed a live client
-    from pyspark_catalog_ext.catalog.rest import CatalogRest
+    from pyspark_catalog_ext.catalog.rest import CatalogClient
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
@@ -215,14 +215,14 @@ class TableCredentials:
 class CredentialRefresher:
     """Keeps the tables of one PyIceberg catalog supplied with fresh credentials.
 
-    `client` is the catalog itself (a `CatalogRest`: it speaks the strategies' requests). A daemon
+    `client` is the catalog itself (a `CatalogClient`: it speaks the strategies' requests). A daemon
     thread runs a `RefreshScheduler` every `policy.check_interval_s` while any table is tracked; a
     FileIO that finds its keys expired (an idle table, say) renews them itself before reading.
     Entries are held weakly: a table nobody references any more is forgotten (the map stays
     bounded), and once none is left the thread ends, so a dropped catalog can be collected.
     """
 
-    def __init__(self, catalog: str, client: CatalogRest, policy: RefreshPolicy | None = None, *,
+    def __init__(self, catalog: str, client: CatalogClient, policy: RefreshPolicy | None = None, *,
                  source: CredentialSource | None = None, clock: Callable[[], float] = time.time,
                  background: bool = True) -> None:
         if source is not None and not hasattr(source, "fetch"):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from cachetools import TTLCache
 
 if TYPE_CHECKING:
-    from pyspark_catalog_ext.catalog.rest import CatalogRest
+    from pyspark_catalog_ext.catalog.rest import CatalogClient
 
 from pyspark_catalog_ext.credentials.sources import BridgeAnswer, TableRequest
 from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError, CredentialRefreshError
@@ -49,7 +49,7 @@ class Strategy:
     def applies(self, req: TableRequest) -> bool:
         raise NotImplementedError
 
-    def fetch(self, client: CatalogRest, req: TableRequest) -> BridgeAnswer:
+    def fetch(self, client: CatalogClient, req: TableRequest) -> BridgeAnswer:
         raise NotImplementedError
 
 
@@ -61,7 +61,7 @@ class RefreshTokenStrategy(Strategy):
     def applies(self, req: TableRequest) -> bool:
         return bool(req.get("storage_refresh_tokens"))
 
-    def fetch(self, client: CatalogRest, req: TableRequest) -> BridgeAnswer:
+    def fetch(self, client: CatalogClient, req: TableRequest) -> BridgeAnswer:
         tokens: dict[str, str] = req["storage_refresh_tokens"]
         prefix = _longest_prefix(list(tokens), req.get("location"))
         response = client.load_credentials_json(
@@ -78,7 +78,7 @@ class RefreshEndpointStrategy(Strategy):
     def applies(self, req: TableRequest) -> bool:
         return bool(req.get("refresh_endpoint"))
 
-    def fetch(self, client: CatalogRest, req: TableRequest) -> BridgeAnswer:
+    def fetch(self, client: CatalogClient, req: TableRequest) -> BridgeAnswer:
         return _answer(self.name, client.get_url(req["refresh_endpoint"]))
 
 
@@ -90,7 +90,7 @@ class RestageStrategy(Strategy):
     def applies(self, req: TableRequest) -> bool:
         return bool(req.get("staged")) and bool(req.get("stage_create_request"))
 
-    def fetch(self, client: CatalogRest, req: TableRequest) -> BridgeAnswer:
+    def fetch(self, client: CatalogClient, req: TableRequest) -> BridgeAnswer:
         body = dict(req["stage_create_request"])
         body["stage-create"] = True
         response = client.create_table_json(tuple(req["namespace"]), body, stage_create=True)
@@ -110,7 +110,7 @@ class CredentialsEndpointStrategy(Strategy):
     def applies(self, req: TableRequest) -> bool:
         return not req.get("staged")
 
-    def fetch(self, client: CatalogRest, req: TableRequest) -> BridgeAnswer:
+    def fetch(self, client: CatalogClient, req: TableRequest) -> BridgeAnswer:
         return _answer(self.name, client.load_credentials_json(_identifier(req)))
 
 
@@ -122,7 +122,7 @@ class ReloadStrategy(Strategy):
     def applies(self, req: TableRequest) -> bool:
         return not req.get("staged")
 
-    def fetch(self, client: CatalogRest, req: TableRequest) -> BridgeAnswer:
+    def fetch(self, client: CatalogClient, req: TableRequest) -> BridgeAnswer:
         return _answer(self.name, client.load_table_json(_identifier(req)))
 
 
@@ -151,7 +151,7 @@ class StrategyChain:
     def plan(self, req: TableRequest) -> list[Strategy]:
         return [s for s in self._strategies if s.applies(req) and s.name not in self._unsupported]
 
-    def fetch(self, client: CatalogRest, req: TableRequest) -> BridgeAnswer:
+    def fetch(self, client: CatalogClient, req: TableRequest) -> BridgeAnswer:
         failures: list[str] = []
         for strategy in self.plan(req):
             try:

@@ -3,7 +3,7 @@ of notifications' source) inside a Spark session.
 
 Issue 17: inside Spark, Python reads table state through Spark's own catalog, never by pulling the
 catalog's credentials back out of the JVM conf to open a second session. `SparkCatalogReader` has
-the read-only part of `CatalogRest`'s interface that those tools use (`namespaces`, `tables`,
+the read-only part of `CatalogClient`'s interface that those tools use (`namespaces`, `tables`,
 `has_namespace`, `has_table`, `load_table_json`, `call("GET", ...)`, `safe_uri`, `warehouse`) and
 answers it with the shim's `CatalogReads` over Py4J (`ShimJvm`): listings and loads through the
 Spark catalog's Iceberg catalog, a raw GET (Polaris's policy API) through the catalog's own
@@ -26,7 +26,7 @@ T = TypeVar("T")
 class SparkCatalogReader:
     """Read-only access to Spark catalog `catalog` of `spark`, with no credential in Python.
 
-    `safe_uri` and `warehouse` are those `CatalogRest` would show for the same catalog (so
+    `safe_uri` and `warehouse` are those `CatalogClient` would show for the same catalog (so
     maintenance's state keys stay the same); `shim` tells whether the catalog runs on the shim,
     which `call` needs (only GET).
     """
@@ -57,7 +57,7 @@ class SparkCatalogReader:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(catalog={self.catalog!r}, uri={self.safe_uri!r}, shim={self.shim})"
 
-    # ---- CatalogRest's read-only calls
+    # ---- CatalogClient's read-only calls
     def namespaces(self, parent: Sequence[str] = ()) -> list[tuple[str, ...]]:
         """Namespaces directly under `parent` (full levels each)."""
         return self._do(f"list namespaces under {_dotted(parent) or 'the catalog'} in Spark catalog {self.catalog}",

@@ -46,7 +46,7 @@ from pyspark_catalog_ext.errors import CatalogError, CatalogExtError, CatalogNot
 from pyspark_catalog_ext.progress import Progress
 
 if TYPE_CHECKING:  # the client's type only: importing it here would import PyIceberg with this module
-    from pyspark_catalog_ext.catalog.rest import CatalogRest
+    from pyspark_catalog_ext.catalog.rest import CatalogClient
 
 __all__ = ["OrphanReport", "find_orphans", "s3_client", "DEFAULT_MIN_AGE_SECONDS"]
 
@@ -168,7 +168,7 @@ class _Catalog:
     namespaces: list[tuple[str, ...]] = field(default_factory=list)
 
 
-def _read_catalog(client: CatalogRest, location: str) -> _Catalog:
+def _read_catalog(client: CatalogClient, location: str) -> _Catalog:
     """Reads every table with any path under the location; refuses on any error."""
     out = _Catalog(set(), [], set(), {})
     for name, loaded in tables_under(client, location, out.namespaces).items():
@@ -186,7 +186,7 @@ def _read_catalog(client: CatalogRest, location: str) -> _Catalog:
     return out
 
 
-def _known_location(client: CatalogRest, location: str, catalog: _Catalog, table: str | None) -> str | None:
+def _known_location(client: CatalogClient, location: str, catalog: _Catalog, table: str | None) -> str | None:
     """What the catalog knows `location` as ("table x", "namespace y", "staged table z"), or None.
     A staged table is known by its default place, `<namespace location>/<name>`."""
     for name, loaded in catalog.table_loads.items():
@@ -211,7 +211,7 @@ def _known_location(client: CatalogRest, location: str, catalog: _Catalog, table
     return None
 
 
-def _s3_for(client: CatalogRest, table: str, location: str, loads: Mapping[str, Mapping[str, Any]]) -> Any:
+def _s3_for(client: CatalogClient, table: str, location: str, loads: Mapping[str, Mapping[str, Any]]) -> Any:
     """S3 access from credentials the catalog vends for `table`: loaded if committed, else staged
     at `location` (never committed)."""
     if table in loads:
@@ -226,7 +226,7 @@ def _s3_for(client: CatalogRest, table: str, location: str, loads: Mapping[str, 
     return _s3_from_props(_io_props(staged, location))
 
 
-def _default_location(client: CatalogRest, table: str) -> str:
+def _default_location(client: CatalogClient, table: str) -> str:
     """The named committed table's location (a staged table's location is only known to its job)."""
     parts = table.split(".")
     try:
@@ -237,7 +237,7 @@ def _default_location(client: CatalogRest, table: str) -> str:
 
 
 def find_orphans(
-    client: CatalogRest,
+    client: CatalogClient,
     location: str | None = None,
     *,
     table: str | None = None,
@@ -335,7 +335,7 @@ def _sort_listed(report: OrphanReport, bucket: str, obj: Mapping[str, Any], cata
     report.keys[uri] = obj["Key"]  # deleted by this key, exactly as listed
 
 
-def _delete(client: CatalogRest, s3: Any, bucket: str, report: OrphanReport, advance: Callable[[int], None]) -> None:
+def _delete(client: CatalogClient, s3: Any, bucket: str, report: OrphanReport, advance: Callable[[int], None]) -> None:
     """Deletes the orphans batch by batch, re-reading the catalog before each batch: a job that
     committed meanwhile keeps its files."""
     uris = [u for u, _, _ in report.orphans]

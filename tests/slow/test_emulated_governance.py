@@ -21,7 +21,7 @@ import pytest
 import requests
 
 from pyspark_catalog_ext import events
-from pyspark_catalog_ext.catalog.rest import CatalogRest, open_catalog
+from pyspark_catalog_ext.catalog.rest import CatalogClient, open_catalog
 from pyspark_catalog_ext.doctor.matrix import NOT_APPLICABLE, REFUSED, WORKS, step_record
 from pyspark_catalog_ext.errors import CatalogUnsupportedError, ConfigError
 from pyspark_catalog_ext.governance.notifications import NotificationSink
@@ -85,7 +85,7 @@ def shared_table(lakehouse):
     return name
 
 
-def _polaris_admin(b: Behaviour, emu: Emulator) -> CatalogRest:
+def _polaris_admin(b: Behaviour, emu: Emulator) -> CatalogClient:
     props = catalog_properties(b.profile, shim=False, **connection(b, emu))
     return open_catalog(props)
 

@@ -322,7 +322,7 @@ def _set_property_commit(client, table: str, value: str, key: str) -> dict:
 
 
 def test_pyiceberg_commit_replays_lost_answer_with_same_key(spark, lakehouse, catalogs, idem_chain):
-    """Python's commit path (PyIceberg on ExtRestCatalog): a lost answer is repeated under the same key."""
+    """Python's commit path (PyIceberg on GuardedRestCatalog): a lost answer is repeated under the same key."""
     from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 
     front, idem, inner = idem_chain

@@ -300,7 +300,7 @@ def test_run_reads_through_sparks_catalog_when_the_conf_holds_no_secret(spark, l
         spark.conf.unset(key)
     from pyspark_catalog_ext.spark.catalog_reader import SparkCatalogReader
 
-    reader = SparkCatalogReader(spark, "sealed")  # the state file's key parts, as CatalogRest has them
+    reader = SparkCatalogReader(spark, "sealed")  # the state file's key parts, as CatalogClient has them
     assert (reader.safe_uri, reader.warehouse) == (polaris.client.safe_uri, polaris.client.warehouse)
     small_files_table(spark, "sealed.s.t", files=3)
     polaris.create(["s"], "sealed-compaction", COMPACTION, content(config={"min-input-files": 2}))

@@ -1,4 +1,4 @@
-"""CatalogRest, the one catalog client: bounded calls, evidence, one-line errors, trust boundaries.
+"""CatalogClient, the one catalog client: bounded calls, evidence, one-line errors, trust boundaries.
 
 Two kinds of server:
 * a scripted HTTP server on 127.0.0.1 (http.server in a thread) whose responses each test
@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from pyspark_catalog_ext.catalog.rest import CatalogRest, PurgeRequiredError, open_catalog, read_retry
+from pyspark_catalog_ext.catalog.rest import CatalogClient, PurgeRequiredError, open_catalog, read_retry
 from pyspark_catalog_ext.errors import (
     CatalogAuthError,
     CatalogConflictError,
@@ -167,7 +167,7 @@ def srv() -> Iterator[Scripted]:
     s.close()
 
 
-def make(srv: Scripted, **props: Any) -> CatalogRest:
+def make(srv: Scripted, **props: Any) -> CatalogClient:
     props.setdefault("token", TOKEN_1)
     kwargs = {k: props.pop(k) for k in ("on_exchange", "timeout", "retries", "delegation") if k in props}
     return open_catalog({"uri": srv.uri, "warehouse": "wh", **props}, **kwargs)

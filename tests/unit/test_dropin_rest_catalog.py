@@ -1,4 +1,4 @@
-"""`ExtRestCatalog` is a drop-in for PyIceberg's `RestCatalog`: code written against RestCatalog
+"""`GuardedRestCatalog` is a drop-in for PyIceberg's `RestCatalog`: code written against RestCatalog
 keeps working when ours is swapped in. For the same case each raises what PyIceberg raises (ours is
 also our one-line `CatalogExtError`), and SigV4 credentials are looked for when PyIceberg looks
 for them: when a request is signed.
@@ -16,14 +16,14 @@ from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import OAuthError
 
 from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError, ConfigError
-from pyspark_catalog_ext.pyiceberg_ext import ExtRestCatalog
+from pyspark_catalog_ext.pyiceberg_ext import GuardedRestCatalog
 from tests.unit.test_catalog_rest import R, Scripted
 
-CATALOGS = [pytest.param(RestCatalog, id="pyiceberg"), pytest.param(ExtRestCatalog, id="ours")]
+CATALOGS = [pytest.param(RestCatalog, id="pyiceberg"), pytest.param(GuardedRestCatalog, id="ours")]
 
 
 def _build(cls: type, **props: Any) -> Any:
-    return cls("dropin", refresh=False, **props) if cls is ExtRestCatalog else cls("dropin", **props)
+    return cls("dropin", refresh=False, **props) if cls is GuardedRestCatalog else cls("dropin", **props)
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def test_a_rejected_client_credential_is_pyicebergs_oauth_error(lakehouse, cls: 
     info = lakehouse.info
     with pytest.raises(OAuthError) as caught:
         _build(cls, uri=info.iceberg_uri, warehouse=info.warehouse, credential=f"{info.access_key}:wrong-secret")
-    if cls is ExtRestCatalog:
+    if cls is GuardedRestCatalog:
         assert isinstance(caught.value, CatalogAuthError)
         assert "\n" not in str(caught.value) and "wrong-secret" not in str(caught.value)
 
@@ -47,7 +47,7 @@ def test_a_rejected_client_credential_is_pyicebergs_oauth_error(lakehouse, cls: 
 def test_a_missing_uri_is_a_key_error(cls: type) -> None:
     with pytest.raises(KeyError) as caught:
         _build(cls, warehouse="wh")
-    if cls is ExtRestCatalog:
+    if cls is GuardedRestCatalog:
         assert isinstance(caught.value, ConfigError)
         assert str(caught.value) == "the catalog has no uri: pass uri=http(s)://host[:port][/path]"
 
@@ -57,7 +57,7 @@ def test_an_invalid_config_answer_is_pydantics_validation_error(srv: Scripted, c
     srv.on("GET", "/v1/config", R(200, {"defaults": "not an object", "overrides": {}}))
     with pytest.raises(pydantic.ValidationError) as caught:
         _build(cls, uri=srv.uri, token="t0k3n")
-    if cls is ExtRestCatalog:
+    if cls is GuardedRestCatalog:
         assert isinstance(caught.value, CatalogError)
         assert "\n" not in str(caught.value) and "GET /v1/config" in str(caught.value)
 
@@ -84,7 +84,7 @@ def test_sigv4_credentials_are_looked_for_when_a_request_is_signed(srv: Scripted
     srv.config()
     with pytest.raises(AttributeError) as caught:
         _build(cls, uri=srv.uri, **SIGV4)
-    if cls is ExtRestCatalog:
+    if cls is GuardedRestCatalog:
         assert isinstance(caught.value, ConfigError) and "none were found" in str(caught.value)
     supplied = botocore.session.get_session()
     supplied.set_credentials("AKIDEXAMPLE", "example-secret")

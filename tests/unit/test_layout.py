@@ -54,8 +54,17 @@ def test_a_moved_module_names_its_new_place(old: str, new: str) -> None:
 def test_a_moved_credentials_name_names_its_new_place(name: str) -> None:
     import pyspark_catalog_ext.credentials as credentials
 
-    with pytest.raises(AttributeError, match=f"credentials.{name} moved to pyspark_catalog_ext"):
+    with pytest.raises(ImportError, match=f"credentials.{name} moved to pyspark_catalog_ext"):
         getattr(credentials, name)
+    with pytest.raises(ImportError, match="moved to"):
+        exec(f"from pyspark_catalog_ext.credentials import {name}", {})
+
+
+@pytest.mark.parametrize(("module", "old", "new"), [("pyiceberg_ext", "ExtRestCatalog", "GuardedRestCatalog"),
+                                                    ("catalog.rest", "CatalogRest", "CatalogClient")])
+def test_a_renamed_class_names_its_new_name(module: str, old: str, new: str) -> None:
+    with pytest.raises(ImportError, match=f"{old} is now {new}\b.*; import that instead"):
+        exec(f"from pyspark_catalog_ext.{module} import {old}", {})
 
 
 def test_cli_runs_as_a_module_without_warnings() -> None:
@@ -259,7 +268,7 @@ def test_the_import_checks_see_a_circle_and_an_arrow_up(tmp_path: Path) -> None:
 
 
 def test_argparse_and_untyped_clients_stay_out_of_the_domain_modules() -> None:
-    """Parsing and printing live in cli/; a catalog client is typed (CatalogReader, CatalogRest)."""
+    """Parsing and printing live in cli/; a catalog client is typed (CatalogReader, CatalogClient)."""
     offenders = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()

@@ -1,6 +1,6 @@
 """No hidden re-send and no redirect under PyIceberg's guarded commit, on the real lakehouse.
 
-client (ExtRestCatalog) -> CatalogProxy (faults) -> SeaweedFS. An HTTP client's own machinery
+client (GuardedRestCatalog) -> CatalogProxy (faults) -> SeaweedFS. An HTTP client's own machinery
 must never act behind the guard: urllib3's Retry re-sending a POST answered 503/429 with
 Retry-After, or requests following a 307 (re-sends the commit) or a 303 (turns it into a GET whose
 200 looks like the commit's answer). After every case each file the table references still

@@ -15,7 +15,7 @@ import pyarrow.compute  # noqa: F401 - pa.compute
 import pytest
 
 from pyspark_catalog_ext.credentials import RefreshPolicy
-from pyspark_catalog_ext.pyiceberg_ext import ExtRestCatalog, RefreshingFileIO
+from pyspark_catalog_ext.pyiceberg_ext import GuardedRestCatalog, RefreshingFileIO
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from tests.servers import CatalogProxy
 from tests.servers.slow_s3_proxy import SlowS3ExpiryProxy
@@ -48,7 +48,7 @@ def catalog_proxy(lakehouse, s3_proxy):
         yield proxy
 
 
-def make_catalog(lakehouse, proxy, io: str, **kw) -> ExtRestCatalog:
+def make_catalog(lakehouse, proxy, io: str, **kw) -> GuardedRestCatalog:
     return pyiceberg_catalog(lakehouse, uri=proxy.url, policy=POLICY, **{"py-io-impl": FILEIOS[io]}, **kw)
 
 
@@ -237,16 +237,16 @@ def test_pyiceberg_config_selects_the_catalog_and_env_sets_knobs(lakehouse, monk
     from pyiceberg.catalog import load_catalog
 
     props = {k: v for k, v in pyiceberg_catalog(lakehouse, refresh=False).properties.items() if isinstance(v, str)}
-    props["py-catalog-impl"] = "pyspark_catalog_ext.pyiceberg_ext.ExtRestCatalog"
+    props["py-catalog-impl"] = "pyspark_catalog_ext.pyiceberg_ext.GuardedRestCatalog"
     monkeypatch.setenv("PYSPARK_CATALOG_EXT_REFRESH_CHECK_INTERVAL_S", "7")
     # Spark's knob, as a Spark catalog would carry it (spark.sql.catalog.lake.catalog-ext.refresh.*)
     props["catalog-ext.refresh.min-ahead-ms"] = "45000"
     cat = load_catalog("cfg", **props)
-    assert isinstance(cat, ExtRestCatalog)
+    assert isinstance(cat, GuardedRestCatalog)
     assert (cat.refresher.policy.check_interval_s, cat.refresher.policy.min_ahead_s) == (7, 45)
     cat.close()
     off = load_catalog("cfg", **{**props, "catalog-ext.refresh.enabled": "false"})
-    assert isinstance(off, ExtRestCatalog) and off.refresher is None
+    assert isinstance(off, GuardedRestCatalog) and off.refresher is None
 
 
 def test_user_source_serves_the_tables(lakehouse, catalog_proxy, s3_proxy):
