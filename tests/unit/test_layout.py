@@ -63,7 +63,7 @@ def test_a_moved_credentials_name_names_its_new_place(name: str) -> None:
 @pytest.mark.parametrize(("module", "old", "new"), [("pyiceberg_ext", "ExtRestCatalog", "GuardedRestCatalog"),
                                                     ("catalog.rest", "CatalogRest", "CatalogClient")])
 def test_a_renamed_class_names_its_new_name(module: str, old: str, new: str) -> None:
-    with pytest.raises(ImportError, match=f"{old} is now {new}\b.*; import that instead"):
+    with pytest.raises(ImportError, match=rf"{old} is now {new}\b.*; import that instead"):
         exec(f"from pyspark_catalog_ext.{module} import {old}", {})
 
 
