@@ -18,15 +18,10 @@ import pytest
 from pyspark_catalog_ext.errors import CommitFailedError, CommitStateUnknownError
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from tests.servers import CatalogProxy
+from tests.unit.test_pyiceberg_commits import FAST_RETRY, SCHEMA, rows
 
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
-FAST_RETRY = {"catalog-ext.commit.base-delay-ms": "10", "catalog-ext.commit.max-delay-ms": "50"}
 RETRY_AFTER = [("Retry-After", "1")]
 NS = "hid"
-
-
-def rows(start: int, stop: int) -> pa.Table:
-    return pa.table({"id": pa.array(range(start, stop), pa.int64())}, schema=SCHEMA)
 
 
 @pytest.fixture(scope="module")
