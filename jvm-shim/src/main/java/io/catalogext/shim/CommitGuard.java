@@ -228,6 +228,11 @@ public final class CommitGuard {
     events.clear();
   }
 
+  /** A line of evidence from the catalog's other safeguards (e.g. a config URL not followed). */
+  void note(String text) {
+    event(text);
+  }
+
   private void event(String text) {
     synchronized (events) {
       if (events.size() >= 200) {

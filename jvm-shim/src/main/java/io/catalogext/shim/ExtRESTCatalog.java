@@ -115,7 +115,7 @@ public class ExtRESTCatalog extends RESTCatalog {
             .uri(config.get(CatalogProperties.URI))
             .withHeaders(RESTUtil.configHeaders(config))
             // Capture idempotency-key-lifetime, configure commit retries.
-            .withObjectMapper(ConfigCapture.register(Json.restMapper(), session.guard))
+            .withObjectMapper(ConfigCapture.register(Json.restMapper(), session))
             .build();
     // POST/DELETE sent exactly once, no redirect followed: the commit guard sees every answer.
     try {

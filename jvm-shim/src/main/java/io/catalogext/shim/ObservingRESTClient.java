@@ -171,6 +171,13 @@ final class ObservingRESTClient extends ForwardingRESTClient {
     }
     // Iceberg 1.12's remote-signing-config, as the s3.signer.* properties Iceberg 1.10 reads.
     LoadTableResponse loaded = RemoteSigning.translate((LoadTableResponse) response, tablePath, body);
+    String signer = loaded.config().get(RemoteSigning.SIGNER_URI);
+    if (signer != null && !Origins.allowed(signer, session.uri, session.userSignerUri)) {
+      // Iceberg's signer client would send the catalog's token (or exchange its client credentials) there.
+      throw new IllegalStateException("the catalog's answer for " + tablePath.displayName() + " names a remote signer on"
+          + " another origin (" + NoHiddenResends.shown(signer) + ") than the catalog's uri: catalog-ext does not send"
+          + " the catalog's credentials there; if that signer is yours, set s3.signer.uri to it in the catalog properties");
+    }
     session.observedTableOperation(delegate, tablePath.root);
     if (body instanceof UpdateTableRequest) {
       // A commit: once a create commit lands, the table is no longer staged.
