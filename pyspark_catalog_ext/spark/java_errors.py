@@ -12,6 +12,8 @@ Known failures:
   strategy named in the message failed) -> `CredentialRefreshError`;
 * Iceberg `CommitStateUnknownException` -> `CommitStateUnknownError`, `CommitFailedException` ->
   `CommitFailedError` (or `StaleTableError` when the table was replaced underneath);
+* `io.catalogext.shim.CatalogRedirectException` (the catalog answered a redirect, which the shim
+  never follows) -> `CatalogError`, its one line naming the target;
 * an operation the catalog answers with a bare 400/404/405/501, or that Iceberg's endpoint check
   refuses (SeaweedFS has no rename and no views) -> `CatalogUnsupportedError` naming the operation;
 * on the shim's own methods (staging, the Spark catalog reads of `SparkCatalogReader`,
@@ -95,6 +97,8 @@ _NOT_FOUND = (
     "org.apache.iceberg.exceptions.NoSuchViewException",
     "org.apache.spark.sql.catalyst.analysis.NoSuchTableException",
 )
+
+REDIRECT_EXCEPTION = f"{SHIM_PACKAGE}.CatalogRedirectException"
 
 _LOCK = threading.Lock()
 _INSTALLED = False
@@ -185,6 +189,8 @@ def _known(name: str, message: str, chain: list[tuple[str, str]], subject: str |
             return StaleTableError(f"{prefix}the table was replaced underneath: {text}; reload it and try again")
         return CommitFailedError(f"{prefix}the catalog rejected the commit ({text}); nothing was published: "
                                  "the table changed or exists already; reload and try again")
+    if name == REDIRECT_EXCEPTION:
+        return CatalogError(f"{prefix}{text}", status=_redirect_status(message))
     if subject is None:
         return None  # below: only for calls on the shim's own methods
     failed = f"{subject} failed"
@@ -251,6 +257,12 @@ def _http_status(message: str) -> int | None:
     if found:
         return int(found.group(1))
     return 501 if message.startswith("Not implemented") else None
+
+
+def _redirect_status(message: str) -> int | None:
+    """The 3xx in "... with HTTP 307, a redirect to ..." (CatalogRedirectException's message)."""
+    found = re.search(r" with HTTP (3\d\d), a redirect", message)
+    return int(found.group(1)) if found else None
 
 
 def java_exception_of(exc: BaseException) -> Any:

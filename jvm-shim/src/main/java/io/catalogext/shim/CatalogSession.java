@@ -19,6 +19,8 @@ final class CatalogSession {
   final String name;
   /** The catalog's URI: refresh endpoints elsewhere never get our credentials. */
   final String uri;
+  /** The user's own {@code s3.signer.uri}, or null: a signer the user trusts with the catalog's token. */
+  final String userSignerUri;
   /** catalog-ext.refresh.* of this catalog (the Python face sets them, or spark-conf does). */
   final RefreshPolicy policy;
   /** Idempotency-Key, retries and reconciliation of this catalog's mutations. */
@@ -42,6 +44,7 @@ final class CatalogSession {
   CatalogSession(String name, Map<String, String> props) {
     this.name = name;
     this.uri = props.get(CatalogProperties.URI);
+    this.userSignerUri = props.get(RemoteSigning.SIGNER_URI);
     this.policy = RefreshPolicy.fromProperties(props);
   }
 

@@ -49,7 +49,10 @@ final class CommitDecision {
     FORBIDDEN, // 403
     NOT_FOUND, // 404: the table may have been dropped, or a gateway lost the route
     AUTH_TIMEOUT, // 419
-    CLIENT_ERROR; // any other 4xx
+    CLIENT_ERROR, // any other 4xx
+    // 301/302/303/307/308, never followed (NoHiddenResends). Usually "not processed here", but a
+    // gateway may have forwarded the request first: decided as a 400 is, never repeated.
+    REDIRECT;
 
     /** The answer for an HTTP status, or null for statuses the guard leaves to Iceberg. */
     static Answer ofStatus(int code) {
@@ -75,6 +78,12 @@ final class CommitDecision {
           return NOT_FOUND;
         case 419:
           return AUTH_TIMEOUT;
+        case 301:
+        case 302:
+        case 303:
+        case 307:
+        case 308:
+          return REDIRECT;
         default:
           if (code >= 400 && code < 500) {
             return CLIENT_ERROR;
@@ -214,7 +223,8 @@ final class CommitDecision {
       }
       return f.mayHaveReached() ? Outcome.UNKNOWN : Outcome.FAILED;
     }
-    if ((f.answer == Answer.BAD_REQUEST || f.answer.refusal()) && !f.earlierMayHaveReached) {
+    boolean refused = f.answer == Answer.BAD_REQUEST || f.answer == Answer.REDIRECT || f.answer.refusal();
+    if (refused && !f.earlierMayHaveReached) {
       return Outcome.FAILED; // a first answer 4xx: the request itself was refused
     }
     return Outcome.UNKNOWN; // 500, or a 4xx after an attempt that may have been applied

@@ -63,14 +63,12 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
  *       makes Iceberg keep every file.
  * </ul>
  *
- * <p>Iceberg's own HTTPClient also retries, below us (1.10.2, ExponentialHttpRequestRetryStrategy):
- * every method on 429, and on 503 with Retry-After, up to {@code rest.client.max-retries} (default
- * 5, and at least 1: no property turns it off); IOExceptions and 408/500/502/503/504 only for
- * idempotent methods. So we see only the last answer of such a series and count it as one attempt.
- * Such a hidden retry of a commit that did land comes back as 409 (its requirements no longer
- * hold) — the apache/iceberg#13867 corruption, where Iceberg then deletes the files of a published
- * snapshot. Every 409 on a commit, and every other 4xx after an attempt that may have been applied,
- * is therefore reconciled here before Iceberg sees it, so the decision is always ours.
+ * <p>Nothing below the guard re-sends a mutation: {@link NoHiddenResends} limits the retries of
+ * Iceberg's HTTPClient (1.10.2 re-sends every method on 429 and on 503 with Retry-After) to GET
+ * and HEAD and refuses redirects, so the guard sees every answer to every attempt. Every 409 on a
+ * commit, and every other 4xx after an attempt that may have been applied, is reconciled here
+ * before Iceberg sees it (Iceberg would delete the files of a published snapshot: the
+ * apache/iceberg#13867 corruption), so the decision is always ours.
  */
 public final class CommitGuard {
   static final String IDEMPOTENCY_HEADER = "Idempotency-Key";
@@ -230,6 +228,11 @@ public final class CommitGuard {
     events.clear();
   }
 
+  /** A line of evidence from the catalog's other safeguards (e.g. a config URL not followed). */
+  void note(String text) {
+    event(text);
+  }
+
   private void event(String text) {
     synchronized (events) {
       if (events.size() >= 200) {
@@ -292,6 +295,10 @@ public final class CommitGuard {
     }
 
     String cause() {
+      NoHiddenResends.Refused redirect = NoHiddenResends.refusedIn(exception);
+      if (redirect != null) {
+        return "HTTP " + redirect.status + " redirect to " + redirect.target + ", not followed";
+      }
       return error != null ? "HTTP " + error.code() : ioCause(exception).getClass().getSimpleName();
     }
   }
@@ -322,23 +329,32 @@ public final class CommitGuard {
     mutations.incrementAndGet();
     long started = System.nanoTime();
     boolean mayHaveReached = false; // some earlier attempt may have reached the server
+    // A snapshot commit answered 429 before: a refusal after it is no proof that nothing was
+    // applied (a gateway may have forwarded the throttled copy), so the table decides.
+    boolean throttledBefore = false;
     for (int n = 1; ; n++) {
       Failure failure;
+      boolean earlier = mayHaveReached || throttledBefore;
       try {
-        return attempt.send(headers, interceptor(kind, req.errorHandler, mayHaveReached));
+        return attempt.send(headers, interceptor(kind, req.errorHandler, earlier));
       } catch (Intercepted e) {
         Answer answer = Answer.ofStatus(e.error.code());
         failure = new Failure(answer == null ? Answer.SERVER_ERROR : answer, e.error, null);
       } catch (RESTException e) {
-        if (ioCause(e) == null) {
+        NoHiddenResends.Refused redirect = NoHiddenResends.refusedIn(e);
+        if (redirect != null) {
+          failure = new Failure(Answer.REDIRECT, null, new CatalogRedirectException(redirect));
+        } else if (ioCause(e) != null) {
+          failure = new Failure(transportAnswer(ioCause(e)), null, e);
+        } else {
           throw e;
         }
-        failure = new Failure(transportAnswer(ioCause(e)), null, e);
       }
       event(req.what() + " attempt " + n + ": " + failure.cause() + (headers.containsKey(IDEMPOTENCY_HEADER) ? " (keyed)" : ""));
       long delay = backoff(n);
-      Facts facts = new Facts(kind, failure.answer, mayHaveReached, Landed.NOT_CHECKED, deduplicated,
-          canRetry(n, started, delay, deduplicated));
+      boolean refusedAfterThrottle = throttledBefore && failure.answer.refusal();
+      Facts facts = new Facts(kind, failure.answer, mayHaveReached || refusedAfterThrottle, Landed.NOT_CHECKED,
+          deduplicated, canRetry(n, started, delay, deduplicated));
       Reconciliation rec =
           CommitDecision.needsReconciliation(facts) ? reconcile(req, headers) : Reconciliation.NOT_CHECKED;
       facts = facts.withLanded(rec.landed);
@@ -347,6 +363,7 @@ public final class CommitGuard {
       switch (outcome) {
         case RETRY:
           mayHaveReached = facts.mayHaveReached();
+          throttledBefore |= kind == Kind.SNAPSHOT_COMMIT && failure.answer == Answer.THROTTLED;
           retries.incrementAndGet();
           if (kind == Kind.STAGE && headers.containsKey(IDEMPOTENCY_HEADER)) {
             // A stage-create publishes nothing, so repeating it needs no replay, and a replay is
@@ -360,7 +377,7 @@ public final class CommitGuard {
           event("commit " + shortPath(req.path) + " landed: reported once as success");
           return (T) rec.loaded; // null for a transaction (204)
         case UNKNOWN:
-          throw unknown(req.what(), n, failure.cause());
+          throw unknown(req.what(), n, failure);
         default:
           throw failed(kind, req, failure, n);
       }
@@ -392,6 +409,13 @@ public final class CommitGuard {
 
   /** FAILED: the server's own answer through Iceberg's handler, or "did not land". */
   private RuntimeException failed(Kind kind, Request req, Failure failure, int attempts) {
+    if (failure.answer == Answer.REDIRECT) {
+      // Not a CommitFailedException: Iceberg would repeat the commit into the same redirect. This
+      // one is no CleanableFailure either, so a strict-cleanup commit keeps its files.
+      return failure.exception != null
+          ? failure.exception
+          : new CatalogRedirectException(new NoHiddenResends.Refused(failure.error.code(), req.method, req.path, null));
+    }
     boolean commit = kind == Kind.SNAPSHOT_COMMIT || kind == Kind.PLAIN_COMMIT;
     if (commit && failure.answer.retryable()) {
       return new CommitFailedException(
@@ -412,6 +436,11 @@ public final class CommitGuard {
     // After an attempt that may have been applied, every non-2xx on a commit is ours to decide
     // (a 401/403/404 handed to Iceberg would make it delete the files of a published snapshot).
     boolean anyAfterReached = commit && earlierMayHaveReached && code >= 400;
+    // A redirect (only seen here if the HTTP client did not refuse it itself) is never Iceberg's
+    // to map: its handler would call it "Unable to process" without the target.
+    if (NoHiddenResends.isRedirect(code)) {
+      return true;
+    }
     // Every 5xx on a commit may have been applied first (CommitDecision.Answer.ofStatus): a 501/505
     // handed to Iceberg would end the job although the commit may be published (table row 501-*).
     return retryableStatus(code) || anyAfterReached || (commit && (code == 400 || code == 409 || code >= 500));
@@ -433,14 +462,15 @@ public final class CommitGuard {
     return null;
   }
 
-  private CommitStateUnknownException unknown(String what, int attempts, String cause) {
+  private CommitStateUnknownException unknown(String what, int attempts, Failure failure) {
+    String answer = failure.answer == Answer.REDIRECT ? "answered with a redirect" : "'s answer was lost";
     return new CommitStateUnknownException(
         new RuntimeException(
             String.format(
-                "%s: the catalog's answer was lost (%s, %d attempt(s)) and the table does not show"
+                "%s: the catalog%s (%s, %d attempt(s)) and the table does not show"
                     + " whether the commit landed; no files were deleted, check the table before"
                     + " retrying",
-                what, cause, attempts)));
+                what, answer, failure.cause(), attempts)));
   }
 
   private long backoff(int attempt) {

@@ -9,34 +9,65 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonDeserializer
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.module.SimpleModule;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
  * Iceberg 1.10's {@code ConfigResponseParser} drops the top-level {@code idempotency-key-lifetime}
  * of {@code GET /v1/config} (the field arrived with the spec change released in 1.11). This
  * deserializer reads it first and hands it to the catalog's {@link CommitGuard}, which only sends
- * {@code Idempotency-Key} headers to servers that advertise it. Everything else is parsed by
- * Iceberg unchanged.
+ * {@code Idempotency-Key} headers to servers that advertise it.
+ *
+ * <p>It also drops server-given URLs on another origin than the user's catalog URI: Iceberg merges
+ * {@code /v1/config} into the catalog properties and builds the catalog's client from {@code uri},
+ * fetches tokens (with the client credentials) at {@code oauth2-server-uri} and signs S3 requests
+ * (with the catalog's token) at {@code s3.signer.uri}, so such an override would send our
+ * credentials and {@code header.*} values to whatever host the server names. Not followed, as in
+ * the Python client; the user's own values (and a signer URI the user configured) are kept.
+ * Everything else is parsed by Iceberg unchanged.
  */
 final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
   static final String LIFETIME_FIELD = "idempotency-key-lifetime";
 
-  private final CommitGuard guard;
+  /** Server-given properties whose URL receives the catalog's credentials. */
+  static final String[] CREDENTIAL_URLS = {"uri", "oauth2-server-uri", "s3.signer.uri"};
 
-  private ConfigCapture(CommitGuard guard) {
-    this.guard = guard;
+  private final CatalogSession session;
+
+  private ConfigCapture(CatalogSession session) {
+    this.session = session;
   }
 
-  /** Registers the capture for the catalog's {@code guard} on {@code mapper} (after Iceberg's serializers, so it wins). */
-  static ObjectMapper register(ObjectMapper mapper, CommitGuard guard) {
+  /** Registers the capture for the catalog {@code session} on {@code mapper} (after Iceberg's serializers, so it wins). */
+  static ObjectMapper register(ObjectMapper mapper, CatalogSession session) {
     mapper.registerModule(
-        new SimpleModule("catalog-ext-config-capture-" + System.identityHashCode(guard))
-            .addDeserializer(ConfigResponse.class, new ConfigCapture(guard)));
+        new SimpleModule("catalog-ext-config-capture-" + System.identityHashCode(session))
+            .addDeserializer(ConfigResponse.class, new ConfigCapture(session)));
     return mapper;
+  }
+
+  /** Removes the credential-receiving URLs on another origin from {@code overrides}/{@code defaults}. */
+  private void dropForeignUrls(JsonNode node) {
+    for (String section : new String[] {"overrides", "defaults"}) {
+      JsonNode props = node == null ? null : node.get(section);
+      if (!(props instanceof ObjectNode)) {
+        continue;
+      }
+      for (String key : CREDENTIAL_URLS) {
+        JsonNode value = props.get(key);
+        if (value != null && value.isTextual()
+            && !Origins.allowed(value.asText(), session.uri, session.userSignerUri)) {
+          ((ObjectNode) props).remove(key);
+          session.guard.note("/v1/config " + section + " " + key + " names another origin than the catalog's"
+              + " uri: not followed (our credentials stay with the catalog)");
+        }
+      }
+    }
   }
 
   @Override
   public ConfigResponse deserialize(JsonParser parser, DeserializationContext ctx) throws IOException {
     JsonNode node = parser.getCodec().readTree(parser);
+    dropForeignUrls(node);
     JsonNode lifetime = node == null ? null : node.get(LIFETIME_FIELD);
     if (lifetime == null || lifetime.isNull()) {
       // Tolerate servers that put it among the properties.
@@ -48,7 +79,7 @@ final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
         }
       }
     }
-    guard.setIdempotencyKeyLifetime(
+    session.guard.setIdempotencyKeyLifetime(
         lifetime != null && lifetime.isTextual() ? lifetime.asText() : null);
     return ConfigResponseParser.fromJson(node);
   }

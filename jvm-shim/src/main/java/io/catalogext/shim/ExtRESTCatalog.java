@@ -110,13 +110,24 @@ public class ExtRESTCatalog extends RESTCatalog {
     if (session == null) {
       throw new IllegalStateException("ExtRESTCatalog built a client before initialize(name, properties); call initialize first");
     }
-    RESTClient http =
+    HTTPClient http =
         HTTPClient.builder(config)
             .uri(config.get(CatalogProperties.URI))
             .withHeaders(RESTUtil.configHeaders(config))
-            // catalog-ext (issue 4): capture idempotency-key-lifetime, configure commit retries.
-            .withObjectMapper(ConfigCapture.register(Json.restMapper(), session.guard))
+            // Capture idempotency-key-lifetime, configure commit retries.
+            .withObjectMapper(ConfigCapture.register(Json.restMapper(), session))
             .build();
+    // POST/DELETE sent exactly once, no redirect followed: the commit guard sees every answer.
+    try {
+      NoHiddenResends.install(http);
+    } catch (RuntimeException e) {
+      try {
+        http.close();
+      } catch (java.io.IOException | RuntimeException closing) {
+        e.addSuppressed(closing);
+      }
+      throw e;
+    }
     session.guard.configure(config); // the merged config too: /v1/config may set catalog-ext.commit.*
     EventLog.configure(config); // catalog-ext.events.jsonl-path: the JVM's own JSON-lines event file
     return new EventingRESTClient(new ObservingRESTClient(http, session), session); // events: outermost

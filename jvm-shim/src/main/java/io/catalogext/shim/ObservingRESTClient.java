@@ -5,6 +5,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
+import org.apache.iceberg.exceptions.RESTException;
 import org.apache.iceberg.UpdateRequirement;
 import org.apache.iceberg.rest.ParserContext;
 import org.apache.iceberg.rest.RESTClient;
@@ -62,7 +64,7 @@ final class ObservingRESTClient extends ForwardingRESTClient {
       Class<T> responseType,
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler) {
-    return observe(path, null, delegate.get(path, queryParams, responseType, headers, errorHandler));
+    return observe(path, null, oneLineRedirects(() -> delegate.get(path, queryParams, responseType, headers, errorHandler)));
   }
 
   @Override
@@ -73,8 +75,8 @@ final class ObservingRESTClient extends ForwardingRESTClient {
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler,
       ParserContext parserContext) {
-    return observe(
-        path, null, delegate.get(path, queryParams, responseType, headers, errorHandler, parserContext));
+    return observe(path, null,
+        oneLineRedirects(() -> delegate.get(path, queryParams, responseType, headers, errorHandler, parserContext)));
   }
 
   @Override
@@ -116,7 +118,44 @@ final class ObservingRESTClient extends ForwardingRESTClient {
         (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders, parserContext)));
   }
 
-  /** catalog-ext (issue 4): Idempotency-Key, retry policy and commit reconciliation. */
+  @Override
+  public void head(String path, Map<String, String> headers, Consumer<ErrorResponse> errorHandler) {
+    oneLineRedirects(() -> {
+      delegate.head(path, headers, errorHandler);
+      return null;
+    });
+  }
+
+  @Override
+  public <T extends RESTResponse> T postForm(
+      String path,
+      Map<String, String> formData,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler) {
+    // OAuth2 token requests: a redirect is refused like any other (CommitGuard does the rest).
+    return oneLineRedirects(() -> delegate.postForm(path, formData, responseType, headers, errorHandler));
+  }
+
+  /**
+   * A redirect the HTTP client refused (NoHiddenResends) as one line naming its target, instead
+   * of Iceberg's "Error occurred while processing GET request" around it.
+   */
+  private static <T> T oneLineRedirects(Supplier<T> call) {
+    try {
+      return call.get();
+    } catch (CatalogRedirectException e) {
+      throw e;
+    } catch (RESTException e) {
+      NoHiddenResends.Refused redirect = NoHiddenResends.refusedIn(e);
+      if (redirect != null) {
+        throw new CatalogRedirectException(redirect);
+      }
+      throw e;
+    }
+  }
+
+  /** Idempotency-Key, retry policy and commit reconciliation. */
   private CommitGuard guard() {
     return session.guard;
   }
@@ -132,6 +171,13 @@ final class ObservingRESTClient extends ForwardingRESTClient {
     }
     // Iceberg 1.12's remote-signing-config, as the s3.signer.* properties Iceberg 1.10 reads.
     LoadTableResponse loaded = RemoteSigning.translate((LoadTableResponse) response, tablePath, body);
+    String signer = loaded.config().get(RemoteSigning.SIGNER_URI);
+    if (signer != null && !Origins.allowed(signer, session.uri, session.userSignerUri)) {
+      // Iceberg's signer client would send the catalog's token (or exchange its client credentials) there.
+      throw new IllegalStateException("the catalog's answer for " + tablePath.displayName() + " names a remote signer on"
+          + " another origin (" + NoHiddenResends.shown(signer) + ") than the catalog's uri: catalog-ext does not send"
+          + " the catalog's credentials there; if that signer is yours, set s3.signer.uri to it in the catalog properties");
+    }
     session.observedTableOperation(delegate, tablePath.root);
     if (body instanceof UpdateTableRequest) {
       // A commit: once a create commit lands, the table is no longer staged.

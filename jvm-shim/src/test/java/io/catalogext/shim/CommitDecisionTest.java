@@ -170,7 +170,11 @@ public class CommitDecisionTest {
     Check.equal(Answer.AUTH_TIMEOUT, Answer.ofStatus(419), "419");
     Check.equal(Answer.CLIENT_ERROR, Answer.ofStatus(422), "other 4xx");
     Check.equal(Answer.SERVER_ERROR, Answer.ofStatus(501), "other 5xx");
-    Check.equal(null, Answer.ofStatus(302), "not an error");
+    for (int code : new int[] {301, 302, 303, 307, 308}) {
+      Check.equal(Answer.REDIRECT, Answer.ofStatus(code), code + " (never followed)");
+    }
+    Check.equal(null, Answer.ofStatus(304), "not an error");
+    Check.equal(null, Answer.ofStatus(200), "success");
   }
 
   // ---- 401/403/404/419/other 4xx after an attempt that may have been applied (issue 16)
@@ -238,6 +242,44 @@ public class CommitDecisionTest {
       Outcome conflict = snapshot(Answer.CONFLICT, REACHED_BEFORE, l, NO_DEDUP, OUT);
       for (Answer a : new Answer[] {Answer.LOST, Answer.GATEWAY, Answer.UNAVAILABLE}) {
         Check.equal(conflict, snapshot(a, REACHED_BEFORE, l, NO_DEDUP, OUT), "409 vs " + a + " with " + l);
+      }
+    }
+  }
+
+  // ---- redirects (never followed: NoHiddenResends). The shared table has rows for the JVM-only
+  // kinds; these are the commit rows, decided as a 400 is (PyIceberg has no redirect answer).
+
+  public void testRedirectOnASnapshotCommitIsReconciledAndNeverDeletesUnproven() {
+    for (boolean earlier : new boolean[] {FIRST, REACHED_BEFORE}) {
+      for (boolean canRetry : new boolean[] {CAN_RETRY, OUT}) {
+        Facts f = new Facts(Kind.SNAPSHOT_COMMIT, Answer.REDIRECT, earlier, Landed.NOT_CHECKED, NO_DEDUP, canRetry);
+        Check.isTrue(CommitDecision.needsReconciliation(f), "a 3xx on a snapshot commit: load the table first");
+        Check.equal(Outcome.SUCCESS, snapshot(Answer.REDIRECT, earlier, Landed.YES, NO_DEDUP, canRetry), "landed");
+        Check.equal(Outcome.FAILED, snapshot(Answer.REDIRECT, earlier, Landed.NO, NO_DEDUP, canRetry), "can never land");
+        for (Landed l : new Landed[] {Landed.PENDING, Landed.UNKNOWN}) {
+          // A gateway may have forwarded it before redirecting: never failed, never repeated.
+          Check.equal(Outcome.UNKNOWN, snapshot(Answer.REDIRECT, earlier, l, NO_DEDUP, canRetry), l + " " + earlier);
+          Check.equal(Outcome.UNKNOWN, snapshot(Answer.REDIRECT, earlier, l, DEDUP, canRetry), l + " dedup");
+        }
+      }
+    }
+    Check.isTrue(!Answer.REDIRECT.retryable(), "a redirect is not repeated");
+  }
+
+  public void testRedirectOnOtherRequestsIsARefusal() {
+    Check.equal(Outcome.FAILED, decide(Kind.PLAIN_COMMIT, Answer.REDIRECT, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY),
+        "plain commit, first");
+    Check.equal(Outcome.UNKNOWN,
+        decide(Kind.PLAIN_COMMIT, Answer.REDIRECT, REACHED_BEFORE, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY),
+        "plain commit after a possible apply");
+    for (Kind k : new Kind[] {Kind.MUTATION, Kind.STAGE}) {
+      for (boolean dedup : new boolean[] {DEDUP, NO_DEDUP}) {
+        Check.equal(Outcome.FAILED, decide(k, Answer.REDIRECT, FIRST, Landed.NOT_CHECKED, dedup, CAN_RETRY), k + "");
+      }
+    }
+    for (Kind k : Kind.values()) {
+      for (int code : new int[] {301, 302, 303, 307, 308}) {
+        Check.isTrue(CommitGuard.intercepts(k, code, false), k + " " + code + ": never Iceberg's handler");
       }
     }
   }

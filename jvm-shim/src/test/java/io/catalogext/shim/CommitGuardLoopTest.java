@@ -123,6 +123,47 @@ public class CommitGuardLoopTest {
     Check.equal(1L, evidence().get("reconciled_not_landed").asLong(), "proven not landed");
   }
 
+  // ------------------------------------------------------------------ 429 then a refusal; redirects
+
+  public void testRefusalAfterA429IsReconciledBeforeIcebergSeesIt() {
+    // A gateway forwarded the throttled copy (it landed), then refused the repeat: success once.
+    tableNow = withSnapshot(base, OURS);
+    LoadTableResponse result = commit("429", "403");
+    Check.isTrue(result != null && result.tableMetadata().snapshot(OURS) != null, "success with our snapshot");
+    Check.equal(List.of(PATH), loads, "the 403 was reconciled");
+    Check.equal(List.of(), handedToIceberg, "Iceberg's handler never saw the 403 (it would delete the files)");
+
+    // Not visible: it may still land, so unknown and every file kept (not Iceberg's Forbidden).
+    tableNow = base;
+    posts.clear();
+    loads.clear();
+    CommitStateUnknownException e = Check.raises(CommitStateUnknownException.class, () -> commit("429", "401"));
+    Check.isTrue(e.getMessage().contains("HTTP 401"), e.getMessage());
+    Check.equal(List.of(), handedToIceberg, "decided by the guard");
+  }
+
+  public void testThrottledEveryTimeStillFailsWithoutALoad() {
+    guard.configure(Map.of("catalog-ext.commit.max-attempts", "2", "catalog-ext.commit.base-delay-ms", "0",
+        "catalog-ext.commit.max-delay-ms", "0"));
+    Check.raises(CommitFailedException.class, () -> commit("429", "429")); // refused twice: nothing published
+    Check.equal(List.of(), loads, "a 429 is not reconciled");
+  }
+
+  public void testRedirectOnACommitIsReconciledNeverRepeated() {
+    tableNow = withSnapshot(base, OURS); // a gateway applied it, then redirected
+    LoadTableResponse landed = commit("307");
+    Check.isTrue(landed.tableMetadata().snapshot(OURS) != null, "landed: success once");
+
+    tableNow = base;
+    posts.clear();
+    CommitStateUnknownException e = Check.raises(CommitStateUnknownException.class, () -> commit("303"));
+    Check.equal(1, posts.size(), "a redirect is never repeated");
+    String text = e.getCause().getMessage();
+    Check.isTrue(text.contains("answered with a redirect (HTTP 303 redirect to http://elsewhere.example/v1/x, not followed"),
+        text);
+    Check.equal(List.of(), handedToIceberg, "decided by the guard");
+  }
+
   // ------------------------------------------------------------------ scripting
 
   /** Sends our commit through the guard; attempt n answers {@code script[n-1]}: lost, ok or an HTTP status. */
@@ -155,6 +196,11 @@ public class CommitGuardLoopTest {
             return LoadTableResponse.builder().withTableMetadata(withSnapshot(base, OURS)).build();
           }
           int code = Integer.parseInt(answer);
+          if (NoHiddenResends.isRedirect(code)) { // as the HTTP client refuses it (NoHiddenResends)
+            throw new RESTException(new org.apache.iceberg.shaded.org.apache.hc.client5.http.ClientProtocolException(
+                new NoHiddenResends.Refused(code, "POST", "/" + PATH, "http://elsewhere.example/v1/x?sig=secret")),
+                "Error occurred while processing %s request", "POST");
+          }
           errorHandler.accept(ErrorResponse.builder().responseCode(code).withType("Scripted").withMessage("scripted " + code).build());
           throw new RESTException("Unhandled error: %s", code); // as HTTPClient does after its handler
         });
