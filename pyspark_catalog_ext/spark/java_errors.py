@@ -35,6 +35,7 @@ from pyspark_catalog_ext.errors import (
     CatalogError,
     CatalogExtError,
     CatalogNotFoundError,
+    CatalogRedirectError,
     CatalogUnavailableError,
     CatalogUnsupportedError,
     CommitFailedError,
@@ -189,8 +190,8 @@ def _known(name: str, message: str, chain: list[tuple[str, str]], subject: str |
             return StaleTableError(f"{prefix}the table was replaced underneath: {text}; reload it and try again")
         return CommitFailedError(f"{prefix}the catalog rejected the commit ({text}); nothing was published: "
                                  "the table changed or exists already; reload and try again")
-    if name == REDIRECT_EXCEPTION:
-        return CatalogError(f"{prefix}{text}", status=_redirect_status(message))
+    if name == REDIRECT_EXCEPTION:  # the same error as the Python client's for a 3xx
+        return CatalogRedirectError(f"{prefix}{text}", status=_redirect_status(message))
     if subject is None:
         return None  # below: only for calls on the shim's own methods
     failed = f"{subject} failed"

@@ -22,7 +22,7 @@ import uuid as uuidlib
 import pytest
 
 from pyspark_catalog_ext.credentials import attach
-from pyspark_catalog_ext.errors import CatalogError, CommitStateUnknownError
+from pyspark_catalog_ext.errors import CatalogError, CatalogRedirectError, CommitStateUnknownError
 from pyspark_catalog_ext.spark import java_errors
 from tests.helpers import add_spark_catalog
 from tests.servers import CatalogProxy
@@ -127,7 +127,7 @@ def test_redirect_before_anything_is_written_is_one_line_naming_the_target(spark
                        location=f"{gateway.url}{ELSEWHERE}/{table}?token=s3cr3t")
     gateway.reset_counters()
     try:
-        with pytest.raises(CatalogError) as err:
+        with pytest.raises(CatalogRedirectError) as err:  # the Python client's error for a 3xx too
             create(spark, "ctas", f"hr.{NS}.{table}")
     finally:
         gateway.faults.clear()
