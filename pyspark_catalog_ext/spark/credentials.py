@@ -12,7 +12,7 @@ import datetime as _dt
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -107,17 +107,16 @@ class CredentialManager:
     """
 
     def __repr__(self) -> str:
-        return f"CredentialManager(catalogs={sorted(self._catalogs)}, tables={len(self.status())}, policy={self.policy})"
+        return f"CredentialManager(catalogs={sorted(self._catalogs)}, tables={len(self.status())}, policies={self.policies})"
 
-    def __init__(self, spark: Any, policy: RefreshPolicy | None = None) -> None:
+    def __init__(self, spark: Any) -> None:
         self._spark = spark
-        self.policy = policy or RefreshPolicy()
+        #: Policies set from Python, per catalog; the others follow their catalog-ext.refresh.* properties.
+        self.policies: dict[str, RefreshPolicy] = {}
         self._catalogs: set[str] = set()
         self._user_sources: dict[str, CredentialSource] = {}
         self._remote_signing: set[str] = set()
         self._shim = ShimJvm(spark)
-        if policy is not None:
-            self._apply_policy(policy)
         self._bridge = _PythonBridge(self)
         self._bridge_registered = False
         self._closed = False
@@ -135,11 +134,13 @@ class CredentialManager:
         if str((props or {}).get("s3.remote-signing-enabled", "")).lower() == "true":
             self._remote_signing.add(name)  # remote signing: S3 requests are signed by the catalog
 
-    def set_policy(self, policy: RefreshPolicy) -> None:
-        """Use `policy` instead of the catalogs' `catalog-ext.refresh.*` properties for tables
-        handed out from now on (in the driver and, through their FileIO config, in executors)."""
-        self.policy = policy
-        self._apply_policy(policy)
+    def set_policy(self, policy: RefreshPolicy, catalogs: Iterable[str] | None = None) -> None:
+        """Use `policy` instead of the `catalog-ext.refresh.*` properties of `catalogs` (default: every
+        catalog this manager reports on) for their tables handed out from now on, in the driver and,
+        through their FileIO config, in executors. Other catalogs keep their own."""
+        for name in sorted(self._catalogs if catalogs is None else set(catalogs)):
+            self._shim.set_refresh_policy(name, policy.catalog_properties())
+            self.policies[name] = policy
 
     def register_source(self, catalog: str, source: CredentialSource) -> None:
         """Serve `catalog`'s tables from `source` instead of the catalog's own strategies."""
@@ -196,13 +197,6 @@ class CredentialManager:
 
     # ---- internals ----
 
-    def _apply_policy(self, policy: RefreshPolicy) -> None:
-        props = {k.rsplit(".", 1)[1]: v for k, v in policy.catalog_properties().items()}
-        self._shim.set_refresh_policy(
-            int(props["min-ahead-ms"]), float(props["lifetime-fraction"]), int(props["check-interval-ms"]),
-            int(props["initial-backoff-ms"]), int(props["max-backoff-ms"]), int(props["timeout-ms"]),
-            int(props["assumed-lifetime-ms"]))
-
     def _register_bridge(self) -> None:
         """The Py4J callback server is only needed once a Python source exists."""
         if self._bridge_registered:
@@ -256,8 +250,8 @@ def attach(
     """The Python face of the session's credential refresh: status, knobs and Python sources.
 
     Refresh itself needs no call: the JVM shim does it for every shim-enabled catalog. Use this to
-    see `status()`, to set a `policy` for tables handed out from now on (else each catalog's
-    `catalog-ext.refresh.*` properties apply), or to serve catalogs from `sources`. Calling it
+    see `status()`, to set a `policy` for the tables of `catalogs` (default: every shim catalog)
+    handed out from now on (the others keep their `catalog-ext.refresh.*` properties), or to serve catalogs from `sources`. Calling it
     again returns the same manager and picks up catalogs added since.
     """
     spark_errors.install()  # our JVM failures in spark.sql etc. become one-line package errors
@@ -273,13 +267,13 @@ def attach(
     with _MANAGERS_LOCK:
         manager = _MANAGERS.get(key)
         if manager is None or manager.closed:
-            manager = CredentialManager(spark, policy)
+            manager = CredentialManager(spark)
             _MANAGERS[key] = manager
-        elif policy is not None:
-            manager.set_policy(policy)
         for name in wanted:
             if name not in manager._catalogs:
                 manager.add_catalog(name, found[name])
+        if policy is not None:
+            manager.set_policy(policy, wanted)
         for catalog, source in (sources or {}).items():
             manager.register_source(catalog, source)
     from pyspark_catalog_ext import events

@@ -268,10 +268,10 @@ class ShimJvm:
     def unregister_bridge(self) -> None:
         self._api.unregisterBridge()
 
-    def set_refresh_policy(self, min_ahead_ms: int, lifetime_fraction: float, check_interval_ms: int,
-                           initial_backoff_ms: int, max_backoff_ms: int, timeout_ms: int, assumed_lifetime_ms: int) -> None:
-        self._api.setRefreshPolicy(int(min_ahead_ms), float(lifetime_fraction), int(check_interval_ms),
-                                   int(initial_backoff_ms), int(max_backoff_ms), int(timeout_ms), int(assumed_lifetime_ms))
+    def set_refresh_policy(self, catalog: str, properties: Mapping[str, str]) -> None:
+        """`catalog`'s refresh policy: its `catalog-ext.refresh.*` properties, read by the JVM's
+        RefreshPolicy.fromProperties as the catalog's own are."""
+        self._api.setRefreshPolicy(catalog, json.dumps(dict(properties)))
 
     def drain_events_after(self, seq: int) -> EventBatch:
         return EventBatch.from_json(json.loads(self._api.drainEventsAfter(int(seq))))

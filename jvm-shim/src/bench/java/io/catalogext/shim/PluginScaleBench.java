@@ -128,7 +128,7 @@ public final class PluginScaleBench {
     registry.enableCustomSource(CATALOG); // refreshed from the bridge: the counting fake catalog
     registry.registerBridge(source);
     // Renew when 20% of the lifetime remains; look every second, as the catalog properties allow.
-    registry.setRefreshPolicy(0, 0.2, 1_000, 1_000, 60_000, 30_000, 3_600_000);  // assumed lifetime: the keys carry an expiry
+    registry.setRefreshPolicy(CATALOG, new RefreshPolicy(0, 0.2, 1_000, 1_000, 60_000, 30_000, 3_600_000));  // assumed lifetime: the keys carry an expiry
     return state;
   }
 

@@ -28,7 +28,7 @@ public final class CredentialRegistry {
   private final Map<String, TableEntry> entries = new ConcurrentHashMap<>();
   private final Set<String> customSourceCatalogs = ConcurrentHashMap.newKeySet();
   private volatile PythonCredentialBridge bridge;
-  private volatile RefreshPolicy policyOverride;
+  private final Map<String, RefreshPolicy> policyOverrides = new ConcurrentHashMap<>();
   /** Set by the driver plugin (or found from SparkEnv): this JVM runs the Spark driver. */
   private volatile boolean driver;
   private final TableEntry.Clock clock;
@@ -102,12 +102,12 @@ public final class CredentialRegistry {
     customSourceCatalogs.add(catalog);
   }
 
-  /** Python's RefreshPolicy for every catalog of this JVM (instead of their catalog-ext.refresh.*). */
-  public void setRefreshPolicy(
-      long minAheadMs, double lifetimeFraction, long checkIntervalMs, long initialBackoffMs, long maxBackoffMs,
-      long timeoutMs, long assumedLifetimeMs) {
-    this.policyOverride = new RefreshPolicy(
-        minAheadMs, lifetimeFraction, checkIntervalMs, initialBackoffMs, maxBackoffMs, timeoutMs, assumedLifetimeMs);
+  /**
+   * A policy Python set for one catalog ({@code attach(policy=...)}): it wins over that catalog's own
+   * {@code catalog-ext.refresh.*} properties for tables handed out from now on; other catalogs keep theirs.
+   */
+  public void setRefreshPolicy(String catalog, RefreshPolicy policy) {
+    policyOverrides.put(catalog, policy);
   }
 
   /** JSON array describing every table entry; no secrets. */
@@ -231,10 +231,9 @@ public final class CredentialRegistry {
     return List.copyOf(catalogs.values());
   }
 
-  /** A policy set from Python (attach/set_policy) wins over the catalog's properties. */
+  /** The catalog's policy: one set from Python for this catalog, else its properties'. */
   RefreshPolicy policyFor(CatalogSession session) {
-    RefreshPolicy override = policyOverride;
-    return override != null ? override : session.policy;
+    return policyOverrides.getOrDefault(session.name, session.policy);
   }
 
   /**

@@ -42,11 +42,12 @@ public final class PythonApi {
     CredentialRegistry.get().unregisterBridge();
   }
 
-  public static void setRefreshPolicy(
-      long minAheadMs, double lifetimeFraction, long checkIntervalMs, long initialBackoffMs, long maxBackoffMs,
-      long timeoutMs, long assumedLifetimeMs) {
-    CredentialRegistry.get().setRefreshPolicy(
-        minAheadMs, lifetimeFraction, checkIntervalMs, initialBackoffMs, maxBackoffMs, timeoutMs, assumedLifetimeMs);
+  /**
+   * Python's RefreshPolicy for catalog {@code catalog}: its {@code catalog-ext.refresh.*} properties
+   * as one JSON object, read as the catalog's own are (a bad value is Knobs' one-line error).
+   */
+  public static void setRefreshPolicy(String catalog, String propertiesJson) {
+    CredentialRegistry.get().setRefreshPolicy(catalog, RefreshPolicy.fromProperties(Json.stringMap(Json.read(propertiesJson))));
   }
 
   // ---- events (EventLog) ----

@@ -58,6 +58,24 @@ public class CatalogSessionTest {
     }
   }
 
+  public void testAPythonPolicyAppliesToTheCatalogItNamesOnly() throws Exception {
+    HttpServer server = configServer();
+    try (ExtRESTCatalog a = catalog(server, "session-test-pa", "/a", Map.of("catalog-ext.refresh.timeout-ms", "7000"));
+        ExtRESTCatalog b = catalog(server, "session-test-pb", "/b", Map.of("catalog-ext.refresh.timeout-ms", "8000"))) {
+      PythonApi.setRefreshPolicy(a.name(), "{\"catalog-ext.refresh.timeout-ms\": \"1234\", \"catalog-ext.refresh.lifetime-fraction\": \"0.5\"}");
+      CredentialRegistry registry = CredentialRegistry.get();
+      Check.equal(1234L, registry.policyFor(session(a.name())).timeoutMs, "a: the policy Python set for it");
+      Check.equal(0.5, registry.policyFor(session(a.name())).fraction, "a: every knob of the map");
+      Check.equal(8000L, registry.policyFor(session(b.name())).timeoutMs, "b keeps its own properties");
+      IllegalArgumentException bad = Check.raises(IllegalArgumentException.class,
+          () -> PythonApi.setRefreshPolicy(b.name(), "{\"catalog-ext.refresh.timeout-ms\": \"soon\"}"));
+      Check.isTrue(bad.getMessage().startsWith("Bad catalog property catalog-ext.refresh.timeout-ms='soon'"), bad.getMessage());
+      Check.equal(8000L, registry.policyFor(session(b.name())).timeoutMs, "a refused policy changes nothing");
+    } finally {
+      server.stop(0);
+    }
+  }
+
   public void testResetEvidenceReachesEverySession() throws Exception {
     HttpServer server = configServer();
     try (ExtRESTCatalog c = catalog(server, "session-test-c", "/c", Map.of())) {

@@ -71,7 +71,7 @@ public class RegistryLivenessTest {
   }
 
   public void testFailedRefreshBacksOffAndEndsInTheDocumentedError() {
-    registry.setRefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 5_000, 3_600_000); // backoff 1 s, 2 s, 4 s...; timeout 5 s
+    registry.setRefreshPolicy("c", new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 5_000, 3_600_000)); // backoff 1 s, 2 s, 4 s...; timeout 5 s
     registry.registerBridge(
         request -> {
           calls.incrementAndGet();
@@ -92,7 +92,7 @@ public class RegistryLivenessTest {
   }
 
   public void testHungSourceTimesOut() {
-    registry.setRefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 300, 3_600_000); // timeout-ms = 300
+    registry.setRefreshPolicy("c", new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 300, 3_600_000)); // timeout-ms = 300
     CountDownLatch never = new CountDownLatch(1);
     registry.registerBridge(
         request -> {
@@ -181,7 +181,7 @@ public class RegistryLivenessTest {
   }
 
   public void testAHungCatalogDoesNotStarveAnotherCatalogsRefreshes() throws Exception {
-    registry.setRefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 300, 3_600_000); // timeout-ms = 300
+    registry.setRefreshPolicy("c", new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 300, 3_600_000)); // timeout-ms = 300
     java.util.concurrent.atomic.AtomicBoolean released = new java.util.concurrent.atomic.AtomicBoolean();
     registry.registerBridge(
         request -> {
