@@ -38,7 +38,7 @@ import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
  * Read-only access to a Spark catalog for Python's tools (maintenance, notifications): namespaces,
  * tables and table metadata through the Spark catalog itself, and one GET of a catalog route
  * (Polaris's policy API) through the catalog's own authenticated HTTP client. Python never holds
- * the catalog's credentials: every read runs on the session Spark already has (issue 17).
+ * the catalog's credentials: every read runs on the session Spark already has.
  *
  * <p>Listing and loading use Spark's catalog API and Iceberg's {@link Catalog}, so they work for
  * any Iceberg Spark catalog, with or without the shim. The raw GET needs the shim's

@@ -41,7 +41,7 @@ final class ObservingRESTClient extends ForwardingRESTClient {
   @Override
   public <T extends RESTResponse> T delete(
       String path, Class<T> responseType, Map<String, String> headers, Consumer<ErrorResponse> errorHandler) {
-    // catalog-ext (issue 4): mutations go through CommitGuard (Idempotency-Key, retries).
+    // Mutations go through CommitGuard (Idempotency-Key, retries, reconciliation).
     return guard().mutate(new CommitGuard.Request("DELETE", path, null, headers, errorHandler, delegate),
         (h, eh) -> delegate.delete(path, responseType, h, eh));
   }
@@ -86,7 +86,7 @@ final class ObservingRESTClient extends ForwardingRESTClient {
       Class<T> responseType,
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler) {
-    RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (issue 12)
+    RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (Spark numbers from 0)
     return observe(path, body, guard().mutate(new CommitGuard.Request("POST", path, body, headers, errorHandler, delegate),
         (h, eh) -> delegate.post(path, body, responseType, h, eh)));
   }
@@ -99,7 +99,7 @@ final class ObservingRESTClient extends ForwardingRESTClient {
       Map<String, String> headers,
       Consumer<ErrorResponse> errorHandler,
       Consumer<Map<String, String>> responseHeaders) {
-    RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (issue 12)
+    RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (Spark numbers from 0)
     return observe(path, body, guard().mutate(new CommitGuard.Request("POST", path, body, headers, errorHandler, delegate),
         (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders)));
   }
@@ -113,7 +113,7 @@ final class ObservingRESTClient extends ForwardingRESTClient {
       Consumer<ErrorResponse> errorHandler,
       Consumer<Map<String, String>> responseHeaders,
       ParserContext parserContext) {
-    RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (issue 12)
+    RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (Spark numbers from 0)
     return observe(path, body, guard().mutate(new CommitGuard.Request("POST", path, body, headers, errorHandler, delegate),
         (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders, parserContext)));
   }

@@ -177,7 +177,7 @@ public class CommitDecisionTest {
     Check.equal(null, Answer.ofStatus(200), "success");
   }
 
-  // ---- 401/403/404/419/other 4xx after an attempt that may have been applied (issue 16)
+  // ---- 401/403/404/419/other 4xx after an attempt that may have been applied
 
   private static final Answer[] REFUSALS = {
     Answer.UNAUTHORIZED, Answer.FORBIDDEN, Answer.NOT_FOUND, Answer.AUTH_TIMEOUT, Answer.CLIENT_ERROR};
