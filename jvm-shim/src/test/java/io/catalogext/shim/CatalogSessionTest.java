@@ -1,8 +1,12 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import com.sun.net.httpserver.HttpServer;
 import java.util.Map;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
+import org.junit.jupiter.api.Test;
 
 /**
  * Each initialised {@link ExtRESTCatalog} gets its own {@link CatalogSession}: its own guard (fed by
@@ -37,48 +41,51 @@ public class CatalogSessionTest {
         .orElseThrow(() -> new AssertionError("no session " + name));
   }
 
-  public void testEachCatalogHasItsOwnSessionGuardAndPolicy() throws Exception {
+  @Test
+  void testEachCatalogHasItsOwnSessionGuardAndPolicy() throws Exception {
     HttpServer server = configServer();
     try (ExtRESTCatalog a = catalog(server, "session-test-a", "/a", Map.of("catalog-ext.refresh.timeout-ms", "7000"));
         ExtRESTCatalog b = catalog(server, "session-test-b", "/b", Map.of())) {
       CatalogSession sa = session(a.name());
       CatalogSession sb = session(b.name());
-      Check.isTrue(sa.guard != sb.guard, "one guard per catalog");
-      Check.isTrue(sa.guard.deduplicating() && !sb.guard.idempotencyEnabled(), "each guard heard its own /v1/config");
-      Check.equal(7000L, sa.policy.timeoutMs, "a's refresh settings");
-      Check.equal(RefreshPolicy.defaults().timeoutMs, sb.policy.timeoutMs, "b keeps the defaults");
-      Check.isTrue(sa.uri.endsWith("/a") && sa.pathRoot() == null, "its URI; no path root before a table op");
+      assertTrue(sa.guard != sb.guard, "one guard per catalog");
+      assertTrue(sa.guard.deduplicating() && !sb.guard.idempotencyEnabled(), "each guard heard its own /v1/config");
+      assertEquals(7000L, sa.policy.timeoutMs, "a's refresh settings");
+      assertEquals(RefreshPolicy.defaults().timeoutMs, sb.policy.timeoutMs, "b keeps the defaults");
+      assertTrue(sa.uri.endsWith("/a") && sa.pathRoot() == null, "its URI; no path root before a table op");
 
       JsonNode described = Json.read(CommitGuard.describe());
-      Check.equal("PT30M", described.path("session-test-a").path("idempotency_key_lifetime").asText(), "describe a");
-      Check.isTrue(described.path("session-test-a").path("idempotency").asBoolean(), "a sends keys");
-      Check.isTrue(described.path("session-test-b").path("idempotency_key_lifetime").isNull(), "describe b");
+      assertEquals("PT30M", described.path("session-test-a").path("idempotency_key_lifetime").asText(), "describe a");
+      assertTrue(described.path("session-test-a").path("idempotency").asBoolean(), "a sends keys");
+      assertTrue(described.path("session-test-b").path("idempotency_key_lifetime").isNull(), "describe b");
     } finally {
       server.stop(0);
     }
   }
 
-  public void testResetEvidenceReachesEverySession() throws Exception {
+  @Test
+  void testResetEvidenceReachesEverySession() throws Exception {
     HttpServer server = configServer();
     try (ExtRESTCatalog c = catalog(server, "session-test-c", "/c", Map.of())) {
       JsonNode before = Json.read(CommitGuard.describe()).path(c.name()).path("events");
-      Check.isTrue(before.toString().contains("unparseable idempotency-key-lifetime 'soon'"), "evidence: " + before);
+      assertTrue(before.toString().contains("unparseable idempotency-key-lifetime 'soon'"), "evidence: " + before);
       CommitGuard.resetEvidence();
       JsonNode after = Json.read(CommitGuard.describe()).path("session-test-c").path("events");
-      Check.isTrue(after.isMissingNode() || after.size() == 0, "forgotten: " + after);
+      assertTrue(after.isMissingNode() || after.size() == 0, "forgotten: " + after);
     } finally {
       server.stop(0);
     }
   }
 
-  public void testAReinitialisedCatalogNameGetsAFreshSession() throws Exception {
+  @Test
+  void testAReinitialisedCatalogNameGetsAFreshSession() throws Exception {
     HttpServer server = configServer();
     try (ExtRESTCatalog first = catalog(server, "session-test-d", "/a", Map.of())) {
       CatalogSession old = session(first.name());
       try (ExtRESTCatalog second = catalog(server, "session-test-d", "/b", Map.of())) {
         CatalogSession now = session(second.name());
-        Check.isTrue(now != old, "a new session for the new catalog");
-        Check.isTrue(old.guard.deduplicating() && !now.guard.idempotencyEnabled(), "nothing carried over");
+        assertTrue(now != old, "a new session for the new catalog");
+        assertTrue(old.guard.deduplicating() && !now.guard.idempotencyEnabled(), "nothing carried over");
       }
     } finally {
       server.stop(0);
