@@ -2,6 +2,7 @@ package io.catalogext.shim;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.file.Files;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.junit.jupiter.api.Test;
@@ -22,6 +23,7 @@ public class SparkCompatTest {
             .config("spark.driver.host", "127.0.0.1")
             .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.sql.shuffle.partitions", "1")
+            .config("spark.sql.warehouse.dir", Files.createTempDirectory("spark-compat-warehouse").toString())
             .getOrCreate();
     try {
       LogicalPlan plan =
