@@ -1,4 +1,5 @@
-"""Build hook: a wheel must carry the Java shim, so build_py compiles it into the package.
+"""Build hook: a wheel must carry the Java shim, so build_py compiles it into the package
+(with Maven, jvm-shim/pom.xml; javac where Maven is not installed), and pip users need neither.
 
 Editable installs skip it: at run time `pyspark_catalog_ext.spark.shim_build.shim_jar()` builds from
 `jvm-shim/` into the user cache (and prefers a packaged jar only when its source hash matches).
@@ -26,9 +27,12 @@ class build_py_with_shim(build_py):
         src = ROOT / "jvm-shim" / "src" / "main" / "java"
         out = Path(self.build_lib) / "pyspark_catalog_ext" / "_jars" / jvm.SHIM_JAR_NAME
         jvm.check_java()
-        jvm._pyspark_jars_dir()  # fail fast (before downloading jars) under build isolation: needs --no-build-isolation
+        if jvm.find_maven() is None:
+            # The javac fallback compiles against pyspark's jars: fail fast (before downloading the
+            # offline jars) under build isolation, which needs --no-build-isolation then.
+            jvm._pyspark_jars_dir()
         print(f"building the Java shim into {out}", file=sys.stderr)
-        jvm.build_shim(src, out, jvm.resolve_jars(), jvm.source_hash(src))
+        jvm.build_shim(src, out, None, jvm.source_hash(src))
 
 
 setup(cmdclass={"build_py": build_py_with_shim})

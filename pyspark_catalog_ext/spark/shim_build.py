@@ -1,9 +1,12 @@
 """Java detection and the Java shim jar.
 
-The shim is compiled from `jvm-shim/src/main/java` with plain `javac` + `jar` (Maven can't reach
-its plugins here) against the offline jars and pyspark's own jars. Built jars are cached by a hash
-of their sources, so an edit to any `.java` file triggers a rebuild and nothing built is committed.
-A wheel carries a prebuilt copy in `pyspark_catalog_ext/_jars/`, tagged with the same hash.
+The shim is built from `jvm-shim/src/main/java` by Maven (`jvm-shim/pom.xml`, default profile: the
+offline default stack), into a private build directory, with `~/.m2` as Maven's cache. Where `mvn` is
+not installed, a source checkout falls back to plain `javac` + `jar` against the offline jars and
+pyspark's own jars (same flags, same classes). Built jars are cached by a hash of their sources, so an
+edit to any `.java` file (or the POM) triggers a rebuild and nothing built is committed. A wheel
+carries a prebuilt copy in `pyspark_catalog_ext/_jars/`, tagged with the same hash, so pip users need
+neither Maven nor a JDK compiler.
 """
 
 from __future__ import annotations
@@ -23,14 +26,17 @@ from pyspark_catalog_ext.cache import cache_dir, file_lock
 from pyspark_catalog_ext.errors import JarError, JavaError
 from pyspark_catalog_ext.spark.jars import resolve_jars
 
-__all__ = ["SHIM_GROUP", "SHIM_ARTIFACT", "shim_version", "JavaInfo", "find_java", "check_java", "shim_jar", "build_shim", "shim_source_dir", "source_hash", "MIN_JAVA"]
+__all__ = ["SHIM_GROUP", "SHIM_ARTIFACT", "shim_version", "JavaInfo", "find_java", "check_java", "find_maven", "shim_jar", "build_shim",
+           "shim_source_dir", "shim_pom", "source_hash", "MIN_JAVA"]
 
 MIN_JAVA = 11
 SHIM_JAR_NAME = "catalog-ext-shim.jar"
 # Every lint warning is an error, except two that come from the jars, not from our code: `path`
 # (pyspark's jar manifests name Class-Path jars it does not ship) and `classfile` (Iceberg's runtime
-# keeps annotations of the shaded Immutables library, which is not on the classpath).
+# keeps annotations of the shaded Immutables library, which is not on the classpath). The same flags
+# as jvm-shim/pom.xml's compiler configuration (used by the javac fallback and benchmarks/*.py).
 JAVAC_FLAGS = ("--release", "11", "-encoding", "UTF-8", "-Xlint:all,-path,-classfile", "-Werror")
+_MAVEN_HINT = "install Maven >= 3.8 (e.g. apt-get install maven)"
 # The shim's Maven coordinates (`<group>:<artifact>:<package version>`), as in jvm-shim/pom.xml.
 SHIM_GROUP = "io.catalogext"
 SHIM_ARTIFACT = "catalog-ext-shim"
@@ -117,6 +123,17 @@ def shim_source_dir() -> Path:
     return Path(__file__).resolve().parents[2] / "jvm-shim" / "src" / "main" / "java"
 
 
+def shim_pom() -> Path:
+    """`jvm-shim/pom.xml` of a source checkout: the shim's build (absent in an installed wheel)."""
+    return Path(__file__).resolve().parents[2] / "jvm-shim" / "pom.xml"
+
+
+def find_maven() -> Path | None:
+    """`mvn` on PATH, or None (the shim then builds with javac)."""
+    found = shutil.which("mvn")
+    return Path(found) if found else None
+
+
 def _java_sources(src_dir: Path) -> list[Path]:
     return sorted(p for p in src_dir.rglob("*.java") if p.is_file())
 
@@ -133,6 +150,9 @@ def source_hash(src_dir: Path, jar_names: Sequence[str] | None = None) -> str:
         digest.update(path.read_bytes() + b"\0")
     for spec in SHARED_SPECS:
         digest.update(spec.read_bytes() + b"\0")  # packaged into the jar: a spec change is a new shim
+    pom = shim_pom()
+    if pom.is_file():  # the build's definition: a changed dependency or flag is a new shim
+        digest.update(pom.read_bytes() + b"\0")
     for name in jar_names:
         digest.update(name.encode() + b"\n")
     return digest.hexdigest()
@@ -161,8 +181,70 @@ def _embedded_hash(jar: Path) -> str | None:
 
 
 
-def build_shim(src_dir: Path, out_jar: Path, jars: Sequence[Path], digest: str) -> Path:
-    """Compile `src_dir` into `out_jar` (atomically), tagging the manifest with `digest`."""
+def build_shim(src_dir: Path, out_jar: Path, jars: Sequence[Path] | None, digest: str) -> Path:
+    """Compile `src_dir` into `out_jar` (atomically), tagging the manifest with `digest`.
+
+    With Maven (`mvn` on PATH and jvm-shim/pom.xml present): `mvn package` of the default profile.
+    Otherwise javac against `jars` (default: the offline jars, resolved only then).
+    """
+    if not _java_sources(src_dir):
+        raise JarError(f"no .java files under {src_dir}; restore jvm-shim/ from git")
+    mvn = find_maven()
+    if mvn is not None and shim_pom().is_file():
+        return _build_with_maven(mvn, src_dir, out_jar, digest)
+    return _build_with_javac(src_dir, out_jar, jars if jars is not None else resolve_jars(), digest)
+
+
+# `[ERROR] /abs/path/Foo.java:[12,5] message` (Maven's compiler plugin), shown javac's way.
+_MAVEN_JAVA_LINE = re.compile(r"^\[(ERROR|WARNING)\] (?:/|[A-Za-z]:\\)\S*?([^/\\]+\.java):\[(\d+),\d+\] (.*)$")
+
+
+def _first_maven_problem(output: str) -> tuple[str, bool]:
+    """(one line naming the first problem, whether it is in our Java source) from Maven's output."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    for line in output.splitlines():
+        match = _MAVEN_JAVA_LINE.match(line.strip())
+        if match:
+            level, name, lineno, text = match.groups()
+            (errors if level == "ERROR" else warnings).append(f"{name}:{lineno}: {level.lower()}: {text.strip()}")
+    # Under -Werror the error only says warnings were found (and has no line): the first warning says which.
+    if errors or warnings:
+        return (errors or warnings)[0], True
+    for line in output.splitlines():
+        if line.startswith("[ERROR] ") and line[8:].strip():
+            return line[8:].strip(), False
+    return "", False
+
+
+def _build_with_maven(mvn: Path, src_dir: Path, out_jar: Path, digest: str) -> Path:
+    """`mvn package` of jvm-shim/pom.xml (default profile, tests not compiled: they run in CI and
+    tests/unit/test_java_units.py) into a private build directory, so concurrent builds never share one."""
+    check_java()  # Maven finds Java the same way; this gives the one-line error when it can't
+    # Absolute: Maven resolves relative paths against jvm-shim/, not our working directory.
+    out_jar, src_dir = out_jar.resolve(), src_dir.resolve()
+    out_jar.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_jar.parent, prefix=".shim-build-") as tmp:
+        cmd = [str(mvn), "-B", "-ntp", "-f", str(shim_pom()), "package", "-Dmaven.test.skip=true",
+               f"-Dshim.build.dir={tmp}", f"-Dshim.source.dir={src_dir}", f"-Dshim.source.hash={digest}"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+        except subprocess.TimeoutExpired:
+            raise JarError("shim build failed: Maven took over 30 min; check the network to Maven Central "
+                           "(first build downloads ~100 MB into ~/.m2)") from None
+        built = Path(tmp) / SHIM_JAR_NAME
+        if proc.returncode != 0 or not built.is_file():
+            first, in_source = _first_maven_problem(proc.stdout + proc.stderr)
+            first = first or (f"mvn exit {proc.returncode}" if proc.returncode else f"Maven wrote no {SHIM_JAR_NAME}")
+            hint = ("fix the Java source under jvm-shim/" if in_source
+                    else "check that Maven Central is reachable (or ~/.m2 holds the dependencies) and jvm-shim/pom.xml is intact")
+            raise JarError(f"shim build failed: {first}; {hint}")
+        os.replace(built, out_jar)
+    return out_jar
+
+
+def _build_with_javac(src_dir: Path, out_jar: Path, jars: Sequence[Path], digest: str) -> Path:
+    """The fallback where Maven is not installed: javac + jar against `jars` and pyspark's jars."""
     sources = _java_sources(src_dir)
     if not sources:
         raise JarError(f"no .java files under {src_dir}; restore jvm-shim/ from git")
@@ -225,4 +307,4 @@ def shim_jar(src_dir: Path | str | None = None, cache: Path | str | None = None,
     with file_lock(out.parent / ".lock"):
         if out.is_file() and _embedded_hash(out) == digest:  # another process built it while we waited
             return out
-        return build_shim(src, out, jars if jars is not None else resolve_jars(), digest)
+        return build_shim(src, out, jars, digest)

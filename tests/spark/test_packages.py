@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -27,14 +28,18 @@ CONNECTION = ["--uri", "http://127.0.0.1:9/catalog", "--warehouse", "warehouse",
 
 
 def pom_facts(path: Path, skip_provided: bool = False) -> tuple[str, list[str]]:
-    """(`g:a:v` of the POM, its dependencies as `g:a:v`)."""
+    """(`g:a:v` of the POM, its dependencies as `g:a:v`), `${property}`s read from its <properties>
+    as a Maven consumer reads them (test-scoped dependencies are not published ones)."""
     root = ET.parse(path).getroot()
+    props = {p.tag.split("}")[-1]: p.text or "" for p in root.findall("m:properties/*", NS)}
 
     def gav(node: ET.Element) -> str:
-        return ":".join(node.findtext(f"m:{t}", namespaces=NS) or "" for t in ("groupId", "artifactId", "version"))
+        text = ":".join(node.findtext(f"m:{t}", namespaces=NS) or "" for t in ("groupId", "artifactId", "version"))
+        return re.sub(r"\$\{([^}]+)\}", lambda m: props.get(m.group(1), m.group(0)), text)
 
     deps = [d for d in root.findall("m:dependencies/m:dependency", NS)
-            if not (skip_provided and d.findtext("m:scope", namespaces=NS) == "provided")]
+            if d.findtext("m:scope", namespaces=NS) != "test"
+            and not (skip_provided and d.findtext("m:scope", namespaces=NS) == "provided")]
     return gav(root), [gav(d) for d in deps]
 
 

@@ -1,11 +1,11 @@
-"""The shim's Java unit tests (jvm-shim/src/test/java), compiled with the real javac against the
-real jars and run in one JVM by `UnitTestRunner`; one pytest result per test class."""
+"""The shim's Java unit tests (jvm-shim/src/test/java, JUnit 5), run by Maven's surefire for the
+default profile (the offline default stack) with the real javac, jars and JVM; one pytest result per
+test class, read from surefire's XML reports. CI (.ci/run) also runs them on every matrix profile."""
 
 from __future__ import annotations
 
-import os
-import re
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -17,31 +17,30 @@ TEST_CLASSES = sorted(p.stem for p in TEST_SRC.rglob("*Test.java"))
 
 
 @pytest.fixture(scope="module")
-def java_unit_results(tmp_path_factory, jar_paths) -> dict[str, list[str]]:
-    """Compile main + test sources, run every test class once; {class: [result lines]}."""
-    java = jvm.check_java()
-    out = tmp_path_factory.mktemp("java-units")
-    classpath = os.pathsep.join([str(jvm.shim_jar()), *map(str, jar_paths), str(jvm._pyspark_jars_dir() / "*")])
-    sources = sorted(str(p) for p in TEST_SRC.rglob("*.java"))
-    build = subprocess.run([str(java.javac), *jvm.JAVAC_FLAGS, "-cp", classpath,
-                            "-d", str(out), *sources], capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr[-4000:]
-    names = [f"io.catalogext.shim.{name}" for name in TEST_CLASSES]
-    run = subprocess.run([str(java.java), "-cp", os.pathsep.join([str(out), classpath]),
-                          "io.catalogext.shim.UnitTestRunner", *names],
-                         capture_output=True, text=True, timeout=600)
-    results: dict[str, list[str]] = {name: [] for name in TEST_CLASSES}
-    for line in run.stdout.splitlines():
-        match = re.match(r"(PASS|FAIL) (\w+)", line)
-        if match:
-            results.setdefault(match.group(2).split(".")[0], []).append(line)
-    results["__stderr__"] = run.stderr.splitlines()[-60:]
-    return results
+def surefire_reports(tmp_path_factory) -> dict[str, ET.Element]:
+    """`mvn verify` (default profile) into a private build dir; {test class: its <testsuite> report}."""
+    mvn = jvm.find_maven()
+    assert mvn is not None, "Maven (mvn) is not on PATH; install Maven >= 3.8 (apt-get install maven) to run the Java tests"
+    build = tmp_path_factory.mktemp("mvn-build")
+    proc = subprocess.run([str(mvn), "-B", "-ntp", "-f", str(jvm.shim_pom()), "verify", f"-Dshim.build.dir={build}"],
+                          capture_output=True, text=True, timeout=1200)
+    reports = {}
+    for path in (build / "surefire-reports").glob("TEST-*.xml"):
+        suite = ET.parse(path).getroot()
+        reports[suite.get("name", "").rsplit(".", 1)[-1]] = suite
+    # A compile error or a crashed fork leaves no report: say what Maven said.
+    assert reports, "surefire wrote no report\n" + "\n".join((proc.stdout + proc.stderr).splitlines()[-60:])
+    return reports
 
 
 @pytest.mark.parametrize("test_class", TEST_CLASSES)
-def test_java_unit_class(java_unit_results, test_class):
-    lines = java_unit_results[test_class]
-    assert lines, f"{test_class} ran no test\n" + "\n".join(java_unit_results["__stderr__"])
-    failures = [line for line in lines if line.startswith("FAIL")]
-    assert not failures, "\n".join(failures + java_unit_results["__stderr__"])
+def test_java_unit_class(surefire_reports, test_class):
+    suite = surefire_reports.get(test_class)
+    assert suite is not None, f"{test_class}: surefire has no report for it (not run, or not a JUnit 5 class?)"
+    cases = suite.findall("testcase")
+    assert cases, f"{test_class} ran no test (is each test method annotated @Test?)"
+    failures = []
+    for case in cases:
+        for problem in [*case.findall("failure"), *case.findall("error")]:
+            failures.append(f"{case.get('name')}: {problem.get('type')}: {problem.get('message')}\n{(problem.text or '')[:3000]}")
+    assert not failures, "\n".join(failures)

@@ -127,16 +127,40 @@ def test_wheel_build_includes_the_shim(tmp_path):
     assert jvm._embedded_hash(packaged) == jvm.source_hash(jvm.shim_source_dir())
 
 
-def test_the_benchmarks_compile_against_the_shim(tmp_path, jar_paths):
-    """The JVM benchmarks (jvm-shim/src/bench) compile with the shim's flags: a shim API change that
-    breaks them fails here, not months later when someone runs a benchmark."""
-    import os
+def test_the_benchmarks_compile_against_the_shim(tmp_path):
+    """The JVM benchmarks (jvm-shim/src/bench, JMH) compile in Maven's bench profile with the shim's
+    flags: a shim API change that breaks them fails here, not months later when someone runs one."""
+    mvn = jvm.find_maven()
+    assert mvn is not None, "Maven (mvn) is not on PATH; install Maven >= 3.8 to build the benchmarks"
+    proc = subprocess.run([str(mvn), "-B", "-ntp", "-f", str(jvm.shim_pom()), "-Pbench", "test-compile",
+                           f"-Dshim.build.dir={tmp_path}"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert (tmp_path / "test-classes" / "io" / "catalogext" / "shim" / "ResolveCredentialsJmh.class").is_file()
+    # JMH's annotation processor ran: the generated benchmark list is there.
+    assert (tmp_path / "test-classes" / "META-INF" / "BenchmarkList").is_file()
 
-    import pyspark
 
-    classpath = [str(jvm.shim_jar(cache=tmp_path)), *map(str, jar_paths), str(Path(pyspark.__file__).parent / "jars" / "*")]
-    sources = sorted(str(p) for p in (jvm.shim_source_dir().parents[1] / "bench").rglob("*.java"))
-    assert sources, "no benchmark sources found"
-    proc = subprocess.run(["javac", *jvm.JAVAC_FLAGS, "-d", str(tmp_path / "classes"), "-cp", os.pathsep.join(classpath),
-                           *sources], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+def test_a_dev_build_is_mavens_and_packs_the_specs(shim_copy, tmp_path, jar_paths):
+    """With Maven on PATH the dev build is `mvn package` of jvm-shim/pom.xml: the jar carries the
+    shared specs beside the classes and the source hash in its manifest, and no javac run of ours."""
+    assert jvm.find_maven() is not None
+    jar = jvm.shim_jar(src_dir=shim_copy, cache=tmp_path / "cache", jars=jar_paths)
+    with zipfile.ZipFile(jar) as zf:
+        names = set(zf.namelist())
+        manifest = zf.read("META-INF/MANIFEST.MF").decode()
+    assert {f"io/catalogext/shim/{spec.name}" for spec in jvm.SHARED_SPECS} <= names
+    assert "Created-By: Maven" in manifest  # Maven's jar plugin wrote it, not the javac fallback's `jar`
+    assert jvm._embedded_hash(jar) == jvm.source_hash(shim_copy)
+
+
+def test_without_maven_a_source_checkout_builds_with_javac(shim_copy, tmp_path, monkeypatch, jar_paths):
+    """Where `mvn` is not installed, the shim still builds from a source checkout (javac + jar)."""
+    java_home = jvm.check_java().java.resolve().parent.parent
+    monkeypatch.setenv("JAVA_HOME", str(java_home))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no mvn (and no java: JAVA_HOME finds it)
+    assert jvm.find_maven() is None
+    jar = jvm.shim_jar(src_dir=shim_copy, cache=tmp_path / "cache", jars=jar_paths)
+    with zipfile.ZipFile(jar) as zf:
+        manifest = zf.read("META-INF/MANIFEST.MF").decode()
+    assert "io/catalogext/shim/ExtRESTCatalog.class" in _classes(jar) and "Created-By: Maven" not in manifest
+    assert jvm._embedded_hash(jar) == jvm.source_hash(shim_copy)

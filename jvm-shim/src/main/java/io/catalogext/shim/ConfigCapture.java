@@ -1,6 +1,8 @@
 package io.catalogext.shim;
 
 import java.io.IOException;
+import java.time.Duration;
+import java.time.format.DateTimeParseException;
 import org.apache.iceberg.rest.responses.ConfigResponse;
 import org.apache.iceberg.rest.responses.ConfigResponseParser;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonParser;
@@ -81,6 +83,25 @@ final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
     }
     session.guard.setIdempotencyKeyLifetime(
         lifetime != null && lifetime.isTextual() ? lifetime.asText() : null);
+    JsonNode top = node == null ? null : node.get(LIFETIME_FIELD);
+    if (top != null && !parsesAsDuration(top) && node instanceof ObjectNode) {
+      // Iceberg 1.11 on parses the field itself and refuses the whole catalog over a value Java's
+      // Duration cannot read (a week, "P1W", is valid ISO-8601 but not to Java). The guard has
+      // noted it and reconciles without idempotency; Iceberg gets the answer without it.
+      ((ObjectNode) node).remove(LIFETIME_FIELD);
+    }
     return ConfigResponseParser.fromJson(node);
+  }
+
+  private static boolean parsesAsDuration(JsonNode value) {
+    if (!value.isTextual()) {
+      return value.isNull();
+    }
+    try {
+      Duration.parse(value.asText());
+      return true;
+    } catch (DateTimeParseException e) {
+      return false;
+    }
   }
 }

@@ -81,6 +81,23 @@ abstract class ForwardingRESTClient implements RESTClient {
     return delegate.get(path, queryParams, responseType, headers, errorHandler, parserContext);
   }
 
+  /**
+   * Iceberg 1.11 added this overload (a load that reads the answer's headers, for an ETag it sends
+   * back later) with a default that throws; Iceberg 1.10 does not have it, hence no {@code @Override}.
+   * It goes through the plain {@code get}, so a subclass's decoration applies, and hands back no
+   * headers: without an ETag every load is a full load, which is what fresh credentials need
+   * anyway (a 304 would keep the old, possibly expired ones).
+   */
+  public <T extends RESTResponse> T get(
+      String path,
+      Map<String, String> queryParams,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler,
+      Consumer<Map<String, String>> responseHeaders) {
+    return get(path, queryParams, responseType, headers, errorHandler);
+  }
+
   @Override
   public <T extends RESTResponse> T post(
       String path,

@@ -1,6 +1,5 @@
 package io.catalogext.shim;
 
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.iceberg.rest.RESTSerializers;
@@ -58,9 +57,8 @@ final class Json {
   static Map<String, String> stringMap(JsonNode node) {
     Map<String, String> out = new LinkedHashMap<>();
     if (node != null && node.isObject()) {
-      Iterator<Map.Entry<String, JsonNode>> fields = node.fields();
-      while (fields.hasNext()) {
-        Map.Entry<String, JsonNode> field = fields.next();
+      // properties(), not fields(): fields() is deprecated in the Jackson that Iceberg 1.12 shades.
+      for (Map.Entry<String, JsonNode> field : node.properties()) {
         if (!field.getValue().isNull()) {
           out.put(field.getKey(), field.getValue().asText());
         }

@@ -116,7 +116,8 @@ final class PluginMessages {
       }
       JsonNode node = Json.read(new String((byte[]) message, StandardCharsets.UTF_8));
       Map<String, Map<String, String>> configs = new LinkedHashMap<>();
-      node.path("configs").fields().forEachRemaining(e -> configs.put(e.getKey(), Json.stringMap(e.getValue())));
+      // properties(), not fields(): fields() is deprecated in the Jackson that Iceberg 1.12 shades.
+      node.path("configs").properties().forEach(e -> configs.put(e.getKey(), Json.stringMap(e.getValue())));
       return new Reply(
           configs,
           node.path("fresh").asBoolean(false),

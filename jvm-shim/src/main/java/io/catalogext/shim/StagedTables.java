@@ -39,7 +39,6 @@ import org.apache.spark.sql.connector.catalog.CatalogPlugin;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.types.StructType;
-import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import scala.Option;
 
 /**
@@ -311,12 +310,12 @@ public final class StagedTables {
       // With the catalog and identifier, Spark can resolve Iceberg's transform functions (bucket,
       // days, ...) for the write distribution and ordering the table asks for.
       Identifier sparkIdent = Identifier.of(namespace.toArray(new String[0]), ident.name());
+      // The three-argument create (no options) is the one every Spark from 3.5 to 4.1 has.
       DataSourceV2Relation relation =
-          DataSourceV2Relation.create(
-              table, Option.apply((CatalogPlugin) catalog), Option.apply(sparkIdent), CaseInsensitiveStringMap.empty());
+          DataSourceV2Relation.create(table, Option.apply((CatalogPlugin) catalog), Option.apply(sparkIdent));
       AppendData append =
           AppendData.byName(relation, df.queryExecution().analyzed(), scala.collection.immutable.Map$.MODULE$.<String, String>empty());
-      Dataset.ofRows(spark, append); // commands run eagerly: the write happens here
+      SparkCompat.run(spark, append); // commands run eagerly: the write happens here
       Snapshot snap = tx.table().currentSnapshot();
       ObjectNode out = Json.object();
       if (snap != null && !baseSnapshotIds.contains(snap.snapshotId())) {
@@ -425,6 +424,9 @@ public final class StagedTables {
       return ids;
     }
 
+    // Snapshot.addedDataFiles/addedDeleteFiles are deprecated from Iceberg 1.11 on in favour of
+    // SnapshotChanges, which 1.10 does not have: one source compiles against both only with these.
+    @SuppressWarnings("deprecation")
     private Set<String> writtenFiles() {
       Set<String> files = new LinkedHashSet<>();
       FileIO io = tx.table().io();

@@ -3,7 +3,6 @@ package io.catalogext.shim;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
-import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.rest.RESTUtil;
 
@@ -48,12 +47,38 @@ final class TablePath {
     }
     String leading = clean.substring(0, clean.length() - stripped.length());
     String root = leading + (i == 0 ? "" : String.join("/", Arrays.copyOfRange(parts, 0, i)) + "/");
-    return new TablePath(root, Arrays.asList(RESTUtil.decodeNamespace(parts[i + 1]).levels()), table);
+    return new TablePath(root, decodeNamespace(parts[i + 1]), table);
+  }
+
+  /**
+   * Namespace levels in a path: each level URL-encoded, joined by the spec's default separator {@code %1F}.
+   * Ours, not RESTUtil's: its encodeNamespace/decodeNamespace take a separator argument from Iceberg 1.12 on
+   * and did not before, so no single call compiles against both.
+   */
+  private static final String NAMESPACE_SEPARATOR = "%1F";
+
+  static String encodeNamespace(List<String> levels) {
+    StringBuilder out = new StringBuilder();
+    for (String level : levels) {
+      if (out.length() > 0) {
+        out.append(NAMESPACE_SEPARATOR);
+      }
+      out.append(RESTUtil.encodeString(level));
+    }
+    return out.toString();
+  }
+
+  static List<String> decodeNamespace(String encoded) {
+    List<String> levels = new java.util.ArrayList<>();
+    for (String level : encoded.split(NAMESPACE_SEPARATOR, -1)) {
+      levels.add(RESTUtil.decodeString(level));
+    }
+    return levels;
   }
 
   /** {@code {root}namespaces/{ns}/tables} */
   static String tables(String root, List<String> namespace) {
-    return root + "namespaces/" + RESTUtil.encodeNamespace(Namespace.of(namespace.toArray(new String[0]))) + "/tables";
+    return root + "namespaces/" + encodeNamespace(namespace) + "/tables";
   }
 
   /** {@code {root}namespaces/{ns}/tables/{table}} */

@@ -1,5 +1,9 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import com.sun.net.httpserver.HttpServer;
 import java.util.List;
 import java.util.Map;
@@ -9,6 +13,7 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.ForbiddenException;
 import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
+import org.junit.jupiter.api.Test;
 
 /**
  * The raw GET Python's maintenance uses for Polaris's policy API goes through the catalog's own
@@ -57,81 +62,85 @@ public class CatalogReadsTest {
     return catalog;
   }
 
-  public void testRawGetUsesTheCatalogsOwnSessionPrefixAndParameters() throws Exception {
+  @Test
+  void testRawGetUsesTheCatalogsOwnSessionPrefixAndParameters() throws Exception {
     HttpServer server = catalogServer();
     try (ExtRESTCatalog catalog = catalog(server, "reads-test-get")) {
       CatalogSession session = CredentialRegistry.get().session("reads-test-get");
       IllegalStateException early =
-          Check.raises(IllegalStateException.class,
+          assertThrows(IllegalStateException.class,
               () -> CatalogReads.get(session, "/polaris/v1/{prefix}/applicable-policies", Map.of()));
-      Check.isTrue(early.getMessage().contains("has loaded no table yet"), early.getMessage());
+      assertTrue(early.getMessage().contains("has loaded no table yet"), early.getMessage());
 
       Table table = catalog.loadTable(TableIdentifier.of("db", "t"));
       JsonNode loaded = Json.read(CatalogReads.metadataJson(table));
-      Check.equal("file:/tmp/catalog-ext-reads/metadata/v1.metadata.json", loaded.get("metadata-location").asText(),
+      assertEquals("file:/tmp/catalog-ext-reads/metadata/v1.metadata.json", loaded.get("metadata-location").asText(),
           "metadata location");
-      Check.equal("file:/tmp/catalog-ext-reads", loaded.get("metadata").get("location").asText(), "metadata");
-      Check.isTrue(!loaded.toString().contains("vended-secret") && !loaded.has("config"), "no config, no secret");
+      assertEquals("file:/tmp/catalog-ext-reads", loaded.get("metadata").get("location").asText(), "metadata");
+      assertTrue(!loaded.toString().contains("vended-secret") && !loaded.has("config"), "no config, no secret");
 
       seen.clear();
       String answer = CatalogReads.get(session, "/polaris/v1/{prefix}/applicable-policies",
           Map.of("namespace", "a\u001fb", "target-name", "t"));
-      Check.equal("p", Json.read(answer).get("applicable-policies").get(0).get("name").asText(), "raw JSON answer");
+      assertEquals("p", Json.read(answer).get("applicable-policies").get(0).get("name").asText(), "raw JSON answer");
       String request = seen.peek();
-      Check.isTrue(request != null && request.startsWith("GET /polaris/v1/wh/applicable-policies?"), "route: " + request);
-      Check.isTrue(request.contains("namespace=a%1Fb") && request.contains("target-name=t"), "params: " + request);
-      Check.isTrue(request.endsWith(" Bearer the-token"), "the catalog's own auth: " + request);
+      assertTrue(request != null && request.startsWith("GET /polaris/v1/wh/applicable-policies?"), "route: " + request);
+      assertTrue(request.contains("namespace=a%1Fb") && request.contains("target-name=t"), "params: " + request);
+      assertTrue(request.endsWith(" Bearer the-token"), "the catalog's own auth: " + request);
     } finally {
       server.stop(0);
     }
   }
 
-  public void testErrorsArriveInTheTypesPythonTranslates() throws Exception {
+  @Test
+  void testErrorsArriveInTheTypesPythonTranslates() throws Exception {
     HttpServer server = catalogServer();
     try (ExtRESTCatalog catalog = catalog(server, "reads-test-errors")) {
       catalog.loadTable(TableIdentifier.of("db", "t"));
       CatalogSession session = CredentialRegistry.get().session("reads-test-errors");
       NoSuchTableException gone =
-          Check.raises(NoSuchTableException.class, () -> CatalogReads.get(session, "polaris/v1/{prefix}/gone", Map.of()));
-      Check.isTrue(gone.getMessage().contains("HTTP 404 NoSuchTableException: table db.x does not exist"), gone.getMessage());
+          assertThrows(NoSuchTableException.class, () -> CatalogReads.get(session, "polaris/v1/{prefix}/gone", Map.of()));
+      assertTrue(gone.getMessage().contains("HTTP 404 NoSuchTableException: table db.x does not exist"), gone.getMessage());
       for (String route : List.of("polaris/v1/{prefix}/missing", "polaris/v1/{prefix}/post-only")) {
         UnsupportedOperationException none =
-            Check.raises(UnsupportedOperationException.class, () -> CatalogReads.get(session, route, Map.of()));
-        Check.isTrue(none.getMessage().startsWith("Server does not support endpoint: GET " + route + " (HTTP 40"),
+            assertThrows(UnsupportedOperationException.class, () -> CatalogReads.get(session, route, Map.of()));
+        assertTrue(none.getMessage().startsWith("Server does not support endpoint: GET " + route + " (HTTP 40"),
             none.getMessage());
-        Check.isTrue(!none.getMessage().contains("\n"), "one line");
+        assertTrue(!none.getMessage().contains("\n"), "one line");
         if (route.endsWith("missing")) {
-          Check.isTrue(none.getMessage().contains("(HTTP 404 NotAnErrorModel: the answer is not an Iceberg error body)"),
+          assertTrue(none.getMessage().contains("(HTTP 404 NotAnErrorModel: the answer is not an Iceberg error body)"),
               "a plain 404 page: " + none.getMessage());
         }
       }
       ForbiddenException denied =
-          Check.raises(ForbiddenException.class, () -> CatalogReads.get(session, "polaris/v1/{prefix}/denied", Map.of()));
-      Check.isTrue(denied.getMessage().contains("principal lacks LIST_POLICY"), denied.getMessage());
+          assertThrows(ForbiddenException.class, () -> CatalogReads.get(session, "polaris/v1/{prefix}/denied", Map.of()));
+      assertTrue(denied.getMessage().contains("principal lacks LIST_POLICY"), denied.getMessage());
     } finally {
       server.stop(0);
     }
   }
 
-  public void testOnlyRoutesOfTheCatalogsOwnRootAreAccepted() {
-    Check.equal("polaris/v1/wh/applicable-policies",
+  @Test
+  void testOnlyRoutesOfTheCatalogsOwnRootAreAccepted() {
+    assertEquals("polaris/v1/wh/applicable-policies",
         CatalogReads.resolve("/polaris/v1/{prefix}/applicable-policies", "v1/wh/"), "polaris route");
-    Check.equal("v1/namespaces/a/tables/t/notifications",
+    assertEquals("v1/namespaces/a/tables/t/notifications",
         CatalogReads.resolve("v1/{prefix}/namespaces/a/tables/t/notifications", "v1/"), "no prefix");
     for (String bad : List.of("http://elsewhere/v1/{prefix}/x", "//elsewhere/polaris/v1/{prefix}/x",
         "v2/{prefix}/x", "v1/{prefix}/../../x", "v1/{prefix}/a/%2e%2e/x", "v1/{prefix}/a?token=1",
         "v1/{prefix}/a//b", "v1/{prefix}/", "polaris/v1/{prefix}/a/%2Fetc")) {
       IllegalArgumentException e =
-          Check.raises(IllegalArgumentException.class, () -> CatalogReads.resolve(bad, "v1/wh/"));
-      Check.isTrue(e.getMessage().startsWith("catalog route '"), bad + ": " + e.getMessage());
+          assertThrows(IllegalArgumentException.class, () -> CatalogReads.resolve(bad, "v1/wh/"));
+      assertTrue(e.getMessage().startsWith("catalog route '"), bad + ": " + e.getMessage());
     }
   }
 
-  public void testUriLosesUserInfoAndQuery() {
-    Check.equal("https://cat.example:8443/api/catalog",
+  @Test
+  void testUriLosesUserInfoAndQuery() {
+    assertEquals("https://cat.example:8443/api/catalog",
         CatalogReads.withoutSecrets("https://user:pw@cat.example:8443/api/catalog?token=abc#x"), "stripped");
-    Check.equal("http://127.0.0.1/x", CatalogReads.withoutSecrets("http://127.0.0.1/x"), "kept");
-    Check.equal("http://[::1]:9/a%20b/", CatalogReads.withoutSecrets("http://u@[::1]:9/a%20b/"), "raw path, IPv6");
-    Check.equal("<invalid uri>", CatalogReads.withoutSecrets("not a uri"), "no scheme or host");
+    assertEquals("http://127.0.0.1/x", CatalogReads.withoutSecrets("http://127.0.0.1/x"), "kept");
+    assertEquals("http://[::1]:9/a%20b/", CatalogReads.withoutSecrets("http://u@[::1]:9/a%20b/"), "raw path, IPv6");
+    assertEquals("<invalid uri>", CatalogReads.withoutSecrets("not a uri"), "no scheme or host");
   }
 }

@@ -1,5 +1,9 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.lang.reflect.Proxy;
 import java.util.ArrayList;
 import java.util.List;
@@ -9,6 +13,7 @@ import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.credentials.ImmutableCredential;
 import org.apache.iceberg.rest.responses.ImmutableLoadCredentialsResponse;
 import org.apache.iceberg.rest.responses.LoadCredentialsResponse;
+import org.junit.jupiter.api.Test;
 
 /** The refresher's plan (which strategies, in which order) and its fetch loop over a scripted client. */
 public class CatalogRefresherTest {
@@ -28,52 +33,59 @@ public class CatalogRefresherTest {
     return out;
   }
 
-  public void testACommittedTableAsksTheCredentialsEndpointThenReloads() {
-    Check.equal(List.of("credentials-endpoint", "reload"), labels(CatalogRefresher.plan(state, entry(false, null, null))), "committed");
-    Check.equal(List.of("refresh-endpoint", "credentials-endpoint", "reload"),
+  @Test
+  void testACommittedTableAsksTheCredentialsEndpointThenReloads() {
+    assertEquals(List.of("credentials-endpoint", "reload"), labels(CatalogRefresher.plan(state, entry(false, null, null))), "committed");
+    assertEquals(List.of("refresh-endpoint", "credentials-endpoint", "reload"),
         labels(CatalogRefresher.plan(state, entry(false, null, "v1/refresh"))), "with a refresh endpoint");
   }
 
-  public void testAStagedTableIsNeverReloadedOnlyReStaged() {
-    Check.equal(List.of("re-stage"), labels(CatalogRefresher.plan(state, entry(true, "{}", null))), "staged");
-    Check.equal(List.of("refresh-endpoint", "re-stage"), labels(CatalogRefresher.plan(state, entry(true, "{}", "v1/r"))), "staged + endpoint");
-    Check.equal(List.of(), labels(CatalogRefresher.plan(state, entry(true, null, null))), "staged without its request: nothing applies");
+  @Test
+  void testAStagedTableIsNeverReloadedOnlyReStaged() {
+    assertEquals(List.of("re-stage"), labels(CatalogRefresher.plan(state, entry(true, "{}", null))), "staged");
+    assertEquals(List.of("refresh-endpoint", "re-stage"), labels(CatalogRefresher.plan(state, entry(true, "{}", "v1/r"))), "staged + endpoint");
+    assertEquals(List.of(), labels(CatalogRefresher.plan(state, entry(true, null, null))), "staged without its request: nothing applies");
   }
 
-  public void testAStorageRefreshTokenComesFirst() {
+  @Test
+  void testAStorageRefreshTokenComesFirst() {
     TableEntry e = entry(true, "{}", null);
     e.refreshTokens().put("s3://b/db/t", "tok");
-    Check.equal(List.of("storage-refresh-token", "re-stage"), labels(CatalogRefresher.plan(state, e)), "token first");
+    assertEquals(List.of("storage-refresh-token", "re-stage"), labels(CatalogRefresher.plan(state, e)), "token first");
   }
 
-  public void testAMissingCredentialsEndpointIsRememberedAndTheReloadServes() {
+  @Test
+  void testAMissingCredentialsEndpointIsRememberedAndTheReloadServes() {
     state.observedTableOperation(scripted(Map.of("v1/namespaces/db/tables/t/credentials", "404")), "v1/");
     TableEntry e = entry(false, null, null);
-    RuntimeException e1 = Check.raises(RuntimeException.class, () -> CatalogRefresher.fetch(state, e));
-    Check.isTrue(e1.getMessage().contains("credentials-endpoint failed") && e1.getMessage().contains("reload failed"), e1.getMessage());
-    Check.equal(List.of("v1/namespaces/db/tables/t/credentials", "v1/namespaces/db/tables/t"), asked, "both tried, in order");
-    Check.equal(List.of("reload"), labels(CatalogRefresher.plan(state, e)), "the 404 is remembered: not asked again");
+    RuntimeException e1 = assertThrows(RuntimeException.class, () -> CatalogRefresher.fetch(state, e));
+    assertTrue(e1.getMessage().contains("credentials-endpoint failed") && e1.getMessage().contains("reload failed"), e1.getMessage());
+    assertEquals(List.of("v1/namespaces/db/tables/t/credentials", "v1/namespaces/db/tables/t"), asked, "both tried, in order");
+    assertEquals(List.of("reload"), labels(CatalogRefresher.plan(state, e)), "the 404 is remembered: not asked again");
   }
 
-  public void testTheFirstStrategyThatAnswersWinsAndNamesItsPredecessors() {
+  @Test
+  void testTheFirstStrategyThatAnswersWinsAndNamesItsPredecessors() {
     state.observedTableOperation(scripted(Map.of("v1/refresh/t", "keys")), "v1/");
     RefreshResult r = CatalogRefresher.fetch(state, entry(false, null, "v1/refresh/t"));
-    Check.equal("refresh-endpoint", r.strategy, "strategy");
-    Check.equal("AKIA-NEW", r.configByPrefix.get("s3://b/db/t").get(ShimKeys.ACCESS_KEY_ID), "keys by prefix");
-    Check.equal(List.of("v1/refresh/t"), asked, "no other request");
+    assertEquals("refresh-endpoint", r.strategy, "strategy");
+    assertEquals("AKIA-NEW", r.configByPrefix.get("s3://b/db/t").get(ShimKeys.ACCESS_KEY_ID), "keys by prefix");
+    assertEquals(List.of("v1/refresh/t"), asked, "no other request");
   }
 
-  public void testARefreshEndpointOnAnotherOriginIsRefused() {
-    Check.raises(IllegalStateException.class, () -> CatalogRefresher.endpointPath(state, "http://evil:8181/v1/r"));
-    Check.equal("http://catalog:8181/v1/r", CatalogRefresher.endpointPath(state, "http://catalog:8181/v1/r"), "same origin");
-    Check.equal("v1/r", CatalogRefresher.endpointPath(state, "/v1/r"), "relative");
+  @Test
+  void testARefreshEndpointOnAnotherOriginIsRefused() {
+    assertThrows(IllegalStateException.class, () -> CatalogRefresher.endpointPath(state, "http://evil:8181/v1/r"));
+    assertEquals("http://catalog:8181/v1/r", CatalogRefresher.endpointPath(state, "http://catalog:8181/v1/r"), "same origin");
+    assertEquals("v1/r", CatalogRefresher.endpointPath(state, "/v1/r"), "relative");
   }
 
-  public void testTheLongestCoveringPrefixPicksTheToken() {
+  @Test
+  void testTheLongestCoveringPrefixPicksTheToken() {
     Map<String, String> tokens = new java.util.LinkedHashMap<>();
     tokens.put("s3://b/", "short");
     tokens.put("s3://b/db/t", "long");
-    Check.equal("long", CatalogRefresher.tokenFor(tokens, "s3://b/db/t/data"), "longest prefix");
+    assertEquals("long", CatalogRefresher.tokenFor(tokens, "s3://b/db/t/data"), "longest prefix");
   }
 
   /** A RESTClient answering GETs from a script: "404", or "keys" (a credentials answer); anything else fails. */

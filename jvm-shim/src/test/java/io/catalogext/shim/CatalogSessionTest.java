@@ -1,5 +1,10 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+
 import com.sun.net.httpserver.HttpServer;
 import java.util.Map;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
@@ -37,66 +42,70 @@ public class CatalogSessionTest {
         .orElseThrow(() -> new AssertionError("no session " + name));
   }
 
-  public void testEachCatalogHasItsOwnSessionGuardAndPolicy() throws Exception {
+  @Test
+  void testEachCatalogHasItsOwnSessionGuardAndPolicy() throws Exception {
     HttpServer server = configServer();
     try (ExtRESTCatalog a = catalog(server, "session-test-a", "/a", Map.of("catalog-ext.refresh.timeout-ms", "7000"));
         ExtRESTCatalog b = catalog(server, "session-test-b", "/b", Map.of())) {
       CatalogSession sa = session(a.name());
       CatalogSession sb = session(b.name());
-      Check.isTrue(sa.guard != sb.guard, "one guard per catalog");
-      Check.isTrue(sa.guard.deduplicating() && !sb.guard.idempotencyEnabled(), "each guard heard its own /v1/config");
-      Check.equal(7000L, sa.policy.timeoutMs, "a's refresh settings");
-      Check.equal(RefreshPolicy.defaults().timeoutMs, sb.policy.timeoutMs, "b keeps the defaults");
-      Check.isTrue(sa.uri.endsWith("/a") && sa.pathRoot() == null, "its URI; no path root before a table op");
+      assertTrue(sa.guard != sb.guard, "one guard per catalog");
+      assertTrue(sa.guard.deduplicating() && !sb.guard.idempotencyEnabled(), "each guard heard its own /v1/config");
+      assertEquals(7000L, sa.policy.timeoutMs, "a's refresh settings");
+      assertEquals(RefreshPolicy.defaults().timeoutMs, sb.policy.timeoutMs, "b keeps the defaults");
+      assertTrue(sa.uri.endsWith("/a") && sa.pathRoot() == null, "its URI; no path root before a table op");
 
       JsonNode described = Json.read(CommitGuard.describe());
-      Check.equal("PT30M", described.path("session-test-a").path("idempotency_key_lifetime").asText(), "describe a");
-      Check.isTrue(described.path("session-test-a").path("idempotency").asBoolean(), "a sends keys");
-      Check.isTrue(described.path("session-test-b").path("idempotency_key_lifetime").isNull(), "describe b");
+      assertEquals("PT30M", described.path("session-test-a").path("idempotency_key_lifetime").asText(), "describe a");
+      assertTrue(described.path("session-test-a").path("idempotency").asBoolean(), "a sends keys");
+      assertTrue(described.path("session-test-b").path("idempotency_key_lifetime").isNull(), "describe b");
     } finally {
       server.stop(0);
     }
   }
 
-  public void testAPythonPolicyAppliesToTheCatalogItNamesOnly() throws Exception {
+  @Test
+  void testAPythonPolicyAppliesToTheCatalogItNamesOnly() throws Exception {
     HttpServer server = configServer();
     try (ExtRESTCatalog a = catalog(server, "session-test-pa", "/a", Map.of("catalog-ext.refresh.timeout-ms", "7000"));
         ExtRESTCatalog b = catalog(server, "session-test-pb", "/b", Map.of("catalog-ext.refresh.timeout-ms", "8000"))) {
       PythonApi.setRefreshPolicy(a.name(), "{\"catalog-ext.refresh.timeout-ms\": \"1234\", \"catalog-ext.refresh.lifetime-fraction\": \"0.5\"}");
       CredentialRegistry registry = CredentialRegistry.get();
-      Check.equal(1234L, registry.policyFor(session(a.name())).timeoutMs, "a: the policy Python set for it");
-      Check.equal(0.5, registry.policyFor(session(a.name())).fraction, "a: every knob of the map");
-      Check.equal(8000L, registry.policyFor(session(b.name())).timeoutMs, "b keeps its own properties");
-      IllegalArgumentException bad = Check.raises(IllegalArgumentException.class,
+      assertEquals(1234L, registry.policyFor(session(a.name())).timeoutMs, "a: the policy Python set for it");
+      assertEquals(0.5, registry.policyFor(session(a.name())).fraction, "a: every knob of the map");
+      assertEquals(8000L, registry.policyFor(session(b.name())).timeoutMs, "b keeps its own properties");
+      IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
           () -> PythonApi.setRefreshPolicy(b.name(), "{\"catalog-ext.refresh.timeout-ms\": \"soon\"}"));
-      Check.isTrue(bad.getMessage().startsWith("Bad catalog property catalog-ext.refresh.timeout-ms='soon'"), bad.getMessage());
-      Check.equal(8000L, registry.policyFor(session(b.name())).timeoutMs, "a refused policy changes nothing");
+      assertTrue(bad.getMessage().startsWith("Bad catalog property catalog-ext.refresh.timeout-ms='soon'"), bad.getMessage());
+      assertEquals(8000L, registry.policyFor(session(b.name())).timeoutMs, "a refused policy changes nothing");
     } finally {
       server.stop(0);
     }
   }
 
-  public void testResetEvidenceReachesEverySession() throws Exception {
+  @Test
+  void testResetEvidenceReachesEverySession() throws Exception {
     HttpServer server = configServer();
     try (ExtRESTCatalog c = catalog(server, "session-test-c", "/c", Map.of())) {
       JsonNode before = Json.read(CommitGuard.describe()).path(c.name()).path("events");
-      Check.isTrue(before.toString().contains("unparseable idempotency-key-lifetime 'soon'"), "evidence: " + before);
+      assertTrue(before.toString().contains("unparseable idempotency-key-lifetime 'soon'"), "evidence: " + before);
       CommitGuard.resetEvidence();
       JsonNode after = Json.read(CommitGuard.describe()).path("session-test-c").path("events");
-      Check.isTrue(after.isMissingNode() || after.size() == 0, "forgotten: " + after);
+      assertTrue(after.isMissingNode() || after.size() == 0, "forgotten: " + after);
     } finally {
       server.stop(0);
     }
   }
 
-  public void testAReinitialisedCatalogNameGetsAFreshSession() throws Exception {
+  @Test
+  void testAReinitialisedCatalogNameGetsAFreshSession() throws Exception {
     HttpServer server = configServer();
     try (ExtRESTCatalog first = catalog(server, "session-test-d", "/a", Map.of())) {
       CatalogSession old = session(first.name());
       try (ExtRESTCatalog second = catalog(server, "session-test-d", "/b", Map.of())) {
         CatalogSession now = session(second.name());
-        Check.isTrue(now != old, "a new session for the new catalog");
-        Check.isTrue(old.guard.deduplicating() && !now.guard.idempotencyEnabled(), "nothing carried over");
+        assertTrue(now != old, "a new session for the new catalog");
+        assertTrue(old.guard.deduplicating() && !now.guard.idempotencyEnabled(), "nothing carried over");
       }
     } finally {
       server.stop(0);

@@ -1,5 +1,9 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+
 import io.catalogext.shim.CommitDecision.Answer;
 import io.catalogext.shim.CommitDecision.Facts;
 import io.catalogext.shim.CommitDecision.Kind;
@@ -25,7 +29,7 @@ public class CommitDecisionTest {
 
   private static JsonNode readTable() {
     try (InputStream in = CommitDecision.class.getResourceAsStream(CommitDecision.TABLE_RESOURCE)) {
-      Check.isTrue(in != null, CommitDecision.TABLE_RESOURCE + " is missing from the shim jar");
+      assertTrue(in != null, CommitDecision.TABLE_RESOURCE + " is missing from the shim jar");
       return Json.MAPPER.readTree(in);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -65,37 +69,40 @@ public class CommitDecisionTest {
     return Enum.valueOf(type, text.toUpperCase(Locale.ROOT).replace('-', '_'));
   }
 
-  public void testEveryRowOfTheSharedTable() {
+  @Test
+  void testEveryRowOfTheSharedTable() {
     int rows = 0;
     for (JsonNode row : TABLE.get("rows")) {
       String id = row.get("id").asText();
       boolean advertised = row.get("lifetime").asText().equals("advertised");
       IdempotencyMode mode = named(IdempotencyMode.class, row.get("key_mode").asText());
       boolean sendsKey = CommitGuard.sendsKey(mode, advertised);
-      Check.equal(row.get("key").asText(), sendsKey ? "sent" : "none", id + ": key");
+      assertEquals(row.get("key").asText(), sendsKey ? "sent" : "none", id + ": key");
       Facts f = new Facts(kind(row.get("commit").asText()), answer(row.get("answer")), row.get("earlier").asBoolean(),
           Landed.NOT_CHECKED, sendsKey && advertised, row.get("can_retry").asBoolean());
-      Check.equal(row.get("reconcile").asBoolean(), CommitDecision.needsReconciliation(f), id + ": reconcile");
+      assertEquals(row.get("reconcile").asBoolean(), CommitDecision.needsReconciliation(f), id + ": reconcile");
       Outcome outcome = CommitDecision.decide(f.withLanded(named(Landed.class, row.get("landed").asText())));
-      Check.equal(named(Outcome.class, row.get("outcome").asText()), outcome, id + ": outcome");
+      assertEquals(named(Outcome.class, row.get("outcome").asText()), outcome, id + ": outcome");
       rows++;
     }
-    Check.isTrue(rows >= 60, "rows checked: " + rows);
+    assertTrue(rows >= 60, "rows checked: " + rows);
   }
 
-  public void testEveryLandedRowOfTheSharedTable() {
+  @Test
+  void testEveryLandedRowOfTheSharedTable() {
     int rows = 0;
     for (JsonNode row : TABLE.get("landed")) {
       Landed landed = CommitDecision.landed(row.get("create").asBoolean(), row.get("exists").asBoolean(),
           row.get("uuid_matches").asBoolean(), row.get("found").asInt(), row.get("expected").asInt(),
           row.get("requirements_hold").asBoolean());
-      Check.equal(named(Landed.class, row.get("landed").asText()), landed, row.get("why").asText());
+      assertEquals(named(Landed.class, row.get("landed").asText()), landed, row.get("why").asText());
       rows++;
     }
-    Check.isTrue(rows >= 10, "landed rows checked: " + rows);
+    assertTrue(rows >= 10, "landed rows checked: " + rows);
   }
 
-  public void testTheTableCoversEveryKindAndAnswer() {
+  @Test
+  void testTheTableCoversEveryKindAndAnswer() {
     Set<Kind> kinds = EnumSet.noneOf(Kind.class);
     Set<Answer> answers = EnumSet.noneOf(Answer.class);
     Set<Outcome> outcomes = EnumSet.noneOf(Outcome.class);
@@ -104,25 +111,26 @@ public class CommitDecisionTest {
       answers.add(answer(row.get("answer")));
       outcomes.add(named(Outcome.class, row.get("outcome").asText()));
     }
-    Check.equal(EnumSet.allOf(Kind.class), kinds, "kinds");
-    Check.equal(EnumSet.allOf(Answer.class), answers, "answers");
-    Check.equal(EnumSet.allOf(Outcome.class), outcomes, "outcomes");
+    assertEquals(EnumSet.allOf(Kind.class), kinds, "kinds");
+    assertEquals(EnumSet.allOf(Answer.class), answers, "answers");
+    assertEquals(EnumSet.allOf(Outcome.class), outcomes, "outcomes");
   }
 
   // ---- statuses the guard decides (the rest go to Iceberg's own error handler)
 
-  public void testEvery5xxOnACommitIsTheGuards() {
+  @Test
+  void testEvery5xxOnACommitIsTheGuards() {
     for (Kind k : new Kind[] {Kind.SNAPSHOT_COMMIT, Kind.PLAIN_COMMIT}) {
       for (int code : new int[] {400, 409, 429, 500, 501, 502, 503, 504, 505}) {
-        Check.isTrue(CommitGuard.intercepts(k, code, false), k + " first " + code);
+        assertTrue(CommitGuard.intercepts(k, code, false), k + " first " + code);
       }
       for (int code : new int[] {401, 403, 404, 419, 422}) {
-        Check.isTrue(!CommitGuard.intercepts(k, code, false), k + " first " + code + ": Iceberg's refusal");
-        Check.isTrue(CommitGuard.intercepts(k, code, true), k + " " + code + " after maybe-applied");
+        assertTrue(!CommitGuard.intercepts(k, code, false), k + " first " + code + ": Iceberg's refusal");
+        assertTrue(CommitGuard.intercepts(k, code, true), k + " " + code + " after maybe-applied");
       }
     }
-    Check.isTrue(!CommitGuard.intercepts(Kind.MUTATION, 500, true), "500 on a drop: Iceberg's");
-    Check.isTrue(CommitGuard.intercepts(Kind.MUTATION, 503, false), "503 on a drop: retried");
+    assertTrue(!CommitGuard.intercepts(Kind.MUTATION, 500, true), "500 on a drop: Iceberg's");
+    assertTrue(CommitGuard.intercepts(Kind.MUTATION, 503, false), "503 on a drop: retried");
   }
 
   private static final boolean REACHED_BEFORE = true;
@@ -143,38 +151,41 @@ public class CommitDecisionTest {
 
   // ---- which answers may have reached the server
 
-  public void testOnlyRefusedConnectionsAnd429AreNeverApplied() {
+  @Test
+  void testOnlyRefusedConnectionsAnd429AreNeverApplied() {
     for (Answer a : Answer.values()) {
       boolean expected = a != Answer.NOT_SENT && a != Answer.THROTTLED && !a.refusal();
-      Check.equal(expected, CommitDecision.mayHaveReached(Kind.SNAPSHOT_COMMIT, a), "commit " + a);
-      Check.equal(expected, CommitDecision.mayHaveReached(Kind.PLAIN_COMMIT, a), "plain commit " + a);
+      assertEquals(expected, CommitDecision.mayHaveReached(Kind.SNAPSHOT_COMMIT, a), "commit " + a);
+      assertEquals(expected, CommitDecision.mayHaveReached(Kind.PLAIN_COMMIT, a), "plain commit " + a);
     }
   }
 
-  public void test503OnAMutationIsNotApplied() {
-    Check.isTrue(!CommitDecision.mayHaveReached(Kind.MUTATION, Answer.UNAVAILABLE), "503 mutation");
-    Check.isTrue(CommitDecision.mayHaveReached(Kind.MUTATION, Answer.GATEWAY), "502 mutation");
+  @Test
+  void test503OnAMutationIsNotApplied() {
+    assertTrue(!CommitDecision.mayHaveReached(Kind.MUTATION, Answer.UNAVAILABLE), "503 mutation");
+    assertTrue(CommitDecision.mayHaveReached(Kind.MUTATION, Answer.GATEWAY), "502 mutation");
   }
 
-  public void testStatusMapping() {
-    Check.equal(Answer.BAD_REQUEST, Answer.ofStatus(400), "400");
-    Check.equal(Answer.CONFLICT, Answer.ofStatus(409), "409");
-    Check.equal(Answer.THROTTLED, Answer.ofStatus(429), "429");
-    Check.equal(Answer.SERVER_ERROR, Answer.ofStatus(500), "500");
-    Check.equal(Answer.GATEWAY, Answer.ofStatus(502), "502");
-    Check.equal(Answer.UNAVAILABLE, Answer.ofStatus(503), "503");
-    Check.equal(Answer.GATEWAY, Answer.ofStatus(504), "504");
-    Check.equal(Answer.UNAUTHORIZED, Answer.ofStatus(401), "401");
-    Check.equal(Answer.FORBIDDEN, Answer.ofStatus(403), "403");
-    Check.equal(Answer.NOT_FOUND, Answer.ofStatus(404), "404");
-    Check.equal(Answer.AUTH_TIMEOUT, Answer.ofStatus(419), "419");
-    Check.equal(Answer.CLIENT_ERROR, Answer.ofStatus(422), "other 4xx");
-    Check.equal(Answer.SERVER_ERROR, Answer.ofStatus(501), "other 5xx");
+  @Test
+  void testStatusMapping() {
+    assertEquals(Answer.BAD_REQUEST, Answer.ofStatus(400), "400");
+    assertEquals(Answer.CONFLICT, Answer.ofStatus(409), "409");
+    assertEquals(Answer.THROTTLED, Answer.ofStatus(429), "429");
+    assertEquals(Answer.SERVER_ERROR, Answer.ofStatus(500), "500");
+    assertEquals(Answer.GATEWAY, Answer.ofStatus(502), "502");
+    assertEquals(Answer.UNAVAILABLE, Answer.ofStatus(503), "503");
+    assertEquals(Answer.GATEWAY, Answer.ofStatus(504), "504");
+    assertEquals(Answer.UNAUTHORIZED, Answer.ofStatus(401), "401");
+    assertEquals(Answer.FORBIDDEN, Answer.ofStatus(403), "403");
+    assertEquals(Answer.NOT_FOUND, Answer.ofStatus(404), "404");
+    assertEquals(Answer.AUTH_TIMEOUT, Answer.ofStatus(419), "419");
+    assertEquals(Answer.CLIENT_ERROR, Answer.ofStatus(422), "other 4xx");
+    assertEquals(Answer.SERVER_ERROR, Answer.ofStatus(501), "other 5xx");
     for (int code : new int[] {301, 302, 303, 307, 308}) {
-      Check.equal(Answer.REDIRECT, Answer.ofStatus(code), code + " (never followed)");
+      assertEquals(Answer.REDIRECT, Answer.ofStatus(code), code + " (never followed)");
     }
-    Check.equal(null, Answer.ofStatus(304), "not an error");
-    Check.equal(null, Answer.ofStatus(200), "success");
+    assertEquals(null, Answer.ofStatus(304), "not an error");
+    assertEquals(null, Answer.ofStatus(200), "success");
   }
 
   // ---- 401/403/404/419/other 4xx after an attempt that may have been applied
@@ -182,26 +193,28 @@ public class CommitDecisionTest {
   private static final Answer[] REFUSALS = {
     Answer.UNAUTHORIZED, Answer.FORBIDDEN, Answer.NOT_FOUND, Answer.AUTH_TIMEOUT, Answer.CLIENT_ERROR};
 
-  public void testRefusalAfterMaybeAppliedIsReconciledFirst() {
+  @Test
+  void testRefusalAfterMaybeAppliedIsReconciledFirst() {
     for (Answer a : REFUSALS) {
       for (boolean dedup : new boolean[] {true, false}) {
         for (boolean canRetry : new boolean[] {true, false}) {
           Facts f = new Facts(Kind.SNAPSHOT_COMMIT, a, REACHED_BEFORE, Landed.NOT_CHECKED, dedup, canRetry);
-          Check.isTrue(CommitDecision.needsReconciliation(f), a + " after maybe-applied: load the table");
+          assertTrue(CommitDecision.needsReconciliation(f), a + " after maybe-applied: load the table");
         }
       }
       Facts first = new Facts(Kind.SNAPSHOT_COMMIT, a, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY);
-      Check.isTrue(!CommitDecision.needsReconciliation(first), a + " first answer: Iceberg's");
+      assertTrue(!CommitDecision.needsReconciliation(first), a + " first answer: Iceberg's");
     }
   }
 
-  public void testRefusalAfterMaybeAppliedUnsureIsUnknownNeverRetried() {
+  @Test
+  void testRefusalAfterMaybeAppliedUnsureIsUnknownNeverRetried() {
     // Unsure (not visible yet, unreadable: e.g. the reload after a 401 failed too): keep every file.
     for (Answer a : REFUSALS) {
       for (Landed l : new Landed[] {Landed.PENDING, Landed.UNKNOWN, Landed.NOT_CHECKED}) {
         for (boolean canRetry : new boolean[] {true, false}) {
-          Check.equal(Outcome.UNKNOWN, snapshot(a, REACHED_BEFORE, l, DEDUP, canRetry), a + " " + l + " dedup");
-          Check.equal(Outcome.UNKNOWN, snapshot(a, REACHED_BEFORE, l, NO_DEDUP, canRetry), a + " " + l);
+          assertEquals(Outcome.UNKNOWN, snapshot(a, REACHED_BEFORE, l, DEDUP, canRetry), a + " " + l + " dedup");
+          assertEquals(Outcome.UNKNOWN, snapshot(a, REACHED_BEFORE, l, NO_DEDUP, canRetry), a + " " + l);
         }
       }
     }
@@ -209,39 +222,43 @@ public class CommitDecisionTest {
 
   // ---- snapshot commits: success whenever the table shows ours
 
-  public void testLandedIsSuccessWhateverTheAnswer() {
+  @Test
+  void testLandedIsSuccessWhateverTheAnswer() {
     for (Answer a : Answer.values()) {
       for (boolean canRetry : new boolean[] {true, false}) {
-        Check.equal(Outcome.SUCCESS, snapshot(a, REACHED_BEFORE, Landed.YES, NO_DEDUP, canRetry), a + " " + canRetry);
+        assertEquals(Outcome.SUCCESS, snapshot(a, REACHED_BEFORE, Landed.YES, NO_DEDUP, canRetry), a + " " + canRetry);
       }
     }
   }
 
   // ---- snapshot commits: may have reached
 
-  public void testProvenNotAppliedFails() {
+  @Test
+  void testProvenNotAppliedFails() {
     for (Answer a : Answer.values()) {
-      Check.equal(Outcome.FAILED, snapshot(a, REACHED_BEFORE, Landed.NO, NO_DEDUP, CAN_RETRY), a + " can retry");
-      Check.equal(Outcome.FAILED, snapshot(a, REACHED_BEFORE, Landed.NO, DEDUP, OUT), a + " out");
+      assertEquals(Outcome.FAILED, snapshot(a, REACHED_BEFORE, Landed.NO, NO_DEDUP, CAN_RETRY), a + " can retry");
+      assertEquals(Outcome.FAILED, snapshot(a, REACHED_BEFORE, Landed.NO, DEDUP, OUT), a + " out");
     }
   }
 
-  public void testConflictWithOursNotVisibleYetRetriesThenIsUnknown() {
+  @Test
+  void testConflictWithOursNotVisibleYetRetriesThenIsUnknown() {
     // 409 while the same key is in flight, or loads that lag: never FAILED (files would be deleted).
     for (Landed l : new Landed[] {Landed.PENDING, Landed.UNKNOWN}) {
       for (boolean dedup : new boolean[] {true, false}) {
-        Check.equal(Outcome.RETRY, snapshot(Answer.CONFLICT, FIRST, l, dedup, CAN_RETRY), l + " retry");
-        Check.equal(Outcome.UNKNOWN, snapshot(Answer.CONFLICT, FIRST, l, dedup, OUT), l + " out");
-        Check.equal(Outcome.UNKNOWN, snapshot(Answer.CONFLICT, REACHED_BEFORE, l, dedup, OUT), l + " out, earlier");
+        assertEquals(Outcome.RETRY, snapshot(Answer.CONFLICT, FIRST, l, dedup, CAN_RETRY), l + " retry");
+        assertEquals(Outcome.UNKNOWN, snapshot(Answer.CONFLICT, FIRST, l, dedup, OUT), l + " out");
+        assertEquals(Outcome.UNKNOWN, snapshot(Answer.CONFLICT, REACHED_BEFORE, l, dedup, OUT), l + " out, earlier");
       }
     }
   }
 
-  public void testConflictBranchAgreesWithOutOfAttemptsBranch() {
+  @Test
+  void testConflictBranchAgreesWithOutOfAttemptsBranch() {
     for (Landed l : Landed.values()) {
       Outcome conflict = snapshot(Answer.CONFLICT, REACHED_BEFORE, l, NO_DEDUP, OUT);
       for (Answer a : new Answer[] {Answer.LOST, Answer.GATEWAY, Answer.UNAVAILABLE}) {
-        Check.equal(conflict, snapshot(a, REACHED_BEFORE, l, NO_DEDUP, OUT), "409 vs " + a + " with " + l);
+        assertEquals(conflict, snapshot(a, REACHED_BEFORE, l, NO_DEDUP, OUT), "409 vs " + a + " with " + l);
       }
     }
   }
@@ -249,48 +266,51 @@ public class CommitDecisionTest {
   // ---- redirects (never followed: NoHiddenResends). The shared table has rows for the JVM-only
   // kinds; these are the commit rows, decided as a 400 is (PyIceberg has no redirect answer).
 
-  public void testRedirectOnASnapshotCommitIsReconciledAndNeverDeletesUnproven() {
+  @Test
+  void testRedirectOnASnapshotCommitIsReconciledAndNeverDeletesUnproven() {
     for (boolean earlier : new boolean[] {FIRST, REACHED_BEFORE}) {
       for (boolean canRetry : new boolean[] {CAN_RETRY, OUT}) {
         Facts f = new Facts(Kind.SNAPSHOT_COMMIT, Answer.REDIRECT, earlier, Landed.NOT_CHECKED, NO_DEDUP, canRetry);
-        Check.isTrue(CommitDecision.needsReconciliation(f), "a 3xx on a snapshot commit: load the table first");
-        Check.equal(Outcome.SUCCESS, snapshot(Answer.REDIRECT, earlier, Landed.YES, NO_DEDUP, canRetry), "landed");
-        Check.equal(Outcome.FAILED, snapshot(Answer.REDIRECT, earlier, Landed.NO, NO_DEDUP, canRetry), "can never land");
+        assertTrue(CommitDecision.needsReconciliation(f), "a 3xx on a snapshot commit: load the table first");
+        assertEquals(Outcome.SUCCESS, snapshot(Answer.REDIRECT, earlier, Landed.YES, NO_DEDUP, canRetry), "landed");
+        assertEquals(Outcome.FAILED, snapshot(Answer.REDIRECT, earlier, Landed.NO, NO_DEDUP, canRetry), "can never land");
         for (Landed l : new Landed[] {Landed.PENDING, Landed.UNKNOWN}) {
           // A gateway may have forwarded it before redirecting: never failed, never repeated.
-          Check.equal(Outcome.UNKNOWN, snapshot(Answer.REDIRECT, earlier, l, NO_DEDUP, canRetry), l + " " + earlier);
-          Check.equal(Outcome.UNKNOWN, snapshot(Answer.REDIRECT, earlier, l, DEDUP, canRetry), l + " dedup");
+          assertEquals(Outcome.UNKNOWN, snapshot(Answer.REDIRECT, earlier, l, NO_DEDUP, canRetry), l + " " + earlier);
+          assertEquals(Outcome.UNKNOWN, snapshot(Answer.REDIRECT, earlier, l, DEDUP, canRetry), l + " dedup");
         }
       }
     }
-    Check.isTrue(!Answer.REDIRECT.retryable(), "a redirect is not repeated");
+    assertTrue(!Answer.REDIRECT.retryable(), "a redirect is not repeated");
   }
 
-  public void testRedirectOnOtherRequestsIsARefusal() {
-    Check.equal(Outcome.FAILED, decide(Kind.PLAIN_COMMIT, Answer.REDIRECT, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY),
+  @Test
+  void testRedirectOnOtherRequestsIsARefusal() {
+    assertEquals(Outcome.FAILED, decide(Kind.PLAIN_COMMIT, Answer.REDIRECT, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY),
         "plain commit, first");
-    Check.equal(Outcome.UNKNOWN,
+    assertEquals(Outcome.UNKNOWN,
         decide(Kind.PLAIN_COMMIT, Answer.REDIRECT, REACHED_BEFORE, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY),
         "plain commit after a possible apply");
     for (Kind k : new Kind[] {Kind.MUTATION, Kind.STAGE}) {
       for (boolean dedup : new boolean[] {DEDUP, NO_DEDUP}) {
-        Check.equal(Outcome.FAILED, decide(k, Answer.REDIRECT, FIRST, Landed.NOT_CHECKED, dedup, CAN_RETRY), k + "");
+        assertEquals(Outcome.FAILED, decide(k, Answer.REDIRECT, FIRST, Landed.NOT_CHECKED, dedup, CAN_RETRY), k + "");
       }
     }
     for (Kind k : Kind.values()) {
       for (int code : new int[] {301, 302, 303, 307, 308}) {
-        Check.isTrue(CommitGuard.intercepts(k, code, false), k + " " + code + ": never Iceberg's handler");
+        assertTrue(CommitGuard.intercepts(k, code, false), k + " " + code + ": never Iceberg's handler");
       }
     }
   }
 
-  public void testTransactionCombines() {
-    Check.equal(Landed.YES, CommitDecision.combine(List.of(Landed.YES, Landed.YES)), "all landed");
-    Check.equal(Landed.NO, CommitDecision.combine(List.of(Landed.NO, Landed.NO)), "none landed");
-    Check.equal(Landed.UNKNOWN, CommitDecision.combine(List.of(Landed.YES, Landed.NO)), "mixed");
-    Check.equal(Landed.UNKNOWN, CommitDecision.combine(List.of(Landed.YES, Landed.PENDING)), "lagging");
-    Check.equal(Landed.PENDING, CommitDecision.combine(List.of(Landed.NO, Landed.PENDING)), "may land");
-    Check.equal(Landed.UNKNOWN, CommitDecision.combine(List.of(Landed.NO, Landed.UNKNOWN)), "unreadable");
-    Check.equal(Landed.UNKNOWN, CommitDecision.combine(List.of()), "empty");
+  @Test
+  void testTransactionCombines() {
+    assertEquals(Landed.YES, CommitDecision.combine(List.of(Landed.YES, Landed.YES)), "all landed");
+    assertEquals(Landed.NO, CommitDecision.combine(List.of(Landed.NO, Landed.NO)), "none landed");
+    assertEquals(Landed.UNKNOWN, CommitDecision.combine(List.of(Landed.YES, Landed.NO)), "mixed");
+    assertEquals(Landed.UNKNOWN, CommitDecision.combine(List.of(Landed.YES, Landed.PENDING)), "lagging");
+    assertEquals(Landed.PENDING, CommitDecision.combine(List.of(Landed.NO, Landed.PENDING)), "may land");
+    assertEquals(Landed.UNKNOWN, CommitDecision.combine(List.of(Landed.NO, Landed.UNKNOWN)), "unreadable");
+    assertEquals(Landed.UNKNOWN, CommitDecision.combine(List.of()), "empty");
   }
 }

@@ -1,5 +1,9 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.lang.reflect.Proxy;
 import java.net.SocketTimeoutException;
 import java.util.ArrayList;
@@ -25,6 +29,7 @@ import org.apache.iceberg.rest.responses.ErrorResponse;
 import org.apache.iceberg.rest.responses.LoadTableResponse;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.Test;
 
 /**
  * {@link CommitGuard#mutate}: the retry / reconcile loop around one table commit that adds a
@@ -57,111 +62,119 @@ public class CommitGuardLoopTest {
 
   // ------------------------------------------------------------------ the five paths
 
-  public void testLostAnswerThatLandedIsOneSuccessAfterOnePost() {
+  @Test
+  void testLostAnswerThatLandedIsOneSuccessAfterOnePost() {
     tableNow = withSnapshot(base, OURS);
     LoadTableResponse result = commit("lost");
-    Check.equal(1, posts.size(), "one POST: the reconciliation found it, nothing is repeated");
-    Check.equal(List.of(PATH), loads, "the table was loaded once to reconcile");
-    Check.isTrue(result != null && result.tableMetadata().snapshot(OURS) != null, "success carries the table with our snapshot");
-    Check.equal(List.of(), handedToIceberg, "Iceberg's handler never saw a failure");
+    assertEquals(1, posts.size(), "one POST: the reconciliation found it, nothing is repeated");
+    assertEquals(List.of(PATH), loads, "the table was loaded once to reconcile");
+    assertTrue(result != null && result.tableMetadata().snapshot(OURS) != null, "success carries the table with our snapshot");
+    assertEquals(List.of(), handedToIceberg, "Iceberg's handler never saw a failure");
     ObjectNode evidence = evidence();
-    Check.equal(1L, evidence.get("reconciled_landed").asLong(), "counted as landed");
-    Check.equal(0L, evidence.get("retries").asLong(), "no retry");
+    assertEquals(1L, evidence.get("reconciled_landed").asLong(), "counted as landed");
+    assertEquals(0L, evidence.get("retries").asLong(), "no retry");
   }
 
-  public void testLostAnswerWithAnAdvertisedKeyLifetimeIsRepeatedUnderTheSameKey() {
+  @Test
+  void testLostAnswerWithAnAdvertisedKeyLifetimeIsRepeatedUnderTheSameKey() {
     guard.setIdempotencyKeyLifetime("PT30M");
     LoadTableResponse result = commit("lost", "ok");
-    Check.equal(2, posts.size(), "repeated once");
+    assertEquals(2, posts.size(), "repeated once");
     String key = posts.get(0).get(CommitGuard.IDEMPOTENCY_HEADER);
-    Check.isTrue(key != null && java.util.UUID.fromString(key).version() == 7, "a UUIDv7 Idempotency-Key: " + key);
-    Check.equal(key, posts.get(1).get(CommitGuard.IDEMPOTENCY_HEADER), "the repeat carries the same key");
-    Check.equal(List.of(), loads, "a de-duplicating server replays its answer: no reconciliation load");
-    Check.isTrue(result.tableMetadata().snapshot(OURS) != null, "the repeat's answer is returned");
+    assertTrue(key != null && java.util.UUID.fromString(key).version() == 7, "a UUIDv7 Idempotency-Key: " + key);
+    assertEquals(key, posts.get(1).get(CommitGuard.IDEMPOTENCY_HEADER), "the repeat carries the same key");
+    assertEquals(List.of(), loads, "a de-duplicating server replays its answer: no reconciliation load");
+    assertTrue(result.tableMetadata().snapshot(OURS) != null, "the repeat's answer is returned");
 
     posts.clear();
     commit("ok");
-    Check.isTrue(!key.equals(posts.get(0).get(CommitGuard.IDEMPOTENCY_HEADER)), "the next commit gets a new key");
+    assertTrue(!key.equals(posts.get(0).get(CommitGuard.IDEMPOTENCY_HEADER)), "the next commit gets a new key");
   }
 
-  public void testConflictWhileTheSameKeyIsInFlightWaitsAndRepeats() {
+  @Test
+  void testConflictWhileTheSameKeyIsInFlightWaitsAndRepeats() {
     guard.setIdempotencyKeyLifetime("PT30M");
     // The first answer is lost; its repeat meets the first attempt still running (409), and our
     // snapshot is not there yet while the commit's requirements still hold: pending, so repeat.
     LoadTableResponse result = commit("lost", "409", "ok");
-    Check.equal(3, posts.size(), "repeated after the 409");
+    assertEquals(3, posts.size(), "repeated after the 409");
     String key = posts.get(0).get(CommitGuard.IDEMPOTENCY_HEADER);
     for (Map<String, String> h : posts) {
-      Check.equal(key, h.get(CommitGuard.IDEMPOTENCY_HEADER), "every attempt under one key");
+      assertEquals(key, h.get(CommitGuard.IDEMPOTENCY_HEADER), "every attempt under one key");
     }
-    Check.equal(List.of(PATH), loads, "the 409 was reconciled once");
-    Check.equal(List.of(), handedToIceberg, "the 409 never reached Iceberg (it would clean up the files)");
-    Check.isTrue(result.tableMetadata().snapshot(OURS) != null, "the last answer is returned");
+    assertEquals(List.of(PATH), loads, "the 409 was reconciled once");
+    assertEquals(List.of(), handedToIceberg, "the 409 never reached Iceberg (it would clean up the files)");
+    assertTrue(result.tableMetadata().snapshot(OURS) != null, "the last answer is returned");
     ObjectNode evidence = evidence();
-    Check.equal(1L, evidence.get("reconciled_pending").asLong(), "reconciled as pending");
-    Check.equal(2L, evidence.get("retries").asLong(), "two retries");
+    assertEquals(1L, evidence.get("reconciled_pending").asLong(), "reconciled as pending");
+    assertEquals(2L, evidence.get("retries").asLong(), "two retries");
   }
 
-  public void testServerErrorsUntilTheAttemptsRunOutAreUnknownAndKeepTheFiles() {
+  @Test
+  void testServerErrorsUntilTheAttemptsRunOutAreUnknownAndKeepTheFiles() {
     guard.configure(Map.of("catalog-ext.commit.max-attempts", "2", "catalog-ext.commit.base-delay-ms", "0",
         "catalog-ext.commit.max-delay-ms", "0"));
     CommitStateUnknownException e =
-        Check.raises(CommitStateUnknownException.class, () -> commit("503", "502"));
-    Check.equal(2, posts.size(), "max-attempts=2: two POSTs, no third");
-    Check.equal(List.of(PATH, PATH), loads, "each answer was reconciled (no de-duplicating server)");
-    Check.equal(List.of(), handedToIceberg, "decided by the guard, not Iceberg's handler");
-    Check.isTrue(e.getMessage().contains("no files were deleted") && e.getMessage().contains("2 attempt(s)"), e.getMessage());
-    Check.equal(2L, evidence().get("reconciled_pending").asLong(), "pending both times");
+        assertThrows(CommitStateUnknownException.class, () -> commit("503", "502"));
+    assertEquals(2, posts.size(), "max-attempts=2: two POSTs, no third");
+    assertEquals(List.of(PATH, PATH), loads, "each answer was reconciled (no de-duplicating server)");
+    assertEquals(List.of(), handedToIceberg, "decided by the guard, not Iceberg's handler");
+    assertTrue(e.getMessage().contains("no files were deleted") && e.getMessage().contains("2 attempt(s)"), e.getMessage());
+    assertEquals(2L, evidence().get("reconciled_pending").asLong(), "pending both times");
   }
 
-  public void testConflictOnADataCommitThatCannotLandIsIcebergsCommitFailed() {
+  @Test
+  void testConflictOnADataCommitThatCannotLandIsIcebergsCommitFailed() {
     tableNow = withSnapshot(base, THEIRS); // someone else committed: our assert-ref-snapshot-id fails
-    Check.raises(CommitFailedException.class, () -> commit("409")); // not CommitStateUnknownException
-    Check.equal(1, posts.size(), "not repeated: Iceberg refreshes and retries itself");
-    Check.equal(List.of(PATH), loads, "reconciled before Iceberg may clean up");
-    Check.equal(List.of(409), handedToIceberg, "Iceberg's own handler mapped the 409");
-    Check.equal(1L, evidence().get("reconciled_not_landed").asLong(), "proven not landed");
+    assertThrows(CommitFailedException.class, () -> commit("409")); // not CommitStateUnknownException
+    assertEquals(1, posts.size(), "not repeated: Iceberg refreshes and retries itself");
+    assertEquals(List.of(PATH), loads, "reconciled before Iceberg may clean up");
+    assertEquals(List.of(409), handedToIceberg, "Iceberg's own handler mapped the 409");
+    assertEquals(1L, evidence().get("reconciled_not_landed").asLong(), "proven not landed");
   }
 
   // ------------------------------------------------------------------ 429 then a refusal; redirects
 
-  public void testRefusalAfterA429IsReconciledBeforeIcebergSeesIt() {
+  @Test
+  void testRefusalAfterA429IsReconciledBeforeIcebergSeesIt() {
     // A gateway forwarded the throttled copy (it landed), then refused the repeat: success once.
     tableNow = withSnapshot(base, OURS);
     LoadTableResponse result = commit("429", "403");
-    Check.isTrue(result != null && result.tableMetadata().snapshot(OURS) != null, "success with our snapshot");
-    Check.equal(List.of(PATH), loads, "the 403 was reconciled");
-    Check.equal(List.of(), handedToIceberg, "Iceberg's handler never saw the 403 (it would delete the files)");
+    assertTrue(result != null && result.tableMetadata().snapshot(OURS) != null, "success with our snapshot");
+    assertEquals(List.of(PATH), loads, "the 403 was reconciled");
+    assertEquals(List.of(), handedToIceberg, "Iceberg's handler never saw the 403 (it would delete the files)");
 
     // Not visible: it may still land, so unknown and every file kept (not Iceberg's Forbidden).
     tableNow = base;
     posts.clear();
     loads.clear();
-    CommitStateUnknownException e = Check.raises(CommitStateUnknownException.class, () -> commit("429", "401"));
-    Check.isTrue(e.getMessage().contains("HTTP 401"), e.getMessage());
-    Check.equal(List.of(), handedToIceberg, "decided by the guard");
+    CommitStateUnknownException e = assertThrows(CommitStateUnknownException.class, () -> commit("429", "401"));
+    assertTrue(e.getMessage().contains("HTTP 401"), e.getMessage());
+    assertEquals(List.of(), handedToIceberg, "decided by the guard");
   }
 
-  public void testThrottledEveryTimeStillFailsWithoutALoad() {
+  @Test
+  void testThrottledEveryTimeStillFailsWithoutALoad() {
     guard.configure(Map.of("catalog-ext.commit.max-attempts", "2", "catalog-ext.commit.base-delay-ms", "0",
         "catalog-ext.commit.max-delay-ms", "0"));
-    Check.raises(CommitFailedException.class, () -> commit("429", "429")); // refused twice: nothing published
-    Check.equal(List.of(), loads, "a 429 is not reconciled");
+    assertThrows(CommitFailedException.class, () -> commit("429", "429")); // refused twice: nothing published
+    assertEquals(List.of(), loads, "a 429 is not reconciled");
   }
 
-  public void testRedirectOnACommitIsReconciledNeverRepeated() {
+  @Test
+  void testRedirectOnACommitIsReconciledNeverRepeated() {
     tableNow = withSnapshot(base, OURS); // a gateway applied it, then redirected
     LoadTableResponse landed = commit("307");
-    Check.isTrue(landed.tableMetadata().snapshot(OURS) != null, "landed: success once");
+    assertTrue(landed.tableMetadata().snapshot(OURS) != null, "landed: success once");
 
     tableNow = base;
     posts.clear();
-    CommitStateUnknownException e = Check.raises(CommitStateUnknownException.class, () -> commit("303"));
-    Check.equal(1, posts.size(), "a redirect is never repeated");
+    CommitStateUnknownException e = assertThrows(CommitStateUnknownException.class, () -> commit("303"));
+    assertEquals(1, posts.size(), "a redirect is never repeated");
     String text = e.getCause().getMessage();
-    Check.isTrue(text.contains("answered with a redirect (HTTP 303 redirect to http://elsewhere.example/v1/x, not followed"),
+    assertTrue(text.contains("answered with a redirect (HTTP 303 redirect to http://elsewhere.example/v1/x, not followed"),
         text);
-    Check.equal(List.of(), handedToIceberg, "decided by the guard");
+    assertEquals(List.of(), handedToIceberg, "decided by the guard");
   }
 
   // ------------------------------------------------------------------ scripting
@@ -217,7 +230,7 @@ public class CommitGuardLoopTest {
             throw new AssertionError("the reader only loads tables, not " + method.getName());
           }
           loads.add((String) args[0]);
-          Check.isTrue(!((Map<?, ?>) args[3]).containsKey(CommitGuard.IDEMPOTENCY_HEADER), "loads carry no Idempotency-Key");
+          assertTrue(!((Map<?, ?>) args[3]).containsKey(CommitGuard.IDEMPOTENCY_HEADER), "loads carry no Idempotency-Key");
           return LoadTableResponse.builder().withTableMetadata(tableNow).build();
         });
   }

@@ -1,5 +1,10 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+
 import com.sun.net.httpserver.HttpServer;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -54,54 +59,58 @@ public class ConfigOriginTest {
     other.stop(0);
   }
 
-  public void testConfigOverridesOnAnotherOriginAreNotFollowed() throws Exception {
+  @Test
+  void testConfigOverridesOnAnotherOriginAreNotFollowed() throws Exception {
     start("{\"uri\":\"OTHER\",\"oauth2-server-uri\":\"OTHER/v1/oauth/tokens\",\"s3.signer.uri\":\"OTHER\"}", "{}");
     try (ExtRESTCatalog c = open(Map.of())) {
       c.loadTable(TableIdentifier.of("db", "t"));
-      Check.equal(List.of(), elsewhere, "requests sent to the overriding origin");
-      Check.equal(LoopbackCatalog.uri(catalog, ""), c.properties().get("uri"), "the user's uri stays");
-      Check.isTrue(!c.properties().containsKey("s3.signer.uri"), "no foreign signer in the catalog properties");
+      assertEquals(List.of(), elsewhere, "requests sent to the overriding origin");
+      assertEquals(LoopbackCatalog.uri(catalog, ""), c.properties().get("uri"), "the user's uri stays");
+      assertTrue(!c.properties().containsKey("s3.signer.uri"), "no foreign signer in the catalog properties");
       String evidence = CommitGuard.describe();
-      Check.isTrue(evidence.contains("overrides uri names another origin"), evidence);
+      assertTrue(evidence.contains("overrides uri names another origin"), evidence);
     } finally {
       stop();
     }
   }
 
-  public void testSameOriginOverridesStillApply() throws Exception {
+  @Test
+  void testSameOriginOverridesStillApply() throws Exception {
     start("{\"oauth2-server-uri\":\"v1/oauth/tokens\",\"rest-page-size\":\"7\"}", "{}");
     try (ExtRESTCatalog c = open(Map.of())) {
-      Check.equal("v1/oauth/tokens", c.properties().get("oauth2-server-uri"), "a path override applies");
-      Check.equal("7", c.properties().get("rest-page-size"), "other overrides apply");
+      assertEquals("v1/oauth/tokens", c.properties().get("oauth2-server-uri"), "a path override applies");
+      assertEquals("7", c.properties().get("rest-page-size"), "other overrides apply");
     } finally {
       stop();
     }
   }
 
-  public void testTableAnswerNamingASignerElsewhereIsRefusedUnlessTheUserTrustsIt() throws Exception {
+  @Test
+  void testTableAnswerNamingASignerElsewhereIsRefusedUnlessTheUserTrustsIt() throws Exception {
     start("{}", "{\"s3.remote-signing-enabled\":\"true\",\"s3.signer.uri\":\"OTHER\"}");
     try (ExtRESTCatalog c = open(Map.of())) {
       IllegalStateException e =
-          Check.raises(IllegalStateException.class, () -> c.loadTable(TableIdentifier.of("db", "t")));
-      Check.isTrue(e.getMessage().contains("names a remote signer on another origin ("
+          assertThrows(IllegalStateException.class, () -> c.loadTable(TableIdentifier.of("db", "t")));
+      assertTrue(e.getMessage().contains("names a remote signer on another origin ("
           + LoopbackCatalog.uri(other, "") + ")") && !e.getMessage().contains("\n"), e.getMessage());
-      Check.isTrue(e.getMessage().contains("set s3.signer.uri to it in the catalog properties"), e.getMessage());
+      assertTrue(e.getMessage().contains("set s3.signer.uri to it in the catalog properties"), e.getMessage());
     }
     try (ExtRESTCatalog c = open(Map.of("s3.signer.uri", LoopbackCatalog.uri(other, "")))) {
       c.loadTable(TableIdentifier.of("db", "t")); // the user configured that signer: trusted
     } finally {
       stop();
     }
-    Check.equal(List.of(), elsewhere, "nothing was sent to the signer by a load");
+    assertEquals(List.of(), elsewhere, "nothing was sent to the signer by a load");
   }
 
-  public void testOriginRules() {
-    Check.isTrue(Origins.allowed("v1/aws/s3/sign", "http://c:8181"), "a path");
-    Check.isTrue(Origins.allowed("https://c.example/a", "https://c.example:443/b"), "default port");
-    Check.isTrue(!Origins.allowed("https://c.example:8443/a", "https://c.example/b"), "another port");
-    Check.isTrue(!Origins.allowed("http://c.example/a", "https://c.example/b"), "another scheme");
-    Check.isTrue(!Origins.allowed("https://x@c.example/a", "https://c.example/b"), "user info");
-    Check.isTrue(!Origins.allowed("https://evil.example/a", "https://c.example/b", null), "another host");
-    Check.isTrue(Origins.allowed("https://s.example/a", "https://c.example/b", "https://s.example"), "the user's signer");
+  @Test
+  void testOriginRules() {
+    assertTrue(Origins.allowed("v1/aws/s3/sign", "http://c:8181"), "a path");
+    assertTrue(Origins.allowed("https://c.example/a", "https://c.example:443/b"), "default port");
+    assertTrue(!Origins.allowed("https://c.example:8443/a", "https://c.example/b"), "another port");
+    assertTrue(!Origins.allowed("http://c.example/a", "https://c.example/b"), "another scheme");
+    assertTrue(!Origins.allowed("https://x@c.example/a", "https://c.example/b"), "user info");
+    assertTrue(!Origins.allowed("https://evil.example/a", "https://c.example/b", null), "another host");
+    assertTrue(Origins.allowed("https://s.example/a", "https://c.example/b", "https://s.example"), "the user's signer");
   }
 }

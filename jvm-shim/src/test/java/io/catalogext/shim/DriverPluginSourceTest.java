@@ -1,8 +1,13 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
 
 /** Executors in other JVMs: the driver's answers, including its errors, are honoured. */
 public class DriverPluginSourceTest {
@@ -14,7 +19,8 @@ public class DriverPluginSourceTest {
     return new TableEntry("h", context, RefreshPolicy.defaults(), new DriverPluginSource(asker, clock, 5_000), clock);
   }
 
-  public void testFreshReplyIsInstalled() throws Exception {
+  @Test
+  void testFreshReplyIsInstalled() throws Exception {
     long expires = clock.nowMs() + 600_000;
     TableEntry entry =
         executorEntry(
@@ -26,12 +32,13 @@ public class DriverPluginSourceTest {
               return new PluginMessages.Reply(Map.of("", config), true, false, null, "re-stage").encode();
             });
     CredentialSlot slot = entry.seed("", Map.of());
-    Check.isTrue(entry.refreshIfGeneration(entry.generation()), "fetched");
-    Check.equal("NEW", slot.current.credentials.accessKeyId(), "installed keys");
-    Check.equal(1, asks.get(), "asks");
+    assertTrue(entry.refreshIfGeneration(entry.generation()), "fetched");
+    assertEquals("NEW", slot.current.credentials.accessKeyId(), "installed keys");
+    assertEquals(1, asks.get(), "asks");
   }
 
-  public void testDriverErrorIsAnErrorNotStaleKeys() {
+  @Test
+  void testDriverErrorIsAnErrorNotStaleKeys() {
     TableEntry entry =
         executorEntry(
             request -> {
@@ -45,22 +52,23 @@ public class DriverPluginSourceTest {
     entry.tick(clock.nowMs()); // what the JVM's ticker does every second
     TableCredentialsProvider provider = new TableCredentialsProvider(entry, slot);
     long started = clock.nowMs();
-    CredentialsExpiredException e = Check.raises(CredentialsExpiredException.class, provider::resolveCredentials);
-    Check.isTrue(e.getMessage().contains("the driver's refresh failed: cannot refresh"), e.getMessage());
+    CredentialsExpiredException e = assertThrows(CredentialsExpiredException.class, provider::resolveCredentials);
+    assertTrue(e.getMessage().contains("the driver's refresh failed: cannot refresh"), e.getMessage());
     // Asked again only after backoffs (1 s, 2 s, 4 s, 8 s: 15 s in all), then the 30 s timeout ends it.
-    Check.equal(5, asks.get(), "asks");
-    Check.equal(15_000L, clock.nowMs() - started, "time spent backing off");
-    Check.equal("OLD", slot.current.credentials.accessKeyId(), "stale keys were not installed as new");
+    assertEquals(5, asks.get(), "asks");
+    assertEquals(15_000L, clock.nowMs() - started, "time spent backing off");
+    assertEquals("OLD", slot.current.credentials.accessKeyId(), "stale keys were not installed as new");
   }
 
-  public void testMessagesCarryNoSecretInToString() {
+  @Test
+  void testMessagesCarryNoSecretInToString() {
     Map<String, String> config = Map.of(ShimKeys.ACCESS_KEY_ID, "AKIASECRET", ShimKeys.SECRET_ACCESS_KEY, "SHH");
     PluginMessages.Reply reply = new PluginMessages.Reply(Map.of("", config), true, false, null, "reload");
     PluginMessages.Reply back = PluginMessages.Reply.decode(reply.encode());
-    Check.equal("AKIASECRET", back.configByPrefix.get("").get(ShimKeys.ACCESS_KEY_ID), "round trip");
-    Check.isTrue(!back.toString().contains("AKIASECRET") && !back.toString().contains("SHH"), back.toString());
-    Check.raises(IllegalArgumentException.class, () -> PluginMessages.Request.decode("not bytes"));
-    Check.equal(List.of("h"), List.of(PluginMessages.Request.decode(new PluginMessages.Request("h", null).encode()).handle),
+    assertEquals("AKIASECRET", back.configByPrefix.get("").get(ShimKeys.ACCESS_KEY_ID), "round trip");
+    assertTrue(!back.toString().contains("AKIASECRET") && !back.toString().contains("SHH"), back.toString());
+    assertThrows(IllegalArgumentException.class, () -> PluginMessages.Request.decode("not bytes"));
+    assertEquals(List.of("h"), List.of(PluginMessages.Request.decode(new PluginMessages.Request("h", null).encode()).handle),
         "request round trip");
   }
 
@@ -78,7 +86,8 @@ public class DriverPluginSourceTest {
     return new TableCredentialsProvider(entry, slot);
   }
 
-  public void testDriverHandsOutItsStillValidKeysDuringAnOutage() {
+  @Test
+  void testDriverHandsOutItsStillValidKeysDuringAnOutage() {
     // The driver: a table whose keys K0 last 60 min, and a catalog that is down from then on.
     CredentialRegistry driver = new CredentialRegistry(clock);
     CatalogSession state = new CatalogSession("c", Map.of());
@@ -100,16 +109,17 @@ public class DriverPluginSourceTest {
           return driver.answerExecutor(new PluginMessages.Request(handle, request.identityJson)).encode();
         };
     TableCredentialsProvider executor = executorStartedLate(plugin, RefreshPolicy.defaults(), 5_000);
-    Check.equal("K0", executor.resolveCredentials().accessKeyId(), "the driver's still-valid keys");
+    assertEquals("K0", executor.resolveCredentials().accessKeyId(), "the driver's still-valid keys");
     String status = lateEntry.describe().toString();
-    Check.isTrue(status.contains("\"failure_count\":1"), "still counted as a failed refresh: " + status);
+    assertTrue(status.contains("\"failure_count\":1"), "still counted as a failed refresh: " + status);
 
     clock.advance(6 * 60_000); // K0 expired too: now the driver's error is the executor's
-    CredentialsExpiredException e = Check.raises(CredentialsExpiredException.class, executor::resolveCredentials);
-    Check.isTrue(e.getMessage().contains("the driver"), e.getMessage());
+    CredentialsExpiredException e = assertThrows(CredentialsExpiredException.class, executor::resolveCredentials);
+    assertTrue(e.getMessage().contains("the driver"), e.getMessage());
   }
 
-  public void testExecutorAskIsBoundedByTimeoutMs() {
+  @Test
+  void testExecutorAskIsBoundedByTimeoutMs() {
     // A driver that never answers: PluginContext.ask alone would wait spark.rpc.askTimeout (120 s;
     // 5 s here), after which Spark throws.
     DriverPluginSource.Asker silent =
@@ -121,10 +131,10 @@ public class DriverPluginSourceTest {
     RefreshPolicy policy = new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 300); // timeout-ms = 300
     TableCredentialsProvider executor = executorStartedLate(silent, policy, 300);
     long started = System.nanoTime();
-    CredentialsExpiredException e = Check.raises(CredentialsExpiredException.class, executor::resolveCredentials);
+    CredentialsExpiredException e = assertThrows(CredentialsExpiredException.class, executor::resolveCredentials);
     long waitedMs = (System.nanoTime() - started) / 1_000_000;
-    Check.isTrue(waitedMs < 2_000, "waited " + waitedMs + " ms for a silent driver");
-    Check.isTrue(e.getMessage().contains("the ask to the driver timed out after 300 ms (catalog-ext.refresh.timeout-ms)"),
+    assertTrue(waitedMs < 2_000, "waited " + waitedMs + " ms for a silent driver");
+    assertTrue(e.getMessage().contains("the ask to the driver timed out after 300 ms (catalog-ext.refresh.timeout-ms)"),
         e.getMessage());
   }
 }

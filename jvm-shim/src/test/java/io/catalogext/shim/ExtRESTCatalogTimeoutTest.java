@@ -1,5 +1,9 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import com.sun.net.httpserver.HttpServer;
 import java.util.HashMap;
 import java.util.Map;
@@ -8,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.CommitStateUnknownException;
+import org.junit.jupiter.api.Test;
 
 /**
  * The catalog's HTTP client has connect and read timeouts even when the user set none, so a
@@ -59,19 +64,20 @@ public class ExtRESTCatalogTimeoutTest {
     return catalog;
   }
 
-  public void testTimeoutsDefaultWhenUnsetAndUserValuesWin() throws Exception {
+  @Test
+  void testTimeoutsDefaultWhenUnsetAndUserValuesWin() throws Exception {
     HttpServer server = stallingCatalog();
     try (ExtRESTCatalog plain = catalog(server, Map.of());
         ExtRESTCatalog tuned = catalog(server, Map.of(ExtRESTCatalog.SOCKET_TIMEOUT_MS, "120000"))) {
-      Check.equal("10000", plain.properties().get("rest.client.connection-timeout-ms"), "default connect timeout");
-      Check.equal("60000", plain.properties().get("rest.client.socket-timeout-ms"), "default read timeout");
-      Check.equal("120000", tuned.properties().get("rest.client.socket-timeout-ms"), "the user's read timeout");
-      Check.equal("10000", tuned.properties().get("rest.client.connection-timeout-ms"), "connect default beside it");
+      assertEquals("10000", plain.properties().get("rest.client.connection-timeout-ms"), "default connect timeout");
+      assertEquals("60000", plain.properties().get("rest.client.socket-timeout-ms"), "default read timeout");
+      assertEquals("120000", tuned.properties().get("rest.client.socket-timeout-ms"), "the user's read timeout");
+      assertEquals("10000", tuned.properties().get("rest.client.connection-timeout-ms"), "connect default beside it");
       IllegalArgumentException bad =
-          Check.raises(
+          assertThrows(
               IllegalArgumentException.class,
               () -> catalog(server, Map.of(ExtRESTCatalog.CONNECTION_TIMEOUT_MS, "10s")));
-      Check.equal(
+      assertEquals(
           "rest.client.connection-timeout-ms must be a whole number of milliseconds (0 = no limit), not '10s'",
           bad.getMessage(),
           "bad value");
@@ -81,23 +87,25 @@ public class ExtRESTCatalogTimeoutTest {
     }
   }
 
-  public void testStalledCatalogFailsWithinTheReadTimeout() throws Exception {
+  @Test
+  void testStalledCatalogFailsWithinTheReadTimeout() throws Exception {
     HttpServer server = stallingCatalog();
     // The same property the default fills, shortened so the test is quick.
     try (ExtRESTCatalog catalog = catalog(server, Map.of(ExtRESTCatalog.SOCKET_TIMEOUT_MS, "500"))) {
       long started = System.nanoTime();
       RuntimeException e =
-          Check.raises(RuntimeException.class, () -> catalog.loadTable(TableIdentifier.of("db", "t")));
+          assertThrows(RuntimeException.class, () -> catalog.loadTable(TableIdentifier.of("db", "t")));
       long waitedMs = (System.nanoTime() - started) / 1_000_000;
-      Check.isTrue(waitedMs < 3_000, "a stalled load took " + waitedMs + " ms");
-      Check.isTrue(chain(e).contains("SocketTimeoutException: Read timed out"), chain(e));
+      assertTrue(waitedMs < 3_000, "a stalled load took " + waitedMs + " ms");
+      assertTrue(chain(e).contains("SocketTimeoutException: Read timed out"), chain(e));
     } finally {
       release.countDown();
       server.stop(0);
     }
   }
 
-  public void testStalledCommitEndsAsUnknownWithinItsBound() throws Exception {
+  @Test
+  void testStalledCommitEndsAsUnknownWithinItsBound() throws Exception {
     HttpServer server = stallingCatalog();
     Map<String, String> props =
         Map.of(ExtRESTCatalog.SOCKET_TIMEOUT_MS, "500", "catalog-ext.commit.max-attempts", "2",
@@ -106,19 +114,20 @@ public class ExtRESTCatalogTimeoutTest {
       Table table = catalog.loadTable(TableIdentifier.of("db", "loaded"));
       long started = System.nanoTime();
       RuntimeException e =
-          Check.raises(RuntimeException.class, () -> table.updateProperties().set("k", "v").commit());
+          assertThrows(RuntimeException.class, () -> table.updateProperties().set("k", "v").commit());
       long waitedMs = (System.nanoTime() - started) / 1_000_000;
-      Check.isTrue(waitedMs < 10_000, "a stalled commit took " + waitedMs + " ms");
+      assertTrue(waitedMs < 10_000, "a stalled commit took " + waitedMs + " ms");
       // The read timeout is an answer that may have been applied: unknown, so Iceberg keeps files.
-      Check.isTrue(e instanceof CommitStateUnknownException, e.toString());
-      Check.isTrue(e.getMessage().contains("answer was lost (SocketTimeoutException"), e.getMessage());
+      assertTrue(e instanceof CommitStateUnknownException, e.toString());
+      assertTrue(e.getMessage().contains("answer was lost (SocketTimeoutException"), e.getMessage());
     } finally {
       release.countDown();
       server.stop(0);
     }
   }
 
-  public void testCatalogThatAcceptsNoConnectionFailsWithinTheDefaultConnectTimeout() throws Exception {
+  @Test
+  void testCatalogThatAcceptsNoConnectionFailsWithinTheDefaultConnectTimeout() throws Exception {
     // A listening socket whose accept queue is full: the kernel drops further SYNs, so a connect
     // hangs (as to a host behind a black-holing firewall). HttpClient alone would wait 3 min.
     java.util.List<java.net.Socket> fillers = new java.util.ArrayList<>();
@@ -133,17 +142,17 @@ public class ExtRESTCatalogTimeoutTest {
           hangs = true;
         }
       }
-      Check.isTrue(hangs, "could not fill the accept queue of a loopback socket");
+      assertTrue(hangs, "could not fill the accept queue of a loopback socket");
       long started = System.nanoTime();
       ExtRESTCatalog catalog = new ExtRESTCatalog();
       RuntimeException e =
-          Check.raises(
+          assertThrows(
               RuntimeException.class,
               () -> catalog.initialize("unreachable", Map.of("uri", "http://127.0.0.1:" + full.getLocalPort())));
       long waitedMs = (System.nanoTime() - started) / 1_000_000;
-      Check.isTrue(waitedMs < 20_000, "connecting took " + waitedMs + " ms");
-      Check.isTrue(waitedMs >= 9_000, "failed before the connect timeout (" + waitedMs + " ms): " + chain(e));
-      Check.isTrue(chain(e).contains("ConnectTimeoutException"), chain(e));
+      assertTrue(waitedMs < 20_000, "connecting took " + waitedMs + " ms");
+      assertTrue(waitedMs >= 9_000, "failed before the connect timeout (" + waitedMs + " ms): " + chain(e));
+      assertTrue(chain(e).contains("ConnectTimeoutException"), chain(e));
     } finally {
       for (java.net.Socket s : fillers) {
         s.close();

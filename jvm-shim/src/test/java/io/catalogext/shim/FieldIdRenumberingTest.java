@@ -1,5 +1,8 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.util.Map;
 import java.util.Set;
 import org.apache.iceberg.NullOrder;
@@ -15,6 +18,7 @@ import org.apache.iceberg.rest.requests.RegisterTableRequest;
 import org.apache.iceberg.rest.requests.ImmutableRegisterTableRequest;
 import org.apache.iceberg.types.TypeUtil;
 import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.Test;
 
 /** Create requests get field ids from 1 with partition, sort and identifier references moved along. */
 public class FieldIdRenumberingTest {
@@ -59,49 +63,53 @@ public class FieldIdRenumberingTest {
 
   private static CreateTableRequest renumber(RESTRequest body) {
     RESTRequest out = FieldIdRenumbering.apply(body);
-    Check.isTrue(out instanceof CreateTableRequest, "still a create request");
+    assertTrue(out instanceof CreateTableRequest, "still a create request");
     return (CreateTableRequest) out;
   }
 
-  public void testEveryIdIsAtLeastOneAndNamesKeepTheirTypes() {
+  @Test
+  void testEveryIdIsAtLeastOneAndNamesKeepTheirTypes() {
     Schema before = sparkLikeSchema();
     CreateTableRequest out = renumber(request(before, false));
     Map<Integer, Types.NestedField> byId = TypeUtil.indexById(out.schema().asStruct());
-    Check.equal(10, byId.size(), "field count");
-    Check.isTrue(byId.keySet().stream().allMatch(id -> id >= 1), "ids >= 1: " + byId.keySet());
+    assertEquals(10, byId.size(), "field count");
+    assertTrue(byId.keySet().stream().allMatch(id -> id >= 1), "ids >= 1: " + byId.keySet());
     for (String name : new String[] {"id", "name", "point.x", "tags.element", "attrs.key", "attrs.value"}) {
-      Check.equal(before.findType(name), out.schema().findType(name), "type of " + name);
+      assertEquals(before.findType(name), out.schema().findType(name), "type of " + name);
     }
-    Check.isTrue(!FieldIdRenumbering.hasIdBelowOne(out), "no id below 1 left");
+    assertTrue(!FieldIdRenumbering.hasIdBelowOne(out), "no id below 1 left");
   }
 
-  public void testPartitionSourceIdsFollowTheirColumns() {
+  @Test
+  void testPartitionSourceIdsFollowTheirColumns() {
     CreateTableRequest out = renumber(request(sparkLikeSchema(), false));
     Schema schema = out.schema();
-    Check.equal(3, out.spec().fields().size(), "partition fields");
+    assertEquals(3, out.spec().fields().size(), "partition fields");
     String[] columns = {"id", "name", "point.x"};
     String[] transforms = {"bucket[16]", "identity", "truncate[10]"};
     for (int i = 0; i < columns.length; i++) {
       PartitionField field = out.spec().fields().get(i);
-      Check.equal(columns[i], schema.findColumnName(field.sourceId()), "partition source " + i);
-      Check.equal(transforms[i], field.transform().toString(), "transform " + i);
-      Check.isTrue(field.sourceId() >= 1, "source id >= 1");
+      assertEquals(columns[i], schema.findColumnName(field.sourceId()), "partition source " + i);
+      assertEquals(transforms[i], field.transform().toString(), "transform " + i);
+      assertTrue(field.sourceId() >= 1, "source id >= 1");
     }
   }
 
-  public void testSortOrderAndIdentifierFieldsFollowTheirColumns() {
+  @Test
+  void testSortOrderAndIdentifierFieldsFollowTheirColumns() {
     CreateTableRequest out = renumber(request(sparkLikeSchema(), false));
     SortField first = out.writeOrder().fields().get(0);
     SortField second = out.writeOrder().fields().get(1);
-    Check.equal("id", out.schema().findColumnName(first.sourceId()), "first sort column");
-    Check.equal(SortDirection.DESC, first.direction(), "first direction");
-    Check.equal("point.y", out.schema().findColumnName(second.sourceId()), "second sort column");
-    Check.equal(NullOrder.NULLS_FIRST, second.nullOrder(), "second null order");
-    Check.equal(Set.of("id"), out.schema().identifierFieldNames(), "identifier fields");
-    Check.isTrue(out.schema().identifierFieldIds().stream().allMatch(id -> id >= 1), "identifier ids >= 1");
+    assertEquals("id", out.schema().findColumnName(first.sourceId()), "first sort column");
+    assertEquals(SortDirection.DESC, first.direction(), "first direction");
+    assertEquals("point.y", out.schema().findColumnName(second.sourceId()), "second sort column");
+    assertEquals(NullOrder.NULLS_FIRST, second.nullOrder(), "second null order");
+    assertEquals(Set.of("id"), out.schema().identifierFieldNames(), "identifier fields");
+    assertTrue(out.schema().identifierFieldIds().stream().allMatch(id -> id >= 1), "identifier ids >= 1");
   }
 
-  public void testNameLocationPropertiesAndStagingAreKept() {
+  @Test
+  void testNameLocationPropertiesAndStagingAreKept() {
     CreateTableRequest staged =
         CreateTableRequest.builder()
             .stageCreate()
@@ -111,20 +119,21 @@ public class FieldIdRenumberingTest {
             .setProperties(new java.util.HashMap<>(Map.of("owner", "me")))
             .build();
     CreateTableRequest out = renumber(staged);
-    Check.isTrue(out.stageCreate(), "still a stage-create");
-    Check.equal("s", out.name(), "name");
-    Check.equal("s3://bucket/ns/s", out.location(), "location");
-    Check.equal(Map.of("owner", "me"), out.properties(), "properties");
-    Check.isTrue(!renumber(request(sparkLikeSchema(), false)).stageCreate(), "a plain create stays plain");
-    Check.equal(null, renumber(request(sparkLikeSchema(), false)).location(), "no location invented");
+    assertTrue(out.stageCreate(), "still a stage-create");
+    assertEquals("s", out.name(), "name");
+    assertEquals("s3://bucket/ns/s", out.location(), "location");
+    assertEquals(Map.of("owner", "me"), out.properties(), "properties");
+    assertTrue(!renumber(request(sparkLikeSchema(), false)).stageCreate(), "a plain create stays plain");
+    assertEquals(null, renumber(request(sparkLikeSchema(), false)).location(), "no location invented");
   }
 
-  public void testValidIdsAndOtherRequestsPassThroughUntouched() {
+  @Test
+  void testValidIdsAndOtherRequestsPassThroughUntouched() {
     CreateTableRequest valid = request(TypeUtil.assignIncreasingFreshIds(sparkLikeSchema()), true);
-    Check.isTrue(FieldIdRenumbering.apply(valid) == valid, "a request with ids >= 1 is sent as built");
+    assertTrue(FieldIdRenumbering.apply(valid) == valid, "a request with ids >= 1 is sent as built");
     RegisterTableRequest register =
         ImmutableRegisterTableRequest.builder().name("t").metadataLocation("s3://b/m.json").build();
-    Check.isTrue(FieldIdRenumbering.apply(register) == register, "other requests pass through");
-    Check.isTrue(FieldIdRenumbering.apply(null) == null, "no body passes through");
+    assertTrue(FieldIdRenumbering.apply(register) == register, "other requests pass through");
+    assertTrue(FieldIdRenumbering.apply(null) == null, "no body passes through");
   }
 }

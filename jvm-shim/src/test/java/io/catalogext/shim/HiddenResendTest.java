@@ -1,5 +1,10 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
@@ -113,87 +118,92 @@ public class HiddenResendTest {
     }
   }
 
-  public void testCommitAnswered503WithRetryAfterThenRefusedIsUnknownNotForbidden() throws Exception {
+  @Test
+  void testCommitAnswered503WithRetryAfterThenRefusedIsUnknownNotForbidden() throws Exception {
     start();
     try (ExtRESTCatalog catalog = catalog("2")) {
       Table table = catalog.loadTable(TableIdentifier.of("db", "t"));
       // A gateway forwarded the commit, answered 503 + Retry-After; the next copy is refused.
       script("POST", TABLE_PATH, retryAfter(503), refusal(403));
-      RuntimeException e = Check.raises(RuntimeException.class, () -> table.updateProperties().set("k", "v").commit());
+      RuntimeException e = assertThrows(RuntimeException.class, () -> table.updateProperties().set("k", "v").commit());
       // The guard saw the 503 (maybe applied), so the 403 after it proves nothing: unknown, files
       // kept. A hidden re-send would have shown the guard only the 403: a ForbiddenException.
-      Check.isTrue(e instanceof CommitStateUnknownException, e.toString());
-      Check.equal(2L, count("POST " + TABLE_PATH), "POSTs: one per guard attempt");
+      assertTrue(e instanceof CommitStateUnknownException, e.toString());
+      assertEquals(2L, count("POST " + TABLE_PATH), "POSTs: one per guard attempt");
     } finally {
       server.stop(0);
     }
   }
 
-  public void testPostIsNotResentOn503Or429WithRetryAfter() throws Exception {
+  @Test
+  void testPostIsNotResentOn503Or429WithRetryAfter() throws Exception {
     start();
     try (ExtRESTCatalog catalog = catalog("1")) {
       Table table = catalog.loadTable(TableIdentifier.of("db", "t"));
       script("POST", "/v1/namespaces", retryAfter(429), refusal(403));
-      Check.raises(RuntimeException.class, () -> catalog.createNamespace(org.apache.iceberg.catalog.Namespace.of("n")));
-      Check.equal(1L, count("POST /v1/namespaces"), "POSTs after a 429 with Retry-After");
+      assertThrows(RuntimeException.class, () -> catalog.createNamespace(org.apache.iceberg.catalog.Namespace.of("n")));
+      assertEquals(1L, count("POST /v1/namespaces"), "POSTs after a 429 with Retry-After");
 
       script("POST", TABLE_PATH, retryAfter(503), refusal(403));
       RuntimeException unavailable =
-          Check.raises(RuntimeException.class, () -> table.updateProperties().set("k", "v").commit());
-      Check.isTrue(unavailable instanceof CommitStateUnknownException, unavailable.toString());
-      Check.equal(1L, count("POST " + TABLE_PATH), "POSTs after a 503 with Retry-After");
+          assertThrows(RuntimeException.class, () -> table.updateProperties().set("k", "v").commit());
+      assertTrue(unavailable instanceof CommitStateUnknownException, unavailable.toString());
+      assertEquals(1L, count("POST " + TABLE_PATH), "POSTs after a 503 with Retry-After");
 
       script("DELETE", TABLE_PATH, retryAfter(503), refusal(404));
-      Check.raises(RuntimeException.class, () -> catalog.dropTable(TableIdentifier.of("db", "t"), false));
-      Check.equal(1L, count("DELETE " + TABLE_PATH), "DELETEs after a 503 with Retry-After");
+      assertThrows(RuntimeException.class, () -> catalog.dropTable(TableIdentifier.of("db", "t"), false));
+      assertEquals(1L, count("DELETE " + TABLE_PATH), "DELETEs after a 503 with Retry-After");
     } finally {
       server.stop(0);
     }
   }
 
-  public void testGetIsStillRetriedOn503WithRetryAfter() throws Exception {
+  @Test
+  void testGetIsStillRetriedOn503WithRetryAfter() throws Exception {
     start();
     try (ExtRESTCatalog catalog = catalog("1")) {
       script("GET", TABLE_PATH, retryAfter(503));
       Table table = catalog.loadTable(TableIdentifier.of("db", "t")); // Iceberg's own retry, kept
-      Check.equal("t", table.name().substring(table.name().length() - 1), "loaded");
-      Check.equal(2L, count("GET " + TABLE_PATH), "GETs: Iceberg's retry of a safe method stays");
+      assertEquals("t", table.name().substring(table.name().length() - 1), "loaded");
+      assertEquals(2L, count("GET " + TABLE_PATH), "GETs: Iceberg's retry of a safe method stays");
     } finally {
       server.stop(0);
     }
   }
 
-  public void testNoRedirectIsFollowedAndTheErrorNamesTheTarget() throws Exception {
+  @Test
+  void testNoRedirectIsFollowedAndTheErrorNamesTheTarget() throws Exception {
     start();
     try (ExtRESTCatalog catalog = catalog("3")) {
       Table table = catalog.loadTable(TableIdentifier.of("db", "t"));
       for (int status : new int[] {301, 302, 303, 307, 308}) {
         script("POST", TABLE_PATH, redirect(status, "?token=s3cr3t#frag"));
-        RuntimeException e = Check.raises(RuntimeException.class, () -> table.updateProperties().set("k", "v").commit());
-        Check.isTrue(e instanceof CatalogRedirectException, status + ": " + e);
+        RuntimeException e = assertThrows(RuntimeException.class, () -> table.updateProperties().set("k", "v").commit());
+        assertTrue(e instanceof CatalogRedirectException, status + ": " + e);
         String expected = "the catalog answered POST " + TABLE_PATH + " with HTTP " + status + ", a redirect to "
             + LoopbackCatalog.uri(server, ELSEWHERE + TABLE_PATH) + ";";
-        Check.isTrue(e.getMessage().startsWith(expected), status + ": " + e.getMessage());
-        Check.isTrue(!e.getMessage().contains("\n") && !e.getMessage().contains("s3cr3t"), e.getMessage());
-        Check.isTrue(!anyElsewhere(), status + " was followed: " + received);
+        assertTrue(e.getMessage().startsWith(expected), status + ": " + e.getMessage());
+        assertTrue(!e.getMessage().contains("\n") && !e.getMessage().contains("s3cr3t"), e.getMessage());
+        assertTrue(!anyElsewhere(), status + " was followed: " + received);
       }
-      Check.equal(5L, count("POST " + TABLE_PATH), "one POST per redirect, never repeated");
+      assertEquals(5L, count("POST " + TABLE_PATH), "one POST per redirect, never repeated");
 
       script("GET", TABLE_PATH, redirect(302, ""));
-      RuntimeException load = Check.raises(RuntimeException.class, () -> catalog.loadTable(TableIdentifier.of("db", "t")));
-      Check.isTrue(load instanceof CatalogRedirectException, load.toString());
-      Check.isTrue(load.getMessage().contains("GET " + TABLE_PATH + " with HTTP 302"), load.getMessage());
-      Check.isTrue(!anyElsewhere(), "a GET redirect was followed: " + received);
+      RuntimeException load = assertThrows(RuntimeException.class, () -> catalog.loadTable(TableIdentifier.of("db", "t")));
+      assertTrue(load instanceof CatalogRedirectException, load.toString());
+      assertTrue(load.getMessage().contains("GET " + TABLE_PATH + " with HTTP 302"), load.getMessage());
+      assertTrue(!anyElsewhere(), "a GET redirect was followed: " + received);
     } finally {
       server.stop(0);
     }
   }
 
-  public void testShownTargetDropsUserInfoQueryAndFragment() {
-    Check.equal("https://cat.example:8443/v1/x", NoHiddenResends.shown("https://user:pw@cat.example:8443/v1/x?sig=1#f"),
+  @Test
+  void testShownTargetDropsUserInfoQueryAndFragment() {
+    assertEquals("https://cat.example:8443/v1/x", NoHiddenResends.shown("https://user:pw@cat.example:8443/v1/x?sig=1#f"),
         "absolute");
-    Check.equal("/v1/x", NoHiddenResends.shown("/v1/x?sig=1"), "relative");
-    Check.equal("(no Location header)", NoHiddenResends.shown(null), "missing");
-    Check.equal("(an unparseable Location)", NoHiddenResends.shown("http://a b/%zz"), "garbage");
+    assertEquals("/v1/x", NoHiddenResends.shown("/v1/x?sig=1"), "relative");
+    assertEquals("(no Location header)", NoHiddenResends.shown(null), "missing");
+    assertEquals("(an unparseable Location)", NoHiddenResends.shown("http://a b/%zz"), "garbage");
   }
 }

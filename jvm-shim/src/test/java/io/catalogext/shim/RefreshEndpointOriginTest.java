@@ -1,5 +1,10 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+
 /**
  * A server-given refresh endpoint is requested through the catalog's own HTTP client, which adds
  * the catalog's auth and every {@code header.*} value: only the catalog's own origin may get it.
@@ -11,16 +16,18 @@ public class RefreshEndpointOriginTest {
   public RefreshEndpointOriginTest() {
   }
 
-  public void testPathsAndSameOriginUrlsAreUsed() {
-    Check.equal("v1/wh/namespaces/db/tables/t/credentials",
+  @Test
+  void testPathsAndSameOriginUrlsAreUsed() {
+    assertEquals("v1/wh/namespaces/db/tables/t/credentials",
         CatalogRefresher.endpointPath(state, "/v1/wh/namespaces/db/tables/t/credentials"), "relative path");
-    Check.equal("evil.example.com/x", CatalogRefresher.endpointPath(state, "//evil.example.com/x"),
+    assertEquals("evil.example.com/x", CatalogRefresher.endpointPath(state, "//evil.example.com/x"),
         "a scheme-relative URL stays a path under the catalog");
     String same = "https://catalog.example.com:8181/api/catalog/v1/wh/refresh";
-    Check.equal(same, CatalogRefresher.endpointPath(state, same), "same origin");
+    assertEquals(same, CatalogRefresher.endpointPath(state, same), "same origin");
   }
 
-  public void testAnotherOriginIsRefused() {
+  @Test
+  void testAnotherOriginIsRefused() {
     for (String foreign :
         new String[] {
           "https://evil.example.com/refresh",
@@ -29,8 +36,8 @@ public class RefreshEndpointOriginTest {
           "https://catalog.example.com:8181@evil.example.com/refresh", // userinfo trick
         }) {
       IllegalStateException e =
-          Check.raises(IllegalStateException.class, () -> CatalogRefresher.endpointPath(state, foreign));
-      Check.isTrue(e.getMessage().contains("another origin"), e.getMessage());
+          assertThrows(IllegalStateException.class, () -> CatalogRefresher.endpointPath(state, foreign));
+      assertTrue(e.getMessage().contains("another origin"), e.getMessage());
     }
   }
 }

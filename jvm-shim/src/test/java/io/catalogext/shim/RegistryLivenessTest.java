@@ -1,5 +1,10 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -52,25 +57,27 @@ public class RegistryLivenessTest {
     return credentials.accessKeyId();
   }
 
-  public void testEvictedEntryIsRefreshedAgainWhenUsed() {
+  @Test
+  void testEvictedEntryIsRefreshedAgainWhenUsed() {
     answerKeys(10 * MINUTE);
     TableCredentialsProvider provider = track("kept", 10 * MINUTE);
-    Check.equal("K0", key(provider.resolveCredentials()), "initial keys");
+    assertEquals("K0", key(provider.resolveCredentials()), "initial keys");
     registry.tick(); // the ticker notes the use
 
     clock.advance(2 * 60 * MINUTE); // a DataFrame kept in a notebook for two hours
     registry.tick(); // its periodic eviction drops the idle entry with expired keys
-    Check.equal(0, registry.size(), "tracked entries after eviction");
+    assertEquals(0, registry.size(), "tracked entries after eviction");
 
-    Check.equal("K1", key(provider.resolveCredentials()), "keys after the idle period");
-    Check.equal(1, registry.size(), "the entry is tracked again");
+    assertEquals("K1", key(provider.resolveCredentials()), "keys after the idle period");
+    assertEquals(1, registry.size(), "the entry is tracked again");
 
     clock.advance(11 * MINUTE); // K1 expired: the ticker must see the entry again
     registry.tick();
-    Check.equal("K2", key(provider.resolveCredentials()), "keys once K1 expired");
+    assertEquals("K2", key(provider.resolveCredentials()), "keys once K1 expired");
   }
 
-  public void testFailedRefreshBacksOffAndEndsInTheDocumentedError() {
+  @Test
+  void testFailedRefreshBacksOffAndEndsInTheDocumentedError() {
     registry.setRefreshPolicy("c", new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 5_000, 3_600_000)); // backoff 1 s, 2 s, 4 s...; timeout 5 s
     registry.registerBridge(
         request -> {
@@ -81,17 +88,18 @@ public class RegistryLivenessTest {
     clock.advance(11_000);
     registry.tick();
     long started = clock.nowMs();
-    CredentialsExpiredException first = Check.raises(CredentialsExpiredException.class, provider::resolveCredentials);
-    Check.isTrue(first.getMessage().startsWith("Storage credentials for table c.db.broken expired and refresh via"),
+    CredentialsExpiredException first = assertThrows(CredentialsExpiredException.class, provider::resolveCredentials);
+    assertTrue(first.getMessage().startsWith("Storage credentials for table c.db.broken expired and refresh via"),
         first.getMessage());
-    Check.isTrue(first.getMessage().contains("the token service said no"), first.getMessage());
-    Check.isTrue(first.getMessage().endsWith("The write was stopped before anything was committed."), first.getMessage());
+    assertTrue(first.getMessage().contains("the token service said no"), first.getMessage());
+    assertTrue(first.getMessage().endsWith("The write was stopped before anything was committed."), first.getMessage());
     // Attempts at +0, +1 s, +3 s; the next (+7 s) is past the 5 s timeout: the error ends it.
-    Check.equal(3, calls.get(), "source calls");
-    Check.equal(3_000L, clock.nowMs() - started, "time spent backing off");
+    assertEquals(3, calls.get(), "source calls");
+    assertEquals(3_000L, clock.nowMs() - started, "time spent backing off");
   }
 
-  public void testHungSourceTimesOut() {
+  @Test
+  void testHungSourceTimesOut() {
     registry.setRefreshPolicy("c", new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 300, 3_600_000)); // timeout-ms = 300
     CountDownLatch never = new CountDownLatch(1);
     registry.registerBridge(
@@ -108,30 +116,33 @@ public class RegistryLivenessTest {
     clock.advance(11_000);
     registry.tick();
     long started = System.nanoTime();
-    CredentialsExpiredException e = Check.raises(CredentialsExpiredException.class, provider::resolveCredentials);
+    CredentialsExpiredException e = assertThrows(CredentialsExpiredException.class, provider::resolveCredentials);
     long waitedMs = (System.nanoTime() - started) / 1_000_000;
-    Check.isTrue(e.getMessage().contains("timed out after 300 ms"), e.getMessage());
-    Check.isTrue(waitedMs < 5_000, "waited " + waitedMs + " ms for a hung source");
+    assertTrue(e.getMessage().contains("timed out after 300 ms"), e.getMessage());
+    assertTrue(waitedMs < 5_000, "waited " + waitedMs + " ms for a hung source");
   }
 
-  public void testOneEntryPerTableIdentityNotPerLoad() {
+  @Test
+  void testOneEntryPerTableIdentityNotPerLoad() {
     answerKeys(10 * MINUTE);
     for (int load = 0; load < 5; load++) { // a CTAS, then loads of the same table
       track("loaded", 10_000 + load);
     }
     track("other", 10_000);
-    Check.equal(2, registry.size(), "entries for two tables loaded six times");
+    assertEquals(2, registry.size(), "entries for two tables loaded six times");
   }
 
-  public void testRegistryIsBounded() {
+  @Test
+  void testRegistryIsBounded() {
     answerKeys(10 * MINUTE);
     for (int i = 0; i < CredentialRegistry.MAX_ENTRIES + 25; i++) {
       track("t" + i, 10 * MINUTE);
     }
-    Check.equal(CredentialRegistry.MAX_ENTRIES, registry.size(), "tracked entries");
+    assertEquals(CredentialRegistry.MAX_ENTRIES, registry.size(), "tracked entries");
   }
 
-  public void testSchedulerPassSurvivesExceptions() {
+  @Test
+  void testSchedulerPassSurvivesExceptions() {
     AtomicInteger ticks = new AtomicInteger();
     CredentialRegistry broken =
         new CredentialRegistry(
@@ -143,7 +154,7 @@ public class RegistryLivenessTest {
             });
     broken.tickSafely(); // must not throw, or scheduleWithFixedDelay would stop for good
     broken.tickSafely();
-    Check.isTrue(ticks.get() >= 2, "the second pass ran after the first one failed");
+    assertTrue(ticks.get() >= 2, "the second pass ran after the first one failed");
   }
 
   /** The events of one table in the JVM's event log, as (type, outcome, strategy, error_class, text). */
@@ -158,13 +169,14 @@ public class RegistryLivenessTest {
     return out;
   }
 
-  public void testRefreshEventsNameTheStrategyAndOnlyTheErrorClass() {
+  @Test
+  void testRefreshEventsNameTheStrategyAndOnlyTheErrorClass() {
     answerKeys(10 * MINUTE);
     TableCredentialsProvider provider = track("evented", 10 * MINUTE);
     clock.advance(11 * MINUTE);
     registry.tick(); // the ticker marks the expired keys due
-    Check.equal("K1", key(provider.resolveCredentials()), "refreshed keys");
-    Check.equal(
+    assertEquals("K1", key(provider.resolveCredentials()), "refreshed keys");
+    assertEquals(
         List.of("credential_refresh.started - - - false false",
             "credential_refresh.finished refreshed user-source:test - true true"),
         refreshEvents("c.db.evented"), "events of a refresh");
@@ -172,15 +184,16 @@ public class RegistryLivenessTest {
     registry.registerBridge(request -> "{\"error\": \"503 from https://catalog.internal/x?token=abc\"}");
     clock.advance(11 * MINUTE);
     registry.tick();
-    Check.raises(RuntimeException.class, provider::resolveCredentials);
+    assertThrows(RuntimeException.class, provider::resolveCredentials);
     List<String> events = refreshEvents("c.db.evented");
     String failed = events.stream().filter(e -> e.contains("finished failed")).findFirst().orElse("none");
-    Check.isTrue(failed.matches("credential_refresh.finished failed - [A-Za-z]+(Exception|Error) true false"),
+    assertTrue(failed.matches("credential_refresh.finished failed - [A-Za-z]+(Exception|Error) true false"),
         "a failed refresh carries the error class: " + failed);
-    Check.isTrue(!EventLog.drainAfter(0).contains("catalog.internal"), "never the message");
+    assertTrue(!EventLog.drainAfter(0).contains("catalog.internal"), "never the message");
   }
 
-  public void testAHungCatalogDoesNotStarveAnotherCatalogsRefreshes() throws Exception {
+  @Test
+  void testAHungCatalogDoesNotStarveAnotherCatalogsRefreshes() throws Exception {
     registry.setRefreshPolicy("c", new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 300, 3_600_000)); // timeout-ms = 300
     java.util.concurrent.atomic.AtomicBoolean released = new java.util.concurrent.atomic.AtomicBoolean();
     registry.registerBridge(
@@ -214,11 +227,11 @@ public class RegistryLivenessTest {
         done.add(callers.submit(() -> registry.refresh(e.handle, e.generation())));
       }
       for (java.util.concurrent.Future<?> f : done) {
-        Check.raises(java.util.concurrent.ExecutionException.class, f::get); // each times out or finds no permit
+        assertThrows(java.util.concurrent.ExecutionException.class, f::get); // each times out or finds no permit
       }
       callers.shutdown();
-      Check.isTrue(registry.refresh(other.handle, other.generation()), "the healthy catalog refreshed");
-      Check.equal("FRESH", other.snapshot("").credentials.accessKeyId(), "its fresh keys");
+      assertTrue(registry.refresh(other.handle, other.generation()), "the healthy catalog refreshed");
+      assertEquals("FRESH", other.snapshot("").credentials.accessKeyId(), "its fresh keys");
     } finally {
       released.set(true);
     }

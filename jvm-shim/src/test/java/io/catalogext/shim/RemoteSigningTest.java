@@ -1,5 +1,9 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.util.Map;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
@@ -9,6 +13,7 @@ import org.apache.iceberg.rest.responses.LoadTableResponse;
 import org.apache.iceberg.rest.responses.LoadTableResponseParser;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.Test;
 
 /** Iceberg 1.12's remote-signing-config read by Json.restMapper and turned into s3.signer.* (RemoteSigning). */
 public class RemoteSigningTest {
@@ -26,42 +31,48 @@ public class RemoteSigningTest {
 
   private static final TablePath LOAD = TablePath.parse("v1/pfx/namespaces/db/tables/t");
 
-  public void testPresenceAloneMeansThePerTableSignRouteOfTheCatalog() throws Exception {
+  @Test
+  void testPresenceAloneMeansThePerTableSignRouteOfTheCatalog() throws Exception {
     LoadTableResponse out = RemoteSigning.translate(read("{}", Map.of()), LOAD, null);
-    Check.equal("v1/pfx/namespaces/db/tables/t/sign", out.config().get(RemoteSigning.SIGNER_ENDPOINT), "endpoint");
-    Check.isTrue(!out.config().containsKey(RemoteSigning.SIGNER_URI), "no uri: Iceberg's default is the catalog URI");
-    Check.isTrue(!out.config().containsKey(ShimKeys.CAPTURED_SIGNING_CONFIG), "the private key is gone");
+    assertEquals("v1/pfx/namespaces/db/tables/t/sign", out.config().get(RemoteSigning.SIGNER_ENDPOINT), "endpoint");
+    assertTrue(!out.config().containsKey(RemoteSigning.SIGNER_URI), "no uri: Iceberg's default is the catalog URI");
+    assertTrue(!out.config().containsKey(ShimKeys.CAPTURED_SIGNING_CONFIG), "the private key is gone");
   }
 
-  public void testBaseUriAndEndpointPathAreUsed() throws Exception {
+  @Test
+  void testBaseUriAndEndpointPathAreUsed() throws Exception {
     LoadTableResponse out = RemoteSigning.translate(
         read("{\"base-uri\":\"https://signer.example.com/api\",\"endpoint-path\":\"/v1/sign/x\"}", Map.of()), LOAD, null);
-    Check.equal("https://signer.example.com/api", out.config().get(RemoteSigning.SIGNER_URI), "uri");
-    Check.equal("v1/sign/x", out.config().get(RemoteSigning.SIGNER_ENDPOINT), "endpoint, relative to the uri");
+    assertEquals("https://signer.example.com/api", out.config().get(RemoteSigning.SIGNER_URI), "uri");
+    assertEquals("v1/sign/x", out.config().get(RemoteSigning.SIGNER_ENDPOINT), "endpoint, relative to the uri");
   }
 
-  public void testTheCatalogsOwnSignerPropertiesWin() throws Exception {
+  @Test
+  void testTheCatalogsOwnSignerPropertiesWin() throws Exception {
     LoadTableResponse out = RemoteSigning.translate(read("{\"base-uri\":\"https://other\"}",
         Map.of(RemoteSigning.SIGNER_URI, "https://mine", RemoteSigning.SIGNER_ENDPOINT, "v1/aws/s3/sign")), LOAD, null);
-    Check.equal("https://mine", out.config().get(RemoteSigning.SIGNER_URI), "uri kept");
-    Check.equal("v1/aws/s3/sign", out.config().get(RemoteSigning.SIGNER_ENDPOINT), "endpoint kept");
+    assertEquals("https://mine", out.config().get(RemoteSigning.SIGNER_URI), "uri kept");
+    assertEquals("v1/aws/s3/sign", out.config().get(RemoteSigning.SIGNER_ENDPOINT), "endpoint kept");
   }
 
-  public void testACreateSignsAtTheNewTablesRoute() throws Exception {
+  @Test
+  void testACreateSignsAtTheNewTablesRoute() throws Exception {
     CreateTableRequest create = CreateTableRequest.builder().withName("n").withSchema(SCHEMA).build();
     LoadTableResponse out = RemoteSigning.translate(read("{}", Map.of()),
         TablePath.parse("v1/pfx/namespaces/db/tables"), create);
-    Check.equal("v1/pfx/namespaces/db/tables/n/sign", out.config().get(RemoteSigning.SIGNER_ENDPOINT), "endpoint");
+    assertEquals("v1/pfx/namespaces/db/tables/n/sign", out.config().get(RemoteSigning.SIGNER_ENDPOINT), "endpoint");
   }
 
-  public void testPassOnPropertiesOrHeadersAreAOneLineRefusal() throws Exception {
-    IllegalStateException e = Check.raises(IllegalStateException.class,
+  @Test
+  void testPassOnPropertiesOrHeadersAreAOneLineRefusal() throws Exception {
+    IllegalStateException e = assertThrows(IllegalStateException.class,
         () -> RemoteSigning.translate(read("{\"headers\":{\"x\":[\"1\"]}}", Map.of()), LOAD, null));
-    Check.isTrue(e.getMessage().contains("headers") && !e.getMessage().contains("\n"), e.getMessage());
+    assertTrue(e.getMessage().contains("headers") && !e.getMessage().contains("\n"), e.getMessage());
   }
 
-  public void testWithoutTheFieldTheAnswerIsUnchanged() throws Exception {
+  @Test
+  void testWithoutTheFieldTheAnswerIsUnchanged() throws Exception {
     LoadTableResponse in = read(null, Map.of("k", "v"));
-    Check.isTrue(RemoteSigning.translate(in, LOAD, null) == in, "same object");
+    assertTrue(RemoteSigning.translate(in, LOAD, null) == in, "same object");
   }
 }

@@ -1,5 +1,8 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
 import java.util.Map;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
@@ -11,6 +14,7 @@ import org.apache.iceberg.rest.responses.LoadTableResponseParser;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ArrayNode;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.Test;
 
 /** Quirks of the storage-credentials list, handled where the catalog's answers are read (Json.restMapper). */
 public class ResponseQuirksTest {
@@ -24,22 +28,24 @@ public class ResponseQuirksTest {
     return node;
   }
 
-  public void testAnEmptyStorageCredentialEntryIsDroppedFromALoadTableAnswer() throws Exception {
+  @Test
+  void testAnEmptyStorageCredentialEntryIsDroppedFromALoadTableAnswer() throws Exception {
     Schema schema = new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
     TableMetadata meta = TableMetadata.newTableMetadata(schema, PartitionSpec.unpartitioned(), "s3://b/db/t", Map.of());
     LoadTableResponse original = LoadTableResponse.builder().withTableMetadata(meta)
         .addCredential(ImmutableCredential.builder().prefix("s3://b/db/t").config(KEYS).build()).build();
     String json = Json.write(withEmptyEntry(LoadTableResponseParser.toJson(original)));
-    Check.raises(IllegalArgumentException.class, () -> LoadTableResponseParser.fromJson(json)); // Iceberg alone
+    assertThrows(IllegalArgumentException.class, () -> LoadTableResponseParser.fromJson(json)); // Iceberg alone
     LoadTableResponse read = Json.restMapper().readValue(json, LoadTableResponse.class);
-    Check.equal(1, read.credentials().size(), "only the entry with keys is left");
-    Check.equal("AKIA", read.credentials().get(0).config().get(ShimKeys.ACCESS_KEY_ID), "keys kept");
+    assertEquals(1, read.credentials().size(), "only the entry with keys is left");
+    assertEquals("AKIA", read.credentials().get(0).config().get(ShimKeys.ACCESS_KEY_ID), "keys kept");
   }
 
-  public void testAnEmptyEntryIsDroppedFromACredentialsAnswerToo() throws Exception {
+  @Test
+  void testAnEmptyEntryIsDroppedFromACredentialsAnswerToo() throws Exception {
     String json = Json.write(withEmptyEntry(
         "{\"storage-credentials\":[{\"prefix\":\"s3://b/db/t\",\"config\":{\"s3.access-key-id\":\"AKIA\",\"s3.secret-access-key\":\"s\"}}]}"));
     LoadCredentialsResponse read = Json.restMapper().readValue(json, LoadCredentialsResponse.class);
-    Check.equal(1, read.credentials().size(), "one entry left");
+    assertEquals(1, read.credentials().size(), "one entry left");
   }
 }

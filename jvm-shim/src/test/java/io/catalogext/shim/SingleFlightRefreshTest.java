@@ -1,9 +1,13 @@
 package io.catalogext.shim;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
 
 /**
  * One catalog request per renewal: a caller that found the keys due and asks for a background
@@ -29,17 +33,18 @@ public class SingleFlightRefreshTest {
     return new TableEntry("h", context, RefreshPolicy.defaults(), catalog, clock);
   }
 
-  public void testADueLookThatLostTheRaceToARefreshDoesNotFetchAgain() throws Exception {
+  @Test
+  void testADueLookThatLostTheRaceToARefreshDoesNotFetchAgain() throws Exception {
     TableEntry entry = entry();
     CredentialSlot slot =
         entry.seed("", Map.of(ShimKeys.ACCESS_KEY_ID, "OLD", ShimKeys.SECRET_ACCESS_KEY, "S",
             ShimKeys.EXPIRES_AT_MS, String.valueOf(clock.nowMs() + 60_000)));
     clock.advance(55_000); // due: an executor's ask reads the generation, then finds the keys due
     long seenBeforeLooking = entry.generation();
-    Check.isTrue(entry.refreshIfGeneration(seenBeforeLooking), "meanwhile the scheduler's refresh lands");
+    assertTrue(entry.refreshIfGeneration(seenBeforeLooking), "meanwhile the scheduler's refresh lands");
     entry.refreshAsync(seenBeforeLooking); // the ask, built from the keys it found due
-    Check.isTrue(!second.await(500, TimeUnit.MILLISECONDS), "a second catalog request was made");
-    Check.equal(1, fetches.get(), "catalog requests for one renewal");
-    Check.equal("K1", slot.current.credentials.accessKeyId(), "the landed keys stay");
+    assertTrue(!second.await(500, TimeUnit.MILLISECONDS), "a second catalog request was made");
+    assertEquals(1, fetches.get(), "catalog requests for one renewal");
+    assertEquals("K1", slot.current.credentials.accessKeyId(), "the landed keys stay");
   }
 }
