@@ -21,9 +21,9 @@ import uuid as uuidlib
 
 import pytest
 
-from pyspark_catalog_ext.credentials import attach
 from pyspark_catalog_ext.errors import CatalogError, CatalogRedirectError, CommitStateUnknownError
 from pyspark_catalog_ext.spark import java_errors
+from pyspark_catalog_ext.spark.credentials import attach
 from tests.helpers import add_spark_catalog
 from tests.servers import CatalogProxy
 from tests.spark.test_staging import s3_admin, s3_exists, table_files
