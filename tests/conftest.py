@@ -4,6 +4,7 @@ jars + the shim), one PyIceberg catalog. Helpers for running the CLI as a user w
 from __future__ import annotations
 
 import os
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -21,7 +22,9 @@ from pyspark_catalog_ext.spark.session import lakehouse_session
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "pyspark_catalog_ext.cli"]
-SECRET = "lakeadminsecret"
+# The session lakehouse's admin secret: random per run like every lakehouse's, chosen here so tests can
+# check that no output carries it.
+SECRET = "pce-test-" + secrets.token_urlsafe(24)
 
 
 # -- markers come from the folder: tests/unit (Python only, no JVM of Spark), tests/spark (Spark in
@@ -111,7 +114,7 @@ def jar_paths() -> list[Path]:
 @pytest.fixture(scope="session")
 def lakehouse():
     """One embedded SeaweedFS per test session (temp data dir, free ports)."""
-    with start_lakehouse() as lake:
+    with start_lakehouse(admin_keys=("pce-test-admin", SECRET)) as lake:
         yield lake
 
 
