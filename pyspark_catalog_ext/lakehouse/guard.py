@@ -47,6 +47,10 @@ __all__ = ["LocationGuard", "CatalogGuardProxy", "Refusal"]
 MAX_STAGED = 10_000  # staged tables remembered (they are not stored until committed)
 STAGED_SECONDS = 24 * 3600  # a staged table older than this is forgotten (a CTAS that never commits)
 MAX_LISTED = 100_000  # tables looked at for one check: beyond that the guard refuses rather than guess
+# Stored locations of listed tables are reused this long (each check still lists the tables, so a
+# new table is always seen; a location changed through this guard is forgotten at once; one changed
+# behind its back, with the admin keys on SeaweedFS's own port, is seen after this long at most).
+KNOWN_SECONDS = 30
 _SCHEMES = ("s3", "s3a", "s3n")
 _TABLES = re.compile(r"^/v1/(?:(?P<prefix>[^/]+)/)?namespaces/(?P<ns>[^/]+)/(?P<what>tables|register)$")
 _TABLE = re.compile(r"^/v1/(?:(?P<prefix>[^/]+)/)?namespaces/(?P<ns>[^/]+)/tables/(?P<table>[^/]+)$")
@@ -101,6 +105,7 @@ class LocationGuard:
         self.s3_endpoint = s3_endpoint.rstrip("/")  # to read a registered table's metadata file
         self._access_key, self._secret_key = access_key, secret_key
         self._staged: TTLCache = TTLCache(maxsize=MAX_STAGED, ttl=STAGED_SECONDS)  # Ident -> location
+        self._known: TTLCache = TTLCache(maxsize=MAX_LISTED, ttl=KNOWN_SECONDS)  # Ident -> stored location
         self._token: tuple[str, float] | None = None
         # One location-changing call at a time: check, forward and record must not interleave, or
         # two creates could each pass the check before either exists.
@@ -186,7 +191,12 @@ class LocationGuard:
                 if count > MAX_LISTED:
                     raise OverflowError
                 key: Ident = (bucket, tuple(ident.get("namespace") or ns), str(ident.get("name")))
-                location = self.stored_location(key)
+                with self._lock:
+                    location = self._known.get(key)
+                if location is None:
+                    location = self.stored_location(key)
+                    with self._lock:
+                        self._known[key] = location
                 if location:
                     yield key, location
 
@@ -250,6 +260,7 @@ class LocationGuard:
         with self._lock:
             for ident, location, _, kind in changes:
                 bucket, namespace, name = ident
+                self._known.pop(ident, None)
                 if kind == "stage":
                     self._staged[ident] = _location(location) if location else f"{namespace_location(bucket, namespace)}/{name}"
                 elif kind == "stored":

@@ -86,6 +86,9 @@ def test_spark_ctas_and_read_with_no_storage_keys(signing_lake, tmp_path):
     assert info.secret_key not in everything and info.access_key not in everything
     assert result["refresh_needs"]["lake"].startswith("nothing: remote signing")
     assert result["tables_tracked"] == 0
+    # a CTAS at the table's own location, from Spark: refused by the location rule, nothing created
+    assert result["steal_error"] and "overlaps table rs.ctas" in result["steal_error"], result["steal_error"]
+    assert not result["steal_exists"]
 
 
 def test_signer_signs_inside_a_table_and_refuses_outside(signing_lake):
