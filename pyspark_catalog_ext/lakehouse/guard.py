@@ -29,7 +29,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
@@ -39,6 +38,7 @@ from pyspark_catalog_ext.lakehouse.signer import (
     MAX_TOKEN_BODY,
     TOKEN_PATH,
     UPSTREAM_TIMEOUT,
+    BoundedHTTPServer,
     _Handler,
 )
 
@@ -366,7 +366,7 @@ class CatalogGuardProxy:
         self.guard = guard
         self.catalog_uri = guard.catalog_uri
         self._host, self._port = host, port
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: BoundedHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     def __repr__(self) -> str:
@@ -383,8 +383,7 @@ class CatalogGuardProxy:
     def start(self) -> CatalogGuardProxy:
         if self._httpd is None:
             handler = type("_BoundGuardHandler", (_GuardHandler,), {"guard_proxy": self})
-            self._httpd = ThreadingHTTPServer((self._host, self._port), handler)
-            self._httpd.daemon_threads = True
+            self._httpd = BoundedHTTPServer((self._host, self._port), handler)
             self._port = self._httpd.server_address[1]
             self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
                                             name=f"catalog-guard:{self._port}", daemon=True)

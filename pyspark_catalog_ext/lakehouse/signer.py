@@ -101,6 +101,36 @@ _BLANK_QUERIES = {"uploads", "delete"}  # flags: any value would be another requ
 _REFUSED_HEADERS = ("x-amz-copy-source", "x-amz-acl", "x-amz-grant-", "x-amz-tagging", "x-amz-website-redirect-location",
                     "x-amz-object-lock-", "x-amz-bypass-governance-retention", "x-amz-metadata-directive")
 UPSTREAM_TIMEOUT = 30.0
+MAX_CONNECTIONS = 256  # open client connections (one thread each); more are closed at once
+
+
+class BoundedHTTPServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer with daemon threads and at most MAX_CONNECTIONS of them: an idle
+    keep-alive connection holds its thread until the handler's timeout, so without a bound a
+    client opening connections could make threads without end."""
+
+    daemon_threads = True
+    request_queue_size = 128  # socketserver's 5 drops SYNs of a burst (a 1 s client retry each, measured)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)  # type: ignore[misc]
+        finally:
+            self._slots.release()
 # The OAuth2 client id of the embedded lakehouse in remote-signing mode: it can reach the catalog
 # and the signer, but it is no S3 key. Its secret is random per instance (LakehouseInfo.credential).
 CLIENT_ID = "lakeclient"
@@ -182,7 +212,7 @@ class SigningCatalogProxy:
         self._tickets: dict[str, Any] = {}
         self.guard = LocationGuard(self.catalog_uri, self.s3_endpoint, access_key, secret_key)
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: BoundedHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.signed = 0
         self.refused = 0
@@ -203,8 +233,7 @@ class SigningCatalogProxy:
         if self._httpd is not None:
             return self
         handler = type("_BoundHandler", (_Handler,), {"proxy": self})
-        self._httpd = ThreadingHTTPServer((self._host, self._port), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = BoundedHTTPServer((self._host, self._port), handler)
         self._port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
                                         name=f"remote-signer:{self._port}", daemon=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 import uuid
 
 import boto3
@@ -167,3 +168,37 @@ def test_one_client_flooding_the_signer_evicts_nothing_of_another(lakehouse, two
     assert not isinstance(relayed, str), relayed
     # and x's own tables cannot be signed through y's endpoint
     assert not proxy._inside(y_scope, "warehouse", "flood/y-table/data/f.parquet", "x")
+
+
+def test_the_catalog_proxy_holds_a_bounded_number_of_connections(lakehouse):
+    """Each open connection holds a thread: past MAX_CONNECTIONS the proxy closes new ones at once,
+    and serves again when they go."""
+    import socket
+
+    from pyspark_catalog_ext.lakehouse.guard import CatalogGuardProxy, LocationGuard
+    from pyspark_catalog_ext.lakehouse.signer import MAX_CONNECTIONS
+
+    info = lakehouse.info
+    raw = f"http://127.0.0.1:{info.ports['iceberg']}"
+    with CatalogGuardProxy(LocationGuard(raw, info.s3_endpoint, info.access_key, info.secret_key)) as proxy:
+        held = [socket.create_connection(("127.0.0.1", proxy.port), timeout=10) for _ in range(MAX_CONNECTIONS)]
+        try:
+            extra = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+            extra.sendall(b"GET /v1/config?warehouse=warehouse HTTP/1.1\r\nHost: x\r\n\r\n")
+            try:
+                assert extra.recv(100) == b""  # closed without an answer
+            except ConnectionResetError:
+                pass
+            extra.close()
+        finally:
+            for sock in held:
+                sock.close()
+        for _ in range(50):  # the held connections' threads notice the close and give their slots back
+            try:
+                if requests.get(f"{proxy.url}/v1/config", params={"warehouse": "warehouse"}, timeout=5).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the proxy did not serve again after the connections closed")
