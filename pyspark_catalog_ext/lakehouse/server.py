@@ -405,20 +405,20 @@ class Lakehouse:
 
 
 def _wait_http(url: str, proc: subprocess.Popen, timeout: float) -> None:
-    """Wait until `url` answers 200 (the signer forwarding to the catalog) or `proc` exits."""
+    """Wait until `url` answers 200 (the catalog proxy forwarding to the catalog) or `proc` exits."""
     import requests
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise LakehouseError(f"the remote signer exited with code {proc.returncode} during start-up; see the lakehouse log")
+            raise LakehouseError(f"the catalog proxy (location guard or remote signer) exited with code {proc.returncode} during start-up; see the lakehouse log")
         try:
             if requests.get(url, timeout=2).status_code == 200:
                 return
         except requests.RequestException:
             pass
         time.sleep(0.2)
-    raise LakehouseError(f"the remote signer did not answer within {timeout:.0f}s")
+    raise LakehouseError(f"the catalog proxy (location guard or remote signer) did not answer within {timeout:.0f}s")
 
 
 def _sweep_stale_roots() -> None:
