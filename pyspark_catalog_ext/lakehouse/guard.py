@@ -55,6 +55,8 @@ _SCHEMES = ("s3", "s3a", "s3n")
 _TABLES = re.compile(r"^/v1/(?:(?P<prefix>[^/]+)/)?namespaces/(?P<ns>[^/]+)/(?P<what>tables|register)$")
 _TABLE = re.compile(r"^/v1/(?:(?P<prefix>[^/]+)/)?namespaces/(?P<ns>[^/]+)/tables/(?P<table>[^/]+)$")
 _TRANSACTION = re.compile(r"^/v1/(?:(?P<prefix>[^/]+)/)?transactions/commit$")
+# POSTs that set no location: rename keeps it; metrics reports and scan planning read
+_NO_LOCATION = re.compile(r"^/v1/(?:[^/]+/)?(tables/rename|namespaces/[^/]+/tables/[^/]+/(metrics|plan(/[^/]+)?|tasks))$")
 
 Ident = tuple[str, tuple[str, ...], str]  # (table bucket, namespace levels, table name)
 Send = Callable[[], tuple[int, bytes, Mapping[str, str]]]
@@ -272,6 +274,8 @@ class LocationGuard:
         route = urlsplit(path).path
         m_tables, m_table, m_tx = _TABLES.match(route), _TABLE.match(route), _TRANSACTION.match(route)
         if not (m_tables or m_table or m_tx):
+            if _NO_LOCATION.match(route):
+                return []
             if re.search(r"/(tables|register|transactions)(/|$)", route):  # a variant we cannot read: refuse
                 return Refusal(400, "BadRequestException", f"unexpected catalog path {route[:200]!r}")
             return []
