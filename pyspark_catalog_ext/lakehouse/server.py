@@ -61,7 +61,9 @@ _RESOURCES = Path(__file__).resolve().parent.parent / "resources"  # config temp
 
 def __getattr__(name: str) -> Any:
     if name in _REMOVED:
-        raise AttributeError(f"{name} is gone: the lakehouse's admin keys are random per instance; "
+        # ImportError, not AttributeError: `from ... import` would swap an AttributeError for its
+        # generic "cannot import name" and lose the hint
+        raise ImportError(f"{name} is gone: the lakehouse's admin keys are random per instance; "
                              f"use LakehouseInfo.{_REMOVED[name]} (lake.info.{_REMOVED[name]})")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -140,8 +140,8 @@ _TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 
 
 def __getattr__(name: str) -> Any:
-    if name == "CLIENT_SECRET":
-        raise AttributeError("CLIENT_SECRET is gone: the signer's client secret is random per instance; "
+    if name == "CLIENT_SECRET":  # ImportError: see lakehouse.server.__getattr__
+        raise ImportError("CLIENT_SECRET is gone: the signer's client secret is random per instance; "
                              "use LakehouseInfo.client_secret (or LakehouseInfo.credential)")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
