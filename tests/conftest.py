@@ -25,8 +25,9 @@ CLI = [sys.executable, "-m", "pyspark_catalog_ext.cli"]
 # The session lakehouse's admin secret: random per run like every lakehouse's, chosen here so tests can
 # check that no output carries it.
 # (pytest loads this file as `conftest` and tests import it as `tests.conftest`: two module objects,
-# one value through the environment)
-SECRET = os.environ.setdefault("PCE_TEST_LAKE_SECRET", "pce-test-" + secrets.token_urlsafe(24))
+# one value: the second takes the first's)
+_FIRST = sys.modules.get("conftest") or sys.modules.get("tests.conftest")
+SECRET: str = getattr(_FIRST, "SECRET", None) or "pce-test-" + secrets.token_urlsafe(24)
 
 
 # -- markers come from the folder: tests/unit (Python only, no JVM of Spark), tests/spark (Spark in
