@@ -37,7 +37,9 @@ CLI = [sys.executable, "-m", "pyspark_catalog_ext.cli", "doctor"]
 
 
 def run(args: list[str]) -> subprocess.CompletedProcess:
-    print("+ doctor", " ".join(a if "secret" not in a else "lakeadmin:***" for a in args), file=sys.stderr)
+    # the value after --credential is id:secret (random per lakehouse): show the id only
+    shown = [a.split(":", 1)[0] + ":***" if i and args[i - 1] == "--credential" else a for i, a in enumerate(args)]
+    print("+ doctor", " ".join(shown), file=sys.stderr)
     proc = subprocess.run([*CLI, *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
     sys.stderr.write(proc.stderr)
     if proc.returncode != 0:

@@ -4,6 +4,7 @@ jars + the shim), one PyIceberg catalog. Helpers for running the CLI as a user w
 from __future__ import annotations
 
 import os
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -21,7 +22,12 @@ from pyspark_catalog_ext.spark.session import lakehouse_session
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "pyspark_catalog_ext.cli"]
-SECRET = "lakeadminsecret"
+# The session lakehouse's admin secret: random per run like every lakehouse's, chosen here so tests can
+# check that no output carries it.
+# (pytest loads this file as `conftest` and tests import it as `tests.conftest`: two module objects,
+# one value: the second takes the first's)
+_FIRST = sys.modules.get("conftest") or sys.modules.get("tests.conftest")
+SECRET: str = getattr(_FIRST, "SECRET", None) or "pce-test-" + secrets.token_urlsafe(24)
 
 
 # -- markers come from the folder: tests/unit (Python only, no JVM of Spark), tests/spark (Spark in
@@ -111,7 +117,7 @@ def jar_paths() -> list[Path]:
 @pytest.fixture(scope="session")
 def lakehouse():
     """One embedded SeaweedFS per test session (temp data dir, free ports)."""
-    with start_lakehouse() as lake:
+    with start_lakehouse(admin_keys=("pce-test-admin", SECRET)) as lake:
         yield lake
 
 

@@ -59,13 +59,22 @@ def main() -> None:
     fileio = dict(table.io().properties())
     bulk = bulk_delete(jvm, table.io(), table.location())
     conf = dict(spark.sparkContext.getConf().getAll())
+    # a table placed at this table's location is refused by the lakehouse's location rule
+    try:
+        spark.sql(f"CREATE TABLE lake.rs.steal USING iceberg LOCATION '{table.location()}' AS SELECT 1 AS id")
+        steal_error = None
+    except Exception as exc:  # noqa: BLE001 - the message is what the test checks
+        java = getattr(exc, "java_exception", None)
+        steal_error = (java.getMessage() if java is not None else str(exc))[:400]
+    steal_exists = bool(spark.sql("SHOW TABLES IN lake.rs LIKE 'steal'").count())
 
     from pyspark_catalog_ext.spark.credentials import attach
 
     manager = attach(spark)
     result = {"count": row["n"], "total": row["total"], "fileio": fileio, "conf": conf,
               "fileio_class": table.io().getClass().getName(),
-              "refresh_needs": manager.refresh_needs(), "tables_tracked": len(manager.status()), "bulk_delete": bulk}
+              "refresh_needs": manager.refresh_needs(), "tables_tracked": len(manager.status()), "bulk_delete": bulk,
+              "steal_error": steal_error, "steal_exists": steal_exists, "location": table.location()}
     print("RESULT " + json.dumps(result), flush=True)
     spark.stop()
 

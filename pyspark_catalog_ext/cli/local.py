@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from pyspark_catalog_ext.catalog.profiles import DELEGATIONS
-from pyspark_catalog_ext.lakehouse.server import MIN_CREDENTIAL_SECONDS, LakehouseInfo, down, running_info, up
+from pyspark_catalog_ext.lakehouse.server import MIN_CREDENTIAL_SECONDS, LakehouseInfo, down, running_info, state_file, up
 
 __all__ = ["register"]
 
@@ -17,9 +17,11 @@ def _print_info(info: LakehouseInfo) -> None:
     print(f"warehouse   : {info.warehouse}")
     print(f"s3 endpoint : {info.s3_endpoint}")
     if info.delegation == "remote-signing":
-        print(f"credential  : {info.credential.split(':')[0]}:*** (the signer's OAuth2 client, no S3 key; secret in pyspark_catalog_ext.lakehouse.signer.CLIENT_SECRET)")
+        print(f"credential  : {info.credential.split(':')[0]}:*** (the signer's OAuth2 client, no S3 key; random per instance, "
+              f"in {state_file()} (0600) and LakehouseInfo.credential)")
     else:
-        print(f"credential  : {info.access_key}:*** (client id/secret = S3 admin keys; secret in pyspark_catalog_ext.lakehouse.server.ADMIN_SECRET_KEY)")
+        print(f"credential  : {info.access_key}:*** (client id/secret = S3 admin keys; random per instance, "
+              f"in {state_file()} (0600) and LakehouseInfo.secret_key)")
     print(f"data dir    : {info.data_dir}")
     print(f"log         : {info.log_file}")
     print(f"pid         : {info.pid}")

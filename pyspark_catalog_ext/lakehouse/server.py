@@ -14,6 +14,7 @@ import ctypes
 import json
 import os
 import random
+import secrets
 import shutil
 import signal
 import socket
@@ -38,17 +39,15 @@ __all__ = [
     "Lakehouse",
     "start_lakehouse",
     "find_weed",
-    "ADMIN_ACCESS_KEY",
-    "ADMIN_SECRET_KEY",
     "WAREHOUSE",
     "MIN_CREDENTIAL_SECONDS",
 ]
 
 HOST = "127.0.0.1"
 WAREHOUSE = "warehouse"
-# The admin identity from resources/s3.json; also the OAuth2 client id/secret of the catalog.
-ADMIN_ACCESS_KEY = "lakeadmin"
-ADMIN_SECRET_KEY = "lakeadminsecret"
+# The admin identity (resources/s3.json, also the catalog's OAuth2 client id/secret) is random per
+# instance: LakehouseInfo.access_key / secret_key. These names were fixed keys once.
+_REMOVED = {"ADMIN_ACCESS_KEY": "access_key", "ADMIN_SECRET_KEY": "secret_key"}
 VEND_ROLE = "arn:aws:iam::role/IcebergVendRole"
 MIN_CREDENTIAL_SECONDS = 900  # SeaweedFS accepts less at start-up but then vends nothing at all
 GRPC_OFFSET = 10000  # SeaweedFS derives some gRPC addresses as http port + 10000: keep them consistent
@@ -57,6 +56,25 @@ _SERVICES = ("master", "volume", "filer", "s3", "admin", "iceberg")
 _PR_SET_PDEATHSIG = 1
 _ROOT_PREFIX = "pce-lake-"
 _RESOURCES = Path(__file__).resolve().parent.parent / "resources"  # config templates shipped in the wheel
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REMOVED:
+        # ImportError, not AttributeError: `from ... import` would swap an AttributeError for its
+        # generic "cannot import name" and lose the hint
+        raise ImportError(f"{name} is gone: the lakehouse's admin keys are random per instance; "
+                             f"use LakehouseInfo.{_REMOVED[name]} (lake.info.{_REMOVED[name]})")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _security_toml() -> str:
+    """SeaweedFS's security.toml (read from weed's working dir): random JWT keys, so the filer's and
+    volume server's HTTP ports answer no unsigned read or write; S3 and the catalog sign their own."""
+    lines = []
+    for section in ("jwt.signing", "jwt.signing.read", "jwt.filer_signing", "jwt.filer_signing.read"):
+        lines += [f"[{section}]", f'key = "{secrets.token_urlsafe(32)}"', "expires_after_seconds = 10", ""]
+    lines += ["[access]", "ui = false", "", "[filer.expose_directory_metadata]", "enabled = false", ""]
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -74,15 +92,16 @@ class LakehouseInfo:
     pid: int
     ports: dict = field(default_factory=dict)
     delegation: str = "vended-credentials"  # or "remote-signing": iceberg_uri is then the signer proxy
+    client_secret: str = field(default="", repr=False)  # the signer's OAuth2 client secret (remote-signing)
 
     @property
     def credential(self) -> str:
         """OAuth2 client credentials `id:secret` for the catalog. With remote signing these are
         the signer proxy's client (no S3 key); otherwise SeaweedFS's, which are its S3 admin keys."""
         if self.delegation == "remote-signing":
-            from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, CLIENT_SECRET
+            from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID
 
-            return f"{CLIENT_ID}:{CLIENT_SECRET}"
+            return f"{CLIENT_ID}:{self.client_secret}"
         return f"{self.access_key}:{self.secret_key}"
 
     @property
@@ -99,9 +118,10 @@ class LakehouseInfo:
         return CatalogConnection.resolve("local", **args)
 
     def public_dict(self) -> dict:
-        """Everything except the secret (for state files and printing)."""
+        """Everything except the secrets (for printing)."""
         data = asdict(self)
         data.pop("secret_key")
+        data.pop("client_secret")
         return data
 
 
@@ -188,6 +208,7 @@ class Lakehouse:
         ready_timeout: float = 90.0,
         detached: bool = False,
         delegation: str = "vended-credentials",
+        admin_keys: tuple[str, str] | None = None,
     ) -> None:
         if int(credential_seconds) < MIN_CREDENTIAL_SECONDS:
             raise ConfigError(
@@ -196,9 +217,12 @@ class Lakehouse:
             )
         if delegation not in DELEGATIONS:
             raise ConfigError(f"delegation={delegation!r} is not one of {', '.join(DELEGATIONS)}")
+        if admin_keys is not None and (len(admin_keys) != 2 or len(admin_keys[1]) < 16 or not admin_keys[0]):
+            raise ConfigError("admin_keys must be (access key, secret of 16+ characters); omit it for random keys")
+        self._admin_keys = admin_keys
         self.credential_seconds = int(credential_seconds)
         self.delegation = delegation
-        self.signer: Any = None  # the in-process SigningCatalogProxy (remote-signing, not detached)
+        self.signer: Any = None  # the in-process SigningCatalogProxy or CatalogGuardProxy (not detached)
         self._signer_proc: subprocess.Popen | None = None  # ... or its process (detached)
         self._user_data_dir = Path(data_dir).expanduser().resolve() if data_dir else None
         self._fixed = {k: v for k, v in (("iceberg", iceberg_port), ("s3", s3_port)) if v}
@@ -226,7 +250,11 @@ class Lakehouse:
         for d in (data_dir, log_dir):
             d.mkdir(parents=True, exist_ok=True)
         s3_conf, iam_conf = self._root / "s3.json", self._root / "iam.json"
-        _write_private(s3_conf, (_RESOURCES / "s3.json").read_text())
+        access_key, secret_key = self._admin_keys or ("lake-" + secrets.token_hex(6), secrets.token_urlsafe(32))  # fresh per instance
+        s3 = json.loads((_RESOURCES / "s3.json").read_text())
+        s3["identities"][0]["credentials"] = [{"accessKey": access_key, "secretKey": secret_key}]
+        _write_private(s3_conf, json.dumps(s3))
+        _write_private(self._root / "security.toml", _security_toml())  # weed reads it from its working dir
         iam = json.loads((_RESOURCES / "iam.json").read_text())
         iam["sts"]["signingKey"] = base64.b64encode(os.urandom(32)).decode()  # fresh per run
         _write_private(iam_conf, json.dumps(iam))
@@ -255,46 +283,62 @@ class Lakehouse:
         (self._root / "weed.pid").write_text(str(self._proc.pid))  # lets a later run sweep up after a crash
         self.info = LakehouseInfo(
             iceberg_uri=f"http://{HOST}:{ports['iceberg']}", s3_endpoint=s3_url, warehouse=WAREHOUSE,
-            access_key=ADMIN_ACCESS_KEY, secret_key=ADMIN_SECRET_KEY, region="us-east-1",
+            access_key=access_key, secret_key=secret_key, region="us-east-1",
             data_dir=str(data_dir), log_file=str(log_file), pid=self._proc.pid, ports=ports,
         )
         if not self.detached:
             atexit.register(self.stop)
         try:
             self._wait_ready()
-            if self.delegation == "remote-signing":
-                self._start_signer()
+            self._start_front()
         except BaseException:
             self.stop(keep_logs=True)
             raise
         return self
 
-    def _start_signer(self) -> None:
-        """Put the remote signer (pyspark_catalog_ext.lakehouse.signer) in front of the catalog: the catalog
-        URI clients see becomes the signer's; SeaweedFS's own stays in ports['iceberg']."""
+    def _start_front(self) -> None:
+        """Put our proxy in front of SeaweedFS's catalog: the location guard (guard.py) for vended
+        credentials, or the remote signer (signer.py, which applies the same guard) for remote
+        signing. The catalog URI clients see becomes the proxy's; SeaweedFS's own stays in
+        ports['iceberg']."""
         from dataclasses import replace
 
-        from pyspark_catalog_ext.lakehouse.signer import SigningCatalogProxy
-
         assert self.info is not None and self._proc is not None
-        if self.detached:  # `local up`: the signer must outlive this command, like weed does
-            with socket.socket() as sock:  # a free port, handed to the signer process right away
+        info = self.info
+        remote = self.delegation == "remote-signing"
+        client_secret = secrets.token_urlsafe(32) if remote else ""  # the signer's OAuth2 client, random per instance
+        if self.detached:  # `local up`: the proxy must outlive this command, like weed does
+            with socket.socket() as sock:  # a free port, handed to the proxy process right away
                 sock.bind((HOST, 0))
                 port = sock.getsockname()[1]
-            args = [sys.executable, "-m", "pyspark_catalog_ext.lakehouse.signer", "--catalog-uri", self.info.iceberg_uri,
-                    "--s3-endpoint", self.info.s3_endpoint, "--port", str(port),
-                    "--watch-pid", str(self._proc.pid)]
-            with open(self.info.log_file, "ab") as out:
-                self._signer_proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            args = [sys.executable, "-m", "pyspark_catalog_ext.lakehouse.signer", "--catalog-uri", info.iceberg_uri,
+                    "--s3-endpoint", info.s3_endpoint, "--port", str(port), "--watch-pid", str(self._proc.pid),
+                    "--mode", "remote-signing" if remote else "guard"]
+            with open(info.log_file, "ab") as out:
+                # keys on stdin, never in argv (visible to every local user in ps)
+                self._signer_proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
                                                      start_new_session=True)
+            assert self._signer_proc.stdin is not None
+            self._signer_proc.stdin.write(json.dumps({"access_key": info.access_key, "secret_key": info.secret_key,
+                                                      "client_secret": client_secret}).encode() + b"\n")
+            self._signer_proc.stdin.close()
             url = f"http://{HOST}:{port}"
             _wait_http(f"{url}/v1/config?warehouse={WAREHOUSE}", self._signer_proc, self.ready_timeout)
-            ports = {**self.info.ports, "signer": port, "signer_pid": self._signer_proc.pid}
-        else:
-            self.signer = SigningCatalogProxy(self.info.iceberg_uri, self.info.s3_endpoint, ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY).start()
+            ports = {**info.ports, "signer" if remote else "guard": port, "signer_pid": self._signer_proc.pid}
+        elif remote:
+            from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
+
+            self.signer = SigningCatalogProxy(info.iceberg_uri, info.s3_endpoint, info.access_key, info.secret_key,
+                                              clients={CLIENT_ID: client_secret}).start()
             url = self.signer.url
-            ports = {**self.info.ports, "signer": self.signer.port}
-        self.info = replace(self.info, iceberg_uri=url, ports=ports, delegation="remote-signing")
+            ports = {**info.ports, "signer": self.signer.port}
+        else:
+            from pyspark_catalog_ext.lakehouse.guard import CatalogGuardProxy, LocationGuard
+
+            self.signer = CatalogGuardProxy(LocationGuard(info.iceberg_uri, info.s3_endpoint, info.access_key, info.secret_key)).start()
+            url = self.signer.url
+            ports = {**info.ports, "guard": self.signer.port}
+        self.info = replace(info, iceberg_uri=url, ports=ports, delegation=self.delegation, client_secret=client_secret)
 
     def _wait_ready(self) -> None:
         """Ready = the catalog serves config, a token, and the warehouse's namespaces; S3 answers."""
@@ -312,7 +356,7 @@ class Lakehouse:
                 if r.status_code == 200:
                     tok = requests.post(
                         self.info.oauth2_server_uri, timeout=2,
-                        data={"grant_type": "client_credentials", "client_id": ADMIN_ACCESS_KEY, "client_secret": ADMIN_SECRET_KEY, "scope": "catalog"},
+                        data={"grant_type": "client_credentials", "client_id": self.info.access_key, "client_secret": self.info.secret_key, "scope": "catalog"},
                     )
                     if tok.status_code == 200:
                         headers = {"Authorization": f"Bearer {tok.json()['access_token']}"}
@@ -371,20 +415,20 @@ class Lakehouse:
 
 
 def _wait_http(url: str, proc: subprocess.Popen, timeout: float) -> None:
-    """Wait until `url` answers 200 (the signer forwarding to the catalog) or `proc` exits."""
+    """Wait until `url` answers 200 (the catalog proxy forwarding to the catalog) or `proc` exits."""
     import requests
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise LakehouseError(f"the remote signer exited with code {proc.returncode} during start-up; see the lakehouse log")
+            raise LakehouseError(f"the catalog proxy (location guard or remote signer) exited with code {proc.returncode} during start-up; see the lakehouse log")
         try:
             if requests.get(url, timeout=2).status_code == 200:
                 return
         except requests.RequestException:
             pass
         time.sleep(0.2)
-    raise LakehouseError(f"the remote signer did not answer within {timeout:.0f}s")
+    raise LakehouseError(f"the catalog proxy (location guard or remote signer) did not answer within {timeout:.0f}s")
 
 
 def _sweep_stale_roots() -> None:
@@ -435,12 +479,14 @@ def start_lakehouse(
     iceberg_port: int | None = None,
     s3_port: int | None = None,
     delegation: str = "vended-credentials",
+    admin_keys: tuple[str, str] | None = None,
 ) -> Iterator[Lakehouse]:
     """Context manager: a running lakehouse inside the block, stopped (and cleaned) after it.
 
-    `delegation="remote-signing"` puts a remote signer in front of the catalog (see `signer`)."""
+    `delegation="remote-signing"` puts a remote signer in front of the catalog (see `signer`).
+    `admin_keys` (access key, secret): the S3 admin identity; default random per instance."""
     lake = Lakehouse(data_dir=data_dir, credential_seconds=credential_seconds, iceberg_port=iceberg_port, s3_port=s3_port,
-                     delegation=delegation)
+                     delegation=delegation, admin_keys=admin_keys)
     lake.start()
     try:
         yield lake
@@ -449,13 +495,13 @@ def start_lakehouse(
 
 
 # -- detached mode for the CLI ------------------------------------------------------------------
-def _state_file() -> Path:
+def state_file() -> Path:
     return cache_dir() / "local" / "state.json"
 
 
 def read_state() -> dict | None:
     """The state of a `local up` lakehouse if its process is still alive, else None."""
-    path = _state_file()
+    path = state_file()
     try:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -475,8 +521,10 @@ def running_info() -> LakehouseInfo | None:
     state = read_state()
     if state is None:
         return None
-    fields = {k: state[k] for k in LakehouseInfo.__dataclass_fields__ if k in state and k != "secret_key"}
-    return LakehouseInfo(secret_key=ADMIN_SECRET_KEY, **fields)
+    fields = {k: state[k] for k in LakehouseInfo.__dataclass_fields__ if k in state}
+    if "secret_key" not in fields:
+        return None  # a state file of an older version: its lakehouse cannot be reached without its keys
+    return LakehouseInfo(**fields)
 
 
 def up(data_dir: str | None = None, credential_seconds: int = MIN_CREDENTIAL_SECONDS, iceberg_port: int | None = None, s3_port: int | None = None,
@@ -492,11 +540,13 @@ def up(data_dir: str | None = None, credential_seconds: int = MIN_CREDENTIAL_SEC
                      delegation=delegation)
     lake.start()
     assert lake.info is not None
-    state = lake.info.public_dict() | {"root": str(lake._root), "temporary": data_dir is None, "started_at": time.time()}
-    path = _state_file()
+    # the keys are random per instance, so the state file keeps them: readable by this user only
+    state = asdict(lake.info) | {"root": str(lake._root), "temporary": data_dir is None, "started_at": time.time()}
+    path = state_file()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=2))
+    tmp.unlink(missing_ok=True)
+    _write_private(tmp, json.dumps(state, indent=2))
     os.replace(tmp, path)
     return lake.info
 
@@ -504,7 +554,7 @@ def up(data_dir: str | None = None, credential_seconds: int = MIN_CREDENTIAL_SEC
 def down() -> bool:
     """Stop the `local up` lakehouse; False if none was running."""
     state = read_state()
-    _state_file().unlink(missing_ok=True)
+    state_file().unlink(missing_ok=True)
     if state is None:
         return False
     signer_pid = int((state.get("ports") or {}).get("signer_pid") or 0)

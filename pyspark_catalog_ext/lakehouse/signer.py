@@ -18,9 +18,16 @@ Iceberg catalog that
    x-amz-content-sha256 on DeleteObjects (measured), so a signature alone cannot bind the body.
 
 3. is the OAuth2 token endpoint for its clients (`POST /v1/oauth/tokens`, client credentials
-   `CLIENT_ID:CLIENT_SECRET`): SeaweedFS's own OAuth2 client id/secret *are* its S3 keys, so
-   clients that got those could skip the signer. The proxy hands out opaque tokens of its own and
-   talks to SeaweedFS with the admin keys, which never leave this process.
+   `CLIENT_ID:<secret random per instance>`): SeaweedFS's own OAuth2 client id/secret *are* its S3
+   keys, so clients that got those could skip the signer. The proxy hands out opaque tokens of its
+   own and talks to SeaweedFS with the admin keys, which never leave this process.
+
+A table's scope (the prefix its endpoint signs for) is the location in the catalog's *stored*
+metadata, loaded from SeaweedFS by the table's identifier, never a location a request or a
+forwarded answer carries; a staged table (not stored until its commit) gets the location the
+location guard (guard.py, applied to every forwarded call) accepted for it. Tokens, DeleteObjects
+tickets and table endpoints are kept per OAuth2 client, each bounded, so one client flooding them
+evicts only its own entries.
 
 SeaweedFS has no signer of its own, hence this server (stdlib http.server: the lakehouse must not
 need a web framework).
@@ -38,7 +45,6 @@ import secrets
 import signal
 import sys
 import threading
-import time
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -48,7 +54,7 @@ from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit
 
 from pyspark_catalog_ext.lakehouse.server import _alive
 
-__all__ = ["SigningCatalogProxy", "SIGN_ENDPOINT", "REMOTE_SIGNING", "CLIENT_ID", "CLIENT_SECRET", "remote_signing_config", "sign_request"]
+__all__ = ["SigningCatalogProxy", "SIGN_ENDPOINT", "REMOTE_SIGNING", "CLIENT_ID", "remote_signing_config", "sign_request"]
 
 log = logging.getLogger("pyspark_catalog_ext.lakehouse.signer")
 
@@ -58,7 +64,8 @@ DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
 # Keys a table answer must never carry in remote-signing mode.
 _STORAGE_SECRETS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.session-token-expires-at-ms")
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "accept-encoding", "content-encoding", "te", "trailer", "upgrade"}
-MAX_LOCATIONS = 10_000  # table locations remembered (oldest forgotten first)
+MAX_LOCATIONS = 10_000  # table locations remembered per client (oldest forgotten first)
+MAX_TOKENS = 4096  # live tokens per client
 MAX_SIGN_BODY = 2 << 20  # a sign request is small JSON, or a DeleteObjects body (<= MAX_DELETE_BODY) in JSON
 MAX_DELETE_BODY = 1 << 20  # the DeleteObjects XML inside it (1000 keys of <= 1 KiB each)
 MAX_DELETE_KEYS = 1000  # S3's own limit per DeleteObjects
@@ -66,7 +73,7 @@ MAX_CATALOG_BODY = 8 << 20  # catalog calls forwarded upstream (commits carry me
 MAX_TOKEN_BODY = 64 << 10  # an OAuth2 form
 DELETE_PATH = "v1/aws/s3/delete"  # the DeleteObjects relay: /v1/aws/s3/delete/<ticket>
 DELETE_TICKET_SECONDS = 300  # long enough for the SDK's retries of one DeleteObjects
-MAX_DELETE_TICKETS = 1024
+MAX_DELETE_TICKETS = 1024  # per client
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,12}")  # int() would also take "-1", "+1", "1_0" and non-ASCII digits
 # What the signer signs: (operation, method, required query keys, optional query keys). A request
@@ -94,13 +101,49 @@ _BLANK_QUERIES = {"uploads", "delete"}  # flags: any value would be another requ
 _REFUSED_HEADERS = ("x-amz-copy-source", "x-amz-acl", "x-amz-grant-", "x-amz-tagging", "x-amz-website-redirect-location",
                     "x-amz-object-lock-", "x-amz-bypass-governance-retention", "x-amz-metadata-directive")
 UPSTREAM_TIMEOUT = 30.0
-# The OAuth2 client of the embedded lakehouse in remote-signing mode (loopback only, like the
-# admin keys in local.py): it can reach the catalog and the signer, but it is no S3 key.
+MAX_CONNECTIONS = 256  # open client connections (one thread each); more are closed at once
+
+
+class BoundedHTTPServer(ThreadingHTTPServer):
+    """ThreadingHTTPServer with daemon threads and at most MAX_CONNECTIONS of them: an idle
+    keep-alive connection holds its thread until the handler's timeout, so without a bound a
+    client opening connections could make threads without end."""
+
+    daemon_threads = True
+    request_queue_size = 128  # socketserver's 5 drops SYNs of a burst (a 1 s client retry each, measured)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)  # type: ignore[misc]
+        finally:
+            self._slots.release()
+# The OAuth2 client id of the embedded lakehouse in remote-signing mode: it can reach the catalog
+# and the signer, but it is no S3 key. Its secret is random per instance (LakehouseInfo.credential).
 CLIENT_ID = "lakeclient"
-CLIENT_SECRET = "lakeclientsecret"
 TOKEN_SECONDS = 3600
 TOKEN_PATH = "/v1/oauth/tokens"
 _TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "CLIENT_SECRET":  # ImportError: see lakehouse.server.__getattr__
+        raise ImportError("CLIENT_SECRET is gone: the signer's client secret is random per instance; "
+                             "use LakehouseInfo.client_secret (or LakehouseInfo.credential)")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def remote_signing_config(signer_uri: str, endpoint: str = SIGN_ENDPOINT) -> dict[str, str]:
@@ -144,26 +187,32 @@ class SigningCatalogProxy:
     """The catalog proxy + S3 signer described in the module docstring.
 
     `catalog_uri`: SeaweedFS's Iceberg REST endpoint; `s3_endpoint`: its S3 endpoint (only requests
-    to it are signed); `access_key`/`secret_key`: the keys the signer signs with (never sent out).
+    to it are signed); `access_key`/`secret_key`: the keys the signer signs with (never sent out);
+    `clients`: OAuth2 client id -> secret of the clients it serves (default: `CLIENT_ID` with a
+    random secret, see `.clients`).
     """
 
     def __init__(self, catalog_uri: str, s3_endpoint: str, access_key: str, secret_key: str,
-                 port: int = 0, host: str = "127.0.0.1") -> None:
-        from cachetools import TTLCache
+                 port: int = 0, host: str = "127.0.0.1", clients: Mapping[str, str] | None = None) -> None:
+        from pyspark_catalog_ext.lakehouse.guard import LocationGuard
 
         self.catalog_uri = catalog_uri.rstrip("/")
         self.s3_endpoint = s3_endpoint.rstrip("/")
         self._access_key = access_key
         self._secret_key = secret_key
         self._host, self._port = host, port
-        self._scopes: OrderedDict[str, str] = OrderedDict()  # scope id -> "bucket/key-prefix" of a table
-        self._scope_ids: dict[str, str] = {}  # "bucket/key-prefix" -> its scope id
-        self._tokens: TTLCache = TTLCache(maxsize=4096, ttl=TOKEN_SECONDS)  # sha256(our token) -> True
+        self.clients: dict[str, str] = dict(clients) if clients else {CLIENT_ID: secrets.token_urlsafe(32)}
+        if any(not cid or not secret for cid, secret in self.clients.items()):
+            raise ValueError("every signer client needs a non-empty id and secret")
+        # Per client, each bounded: client id -> its entries (a flood evicts only the flooder's own).
+        self._scopes: dict[str, OrderedDict[str, str]] = {}  # scope id -> "bucket/key-prefix" of a table
+        self._scope_ids: dict[str, dict[str, str]] = {}  # "bucket/key-prefix" -> its scope id
+        self._tokens: dict[str, Any] = {}  # sha256(our token) -> True
         # DeleteObjects relay tickets: ticket -> (S3 URL, region, sha256 of the body that was checked)
-        self._tickets: TTLCache = TTLCache(maxsize=MAX_DELETE_TICKETS, ttl=DELETE_TICKET_SECONDS)
-        self._upstream_token: tuple[str, float] | None = None  # SeaweedFS bearer token, renewal time
+        self._tickets: dict[str, Any] = {}
+        self.guard = LocationGuard(self.catalog_uri, self.s3_endpoint, access_key, secret_key)
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: BoundedHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.signed = 0
         self.refused = 0
@@ -184,8 +233,7 @@ class SigningCatalogProxy:
         if self._httpd is not None:
             return self
         handler = type("_BoundHandler", (_Handler,), {"proxy": self})
-        self._httpd = ThreadingHTTPServer((self._host, self._port), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = BoundedHTTPServer((self._host, self._port), handler)
         self._port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
                                         name=f"remote-signer:{self._port}", daemon=True)
@@ -206,10 +254,22 @@ class SigningCatalogProxy:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
+    # -- per-client state ------------------------------------------------------------------------
+    def _client_caches(self, client: str) -> tuple[OrderedDict[str, str], dict[str, str], Any, Any]:
+        """(scopes, scope ids, tokens, tickets) of `client`, created on first use (under self._lock).
+        Only configured clients get any: their number is bounded by the configuration."""
+        from cachetools import TTLCache
+
+        if client not in self._tokens:
+            self._scopes[client], self._scope_ids[client] = OrderedDict(), {}
+            self._tokens[client] = TTLCache(maxsize=MAX_TOKENS, ttl=TOKEN_SECONDS)
+            self._tickets[client] = TTLCache(maxsize=MAX_DELETE_TICKETS, ttl=DELETE_TICKET_SECONDS)
+        return self._scopes[client], self._scope_ids[client], self._tokens[client], self._tickets[client]
+
     # -- table locations ------------------------------------------------------------------------
-    def scope_for(self, location: str) -> str | None:
-        """The scope id (signer endpoint suffix) allowing `location` (`s3://bucket/prefix`), or None
-        for something that is no table location."""
+    def scope_for(self, location: str, client: str = CLIENT_ID) -> str | None:
+        """The scope id (signer endpoint suffix) of `client` allowing `location` (`s3://bucket/prefix`,
+        taken from the catalog's stored metadata), or None for something that is no table location."""
         parts = urlsplit(location)
         if parts.scheme not in ("s3", "s3a", "s3n") or not parts.netloc:
             return None
@@ -217,26 +277,58 @@ class SigningCatalogProxy:
         if "/" not in prefix:
             return None  # a whole bucket is never a table location
         with self._lock:
-            scope = self._scope_ids.get(prefix)
+            scopes, scope_ids, _, _ = self._client_caches(client)
+            scope = scope_ids.get(prefix)
             if scope is None:
                 scope = secrets.token_urlsafe(12)
-                self._scopes[scope], self._scope_ids[prefix] = prefix, scope
-                while len(self._scopes) > MAX_LOCATIONS:
-                    _, old = self._scopes.popitem(last=False)
-                    self._scope_ids.pop(old, None)
+                scopes[scope], scope_ids[prefix] = prefix, scope
+                while len(scopes) > MAX_LOCATIONS:
+                    _, old = scopes.popitem(last=False)
+                    scope_ids.pop(old, None)
             return scope
 
-    def _inside(self, scope: str, bucket: str, key: str) -> bool:
+    def _inside(self, scope: str, bucket: str, key: str, client: str = CLIENT_ID) -> bool:
         with self._lock:
-            prefix = self._scopes.get(scope)
+            scopes = self._scopes.get(client)
+            prefix = scopes.get(scope) if scopes is not None else None
         return prefix is not None and f"{bucket}/{key}".startswith(prefix + "/")
 
     # -- catalog side ---------------------------------------------------------------------------
-    def rewrite_table_answer(self, body: dict[str, Any]) -> dict[str, Any]:
-        """A LoadTableResult with keys removed and this signer advertised."""
+    def table_location(self, method: str, path: str, raw: bytes, body: Mapping[str, Any]) -> str:
+        """The location a table answer's signer endpoint may sign for: the catalog's stored
+        metadata of the table the request named (a load answer *is* that), or for a staged table
+        the location the guard accepted; "" when there is none (the endpoint then signs nothing)."""
+        from pyspark_catalog_ext.lakehouse.guard import _TABLE, _TABLES
+
+        route = urlsplit(path).path.rstrip("/")
+        m_table, m_tables = _TABLE.match(route), _TABLES.match(route)
+        if m_table and m_table.group("prefix"):
+            ident = (unquote(m_table.group("prefix")), tuple(unquote(m_table.group("ns")).split("\x1f")), unquote(m_table.group("table")))
+            if method in ("GET", "HEAD"):  # a load by identifier: the answer is the stored metadata
+                return str((body.get("metadata") or {}).get("location") or "")
+        elif m_tables and m_tables.group("prefix") and method == "POST":
+            try:
+                request = json.loads(raw or b"{}")
+                name = request["name"]
+            except (ValueError, KeyError, TypeError):
+                return ""
+            ident = (unquote(m_tables.group("prefix")), tuple(unquote(m_tables.group("ns")).split("\x1f")), str(name))
+        else:
+            return ""
+        stored = self.guard.stored_location(ident)
+        if stored:
+            return "s3://" + stored
+        staged = self.guard.staged_location(ident)
+        return "s3://" + staged if staged else ""
+
+    def rewrite_table_answer(self, body: dict[str, Any], location: str | None = None, client: str = CLIENT_ID) -> dict[str, Any]:
+        """A LoadTableResult with keys removed and this signer advertised for `location` (see
+        `table_location`; None: the answer's own, for callers that checked it themselves)."""
         body.pop("storage-credentials", None)
         config = {k: v for k, v in (body.get("config") or {}).items() if k not in _STORAGE_SECRETS}
-        scope = self.scope_for(str((body.get("metadata") or {}).get("location") or ""))
+        if location is None:
+            location = str((body.get("metadata") or {}).get("location") or "")
+        scope = self.scope_for(location, client) if location else None
         # no location: an endpoint that refuses everything (the bare one) rather than none at all
         config.update(remote_signing_config(self.url, f"{SIGN_ENDPOINT}/{scope}" if scope else SIGN_ENDPOINT))
         body["config"] = config
@@ -247,49 +339,47 @@ class SigningCatalogProxy:
         tokens, which is how Iceberg refreshes), else None."""
         first = {k: v[0] for k, v in form.items() if v}
         grant = first.get("grant_type")
+        client: str | None = None
         if grant == "client_credentials":
-            ok = secrets.compare_digest(first.get("client_id", ""), CLIENT_ID) and secrets.compare_digest(first.get("client_secret", ""), CLIENT_SECRET)
+            cid, given = first.get("client_id", ""), first.get("client_secret", "")
+            expected = self.clients.get(cid)
+            # compare anyway on an unknown id: no timing difference between "no such client" and "wrong secret"
+            if secrets.compare_digest(given.encode(), (expected or "\0" + given).encode()) and expected is not None:
+                client = cid
         elif grant == _TOKEN_EXCHANGE:
-            ok = self.token_valid("Bearer " + first.get("subject_token", ""))
-        else:
-            ok = False
-        if not ok:
+            client = self.token_client("Bearer " + first.get("subject_token", ""))
+        if client is None:
             return None
         token = secrets.token_urlsafe(32)
         with self._lock:
-            self._tokens[hashlib.sha256(token.encode()).hexdigest()] = True
+            self._client_caches(client)[2][hashlib.sha256(token.encode()).hexdigest()] = True
         return {"access_token": token, "token_type": "bearer", "expires_in": TOKEN_SECONDS,
                 "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}
 
-    def token_valid(self, authorization: str | None) -> bool:
-        """True if `authorization` is `Bearer <a token this proxy issued and not yet expired>`."""
+    def token_client(self, authorization: str | None) -> str | None:
+        """The client whose live token `authorization` (`Bearer <token>`) carries, or None."""
         if not authorization or not authorization.lower().startswith("bearer "):
-            return False
+            return None
         tag = hashlib.sha256(authorization[7:].strip().encode()).hexdigest()
         with self._lock:
-            return bool(self._tokens.get(tag))
+            for client, tokens in self._tokens.items():  # a handful of configured clients
+                if tokens.get(tag):
+                    return client
+        return None
+
+    def token_valid(self, authorization: str | None) -> bool:
+        """True if `authorization` is `Bearer <a token this proxy issued and not yet expired>`."""
+        return self.token_client(authorization) is not None
 
     def upstream_authorization(self) -> str:
         """`Bearer <token>` for SeaweedFS, fetched with the admin keys and renewed after 30 min."""
-        import requests
-
-        with self._lock:
-            cached = self._upstream_token
-        if cached is not None and time.monotonic() < cached[1]:
-            return cached[0]
-        resp = requests.post(self.catalog_uri + TOKEN_PATH, timeout=UPSTREAM_TIMEOUT, data={
-            "grant_type": "client_credentials", "client_id": self._access_key, "client_secret": self._secret_key, "scope": "catalog"})
-        resp.raise_for_status()
-        value = "Bearer " + resp.json()["access_token"]
-        with self._lock:
-            self._upstream_token = (value, time.monotonic() + 1800)  # SeaweedFS tokens last 1 h
-        return value
+        return self.guard.authorization()
 
     # -- signer side ----------------------------------------------------------------------------
     def check_request(self, scope: str, method: str, url: str, headers: Mapping[str, Any] | None = None,
-                      body: str | None = None) -> str | None:
+                      body: str | None = None, client: str = CLIENT_ID) -> str | None:
         """None if the S3 request is on the allow-list (module docstring) and stays inside the table
-        location of `scope`, else a one-line reason."""
+        location of `client`'s `scope`, else a one-line reason."""
         if method not in {op[1] for op in _OBJECT_OPS + _BUCKET_OPS}:
             return f"the method {method[:20]!r} is not an S3 data operation"
         for name in headers or {}:
@@ -320,23 +410,23 @@ class SigningCatalogProxy:
         if op == "ListObjects" and params.get("list-type", "2") != "2":
             return "list-type must be 2"
         if key:
-            return _bad_key(key) or (None if self._inside(scope, bucket, key) else f"s3://{bucket}/{key} is outside the table's location")
+            return _bad_key(key) or (None if self._inside(scope, bucket, key, client) else f"s3://{bucket}/{key} is outside the table's location")
         if op == "ListObjects":  # the prefix itself must be inside, at a / boundary ("t" would list "t2/" too)
             prefix = params["prefix"]
             why = _bad_key(prefix)
-            if why or not self._inside(scope, bucket, prefix):
+            if why or not self._inside(scope, bucket, prefix, client):
                 return f"listing s3://{bucket}/{prefix} is outside the table's location ({why or 'the prefix must start with the table location and /'})"
             return None
         keys = _delete_keys(body)  # DeleteObjects: the body is checked here and bound by the relay
         if isinstance(keys, str):
             return keys
         for k in keys:
-            why = _bad_key(k) or (None if self._inside(scope, bucket, k) else "outside the table's location")
+            why = _bad_key(k) or (None if self._inside(scope, bucket, k, client) else "outside the table's location")
             if why:
                 return f"deleting s3://{bucket}/{k[:200]}: {why}"
         return None
 
-    def sign(self, request: Mapping[str, Any]) -> dict[str, Any]:
+    def sign(self, request: Mapping[str, Any], client: str = CLIENT_ID) -> dict[str, Any]:
         """Sign one S3SignRequest (already checked); the S3SignResponse."""
         method, url, region = str(request["method"]).upper(), str(request["uri"]), str(request.get("region") or "us-east-1")
         if method == "POST" and "delete" in dict(parse_qsl(urlsplit(url).query, keep_blank_values=True)):
@@ -345,7 +435,7 @@ class SigningCatalogProxy:
             digest = hashlib.sha256(str(request["body"]).encode("utf-8")).hexdigest()
             ticket = secrets.token_urlsafe(24)
             with self._lock:
-                self._tickets[ticket] = (url, region, digest)
+                self._client_caches(client)[3][ticket] = (url, region, digest)
             return {"uri": f"{self.url}/{DELETE_PATH}/{ticket}?delete", "headers": {}}
         # Only headers the SDK cannot change after signing are signed (host is added from the URL).
         headers = {k: ",".join(v) if isinstance(v, list) else str(v) for k, v in (request.get("headers") or {}).items()
@@ -359,7 +449,7 @@ class SigningCatalogProxy:
         import requests
 
         with self._lock:
-            entry = self._tickets.get(ticket)
+            entry = next((e for t in self._tickets.values() if (e := t.get(ticket)) is not None), None)
         if entry is None:
             return "unknown or expired DeleteObjects ticket: ask the signer again"
         url, region, digest = entry
@@ -443,6 +533,9 @@ def _is_table_answer(body: Any) -> bool:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # Iceberg's HTTP client keeps connections alive
     timeout = 60
+    # headers and body go out in two writes: with Nagle on, the second waits for the client's
+    # delayed ACK (40 ms per answer, measured on loopback)
+    disable_nagle_algorithm = True
     proxy: SigningCatalogProxy
 
     def log_message(self, fmt: str, *args: Any) -> None:  # no access log: URLs are fine, but keep stderr quiet
@@ -499,9 +592,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._relay(path[len(DELETE_PATH) + 2:], body)
         if path == TOKEN_PATH:
             return self._token(body)
-        if not self.proxy.token_valid(self.headers.get("Authorization")) and path != "/v1/config":
+        client = self.proxy.token_client(self.headers.get("Authorization"))
+        if client is None and path != "/v1/config":
             return self._error(401, "NotAuthorizedException", "a bearer token from this catalog's /v1/oauth/tokens is required")
-        return self._forward(body)
+        return self._forward(body, client or CLIENT_ID)
 
     def _relay(self, ticket: str, body: bytes) -> None:
         """The DeleteObjects relay (see SigningCatalogProxy.sign); errors in S3's XML, for the SDK."""
@@ -532,7 +626,8 @@ class _Handler(BaseHTTPRequestHandler):
         proxy = self.proxy
         if self.command != "POST":
             return self._error(405, "BadRequestException", "the signer takes POST")
-        if not proxy.token_valid(self.headers.get("Authorization")):
+        client = proxy.token_client(self.headers.get("Authorization"))
+        if client is None:
             return self._error(401, "NotAuthorizedException", "a catalog bearer token is required to sign")
         try:
             request = json.loads(raw)
@@ -542,7 +637,7 @@ class _Handler(BaseHTTPRequestHandler):
                 raise TypeError
         except (ValueError, KeyError, TypeError, AttributeError):
             return self._error(400, "BadRequestException", "the body must be an S3SignRequest: {region, method, uri, headers}")
-        why = proxy.check_request(scope, method, url, headers, request.get("body"))
+        why = proxy.check_request(scope, method, url, headers, request.get("body"), client=client)
         if why is not None:
             with proxy._lock:
                 proxy.refused += 1
@@ -550,13 +645,31 @@ class _Handler(BaseHTTPRequestHandler):
             method = _CONTROL.sub("?", method[:20])
             log.info("refused to sign %s %r: %s", method, url[:300], why)
             return self._error(403, "ForbiddenException", f"not signing {method}: {why}")
-        answer = proxy.sign(request)
+        answer = proxy.sign(request, client)
         with proxy._lock:
             proxy.signed += 1
         # no-cache: Iceberg caches `private` answers for 30 s by method+URI; fresh ones are cheap here
         self._json(200, answer, {"Cache-Control": "no-cache"})
 
-    def _forward(self, raw: bytes) -> None:
+    def _forward(self, raw: bytes, client: str) -> None:
+        proxy = self.proxy
+        status, content, out = proxy.guard.forward_checked(self.command, self.path, raw, lambda: self._send(raw))
+        if 200 <= status < 300 and content:
+            try:
+                body = json.loads(content)
+            except ValueError:
+                body = None
+            if _is_table_answer(body):
+                try:
+                    location = proxy.table_location(self.command, self.path, raw, body)
+                except Exception as exc:  # noqa: BLE001 - cannot read the stored metadata: no endpoint rather than a guessed one
+                    log.info("no signer scope for %s: %s", urlsplit(self.path).path[:200], type(exc).__name__)
+                    location = ""
+                content = json.dumps(proxy.rewrite_table_answer(body, location, client)).encode()
+        self._reply(status, content, out)
+
+    def _send(self, raw: bytes) -> tuple[int, bytes, Mapping[str, str]]:
+        """Forward this catalog call to SeaweedFS as the admin; (status, body, headers)."""
         import requests
 
         proxy = self.proxy
@@ -564,54 +677,61 @@ class _Handler(BaseHTTPRequestHandler):
         headers["Accept-Encoding"] = "identity"
         headers.pop("Authorization", None)
         headers.pop("authorization", None)
+        json_type = {"Content-Type": "application/json"}
         try:
             headers["Authorization"] = proxy.upstream_authorization()
         except Exception as exc:  # noqa: BLE001 - any failure to log in upstream is a 502 here
-            return self._error(502, "ServiceUnavailableException", f"the signer could not log in to the catalog: {type(exc).__name__}")
+            return 502, _error_body(502, "ServiceUnavailableException", f"the signer could not log in to the catalog: {type(exc).__name__}"), json_type
         target = proxy.catalog_uri + self.path
         if urlsplit(target).netloc != urlsplit(proxy.catalog_uri).netloc:  # _dispatch already refused; never proxy elsewhere
-            return self._error(400, "BadRequestException", "the request target must be a path on this catalog")
+            return 400, _error_body(400, "BadRequestException", "the request target must be a path on this catalog"), json_type
         try:
-            resp = requests.request(self.command, target, headers=headers, data=raw or None,
-                                    timeout=UPSTREAM_TIMEOUT, allow_redirects=False)
+            resp = proxy.guard._session().request(self.command, target, headers=headers, data=raw or None,
+                                                  timeout=UPSTREAM_TIMEOUT, allow_redirects=False)
         except requests.RequestException as exc:
-            return self._error(502, "ServiceUnavailableException", f"catalog unreachable: {type(exc).__name__}")
-        content = resp.content
-        if resp.ok and "json" in resp.headers.get("Content-Type", "") and content:
-            try:
-                body = json.loads(content)
-            except ValueError:
-                body = None
-            if _is_table_answer(body):
-                content = json.dumps(proxy.rewrite_table_answer(body)).encode()
-        out = {k: v for k, v in resp.headers.items() if k.lower() not in _HOP_BY_HOP}
-        self._reply(resp.status_code, content, out)
+            return 502, _error_body(502, "ServiceUnavailableException", f"catalog unreachable: {type(exc).__name__}"), json_type
+        return resp.status_code, resp.content, {k: v for k, v in resp.headers.items() if k.lower() not in _HOP_BY_HOP}
+
+
+def _error_body(status: int, kind: str, message: str) -> bytes:
+    return json.dumps({"error": {"message": message, "type": kind, "code": status}}).encode()
 
 
 # -- detached mode: `local up --delegation remote-signing` runs the signer in its own process ------
 def main(argv: list[str] | None = None) -> int:
-    """Run the signer in the foreground for the embedded lakehouse (its admin keys sign)."""
-    from pyspark_catalog_ext.lakehouse.server import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY
-
+    """Run the embedded lakehouse's proxy in the foreground: the remote signer, or (`--mode guard`)
+    the location guard alone. Its keys come as one JSON line on stdin (never in argv)."""
     p = argparse.ArgumentParser(prog="python -m pyspark_catalog_ext.lakehouse.signer")
     p.add_argument("--catalog-uri", required=True)
     p.add_argument("--s3-endpoint", required=True)
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--watch-pid", type=int, help="exit when this process (the lakehouse's weed) is gone")
+    p.add_argument("--mode", choices=("remote-signing", "guard"), default="remote-signing")
     args = p.parse_args(argv)
-    proxy = SigningCatalogProxy(args.catalog_uri, args.s3_endpoint, ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY, port=args.port)
+    try:
+        keys = json.loads(sys.stdin.readline(MAX_TOKEN_BODY))
+        access_key, secret_key, client_secret = keys["access_key"], keys["secret_key"], keys.get("client_secret")
+    except (ValueError, KeyError, TypeError):
+        p.error("stdin must carry one JSON line {access_key, secret_key, client_secret}")
+    server: Any
+    if args.mode == "guard":
+        from pyspark_catalog_ext.lakehouse.guard import CatalogGuardProxy, LocationGuard
+
+        server = CatalogGuardProxy(LocationGuard(args.catalog_uri, args.s3_endpoint, access_key, secret_key), port=args.port)
+    else:
+        server = SigningCatalogProxy(args.catalog_uri, args.s3_endpoint, access_key, secret_key, port=args.port,
+                                     clients={CLIENT_ID: client_secret})
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    proxy.start()
+    server.start()
     try:
         while not stop.wait(1.0):
             if args.watch_pid and not _alive(args.watch_pid):
                 break
     except KeyboardInterrupt:
         pass
-    proxy.stop()
+    server.stop()
     return 0
-
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ import pytest
 import requests
 
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.lakehouse.server import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY, Lakehouse, _alive
-from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, CLIENT_SECRET, sign_request
+from pyspark_catalog_ext.lakehouse.server import Lakehouse, _alive
+from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, sign_request
 from pyspark_catalog_ext.spark.conf import catalog_properties
 from tests.conftest import assert_one_line_error, run_cli
 
@@ -32,7 +32,7 @@ def signing_lake():
 
 def _token(lake: Lakehouse) -> str:
     resp = requests.post(lake.info.oauth2_server_uri, timeout=10, data={
-        "grant_type": "client_credentials", "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET, "scope": "catalog"})
+        "grant_type": "client_credentials", "client_id": CLIENT_ID, "client_secret": lake.info.client_secret, "scope": "catalog"})
     assert resp.status_code == 200, resp.text
     return resp.json()["access_token"]
 
@@ -83,9 +83,12 @@ def test_spark_ctas_and_read_with_no_storage_keys(signing_lake, tmp_path):
     assert not any(k.endswith("s3.client-factory-impl") for k in result["conf"]), "nothing to refresh, so no refreshing factory"
     # The S3 keys exist only inside the signer: not in the conf, the FileIO, the logs.
     everything = json.dumps(result["conf"]) + json.dumps(result["fileio"]) + proc.stdout + proc.stderr
-    assert ADMIN_SECRET_KEY not in everything and ADMIN_ACCESS_KEY not in everything
+    assert info.secret_key not in everything and info.access_key not in everything
     assert result["refresh_needs"]["lake"].startswith("nothing: remote signing")
     assert result["tables_tracked"] == 0
+    # a CTAS at the table's own location, from Spark: refused by the location rule, nothing created
+    assert result["steal_error"] and "overlaps table rs.ctas" in result["steal_error"], result["steal_error"]
+    assert not result["steal_exists"]
 
 
 def test_signer_signs_inside_a_table_and_refuses_outside(signing_lake):
@@ -150,7 +153,7 @@ def test_catalog_proxy_takes_only_its_own_client(signing_lake):
     """The S3 admin keys (SeaweedFS's OAuth2 client) are not a client of the signer proxy."""
     info = signing_lake.info
     resp = requests.post(info.oauth2_server_uri, timeout=10, data={
-        "grant_type": "client_credentials", "client_id": ADMIN_ACCESS_KEY, "client_secret": ADMIN_SECRET_KEY})
+        "grant_type": "client_credentials", "client_id": info.access_key, "client_secret": info.secret_key})
     assert resp.status_code == 401
     assert requests.get(f"{info.iceberg_uri}/v1/warehouse/namespaces", timeout=10).status_code == 401
     assert requests.get(f"{info.iceberg_uri}/v1/warehouse/namespaces", headers=_auth(signing_lake), timeout=10).status_code == 200
@@ -205,17 +208,18 @@ def test_cli_local_up_remote_signing(tmp_path):
     try:
         assert state["delegation"] == "remote-signing" and "remote-signing" in up.stdout
         assert state["iceberg_uri"].endswith(f":{state['ports']['signer']}")
-        assert CLIENT_SECRET not in up.stdout + json.dumps(state) and ADMIN_SECRET_KEY not in up.stdout
+        assert state["client_secret"] not in up.stdout and state["secret_key"] not in up.stdout
+        assert (tmp_path / "local" / "state.json").stat().st_mode & 0o777 == 0o600  # it holds the random keys
         assert _alive(signer_pid)
         clash = run_cli("local", "up", env=env)
         assert_one_line_error(clash, "delegation remote-signing is already running")
         conf = run_cli("spark-conf", "--profile", "local", "--jars", "none", "--check", "--format", "defaults", "--show-secrets", env=env)
         assert conf.returncode == 0, conf.stderr
         assert "spark.sql.catalog.lake.s3.remote-signing-enabled true" in conf.stdout
-        assert f"spark.sql.catalog.lake.credential {CLIENT_ID}:{CLIENT_SECRET}" in conf.stdout
-        assert ADMIN_SECRET_KEY not in conf.stdout and "client-factory-impl" not in conf.stdout
+        assert f"spark.sql.catalog.lake.credential {CLIENT_ID}:{state['client_secret']}" in conf.stdout
+        assert state["secret_key"] not in conf.stdout and "client-factory-impl" not in conf.stdout
         token = requests.post(state["iceberg_uri"] + "/v1/oauth/tokens", timeout=10, data={
-            "grant_type": "client_credentials", "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET}).json()["access_token"]
+            "grant_type": "client_credentials", "client_id": CLIENT_ID, "client_secret": state["client_secret"]}).json()["access_token"]
         outside = sign_request(state["iceberg_uri"], token, "GET", f"{state['s3_endpoint']}/warehouse/x/y", "us-east-1")
         assert outside.status_code == 403
     finally:
@@ -240,4 +244,4 @@ def test_doctor_remote_signing_probe_makes_a_real_signed_request(signing_lake):
     assert (check["copy_sign_status"], check["delete_outside_sign_status"]) == (403, 403)  # asked for, never sent
     assert "Authorization" in check["signed_headers"]
     assert signing_lake.signer.signed > signed_before
-    assert CLIENT_SECRET not in proc.stdout + proc.stderr and ADMIN_SECRET_KEY not in proc.stdout + proc.stderr
+    assert info.client_secret not in proc.stdout + proc.stderr and info.secret_key not in proc.stdout + proc.stderr

@@ -123,7 +123,8 @@ def test_cli_local_up_status_down(tmp_path):
     assert up.returncode == 0, up.stderr
     state = json.loads((tmp_path / "local" / "state.json").read_text())
     try:
-        assert "lakeadminsecret" not in up.stdout and "lakeadminsecret" not in json.dumps(state)
+        assert state["secret_key"] not in up.stdout  # the random keys are in the state file, readable by this user only
+        assert (tmp_path / "local" / "state.json").stat().st_mode & 0o777 == 0o600
         assert _alive(state["pid"])
         assert requests.get(state["iceberg_uri"] + "/v1/config", params={"warehouse": "warehouse"}, timeout=5).status_code == 200
         status = run_cli("local", "status", env=env)

@@ -18,8 +18,7 @@ import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from pyspark_catalog_ext.lakehouse.server import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY
-from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, CLIENT_SECRET, SigningCatalogProxy
+from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
 
 BUCKET = "warehouse"
 SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]}
@@ -27,21 +26,22 @@ SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "
 
 @pytest.fixture(scope="module")
 def signer(lakehouse):
-    proxy = SigningCatalogProxy(lakehouse.info.iceberg_uri, lakehouse.info.s3_endpoint, ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY).start()
+    proxy = SigningCatalogProxy(lakehouse.info.iceberg_uri, lakehouse.info.s3_endpoint, lakehouse.info.access_key,
+                                lakehouse.info.secret_key).start()
     yield proxy
     proxy.stop()
 
 
 @pytest.fixture(scope="module")
 def admin_s3(lakehouse):
-    return boto3.client("s3", endpoint_url=lakehouse.info.s3_endpoint, region_name="us-east-1", aws_access_key_id=ADMIN_ACCESS_KEY,
-                        aws_secret_access_key=ADMIN_SECRET_KEY, config=Config(s3={"addressing_style": "path"}))
+    return boto3.client("s3", endpoint_url=lakehouse.info.s3_endpoint, region_name="us-east-1", aws_access_key_id=lakehouse.info.access_key,
+                        aws_secret_access_key=lakehouse.info.secret_key, config=Config(s3={"addressing_style": "path"}))
 
 
 @pytest.fixture(scope="module")
 def token(signer) -> str:
     resp = requests.post(signer.url + "/v1/oauth/tokens", timeout=10, data={
-        "grant_type": "client_credentials", "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET})
+        "grant_type": "client_credentials", "client_id": CLIENT_ID, "client_secret": signer.clients[CLIENT_ID]})
     assert resp.status_code == 200, resp.text
     return resp.json()["access_token"]
 

@@ -9,8 +9,7 @@ import json
 
 import pytest
 
-from pyspark_catalog_ext.lakehouse.server import ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY
-from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, CLIENT_SECRET, SigningCatalogProxy
+from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
 from tests.conftest import run_cli
 from tests.servers.base import BufferedProxy, Request, Response
 
@@ -34,23 +33,24 @@ class CopyBlindSigner(BufferedProxy):
 @pytest.fixture(scope="module")
 def signer(lakehouse):
     """The embedded lakehouse's signer, in-process in front of the session's SeaweedFS."""
-    proxy = SigningCatalogProxy(lakehouse.info.iceberg_uri, lakehouse.info.s3_endpoint, ADMIN_ACCESS_KEY, ADMIN_SECRET_KEY).start()
+    proxy = SigningCatalogProxy(lakehouse.info.iceberg_uri, lakehouse.info.s3_endpoint, lakehouse.info.access_key,
+                                lakehouse.info.secret_key).start()
     yield proxy
     proxy.stop()
 
 
-def _doctor(uri: str, warehouse: str) -> dict:
+def _doctor(uri: str, warehouse: str, secret: str, admin_secret: str) -> dict:
     proc = run_cli("doctor", "--json", "--profile", "seaweedfs", "--uri", uri, "--warehouse", warehouse,
                    "--credential-env", "PCE_TEST_CRED", "--delegation", "remote-signing", "--skip", "spark,pyiceberg,inventory",
-                   env={"PCE_TEST_CRED": f"{CLIENT_ID}:{CLIENT_SECRET}"}, timeout=240)
-    assert CLIENT_SECRET not in proc.stdout + proc.stderr and ADMIN_SECRET_KEY not in proc.stdout + proc.stderr
+                   env={"PCE_TEST_CRED": f"{CLIENT_ID}:{secret}"}, timeout=240)
+    assert secret not in proc.stdout + proc.stderr and admin_secret not in proc.stdout + proc.stderr
     report = json.loads(proc.stdout)
     return next(p for p in report["probes"] if p["id"] == "remote-signing")
 
 
 def test_doctor_fails_a_signer_that_signs_a_cross_table_copy(lakehouse, signer):
     with CopyBlindSigner(signer.url) as blind:
-        probe = _doctor(blind.url, lakehouse.info.warehouse)
+        probe = _doctor(blind.url, lakehouse.info.warehouse, signer.clients[CLIENT_ID], lakehouse.info.secret_key)
     check = probe["evidence"]["signed_request"]
     assert probe["status"] == "fail", probe
     assert "cross-table copy" in probe["summary"] and "\n" not in probe["summary"]
@@ -59,7 +59,7 @@ def test_doctor_fails_a_signer_that_signs_a_cross_table_copy(lakehouse, signer):
 
 
 def test_doctor_passes_the_embedded_signer(lakehouse, signer):
-    probe = _doctor(signer.url, lakehouse.info.warehouse)
+    probe = _doctor(signer.url, lakehouse.info.warehouse, signer.clients[CLIENT_ID], lakehouse.info.secret_key)
     check = probe["evidence"]["signed_request"]
     assert probe["status"] == "pass", probe
     assert (check["copy_sign_status"], check["delete_outside_sign_status"], check["outside_sign_status"]) == (403, 403, 403)
