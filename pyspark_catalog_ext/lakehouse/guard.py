@@ -32,14 +32,14 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from pyspark_catalog_ext.lakehouse.signer import (
-    _HOP_BY_HOP,
+from pyspark_catalog_ext.lakehouse.proxy import (
+    HOP_BY_HOP,
     MAX_CATALOG_BODY,
     MAX_TOKEN_BODY,
     TOKEN_PATH,
     UPSTREAM_TIMEOUT,
     BoundedHTTPServer,
-    _Handler,
+    ProxyHandler,
 )
 
 __all__ = ["LocationGuard", "CatalogGuardProxy", "Refusal"]
@@ -409,7 +409,7 @@ class CatalogGuardProxy:
         self.stop()
 
 
-class _GuardHandler(_Handler):
+class _GuardHandler(ProxyHandler):
     guard_proxy: CatalogGuardProxy
 
     def _dispatch(self) -> None:
@@ -430,7 +430,7 @@ class _GuardHandler(_Handler):
     def _send(self, raw: bytes) -> tuple[int, bytes, Mapping[str, str]]:
         import requests
 
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
         headers["Accept-Encoding"] = "identity"
         try:
             resp = self.guard_proxy.guard._session().request(
@@ -438,6 +438,6 @@ class _GuardHandler(_Handler):
                 timeout=UPSTREAM_TIMEOUT, allow_redirects=False)
         except requests.RequestException as exc:
             return 502, Refusal(502, "ServiceUnavailableException", f"catalog unreachable: {type(exc).__name__}").body(), {"Content-Type": "application/json"}
-        return resp.status_code, resp.content, {k: v for k, v in resp.headers.items() if k.lower() not in _HOP_BY_HOP}
+        return resp.status_code, resp.content, {k: v for k, v in resp.headers.items() if k.lower() not in HOP_BY_HOP}
 
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _dispatch

@@ -311,16 +311,16 @@ class Lakehouse:
             with socket.socket() as sock:  # a free port, handed to the proxy process right away
                 sock.bind((HOST, 0))
                 port = sock.getsockname()[1]
-            args = [sys.executable, "-m", "pyspark_catalog_ext.lakehouse.signer", "--catalog-uri", info.iceberg_uri,
-                    "--s3-endpoint", info.s3_endpoint, "--port", str(port), "--watch-pid", str(self._proc.pid),
-                    "--mode", "remote-signing" if remote else "guard"]
             with open(info.log_file, "ab") as out:
-                # keys on stdin, never in argv (visible to every local user in ps)
-                self._signer_proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
+                # everything on stdin, keys included: argv is visible to every local user in ps
+                self._signer_proc = subprocess.Popen([sys.executable, "-m", "pyspark_catalog_ext.lakehouse.proxy_process"],
+                                                     stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
                                                      start_new_session=True)
             assert self._signer_proc.stdin is not None
-            self._signer_proc.stdin.write(json.dumps({"access_key": info.access_key, "secret_key": info.secret_key,
-                                                      "client_secret": client_secret}).encode() + b"\n")
+            self._signer_proc.stdin.write(json.dumps({
+                "catalog_uri": info.iceberg_uri, "s3_endpoint": info.s3_endpoint, "port": port, "watch_pid": self._proc.pid,
+                "mode": "remote-signing" if remote else "guard", "access_key": info.access_key,
+                "secret_key": info.secret_key, "client_secret": client_secret}).encode() + b"\n")
             self._signer_proc.stdin.close()
             url = f"http://{HOST}:{port}"
             _wait_http(f"{url}/v1/config?warehouse={WAREHOUSE}", self._signer_proc, self.ready_timeout)
@@ -355,12 +355,12 @@ class Lakehouse:
                 r = requests.get(f"{uri}/v1/config", params={"warehouse": WAREHOUSE}, timeout=2)
                 if r.status_code == 200:
                     tok = requests.post(
-                        self.info.oauth2_server_uri, timeout=2,
+                        self.info.oauth2_server_uri, timeout=2, allow_redirects=False,
                         data={"grant_type": "client_credentials", "client_id": self.info.access_key, "client_secret": self.info.secret_key, "scope": "catalog"},
                     )
                     if tok.status_code == 200:
                         headers = {"Authorization": f"Bearer {tok.json()['access_token']}"}
-                        ns = requests.get(f"{uri}/v1/{WAREHOUSE}/namespaces", headers=headers, timeout=2)
+                        ns = requests.get(f"{uri}/v1/{WAREHOUSE}/namespaces", headers=headers, timeout=2, allow_redirects=False)
                         s3 = requests.get(self.info.s3_endpoint + "/", timeout=2)  # any S3 XML answer (403 unsigned) means up
                         if ns.status_code == 200 and s3.status_code < 500:
                             return
@@ -438,7 +438,7 @@ def _sweep_stale_roots() -> None:
             pid = int((root / "weed.pid").read_text())
         except (OSError, ValueError):
             continue  # no pid yet: starting right now, or not ours
-        if not _alive(pid):
+        if not alive(pid):
             shutil.rmtree(root, ignore_errors=True)
 
 
@@ -453,12 +453,12 @@ def _kill_group(pid: int, proc: subprocess.Popen | None = None, timeout: float =
             if proc is not None:
                 if proc.poll() is not None:
                     return
-            elif not _alive(pid):
+            elif not alive(pid):
                 return
             time.sleep(0.1)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -511,7 +511,7 @@ def read_state() -> dict | None:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
         cmdline = ""
-    if not (_alive(pid) and "weed" in cmdline and state.get("data_dir", "\0") in cmdline):
+    if not (alive(pid) and "weed" in cmdline and state.get("data_dir", "\0") in cmdline):
         return None
     return state
 
@@ -558,7 +558,7 @@ def down() -> bool:
     if state is None:
         return False
     signer_pid = int((state.get("ports") or {}).get("signer_pid") or 0)
-    if signer_pid and _alive(signer_pid):
+    if signer_pid and alive(signer_pid):
         _kill_group(signer_pid)  # it would also exit by itself once weed is gone
     _kill_group(int(state["pid"]))
     if state.get("root"):

@@ -35,24 +35,30 @@ need a web framework).
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import json
 import logging
 import re
 import secrets
-import signal
-import sys
 import threading
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit
 
-from pyspark_catalog_ext.lakehouse.server import _alive
+from pyspark_catalog_ext.lakehouse.guard import _TABLE, _TABLES, LocationGuard
+from pyspark_catalog_ext.lakehouse.proxy import (
+    HOP_BY_HOP,
+    MAX_CATALOG_BODY,
+    MAX_TOKEN_BODY,
+    TOKEN_PATH,
+    UPSTREAM_TIMEOUT,
+    BoundedHTTPServer,
+    ProxyHandler,
+    error_body,
+)
 
 __all__ = ["SigningCatalogProxy", "SIGN_ENDPOINT", "REMOTE_SIGNING", "CLIENT_ID", "remote_signing_config", "sign_request"]
 
@@ -63,19 +69,16 @@ SIGN_ENDPOINT = "v1/aws/s3/sign"  # Iceberg 1.10's default `s3.signer.endpoint`;
 DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
 # Keys a table answer must never carry in remote-signing mode.
 _STORAGE_SECRETS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.session-token-expires-at-ms")
-_HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "accept-encoding", "content-encoding", "te", "trailer", "upgrade"}
 MAX_LOCATIONS = 10_000  # table locations remembered per client (oldest forgotten first)
 MAX_TOKENS = 4096  # live tokens per client
 MAX_SIGN_BODY = 2 << 20  # a sign request is small JSON, or a DeleteObjects body (<= MAX_DELETE_BODY) in JSON
 MAX_DELETE_BODY = 1 << 20  # the DeleteObjects XML inside it (1000 keys of <= 1 KiB each)
 MAX_DELETE_KEYS = 1000  # S3's own limit per DeleteObjects
-MAX_CATALOG_BODY = 8 << 20  # catalog calls forwarded upstream (commits carry metadata updates)
-MAX_TOKEN_BODY = 64 << 10  # an OAuth2 form
 DELETE_PATH = "v1/aws/s3/delete"  # the DeleteObjects relay: /v1/aws/s3/delete/<ticket>
 DELETE_TICKET_SECONDS = 300  # long enough for the SDK's retries of one DeleteObjects
 MAX_DELETE_TICKETS = 1024  # per client
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_CONTENT_LENGTH = re.compile(r"[0-9]{1,12}")  # int() would also take "-1", "+1", "1_0" and non-ASCII digits
+
 # What the signer signs: (operation, method, required query keys, optional query keys). A request
 # whose method and query keys match no row is refused: that is how ?acl, ?policy, ?tagging,
 # ?versionId, ?uploads on a bucket... stay unsigned.
@@ -100,42 +103,10 @@ _BLANK_QUERIES = {"uploads", "delete"}  # flags: any value would be another requ
 # bucket, an ACL, tags, object lock...): refused whatever their case.
 _REFUSED_HEADERS = ("x-amz-copy-source", "x-amz-acl", "x-amz-grant-", "x-amz-tagging", "x-amz-website-redirect-location",
                     "x-amz-object-lock-", "x-amz-bypass-governance-retention", "x-amz-metadata-directive")
-UPSTREAM_TIMEOUT = 30.0
-MAX_CONNECTIONS = 256  # open client connections (one thread each); more are closed at once
-
-
-class BoundedHTTPServer(ThreadingHTTPServer):
-    """ThreadingHTTPServer with daemon threads and at most MAX_CONNECTIONS of them: an idle
-    keep-alive connection holds its thread until the handler's timeout, so without a bound a
-    client opening connections could make threads without end."""
-
-    daemon_threads = True
-    request_queue_size = 128  # socketserver's 5 drops SYNs of a burst (a 1 s client retry each, measured)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            self.shutdown_request(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)  # type: ignore[misc]
-        finally:
-            self._slots.release()
 # The OAuth2 client id of the embedded lakehouse in remote-signing mode: it can reach the catalog
 # and the signer, but it is no S3 key. Its secret is random per instance (LakehouseInfo.credential).
 CLIENT_ID = "lakeclient"
 TOKEN_SECONDS = 3600
-TOKEN_PATH = "/v1/oauth/tokens"
 _TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 
 
@@ -159,7 +130,7 @@ def sign_request(signer_uri: str, token: str, method: str, url: str, region: str
 
     body: dict[str, Any] = {"region": region, "method": method, "uri": url, "headers": {k: [v] for k, v in (headers or {}).items()}}
     return requests.post(f"{signer_uri.rstrip('/')}/{endpoint.lstrip('/')}", json=body, timeout=timeout,
-                         headers={"Authorization": f"Bearer {token}"})
+                         headers={"Authorization": f"Bearer {token}"}, allow_redirects=False)
 
 
 def _sigv4_headers(access_key: str, secret_key: str, region: str, method: str, url: str, headers: Mapping[str, str],
@@ -194,8 +165,6 @@ class SigningCatalogProxy:
 
     def __init__(self, catalog_uri: str, s3_endpoint: str, access_key: str, secret_key: str,
                  port: int = 0, host: str = "127.0.0.1", clients: Mapping[str, str] | None = None) -> None:
-        from pyspark_catalog_ext.lakehouse.guard import LocationGuard
-
         self.catalog_uri = catalog_uri.rstrip("/")
         self.s3_endpoint = s3_endpoint.rstrip("/")
         self._access_key = access_key
@@ -298,8 +267,6 @@ class SigningCatalogProxy:
         """The location a table answer's signer endpoint may sign for: the catalog's stored
         metadata of the table the request named (a load answer *is* that), or for a staged table
         the location the guard accepted; "" when there is none (the endpoint then signs nothing)."""
-        from pyspark_catalog_ext.lakehouse.guard import _TABLE, _TABLES
-
         route = urlsplit(path).path.rstrip("/")
         m_table, m_tables = _TABLE.match(route), _TABLES.match(route)
         if m_table and m_table.group("prefix"):
@@ -530,46 +497,8 @@ def _is_table_answer(body: Any) -> bool:
     return isinstance(body, dict) and isinstance(body.get("metadata"), dict) and "metadata-location" in body
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # Iceberg's HTTP client keeps connections alive
-    timeout = 60
-    # headers and body go out in two writes: with Nagle on, the second waits for the client's
-    # delayed ACK (40 ms per answer, measured on loopback)
-    disable_nagle_algorithm = True
+class _Handler(ProxyHandler):
     proxy: SigningCatalogProxy
-
-    def log_message(self, fmt: str, *args: Any) -> None:  # no access log: URLs are fine, but keep stderr quiet
-        pass
-
-    def _reply(self, status: int, payload: bytes, headers: Mapping[str, str] | None = None) -> None:
-        self.send_response(status)
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(payload)
-
-    def _json(self, status: int, body: Any, extra: Mapping[str, str] | None = None) -> None:
-        self._reply(status, json.dumps(body).encode(), {"Content-Type": "application/json", **(extra or {})})
-
-    def _error(self, status: int, kind: str, message: str) -> None:
-        self._json(status, {"error": {"message": message, "type": kind, "code": status}})
-
-    def _body(self, limit: int) -> bytes:
-        """The request body, at most `limit` bytes; ValueError (status, reason) for anything else.
-        The length must be plain digits: `int("-1")` would make read() wait for the stream's end."""
-        if self.headers.get("Transfer-Encoding"):
-            raise ValueError(411, "Transfer-Encoding is not accepted here: send the body with a Content-Length")
-        values = {v.strip() for v in self.headers.get_all("Content-Length") or []}
-        if not values:
-            return b""
-        if len(values) != 1 or not _CONTENT_LENGTH.fullmatch(next(iter(values))):
-            raise ValueError(400, "Content-Length must be one non-negative decimal number")
-        length = int(next(iter(values)))
-        if length > limit:
-            raise ValueError(413, f"request body of {length} bytes is over this endpoint's {limit}-byte limit")
-        return self.rfile.read(length) if length else b""
 
     def _dispatch(self) -> None:
         # Origin-form only: "http://host/..." or "@host/..." appended to the catalog URI would send
@@ -673,7 +602,7 @@ class _Handler(BaseHTTPRequestHandler):
         import requests
 
         proxy = self.proxy
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP and k.lower() != DELEGATION_HEADER.lower()}
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP and k.lower() != DELEGATION_HEADER.lower()}
         headers["Accept-Encoding"] = "identity"
         headers.pop("Authorization", None)
         headers.pop("authorization", None)
@@ -681,58 +610,13 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             headers["Authorization"] = proxy.upstream_authorization()
         except Exception as exc:  # noqa: BLE001 - any failure to log in upstream is a 502 here
-            return 502, _error_body(502, "ServiceUnavailableException", f"the signer could not log in to the catalog: {type(exc).__name__}"), json_type
+            return 502, error_body(502, "ServiceUnavailableException", f"the signer could not log in to the catalog: {type(exc).__name__}"), json_type
         target = proxy.catalog_uri + self.path
         if urlsplit(target).netloc != urlsplit(proxy.catalog_uri).netloc:  # _dispatch already refused; never proxy elsewhere
-            return 400, _error_body(400, "BadRequestException", "the request target must be a path on this catalog"), json_type
+            return 400, error_body(400, "BadRequestException", "the request target must be a path on this catalog"), json_type
         try:
             resp = proxy.guard._session().request(self.command, target, headers=headers, data=raw or None,
                                                   timeout=UPSTREAM_TIMEOUT, allow_redirects=False)
         except requests.RequestException as exc:
-            return 502, _error_body(502, "ServiceUnavailableException", f"catalog unreachable: {type(exc).__name__}"), json_type
-        return resp.status_code, resp.content, {k: v for k, v in resp.headers.items() if k.lower() not in _HOP_BY_HOP}
-
-
-def _error_body(status: int, kind: str, message: str) -> bytes:
-    return json.dumps({"error": {"message": message, "type": kind, "code": status}}).encode()
-
-
-# -- detached mode: `local up --delegation remote-signing` runs the signer in its own process ------
-def main(argv: list[str] | None = None) -> int:
-    """Run the embedded lakehouse's proxy in the foreground: the remote signer, or (`--mode guard`)
-    the location guard alone. Its keys come as one JSON line on stdin (never in argv)."""
-    p = argparse.ArgumentParser(prog="python -m pyspark_catalog_ext.lakehouse.signer")
-    p.add_argument("--catalog-uri", required=True)
-    p.add_argument("--s3-endpoint", required=True)
-    p.add_argument("--port", type=int, required=True)
-    p.add_argument("--watch-pid", type=int, help="exit when this process (the lakehouse's weed) is gone")
-    p.add_argument("--mode", choices=("remote-signing", "guard"), default="remote-signing")
-    args = p.parse_args(argv)
-    try:
-        keys = json.loads(sys.stdin.readline(MAX_TOKEN_BODY))
-        access_key, secret_key, client_secret = keys["access_key"], keys["secret_key"], keys.get("client_secret")
-    except (ValueError, KeyError, TypeError):
-        p.error("stdin must carry one JSON line {access_key, secret_key, client_secret}")
-    server: Any
-    if args.mode == "guard":
-        from pyspark_catalog_ext.lakehouse.guard import CatalogGuardProxy, LocationGuard
-
-        server = CatalogGuardProxy(LocationGuard(args.catalog_uri, args.s3_endpoint, access_key, secret_key), port=args.port)
-    else:
-        server = SigningCatalogProxy(args.catalog_uri, args.s3_endpoint, access_key, secret_key, port=args.port,
-                                     clients={CLIENT_ID: client_secret})
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    server.start()
-    try:
-        while not stop.wait(1.0):
-            if args.watch_pid and not _alive(args.watch_pid):
-                break
-    except KeyboardInterrupt:
-        pass
-    server.stop()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+            return 502, error_body(502, "ServiceUnavailableException", f"catalog unreachable: {type(exc).__name__}"), json_type
+        return resp.status_code, resp.content, {k: v for k, v in resp.headers.items() if k.lower() not in HOP_BY_HOP}

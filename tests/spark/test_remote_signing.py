@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.lakehouse.server import Lakehouse, _alive
+from pyspark_catalog_ext.lakehouse.server import Lakehouse, alive
 from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, sign_request
 from pyspark_catalog_ext.spark.conf import catalog_properties
 from tests.conftest import assert_one_line_error, run_cli
@@ -210,7 +210,7 @@ def test_cli_local_up_remote_signing(tmp_path):
         assert state["iceberg_uri"].endswith(f":{state['ports']['signer']}")
         assert state["client_secret"] not in up.stdout and state["secret_key"] not in up.stdout
         assert (tmp_path / "local" / "state.json").stat().st_mode & 0o777 == 0o600  # it holds the random keys
-        assert _alive(signer_pid)
+        assert alive(signer_pid)
         clash = run_cli("local", "up", env=env)
         assert_one_line_error(clash, "delegation remote-signing is already running")
         conf = run_cli("spark-conf", "--profile", "local", "--jars", "none", "--check", "--format", "defaults", "--show-secrets", env=env)
@@ -225,7 +225,7 @@ def test_cli_local_up_remote_signing(tmp_path):
     finally:
         down = run_cli("local", "down", env=env)
     assert down.returncode == 0 and "stopped" in down.stdout
-    assert not _alive(state["pid"]) and not _alive(signer_pid)
+    assert not alive(state["pid"]) and not alive(signer_pid)
 
 
 def test_doctor_remote_signing_probe_makes_a_real_signed_request(signing_lake):

@@ -178,7 +178,7 @@ def test_the_catalog_proxy_holds_a_bounded_number_of_connections(lakehouse):
     import socket
 
     from pyspark_catalog_ext.lakehouse.guard import CatalogGuardProxy, LocationGuard
-    from pyspark_catalog_ext.lakehouse.signer import MAX_CONNECTIONS
+    from pyspark_catalog_ext.lakehouse.proxy import MAX_CONNECTIONS
 
     info = lakehouse.info
     raw = f"http://127.0.0.1:{info.ports['iceberg']}"

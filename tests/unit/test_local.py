@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from pyspark_catalog_ext.errors import ConfigError, LakehouseError
-from pyspark_catalog_ext.lakehouse.server import Lakehouse, _alive, start_lakehouse
+from pyspark_catalog_ext.lakehouse.server import Lakehouse, alive, start_lakehouse
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from tests.conftest import assert_one_line_error, run_cli
 from tests.helpers import busy_port
@@ -83,14 +83,14 @@ def test_persistent_data_dir_survives_restart_and_temp_files_are_removed(tmp_pat
         pid, root = lake.info.pid, lake._root
         pyiceberg_catalog(lake).create_namespace_if_not_exists("kept")
         assert Path(lake.info.log_file).is_file() and Path(lake.info.log_file).is_relative_to(data)
-    assert not _alive(pid) and not root.exists()
+    assert not alive(pid) and not root.exists()
     assert data.is_dir()
     with start_lakehouse(data_dir=data) as lake:
         assert ("kept",) in pyiceberg_catalog(lake).list_namespaces()
     temp = Lakehouse().start()
     temp_root, temp_pid = temp._root, temp.info.pid
     temp.stop()
-    assert not temp_root.exists() and not _alive(temp_pid)
+    assert not temp_root.exists() and not alive(temp_pid)
 
 
 def test_server_dies_with_a_crashed_parent(tmp_path):
@@ -105,9 +105,9 @@ def test_server_dies_with_a_crashed_parent(tmp_path):
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     pid, uri, root = proc.stdout.split()
     deadline = time.monotonic() + 15
-    while _alive(int(pid)) and time.monotonic() < deadline:
+    while alive(int(pid)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _alive(int(pid))
+    assert not alive(int(pid))
     with pytest.raises(requests.ConnectionError):
         requests.get(uri + "/v1/config", timeout=2)
     # The crashed caller left its temp dir behind; the next start sweeps it up.
@@ -125,7 +125,7 @@ def test_cli_local_up_status_down(tmp_path):
     try:
         assert state["secret_key"] not in up.stdout  # the random keys are in the state file, readable by this user only
         assert (tmp_path / "local" / "state.json").stat().st_mode & 0o777 == 0o600
-        assert _alive(state["pid"])
+        assert alive(state["pid"])
         assert requests.get(state["iceberg_uri"] + "/v1/config", params={"warehouse": "warehouse"}, timeout=5).status_code == 200
         status = run_cli("local", "status", env=env)
         assert status.returncode == 0 and state["iceberg_uri"] in status.stdout
@@ -137,5 +137,5 @@ def test_cli_local_up_status_down(tmp_path):
     finally:
         down = run_cli("local", "down", env=env)
     assert down.returncode == 0 and "stopped" in down.stdout
-    assert not _alive(state["pid"]) and not Path(state["root"]).exists()
+    assert not alive(state["pid"]) and not Path(state["root"]).exists()
     assert run_cli("local", "status", env=env).returncode == 3
