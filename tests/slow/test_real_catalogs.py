@@ -29,14 +29,14 @@ from tests.realservers.artifacts import ServerUnavailable
 from tests.realservers.servers import Nessie, RealServer, RestFixture
 from tests.refresh_support import register_slow_udf, slow
 from tests.servers import BufferedProxy
-from tests.slow.test_emulated_catalogs import DOCTOR_FAST, _ctas_sql, _ctas_writeto
+from tests.user_path import DOCTOR_FAST, ctas_sql, ctas_writeto
 
 FAST = RefreshPolicy(check_interval_s=1, min_ahead_s=0, lifetime_fraction=0.4)
 PY_POLICY = RefreshPolicy(check_interval_s=0.25, min_ahead_s=0, lifetime_fraction=0.6)
 NS = "real"
 
-# How each server is used: its profile and delegation (the user's choice, nothing else), the prefix
-# its /v1/config names, the status it answers for an unknown commit state in step 4.
+# How each server is used: the delegation the user picks (the server's profile picks the rest) and
+# the prefix its /v1/config names.
 USAGE = {
     "rest-fixture": {"delegation": "vended-credentials", "prefix": None},
     "nessie": {"delegation": "remote-signing", "prefix": "main%7Cwarehouse"},
@@ -50,6 +50,20 @@ DIFFERENCES = {
                            "the doctor's auth probe fails ('also answers unauthenticated requests') and every "
                            "probe after it is skipped; no profile or flag declares an open catalog",
 }
+
+
+# Findings: (step, server) -> why the package fails there today, run as xfail(strict=True) so a fix
+# shows up as an XPASS failure and the entry must go.
+PYICEBERG_REMOTE_SIGNING = ("PyIceberg in remote-signing mode is not done (docs/signing.md): pyiceberg_catalog() "
+                            "accepts delegation='remote-signing', then the first data write fails with S3 "
+                            "ACCESS_DENIED (PyArrow's S3 client does not sign through the catalog)")
+FINDINGS = {("4-pyiceberg", "nessie"): PYICEBERG_REMOTE_SIGNING, ("6", "nessie"): PYICEBERG_REMOTE_SIGNING}
+
+
+def _finding(request, step: str, server: RealServer) -> None:
+    reason = FINDINGS.get((step, _key(server)))
+    if reason:
+        request.applymarker(pytest.mark.xfail(strict=True, raises=OSError, reason=reason))
 
 
 @pytest.fixture(scope="module", params=sorted(USAGE))
@@ -127,7 +141,7 @@ def test_2_ctas_and_writeto_create(real, real_spark):
         spark.sql(f"DROP TABLE IF EXISTS {name}")
     rows = 400
     with ThreadPoolExecutor(2) as pool:
-        for job in [pool.submit(_ctas_sql, spark, names[0], rows, 1), pool.submit(_ctas_writeto, spark, names[1], rows, 1)]:
+        for job in [pool.submit(ctas_sql, spark, names[0], rows, 1), pool.submit(ctas_writeto, spark, names[1], rows, 1)]:
             job.result()
     for name in names:
         assert spark.sql(f"SELECT count(*), sum(v) FROM {name}").first() == (rows, 3 * sum(range(rows)))
@@ -157,10 +171,10 @@ def test_3_long_read_beside_a_merge(real, real_spark):
 
 
 # ------------------------------------------------------------------------------------------ step 4
-def test_4_lost_commit_answer_lands_exactly_once(real, real_spark):
+def test_4_lost_commit_answer_lands_exactly_once_spark(real, real_spark):
     """The commit reaches the real server, then the client gets 500 instead of its answer (the
-    proxy forwards, then answers): Spark's INSERT and PyIceberg's append each land exactly once."""
-    server, proxy, _ = real
+    proxy forwards, then answers): Spark's INSERT lands exactly once."""
+    _, proxy, _ = real
     spark = real_spark
     table = _table(real, "lost")
     short = table.rsplit(".", 1)[1]
@@ -171,20 +185,28 @@ def test_4_lost_commit_answer_lands_exactly_once(real, real_spark):
     assert fault.fired == 1
     assert spark.sql(f"SELECT count(*), count(DISTINCT id) FROM {table}").first() == (10, 10)
 
+
+def test_4_lost_commit_answer_lands_exactly_once_pyiceberg(real, request):
+    """The same lost answer under PyIceberg's append (on its own table): it lands exactly once."""
+    server, proxy, _ = real
+    _finding(request, "4-pyiceberg", server)
     cat = pyiceberg_catalog(_conf(real, refresh=None), _name(server), policy=PY_POLICY)
-    py_table = cat.load_table(f"{NS}.{short}")
-    fault = proxy.faults.add("after", "POST", rf"/tables/{short}$", status=500)
+    name = f"{NS}.py_lost"
+    cat.create_namespace_if_not_exists(NS)
+    if cat.table_exists(name):
+        cat.drop_table(name)
     schema = pa.schema([pa.field("id", pa.int64(), nullable=True)])
+    py_table = cat.create_table(name, schema)
+    fault = proxy.faults.add("after", "POST", r"/tables/py_lost$", status=500)
     py_table.append(pa.table({"id": pa.array(range(100, 110), pa.int64())}, schema=schema))
     assert fault.fired == 1
-    assert cat.load_table(f"{NS}.{short}").scan().to_arrow().num_rows == 20
-    spark.sql(f"REFRESH TABLE {table}")
-    assert spark.table(table).count() == 20
+    assert cat.load_table(name).scan().to_arrow().num_rows == 10
 
 
 # ------------------------------------------------------------------------------------------ step 6
-def test_6_pyiceberg_scan_and_append(real):
+def test_6_pyiceberg_scan_and_append(real, request):
     server = real[0]
+    _finding(request, "6", server)
     cat = pyiceberg_catalog(_conf(real, refresh=None), _name(server), policy=PY_POLICY)
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
     name = f"{NS}.py_{_name(server)}"
@@ -219,3 +241,55 @@ def test_9_doctor_json_stops_at_auth_on_an_open_catalog(real):
     assert "answers unauthenticated requests" in summary, summary
     assert got["idempotency-advertised"] == "unsupported"  # neither server advertises idempotency-key-lifetime
     assert server.lake.secret_key not in proc.stdout + proc.stderr
+
+
+# ------------------------------------------------------------------------------------------ differences
+def _rest(server: RealServer, prefix: str | None):
+    """A bare HTTP view of the server's Iceberg REST API (no auth: neither server asks for it)."""
+    import requests
+
+    base = server.uri.rstrip("/") + "/v1" + (f"/{prefix}" if prefix else "")
+    schema = {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+    vended = {"X-Iceberg-Access-Delegation": "vended-credentials"}
+
+    def create(name: str, body_extra: dict, headers: dict | None = None) -> requests.Response:
+        return requests.post(f"{base}/namespaces/{NS}_raw/tables", json={"name": name, "schema": schema, **body_extra},
+                             headers=headers or {}, timeout=30)
+
+    requests.post(f"{base}/namespaces", json={"namespace": [f"{NS}_raw"]}, timeout=30)  # 409 when it exists
+    return base, create, vended
+
+
+def test_where_the_real_server_differs_from_the_emulators(real):
+    """docs/real-catalogs.md 'Where the real servers differ': each line checked on the server."""
+    import requests
+
+    server = real[0]
+    key, lake = _key(server), server.lake
+    config = requests.get(server.uri.rstrip("/") + "/v1/config", params={"warehouse": server.warehouse}, timeout=30).json()
+    base, create, vended = _rest(server, USAGE[key]["prefix"])
+    suffix = str(int(time.time() * 1000))
+    assert "idempotency-key-lifetime" not in {**config.get("defaults", {}), **config.get("overrides", {})}
+    assert requests.get(f"{base}/namespaces", timeout=30).status_code == 200  # DIFFERENCES['doctor-open-catalog']
+    staged = create(f"staged_{suffix}", {"stage-create": True}, vended)
+    assert staged.status_code == 200, staged.text[:300]
+    answer = staged.json()
+    assert not answer.get("storage-credentials")  # neither vends expiring keys here
+    assert requests.get(f"{base}/namespaces/{NS}_raw/tables/staged_{suffix}", timeout=30).status_code == 404  # not stored
+    committed = create(f"t_{suffix}", {"stage-create": False}, vended)
+    assert committed.status_code == 200, committed.text[:300]
+    credentials = requests.get(f"{base}/namespaces/{NS}_raw/tables/t_{suffix}/credentials", timeout=30)
+    if key == "rest-fixture":
+        assert config.get("overrides") == {"namespace-separator": "%2E"} and not config.get("defaults")
+        assert "POST https://auth-server.com/token" in config["endpoints"]
+        # include-credentials: the server's own static keys in `config`, no expiry, no endpoint
+        assert answer["config"].get("s3.access-key-id") == lake.access_key
+        assert not any(k.endswith("expires-at-ms") for k in answer["config"]) and "s3.endpoint" not in answer["config"]
+        assert credentials.status_code == 400 and "No route" in credentials.text
+    else:
+        assert config["defaults"]["prefix"] == "main%7Cwarehouse" and config["overrides"]["uri"].endswith("/iceberg/")
+        # no STS: a vended-credentials load gets no keys at all, and signing is off for it
+        assert "s3.access-key-id" not in answer["config"] and answer["config"]["s3.remote-signing-enabled"] == "false"
+        assert credentials.status_code == 404
+        no_flag = create(f"noflag_{suffix}", {})
+        assert no_flag.status_code == 500 and "HTTP 400 Bad Request" in no_flag.text
