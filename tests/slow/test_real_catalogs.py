@@ -293,3 +293,28 @@ def test_where_the_real_server_differs_from_the_emulators(real):
         assert credentials.status_code == 404
         no_flag = create(f"noflag_{suffix}", {})
         assert no_flag.status_code == 500 and "HTTP 400 Bad Request" in no_flag.text
+
+
+# ------------------------------------------------------------------------------------------ Nessie STS
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="Nessie's STS AssumeRole is refused 403 by the lakehouse's SeaweedFS: resources/iam.json "
+                   "trusts only the federated 'iceberg-catalog' principal (sts:AssumeRoleWithCredentials); a trust "
+                   "statement for sts:AssumeRole unblocks it (docs/real-catalogs.md)")
+def test_nessie_vends_sts_keys_from_seaweedfs(lakehouse):
+    """Nessie with client-iam (STS) on: a vended-credentials create answers STS keys that work."""
+    import boto3
+
+    with Nessie(lakehouse.info, sts=True) as server:
+        _, create, vended = _rest(server, "main%7Cwarehouse")
+        answer = create(f"sts_{int(time.time() * 1000)}", {"stage-create": False}, vended)
+        assert answer.status_code == 200, answer.text[:300]
+        # Seen with a trust statement added by hand: the STS keys sit in `config`, with no
+        # storage-credentials and NO expiry (our Nessie emulator sends one; refresh.assumed-lifetime-ms
+        # covers keys without it).
+        assert not answer.json().get("storage-credentials")
+        config = answer.json()["config"]
+        assert config.get("s3.session-token") and "s3.session-token-expires-at-ms" not in config, sorted(config)
+        s3 = boto3.client("s3", endpoint_url=lakehouse.info.s3_endpoint, aws_access_key_id=config["s3.access-key-id"],
+                          aws_secret_access_key=config["s3.secret-access-key"], aws_session_token=config["s3.session-token"],
+                          region_name="us-east-1")
+        bucket, key = answer.json()["metadata-location"].removeprefix("s3://").split("/", 1)
+        assert s3.get_object(Bucket=bucket, Key=key)["Body"].read()  # the keys read the table's own files
