@@ -31,7 +31,9 @@ def main(argv: list[str] | None = None) -> int:
                   + " ".join(f"{k}={v}" for k, v in conn.items() if k not in ("uri", "warehouse")))
             print(f"  S3 (SeaweedFS): {lake.info.s3_endpoint}  log: {server.log_path}")
             sys.stdout.flush()
-            signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop cleanly on SIGTERM too
+            # Stop cleanly on Ctrl-C and SIGTERM, also where SIGINT came in ignored (a shell's background job).
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, signal.default_int_handler)
             try:
                 while True:
                     time.sleep(3600)
