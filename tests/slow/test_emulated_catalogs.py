@@ -31,6 +31,9 @@ from tests.emulators.behaviour import LAKEKEEPER_0_13_EMPTY_CREDENTIAL, NONE
 from tests.emulators.recording import check_matrix
 from tests.refresh_support import register_slow_udf, slow
 from tests.servers import S3ExpiryProxy
+from tests.user_path import DOCTOR_FAST
+from tests.user_path import ctas_sql as _ctas_sql
+from tests.user_path import ctas_writeto as _ctas_writeto
 
 LIFETIME = 4.0  # seconds a vended key lives (Spark jobs); >= 3 of them per long job
 PY_LIFETIME = 2.0  # PyIceberg steps: a separate emulator + S3 proxy with shorter keys
@@ -149,16 +152,6 @@ def test_1_configure_with_the_profile_checks_the_catalog(b, emulators, glue_keys
 
 
 # ------------------------------------------------------------------------------------------ step 2
-def _ctas_sql(spark, table: str, rows: int, ms: int) -> None:
-    spark.sql(f"CREATE TABLE {table} TBLPROPERTIES ('write.target-file-size-bytes'='1') AS "
-              f"SELECT id, id * 3 AS v FROM range(0, {rows}, 1, 1) WHERE {slow(ms)}")
-
-
-def _ctas_writeto(spark, table: str, rows: int, ms: int) -> None:
-    df = spark.range(0, rows, 1, 1).where(slow(ms)).selectExpr("id", "id * 3 AS v")
-    df.writeTo(table).tableProperty("write.target-file-size-bytes", "1").create()
-
-
 @pytest.mark.parametrize("b", cases("2"))
 def test_2_ctas_and_writeto_outlive_three_lifetimes_or_are_refused_up_front(b, emu_spark, emulators, s3_proxies, request):
     spark, emu, s3 = emu_spark, emulators[b.id][0], s3_proxies[0]
@@ -363,7 +356,6 @@ def test_6_pyiceberg_scan_and_append_across_expiry(b, emulators, lakehouse, s3_p
 
 
 # ------------------------------------------------------------------------------------------ step 9
-DOCTOR_FAST = ["--skip", "spark,pyiceberg,inventory"]
 # The Behaviour switches behind each doctor capability: their refs are the matrix's references.
 PROBE_SWITCHES: dict[str, tuple[str, ...]] = {
     "config": ("prefix", "prefix_in", "endpoints"), "auth": ("auth", "scope", "signing_name", "expired_token_status"),
