@@ -132,4 +132,6 @@ def test_python_spells_the_refresh_knob_names_in_one_place():
     spelled = [p.relative_to(ROOT).as_posix() for p in ROOT.joinpath("pyspark_catalog_ext").rglob("*.py")
                if code.search(p.read_text())]
     assert spelled == [], f"refresh knob names spelled outside credentials/policy.py's KNOBS: {spelled}"
+    java = [p.name for p in ROOT.joinpath("jvm-shim/src/main/java").rglob("*.java") if code.search(p.read_text())]
+    assert java == [], f"refresh knob names spelled outside ShimKeys (PREFIX + ...): {java}"
     assert RefreshPolicy.from_properties(RefreshPolicy(min_ahead_s=7.0).catalog_properties()) == RefreshPolicy(min_ahead_s=7.0)

@@ -11,13 +11,13 @@ import java.util.Map;
  */
 final class RefreshPolicy implements Serializable {
   private static final long serialVersionUID = 1L;
-  static final long DEFAULT_MIN_AHEAD_MS = Knobs.longValue(Map.of(), "catalog-ext.refresh.min-ahead-ms");
-  static final double DEFAULT_FRACTION = Knobs.fractionValue(Map.of(), "catalog-ext.refresh.lifetime-fraction");
-  static final long DEFAULT_CHECK_INTERVAL_MS = Knobs.longValue(Map.of(), "catalog-ext.refresh.check-interval-ms");
-  static final long DEFAULT_INITIAL_BACKOFF_MS = Knobs.longValue(Map.of(), "catalog-ext.refresh.initial-backoff-ms");
-  static final long DEFAULT_MAX_BACKOFF_MS = Knobs.longValue(Map.of(), "catalog-ext.refresh.max-backoff-ms");
-  static final long DEFAULT_TIMEOUT_MS = Knobs.longValue(Map.of(), "catalog-ext.refresh.timeout-ms");
-  static final long DEFAULT_ASSUMED_LIFETIME_MS = Knobs.longValue(Map.of(), "catalog-ext.refresh.assumed-lifetime-ms");
+  static final long DEFAULT_MIN_AHEAD_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_MIN_AHEAD_MS);
+  static final double DEFAULT_FRACTION = Knobs.fractionValue(Map.of(), ShimKeys.REFRESH_LIFETIME_FRACTION);
+  static final long DEFAULT_CHECK_INTERVAL_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_CHECK_INTERVAL_MS);
+  static final long DEFAULT_INITIAL_BACKOFF_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_INITIAL_BACKOFF_MS);
+  static final long DEFAULT_MAX_BACKOFF_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_MAX_BACKOFF_MS);
+  static final long DEFAULT_TIMEOUT_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_TIMEOUT_MS);
+  static final long DEFAULT_ASSUMED_LIFETIME_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_ASSUMED_LIFETIME_MS);
 
   final long minAheadMs;
   final double fraction;
@@ -41,7 +41,7 @@ final class RefreshPolicy implements Serializable {
   RefreshPolicy(long minAheadMs, double fraction, long checkIntervalMs, long initialBackoffMs, long maxBackoffMs,
       long timeoutMs, long assumedLifetimeMs) {
     if (assumedLifetimeMs < 0) {
-      throw new IllegalArgumentException("catalog-ext.refresh.assumed-lifetime-ms must be >= 0 (0: trust keys without expiry)");
+      throw new IllegalArgumentException(ShimKeys.REFRESH_ASSUMED_LIFETIME_MS + " must be >= 0 (0: trust keys without expiry)");
     }
     this.assumedLifetimeMs = assumedLifetimeMs;
     if (minAheadMs < 0 || !(fraction >= 0 && fraction < 1) || checkIntervalMs <= 0 || initialBackoffMs <= 0
