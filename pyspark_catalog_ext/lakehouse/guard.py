@@ -38,8 +38,8 @@ from pyspark_catalog_ext.lakehouse.proxy import (
     MAX_TOKEN_BODY,
     TOKEN_PATH,
     UPSTREAM_TIMEOUT,
-    BoundedHTTPServer,
     ProxyHandler,
+    ProxyServer,
 )
 
 __all__ = ["LocationGuard", "CatalogGuardProxy", "Refusal"]
@@ -361,56 +361,24 @@ def _refused(refusal: Refusal) -> tuple[int, bytes, Mapping[str, str]]:
     return refusal.status, refusal.body(), {"Content-Type": "application/json"}
 
 
-class CatalogGuardProxy:
+class CatalogGuardProxy(ProxyServer):
     """A loopback HTTP proxy in front of SeaweedFS's Iceberg catalog that forwards every call as it
     is (the client's own OAuth2 token and delegation header included) after `LocationGuard` let it
     through."""
 
+    thread_name = "catalog-guard"
+
     def __init__(self, guard: LocationGuard, port: int = 0, host: str = "127.0.0.1") -> None:
+        super().__init__(port, host)
         self.guard = guard
         self.catalog_uri = guard.catalog_uri
-        self._host, self._port = host, port
-        self._httpd: BoundedHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     def __repr__(self) -> str:
         return f"<CatalogGuardProxy {self.url if self._httpd else 'stopped'} -> {self.catalog_uri}>"
 
-    @property
-    def port(self) -> int:
-        return self._port
-
-    @property
-    def url(self) -> str:
-        return f"http://{self._host}:{self._port}"
-
-    def start(self) -> CatalogGuardProxy:
-        if self._httpd is None:
-            handler = type("_BoundGuardHandler", (_GuardHandler,), {"guard_proxy": self})
-            self._httpd = BoundedHTTPServer((self._host, self._port), handler)
-            self._port = self._httpd.server_address[1]
-            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
-                                            name=f"catalog-guard:{self._port}", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        httpd, self._httpd = self._httpd, None
-        if httpd is not None:
-            httpd.shutdown()
-            httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> CatalogGuardProxy:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
 
 class _GuardHandler(ProxyHandler):
-    guard_proxy: CatalogGuardProxy
+    proxy: CatalogGuardProxy
 
     def _dispatch(self) -> None:
         if not self.path.startswith("/") or self.path.startswith("//"):
@@ -423,7 +391,7 @@ class _GuardHandler(ProxyHandler):
             self.close_connection = True
             status, reason = exc.args
             return self._error(status, "BadRequestException", reason)
-        guard = self.guard_proxy.guard
+        guard = self.proxy.guard
         status, content, headers = guard.forward_checked(self.command, self.path, raw, lambda: self._send(raw))
         self._reply(status, content, headers)
 
@@ -433,11 +401,14 @@ class _GuardHandler(ProxyHandler):
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
         headers["Accept-Encoding"] = "identity"
         try:
-            resp = self.guard_proxy.guard._session().request(
-                self.command, self.guard_proxy.catalog_uri + self.path, headers=headers, data=raw or None,
+            resp = self.proxy.guard._session().request(
+                self.command, self.proxy.catalog_uri + self.path, headers=headers, data=raw or None,
                 timeout=UPSTREAM_TIMEOUT, allow_redirects=False)
         except requests.RequestException as exc:
             return 502, Refusal(502, "ServiceUnavailableException", f"catalog unreachable: {type(exc).__name__}").body(), {"Content-Type": "application/json"}
         return resp.status_code, resp.content, {k: v for k, v in resp.headers.items() if k.lower() not in HOP_BY_HOP}
 
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _dispatch
+
+
+CatalogGuardProxy.handler = _GuardHandler

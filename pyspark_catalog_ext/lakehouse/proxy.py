@@ -8,9 +8,9 @@ import re
 import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["BoundedHTTPServer", "ProxyHandler", "error_body", "HOP_BY_HOP", "MAX_CATALOG_BODY", "MAX_TOKEN_BODY",
+__all__ = ["BoundedHTTPServer", "ProxyHandler", "ProxyServer", "error_body", "HOP_BY_HOP", "MAX_CATALOG_BODY", "MAX_TOKEN_BODY",
            "TOKEN_PATH", "UPSTREAM_TIMEOUT"]
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "accept-encoding", "content-encoding", "te", "trailer", "upgrade"}
@@ -96,3 +96,51 @@ class ProxyHandler(BaseHTTPRequestHandler):
 
 def error_body(status: int, kind: str, message: str) -> bytes:
     return json.dumps({"error": {"message": message, "type": kind, "code": status}}).encode()
+
+
+_Server = TypeVar("_Server", bound="ProxyServer")
+
+
+class ProxyServer:
+    """A proxy's life on loopback: bound on `start()` (port 0: a free one), served by one daemon
+    thread, stopped at once. Subclasses name their `handler` class, which sees the proxy as `proxy`."""
+
+    handler: type[ProxyHandler]
+    thread_name = "lakehouse-proxy"
+
+    def __init__(self, port: int = 0, host: str = "127.0.0.1") -> None:
+        self._host, self._port = host, port
+        self._httpd: BoundedHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self._host}:{self._port}"
+
+    def start(self: _Server) -> _Server:
+        if self._httpd is None:
+            bound = type(f"_Bound{self.handler.__name__}", (self.handler,), {"proxy": self})
+            self._httpd = BoundedHTTPServer((self._host, self._port), bound)
+            self._port = self._httpd.server_address[1]
+            self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
+                                            name=f"{self.thread_name}:{self._port}", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self: _Server) -> _Server:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -55,8 +55,8 @@ from pyspark_catalog_ext.lakehouse.proxy import (
     MAX_TOKEN_BODY,
     TOKEN_PATH,
     UPSTREAM_TIMEOUT,
-    BoundedHTTPServer,
     ProxyHandler,
+    ProxyServer,
     error_body,
 )
 
@@ -154,7 +154,7 @@ def _sigv4_headers(access_key: str, secret_key: str, region: str, method: str, u
     return dict(request.headers.items())
 
 
-class SigningCatalogProxy:
+class SigningCatalogProxy(ProxyServer):
     """The catalog proxy + S3 signer described in the module docstring.
 
     `catalog_uri`: SeaweedFS's Iceberg REST endpoint; `s3_endpoint`: its S3 endpoint (only requests
@@ -163,13 +163,15 @@ class SigningCatalogProxy:
     random secret, see `.clients`).
     """
 
+    thread_name = "remote-signer"
+
     def __init__(self, catalog_uri: str, s3_endpoint: str, access_key: str, secret_key: str,
                  port: int = 0, host: str = "127.0.0.1", clients: Mapping[str, str] | None = None) -> None:
         self.catalog_uri = catalog_uri.rstrip("/")
         self.s3_endpoint = s3_endpoint.rstrip("/")
+        super().__init__(port, host)
         self._access_key = access_key
         self._secret_key = secret_key
-        self._host, self._port = host, port
         self.clients: dict[str, str] = dict(clients) if clients else {CLIENT_ID: secrets.token_urlsafe(32)}
         if any(not cid or not secret for cid, secret in self.clients.items()):
             raise ValueError("every signer client needs a non-empty id and secret")
@@ -181,47 +183,11 @@ class SigningCatalogProxy:
         self._tickets: dict[str, Any] = {}
         self.guard = LocationGuard(self.catalog_uri, self.s3_endpoint, access_key, secret_key)
         self._lock = threading.Lock()
-        self._httpd: BoundedHTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self.signed = 0
         self.refused = 0
 
     def __repr__(self) -> str:
         return f"<SigningCatalogProxy {self.url if self._httpd else 'stopped'} -> {self.catalog_uri}>"
-
-    # -- lifecycle ------------------------------------------------------------------------------
-    @property
-    def port(self) -> int:
-        return self._port
-
-    @property
-    def url(self) -> str:
-        return f"http://{self._host}:{self._port}"
-
-    def start(self) -> SigningCatalogProxy:
-        if self._httpd is not None:
-            return self
-        handler = type("_BoundHandler", (_Handler,), {"proxy": self})
-        self._httpd = BoundedHTTPServer((self._host, self._port), handler)
-        self._port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
-                                        name=f"remote-signer:{self._port}", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        httpd, self._httpd = self._httpd, None
-        if httpd is not None:
-            httpd.shutdown()
-            httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> SigningCatalogProxy:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- per-client state ------------------------------------------------------------------------
     def _client_caches(self, client: str) -> tuple[OrderedDict[str, str], dict[str, str], Any, Any]:
@@ -620,3 +586,6 @@ class _Handler(ProxyHandler):
         except requests.RequestException as exc:
             return 502, error_body(502, "ServiceUnavailableException", f"catalog unreachable: {type(exc).__name__}"), json_type
         return resp.status_code, resp.content, {k: v for k, v in resp.headers.items() if k.lower() not in HOP_BY_HOP}
+
+
+SigningCatalogProxy.handler = _Handler
