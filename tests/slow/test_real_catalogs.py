@@ -298,18 +298,17 @@ def test_where_the_real_server_differs_from_the_emulators(real):
 
 
 # ------------------------------------------------------------------------------------------ Nessie STS
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="Nessie's STS AssumeRole is refused 403 by the lakehouse's SeaweedFS: resources/iam.json "
-                   "trusts only the federated 'iceberg-catalog' principal (sts:AssumeRoleWithCredentials); a trust "
-                   "statement for sts:AssumeRole unblocks it (docs/real-catalogs.md)")
 def test_nessie_vends_sts_keys_from_seaweedfs(lakehouse):
-    """Nessie with client-iam (STS) on: a vended-credentials create answers STS keys that work."""
+    """Nessie with client-iam (STS) on: a vended-credentials create answers STS keys that work. The
+    lakehouse's role trusts sts:AssumeRole (resources/iam.json) for a catalog that assumes it with its
+    S3 keys, as Nessie, Polaris and Gravitino do; SeaweedFS's own vending uses AssumeRoleWithCredentials."""
     import boto3
 
     with Nessie(lakehouse.info, sts=True) as server:
         _, create, vended = _rest(server, "main%7Cwarehouse")
         answer = create(f"sts_{int(time.time() * 1000)}", {"stage-create": False}, vended)
         assert answer.status_code == 200, answer.text[:300]
-        # Seen with a trust statement added by hand: the STS keys sit in `config`, with no
+        # The STS keys sit in `config`, with no
         # storage-credentials and NO expiry (our Nessie emulator sends one; refresh.assumed-lifetime-ms
         # covers keys without it).
         assert not answer.json().get("storage-credentials")
