@@ -86,8 +86,8 @@ def _code_strings_and_attrs(path: Path) -> tuple[list[str], list[str]]:
     return strings, attrs
 
 
-def test_only_jvm_api_calls_into_the_jvm() -> None:
-    """One narrow Py4J boundary: only jvm_api touches `_jvm` or names the shim's classes."""
+def test_only_shim_api_calls_into_the_jvm() -> None:
+    """One narrow Py4J boundary: only spark/shim_api.py touches `_jvm` or names the shim's classes."""
     package = Path(pyspark_catalog_ext.__file__).parent
     offenders = []
     for path in sorted(package.rglob("*.py")):
