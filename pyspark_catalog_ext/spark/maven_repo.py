@@ -23,10 +23,15 @@ from pyspark_catalog_ext.errors import ConfigError, JarError
 from pyspark_catalog_ext.spark.jars import WHEEL_SOURCES, maven_coordinate
 from pyspark_catalog_ext.spark.shim_build import SHIM_ARTIFACT, SHIM_GROUP, shim_version
 
-__all__ = ["Coordinate", "shim_coordinate", "runtime_dependencies", "pom_xml", "write_repository", "repository_settings", "IVY_DIR_NAME"]
+__all__ = ["Coordinate", "shim_coordinate", "runtime_dependencies", "pom_xml", "write_repository", "repository_settings", "IVY_DIR_NAME",
+           "IVY_SETTINGS_NAME"]
 
 # Ivy's cache for a local repository lives inside it, so it never lands in ~/.ivy2 (spark.jars.ivy).
 IVY_DIR_NAME = ".ivy2"
+# Ivy's settings for this repository alone: Spark's default chain would look in ~/.m2 first, where a
+# Maven build leaves Central's POMs of the same coordinates (with dependencies our minimal POMs
+# leave out, e.g. httpclient) but not always their jars, and then in unreachable repositories.
+IVY_SETTINGS_NAME = "ivysettings.xml"
 
 
 @dataclass(frozen=True)
@@ -156,13 +161,28 @@ def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, 
     # Ivy caches artifacts by version: a rebuilt shim of the same version is served stale from it
     # (checked here). The cache dir is ours (spark-conf points spark.jars.ivy there), so dropping it is safe.
     shutil.rmtree(root / IVY_DIR_NAME, ignore_errors=True)
+    try:
+        (root / IVY_SETTINGS_NAME).write_text(_ivy_settings(root.resolve()))
+    except OSError as exc:
+        raise ConfigError(f"could not write {root / IVY_SETTINGS_NAME} ({exc.strerror or type(exc).__name__}); check free space and permissions") from None
     return written
 
 
+def _ivy_settings(root: Path) -> str:
+    """Ivy settings that resolve from this Maven-layout directory only (spark.jars.ivySettings)."""
+    return f"""<ivysettings>
+  <settings defaultResolver="pyspark-catalog-ext"/>
+  <resolvers>
+    <ibiblio name="pyspark-catalog-ext" m2compatible="true" root="{root.as_uri()}"/>
+  </resolvers>
+</ivysettings>
+"""
+
+
 def repository_settings(repository: str, shim: bool = True) -> dict[str, str]:
-    """`spark.jars.packages` / `spark.jars.repositories` (and `spark.jars.ivy` for a local
-    directory) that resolve the stack from `repository`: a directory made by `write_repository`
-    or the URL of a Maven repository holding the same artifacts (e.g. a company Nexus)."""
+    """`spark.jars.packages` and where Spark's Ivy resolves them: a directory made by
+    `write_repository` (its Ivy settings, that directory alone, and its Ivy cache) or the URL of a
+    Maven repository holding the same artifacts (`spark.jars.repositories`, e.g. a company Nexus)."""
     coordinates = [shim_coordinate()] if shim else runtime_dependencies()
     conf = {"spark.jars.packages": ",".join(map(str, coordinates))}
     if urlparse(repository).scheme in ("http", "https", "file"):
@@ -170,8 +190,8 @@ def repository_settings(repository: str, shim: bool = True) -> dict[str, str]:
         return conf
     root = Path(repository).expanduser().resolve()
     marker = coordinates[0].file(root, "pom")
-    if not marker.is_file():
-        raise ConfigError(f"{root} holds no {coordinates[0]}; lay it out first with `pyspark-catalog-ext maven-repo {repository}` (or pass the URL of a Maven repository)")
-    conf["spark.jars.repositories"] = root.as_uri()
+    if not marker.is_file() or not (root / IVY_SETTINGS_NAME).is_file():
+        raise ConfigError(f"{root} holds no {coordinates[0]} and its Ivy settings; lay it out first with `pyspark-catalog-ext maven-repo {repository}` (or pass the URL of a Maven repository)")
+    conf["spark.jars.ivySettings"] = str(root / IVY_SETTINGS_NAME)
     conf["spark.jars.ivy"] = str(root / IVY_DIR_NAME)
     return conf

@@ -140,9 +140,11 @@ def test_2_ctas_and_writeto_create(real, real_spark):
     for name in names:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
     rows = 400
-    with ThreadPoolExecutor(2) as pool:
-        for job in [pool.submit(ctas_sql, spark, names[0], rows, 1), pool.submit(ctas_writeto, spark, names[1], rows, 1)]:
-            job.result()
+    # One after the other: with both at once, Nessie 0.99's signer once answered "Invalid signature" to a
+    # data file's upload of the second staged table under CI's load (not reproduced alone; its signing
+    # keys are made on first use). Nothing expires on these servers, so running side by side buys nothing.
+    ctas_sql(spark, names[0], rows, 1)
+    ctas_writeto(spark, names[1], rows, 1)
     for name in names:
         assert spark.sql(f"SELECT count(*), sum(v) FROM {name}").first() == (rows, 3 * sum(range(rows)))
 

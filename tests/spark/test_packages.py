@@ -111,15 +111,18 @@ def test_spark_conf_packages_prints_exact_flags(small_repo):
     proc = run_cli("spark-conf", "--jars", "packages", "--repository", str(small_repo), *CONNECTION)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.split(" \\\n")
-    assert lines[:2] == ["--packages io.catalogext:catalog-ext-shim:0.1.0", f"--repositories {small_repo.as_uri()}"]
+    assert lines[0] == "--packages io.catalogext:catalog-ext-shim:0.1.0"
+    assert f"--conf spark.jars.ivySettings={small_repo / 'ivysettings.xml'}" in lines
     assert f"--conf spark.jars.ivy={small_repo / '.ivy2'}" in lines
+    assert not any(line.startswith("--repositories") for line in lines), "the directory alone, through its Ivy settings"
     assert not any(line.startswith("--jars") or line.startswith("--conf spark.jars=") for line in lines)
 
     proc = run_cli("spark-conf", "--jars", "packages", "--repository", str(small_repo), "--format", "defaults", *CONNECTION)
     conf = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
     assert conf["spark.jars.packages"] == "io.catalogext:catalog-ext-shim:0.1.0"
-    assert conf["spark.jars.repositories"] == small_repo.as_uri()
+    assert conf["spark.jars.ivySettings"] == str(small_repo / "ivysettings.xml")
     assert conf["spark.jars.ivy"] == str(small_repo / ".ivy2")
+    assert small_repo.as_uri() in (small_repo / "ivysettings.xml").read_text()
     assert "spark.jars" not in conf
 
     url = "https://nexus.example.com/repository/maven-releases"
@@ -145,7 +148,7 @@ def test_bad_inputs_give_one_line_errors(tmp_path):
 
 
 def test_spark_submit_with_only_packages_outlives_credentials(lakehouse, expiring, pyiceberg_catalog, tmp_path):  # noqa: F811
-    """spark-submit gets only --packages, --repositories, spark.jars.ivy and the catalog settings,
+    """spark-submit gets only --packages, spark.jars.ivySettings, spark.jars.ivy and the catalog settings,
     all printed by spark-conf; the job never imports the package, and its CTAS outlives its
     short-lived credentials."""
     catalog_proxy, s3_proxy = expiring
@@ -180,9 +183,10 @@ def test_spark_submit_with_only_packages_outlives_credentials(lakehouse, expirin
     assert parsed(proc, "COUNT") == "3000"
     assert parsed(proc, "IMPORTED") == "False"
     assert_outlived(catalog_proxy, s3_proxy, table)
-    # Spark's Ivy resolved the shim and its dependencies from the laid-out repository (an artifact
-    # already in ~/.m2 may come from there: Spark's Ivy looks in the local Maven cache first).
-    assert "found io.catalogext#catalog-ext-shim;0.1.0 in repo-1" in proc.stderr, proc.stderr[-3000:]
-    assert "org.apache.iceberg#iceberg-spark-runtime-3.5_2.12;1.10.2 from repo-1" in proc.stderr
+    # Spark's Ivy resolved the shim and its dependencies from the laid-out repository alone (its Ivy
+    # settings): not from ~/.m2, where a Maven build leaves Central's fuller POMs of the same coordinates.
+    assert "found io.catalogext#catalog-ext-shim;0.1.0 in pyspark-catalog-ext" in proc.stderr, proc.stderr[-3000:]
+    assert "found org.apache.iceberg#iceberg-spark-runtime-3.5_2.12;1.10.2 in pyspark-catalog-ext" in proc.stderr
+    assert "local-m2-cache" not in proc.stderr
     fetched = sorted(p.name for p in (repo / ".ivy2" / "jars").glob("*.jar"))
     assert len(fetched) == len(PINNED) + 1, fetched
