@@ -32,7 +32,6 @@ from requests import Response, Session
 from pyspark_catalog_ext.catalog.rest import CatalogClient, PurgeRequiredError
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 from pyspark_catalog_ext.credentials.sources import CredentialSource
-from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext.commits import GuardedCommit
 from pyspark_catalog_ext.pyiceberg_ext.fileio import RefreshingFileIO
 from pyspark_catalog_ext.pyiceberg_ext.refresher import PROPERTY_PREFIX, CredentialRefresher, refresh_policy
@@ -60,11 +59,6 @@ class GuardedRestCatalog(CatalogClient):
 
     def __init__(self, name: str, *, refresh: bool | None = None, policy: RefreshPolicy | None = None,
                  source: CredentialSource | None = None, **properties: Any) -> None:
-        if str(properties.get("header.X-Iceberg-Access-Delegation", "")).strip().lower() == "remote-signing":
-            # Our FileIOs hold vended keys; with none, the first data request would be refused by S3.
-            raise ConfigError("GuardedRestCatalog reads and writes with vended credentials and does not sign through the "
-                              "catalog's remote signer: use delegation='vended-credentials' for PyIceberg jobs (Spark "
-                              "signs remotely), or PyIceberg's own RestCatalog")
         self._observed = threading.local()
         self.refresher: CredentialRefresher | None = None
         super().__init__(name, **properties)

@@ -21,7 +21,6 @@ import pyarrow as pa
 import pytest
 
 from pyspark_catalog_ext.credentials import RefreshPolicy
-from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.spark.catalog_check import check_catalog
 from pyspark_catalog_ext.spark.conf import CatalogSparkConf, spark_conf
@@ -53,17 +52,18 @@ DIFFERENCES = {
 }
 
 
-def _pyiceberg(real):
-    """The server's PyIceberg catalog, or None where it signs S3 requests remotely: our PyIceberg
-    catalog holds vended keys and does not sign through the catalog, so it refuses there up front,
-    in one line, instead of a late S3 ACCESS_DENIED on the first data request."""
-    server = real[0]
-    if USAGE[_key(server)]["delegation"] == "remote-signing":
-        with pytest.raises(ConfigError, match="does not sign through the catalog's remote signer") as refused:
-            pyiceberg_catalog(_conf(real, refresh=None), _name(server), policy=PY_POLICY)
-        assert "\n" not in str(refused.value)
-        return None
-    return pyiceberg_catalog(_conf(real, refresh=None), _name(server), policy=PY_POLICY)
+# Findings: (step, server) -> why the package fails there today, run as xfail(strict=True) so a fix
+# shows up as an XPASS failure and the entry must go.
+PYICEBERG_REMOTE_SIGNING = ("PyIceberg in remote-signing mode is not done (docs/signing.md): pyiceberg_catalog() "
+                            "accepts delegation='remote-signing', then the first data write fails with S3 "
+                            "ACCESS_DENIED (PyArrow's S3 client does not sign through the catalog)")
+FINDINGS = {("4-pyiceberg", "nessie"): PYICEBERG_REMOTE_SIGNING, ("6", "nessie"): PYICEBERG_REMOTE_SIGNING}
+
+
+def _finding(request, step: str, server: RealServer) -> None:
+    reason = FINDINGS.get((step, _key(server)))
+    if reason:
+        request.applymarker(pytest.mark.xfail(strict=True, raises=OSError, reason=reason))
 
 
 @pytest.fixture(scope="module", params=sorted(USAGE))
@@ -188,12 +188,11 @@ def test_4_lost_commit_answer_lands_exactly_once_spark(real, real_spark):
     assert spark.sql(f"SELECT count(*), count(DISTINCT id) FROM {table}").first() == (10, 10)
 
 
-def test_4_lost_commit_answer_lands_exactly_once_pyiceberg(real):
+def test_4_lost_commit_answer_lands_exactly_once_pyiceberg(real, request):
     """The same lost answer under PyIceberg's append (on its own table): it lands exactly once."""
-    _, proxy, _ = real
-    cat = _pyiceberg(real)
-    if cat is None:
-        return
+    server, proxy, _ = real
+    _finding(request, "4-pyiceberg", server)
+    cat = pyiceberg_catalog(_conf(real, refresh=None), _name(server), policy=PY_POLICY)
     name = f"{NS}.py_lost"
     cat.create_namespace_if_not_exists(NS)
     if cat.table_exists(name):
@@ -207,11 +206,10 @@ def test_4_lost_commit_answer_lands_exactly_once_pyiceberg(real):
 
 
 # ------------------------------------------------------------------------------------------ step 6
-def test_6_pyiceberg_scan_and_append(real):
+def test_6_pyiceberg_scan_and_append(real, request):
     server = real[0]
-    cat = _pyiceberg(real)
-    if cat is None:
-        return
+    _finding(request, "6", server)
+    cat = pyiceberg_catalog(_conf(real, refresh=None), _name(server), policy=PY_POLICY)
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
     name = f"{NS}.py_{_name(server)}"
     cat.create_namespace_if_not_exists(NS)

@@ -91,12 +91,3 @@ def test_sigv4_credentials_are_looked_for_when_a_request_is_signed(srv: Scripted
     catalog = _build(cls, uri=srv.uri, botocore_session=supplied, **SIGV4)
     assert catalog is not None
     assert "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/" in (srv.requests("GET", "/v1/config")[-1].header("Authorization") or "")
-
-
-def test_remote_signing_is_refused_up_front_in_one_line(srv: Scripted) -> None:
-    """Our PyIceberg catalog reads and writes with vended keys; where the catalog signs remotely it
-    says so before any request, instead of a late S3 ACCESS_DENIED on the first data request."""
-    with pytest.raises(ConfigError, match="delegation='vended-credentials'") as refused:
-        _build(GuardedRestCatalog, uri=srv.uri, token="t0k3n", **{"header.X-Iceberg-Access-Delegation": "remote-signing"})
-    assert "\n" not in str(refused.value)
-    assert srv.requests() == []
