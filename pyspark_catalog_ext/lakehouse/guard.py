@@ -381,9 +381,8 @@ class _GuardHandler(ProxyHandler):
     proxy: CatalogGuardProxy
 
     def _dispatch(self) -> None:
-        if not self.path.startswith("/") or self.path.startswith("//"):
-            self.close_connection = True
-            return self._error(400, "BadRequestException", "the request target must be a path (/...); absolute-form and @host targets are refused")
+        if self._refuse_unless_origin_form():
+            return
         path = urlsplit(self.path).path.rstrip("/")
         try:
             raw = self._body(MAX_TOKEN_BODY if path == TOKEN_PATH else MAX_CATALOG_BODY)

@@ -467,11 +467,8 @@ class _Handler(ProxyHandler):
     proxy: SigningCatalogProxy
 
     def _dispatch(self) -> None:
-        # Origin-form only: "http://host/..." or "@host/..." appended to the catalog URI would send
-        # this request (and our upstream token) to another host.
-        if not self.path.startswith("/") or self.path.startswith("//"):
-            self.close_connection = True
-            return self._error(400, "BadRequestException", "the request target must be a path (/...); absolute-form and @host targets are refused")
+        if self._refuse_unless_origin_form():
+            return
         path = urlsplit(self.path).path.rstrip("/")
         signing, relay = path == "/" + SIGN_ENDPOINT or path.startswith(f"/{SIGN_ENDPOINT}/"), path.startswith(f"/{DELETE_PATH}/")
         limit = MAX_SIGN_BODY if signing else MAX_DELETE_BODY if relay else MAX_TOKEN_BODY if path == TOKEN_PATH else MAX_CATALOG_BODY
