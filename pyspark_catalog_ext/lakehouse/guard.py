@@ -42,7 +42,7 @@ from pyspark_catalog_ext.lakehouse.proxy import (
     ProxyServer,
 )
 
-__all__ = ["LocationGuard", "CatalogGuardProxy", "Refusal"]
+__all__ = ["LocationGuard", "CatalogGuardProxy", "Refusal", "TABLE_ROUTE", "TABLES_ROUTE"]
 
 MAX_STAGED = 10_000  # staged tables remembered (they are not stored until committed)
 STAGED_SECONDS = 24 * 3600  # a staged table older than this is forgotten (a CTAS that never commits)
@@ -52,8 +52,8 @@ MAX_LISTED = 100_000  # tables looked at for one check: beyond that the guard re
 # behind its back, with the admin keys on SeaweedFS's own port, is seen after this long at most).
 KNOWN_SECONDS = 30
 _SCHEMES = ("s3", "s3a", "s3n")
-_TABLES = re.compile(r"^/v1/(?:(?P<prefix>[^/]+)/)?namespaces/(?P<ns>[^/]+)/(?P<what>tables|register)$")
-_TABLE = re.compile(r"^/v1/(?:(?P<prefix>[^/]+)/)?namespaces/(?P<ns>[^/]+)/tables/(?P<table>[^/]+)$")
+TABLES_ROUTE = re.compile(r"^/v1/(?:(?P<prefix>[^/]+)/)?namespaces/(?P<ns>[^/]+)/(?P<what>tables|register)$")
+TABLE_ROUTE = re.compile(r"^/v1/(?:(?P<prefix>[^/]+)/)?namespaces/(?P<ns>[^/]+)/tables/(?P<table>[^/]+)$")
 _TRANSACTION = re.compile(r"^/v1/(?:(?P<prefix>[^/]+)/)?transactions/commit$")
 # POSTs that set no location: rename keeps it; metrics reports and scan planning read
 _NO_LOCATION = re.compile(r"^/v1/(?:[^/]+/)?(tables/rename|namespaces/[^/]+/tables/[^/]+/(metrics|plan(/[^/]+)?|tasks))$")
@@ -119,7 +119,8 @@ class LocationGuard:
         return f"<LocationGuard -> {self.catalog_uri}>"
 
     # -- upstream ---------------------------------------------------------------------------------
-    def _session(self) -> Any:
+    def session(self) -> Any:
+        """This thread's requests session to the upstream catalog (a Session is not thread-safe)."""
         import requests
 
         session = getattr(self._local, "session", None)
@@ -133,7 +134,7 @@ class LocationGuard:
             cached = self._token
         if cached is not None and time.monotonic() < cached[1]:
             return cached[0]
-        resp = self._session().post(self.catalog_uri + TOKEN_PATH, timeout=UPSTREAM_TIMEOUT, data={
+        resp = self.session().post(self.catalog_uri + TOKEN_PATH, timeout=UPSTREAM_TIMEOUT, data={
             "grant_type": "client_credentials", "client_id": self._access_key, "client_secret": self._secret_key, "scope": "catalog"})
         resp.raise_for_status()
         value = "Bearer " + resp.json()["access_token"]
@@ -142,7 +143,7 @@ class LocationGuard:
         return value
 
     def _get(self, path: str, params: Mapping[str, str] | None = None) -> Any:
-        resp = self._session().get(self.catalog_uri + path, params=params, timeout=UPSTREAM_TIMEOUT,
+        resp = self.session().get(self.catalog_uri + path, params=params, timeout=UPSTREAM_TIMEOUT,
                                    headers={"Authorization": self.authorization()}, allow_redirects=False)
         if resp.status_code == 404:
             return None
@@ -272,7 +273,7 @@ class LocationGuard:
         """The (table, location or None for the default, what, kind) a POST sets; kind is `stage`
         for a stage-create, `stored` for a call after which the table is stored."""
         route = urlsplit(path).path
-        m_tables, m_table, m_tx = _TABLES.match(route), _TABLE.match(route), _TRANSACTION.match(route)
+        m_tables, m_table, m_tx = TABLES_ROUTE.match(route), TABLE_ROUTE.match(route), _TRANSACTION.match(route)
         if not (m_tables or m_table or m_tx):
             if _NO_LOCATION.match(route):
                 return []
@@ -400,7 +401,7 @@ class _GuardHandler(ProxyHandler):
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
         headers["Accept-Encoding"] = "identity"
         try:
-            resp = self.proxy.guard._session().request(
+            resp = self.proxy.guard.session().request(
                 self.command, self.proxy.catalog_uri + self.path, headers=headers, data=raw or None,
                 timeout=UPSTREAM_TIMEOUT, allow_redirects=False)
         except requests.RequestException as exc:

@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit
 
-from pyspark_catalog_ext.lakehouse.guard import _TABLE, _TABLES, LocationGuard
+from pyspark_catalog_ext.lakehouse.guard import TABLE_ROUTE, TABLES_ROUTE, LocationGuard
 from pyspark_catalog_ext.lakehouse.proxy import (
     HOP_BY_HOP,
     MAX_CATALOG_BODY,
@@ -234,7 +234,7 @@ class SigningCatalogProxy(ProxyServer):
         metadata of the table the request named (a load answer *is* that), or for a staged table
         the location the guard accepted; "" when there is none (the endpoint then signs nothing)."""
         route = urlsplit(path).path.rstrip("/")
-        m_table, m_tables = _TABLE.match(route), _TABLES.match(route)
+        m_table, m_tables = TABLE_ROUTE.match(route), TABLES_ROUTE.match(route)
         if m_table and m_table.group("prefix"):
             ident = (unquote(m_table.group("prefix")), tuple(unquote(m_table.group("ns")).split("\x1f")), unquote(m_table.group("table")))
             if method in ("GET", "HEAD"):  # a load by identifier: the answer is the stored metadata
@@ -578,7 +578,7 @@ class _Handler(ProxyHandler):
         if urlsplit(target).netloc != urlsplit(proxy.catalog_uri).netloc:  # _dispatch already refused; never proxy elsewhere
             return 400, error_body(400, "BadRequestException", "the request target must be a path on this catalog"), json_type
         try:
-            resp = proxy.guard._session().request(self.command, target, headers=headers, data=raw or None,
+            resp = proxy.guard.session().request(self.command, target, headers=headers, data=raw or None,
                                                   timeout=UPSTREAM_TIMEOUT, allow_redirects=False)
         except requests.RequestException as exc:
             return 502, error_body(502, "ServiceUnavailableException", f"catalog unreachable: {type(exc).__name__}"), json_type

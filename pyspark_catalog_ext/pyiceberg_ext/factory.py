@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark_catalog_ext.catalog.connection import CatalogConnection, pyiceberg_names
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.lakehouse.connect import lakehouse_info
+from pyspark_catalog_ext.spark.conf import CatalogSparkConf
 
 if TYPE_CHECKING:
     from pyiceberg.catalog.rest import RestCatalog
@@ -19,9 +20,7 @@ def _pyiceberg_props(source: Any, catalog: str) -> dict[str, Any]:
     if isinstance(source, CatalogConnection):
         return source.pyiceberg_properties()
     if isinstance(source, Mapping):
-        prefix = f"spark.sql.catalog.{catalog}."
-        props = ({k[len(prefix):]: v for k, v in source.items() if k.startswith(prefix)}
-                 if any(k.startswith("spark.") for k in source) else dict(source))
+        props = CatalogSparkConf(source).catalog(catalog) if any(k.startswith("spark.") for k in source) else dict(source)
         if not props:
             raise ConfigError(f"the conf has no spark.sql.catalog.{catalog}.* settings; pass the catalog name it uses")
         return pyiceberg_names(props)
