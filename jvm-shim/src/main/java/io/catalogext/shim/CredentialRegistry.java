@@ -26,6 +26,12 @@ public final class CredentialRegistry {
   private static final SecureRandom RANDOM = new SecureRandom();
 
   private final Map<String, TableEntry> entries = new ConcurrentHashMap<>();
+  /**
+   * The driver's entries by table identity ({@link TableContext#tableKey}): a table load finds its
+   * entry in O(1) instead of scanning every entry (3 ms per load at 10,000 entries). Written under
+   * this registry's lock with {@link #entries}; a mapping to an entry no longer tracked is ignored.
+   */
+  private final Map<String, TableEntry> byTableKey = new ConcurrentHashMap<>();
   private final Set<String> customSourceCatalogs = ConcurrentHashMap.newKeySet();
   private volatile PythonCredentialBridge bridge;
   private final Map<String, RefreshPolicy> policyOverrides = new ConcurrentHashMap<>();
@@ -156,7 +162,24 @@ public final class CredentialRegistry {
   }
 
   public void forget(String handle) {
-    entries.remove(handle);
+    TableEntry e = entries.remove(handle);
+    if (e != null) {
+      unindex(e);
+    }
+  }
+
+  /** The tracked entry of a table identity, or null. Callers hold this registry's lock. */
+  private TableEntry trackedByKey(String key) {
+    TableEntry e = byTableKey.get(key);
+    if (e != null && entries.get(e.handle) != e) { // evicted since: not the table's entry any more
+      byTableKey.remove(key, e);
+      return null;
+    }
+    return e;
+  }
+
+  private void unindex(TableEntry e) {
+    byTableKey.remove(e.context.tableKey(), e);
   }
 
   /**
@@ -170,6 +193,7 @@ public final class CredentialRegistry {
       boolean expired =
           e.slots().values().stream().allMatch(sl -> sl.current == null || sl.current.expiresAtMs <= now);
       if (now - e.lastActiveAtMs() > maxIdleMs && expired && entries.remove(e.handle, e)) {
+        unindex(e);
         e.evicted(this::reinstate); // a provider still holding it takes the slow path, which brings it back
         evicted++;
       }
@@ -189,6 +213,7 @@ public final class CredentialRegistry {
         .forEach(
             e -> {
               if (entries.remove(e.handle, e)) {
+                unindex(e);
                 e.evicted(this::reinstate);
               }
             });
@@ -197,6 +222,7 @@ public final class CredentialRegistry {
   /** An evicted entry that is used again (a DataFrame kept in a notebook) is tracked again. */
   void reinstate(TableEntry entry) {
     if (entries.putIfAbsent(entry.handle, entry) == null) {
+      byTableKey.putIfAbsent(entry.context.tableKey(), entry);
       LOG.info("catalog-ext: tracking {} again after an idle period", entry.context.qualifiedName());
     }
   }
@@ -249,11 +275,10 @@ public final class CredentialRegistry {
     // One entry per table identity (catalog, identifier, location), not per hand-out: a CTAS and
     // the loads after it share one entry, one schedule and one catalog request per refresh.
     String key = context.tableKey();
-    for (TableEntry existing : entries.values()) {
-      if (existing.context.tableKey().equals(key)) {
-        existing.adopt(context, tableConfig, credentials);
-        return existing.handle;
-      }
+    TableEntry existing = trackedByKey(key);
+    if (existing != null) {
+      existing.adopt(context, tableConfig, credentials);
+      return existing.handle;
     }
     String handle = newId(12);
     TableEntry entry =
@@ -263,6 +288,7 @@ public final class CredentialRegistry {
       entry.seed(credential.prefix(), credential.config());
     }
     entries.put(handle, entry);
+    byTableKey.put(key, entry);
     enforceBound();
     LOG.info("catalog-ext: tracking storage credentials for {}", context);
     return handle;
@@ -319,12 +345,11 @@ public final class CredentialRegistry {
    */
   private synchronized TableEntry retrack(String handle, TableContext context) {
     String key = context.tableKey();
-    for (TableEntry existing : entries.values()) {
-      if (existing.context.tableKey().equals(key)) {
-        return existing; // loaded again since: one entry per table identity
-      }
+    TableEntry existing = trackedByKey(key);
+    if (existing != null) {
+      return existing; // loaded again since: one entry per table identity
     }
-    return entries.computeIfAbsent(
+    TableEntry entry = entries.computeIfAbsent(
         handle,
         h -> {
           LOG.warn("catalog-ext: re-tracking {} after its entry was evicted", context);
@@ -332,6 +357,8 @@ public final class CredentialRegistry {
           RefreshPolicy p = session != null ? policyFor(session) : RefreshPolicy.defaults();
           return new TableEntry(h, context, p, this::fetchFromSource, clock);
         });
+    byTableKey.putIfAbsent(key, entry);
+    return entry;
   }
 
   void markDriver() {
