@@ -329,14 +329,22 @@ public final class CredentialRegistry {
    * entry starts its (single-flight) background refresh and the executor asks again.
    */
   PluginMessages.Reply answerExecutor(PluginMessages.Request request) {
+    TableEntry entry = executorEntry(request);
+    return entry == null ? PluginMessages.Reply.failed("unknown table handle") : entry.executorReply();
+  }
+
+  /** {@link #answerExecutor}, encoded: what the plugin RPC sends (a fresh reply reused, see TableEntry). */
+  byte[] answerExecutorBytes(PluginMessages.Request request) {
+    TableEntry entry = executorEntry(request);
+    return entry == null ? PluginMessages.Reply.failed("unknown table handle").encode() : entry.executorReplyBytes();
+  }
+
+  private TableEntry executorEntry(PluginMessages.Request request) {
     TableEntry entry = entries.get(request.handle);
-    if (entry == null) {
-      if (request.identityJson == null) {
-        return PluginMessages.Reply.failed("unknown table handle");
-      }
+    if (entry == null && request.identityJson != null) {
       entry = retrack(request.handle, TableContext.fromIdentity(request.identityJson));
     }
-    return entry.executorReply();
+    return entry;
   }
 
   /**

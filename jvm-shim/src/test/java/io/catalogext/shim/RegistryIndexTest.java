@@ -2,6 +2,8 @@ package io.catalogext.shim;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashMap;
@@ -73,5 +75,42 @@ public class RegistryIndexTest {
     String afterEviction = load("t", "s3://b/t");
     assertNotEquals(again, afterEviction);
     assertEquals(1, registry.size());
+  }
+
+  @Test
+  public void aFreshReplyIsEncodedOnceAndRenewedWithTheKeys() throws Exception {
+    java.util.concurrent.atomic.AtomicInteger fetches = new java.util.concurrent.atomic.AtomicInteger();
+    registry.enableCustomSource("c");
+    registry.registerBridge(request -> "{\"strategy\":\"user-source:test\",\"config\":{\"s3.access-key-id\":\"K"
+        + fetches.incrementAndGet() + "\",\"s3.secret-access-key\":\"S\",\"s3.session-token-expires-at-ms\":\""
+        + (clock.nowMs() + 60_000) + "\"}}");
+    String handle = load("t", "s3://b/t");
+    PluginMessages.Request ask = new PluginMessages.Request(handle, null);
+    byte[] first = registry.answerExecutorBytes(ask);
+    assertSame(first, registry.answerExecutorBytes(ask), "a fresh reply is reused, not encoded per ask");
+    PluginMessages.Reply reply = PluginMessages.Reply.decode(first);
+    assertTrue(reply.fresh);
+    assertEquals("K", reply.configByPrefix.get("").get(ShimKeys.ACCESS_KEY_ID));
+
+    long used = registry.lookup(handle).lastUsedAtMs();
+    clock.advance(1_000);
+    registry.answerExecutorBytes(ask);
+    assertTrue(registry.lookup(handle).lastUsedAtMs() > used, "a reused reply still marks the table used");
+
+    clock.advance(55_000); // due (fraction 0.2 of a minute): not fresh, a refresh starts
+    PluginMessages.Reply due = PluginMessages.Reply.decode(registry.answerExecutorBytes(ask));
+    assertTrue(!due.fresh);
+    long deadline = System.currentTimeMillis() + 5_000;
+    PluginMessages.Reply renewed = due;
+    byte[] bytes = null;
+    while (!renewed.fresh && System.currentTimeMillis() < deadline) {
+      Thread.sleep(20);
+      bytes = registry.answerExecutorBytes(ask);
+      renewed = PluginMessages.Reply.decode(bytes);
+    }
+    assertTrue(renewed.fresh, "refreshed");
+    assertEquals("K1", renewed.configByPrefix.get("").get(ShimKeys.ACCESS_KEY_ID), "the renewed keys, not the cached ones");
+    assertNotSame(first, bytes);
+    assertSame(bytes, registry.answerExecutorBytes(ask));
   }
 }
