@@ -12,13 +12,13 @@ into ~/.m2 on first use.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
-import tomllib
 import uuid
 from pathlib import Path
 
@@ -72,8 +72,8 @@ def spark_home() -> Path:
 @pytest.fixture(scope="module")
 def client_python() -> Path:
     """pyspark-client and this package's dependencies, never the full pyspark (no Py4J in the venv)."""
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    deps = [d for d in deps if not d.replace(" ", "").lower().startswith("pyspark")]
+    deps = [d for d in importlib.metadata.requires("pyspark-catalog-ext") or ()
+            if "extra ==" not in d and not d.replace(" ", "").lower().startswith("pyspark")]
     python = _venv("connect-4.1", f"pyspark-client=={SPARK_VERSION}", *deps, pth=ROOT)
     check = subprocess.run([str(python), "-c", "import importlib.util as u; print(u.find_spec('py4j') is None)"],
                            capture_output=True, text=True, check=True)
