@@ -18,6 +18,7 @@ from typing import Any
 
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.spark.shim_api import SHIM_SQL_EXTENSIONS, STATUS_FUNCTION, CommitOutcome, ShimStatus
+from pyspark_catalog_ext.spark.status import TableStatus, status_by_table
 
 __all__ = ["is_connect", "ConnectCredentialManager", "read_status", "not_under_connect"]
 
@@ -66,10 +67,8 @@ class ConnectCredentialManager:
     def closed(self) -> bool:
         return False
 
-    def status(self) -> list[Any]:
+    def status(self) -> list[TableStatus]:
         """One `TableStatus` per table the server's driver tracks (merged as `CredentialManager.status`)."""
-        from pyspark_catalog_ext.spark.credentials import status_by_table
-
         return status_by_table(read_status(self._spark).entries)
 
     def commits(self) -> list[CommitOutcome]:
