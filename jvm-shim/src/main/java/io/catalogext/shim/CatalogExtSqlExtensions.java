@@ -1,5 +1,10 @@
 package io.catalogext.shim;
 
+import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.events.EventLog;
+import io.catalogext.shim.refresh.CredentialRegistry;
+import io.catalogext.shim.util.Json;
+
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.Set;

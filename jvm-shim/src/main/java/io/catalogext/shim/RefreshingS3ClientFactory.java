@@ -1,5 +1,10 @@
 package io.catalogext.shim;
 
+import io.catalogext.shim.config.ShimKeys;
+import io.catalogext.shim.refresh.CredentialRegistry;
+import io.catalogext.shim.refresh.TableCredentialsProvider;
+import io.catalogext.shim.refresh.TableEntry;
+
 import java.util.Map;
 import org.apache.iceberg.aws.AwsClientProperties;
 import org.apache.iceberg.aws.HttpClientProperties;
