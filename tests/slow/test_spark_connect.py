@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
-import socket
+import re
 import subprocess
 import sys
 import time
@@ -104,7 +104,8 @@ def connect_server(lakehouse, expiring, spark_home, tmp_path_factory):
     args = ["spark-conf", "--profile", "local", "--uri", catalog_proxy.url, "--warehouse", lakehouse.info.warehouse,
             "--credential", lakehouse.info.credential, "--format", "defaults", "--show-secrets", "--jars", "none",
             "--conf", "spark.ui.enabled=false",
-            "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", f"spark.connect.grpc.binding.port={port}"]
+            "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", f"spark.connect.grpc.binding.port={port}",
+            "--conf", "spark.connect.grpc.port.maxRetries=20"]
     for key, value in {"check-interval-ms": 1000, "min-ahead-ms": 0, "lifetime-fraction": 0.4}.items():
         args += ["--conf", f"spark.sql.catalog.lake.catalog-ext.refresh.{key}={value}"]
     proc = run_cli(*args)
@@ -123,16 +124,15 @@ def connect_server(lakehouse, expiring, spark_home, tmp_path_factory):
                                    "--properties-file", str(props)],
                                   stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
-        while True:
+        # Ready when the server logs where it listens: a connectable port alone may be someone else's
+        # (the port can be taken between free_port() and the bind; maxRetries then moves on from it).
+        while (found := re.search(r"Spark Connect server started at: \S*?:(\d+)", log.read_text(errors="replace"))) is None:
             if server.poll() is not None:
                 pytest.fail(f"the Connect server exited ({server.returncode}): {log.read_text()[-3000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() - started > 180:
-                    pytest.fail(f"the Connect server did not listen within 180 s: {log.read_text()[-3000:]}")
-                time.sleep(0.5)
+            if time.monotonic() - started > 180:
+                pytest.fail(f"the Connect server did not start within 180 s: {log.read_text()[-3000:]}")
+            time.sleep(0.5)
+        port = int(found.group(1))
         print(f"\nConnect server up in {time.monotonic() - started:.1f} s")
         yield {"remote": f"sc://127.0.0.1:{port}", "log": log}
     finally:
