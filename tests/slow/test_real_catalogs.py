@@ -4,13 +4,14 @@ loopback fault proxy (only for step 4's lost answer). Real Spark, Iceberg, PyIce
 
 Steps (docs/emulated-catalogs.md numbering): 1 configure, 2 CTAS + writeTo().create(), 3 a long
 read beside a MERGE, 4 a lost commit answer lands once, 5 a cleanup dry run, 6 PyIceberg scan +
-append, 7 `maintain` (neither server has a policy API), 9 `doctor --json`. Steps 4 and 5 check that
+append, 7 `maintain` (neither server has a policy API), 8 remote signing (recorded from step 2: Nessie
+signs every Spark step), 9 `doctor --json`. Steps 4 and 5 check that
 every file the table references still exists afterwards.
 
 What the user sees is compared with the server's recording (resources/matrix/real/<family>-<version>.json,
 rendered beside the emulated rows): a change fails until re-recorded with CATALOG_EXT_RECORD_MATRIX=1.
 Neither server vends expiring keys here (the REST fixture hands out its own static keys; Nessie signs
-S3 requests itself: its STS vending is blocked, see docs/real-catalogs.md), so no step waits for an
+S3 requests itself, and its STS keys, checked separately, state no expiry), so no step waits for an
 expiry: each checks the job works end to end on the real server.
 
 One module-scoped server at a time (params), so at most one extra JVM runs beside Spark. Where the
@@ -26,7 +27,7 @@ import pyarrow as pa
 import pytest
 
 from pyspark_catalog_ext.credentials import RefreshPolicy
-from pyspark_catalog_ext.doctor.matrix import DEGRADED, FAILS, REFUSED, WORKS, doctor_record, step_record
+from pyspark_catalog_ext.doctor.matrix import DEGRADED, FAILS, NOT_APPLICABLE, REFUSED, WORKS, doctor_record, step_record
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.spark.catalog_check import check_catalog
 from pyspark_catalog_ext.spark.conf import CatalogSparkConf, spark_conf
@@ -56,6 +57,13 @@ DIFFERENCES = {
     "doctor-open-catalog": "neither server enforces auth as run here (the REST fixture has none; Nessie's is off): "
                            "the doctor's auth probe fails ('also answers unauthenticated requests') and every "
                            "probe after it is skipped; no profile or flag declares an open catalog",
+}
+
+
+# Step 8 (remote signing) as the user path meets it on each server.
+STEP8 = {
+    "nessie": step_record(WORKS, "every Spark step signs its S3 requests through Nessie's signer; no keys are vended"),
+    "rest-fixture": step_record(NOT_APPLICABLE, "no remote signer: S3FileIO signs with the keys the fixture hands out"),
 }
 
 
@@ -148,7 +156,7 @@ def _metadata_location(server: RealServer, short: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------ step 1
-def test_1_configure_with_the_profile_checks_the_catalog(real, request):
+def test_1_configure_with_the_profile_checks_the_catalog(real):
     server, proxy, _ = real
     conf = _conf(real)
     props = CatalogSparkConf(conf).catalog(_name(server))
@@ -157,7 +165,6 @@ def test_1_configure_with_the_profile_checks_the_catalog(real, request):
     assert prefix == USAGE[_key(server)]["prefix"]
     assert any(e["path"].split("?")[0].endswith("/v1/config") for e in proxy.log)
     assert props.get("header.X-Iceberg-Access-Delegation") == USAGE[_key(server)]["delegation"]
-    check_real(request, server, "step-1", step_record(WORKS, f"check_catalog answers; prefix {prefix or '(none)'}"))
 
 
 # ------------------------------------------------------------------------------------------ step 2
@@ -175,6 +182,8 @@ def test_2_ctas_and_writeto_create(real, real_spark, request):
     for name in names:
         assert spark.sql(f"SELECT count(*), sum(v) FROM {name}").first() == (rows, 3 * sum(range(rows)))
     check_real(request, real[0], "step-2", step_record(WORKS, "CTAS and writeTo().create() commit through stage-create"))
+    # Step 8 is the same jobs seen from the signing side: Nessie is used with remote signing throughout.
+    check_real(request, real[0], "step-8", STEP8[_key(real[0])])
 
 
 # ------------------------------------------------------------------------------------------ step 3
