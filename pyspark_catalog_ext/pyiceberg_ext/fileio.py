@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -96,13 +97,13 @@ class RefreshingFileIO(FileIO):
             rejection = self._refresher.prober.probe(location, delegate.properties)
         return rejection if rejection is not None and rejection.expired else None
 
-    def _recover(self, exc: BaseException, location: str, generation: int, delegate: FileIO, retrying: bool) -> bool:
-        """After `exc` from an operation with keys of `generation`: True when renewed keys are ready
-        for another try; False when `exc` is not an expiry (the caller raises it)."""
+    def _recover(self, exc: BaseException, location: str, generation: int, delegate: FileIO, attempt: int) -> bool:
+        """After `exc` from try `attempt` (0-based) with keys of `generation`: True when renewed keys
+        are ready for another try; False when `exc` is not an expiry (the caller raises it)."""
         rejection = self._expired(exc, location, delegate)
         if rejection is None:
             return False
-        if retrying and self.entry.generation == generation:
+        if attempt == _ATTEMPTS - 1 or (attempt > 0 and self.entry.generation == generation):
             raise self._refresher.rejected_again(self.entry, rejection) from exc
         self._refresher.rejected(self.entry, generation, rejection)
         return True
@@ -113,12 +114,17 @@ class RefreshingFileIO(FileIO):
 
     def _run_keyed(self, location: str, op: Callable[[FileIO], T]) -> tuple[int, FileIO, T]:
         """`_run`, also naming the generation and delegate whose keys succeeded."""
+        rejected_at = None
         for attempt in range(_ATTEMPTS):
             generation, delegate = self._current(location)
             try:
-                return generation, delegate, op(delegate)
+                result = op(delegate)
+                if rejected_at is not None:
+                    self.entry.reactive_waits_s.append(time.monotonic() - rejected_at)
+                return generation, delegate, result
             except Exception as exc:
-                if attempt == _ATTEMPTS - 1 or not self._recover(exc, location, generation, delegate, attempt > 0):
+                rejected_at = rejected_at or time.monotonic()
+                if not self._recover(exc, location, generation, delegate, attempt):
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -207,12 +213,16 @@ class _Stream:
         raise NotImplementedError
 
     def _call(self, fn: Callable[[Any], T]) -> T:
+        rejected_at = None
         for attempt in range(_ATTEMPTS):
             try:
-                return fn(self._stream)
+                result = fn(self._stream)
+                if rejected_at is not None:
+                    self._io.entry.reactive_waits_s.append(time.monotonic() - rejected_at)
+                return result
             except Exception as exc:
-                if attempt == _ATTEMPTS - 1 or not self._io._recover(exc, self._location, self._generation, self._delegate,
-                                                                   attempt > 0):
+                rejected_at = rejected_at or time.monotonic()
+                if not self._io._recover(exc, self._location, self._generation, self._delegate, attempt):
                     raise
             self._discard()
             self._generation, self._delegate, self._stream = self._open()

@@ -136,9 +136,14 @@ class TableCredentials:
         self.retry_at_s = 0.0  # a reader waiting for keys does not ask again before this
         # The lifetime the catalog stated for the current keys (None: it stated none).
         self.stated_lifetime_s: float | None = None
+        # generation -> (fetched at, stated lifetime) of the last few key sets: a stream still holding
+        # keys of an older generation can tell how long they lived.
+        self.history: collections.OrderedDict[int, tuple[float, float | None]] = collections.OrderedDict()
         self.reactive_at: collections.deque[float] = collections.deque()  # reactive refreshes in the last minute
         self.rejections = 0
         self.reactive_refreshes = 0
+        # How long each operation S3 rejected waited before its retry with new keys succeeded (last 256).
+        self.reactive_waits_s: collections.deque[float] = collections.deque(maxlen=256)
 
     @property
     def name(self) -> str:
@@ -178,6 +183,9 @@ class TableCredentials:
             self.fetched_at_s = now
             self.stated_lifetime_s = min(stated) if stated else None
             self.generation += 1
+            self.history[self.generation] = (now, self.stated_lifetime_s)
+            while len(self.history) > 8:
+                self.history.popitem(last=False)
 
     def slot_for(self, location: str) -> tuple[int, Mapping[str, str], float]:
         """(generation, keys, when to stop using them) for `location`: the longest matching prefix wins (spec);
@@ -391,16 +399,18 @@ class CredentialRefresher:
         teach the refresher this catalog's real lifetime, so later renewals come before the rejection.
         """
         with entry.refresh_lock:
-            if entry.generation != generation:
-                return  # this wave was already answered with new keys
+            entry.rejections += 1
             now = self.clock()
-            age = max(0.0, now - entry.fetched_at_s)
-            stated = entry.stated_lifetime_s
+            fetched_at, stated = entry.history.get(generation, (entry.fetched_at_s, entry.stated_lifetime_s))
+            age = max(0.0, now - fetched_at)
+            if entry.generation != generation:
+                # This wave was already answered with new keys; the old ones still tell how long they lived.
+                self._learn(age, stated if stated is not None else (self.policy.assumed_lifetime_s or None))
+                return
             limit = int(self.policy.reactive_max_per_minute)
             while entry.reactive_at and entry.reactive_at[0] <= now - 60.0:
                 entry.reactive_at.popleft()
             allowed = len(entry.reactive_at) < limit
-            entry.rejections += 1
             events.emit("credentials.rejected", table=entry.name, catalog=self.catalog, error_code=rejection.code,
                         key_age_ms=int(age * 1000), stated_lifetime_ms=None if stated is None else int(stated * 1000),
                         reactive_refresh_started=allowed)
@@ -458,6 +468,7 @@ class CredentialRefresher:
                 "next_refresh_s": self.policy.refresh_at(state.fetched_at_s, state.expires_at_s),
                 "failures": entry.failures, "last_error": entry.last_error,
                 "rejections": entry.rejections, "reactive_refreshes": entry.reactive_refreshes,
+                "reactive_wait_max_s": max(entry.reactive_waits_s, default=None),
                 "stated_lifetime_s": entry.stated_lifetime_s, "learned_lifetime_s": self.learned_lifetime_s,
             })
         return rows

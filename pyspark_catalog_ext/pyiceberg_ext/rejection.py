@@ -30,8 +30,10 @@ __all__ = ["EXPIRY_CODES", "Rejection", "S3Prober", "rejection_of", "skew_from_d
 #: Codes by which S3 says the keys are no longer valid (403, or 400 from some S3 implementations).
 EXPIRY_CODES = frozenset({"ExpiredToken", "InvalidAccessKeyId", "InvalidToken", "TokenRefreshRequired"})
 _AUTH_STATUSES = (400, 403)
-# PyArrow's AWS SDK error words that can hide an expired key; anything else (404, network) is not probed.
-_PYARROW_AUTH = re.compile(r"AWS Error (?:ACCESS_DENIED|INVALID_ACCESS_KEY_ID|[A-Z_]*TOKEN[A-Z_]*|[A-Z_]+ \(HTTP status 40[03]\))")
+# PyArrow's AWS SDK errors can hide an expired key: a refusal without its code, or, for a ranged GET
+# refused mid-scan, "INTERNAL_FAILURE ... Failed to flush response stream" (the SDK fails writing the
+# 403's XML into the buffer sized for the range). Every one but "not found" is probed: S3 decides.
+_PYARROW_AWS_ERROR = re.compile(r"AWS Error (?!NO_SUCH_|RESOURCE_NOT_FOUND)[A-Z_]+")
 
 
 @dataclass(frozen=True)
@@ -70,17 +72,17 @@ def _parsed(exc: Any) -> tuple[str | None, int | None]:
 
 def rejection_of(exc: BaseException) -> Rejection | None:
     """What the FileIO's error says, without a request: a Rejection with the code when S3 sent one,
-    a codeless Rejection when it was an authorization refusal without a code (probe it), or None when
-    it is not an authorization refusal at all."""
+    a codeless Rejection when S3 may have refused the keys without saying why (probe it), or None
+    when it is certainly not a refusal of the keys."""
     client_error = _client_error(exc)
     if client_error is not None:
         code, status = _parsed(client_error)
         if code is not None:
             return Rejection(code, status)
         return Rejection(None, status) if status in _AUTH_STATUSES else None
-    if isinstance(exc, OSError) and _PYARROW_AUTH.search(str(exc)):
+    if isinstance(exc, OSError) and _PYARROW_AWS_ERROR.search(str(exc)):
         said = re.search(r"HTTP status (\d{3})", str(exc))
-        return Rejection(None, int(said.group(1)) if said else 403)
+        return Rejection(None, int(said.group(1)) if said else None)
     return None
 
 
