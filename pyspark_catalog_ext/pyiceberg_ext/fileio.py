@@ -103,7 +103,7 @@ class RefreshingFileIO(FileIO):
         rejection = self._expired(exc, location, delegate)
         if rejection is None:
             return False
-        if attempt == _ATTEMPTS - 1 or (attempt > 0 and self.entry.generation == generation):
+        if attempt == _ATTEMPTS - 1 or (attempt > 0 and self._refresher.dead_on_arrival(self.entry, generation)):
             raise self._refresher.rejected_again(self.entry, rejection) from exc
         self._refresher.rejected(self.entry, generation, rejection)
         return True

@@ -124,7 +124,7 @@ class TableCredentials:
         self._clock = clock
         self._learned_lifetime = learned_lifetime  # the catalog's keys died this early before: renew by it
         self._state_lock = threading.Lock()
-        self.refresh_lock = threading.Lock()  # single flight
+        self.refresh_lock = threading.RLock()  # single flight (re-entered: a reactive refresh holds it across its checks)
         self.generation = 0
         self.fetched_at_s = 0.0
         self.last_used_s = 0.0
@@ -422,10 +422,11 @@ class CredentialRefresher:
                     + (f"{knob} is 0" if limit == 0 else f"{len(entry.reactive_at)} reactive refreshes in the last minute reached {knob}={limit}")
                     + "; raise it, or shorten catalog-ext refresh timing (min-ahead, lifetime-fraction)")
             entry.reactive_at.append(now)
-            entry.reactive_refreshes += 1
-        log.info("catalog-ext: S3 rejected the keys of %s (%s) %.1f s after their fetch; refreshing now",
-                 entry.name, rejection.code, age)
-        self.refresh(entry, generation)
+            log.info("catalog-ext: S3 rejected the keys of %s (%s) %.1f s after their fetch; refreshing now",
+                     entry.name, rejection.code, age)
+            # Still under the lock: no other renewal can slip in between, so this is the wave's one request.
+            if self.refresh(entry, generation, reader=True):
+                entry.reactive_refreshes += 1
 
     def _learn(self, age_s: float, stated_s: float | None) -> None:
         # The keys lived `age_s` at most; learn it when shorter than promised (floor: a second, so a
@@ -441,6 +442,16 @@ class CredentialRefresher:
         events.emit("credentials.lifetime-learned", catalog=self.catalog,
                     stated_lifetime_ms=None if stated_s is None else int(stated_s * 1000),
                     observed_lifetime_ms=int(observed * 1000))
+
+    def dead_on_arrival(self, entry: TableCredentials, generation: int) -> bool:
+        """Were the keys of `generation`, rejected on a retry, still the newest and young: younger than
+        half the shortest lifetime this catalog's keys were seen to live (or than half the stated one)?
+        Then a refresh cannot help. Older ones just died again (a slow machine): another refresh may."""
+        if entry.generation != generation:
+            return False  # someone renewed since: try those
+        fetched_at, stated = entry.history.get(generation, (entry.fetched_at_s, entry.stated_lifetime_s))
+        lifetime = self.learned_lifetime_s or stated or self.policy.assumed_lifetime_s or float("inf")
+        return self.clock() - fetched_at < lifetime / 2
 
     def rejected_again(self, entry: TableCredentials, rejection: Rejection) -> CredentialsRejectedError:
         """The one-line error for keys rejected again right after a refresh: refreshing cannot help."""

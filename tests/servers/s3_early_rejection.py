@@ -36,7 +36,8 @@ class EarlyRejectionS3Proxy(SlowS3ExpiryProxy):
         self._shares: dict[str, float] = {}
         self._codes_lock = threading.Lock()
         self.rejected_codes: Counter = Counter()  # code -> refusals sent
-        self.rejected_keys: dict[str, set[str]] = {}  # code -> access keys refused with it
+        # code -> (access key, when it was issued) refused with it: a catalog may vend the same key again
+        self.rejected_keys: dict[str, set[tuple[str, float | None]]] = {}
 
     def share_of(self, akid: str) -> float:
         with self._codes_lock:
@@ -75,7 +76,7 @@ class EarlyRejectionS3Proxy(SlowS3ExpiryProxy):
                 self.rejected[akid] += 1
             with self._codes_lock:
                 self.rejected_codes[code] += 1
-                self.rejected_keys.setdefault(code, set()).add(akid or "")
+                self.rejected_keys.setdefault(code, set()).add((akid or "", self.issued_at(akid or "")))
             entry["status"] = 403
             self._reject(h)
             return
