@@ -290,3 +290,29 @@ def test_a_catalog_on_another_clock_is_scheduled_by_its_clock(lakehouse, many_fi
     skews = [e for e in seen if e.type == "clock.skew"]
     assert skews and skews[0].fields["source"] == "catalog" and abs(skews[0].fields["skew_ms"] - skew * 1000) < 2000
 
+
+
+def test_doctor_reports_clock_skew_with_evidence(lakehouse):
+    """`doctor`'s clock-skew probe: a catalog 60 s ahead fails it with both Date headers as evidence
+    (S3 here is SeaweedFS itself, on our clock); the report still validates against its schema."""
+    import json
+
+    import jsonschema
+
+    from pyspark_catalog_ext.doctor.report import SCHEMA_PATH
+    from tests.conftest import run_cli
+
+    info = lakehouse.info
+    with SkewedCatalogProxy(info.iceberg_uri, skew_seconds=60.0) as proxy:
+        proc = run_cli("doctor", "--json", "--profile", "seaweedfs", "--uri", proxy.url, "--warehouse", info.warehouse,
+                       "--credential", info.credential,
+                       "--skip", "spark,pyiceberg,inventory,scope,refresh,staging,idempotency,signing", timeout=180)
+    report = json.loads(proc.stdout)
+    jsonschema.validate(report, json.loads(SCHEMA_PATH.read_text()))
+    probe = next(p for p in report["probes"] if p["id"] == "clock-skew")
+    assert probe["status"] == "fail", probe
+    evidence = probe["evidence"]
+    assert abs(evidence["catalog"]["skew_s"] - 60) < 2 and evidence["catalog"]["date"], evidence
+    assert abs(evidence["s3"]["skew_s"]) < 2 and evidence["s3"]["date"], evidence
+    assert evidence["knob"] == "catalog-ext.refresh.max-clock-skew-ms" and evidence["bound_s"] == 5.0
+    assert re.search(r"catalog \+(59|60|61)\.\d s", probe["summary"]), probe["summary"]
