@@ -71,9 +71,9 @@ def _parsed(exc: Any) -> tuple[str | None, int | None]:
 
 
 def rejection_of(exc: BaseException) -> Rejection | None:
-    """What the FileIO's error says, without a request: a Rejection with the code when S3 sent one,
-    a codeless Rejection when S3 may have refused the keys without saying why (probe it), or None
-    when it is certainly not a refusal of the keys."""
+    """What the FileIO's error says, without a request: a Rejection with the code when S3 sent one
+    (`expired` decides), a codeless Rejection when S3 may have refused the keys without saying why
+    (probe it), or None when it is certainly not a refusal of the keys."""
     client_error = _client_error(exc)
     if client_error is not None:
         code, status = _parsed(client_error)

@@ -316,3 +316,42 @@ def test_doctor_reports_clock_skew_with_evidence(lakehouse):
     assert abs(evidence["s3"]["skew_s"]) < 2 and evidence["s3"]["date"], evidence
     assert evidence["knob"] == "catalog-ext.refresh.max-clock-skew-ms" and evidence["bound_s"] == 5.0
     assert re.search(r"catalog \+(59|60|61)\.\d s", probe["summary"]), probe["summary"]
+
+
+def _client_error(code: str, status: int, op: str = "GetObject"):
+    from botocore.exceptions import ClientError
+
+    return ClientError({"Error": {"Code": code, "Message": "m"}, "ResponseMetadata": {"HTTPStatusCode": status}}, op)
+
+
+@pytest.mark.parametrize(("code", "status", "expired"), [
+    ("ExpiredToken", 403, True), ("InvalidAccessKeyId", 403, True), ("InvalidToken", 400, True),
+    ("TokenRefreshRequired", 400, True), ("AccessDenied", 403, False), ("SignatureDoesNotMatch", 403, False),
+    ("ExpiredToken", 500, False),
+])
+def test_the_code_s3_sent_decides(code, status, expired):
+    """With a code (s3fs keeps botocore's ClientError as the cause of its PermissionError), no probe is needed."""
+    from pyspark_catalog_ext.pyiceberg_ext.rejection import rejection_of
+
+    translated = PermissionError("Forbidden")
+    translated.__cause__ = _client_error(code, status)
+    rejection = rejection_of(translated)
+    assert rejection is not None and rejection.code == code and rejection.expired is expired
+
+
+def test_a_refusal_without_a_code_is_asked_about_not_guessed():
+    """A HEAD's 403 (botocore puts "403" where the code goes) and PyArrow's words are codeless: the FileIO
+    probes them; PyArrow's "not found", or an error that is not S3's, is no refusal at all."""
+    from pyspark_catalog_ext.pyiceberg_ext.rejection import rejection_of
+
+    head = rejection_of(_client_error("403", 403, "HeadObject"))
+    assert head is not None and head.code is None and not head.expired
+    for text in ["When reading information for key 'k' in bucket 'b': AWS Error ACCESS_DENIED during HeadObject "
+                 "operation: No response body.",
+                 "AWS Error UNKNOWN (HTTP status 403) during CreateMultipartUpload operation: x",
+                 "AWS Error INTERNAL_FAILURE during GetObject operation: Failed to flush response stream (eof: 0, bad: 1)"]:
+        codeless = rejection_of(OSError(text))
+        assert codeless is not None and codeless.code is None and not codeless.expired, text
+    assert not rejection_of(_client_error("NoSuchKey", 404)).expired  # coded: no probe, not an expiry
+    assert rejection_of(OSError("AWS Error NO_SUCH_KEY during GetObject operation")) is None
+    assert rejection_of(OSError(28, "No space left on device")) is None
