@@ -109,9 +109,9 @@ def test_user_path_on_stack(stack: JvmStack, lakehouse, fast_catalog, s3_proxy, 
     ns = f"m{stack.spark.replace('.', '')}_{stack.iceberg.replace('.', '')}_{uuid.uuid4().hex[:6]}"
     fault = fast_catalog.faults.add("after", "POST", rf"/namespaces/{ns}/tables/lost$", status=500)
     s3_proxy.reset_counters()
-    rows = 400
+    rows = 120  # a file per row, 120 ms each: one task of ~15 s, two LIFETIMEs
     steps = run_job(python, {"conn": _conn(lakehouse, fast_catalog, s3_proxy), "iceberg": stack.iceberg, "ns": ns,
-                             "rows": rows, "ms": 40, "repo": str(tmp_path / "repo"), "cwd": str(tmp_path)})
+                             "rows": rows, "ms": 120, "repo": str(tmp_path / "repo"), "cwd": str(tmp_path)})
     conf = steps["configure"]
     assert conf["spark"].startswith(stack.spark + ".") and conf["iceberg"].startswith(stack.iceberg), conf
     _assert_outlived(steps, s3_proxy, rows)
@@ -142,9 +142,9 @@ def test_fresh_venv_pip_install_beside_pyspark_4_1_runs_the_readme_example(lakeh
                            capture_output=True, text=True, check=True, cwd=tmp_path).stdout.split()
     assert where[0].startswith("4.1.") and where[1].startswith(str(venv)), where
     s3_proxy.reset_counters()
-    rows = 400
+    rows = 120  # a file per row, 120 ms each: one task of ~15 s, two LIFETIMEs
     ns = f"fresh_{uuid.uuid4().hex[:6]}"
-    steps = run_job(python, {"conn": _conn(lakehouse, fast_catalog, s3_proxy), "iceberg": "1.12", "ns": ns, "rows": rows, "ms": 40,
+    steps = run_job(python, {"conn": _conn(lakehouse, fast_catalog, s3_proxy), "iceberg": "1.12", "ns": ns, "rows": rows, "ms": 120,
                              "repo": str(tmp_path / "repo"), "cwd": str(tmp_path), "only": "ctas"})
     print(f"\nfresh venv: wheel + pip install {installed:.0f} s, all {time.monotonic() - started:.0f} s")
     assert steps["configure"]["spark"].startswith("4.1.") and steps["configure"]["iceberg"].startswith("1.12.0")
