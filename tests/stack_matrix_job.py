@@ -3,7 +3,8 @@ Python of a venv holding that pyspark (and this package). It imports only the pa
 PyIceberg's dependencies, as a user's job does; the loopback proxies run in the test process.
 
 Prints `STEP <name> <json>` per step; the test checks them. argv[1]: JSON with conn (configure()'s
-connection arguments), iceberg, ns, rows, ms (the slow CTAS), repo (a folder for `maven-repo`).
+connection arguments but the credential, which comes in
+$MATRIX_CREDENTIAL), iceberg, ns, rows, ms (the slow CTAS), repo (a folder for `maven-repo`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def step(name: str, **facts: object) -> None:
 
 def main() -> None:
     args = json.loads(sys.argv[1])
-    conn, ns, iceberg = args["conn"], args["ns"], args["iceberg"]
+    conn, ns, iceberg = {**args["conn"], "credential": os.environ["MATRIX_CREDENTIAL"]}, args["ns"], args["iceberg"]
     from pyspark.sql import SparkSession
 
     import pyspark_catalog_ext as pce
@@ -83,7 +84,7 @@ def main() -> None:
         "policy-type": "system.snapshot-expiry", "name": "expire", "version": 0, "inheritable": True,
         "content": json.dumps({"version": "2025-02-03", "enable": True, "config": {"max_snapshot_age_days": 7}}),
         "target": {"type": "namespace", "path": [ns]}}]}))
-    env = {**os.environ, "MATRIX_CREDENTIAL": conn["credential"]}
+    env = dict(os.environ)
     cli = [sys.executable, "-m", "pyspark_catalog_ext.cli"]
     conn_flags = ["--uri", conn["uri"], "--warehouse", conn["warehouse"], "--credential-env", "MATRIX_CREDENTIAL",
                   "--s3-endpoint", conn["s3_endpoint"]]

@@ -74,14 +74,16 @@ def fast_catalog(lakehouse, s3_proxy):
 
 
 def _conn(lakehouse, fast_catalog, s3_proxy) -> dict[str, str]:
+    """configure()'s connection arguments but the credential (the job reads it from $MATRIX_CREDENTIAL)."""
     info = lakehouse.info
-    return {"uri": fast_catalog.url, "warehouse": info.warehouse, "credential": info.credential, "s3_endpoint": s3_proxy.url}
+    return {"uri": fast_catalog.url, "warehouse": info.warehouse, "s3_endpoint": s3_proxy.url}
 
 
-def run_job(python: Path | str, args: dict, timeout: float = 900) -> dict[str, dict]:
-    """Run the job with `python` (outside this source tree's sys.path); its STEP lines by name."""
+def run_job(python: Path | str, args: dict, credential: str, timeout: float = 900) -> dict[str, dict]:
+    """Run the job with `python` (outside this source tree's sys.path); its STEP lines by name. The
+    credential goes by environment, never on the command line."""
     proc = subprocess.run([str(python), str(JOB), json.dumps(args)], capture_output=True, text=True,
-                          timeout=timeout, env=_pip_env(), cwd=args["cwd"])
+                          timeout=timeout, env={**_pip_env(), "MATRIX_CREDENTIAL": credential}, cwd=args["cwd"])
     steps = {}
     for line in proc.stdout.splitlines():
         if line.startswith("STEP "):
@@ -111,7 +113,7 @@ def test_user_path_on_stack(stack: JvmStack, lakehouse, fast_catalog, s3_proxy, 
     s3_proxy.reset_counters()
     rows = 120  # a file per row, 120 ms each: one task of ~15 s, two LIFETIMEs
     steps = run_job(python, {"conn": _conn(lakehouse, fast_catalog, s3_proxy), "iceberg": stack.iceberg, "ns": ns,
-                             "rows": rows, "ms": 120, "repo": str(tmp_path / "repo"), "cwd": str(tmp_path)})
+                             "rows": rows, "ms": 120, "repo": str(tmp_path / "repo"), "cwd": str(tmp_path)}, lakehouse.info.credential)
     conf = steps["configure"]
     assert conf["spark"].startswith(stack.spark + ".") and conf["iceberg"].startswith(stack.iceberg), conf
     _assert_outlived(steps, s3_proxy, rows)
@@ -145,7 +147,8 @@ def test_fresh_venv_pip_install_beside_pyspark_4_1_runs_the_readme_example(lakeh
     rows = 120  # a file per row, 120 ms each: one task of ~15 s, two LIFETIMEs
     ns = f"fresh_{uuid.uuid4().hex[:6]}"
     steps = run_job(python, {"conn": _conn(lakehouse, fast_catalog, s3_proxy), "iceberg": "1.12", "ns": ns, "rows": rows, "ms": 120,
-                             "repo": str(tmp_path / "repo"), "cwd": str(tmp_path), "only": "ctas"})
+                             "repo": str(tmp_path / "repo"), "cwd": str(tmp_path), "only": "ctas"},
+                    lakehouse.info.credential)
     print(f"\nfresh venv: wheel + pip install {installed:.0f} s, all {time.monotonic() - started:.0f} s")
     assert steps["configure"]["spark"].startswith("4.1.") and steps["configure"]["iceberg"].startswith("1.12.0")
     _assert_outlived(steps, s3_proxy, rows)
