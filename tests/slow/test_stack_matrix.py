@@ -111,9 +111,9 @@ def test_user_path_on_stack(stack: JvmStack, lakehouse, fast_catalog, s3_proxy, 
     ns = f"m{stack.spark.replace('.', '')}_{stack.iceberg.replace('.', '')}_{uuid.uuid4().hex[:6]}"
     fault = fast_catalog.faults.add("after", "POST", rf"/namespaces/{ns}/tables/lost$", status=500)
     s3_proxy.reset_counters()
-    rows = 120  # a file per row, 120 ms each: one task of ~15 s, two LIFETIMEs
+    rows = 60  # a file per row, 250 ms each: one task of ~15 s (two LIFETIMEs), little CPU
     steps = run_job(python, {"conn": _conn(lakehouse, fast_catalog, s3_proxy), "iceberg": stack.iceberg, "ns": ns,
-                             "rows": rows, "ms": 120, "repo": str(tmp_path / "repo"), "cwd": str(tmp_path)}, lakehouse.info.credential)
+                             "rows": rows, "ms": 250, "repo": str(tmp_path / "repo"), "cwd": str(tmp_path)}, lakehouse.info.credential)
     conf = steps["configure"]
     assert conf["spark"].startswith(stack.spark + ".") and conf["iceberg"].startswith(stack.iceberg), conf
     _assert_outlived(steps, s3_proxy, rows)
@@ -144,9 +144,9 @@ def test_fresh_venv_pip_install_beside_pyspark_4_1_runs_the_readme_example(lakeh
                            capture_output=True, text=True, check=True, cwd=tmp_path).stdout.split()
     assert where[0].startswith("4.1.") and where[1].startswith(str(venv)), where
     s3_proxy.reset_counters()
-    rows = 120  # a file per row, 120 ms each: one task of ~15 s, two LIFETIMEs
+    rows = 60  # a file per row, 250 ms each: one task of ~15 s (two LIFETIMEs), little CPU
     ns = f"fresh_{uuid.uuid4().hex[:6]}"
-    steps = run_job(python, {"conn": _conn(lakehouse, fast_catalog, s3_proxy), "iceberg": "1.12", "ns": ns, "rows": rows, "ms": 120,
+    steps = run_job(python, {"conn": _conn(lakehouse, fast_catalog, s3_proxy), "iceberg": "1.12", "ns": ns, "rows": rows, "ms": 250,
                              "repo": str(tmp_path / "repo"), "cwd": str(tmp_path), "only": "ctas"},
                     lakehouse.info.credential)
     print(f"\nfresh venv: wheel + pip install {installed:.0f} s, all {time.monotonic() - started:.0f} s")
