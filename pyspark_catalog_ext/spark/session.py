@@ -26,7 +26,9 @@ __all__ = ["configure", "lakehouse_session"]
 def configure(builder: Any, profile: str | Profile = "local", catalog: str = "lake", *, check: bool = True, **kwargs: Any) -> Any:
     """Apply `spark_conf(profile, catalog, **kwargs)` to a `SparkSession.Builder` and return it.
 
-    Existing `spark.jars`/`spark.sql.extensions` on the builder are kept (ours are appended). With
+    `iceberg="1.12"` picks the Iceberg release (default: 1.10.2 on Spark 3.5, the newest on Spark 4.x);
+    the Spark version is the installed pyspark's. A Spark line or combination Iceberg has no runtime
+    for fails here in one line. Existing `spark.jars`/`spark.sql.extensions` on the builder are kept (ours are appended). With
     `check=True` the catalog is probed first so a wrong URI, credential or warehouse fails here
     with a one-line error instead of a JVM stack trace at the first query.
     """
@@ -108,8 +110,10 @@ def lakehouse_session(
     shim: bool = True,
     jars: str = "offline",
     extra_conf: Mapping[str, str] | None = None,
+    iceberg: str | None = None,
 ) -> SparkSession:
-    """A local SparkSession wired to a running embedded lakehouse (vended credentials, no static keys)."""
+    """A local SparkSession wired to a running embedded lakehouse (vended credentials, no static keys);
+    `iceberg` picks the Iceberg release for the installed pyspark (see `spark_conf`)."""
     from pyspark.sql import SparkSession
 
     from pyspark_catalog_ext.spark.shim_build import check_java
@@ -119,6 +123,7 @@ def lakehouse_session(
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     defaults = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "4"}
     builder = SparkSession.builder.master(master).appName(app_name)
-    builder = configure(builder, "local", catalog, lakehouse=lakehouse, shim=shim, jars=jars, extra_conf={**defaults, **(extra_conf or {})})
+    builder = configure(builder, "local", catalog, lakehouse=lakehouse, shim=shim, jars=jars, iceberg=iceberg,
+                        extra_conf={**defaults, **(extra_conf or {})})
     return builder.getOrCreate()
 

@@ -131,6 +131,37 @@ def test_spark_conf_packages_prints_exact_flags(small_repo):
     assert conf["spark.jars.repositories"] == url and "spark.jars.ivy" not in conf
 
 
+def test_repository_and_flags_for_another_stack(small_repo, tmp_path):
+    """Spark 4.1 + Iceberg 1.12 beside the default stack in one repository: the real Central
+    coordinates of its runtime and bundle, and a shim version of its own whose POM names them."""
+    from pyspark_catalog_ext.spark.jars import select_stack
+
+    stack = select_stack("4.1", "1.12")
+    src = tmp_path / "src41"
+    src.mkdir()
+    jars = []
+    for name in stack.jar_names():
+        (src / name).write_bytes(name.encode())
+        jars.append(src / name)
+    (src / "shim.jar").write_bytes(b"shim")
+    written = write_repository(small_repo, jars=jars, shim=src / "shim.jar", stack=stack)
+    shim = "io.catalogext:catalog-ext-shim:0.1.0-spark4.1-iceberg1.12.0"
+    assert [str(c) for c in written] == ["org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0",
+                                         "org.apache.iceberg:iceberg-aws-bundle:1.12.0", shim]
+    assert (small_repo / "org/apache/iceberg/iceberg-spark-runtime-4.1_2.13/1.12.0/iceberg-spark-runtime-4.1_2.13-1.12.0.jar").is_file()
+    assert pom_facts(shim_coordinate(stack).file(small_repo, "pom")) == (shim, [stack.runtime, stack.aws_bundle])
+    assert pom_facts(shim_coordinate().file(small_repo, "pom"))[1] == [str(c) for c in runtime_dependencies()]  # the default kept
+    proc = run_cli("spark-conf", "--jars", "packages", "--repository", str(small_repo), "--spark", "4.1", "--iceberg", "1.12", *CONNECTION)
+    assert proc.returncode == 0, proc.stderr
+    tokens = shlex.split(proc.stdout.replace("\\\n", " "))
+    assert tokens[tokens.index("--packages") + 1] == shim
+    # A repository laid out without that stack says which maven-repo flags make it.
+    assert_one_line_error(run_cli("spark-conf", "--jars", "packages", "--repository", str(small_repo), "--spark", "4.0", *CONNECTION),
+                          "maven-repo", "--spark 4.0 --iceberg 1.11.0")
+    assert_one_line_error(run_cli("maven-repo", str(tmp_path / "r"), "--spark", "4.0", "--iceberg", "1.12"),
+                          "Iceberg 1.12 has no runtime for Spark 4.0")
+
+
 def test_bad_inputs_give_one_line_errors(tmp_path):
     a_file = tmp_path / "file"
     a_file.write_text("x")

@@ -1,4 +1,5 @@
-"""The offline jar resolver: pins, cache hits, corruption repair, missing wheels, concurrency."""
+"""The jar resolver: pins, cache hits, corruption repair, missing wheels, concurrency; the Spark x
+Iceberg matrix (which combinations, one-line refusals) and its Maven Central jars."""
 
 from __future__ import annotations
 
@@ -11,8 +12,19 @@ from pathlib import Path
 import pytest
 
 from pyspark_catalog_ext.cache import sha256_file
-from pyspark_catalog_ext.errors import JarError
-from pyspark_catalog_ext.spark.jars import MAVEN_PACKAGES, WHEEL_SOURCES, resolve_jars
+from pyspark_catalog_ext.errors import ConfigError, JarError
+from pyspark_catalog_ext.spark.jars import (
+    DEFAULT_STACK,
+    MAVEN_PACKAGES,
+    MAVEN_REPO_ENV,
+    WHEEL_SOURCES,
+    JvmStack,
+    pinned_maven_jars,
+    resolve_jars,
+    select_stack,
+    supported_stacks,
+)
+from tests.conftest import ROOT
 
 ALL_PINS = {name: pin for source in WHEEL_SOURCES for name, pin in source.jars.items()}
 
@@ -122,6 +134,153 @@ def test_maven_mode_names_coordinates_and_keeps_shim(lakehouse):
 
     conf = spark_conf("local", lakehouse=lakehouse, jars="maven")
     assert conf["spark.jars.packages"] == MAVEN_PACKAGES
-    assert MAVEN_PACKAGES == "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2,org.apache.iceberg:iceberg-aws-bundle:1.10.2"
+    # iceberg-aws-bundle has no 1.10.2 on Central: the 1.10 line's bundle is 1.10.1.
+    assert MAVEN_PACKAGES == "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2,org.apache.iceberg:iceberg-aws-bundle:1.10.1"
     jars = conf["spark.jars"].split(",")
     assert len(jars) == 1 and jars[0].endswith(".jar") and "shim" in jars[0]
+
+
+# ---------------------------------------------------------------------------------- the matrix
+def test_matrix_defaults_and_version_spellings():
+    assert select_stack("3.5.9") == DEFAULT_STACK == JvmStack("3.5", "1.10.2", "2.12")
+    assert select_stack("4.0.5") == JvmStack("4.0", "1.11.0", "2.13")
+    assert select_stack("4.1.3") == JvmStack("4.1", "1.12.0", "2.13")  # the newest with a runtime
+    assert select_stack("4.1", "1.11") == select_stack("4.1.4", "1.11.0") == JvmStack("4.1", "1.11.0", "2.13")
+    assert select_stack("3.5", "1.12").maven_packages == (
+        "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.12.0,org.apache.iceberg:iceberg-aws-bundle:1.12.0")
+    assert select_stack("4.0").runtime == "org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.11.0"
+
+
+@pytest.mark.parametrize("spark_line, iceberg, needles", [
+    ("4.0", "1.12", ["Iceberg 1.12 has no runtime for Spark 4.0", "Iceberg versions for Spark 4.0: 1.11.0"]),
+    ("4.2.0", None, ["Spark 4.2.0 has no Iceberg runtime", "Spark 4.1: Iceberg 1.11.0, 1.12.0", "pip install 'pyspark==4.1.*'"]),
+    ("4.3", "1.12", ["Spark 4.3 has no Iceberg runtime", "Spark 3.5: Iceberg 1.10.2, 1.11.0, 1.12.0"]),
+    ("3.5", "1.9", ["Iceberg 1.9 has no runtime for Spark 3.5", "1.10.2, 1.11.0, 1.12.0"]),
+    ("3.5", "latest", ["Iceberg latest has no runtime"]),
+    ("four", None, ["Spark version 'four' is not a version"]),
+])
+def test_unsupported_spark_or_combination_is_one_line(spark_line, iceberg, needles):
+    with pytest.raises(ConfigError) as err:
+        select_stack(spark_line, iceberg)
+    msg = str(err.value)
+    assert "\n" not in msg and all(n in msg for n in needles), msg
+
+
+def test_matrix_is_the_poms_profiles():
+    """The Python side offers exactly the combinations the Java shim is built and tested on (one
+    Maven profile each in jvm-shim/pom.xml), at the same versions."""
+    import re
+
+    pom = (ROOT / "jvm-shim" / "pom.xml").read_text()
+    profiles = {}
+    for pid, body in re.findall(r"<profile>\s*<id>(spark[^<]+)</id>(.*?)</profile>", pom, re.S):
+        iceberg = re.search(r"<iceberg.version>([^<]+)<", body)
+        profiles[pid] = iceberg.group(1) if iceberg else "1.10.2"  # the default profile keeps the default properties
+    ours = {f"spark{s.spark}-iceberg{s.iceberg.rsplit('.', 1)[0]}": s.iceberg for s in supported_stacks()}
+    assert ours == profiles
+
+
+def test_every_stack_pins_its_jars():
+    pins = pinned_maven_jars()
+    for stack in supported_stacks():
+        for coordinate in (stack.runtime, stack.aws_bundle):
+            pin = pins[coordinate]
+            assert len(str(pin["sha256"])) == 64 and len(str(pin["sha1"])) == 40 and int(str(pin["size"])) > 1_000_000
+    # The wheel's runtime jar is Central's, byte for byte.
+    assert pins[DEFAULT_STACK.runtime]["sha256"] == ALL_PINS["iceberg-spark-runtime-3.5_2.12-1.10.2.jar"]
+
+
+def test_every_pinned_coordinate_and_sha1_is_on_maven_central():
+    """Each pinned jar exists on Central with the pinned sha1 (Central publishes .sha1, not .sha256;
+    the sha256 pins were computed from these downloads and are checked at every resolve)."""
+    import requests
+
+    base = os.environ.get(MAVEN_REPO_ENV) or "https://repo1.maven.org/maven2"
+    try:
+        requests.head(base + "/", timeout=10)
+    except requests.RequestException as exc:
+        pytest.skip(f"Maven Central is not reachable here ({type(exc).__name__})")
+    for coordinate, pin in pinned_maven_jars().items():
+        group, artifact, version = coordinate.split(":")
+        url = f"{base}/{group.replace('.', '/')}/{artifact}/{version}/{artifact}-{version}.jar"
+        sha1 = requests.get(url + ".sha1", timeout=30)
+        assert sha1.status_code == 200, (coordinate, sha1.status_code)
+        assert sha1.text.split()[0] == pin["sha1"], coordinate
+        head = requests.head(url, timeout=30, allow_redirects=True)
+        assert head.status_code == 200 and int(head.headers["Content-Length"]) == pin["size"], coordinate
+
+
+@pytest.fixture
+def mirror(tmp_path):
+    """A loopback Maven repository (a plain file server) holding the Spark 4.1 + Iceberg 1.12 jars,
+    taken from the user cache (one real download the first time)."""
+    import functools
+    import http.server
+    import threading
+
+    stack = select_stack("4.1", "1.12")
+    real = resolve_jars(stack=stack, progress=lambda m: None)
+    root = tmp_path / "mirror"
+    for path, coordinate in zip(real, (stack.runtime, stack.aws_bundle), strict=True):
+        group, artifact, version = coordinate.split(":")
+        target = root.joinpath(*group.split("."), artifact, version, path.name)
+        target.parent.mkdir(parents=True)
+        os.link(path, target) if path.stat().st_dev == tmp_path.stat().st_dev else target.write_bytes(path.read_bytes())
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield stack, root, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_maven_stack_downloads_verifies_caches_and_repairs(mirror, tmp_path, monkeypatch):
+    stack, root, url = mirror
+    monkeypatch.setenv(MAVEN_REPO_ENV, url)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.m2 copy to take instead
+    pins = pinned_maven_jars()
+    messages: list[str] = []
+    jars = resolve_jars(cache=tmp_path / "cache", stack=stack, progress=messages.append)
+    assert [p.name for p in jars] == ["iceberg-spark-runtime-4.1_2.13-1.12.0.jar", "iceberg-aws-bundle-1.12.0.jar"]
+    assert [sha256_file(p) for p in jars] == [pins[stack.runtime]["sha256"], pins[stack.aws_bundle]["sha256"]]
+    assert sum("downloading" in m and url in m for m in messages) == 2
+    messages.clear()
+    assert resolve_jars(cache=tmp_path / "cache", stack=stack, progress=messages.append) == jars and messages == []
+    with open(jars[1], "r+b") as fh:  # a corrupted cache entry is fetched again
+        fh.seek(1000)
+        fh.write(b"\0corrupt\0")
+    resolve_jars(cache=tmp_path / "cache", stack=stack, progress=messages.append)
+    assert sha256_file(jars[1]) == pins[stack.aws_bundle]["sha256"] and any("failed its checksum" in m for m in messages)
+    # A mirror that serves another file: one line, nothing lands in the cache.
+    served = next(root.rglob("iceberg-aws-bundle-1.12.0.jar"))
+    served.unlink()
+    served.write_bytes(b"not the bundle")
+    with pytest.raises(JarError) as err:
+        resolve_jars(cache=tmp_path / "other", stack=stack, progress=lambda m: None)
+    assert "iceberg-aws-bundle-1.12.0.jar" in str(err.value) and "sha256" in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "other" / "jars" / "maven" / served.name).exists()
+    assert not list((tmp_path / "other").rglob("*.part"))
+
+
+def test_unreachable_maven_repository_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv(MAVEN_REPO_ENV, "http://127.0.0.1:9/maven2")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    with pytest.raises(JarError) as err:
+        resolve_jars(cache=tmp_path, stack=select_stack("4.0"), progress=lambda m: None)
+    msg = str(err.value)
+    assert "could not download org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.11.0" in msg and MAVEN_REPO_ENV in msg and "\n" not in msg
+
+
+def test_spark_conf_per_stack_jars_and_packages(lakehouse):
+    from pyspark_catalog_ext.spark.conf import spark_conf
+
+    conf = spark_conf("local", lakehouse=lakehouse, spark="4.1", iceberg="1.12")
+    jars = conf["spark.jars"].split(",")
+    assert [Path(j).name for j in jars[:2]] == ["iceberg-spark-runtime-4.1_2.13-1.12.0.jar", "iceberg-aws-bundle-1.12.0.jar"]
+    assert len(jars) == 3 and "shim" in Path(jars[2]).name  # one shim jar on every stack
+    maven = spark_conf("local", lakehouse=lakehouse, jars="maven", spark="4.0")
+    assert maven["spark.jars.packages"] == select_stack("4.0").maven_packages
+    with pytest.raises(ConfigError, match="Iceberg 1.12 has no runtime for Spark 4.0"):
+        spark_conf("local", lakehouse=lakehouse, jars=None, spark="4.0", iceberg="1.12")
