@@ -94,3 +94,17 @@ def test_maintain_keeps_another_400_as_the_catalogs_error(srv: Scripted) -> None
     with pytest.raises(CatalogError) as err:
         PolarisPolicySource(make(srv)).applicable(("db",), "t")
     assert not isinstance(err.value, PolicyApiUnavailableError) and "page-size" in str(err.value)
+
+
+def test_the_spark_catalog_read_takes_the_jvms_no_route_400_for_a_missing_route() -> None:
+    """maintain through Spark reads the policy API on the shim's session: Iceberg's error handler turns
+    the fixture's 400 into BadRequestException("Malformed request: No route for request: ...")."""
+    from pyspark_catalog_ext.spark.java_errors import translate
+    from tests.unit.test_java_errors import ICEBERG, JavaThrowable
+
+    subject = "GET /polaris/v1/{prefix}/applicable-policies in Spark catalog lake"
+    no_route = translate(JavaThrowable(ICEBERG + "BadRequestException", "Malformed request: No route for request: "
+                                       "GET polaris/v1/applicable-policies"), subject=subject)
+    assert isinstance(no_route, CatalogUnsupportedError) and no_route.status == 400
+    other = translate(JavaThrowable(ICEBERG + "BadRequestException", "Malformed request: parent"), subject=subject)
+    assert isinstance(other, CatalogError) and not isinstance(other, CatalogUnsupportedError) and other.status == 400
