@@ -49,7 +49,7 @@ def _cmd(args: argparse.Namespace) -> int:
     progress = TextProgress(out)
     report = run_doctor(
         args.profile, skip=args.skip or (), require=args.require or (), shim=not args.no_shim,
-        server_label=args.server_label, progress=progress, **connection_kwargs(args),
+        server_label=args.server_label, progress=progress, open_catalog=args.open_catalog, **connection_kwargs(args),
     )
     progress.interrupted()
     for line in summary_lines(report):
@@ -80,6 +80,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "refresh, staging, idempotency, signing, pyiceberg, spark)")
     p.add_argument("--require", action="append", metavar="PROBE|GROUP",
                    help="also require these probes to pass (besides the profile's)")
+    p.add_argument("--open-catalog", action="store_true",
+                   help="the catalog enforces no auth on purpose (a test server): the auth probe warns instead of "
+                        "failing and the probes after it run (undeclared, an open catalog fails the auth probe)")
     p.add_argument("--no-shim", action="store_true", help="run the Spark probes with plain Iceberg (no refresh shim)")
     p.add_argument("--server-label", metavar="TEXT", help="what the catalog is, for the report and matrix (e.g. 'Polaris 1.2')")
     p.add_argument("--save-matrix", nargs="?", const="", metavar="DIR",

@@ -322,7 +322,9 @@ class ProbeContext:
 
     def table_body(self, name: str, location: str | None = None) -> dict[str, Any]:
         """A CreateTableRequest for `name` with the doctor's two-column schema."""
-        body: dict[str, Any] = {"name": name, "schema": TABLE_SCHEMA,
+        # "stage-create": false said outright, as Iceberg's own clients do: Nessie 0.99 answers a body
+        # without it with 500.
+        body: dict[str, Any] = {"name": name, "schema": TABLE_SCHEMA, "stage-create": False,
                                 "properties": {"created-by": "pyspark-catalog-ext doctor"}}
         if location:
             body["location"] = location

@@ -70,8 +70,13 @@ def probe_auth(ctx: ProbeContext) -> Outcome:
     evidence = {"auth": kind, "token_endpoint_statuses": [e["status"] for e in token_calls],
                 "unauthenticated_listing_status": anon,
                 "unauthenticated_elapsed_ms": round((time.perf_counter() - t0) * 1000, 1)}
+    if anon == 200 and ctx.shared.get("open_catalog"):
+        # Declared by the user (--open-catalog): said, not failed, so the probes after it still run.
+        return passed("open (declared): the catalog answers unauthenticated requests (200); warning: anyone who "
+                      "reaches it can read and change its tables", open_catalog="declared", **evidence)
     if kind != "none" and anon == 200:
-        return failed(f"{kind} works, but the catalog also answers unauthenticated requests (200)", **evidence)
+        return failed(f"{kind} works, but the catalog also answers unauthenticated requests (200); if it is open on "
+                      "purpose, say so with --open-catalog", **evidence)
     refused = f"unauthenticated listing refused ({anon})" if kind != "none" else "no auth configured"
     return passed(f"{kind} accepted; {refused}", **evidence)
 

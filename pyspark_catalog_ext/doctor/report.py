@@ -150,6 +150,8 @@ def summary_lines(report: DoctorReport) -> list[str]:
                      + f" ({len(required) - len(failures)} of {len(required)} pass)")
     else:
         lines.append(f"required by profile {report.profile.name!r}: all {len(required)} pass")
+    if any(r.evidence.get("open_catalog") == "declared" for r in report.results):
+        lines.append("warning: the catalog enforces no auth (declared with --open-catalog)")
     bad = [f"{c['action']}: {c.get('note')}" for c in report.cleanup if not c.get("ok")]
     sweep = [str(c.get("note")) for c in report.cleanup if c.get("ok") and c["action"].startswith("drop namespace")]
     others = sum(1 for c in report.cleanup if c.get("ok") and not c["action"].startswith("drop namespace"))

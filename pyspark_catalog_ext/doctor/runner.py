@@ -143,6 +143,7 @@ def run_doctor(
     shim: bool = True,
     server_label: str | None = None,
     progress: Progress | None = None,
+    open_catalog: bool = False,
     **connection: Any,
 ) -> DoctorReport:
     """Run every probe against the catalog described by `profile` + `connection` (the keyword
@@ -151,7 +152,8 @@ def run_doctor(
     Raises a one-line CatalogExtError when the catalog cannot be used at all (unknown profile,
     unreachable, TLS failure, rejected credentials, unknown warehouse). Otherwise returns the
     report; `report.exit_code` says how it went. Ctrl-C/SIGTERM end the run after cleanup with
-    `report.interrupted` set.
+    `report.interrupted` set. `open_catalog` declares a catalog that enforces no auth on purpose:
+    the auth probe then warns instead of failing, and the probes after it run.
     """
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     skip_set = resolve_selection(skip, "--skip")
@@ -192,6 +194,7 @@ def run_doctor(
         ctx = ProbeContext(profile=prof, props=props, connection=connection, client=client, namespace=namespace,
                            secrets=secrets, cleanup=cleanup, shim=shim, work_dir=work_dir, interrupts=interrupts)
         ctx.shared["preflight_http"] = preflight_http
+        ctx.shared["open_catalog"] = open_catalog
         client.on_exchange = ctx.record_exchange
         report = DoctorReport(
             profile=prof, catalog_uri=client.safe_uri, warehouse=props.get("warehouse"), auth=client.auth_kind,

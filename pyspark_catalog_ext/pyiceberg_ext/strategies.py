@@ -110,7 +110,12 @@ class CredentialsEndpointStrategy(Strategy):
     def applies(self, req: TableRequest) -> bool:
         return not req.get("staged")
 
+    #: As the REST spec's `endpoints` list in /v1/config names it.
+    ENDPOINT = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"
+
     def fetch(self, client: CatalogClient, req: TableRequest) -> BridgeAnswer:
+        if client.supports_endpoint(self.ENDPOINT) is False:  # a catalog that lists its endpoints, without this one
+            raise CatalogUnsupportedError(f"the catalog's /v1/config does not advertise {self.ENDPOINT}")
         return _answer(self.name, client.load_credentials_json(_identifier(req)))
 
 
@@ -144,7 +149,8 @@ class StrategyChain:
     def __init__(self, strategies: tuple[Strategy, ...] = CATALOG_STRATEGIES,
                  timer: Callable[[], float] = time.monotonic) -> None:
         self._strategies = strategies
-        # strategy names that got 404/405 from this catalog (expired entries vanish from `in`)
+        # strategy names that got 404/405/"no route" from this catalog or that it does not advertise
+        # (expired entries vanish from `in`)
         self._unsupported: TTLCache[str, bool] = TTLCache(maxsize=max(1, len(strategies)),
                                                           ttl=self.FORGET_MISSING_AFTER_S, timer=timer)
 

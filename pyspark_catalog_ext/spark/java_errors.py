@@ -208,6 +208,8 @@ def _known(name: str, message: str, chain: list[tuple[str, str]], subject: str |
     if short == "UnsupportedOperationException" and name.startswith("java.") and _is_catalog_refusal(message):
         return CatalogUnsupportedError(f"{failed}: the catalog does not support it ({text})",
                                        status=_http_status(message))
+    if short == "BadRequestException" and "No route for request" in message:  # Iceberg's REST servlet: no such route
+        return CatalogUnsupportedError(f"{failed}: the catalog does not support it ({text})", status=400)
     if short == "BadRequestException":
         return CatalogError(f"{failed}: the catalog rejected the request ({text})", status=400)
     if short == "RESTException":

@@ -34,7 +34,7 @@ public final class CatalogSession {
   public final RefreshPolicy policy;
   /** Idempotency-Key, retries and reconciliation of this catalog's mutations. */
   public final CommitGuard guard = new CommitGuard();
-  /** Strategies this catalog answered 404 to (e.g. no GET .../credentials endpoint). */
+  /** Strategies this catalog lacks (404 or "no route" to GET .../credentials, or not in its advertised endpoints). */
   public final Set<CatalogRefresher.Strategy> unsupported = ConcurrentHashMap.newKeySet();
 
   /** Path up to "namespaces/" as the catalog's own requests use it (v1/{prefix}/). */

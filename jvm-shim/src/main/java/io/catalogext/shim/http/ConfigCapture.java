@@ -2,10 +2,12 @@ package io.catalogext.shim.http;
 
 import io.catalogext.shim.commit.CommitGuard;
 import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.refresh.CatalogRefresher;
 
 import java.io.IOException;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
+import org.apache.iceberg.rest.Endpoint;
 import org.apache.iceberg.rest.responses.ConfigResponse;
 import org.apache.iceberg.rest.responses.ConfigResponseParser;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonParser;
@@ -93,7 +95,12 @@ public final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
       // noted it and reconciles without idempotency; Iceberg gets the answer without it.
       ((ObjectNode) node).remove(LIFETIME_FIELD);
     }
-    return ConfigResponseParser.fromJson(node);
+    ConfigResponse parsed = ConfigResponseParser.fromJson(node);
+    // REST spec `endpoints`: a server that lists its endpoints without GET .../credentials has none.
+    if (node != null && node.has("endpoints") && !parsed.endpoints().contains(Endpoint.V1_TABLE_CREDENTIALS)) {
+      session.unsupported.add(CatalogRefresher.Strategy.CREDENTIALS_ENDPOINT);
+    }
+    return parsed;
   }
 
   private static boolean parsesAsDuration(JsonNode value) {

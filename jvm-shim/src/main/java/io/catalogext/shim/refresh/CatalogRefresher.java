@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.apache.iceberg.exceptions.BadRequestException;
 import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.rest.ErrorHandlers;
 import org.apache.iceberg.rest.RESTClient;
@@ -64,7 +65,7 @@ public final class CatalogRefresher {
             failures.isEmpty() ? strategy.label : strategy.label + " (after " + String.join("; ", failures) + ")";
         return new RefreshResult(result.configByPrefix, result.refreshTokens, name);
       } catch (RuntimeException e) {
-        if (strategy == Strategy.CREDENTIALS_ENDPOINT && isNotFound(e)) {
+        if (strategy == Strategy.CREDENTIALS_ENDPOINT && isMissingEndpoint(e)) {
           session.unsupported.add(strategy); // the catalog has no such endpoint: don't ask again
         }
         failures.add(strategy.label + " failed: " + oneLine(e));
@@ -229,8 +230,13 @@ public final class CatalogRefresher {
     return out;
   }
 
-  private static boolean isNotFound(RuntimeException e) {
-    return e instanceof NoSuchTableException || e instanceof org.apache.iceberg.exceptions.NotFoundException;
+  /**
+   * 404, or the 400 Iceberg's REST servlet (its REST fixture) answers for a path it has no route for;
+   * any other 400 is a bad request, not a missing endpoint.
+   */
+  private static boolean isMissingEndpoint(RuntimeException e) {
+    return e instanceof NoSuchTableException || e instanceof org.apache.iceberg.exceptions.NotFoundException
+        || (e instanceof BadRequestException && String.valueOf(e.getMessage()).contains("No route for request"));
   }
 
   private static String strip(String location) {

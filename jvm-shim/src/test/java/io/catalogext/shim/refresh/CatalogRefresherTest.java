@@ -11,11 +11,15 @@ import java.lang.reflect.Proxy;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.credentials.ImmutableCredential;
+import org.apache.iceberg.rest.responses.ConfigResponse;
+import org.apache.iceberg.rest.responses.ErrorResponse;
 import org.apache.iceberg.rest.responses.ImmutableLoadCredentialsResponse;
 import org.apache.iceberg.rest.responses.LoadCredentialsResponse;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 
 /** The refresher's plan (which strategies, in which order) and its fetch loop over a scripted client. */
@@ -68,6 +72,40 @@ public class CatalogRefresherTest {
   }
 
   @Test
+  void testANoRoute400IsAMissingEndpointAnyOther400IsNot() {
+    // What Iceberg's REST fixture answers for GET .../credentials, through Iceberg's own error handler.
+    state.observedTableOperation(scripted(Map.of("v1/namespaces/db/tables/t/credentials", "400 No route for request")), "v1/");
+    TableEntry e = entry(false, null, null);
+    assertThrows(RuntimeException.class, () -> CatalogRefresher.fetch(state, e));
+    assertEquals(List.of("reload"), labels(CatalogRefresher.plan(state, e)), "the no-route 400 is remembered");
+
+    CatalogSession other = new CatalogSession("c", Map.of("uri", "http://catalog:8181"));
+    other.observedTableOperation(scripted(Map.of("v1/namespaces/db/tables/t/credentials", "400 Malformed token")), "v1/");
+    assertThrows(RuntimeException.class, () -> CatalogRefresher.fetch(other, e));
+    assertEquals(List.of("credentials-endpoint", "reload"), labels(CatalogRefresher.plan(other, e)), "another 400: asked again");
+  }
+
+  @Test
+  void testAdvertisedEndpointsWithoutCredentialsAreNotAsked() throws Exception {
+    String base = "{\"defaults\":{},\"overrides\":{}";
+    CatalogSession listed = new CatalogSession("c", Map.of("uri", "http://catalog:8181"));
+    io.catalogext.shim.http.ConfigCapture.register(new ObjectMapper(), listed).readValue(
+        base + ",\"endpoints\":[\"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}\"]}", ConfigResponse.class);
+    assertEquals(List.of("reload"), labels(CatalogRefresher.plan(listed, entry(false, null, null))), "not listed");
+
+    CatalogSession withIt = new CatalogSession("c", Map.of("uri", "http://catalog:8181"));
+    io.catalogext.shim.http.ConfigCapture.register(new ObjectMapper(), withIt).readValue(
+        base + ",\"endpoints\":[\"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials\"]}",
+        ConfigResponse.class);
+    CatalogSession unlisted = new CatalogSession("c", Map.of("uri", "http://catalog:8181"));
+    io.catalogext.shim.http.ConfigCapture.register(new ObjectMapper(), unlisted).readValue(base + "}", ConfigResponse.class);
+    for (CatalogSession s : List.of(withIt, unlisted)) {
+      assertEquals(List.of("credentials-endpoint", "reload"), labels(CatalogRefresher.plan(s, entry(false, null, null))),
+          "listed, or no list at all: asked");
+    }
+  }
+
+  @Test
   void testTheFirstStrategyThatAnswersWinsAndNamesItsPredecessors() {
     state.observedTableOperation(scripted(Map.of("v1/refresh/t", "keys")), "v1/");
     RefreshResult r = CatalogRefresher.fetch(state, entry(false, null, "v1/refresh/t"));
@@ -107,6 +145,12 @@ public class CatalogRefresherTest {
                     .config(Map.of(ShimKeys.ACCESS_KEY_ID, "AKIA-NEW", "s3.secret-access-key", "s")).build())
                 .build();
             return r;
+          }
+          if (answer.startsWith("400 ")) {
+            @SuppressWarnings("unchecked")
+            Consumer<ErrorResponse> handler = (Consumer<ErrorResponse>) args[args.length - 1];
+            handler.accept(ErrorResponse.builder().responseCode(400).withType("BadRequestException")
+                .withMessage(answer.substring(4) + ": GET " + path).build());
           }
           if (answer.equals("404")) {
             throw new NoSuchTableException("no such endpoint");
