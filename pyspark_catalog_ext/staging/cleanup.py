@@ -156,10 +156,8 @@ def s3_client(endpoint: str | None, access_key: str, secret_key: str, session_to
 def _s3_from_props(props: Mapping[str, str]) -> Any:
     if "s3.access-key-id" not in props:
         raise ConfigError("the catalog vended no S3 credentials for this location; pass --s3-access-key/--s3-secret-key")
-    if not props.get("s3.endpoint"):
-        # boto3 would send the keys to AWS, which may not be where they belong.
-        raise ConfigError("the catalog vended S3 keys without an S3 endpoint (s3.endpoint) and none was given: pass "
-                          "--s3-endpoint (s3_endpoint=), e.g. https://s3.<region>.amazonaws.com for AWS S3")
+    # No endpoint anywhere (table config, --s3-endpoint): AWS S3 in the keys' region, as Iceberg's
+    # S3FileIO does with the same properties; that is where a catalog on AWS vends keys for.
     return s3_client(props.get("s3.endpoint"), props["s3.access-key-id"], props.get("s3.secret-access-key", ""),
                      props.get("s3.session-token"), props.get("client.region") or props.get("s3.region"),
                      props.get("s3.path-style-access", "true").lower() == "true")
