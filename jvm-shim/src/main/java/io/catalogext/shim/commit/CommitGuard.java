@@ -10,7 +10,6 @@ import io.catalogext.shim.config.CatalogSession;
 import io.catalogext.shim.config.Knobs;
 import io.catalogext.shim.http.ConfigCapture;
 import io.catalogext.shim.http.NoHiddenResends;
-import io.catalogext.shim.http.ObservingRESTClient;
 import io.catalogext.shim.http.TablePath;
 import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.util.Json;
@@ -37,7 +36,6 @@ import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.UpdateRequirement;
-import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.CommitFailedException;
 import org.apache.iceberg.exceptions.CommitStateUnknownException;
 import org.apache.iceberg.exceptions.NoSuchTableException;
@@ -53,8 +51,8 @@ import org.apache.iceberg.rest.responses.LoadTableResponse;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
- * Safe mutations for one catalog: every POST/DELETE that {@link ObservingRESTClient} forwards goes
- * through {@link #mutate}.
+ * Safe mutations for one catalog: every POST/DELETE the catalog's client sends goes through
+ * {@link #mutate} (the request funnel's {@code MutationGuard} step).
  *
  * <ul>
  *   <li><b>Idempotency-Key</b> (UUIDv7) on every mutation when the server advertised {@code
@@ -257,7 +255,7 @@ public final class CommitGuard {
     T send(Map<String, String> headers, Consumer<ErrorResponse> errorHandler);
   }
 
-  /** A mutation as {@link ObservingRESTClient} forwards it. */
+  /** A mutation as the funnel's {@code MutationGuard} step hands it over. */
   public static final class Request {
     final String method;
     final String path;
