@@ -14,7 +14,8 @@ import org.apache.iceberg.rest.RESTResponse;
  * reconciliation), each of its attempts one send with the guard's headers and error handler. Reads,
  * HEADs and OAuth2 token forms are sent once; a redirect the HTTP client refused
  * ({@link NoHiddenResends}) becomes one line naming its target instead of Iceberg's "Error
- * occurred while processing GET request" around it.
+ * occurred while processing GET request" around it. Iceberg 1.11+'s own reconciliation GET after a
+ * commit the guard has already reconciled is not sent ({@link CommitGuard#standsDownForIceberg}).
  */
 final class MutationGuard implements CatalogHttpFunnel.Interceptor {
   private final CatalogSession session;
@@ -31,6 +32,11 @@ final class MutationGuard implements CatalogHttpFunnel.Interceptor {
       CommitGuard.Request req = new CommitGuard.Request(
           ex.method().name(), ex.path(), ex.body(), ex.headers(), ex.errorHandler(), ex.undecorated());
       return session.guard.mutate(req, (headers, errorHandler) -> ex.proceed(ex.withHeaders(headers), errorHandler));
+    }
+    if (ex.method() == HTTPMethod.GET && CommitGuard.standsDownForIceberg(ex.path())) {
+      // Sent nowhere: Iceberg keeps this as a suppressed note on the commit's CommitStateUnknownException.
+      throw new IllegalStateException("catalog-ext's commit guard already checked the table after this commit's"
+          + " unanswered attempt; Iceberg's own reconciliation stands down (one lookup per commit)");
     }
     try {
       return ex.proceed();
