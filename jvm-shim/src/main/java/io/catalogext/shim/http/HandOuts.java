@@ -136,6 +136,10 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
       Map<String, String> cc = new HashMap<>(c.config());
       cc.remove(ShimKeys.CAPTURED_REFRESH_TOKEN);
       cc.remove(ShimKeys.REFRESH_ENDPOINT);
+      String expires = cc.remove(ShimKeys.EXPIRES_AT_MS); // see ShimKeys.CREDENTIAL_EXPIRES_AT_MS
+      if (expires != null) {
+        cc.put(ShimKeys.CREDENTIAL_EXPIRES_AT_MS, expires);
+      }
       cc.put(ShimKeys.CREDENTIAL_PREFIX, c.prefix());
       credentials.add(ImmutableCredential.builder().prefix(c.prefix()).config(cc).build());
     }
