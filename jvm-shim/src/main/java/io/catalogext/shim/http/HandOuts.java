@@ -64,7 +64,7 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
     }
     // Iceberg 1.12's remote-signing-config, as the s3.signer.* properties Iceberg 1.10 reads.
     LoadTableResponse loaded = RemoteSigning.translate((LoadTableResponse) response, tablePath, body);
-    String signer = loaded.config().get(RemoteSigning.SIGNER_URI);
+    String signer = loaded.config().getOrDefault(RemoteSigning.SIGNER_URI, loaded.config().get(RemoteSigning.NEW_SIGNER_URI));
     if (signer != null && !Origins.allowed(signer, session.uri, session.userSignerUri)) {
       // Iceberg's signer client would send the catalog's token (or exchange its client credentials) there.
       throw new IllegalStateException("the catalog's answer for " + tablePath.displayName() + " names a remote signer on"
