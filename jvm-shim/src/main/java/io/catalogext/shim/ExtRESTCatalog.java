@@ -2,10 +2,9 @@ package io.catalogext.shim;
 
 import io.catalogext.shim.config.CatalogSession;
 import io.catalogext.shim.events.EventLog;
+import io.catalogext.shim.http.CatalogClients;
 import io.catalogext.shim.http.ConfigCapture;
-import io.catalogext.shim.http.EventingRESTClient;
 import io.catalogext.shim.http.NoHiddenResends;
-import io.catalogext.shim.http.ObservingRESTClient;
 import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.util.Json;
 
@@ -139,6 +138,6 @@ public class ExtRESTCatalog extends RESTCatalog {
     }
     session.guard.configure(config); // the merged config too: /v1/config may set catalog-ext.commit.*
     EventLog.configure(config); // catalog-ext.events.jsonl-path: the JVM's own JSON-lines event file
-    return new EventingRESTClient(new ObservingRESTClient(http, session), session); // events: outermost
+    return CatalogClients.funnel(http, config.get(CatalogProperties.URI), session);
   }
 }

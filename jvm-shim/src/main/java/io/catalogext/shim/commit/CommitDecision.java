@@ -5,7 +5,7 @@ import java.util.List;
 /**
  * What {@link CommitGuard} does after an attempt that did not succeed: a pure function of the
  * evidence. Its spec is the commit decision table shared with PyIceberg
- * ({@code pyspark_catalog_ext/resources/commit-decisions.json}, packaged next to this class as
+ * ({@code pyspark_catalog_ext/resources/commit-decisions.json}, packaged under the shim's root package as
  * {@link #TABLE_RESOURCE}); CommitDecisionTest checks every row of it, and the Python guard is
  * tested against the same rows.
  *

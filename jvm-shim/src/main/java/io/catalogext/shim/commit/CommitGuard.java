@@ -10,7 +10,6 @@ import io.catalogext.shim.config.CatalogSession;
 import io.catalogext.shim.config.Knobs;
 import io.catalogext.shim.http.ConfigCapture;
 import io.catalogext.shim.http.NoHiddenResends;
-import io.catalogext.shim.http.ObservingRESTClient;
 import io.catalogext.shim.http.TablePath;
 import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.util.Json;
@@ -37,7 +36,6 @@ import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.UpdateRequirement;
-import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.CommitFailedException;
 import org.apache.iceberg.exceptions.CommitStateUnknownException;
 import org.apache.iceberg.exceptions.NoSuchTableException;
@@ -53,8 +51,8 @@ import org.apache.iceberg.rest.responses.LoadTableResponse;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
- * Safe mutations for one catalog: every POST/DELETE that {@link ObservingRESTClient} forwards goes
- * through {@link #mutate}.
+ * Safe mutations for one catalog: every POST/DELETE the catalog's client sends goes through
+ * {@link #mutate} (the request funnel's {@code MutationGuard} step).
  *
  * <ul>
  *   <li><b>Idempotency-Key</b> (UUIDv7) on every mutation when the server advertised {@code
@@ -97,6 +95,11 @@ public final class CommitGuard {
     NEVER
   }
 
+  /** The table path whose commit this thread's guard reconciled before answering "unknown". */
+  private static final ThreadLocal<String> RECONCILED = new ThreadLocal<>();
+  private static final String ICEBERG_TABLE_OPS = "org.apache.iceberg.rest.RESTTableOperations";
+  private static final String ICEBERG_RECONCILE_METHOD = "reconcileOnSimpleUpdate";
+
   // Settings (catalog properties catalog-ext.commit.*).
   // Defaults and ranges from the knob spec (Knobs), shared with PyIceberg.
   private volatile int maxAttempts = (int) Knobs.longValue(Map.of(), PROP_PREFIX + "max-attempts");
@@ -118,6 +121,8 @@ public final class CommitGuard {
   // Evidence (no secrets): what happened, for status and tests.
   private final AtomicLong mutations = new AtomicLong();
   private final AtomicLong keyed = new AtomicLong();
+  /** Mutations whose key was Iceberg's own (1.11+), repeated instead of replaced. */
+  private final AtomicLong reusedKeys = new AtomicLong();
   private final AtomicLong retries = new AtomicLong();
   private final AtomicLong reconciledLanded = new AtomicLong();
   private final AtomicLong reconciledNotLanded = new AtomicLong();
@@ -210,6 +215,7 @@ public final class CommitGuard {
     n.put("idempotency", idempotencyEnabled());
     n.put("mutations", mutations.get());
     n.put("keyed", keyed.get());
+    n.put("reused_iceberg_keys", reusedKeys.get());
     n.put("retries", retries.get());
     n.put("reconciled_landed", reconciledLanded.get());
     n.put("reconciled_not_landed", reconciledNotLanded.get());
@@ -230,6 +236,7 @@ public final class CommitGuard {
   private void forgetEvidence() {
     mutations.set(0);
     keyed.set(0);
+    reusedKeys.set(0);
     retries.set(0);
     reconciledLanded.set(0);
     reconciledNotLanded.set(0);
@@ -257,7 +264,7 @@ public final class CommitGuard {
     T send(Map<String, String> headers, Consumer<ErrorResponse> errorHandler);
   }
 
-  /** A mutation as {@link ObservingRESTClient} forwards it. */
+  /** A mutation as the funnel's {@code MutationGuard} step hands it over. */
   public static final class Request {
     final String method;
     final String path;
@@ -326,14 +333,50 @@ public final class CommitGuard {
   }
 
   /** Sends a mutation: retries, Idempotency-Key and reconciliation as {@link CommitDecision} says. */
-  @SuppressWarnings("unchecked")
   public <T> T mutate(Request req, Attempt<T> attempt) {
+    RECONCILED.remove();
+    boolean[] reconciled = {false};
+    try {
+      return mutate(req, attempt, reconciled);
+    } catch (CommitStateUnknownException e) {
+      if (reconciled[0] && req.body instanceof UpdateTableRequest) {
+        RECONCILED.set(req.path); // Iceberg 1.11+ would look again: see standsDownForIceberg
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * Whether this GET of {@code path} is Iceberg's own reconciliation of a commit this guard has
+   * just reconciled and answered "unknown" (Iceberg 1.11+ reloads the table after a
+   * CommitStateUnknownException of a snapshot-add, {@code RESTTableOperations.reconcileOnSimpleUpdate}).
+   * Ours acts (it also retries, checks requirements, covers creates and transactions); Iceberg's
+   * stands down, so one commit gets one lookup. Consumes the mark: only the next GET on this thread.
+   */
+  public static boolean standsDownForIceberg(String path) {
+    String reconciled = RECONCILED.get();
+    if (reconciled == null) {
+      return false;
+    }
+    RECONCILED.remove();
+    return reconciled.equals(path) && StackWalker.getInstance().walk(frames -> frames.limit(64).anyMatch(f ->
+        ICEBERG_RECONCILE_METHOD.equals(f.getMethodName()) && ICEBERG_TABLE_OPS.equals(f.getClassName())));
+  }
+
+  @SuppressWarnings("unchecked")
+  private <T> T mutate(Request req, Attempt<T> attempt, boolean[] reconciled) {
     Kind kind = classify(req.method, req.path, req.body);
     Map<String, String> headers = new HashMap<>(req.headers);
-    headers.remove(IDEMPOTENCY_HEADER);
+    // Iceberg 1.11+ sends its own key where the server advertises a lifetime (a new one per call):
+    // that key is this logical operation's, so it is the one every retry below repeats, never a
+    // second key beside it (header names are case-insensitive).
+    String icebergKey = removeKeys(headers);
     if (idempotencyEnabled()) {
-      headers.put(IDEMPOTENCY_HEADER, uuid7().toString()); // the same key for every retry below
+      headers.put(IDEMPOTENCY_HEADER, icebergKey != null ? icebergKey : uuid7().toString());
       keyed.incrementAndGet();
+      if (icebergKey != null) {
+        reusedKeys.incrementAndGet();
+      }
     }
     boolean deduplicated = deduplicating();
     mutations.incrementAndGet();
@@ -365,8 +408,11 @@ public final class CommitGuard {
       boolean refusedAfterThrottle = throttledBefore && failure.answer.refusal();
       Facts facts = new Facts(kind, failure.answer, mayHaveReached || refusedAfterThrottle, Landed.NOT_CHECKED,
           deduplicated, canRetry(n, started, delay, deduplicated));
-      Reconciliation rec =
-          CommitDecision.needsReconciliation(facts) ? reconcile(req, headers) : Reconciliation.NOT_CHECKED;
+      Reconciliation rec = Reconciliation.NOT_CHECKED;
+      if (CommitDecision.needsReconciliation(facts)) {
+        rec = reconcile(req, headers);
+        reconciled[0] = true;
+      }
       facts = facts.withLanded(rec.landed);
       Outcome outcome = CommitDecision.decide(facts);
       event(req.what() + ": " + facts + " -> " + outcome);
@@ -392,6 +438,19 @@ public final class CommitGuard {
           throw failed(kind, req, failure, n);
       }
     }
+  }
+
+  /** Removes every Idempotency-Key header, whatever its case; returns the (last) value, or null. */
+  private static String removeKeys(Map<String, String> headers) {
+    String value = null;
+    for (java.util.Iterator<Map.Entry<String, String>> it = headers.entrySet().iterator(); it.hasNext(); ) {
+      Map.Entry<String, String> h = it.next();
+      if (IDEMPOTENCY_HEADER.equalsIgnoreCase(h.getKey())) {
+        value = h.getValue();
+        it.remove();
+      }
+    }
+    return value;
   }
 
   private Consumer<ErrorResponse> interceptor(

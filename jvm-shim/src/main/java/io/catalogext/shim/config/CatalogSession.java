@@ -3,8 +3,6 @@ package io.catalogext.shim.config;
 import io.catalogext.shim.ExtRESTCatalog;
 import io.catalogext.shim.commit.CommitGuard;
 import io.catalogext.shim.http.ConfigCapture;
-import io.catalogext.shim.http.EventingRESTClient;
-import io.catalogext.shim.http.ObservingRESTClient;
 import io.catalogext.shim.http.RemoteSigning;
 import io.catalogext.shim.refresh.CatalogRefresher;
 import io.catalogext.shim.refresh.RefreshPolicy;
@@ -20,7 +18,7 @@ import org.apache.iceberg.rest.RESTClient;
  * URI, its refresh settings, its {@link CommitGuard}, the path root and HTTP client of its table
  * operations (the refresh reuses both), and what the catalog turned out not to support. Every HTTP
  * client the catalog derives (withAuthSession makes new ones) and every decorator of them
- * ({@link ObservingRESTClient}, {@link EventingRESTClient}, {@link ConfigCapture}) share this one
+ * ({@code CatalogHttpFunnel} and its steps, {@link ConfigCapture}) share this one
  * object, so nothing about a catalog lives in a static.
  */
 public final class CatalogSession {

@@ -14,8 +14,8 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 
 /**
  * The {@code catalog-ext.*} catalog properties, read from the spec both runtimes share
- * ({@code pyspark_catalog_ext/resources/catalog-ext-knobs.json}, copied into this jar next to this
- * class by the build). Defaults, ranges and the one-line error for a bad value come from it, so a
+ * ({@code pyspark_catalog_ext/resources/catalog-ext-knobs.json}, copied into this jar under the shim's root
+ * package by the build). Defaults, ranges and the one-line error for a bad value come from it, so a
  * setting means the same here and in PyIceberg ({@code pyspark_catalog_ext.knobs}).
  */
 public final class Knobs {

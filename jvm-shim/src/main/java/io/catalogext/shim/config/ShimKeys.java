@@ -28,6 +28,13 @@ public final class ShimKeys {
 
   /** When the driver fetched the credentials it forwards, so executors schedule like the driver. */
   public static final String FETCHED_AT_MS = PREFIX + "fetched-at-ms";
+  /**
+   * A storage credential's expiry as the shim hands it to S3FileIO, instead of {@link #EXPIRES_AT_MS}:
+   * from that key Iceberg 1.11+'s S3FileIO schedules its own refresh through the refresh endpoint
+   * the shim took out ("Invalid credentials endpoint: null", apache/iceberg#17810), a second refresh
+   * beside ours where the endpoint is kept.
+   */
+  public static final String CREDENTIAL_EXPIRES_AT_MS = PREFIX + "session-token-expires-at-ms";
 
   public static final String ACCESS_KEY_ID = "s3.access-key-id";
   public static final String SECRET_ACCESS_KEY = "s3.secret-access-key";

@@ -1,6 +1,6 @@
 package io.catalogext.shim.events;
 
-import io.catalogext.shim.http.EventingRESTClient;
+import io.catalogext.shim.http.CommitEvents;
 import io.catalogext.shim.util.Json;
 
 import java.io.IOException;
@@ -20,7 +20,7 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ArrayNode;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
- * The JVM's structured events (stage-create and commit from {@link EventingRESTClient}; other
+ * The JVM's structured events (stage-create and commit from {@link CommitEvents}; other
  * parts call {@link #emit}). Two bounded destinations, neither of which ever blocks the caller:
  *
  * <ul>

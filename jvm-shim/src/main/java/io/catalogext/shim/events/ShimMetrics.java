@@ -30,7 +30,7 @@ public final class ShimMetrics {
           "storage_refresh_token", "refresh_endpoint", "re_stage", "credentials_endpoint", "reload",
           "other", "none");
   static final List<String> REFRESH_OUTCOMES = List.of("refreshed", "failed");
-  /** EventingRESTClient's commit outcomes, plus "other" for one it might add later. */
+  /** CommitEvents's commit outcomes, plus "other" for one it might add later. */
   static final List<String> COMMIT_OUTCOMES = List.of("committed", "rejected", "unknown", "failed", "other");
   static final String EXPIRY_GAUGE = "expiry.earliest_seconds";
   static final String ASKS_SERVED = "executor_asks.served";
@@ -149,7 +149,7 @@ public final class ShimMetrics {
   }
 
   /**
-   * One request of Iceberg's catalog client (EventingRESTClient: loads, listings, stage-creates,
+   * One request of Iceberg's catalog client (CommitEvents: loads, listings, stage-creates,
    * commits). Credential refreshes use the inner client and are counted under refresh.* instead.
    */
   public void catalogRequest() {

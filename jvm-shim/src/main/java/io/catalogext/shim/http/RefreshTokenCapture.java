@@ -24,7 +24,7 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
  * <ul>
  *   <li>Iceberg's parser drops the proposed {@code storage-refresh-token} field of a
  *       StorageCredential (spec PR 15280): it is moved into the credential's config under a private
- *       key; {@link ObservingRESTClient} takes it out again, so the token reaches the driver
+ *       key; {@link HandOuts} takes it out again, so the token reaches the driver
  *       registry and never a FileIO.
  *   <li>An entry with an empty config (lakekeeper#1923) makes Iceberg 1.10 reject the whole answer
  *       ("Invalid config: must be non-empty"), so every table load failed: such entries carry no

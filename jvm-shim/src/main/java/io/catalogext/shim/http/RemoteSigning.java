@@ -29,6 +29,12 @@ public final class RemoteSigning {
   static final String FIELD = "remote-signing-config";
   public static final String SIGNER_URI = "s3.signer.uri";
   static final String SIGNER_ENDPOINT = "s3.signer.endpoint";
+  /** The names Iceberg 1.12's signer client reads instead (RESTCatalogProperties.SIGNER_URI/_ENDPOINT). */
+  static final String NEW_SIGNER_URI = "signer.uri";
+  static final String NEW_SIGNER_ENDPOINT = "signer.endpoint";
+  /** Where Iceberg 1.12's signer client reads the remote-signing-config object (RESTCatalogProperties). */
+  static final String REST_SIGNING_CONFIG = "rest.remote-signing.config";
+  static final boolean PASSES_ON = icebergPassesSigningConfigOn();
 
   private RemoteSigning() {}
 
@@ -41,7 +47,8 @@ public final class RemoteSigning {
   static LoadTableResponse translate(LoadTableResponse loaded, TablePath path, RESTRequest body) {
     String captured = loaded.config().get(ShimKeys.CAPTURED_SIGNING_CONFIG);
     if (captured == null) {
-      return loaded;
+      Map<String, String> mirrored = withNewSignerNames(loaded.config());
+      return mirrored == null ? loaded : rebuilt(loaded, mirrored);
     }
     Map<String, String> config = new HashMap<>(loaded.config());
     config.remove(ShimKeys.CAPTURED_SIGNING_CONFIG);
@@ -51,9 +58,15 @@ public final class RemoteSigning {
     } catch (Exception e) {
       throw new IllegalStateException("the catalog's remote-signing-config is not a JSON object", e);
     }
+    if (PASSES_ON) {
+      // Iceberg 1.12's signer reads the object from the FileIO config and sends its properties and
+      // headers itself; the answer is rebuilt below (the shim's hand-out keys), which drops the
+      // parsed field, so the object travels under the key the signer reads.
+      config.put(REST_SIGNING_CONFIG, captured);
+    }
     for (String passOn : new String[] {"properties", "headers"}) {
       JsonNode node = signing.get(passOn);
-      if (node != null && node.size() > 0) {
+      if (!PASSES_ON && node != null && node.size() > 0) {
         throw new IllegalStateException("the catalog's remote-signing-config asks every sign request to carry "
             + passOn + ", which Iceberg 1.10's signer client cannot send; use an Iceberg runtime >= 1.12 for "
             + "this catalog, or vended credentials (delegation='vended-credentials')");
@@ -77,10 +90,46 @@ public final class RemoteSigning {
         config.put(SIGNER_ENDPOINT, TablePath.table(path.root, path.namespace, table) + "/sign");
       }
     }
+    Map<String, String> mirrored = withNewSignerNames(config);
+    return rebuilt(loaded, mirrored == null ? config : mirrored);
+  }
+
+  /**
+   * The signer properties under the names Iceberg 1.12's signer client reads ({@code signer.uri},
+   * {@code signer.endpoint}) beside the {@code s3.signer.*} names of 1.10 and 1.11, which 1.12 no
+   * longer reads: a catalog (or user) that still sends the old form signs where it says on every
+   * runtime. Null when there is nothing to add.
+   */
+  static Map<String, String> withNewSignerNames(Map<String, String> config) {
+    Map<String, String> out = null;
+    String[][] pairs = {{SIGNER_URI, NEW_SIGNER_URI}, {SIGNER_ENDPOINT, NEW_SIGNER_ENDPOINT}};
+    for (String[] pair : pairs) {
+      String value = config.get(pair[0]);
+      if (value != null && !config.containsKey(pair[1])) {
+        if (out == null) {
+          out = new HashMap<>(config);
+        }
+        out.put(pair[1], value);
+      }
+    }
+    return out;
+  }
+
+  private static LoadTableResponse rebuilt(LoadTableResponse loaded, Map<String, String> config) {
     return LoadTableResponse.builder()
         .withTableMetadata(loaded.tableMetadata())
         .addAllConfig(config)
         .addAllCredentials(loaded.credentials())
         .build();
+  }
+
+  /** Whether this Iceberg's signer passes a remote-signing-config's properties and headers on (1.12+). */
+  private static boolean icebergPassesSigningConfigOn() {
+    try {
+      Class.forName("org.apache.iceberg.rest.RemoteSigningConfig", false, RemoteSigning.class.getClassLoader());
+      return true;
+    } catch (ClassNotFoundException e) {
+      return false;
+    }
   }
 }

@@ -44,7 +44,7 @@ public final class CredentialSnapshot {
             : AwsSessionCredentials.create(accessKey, secretKey, sessionToken);
     String fetched = config.get(ShimKeys.FETCHED_AT_MS);
     long fetchedAt = fetched == null ? nowMs : Long.parseLong(fetched.trim());
-    String expires = config.get(ShimKeys.EXPIRES_AT_MS);
+    String expires = config.getOrDefault(ShimKeys.CREDENTIAL_EXPIRES_AT_MS, config.get(ShimKeys.EXPIRES_AT_MS));
     long expiresAt;
     if (expires != null) {
       expiresAt = Long.parseLong(expires.trim());

@@ -47,8 +47,8 @@ import scala.Option;
 
 /**
  * Staged tables for Python ({@code pyspark_catalog_ext.staging.staged}): an Iceberg create or replace
- * {@link Transaction} from the Spark catalog's own Iceberg catalog (so commits go through {@link
- * ObservingRESTClient} and {@link CommitGuard}, and the staged table's FileIO gets refreshing
+ * {@link Transaction} from the Spark catalog's own Iceberg catalog (so commits go through the
+ * shim's request funnel and {@link CommitGuard}, and the staged table's FileIO gets refreshing
  * credentials), appended to through Spark's DataSource V2 write path any number of times, then
  * committed in one REST commit or aborted (deleting exactly the files it wrote).
  *

@@ -95,6 +95,41 @@ public class CommitGuardLoopTest {
   }
 
   @Test
+  void testIcebergsOwnKeyIsTheOneEveryAttemptRepeats() {
+    // Iceberg 1.11+ puts its own Idempotency-Key on the mutation where the server advertises a
+    // lifetime; the guard repeats that key instead of replacing it or adding a second one.
+    guard.setIdempotencyKeyLifetime("PT30M");
+    String iceberg = "01890a5d-ac96-774b-bcce-b302099a8057";
+    for (String name : List.of("Idempotency-Key", "idempotency-key")) {
+      posts.clear();
+      commit(Map.of("X-Client", "test", name, iceberg), "lost", "503", "ok");
+      assertEquals(3, posts.size(), "repeated twice");
+      for (Map<String, String> h : posts) {
+        assertEquals(List.of(iceberg), keysIn(h), "every attempt carries Iceberg's key and no other (sent as " + name + ")");
+      }
+    }
+    assertEquals(2L, evidence().get("reused_iceberg_keys").asLong(), "counted as reused");
+  }
+
+  @Test
+  void testIcebergsKeyIsDroppedWhereTheGuardSendsNone() {
+    guard.configure(Map.of("catalog-ext.commit.idempotency", "never",
+        "catalog-ext.commit.base-delay-ms", "0", "catalog-ext.commit.max-delay-ms", "0"));
+    commit(Map.of("idempotency-key", "01890a5d-ac96-774b-bcce-b302099a8057"), "ok");
+    assertEquals(List.of(), keysIn(posts.get(0)), "idempotency=never: no key at all");
+  }
+
+  private static List<String> keysIn(Map<String, String> headers) {
+    List<String> keys = new ArrayList<>();
+    headers.forEach((k, v) -> {
+      if (k.equalsIgnoreCase(CommitGuard.IDEMPOTENCY_HEADER)) {
+        keys.add(v);
+      }
+    });
+    return keys;
+  }
+
+  @Test
   void testConflictWhileTheSameKeyIsInFlightWaitsAndRepeats() {
     guard.setIdempotencyKeyLifetime("PT30M");
     // The first answer is lost; its repeat meets the first attempt still running (409), and our
@@ -184,6 +219,10 @@ public class CommitGuardLoopTest {
 
   /** Sends our commit through the guard; attempt n answers {@code script[n-1]}: lost, ok or an HTTP status. */
   private LoadTableResponse commit(String... script) {
+    return commit(Map.of("X-Client", "test"), script);
+  }
+
+  private LoadTableResponse commit(Map<String, String> sent, String... script) {
     UpdateTableRequest body =
         UpdateTableRequest.create(
             TableIdentifier.of("db", "t"),
@@ -197,7 +236,7 @@ public class CommitGuardLoopTest {
         };
     int before = posts.size();
     return guard.mutate(
-        new CommitGuard.Request("POST", PATH, body, Map.of("X-Client", "test"), iceberg, reader()),
+        new CommitGuard.Request("POST", PATH, body, sent, iceberg, reader()),
         (headers, errorHandler) -> {
           posts.add(new HashMap<>(headers));
           int n = posts.size() - before;

@@ -1,6 +1,6 @@
 package io.catalogext.shim.events;
 
-import io.catalogext.shim.http.EventingRESTClient;
+import io.catalogext.shim.http.CommitEvents;
 import io.catalogext.shim.util.Json;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -112,8 +112,8 @@ public class EventLogTest {
 
   @Test
   void testCommitOutcomesAsTheCallerSeesThem() {
-    assertEquals("unknown", EventingRESTClient.outcome(new CommitStateUnknownException(new RuntimeException("x"))), "unknown");
-    assertEquals("rejected", EventingRESTClient.outcome(new CommitFailedException("conflict")), "rejected");
-    assertEquals("failed", EventingRESTClient.outcome(new IllegalStateException("bug")), "failed");
+    assertEquals("unknown", CommitEvents.outcome(new CommitStateUnknownException(new RuntimeException("x"))), "unknown");
+    assertEquals("rejected", CommitEvents.outcome(new CommitFailedException("conflict")), "rejected");
+    assertEquals("failed", CommitEvents.outcome(new IllegalStateException("bug")), "failed");
   }
 }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
@@ -16,6 +17,8 @@ import org.apache.iceberg.rest.responses.LoadTableResponse;
 import org.apache.iceberg.rest.responses.LoadTableResponseParser;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.iceberg.types.Types;
+import org.apache.iceberg.aws.s3.signer.S3V4RestSignerClient;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /** Iceberg 1.12's remote-signing-config read by Json.restMapper and turned into s3.signer.* (RemoteSigning). */
@@ -68,9 +71,42 @@ public class RemoteSigningTest {
 
   @Test
   void testPassOnPropertiesOrHeadersAreAOneLineRefusal() throws Exception {
+    Assumptions.assumeFalse(RemoteSigning.PASSES_ON, "Iceberg 1.12+ sends them itself");
     IllegalStateException e = assertThrows(IllegalStateException.class,
         () -> RemoteSigning.translate(read("{\"headers\":{\"x\":[\"1\"]}}", Map.of()), LOAD, null));
     assertTrue(e.getMessage().contains("headers") && !e.getMessage().contains("\n"), e.getMessage());
+  }
+
+  @Test
+  void testTheOldSignerKeysReachEveryIcebergsSigner() throws Exception {
+    // Iceberg 1.12's signer client reads signer.uri/signer.endpoint, no longer s3.signer.*.
+    Map<String, String> old = Map.of(RemoteSigning.SIGNER_URI, "https://signer.example.com", RemoteSigning.SIGNER_ENDPOINT, "v1/aws/s3/sign");
+    for (String field : new String[] {null, "{}"}) {
+      Map<String, String> config = RemoteSigning.translate(read(field, old), LOAD, null).config();
+      assertEquals("https://signer.example.com", config.get(RemoteSigning.SIGNER_URI), "old uri kept");
+      assertEquals("https://signer.example.com", config.get("signer.uri"), "uri under 1.12's name");
+      assertEquals("v1/aws/s3/sign", config.get("signer.endpoint"), "endpoint under 1.12's name");
+      Map<String, String> fileIo = new java.util.HashMap<>(config);
+      fileIo.put("uri", "https://catalog.example.com");
+      Object signer = S3V4RestSignerClient.create(fileIo);
+      if (RemoteSigning.PASSES_ON) { // Iceberg 1.12's own signer client, as S3FileIO builds it
+        assertEquals("https://signer.example.com", signer.getClass().getMethod("baseSignerUri").invoke(signer), "1.12 signs there");
+        assertEquals("https://signer.example.com/v1/aws/s3/sign", signer.getClass().getMethod("endpoint").invoke(signer), "at that endpoint");
+      }
+    }
+  }
+
+  @Test
+  void testPassOnPropertiesAndHeadersReachIceberg112sSigner() throws Exception {
+    Assumptions.assumeTrue(RemoteSigning.PASSES_ON, "only Iceberg 1.12+ can send them");
+    Map<String, String> config = RemoteSigning.translate(
+        read("{\"properties\":{\"sign-scope\":\"t\"},\"headers\":{\"X-Sign\":[\"1\"]}}", Map.of()), LOAD, null).config();
+    Map<String, String> fileIo = new java.util.HashMap<>(config);
+    fileIo.put("uri", "https://catalog.example.com");
+    Object signer = S3V4RestSignerClient.create(fileIo);
+    Object signing = signer.getClass().getMethod("remoteSigningConfig").invoke(signer);
+    assertEquals(Map.of("sign-scope", "t"), signing.getClass().getMethod("properties").invoke(signing), "properties passed on");
+    assertEquals(Map.of("X-Sign", List.of("1")), signing.getClass().getMethod("headers").invoke(signing), "headers passed on");
   }
 
   @Test

@@ -1,7 +1,5 @@
 package io.catalogext.shim.http;
 
-import io.catalogext.shim.CatalogRedirectException;
-import io.catalogext.shim.commit.CommitGuard;
 import io.catalogext.shim.config.CatalogSession;
 import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.refresh.CredentialRegistry;
@@ -13,11 +11,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Consumer;
-import java.util.function.Supplier;
-import org.apache.iceberg.exceptions.RESTException;
 import org.apache.iceberg.UpdateRequirement;
-import org.apache.iceberg.rest.ParserContext;
 import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.RESTRequest;
 import org.apache.iceberg.rest.RESTResponse;
@@ -26,151 +20,41 @@ import org.apache.iceberg.rest.credentials.ImmutableCredential;
 import org.apache.iceberg.rest.requests.CreateTableRequest;
 import org.apache.iceberg.rest.requests.RegisterTableRequest;
 import org.apache.iceberg.rest.requests.UpdateTableRequest;
-import org.apache.iceberg.rest.responses.ErrorResponse;
 import org.apache.iceberg.rest.responses.LoadTableResponse;
 
 /**
- * Wraps the catalog's HTTP client. Every table the catalog hands out (create, stage-create, load,
- * register) gets a credential entry in the driver registry, and its FileIO config gets the handle
- * that lets S3 clients anywhere in the cluster find it. Everything else passes through unchanged.
+ * The funnel's hand-out step ({@link CatalogHttpFunnel}): every table the catalog hands out
+ * (create, stage-create, load, register) gets a credential entry in the driver registry, and its
+ * FileIO config gets the handle that lets S3 clients anywhere in the cluster find it. Create and
+ * stage-create bodies get field ids from 1 on the way out ({@link FieldIdRenumbering}). Everything
+ * else passes through unchanged.
  */
-public final class ObservingRESTClient extends ForwardingRESTClient {
+final class HandOuts implements CatalogHttpFunnel.Interceptor {
   private final CatalogSession session;
 
-  public ObservingRESTClient(RESTClient delegate, CatalogSession session) {
-    super(delegate);
+  HandOuts(CatalogSession session) {
     this.session = session;
   }
 
   @Override
-  protected RESTClient wrap(RESTClient client) {
-    return new ObservingRESTClient(client, session);
-  }
-
-  @Override
-  public <T extends RESTResponse> T delete(
-      String path, Class<T> responseType, Map<String, String> headers, Consumer<ErrorResponse> errorHandler) {
-    // Mutations go through CommitGuard (Idempotency-Key, retries, reconciliation).
-    return guard().mutate(new CommitGuard.Request("DELETE", path, null, headers, errorHandler, delegate),
-        (h, eh) -> delegate.delete(path, responseType, h, eh));
-  }
-
-  @Override
-  public <T extends RESTResponse> T delete(
-      String path,
-      Map<String, String> queryParams,
-      Class<T> responseType,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler) {
-    return guard().mutate(new CommitGuard.Request("DELETE", path, null, headers, errorHandler, delegate),
-        (h, eh) -> delegate.delete(path, queryParams, responseType, h, eh));
-  }
-
-  @Override
-  public <T extends RESTResponse> T get(
-      String path,
-      Map<String, String> queryParams,
-      Class<T> responseType,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler) {
-    return observe(path, null, oneLineRedirects(() -> delegate.get(path, queryParams, responseType, headers, errorHandler)));
-  }
-
-  @Override
-  public <T extends RESTResponse> T get(
-      String path,
-      Map<String, String> queryParams,
-      Class<T> responseType,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler,
-      ParserContext parserContext) {
-    return observe(path, null,
-        oneLineRedirects(() -> delegate.get(path, queryParams, responseType, headers, errorHandler, parserContext)));
-  }
-
-  @Override
-  public <T extends RESTResponse> T post(
-      String path,
-      RESTRequest request,
-      Class<T> responseType,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler) {
-    RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (Spark numbers from 0)
-    return observe(path, body, guard().mutate(new CommitGuard.Request("POST", path, body, headers, errorHandler, delegate),
-        (h, eh) -> delegate.post(path, body, responseType, h, eh)));
-  }
-
-  @Override
-  public <T extends RESTResponse> T post(
-      String path,
-      RESTRequest request,
-      Class<T> responseType,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler,
-      Consumer<Map<String, String>> responseHeaders) {
-    RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (Spark numbers from 0)
-    return observe(path, body, guard().mutate(new CommitGuard.Request("POST", path, body, headers, errorHandler, delegate),
-        (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders)));
-  }
-
-  @Override
-  public <T extends RESTResponse> T post(
-      String path,
-      RESTRequest request,
-      Class<T> responseType,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler,
-      Consumer<Map<String, String>> responseHeaders,
-      ParserContext parserContext) {
-    RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (Spark numbers from 0)
-    return observe(path, body, guard().mutate(new CommitGuard.Request("POST", path, body, headers, errorHandler, delegate),
-        (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders, parserContext)));
-  }
-
-  @Override
-  public void head(String path, Map<String, String> headers, Consumer<ErrorResponse> errorHandler) {
-    oneLineRedirects(() -> {
-      delegate.head(path, headers, errorHandler);
-      return null;
-    });
-  }
-
-  @Override
-  public <T extends RESTResponse> T postForm(
-      String path,
-      Map<String, String> formData,
-      Class<T> responseType,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler) {
-    // OAuth2 token requests: a redirect is refused like any other (CommitGuard does the rest).
-    return oneLineRedirects(() -> delegate.postForm(path, formData, responseType, headers, errorHandler));
-  }
-
-  /**
-   * A redirect the HTTP client refused (NoHiddenResends) as one line naming its target, instead
-   * of Iceberg's "Error occurred while processing GET request" around it.
-   */
-  private static <T> T oneLineRedirects(Supplier<T> call) {
-    try {
-      return call.get();
-    } catch (CatalogRedirectException e) {
-      throw e;
-    } catch (RESTException e) {
-      NoHiddenResends.Refused redirect = NoHiddenResends.refusedIn(e);
-      if (redirect != null) {
-        throw new CatalogRedirectException(redirect);
-      }
-      throw e;
+  public <T extends RESTResponse> T intercept(CatalogHttpFunnel.Exchange<T> ex) {
+    switch (ex.method()) {
+      case GET:
+        return observe(ex.path(), null, ex.proceed(), ex.undecorated());
+      case POST:
+        if (ex.isForm()) {
+          return ex.proceed();
+        }
+        RESTRequest body = FieldIdRenumbering.apply(ex.body()); // SeaweedFS rejects field id 0 (Spark numbers from 0)
+        T response = body == ex.body() ? ex.proceed() : ex.proceed(ex.withBody(body), ex.errorHandler());
+        return observe(ex.path(), body, response, ex.undecorated());
+      default:
+        return ex.proceed();
     }
   }
 
-  /** Idempotency-Key, retry policy and commit reconciliation. */
-  private CommitGuard guard() {
-    return session.guard;
-  }
-
   @SuppressWarnings("unchecked")
-  private <T extends RESTResponse> T observe(String path, RESTRequest body, T response) {
+  private <T extends RESTResponse> T observe(String path, RESTRequest body, T response, RESTClient delegate) {
     if (!(response instanceof LoadTableResponse)) {
       return response;
     }
@@ -180,7 +64,7 @@ public final class ObservingRESTClient extends ForwardingRESTClient {
     }
     // Iceberg 1.12's remote-signing-config, as the s3.signer.* properties Iceberg 1.10 reads.
     LoadTableResponse loaded = RemoteSigning.translate((LoadTableResponse) response, tablePath, body);
-    String signer = loaded.config().get(RemoteSigning.SIGNER_URI);
+    String signer = loaded.config().getOrDefault(RemoteSigning.SIGNER_URI, loaded.config().get(RemoteSigning.NEW_SIGNER_URI));
     if (signer != null && !Origins.allowed(signer, session.uri, session.userSignerUri)) {
       // Iceberg's signer client would send the catalog's token (or exchange its client credentials) there.
       throw new IllegalStateException("the catalog's answer for " + tablePath.displayName() + " names a remote signer on"
@@ -252,6 +136,10 @@ public final class ObservingRESTClient extends ForwardingRESTClient {
       Map<String, String> cc = new HashMap<>(c.config());
       cc.remove(ShimKeys.CAPTURED_REFRESH_TOKEN);
       cc.remove(ShimKeys.REFRESH_ENDPOINT);
+      String expires = cc.remove(ShimKeys.EXPIRES_AT_MS); // see ShimKeys.CREDENTIAL_EXPIRES_AT_MS
+      if (expires != null) {
+        cc.put(ShimKeys.CREDENTIAL_EXPIRES_AT_MS, expires);
+      }
       cc.put(ShimKeys.CREDENTIAL_PREFIX, c.prefix());
       credentials.add(ImmutableCredential.builder().prefix(c.prefix()).config(cc).build());
     }

@@ -7,8 +7,6 @@ import io.catalogext.shim.events.ShimMetrics;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.iceberg.MetadataUpdate;
 import org.apache.iceberg.Snapshot;
@@ -17,87 +15,43 @@ import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.AlreadyExistsException;
 import org.apache.iceberg.exceptions.CommitFailedException;
 import org.apache.iceberg.exceptions.CommitStateUnknownException;
-import org.apache.iceberg.rest.ParserContext;
-import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.RESTRequest;
 import org.apache.iceberg.rest.RESTResponse;
 import org.apache.iceberg.rest.requests.CommitTransactionRequest;
 import org.apache.iceberg.rest.requests.CreateTableRequest;
 import org.apache.iceberg.rest.requests.UpdateTableRequest;
-import org.apache.iceberg.rest.responses.ErrorResponse;
 import org.apache.iceberg.rest.responses.LoadTableResponse;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ArrayNode;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
- * The outermost layer of the catalog's HTTP client: emits {@code stage_create.started/finished}
+ * The funnel's outermost step ({@link CatalogHttpFunnel}): counts every request for Spark's
+ * metrics system and emits {@code stage_create.started/finished}
  * and {@code commit.started/finished} to {@link EventLog} around every stage-create and commit
  * request, whatever Spark code sent it (SQL CTAS, DataFrame writes, procedures, the staging
  * helpers). "finished" carries the outcome as the caller sees it after {@link CommitGuard}'s
  * retries and reconciliation: staged, committed, rejected (the catalog refused it), unknown (it may
  * have landed) or failed.
  */
-public final class EventingRESTClient extends ForwardingRESTClient {
+public final class CommitEvents implements CatalogHttpFunnel.Interceptor {
   private final CatalogSession session;
 
-  public EventingRESTClient(RESTClient delegate, CatalogSession session) {
-    super(delegate);
+  CommitEvents(CatalogSession session) {
     this.session = session;
   }
 
   @Override
-  protected RESTClient wrap(RESTClient client) {
-    return new EventingRESTClient(client, session);
-  }
-
-  /** Every request Iceberg's catalog client sends, for Spark's metrics system. */
-  @Override
-  protected void onRequest() {
-    ShimMetrics.get().catalogRequest();
-  }
-
-  @Override
-  public <T extends RESTResponse> T post(
-      String path,
-      RESTRequest body,
-      Class<T> responseType,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler) {
-    return around(path, body, () -> delegate.post(path, body, responseType, headers, errorHandler));
-  }
-
-  @Override
-  public <T extends RESTResponse> T post(
-      String path,
-      RESTRequest body,
-      Class<T> responseType,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler,
-      Consumer<Map<String, String>> responseHeaders) {
-    return around(
-        path, body, () -> delegate.post(path, body, responseType, headers, errorHandler, responseHeaders));
-  }
-
-  @Override
-  public <T extends RESTResponse> T post(
-      String path,
-      RESTRequest body,
-      Class<T> responseType,
-      Map<String, String> headers,
-      Consumer<ErrorResponse> errorHandler,
-      Consumer<Map<String, String>> responseHeaders,
-      ParserContext parserContext) {
-    return around(path, body,
-        () -> delegate.post(path, body, responseType, headers, errorHandler, responseHeaders, parserContext));
-  }
-
-  /** Emits started/finished around a stage-create or commit; other requests pass straight through. */
-  private <T> T around(String path, RESTRequest body, Supplier<T> call) {
-    onRequest();
-    String kind = kind(body);
+  public <T extends RESTResponse> T intercept(CatalogHttpFunnel.Exchange<T> ex) {
+    ShimMetrics.get().catalogRequest(); // every request Iceberg's catalog client sends, for Spark's metrics system
+    String kind = kind(ex.body());
     if (kind == null) {
-      return call.get();
+      return ex.proceed();
     }
+    return around(kind, ex.path(), ex.body(), ex::proceed);
+  }
+
+  /** Emits started/finished around a stage-create or commit. */
+  private <T> T around(String kind, String path, RESTRequest body, Supplier<T> call) {
     ObjectNode fields = describe(path, body);
     EventLog.emit(kind + ".started", fields.deepCopy());
     long started = System.nanoTime();
