@@ -118,6 +118,10 @@ class CredentialRefreshError(CatalogExtError):
     """Storage credentials expired and no refresh strategy could renew them."""
 
 
+class CredentialsRejectedError(CredentialRefreshError):
+    """S3 rejected a table's keys again right after they were refreshed: refreshing cannot help."""
+
+
 class CommitFailedError(CatalogExtError):
     """A commit did not land (and we know it did not)."""
 
