@@ -310,6 +310,12 @@ public final class CredentialRegistry {
       }
       entry = retrack(request.handle, TableContext.fromIdentity(request.identityJson));
     }
+    if (request.staleKeyId != null && entry.policy.reactiveMaxPerMinute > 0) {
+      String limited = entry.onExecutorRejection(request.staleKeyId, request.staleCode);
+      if (limited != null) {
+        return PluginMessages.Reply.rejected(limited);
+      }
+    }
     return entry.executorReply();
   }
 

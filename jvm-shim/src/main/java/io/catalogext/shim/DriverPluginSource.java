@@ -44,7 +44,9 @@ final class DriverPluginSource implements EntryRefresher {
 
   @Override
   public RefreshResult fetch(TableEntry entry) throws Exception {
-    byte[] request = new PluginMessages.Request(entry.handle, entry.context.identityJson()).encode();
+    String stale = entry.staleKeyId; // S3 rejected these keys here: the driver refreshes if still current
+    byte[] request = new PluginMessages.Request(entry.handle, entry.context.identityJson(), stale,
+        stale == null ? null : entry.staleCode).encode();
     long deadline = clock.nowMs() + timeoutMs;
     PluginMessages.Reply stillValid = null; // the driver's unexpired keys, the fallback
     while (true) {
@@ -59,6 +61,9 @@ final class DriverPluginSource implements EntryRefresher {
       }
       if (reply.fresh) {
         return reply.toResult();
+      }
+      if (reply.rejected) {
+        throw new CredentialsRejectedException(reply.error, null);
       }
       if (reply.hasValidKeys(clock.nowMs())) {
         stillValid = reply;

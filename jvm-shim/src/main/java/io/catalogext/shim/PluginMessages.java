@@ -18,16 +18,29 @@ final class PluginMessages {
   static final class Request {
     final String handle;
     final String identityJson;
+    /** Set when S3 rejected this access key id (not secret) of the table: refresh if it is current. */
+    final String staleKeyId;
+    final String staleCode;
 
     Request(String handle, String identityJson) {
+      this(handle, identityJson, null, null);
+    }
+
+    Request(String handle, String identityJson, String staleKeyId, String staleCode) {
       this.handle = handle;
       this.identityJson = identityJson;
+      this.staleKeyId = staleKeyId;
+      this.staleCode = staleCode;
     }
 
     byte[] encode() {
       ObjectNode node = Json.object();
       node.put("handle", handle);
       node.put("identity", identityJson);
+      if (staleKeyId != null) {
+        node.put("stale_key_id", staleKeyId);
+        node.put("stale_code", staleCode);
+      }
       return Json.write(node).getBytes(StandardCharsets.UTF_8);
     }
 
@@ -40,7 +53,8 @@ final class PluginMessages {
       if (handle == null) {
         throw new IllegalArgumentException("credential request without a table handle");
       }
-      return new Request(handle, node.path("identity").asText(null));
+      return new Request(handle, node.path("identity").asText(null), node.path("stale_key_id").asText(null),
+          node.path("stale_code").asText(null));
     }
 
     @Override
@@ -62,17 +76,29 @@ final class PluginMessages {
     final boolean refreshing;
     final String error;
     final String strategy;
+    /** The error is the driver's CredentialsRejectedException (its reactive refresh limit): final. */
+    final boolean rejected;
 
     Reply(Map<String, Map<String, String>> configByPrefix, boolean fresh, boolean refreshing, String error, String strategy) {
+      this(configByPrefix, fresh, refreshing, error, strategy, false);
+    }
+
+    Reply(Map<String, Map<String, String>> configByPrefix, boolean fresh, boolean refreshing, String error,
+        String strategy, boolean rejected) {
       this.configByPrefix = configByPrefix;
       this.fresh = fresh;
       this.refreshing = refreshing;
       this.error = error;
       this.strategy = strategy;
+      this.rejected = rejected;
     }
 
     static Reply failed(String error) {
       return new Reply(Map.of(), false, false, error, "driver");
+    }
+
+    static Reply rejected(String error) {
+      return new Reply(Map.of(), false, false, error, "driver", true);
     }
 
     /** Carries keys and none of them has expired at {@code nowMs} (by their own expiry). */
@@ -107,6 +133,9 @@ final class PluginMessages {
       node.put("refreshing", refreshing);
       node.put("error", error);
       node.put("strategy", strategy);
+      if (rejected) {
+        node.put("rejected", true);
+      }
       return Json.write(node).getBytes(StandardCharsets.UTF_8);
     }
 
@@ -123,7 +152,8 @@ final class PluginMessages {
           node.path("fresh").asBoolean(false),
           node.path("refreshing").asBoolean(false),
           node.hasNonNull("error") ? node.get("error").asText() : null,
-          node.path("strategy").asText("driver"));
+          node.path("strategy").asText("driver"),
+          node.path("rejected").asBoolean(false));
     }
 
     @Override

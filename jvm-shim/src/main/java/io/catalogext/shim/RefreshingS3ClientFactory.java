@@ -34,8 +34,8 @@ public final class RefreshingS3ClientFactory implements S3FileIOAwsClientFactory
     S3FileIOProperties s3Props = new S3FileIOProperties(properties);
     AwsClientProperties awsProps = new AwsClientProperties(properties);
     HttpClientProperties httpProps = new HttpClientProperties(properties);
-    AwsCredentialsProvider tableProvider = provider();
-    return S3Client.builder()
+    TableCredentialsProvider tableProvider = provider();
+    S3Client client = S3Client.builder()
         .applyMutation(awsProps::applyClientRegionConfiguration)
         .applyMutation(awsProps::applyLegacyMd5Plugin)
         .applyMutation(httpProps::applyHttpClientConfigurations)
@@ -53,7 +53,19 @@ public final class RefreshingS3ClientFactory implements S3FileIOAwsClientFactory
         .applyMutation(s3Props::applyS3AccessGrantsConfigurations)
         .applyMutation(s3Props::applyUserAgentConfigurations)
         .applyMutation(s3Props::applyRetryConfigurations)
+        .applyMutation(b -> {
+          if (tableProvider != null && tableProvider.entry().drivesRefresh()) {
+            // after Iceberg's mutations, which may set an override configuration of their own
+            b.overrideConfiguration(b.overrideConfiguration().toBuilder()
+                .addExecutionInterceptor(new RejectionRetries.DateWatch(
+                    tableProvider.entry().context.catalog, tableProvider.entry().policy.maxClockSkewMs))
+                .build());
+          }
+        })
         .build();
+    // Keys S3 rejects early are refreshed and the call is sent again inside it (the async client,
+    // which S3FileIO does not use for reads or writes, keeps Iceberg's behaviour).
+    return tableProvider == null ? client : RejectionRetries.wrap(client, tableProvider);
   }
 
   @Override
