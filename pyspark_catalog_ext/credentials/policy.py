@@ -29,9 +29,19 @@ KNOBS: dict[str, str] = {_field_of(name): name for name, k in knobs.spec().items
                          if name.startswith(PREFIX) and k["type"] in ("int", "fraction")}
 
 
+def _scale(name: str) -> float:
+    """Milliseconds become seconds; counts (reactive-max-per-minute) stay as they are."""
+    return 1000.0 if name.endswith("-ms") else 1.0
+
+
+def _read(properties: Mapping[str, Any], name: str) -> float:
+    if knobs.knob(name)["type"] == "fraction":
+        return knobs.read_fraction(properties, name)
+    return knobs.read_int(properties, name) / _scale(name)
+
+
 def _default(field: str) -> float:
-    name = KNOBS[field]
-    return knobs.read_fraction({}, name) if knobs.knob(name)["type"] == "fraction" else knobs.read_int({}, name) / 1000.0
+    return _read({}, KNOBS[field])
 
 
 @dataclass(frozen=True)
@@ -50,11 +60,15 @@ class RefreshPolicy:
     timeout_s: float = _default("timeout_s")  # one refresh attempt (catalog call, user source, executor waiting on the driver)
     # Keys vended without an expiry count as expiring this long after their fetch (0: never).
     assumed_lifetime_s: float = _default("assumed_lifetime_s")
+    # Refreshes of one table per minute started by S3 rejecting its keys early (0: no reactive refresh).
+    reactive_max_per_minute: float = _default("reactive_max_per_minute")
+    # Past this |local clock - server Date|, "now" is read on the server's clock.
+    max_clock_skew_s: float = _default("max_clock_skew_s")
 
     def catalog_properties(self) -> dict[str, str]:
         """The same policy as the `catalog-ext.refresh.*` catalog properties the JVM reads."""
         return {name: (repr(float(getattr(self, field))) if knobs.knob(name)["type"] == "fraction"
-                       else str(int(round(getattr(self, field) * 1000))))
+                       else str(int(round(getattr(self, field) * _scale(name)))))
                 for field, name in KNOBS.items()}
 
     @classmethod
@@ -64,16 +78,17 @@ class RefreshPolicy:
         values: dict[str, float] = {}
         for field, name in KNOBS.items():
             if name in properties and str(properties[name]).strip():
-                values[field] = (knobs.read_fraction(properties, name) if knobs.knob(name)["type"] == "fraction"
-                                 else knobs.read_int(properties, name) / 1000.0)
+                values[field] = _read(properties, name)
         return cls(**{**values, **overrides})
 
     def __post_init__(self) -> None:
         if (self.check_interval_s <= 0 or self.min_ahead_s < 0 or not 0 <= self.lifetime_fraction < 1
-                or not 0 < self.initial_backoff_s <= self.max_backoff_s or self.timeout_s <= 0 or self.assumed_lifetime_s < 0):
+                or not 0 < self.initial_backoff_s <= self.max_backoff_s or self.timeout_s <= 0 or self.assumed_lifetime_s < 0
+                or self.reactive_max_per_minute < 0 or self.max_clock_skew_s < 0):
             raise ValueError(
                 "refresh policy needs check_interval_s > 0, min_ahead_s >= 0, 0 <= lifetime_fraction < 1,"
-                " 0 < initial_backoff_s <= max_backoff_s, timeout_s > 0 and assumed_lifetime_s >= 0"
+                " 0 < initial_backoff_s <= max_backoff_s, timeout_s > 0, assumed_lifetime_s >= 0,"
+                " reactive_max_per_minute >= 0 and max_clock_skew_s >= 0"
             )
 
     def refresh_at(self, fetched_at_s: float, expires_at_s: float) -> float:
