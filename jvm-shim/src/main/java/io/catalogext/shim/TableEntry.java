@@ -439,19 +439,19 @@ final class TableEntry {
 
   private String lifetimes(CredentialSnapshot keys) {
     long stated = keys.statedLifetimeMs();
-    return "the catalog states " + (stated < 0 ? "no lifetime" : "a lifetime of " + stated + " ms")
+    return "stated lifetime " + (stated < 0 ? "none" : stated + " ms")
         + (stated < 0 && policy.assumedLifetimeMs > 0 ? " (assumed " + policy.assumedLifetimeMs + " ms)" : "")
-        + ", keys lasted " + (lastObservedLifetimeMs < 0 ? "?" : lastObservedLifetimeMs) + " ms";
+        + ", observed " + (lastObservedLifetimeMs < 0 ? "?" : lastObservedLifetimeMs + " ms");
   }
 
+  // Short enough for PySpark's one-line error (400 characters) with a long table name.
   private String rejectedAgainMessage(CredentialSnapshot keys, String code, long ageMs) {
     String knob = keys.statedLifetimeMs() < 0
-        ? ShimKeys.REFRESH_ASSUMED_LIFETIME_MS + " below the observed lifetime"
-        : ShimKeys.REFRESH_MAX_CLOCK_SKEW_MS + " if the clocks of S3, the catalog and this machine disagree";
-    return "S3 rejected the storage credentials of table " + context.qualifiedName() + " again (" + code + ", "
-        + ageMs + " ms after a refresh replaced rejected keys): " + lifetimes(keys)
-        + "; refreshing cannot help: check the catalog's credential vending (its role's session duration) or set "
-        + knob;
+        ? "set " + ShimKeys.REFRESH_ASSUMED_LIFETIME_MS + " below the observed lifetime"
+        : "if clocks disagree, " + ShimKeys.REFRESH_MAX_CLOCK_SKEW_MS;
+    return "S3 rejected the storage credentials of table " + context.qualifiedName() + " again " + ageMs
+        + " ms after a refresh (" + code + "): " + lifetimes(keys)
+        + "; refreshing cannot help: check the catalog's credential vending (role session duration, clock); " + knob;
   }
 
   private String rateLimitedMessage(CredentialSnapshot keys, String code) {
