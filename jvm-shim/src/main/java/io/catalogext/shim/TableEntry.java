@@ -68,6 +68,8 @@ final class TableEntry {
   /** Executors: the rejected key id the next ask of the driver reports (the driver checks it is current). */
   volatile String staleKeyId;
   volatile String staleCode;
+  /** Driver: the key id of the last rejection wave counted (guarded by reactiveRefreshes). */
+  private String countedKeyId;
   /** How long the last keys S3 rejected early had lived (-1: none yet); for the one-line error. */
   private volatile long lastObservedLifetimeMs = -1;
   private final java.util.concurrent.atomic.AtomicLong rejectionCount = new java.util.concurrent.atomic.AtomicLong();
@@ -371,6 +373,11 @@ final class TableEntry {
       if (snap.rejected) {
         return true; // this wave is counted already
       }
+      if (snap.accessKeyId().equals(countedKeyId)) {
+        snap.rejected = true; // the same keys under another prefix (config and storage-credentials): one wave
+        snap.due = true;
+        return true;
+      }
       while (!reactiveRefreshes.isEmpty() && now - reactiveRefreshes.peekFirst() >= 60_000L) {
         reactiveRefreshes.pollFirst();
       }
@@ -394,6 +401,7 @@ final class TableEntry {
         return false;
       }
       reactiveRefreshes.addLast(now);
+      countedKeyId = snap.accessKeyId();
       rejectionCount.incrementAndGet();
       snap.rejected = true;
       snap.due = true;

@@ -234,6 +234,7 @@ public class EarlyRejectionTest {
     clock = System::currentTimeMillis; // the driver refreshes on a thread of its own, in real time
     TableEntry driver = driverEntry(policy(6));
     driver.seed("", firstKeys(clock.nowMs() + 10_000));
+    driver.seed("s3://warehouse/db/t", firstKeys(clock.nowMs() + 10_000)); // the same keys, as storage-credentials
     DriverPluginSource.Asker asker =
         message -> {
           PluginMessages.Request request = PluginMessages.Request.decode(message);
@@ -265,6 +266,7 @@ public class EarlyRejectionTest {
       pool.shutdownNow();
     }
     assertEquals(1, fetches.get(), "catalog requests for one wave seen by four executors");
+    assertEquals(1, driver.describe().get("rejection_count").asLong(), "rejection waves counted");
     assertEquals(Set.of("K1", "K2"), seen.stream().map(s -> s.split(" ")[1]).collect(java.util.stream.Collectors.toSet()));
   }
 }
