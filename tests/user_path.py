@@ -18,3 +18,34 @@ def ctas_writeto(spark, table: str, rows: int, ms: int) -> None:
     """Step 2: the DataFrame way, writeTo().create()."""
     df = spark.range(0, rows, 1, 1).where(slow(ms)).selectExpr("id", "id * 3 AS v")
     df.writeTo(table).tableProperty("write.target-file-size-bytes", "1").create()
+
+
+
+def referenced_files(metadata_location: str, io_properties: dict[str, str]) -> set[str]:
+    """Every file a committed table references over all its snapshots, read from its metadata with
+    PyIceberg and the given FileIO properties (not through a catalog, so a remote-signing catalog
+    works too): metadata files (current + log), manifest lists, manifests, data and delete files."""
+    from pyiceberg.table import StaticTable
+
+    table = StaticTable.from_metadata(metadata_location, properties=io_properties)
+    out = {metadata_location} | {entry.metadata_file for entry in table.metadata.metadata_log}
+    for snapshot in table.metadata.snapshots:
+        out.add(snapshot.manifest_list)
+        for manifest in snapshot.manifests(table.io):
+            out.add(manifest.manifest_path)
+            out |= {entry.data_file.file_path for entry in manifest.fetch_manifest_entry(table.io)}
+    return out
+
+
+def assert_referenced_files_exist(metadata_location: str, lakehouse) -> None:
+    """After a lost answer or a cleanup: nothing the table still references is gone from S3 (read
+    and checked with the lakehouse's admin keys)."""
+    from tests.spark.test_staging import s3_admin, s3_exists
+
+    info = lakehouse.info
+    files = referenced_files(metadata_location, {
+        "s3.endpoint": info.s3_endpoint, "s3.access-key-id": info.access_key, "s3.secret-access-key": info.secret_key,
+        "s3.region": info.region or "us-east-1", "s3.force-virtual-addressing": "false"})
+    admin = s3_admin(lakehouse)
+    missing = sorted(f for f in files if not s3_exists(admin, f))
+    assert len(files) > 1 and not missing, f"{metadata_location}: {len(missing)} referenced file(s) missing: {missing[:5]}"

@@ -1,6 +1,6 @@
 """The refresh policy: renew when less than max(min_ahead, fraction x lifetime) remains.
 
-The JVM shim reads it as the `catalog-ext.refresh.*` catalog properties (io.catalogext.shim.RefreshPolicy);
+The JVM shim reads it as the `catalog-ext.refresh.*` catalog properties (io.catalogext.shim.refresh.RefreshPolicy);
 PyIceberg's refresher (`pyiceberg_ext`) applies it in Python.
 """
 

@@ -20,8 +20,9 @@ from typing import Any
 
 from pyspark_catalog_ext.catalog.profiles import PROFILES, Profile
 
-__all__ = ["MATRIX_DIR", "EMULATED_DIR", "RECORD_ENV", "README_NOTES", "COLUMNS", "INVENTORY_COLUMNS", "WITHOUT",
-           "STEP_TITLES", "save_matrix", "load_matrix", "load_emulated", "capabilities", "doctor_record", "step_record",
+__all__ = ["MATRIX_DIR", "EMULATED_DIR", "REAL_DIR", "REAL_SOURCE", "RECORD_ENV", "README_NOTES", "COLUMNS",
+           "INVENTORY_COLUMNS", "WITHOUT", "STEP_TITLES", "save_matrix", "load_matrix", "load_emulated", "load_real",
+           "capabilities", "doctor_record", "step_record",
            "stable_text", "diff_line", "check_emulated", "render_matrix", "render_matrix_notes",
            "render_emulated_table", "render_profiles", "profiles_json"]
 
@@ -29,6 +30,10 @@ __all__ = ["MATRIX_DIR", "EMULATED_DIR", "RECORD_ENV", "README_NOTES", "COLUMNS"
 MATRIX_DIR = Path(__file__).resolve().parent.parent / "resources" / "matrix"
 #: Recordings of the emulated catalogs (tests/slow/test_emulated_catalogs.py), one file per release.
 EMULATED_DIR = MATRIX_DIR / "emulated"
+#: Recordings of real catalog servers run here (tests/slow/test_real_catalogs.py), same format, one file per release.
+REAL_DIR = MATRIX_DIR / "real"
+#: The `source` of a real server's recording (an emulated one says "emulator").
+REAL_SOURCE = "real server"
 #: Set to 1 to make the emulated suite rewrite its recordings instead of comparing with them.
 RECORD_ENV = "CATALOG_EXT_RECORD_MATRIX"
 RECORD_FORMAT = 1
@@ -206,10 +211,23 @@ def load_emulated(directory: Path | str | None = None) -> dict[str, dict[str, An
     return _load_entries(Path(directory) if directory else EMULATED_DIR, by_file_name=True)
 
 
+def load_real(directory: Path | str | None = None) -> dict[str, dict[str, Any]]:
+    """Recordings of real servers run here by id (`<family>-<release>`); invalid files are ignored."""
+    return _load_entries(Path(directory) if directory else REAL_DIR, by_file_name=True)
+
+
 def _by_profile(recordings: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Recordings in the order of the profiles (then by id), as the tables list them."""
     order = {name: i for i, name in enumerate(PROFILES)}
-    return dict(sorted(recordings.items(), key=lambda kv: (order.get(str(kv[1].get("profile")), len(order)), kv[0])))
+    # A profile's real-server rows come before its emulated ones: where they disagree, the real one wins.
+    return dict(sorted(recordings.items(), key=lambda kv: (order.get(str(kv[1].get("profile")), len(order)),
+                                                          kv[1].get("source") != REAL_SOURCE, kv[0])))
+
+
+def _recordings(emulated_dir: Path | str | None) -> dict[str, dict[str, Any]]:
+    """Emulated and real-server recordings together (the real ones beside `emulated_dir`, in real/)."""
+    real_dir = Path(emulated_dir).parent / "real" if emulated_dir else REAL_DIR
+    return _by_profile({**load_emulated(emulated_dir), **load_real(real_dir)})
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -233,11 +251,12 @@ def diff_line(old: Any, new: Any, limit: int = 3) -> str | None:
 
 
 def check_emulated(entry_id: str, section: str, value: Mapping[str, Any], meta: Mapping[str, str], *,
-                   record: bool = False, command: str = "", directory: Path | str | None = None) -> str | None:
+                   record: bool = False, command: str = "", directory: Path | str | None = None,
+                   source: str = "emulator") -> str | None:
     """Compare one section (`doctor`, `step-2`, ...) of a run on an emulated catalog with its
     recording, or (`record=True`) write it there. Returns a one-line difference with the command
     that re-records (`command`), or None when it matches or was recorded. `meta` (family, release,
-    profile) heads the file."""
+    profile) heads the file; `source` says what ran (the emulator or, in REAL_DIR, the real server)."""
     path = _emulated_path(entry_id, directory)
     try:
         current = json.loads(path.read_text()) if path.exists() else None
@@ -245,7 +264,7 @@ def check_emulated(entry_id: str, section: str, value: Mapping[str, Any], meta: 
         current = None  # unreadable: rewritten when recording, a difference otherwise
     if record:
         entry = dict(current or {})
-        entry.update({"format": RECORD_FORMAT, "source": "emulator", **meta})
+        entry.update({"format": RECORD_FORMAT, "source": source, **meta})
         entry[section] = json.loads(json.dumps(value))
         entry = {k: entry[k] for k in sorted(entry)}
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -355,13 +374,17 @@ def _real_row(name: str, entry: Mapping[str, Any], notes: _Notes) -> list[str]:
 def _emulated_row(entry_id: str, entry: Mapping[str, Any], notes: _Notes) -> list[str]:
     caps = (entry.get("doctor") or {}).get("capabilities") or {}
     release = f"{entry.get('family', '?')} {entry.get('release', '?')}"
-    cells = [f"`{entry['profile']}`", f"emulated {release} (tests/emulators)", f"emulator ({entry.get('release', '?')})"]
+    if entry.get("source") == REAL_SOURCE:
+        cells = [f"`{entry['profile']}`", f"{release} on SeaweedFS (tests/realservers)",
+                 f"real server {entry.get('release', '?')}"]
+    else:
+        cells = [f"`{entry['profile']}`", f"emulated {release} (tests/emulators)", f"emulator ({entry.get('release', '?')})"]
     return cells + [_capability_cell(caps, ids, notes) for _, ids in COLUMNS]
 
 
 def _support_table(directory: Path | str | None) -> tuple[list[str], _Notes, dict[str, dict[str, Any]]]:
     entries = load_matrix(directory)
-    emulated = _by_profile(load_emulated(Path(directory) / "emulated" if directory else None))
+    emulated = _recordings(Path(directory) / "emulated" if directory else None)
     notes = _Notes()
     head = ["Profile", "Tested against", "Source"] + [title for title, _ in COLUMNS]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
@@ -382,7 +405,8 @@ def _support_table(directory: Path | str | None) -> tuple[list[str], _Notes, dic
 
 
 LEGEND = ("Source: *real server*: a recorded `doctor` run against SeaweedFS (`resources/matrix/<profile>.json`); "
-          "*emulator (release)*: recorded by the slow emulated suite against a loopback emulation of that release's "
+          "*real server N*: recorded by the slow real-server suite against that release run here on SeaweedFS "
+          "(`resources/matrix/real/`); *emulator (release)*: recorded by the slow emulated suite against a loopback emulation of that release's "
           "documented behaviour, not its server (`resources/matrix/emulated/`); *reference only*: vendor docs, never "
           "run here. works / degraded [n]: how the package goes on without it / refused [n]: why / **fail**; "
           "not probed: a prerequisite is missing; not run: skipped (the emulated runs leave Spark, PyIceberg and "
@@ -430,18 +454,19 @@ def _doctor_cell(doctor: Mapping[str, Any] | None) -> str:
 
 def render_emulated_table(directory: Path | str | None = None) -> str:
     """The catalog x step table of docs/emulated-catalogs.md, from the emulated recordings."""
-    emulated = _by_profile(load_emulated(directory))
+    emulated = _recordings(directory)
     steps = sorted({k.split("-", 1)[1] for e in emulated.values() for k in e if k.startswith("step-")}, key=int)
     head = ["catalog", "source", "profile"] + [f"{n} {STEP_TITLES.get(n, 'step ' + n)}" for n in steps] + ["9 doctor"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for entry_id, entry in emulated.items():
-        cells = [f"{entry.get('family')} {entry.get('release')}", f"emulator (`{entry_id}`)", f"`{entry['profile']}`"]
+        source = "real server" if entry.get("source") == REAL_SOURCE else "emulator"
+        cells = [f"{entry.get('family')} {entry.get('release')}", f"{source} (`{entry_id}`)", f"`{entry['profile']}`"]
         cells += [_step_cell(entry.get(f"step-{n}")) for n in steps] + [_doctor_cell(entry.get("doctor"))]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    lines.append("Rendered by `scripts/update_matrix.py` from `pyspark_catalog_ext/resources/matrix/emulated/*.json`, "
-                 "which the slow emulated suite records (`CATALOG_EXT_RECORD_MATRIX=1`) and compares on every run. "
-                 "Doctor: its exit code and how many capabilities work, degrade or are refused (per capability: the "
+    lines.append("Rendered by `scripts/update_matrix.py` from `pyspark_catalog_ext/resources/matrix/emulated/*.json` "
+                 "and `real/*.json`, which the slow emulated and real-server suites record "
+                 "(`CATALOG_EXT_RECORD_MATRIX=1`) and compare on every run. Doctor: its exit code and how many capabilities work, degrade or are refused (per capability: the "
                  "README's support matrix).")
     return "\n".join(lines)
 

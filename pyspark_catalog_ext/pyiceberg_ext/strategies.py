@@ -5,7 +5,7 @@ Each turns a table request into an answer:
 ``{"strategy": name, "config": {...}, "storage-credentials": [{"prefix", "config", "storage-refresh-token"?}]}``.
 The request carries the table's identity, whether it is staged, the stage-create body for
 re-staging, a server-given refresh endpoint, and its storage-refresh-tokens (secret; never logged).
-Spark's tables use the same strategies in the JVM shim (io.catalogext.shim.CatalogRefresher).
+Spark's tables use the same strategies in the JVM shim (io.catalogext.shim.refresh.CatalogRefresher).
 """
 
 from __future__ import annotations

@@ -54,6 +54,7 @@ class RealServer:
     """A server process; subclasses say how to start it and where it answers."""
 
     name = "server"
+    family = "server"  # the recording's id is <family>-<version> (resources/matrix/real/)
     profile = "seaweedfs"
     version = "?"
 
@@ -139,6 +140,7 @@ class RestFixture(RealServer):
     ``/credentials``, no refresh endpoint."""
 
     name = "iceberg-rest-fixture"
+    family = "iceberg-rest-fixture"
     profile = "seaweedfs"
 
     def __init__(self, lakehouse_info: Any):
@@ -185,6 +187,7 @@ class Nessie(RealServer):
     """Project Nessie (Quarkus runner, Java 21+), authentication off, in-memory store."""
 
     name = "nessie"
+    family = "nessie"
     profile = "nessie"
     version = artifacts.NESSIE_VERSION
 

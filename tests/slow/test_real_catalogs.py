@@ -3,9 +3,15 @@ REST fixture 1.11.0 and Project Nessie 0.99.0, each in front of the embedded Sea
 loopback fault proxy (only for step 4's lost answer). Real Spark, Iceberg, PyIceberg and S3.
 
 Steps (docs/emulated-catalogs.md numbering): 1 configure, 2 CTAS + writeTo().create(), 3 a long
-read beside a MERGE, 4 a lost commit answer lands once, 6 PyIceberg scan + append, 9 `doctor --json`.
+read beside a MERGE, 4 a lost commit answer lands once, 5 a cleanup dry run, 6 PyIceberg scan +
+append, 7 `maintain` (neither server has a policy API), 8 remote signing (recorded from step 2: Nessie
+signs every Spark step), 9 `doctor --json`. Steps 4 and 5 check that
+every file the table references still exists afterwards.
+
+What the user sees is compared with the server's recording (resources/matrix/real/<family>-<version>.json,
+rendered beside the emulated rows): a change fails until re-recorded with CATALOG_EXT_RECORD_MATRIX=1.
 Neither server vends expiring keys here (the REST fixture hands out its own static keys; Nessie signs
-S3 requests itself: its STS vending is blocked, see docs/real-catalogs.md), so no step waits for an
+S3 requests itself, and its STS keys, checked separately, state no expiry), so no step waits for an
 expiry: each checks the job works end to end on the real server.
 
 One module-scoped server at a time (params), so at most one extra JVM runs beside Spark. Where the
@@ -21,15 +27,17 @@ import pyarrow as pa
 import pytest
 
 from pyspark_catalog_ext.credentials import RefreshPolicy
+from pyspark_catalog_ext.doctor.matrix import DEGRADED, FAILS, NOT_APPLICABLE, REFUSED, WORKS, doctor_record, step_record
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.spark.catalog_check import check_catalog
 from pyspark_catalog_ext.spark.conf import CatalogSparkConf, spark_conf
 from tests.conftest import run_cli
 from tests.realservers.artifacts import ServerUnavailable
+from tests.realservers.recording import check_real
 from tests.realservers.servers import Nessie, RealServer, RestFixture
 from tests.refresh_support import register_slow_udf, slow
 from tests.servers import BufferedProxy
-from tests.user_path import DOCTOR_FAST, ctas_sql, ctas_writeto
+from tests.user_path import DOCTOR_FAST, assert_referenced_files_exist, ctas_sql, ctas_writeto
 
 FAST = RefreshPolicy(check_interval_s=1, min_ahead_s=0, lifetime_fraction=0.4)
 PY_POLICY = RefreshPolicy(check_interval_s=0.25, min_ahead_s=0, lifetime_fraction=0.6)
@@ -52,18 +60,33 @@ DIFFERENCES = {
 }
 
 
+# Step 8 (remote signing) as the user path meets it on each server.
+STEP8 = {
+    "nessie": step_record(WORKS, "every Spark step signs its S3 requests through Nessie's signer; no keys are vended"),
+    "rest-fixture": step_record(NOT_APPLICABLE, "no remote signer: S3FileIO signs with the keys the fixture hands out"),
+}
+
+
 # Findings: (step, server) -> why the package fails there today, run as xfail(strict=True) so a fix
 # shows up as an XPASS failure and the entry must go.
 PYICEBERG_REMOTE_SIGNING = ("PyIceberg in remote-signing mode is not done (docs/signing.md): pyiceberg_catalog() "
                             "accepts delegation='remote-signing', then the first data write fails with S3 "
                             "ACCESS_DENIED (PyArrow's S3 client does not sign through the catalog)")
-FINDINGS = {("4-pyiceberg", "nessie"): PYICEBERG_REMOTE_SIGNING, ("6", "nessie"): PYICEBERG_REMOTE_SIGNING}
+MAINTAIN_NO_ROUTE_400 = ("maintain takes only a 404 for 'no Polaris policy API'; Iceberg's REST fixture answers "
+                         "GET .../applicable-policies with 400 BadRequestException 'No route for request', so maintain "
+                         "exits 1 with a per-table error instead of the one line naming --policy-file")
+FINDINGS = {("4-pyiceberg", "nessie"): PYICEBERG_REMOTE_SIGNING, ("6", "nessie"): PYICEBERG_REMOTE_SIGNING,
+            ("7", "rest-fixture"): MAINTAIN_NO_ROUTE_400}
+RAISES = {("7", "rest-fixture"): AssertionError}  # what a finding fails with, where not OSError
 
 
 def _finding(request, step: str, server: RealServer) -> None:
     reason = FINDINGS.get((step, _key(server)))
     if reason:
-        request.applymarker(pytest.mark.xfail(strict=True, raises=OSError, reason=reason))
+        if step.isdigit():  # what the user gets there today, in the matrix
+            check_real(request, server, f"step-{step}", step_record(FAILS, reason))
+        raises = RAISES.get((step, _key(server)), OSError)
+        request.applymarker(pytest.mark.xfail(strict=True, raises=raises, reason=reason))
 
 
 @pytest.fixture(scope="module", params=sorted(USAGE))
@@ -121,6 +144,17 @@ def _table(real, short: str) -> str:
     return f"{_name(real[0])}.{NS}.{short}"
 
 
+def _metadata_location(server: RealServer, short: str) -> str:
+    """The table's current metadata file, asked of the server itself (no auth here, no proxy)."""
+    import requests
+
+    prefix = USAGE[_key(server)]["prefix"]
+    base = server.uri.rstrip("/") + "/v1" + (f"/{prefix}" if prefix else "")
+    answer = requests.get(f"{base}/namespaces/{NS}/tables/{short}", timeout=30)
+    assert answer.status_code == 200, answer.text[:300]
+    return answer.json()["metadata-location"]
+
+
 # ------------------------------------------------------------------------------------------ step 1
 def test_1_configure_with_the_profile_checks_the_catalog(real):
     server, proxy, _ = real
@@ -134,7 +168,7 @@ def test_1_configure_with_the_profile_checks_the_catalog(real):
 
 
 # ------------------------------------------------------------------------------------------ step 2
-def test_2_ctas_and_writeto_create(real, real_spark):
+def test_2_ctas_and_writeto_create(real, real_spark, request):
     spark = real_spark
     names = [_table(real, "ctas_sql"), _table(real, "ctas_df")]
     for name in names:
@@ -147,10 +181,13 @@ def test_2_ctas_and_writeto_create(real, real_spark):
     ctas_writeto(spark, names[1], rows, 1)
     for name in names:
         assert spark.sql(f"SELECT count(*), sum(v) FROM {name}").first() == (rows, 3 * sum(range(rows)))
+    check_real(request, real[0], "step-2", step_record(WORKS, "CTAS and writeTo().create() commit through stage-create"))
+    # Step 8 is the same jobs seen from the signing side: Nessie is used with remote signing throughout.
+    check_real(request, real[0], "step-8", STEP8[_key(real[0])])
 
 
 # ------------------------------------------------------------------------------------------ step 3
-def test_3_long_read_beside_a_merge(real, real_spark):
+def test_3_long_read_beside_a_merge(real, real_spark, request):
     spark = real_spark
     table = _table(real, "events")
     spark.sql(f"DROP TABLE IF EXISTS {table}")
@@ -170,10 +207,11 @@ def test_3_long_read_beside_a_merge(real, real_spark):
         assert counted.result() == 2000
         merged.result()
     assert spark.table(table).count() == 2500 and spark.table(table).where("k = 8").count() == 2500
+    check_real(request, real[0], "step-3", step_record(WORKS, "the read sees its snapshot; the MERGE commits"))
 
 
 # ------------------------------------------------------------------------------------------ step 4
-def test_4_lost_commit_answer_lands_exactly_once_spark(real, real_spark):
+def test_4_lost_commit_answer_lands_exactly_once_spark(real, real_spark, lakehouse, request):
     """The commit reaches the real server, then the client gets 500 instead of its answer (the
     proxy forwards, then answers): Spark's INSERT lands exactly once."""
     _, proxy, _ = real
@@ -186,9 +224,12 @@ def test_4_lost_commit_answer_lands_exactly_once_spark(real, real_spark):
     spark.sql(f"INSERT INTO {table} SELECT id FROM range(0, 10)")
     assert fault.fired == 1
     assert spark.sql(f"SELECT count(*), count(DISTINCT id) FROM {table}").first() == (10, 10)
+    assert_referenced_files_exist(_metadata_location(real[0], short), lakehouse)
+    check_real(request, real[0], "step-4", step_record(
+        WORKS, "commit answered HTTP 500 after it landed: Spark's INSERT lands once, every referenced file kept"))
 
 
-def test_4_lost_commit_answer_lands_exactly_once_pyiceberg(real, request):
+def test_4_lost_commit_answer_lands_exactly_once_pyiceberg(real, lakehouse, request):
     """The same lost answer under PyIceberg's append (on its own table): it lands exactly once."""
     server, proxy, _ = real
     _finding(request, "4-pyiceberg", server)
@@ -203,6 +244,64 @@ def test_4_lost_commit_answer_lands_exactly_once_pyiceberg(real, request):
     py_table.append(pa.table({"id": pa.array(range(100, 110), pa.int64())}, schema=schema))
     assert fault.fired == 1
     assert cat.load_table(name).scan().to_arrow().num_rows == 10
+    assert_referenced_files_exist(_metadata_location(server, "py_lost"), lakehouse)
+
+
+# ------------------------------------------------------------------------------------------ step 5
+def _cli_connection(real) -> list[str]:
+    """The catalog options a user passes to the CLI for this server (through the fault proxy)."""
+    out = ["--profile", real[0].profile]
+    for key, value in _conn(real).items():
+        out += [f"--{key.replace('_', '-')}", value]
+    return out
+
+
+# Where the cleanup cannot tell the staged table's location from the catalog, so it refuses (a path that
+# deletes files refuses when unsure) until the user adds --allow-non-table-prefix, as its line says.
+STEP5_UNSURE = {
+    "nessie": "Nessie puts a new table at <namespace>/<name>_<uuid> and its namespaces carry no location: the "
+              "cleanup cannot recognise the staged location and refuses until --allow-non-table-prefix; "
+              "then the dry run lists every file of the dead job and deletes none",
+}
+
+
+def test_5_staged_cleanup_dry_run_lists_a_dead_jobs_files(real, real_spark, lakehouse, request):
+    """A staged table written once and never committed (its driver "died"): `staged cleanup` with the
+    server's profile lists its files in a dry run and deletes none, and the committed table beside it
+    (step 3's) keeps every file it references. S3 access by the job's own keys: neither server vends
+    keys a cleanup could use (Nessie vends none, the REST fixture names no S3 endpoint with its keys)."""
+    from pyspark_catalog_ext.staging.staged import stage_create
+    from tests.spark.test_staging import s3_admin, s3_exists
+
+    server, spark = real[0], real_spark
+    short = f"orphan_{int(time.time())}"
+    staged = stage_create(spark, _table(real, short), "id BIGINT")
+    staged.write(spark.range(0, 20, 1, 2))
+    written = set(staged.written_files())
+    try:
+        args = ["staged", "cleanup", "--table", f"{NS}.{short}", "--location", staged.location, "--min-age", "0.001",
+                "--allow-min-age-under-24h", "--json", *_cli_connection(real),
+                "--s3-endpoint", lakehouse.info.s3_endpoint, "--s3-access-key", lakehouse.info.access_key,
+                "--s3-secret-key-env", "REALSERVERS_S3_SECRET"]
+        env = {"REALSERVERS_S3_SECRET": lakehouse.info.secret_key}
+        proc = run_cli(*args, env=env, timeout=120)
+        unsure = STEP5_UNSURE.get(_key(server))
+        if unsure:  # refused in one line, nothing deleted; then the way out the line names
+            lines = proc.stderr.strip().splitlines()
+            assert proc.returncode == 2 and len(lines) == 1 and "--allow-non-table-prefix" in lines[0], proc.stderr[-1500:]
+            proc = run_cli(*args, "--allow-non-table-prefix", env=env, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-1500:]
+        assert lakehouse.info.secret_key not in proc.stdout + proc.stderr
+        listed = {o["uri"] for o in json.loads(proc.stdout)["orphans"]}
+        assert written and written <= listed, (written, listed)
+        admin = s3_admin(lakehouse)
+        assert all(s3_exists(admin, uri) for uri in written)  # a dry run deletes nothing
+    finally:
+        staged.abort()
+    if spark.catalog.tableExists(_table(real, "events")):  # step 3's table, when it ran
+        assert_referenced_files_exist(_metadata_location(server, "events"), lakehouse)
+    check_real(request, server, "step-5", step_record(DEGRADED, unsure) if unsure else step_record(
+        WORKS, "the dry run lists every file of the dead job, deletes none"))
 
 
 # ------------------------------------------------------------------------------------------ step 6
@@ -222,10 +321,25 @@ def test_6_pyiceberg_scan_and_append(real, request):
         appended += 10
         assert table.scan().to_arrow().num_rows == appended
     assert cat.load_table(name).scan().to_arrow().num_rows == 40
+    check_real(request, server, "step-6", step_record(WORKS, "four appends and scans on one table object"))
+
+
+# ------------------------------------------------------------------------------------------ step 7
+def test_7_maintain_names_the_missing_policy_api(real, request):
+    """`maintain --dry-run` with the server's profile: neither server has Polaris's policy API, so
+    one line says so and how to go on (a policy file)."""
+    server = real[0]
+    _finding(request, "7", server)
+    proc = run_cli("maintain", f"lake.{NS}.events", "--dry-run", "--json", *_cli_connection(real), timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and not proc.stdout.strip(), (proc.returncode, proc.stdout[-500:])
+    assert len(lines) == 1 and "has no Polaris policy API" in lines[0] and "--policy-file" in lines[0], proc.stderr[-1500:]
+    assert server.lake.secret_key not in proc.stderr
+    check_real(request, server, "step-7", step_record(REFUSED, lines[0].removeprefix("error: ")))
 
 
 # ------------------------------------------------------------------------------------------ step 9
-def test_9_doctor_json_stops_at_auth_on_an_open_catalog(real):
+def test_9_doctor_json_stops_at_auth_on_an_open_catalog(real, request):
     """DIFFERENCES['doctor-open-catalog']: the servers run without auth, which the doctor reports as
     a failed auth probe (exit 1) before any write. Pinned so a doctor that learns about open
     catalogs (or a server run with auth) shows up here."""
@@ -243,6 +357,7 @@ def test_9_doctor_json_stops_at_auth_on_an_open_catalog(real):
     assert "answers unauthenticated requests" in summary, summary
     assert got["idempotency-advertised"] == "unsupported"  # neither server advertises idempotency-key-lifetime
     assert server.lake.secret_key not in proc.stdout + proc.stderr
+    check_real(request, server, "doctor", doctor_record(report))
 
 
 # ------------------------------------------------------------------------------------------ differences
@@ -298,24 +413,77 @@ def test_where_the_real_server_differs_from_the_emulators(real):
 
 
 # ------------------------------------------------------------------------------------------ Nessie STS
-def test_nessie_vends_sts_keys_from_seaweedfs(lakehouse):
+@pytest.fixture(scope="module")
+def nessie_sts(lakehouse):
+    """Nessie with client-iam (STS) on: how a Nessie that vends keys is run."""
+    try:
+        with Nessie(lakehouse.info, sts=True) as server:
+            yield server
+    except ServerUnavailable as exc:
+        pytest.skip(f"nessie: {exc}")
+
+
+def test_nessie_vends_sts_keys_from_seaweedfs(lakehouse, nessie_sts):
     """Nessie with client-iam (STS) on: a vended-credentials create answers STS keys that work. The
     lakehouse's role trusts sts:AssumeRole (resources/iam.json) for a catalog that assumes it with its
     S3 keys, as Nessie, Polaris and Gravitino do; SeaweedFS's own vending uses AssumeRoleWithCredentials."""
     import boto3
 
-    with Nessie(lakehouse.info, sts=True) as server:
-        _, create, vended = _rest(server, "main%7Cwarehouse")
-        answer = create(f"sts_{int(time.time() * 1000)}", {"stage-create": False}, vended)
-        assert answer.status_code == 200, answer.text[:300]
-        # The STS keys sit in `config`, with no
-        # storage-credentials and NO expiry (our Nessie emulator sends one; refresh.assumed-lifetime-ms
-        # covers keys without it).
-        assert not answer.json().get("storage-credentials")
-        config = answer.json()["config"]
-        assert config.get("s3.session-token") and "s3.session-token-expires-at-ms" not in config, sorted(config)
-        s3 = boto3.client("s3", endpoint_url=lakehouse.info.s3_endpoint, aws_access_key_id=config["s3.access-key-id"],
-                          aws_secret_access_key=config["s3.secret-access-key"], aws_session_token=config["s3.session-token"],
-                          region_name="us-east-1")
-        bucket, key = answer.json()["metadata-location"].removeprefix("s3://").split("/", 1)
-        assert s3.get_object(Bucket=bucket, Key=key)["Body"].read()  # the keys read the table's own files
+    server = nessie_sts
+    _, create, vended = _rest(server, "main%7Cwarehouse")
+    answer = create(f"sts_{int(time.time() * 1000)}", {"stage-create": False}, vended)
+    assert answer.status_code == 200, answer.text[:300]
+    # The STS keys sit in `config`, with no
+    # storage-credentials and NO expiry (our Nessie emulator sends one; refresh.assumed-lifetime-ms
+    # covers keys without it).
+    assert not answer.json().get("storage-credentials")
+    config = answer.json()["config"]
+    assert config.get("s3.session-token") and "s3.session-token-expires-at-ms" not in config, sorted(config)
+    s3 = boto3.client("s3", endpoint_url=lakehouse.info.s3_endpoint, aws_access_key_id=config["s3.access-key-id"],
+                      aws_secret_access_key=config["s3.secret-access-key"], aws_session_token=config["s3.session-token"],
+                      region_name="us-east-1")
+    bucket, key = answer.json()["metadata-location"].removeprefix("s3://").split("/", 1)
+    assert s3.get_object(Bucket=bucket, Key=key)["Body"].read()  # the keys read the table's own files
+
+
+# ------------------------------------------------------------------------------------------ emulator vs real
+# Where our emulator of the family (tests/emulators) answers the same scripted requests
+# (tests/realservers/compare.py) otherwise than the real server: each a named exception with its
+# reference; any other difference fails (then fix the emulator: the real server wins). The emulator
+# follows Nessie 0.108's notes (shared/README.md section 6); 0.99.0 is the newest Nessie served here.
+NESSIE_VERSION_GAP = "Nessie 0.99.0 (run here) vs 0.108 (emulated, from its release notes)"
+EMULATOR_EXCEPTIONS: dict[str, str] = {
+    "credentials.status": f"{NESSIE_VERSION_GAP}: GET .../credentials exists since 0.108.0 (nessie#10590); 0.99 answers 404",
+    # Not known whether 0.108 moved them (nothing in shared/README.md section 6 says): kept as the emulator
+    # serves the other place, so both stay covered; the package reads keys from either.
+    **{f"{call}.keys-in": f"{NESSIE_VERSION_GAP}: 0.99 puts its STS keys in the table `config` "
+                          "(test_nessie_vends_sts_keys_from_seaweedfs), the emulator in `storage-credentials`"
+       for call in ("stage-create", "create", "load")},
+    **{f"{call}.expiry": f"{NESSIE_VERSION_GAP}: 0.99 states no expiry (no s3.session-token-expires-at-ms); 0.108 "
+                         "sends expiry times (shared/README.md section 6); without one the refresher assumes "
+                         "catalog-ext.refresh.assumed-lifetime-ms"
+       for call in ("stage-create", "create", "load")},
+}
+
+
+def test_the_nessie_emulator_answers_the_scripted_requests_like_the_real_server(lakehouse, nessie_sts):
+    """The same requests to real Nessie (vending STS keys) and to our Nessie emulator, reduced to what
+    the package reads: only the named exceptions differ."""
+    from tests.emulators import Emulator
+    from tests.emulators.behaviour import NESSIE
+    from tests.realservers.compare import bearer, converse, differences
+    from tests.servers import S3ExpiryProxy
+
+    real_view = converse(nessie_sts.uri, nessie_sts.warehouse, {}, f"{NS}_cmp")
+    s3 = S3ExpiryProxy(lakehouse.info.s3_endpoint, exempt=(lakehouse.info.access_key,)).start()
+    emu = Emulator(NESSIE, lakehouse, s3, lifetime=60).start()
+    try:
+        emulated_view = converse(emu.url, NESSIE.warehouse, bearer(emu.url, lakehouse.info.credential), f"{NS}_cmp")
+    finally:
+        emu.stop()
+        s3.stop()
+    got = differences(real_view, emulated_view)
+    unexplained = {k: v for k, v in got.items() if k not in EMULATOR_EXCEPTIONS}
+    assert not unexplained, f"real vs emulated Nessie (not a named exception; fix the emulator): {unexplained}"
+    stale = sorted(set(EMULATOR_EXCEPTIONS) - set(got))
+    assert not stale, f"named exceptions the real server no longer shows (drop them): {stale}"

@@ -212,7 +212,7 @@ def test_ctas_refresh_commit_fault_and_maintenance_events_arrive_in_order(spark,
         events.emit("test.end")  # pulls whatever the JVM did last
     finally:
         events.unsubscribe(seen.append)
-    assert spark.sparkContext._jvm.io.catalogext.shim.EventLog.flush(5000)
+    assert spark.sparkContext._jvm.io.catalogext.shim.events.EventLog.flush(5000)
 
     mine = [e for e in seen if e.fields.get("table") in (ctas, other)]
     got = [(e.source, e.type, e.fields.get("outcome")) for e in mine]

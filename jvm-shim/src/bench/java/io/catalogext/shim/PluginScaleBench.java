@@ -1,5 +1,16 @@
 package io.catalogext.shim;
 
+import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.config.ShimKeys;
+import io.catalogext.shim.plugin.PluginMessages;
+import io.catalogext.shim.refresh.CredentialRegistry;
+import io.catalogext.shim.refresh.CredentialSnapshot;
+import io.catalogext.shim.refresh.RefreshPolicy;
+import io.catalogext.shim.refresh.TableContext;
+import io.catalogext.shim.refresh.TableEntry;
+import io.catalogext.shim.util.DaemonThreads;
+import io.catalogext.shim.util.Json;
+
 import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.Arrays;

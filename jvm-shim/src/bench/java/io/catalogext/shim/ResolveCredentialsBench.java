@@ -1,5 +1,11 @@
 package io.catalogext.shim;
 
+import io.catalogext.shim.config.ShimKeys;
+import io.catalogext.shim.refresh.RefreshPolicy;
+import io.catalogext.shim.refresh.TableContext;
+import io.catalogext.shim.refresh.TableCredentialsProvider;
+import io.catalogext.shim.refresh.TableEntry;
+
 import java.util.Map;
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.AwsSessionCredentials;

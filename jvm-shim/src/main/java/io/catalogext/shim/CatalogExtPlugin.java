@@ -1,5 +1,9 @@
 package io.catalogext.shim;
 
+import io.catalogext.shim.events.ShimMetrics;
+import io.catalogext.shim.plugin.PluginMessages;
+import io.catalogext.shim.refresh.CredentialRegistry;
+
 import java.util.Collections;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
@@ -36,15 +40,15 @@ public final class CatalogExtPlugin implements SparkPlugin {
     return new Executor();
   }
 
-  static PluginContext executorContext() {
+  public static PluginContext executorContext() {
     return executorContext;
   }
 
   /** Answers executors from the driver's registry. Never waits on the catalog. */
-  static final class Driver implements DriverPlugin {
+  public static final class Driver implements DriverPlugin {
     // Process-wide: Spark builds this plugin by class name; Python reads the counts via the registry.
-    static final AtomicLong SERVED = new AtomicLong();
-    static final AtomicLong REFUSED = new AtomicLong();
+    public static final AtomicLong SERVED = new AtomicLong();
+    public static final AtomicLong REFUSED = new AtomicLong();
 
     @Override
     public Map<String, String> init(SparkContext sc, PluginContext pluginContext) {

@@ -1,5 +1,7 @@
 package io.catalogext.shim;
 
+import io.catalogext.shim.http.NoHiddenResends;
+
 import org.apache.iceberg.exceptions.RESTException;
 
 /**
@@ -10,7 +12,7 @@ import org.apache.iceberg.exceptions.RESTException;
 public class CatalogRedirectException extends RESTException {
   private static final long serialVersionUID = 1L;
 
-  CatalogRedirectException(NoHiddenResends.Refused refused) {
+  public CatalogRedirectException(NoHiddenResends.Refused refused) {
     super(refused, "%s", refused.getMessage());
   }
 }

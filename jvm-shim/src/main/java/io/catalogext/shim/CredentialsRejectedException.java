@@ -9,7 +9,7 @@ package io.catalogext.shim;
 public final class CredentialsRejectedException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
-  CredentialsRejectedException(String message, Throwable cause) {
+  public CredentialsRejectedException(String message, Throwable cause) {
     super(message, cause);
   }
 }

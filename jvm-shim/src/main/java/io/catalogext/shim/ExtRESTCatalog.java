@@ -1,5 +1,14 @@
 package io.catalogext.shim;
 
+import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.events.EventLog;
+import io.catalogext.shim.http.ConfigCapture;
+import io.catalogext.shim.http.EventingRESTClient;
+import io.catalogext.shim.http.NoHiddenResends;
+import io.catalogext.shim.http.ObservingRESTClient;
+import io.catalogext.shim.refresh.CredentialRegistry;
+import io.catalogext.shim.util.Json;
+
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;

@@ -1,5 +1,12 @@
 package io.catalogext.shim;
 
+import io.catalogext.shim.events.EventLog;
+import io.catalogext.shim.plugin.CatalogReads;
+import io.catalogext.shim.refresh.CredentialRegistry;
+import io.catalogext.shim.refresh.RefreshPolicy;
+import io.catalogext.shim.staging.StagedTables;
+import io.catalogext.shim.util.Json;
+
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.StructType;
 

@@ -1,5 +1,7 @@
 package io.catalogext.shim;
 
+import io.catalogext.shim.refresh.CatalogRefresher;
+
 /**
  * Implemented in Python and registered through Py4J by {@code attach(spark, sources=...)}. The
  * driver's registry calls it, with a timeout, for tables of a catalog served by a user source

@@ -1,5 +1,11 @@
 package io.catalogext.shim;
 
+import io.catalogext.shim.config.ShimKeys;
+import io.catalogext.shim.refresh.CredentialRegistry;
+import io.catalogext.shim.refresh.RejectionRetries;
+import io.catalogext.shim.refresh.TableCredentialsProvider;
+import io.catalogext.shim.refresh.TableEntry;
+
 import java.util.Map;
 import org.apache.iceberg.aws.AwsClientProperties;
 import org.apache.iceberg.aws.HttpClientProperties;
@@ -7,6 +13,7 @@ import org.apache.iceberg.aws.s3.S3FileIOAwsClientFactory;
 import org.apache.iceberg.aws.s3.S3FileIOProperties;
 import org.apache.iceberg.util.SerializableMap;
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
+import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.S3Client;
 
@@ -54,12 +61,10 @@ public final class RefreshingS3ClientFactory implements S3FileIOAwsClientFactory
         .applyMutation(s3Props::applyUserAgentConfigurations)
         .applyMutation(s3Props::applyRetryConfigurations)
         .applyMutation(b -> {
-          if (tableProvider != null && tableProvider.entry().drivesRefresh()) {
+          ExecutionInterceptor watch = tableProvider == null ? null : RejectionRetries.dateWatch(tableProvider);
+          if (watch != null) {
             // after Iceberg's mutations, which may set an override configuration of their own
-            b.overrideConfiguration(b.overrideConfiguration().toBuilder()
-                .addExecutionInterceptor(new RejectionRetries.DateWatch(
-                    tableProvider.entry().context.catalog, tableProvider.entry().policy.maxClockSkewMs))
-                .build());
+            b.overrideConfiguration(b.overrideConfiguration().toBuilder().addExecutionInterceptor(watch).build());
           }
         })
         .build();

@@ -1,5 +1,8 @@
 package io.catalogext.shim;
 
+import io.catalogext.shim.events.EventLog;
+import io.catalogext.shim.util.Json;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

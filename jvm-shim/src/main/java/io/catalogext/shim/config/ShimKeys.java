@@ -1,0 +1,43 @@
+package io.catalogext.shim.config;
+
+/** Property keys the shim adds to a table's FileIO config. One place, so Python and Java agree. */
+public final class ShimKeys {
+  private ShimKeys() {}
+
+  public static final String PREFIX = "catalog-ext.";
+  /** Opaque id of a table's credential entry in the driver's registry. */
+  public static final String TABLE_HANDLE = PREFIX + "table-handle";
+  /** The table's identity (catalog, namespace, table, location) as JSON; not secret. */
+  public static final String TABLE_IDENTITY = PREFIX + "table";
+  /** Storage-credential prefix a client's initial credentials came from ("" = table config). */
+  public static final String CREDENTIAL_PREFIX = PREFIX + "credential-prefix";
+  /** Renew when less than max(min-ahead, fraction x lifetime) remains. */
+  public static final String REFRESH_MIN_AHEAD_MS = PREFIX + "refresh.min-ahead-ms";
+  public static final String REFRESH_LIFETIME_FRACTION = PREFIX + "refresh.lifetime-fraction";
+  public static final String REFRESH_CHECK_INTERVAL_MS = PREFIX + "refresh.check-interval-ms";
+  public static final String REFRESH_INITIAL_BACKOFF_MS = PREFIX + "refresh.initial-backoff-ms";
+  public static final String REFRESH_MAX_BACKOFF_MS = PREFIX + "refresh.max-backoff-ms";
+  /** How long a refresh (a source, the catalog, or an executor waiting on the driver) may take. */
+  public static final String REFRESH_TIMEOUT_MS = PREFIX + "refresh.timeout-ms";
+  /** Keys without an expiry: assumed to expire this long after their fetch (0: never). */
+  public static final String REFRESH_ASSUMED_LIFETIME_MS = PREFIX + "refresh.assumed-lifetime-ms";
+  /** Refreshes of one table per minute started by S3 rejecting its keys early (0: off). */
+  public static final String REFRESH_REACTIVE_MAX_PER_MINUTE = PREFIX + "refresh.reactive-max-per-minute";
+  /** Past this skew between the local clock and a server's Date header, use the server's clock. */
+  public static final String REFRESH_MAX_CLOCK_SKEW_MS = PREFIX + "refresh.max-clock-skew-ms";
+  /** Carries a storage-refresh-token from the JSON parser to the observer; never reaches FileIO. */
+  public static final String CAPTURED_REFRESH_TOKEN = PREFIX + "captured-storage-refresh-token";
+  /** A table answer's {@code remote-signing-config} (Iceberg 1.12), as JSON, until translated. */
+  public static final String CAPTURED_SIGNING_CONFIG = PREFIX + "captured-remote-signing-config";
+
+  /** When the driver fetched the credentials it forwards, so executors schedule like the driver. */
+  public static final String FETCHED_AT_MS = PREFIX + "fetched-at-ms";
+  /** The expiry the catalog stated, when the driver schedules by a shorter learned lifetime. */
+  public static final String STATED_EXPIRES_AT_MS = PREFIX + "stated-expires-at-ms";
+
+  public static final String ACCESS_KEY_ID = "s3.access-key-id";
+  public static final String SECRET_ACCESS_KEY = "s3.secret-access-key";
+  public static final String SESSION_TOKEN = "s3.session-token";
+  public static final String EXPIRES_AT_MS = "s3.session-token-expires-at-ms";
+  public static final String REFRESH_ENDPOINT = "client.refresh-credentials-endpoint";
+}

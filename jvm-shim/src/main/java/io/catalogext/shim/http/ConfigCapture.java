@@ -1,0 +1,110 @@
+package io.catalogext.shim.http;
+
+import io.catalogext.shim.commit.CommitGuard;
+import io.catalogext.shim.config.CatalogSession;
+
+import java.io.IOException;
+import java.time.Duration;
+import java.time.format.DateTimeParseException;
+import org.apache.iceberg.rest.responses.ConfigResponse;
+import org.apache.iceberg.rest.responses.ConfigResponseParser;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonParser;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.DeserializationContext;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonDeserializer;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.module.SimpleModule;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
+
+/**
+ * Iceberg 1.10's {@code ConfigResponseParser} drops the top-level {@code idempotency-key-lifetime}
+ * of {@code GET /v1/config} (the field arrived with the spec change released in 1.11). This
+ * deserializer reads it first and hands it to the catalog's {@link CommitGuard}, which only sends
+ * {@code Idempotency-Key} headers to servers that advertise it.
+ *
+ * <p>It also drops server-given URLs on another origin than the user's catalog URI: Iceberg merges
+ * {@code /v1/config} into the catalog properties and builds the catalog's client from {@code uri},
+ * fetches tokens (with the client credentials) at {@code oauth2-server-uri} and signs S3 requests
+ * (with the catalog's token) at {@code s3.signer.uri}, so such an override would send our
+ * credentials and {@code header.*} values to whatever host the server names. Not followed, as in
+ * the Python client; the user's own values (and a signer URI the user configured) are kept.
+ * Everything else is parsed by Iceberg unchanged.
+ */
+public final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
+  static final String LIFETIME_FIELD = "idempotency-key-lifetime";
+
+  /** Server-given properties whose URL receives the catalog's credentials. */
+  static final String[] CREDENTIAL_URLS = {"uri", "oauth2-server-uri", "s3.signer.uri"};
+
+  private final CatalogSession session;
+
+  private ConfigCapture(CatalogSession session) {
+    this.session = session;
+  }
+
+  /** Registers the capture for the catalog {@code session} on {@code mapper} (after Iceberg's serializers, so it wins). */
+  public static ObjectMapper register(ObjectMapper mapper, CatalogSession session) {
+    mapper.registerModule(
+        new SimpleModule("catalog-ext-config-capture-" + System.identityHashCode(session))
+            .addDeserializer(ConfigResponse.class, new ConfigCapture(session)));
+    return mapper;
+  }
+
+  /** Removes the credential-receiving URLs on another origin from {@code overrides}/{@code defaults}. */
+  private void dropForeignUrls(JsonNode node) {
+    for (String section : new String[] {"overrides", "defaults"}) {
+      JsonNode props = node == null ? null : node.get(section);
+      if (!(props instanceof ObjectNode)) {
+        continue;
+      }
+      for (String key : CREDENTIAL_URLS) {
+        JsonNode value = props.get(key);
+        if (value != null && value.isTextual()
+            && !Origins.allowed(value.asText(), session.uri, session.userSignerUri)) {
+          ((ObjectNode) props).remove(key);
+          session.guard.note("/v1/config " + section + " " + key + " names another origin than the catalog's"
+              + " uri: not followed (our credentials stay with the catalog)");
+        }
+      }
+    }
+  }
+
+  @Override
+  public ConfigResponse deserialize(JsonParser parser, DeserializationContext ctx) throws IOException {
+    JsonNode node = parser.getCodec().readTree(parser);
+    dropForeignUrls(node);
+    JsonNode lifetime = node == null ? null : node.get(LIFETIME_FIELD);
+    if (lifetime == null || lifetime.isNull()) {
+      // Tolerate servers that put it among the properties.
+      for (String section : new String[] {"overrides", "defaults"}) {
+        JsonNode props = node == null ? null : node.get(section);
+        if (props != null && props.hasNonNull(LIFETIME_FIELD)) {
+          lifetime = props.get(LIFETIME_FIELD);
+          break;
+        }
+      }
+    }
+    session.guard.setIdempotencyKeyLifetime(
+        lifetime != null && lifetime.isTextual() ? lifetime.asText() : null);
+    JsonNode top = node == null ? null : node.get(LIFETIME_FIELD);
+    if (top != null && !parsesAsDuration(top) && node instanceof ObjectNode) {
+      // Iceberg 1.11 on parses the field itself and refuses the whole catalog over a value Java's
+      // Duration cannot read (a week, "P1W", is valid ISO-8601 but not to Java). The guard has
+      // noted it and reconciles without idempotency; Iceberg gets the answer without it.
+      ((ObjectNode) node).remove(LIFETIME_FIELD);
+    }
+    return ConfigResponseParser.fromJson(node);
+  }
+
+  private static boolean parsesAsDuration(JsonNode value) {
+    if (!value.isTextual()) {
+      return value.isNull();
+    }
+    try {
+      Duration.parse(value.asText());
+      return true;
+    } catch (DateTimeParseException e) {
+      return false;
+    }
+  }
+}

@@ -1,0 +1,200 @@
+package io.catalogext.shim.http;
+
+import io.catalogext.shim.commit.CommitGuard;
+import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.events.EventLog;
+import io.catalogext.shim.events.ShimMetrics;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import org.apache.iceberg.MetadataUpdate;
+import org.apache.iceberg.Snapshot;
+import org.apache.iceberg.UpdateRequirement;
+import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.exceptions.AlreadyExistsException;
+import org.apache.iceberg.exceptions.CommitFailedException;
+import org.apache.iceberg.exceptions.CommitStateUnknownException;
+import org.apache.iceberg.rest.ParserContext;
+import org.apache.iceberg.rest.RESTClient;
+import org.apache.iceberg.rest.RESTRequest;
+import org.apache.iceberg.rest.RESTResponse;
+import org.apache.iceberg.rest.requests.CommitTransactionRequest;
+import org.apache.iceberg.rest.requests.CreateTableRequest;
+import org.apache.iceberg.rest.requests.UpdateTableRequest;
+import org.apache.iceberg.rest.responses.ErrorResponse;
+import org.apache.iceberg.rest.responses.LoadTableResponse;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ArrayNode;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
+
+/**
+ * The outermost layer of the catalog's HTTP client: emits {@code stage_create.started/finished}
+ * and {@code commit.started/finished} to {@link EventLog} around every stage-create and commit
+ * request, whatever Spark code sent it (SQL CTAS, DataFrame writes, procedures, the staging
+ * helpers). "finished" carries the outcome as the caller sees it after {@link CommitGuard}'s
+ * retries and reconciliation: staged, committed, rejected (the catalog refused it), unknown (it may
+ * have landed) or failed.
+ */
+public final class EventingRESTClient extends ForwardingRESTClient {
+  private final CatalogSession session;
+
+  public EventingRESTClient(RESTClient delegate, CatalogSession session) {
+    super(delegate);
+    this.session = session;
+  }
+
+  @Override
+  protected RESTClient wrap(RESTClient client) {
+    return new EventingRESTClient(client, session);
+  }
+
+  /** Every request Iceberg's catalog client sends, for Spark's metrics system. */
+  @Override
+  protected void onRequest() {
+    ShimMetrics.get().catalogRequest();
+  }
+
+  @Override
+  public <T extends RESTResponse> T post(
+      String path,
+      RESTRequest body,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler) {
+    return around(path, body, () -> delegate.post(path, body, responseType, headers, errorHandler));
+  }
+
+  @Override
+  public <T extends RESTResponse> T post(
+      String path,
+      RESTRequest body,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler,
+      Consumer<Map<String, String>> responseHeaders) {
+    return around(
+        path, body, () -> delegate.post(path, body, responseType, headers, errorHandler, responseHeaders));
+  }
+
+  @Override
+  public <T extends RESTResponse> T post(
+      String path,
+      RESTRequest body,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler,
+      Consumer<Map<String, String>> responseHeaders,
+      ParserContext parserContext) {
+    return around(path, body,
+        () -> delegate.post(path, body, responseType, headers, errorHandler, responseHeaders, parserContext));
+  }
+
+  /** Emits started/finished around a stage-create or commit; other requests pass straight through. */
+  private <T> T around(String path, RESTRequest body, Supplier<T> call) {
+    onRequest();
+    String kind = kind(body);
+    if (kind == null) {
+      return call.get();
+    }
+    ObjectNode fields = describe(path, body);
+    EventLog.emit(kind + ".started", fields.deepCopy());
+    long started = System.nanoTime();
+    try {
+      T response = call.get();
+      ObjectNode done = fields.deepCopy();
+      done.put("outcome", "stage_create".equals(kind) ? "staged" : "committed");
+      if (response instanceof LoadTableResponse && ((LoadTableResponse) response).tableMetadata() != null) {
+        LoadTableResponse loaded = (LoadTableResponse) response;
+        done.put("uuid", loaded.tableMetadata().uuid());
+        Snapshot current = loaded.tableMetadata().currentSnapshot();
+        if (current != null) {
+          done.put("snapshot_id", current.snapshotId());
+        }
+      }
+      EventLog.emit(kind + ".finished", withDuration(done, started));
+      return response;
+    } catch (RuntimeException e) {
+      ObjectNode failed = fields.deepCopy();
+      failed.put("outcome", outcome(e));
+      failed.put("error_class", e.getClass().getSimpleName());
+      EventLog.emit(kind + ".finished", withDuration(failed, started));
+      throw e;
+    }
+  }
+
+  private static String kind(RESTRequest body) {
+    if (body instanceof CreateTableRequest && ((CreateTableRequest) body).stageCreate()) {
+      return "stage_create";
+    }
+    if (body instanceof UpdateTableRequest || body instanceof CommitTransactionRequest) {
+      return "commit";
+    }
+    return null;
+  }
+
+  private ObjectNode describe(String path, RESTRequest body) {
+    ObjectNode fields = EventLog.fields();
+    TablePath tablePath = TablePath.parse(path);
+    if (body instanceof CreateTableRequest) {
+      fields.put("table", name(tablePath == null ? null : tablePath.namespace, ((CreateTableRequest) body).name()));
+    } else if (body instanceof UpdateTableRequest) {
+      UpdateTableRequest update = (UpdateTableRequest) body;
+      fields.put("table", tablePath != null && tablePath.table != null
+          ? name(tablePath.namespace, tablePath.table) : name(update.identifier()));
+      addChanges(fields, update);
+    } else {
+      ArrayNode tables = fields.putArray("tables");
+      for (UpdateTableRequest change : ((CommitTransactionRequest) body).tableChanges()) {
+        tables.add(name(change.identifier()));
+      }
+    }
+    return fields;
+  }
+
+  /** Whether the commit creates the table, and the snapshots it adds. */
+  private static void addChanges(ObjectNode fields, UpdateTableRequest update) {
+    boolean create = false;
+    for (UpdateRequirement req : update.requirements()) {
+      create |= req instanceof UpdateRequirement.AssertTableDoesNotExist;
+    }
+    fields.put("create", create);
+    List<Long> added = new ArrayList<>();
+    for (MetadataUpdate change : update.updates()) {
+      if (change instanceof MetadataUpdate.AddSnapshot) {
+        added.add(((MetadataUpdate.AddSnapshot) change).snapshot().snapshotId());
+      }
+    }
+    ArrayNode ids = fields.putArray("snapshot_ids");
+    added.forEach(ids::add);
+  }
+
+  private String name(List<String> namespace, String table) {
+    StringBuilder b = new StringBuilder(String.valueOf(session.name));
+    if (namespace != null) {
+      namespace.forEach(level -> b.append('.').append(level));
+    }
+    return b.append('.').append(table).toString();
+  }
+
+  private String name(TableIdentifier ident) {
+    return ident == null ? null : name(List.of(ident.namespace().levels()), ident.name());
+  }
+
+  private static ObjectNode withDuration(ObjectNode fields, long startedNanos) {
+    fields.put("duration_s", (System.nanoTime() - startedNanos) / 1e9);
+    return fields;
+  }
+
+  /** How the caller sees a failure: refused by the catalog, possibly landed, or an error. */
+  public static String outcome(RuntimeException e) {
+    if (e instanceof CommitStateUnknownException) {
+      return "unknown";
+    }
+    if (e instanceof CommitFailedException || e instanceof AlreadyExistsException) {
+      return "rejected";
+    }
+    return "failed";
+  }
+}

@@ -1,0 +1,284 @@
+package io.catalogext.shim.http;
+
+import io.catalogext.shim.CatalogRedirectException;
+import io.catalogext.shim.commit.CommitGuard;
+import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.config.ShimKeys;
+import io.catalogext.shim.refresh.CredentialRegistry;
+import io.catalogext.shim.refresh.RefreshPolicy;
+import io.catalogext.shim.refresh.TableContext;
+import io.catalogext.shim.util.Json;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import org.apache.iceberg.exceptions.RESTException;
+import org.apache.iceberg.UpdateRequirement;
+import org.apache.iceberg.rest.ParserContext;
+import org.apache.iceberg.rest.RESTClient;
+import org.apache.iceberg.rest.RESTRequest;
+import org.apache.iceberg.rest.RESTResponse;
+import org.apache.iceberg.rest.credentials.Credential;
+import org.apache.iceberg.rest.credentials.ImmutableCredential;
+import org.apache.iceberg.rest.requests.CreateTableRequest;
+import org.apache.iceberg.rest.requests.RegisterTableRequest;
+import org.apache.iceberg.rest.requests.UpdateTableRequest;
+import org.apache.iceberg.rest.responses.ErrorResponse;
+import org.apache.iceberg.rest.responses.LoadTableResponse;
+
+/**
+ * Wraps the catalog's HTTP client. Every table the catalog hands out (create, stage-create, load,
+ * register) gets a credential entry in the driver registry, and its FileIO config gets the handle
+ * that lets S3 clients anywhere in the cluster find it. Everything else passes through unchanged.
+ */
+public final class ObservingRESTClient extends ForwardingRESTClient {
+  private final CatalogSession session;
+
+  public ObservingRESTClient(RESTClient delegate, CatalogSession session) {
+    super(delegate);
+    this.session = session;
+  }
+
+  @Override
+  protected RESTClient wrap(RESTClient client) {
+    return new ObservingRESTClient(client, session);
+  }
+
+  @Override
+  public <T extends RESTResponse> T delete(
+      String path, Class<T> responseType, Map<String, String> headers, Consumer<ErrorResponse> errorHandler) {
+    // Mutations go through CommitGuard (Idempotency-Key, retries, reconciliation).
+    return guard().mutate(new CommitGuard.Request("DELETE", path, null, headers, errorHandler, delegate),
+        (h, eh) -> delegate.delete(path, responseType, h, eh));
+  }
+
+  @Override
+  public <T extends RESTResponse> T delete(
+      String path,
+      Map<String, String> queryParams,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler) {
+    return guard().mutate(new CommitGuard.Request("DELETE", path, null, headers, errorHandler, delegate),
+        (h, eh) -> delegate.delete(path, queryParams, responseType, h, eh));
+  }
+
+  @Override
+  public <T extends RESTResponse> T get(
+      String path,
+      Map<String, String> queryParams,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler) {
+    return observe(path, null, oneLineRedirects(() -> delegate.get(path, queryParams, responseType, headers, errorHandler)));
+  }
+
+  @Override
+  public <T extends RESTResponse> T get(
+      String path,
+      Map<String, String> queryParams,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler,
+      ParserContext parserContext) {
+    return observe(path, null,
+        oneLineRedirects(() -> delegate.get(path, queryParams, responseType, headers, errorHandler, parserContext)));
+  }
+
+  @Override
+  public <T extends RESTResponse> T post(
+      String path,
+      RESTRequest request,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler) {
+    RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (Spark numbers from 0)
+    return observe(path, body, guard().mutate(new CommitGuard.Request("POST", path, body, headers, errorHandler, delegate),
+        (h, eh) -> delegate.post(path, body, responseType, h, eh)));
+  }
+
+  @Override
+  public <T extends RESTResponse> T post(
+      String path,
+      RESTRequest request,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler,
+      Consumer<Map<String, String>> responseHeaders) {
+    RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (Spark numbers from 0)
+    return observe(path, body, guard().mutate(new CommitGuard.Request("POST", path, body, headers, errorHandler, delegate),
+        (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders)));
+  }
+
+  @Override
+  public <T extends RESTResponse> T post(
+      String path,
+      RESTRequest request,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler,
+      Consumer<Map<String, String>> responseHeaders,
+      ParserContext parserContext) {
+    RESTRequest body = FieldIdRenumbering.apply(request); // SeaweedFS rejects field id 0 (Spark numbers from 0)
+    return observe(path, body, guard().mutate(new CommitGuard.Request("POST", path, body, headers, errorHandler, delegate),
+        (h, eh) -> delegate.post(path, body, responseType, h, eh, responseHeaders, parserContext)));
+  }
+
+  @Override
+  public void head(String path, Map<String, String> headers, Consumer<ErrorResponse> errorHandler) {
+    oneLineRedirects(() -> {
+      delegate.head(path, headers, errorHandler);
+      return null;
+    });
+  }
+
+  @Override
+  public <T extends RESTResponse> T postForm(
+      String path,
+      Map<String, String> formData,
+      Class<T> responseType,
+      Map<String, String> headers,
+      Consumer<ErrorResponse> errorHandler) {
+    // OAuth2 token requests: a redirect is refused like any other (CommitGuard does the rest).
+    return oneLineRedirects(() -> delegate.postForm(path, formData, responseType, headers, errorHandler));
+  }
+
+  /**
+   * A redirect the HTTP client refused (NoHiddenResends) as one line naming its target, instead
+   * of Iceberg's "Error occurred while processing GET request" around it.
+   */
+  private static <T> T oneLineRedirects(Supplier<T> call) {
+    try {
+      return call.get();
+    } catch (CatalogRedirectException e) {
+      throw e;
+    } catch (RESTException e) {
+      NoHiddenResends.Refused redirect = NoHiddenResends.refusedIn(e);
+      if (redirect != null) {
+        throw new CatalogRedirectException(redirect);
+      }
+      throw e;
+    }
+  }
+
+  /** Idempotency-Key, retry policy and commit reconciliation. */
+  private CommitGuard guard() {
+    return session.guard;
+  }
+
+  @SuppressWarnings("unchecked")
+  private <T extends RESTResponse> T observe(String path, RESTRequest body, T response) {
+    if (!(response instanceof LoadTableResponse)) {
+      return response;
+    }
+    TablePath tablePath = TablePath.parse(path);
+    if (tablePath == null) {
+      return response;
+    }
+    // Iceberg 1.12's remote-signing-config, as the s3.signer.* properties Iceberg 1.10 reads.
+    LoadTableResponse loaded = RemoteSigning.translate((LoadTableResponse) response, tablePath, body);
+    String signer = loaded.config().get(RemoteSigning.SIGNER_URI);
+    if (signer != null && !Origins.allowed(signer, session.uri, session.userSignerUri)) {
+      // Iceberg's signer client would send the catalog's token (or exchange its client credentials) there.
+      throw new IllegalStateException("the catalog's answer for " + tablePath.displayName() + " names a remote signer on"
+          + " another origin (" + NoHiddenResends.shown(signer) + ") than the catalog's uri: catalog-ext does not send"
+          + " the catalog's credentials there; if that signer is yours, set s3.signer.uri to it in the catalog properties");
+    }
+    session.observedTableOperation(delegate, tablePath.root);
+    if (body instanceof UpdateTableRequest) {
+      // A commit: once a create commit lands, the table is no longer staged.
+      for (UpdateRequirement req : ((UpdateTableRequest) body).requirements()) {
+        if (req instanceof UpdateRequirement.AssertTableDoesNotExist) {
+          CredentialRegistry.get().markCommitted(session.name, tablePath.namespace, tablePath.table);
+        }
+      }
+      return (T) loaded;
+    }
+    String table = tablePath.table;
+    boolean staged = false;
+    String stageRequest = null;
+    if (body instanceof CreateTableRequest) {
+      CreateTableRequest create = (CreateTableRequest) body;
+      table = create.name();
+      staged = create.stageCreate();
+      if (staged) {
+        stageRequest = stageRequestJson(create, loaded.tableMetadata().location());
+      }
+    } else if (body instanceof RegisterTableRequest) {
+      table = ((RegisterTableRequest) body).name();
+    }
+    if (table == null) {
+      return (T) loaded;
+    }
+    return (T) register(loaded, tablePath.namespace, table, staged, stageRequest);
+  }
+
+  private LoadTableResponse register(
+      LoadTableResponse loaded, List<String> namespace, String table, boolean staged, String stageRequest) {
+    CredentialRegistry registry = CredentialRegistry.get();
+    boolean vended =
+        loaded.config().containsKey(ShimKeys.ACCESS_KEY_ID)
+            || loaded.credentials().stream().anyMatch(c -> c.config().containsKey(ShimKeys.ACCESS_KEY_ID));
+    if (!registry.wantsTable(session.name, vended)) {
+      return loaded;
+    }
+    TableContext context =
+        new TableContext(
+            session.name,
+            namespace,
+            table,
+            loaded.tableMetadata().location(),
+            loaded.tableMetadata().uuid(),
+            staged,
+            stageRequest,
+            loaded.config().get(ShimKeys.REFRESH_ENDPOINT));
+    String handle = registry.registerDriverTable(context, session, loaded.config(), loaded.credentials());
+    RefreshPolicy policy = registry.policyFor(session);
+
+    Map<String, String> config = new HashMap<>(loaded.config());
+    config.put(ShimKeys.TABLE_HANDLE, handle);
+    config.put(ShimKeys.TABLE_IDENTITY, context.identityJson());
+    config.put(ShimKeys.REFRESH_MIN_AHEAD_MS, String.valueOf(policy.minAheadMs));
+    config.put(ShimKeys.REFRESH_LIFETIME_FRACTION, String.valueOf(policy.fraction));
+    config.put(ShimKeys.REFRESH_TIMEOUT_MS, String.valueOf(policy.timeoutMs));
+    config.put(ShimKeys.REFRESH_REACTIVE_MAX_PER_MINUTE, String.valueOf(policy.reactiveMaxPerMinute));
+    // Iceberg would build its own refreshing provider from this; ours replaces it.
+    config.remove(ShimKeys.REFRESH_ENDPOINT);
+
+    List<Credential> credentials = new ArrayList<>();
+    for (Credential c : loaded.credentials()) {
+      Map<String, String> cc = new HashMap<>(c.config());
+      cc.remove(ShimKeys.CAPTURED_REFRESH_TOKEN);
+      cc.remove(ShimKeys.REFRESH_ENDPOINT);
+      cc.put(ShimKeys.CREDENTIAL_PREFIX, c.prefix());
+      credentials.add(ImmutableCredential.builder().prefix(c.prefix()).config(cc).build());
+    }
+    return LoadTableResponse.builder()
+        .withTableMetadata(loaded.tableMetadata())
+        .addAllConfig(config)
+        .addAllCredentials(credentials)
+        .build();
+  }
+
+  /** The stage-create body again, pinned to the location the catalog chose, for re-staging. */
+  private static String stageRequestJson(CreateTableRequest create, String location) {
+    CreateTableRequest pinned =
+        CreateTableRequest.builder()
+            .stageCreate()
+            .withName(create.name())
+            .withSchema(create.schema())
+            .withPartitionSpec(create.spec())
+            .withWriteOrder(create.writeOrder())
+            .withLocation(location)
+            .setProperties(create.properties())
+            .build();
+    try {
+      return Json.restMapper().writeValueAsString(pinned);
+    } catch (Exception e) {
+      return null;
+    }
+  }
+}

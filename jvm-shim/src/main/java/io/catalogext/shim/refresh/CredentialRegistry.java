@@ -1,0 +1,410 @@
+package io.catalogext.shim.refresh;
+
+import io.catalogext.shim.CatalogExtPlugin;
+import io.catalogext.shim.PythonCredentialBridge;
+import io.catalogext.shim.commit.CommitGuard;
+import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.config.ShimKeys;
+import io.catalogext.shim.plugin.PluginMessages;
+import io.catalogext.shim.util.DaemonThreads;
+import io.catalogext.shim.util.Json;
+
+import java.security.SecureRandom;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.iceberg.rest.credentials.Credential;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ArrayNode;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The credential entries of this JVM. On the driver, entries are created when the catalog hands
+ * out a table and are refreshed through the Python bridge; in an executor JVM, entries are created
+ * from the FileIO properties and refreshed from the driver.
+ */
+public final class CredentialRegistry {
+  private static final Logger LOG = LoggerFactory.getLogger(CredentialRegistry.class);
+  // Process-wide: Iceberg builds RefreshingS3ClientFactory and Spark CatalogExtPlugin by class name,
+  // with no way to hand them an object, and both must find the entries the catalogs registered.
+  private static final CredentialRegistry INSTANCE = new CredentialRegistry();
+  private static final SecureRandom RANDOM = new SecureRandom();
+
+  private final Map<String, TableEntry> entries = new ConcurrentHashMap<>();
+  private final Set<String> customSourceCatalogs = ConcurrentHashMap.newKeySet();
+  private volatile PythonCredentialBridge bridge;
+  private final Map<String, RefreshPolicy> policyOverrides = new ConcurrentHashMap<>();
+  /** Set by the driver plugin (or found from SparkEnv): this JVM runs the Spark driver. */
+  private volatile boolean driver;
+  private final TableEntry.Clock clock;
+  /** Bound on tracked entries: past it, the least recently active idle entries go first. */
+  public static final int MAX_ENTRIES = 10_000;
+
+  private CredentialRegistry() {
+    this(System::currentTimeMillis);
+    // The one scheduler of this JVM: once a second it flags due snapshots (so the providers' hot
+    // path never reads the clock) and, on the driver, starts the refreshes that are due.
+    java.util.concurrent.ScheduledExecutorService ticker =
+        java.util.concurrent.Executors.newSingleThreadScheduledExecutor(
+            DaemonThreads.named("catalog-ext-ticker"));
+    ticker.scheduleWithFixedDelay(this::tickSafely, 1, 1, java.util.concurrent.TimeUnit.SECONDS);
+  }
+
+  /** A registry on {@code clock} with no ticker thread: unit tests call {@link #tick()} themselves. */
+  public CredentialRegistry(TableEntry.Clock clock) {
+    this.clock = clock;
+  }
+
+  /** One scheduler pass; never throws, or scheduleWithFixedDelay would stop for good. */
+  void tickSafely() {
+    try {
+      tick();
+    } catch (Throwable t) {
+      LOG.warn("catalog-ext: scheduler pass failed: {}", t.toString());
+    }
+  }
+
+  public void tick() {
+    long now = clock.nowMs();
+    boolean onDriver = isDriver();
+    for (TableEntry e : entries.values()) {
+      try {
+        e.tick(now);
+        if (onDriver) {
+          e.scheduleIfDue(now);
+        }
+      } catch (Throwable t) { // one broken entry must not starve the others
+        LOG.warn("catalog-ext: scheduling {} failed: {}", e.context.qualifiedName(), t.toString());
+      }
+    }
+    if (now - lastEvictionMs >= EVICTION_INTERVAL_MS) { // executors evict too
+      lastEvictionMs = now;
+      evictIdle(IDLE_EVICTION_MS);
+    }
+  }
+
+  /** Entries with expired credentials unused for this long are dropped (see {@link #evictIdle}). */
+  static final long IDLE_EVICTION_MS = 3_600_000L;
+  private static final long EVICTION_INTERVAL_MS = 60_000L;
+  private volatile long lastEvictionMs;
+
+  public static CredentialRegistry get() {
+    return INSTANCE;
+  }
+
+  // ---- called from Python (Py4J) ----
+
+  public void registerBridge(PythonCredentialBridge pythonBridge) {
+    this.bridge = pythonBridge;
+  }
+
+  public void unregisterBridge() {
+    this.bridge = null;
+  }
+
+  /** Tables of this catalog get an entry even when it vends nothing: a user source fills them. */
+  public void enableCustomSource(String catalog) {
+    customSourceCatalogs.add(catalog);
+  }
+
+  /**
+   * A policy Python set for one catalog ({@code attach(policy=...)}): it wins over that catalog's own
+   * {@code catalog-ext.refresh.*} properties for tables handed out from now on; other catalogs keep theirs.
+   */
+  public void setRefreshPolicy(String catalog, RefreshPolicy policy) {
+    policyOverrides.put(catalog, policy);
+  }
+
+  /** JSON array describing every table entry; no secrets. */
+  public String describe() {
+    ArrayNode out = Json.MAPPER.createArrayNode();
+    entries.values().forEach(e -> out.add(e.describe()));
+    return Json.write(out);
+  }
+
+  /** {"served", "refused"}: executor requests the driver plugin answered or turned away. */
+  public String pluginStats() {
+    ObjectNode node = Json.object();
+    node.put("served", CatalogExtPlugin.Driver.SERVED.get());
+    node.put("refused", CatalogExtPlugin.Driver.REFUSED.get());
+    return Json.write(node);
+  }
+
+  /**
+   * Epoch ms of the earliest expiry among the credentials tracked here that have not expired yet
+   * (Long.MAX_VALUE if none): how close this JVM's tables are to needing a refresh that works.
+   */
+  public long earliestExpiryMs() {
+    long now = clock.nowMs();
+    long earliest = Long.MAX_VALUE;
+    for (TableEntry e : entries.values()) {
+      for (CredentialSlot slot : e.slots().values()) {
+        CredentialSnapshot s = slot.current;
+        if (s != null && s.expiresAtMs > now && s.expiresAtMs < earliest) {
+          earliest = s.expiresAtMs;
+        }
+      }
+    }
+    return earliest;
+  }
+
+  public long generation(String handle) {
+    return entry(handle).generation();
+  }
+
+  /**
+   * Refreshes a table unless it was refreshed since {@code seenGeneration} (the scheduler's
+   * single-flight guard). Returns true if this call fetched; throws with the source's message.
+   */
+  public boolean refresh(String handle, long seenGeneration) throws Exception {
+    return entry(handle).refreshIfGeneration(seenGeneration);
+  }
+
+  public void forget(String handle) {
+    entries.remove(handle);
+  }
+
+  /**
+   * Drops entries whose credentials expired and that nobody used for {@code maxIdleMs}: each table
+   * load creates an entry, and an abandoned one must not be refreshed or kept forever.
+   */
+  public int evictIdle(long maxIdleMs) {
+    long now = clock.nowMs();
+    int evicted = 0;
+    for (TableEntry e : entries.values()) {
+      boolean expired =
+          e.slots().values().stream().allMatch(sl -> sl.current == null || sl.current.expiresAtMs <= now);
+      if (now - e.lastActiveAtMs() > maxIdleMs && expired && entries.remove(e.handle, e)) {
+        e.evicted(this::reinstate); // a provider still holding it takes the slow path, which brings it back
+        evicted++;
+      }
+    }
+    return evicted;
+  }
+
+  /** Keeps the registry bounded: beyond MAX_ENTRIES, the least recently active entries go. */
+  private void enforceBound() {
+    int excess = entries.size() - MAX_ENTRIES;
+    if (excess <= 0) {
+      return;
+    }
+    entries.values().stream()
+        .sorted(java.util.Comparator.comparingLong(TableEntry::lastActiveAtMs))
+        .limit(excess)
+        .forEach(
+            e -> {
+              if (entries.remove(e.handle, e)) {
+                e.evicted(this::reinstate);
+              }
+            });
+  }
+
+  /** An evicted entry that is used again (a DataFrame kept in a notebook) is tracked again. */
+  void reinstate(TableEntry entry) {
+    if (entries.putIfAbsent(entry.handle, entry) == null) {
+      LOG.info("catalog-ext: tracking {} again after an idle period", entry.context.qualifiedName());
+    }
+  }
+
+  public int size() {
+    return entries.size();
+  }
+
+  // ---- called from the shim ----
+
+  public boolean wantsTable(String catalog, boolean vended) {
+    return vended || customSourceCatalogs.contains(catalog);
+  }
+
+  /**
+   * The catalog sessions of this JVM by name (the latest initialised one per name): the refresh
+   * finds its catalog's client, paths and policy here, and {@link CommitGuard#describe} its guards.
+   */
+  private final Map<String, CatalogSession> catalogs = new ConcurrentHashMap<>();
+
+  public void registerCatalog(CatalogSession session) {
+    catalogs.put(session.name, session);
+  }
+
+  /** The latest initialised session of catalog {@code name} in this JVM, or null. */
+  public CatalogSession session(String name) {
+    return catalogs.get(name);
+  }
+
+  /** The sessions of this JVM, one per catalog name. */
+  public java.util.Collection<CatalogSession> sessions() {
+    return List.copyOf(catalogs.values());
+  }
+
+  /** The catalog's policy: one set from Python for this catalog, else its properties'. */
+  public RefreshPolicy policyFor(CatalogSession session) {
+    return policyOverrides.getOrDefault(session.name, session.policy);
+  }
+
+  /**
+   * Creates the driver-side entry for a table the catalog just handed out, or updates the one the
+   * table already has; returns its handle. Synchronized so two concurrent loads of one table make
+   * one entry (loads are rare next to resolves, which never take this lock).
+   */
+  public synchronized String registerDriverTable(
+      TableContext context,
+      CatalogSession session,
+      Map<String, String> tableConfig,
+      List<Credential> credentials) {
+    // One entry per table identity (catalog, identifier, location), not per hand-out: a CTAS and
+    // the loads after it share one entry, one schedule and one catalog request per refresh.
+    String key = context.tableKey();
+    for (TableEntry existing : entries.values()) {
+      if (existing.context.tableKey().equals(key)) {
+        existing.adopt(context, tableConfig, credentials);
+        return existing.handle;
+      }
+    }
+    String handle = newId(12);
+    TableEntry entry =
+        new TableEntry(handle, context, policyFor(session), this::fetchFromSource, clock);
+    entry.seed("", tableConfig);
+    for (Credential credential : credentials) {
+      entry.seed(credential.prefix(), credential.config());
+    }
+    entries.put(handle, entry);
+    enforceBound();
+    LOG.info("catalog-ext: tracking storage credentials for {}", context);
+    return handle;
+  }
+
+  public void markCommitted(String catalog, List<String> namespace, String table) {
+    for (TableEntry entry : entries.values()) {
+      TableContext c = entry.context;
+      if (c.staged && c.catalog.equals(catalog) && c.namespace.equals(namespace) && c.table.equals(table)) {
+        c.staged = false;
+      }
+    }
+  }
+
+  /** The entry a FileIO's S3 client should use: the driver's own, or one fed by the driver. */
+  public TableEntry forClient(Map<String, String> props) {
+    String handle = props.get(ShimKeys.TABLE_HANDLE);
+    TableEntry local = entries.get(handle);
+    if (local != null) {
+      return local;
+    }
+    TableContext context = TableContext.fromIdentity(props.get(ShimKeys.TABLE_IDENTITY));
+    if (isDriver()) {
+      return retrack(handle, context);
+    }
+    RefreshPolicy tablePolicy = RefreshPolicy.fromProperties(props);
+    long timeoutMs = tablePolicy.timeoutMs;
+    TableEntry entry =
+        entries.computeIfAbsent(
+            handle,
+            h -> new TableEntry(h, context, tablePolicy, DriverPluginSource.forExecutor(clock, timeoutMs), clock));
+    enforceBound();
+    return entry;
+  }
+
+  /**
+   * The driver plugin's answer to an executor: from memory, never waiting on the catalog. A due
+   * entry starts its (single-flight) background refresh and the executor asks again.
+   */
+  public PluginMessages.Reply answerExecutor(PluginMessages.Request request) {
+    TableEntry entry = entries.get(request.handle);
+    if (entry == null) {
+      if (request.identityJson == null) {
+        return PluginMessages.Reply.failed("unknown table handle");
+      }
+      entry = retrack(request.handle, TableContext.fromIdentity(request.identityJson));
+    }
+    if (request.staleKeyId != null && entry.policy.reactiveMaxPerMinute > 0) {
+      String limited = entry.onExecutorRejection(request.staleKeyId, request.staleCode);
+      if (limited != null) {
+        return PluginMessages.Reply.rejected(limited);
+      }
+    }
+    return entry.executorReply();
+  }
+
+  /**
+   * This is the driver and the entry was evicted (idle for long): track the table again, refreshed
+   * like any committed table.
+   */
+  private synchronized TableEntry retrack(String handle, TableContext context) {
+    String key = context.tableKey();
+    for (TableEntry existing : entries.values()) {
+      if (existing.context.tableKey().equals(key)) {
+        return existing; // loaded again since: one entry per table identity
+      }
+    }
+    return entries.computeIfAbsent(
+        handle,
+        h -> {
+          LOG.warn("catalog-ext: re-tracking {} after its entry was evicted", context);
+          CatalogSession session = catalogs.get(context.catalog);
+          RefreshPolicy p = session != null ? policyFor(session) : RefreshPolicy.defaults();
+          return new TableEntry(h, context, p, this::fetchFromSource, clock);
+        });
+  }
+
+  public void markDriver() {
+    driver = true;
+  }
+
+  private boolean isDriver() {
+    if (driver) {
+      return true;
+    }
+    org.apache.spark.SparkEnv env = org.apache.spark.SparkEnv.get();
+    return env != null && "driver".equals(env.executorId());
+  }
+
+  public TableEntry lookup(String handle) {
+    return entries.get(handle);
+  }
+
+  private TableEntry entry(String handle) {
+    TableEntry e = entries.get(handle);
+    if (e == null) {
+      throw new IllegalArgumentException("unknown table handle " + handle);
+    }
+    return e;
+  }
+
+  /**
+   * The table's fresh credentials: from the user's Python source if its catalog has one, else
+   * from the catalog through the strategies. Either way bounded by the policy's timeout.
+   */
+  private RefreshResult fetchFromSource(TableEntry entry) throws Exception {
+    long timeoutMs = entry.policy.timeoutMs;
+    if (customSourceCatalogs.contains(entry.context.catalog)) {
+      PythonCredentialBridge b = bridge;
+      if (b == null) {
+        throw new IllegalStateException(
+            "the Python credential source of catalog " + entry.context.catalog + " is detached");
+      }
+      String request = Json.write(entry.describe()); // a user source gets the table, no tokens
+      String response = BoundedCalls.call(
+          "catalog " + entry.context.catalog, () -> b.fetchCredentials(request), timeoutMs, "the Python credential source");
+      JsonNode node = Json.read(response);
+      if (node.hasNonNull("error")) {
+        throw new IllegalStateException(node.get("error").asText());
+      }
+      return RefreshResult.fromJson(node);
+    }
+    CatalogSession session = catalogs.get(entry.context.catalog);
+    if (session == null) {
+      throw new IllegalStateException("catalog " + entry.context.catalog + " is not an ExtRESTCatalog in this JVM");
+    }
+    return BoundedCalls.call(
+        "catalog " + entry.context.catalog, () -> CatalogRefresher.fetch(session, entry), timeoutMs, "the catalog request");
+  }
+
+  public static String newId(int bytes) {
+    byte[] b = new byte[bytes];
+    RANDOM.nextBytes(b);
+    return Base64.getUrlEncoder().withoutPadding().encodeToString(b);
+  }
+}

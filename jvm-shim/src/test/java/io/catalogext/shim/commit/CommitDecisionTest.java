@@ -1,0 +1,318 @@
+package io.catalogext.shim.commit;
+
+import io.catalogext.shim.commit.CommitDecision.Answer;
+import io.catalogext.shim.commit.CommitDecision.Facts;
+import io.catalogext.shim.commit.CommitDecision.Kind;
+import io.catalogext.shim.commit.CommitDecision.Landed;
+import io.catalogext.shim.commit.CommitDecision.Outcome;
+import io.catalogext.shim.commit.CommitGuard.IdempotencyMode;
+import io.catalogext.shim.util.Json;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
+
+/**
+ * Every row of the shared commit decision table ({@link CommitDecision#TABLE_RESOURCE}, the same rows
+ * tests/unit/test_commit_decisions.py checks PyIceberg's guard against), then the properties over
+ * every enum value and the Java-only parts (status interception, transactions) that are not rows.
+ */
+public class CommitDecisionTest {
+  private static final JsonNode TABLE = readTable();
+
+  private static JsonNode readTable() {
+    try (InputStream in = CommitDecision.class.getResourceAsStream(CommitDecision.TABLE_RESOURCE)) {
+      assertTrue(in != null, CommitDecision.TABLE_RESOURCE + " is missing from the shim jar");
+      return Json.MAPPER.readTree(in);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private static Kind kind(String commit) {
+    switch (commit) {
+      case "snapshot":
+        return Kind.SNAPSHOT_COMMIT;
+      case "plain":
+        return Kind.PLAIN_COMMIT;
+      case "stage":
+        return Kind.STAGE;
+      case "mutation":
+        return Kind.MUTATION;
+      default:
+        throw new AssertionError("unknown commit kind in the table: " + commit);
+    }
+  }
+
+  private static Answer answer(JsonNode a) {
+    if (a.isInt()) {
+      return Answer.ofStatus(a.asInt());
+    }
+    switch (a.asText()) {
+      case "refused":
+        return Answer.NOT_SENT;
+      case "lost":
+        return Answer.LOST;
+      default:
+        throw new AssertionError("unknown answer in the table: " + a);
+    }
+  }
+
+  private static <E extends Enum<E>> E named(Class<E> type, String text) {
+    return Enum.valueOf(type, text.toUpperCase(Locale.ROOT).replace('-', '_'));
+  }
+
+  @Test
+  void testEveryRowOfTheSharedTable() {
+    int rows = 0;
+    for (JsonNode row : TABLE.get("rows")) {
+      String id = row.get("id").asText();
+      boolean advertised = row.get("lifetime").asText().equals("advertised");
+      IdempotencyMode mode = named(IdempotencyMode.class, row.get("key_mode").asText());
+      boolean sendsKey = CommitGuard.sendsKey(mode, advertised);
+      assertEquals(row.get("key").asText(), sendsKey ? "sent" : "none", id + ": key");
+      Facts f = new Facts(kind(row.get("commit").asText()), answer(row.get("answer")), row.get("earlier").asBoolean(),
+          Landed.NOT_CHECKED, sendsKey && advertised, row.get("can_retry").asBoolean());
+      assertEquals(row.get("reconcile").asBoolean(), CommitDecision.needsReconciliation(f), id + ": reconcile");
+      Outcome outcome = CommitDecision.decide(f.withLanded(named(Landed.class, row.get("landed").asText())));
+      assertEquals(named(Outcome.class, row.get("outcome").asText()), outcome, id + ": outcome");
+      rows++;
+    }
+    assertTrue(rows >= 60, "rows checked: " + rows);
+  }
+
+  @Test
+  void testEveryLandedRowOfTheSharedTable() {
+    int rows = 0;
+    for (JsonNode row : TABLE.get("landed")) {
+      Landed landed = CommitDecision.landed(row.get("create").asBoolean(), row.get("exists").asBoolean(),
+          row.get("uuid_matches").asBoolean(), row.get("found").asInt(), row.get("expected").asInt(),
+          row.get("requirements_hold").asBoolean());
+      assertEquals(named(Landed.class, row.get("landed").asText()), landed, row.get("why").asText());
+      rows++;
+    }
+    assertTrue(rows >= 10, "landed rows checked: " + rows);
+  }
+
+  @Test
+  void testTheTableCoversEveryKindAndAnswer() {
+    Set<Kind> kinds = EnumSet.noneOf(Kind.class);
+    Set<Answer> answers = EnumSet.noneOf(Answer.class);
+    Set<Outcome> outcomes = EnumSet.noneOf(Outcome.class);
+    for (JsonNode row : TABLE.get("rows")) {
+      kinds.add(kind(row.get("commit").asText()));
+      answers.add(answer(row.get("answer")));
+      outcomes.add(named(Outcome.class, row.get("outcome").asText()));
+    }
+    assertEquals(EnumSet.allOf(Kind.class), kinds, "kinds");
+    assertEquals(EnumSet.allOf(Answer.class), answers, "answers");
+    assertEquals(EnumSet.allOf(Outcome.class), outcomes, "outcomes");
+  }
+
+  // ---- statuses the guard decides (the rest go to Iceberg's own error handler)
+
+  @Test
+  void testEvery5xxOnACommitIsTheGuards() {
+    for (Kind k : new Kind[] {Kind.SNAPSHOT_COMMIT, Kind.PLAIN_COMMIT}) {
+      for (int code : new int[] {400, 409, 429, 500, 501, 502, 503, 504, 505}) {
+        assertTrue(CommitGuard.intercepts(k, code, false), k + " first " + code);
+      }
+      for (int code : new int[] {401, 403, 404, 419, 422}) {
+        assertTrue(!CommitGuard.intercepts(k, code, false), k + " first " + code + ": Iceberg's refusal");
+        assertTrue(CommitGuard.intercepts(k, code, true), k + " " + code + " after maybe-applied");
+      }
+    }
+    assertTrue(!CommitGuard.intercepts(Kind.MUTATION, 500, true), "500 on a drop: Iceberg's");
+    assertTrue(CommitGuard.intercepts(Kind.MUTATION, 503, false), "503 on a drop: retried");
+  }
+
+  private static final boolean REACHED_BEFORE = true;
+  private static final boolean FIRST = false;
+  private static final boolean DEDUP = true;
+  private static final boolean NO_DEDUP = false;
+  private static final boolean CAN_RETRY = true;
+  private static final boolean OUT = false;
+
+  private static Outcome decide(Kind kind, Answer answer, boolean earlier, Landed landed, boolean dedup,
+      boolean canRetry) {
+    return CommitDecision.decide(new Facts(kind, answer, earlier, landed, dedup, canRetry));
+  }
+
+  private static Outcome snapshot(Answer answer, boolean earlier, Landed landed, boolean dedup, boolean canRetry) {
+    return decide(Kind.SNAPSHOT_COMMIT, answer, earlier, landed, dedup, canRetry);
+  }
+
+  // ---- which answers may have reached the server
+
+  @Test
+  void testOnlyRefusedConnectionsAnd429AreNeverApplied() {
+    for (Answer a : Answer.values()) {
+      boolean expected = a != Answer.NOT_SENT && a != Answer.THROTTLED && !a.refusal();
+      assertEquals(expected, CommitDecision.mayHaveReached(Kind.SNAPSHOT_COMMIT, a), "commit " + a);
+      assertEquals(expected, CommitDecision.mayHaveReached(Kind.PLAIN_COMMIT, a), "plain commit " + a);
+    }
+  }
+
+  @Test
+  void test503OnAMutationIsNotApplied() {
+    assertTrue(!CommitDecision.mayHaveReached(Kind.MUTATION, Answer.UNAVAILABLE), "503 mutation");
+    assertTrue(CommitDecision.mayHaveReached(Kind.MUTATION, Answer.GATEWAY), "502 mutation");
+  }
+
+  @Test
+  void testStatusMapping() {
+    assertEquals(Answer.BAD_REQUEST, Answer.ofStatus(400), "400");
+    assertEquals(Answer.CONFLICT, Answer.ofStatus(409), "409");
+    assertEquals(Answer.THROTTLED, Answer.ofStatus(429), "429");
+    assertEquals(Answer.SERVER_ERROR, Answer.ofStatus(500), "500");
+    assertEquals(Answer.GATEWAY, Answer.ofStatus(502), "502");
+    assertEquals(Answer.UNAVAILABLE, Answer.ofStatus(503), "503");
+    assertEquals(Answer.GATEWAY, Answer.ofStatus(504), "504");
+    assertEquals(Answer.UNAUTHORIZED, Answer.ofStatus(401), "401");
+    assertEquals(Answer.FORBIDDEN, Answer.ofStatus(403), "403");
+    assertEquals(Answer.NOT_FOUND, Answer.ofStatus(404), "404");
+    assertEquals(Answer.AUTH_TIMEOUT, Answer.ofStatus(419), "419");
+    assertEquals(Answer.CLIENT_ERROR, Answer.ofStatus(422), "other 4xx");
+    assertEquals(Answer.SERVER_ERROR, Answer.ofStatus(501), "other 5xx");
+    for (int code : new int[] {301, 302, 303, 307, 308}) {
+      assertEquals(Answer.REDIRECT, Answer.ofStatus(code), code + " (never followed)");
+    }
+    assertEquals(null, Answer.ofStatus(304), "not an error");
+    assertEquals(null, Answer.ofStatus(200), "success");
+  }
+
+  // ---- 401/403/404/419/other 4xx after an attempt that may have been applied
+
+  private static final Answer[] REFUSALS = {
+    Answer.UNAUTHORIZED, Answer.FORBIDDEN, Answer.NOT_FOUND, Answer.AUTH_TIMEOUT, Answer.CLIENT_ERROR};
+
+  @Test
+  void testRefusalAfterMaybeAppliedIsReconciledFirst() {
+    for (Answer a : REFUSALS) {
+      for (boolean dedup : new boolean[] {true, false}) {
+        for (boolean canRetry : new boolean[] {true, false}) {
+          Facts f = new Facts(Kind.SNAPSHOT_COMMIT, a, REACHED_BEFORE, Landed.NOT_CHECKED, dedup, canRetry);
+          assertTrue(CommitDecision.needsReconciliation(f), a + " after maybe-applied: load the table");
+        }
+      }
+      Facts first = new Facts(Kind.SNAPSHOT_COMMIT, a, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY);
+      assertTrue(!CommitDecision.needsReconciliation(first), a + " first answer: Iceberg's");
+    }
+  }
+
+  @Test
+  void testRefusalAfterMaybeAppliedUnsureIsUnknownNeverRetried() {
+    // Unsure (not visible yet, unreadable: e.g. the reload after a 401 failed too): keep every file.
+    for (Answer a : REFUSALS) {
+      for (Landed l : new Landed[] {Landed.PENDING, Landed.UNKNOWN, Landed.NOT_CHECKED}) {
+        for (boolean canRetry : new boolean[] {true, false}) {
+          assertEquals(Outcome.UNKNOWN, snapshot(a, REACHED_BEFORE, l, DEDUP, canRetry), a + " " + l + " dedup");
+          assertEquals(Outcome.UNKNOWN, snapshot(a, REACHED_BEFORE, l, NO_DEDUP, canRetry), a + " " + l);
+        }
+      }
+    }
+  }
+
+  // ---- snapshot commits: success whenever the table shows ours
+
+  @Test
+  void testLandedIsSuccessWhateverTheAnswer() {
+    for (Answer a : Answer.values()) {
+      for (boolean canRetry : new boolean[] {true, false}) {
+        assertEquals(Outcome.SUCCESS, snapshot(a, REACHED_BEFORE, Landed.YES, NO_DEDUP, canRetry), a + " " + canRetry);
+      }
+    }
+  }
+
+  // ---- snapshot commits: may have reached
+
+  @Test
+  void testProvenNotAppliedFails() {
+    for (Answer a : Answer.values()) {
+      assertEquals(Outcome.FAILED, snapshot(a, REACHED_BEFORE, Landed.NO, NO_DEDUP, CAN_RETRY), a + " can retry");
+      assertEquals(Outcome.FAILED, snapshot(a, REACHED_BEFORE, Landed.NO, DEDUP, OUT), a + " out");
+    }
+  }
+
+  @Test
+  void testConflictWithOursNotVisibleYetRetriesThenIsUnknown() {
+    // 409 while the same key is in flight, or loads that lag: never FAILED (files would be deleted).
+    for (Landed l : new Landed[] {Landed.PENDING, Landed.UNKNOWN}) {
+      for (boolean dedup : new boolean[] {true, false}) {
+        assertEquals(Outcome.RETRY, snapshot(Answer.CONFLICT, FIRST, l, dedup, CAN_RETRY), l + " retry");
+        assertEquals(Outcome.UNKNOWN, snapshot(Answer.CONFLICT, FIRST, l, dedup, OUT), l + " out");
+        assertEquals(Outcome.UNKNOWN, snapshot(Answer.CONFLICT, REACHED_BEFORE, l, dedup, OUT), l + " out, earlier");
+      }
+    }
+  }
+
+  @Test
+  void testConflictBranchAgreesWithOutOfAttemptsBranch() {
+    for (Landed l : Landed.values()) {
+      Outcome conflict = snapshot(Answer.CONFLICT, REACHED_BEFORE, l, NO_DEDUP, OUT);
+      for (Answer a : new Answer[] {Answer.LOST, Answer.GATEWAY, Answer.UNAVAILABLE}) {
+        assertEquals(conflict, snapshot(a, REACHED_BEFORE, l, NO_DEDUP, OUT), "409 vs " + a + " with " + l);
+      }
+    }
+  }
+
+  // ---- redirects (never followed: NoHiddenResends). The shared table has rows for the JVM-only
+  // kinds; these are the commit rows, decided as a 400 is (PyIceberg has no redirect answer).
+
+  @Test
+  void testRedirectOnASnapshotCommitIsReconciledAndNeverDeletesUnproven() {
+    for (boolean earlier : new boolean[] {FIRST, REACHED_BEFORE}) {
+      for (boolean canRetry : new boolean[] {CAN_RETRY, OUT}) {
+        Facts f = new Facts(Kind.SNAPSHOT_COMMIT, Answer.REDIRECT, earlier, Landed.NOT_CHECKED, NO_DEDUP, canRetry);
+        assertTrue(CommitDecision.needsReconciliation(f), "a 3xx on a snapshot commit: load the table first");
+        assertEquals(Outcome.SUCCESS, snapshot(Answer.REDIRECT, earlier, Landed.YES, NO_DEDUP, canRetry), "landed");
+        assertEquals(Outcome.FAILED, snapshot(Answer.REDIRECT, earlier, Landed.NO, NO_DEDUP, canRetry), "can never land");
+        for (Landed l : new Landed[] {Landed.PENDING, Landed.UNKNOWN}) {
+          // A gateway may have forwarded it before redirecting: never failed, never repeated.
+          assertEquals(Outcome.UNKNOWN, snapshot(Answer.REDIRECT, earlier, l, NO_DEDUP, canRetry), l + " " + earlier);
+          assertEquals(Outcome.UNKNOWN, snapshot(Answer.REDIRECT, earlier, l, DEDUP, canRetry), l + " dedup");
+        }
+      }
+    }
+    assertTrue(!Answer.REDIRECT.retryable(), "a redirect is not repeated");
+  }
+
+  @Test
+  void testRedirectOnOtherRequestsIsARefusal() {
+    assertEquals(Outcome.FAILED, decide(Kind.PLAIN_COMMIT, Answer.REDIRECT, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY),
+        "plain commit, first");
+    assertEquals(Outcome.UNKNOWN,
+        decide(Kind.PLAIN_COMMIT, Answer.REDIRECT, REACHED_BEFORE, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY),
+        "plain commit after a possible apply");
+    for (Kind k : new Kind[] {Kind.MUTATION, Kind.STAGE}) {
+      for (boolean dedup : new boolean[] {DEDUP, NO_DEDUP}) {
+        assertEquals(Outcome.FAILED, decide(k, Answer.REDIRECT, FIRST, Landed.NOT_CHECKED, dedup, CAN_RETRY), k + "");
+      }
+    }
+    for (Kind k : Kind.values()) {
+      for (int code : new int[] {301, 302, 303, 307, 308}) {
+        assertTrue(CommitGuard.intercepts(k, code, false), k + " " + code + ": never Iceberg's handler");
+      }
+    }
+  }
+
+  @Test
+  void testTransactionCombines() {
+    assertEquals(Landed.YES, CommitDecision.combine(List.of(Landed.YES, Landed.YES)), "all landed");
+    assertEquals(Landed.NO, CommitDecision.combine(List.of(Landed.NO, Landed.NO)), "none landed");
+    assertEquals(Landed.UNKNOWN, CommitDecision.combine(List.of(Landed.YES, Landed.NO)), "mixed");
+    assertEquals(Landed.UNKNOWN, CommitDecision.combine(List.of(Landed.YES, Landed.PENDING)), "lagging");
+    assertEquals(Landed.PENDING, CommitDecision.combine(List.of(Landed.NO, Landed.PENDING)), "may land");
+    assertEquals(Landed.UNKNOWN, CommitDecision.combine(List.of(Landed.NO, Landed.UNKNOWN)), "unreadable");
+    assertEquals(Landed.UNKNOWN, CommitDecision.combine(List.of()), "empty");
+  }
+}

@@ -1,0 +1,81 @@
+package io.catalogext.shim.http;
+
+import io.catalogext.shim.config.ShimKeys;
+import io.catalogext.shim.util.Json;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.rest.requests.CreateTableRequest;
+import org.apache.iceberg.rest.responses.LoadTableResponse;
+import org.apache.iceberg.rest.responses.LoadTableResponseParser;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.iceberg.types.Types;
+import org.junit.jupiter.api.Test;
+
+/** Iceberg 1.12's remote-signing-config read by Json.restMapper and turned into s3.signer.* (RemoteSigning). */
+public class RemoteSigningTest {
+  private static final Schema SCHEMA = new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
+
+  private static LoadTableResponse read(String signingConfig, Map<String, String> config) throws Exception {
+    TableMetadata meta = TableMetadata.newTableMetadata(SCHEMA, PartitionSpec.unpartitioned(), "s3://b/db/t", Map.of());
+    ObjectNode node = (ObjectNode) Json.read(LoadTableResponseParser.toJson(
+        LoadTableResponse.builder().withTableMetadata(meta).addAllConfig(config).build()));
+    if (signingConfig != null) {
+      node.set(RemoteSigning.FIELD, Json.read(signingConfig));
+    }
+    return Json.restMapper().readValue(Json.write(node), LoadTableResponse.class);
+  }
+
+  private static final TablePath LOAD = TablePath.parse("v1/pfx/namespaces/db/tables/t");
+
+  @Test
+  void testPresenceAloneMeansThePerTableSignRouteOfTheCatalog() throws Exception {
+    LoadTableResponse out = RemoteSigning.translate(read("{}", Map.of()), LOAD, null);
+    assertEquals("v1/pfx/namespaces/db/tables/t/sign", out.config().get(RemoteSigning.SIGNER_ENDPOINT), "endpoint");
+    assertTrue(!out.config().containsKey(RemoteSigning.SIGNER_URI), "no uri: Iceberg's default is the catalog URI");
+    assertTrue(!out.config().containsKey(ShimKeys.CAPTURED_SIGNING_CONFIG), "the private key is gone");
+  }
+
+  @Test
+  void testBaseUriAndEndpointPathAreUsed() throws Exception {
+    LoadTableResponse out = RemoteSigning.translate(
+        read("{\"base-uri\":\"https://signer.example.com/api\",\"endpoint-path\":\"/v1/sign/x\"}", Map.of()), LOAD, null);
+    assertEquals("https://signer.example.com/api", out.config().get(RemoteSigning.SIGNER_URI), "uri");
+    assertEquals("v1/sign/x", out.config().get(RemoteSigning.SIGNER_ENDPOINT), "endpoint, relative to the uri");
+  }
+
+  @Test
+  void testTheCatalogsOwnSignerPropertiesWin() throws Exception {
+    LoadTableResponse out = RemoteSigning.translate(read("{\"base-uri\":\"https://other\"}",
+        Map.of(RemoteSigning.SIGNER_URI, "https://mine", RemoteSigning.SIGNER_ENDPOINT, "v1/aws/s3/sign")), LOAD, null);
+    assertEquals("https://mine", out.config().get(RemoteSigning.SIGNER_URI), "uri kept");
+    assertEquals("v1/aws/s3/sign", out.config().get(RemoteSigning.SIGNER_ENDPOINT), "endpoint kept");
+  }
+
+  @Test
+  void testACreateSignsAtTheNewTablesRoute() throws Exception {
+    CreateTableRequest create = CreateTableRequest.builder().withName("n").withSchema(SCHEMA).build();
+    LoadTableResponse out = RemoteSigning.translate(read("{}", Map.of()),
+        TablePath.parse("v1/pfx/namespaces/db/tables"), create);
+    assertEquals("v1/pfx/namespaces/db/tables/n/sign", out.config().get(RemoteSigning.SIGNER_ENDPOINT), "endpoint");
+  }
+
+  @Test
+  void testPassOnPropertiesOrHeadersAreAOneLineRefusal() throws Exception {
+    IllegalStateException e = assertThrows(IllegalStateException.class,
+        () -> RemoteSigning.translate(read("{\"headers\":{\"x\":[\"1\"]}}", Map.of()), LOAD, null));
+    assertTrue(e.getMessage().contains("headers") && !e.getMessage().contains("\n"), e.getMessage());
+  }
+
+  @Test
+  void testWithoutTheFieldTheAnswerIsUnchanged() throws Exception {
+    LoadTableResponse in = read(null, Map.of("k", "v"));
+    assertTrue(RemoteSigning.translate(in, LOAD, null) == in, "same object");
+  }
+}
