@@ -81,7 +81,7 @@ def test_sql_ctas_survives_keys_dying_at_a_fixed_share_of_their_lifetime(spark, 
         print("fixed share:", report)
         check_one_refresh_per_wave(report)
         # Learned: keys die at ~3 s, so later ones are renewed before that; the waves stop early.
-        assert report["waves"] <= 4, report
+        assert report["waves"] <= 5, report
         stages = catalog.count(kind="stage-create", table="db.early_share_copy")
         staged = [e for e in entries(manager, "early_share") if e["table"] == "early_share_copy" and e["strategy_counts"].get("re-stage")]
         assert len(staged) == 1 and staged[0]["strategy_counts"]["re-stage"] == stages - 1  # one request per refresh
