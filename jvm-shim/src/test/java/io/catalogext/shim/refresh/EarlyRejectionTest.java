@@ -272,4 +272,20 @@ public class EarlyRejectionTest {
     assertEquals(1, driver.describe().get("rejection_count").asLong(), "rejection waves counted");
     assertEquals(Set.of("K1", "K2"), seen.stream().map(s -> s.split(" ")[1]).collect(java.util.stream.Collectors.toSet()));
   }
+
+  @Test
+  void testServerClockAheadPastTheBoundSchedulesExpiriesByIt() {
+    long now = fake.nowMs();
+    ServerClocks.GLOBAL.observeDate("lake", "s3", now + 2_000, now, 5_000); // within the bound: ignored
+    assertEquals(0, ServerClocks.GLOBAL.skewMs("lake"));
+    ServerClocks.GLOBAL.observeDate("lake", "s3", now + 60_000, now, 5_000); // S3's clock is a minute ahead
+    assertEquals(60_000, ServerClocks.GLOBAL.skewMs("lake"));
+    TableEntry entry = driverEntry(policy(6));
+    // The catalog states expiry on the servers' clock: 100 s from their now is 40 s from ours.
+    CredentialSlot slot = entry.seed("", firstKeys(now + 60_000 + 100_000));
+    assertEquals(now + 100_000, slot.current.expiresAtMs);
+    assertEquals(100_000, slot.current.statedLifetimeMs());
+    ServerClocks.GLOBAL.observeDate("lake", "s3", now, now, 5_000); // the clocks agree again
+    assertEquals(0, ServerClocks.GLOBAL.skewMs("lake"));
+  }
 }
