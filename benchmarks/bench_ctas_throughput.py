@@ -2,51 +2,143 @@
 static vended keys, same data, alternating runs in one SparkSession. Target: ratio >= 0.97.
 
     python benchmarks/bench_ctas_throughput.py [--rows 3000000] [--runs 5]
+    python benchmarks/bench_ctas_throughput.py --spark-venv .venvs/spark-4.1 --iceberg 1.12.0 [--rows ...]
+
+With `--spark-venv` (a venv with a full `pyspark` 4.x, e.g. the one tests/slow/test_spark_connect.py
+caches), the runs happen in that venv's Python on Spark 4 with Iceberg's runtime for its Spark/Scala
+version from ~/.m2 (`mvn dependency:get` on first use) and the same shim jar; the lakehouse and the
+settings (`spark_conf`, written to a 0600 properties file: they hold the lakehouse's keys) come from
+this process. That child needs only pyspark: configuration alone, no `attach()`.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
+from typing import Any
 
-from _common import add_spark_catalog, median, spark_session
+LABELS = {"refreshing (shim)": "lake", "static (plain Iceberg)": "static"}
+SOURCE = "SELECT id, id * 3 AS v, uuid() AS u, rand() AS r FROM range({rows})"
 
-from pyspark_catalog_ext.lakehouse.server import start_lakehouse
-from pyspark_catalog_ext.spark.credentials import attach
+
+def run_ctas(spark, rows: int, runs: int) -> dict[str, list[float]]:
+    """Alternating CTAS runs into catalogs `lake` (shim) and `static` (plain Iceberg); seconds per label."""
+    spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
+    timings: dict[str, list[float]] = {label: [] for label in LABELS}
+    for run in range(-1, runs):  # run -1 warms the JVM up and is not counted
+        order = list(LABELS.items()) if run % 2 == 0 else list(LABELS.items())[::-1]
+        for label, cat in order:
+            table = f"{cat}.bench.t_{run + 1}_{cat}"
+            started = time.monotonic()
+            spark.sql(f"CREATE TABLE {table} USING iceberg AS {SOURCE.format(rows=rows)}")
+            elapsed = time.monotonic() - started
+            spark.sql(f"DROP TABLE {table} PURGE")
+            if run >= 0:
+                timings[label].append(elapsed)
+    return timings
+
+
+def report(title: str, rows: int, runs: int, timings: dict[str, list[float]]) -> None:
+    print(f"{title}: CTAS of {rows:,} rows, {runs} alternating runs each (median):")
+    rates = {}
+    for label, values in timings.items():
+        rates[label] = rows / statistics.median(values)
+        print(f"  {label:<24} {statistics.median(values):6.2f} s  {rates[label] / 1e6:6.2f} M rows/s  "
+              f"(runs: {', '.join(f'{v:.2f}' for v in values)})")
+    ratio = rates["refreshing (shim)"] / rates["static (plain Iceberg)"]
+    print(f"throughput ratio refreshing/static: {ratio:.3f}   target >= 0.97   {'MET' if ratio >= 0.97 else 'MISSED'}")
+
+
+def _m2_jar(coordinate: str) -> str:
+    group, artifact, version = coordinate.split(":")
+    jar = Path.home() / ".m2/repository" / group.replace(".", "/") / artifact / version / f"{artifact}-{version}.jar"
+    if not jar.is_file():
+        subprocess.run(["mvn", "-q", "dependency:get", f"-Dartifact={coordinate}", "-Dtransitive=false"], check=True)
+    return str(jar)
+
+
+def run_in_venv(lake: Any, venv: Path, iceberg: str, rows: int, runs: int) -> None:
+    from pyspark_catalog_ext.spark.conf import spark_conf
+    from pyspark_catalog_ext.spark.shim_build import shim_jar
+
+    python = venv / "bin" / "python"
+    probe = subprocess.run([str(python), "-c", "import pyspark; print(pyspark.__version__)"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        sys.exit(f"error: {venv} has no pyspark: create it with `python -m venv {venv} && {python} -m pip install 'pyspark==4.1.*'`")
+    version = probe.stdout.strip()
+    spark_minor = ".".join(version.split(".")[:2])
+    if not version.startswith("4."):
+        sys.exit(f"error: {venv} has pyspark {version}; --spark-venv is for Spark 4 (without it the bench runs on this venv's Spark)")
+    jars = [_m2_jar(f"org.apache.iceberg:iceberg-spark-runtime-{spark_minor}_2.13:{iceberg}"),
+            _m2_jar(f"org.apache.iceberg:iceberg-aws-bundle:{iceberg}"), str(shim_jar())]
+    conf = dict(spark_conf("local", "lake", jars=None, lakehouse=lake))
+    static = spark_conf("local", "static", jars=None, lakehouse=lake, shim=False)
+    conf.update({k: v for k, v in static.items() if k.startswith("spark.sql.catalog.static")})
+    conf.update({"spark.jars": ",".join(jars), "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                 "spark.master": "local[2]"})
+    with tempfile.TemporaryDirectory() as tmp:
+        props = Path(tmp) / "bench.conf"
+        props.touch(mode=0o600)
+        props.write_text("".join(f"{k} {v}\n" for k, v in conf.items()))
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")}
+        env["SPARK_LOCAL_IP"] = "127.0.0.1"
+        # The launcher reads the settings from the file: builder.config would put the keys on spark-submit's argv.
+        env["PYSPARK_SUBMIT_ARGS"] = f"--properties-file {props} pyspark-shell"
+        # The child (this file with --child) imports only pyspark: that venv lacks the package's deps.
+        proc = subprocess.run([str(python), __file__, "--child", "--rows", str(rows), "--runs", str(runs)],
+                              capture_output=True, text=True, env=env)
+    lines = [line[len("TIMINGS "):] for line in proc.stdout.splitlines() if line.startswith("TIMINGS ")]
+    if proc.returncode != 0 or not lines:
+        sys.exit(f"error: the Spark {version} run failed: {proc.stderr[-2000:]}")
+    report(f"Spark {version}, Iceberg {iceberg}", rows, runs, json.loads(lines[0]))
+
+
+def child_main(rows: int, runs: int) -> None:
+    """In the Spark 4 venv: a session from the properties file (PYSPARK_SUBMIT_ARGS), the same alternating runs."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.appName("catalog-ext-bench").getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    timings = run_ctas(spark, rows, runs)
+    spark.stop()
+    print("TIMINGS " + json.dumps(timings), flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=3_000_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--spark-venv", type=Path, help="a venv with pyspark 4.x: run the CTAS there, on Spark 4")
+    parser.add_argument("--iceberg", default="1.12.0", help="with --spark-venv: Iceberg version of the runtime jars")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # the Spark 4 side of --spark-venv
     args = parser.parse_args()
+    if args.child:
+        child_main(args.rows, args.runs)
+        return
+
+    from _common import add_spark_catalog, spark_session
+
+    from pyspark_catalog_ext.lakehouse.server import start_lakehouse
+    from pyspark_catalog_ext.spark.credentials import attach
 
     with start_lakehouse() as lake:
+        if args.spark_venv is not None:
+            run_in_venv(lake, args.spark_venv, args.iceberg, args.rows, args.runs)
+            return
         spark = spark_session(lake, "local[2]")
         add_spark_catalog(spark, lake, "static", lake.info.iceberg_uri, shim=False)
         attach(spark)
-        spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
-        source = "SELECT id, id * 3 AS v, uuid() AS u, rand() AS r FROM range({rows})"
-        timings: dict[str, list[float]] = {"refreshing (shim)": [], "static (plain Iceberg)": []}
-        catalogs = {"refreshing (shim)": "lake", "static (plain Iceberg)": "static"}
-        for run in range(-1, args.runs):  # run -1 warms the JVM up and is not counted
-            order = list(catalogs.items()) if run % 2 == 0 else list(catalogs.items())[::-1]
-            for label, cat in order:
-                table = f"{cat}.bench.t_{run + 1}_{cat}"
-                started = time.monotonic()
-                spark.sql(f"CREATE TABLE {table} USING iceberg AS {source.format(rows=args.rows)}")
-                elapsed = time.monotonic() - started
-                spark.sql(f"DROP TABLE {table} PURGE")
-                if run >= 0:
-                    timings[label].append(elapsed)
+        timings = run_ctas(spark, args.rows, args.runs)
+        import pyspark
 
-        print(f"CTAS of {args.rows:,} rows, {args.runs} alternating runs each (median):")
-        rates = {}
-        for label, values in timings.items():
-            rates[label] = args.rows / median(values)
-            print(f"  {label:<24} {median(values):6.2f} s  {rates[label] / 1e6:6.2f} M rows/s  "
-                  f"(runs: {', '.join(f'{v:.2f}' for v in values)})")
-        print(f"throughput ratio refreshing/static: {rates['refreshing (shim)'] / rates['static (plain Iceberg)']:.3f}")
+        report(f"Spark {pyspark.__version__}", args.rows, args.runs, timings)
         spark.stop()
 
 

@@ -36,8 +36,10 @@ import http.client
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 from typing import Any, cast
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
@@ -171,6 +173,9 @@ class CatalogClient(RestCatalog):
         #: `catalog-ext.commit.*`: retry bounds and Idempotency-Key use, as Spark's CommitGuard reads them.
         self.commit_policy = CommitPolicy.from_properties(properties)
         self._sent_keys = threading.local()
+        #: The catalog's clock minus ours (s), from the Date header of its last answer; None before one.
+        self.clock_skew_s: float | None = None
+        self.clock_skew_evidence: dict[str, Any] | None = None
         with self._answers("GET /v1/config", ("config", None)):
             super().__init__(name, **properties)
 
@@ -222,6 +227,7 @@ class CatalogClient(RestCatalog):
         path = request.path_url.split("?")[0]
         if path.endswith("/v1/config") and resp.status_code == 200:
             self._remember_config(resp)
+        self._note_date(resp, path)
         history = getattr(getattr(resp.raw, "retries", None), "history", ()) or ()
         key = request.headers.get(IDEMPOTENCY_HEADER)
         exchange = Exchange(_operation(request.method or "", path), request.method or "",
@@ -234,6 +240,20 @@ class CatalogClient(RestCatalog):
                 self.on_exchange(exchange)
             except Exception:  # evidence must never break a call
                 log.debug("on_exchange callback failed", exc_info=True)
+
+    def _note_date(self, resp: Response, path: str) -> None:
+        # Expiries the catalog states are on its clock: remember how far it is from ours.
+        date = resp.headers.get("Date")
+        if not date:
+            return
+        try:
+            server = parsedate_to_datetime(date).timestamp()
+        except (TypeError, ValueError, IndexError):
+            return
+        local = time.time() - resp.elapsed.total_seconds() / 2  # about when the server wrote the header
+        self.clock_skew_s = server - local
+        self.clock_skew_evidence = {"source": "catalog", "path": path, "date": date, "local_time": round(local, 3),
+                                    "skew_s": round(server - local, 3)}
 
     def _remember_config(self, resp: Response) -> None:
         try:

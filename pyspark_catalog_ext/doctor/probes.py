@@ -15,7 +15,7 @@ import requests
 
 from pyspark_catalog_ext.catalog.idempotency import uuid7
 from pyspark_catalog_ext.catalog.rest import PurgeRequiredError
-from pyspark_catalog_ext.doctor.context import ProbeContext, create_updates, fingerprint, one_line
+from pyspark_catalog_ext.doctor.context import ProbeContext, create_updates, fingerprint, one_line, split_location
 from pyspark_catalog_ext.doctor.registry import probe
 from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, skipped, unsupported
 from pyspark_catalog_ext.errors import CatalogConflictError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError
@@ -188,6 +188,47 @@ def probe_scope(ctx: ProbeContext) -> Outcome:
         return skipped("boto3 is not installed (pip install boto3)")
     cred = ctx.credentials(ctx.load_table("t"))[0]
     return check_scope(ctx, cred, ctx.shared["location_t"])
+
+
+@probe("clock-skew", "clock skew: the Date headers of the catalog and of S3 against this machine", "vended",
+       needs=("vended-credentials",))
+def probe_clock_skew(ctx: ProbeContext) -> Outcome:
+    """Expiries are stated on the catalog's clock and enforced on S3's: past
+    `catalog-ext.refresh.max-clock-skew-ms` the refresh schedules by the server's clock instead of ours."""
+    from pyspark_catalog_ext.credentials.policy import KNOBS, RefreshPolicy
+    from pyspark_catalog_ext.pyiceberg_ext.rejection import skew_from_date
+
+    bound_s = RefreshPolicy.from_properties(ctx.props).max_clock_skew_s
+    ctx.client.namespaces()  # one fresh answer: its Date header
+    catalog = dict(ctx.client.clock_skew_evidence or {})
+    s3: dict[str, Any] = {}
+    try:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        cred = ctx.credentials(ctx.load_table("t"))[0]
+        bucket, path = split_location(ctx.shared["location_t"])
+        sent = time.time()
+        try:
+            answer = ctx.s3_client(cred).list_objects_v2(Bucket=bucket, Prefix=f"{path}/", MaxKeys=1)
+        except ClientError as exc:  # a refusal carries the server's Date too
+            answer = exc.response
+        headers = (answer.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}
+        skew = skew_from_date(headers.get("date"), (sent + time.time()) / 2)
+        s3 = {"source": "s3", "date": headers.get("date"), "skew_s": None if skew is None else round(skew, 3)}
+    except ImportError:
+        s3 = {"source": "s3", "error": "boto3 is not installed"}
+    except BotoCoreError as exc:
+        s3 = {"source": "s3", "error": type(exc).__name__}
+    evidence = {"bound_s": bound_s, "knob": KNOBS["max_clock_skew_s"], "resolution_s": 1.0, "catalog": catalog, "s3": s3}
+    seen = {name: part["skew_s"] for name, part in (("catalog", catalog), ("S3", s3)) if part.get("skew_s") is not None}
+    if not seen:
+        return unsupported("neither the catalog nor S3 sent a Date header", **evidence)
+    said = ", ".join(f"{name} {skew:+.1f} s" for name, skew in seen.items())
+    off = [name for name, skew in seen.items() if abs(skew) > bound_s]
+    if off:
+        return failed(f"{said} off this machine's clock (Date headers, 1 s resolution): past {bound_s:g} s, so refresh "
+                      f"schedules by the {' and '.join(off)} clock; fix NTP here or on the server", **evidence)
+    return passed(f"{said} (Date headers, 1 s resolution; bound {bound_s:g} s)", **evidence)
 
 
 # ------------------------------------------------------------------------------- refresh paths

@@ -66,7 +66,7 @@ class GuardedRestCatalog(CatalogClient):
             refresh = property_as_bool(self.properties, REFRESH_PROPERTY, True)
         if refresh:
             self.refresher = CredentialRefresher(name, self, policy or refresh_policy(self.properties),
-                                                source=source)
+                                                source=source, skews=lambda: {"catalog": self.clock_skew_s})
 
     # -- observing answers ---------------------------------------------------------------------
     def _create_session(self) -> Session:

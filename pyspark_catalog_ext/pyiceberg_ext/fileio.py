@@ -7,20 +7,37 @@ FileIO API only (`new_input`, `new_output`, `delete`, `properties`): for each fi
 keys of the longest matching storage prefix from the table's `TableCredentials`, and keeps one
 delegate FileIO per key set, replaced when the keys are renewed. A stream already open keeps the
 filesystem it was opened with; every new file uses the new keys.
+
+When S3 answers that the keys themselves are no longer valid (`rejection.EXPIRY_CODES`) before
+their time, the operation is not lost: the table's keys are renewed at once (single-flight, rate
+limited: `CredentialRefresher.rejected`) and the operation runs again with the new ones. A stream
+is reopened at its offset (reads), or replays what it wrote from a local spool (writes; S3 shows an
+object only once its upload completes, so nothing partial is ever visible). Any other refusal
+(AccessDenied outside the table's scope, a bad signature) is raised as it came.
 """
 
 from __future__ import annotations
 
+import tempfile
 import threading
+import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-from pyiceberg.io import FileIO, InputFile, OutputFile
+from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile, OutputStream
 
 from pyspark_catalog_ext.pyiceberg_ext.refresher import CredentialRefresher, TableCredentials
+from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, rejection_of
 from pyspark_catalog_ext.secret_keys import is_secret_key
 
 __all__ = ["RefreshingFileIO"]
+
+T = TypeVar("T")
+# One try with the keys the operation had, one with renewed keys; a third only when another thread
+# renewed again in between (the keys of the second try were not the newest).
+_ATTEMPTS = 3
+# A write keeps what it wrote for a replay with new keys: in memory up to this, on local disk beyond.
+_SPOOL_IN_MEMORY = 8 * 1024 * 1024
 
 
 def _is_vended_key(key: str) -> bool:
@@ -46,13 +63,17 @@ class RefreshingFileIO(FileIO):
         self._delegate_for(entry.location or "")  # properties show the current keys from the start
 
     def _delegate_for(self, location: str) -> FileIO:
+        return self._current(location)[1]
+
+    def _current(self, location: str) -> tuple[int, FileIO]:
+        """(generation, delegate) with the current keys for `location`."""
         generation, creds, wait_at_s = self.entry.slot_for(location)
         if self._refresher.ensure_fresh(self.entry, generation, wait_at_s):
             generation, creds, _ = self.entry.slot_for(location)
         key: tuple[int, int] = (generation, id(creds))  # a slot's keys are never mutated: identity names them
         delegate = self._delegates.get(key)  # the hot path: no lock
         if delegate is not None:
-            return delegate
+            return generation, delegate
         with self._lock:
             delegate = self._delegates.get(key)
             if delegate is None:
@@ -65,17 +86,57 @@ class RefreshingFileIO(FileIO):
                         _release(old)
                 delegate = self._factory({**self._base, **creds})
                 self._delegates = {**self._delegates, key: delegate}  # replaced, never mutated: lock-free reads
-            return delegate
+            return generation, delegate
+
+    # -- S3 rejecting the keys -------------------------------------------------------------------
+    def _expired(self, exc: BaseException, location: str, delegate: FileIO) -> Rejection | None:
+        """The rejection when `exc` is S3 saying the keys are no longer valid, else None. A refusal
+        without a code (PyArrow's, a HEAD's) is asked about once with the same keys."""
+        rejection = rejection_of(exc)
+        if rejection is not None and rejection.code is None:
+            rejection = self._refresher.prober.probe(location, delegate.properties)
+        return rejection if rejection is not None and rejection.expired else None
+
+    def _recover(self, exc: BaseException, location: str, generation: int, delegate: FileIO, attempt: int) -> bool:
+        """After `exc` from try `attempt` (0-based) with keys of `generation`: True when renewed keys
+        are ready for another try; False when `exc` is not an expiry (the caller raises it)."""
+        rejection = self._expired(exc, location, delegate)
+        if rejection is None:
+            return False
+        if attempt == _ATTEMPTS - 1 or (attempt > 0 and self._refresher.dead_on_arrival(self.entry, generation)):
+            raise self._refresher.rejected_again(self.entry, rejection) from exc
+        self._refresher.rejected(self.entry, generation, rejection)
+        return True
+
+    def _run(self, location: str, op: Callable[[FileIO], T]) -> T:
+        """`op(delegate)` with the current keys; again with renewed keys if S3 rejected them as expired."""
+        return self._run_keyed(location, op)[2]
+
+    def _run_keyed(self, location: str, op: Callable[[FileIO], T]) -> tuple[int, FileIO, T]:
+        """`_run`, also naming the generation and delegate whose keys succeeded."""
+        rejected_at = None
+        for attempt in range(_ATTEMPTS):
+            generation, delegate = self._current(location)
+            try:
+                result = op(delegate)
+                if rejected_at is not None:
+                    self.entry.reactive_waits_s.append(time.monotonic() - rejected_at)
+                return generation, delegate, result
+            except Exception as exc:
+                rejected_at = rejected_at or time.monotonic()
+                if not self._recover(exc, location, generation, delegate, attempt):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def new_input(self, location: str) -> InputFile:
-        return self._delegate_for(location).new_input(location)
+        return _InputFile(self, location)
 
     def new_output(self, location: str) -> OutputFile:
-        return self._delegate_for(location).new_output(location)
+        return _OutputFile(self, location)
 
     def delete(self, location: str | InputFile | OutputFile) -> None:
         path = location if isinstance(location, str) else location.location
-        self._delegate_for(path).delete(location)
+        self._run(path, lambda delegate: delegate.delete(path))
 
     def __repr__(self) -> str:
         return f"RefreshingFileIO({self.entry.name!r}, generation={self._generation})"
@@ -100,3 +161,181 @@ def _release(delegate: FileIO) -> None:
         for token, fs in list(cache.items()):
             if getattr(fs, "key", None) == akid:
                 cache.pop(token, None)
+
+
+class _InputFile(InputFile):
+    """The delegate's InputFile for each call, so every S3 request can be retried with renewed keys."""
+
+    def __init__(self, io: RefreshingFileIO, location: str) -> None:
+        super().__init__(location)
+        self._io = io
+
+    def __len__(self) -> int:
+        return self._io._run(self.location, lambda delegate: len(delegate.new_input(self.location)))
+
+    def exists(self) -> bool:
+        return self._io._run(self.location, lambda delegate: delegate.new_input(self.location).exists())
+
+    def open(self, seekable: bool = True) -> InputStream:
+        return _InputStream(self._io, self.location, seekable)
+
+
+class _OutputFile(OutputFile):
+    def __init__(self, io: RefreshingFileIO, location: str) -> None:
+        super().__init__(location)
+        self._io = io
+
+    def __len__(self) -> int:
+        return self._io._run(self.location, lambda delegate: len(delegate.new_output(self.location)))
+
+    def exists(self) -> bool:
+        return self._io._run(self.location, lambda delegate: delegate.new_output(self.location).exists())
+
+    def to_input_file(self) -> InputFile:
+        return _InputFile(self._io, self.location)
+
+    def create(self, overwrite: bool = False) -> OutputStream:
+        return _OutputStream(self._io, self.location, overwrite)
+
+
+class _Stream:
+    """A delegate's stream plus the keys it was opened with; reopened with renewed keys on an expiry."""
+
+    def __init__(self, io: RefreshingFileIO, location: str) -> None:
+        self._io, self._location = io, location
+        self._closed = False
+        self._generation, self._delegate, self._stream = self._open()
+
+    def _open(self) -> tuple[int, FileIO, Any]:
+        return self._io._run_keyed(self._location, self._open_with)
+
+    def _open_with(self, delegate: FileIO) -> Any:
+        raise NotImplementedError
+
+    def _call(self, fn: Callable[[Any], T]) -> T:
+        rejected_at = None
+        for attempt in range(_ATTEMPTS):
+            try:
+                result = fn(self._stream)
+                if rejected_at is not None:
+                    self._io.entry.reactive_waits_s.append(time.monotonic() - rejected_at)
+                return result
+            except Exception as exc:
+                rejected_at = rejected_at or time.monotonic()
+                if not self._io._recover(exc, self._location, self._generation, self._delegate, attempt):
+                    raise
+            self._discard()
+            self._generation, self._delegate, self._stream = self._open()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _discard(self) -> None:
+        try:
+            self._stream.close()
+        except Exception:  # noqa: BLE001 - its keys are dead: closing may fail, the stream is dropped anyway
+            pass
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class _InputStream(_Stream):
+    """Reads; after an expiry it reopens with renewed keys at the offset it had reached (no byte read twice or lost)."""
+
+    def __init__(self, io: RefreshingFileIO, location: str, seekable: bool) -> None:
+        self._seekable, self._pos = seekable, 0
+        super().__init__(io, location)
+
+    def _open_with(self, delegate: FileIO) -> Any:
+        stream = delegate.new_input(self._location).open(seekable=self._seekable or self._pos > 0)
+        if self._pos:
+            stream.seek(self._pos)
+        return stream
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._call(lambda stream: stream.read(size) if size is not None and size >= 0 else stream.read())
+        self._pos += len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        def move(stream: Any) -> int:
+            stream.seek(offset, whence)
+            return int(stream.tell())
+
+        self._pos = self._call(move)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._stream.close()
+
+
+class _OutputStream(_Stream):
+    """Writes; a copy of what was written (spooled) is replayed into a new upload after an expiry."""
+
+    def __init__(self, io: RefreshingFileIO, location: str, overwrite: bool) -> None:
+        self._overwrite = overwrite
+        self._spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY)  # noqa: SIM115 - closed in close()
+        self._written = 0
+        super().__init__(io, location)
+
+    def _open_with(self, delegate: FileIO) -> Any:
+        stream = delegate.new_output(self._location).create(overwrite=self._overwrite)
+        if self._written:
+            self._spool.seek(0)
+            while chunk := self._spool.read(1024 * 1024):
+                stream.write(chunk)
+            self._spool.seek(0, 2)
+        return stream
+
+    def write(self, data: bytes) -> int:
+        self._call(lambda stream: stream.write(data))
+        self._spool.write(data)  # only once it went out: a replay must not repeat a failed write
+        self._written += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self._written
+
+    def flush(self) -> None:
+        self._call(lambda stream: stream.flush())
+
+    def readable(self) -> bool:
+        return False
+
+    def seekable(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        try:
+            self._call(lambda stream: stream.close())
+        finally:
+            self._closed = True
+            self._spool.close()

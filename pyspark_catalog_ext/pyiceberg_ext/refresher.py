@@ -22,11 +22,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyspark_catalog_ext import knobs
+from pyspark_catalog_ext import events, knobs
 from pyspark_catalog_ext.credentials import policy as policy_knobs
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 from pyspark_catalog_ext.credentials.sources import CredentialSource, user_answer
-from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, CredentialRefreshError, redact
+from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, CredentialRefreshError, CredentialsRejectedError, redact
+from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, S3Prober
 from pyspark_catalog_ext.pyiceberg_ext.scheduler import RefreshScheduler, TableState
 from pyspark_catalog_ext.pyiceberg_ext.strategies import StrategyChain
 
@@ -110,7 +111,8 @@ class TableCredentials:
 
     def __init__(self, catalog: str, identifier: tuple[str, ...], *, location: str | None, staged: bool,
                  stage_create_request: dict | None = None, refresh_endpoint: str | None = None,
-                 assumed_lifetime_s: float = 0.0, clock: Callable[[], float] = time.time) -> None:
+                 assumed_lifetime_s: float = 0.0, clock: Callable[[], float] = time.time,
+                 learned_lifetime: Callable[[], float | None] = lambda: None) -> None:
         self.handle = f"t{next(_handles)}"
         self.catalog = catalog
         self.identifier = tuple(identifier)
@@ -120,8 +122,9 @@ class TableCredentials:
         self.refresh_endpoint = refresh_endpoint
         self.assumed_lifetime_s = assumed_lifetime_s  # for keys vended without an expiry; 0: trust them
         self._clock = clock
+        self._learned_lifetime = learned_lifetime  # the catalog's keys died this early before: renew by it
         self._state_lock = threading.Lock()
-        self.refresh_lock = threading.Lock()  # single flight
+        self.refresh_lock = threading.RLock()  # single flight (re-entered: a reactive refresh holds it across its checks)
         self.generation = 0
         self.fetched_at_s = 0.0
         self.last_used_s = 0.0
@@ -131,6 +134,16 @@ class TableCredentials:
         self.last_error: str | None = None
         self.failures = 0  # consecutive failed renewals
         self.retry_at_s = 0.0  # a reader waiting for keys does not ask again before this
+        # The lifetime the catalog stated for the current keys (None: it stated none).
+        self.stated_lifetime_s: float | None = None
+        # generation -> (fetched at, stated lifetime) of the last few key sets: a stream still holding
+        # keys of an older generation can tell how long they lived.
+        self.history: collections.OrderedDict[int, tuple[float, float | None]] = collections.OrderedDict()
+        self.reactive_at: collections.deque[float] = collections.deque()  # reactive refreshes in the last minute
+        self.rejections = 0
+        self.reactive_refreshes = 0
+        # How long each operation S3 rejected waited before its retry with new keys succeeded (last 256).
+        self.reactive_waits_s: collections.deque[float] = collections.deque(maxlen=256)
 
     @property
     def name(self) -> str:
@@ -140,12 +153,18 @@ class TableCredentials:
     def update(self, config: Mapping[str, Any], storage_credentials: Iterable[Mapping[str, Any]]) -> None:
         """Install credentials from a LoadTable/LoadCredentials-shaped answer; bumps the generation."""
         now = self._clock()
+        learned = self._learned_lifetime()
+        stated: list[float] = []
 
         def slot(prefix: str, cfg: dict, token: str | None) -> _Slot:
             expires = _expiry_s(cfg)
-            if expires == float("inf") and self.assumed_lifetime_s > 0:
+            if expires != float("inf"):
+                stated.append(expires - now)
+            elif self.assumed_lifetime_s > 0:
                 # No expiry given (Unity 0.6, unitycatalog#1885, omits it for keys that do expire): assume one.
                 expires = now + self.assumed_lifetime_s
+            if learned is not None:
+                expires = min(expires, now + learned)  # this catalog's keys died earlier than it said
             return _Slot(prefix, cfg, token, expires, expires - hard_margin_s(now, expires))
 
         slots = []
@@ -162,7 +181,11 @@ class TableCredentials:
         with self._state_lock:
             self._slots = slots
             self.fetched_at_s = now
+            self.stated_lifetime_s = min(stated) if stated else None
             self.generation += 1
+            self.history[self.generation] = (now, self.stated_lifetime_s)
+            while len(self.history) > 8:
+                self.history.popitem(last=False)
 
     def slot_for(self, location: str) -> tuple[int, Mapping[str, str], float]:
         """(generation, keys, when to stop using them) for `location`: the longest matching prefix wins (spec);
@@ -224,20 +247,27 @@ class CredentialRefresher:
 
     def __init__(self, catalog: str, client: CatalogClient, policy: RefreshPolicy | None = None, *,
                  source: CredentialSource | None = None, clock: Callable[[], float] = time.time,
-                 background: bool = True) -> None:
+                 background: bool = True, skews: Callable[[], Mapping[str, float | None]] | None = None) -> None:
         if source is not None and not hasattr(source, "fetch"):
             raise ConfigError(f"{type(source).__name__} is not a credential source: it needs a fetch(table) method")
         self.catalog = catalog
         self.client = client
         self.policy = policy or refresh_policy()
         self.source = source
-        self.clock = clock
+        self._local_clock = clock
+        # {"catalog": s, "s3": s}: each server's clock minus ours, as its Date headers said (None: unknown).
+        self._skews = skews or (lambda: {})
+        self._skew_reported: dict[str, bool] = {}
+        self.skew_applied_s = 0.0
+        #: The shortest lifetime this catalog's keys were seen to live (S3 rejected them), None if never.
+        self.learned_lifetime_s: float | None = None
+        self.prober = S3Prober()  # asks S3 for the code of a refusal that came without one
         self._chain = StrategyChain()
         self._rng = random.Random()
         self._lock = threading.Lock()
         self._by_handle: weakref.WeakValueDictionary[str, TableCredentials] = weakref.WeakValueDictionary()
         self._by_identifier: weakref.WeakValueDictionary[tuple, TableCredentials] = weakref.WeakValueDictionary()
-        self.scheduler = RefreshScheduler(self.policy, self._states, self._refresh_handle, clock=clock)
+        self.scheduler = RefreshScheduler(self.policy, self._states, self._refresh_handle, clock=self.clock)
         self._background = background
         self._thread: threading.Thread | None = None
         self._closed = threading.Event()
@@ -258,7 +288,8 @@ class CredentialRefresher:
                 entry = TableCredentials(self.catalog, identifier, location=location, staged=staged,
                                          stage_create_request=stage_create_request,
                                          refresh_endpoint=refresh_endpoint,
-                                         assumed_lifetime_s=self.policy.assumed_lifetime_s, clock=self.clock)
+                                         assumed_lifetime_s=self.policy.assumed_lifetime_s, clock=self.clock,
+                                         learned_lifetime=lambda: self.learned_lifetime_s)
                 self._by_identifier[key] = entry
                 self._by_handle[entry.handle] = entry
             self._ensure_thread()
@@ -336,6 +367,106 @@ class CredentialRefresher:
         self.refresh(entry, generation, reader=True)
         return True
 
+    # -- the servers' clock --------------------------------------------------------------------------
+    def clock(self) -> float:
+        """Now, on the server's clock once its Date headers differ from ours by more than
+        `policy.max_clock_skew_s` (the catalog's first: its clock states the expiries; else S3's)."""
+        skews = {**self._skews(), "s3": self.prober.last_skew_s}
+        applied = 0.0
+        for source in ("catalog", "s3"):
+            skew = skews.get(source)
+            beyond = skew is not None and abs(skew) > self.policy.max_clock_skew_s
+            if beyond != self._skew_reported.get(source, False):
+                self._skew_reported[source] = beyond
+                if beyond:
+                    assert skew is not None
+                    log.warning("catalog-ext: the %s of %s is %+.1f s off this machine's clock; expiries follow its clock",
+                                source, self.catalog, skew)
+                    events.emit("clock.skew", catalog=self.catalog, source=source, skew_ms=int(round(skew * 1000)))
+            if beyond and applied == 0.0:
+                assert skew is not None
+                applied = skew
+        self.skew_applied_s = applied
+        return self._local_clock() + applied
+
+    # -- S3 said the keys are dead ---------------------------------------------------------------
+    def rejected(self, entry: TableCredentials, generation: int, rejection: Rejection) -> None:
+        """S3 refused the keys of `generation` as no longer valid: renew them now, once per wave.
+
+        Single-flight like every renewal: the first thread of a wave refreshes, the others find a newer
+        generation and retry with it. Rate-limited per table (`policy.reactive_max_per_minute`): past it,
+        the rejection is the caller's error. Keys that died before their stated (or assumed) lifetime
+        teach the refresher this catalog's real lifetime, so later renewals come before the rejection.
+        """
+        with entry.refresh_lock:
+            entry.rejections += 1
+            now = self.clock()
+            fetched_at, stated = entry.history.get(generation, (entry.fetched_at_s, entry.stated_lifetime_s))
+            age = max(0.0, now - fetched_at)
+            if entry.generation != generation:
+                # This wave was already answered with new keys; the old ones still tell how long they lived.
+                self._learn(age, stated if stated is not None else (self.policy.assumed_lifetime_s or None))
+                return
+            limit = int(self.policy.reactive_max_per_minute)
+            while entry.reactive_at and entry.reactive_at[0] <= now - 60.0:
+                entry.reactive_at.popleft()
+            allowed = len(entry.reactive_at) < limit
+            events.emit("credentials.rejected", table=entry.name, catalog=self.catalog, error_code=rejection.code,
+                        key_age_ms=int(age * 1000), stated_lifetime_ms=None if stated is None else int(stated * 1000),
+                        reactive_refresh_started=allowed)
+            self._learn(age, stated if stated is not None else (self.policy.assumed_lifetime_s or None))
+            if not allowed:
+                knob = policy_knobs.KNOBS["reactive_max_per_minute"]
+                raise CredentialRefreshError(
+                    f"S3 rejected the keys of {entry.name} ({rejection.code}) after {age:.1f} s and "
+                    + (f"{knob} is 0" if limit == 0 else f"{len(entry.reactive_at)} reactive refreshes in the last minute reached {knob}={limit}")
+                    + "; raise it, or shorten catalog-ext refresh timing (min-ahead, lifetime-fraction)")
+            entry.reactive_at.append(now)
+            log.info("catalog-ext: S3 rejected the keys of %s (%s) %.1f s after their fetch; refreshing now",
+                     entry.name, rejection.code, age)
+            # Still under the lock: no other renewal can slip in between, so this is the wave's one request.
+            if self.refresh(entry, generation, reader=True):
+                entry.reactive_refreshes += 1
+
+    def _learn(self, age_s: float, stated_s: float | None) -> None:
+        # The keys lived `age_s` at most; learn it when shorter than promised (floor: a second, so a
+        # catalog whose keys die at once does not make the scheduler renew without pause).
+        if stated_s is not None and age_s >= stated_s:
+            return
+        observed = max(1.0, age_s)
+        if self.learned_lifetime_s is not None and observed >= self.learned_lifetime_s:
+            return
+        self.learned_lifetime_s = observed
+        log.warning("catalog-ext: keys of catalog %s live about %.1f s (stated: %s); renewing by that from now on",
+                    self.catalog, observed, "none" if stated_s is None else f"{stated_s:.1f} s")
+        events.emit("credentials.lifetime-learned", catalog=self.catalog,
+                    stated_lifetime_ms=None if stated_s is None else int(stated_s * 1000),
+                    observed_lifetime_ms=int(observed * 1000))
+
+    def dead_on_arrival(self, entry: TableCredentials, generation: int) -> bool:
+        """Were the keys of `generation`, rejected on a retry, still the newest and young: younger than
+        half the shortest lifetime this catalog's keys were seen to live (or than half the stated one)?
+        Then a refresh cannot help. Older ones just died again (a slow machine): another refresh may."""
+        if entry.generation != generation:
+            return False  # someone renewed since: try those
+        fetched_at, stated = entry.history.get(generation, (entry.fetched_at_s, entry.stated_lifetime_s))
+        lifetime = self.learned_lifetime_s or stated or self.policy.assumed_lifetime_s or float("inf")
+        return self.clock() - fetched_at < lifetime / 2
+
+    def rejected_again(self, entry: TableCredentials, rejection: Rejection) -> CredentialsRejectedError:
+        """The one-line error for keys rejected again right after a refresh: refreshing cannot help."""
+        stated = entry.stated_lifetime_s
+        age = max(0.0, self.clock() - entry.fetched_at_s)
+        knob = policy_knobs.KNOBS["max_clock_skew_s"]
+        entry.rejections += 1
+        events.emit("credentials.rejected", table=entry.name, catalog=self.catalog, error_code=rejection.code,
+                    key_age_ms=int(age * 1000), stated_lifetime_ms=None if stated is None else int(stated * 1000),
+                    reactive_refresh_started=False)
+        return CredentialsRejectedError(
+            f"S3 rejected the keys of {entry.name} again ({rejection.code}) right after a refresh: "
+            f"stated lifetime {'none' if stated is None else f'{stated:.1f} s'}, observed {age:.1f} s; "
+            f"if this machine's clock is off, lower {knob} (now {int(self.policy.max_clock_skew_s * 1000)}), else the catalog vends keys S3 does not accept (check its role and session duration)")
+
     def status(self) -> list[dict[str, Any]]:
         """One row per table: strategy used, renewals per strategy, expiry, failures (no secrets)."""
         rows = []
@@ -347,6 +478,9 @@ class CredentialRefresher:
                 "expires_at_s": state.expires_at_s,
                 "next_refresh_s": self.policy.refresh_at(state.fetched_at_s, state.expires_at_s),
                 "failures": entry.failures, "last_error": entry.last_error,
+                "rejections": entry.rejections, "reactive_refreshes": entry.reactive_refreshes,
+                "reactive_wait_max_s": max(entry.reactive_waits_s, default=None),
+                "stated_lifetime_s": entry.stated_lifetime_s, "learned_lifetime_s": self.learned_lifetime_s,
             })
         return rows
 

@@ -14,7 +14,7 @@ from pyspark_catalog_ext.catalog.profiles import Profile, get_profile
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.lakehouse.connect import catalog_connection
 from pyspark_catalog_ext.secret_keys import REDACTION_REGEX, is_secret_key
-from pyspark_catalog_ext.spark.shim_api import EXTENSIONS, SHIM_PLUGIN, SPARK_CATALOG
+from pyspark_catalog_ext.spark.shim_api import EXTENSIONS, SHIM_PLUGIN, SHIM_SQL_EXTENSIONS, SPARK_CATALOG
 
 __all__ = [
     "CatalogSparkConf",
@@ -80,7 +80,8 @@ def spark_conf(
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     props = catalog_properties(prof, shim=shim, **catalog_args)
     conf = CatalogSparkConf()
-    conf["spark.sql.extensions"] = EXTENSIONS
+    # With the shim, SQL function catalog_ext_status() too: status for clients without Py4J (Spark Connect).
+    conf["spark.sql.extensions"] = f"{EXTENSIONS},{SHIM_SQL_EXTENSIONS}" if shim else EXTENSIONS
     conf[f"spark.sql.catalog.{catalog}"] = SPARK_CATALOG
     conf.update({f"spark.sql.catalog.{catalog}.{k}": v for k, v in props.items()})
     if refresh is not None and shim:

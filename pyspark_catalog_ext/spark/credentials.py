@@ -8,12 +8,11 @@ callback that the JVM calls with a timeout.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import logging
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 from pyspark_catalog_ext import logsafety
@@ -21,53 +20,13 @@ from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 from pyspark_catalog_ext.credentials.sources import CredentialSource, user_answer
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, redact
 from pyspark_catalog_ext.spark import java_errors as spark_errors
-from pyspark_catalog_ext.spark.shim_api import PYTHON_CREDENTIAL_BRIDGE, SHIM_CATALOG_IMPL, RegistryEntry, ShimJvm
+from pyspark_catalog_ext.spark.connect import ConnectCredentialManager, attach_connect, is_connect
+from pyspark_catalog_ext.spark.shim_api import PYTHON_CREDENTIAL_BRIDGE, SHIM_CATALOG_IMPL, CommitOutcome, ShimJvm
+from pyspark_catalog_ext.spark.status import TableStatus, status_by_table
+
+__all__ = ["attach", "CredentialManager", "TableStatus", "status_by_table", "shim_catalogs"]
 
 log = logging.getLogger("pyspark_catalog_ext.credentials")
-
-
-@dataclass(frozen=True)
-class TableStatus:
-    """How one table's credentials are doing. No secrets."""
-
-    name: str
-    staged: bool
-    strategy: str
-    refreshes_by_strategy: dict[str, int]
-    refresh_count: int
-    failure_count: int
-    last_refresh: _dt.datetime | None
-    next_refresh: _dt.datetime | None
-    expires_at: _dt.datetime | None
-    last_error: str | None
-
-
-def _merged_status(name: str, entries: list[RegistryEntry]) -> TableStatus:
-    prefixes = [p for e in entries for p in e.prefixes]
-    latest = max(entries, key=lambda e: e.last_refresh_at_ms)
-    by_strategy: dict[str, int] = {}
-    for entry in entries:
-        for strategy, count in entry.strategy_counts.items():
-            by_strategy[strategy] = by_strategy.get(strategy, 0) + count
-    errors = [e.last_error for e in entries if e.last_error]
-    return TableStatus(
-        name=name,
-        staged=any(e.staged for e in entries),
-        strategy=latest.last_strategy,
-        refreshes_by_strategy=by_strategy,
-        refresh_count=sum(e.refresh_count for e in entries),
-        failure_count=sum(e.failure_count for e in entries),
-        last_refresh=_ms_to_dt(latest.last_refresh_at_ms),
-        next_refresh=_ms_to_dt(min((p.refresh_at_ms for p in prefixes if p.refresh_at_ms > 0), default=None)),
-        expires_at=_ms_to_dt(min((p.expires_at_ms for p in prefixes if p.expires_at_ms > 0), default=None)),
-        last_error=errors[-1] if errors else None,
-    )
-
-
-def _ms_to_dt(ms: int | None) -> _dt.datetime | None:
-    if not ms or ms <= 0:
-        return None
-    return _dt.datetime.fromtimestamp(ms / 1000.0, tz=_dt.timezone.utc)
 
 
 def _secret_values(answer: dict) -> list[str]:
@@ -151,16 +110,12 @@ class CredentialManager:
         self._shim.enable_custom_source(catalog)
 
     def status(self) -> list[TableStatus]:
-        """One entry per table this driver tracks.
+        """One entry per table this driver tracks (see `status_by_table` for how entries merge)."""
+        return status_by_table(self._shim.registry_entries())
 
-        The JVM has one entry per table identity; a table dropped and created again at another
-        location has two, merged here: counts add up, the soonest expiry and refresh are shown,
-        and the strategy is the one used last.
-        """
-        by_name: dict[str, list[RegistryEntry]] = {}
-        for entry in self._shim.registry_entries():
-            by_name.setdefault(entry.name, []).append(entry)
-        return [_merged_status(name, entries) for name, entries in by_name.items()]
+    def commits(self) -> list[CommitOutcome]:
+        """The driver's latest commit and stage-create outcomes, oldest first (as SQL `catalog_ext_status()`)."""
+        return list(self._shim.status().commits)
 
     def plugin_stats(self) -> dict:
         """How many executor requests the driver plugin (Spark plugin RPC) served or refused."""
@@ -246,14 +201,20 @@ def attach(
     policy: RefreshPolicy | None = None,
     sources: Mapping[str, CredentialSource] | None = None,
     event_sinks: list[Any] | None = None,  # callables taking a pce.events.Event: every event from now on, the JVM's too
-) -> CredentialManager:
+) -> CredentialManager | ConnectCredentialManager:
     """The Python face of the session's credential refresh: status, knobs and Python sources.
 
     Refresh itself needs no call: the JVM shim does it for every shim-enabled catalog. Use this to
     see `status()`, to set a `policy` for the tables of `catalogs` (default: every shim catalog)
     handed out from now on (the others keep their `catalog-ext.refresh.*` properties), or to serve catalogs from `sources`. Calling it
     again returns the same manager and picks up catalogs added since.
+
+    A Spark Connect session (no Py4J) gets a `ConnectCredentialManager`: status and commit outcomes
+    read through SQL `catalog_ext_status()`; `policy`, `sources` and `event_sinks` need Py4J and are
+    refused in one line naming the server setting to use instead (docs/spark-connect.md).
     """
+    if is_connect(spark):
+        return attach_connect(spark, catalogs, policy, sources, event_sinks)
     spark_errors.install()  # our JVM failures in spark.sql etc. become one-line package errors
     found = shim_catalogs(spark)
     wanted = catalogs if catalogs is not None else list(found)

@@ -18,9 +18,10 @@ from pyspark_catalog_ext.catalog.connection import S3_FILE_IO, SHIM_CATALOG_IMPL
 
 __all__ = [
     "EXTENSIONS", "SPARK_CATALOG", "SPARK_SESSION_CATALOG", "S3_FILE_IO",
-    "SHIM_PACKAGE", "PYTHON_API", "SHIM_CATALOG_IMPL", "SHIM_CLIENT_FACTORY", "SHIM_PLUGIN",
+    "SHIM_PACKAGE", "PYTHON_API", "SHIM_CATALOG_IMPL", "SHIM_CLIENT_FACTORY", "SHIM_PLUGIN", "SHIM_SQL_EXTENSIONS",
+    "STATUS_FUNCTION",
     "PYTHON_CREDENTIAL_BRIDGE", "CREDENTIALS_EXPIRED_EXCEPTION",
-    "CredentialPrefix", "RegistryEntry", "PluginStats", "JvmEvent", "EventBatch",
+    "CredentialPrefix", "RegistryEntry", "PluginStats", "CommitOutcome", "ShimStatus", "JvmEvent", "EventBatch",
     "StagedInfo", "StagedWrite", "StagedAbort", "JvmStagedTable", "CatalogInfo", "ShimJvm",
 ]
 
@@ -32,6 +33,9 @@ SPARK_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
 SPARK_SESSION_CATALOG = "org.apache.iceberg.spark.SparkSessionCatalog"
 PYTHON_API = f"{SHIM_PACKAGE}.PythonApi"
 SHIM_PLUGIN = f"{SHIM_PACKAGE}.CatalogExtPlugin"
+# spark.sql.extensions entry that adds SQL function STATUS_FUNCTION() (status without Py4J: Spark Connect)
+SHIM_SQL_EXTENSIONS = f"{SHIM_PACKAGE}.CatalogExtSqlExtensions"
+STATUS_FUNCTION = "catalog_ext_status"
 PYTHON_CREDENTIAL_BRIDGE = f"{SHIM_PACKAGE}.PythonCredentialBridge"
 CREDENTIALS_EXPIRED_EXCEPTION = f"{SHIM_PACKAGE}.CredentialsExpiredException"
 
@@ -99,6 +103,46 @@ class PluginStats:
 
     served: int
     refused: int
+
+
+@dataclass(frozen=True)
+class CommitOutcome:
+    """One finished commit or stage-create of the driver JVM (its event ring): `kind` is "commit" or
+    "stage_create", `outcome` committed/rejected/unknown/failed (staged/failed for a stage-create)."""
+
+    seq: int
+    kind: str
+    table: str
+    outcome: str
+    time: float
+    error_class: str | None
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> CommitOutcome:
+        table = raw.get("table") or ",".join(raw.get("tables") or ())
+        return cls(int(raw.get("seq") or 0), str(raw.get("type", "")).split(".")[0], str(table),
+                   str(raw.get("outcome", "")), float(raw.get("time") or 0), raw.get("error_class") or None)
+
+
+@dataclass(frozen=True)
+class ShimStatus:
+    """The driver's whole read-only status in one answer (`CatalogExtSqlExtensions.statusJson`), the
+    same through Py4J (`ShimJvm.status`) and through SQL `catalog_ext_status()` (Spark Connect)."""
+
+    catalogs: tuple[str, ...]
+    entries: tuple[RegistryEntry, ...]
+    commits: tuple[CommitOutcome, ...]
+    plugin: PluginStats
+    lost_events: int
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> ShimStatus:
+        plugin = raw.get("plugin") or {}
+        return cls(tuple(str(c) for c in raw.get("catalogs") or ()),
+                   tuple(RegistryEntry.from_json(e) for e in raw.get("tables") or ()),
+                   tuple(CommitOutcome.from_json(c) for c in raw.get("commits") or ()),
+                   PluginStats(int(plugin.get("served", 0)), int(plugin.get("refused", 0))),
+                   int(raw.get("lost_events") or 0))
 
 
 @dataclass(frozen=True)
@@ -246,6 +290,10 @@ class ShimJvm:
 
     def registry_entries(self) -> list[RegistryEntry]:
         return [RegistryEntry.from_json(e) for e in json.loads(self._api.registryEntries())]
+
+    def status(self) -> ShimStatus:
+        """Entries, recent commit outcomes and plugin counts, as SQL `catalog_ext_status()` answers."""
+        return ShimStatus.from_json(json.loads(self._api.status()))
 
     def plugin_stats(self) -> PluginStats:
         raw = json.loads(self._api.pluginStats())

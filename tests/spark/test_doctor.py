@@ -44,6 +44,7 @@ SEAWEEDFS = {
     "tables": "pass",
     "vended-credentials": "pass",
     "credential-scope": "pass",
+    "clock-skew": "pass",
     "refresh-endpoint": "unsupported",
     "credentials-endpoint": "unsupported",
     "storage-refresh-token": "unsupported",

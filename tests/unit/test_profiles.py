@@ -10,6 +10,7 @@ from pyspark_catalog_ext.catalog.profiles import PROFILES, get_profile
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.secret_keys import REDACTION_REGEX
 from pyspark_catalog_ext.spark.conf import EXTENSIONS, SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, spark_conf
+from pyspark_catalog_ext.spark.shim_api import SHIM_SQL_EXTENSIONS
 
 P = "spark.sql.catalog.lake."
 # profile -> (extra arguments, expected catalog properties)
@@ -88,7 +89,7 @@ def test_every_profile_has_a_case():
 def test_profile_conf(name):
     args, expected = CASES[name]
     conf = spark_conf(name, "lake", jars=None, **args)
-    assert conf["spark.sql.extensions"] == EXTENSIONS
+    assert conf["spark.sql.extensions"] == f"{EXTENSIONS},{SHIM_SQL_EXTENSIONS}"
     assert conf["spark.sql.catalog.lake"] == "org.apache.iceberg.spark.SparkCatalog"
     assert conf[P + "catalog-impl"] == SHIM_CATALOG_IMPL and P + "type" not in conf
     assert conf[P + "s3.client-factory-impl"] == SHIM_CLIENT_FACTORY

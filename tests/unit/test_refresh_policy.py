@@ -22,6 +22,8 @@ def test_policy_is_written_as_the_properties_the_jvm_reads():
         "catalog-ext.refresh.max-backoff-ms": "8000",
         "catalog-ext.refresh.timeout-ms": "2000",
         "catalog-ext.refresh.assumed-lifetime-ms": "600000",
+        "catalog-ext.refresh.reactive-max-per-minute": "6",  # a count, not milliseconds
+        "catalog-ext.refresh.max-clock-skew-ms": "5000",
     }
 
 

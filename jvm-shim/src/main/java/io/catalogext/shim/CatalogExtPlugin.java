@@ -74,7 +74,7 @@ public final class CatalogExtPlugin implements SparkPlugin {
       }
       SERVED.incrementAndGet();
       ShimMetrics.get().askServed(true);
-      return CredentialRegistry.get().answerExecutor(request).encode();
+      return CredentialRegistry.get().answerExecutorBytes(request);
     }
   }
 

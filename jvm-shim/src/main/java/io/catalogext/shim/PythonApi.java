@@ -27,6 +27,11 @@ public final class PythonApi {
     return CredentialRegistry.get().describe();
   }
 
+  /** JSON of the whole read-only status, as SQL {@code catalog_ext_status()} answers it. */
+  public static String status() {
+    return CatalogExtSqlExtensions.statusJson();
+  }
+
   /** JSON {"served", "refused"}: executor requests the driver plugin answered or turned away. */
   public static String pluginStats() {
     return CredentialRegistry.get().pluginStats();

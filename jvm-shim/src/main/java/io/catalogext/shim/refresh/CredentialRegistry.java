@@ -35,6 +35,12 @@ public final class CredentialRegistry {
   private static final SecureRandom RANDOM = new SecureRandom();
 
   private final Map<String, TableEntry> entries = new ConcurrentHashMap<>();
+  /**
+   * The driver's entries by table identity ({@link TableContext#tableKey}): a table load finds its
+   * entry in O(1) instead of scanning every entry (3 ms per load at 10,000 entries). Written under
+   * this registry's lock with {@link #entries}; a mapping to an entry no longer tracked is ignored.
+   */
+  private final Map<String, TableEntry> byTableKey = new ConcurrentHashMap<>();
   private final Set<String> customSourceCatalogs = ConcurrentHashMap.newKeySet();
   private volatile PythonCredentialBridge bridge;
   private final Map<String, RefreshPolicy> policyOverrides = new ConcurrentHashMap<>();
@@ -165,7 +171,24 @@ public final class CredentialRegistry {
   }
 
   public void forget(String handle) {
-    entries.remove(handle);
+    TableEntry e = entries.remove(handle);
+    if (e != null) {
+      unindex(e);
+    }
+  }
+
+  /** The tracked entry of a table identity, or null. Callers hold this registry's lock. */
+  private TableEntry trackedByKey(String key) {
+    TableEntry e = byTableKey.get(key);
+    if (e != null && entries.get(e.handle) != e) { // evicted since: not the table's entry any more
+      byTableKey.remove(key, e);
+      return null;
+    }
+    return e;
+  }
+
+  private void unindex(TableEntry e) {
+    byTableKey.remove(e.context.tableKey(), e);
   }
 
   /**
@@ -179,6 +202,7 @@ public final class CredentialRegistry {
       boolean expired =
           e.slots().values().stream().allMatch(sl -> sl.current == null || sl.current.expiresAtMs <= now);
       if (now - e.lastActiveAtMs() > maxIdleMs && expired && entries.remove(e.handle, e)) {
+        unindex(e);
         e.evicted(this::reinstate); // a provider still holding it takes the slow path, which brings it back
         evicted++;
       }
@@ -198,6 +222,7 @@ public final class CredentialRegistry {
         .forEach(
             e -> {
               if (entries.remove(e.handle, e)) {
+                unindex(e);
                 e.evicted(this::reinstate);
               }
             });
@@ -206,6 +231,7 @@ public final class CredentialRegistry {
   /** An evicted entry that is used again (a DataFrame kept in a notebook) is tracked again. */
   void reinstate(TableEntry entry) {
     if (entries.putIfAbsent(entry.handle, entry) == null) {
+      byTableKey.putIfAbsent(entry.context.tableKey(), entry);
       LOG.info("catalog-ext: tracking {} again after an idle period", entry.context.qualifiedName());
     }
   }
@@ -258,11 +284,10 @@ public final class CredentialRegistry {
     // One entry per table identity (catalog, identifier, location), not per hand-out: a CTAS and
     // the loads after it share one entry, one schedule and one catalog request per refresh.
     String key = context.tableKey();
-    for (TableEntry existing : entries.values()) {
-      if (existing.context.tableKey().equals(key)) {
-        existing.adopt(context, tableConfig, credentials);
-        return existing.handle;
-      }
+    TableEntry existing = trackedByKey(key);
+    if (existing != null) {
+      existing.adopt(context, tableConfig, credentials);
+      return existing.handle;
     }
     String handle = newId(12);
     TableEntry entry =
@@ -272,6 +297,7 @@ public final class CredentialRegistry {
       entry.seed(credential.prefix(), credential.config());
     }
     entries.put(handle, entry);
+    byTableKey.put(key, entry);
     enforceBound();
     LOG.info("catalog-ext: tracking storage credentials for {}", context);
     return handle;
@@ -312,20 +338,41 @@ public final class CredentialRegistry {
    * entry starts its (single-flight) background refresh and the executor asks again.
    */
   public PluginMessages.Reply answerExecutor(PluginMessages.Request request) {
-    TableEntry entry = entries.get(request.handle);
+    TableEntry entry = executorEntry(request);
     if (entry == null) {
-      if (request.identityJson == null) {
-        return PluginMessages.Reply.failed("unknown table handle");
-      }
+      return PluginMessages.Reply.failed("unknown table handle");
+    }
+    String limited = staleReport(entry, request);
+    return limited != null ? PluginMessages.Reply.rejected(limited) : entry.executorReply();
+  }
+
+  /** {@link #answerExecutor}, encoded: what the plugin RPC sends (a fresh reply reused, see TableEntry). */
+  public byte[] answerExecutorBytes(PluginMessages.Request request) {
+    TableEntry entry = executorEntry(request);
+    if (entry == null) {
+      return PluginMessages.Reply.failed("unknown table handle").encode();
+    }
+    String limited = staleReport(entry, request);
+    return limited != null ? PluginMessages.Reply.rejected(limited).encode() : entry.executorReplyBytes();
+  }
+
+  /**
+   * An executor reports that S3 rejected key {@code staleKeyId} of the table: counted (and the
+   * refresh started by the reply) only while those keys are current. Null, or the rate limit's line.
+   */
+  private static String staleReport(TableEntry entry, PluginMessages.Request request) {
+    if (request.staleKeyId == null || entry.policy.reactiveMaxPerMinute == 0) {
+      return null;
+    }
+    return entry.onExecutorRejection(request.staleKeyId, request.staleCode);
+  }
+
+  private TableEntry executorEntry(PluginMessages.Request request) {
+    TableEntry entry = entries.get(request.handle);
+    if (entry == null && request.identityJson != null) {
       entry = retrack(request.handle, TableContext.fromIdentity(request.identityJson));
     }
-    if (request.staleKeyId != null && entry.policy.reactiveMaxPerMinute > 0) {
-      String limited = entry.onExecutorRejection(request.staleKeyId, request.staleCode);
-      if (limited != null) {
-        return PluginMessages.Reply.rejected(limited);
-      }
-    }
-    return entry.executorReply();
+    return entry;
   }
 
   /**
@@ -334,12 +381,11 @@ public final class CredentialRegistry {
    */
   private synchronized TableEntry retrack(String handle, TableContext context) {
     String key = context.tableKey();
-    for (TableEntry existing : entries.values()) {
-      if (existing.context.tableKey().equals(key)) {
-        return existing; // loaded again since: one entry per table identity
-      }
+    TableEntry existing = trackedByKey(key);
+    if (existing != null) {
+      return existing; // loaded again since: one entry per table identity
     }
-    return entries.computeIfAbsent(
+    TableEntry entry = entries.computeIfAbsent(
         handle,
         h -> {
           LOG.warn("catalog-ext: re-tracking {} after its entry was evicted", context);
@@ -347,6 +393,8 @@ public final class CredentialRegistry {
           RefreshPolicy p = session != null ? policyFor(session) : RefreshPolicy.defaults();
           return new TableEntry(h, context, p, this::fetchFromSource, clock);
         });
+    byTableKey.putIfAbsent(key, entry);
+    return entry;
   }
 
   public void markDriver() {

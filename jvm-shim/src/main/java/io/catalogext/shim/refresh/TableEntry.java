@@ -524,6 +524,71 @@ public final class TableEntry {
    * still holds while none of them has expired: a failing refresh must not cost executors keys
    * that are still good (the error only counts once none is left).
    */
+  /**
+   * The last fresh reply to executors, encoded: executors ask for the same table many times per
+   * credential lifetime, and encoding the reply (JSON with an STS-sized session token) on every ask
+   * was most of the driver plugin's CPU at scale (JFR of bench_plugin_scale, docs/benchmarks.md).
+   * Reused while every slot still holds the very snapshot it was built from and none is due.
+   */
+  private volatile EncodedReply encodedReply;
+
+  private static final class EncodedReply {
+    final String[] prefixes;
+    final CredentialSnapshot[] snapshots;
+    final long dueAtMs;
+    final byte[] bytes;
+
+    EncodedReply(String[] prefixes, CredentialSnapshot[] snapshots, byte[] bytes) {
+      this.prefixes = prefixes;
+      this.snapshots = snapshots;
+      this.bytes = bytes;
+      long due = Long.MAX_VALUE;
+      for (CredentialSnapshot snap : snapshots) {
+        due = snap == null ? Long.MIN_VALUE : Math.min(due, Math.min(snap.refreshAtMs, snap.expiresAtMs));
+      }
+      this.dueAtMs = due;
+    }
+
+    /** {@code slots} hold exactly the snapshots this reply was built from (by identity). */
+    boolean current(Map<String, CredentialSlot> slots) {
+      if (slots.size() != prefixes.length) {
+        return false;
+      }
+      for (int i = 0; i < prefixes.length; i++) {
+        CredentialSlot slot = slots.get(prefixes[i]);
+        if (slot == null || slot.current != snapshots[i] || snapshots[i].rejected) {
+          return false; // replaced, or S3 rejected these keys since the reply was encoded
+        }
+      }
+      return true;
+    }
+  }
+
+  /** {@link #executorReply()} encoded for the plugin RPC; a fresh one is reused while it stays fresh. */
+  byte[] executorReplyBytes() {
+    long now = clock.nowMs();
+    EncodedReply cached = encodedReply;
+    if (cached != null && now < cached.dueAtMs && cached.current(slots)) {
+      lastUsedAtMs = now; // markUsed(), without reading the clock again
+      return cached.bytes;
+    }
+    String[] prefixes = slots.keySet().toArray(new String[0]);
+    CredentialSnapshot[] held = new CredentialSnapshot[prefixes.length];
+    for (int i = 0; i < prefixes.length; i++) {
+      CredentialSlot slot = slots.get(prefixes[i]);
+      held[i] = slot == null ? null : slot.current;
+    }
+    PluginMessages.Reply reply = executorReply();
+    byte[] bytes = reply.encode();
+    if (reply.fresh) {
+      EncodedReply built = new EncodedReply(prefixes, held, bytes);
+      if (built.current(slots)) { // nothing changed while the reply was built: it is the one for these snapshots
+        encodedReply = built;
+      }
+    }
+    return bytes;
+  }
+
   PluginMessages.Reply executorReply() {
     long now = clock.nowMs();
     long seen = generation.get(); // before reading the keys: see refreshAsync(long)

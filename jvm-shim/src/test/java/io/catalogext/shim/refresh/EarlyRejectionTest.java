@@ -247,13 +247,14 @@ public class EarlyRejectionTest {
               return PluginMessages.Reply.rejected(limited).encode();
             }
           }
-          return driver.executorReply().encode();
+          return driver.executorReplyBytes(); // as the plugin answers: a fresh reply is reused
         };
     List<S3Client> executors = new ArrayList<>();
     for (int i = 0; i < 4; i++) { // four executor JVMs, each with its own entry
       TableEntry e = new TableEntry("h", driver.context, policy(6), new DriverPluginSource(asker, clock, 5000), clock);
       executors.add(client(e, e.seed("", firstKeys(clock.nowMs() + 10_000))));
     }
+    driver.executorReplyBytes(); // an earlier ask: the fresh reply with K1 is encoded and kept
     dead.put("K1", "InvalidAccessKeyId");
     ExecutorService pool = Executors.newFixedThreadPool(8);
     try {

@@ -1,0 +1,165 @@
+"""Tell "S3 says these keys are no longer valid" apart from every other S3 refusal.
+
+Only ExpiredToken, InvalidAccessKeyId, InvalidToken and TokenRefreshRequired (403 or 400) mean the
+keys themselves died; AccessDenied, SignatureDoesNotMatch and the rest are scope or signing errors
+that new keys cannot fix. The code is read, never guessed:
+
+- s3fs (FsspecFileIO) keeps botocore's `ClientError` as the cause: its parsed `Error.Code` decides;
+- PyArrow (PyArrowFileIO) says only "AWS Error ACCESS_DENIED" or "(HTTP status 403)", and a HEAD
+  answered 403 has no body at all. Then one ranged GET (`Range: bytes=0-0`) of the same key with
+  the same keys (boto3) asks S3 for the code; its answer decides, and a codeless one is not expiry.
+
+The probe's `Date` header also tells the S3 clock (`S3Prober.last_skew_s`).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from cachetools import LRUCache
+
+__all__ = ["EXPIRY_CODES", "Rejection", "S3Prober", "rejection_of", "skew_from_date"]
+
+#: Codes by which S3 says the keys are no longer valid (403, or 400 from some S3 implementations).
+EXPIRY_CODES = frozenset({"ExpiredToken", "InvalidAccessKeyId", "InvalidToken", "TokenRefreshRequired"})
+_AUTH_STATUSES = (400, 403)
+# PyArrow's AWS SDK errors can hide an expired key: a refusal without its code, or, for a ranged GET
+# refused mid-scan, "INTERNAL_FAILURE ... Failed to flush response stream" (the SDK fails writing the
+# 403's XML into the buffer sized for the range). Every one but "not found" is probed: S3 decides.
+_PYARROW_AWS_ERROR = re.compile(r"AWS Error (?!NO_SUCH_|RESOURCE_NOT_FOUND)[A-Z_]+")
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """S3 refused the keys: `code` as S3 sent it (None: it sent none), `probed`: learned by a ranged GET."""
+
+    code: str | None
+    status: int | None
+    probed: bool = False
+
+    @property
+    def expired(self) -> bool:
+        return self.code in EXPIRY_CODES and (self.status is None or self.status in _AUTH_STATUSES)
+
+
+def _client_error(exc: BaseException) -> Any | None:
+    """botocore's ClientError in `exc`'s cause/context chain (s3fs translates it to PermissionError)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        response = getattr(cur, "response", None)
+        if isinstance(response, Mapping) and "Error" in response:
+            return cur
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def _parsed(exc: Any) -> tuple[str | None, int | None]:
+    response = exc.response
+    code = (response.get("Error") or {}).get("Code")
+    status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+    code = None if not code or str(code).isdigit() else str(code)  # botocore puts "403" there for a bodiless HEAD
+    return code, int(status) if status else None
+
+
+def rejection_of(exc: BaseException) -> Rejection | None:
+    """What the FileIO's error says, without a request: a Rejection with the code when S3 sent one
+    (`expired` decides), a codeless Rejection when S3 may have refused the keys without saying why
+    (probe it), or None when it is certainly not a refusal of the keys."""
+    client_error = _client_error(exc)
+    if client_error is not None:
+        code, status = _parsed(client_error)
+        if code is not None:
+            return Rejection(code, status)
+        return Rejection(None, status) if status in _AUTH_STATUSES else None
+    if isinstance(exc, OSError) and _PYARROW_AWS_ERROR.search(str(exc)):
+        said = re.search(r"HTTP status (\d{3})", str(exc))
+        return Rejection(None, int(said.group(1)) if said else None)
+    return None
+
+
+def skew_from_date(date_header: str | None, local_s: float) -> float | None:
+    """Server clock minus local clock, in seconds, from an HTTP `Date` header (1 s resolution)."""
+    if not date_header:
+        return None
+    try:
+        return parsedate_to_datetime(date_header).timestamp() - local_s
+    except (TypeError, ValueError, IndexError):
+        return None
+
+
+def _split(location: str) -> tuple[str, str]:
+    parts = urlsplit(location)
+    return parts.netloc, parts.path.lstrip("/")
+
+
+class S3Prober:
+    """One ranged GET per question, with the keys of the refused request; boto3 clients (~50 ms to
+    build) are kept for the last few key sets only."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._clients: LRUCache[tuple[str, str], Any] = LRUCache(maxsize=8)  # (access key, endpoint) -> client
+        self.last_skew_s: float | None = None
+        self.probes = 0
+
+    def _client_for(self, props: Mapping[str, Any]) -> Any:
+        akid = str(props.get("s3.access-key-id") or "")
+        key = (akid, str(props.get("s3.endpoint") or ""))
+        with self._lock:
+            client = self._clients.get(key)
+        if client is not None:
+            return client
+        import boto3
+        from botocore.config import Config
+
+        path_style = str(props.get("s3.path-style-access", "false")).lower() == "true"
+        client = boto3.session.Session().client(
+            "s3", endpoint_url=props.get("s3.endpoint") or None,
+            region_name=props.get("s3.region") or props.get("client.region") or "us-east-1",
+            aws_access_key_id=akid or None, aws_secret_access_key=props.get("s3.secret-access-key") or None,
+            aws_session_token=props.get("s3.session-token") or None,
+            # One answer is the point: botocore's own retries would only repeat the refusal.
+            config=Config(retries={"max_attempts": 1, "mode": "standard"}, connect_timeout=5, read_timeout=10,
+                          s3={"addressing_style": "path" if path_style else "auto"}))
+        with self._lock:
+            self._clients[key] = client
+        return client
+
+    def probe(self, location: str, props: Mapping[str, Any]) -> Rejection | None:
+        """Ask S3 why it refused `location` to these keys: the code of a ranged GET of the same key.
+        None when the GET is not refused (the keys work) or S3 cannot be reached."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        bucket, key = _split(location)
+        if not bucket or not key:
+            return None
+        self.probes += 1
+        sent = time.time()
+        try:
+            answer = self._client_for(props).get_object(Bucket=bucket, Key=key, Range="bytes=0-0")
+            answer["Body"].close()
+            self._note_date(answer, sent)
+            return None
+        except ClientError as exc:
+            self._note_date(exc.response, sent)
+            code, status = _parsed(exc)
+            if status in _AUTH_STATUSES:
+                return Rejection(code, status, probed=True)
+            return None  # 404 NoSuchKey (a write's key), 416 (an empty object): the keys were accepted
+        except BotoCoreError:
+            return None
+
+    def _note_date(self, response: Mapping[str, Any], sent: float) -> None:
+        headers = (response.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}
+        skew = skew_from_date(headers.get("date"), (sent + time.time()) / 2)
+        if skew is not None:
+            self.last_skew_s = skew
