@@ -10,6 +10,9 @@ Known failures:
 
 * `io.catalogext.shim.CredentialsExpiredException` (storage credentials ran out and the refresh
   strategy named in the message failed) -> `CredentialRefreshError`;
+* the shim's `CredentialsRejectedException` (S3 rejected a table's keys again right after a
+  reactive refresh, or past `catalog-ext.refresh.reactive-max-per-minute`) ->
+  `CredentialsRejectedError`, whichever package the shim keeps it in;
 * Iceberg `CommitStateUnknownException` -> `CommitStateUnknownError`, `CommitFailedException` ->
   `CommitFailedError` (or `StaleTableError` when the table was replaced underneath);
 * `io.catalogext.shim.CatalogRedirectException` (the catalog answered a redirect, which the shim
@@ -42,6 +45,7 @@ from pyspark_catalog_ext.errors import (
     CommitStateUnknownError,
     ConfigError,
     CredentialRefreshError,
+    CredentialsRejectedError,
     StaleTableError,
     redact,
 )
@@ -100,6 +104,8 @@ _NOT_FOUND = (
 )
 
 REDIRECT_EXCEPTION = f"{SHIM_PACKAGE}.CatalogRedirectException"
+# Matched by its simple name under the shim's package (and any sub-package the shim moves it to).
+REJECTED_EXCEPTION = "CredentialsRejectedException"
 
 _LOCK = threading.Lock()
 _INSTALLED = False
@@ -166,6 +172,9 @@ def translate(java_exception: Any, subject: str | None = None) -> CatalogExtErro
         if known is not None:
             return known
     # Task failures can arrive without a deserialized cause: the class name is then in the text.
+    rejected = re.search(rf"{re.escape(SHIM_PACKAGE)}(?:\.\w+)*\.{REJECTED_EXCEPTION}: ([^\n]*)", chain[0][1]) if chain else None
+    if rejected:
+        return CredentialsRejectedError(_one_line(rejected.group(1)))
     if chain and f"{CREDENTIALS_EXPIRED_EXCEPTION}: " in chain[0][1]:
         detail = chain[0][1].split(f"{CREDENTIALS_EXPIRED_EXCEPTION}: ", 1)[1]
         return CredentialRefreshError(_one_line(detail.split("\n", 1)[0]))
@@ -177,6 +186,8 @@ def _known(name: str, message: str, chain: list[tuple[str, str]], subject: str |
     short = name.rsplit(".", 1)[-1]
     text = _one_line(message)
     prefix = f"{subject}: " if subject else ""
+    if short == REJECTED_EXCEPTION and name.startswith(f"{SHIM_PACKAGE}."):
+        return CredentialsRejectedError(text)
     if name == CREDENTIALS_EXPIRED_EXCEPTION:
         return CredentialRefreshError(text)
     if short == "CommitStateUnknownException":

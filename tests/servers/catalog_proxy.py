@@ -114,6 +114,7 @@ class CatalogProxy(BufferedProxy):
         self.refresh_tokens = refresh_tokens
         self.token_ttl_seconds = token_ttl_seconds
         self.short_lifetime_seconds = short_lifetime_seconds
+        self.state_lifetime = True  # False: drop s3.session-token-expires-at-ms (Unity Catalog 0.6)
         self.s3_endpoint = s3_endpoint
         self.s3_proxy = s3_proxy
         self.advertise_refresh_endpoint = advertise_refresh_endpoint
@@ -231,6 +232,8 @@ class CatalogProxy(BufferedProxy):
                 int((now + self.short_lifetime_seconds) * 1000))
             if self.s3_proxy is not None:
                 self.s3_proxy.register_key(config["s3.access-key-id"], issued_at=now)
+        if not self.state_lifetime:  # a catalog that states no lifetime for keys that do expire
+            config.pop("s3.session-token-expires-at-ms", None)
 
     def refresh_endpoint(self, prefix: str, ns: list[str], name: str) -> str:
         path = (f"v1/{quote(prefix, safe='')}/namespaces/{quote(NS_SEP.join(ns), safe='')}"

@@ -9,9 +9,19 @@ SeaweedFS sends for an unknown key (captured from SeaweedFS 4.48), or ``ExpiredT
 Age is measured from ``register_key(akid, issued_at)`` (the catalog proxy calls it when it
 vends a key) or else from the first request the proxy saw with that key.
 
+Keys that die early (each a plain attribute, effective immediately; the S3 error is the same):
+  max_age_seconds = share * stated lifetime   after a fixed share of their stated lifetime
+  random_death = (lo, hi), random_seed        each key dies at its own age, drawn once per key
+                                              uniformly from [lo, hi] s (seeded: reproducible)
+  every_key_dead = True                       every key is rejected from its first request on
+  deny_paths = regex                          a request whose path matches gets 403 AccessDenied
+                                              (a scope error: keys valid, the key outside them)
+Keys the catalog states no lifetime for: CatalogProxy(state_lifetime=False) plus max_age_seconds.
+
 Control API (all thread-safe, effective immediately):
   max_age_seconds    float | None   None = pass everything through
-  error_code         "InvalidAccessKeyId" (SeaweedFS's own answer) | "ExpiredToken"
+  error_code         "InvalidAccessKeyId" (SeaweedFS's own answer) | "ExpiredToken" | "InvalidToken"
+                     | "TokenRefreshRequired"
   exempt             set of access keys never rejected (e.g. the admin key)
   register_key(akid, issued_at=None)
   forwarded, rejected (Counter per key), forwarded_by_key (Counter), total_rejected,
@@ -19,6 +29,8 @@ Control API (all thread-safe, effective immediately):
 """
 from __future__ import annotations
 
+import random
+import re
 import secrets
 import threading
 import time
@@ -34,6 +46,9 @@ ERRORS = {
     # Message texts as SeaweedFS 4.48 / AWS send them.
     "InvalidAccessKeyId": "The access key ID you provided does not exist in our records.",
     "ExpiredToken": "The provided token has expired.",
+    "InvalidToken": "The provided token is malformed or otherwise invalid.",
+    "TokenRefreshRequired": "The provided token must be refreshed.",
+    "AccessDenied": "Access Denied",
 }
 
 
@@ -70,6 +85,12 @@ class S3ExpiryProxy(ThreadedServer):
         self.rejected: Counter = Counter()
         self.log: deque = deque(maxlen=10_000)  # dicts: at, method, path, akid, status, expect, chunked
         self.get_delay_seconds = 0.0  # slow every GET down (makes a job outlive a lifetime)
+        self.random_death: tuple[float, float] | None = None
+        self.random_seed = 0
+        self._death_age: dict[str, float] = {}
+        self.every_key_dead = False
+        self.deny_paths: str | None = None
+        self.denied = 0
 
     # ---- control
     def register_key(self, akid: str, issued_at: float | None = None) -> None:
@@ -92,14 +113,25 @@ class S3ExpiryProxy(ThreadedServer):
             self.forwarded_by_key.clear()
             self.rejected.clear()
             self.log.clear()
+            self.denied = 0
 
     def is_expired(self, akid: str | None) -> bool:
         if akid is None:
             return False
         with self._lock:  # first sight starts the clock, even while aging is off
             issued = self._issued.setdefault(akid, self.clock())
+        if akid in self.exempt:
+            return False
+        if self.every_key_dead:
+            return True
         max_age = self.max_age_seconds
-        if max_age is None or akid in self.exempt:
+        if self.random_death is not None:
+            with self._lock:
+                if akid not in self._death_age:  # drawn once per key, from a seed: reproducible
+                    rng = random.Random(f"{self.random_seed}:{len(self._death_age)}")
+                    self._death_age[akid] = rng.uniform(*self.random_death)
+                max_age = self._death_age[akid]
+        if max_age is None:
             return False
         return self.clock() - issued > max_age
 
@@ -110,6 +142,12 @@ class S3ExpiryProxy(ThreadedServer):
                  "expect": (h.headers.get("Expect") or "").lower() == "100-continue",
                  "chunked": "chunked" in (h.headers.get("Transfer-Encoding") or "").lower()}
         self.log.append(entry)
+        if self.deny_paths and akid not in self.exempt and re.search(self.deny_paths, urlsplit(h.path).path):
+            with self._lock:
+                self.denied += 1
+            entry["status"] = 403
+            self._reject(h, "AccessDenied")
+            return
         if self.is_expired(akid):
             with self._lock:
                 self.rejected[akid] += 1
@@ -123,7 +161,7 @@ class S3ExpiryProxy(ThreadedServer):
             time.sleep(self.get_delay_seconds)
         entry["status"] = forward_streaming(h, self.upstream)
 
-    def _reject(self, h):
+    def _reject(self, h, code: str | None = None):
         # Never tell an "Expect: 100-continue" client to send its body; otherwise read the
         # body so the keep-alive connection stays usable (as SeaweedFS does).
         if (h.headers.get("Expect") or "").lower() == "100-continue":
@@ -131,7 +169,7 @@ class S3ExpiryProxy(ThreadedServer):
         else:
             drain_body(h)
         request_id = _request_id()
-        body, has_bucket = self.error_body(h.path, request_id)
+        body, has_bucket = self.error_body(h.path, request_id, code)
         headers = [("Accept-Ranges", "bytes"), ("Content-Length", str(len(body))),
                    ("Content-Type", "application/xml"), ("Server", "SeaweedFS 8000GB 4.48")]
         if has_bucket:
@@ -142,10 +180,10 @@ class S3ExpiryProxy(ThreadedServer):
             h.wfile.write(body)
         h.wfile.flush()
 
-    def error_body(self, target: str, request_id: str) -> tuple[bytes, bool]:
+    def error_body(self, target: str, request_id: str, code: str | None = None) -> tuple[bytes, bool]:
         path = unquote(urlsplit(target).path)
         bucket, _, key = path.lstrip("/").partition("/")
-        code = self.error_code
+        code = code or self.error_code
         xml = (f"<Error><Code>{code}</Code><Message>{ERRORS.get(code, code)}</Message>"
                f"<Resource>{escape(path)}</Resource><RequestId>{request_id}</RequestId>")
         if key:

@@ -2,6 +2,7 @@ package io.catalogext.shim;
 
 import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.refresh.CredentialRegistry;
+import io.catalogext.shim.refresh.RejectionRetries;
 import io.catalogext.shim.refresh.TableCredentialsProvider;
 import io.catalogext.shim.refresh.TableEntry;
 
@@ -12,6 +13,7 @@ import org.apache.iceberg.aws.s3.S3FileIOAwsClientFactory;
 import org.apache.iceberg.aws.s3.S3FileIOProperties;
 import org.apache.iceberg.util.SerializableMap;
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
+import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.S3Client;
 
@@ -39,8 +41,8 @@ public final class RefreshingS3ClientFactory implements S3FileIOAwsClientFactory
     S3FileIOProperties s3Props = new S3FileIOProperties(properties);
     AwsClientProperties awsProps = new AwsClientProperties(properties);
     HttpClientProperties httpProps = new HttpClientProperties(properties);
-    AwsCredentialsProvider tableProvider = provider();
-    return S3Client.builder()
+    TableCredentialsProvider tableProvider = provider();
+    S3Client client = S3Client.builder()
         .applyMutation(awsProps::applyClientRegionConfiguration)
         .applyMutation(awsProps::applyLegacyMd5Plugin)
         .applyMutation(httpProps::applyHttpClientConfigurations)
@@ -58,7 +60,17 @@ public final class RefreshingS3ClientFactory implements S3FileIOAwsClientFactory
         .applyMutation(s3Props::applyS3AccessGrantsConfigurations)
         .applyMutation(s3Props::applyUserAgentConfigurations)
         .applyMutation(s3Props::applyRetryConfigurations)
+        .applyMutation(b -> {
+          ExecutionInterceptor watch = tableProvider == null ? null : RejectionRetries.dateWatch(tableProvider);
+          if (watch != null) {
+            // after Iceberg's mutations, which may set an override configuration of their own
+            b.overrideConfiguration(b.overrideConfiguration().toBuilder().addExecutionInterceptor(watch).build());
+          }
+        })
         .build();
+    // Keys S3 rejects early are refreshed and the call is sent again inside it (the async client,
+    // which S3FileIO does not use for reads or writes, keeps Iceberg's behaviour).
+    return tableProvider == null ? client : RejectionRetries.wrap(client, tableProvider);
   }
 
   @Override

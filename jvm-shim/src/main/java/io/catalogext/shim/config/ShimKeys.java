@@ -21,6 +21,10 @@ public final class ShimKeys {
   public static final String REFRESH_TIMEOUT_MS = PREFIX + "refresh.timeout-ms";
   /** Keys without an expiry: assumed to expire this long after their fetch (0: never). */
   public static final String REFRESH_ASSUMED_LIFETIME_MS = PREFIX + "refresh.assumed-lifetime-ms";
+  /** Refreshes of one table per minute started by S3 rejecting its keys early (0: off). */
+  public static final String REFRESH_REACTIVE_MAX_PER_MINUTE = PREFIX + "refresh.reactive-max-per-minute";
+  /** Past this skew between the local clock and a server's Date header, use the server's clock. */
+  public static final String REFRESH_MAX_CLOCK_SKEW_MS = PREFIX + "refresh.max-clock-skew-ms";
   /** Carries a storage-refresh-token from the JSON parser to the observer; never reaches FileIO. */
   public static final String CAPTURED_REFRESH_TOKEN = PREFIX + "captured-storage-refresh-token";
   /** A table answer's {@code remote-signing-config} (Iceberg 1.12), as JSON, until translated. */
@@ -35,6 +39,8 @@ public final class ShimKeys {
    * beside ours where the endpoint is kept.
    */
   public static final String CREDENTIAL_EXPIRES_AT_MS = PREFIX + "session-token-expires-at-ms";
+  /** The expiry the catalog stated, when the driver schedules by a shorter learned lifetime. */
+  public static final String STATED_EXPIRES_AT_MS = PREFIX + "stated-expires-at-ms";
 
   public static final String ACCESS_KEY_ID = "s3.access-key-id";
   public static final String SECRET_ACCESS_KEY = "s3.secret-access-key";

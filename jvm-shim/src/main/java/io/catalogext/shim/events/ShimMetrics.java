@@ -37,6 +37,10 @@ public final class ShimMetrics {
   static final String ASKS_REFUSED = "executor_asks.refused";
   static final String ASK_LATENCY = "executor_asks.latency";
   static final String CATALOG_REQUESTS = "catalog_requests";
+  static final String REJECTED = "credentials.rejected";
+  static final String REJECTED_RETRY_WAIT = "credentials.rejected_retry_wait";
+  static final String STATED_LIFETIME = "credentials.stated_lifetime_ms";
+  static final String OBSERVED_LIFETIME = "credentials.observed_lifetime_ms";
 
   // Process-wide: Spark builds CatalogExtPlugin by class name; its one metric registry per JVM gets these.
   private static final ShimMetrics INSTANCE =
@@ -47,6 +51,10 @@ public final class ShimMetrics {
   private final Counter asksRefused = new Counter();
   private final Timer askLatency = new Timer();
   private final Counter catalogRequests = new Counter();
+  private final Counter rejected = new Counter();
+  private final Timer rejectedRetryWait = new Timer();
+  private volatile long statedLifetimeMs = -1;
+  private volatile long observedLifetimeMs = -1;
 
   /**
    * @param clockMs now, in epoch milliseconds
@@ -73,6 +81,10 @@ public final class ShimMetrics {
     metrics.put(ASKS_REFUSED, asksRefused);
     metrics.put(ASK_LATENCY, askLatency);
     metrics.put(CATALOG_REQUESTS, catalogRequests);
+    metrics.put(REJECTED, rejected);
+    metrics.put(REJECTED_RETRY_WAIT, rejectedRetryWait);
+    metrics.put(STATED_LIFETIME, (Gauge<Long>) () -> statedLifetimeMs);
+    metrics.put(OBSERVED_LIFETIME, (Gauge<Long>) () -> observedLifetimeMs);
   }
 
   public static ShimMetrics get() {
@@ -109,6 +121,11 @@ public final class ShimMetrics {
         if (REFRESH_OUTCOMES.contains(outcome)) {
           count(refreshName(strategyKey(fields.path("strategy").asText(null)), outcome));
         }
+      } else if ("credentials.rejected".equals(type)) {
+        rejected.inc();
+      } else if ("credentials.lifetime-learned".equals(type)) {
+        statedLifetimeMs = fields.path("stated_lifetime_ms").asLong(-1);
+        observedLifetimeMs = fields.path("observed_lifetime_ms").asLong(-1);
       } else if ("commit.finished".equals(type)) {
         String outcome = fields.path("outcome").asText("");
         count("commits." + (COMMIT_OUTCOMES.contains(outcome) ? outcome : "other"));
@@ -136,6 +153,11 @@ public final class ShimMetrics {
     if (m instanceof Counter) {
       ((Counter) m).inc();
     }
+  }
+
+  /** A call S3 rejected went through after waiting this long for new keys. */
+  public void rejectedCallRetried(long waitMs) {
+    rejectedRetryWait.update(waitMs, java.util.concurrent.TimeUnit.MILLISECONDS);
   }
 
   /** Driver: an executor's ask was answered (or, for a malformed one, refused). */

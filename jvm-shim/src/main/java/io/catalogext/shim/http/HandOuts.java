@@ -128,6 +128,7 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
     config.put(ShimKeys.REFRESH_MIN_AHEAD_MS, String.valueOf(policy.minAheadMs));
     config.put(ShimKeys.REFRESH_LIFETIME_FRACTION, String.valueOf(policy.fraction));
     config.put(ShimKeys.REFRESH_TIMEOUT_MS, String.valueOf(policy.timeoutMs));
+    config.put(ShimKeys.REFRESH_REACTIVE_MAX_PER_MINUTE, String.valueOf(policy.reactiveMaxPerMinute));
     // Iceberg would build its own refreshing provider from this; ours replaces it.
     config.remove(ShimKeys.REFRESH_ENDPOINT);
 

@@ -22,16 +22,29 @@ public final class PluginMessages {
   public static final class Request {
     public final String handle;
     public final String identityJson;
+    /** Set when S3 rejected this access key id (not secret) of the table: refresh if it is current. */
+    public final String staleKeyId;
+    public final String staleCode;
 
     public Request(String handle, String identityJson) {
+      this(handle, identityJson, null, null);
+    }
+
+    public Request(String handle, String identityJson, String staleKeyId, String staleCode) {
       this.handle = handle;
       this.identityJson = identityJson;
+      this.staleKeyId = staleKeyId;
+      this.staleCode = staleCode;
     }
 
     public byte[] encode() {
       ObjectNode node = Json.object();
       node.put("handle", handle);
       node.put("identity", identityJson);
+      if (staleKeyId != null) {
+        node.put("stale_key_id", staleKeyId);
+        node.put("stale_code", staleCode);
+      }
       return Json.write(node).getBytes(StandardCharsets.UTF_8);
     }
 
@@ -44,7 +57,8 @@ public final class PluginMessages {
       if (handle == null) {
         throw new IllegalArgumentException("credential request without a table handle");
       }
-      return new Request(handle, node.path("identity").asText(null));
+      return new Request(handle, node.path("identity").asText(null), node.path("stale_key_id").asText(null),
+          node.path("stale_code").asText(null));
     }
 
     @Override
@@ -66,17 +80,29 @@ public final class PluginMessages {
     public final boolean refreshing;
     public final String error;
     final String strategy;
+    /** The error is the driver's CredentialsRejectedException (its reactive refresh limit): final. */
+    public final boolean rejected;
 
     public Reply(Map<String, Map<String, String>> configByPrefix, boolean fresh, boolean refreshing, String error, String strategy) {
+      this(configByPrefix, fresh, refreshing, error, strategy, false);
+    }
+
+    public Reply(Map<String, Map<String, String>> configByPrefix, boolean fresh, boolean refreshing, String error,
+        String strategy, boolean rejected) {
       this.configByPrefix = configByPrefix;
       this.fresh = fresh;
       this.refreshing = refreshing;
       this.error = error;
       this.strategy = strategy;
+      this.rejected = rejected;
     }
 
     public static Reply failed(String error) {
       return new Reply(Map.of(), false, false, error, "driver");
+    }
+
+    public static Reply rejected(String error) {
+      return new Reply(Map.of(), false, false, error, "driver", true);
     }
 
     /** Carries keys and none of them has expired at {@code nowMs} (by their own expiry). */
@@ -111,6 +137,9 @@ public final class PluginMessages {
       node.put("refreshing", refreshing);
       node.put("error", error);
       node.put("strategy", strategy);
+      if (rejected) {
+        node.put("rejected", true);
+      }
       return Json.write(node).getBytes(StandardCharsets.UTF_8);
     }
 
@@ -127,7 +156,8 @@ public final class PluginMessages {
           node.path("fresh").asBoolean(false),
           node.path("refreshing").asBoolean(false),
           node.hasNonNull("error") ? node.get("error").asText() : null,
-          node.path("strategy").asText("driver"));
+          node.path("strategy").asText("driver"),
+          node.path("rejected").asBoolean(false));
     }
 
     @Override

@@ -339,13 +339,32 @@ public final class CredentialRegistry {
    */
   public PluginMessages.Reply answerExecutor(PluginMessages.Request request) {
     TableEntry entry = executorEntry(request);
-    return entry == null ? PluginMessages.Reply.failed("unknown table handle") : entry.executorReply();
+    if (entry == null) {
+      return PluginMessages.Reply.failed("unknown table handle");
+    }
+    String limited = staleReport(entry, request);
+    return limited != null ? PluginMessages.Reply.rejected(limited) : entry.executorReply();
   }
 
   /** {@link #answerExecutor}, encoded: what the plugin RPC sends (a fresh reply reused, see TableEntry). */
   public byte[] answerExecutorBytes(PluginMessages.Request request) {
     TableEntry entry = executorEntry(request);
-    return entry == null ? PluginMessages.Reply.failed("unknown table handle").encode() : entry.executorReplyBytes();
+    if (entry == null) {
+      return PluginMessages.Reply.failed("unknown table handle").encode();
+    }
+    String limited = staleReport(entry, request);
+    return limited != null ? PluginMessages.Reply.rejected(limited).encode() : entry.executorReplyBytes();
+  }
+
+  /**
+   * An executor reports that S3 rejected key {@code staleKeyId} of the table: counted (and the
+   * refresh started by the reply) only while those keys are current. Null, or the rate limit's line.
+   */
+  private static String staleReport(TableEntry entry, PluginMessages.Request request) {
+    if (request.staleKeyId == null || entry.policy.reactiveMaxPerMinute == 0) {
+      return null;
+    }
+    return entry.onExecutorRejection(request.staleKeyId, request.staleCode);
   }
 
   private TableEntry executorEntry(PluginMessages.Request request) {

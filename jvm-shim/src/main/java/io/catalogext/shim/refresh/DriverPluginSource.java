@@ -1,6 +1,7 @@
 package io.catalogext.shim.refresh;
 
 import io.catalogext.shim.CatalogExtPlugin;
+import io.catalogext.shim.CredentialsRejectedException;
 import io.catalogext.shim.events.ShimMetrics;
 import io.catalogext.shim.plugin.PluginMessages;
 
@@ -48,7 +49,9 @@ public final class DriverPluginSource implements EntryRefresher {
 
   @Override
   public RefreshResult fetch(TableEntry entry) throws Exception {
-    byte[] request = new PluginMessages.Request(entry.handle, entry.context.identityJson()).encode();
+    String stale = entry.staleKeyId; // S3 rejected these keys here: the driver refreshes if still current
+    byte[] request = new PluginMessages.Request(entry.handle, entry.context.identityJson(), stale,
+        stale == null ? null : entry.staleCode).encode();
     long deadline = clock.nowMs() + timeoutMs;
     PluginMessages.Reply stillValid = null; // the driver's unexpired keys, the fallback
     while (true) {
@@ -63,6 +66,9 @@ public final class DriverPluginSource implements EntryRefresher {
       }
       if (reply.fresh) {
         return reply.toResult();
+      }
+      if (reply.rejected) {
+        throw new CredentialsRejectedException(reply.error, null);
       }
       if (reply.hasValidKeys(clock.nowMs())) {
         stillValid = reply;

@@ -21,6 +21,8 @@ public final class RefreshPolicy implements Serializable {
   static final long DEFAULT_MAX_BACKOFF_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_MAX_BACKOFF_MS);
   static final long DEFAULT_TIMEOUT_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_TIMEOUT_MS);
   static final long DEFAULT_ASSUMED_LIFETIME_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_ASSUMED_LIFETIME_MS);
+  static final long DEFAULT_REACTIVE_MAX_PER_MINUTE = Knobs.longValue(Map.of(), ShimKeys.REFRESH_REACTIVE_MAX_PER_MINUTE);
+  static final long DEFAULT_MAX_CLOCK_SKEW_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_MAX_CLOCK_SKEW_MS);
 
   public final long minAheadMs;
   public final double fraction;
@@ -30,6 +32,10 @@ public final class RefreshPolicy implements Serializable {
   public final long timeoutMs;
   /** Keys vended without an expiry count as expiring this long after their fetch; 0: never. */
   final long assumedLifetimeMs;
+  /** Refreshes of one table per minute started by S3 rejecting its keys early; 0: never. */
+  public final long reactiveMaxPerMinute;
+  /** Past this skew between the local clock and a server's Date header, expiries use the server's clock. */
+  public final long maxClockSkewMs;
 
   public RefreshPolicy(long minAheadMs, double fraction) {
     this(minAheadMs, fraction, DEFAULT_CHECK_INTERVAL_MS, DEFAULT_INITIAL_BACKOFF_MS, DEFAULT_MAX_BACKOFF_MS,
@@ -43,6 +49,18 @@ public final class RefreshPolicy implements Serializable {
 
   public RefreshPolicy(long minAheadMs, double fraction, long checkIntervalMs, long initialBackoffMs, long maxBackoffMs,
       long timeoutMs, long assumedLifetimeMs) {
+    this(minAheadMs, fraction, checkIntervalMs, initialBackoffMs, maxBackoffMs, timeoutMs, assumedLifetimeMs,
+        DEFAULT_REACTIVE_MAX_PER_MINUTE, DEFAULT_MAX_CLOCK_SKEW_MS);
+  }
+
+  RefreshPolicy(long minAheadMs, double fraction, long checkIntervalMs, long initialBackoffMs, long maxBackoffMs,
+      long timeoutMs, long assumedLifetimeMs, long reactiveMaxPerMinute, long maxClockSkewMs) {
+    if (reactiveMaxPerMinute < 0 || maxClockSkewMs < 0) {
+      throw new IllegalArgumentException(ShimKeys.REFRESH_REACTIVE_MAX_PER_MINUTE + " and "
+          + ShimKeys.REFRESH_MAX_CLOCK_SKEW_MS + " must be >= 0");
+    }
+    this.reactiveMaxPerMinute = reactiveMaxPerMinute;
+    this.maxClockSkewMs = maxClockSkewMs;
     if (assumedLifetimeMs < 0) {
       throw new IllegalArgumentException(ShimKeys.REFRESH_ASSUMED_LIFETIME_MS + " must be >= 0 (0: trust keys without expiry)");
     }
@@ -74,7 +92,9 @@ public final class RefreshPolicy implements Serializable {
         longProp(props, ShimKeys.REFRESH_INITIAL_BACKOFF_MS, DEFAULT_INITIAL_BACKOFF_MS),
         longProp(props, ShimKeys.REFRESH_MAX_BACKOFF_MS, DEFAULT_MAX_BACKOFF_MS),
         longProp(props, ShimKeys.REFRESH_TIMEOUT_MS, DEFAULT_TIMEOUT_MS),
-        longProp(props, ShimKeys.REFRESH_ASSUMED_LIFETIME_MS, DEFAULT_ASSUMED_LIFETIME_MS));
+        longProp(props, ShimKeys.REFRESH_ASSUMED_LIFETIME_MS, DEFAULT_ASSUMED_LIFETIME_MS),
+        longProp(props, ShimKeys.REFRESH_REACTIVE_MAX_PER_MINUTE, DEFAULT_REACTIVE_MAX_PER_MINUTE),
+        longProp(props, ShimKeys.REFRESH_MAX_CLOCK_SKEW_MS, DEFAULT_MAX_CLOCK_SKEW_MS));
   }
 
   private static long longProp(Map<String, String> props, String key, long fallback) {

@@ -28,6 +28,32 @@ public final class TableCredentialsProvider implements AwsCredentialsProvider {
     return entry.resolveSlow(slot);
   }
 
+  /** The keys a call about to be signed gets (the SDK resolves them right after). */
+  CredentialSnapshot current() {
+    return slot.current;
+  }
+
+  /** S3 accepted a call signed with {@code used}: once marked, never written again. */
+  void accepted(CredentialSnapshot used) {
+    if (used != null && !used.accepted) {
+      used.accepted = true;
+    }
+  }
+
+  /** See {@link TableEntry#onRejected}. */
+  boolean onRejected(CredentialSnapshot used, String code, Throwable rejection) {
+    return entry.onRejected(slot, used, code, rejection);
+  }
+
+  /** A rejected call went through after waiting {@code waitMs} for new keys. */
+  void retried(long waitMs) {
+    entry.retried(waitMs);
+  }
+
+  TableEntry entry() {
+    return entry;
+  }
+
   @Override
   public String toString() {
     return "TableCredentialsProvider{" + entry.context.qualifiedName() + "}";

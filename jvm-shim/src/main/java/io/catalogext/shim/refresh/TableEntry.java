@@ -1,8 +1,10 @@
 package io.catalogext.shim.refresh;
 
 import io.catalogext.shim.CredentialsExpiredException;
+import io.catalogext.shim.CredentialsRejectedException;
 import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.events.EventLog;
+import io.catalogext.shim.events.ShimMetrics;
 import io.catalogext.shim.plugin.PluginMessages;
 import io.catalogext.shim.util.DaemonThreads;
 import io.catalogext.shim.util.Json;
@@ -29,6 +31,8 @@ public final class TableEntry {
   private static final Logger LOG = LoggerFactory.getLogger(TableEntry.class);
   /** Below this much validity (or a quarter of the lifetime) a reader waits for a refresh. */
   static final long HARD_MARGIN_MS = 10_000L;
+  /** Keys rejected younger than this (revoked, not expired) do not shorten the learned lifetime. */
+  static final long MIN_LEARNED_LIFETIME_MS = 1_000L;
 
   private static final ExecutorService ASYNC =
       Executors.newCachedThreadPool(
@@ -68,6 +72,16 @@ public final class TableEntry {
   private volatile String lastStrategy = "initial";
   private volatile String lastError;
   private volatile long lastCheckAtMs = Long.MIN_VALUE / 2;
+  /** Epoch ms of this table's reactive refreshes within the last minute (the rate limit's window). */
+  private final java.util.ArrayDeque<Long> reactiveRefreshes = new java.util.ArrayDeque<>();
+  /** Executors: the rejected key id the next ask of the driver reports (the driver checks it is current). */
+  volatile String staleKeyId;
+  volatile String staleCode;
+  /** Driver: the key id of the last rejection wave counted (guarded by reactiveRefreshes). */
+  private String countedKeyId;
+  /** How long the last keys S3 rejected early had lived (-1: none yet); for the one-line error. */
+  private volatile long lastObservedLifetimeMs = -1;
+  private final java.util.concurrent.atomic.AtomicLong rejectionCount = new java.util.concurrent.atomic.AtomicLong();
   /** Set while evicted: how a use brings this entry back into the registry. */
   private volatile java.util.function.Consumer<TableEntry> onReuse;
 
@@ -88,7 +102,7 @@ public final class TableEntry {
 
   /** Records credentials a client starts with (kept if the slot already has some). */
   public CredentialSlot seed(String prefix, Map<String, String> config) {
-    CredentialSnapshot snapshot = CredentialSnapshot.fromConfig(config, clock.nowMs(), policy);
+    CredentialSnapshot snapshot = scheduled(CredentialSnapshot.fromConfig(config, clock.nowMs(), policy));
     CredentialSlot slot = slots.computeIfAbsent(prefix, p -> new CredentialSlot(snapshot));
     if (slot.current == null && snapshot != null) {
       slot.current = snapshot;
@@ -194,10 +208,10 @@ public final class TableEntry {
     }
     long seen = generation.get(); // before reading the keys: see refreshAsync(long)
     CredentialSnapshot current = slot.current;
-    if (current != null && now < current.refreshAtMs) {
+    if (current != null && now < current.refreshAtMs && !current.rejected) {
       return current.credentials; // a refresh landed since the caller looked
     }
-    if (current != null && now < current.expiresAtMs - hardMarginMs(current)) {
+    if (current != null && now < current.expiresAtMs - hardMarginMs(current) && !current.rejected) {
       refreshAsync(seen);
       return current.credentials;
     }
@@ -205,32 +219,15 @@ public final class TableEntry {
     // attempts are retried after their backoff until timeout-ms has passed; callers queued behind
     // an attempt that fails wait for the next one instead of trying at once (no stampede).
     try {
-      long deadline = now + policy.timeoutMs;
-      while (true) {
-        long seenGeneration = generation.get();
-        long seenFailures = failureCount.get();
-        long wait = nextAttemptAtMs - clock.nowMs();
-        if (wait > 0 && lastError != null) {
-          if (clock.nowMs() + wait > deadline) {
-            throw new IllegalStateException(lastError + " (next attempt in " + wait + " ms)");
-          }
-          clock.sleepMs(wait);
-        }
-        try {
-          refreshIfGeneration(seenGeneration, seenFailures);
-          break;
-        } catch (FailedMeanwhile e) {
-          // another caller's attempt failed while this one waited: wait for the next attempt
-        } catch (Exception e) {
-          if (clock.nowMs() >= deadline) {
-            throw e;
-          }
-          // this caller's own attempt failed: try again after the backoff, until the deadline
-        }
+      boolean fetched = awaitRefresh(generation.get(), now + policy.timeoutMs);
+      if (fetched && current != null && current.rejected) {
+        markReactive(); // a new task attempt renewing keys S3 rejected: a reactive refresh too
       }
+    } catch (CredentialsRejectedException e) {
+      throw e;
     } catch (Exception e) {
       CredentialSnapshot latest = slot.current;
-      if (latest != null && clock.nowMs() < latest.expiresAtMs) {
+      if (latest != null && clock.nowMs() < latest.expiresAtMs && !latest.rejected) {
         return latest.credentials;
       }
       throw new CredentialsExpiredException(
@@ -249,6 +246,236 @@ public final class TableEntry {
           "No storage credentials for table " + context.qualifiedName() + " after refresh", null);
     }
     return fresh.credentials;
+  }
+
+  /**
+   * Waits until a refresh lands after generation {@code seen}, starting one if none did: failed
+   * attempts are retried after their backoff until {@code deadline}; callers queued behind an
+   * attempt that fails wait for the next one instead of trying at once (no stampede).
+   *
+   * @return true if this call fetched the new credentials
+   */
+  private boolean awaitRefresh(long seen, long deadline) throws Exception {
+    long seenGeneration = seen;
+    while (true) {
+      long seenFailures = failureCount.get();
+      long wait = nextAttemptAtMs - clock.nowMs();
+      if (wait > 0 && lastError != null) {
+        if (clock.nowMs() + wait > deadline) {
+          throw new IllegalStateException(lastError + " (next attempt in " + wait + " ms)");
+        }
+        clock.sleepMs(wait);
+      }
+      try {
+        return refreshIfGeneration(seenGeneration, seenFailures);
+      } catch (FailedMeanwhile e) {
+        // another caller's attempt failed while this one waited: wait for the next attempt
+      } catch (CredentialsRejectedException e) {
+        throw e; // the driver's rate limit: waiting cannot help
+      } catch (Exception e) {
+        if (clock.nowMs() >= deadline) {
+          throw e;
+        }
+        // this caller's own attempt failed: try again after the backoff, until the deadline
+      }
+      seenGeneration = generation.get();
+    }
+  }
+
+  /** This JVM asks the catalog (or a Python source) itself; executors ask the driver. */
+  boolean drivesRefresh() {
+    return !(source instanceof DriverPluginSource);
+  }
+
+  /** Driver: fresh keys as this JVM should schedule them (a learned lifetime, the server's clock). */
+  private CredentialSnapshot scheduled(CredentialSnapshot snap) {
+    if (snap == null || !drivesRefresh()) {
+      return snap;
+    }
+    long now = clock.nowMs();
+    CredentialSnapshot out = snap.onLocalClock(ServerClocks.GLOBAL.skewMs(context.catalog), policy, now);
+    return out.withLearnedLifetime(ServerClocks.GLOBAL.learnedLifetimeMs(context.catalog), policy, now);
+  }
+
+  /**
+   * S3 answered {@code code} (the keys are no longer valid) to a request signed with {@code used}
+   * of {@code slot}. Marks them stale, has them refreshed (single-flight: on the driver only while
+   * they are still the table's current keys, so a rejection wave costs one catalog request) and
+   * waits for the new ones, bounded by timeout-ms.
+   *
+   * @return true: send the request again (with the slot's current keys); false: the reactive
+   *     refresh is off, fail as S3 answered
+   * @throws CredentialsRejectedException when keys a reactive refresh just handed out are rejected
+   *     before S3 ever accepted them, or the table's reactive refreshes hit their rate limit
+   */
+  boolean onRejected(CredentialSlot slot, CredentialSnapshot used, String code, Throwable rejection) {
+    if (policy.reactiveMaxPerMinute == 0 || used == null) {
+      return false;
+    }
+    long seen = generation.get(); // before looking at the keys: see refreshAsync(long)
+    CredentialSnapshot current = slot.current;
+    if (current != null && current != used && !current.rejected) {
+      return true; // replaced since the request was signed: just send it again
+    }
+    long now = clock.nowMs();
+    long age = now - used.fetchedAtMs;
+    if (used.reactive && !used.accepted) {
+      throw new CredentialsRejectedException(rejectedAgainMessage(used, code, age), rejection);
+    }
+    lastObservedLifetimeMs = age;
+    if (drivesRefresh()) {
+      if (!markRejected(used, code, now)) {
+        throw new CredentialsRejectedException(rateLimitedMessage(used, code), rejection);
+      }
+    } else {
+      used.rejected = true;
+      used.due = true;
+      staleCode = code;
+      staleKeyId = used.accessKeyId();
+    }
+    try {
+      if (awaitRefresh(seen, now + policy.timeoutMs)) {
+        markReactive();
+      }
+    } catch (CredentialsRejectedException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new CredentialsExpiredException(
+          "S3 rejected the storage credentials of table " + context.qualifiedName() + " (" + code
+              + ") and refresh via " + strategyHint() + " failed: " + e.getMessage()
+              + ". The write was stopped before anything was committed.",
+          rejection);
+    } finally {
+      staleKeyId = null;
+    }
+    return true;
+  }
+
+  private final java.util.concurrent.atomic.AtomicLong retriedCalls = new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicLong maxRetryWaitMs = new java.util.concurrent.atomic.AtomicLong();
+
+  /** A call S3 rejected went through after waiting {@code waitMs} for new keys. */
+  void retried(long waitMs) {
+    retriedCalls.incrementAndGet();
+    maxRetryWaitMs.accumulateAndGet(waitMs, Math::max);
+    ShimMetrics.get().rejectedCallRetried(waitMs);
+  }
+
+  /** The keys installed now came from a refresh that a rejection started. */
+  private void markReactive() {
+    for (CredentialSlot slot : slots.values()) {
+      CredentialSnapshot s = slot.current;
+      if (s != null && !s.rejected) {
+        s.reactive = true;
+      }
+    }
+  }
+
+  /**
+   * Driver: S3 rejected {@code snap} (here, or in an executor that reported it). Counts it once,
+   * within the rate limit, learns the catalog's real lifetime and reports both.
+   *
+   * @return false when the table's reactive refreshes hit reactive-max-per-minute
+   */
+  boolean markRejected(CredentialSnapshot snap, String code, long now) {
+    synchronized (reactiveRefreshes) {
+      if (snap.rejected) {
+        return true; // this wave is counted already
+      }
+      if (snap.accessKeyId().equals(countedKeyId)) {
+        snap.rejected = true; // the same keys under another prefix (config and storage-credentials): one wave
+        snap.due = true;
+        return true;
+      }
+      while (!reactiveRefreshes.isEmpty() && now - reactiveRefreshes.peekFirst() >= 60_000L) {
+        reactiveRefreshes.pollFirst();
+      }
+      boolean allowed = reactiveRefreshes.size() < policy.reactiveMaxPerMinute;
+      long age = now - snap.fetchedAtMs;
+      lastObservedLifetimeMs = age;
+      ObjectNode event = EventLog.fields();
+      event.put("table", context.qualifiedName());
+      event.put("catalog", context.catalog);
+      event.put("error_code", code);
+      event.put("key_age_ms", age);
+      long stated = snap.statedLifetimeMs();
+      if (stated < 0) {
+        event.putNull("stated_lifetime_ms");
+      } else {
+        event.put("stated_lifetime_ms", stated);
+      }
+      event.put("reactive_refresh", allowed);
+      EventLog.emit("credentials.rejected", event);
+      if (!allowed) {
+        return false;
+      }
+      reactiveRefreshes.addLast(now);
+      countedKeyId = snap.accessKeyId();
+      rejectionCount.incrementAndGet();
+      snap.rejected = true;
+      snap.due = true;
+      long scheduledLifetime = snap.lifetimeMs();
+      // Keys dead within a second were revoked rather than short-lived: they teach no lifetime.
+      if (age >= MIN_LEARNED_LIFETIME_MS && (scheduledLifetime < 0 || age < scheduledLifetime)) {
+        long learned = ServerClocks.GLOBAL.learnLifetime(context.catalog, age);
+        if (learned == age) {
+          ObjectNode learnedEvent = EventLog.fields();
+          learnedEvent.put("catalog", context.catalog);
+          if (stated < 0) {
+            learnedEvent.putNull("stated_lifetime_ms");
+          } else {
+            learnedEvent.put("stated_lifetime_ms", stated);
+          }
+          learnedEvent.put("observed_lifetime_ms", age);
+          EventLog.emit("credentials.lifetime-learned", learnedEvent);
+          LOG.warn("catalog-ext: S3 rejected keys of {} after {} ms ({}); catalog {} states {}: renewing by the"
+              + " observed lifetime from now on", context.qualifiedName(), age, code, context.catalog,
+              stated < 0 ? "no lifetime" : stated + " ms");
+        }
+      }
+      return true;
+    }
+  }
+
+  /**
+   * Driver: an executor reports that S3 rejected key {@code keyId} of this table. Only keys that
+   * are still current count (later reports of one wave find them replaced or marked already).
+   *
+   * @return null, or the one-line error when the table's reactive refreshes hit their rate limit
+   */
+  String onExecutorRejection(String keyId, String code) {
+    long now = clock.nowMs();
+    for (CredentialSlot slot : slots.values()) {
+      CredentialSnapshot s = slot.current;
+      if (s != null && s.accessKeyId().equals(keyId) && !markRejected(s, code, now)) {
+        return rateLimitedMessage(s, code);
+      }
+    }
+    return null;
+  }
+
+  private String lifetimes(CredentialSnapshot keys) {
+    long stated = keys.statedLifetimeMs();
+    return "stated lifetime " + (stated < 0 ? "none" : stated + " ms")
+        + (stated < 0 && policy.assumedLifetimeMs > 0 ? " (assumed " + policy.assumedLifetimeMs + " ms)" : "")
+        + ", observed " + (lastObservedLifetimeMs < 0 ? "?" : lastObservedLifetimeMs + " ms");
+  }
+
+  // Short enough for PySpark's one-line error (400 characters) with a long table name.
+  private String rejectedAgainMessage(CredentialSnapshot keys, String code, long ageMs) {
+    String knob = keys.statedLifetimeMs() < 0
+        ? "set " + ShimKeys.REFRESH_ASSUMED_LIFETIME_MS + " below the observed lifetime"
+        : "if clocks disagree, " + ShimKeys.REFRESH_MAX_CLOCK_SKEW_MS;
+    return "S3 rejected the storage credentials of table " + context.qualifiedName() + " again " + ageMs
+        + " ms after a refresh (" + code + "): " + lifetimes(keys)
+        + "; refreshing cannot help: check the catalog's credential vending (role session duration, clock); " + knob;
+  }
+
+  private String rateLimitedMessage(CredentialSnapshot keys, String code) {
+    return "S3 rejected the storage credentials of table " + context.qualifiedName() + " (" + code + ") more than "
+        + policy.reactiveMaxPerMinute + " times in a minute: " + lifetimes(keys) + "; raise "
+        + ShimKeys.REFRESH_REACTIVE_MAX_PER_MINUTE + " (now " + policy.reactiveMaxPerMinute
+        + ") or check the catalog's credential vending";
   }
 
   private static long hardMarginMs(CredentialSnapshot s) {
@@ -278,7 +505,7 @@ public final class TableEntry {
     credentials.forEach(c -> byPrefix.put(c.prefix(), c.config()));
     byPrefix.forEach(
         (prefix, config) -> {
-          CredentialSnapshot snap = CredentialSnapshot.fromConfig(config, now, policy);
+          CredentialSnapshot snap = scheduled(CredentialSnapshot.fromConfig(config, now, policy));
           CredentialSlot slot = slots.computeIfAbsent(prefix, p -> new CredentialSlot(snap));
           CredentialSnapshot held = slot.current;
           if (snap != null && (held == null || snap.expiresAtMs > held.expiresAtMs)) {
@@ -329,8 +556,8 @@ public final class TableEntry {
       }
       for (int i = 0; i < prefixes.length; i++) {
         CredentialSlot slot = slots.get(prefixes[i]);
-        if (slot == null || slot.current != snapshots[i]) {
-          return false;
+        if (slot == null || slot.current != snapshots[i] || snapshots[i].rejected) {
+          return false; // replaced, or S3 rejected these keys since the reply was encoded
         }
       }
       return true;
@@ -370,7 +597,7 @@ public final class TableEntry {
     boolean valid = !slots.isEmpty();
     for (Map.Entry<String, CredentialSlot> e : slots.entrySet()) {
       CredentialSnapshot snap = e.getValue().current;
-      if (snap == null || now >= snap.expiresAtMs) {
+      if (snap == null || now >= snap.expiresAtMs || snap.rejected) {
         fresh = false;
         valid = false;
         break;
@@ -477,7 +704,7 @@ public final class TableEntry {
     }
     for (Map.Entry<String, CredentialSlot> e : slots.entrySet()) {
       Map<String, String> config = result.configFor(e.getKey());
-      CredentialSnapshot snap = config == null ? null : CredentialSnapshot.fromConfig(config, now, policy);
+      CredentialSnapshot snap = config == null ? null : scheduled(CredentialSnapshot.fromConfig(config, now, policy));
       CredentialSnapshot held = e.getValue().current;
       // Old keys never replace ones that last longer; fresh ones always replace.
       if (snap != null && (result.degradedError == null || held == null || snap.expiresAtMs > held.expiresAtMs)) {
@@ -557,6 +784,10 @@ public final class TableEntry {
     node.put("last_refresh_at_ms", lastRefreshAtMs);
     node.put("last_used_at_ms", lastUsedAtMs);
     node.put("last_error", lastError);
+    node.put("rejection_count", rejectionCount.get());
+    node.put("observed_lifetime_ms", lastObservedLifetimeMs);
+    node.put("retried_calls", retriedCalls.get());
+    node.put("max_retry_wait_ms", maxRetryWaitMs.get());
     var prefixes = node.putArray("prefixes");
     slots.forEach(
         (prefix, slot) -> {

@@ -1,0 +1,292 @@
+package io.catalogext.shim.refresh;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.sun.net.httpserver.HttpExchange;
+import io.catalogext.shim.CredentialsRejectedException;
+import io.catalogext.shim.config.ShimKeys;
+import io.catalogext.shim.plugin.PluginMessages;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.core.sync.ResponseTransformer;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.model.S3Exception;
+
+/**
+ * The reactive refresh with the real AWS SDK S3 client against a loopback S3 that rejects keys
+ * the way S3 does (403 with an XML code; HEAD with no body): a rejected call is sent again with
+ * refreshed keys inside the SDK call, one refresh per wave however many calls were rejected, and
+ * executors report the rejected key to the driver, which refreshes only while it is current.
+ */
+public class EarlyRejectionTest {
+  private HttpServer server;
+  /** access key id -> the code S3 answers for it (absent: accepted). */
+  private final Map<String, String> dead = new ConcurrentHashMap<>();
+  /** Keys whose requests for "other/..." are outside their scope (AccessDenied). */
+  private final List<String> seen = new CopyOnWriteArrayList<>();
+  private final AtomicInteger fetches = new AtomicInteger();
+  private volatile String deadCodeForNewKeys; // every refresh hands out keys S3 rejects with this
+  private final FakeClock fake = new FakeClock();
+  private TableEntry.Clock clock = fake;
+
+  @BeforeEach
+  void start() throws IOException {
+    ServerClocks.GLOBAL.clear();
+    server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    server.createContext("/", this::answer);
+    server.setExecutor(Executors.newFixedThreadPool(8));
+    server.start();
+  }
+
+  @AfterEach
+  void stop() {
+    server.stop(0);
+  }
+
+  private void answer(HttpExchange x) throws IOException {
+    String auth = x.getRequestHeaders().getFirst("Authorization");
+    String akid = auth == null ? null : auth.split("Credential=", 2)[1].split("/", 2)[0];
+    seen.add(x.getRequestMethod() + " " + akid + " " + x.getRequestURI().getPath());
+    x.getRequestBody().readAllBytes();
+    String code = dead.get(akid);
+    if (code == null && x.getRequestURI().getPath().contains("/other/")) {
+      code = "AccessDenied";
+    }
+    if (code != null) {
+      if ("HEAD".equals(x.getRequestMethod())) {
+        x.sendResponseHeaders(403, -1); // as S3: a HEAD's error has no body
+      } else {
+        byte[] body = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>" + code
+            + "</Code><Message>no</Message><RequestId>R</RequestId></Error>").getBytes(StandardCharsets.UTF_8);
+        x.getResponseHeaders().add("Content-Type", "application/xml");
+        x.sendResponseHeaders(403, body.length);
+        x.getResponseBody().write(body);
+      }
+    } else if ("HEAD".equals(x.getRequestMethod())) {
+      x.getResponseHeaders().add("Content-Length", "5");
+      x.sendResponseHeaders(200, -1);
+    } else {
+      byte[] body = "hello".getBytes(StandardCharsets.UTF_8);
+      x.sendResponseHeaders(200, body.length);
+      x.getResponseBody().write(body);
+    }
+    x.close();
+  }
+
+  private static RefreshPolicy policy(long reactivePerMinute) {
+    return new RefreshPolicy(0, 0.4, 1000, 100, 1000, 5000, 3_600_000L, reactivePerMinute, 5000);
+  }
+
+  private TableEntry driverEntry(RefreshPolicy policy) {
+    TableContext context =
+        TableContext.fromIdentity("{\"catalog\":\"lake\",\"namespace\":[\"db\"],\"table\":\"t\"}");
+    EntryRefresher catalog =
+        e -> {
+          String key = "K" + (fetches.incrementAndGet() + 1);
+          if (deadCodeForNewKeys != null) {
+            dead.put(key, deadCodeForNewKeys);
+          }
+          return new RefreshResult(
+              Map.of("", Map.of(ShimKeys.ACCESS_KEY_ID, key, ShimKeys.SECRET_ACCESS_KEY, "S",
+                  ShimKeys.EXPIRES_AT_MS, String.valueOf(clock.nowMs() + 10_000))),
+              Map.of(), "reload");
+        };
+    return new TableEntry("h", context, policy, catalog, clock);
+  }
+
+  private static Map<String, String> firstKeys(long expiresAt) {
+    return Map.of(ShimKeys.ACCESS_KEY_ID, "K1", ShimKeys.SECRET_ACCESS_KEY, "S",
+        ShimKeys.EXPIRES_AT_MS, String.valueOf(expiresAt));
+  }
+
+  private S3Client client(TableEntry entry, CredentialSlot slot) {
+    S3Client real = S3Client.builder()
+        .endpointOverride(URI.create("http://127.0.0.1:" + server.getAddress().getPort()))
+        .region(Region.US_EAST_1)
+        .forcePathStyle(true)
+        .credentialsProvider(new TableCredentialsProvider(entry, slot))
+        .build();
+    return RejectionRetries.wrap(real, new TableCredentialsProvider(entry, slot));
+  }
+
+  private static String get(S3Client s3, String key) {
+    return s3.getObject(b -> b.bucket("warehouse").key(key), ResponseTransformer.toBytes()).asUtf8String();
+  }
+
+  @Test
+  void testARejectionWaveIsOneRefreshAndEveryRejectedCallGoesThrough() throws Exception {
+    TableEntry entry = driverEntry(policy(6));
+    CredentialSlot slot = entry.seed("", firstKeys(clock.nowMs() + 10_000));
+    S3Client s3 = client(entry, slot);
+    assertEquals("hello", get(s3, "db/t/data/0.parquet"));
+    fake.advance(3_000);
+    dead.put("K1", "ExpiredToken"); // dies at 3 s of a stated 10 s
+    ExecutorService pool = Executors.newFixedThreadPool(8);
+    try {
+      List<Future<String>> calls = new ArrayList<>();
+      for (int i = 0; i < 16; i++) {
+        int n = i;
+        calls.add(pool.submit(() -> get(s3, "db/t/data/" + n + ".parquet")));
+      }
+      for (Future<String> call : calls) {
+        assertEquals("hello", call.get());
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    assertEquals(1, fetches.get(), "catalog requests for one rejection wave");
+    assertEquals("K2", slot.current.accessKeyId());
+    assertTrue(slot.current.reactive);
+    // Learned: the catalog's keys live 3 s, not 10 s: the next keys are renewed before that.
+    assertEquals(3_000, ServerClocks.GLOBAL.learnedLifetimeMs("lake"));
+    assertEquals(slot.current.fetchedAtMs + 3_000, slot.current.expiresAtMs);
+    assertEquals(10_000, slot.current.statedLifetimeMs());
+    long retried = entry.describe().get("retried_calls").asLong();
+    assertTrue(retried >= 1 && retried <= 16, entry.describe().toString());
+  }
+
+  @Test
+  void testAHeadRejectedWithoutABodyAsksS3ForTheCode() {
+    TableEntry entry = driverEntry(policy(6));
+    CredentialSlot slot = entry.seed("", firstKeys(clock.nowMs() + 10_000));
+    S3Client s3 = client(entry, slot);
+    dead.put("K1", "InvalidAccessKeyId");
+    assertEquals(5L, s3.headObject(b -> b.bucket("warehouse").key("db/t/data/0.parquet")).contentLength());
+    assertEquals(1, fetches.get());
+    assertTrue(seen.contains("GET K1 /warehouse/db/t/data/0.parquet"), seen.toString()); // the probe
+  }
+
+  @Test
+  void testAScopeRejectionIsNeverRetried() {
+    TableEntry entry = driverEntry(policy(6));
+    CredentialSlot slot = entry.seed("", firstKeys(clock.nowMs() + 10_000));
+    S3Client s3 = client(entry, slot);
+    S3Exception get = assertThrows(S3Exception.class, () -> get(s3, "other/x.parquet"));
+    assertEquals("AccessDenied", get.awsErrorDetails().errorCode());
+    S3Exception head = assertThrows(S3Exception.class, () -> s3.headObject(b -> b.bucket("warehouse").key("other/x")));
+    assertEquals(403, head.statusCode());
+    assertEquals(0, fetches.get(), "a scope error refreshed the keys");
+    assertEquals(1, seen.stream().filter(s -> s.startsWith("GET K1 /warehouse/other/x.parquet")).count());
+  }
+
+  @Test
+  void testKeysRejectedRightAfterAReactiveRefreshEndInOneLine() {
+    TableEntry entry = driverEntry(policy(6));
+    CredentialSlot slot = entry.seed("", firstKeys(clock.nowMs() + 10_000));
+    S3Client s3 = client(entry, slot);
+    dead.put("K1", "ExpiredToken");
+    deadCodeForNewKeys = "ExpiredToken";
+    CredentialsRejectedException e =
+        assertThrows(CredentialsRejectedException.class, () -> get(s3, "db/t/data/0.parquet"));
+    String message = e.getMessage();
+    assertFalse(message.contains("\n"), message);
+    assertTrue(message.startsWith("S3 rejected the storage credentials of table lake.db.t again 0 ms after a refresh"
+        + " (ExpiredToken)"), message);
+    assertTrue(message.contains("stated lifetime 10000 ms, observed 0 ms"), message);
+    assertTrue(message.endsWith("catalog-ext.refresh.max-clock-skew-ms") && message.length() < 300, message);
+    assertFalse(message.contains("K2") || message.contains("S,"), message);
+    assertEquals(1, fetches.get(), "one refresh, then the error");
+  }
+
+  @Test
+  void testTheRateLimitEndsInOneLineNamingTheKnob() {
+    TableEntry entry = driverEntry(policy(1));
+    CredentialSlot slot = entry.seed("", firstKeys(clock.nowMs() + 10_000));
+    S3Client s3 = client(entry, slot);
+    dead.put("K1", "TokenRefreshRequired");
+    assertEquals("hello", get(s3, "a"));
+    dead.put("K2", "InvalidToken"); // accepted once, then dies: a second wave in the same minute
+    CredentialsRejectedException e = assertThrows(CredentialsRejectedException.class, () -> get(s3, "b"));
+    assertTrue(e.getMessage().contains("catalog-ext.refresh.reactive-max-per-minute (now 1)"), e.getMessage());
+    assertEquals(1, fetches.get());
+  }
+
+  @Test
+  void testReactiveRefreshOffPassesTheRejectionThrough() {
+    TableEntry entry = driverEntry(policy(0));
+    CredentialSlot slot = entry.seed("", firstKeys(clock.nowMs() + 10_000));
+    S3Client s3 = client(entry, slot);
+    dead.put("K1", "ExpiredToken");
+    S3Exception e = assertThrows(S3Exception.class, () -> get(s3, "a"));
+    assertEquals("ExpiredToken", e.awsErrorDetails().errorCode());
+    assertEquals(0, fetches.get());
+  }
+
+  @Test
+  void testExecutorsReportTheRejectedKeyAndTheDriverRefreshesOncePerWave() throws Exception {
+    clock = System::currentTimeMillis; // the driver refreshes on a thread of its own, in real time
+    TableEntry driver = driverEntry(policy(6));
+    driver.seed("", firstKeys(clock.nowMs() + 10_000));
+    driver.seed("s3://warehouse/db/t", firstKeys(clock.nowMs() + 10_000)); // the same keys, as storage-credentials
+    DriverPluginSource.Asker asker =
+        message -> {
+          PluginMessages.Request request = PluginMessages.Request.decode(message);
+          if (request.staleKeyId != null) {
+            String limited = driver.onExecutorRejection(request.staleKeyId, request.staleCode);
+            if (limited != null) {
+              return PluginMessages.Reply.rejected(limited).encode();
+            }
+          }
+          return driver.executorReplyBytes(); // as the plugin answers: a fresh reply is reused
+        };
+    List<S3Client> executors = new ArrayList<>();
+    for (int i = 0; i < 4; i++) { // four executor JVMs, each with its own entry
+      TableEntry e = new TableEntry("h", driver.context, policy(6), new DriverPluginSource(asker, clock, 5000), clock);
+      executors.add(client(e, e.seed("", firstKeys(clock.nowMs() + 10_000))));
+    }
+    driver.executorReplyBytes(); // an earlier ask: the fresh reply with K1 is encoded and kept
+    dead.put("K1", "InvalidAccessKeyId");
+    ExecutorService pool = Executors.newFixedThreadPool(8);
+    try {
+      List<Future<String>> calls = new ArrayList<>();
+      for (int i = 0; i < 16; i++) {
+        S3Client s3 = executors.get(i % 4);
+        calls.add(pool.submit(() -> get(s3, "db/t/data/x.parquet")));
+      }
+      for (Future<String> call : calls) {
+        assertEquals("hello", call.get());
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    assertEquals(1, fetches.get(), "catalog requests for one wave seen by four executors");
+    assertEquals(1, driver.describe().get("rejection_count").asLong(), "rejection waves counted");
+    assertEquals(Set.of("K1", "K2"), seen.stream().map(s -> s.split(" ")[1]).collect(java.util.stream.Collectors.toSet()));
+  }
+
+  @Test
+  void testServerClockAheadPastTheBoundSchedulesExpiriesByIt() {
+    long now = fake.nowMs();
+    ServerClocks.GLOBAL.observeDate("lake", "s3", now + 2_000, now, 5_000); // within the bound: ignored
+    assertEquals(0, ServerClocks.GLOBAL.skewMs("lake"));
+    ServerClocks.GLOBAL.observeDate("lake", "s3", now + 60_000, now, 5_000); // S3's clock is a minute ahead
+    assertEquals(60_000, ServerClocks.GLOBAL.skewMs("lake"));
+    TableEntry entry = driverEntry(policy(6));
+    // The catalog states expiry on the servers' clock: 100 s from their now is 40 s from ours.
+    CredentialSlot slot = entry.seed("", firstKeys(now + 60_000 + 100_000));
+    assertEquals(now + 100_000, slot.current.expiresAtMs);
+    assertEquals(100_000, slot.current.statedLifetimeMs());
+    ServerClocks.GLOBAL.observeDate("lake", "s3", now, now, 5_000); // the clocks agree again
+    assertEquals(0, ServerClocks.GLOBAL.skewMs("lake"));
+  }
+}
