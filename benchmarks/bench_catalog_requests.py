@@ -37,7 +37,9 @@ clients are not rebuilt and keep renewing through their own providers. So plain 
 once per FileIO instance (the driver's, one per executor JVM) every lifetime - 300 s, on top of its
 providers: for the 360 s CTAS keys every 60 s, and below 300 s it would ask without pause. Iceberg's
 denominator stays one provider's renewals (lifetime - 180 s), so the numbers compare across stacks.
-With the shim Iceberg schedules nothing (the shim hands the expiry under
+Measured on 1.12.0 (docs/benchmarks.md), that scheduled GET fails on every executor with "Invalid
+credentials endpoint: null" (apache/iceberg#17810) and is not rescheduled, so plain Iceberg's count
+there is its providers'. With the shim Iceberg schedules nothing (the shim hands the expiry under
 `catalog-ext.session-token-expires-at-ms` and removes the endpoint): the CTAS prints ours' requests
 beyond its own count of renewals, which must be +0, i.e. exactly 1 request per table per renewal.
 The reads default to 310 s keys and 400 s tasks (3 renewals of 130 s), ~8 minutes per family.
