@@ -15,14 +15,16 @@ from pyspark_catalog_ext.spark.session import configure  # noqa: E402
 from tests.helpers import add_spark_catalog  # noqa: E402, F401  (benchmarks share the tests' helpers)
 
 
-def spark_session(lakehouse: Any, master: str, extra: dict[str, str] | None = None) -> Any:
-    """A SparkSession with catalog `lake` (the shim) on the embedded lakehouse."""
+def spark_session(lakehouse: Any, master: str, extra: dict[str, str] | None = None, iceberg: str | None = None) -> Any:
+    """A SparkSession with catalog `lake` (the shim) on the embedded lakehouse; `iceberg` picks the
+    Iceberg release (default: the installed Spark's default stack)."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", **(extra or {})}
     builder = configure(SparkSession.builder.master(master).appName("catalog-ext-bench"), "local", "lake",
-                        lakehouse=lakehouse, extra_conf=conf)
+                        lakehouse=lakehouse, extra_conf=conf,
+                        **({"iceberg": iceberg} if iceberg else {}))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark

@@ -26,14 +26,29 @@ ours are the shim's own count (it tracks each table's refreshes); Iceberg's have
 are the renewals one client makes on average in that side's measured time, elapsed / (lifetime -
 180 s), and its requests over them show how many clients asked. For the reads ours renews 3 minutes
 ahead too, so both denominators count the same renewals. The CTAS keeps its first setting: 360 s
-keys, ours renewing every 60 s (5 minutes ahead), ~4 minutes per side. The reads default to 310 s
-keys and 400 s tasks (3 renewals of 130 s), ~8 minutes per family.
+keys, ours renewing every 60 s (5 minutes ahead), ~4 minutes per side.
+
+Iceberg 1.11+ (`--iceberg 1.12.0`; read from the 1.12.0 S3FileIO bytecode) adds a scheduled refresh
+beside the provider: when an S3FileIO that holds storage credentials first builds its S3 clients, it
+schedules, on a JVM-wide pool, one GET of `client.refresh-credentials-endpoint` at the earliest
+`s3.session-token-expires-at-ms` minus exactly 5 minutes (no jitter; at once if that is past), stores
+the answer as its storage credentials and schedules the next the same way, until closed. Its S3
+clients are not rebuilt and keep renewing through their own providers. So plain Iceberg 1.12 asks
+once per FileIO instance (the driver's, one per executor JVM) every lifetime - 300 s, on top of its
+providers: for the 360 s CTAS keys every 60 s, and below 300 s it would ask without pause. Iceberg's
+denominator stays one provider's renewals (lifetime - 180 s), so the numbers compare across stacks.
+Measured on 1.12.0 (docs/benchmarks.md), that scheduled GET fails on every executor with "Invalid
+credentials endpoint: null" (apache/iceberg#17810) and is not rescheduled, so plain Iceberg's count
+there is its providers'. With the shim Iceberg schedules nothing (the shim hands the expiry under
+`catalog-ext.session-token-expires-at-ms` and removes the endpoint): the CTAS prints ours' requests
+beyond its own count of renewals, which must be +0, i.e. exactly 1 request per table per renewal.
+The reads default to 310 s keys and 400 s tasks (3 renewals of 130 s), ~8 minutes per family.
 
 The herd needs executors in JVMs of their own: in one JVM (`--master local[16]`) every task shares
 the broadcast FileIO, so Iceberg's provider also asks once per cycle. The default master runs
 4 executor JVMs (4 task slots each for the CTAS, 8 for the reads: both sides at once).
 
-    python benchmarks/bench_catalog_requests.py [--family all|NAME[,NAME...]] [--timeline] [--lifetime 360]
+    python benchmarks/bench_catalog_requests.py [--family all|NAME[,NAME...]] [--iceberg 1.12.0] [--timeline] [--lifetime 360]
         [--task-seconds 200] [--tasks 16] [--master local-cluster[4,4,1024]]
 """
 
@@ -50,9 +65,11 @@ from typing import Any
 from _common import add_spark_catalog, spark_session
 
 from pyspark_catalog_ext.credentials import RefreshPolicy
+from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse
 from pyspark_catalog_ext.spark.conf import spark_conf
 from pyspark_catalog_ext.spark.credentials import attach
+from pyspark_catalog_ext.spark.jars import select_stack
 from tests.emulators.behaviour import FAMILIES, NO_EXPIRY, NONE, Behaviour
 from tests.emulators.emulator import Emulator, connection
 from tests.servers import CatalogProxy, S3ExpiryProxy
@@ -88,35 +105,52 @@ def ctas_main(args: argparse.Namespace) -> None:
             CatalogProxy(lake.info.iceberg_uri, short_lifetime_seconds=args.lifetime, s3_endpoint=s3.url,
                          s3_proxy=s3, advertise_refresh_endpoint=True) as catalog:
         s3.max_age_seconds = args.lifetime
-        spark = spark_session(lake, master)  # sleeping tasks: all 16 run at once
+        spark = spark_session(lake, master, iceberg=args.iceberg)  # sleeping tasks: all 16 run at once
+        stack = spark.sparkContext._jvm.org.apache.iceberg.IcebergBuild.version()
         add_spark_catalog(spark, lake, "ours", catalog.url, shim=True)
         add_spark_catalog(spark, lake, "iceberg", catalog.url, shim=False)
-        attach(spark, policy=RefreshPolicy(check_interval_s=5))  # renew max(5 min, 20%) ahead: as Iceberg
+        # renew max(5 min, 20%) ahead: as Iceberg's provider prefetches (and 1.11+'s scheduler fires)
+        manager = attach(spark, policy=RefreshPolicy(check_interval_s=5))
         spark.sql("CREATE NAMESPACE IF NOT EXISTS ours.bench")
 
         results = {}
         for name in ("ours", "iceberg"):
             catalog.reset_counters()
             s3.reset_counters()
-            elapsed = run_ctas(spark, f"{name}.bench.ctas_{int(time.time())}", args.tasks, args.task_seconds)
+            table = f"bench.ctas_{name}_{int(time.time())}"
+            elapsed = run_ctas(spark, f"{name}.{table}", args.tasks, args.task_seconds)
             counts = catalog.counts()
-            results[name] = (elapsed, counts.get("credentials", 0), counts.get("stage-create", 0), s3.total_rejected)
+            # every request that could hand out keys, less the CTAS's own first stage-create
+            requests = counts.get("credentials", 0) + counts.get("stage-create", 0) - 1
+            own = shim_refreshes(manager, name, table) if name == "ours" else None
+            results[name] = (elapsed, own, requests, counts, s3.total_rejected)
 
         period = renewal_period(args.lifetime)
-        print(f"CTAS on {master}: {args.tasks} concurrent tasks x {args.task_seconds:.0f} s, credential lifetime "
-              f"{args.lifetime:.0f} s: ours renews every {period:.0f} s, Iceberg's clients every "
-              f"{iceberg_period(args.lifetime):.0f} s on average")
-        print(f"{'client':<10} {'elapsed s':>10} {'renewals':>9} {'refresh requests':>17} {'per renewal':>12} "
-              f"{'stage-creates':>14} {'S3 403s':>8}")
+        print(f"CTAS on {master}, Spark {spark.version} + Iceberg {stack}: {args.tasks} concurrent tasks x "
+              f"{args.task_seconds:.0f} s, credential lifetime {args.lifetime:.0f} s: ours renews every {period:.0f} s, "
+              f"Iceberg's provider per S3 client every {iceberg_period(args.lifetime):.0f} s on average"
+              + (f", its 1.11+ scheduler per FileIO every {period:.0f} s" if scheduled_refresh(stack) else ""))
+        print(f"{'client':<10} {'elapsed s':>10} {'renewals':>9} {'requests':>9} {'per renewal':>12} "
+              f"{'beyond ours':>12} {'S3 403s':>8}  requests by kind (incl. the CTAS's first stage-create)")
         per_renewal = {}
-        for name, (elapsed, refreshes, stages, rejected) in results.items():
-            renewals = renewals_due(elapsed, period) if name == "ours" else elapsed / iceberg_period(args.lifetime)
-            per_renewal[name] = refreshes / renewals
-            print(f"{name:<10} {elapsed:>10.1f} {renewals:>9.1f} {refreshes:>17} {per_renewal[name]:>12.2f} "
-                  f"{stages:>14} {rejected:>8}")
-        print(f"refresh requests per table per renewal: ours {per_renewal['ours']:.2f}, "
-              f"Iceberg {per_renewal['iceberg']:.2f}")
+        for name, (elapsed, own, requests, counts, rejected) in results.items():
+            # ours: the shim's own count of its renewals; Iceberg's: one client's renewals on average
+            renewals = own if own else (renewals_due(elapsed, period) if name == "ours"
+                                        else elapsed / iceberg_period(args.lifetime))
+            per_renewal[name] = requests / renewals
+            beyond = f"{requests - own:+d}" if own is not None else "-"  # Iceberg's scheduler or a duplicate
+            print(f"{name:<10} {elapsed:>10.1f} {renewals:>9.1f} {requests:>9} {per_renewal[name]:>12.2f} "
+                  f"{beyond:>12} {rejected:>8}  {dict(sorted(counts.items()))}")
+        print(f"catalog requests per table per renewal on Iceberg {stack}: ours {per_renewal['ours']:.2f}, "
+              f"Iceberg {per_renewal['iceberg']:.2f} (ratio {per_renewal['iceberg'] / per_renewal['ours']:.1f}x); "
+              f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         spark.stop()
+
+
+def scheduled_refresh(iceberg: str) -> bool:
+    """Iceberg 1.11+'s S3FileIO schedules its own refresh of vended keys (apache/iceberg#15678)."""
+    major, minor = (int(x) for x in iceberg.split(".")[:2])
+    return (major, minor) >= (1, 11)
 
 
 def renewal_period(lifetime: float) -> float:
@@ -269,7 +303,7 @@ def family_main(args: argparse.Namespace) -> None:
     period = iceberg_period(args.lifetime)  # ours renews as far ahead as Iceberg does on average
     with start_lakehouse() as lake, S3ExpiryProxy(lake.info.s3_endpoint, exempt=(lake.info.access_key,)) as s3:
         s3.max_age_seconds = args.lifetime
-        spark = spark_session(lake, master)
+        spark = spark_session(lake, master, iceberg=args.iceberg)
         spark.sql("CREATE NAMESPACE IF NOT EXISTS lake.bench")
         emus: dict[str, Emulator] = {}
         try:
@@ -327,6 +361,8 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=16, help="concurrent tasks per side")
     parser.add_argument("--master", help="Spark master (default: local-cluster[4,4,1024] for the CTAS, "
                         "local-cluster[4,8,1024] for --family: both sides at once)")
+    parser.add_argument("--iceberg", help="Iceberg release for both sides, e.g. 1.12.0 (default: the installed "
+                        "Spark's default stack; pyspark_catalog_ext.spark.jars lists the choices)")
     parser.add_argument("--timeline", action="store_true", help="with --family: also print when each side asked "
                         "the catalog and when it used each key")
     args = parser.parse_args()
@@ -335,6 +371,11 @@ def main() -> None:
     if args.lifetime <= ICEBERG_PREFETCH_S:
         parser.error(f"--lifetime must be over {ICEBERG_PREFETCH_S:.0f} s: Iceberg refreshes 5 minutes before "
                      "expiry, so a shorter lifetime makes it ask on every S3 call")
+    if args.iceberg:
+        try:
+            select_stack(iceberg=args.iceberg)
+        except ConfigError as exc:
+            parser.error(f"--iceberg: {exc}")
     if args.family:
         try:
             select_families(args.family)

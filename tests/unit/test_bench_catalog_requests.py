@@ -57,3 +57,10 @@ def test_iceberg_provider_runs_exactly_where_the_catalog_advertises_a_refresh_en
 def test_iceberg_clients_renew_three_minutes_before_expiry_on_average(bench):
     # The SDK jitters the prefetch (5 min before expiry) uniformly up to 1 min before stale (expiry).
     assert bench.iceberg_period(360) == 180 and bench.iceberg_period(310) == 130
+
+
+def test_iceberg_release_is_checked_up_front_and_1_11_on_schedules_its_own_refresh(bench, monkeypatch, capsys):
+    code, err = run(bench, monkeypatch, capsys, "--iceberg", "9.9")
+    assert code == 2 and "--iceberg: Iceberg 9.9 has no runtime" in err and "1.12.0" in err
+    assert len([line for line in err.splitlines() if "error:" in line]) == 1
+    assert [bench.scheduled_refresh(v) for v in ("1.10.2", "1.11.0", "1.12.0")] == [False, True, True]
