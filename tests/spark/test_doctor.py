@@ -214,7 +214,7 @@ def test_local_profile_end_to_end_matches_seaweedfs_in_under_3_minutes(local_run
     assert elapsed < 180, f"doctor --profile local took {elapsed:.0f} s"
     assert proc.returncode == 0, proc.stderr
     assert statuses(report) == SEAWEEDFS, proc.stderr  # every probe ran, each with SeaweedFS's answer
-    assert report["summary"] == {"pass": 20, "fail": 0, "unsupported": 8, "skipped": 0, "required_failed": [],
+    assert report["summary"] == {"pass": 21, "fail": 0, "unsupported": 8, "skipped": 0, "required_failed": [],
                                  "ok": True, "exit_code": 0}
     assert set(report["required"]) == set(PROFILES["local"].required_probes)
     vended = probe_of(report, "vended-credentials")["evidence"]
