@@ -85,8 +85,8 @@ class EarlyRejectionS3Proxy(SlowS3ExpiryProxy):
             self.forwarded_by_key[akid] += 1
         entry["status"] = forward_streaming(h, self.upstream)
 
-    def error_body(self, target: str, request_id: str) -> tuple[bytes, bool]:
-        xml, has_bucket = super().error_body(target, request_id)
+    def error_body(self, target: str, request_id: str, code: str | None = None) -> tuple[bytes, bool]:
+        xml, has_bucket = super().error_body(target, request_id, code)
         if not self._denied(target):
             return xml, has_bucket
         # The same XML with the scope refusal's code and message.
