@@ -32,3 +32,29 @@ def spark_session(lakehouse: Any, master: str, extra: dict[str, str] | None = No
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def scan_concurrently(table: Any, readers: int, seconds: float, rows: int) -> tuple[int, list[str]]:
+    """`readers` threads scan `table` (expecting `rows` rows) until `seconds` have passed: (scans, the
+    first error's type name of each reader that failed)."""
+    import threading
+    import time
+
+    stop = time.monotonic() + seconds
+    scans, errors = [0], []
+
+    def reader() -> None:
+        while time.monotonic() < stop:
+            try:
+                assert table.scan().to_arrow().num_rows == rows
+                scans[0] += 1
+            except Exception as exc:  # noqa: BLE001 - reported in the benchmark's table, not raised
+                errors.append(type(exc).__name__)
+                return
+
+    threads = [threading.Thread(target=reader, daemon=True) for _ in range(readers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(seconds + 60)
+    return scans[0], errors

@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.emulators, tests.servers
 
 import pyarrow as pa  # noqa: E402
+from _common import scan_concurrently  # noqa: E402
 
 from pyspark_catalog_ext.credentials import RefreshPolicy  # noqa: E402
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse  # noqa: E402
@@ -50,29 +50,13 @@ def run_family(b: Behaviour, lake, s3: S3ExpiryProxy, args: argparse.Namespace) 
         table = cat.load_table(name)
         emu.reset_counters()
         s3.reset_counters()
-        stop = time.monotonic() + args.lifetimes * args.lifetime
-        scans, errors = [0], []
-
-        def reader() -> None:
-            while time.monotonic() < stop:
-                try:
-                    assert table.scan().to_arrow().num_rows == 1000
-                    scans[0] += 1
-                except Exception as exc:  # noqa: BLE001 - reported in the table, not raised
-                    errors.append(type(exc).__name__)
-                    return
-
-        threads = [threading.Thread(target=reader, daemon=True) for _ in range(args.readers)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(args.lifetimes * args.lifetime + 60)
+        scans, errors = scan_concurrently(table, args.readers, args.lifetimes * args.lifetime, 1000)
         time.sleep(2 * args.lifetime)  # let a renewal already under way finish: both counts then stand still
         counts = emu.counts()
         requests = sum(counts.get(k, 0) for k in RENEWING_KINDS)
         renewals = sum(sum(row["refreshes_by_strategy"].values()) for row in cat.refresher.status()) if cat.refresher else 0
         cat.close()
-        return {"requests": requests, "renewals": renewals, "scans": scans[0], "rejected": s3.total_rejected,
+        return {"requests": requests, "renewals": renewals, "scans": scans, "rejected": s3.total_rejected,
                 "errors": sorted(set(errors)), "kinds": {k: counts.get(k, 0) for k in RENEWING_KINDS if counts.get(k)}}
 
 

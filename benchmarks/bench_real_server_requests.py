@@ -19,13 +19,13 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.realservers, tests.servers
 
 import pyarrow as pa  # noqa: E402
+from _common import scan_concurrently  # noqa: E402
 
 from pyspark_catalog_ext.credentials import RefreshPolicy  # noqa: E402
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse  # noqa: E402
@@ -73,23 +73,7 @@ def run_server(key: str, lake, args: argparse.Namespace) -> dict:
             cat.create_table(name, SCHEMA).append(pa.table({"id": pa.array(range(1000), pa.int64())}, schema=SCHEMA))
             table = cat.load_table(name)
             since = time.time()
-            stop = time.monotonic() + args.lifetimes * args.lifetime
-            scans, errors = [0], []
-
-            def reader() -> None:
-                while time.monotonic() < stop:
-                    try:
-                        assert table.scan().to_arrow().num_rows == 1000
-                        scans[0] += 1
-                    except Exception as exc:  # noqa: BLE001 - reported in the table, not raised
-                        errors.append(type(exc).__name__)
-                        return
-
-            threads = [threading.Thread(target=reader, daemon=True) for _ in range(args.readers)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(args.lifetimes * args.lifetime + 60)
+            scans, errors = scan_concurrently(table, args.readers, args.lifetimes * args.lifetime, 1000)
             time.sleep(2 * args.lifetime)  # a renewal under way finishes: both counts then stand still
             renewals = (sum(sum(row["refreshes_by_strategy"].values()) for row in cat.refresher.status())
                         if cat.refresher else 0)
@@ -98,7 +82,7 @@ def run_server(key: str, lake, args: argparse.Namespace) -> dict:
         finally:
             proxy.stop()
     return {"server": f"{server.name} {server.version}", "renewals": renewals, "requests": sum(kinds.values()),
-            "kinds": {k: v for k, v in kinds.items() if v}, "scans": scans[0], "errors": sorted(set(errors))}
+            "kinds": {k: v for k, v in kinds.items() if v}, "scans": scans, "errors": sorted(set(errors))}
 
 
 def main() -> None:
