@@ -28,7 +28,7 @@ from tests.servers.s3_early_rejection import CatalogProxyWithoutExpiry, EarlyRej
 
 LIFETIME = 3.0  # seconds the catalog proxy states for every key
 SHARE = 0.5  # the fixed mode: keys die after half of that
-RANDOM_SHARES = (0.35, 0.8)
+RANDOM_SHARES = (0.3, 0.6)  # each key dies well before its renewal at 80 % of the lifetime (POLICY)
 # Proactive renewal would come at 80 % of the stated lifetime: too late for keys that die earlier.
 POLICY = RefreshPolicy(check_interval_s=0.25, min_ahead_s=0, lifetime_fraction=0.2)
 FILEIOS = {"pyarrow": "pyiceberg.io.pyarrow.PyArrowFileIO", "fsspec": "pyiceberg.io.fsspec.FsspecFileIO"}
