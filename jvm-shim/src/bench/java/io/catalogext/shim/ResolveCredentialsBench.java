@@ -71,6 +71,22 @@ public final class ResolveCredentialsBench {
     return StaticCredentialsProvider.create(AwsSessionCredentials.create("AKIDBENCH", "bench-secret", "bench-token"));
   }
 
+  /**
+   * Iceberg's own provider for vended keys, holding the same keys from the table's FileIO properties
+   * (its warm path: an AWS SDK CachedSupplier). Its endpoints are never called while the keys are
+   * more than 5 minutes from expiry, so they need not exist.
+   */
+  static AwsCredentialsProvider icebergVended() {
+    return org.apache.iceberg.aws.s3.VendedCredentialsProvider.create(
+        Map.of(
+            "uri", "http://127.0.0.1:9/never-called",
+            org.apache.iceberg.aws.s3.VendedCredentialsProvider.URI, "v1/never-called/credentials",
+            "s3.access-key-id", "AKIDBENCH",
+            "s3.secret-access-key", "bench-secret",
+            "s3.session-token", "bench-token",
+            "s3.session-token-expires-at-ms", String.valueOf(System.currentTimeMillis() + 3_600_000L)));
+  }
+
   private static long run(AwsCredentialsProvider provider, long iterations) {
     target = provider;
     long start = System.nanoTime();

@@ -15,8 +15,10 @@ import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 
 /**
  * P1 with JMH (`mvn -f jvm-shim/pom.xml -Pbench verify`): the warm-cache cost of resolveCredentials(),
- * our provider against AWS's StaticCredentialsProvider, built as {@link ResolveCredentialsBench}
- * builds them (that class's main is the same comparison without JMH, for benchmarks/*.py).
+ * our provider against AWS's StaticCredentialsProvider (the target: at most 2x) and beside Iceberg's
+ * own VendedCredentialsProvider of the profile's Iceberg version, built as
+ * {@link ResolveCredentialsBench} builds them (that class's main is the comparison with AWS's
+ * provider without JMH, for benchmarks/*.py).
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -29,16 +31,23 @@ public class ResolveCredentialsJmh {
   // JIT fold StaticCredentialsProvider's constant answer away.
   private AwsCredentialsProvider ours;
   private AwsCredentialsProvider aws;
+  private AwsCredentialsProvider iceberg;
 
   @Setup
   public void setUp() {
     ours = ResolveCredentialsBench.ours();
     aws = ResolveCredentialsBench.staticProvider();
+    iceberg = ResolveCredentialsBench.icebergVended();
   }
 
   @Benchmark
   public String catalogExtTableCredentialsProvider() {
     return ours.resolveCredentials().accessKeyId();
+  }
+
+  @Benchmark
+  public String icebergVendedCredentialsProvider() {
+    return iceberg.resolveCredentials().accessKeyId();
   }
 
   @Benchmark
