@@ -30,8 +30,10 @@ def configure(builder: Any, profile: str | Profile = "local", catalog: str = "la
     the Spark version is the installed pyspark's. A Spark line or combination Iceberg has no runtime
     for fails here in one line. Existing `spark.jars`/`spark.sql.extensions` on the builder are kept (ours are appended). With
     `check=True` the catalog is probed first so a wrong URI, credential or warehouse fails here
-    with a one-line error instead of a JVM stack trace at the first query.
+    with a one-line error instead of a JVM stack trace at the first query. When getOrCreate() will
+    start a driver JVM here, its Java is checked first (17+ for Spark 4, 11+ for Spark 3.5): JavaError.
     """
+    _check_java_for_launch(builder)  # before the jars (Spark 4's are ~110 MB) and the catalog probe
     conf = spark_conf(profile, catalog, **kwargs)
     # pyspark reads the conf back through py4j, which logs values at DEBUG: mask ours first.
     logsafety.MASK.add(logsafety.secret_conf_values(conf))
@@ -48,6 +50,36 @@ def configure(builder: Any, profile: str | Profile = "local", catalog: str = "la
     if kwargs.get("shim", True):
         _attach_on_create(builder)
     return builder
+
+
+def _launches_local_jvm(builder: Any) -> bool:
+    """Whether this builder's getOrCreate() will start a driver JVM with the Java found here: not for
+    Spark Connect (a remote server's Java), pyspark-client (no Py4J), a JVM already running in this
+    process, or a Python started by spark-submit (PYSPARK_GATEWAY_PORT: the JVM is its parent)."""
+    import importlib.util
+
+    options = getattr(builder, "_options", {}) or {}
+    if options.get("spark.remote") or os.environ.get("SPARK_REMOTE") or os.environ.get("SPARK_CONNECT_MODE_ENABLED"):
+        return False
+    if str(options.get("spark.api.mode", "")).lower() == "connect" or os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return False
+    if importlib.util.find_spec("py4j") is None:
+        return False
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is None
+
+
+def _check_java_for_launch(builder: Any) -> None:
+    """One-line JavaError now, instead of a JVM that dies at launch (Spark 4 on Java 11 fails with
+    UnsupportedClassVersionError after the jars are fetched), when the local Java is too old for the
+    installed pyspark."""
+    if not _launches_local_jvm(builder):
+        return
+    from pyspark_catalog_ext.spark.jars import installed_spark_version
+    from pyspark_catalog_ext.spark.shim_build import check_java
+
+    check_java(spark=installed_spark_version())
 
 
 def _keep_secrets_off_command_line(builder: Any) -> None:
@@ -116,9 +148,10 @@ def lakehouse_session(
     `iceberg` picks the Iceberg release for the installed pyspark (see `spark_conf`)."""
     from pyspark.sql import SparkSession
 
+    from pyspark_catalog_ext.spark.jars import installed_spark_version
     from pyspark_catalog_ext.spark.shim_build import check_java
 
-    check_java()
+    check_java(spark=installed_spark_version())  # before the lakehouse is used: 17+ for Spark 4
     # Spark resolves its local address before reading any conf; keep it (and its warning) on loopback.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     defaults = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "4"}

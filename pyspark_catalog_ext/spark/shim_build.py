@@ -27,9 +27,12 @@ from pyspark_catalog_ext.errors import JarError, JavaError
 from pyspark_catalog_ext.spark.jars import resolve_jars
 
 __all__ = ["SHIM_GROUP", "SHIM_ARTIFACT", "shim_version", "JavaInfo", "find_java", "check_java", "find_maven", "shim_jar", "build_shim",
-           "shim_source_dir", "shim_pom", "source_hash", "MIN_JAVA"]
+           "shim_source_dir", "shim_pom", "source_hash", "MIN_JAVA", "min_java_for_spark"]
 
+# Iceberg dropped Java 8 in 1.7 and the shim is compiled for 11: every stack needs 11.
 MIN_JAVA = 11
+# Spark 4.x class files are Java 17 (Spark 3.5 runs on 8/11/17; the Iceberg runtime sets the 11 floor).
+SPARK4_MIN_JAVA = 17
 SHIM_JAR_NAME = "catalog-ext-shim.jar"
 # Every lint warning is an error, except two that come from the jars, not from our code: `path`
 # (pyspark's jar manifests name Class-Path jars it does not ship) and `classfile` (Iceberg's runtime
@@ -49,6 +52,10 @@ SHARED_SPECS = (KNOB_SPEC, DECISION_TABLE)
 PACKAGED_SHIM = Path(__file__).resolve().parent.parent / "_jars" / SHIM_JAR_NAME
 HASH_ATTRIBUTE = "Catalog-Ext-Source-Hash"
 _INSTALL_HINT = "install a JDK >= 11 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to one"
+
+
+def _install_hint(minimum: int) -> str:
+    return f"install a JDK >= {minimum} (e.g. apt-get install openjdk-{max(minimum, 17)}-jdk-headless) or set JAVA_HOME to one"
 
 
 @dataclass(frozen=True)
@@ -105,14 +112,28 @@ def _parse_version(text: str) -> tuple[int, str]:
     return major, version
 
 
-def check_java(minimum: int = MIN_JAVA) -> JavaInfo:
-    """Find Java and check its version; raise JavaError (one line) if missing or older than `minimum`."""
+def min_java_for_spark(spark: str) -> int:
+    """The oldest Java the Spark line `spark` ("4.1", "3.5.9") runs on with Iceberg and the shim."""
+    match = re.match(r"(\d+)\.", str(spark).strip())
+    if not match:
+        raise JavaError(f"Spark version {spark!r} is not a version; pass one such as '4.1' or '3.5.9'")
+    return SPARK4_MIN_JAVA if int(match.group(1)) >= 4 else MIN_JAVA
+
+
+def check_java(minimum: int = MIN_JAVA, *, spark: str | None = None) -> JavaInfo:
+    """Find Java and check its version; raise JavaError (one line) if missing or older than `minimum`,
+    or than what Spark `spark` ("4.1") needs (17 for Spark 4) when given."""
     java = find_java()
     try:
         proc = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise JavaError(f"{java} -version failed ({type(exc).__name__}); {_INSTALL_HINT}") from None
     major, version = _parse_version(proc.stderr + proc.stdout)
+    if spark is not None:
+        needed = max(minimum, min_java_for_spark(spark))
+        line = ".".join(str(spark).strip().split(".")[:2])
+        if major < needed:
+            raise JavaError(f"Java {version} at {java} is too old for Spark {line} (needs >= {needed}); {_install_hint(needed)}")
     if major < minimum:
         raise JavaError(f"Java {version} at {java} is too old (need >= {minimum}); {_INSTALL_HINT}")
     return JavaInfo(java=java, major=major, version=version)

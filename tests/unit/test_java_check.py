@@ -1,0 +1,103 @@
+"""The Java check per Spark line: Spark 4 needs Java 17, Spark 3.5 (with Iceberg >= 1.7 and the shim)
+Java 11. Only Java 17 and 25 exist here, so an old Java is a tiny `bin/java` script printing an old
+`-version` banner, found through JAVA_HOME as Spark's launcher would find it (the environment is
+faked, not our code). The Spark 4 configure()/lakehouse_session() path with a real pyspark 4.1 is
+in tests/slow/test_spark4_python.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pyspark_catalog_ext.errors import JavaError
+from pyspark_catalog_ext.spark.shim_build import check_java, min_java_for_spark
+
+JAVA_11 = 'openjdk version "11.0.22" 2024-01-16'
+JAVA_8 = 'openjdk version "1.8.0_392"'
+
+
+def fake_java_home(folder: Path, banner: str) -> Path:
+    """A JAVA_HOME whose bin/java prints `banner` to stderr as `java -version` does."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(parents=True)
+    java = bin_dir / "java"
+    java.write_text(f"#!/bin/sh\necho '{banner}' >&2\necho 'OpenJDK Runtime Environment' >&2\n")
+    java.chmod(0o755)
+    return folder
+
+
+@pytest.mark.parametrize("version", ["4.0", "4.1", "4.1.3"])
+def test_java_11_is_too_old_for_spark_4_in_one_line(monkeypatch, tmp_path, version):
+    home = fake_java_home(tmp_path, JAVA_11)
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    with pytest.raises(JavaError) as err:
+        check_java(spark=version)
+    msg = str(err.value)
+    line = ".".join(version.split(".")[:2])
+    assert msg.startswith(f"Java 11.0.22 at {home / 'bin' / 'java'} is too old for Spark {line} (needs >= 17); "), msg
+    assert "JDK >= 17" in msg and "JAVA_HOME" in msg and "\n" not in msg
+
+
+def test_java_11_is_enough_for_spark_3_5(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(fake_java_home(tmp_path, JAVA_11)))
+    assert check_java(spark="3.5").major == 11
+    assert check_java().major == 11  # without a Spark line: the package's floor only
+
+
+def test_java_8_is_too_old_for_spark_3_5(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(fake_java_home(tmp_path, JAVA_8)))
+    with pytest.raises(JavaError, match=r"^Java 1\.8\.0_392 at \S+ is too old for Spark 3\.5 \(needs >= 11\); "):
+        check_java(spark="3.5.9")
+
+
+def test_min_java_per_spark_line():
+    assert [min_java_for_spark(v) for v in ("3.5", "3.5.9", "4.0", "4.1.1", "5.0")] == [11, 11, 17, 17, 17]
+    with pytest.raises(JavaError, match="not a version"):
+        min_java_for_spark("latest")
+
+
+def test_the_real_java_passes_for_every_spark_line():
+    for line in ("3.5", "4.0", "4.1"):
+        assert check_java(spark=line).major >= 17  # Java 17 is this machine's default
+
+
+# configure() in a fresh interpreter (no JVM of another test in the way), with this venv's pyspark 3.5.
+CONFIGURE = """
+import json, sys
+from pyspark.sql import SparkSession
+from pyspark import SparkContext
+from pyspark_catalog_ext import configure
+from pyspark_catalog_ext.errors import JavaError
+try:
+    configure(SparkSession.builder, "local", uri="http://127.0.0.1:9/catalog", warehouse="w", credential="a:b", jars=None, check=False)
+    error = None
+except JavaError as exc:
+    error = str(exc)
+print(json.dumps({"error": error, "jvm_started": SparkContext._gateway is not None}))
+"""
+
+
+def _configure_with_java(home: Path, **env: str) -> dict:
+    environ = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", "SPARK_REMOTE")}
+    proc = subprocess.run([sys.executable, "-c", CONFIGURE], capture_output=True, text=True, timeout=120,
+                          env={**environ, "JAVA_HOME": str(home), **env})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_configure_checks_java_for_the_installed_spark_before_any_jvm(tmp_path):
+    import pyspark
+
+    assert pyspark.__version__.startswith("3.5.")  # the dev venv; Spark 4 runs in the slow test
+    old = _configure_with_java(fake_java_home(tmp_path / "8", JAVA_8))
+    assert old["jvm_started"] is False
+    assert old["error"] and "too old for Spark 3.5 (needs >= 11)" in old["error"] and "\n" not in old["error"]
+    assert _configure_with_java(fake_java_home(tmp_path / "11", JAVA_11)) == {"error": None, "jvm_started": False}
+    # A Python that spark-submit started talks to its parent JVM: the Java here is not the one that runs.
+    assert _configure_with_java(tmp_path / "8", PYSPARK_GATEWAY_PORT="1")["error"] is None
