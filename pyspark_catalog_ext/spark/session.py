@@ -54,14 +54,14 @@ def configure(builder: Any, profile: str | Profile = "local", catalog: str = "la
 
 def _launches_local_jvm(builder: Any) -> bool:
     """Whether this builder's getOrCreate() will start a driver JVM with the Java found here: not for
-    Spark Connect (a remote server's Java), pyspark-client (no Py4J), a JVM already running in this
-    process, or a Python started by spark-submit (PYSPARK_GATEWAY_PORT: the JVM is its parent)."""
+    a Spark Connect server at an `sc://` URL (its own Java), pyspark-client (no Py4J), a JVM already
+    running in this process, or a Python started by spark-submit (PYSPARK_GATEWAY_PORT: the JVM is
+    its parent). `remote("local")` and `spark.api.mode=connect` on a local master do start one here."""
     import importlib.util
 
     options = getattr(builder, "_options", {}) or {}
-    if options.get("spark.remote") or os.environ.get("SPARK_REMOTE") or os.environ.get("SPARK_CONNECT_MODE_ENABLED"):
-        return False
-    if str(options.get("spark.api.mode", "")).lower() == "connect" or os.environ.get("PYSPARK_GATEWAY_PORT"):
+    remote = str(options.get("spark.remote") or os.environ.get("SPARK_REMOTE") or "")
+    if remote.startswith("sc://") or os.environ.get("PYSPARK_GATEWAY_PORT"):
         return False
     if importlib.util.find_spec("py4j") is None:
         return False

@@ -101,3 +101,6 @@ def test_configure_checks_java_for_the_installed_spark_before_any_jvm(tmp_path):
     assert _configure_with_java(fake_java_home(tmp_path / "11", JAVA_11)) == {"error": None, "jvm_started": False}
     # A Python that spark-submit started talks to its parent JVM: the Java here is not the one that runs.
     assert _configure_with_java(tmp_path / "8", PYSPARK_GATEWAY_PORT="1")["error"] is None
+    # A Spark Connect server at an sc:// URL runs on its own Java; remote "local" starts one here.
+    assert _configure_with_java(tmp_path / "8", SPARK_REMOTE="sc://127.0.0.1:15002")["error"] is None
+    assert "too old for Spark 3.5" in _configure_with_java(tmp_path / "8", SPARK_REMOTE="local")["error"]
