@@ -73,7 +73,7 @@ def run_in_venv(lake: Any, venv: Path, iceberg: str | None, rows: int, runs: int
         sys.exit(f"error: {venv} has pyspark {version}; --spark-venv is for Spark 4 (without it the bench runs on this venv's Spark)")
     try:
         stack = select_stack(spark_minor, iceberg)
-        check_java(spark=stack.spark)
+        check_java(spark=stack.spark, iceberg=stack.iceberg)
         jars = [*map(str, resolve_jars(stack=stack)), str(shim_jar())]
     except CatalogExtError as exc:
         sys.exit(f"error: {exc}")

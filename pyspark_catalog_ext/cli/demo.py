@@ -57,7 +57,7 @@ def prepare_jvm(step: Callable[[str], None] = print) -> DemoJvm:
         pins = pinned_maven_jars()
         source = f"~{sum(int(str(pins[c]['size'])) for c in (stack.runtime, stack.aws_bundle)) / 1e6:.0f} MB from Maven Central"
     step(f"checking Java and resolving the JVM jars for {stack.label} (first run downloads {source})")
-    java = check_java(spark=stack.spark)
+    java = check_java(spark=stack.spark, iceberg=stack.iceberg)
     jars = [*resolve_jars(stack=stack), shim_jar()]
     step(f"Java {java.version} ok; jars ready")
     return DemoJvm(java=java, stack=stack, jars=jars)

@@ -77,7 +77,7 @@ def test_spark_4_refuses_java_11_in_one_line_before_any_jvm(python41, tmp_path):
     assert got["jvm_started"] is False
     assert set(got["errors"]) == {"configure", "lakehouse_session"}, got
     for message in got["errors"].values():
-        assert message.startswith(f"Java 11.0.22 at {home / 'bin' / 'java'} is too old for Spark 4.1 (needs >= 17); "), message
+        assert message.startswith(f"Java 11.0.22 at {home / 'bin' / 'java'} is too old for Spark 4.1 + Iceberg 1.12.0 (needs >= 17); "), message
         assert "JAVA_HOME" in message and "\n" not in message
 
 
