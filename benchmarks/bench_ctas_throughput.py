@@ -2,11 +2,12 @@
 static vended keys, same data, alternating runs in one SparkSession. Target: ratio >= 0.97.
 
     python benchmarks/bench_ctas_throughput.py [--rows 3000000] [--runs 5]
-    python benchmarks/bench_ctas_throughput.py --spark-venv .venvs/spark-4.1 --iceberg 1.12.0 [--rows ...]
+    python benchmarks/bench_ctas_throughput.py --spark-venv .venvs/pyspark-4.1 [--iceberg 1.12] [--rows ...]
 
-With `--spark-venv` (a venv with a full `pyspark` 4.x, e.g. the one tests/slow/test_spark_connect.py
-caches), the runs happen in that venv's Python on Spark 4 with Iceberg's runtime for its Spark/Scala
-version from ~/.m2 (`mvn dependency:get` on first use) and the same shim jar; the lakehouse and the
+With `--spark-venv` (a venv with a full `pyspark` 4.x, e.g. `.venvs/pyspark-4.1` that the stack-matrix
+tests cache), the runs happen in that venv's Python on Spark 4 with the jars users get for its Spark
+line and `--iceberg` (default: that line's default), from the package's resolver (`select_stack` +
+`resolve_jars`: sha-pinned, Maven Central, cached) and the same shim jar; the lakehouse and the
 settings (`spark_conf`, written to a 0600 properties file: they hold the lakehouse's keys) come from
 this process. That child needs only pyspark: configuration alone, no `attach()`.
 """
@@ -56,17 +57,11 @@ def report(title: str, rows: int, runs: int, timings: dict[str, list[float]]) ->
     print(f"throughput ratio refreshing/static: {ratio:.3f}   target >= 0.97   {'MET' if ratio >= 0.97 else 'MISSED'}")
 
 
-def _m2_jar(coordinate: str) -> str:
-    group, artifact, version = coordinate.split(":")
-    jar = Path.home() / ".m2/repository" / group.replace(".", "/") / artifact / version / f"{artifact}-{version}.jar"
-    if not jar.is_file():
-        subprocess.run(["mvn", "-q", "dependency:get", f"-Dartifact={coordinate}", "-Dtransitive=false"], check=True)
-    return str(jar)
-
-
-def run_in_venv(lake: Any, venv: Path, iceberg: str, rows: int, runs: int) -> None:
+def run_in_venv(lake: Any, venv: Path, iceberg: str | None, rows: int, runs: int) -> None:
+    from pyspark_catalog_ext.errors import CatalogExtError
     from pyspark_catalog_ext.spark.conf import spark_conf
-    from pyspark_catalog_ext.spark.shim_build import shim_jar
+    from pyspark_catalog_ext.spark.jars import resolve_jars, select_stack
+    from pyspark_catalog_ext.spark.shim_build import check_java, shim_jar
 
     python = venv / "bin" / "python"
     probe = subprocess.run([str(python), "-c", "import pyspark; print(pyspark.__version__)"], capture_output=True, text=True)
@@ -76,8 +71,12 @@ def run_in_venv(lake: Any, venv: Path, iceberg: str, rows: int, runs: int) -> No
     spark_minor = ".".join(version.split(".")[:2])
     if not version.startswith("4."):
         sys.exit(f"error: {venv} has pyspark {version}; --spark-venv is for Spark 4 (without it the bench runs on this venv's Spark)")
-    jars = [_m2_jar(f"org.apache.iceberg:iceberg-spark-runtime-{spark_minor}_2.13:{iceberg}"),
-            _m2_jar(f"org.apache.iceberg:iceberg-aws-bundle:{iceberg}"), str(shim_jar())]
+    try:
+        stack = select_stack(spark_minor, iceberg)
+        check_java(spark=stack.spark, iceberg=stack.iceberg)
+        jars = [*map(str, resolve_jars(stack=stack)), str(shim_jar())]
+    except CatalogExtError as exc:
+        sys.exit(f"error: {exc}")
     conf = dict(spark_conf("local", "lake", jars=None, lakehouse=lake))
     static = spark_conf("local", "static", jars=None, lakehouse=lake, shim=False)
     conf.update({k: v for k, v in static.items() if k.startswith("spark.sql.catalog.static")})
@@ -97,7 +96,7 @@ def run_in_venv(lake: Any, venv: Path, iceberg: str, rows: int, runs: int) -> No
     lines = [line[len("TIMINGS "):] for line in proc.stdout.splitlines() if line.startswith("TIMINGS ")]
     if proc.returncode != 0 or not lines:
         sys.exit(f"error: the Spark {version} run failed: {proc.stderr[-2000:]}")
-    report(f"Spark {version}, Iceberg {iceberg}", rows, runs, json.loads(lines[0]))
+    report(f"Spark {version}, Iceberg {stack.iceberg}", rows, runs, json.loads(lines[0]))
 
 
 def child_main(rows: int, runs: int) -> None:
@@ -116,7 +115,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=3_000_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--spark-venv", type=Path, help="a venv with pyspark 4.x: run the CTAS there, on Spark 4")
-    parser.add_argument("--iceberg", default="1.12.0", help="with --spark-venv: Iceberg version of the runtime jars")
+    parser.add_argument("--iceberg", help="with --spark-venv: the Iceberg release (\"1.12\"; default: the Spark line's default)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # the Spark 4 side of --spark-venv
     args = parser.parse_args()
     if args.child:

@@ -12,8 +12,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["DemoResult", "run_demo", "register"]
+if TYPE_CHECKING:
+    from pyspark_catalog_ext.spark.jars import JvmStack
+    from pyspark_catalog_ext.spark.shim_build import JavaInfo
+
+__all__ = ["DemoResult", "DemoJvm", "prepare_jvm", "run_demo", "register"]
 
 TABLE = "demo.events"
 
@@ -29,6 +35,34 @@ class DemoResult:
     elapsed_s: float
 
 
+@dataclass(frozen=True)
+class DemoJvm:
+    """What the demo's Spark runs on: the Java, the stack of the installed pyspark and its jars."""
+
+    java: JavaInfo
+    stack: JvmStack
+    jars: list[Path]
+
+
+def prepare_jvm(step: Callable[[str], None] = print) -> DemoJvm:
+    """Check Java and fetch the jars for the installed pyspark's stack (as configure() picks it), so
+    a pyspark 4 install fetches the Spark 4 runtime, not the Spark 3.5 wheels."""
+    from pyspark_catalog_ext.spark.jars import pinned_maven_jars, resolve_jars, select_stack
+    from pyspark_catalog_ext.spark.shim_build import check_java, shim_jar
+
+    stack = select_stack()
+    if stack.is_default:
+        source = "~220 MB of wheels from PyPI"
+    else:
+        pins = pinned_maven_jars()
+        source = f"~{sum(int(str(pins[c]['size'])) for c in (stack.runtime, stack.aws_bundle)) / 1e6:.0f} MB from Maven Central"
+    step(f"checking Java and resolving the JVM jars for {stack.label} (first run downloads {source})")
+    java = check_java(spark=stack.spark, iceberg=stack.iceberg)
+    jars = [*resolve_jars(stack=stack), shim_jar()]
+    step(f"Java {java.version} ok; jars ready")
+    return DemoJvm(java=java, stack=stack, jars=jars)
+
+
 def _credential_expiry(lake, catalog: str) -> datetime | None:
     """Expiry of the credentials the catalog vends for the table, from a PyIceberg load."""
     from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
@@ -41,26 +75,20 @@ def _credential_expiry(lake, catalog: str) -> datetime | None:
 def run_demo(rows: int = 1_000_000, catalog: str = "lake", out: Callable[[str], None] = print) -> DemoResult:
     """Run the demo and return its numbers; `out` receives the progress lines."""
     from pyspark_catalog_ext.lakehouse.server import start_lakehouse
-    from pyspark_catalog_ext.spark.jars import resolve_jars
     from pyspark_catalog_ext.spark.session import lakehouse_session
-    from pyspark_catalog_ext.spark.shim_build import check_java, shim_jar
 
     start = time.monotonic()
 
     def step(msg: str) -> None:
         out(f"[{time.monotonic() - start:5.1f}s] {msg}")
 
-    step("checking Java and resolving the JVM jars (first run downloads ~220 MB of wheels from PyPI)")
-    java = check_java()
-    resolve_jars()
-    shim_jar()
-    step(f"Java {java.version} ok; jars ready")
+    jvm = prepare_jvm(step)
     step("starting the embedded lakehouse (SeaweedFS: S3 + Iceberg REST + STS) on 127.0.0.1")
     with start_lakehouse() as lake:
         assert lake.info is not None
         step(f"lakehouse ready: catalog {lake.info.iceberg_uri}, warehouse {lake.info.warehouse}")
-        step("starting Spark (local[2]) with the Iceberg runtime and the shim")
-        spark = lakehouse_session(lake, catalog, app_name="pyspark-catalog-ext-demo")
+        step(f"starting Spark (local[2]) on {jvm.stack.label} with the shim")
+        spark = lakehouse_session(lake, catalog, app_name="pyspark-catalog-ext-demo", iceberg=jvm.stack.iceberg)
         try:
             spark.sparkContext.setLogLevel("ERROR")
             spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog}.demo")

@@ -30,8 +30,10 @@ def configure(builder: Any, profile: str | Profile = "local", catalog: str = "la
     the Spark version is the installed pyspark's. A Spark line or combination Iceberg has no runtime
     for fails here in one line. Existing `spark.jars`/`spark.sql.extensions` on the builder are kept (ours are appended). With
     `check=True` the catalog is probed first so a wrong URI, credential or warehouse fails here
-    with a one-line error instead of a JVM stack trace at the first query.
+    with a one-line error instead of a JVM stack trace at the first query. When getOrCreate() will
+    start a driver JVM here, its Java is checked first (17+ for Spark 4 or Iceberg >= 1.11, else 11+): JavaError.
     """
+    _check_java_for_launch(builder, kwargs.get("iceberg"))  # before the jars (Spark 4's are ~110 MB) and the catalog probe
     conf = spark_conf(profile, catalog, **kwargs)
     # pyspark reads the conf back through py4j, which logs values at DEBUG: mask ours first.
     logsafety.MASK.add(logsafety.secret_conf_values(conf))
@@ -48,6 +50,50 @@ def configure(builder: Any, profile: str | Profile = "local", catalog: str = "la
     if kwargs.get("shim", True):
         _attach_on_create(builder)
     return builder
+
+
+def _launches_local_jvm(builder: Any) -> bool:
+    """Whether this builder's getOrCreate() will start a driver JVM with the Java found here: not for
+    a Spark Connect server at an `sc://` URL (its own Java), pyspark-client (no Py4J), a JVM already
+    running in this process, or a Python started by spark-submit (PYSPARK_GATEWAY_PORT: the JVM is
+    its parent). `remote("local")` and `spark.api.mode=connect` on a local master do start one here."""
+    import importlib.util
+
+    options = getattr(builder, "_options", {}) or {}
+    remote = str(options.get("spark.remote") or os.environ.get("SPARK_REMOTE") or "")
+    if remote.startswith("sc://") or os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return False
+    if importlib.util.find_spec("py4j") is None:
+        return False
+    from pyspark import SparkContext
+
+    return SparkContext._gateway is None
+
+
+def _check_java_for_launch(builder: Any, iceberg: str | None) -> None:
+    """One-line JavaError now, instead of a JVM that dies at launch (Spark 4 on Java 11 fails with
+    UnsupportedClassVersionError after the jars are fetched), when the local Java is too old for the
+    installed pyspark and the Iceberg release (Iceberg >= 1.11 needs 17 too)."""
+    if not _launches_local_jvm(builder):
+        return
+    from pyspark_catalog_ext.spark.shim_build import check_java
+
+    spark, release = _local_stack(iceberg)
+    check_java(spark=spark, iceberg=release)
+
+
+def _local_stack(iceberg: str | None) -> tuple[str, str | None]:
+    """(Spark, Iceberg) for check_java: the installed pyspark and `iceberg` (its default when None).
+    A pyspark with no supported runtime is spark_conf's error to give (or no error with jars=None:
+    the user brings the jars), so only Spark's own need is checked then."""
+    from pyspark_catalog_ext.errors import ConfigError
+    from pyspark_catalog_ext.spark.jars import installed_spark_version, select_stack
+
+    spark = installed_spark_version()
+    try:
+        return spark, select_stack(spark, iceberg).iceberg
+    except ConfigError:
+        return spark, None
 
 
 def _keep_secrets_off_command_line(builder: Any) -> None:
@@ -118,7 +164,8 @@ def lakehouse_session(
 
     from pyspark_catalog_ext.spark.shim_build import check_java
 
-    check_java()
+    spark, release = _local_stack(iceberg)
+    check_java(spark=spark, iceberg=release)  # before the lakehouse is used: 17+ for Spark 4 or Iceberg >= 1.11
     # Spark resolves its local address before reading any conf; keep it (and its warning) on loopback.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     defaults = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "4"}

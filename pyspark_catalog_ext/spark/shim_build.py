@@ -27,9 +27,13 @@ from pyspark_catalog_ext.errors import JarError, JavaError
 from pyspark_catalog_ext.spark.jars import resolve_jars
 
 __all__ = ["SHIM_GROUP", "SHIM_ARTIFACT", "shim_version", "JavaInfo", "find_java", "check_java", "find_maven", "shim_jar", "build_shim",
-           "shim_source_dir", "shim_pom", "source_hash", "MIN_JAVA"]
+           "shim_source_dir", "shim_pom", "source_hash", "MIN_JAVA", "min_java_for_stack"]
 
+# Iceberg dropped Java 8 in 1.7 and the shim is compiled for 11: every stack needs 11.
 MIN_JAVA = 11
+# Java 17 class files: Spark 4.x's, and Iceberg's from 1.11 on (it dropped Java 11 there; its 3.5
+# runtimes 1.11/1.12 are class version 61). Spark 3.5 itself runs on 8/11/17.
+JAVA17 = 17
 SHIM_JAR_NAME = "catalog-ext-shim.jar"
 # Every lint warning is an error, except two that come from the jars, not from our code: `path`
 # (pyspark's jar manifests name Class-Path jars it does not ship) and `classfile` (Iceberg's runtime
@@ -49,6 +53,10 @@ SHARED_SPECS = (KNOB_SPEC, DECISION_TABLE)
 PACKAGED_SHIM = Path(__file__).resolve().parent.parent / "_jars" / SHIM_JAR_NAME
 HASH_ATTRIBUTE = "Catalog-Ext-Source-Hash"
 _INSTALL_HINT = "install a JDK >= 11 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to one"
+
+
+def _install_hint(minimum: int) -> str:
+    return f"install a JDK >= {minimum} (e.g. apt-get install openjdk-{max(minimum, 17)}-jdk-headless) or set JAVA_HOME to one"
 
 
 @dataclass(frozen=True)
@@ -105,14 +113,37 @@ def _parse_version(text: str) -> tuple[int, str]:
     return major, version
 
 
-def check_java(minimum: int = MIN_JAVA) -> JavaInfo:
-    """Find Java and check its version; raise JavaError (one line) if missing or older than `minimum`."""
+def _major_minor(version: str, what: str) -> tuple[int, int]:
+    match = re.match(r"(\d+)\.(\d+)", str(version).strip())
+    if not match:
+        raise JavaError(f"{what} version {version!r} is not a version; pass one such as '4.1' or '1.12.0'")
+    return int(match.group(1)), int(match.group(2))
+
+
+def min_java_for_stack(spark: str, iceberg: str | None = None) -> int:
+    """The oldest Java that Spark `spark` ("4.1", "3.5.9") with Iceberg `iceberg` ("1.12.0"; None:
+    Spark's own need and the package's floor) and the shim run on: 17 for Spark 4 or Iceberg >= 1.11."""
+    needed = JAVA17 if _major_minor(spark, "Spark")[0] >= 4 else MIN_JAVA
+    if iceberg is not None and _major_minor(iceberg, "Iceberg") >= (1, 11):
+        needed = JAVA17
+    return needed
+
+
+def check_java(minimum: int = MIN_JAVA, *, spark: str | None = None, iceberg: str | None = None) -> JavaInfo:
+    """Find Java and check its version; raise JavaError (one line) if missing or older than `minimum`,
+    or, when `spark` ("4.1") is given, than that Spark line with Iceberg `iceberg` needs (17 for
+    Spark 4 or Iceberg >= 1.11)."""
     java = find_java()
     try:
         proc = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise JavaError(f"{java} -version failed ({type(exc).__name__}); {_INSTALL_HINT}") from None
     major, version = _parse_version(proc.stderr + proc.stdout)
+    if spark is not None:
+        needed = max(minimum, min_java_for_stack(spark, iceberg))
+        what = "Spark " + ".".join(map(str, _major_minor(spark, "Spark"))) + (f" + Iceberg {iceberg}" if iceberg else "")
+        if major < needed:
+            raise JavaError(f"Java {version} at {java} is too old for {what} (needs >= {needed}); {_install_hint(needed)}")
     if major < minimum:
         raise JavaError(f"Java {version} at {java} is too old (need >= {minimum}); {_INSTALL_HINT}")
     return JavaInfo(java=java, major=major, version=version)

@@ -4,10 +4,11 @@ from the client outlives its credentials (the loopback proxies make them live LI
 status and commit outcomes come back through SQL `catalog_ext_status()`, and what needs Py4J is
 refused in one line.
 
-The venvs are cached under the worktree (.venvs/spark-4.1: full pyspark for the server's jars;
-.venvs/connect-4.1: pyspark-client + this package's dependencies without pyspark, the package itself
-by a .pth path entry, as an editable install would add). The Iceberg jars come from Maven Central
-into ~/.m2 on first use.
+The venvs are cached under the worktree (.venvs/pyspark-4.1, shared with test_stack_matrix.py: full
+pyspark for the server's Spark; .venvs/connect-4.1: pyspark-client + this package's dependencies
+without pyspark, the package itself by a .pth path entry, as an editable install would add). The
+Iceberg jars are what users get: `resolve_jars(stack=select_stack("4.1", ICEBERG))`, sha-pinned, from
+Maven Central into the package's cache (copied from ~/.m2 when it holds the pinned file).
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.helpers import free_port
+from tests.slow.test_stack_matrix import spark_venv
 
 ROOT = Path(__file__).resolve().parents[2]
 VENVS = ROOT / ".venvs"
 SPARK_VERSION = "4.1.*"
 ICEBERG = "1.12.0"
-ICEBERG_JARS = (f"org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:{ICEBERG}", f"org.apache.iceberg:iceberg-aws-bundle:{ICEBERG}")
 LIFETIME = 8  # seconds the proxies let a credential live
 CLIENT_JOB = ROOT / "tests" / "connect_client_job.py"
 
@@ -53,17 +54,9 @@ def _venv(name: str, *requirements: str, pth: Path | None = None) -> Path:
     return python
 
 
-def _m2_jar(coordinate: str) -> Path:
-    group, artifact, version = coordinate.split(":")
-    jar = Path.home() / ".m2" / "repository" / group.replace(".", "/") / artifact / version / f"{artifact}-{version}.jar"
-    if not jar.is_file():
-        subprocess.run(["mvn", "-q", "dependency:get", f"-Dartifact={coordinate}", "-Dtransitive=false"], check=True, timeout=600)
-    return jar
-
-
 @pytest.fixture(scope="module")
 def spark_home() -> Path:
-    python = _venv("spark-4.1", f"pyspark=={SPARK_VERSION}")
+    python = spark_venv("4.1")
     out = subprocess.run([str(python), "-c", "import pyspark, os; print(os.path.dirname(pyspark.__file__))"],
                          capture_output=True, text=True, check=True)
     return Path(out.stdout.strip())
@@ -96,6 +89,7 @@ def expiring(lakehouse):
 def connect_server(lakehouse, expiring, spark_home, tmp_path_factory):
     """spark-submit SparkConnectServer with the settings `spark-conf --format defaults` prints (in a
     properties file: secrets stay off the command line), plus the Spark 4.1 jars and the shim jar."""
+    from pyspark_catalog_ext.spark.jars import resolve_jars, select_stack
     from pyspark_catalog_ext.spark.shim_build import shim_jar
 
     catalog_proxy, _ = expiring
@@ -110,7 +104,9 @@ def connect_server(lakehouse, expiring, spark_home, tmp_path_factory):
         args += ["--conf", f"spark.sql.catalog.lake.catalog-ext.refresh.{key}={value}"]
     proc = run_cli(*args)
     assert proc.returncode == 0, proc.stderr
-    jars = [str(_m2_jar(c)) for c in ICEBERG_JARS] + [str(shim_jar())]
+    stack = select_stack("4.1", ICEBERG)
+    jars = [str(p) for p in resolve_jars(stack=stack)] + [str(shim_jar())]
+    assert [Path(j).name for j in jars[:2]] == [f"iceberg-spark-runtime-4.1_2.13-{ICEBERG}.jar", f"iceberg-aws-bundle-{ICEBERG}.jar"]
     props = tmp / "connect-defaults.conf"
     props.write_text(proc.stdout + f"\nspark.jars {','.join(jars)}\n")
     props.chmod(0o600)

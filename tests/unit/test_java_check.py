@@ -1,0 +1,120 @@
+"""The Java check per stack: Spark 4 and Iceberg >= 1.11 need Java 17 (their class files), Spark 3.5
+with Iceberg 1.10 (>= 1.7) and the shim Java 11. Only Java 17 and 25 exist here, so an old Java is a tiny `bin/java` script printing an old
+`-version` banner, found through JAVA_HOME as Spark's launcher would find it (the environment is
+faked, not our code). The Spark 4 configure()/lakehouse_session() path with a real pyspark 4.1 is
+in tests/slow/test_spark4_python.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pyspark_catalog_ext.errors import JavaError
+from pyspark_catalog_ext.spark.shim_build import check_java, min_java_for_stack
+
+JAVA_11 = 'openjdk version "11.0.22" 2024-01-16'
+JAVA_8 = 'openjdk version "1.8.0_392"'
+
+
+def fake_java_home(folder: Path, banner: str) -> Path:
+    """A JAVA_HOME whose bin/java prints `banner` to stderr as `java -version` does."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(parents=True)
+    java = bin_dir / "java"
+    java.write_text(f"#!/bin/sh\necho '{banner}' >&2\necho 'OpenJDK Runtime Environment' >&2\n")
+    java.chmod(0o755)
+    return folder
+
+
+@pytest.mark.parametrize("version", ["4.0", "4.1", "4.1.3"])
+def test_java_11_is_too_old_for_spark_4_in_one_line(monkeypatch, tmp_path, version):
+    home = fake_java_home(tmp_path, JAVA_11)
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    with pytest.raises(JavaError) as err:
+        check_java(spark=version)
+    msg = str(err.value)
+    line = ".".join(version.split(".")[:2])
+    assert msg.startswith(f"Java 11.0.22 at {home / 'bin' / 'java'} is too old for Spark {line} (needs >= 17); "), msg
+    assert "JDK >= 17" in msg and "JAVA_HOME" in msg and "\n" not in msg
+
+
+def test_java_11_is_too_old_for_iceberg_1_11_and_later_on_spark_3_5(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(fake_java_home(tmp_path, JAVA_11)))
+    for iceberg in ("1.11.0", "1.12.0"):
+        with pytest.raises(JavaError, match=rf"too old for Spark 3\.5 \+ Iceberg {iceberg} \(needs >= 17\); install a JDK >= 17"):
+            check_java(spark="3.5", iceberg=iceberg)
+
+
+def test_java_11_is_enough_for_spark_3_5_with_iceberg_1_10(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(fake_java_home(tmp_path, JAVA_11)))
+    assert check_java(spark="3.5", iceberg="1.10.2").major == 11
+    assert check_java(spark="3.5").major == 11
+    assert check_java().major == 11  # without a stack: the package's floor only
+
+
+def test_java_8_is_too_old_for_spark_3_5(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(fake_java_home(tmp_path, JAVA_8)))
+    with pytest.raises(JavaError, match=r"^Java 1\.8\.0_392 at \S+ is too old for Spark 3\.5 \+ Iceberg 1\.10\.2 \(needs >= 11\); "):
+        check_java(spark="3.5.9", iceberg="1.10.2")
+
+
+def test_min_java_per_stack():
+    assert [min_java_for_stack(v) for v in ("3.5", "3.5.9", "4.0", "4.1.1", "5.0")] == [11, 11, 17, 17, 17]
+    assert [min_java_for_stack("3.5", v) for v in ("1.10.2", "1.11.0", "1.12")] == [11, 17, 17]
+    assert min_java_for_stack("4.1", "1.10.2") == 17
+    with pytest.raises(JavaError, match="not a version"):
+        min_java_for_stack("latest")
+
+
+def test_the_real_java_passes_for_every_spark_line():
+    for line in ("3.5", "4.0", "4.1"):
+        assert check_java(spark=line, iceberg="1.12.0").major >= 17  # Java 17 is this machine's default
+
+
+# configure() in a fresh interpreter (no JVM of another test in the way), with this venv's pyspark 3.5.
+CONFIGURE = """
+import json, os
+from pyspark.sql import SparkSession
+from pyspark import SparkContext
+from pyspark_catalog_ext import configure
+from pyspark_catalog_ext.errors import JavaError
+try:
+    configure(SparkSession.builder, "local", uri="http://127.0.0.1:9/catalog", warehouse="w", credential="a:b", jars=None, check=False,
+              iceberg=os.environ.get("TEST_ICEBERG"))
+    error = None
+except JavaError as exc:
+    error = str(exc)
+print(json.dumps({"error": error, "jvm_started": SparkContext._gateway is not None}))
+"""
+
+
+def _configure_with_java(home: Path, **env: str) -> dict:
+    environ = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", "SPARK_REMOTE")}
+    proc = subprocess.run([sys.executable, "-c", CONFIGURE], capture_output=True, text=True, timeout=120,
+                          env={**environ, "JAVA_HOME": str(home), **env})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_configure_checks_java_for_the_installed_spark_before_any_jvm(tmp_path):
+    import pyspark
+
+    assert pyspark.__version__.startswith("3.5.")  # the dev venv; Spark 4 runs in the slow test
+    java8, java11 = fake_java_home(tmp_path / "8", JAVA_8), fake_java_home(tmp_path / "11", JAVA_11)
+    old = _configure_with_java(java8)
+    assert old["jvm_started"] is False
+    assert old["error"] and "too old for Spark 3.5 + Iceberg 1.10.2 (needs >= 11)" in old["error"] and "\n" not in old["error"]
+    assert _configure_with_java(java11) == {"error": None, "jvm_started": False}
+    newer = _configure_with_java(java11, TEST_ICEBERG="1.12")  # Iceberg 1.12's class files are Java 17
+    assert newer["jvm_started"] is False and "too old for Spark 3.5 + Iceberg 1.12.0 (needs >= 17)" in newer["error"], newer
+    # A Python that spark-submit started talks to its parent JVM: the Java here is not the one that runs.
+    assert _configure_with_java(java8, PYSPARK_GATEWAY_PORT="1")["error"] is None
+    # A Spark Connect server at an sc:// URL runs on its own Java; remote "local" starts one here.
+    assert _configure_with_java(java8, SPARK_REMOTE="sc://127.0.0.1:15002")["error"] is None
+    assert "too old for Spark 3.5" in _configure_with_java(java8, SPARK_REMOTE="local")["error"]
