@@ -5,7 +5,8 @@ client must sign with the table's refreshing keys (else it keeps the first keys 
 after they die fails) and must refresh and resend a call S3 rejects early (the schedule renews at
 60 %, so reads between 30 % and 60 % meet dead keys), and must address buckets by path as
 `s3.path-style-access` says (the endpoint is a host name). Exact rows; rejected calls were the
-async client's (the accelerator's user agent).
+async client's (the accelerator's user agent). Plain Iceberg's REST catalog with the shim's client
+factory (no table handle) reads with the vended keys.
 
 Spark 3.5 + Iceberg 1.12 (its `iceberg-aws-bundle` carries the accelerator and netty; the offline
 1.10.2 stack has neither), in a process of its own: tests/accelerated_read_job.py."""
@@ -89,6 +90,7 @@ def test_accelerated_read_refreshes_and_retries_on_the_async_client(lakehouse, t
         print("\naccelerated read:", read, "requests (client, rejected):",
               Counter((io, rejected) for io, _, rejected in s3.agents))
         assert steps["written"]["iceberg"].startswith("1.12"), steps
+        assert steps["written"]["plain_rows"] == 600, steps  # plain Iceberg's catalog, the shim's factory
         assert (read["rows"], read["sum"]) == (600, read["expected_sum"]), read
         assert read["seconds"] > 1.5 * LIFETIME, read  # the read outlived several keys
         async_requests = [(akid, rejected) for io, akid, rejected in s3.agents if io == "async"]
