@@ -71,6 +71,9 @@ def test_accelerated_read_refreshes_and_retries_on_the_async_client(lakehouse, t
                                     stdout=subprocess.PIPE, stderr=err, text=True, cwd=tmp_path,
                                     env={**_env(), "ACCEL_CREDENTIAL": info.credential})
             steps = {}
+            watchdog = threading.Timer(600, proc.kill)  # a hung job ends the stdout loop below
+            watchdog.daemon = True
+            watchdog.start()
             try:
                 for line in proc.stdout:
                     if line.startswith("STEP "):
@@ -84,6 +87,7 @@ def test_accelerated_read_refreshes_and_retries_on_the_async_client(lakehouse, t
                             s3.max_age_seconds = 0.3 * LIFETIME
                 proc.wait(timeout=600)
             finally:
+                watchdog.cancel()
                 proc.kill()
         assert proc.returncode == 0, stderr.read_text()[-4000:]
         read = steps["read"]
