@@ -1,6 +1,7 @@
 package io.catalogext.shim;
 
 import io.catalogext.shim.config.ShimKeys;
+import io.catalogext.shim.refresh.AsyncRejectionRetries;
 import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.refresh.RejectionRetries;
 import io.catalogext.shim.refresh.TableCredentialsProvider;
@@ -12,7 +13,6 @@ import org.apache.iceberg.aws.HttpClientProperties;
 import org.apache.iceberg.aws.s3.S3FileIOAwsClientFactory;
 import org.apache.iceberg.aws.s3.S3FileIOProperties;
 import org.apache.iceberg.util.SerializableMap;
-import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.S3Client;
@@ -68,29 +68,37 @@ public final class RefreshingS3ClientFactory implements S3FileIOAwsClientFactory
           }
         })
         .build();
-    // Keys S3 rejects early are refreshed and the call is sent again inside it (the async client,
-    // which S3FileIO does not use for reads or writes, keeps Iceberg's behaviour).
+    // Keys S3 rejects early are refreshed and the call is sent again inside it.
     return tableProvider == null ? client : RejectionRetries.wrap(client, tableProvider);
   }
 
+  /**
+   * The client S3FileIO reads through when {@code s3.analytics-accelerator.enabled} is set: the same
+   * refreshing keys and the same reactive retry as {@link #s3()}. Built on the SDK's netty HTTP
+   * client (in {@code iceberg-aws-bundle}), as it always was here, not on CRT (Iceberg's own
+   * factory's default): the netty client is the one tested with the accelerator.
+   */
   @Override
   public S3AsyncClient s3Async() {
     S3FileIOProperties s3Props = new S3FileIOProperties(properties);
     AwsClientProperties awsProps = new AwsClientProperties(properties);
-    AwsCredentialsProvider tableProvider = provider();
-    return S3AsyncClient.builder()
+    TableCredentialsProvider tableProvider = provider();
+    S3AsyncClient client = S3AsyncClient.builder()
         .applyMutation(awsProps::applyClientRegionConfiguration)
         .applyMutation(
             b -> {
               if (tableProvider != null) {
                 b.credentialsProvider(tableProvider);
               } else {
-                awsProps.applyClientCredentialConfigurations(b);
+                s3Props.applyCredentialConfigurations(awsProps, b); // the vended keys, as Iceberg's own
               }
             })
         .applyMutation(awsProps::applyLegacyMd5Plugin)
         .applyMutation(s3Props::applyEndpointConfigurations)
+        // s3.path-style-access, as the sync client has it (Iceberg sets it on S3Client builders only)
+        .applyMutation(b -> b.forcePathStyle(s3Props.isPathStyleAccess()))
         .build();
+    return tableProvider == null ? client : AsyncRejectionRetries.wrap(client, tableProvider);
   }
 
   /** Null when the table came from elsewhere (no handle): Iceberg's own credentials then apply. */

@@ -4,12 +4,11 @@ import io.catalogext.shim.ExtRESTCatalog;
 import io.catalogext.shim.commit.CommitGuard;
 import io.catalogext.shim.http.ConfigCapture;
 import io.catalogext.shim.http.RemoteSigning;
-import io.catalogext.shim.refresh.CatalogRefresher;
+import io.catalogext.shim.refresh.MissingEndpoints;
 import io.catalogext.shim.refresh.RefreshPolicy;
 
 import java.util.Map;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongSupplier;
 import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.rest.RESTClient;
 
@@ -32,8 +31,11 @@ public final class CatalogSession {
   public final RefreshPolicy policy;
   /** Idempotency-Key, retries and reconciliation of this catalog's mutations. */
   public final CommitGuard guard = new CommitGuard();
-  /** Strategies this catalog lacks (404 or "no route" to GET .../credentials, or not in its advertised endpoints). */
-  public final Set<CatalogRefresher.Strategy> unsupported = ConcurrentHashMap.newKeySet();
+  /**
+   * Strategies this catalog lacks (404, 405, 501 or "no route" to GET .../credentials, or not in
+   * its advertised endpoints), each forgotten after an hour.
+   */
+  public final MissingEndpoints unsupported;
 
   /** Path up to "namespaces/" as the catalog's own requests use it (v1/{prefix}/). */
   private volatile String pathRoot;
@@ -49,6 +51,12 @@ public final class CatalogSession {
    * @throws IllegalArgumentException one line naming a bad catalog-ext.refresh.* value
    */
   public CatalogSession(String name, Map<String, String> props) {
+    this(name, props, System::currentTimeMillis);
+  }
+
+  /** The same on {@code clockMs}, the clock the missing-endpoint memory forgets by (a test's). */
+  public CatalogSession(String name, Map<String, String> props, LongSupplier clockMs) {
+    this.unsupported = new MissingEndpoints(clockMs);
     this.name = name;
     this.uri = props.get(CatalogProperties.URI);
     this.userSignerUri = props.get(RemoteSigning.SIGNER_URI);

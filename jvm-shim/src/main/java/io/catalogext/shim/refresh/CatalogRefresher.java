@@ -12,10 +12,12 @@ import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.exceptions.BadRequestException;
 import org.apache.iceberg.exceptions.NoSuchTableException;
+import org.apache.iceberg.rest.ErrorHandler;
 import org.apache.iceberg.rest.ErrorHandlers;
 import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.credentials.Credential;
 import org.apache.iceberg.rest.requests.CreateTableRequest;
+import org.apache.iceberg.rest.responses.ErrorResponse;
 import org.apache.iceberg.rest.responses.LoadCredentialsResponse;
 import org.apache.iceberg.rest.responses.LoadTableResponse;
 
@@ -66,7 +68,7 @@ public final class CatalogRefresher {
         return new RefreshResult(result.configByPrefix, result.refreshTokens, name);
       } catch (RuntimeException e) {
         if (strategy == Strategy.CREDENTIALS_ENDPOINT && isMissingEndpoint(e)) {
-          session.unsupported.add(strategy); // the catalog has no such endpoint: don't ask again
+          session.unsupported.add(strategy); // the catalog has no such endpoint: not asked for an hour
         }
         failures.add(strategy.label + " failed: " + oneLine(e));
       }
@@ -134,7 +136,7 @@ public final class CatalogRefresher {
       case CREDENTIALS_ENDPOINT:
         return fromCredentials(
             client.get(table + "/credentials", Map.of(), LoadCredentialsResponse.class, Map.of(),
-                ErrorHandlers.tableErrorHandler()),
+                MissingAsUnsupported.TABLE),
             strategy.label);
       case RELOAD:
         return fromTable(
@@ -231,12 +233,43 @@ public final class CatalogRefresher {
   }
 
   /**
-   * 404, or the 400 Iceberg's REST servlet (its REST fixture) answers for a path it has no route for;
-   * any other 400 is a bad request, not a missing endpoint.
+   * 404, 405 or 501 (as the Python side counts them), or the 400 Iceberg's REST servlet (its REST
+   * fixture) answers for a path it has no route for; any other 400 is a bad request, not a missing
+   * endpoint.
    */
-  private static boolean isMissingEndpoint(RuntimeException e) {
+  static boolean isMissingEndpoint(RuntimeException e) {
     return e instanceof NoSuchTableException || e instanceof org.apache.iceberg.exceptions.NotFoundException
+        || e instanceof UnsupportedOperationException
         || (e instanceof BadRequestException && String.valueOf(e.getMessage()).contains("No route for request"));
+  }
+
+  /**
+   * Iceberg's table error handler, except that a 405 (which it turns into a RESTException like any
+   * other unexpected code) and a 501 end as UnsupportedOperationException: "this endpoint is not
+   * here", whatever the body says.
+   */
+  static final class MissingAsUnsupported extends ErrorHandler {
+    // Iceberg's handlers are all ErrorHandler subclasses (declared as Consumer): HTTPClient parses
+    // the body only through an ErrorHandler, so the delegate's parser is kept.
+    static final MissingAsUnsupported TABLE = new MissingAsUnsupported((ErrorHandler) ErrorHandlers.tableErrorHandler());
+    private final ErrorHandler delegate;
+
+    private MissingAsUnsupported(ErrorHandler delegate) {
+      this.delegate = delegate;
+    }
+
+    @Override
+    public ErrorResponse parseResponse(int code, String json) {
+      return delegate.parseResponse(code, json);
+    }
+
+    @Override
+    public void accept(ErrorResponse error) {
+      if (error.code() == 405 || error.code() == 501) {
+        throw new UnsupportedOperationException("HTTP " + error.code() + ": " + error.message());
+      }
+      delegate.accept(error);
+    }
   }
 
   private static String strip(String location) {

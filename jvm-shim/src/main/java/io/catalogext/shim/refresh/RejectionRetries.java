@@ -109,19 +109,24 @@ public final class RejectionRetries implements InvocationHandler {
 
   /** The client's class overrides this interface method (every S3Client method is a default one). */
   private boolean implementedByClient(Method method) {
+    return implementedBy(real, method, implemented);
+  }
+
+  /** Whether {@code client}'s class overrides interface method {@code method} ({@code cache}: per client). */
+  static boolean implementedBy(Object client, Method method, java.util.Map<Method, Boolean> cache) {
     if (!method.isDefault()) {
       return true;
     }
-    return implemented.computeIfAbsent(method, m -> {
+    return cache.computeIfAbsent(method, m -> {
       try {
-        return real.getClass().getMethod(m.getName(), m.getParameterTypes()).getDeclaringClass() != m.getDeclaringClass();
+        return client.getClass().getMethod(m.getName(), m.getParameterTypes()).getDeclaringClass() != m.getDeclaringClass();
       } catch (NoSuchMethodException e) {
         return true;
       }
     });
   }
 
-  private static Object defaultOn(Object proxy, Method method, Object[] args) throws Throwable {
+  static Object defaultOn(Object proxy, Method method, Object[] args) throws Throwable {
     java.lang.invoke.MethodHandle handle = DEFAULTS.computeIfAbsent(method, m -> {
       try {
         Class<?> owner = m.getDeclaringClass();

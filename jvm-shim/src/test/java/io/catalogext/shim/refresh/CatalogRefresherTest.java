@@ -72,6 +72,48 @@ public class CatalogRefresherTest {
   }
 
   @Test
+  void testAMissingEndpointIsForgottenAfterAnHourLikeOnThePythonSide() {
+    CatalogSession timed = new CatalogSession("c", Map.of("uri", "http://catalog:8181"), clock::nowMs);
+    timed.observedTableOperation(scripted(Map.of("v1/namespaces/db/tables/t/credentials", "404")), "v1/");
+    TableEntry e = entry(false, null, null);
+    assertThrows(RuntimeException.class, () -> CatalogRefresher.fetch(timed, e));
+    clock.advance(MissingEndpoints.FORGET_AFTER_MS - 1);
+    assertEquals(List.of("reload"), labels(CatalogRefresher.plan(timed, e)), "still remembered just before the hour");
+    clock.advance(1);
+    assertEquals(List.of("credentials-endpoint", "reload"), labels(CatalogRefresher.plan(timed, e)),
+        "asked again once the hour has passed (the catalog may have been upgraded)");
+
+    // Upgraded meanwhile: the endpoint answers and serves the refresh.
+    asked.clear();
+    timed.observedTableOperation(scripted(Map.of("v1/namespaces/db/tables/t/credentials", "keys")), "v1/");
+    assertEquals("credentials-endpoint", CatalogRefresher.fetch(timed, e).strategy, "the upgraded endpoint serves");
+  }
+
+  @Test
+  void testAnEndpointListWithoutCredentialsIsForgottenAfterAnHourToo() throws Exception {
+    CatalogSession listed = new CatalogSession("c", Map.of("uri", "http://catalog:8181"), clock::nowMs);
+    io.catalogext.shim.http.ConfigCapture.register(new ObjectMapper(), listed).readValue(
+        "{\"defaults\":{},\"overrides\":{},\"endpoints\":[\"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}\"]}",
+        ConfigResponse.class);
+    assertEquals(List.of("reload"), labels(CatalogRefresher.plan(listed, entry(false, null, null))), "not listed");
+    clock.advance(MissingEndpoints.FORGET_AFTER_MS);
+    assertEquals(List.of("credentials-endpoint", "reload"), labels(CatalogRefresher.plan(listed, entry(false, null, null))),
+        "asked again after the hour");
+  }
+
+  @Test
+  void test405And501AreMissingEndpointsToo() {
+    for (String code : List.of("405", "501")) {
+      CatalogSession s = new CatalogSession("c", Map.of("uri", "http://catalog:8181"), clock::nowMs);
+      s.observedTableOperation(scripted(Map.of("v1/namespaces/db/tables/t/credentials", code + " Method Not Allowed")), "v1/");
+      TableEntry e = entry(false, null, null);
+      RuntimeException failure = assertThrows(RuntimeException.class, () -> CatalogRefresher.fetch(s, e));
+      assertTrue(failure.getMessage().contains("credentials-endpoint failed: HTTP " + code), failure.getMessage());
+      assertEquals(List.of("reload"), labels(CatalogRefresher.plan(s, e)), code + " is remembered as missing");
+    }
+  }
+
+  @Test
   void testANoRoute400IsAMissingEndpointAnyOther400IsNot() {
     // What Iceberg's REST fixture answers for GET .../credentials, through Iceberg's own error handler.
     state.observedTableOperation(scripted(Map.of("v1/namespaces/db/tables/t/credentials", "400 No route for request")), "v1/");
@@ -146,11 +188,11 @@ public class CatalogRefresherTest {
                 .build();
             return r;
           }
-          if (answer.startsWith("400 ")) {
+          if (answer.matches("(400|405|501) .*")) {
             @SuppressWarnings("unchecked")
             Consumer<ErrorResponse> handler = (Consumer<ErrorResponse>) args[args.length - 1];
-            handler.accept(ErrorResponse.builder().responseCode(400).withType("BadRequestException")
-                .withMessage(answer.substring(4) + ": GET " + path).build());
+            handler.accept(ErrorResponse.builder().responseCode(Integer.parseInt(answer.substring(0, 3)))
+                .withType("BadRequestException").withMessage(answer.substring(4) + ": GET " + path).build());
           }
           if (answer.equals("404")) {
             throw new NoSuchTableException("no such endpoint");
