@@ -198,6 +198,34 @@ def test_staged_create_transaction_spans_expiry(lakehouse, catalog_proxy, s3_pro
         cat.close()
 
 
+def test_fsspec_write_stream_outliving_its_keys_uploads_with_new_ones(lakehouse, catalog_proxy, s3_proxy):
+    """s3fs sends a small file in one PUT at close: a write stream opened with keys that reach their
+    hard margin before it closes (a slow encoder, a loaded machine) reopens with the current keys and
+    replays what it wrote first, instead of sending the PUT with dying keys for S3 to refuse."""
+    cat = make_catalog(lakehouse, catalog_proxy, "fsspec")
+    name = "db_py.fsspec_slow_writer"
+    try:
+        cat.create_namespace_if_not_exists("db_py")
+        if cat.table_exists(name):
+            cat.drop_table(name)
+        table = cat.create_table(name, SCHEMA)
+        _expiring(s3_proxy, delay=0)
+        rejected_before = s3_proxy.total_rejected
+        generation = table.io.entry.generation
+        path = f"{table.location()}/data/00000-0-slow-writer.parquet"
+        with table.io.new_output(path).create(overwrite=True) as out:
+            out.write(b"x" * 1000)
+            time.sleep(LIFETIME + 0.5)  # the keys it was opened with die meanwhile
+            out.write(b"y")
+        assert s3_proxy.total_rejected == rejected_before, "the stream sent a request with its dead keys"
+        assert table.io.entry.generation > generation and table.io.entry.rejections == 0
+        with table.io.new_input(path).open() as back:
+            assert back.read() == b"x" * 1000 + b"y"
+    finally:
+        s3_proxy.max_age_seconds, s3_proxy.delay_seconds = None, 0
+        cat.close()
+
+
 @pytest.mark.parametrize("feature,strategy", [("refresh_tokens", "storage-refresh-token"),
                                               ("advertise_refresh_endpoint", "refresh-endpoint")])
 def test_catalog_strategy_is_used_and_reported(lakehouse, s3_proxy, feature, strategy, caplog):
