@@ -98,6 +98,7 @@ class RefreshingFileIO(FileIO):
                     for old in retired:
                         _release(old)
                 delegate = self._factory({**self._base, **creds})
+                _share_botocore_session(delegate, location or self.entry.location or "")
                 self._delegates = {**self._delegates, key: delegate}  # replaced, never mutated: lock-free reads
             return _Keys(generation, delegate, wait_at_s)
 
@@ -157,6 +158,43 @@ class RefreshingFileIO(FileIO):
 
     def __repr__(self) -> str:
         return f"RefreshingFileIO({self.entry.name!r}, generation={self._generation})"
+
+
+_SESSION_LOCK = threading.Lock()
+_SHARED_SESSION: list[Any] = []  # the one aiobotocore session of every s3fs filesystem built here
+
+
+def _share_botocore_session(delegate: FileIO, location: str) -> None:
+    """Give the s3fs filesystem of a new fsspec delegate the process's shared aiobotocore session.
+
+    s3fs makes a new botocore session for each filesystem, i.e. for each set of keys, and creating
+    its client there parses the S3 service model and endpoint rules again: 0.1 s of CPU that holds
+    the GIL, and seconds on a loaded machine, during which no thread of the process runs. With a
+    renewal every few minutes (every second in the tests) that stall came right after each renewal
+    and held back requests that already carried the keys being replaced until those had died. In a
+    shared session the models are parsed once and a client costs milliseconds; the keys still go
+    to each client explicitly. Only for a synchronous s3fs filesystem with no session options of
+    its own (a profile): all its calls run on fsspec's one event-loop thread, so the session is
+    never used by two threads at once. Anything else keeps s3fs's own behaviour.
+    """
+    if type(delegate).__name__ != "FsspecFileIO":
+        return
+    scheme = location.split("://", 1)[0] if "://" in location else "s3"
+    if scheme not in ("s3", "s3a", "s3n"):
+        return
+    try:
+        from aiobotocore.session import AioSession
+        from s3fs import S3FileSystem
+    except ImportError:  # pragma: no cover - FsspecFileIO on S3 needs s3fs anyway
+        return
+    fs = delegate.get_fs(scheme)  # type: ignore[attr-defined]
+    if (not isinstance(fs, S3FileSystem) or fs.asynchronous or fs.kwargs
+            or getattr(fs, "session", None) is not None or getattr(fs, "_s3", None) is not None):
+        return
+    with _SESSION_LOCK:
+        if not _SHARED_SESSION:
+            _SHARED_SESSION.append(AioSession())
+        fs.session = _SHARED_SESSION[0]
 
 
 def _release(delegate: FileIO) -> None:

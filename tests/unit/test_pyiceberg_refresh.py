@@ -226,6 +226,32 @@ def test_fsspec_write_stream_outliving_its_keys_uploads_with_new_ones(lakehouse,
         cat.close()
 
 
+def test_fsspec_renewals_share_one_botocore_session(lakehouse, catalog_proxy, s3_proxy):
+    """Each renewal gives fsspec a new S3FileSystem (the keys are part of it); in a botocore session of
+    its own, its client parses the S3 model again, with the GIL held: the whole process stalled for
+    seconds under load right after each renewal, and requests already holding the replaced keys went
+    out after those had died. Every generation's filesystem uses one session (its own keys still)."""
+    cat = make_catalog(lakehouse, catalog_proxy, "fsspec")
+    name = "db_py.fsspec_sessions"
+    try:
+        cat.create_namespace_if_not_exists("db_py")
+        if cat.table_exists(name):
+            cat.drop_table(name)
+        cat.create_table(name, SCHEMA, properties=FILE_PER_50_ROWS).append(rows(0, 150))
+        table = cat.load_table(name)
+        sessions, keys = [], set()
+        for _ in range(3):
+            assert table.scan().to_arrow().num_rows == 150
+            fs = table.io._delegate_for(table.location()).get_fs("s3")
+            sessions.append(fs.session)
+            keys.add(fs.s3._request_signer._credentials.access_key)
+            cat.refresher.refresh(table.io.entry)
+        assert len(keys) == 3  # each generation signs with its own keys
+        assert sessions[0] is not None and all(s is sessions[0] for s in sessions), "a botocore session per renewal"
+    finally:
+        cat.close()
+
+
 @pytest.mark.parametrize("feature,strategy", [("refresh_tokens", "storage-refresh-token"),
                                               ("advertise_refresh_endpoint", "refresh-endpoint")])
 def test_catalog_strategy_is_used_and_reported(lakehouse, s3_proxy, feature, strategy, caplog):
