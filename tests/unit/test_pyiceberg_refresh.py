@@ -241,6 +241,18 @@ def test_fsspec_renewals_share_one_botocore_session(lakehouse, catalog_proxy, s3
         cat.close()
 
 
+def test_prober_clients_of_successive_keys_share_one_botocore_session():
+    """The prober (asks S3 the code of a refusal that came without one) builds a client per key set;
+    each in a session of its own parsed the S3 model again, stalling the process mid rejection wave."""
+    from pyspark_catalog_ext.pyiceberg_ext.rejection import S3Prober
+
+    prober = S3Prober()
+    clients = [prober._client_for({"s3.endpoint": "http://127.0.0.1:9", "s3.access-key-id": f"AKID{i}",
+                                   "s3.secret-access-key": "not-a-secret"}) for i in range(3)]
+    assert [c._request_signer._credentials.access_key for c in clients] == ["AKID0", "AKID1", "AKID2"]
+    assert all(c._loader is clients[0]._loader for c in clients), "a botocore session per key set"
+
+
 @pytest.mark.parametrize("feature,strategy", [("refresh_tokens", "storage-refresh-token"),
                                               ("advertise_refresh_endpoint", "refresh-endpoint")])
 def test_catalog_strategy_is_used_and_reported(lakehouse, s3_proxy, feature, strategy, caplog):
