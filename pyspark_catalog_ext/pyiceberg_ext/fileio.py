@@ -6,7 +6,11 @@ them (apache/iceberg-python#3506). `RefreshingFileIO` wraps the FileIO class PyI
 FileIO API only (`new_input`, `new_output`, `delete`, `properties`): for each file it takes the
 keys of the longest matching storage prefix from the table's `TableCredentials`, and keeps one
 delegate FileIO per key set, replaced when the keys are renewed. A stream already open keeps the
-filesystem it was opened with; every new file uses the new keys.
+filesystem it was opened with until its keys enter their hard margin (`refresher.hard_margin_s`):
+its next read, write or close then first reopens it with the current keys (a read at its offset, a
+write by replaying what it wrote), as the JVM's readers do. s3fs, for one, sends a small file in one
+PUT at close, so a write stream opened just before a renewal would otherwise send that PUT with keys
+that died while the file was being encoded; every new file uses the new keys.
 
 When S3 answers that the keys themselves are no longer valid (`rejection.EXPIRY_CODES`) before
 their time, the operation is not lost: the table's keys are renewed at once (single-flight, rate
@@ -22,7 +26,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile, OutputStream
 
@@ -38,6 +42,15 @@ T = TypeVar("T")
 _ATTEMPTS = 3
 # A write keeps what it wrote for a replay with new keys: in memory up to this, on local disk beyond.
 _SPOOL_IN_MEMORY = 8 * 1024 * 1024
+
+
+class _Keys(NamedTuple):
+    """The keys an operation runs with: their generation, the delegate built with them, and when they
+    enter their hard margin (from then on nothing new is sent with them)."""
+
+    generation: int
+    delegate: FileIO
+    wait_at_s: float
 
 
 def _is_vended_key(key: str) -> bool:
@@ -63,17 +76,17 @@ class RefreshingFileIO(FileIO):
         self._delegate_for(entry.location or "")  # properties show the current keys from the start
 
     def _delegate_for(self, location: str) -> FileIO:
-        return self._current(location)[1]
+        return self._current(location).delegate
 
-    def _current(self, location: str) -> tuple[int, FileIO]:
-        """(generation, delegate) with the current keys for `location`."""
+    def _current(self, location: str) -> _Keys:
+        """The current keys for `location` (renewed first when they are in their hard margin)."""
         generation, creds, wait_at_s = self.entry.slot_for(location)
         if self._refresher.ensure_fresh(self.entry, generation, wait_at_s):
-            generation, creds, _ = self.entry.slot_for(location)
+            generation, creds, wait_at_s = self.entry.slot_for(location)
         key: tuple[int, int] = (generation, id(creds))  # a slot's keys are never mutated: identity names them
         delegate = self._delegates.get(key)  # the hot path: no lock
         if delegate is not None:
-            return generation, delegate
+            return _Keys(generation, delegate, wait_at_s)
         with self._lock:
             delegate = self._delegates.get(key)
             if delegate is None:
@@ -85,8 +98,13 @@ class RefreshingFileIO(FileIO):
                     for old in retired:
                         _release(old)
                 delegate = self._factory({**self._base, **creds})
+                _share_botocore_session(delegate, location or self.entry.location or "")
                 self._delegates = {**self._delegates, key: delegate}  # replaced, never mutated: lock-free reads
-            return generation, delegate
+            return _Keys(generation, delegate, wait_at_s)
+
+    def _dying(self, keys: _Keys) -> bool:
+        """Are `keys` in their hard margin, i.e. too close to expiry to send anything new with?"""
+        return self._refresher.clock() >= keys.wait_at_s
 
     # -- S3 rejecting the keys -------------------------------------------------------------------
     def _expired(self, exc: BaseException, location: str, delegate: FileIO) -> Rejection | None:
@@ -110,21 +128,21 @@ class RefreshingFileIO(FileIO):
 
     def _run(self, location: str, op: Callable[[FileIO], T]) -> T:
         """`op(delegate)` with the current keys; again with renewed keys if S3 rejected them as expired."""
-        return self._run_keyed(location, op)[2]
+        return self._run_keyed(location, op)[1]
 
-    def _run_keyed(self, location: str, op: Callable[[FileIO], T]) -> tuple[int, FileIO, T]:
-        """`_run`, also naming the generation and delegate whose keys succeeded."""
+    def _run_keyed(self, location: str, op: Callable[[FileIO], T]) -> tuple[_Keys, T]:
+        """`_run`, also naming the keys that succeeded."""
         rejected_at = None
         for attempt in range(_ATTEMPTS):
-            generation, delegate = self._current(location)
+            keys = self._current(location)
             try:
-                result = op(delegate)
+                result = op(keys.delegate)
                 if rejected_at is not None:
                     self.entry.reactive_waits_s.append(time.monotonic() - rejected_at)
-                return generation, delegate, result
+                return keys, result
             except Exception as exc:
                 rejected_at = rejected_at or time.monotonic()
-                if not self._recover(exc, location, generation, delegate, attempt):
+                if not self._recover(exc, location, keys.generation, keys.delegate, attempt):
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -140,6 +158,43 @@ class RefreshingFileIO(FileIO):
 
     def __repr__(self) -> str:
         return f"RefreshingFileIO({self.entry.name!r}, generation={self._generation})"
+
+
+_SESSION_LOCK = threading.Lock()
+_SHARED_SESSION: list[Any] = []  # the one aiobotocore session of every s3fs filesystem built here
+
+
+def _share_botocore_session(delegate: FileIO, location: str) -> None:
+    """Give the s3fs filesystem of a new fsspec delegate the process's shared aiobotocore session.
+
+    s3fs makes a new botocore session for each filesystem, i.e. for each set of keys, and creating
+    its client there parses the S3 service model and endpoint rules again: 0.1 s of CPU that holds
+    the GIL, and seconds on a loaded machine, during which no thread of the process runs. With a
+    renewal every few minutes (every second in the tests) that stall came right after each renewal
+    and held back requests that already carried the keys being replaced until those had died. In a
+    shared session the models are parsed once and a client costs milliseconds; the keys still go
+    to each client explicitly. Only for a synchronous s3fs filesystem with no session options of
+    its own (a profile): all its calls run on fsspec's one event-loop thread, so the session is
+    never used by two threads at once. Anything else keeps s3fs's own behaviour.
+    """
+    if type(delegate).__name__ != "FsspecFileIO":
+        return
+    scheme = location.split("://", 1)[0] if "://" in location else "s3"
+    if scheme not in ("s3", "s3a", "s3n"):
+        return
+    try:
+        from aiobotocore.session import AioSession
+        from s3fs import S3FileSystem
+    except ImportError:  # pragma: no cover - FsspecFileIO on S3 needs s3fs anyway
+        return
+    fs = delegate.get_fs(scheme)  # type: ignore[attr-defined]
+    if (not isinstance(fs, S3FileSystem) or fs.asynchronous or fs.kwargs
+            or getattr(fs, "session", None) is not None or getattr(fs, "_s3", None) is not None):
+        return
+    with _SESSION_LOCK:
+        if not _SHARED_SESSION:
+            _SHARED_SESSION.append(AioSession())
+        fs.session = _SHARED_SESSION[0]
 
 
 def _release(delegate: FileIO) -> None:
@@ -204,15 +259,19 @@ class _Stream:
     def __init__(self, io: RefreshingFileIO, location: str) -> None:
         self._io, self._location = io, location
         self._closed = False
-        self._generation, self._delegate, self._stream = self._open()
+        self._keys, self._stream = self._open()
 
-    def _open(self) -> tuple[int, FileIO, Any]:
+    def _open(self) -> tuple[_Keys, Any]:
         return self._io._run_keyed(self._location, self._open_with)
 
     def _open_with(self, delegate: FileIO) -> Any:
         raise NotImplementedError
 
     def _call(self, fn: Callable[[Any], T]) -> T:
+        if self._io._dying(self._keys) and self._drop_unsent():
+            # Its keys are about to die: reopen with the current ones before sending anything more,
+            # rather than let S3 refuse the request (the reactive path below is for keys that die early).
+            self._keys, self._stream = self._open()
         rejected_at = None
         for attempt in range(_ATTEMPTS):
             try:
@@ -222,10 +281,10 @@ class _Stream:
                 return result
             except Exception as exc:
                 rejected_at = rejected_at or time.monotonic()
-                if not self._io._recover(exc, self._location, self._generation, self._delegate, attempt):
+                if not self._io._recover(exc, self._location, self._keys.generation, self._keys.delegate, attempt):
                     raise
             self._discard()
-            self._generation, self._delegate, self._stream = self._open()
+            self._keys, self._stream = self._open()
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _discard(self) -> None:
@@ -233,6 +292,10 @@ class _Stream:
             self._stream.close()
         except Exception:  # noqa: BLE001 - its keys are dead: closing may fail, the stream is dropped anyway
             pass
+
+    def _drop_unsent(self) -> bool:
+        """Let go of the stream without sending anything it holds; False if it cannot be (keep it)."""
+        raise NotImplementedError
 
     @property
     def closed(self) -> bool:
@@ -276,6 +339,10 @@ class _InputStream(_Stream):
 
     def tell(self) -> int:
         return self._pos
+
+    def _drop_unsent(self) -> bool:
+        self._discard()  # closing a read stream sends nothing
+        return True
 
     def readable(self) -> bool:
         return True
@@ -321,6 +388,19 @@ class _OutputStream(_Stream):
 
     def flush(self) -> None:
         self._call(lambda stream: stream.flush())
+
+    def _drop_unsent(self) -> bool:
+        # An fsspec write stream can be thrown away unsent (s3fs aborts a multipart upload it began);
+        # a PyArrow one cannot (closing completes its upload): it goes on, the reactive path covers it.
+        discard = getattr(self._stream, "discard", None)
+        if not callable(discard):
+            return False
+        try:
+            discard()
+            self._stream.closed = True  # its close (also from __del__) must not upload what it held
+        except Exception:  # noqa: BLE001 - its keys are still valid; an abort that fails leaves an unfinished upload S3 expires
+            pass
+        return True
 
     def readable(self) -> bool:
         return False

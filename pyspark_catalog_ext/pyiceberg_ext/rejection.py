@@ -102,12 +102,15 @@ def _split(location: str) -> tuple[str, str]:
 
 
 class S3Prober:
-    """One ranged GET per question, with the keys of the refused request; boto3 clients (~50 ms to
-    build) are kept for the last few key sets only."""
+    """One ranged GET per question, with the keys of the refused request; boto3 clients are kept for
+    the last few key sets only, all built in one botocore session: in a session of its own each
+    client parsed the S3 model again (~50 ms with the GIL held, seconds under load), a stall of the
+    whole process in the middle of a rejection wave, once per renewed key set."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._clients: LRUCache[tuple[str, str], Any] = LRUCache(maxsize=8)  # (access key, endpoint) -> client
+        self._session: Any = None  # boto3 session, made on the first probe; clients are made under the lock
         self.last_skew_s: float | None = None
         self.probes = 0
 
@@ -119,10 +122,21 @@ class S3Prober:
         if client is not None:
             return client
         import boto3
+
+        with self._lock:  # a botocore session is not safe to build clients in from two threads at once
+            client = self._clients.get(key)
+            if client is None:
+                if self._session is None:
+                    self._session = boto3.session.Session()
+                client = self._clients[key] = self._client(self._session, akid, props)
+        return client
+
+    @staticmethod
+    def _client(session: Any, akid: str, props: Mapping[str, Any]) -> Any:
         from botocore.config import Config
 
         path_style = str(props.get("s3.path-style-access", "false")).lower() == "true"
-        client = boto3.session.Session().client(
+        return session.client(
             "s3", endpoint_url=props.get("s3.endpoint") or None,
             region_name=props.get("s3.region") or props.get("client.region") or "us-east-1",
             aws_access_key_id=akid or None, aws_secret_access_key=props.get("s3.secret-access-key") or None,
@@ -130,9 +144,6 @@ class S3Prober:
             # One answer is the point: botocore's own retries would only repeat the refusal.
             config=Config(retries={"max_attempts": 1, "mode": "standard"}, connect_timeout=5, read_timeout=10,
                           s3={"addressing_style": "path" if path_style else "auto"}))
-        with self._lock:
-            self._clients[key] = client
-        return client
 
     def probe(self, location: str, props: Mapping[str, Any]) -> Rejection | None:
         """Ask S3 why it refused `location` to these keys: the code of a ranged GET of the same key.

@@ -120,15 +120,11 @@ def test_without_refresh_the_same_scan_fails(lakehouse, catalog_proxy, s3_proxy,
         cat.close()
 
 
-# Quarantined, visibly (strict=False: it still runs, and reports XPASS or XFAIL): with fsspec, up to
-# 2 S3 requests right after the idle expiry still carry the expired keys, in about a third of the
-# runs on this machine, also before this stop's changes (the baseline run failed it too). What fails
-# is the "no request rejected" check after the idle expiry. To be fixed in the refresher.
-_FSSPEC_IDLE_RACE = pytest.mark.xfail(strict=False, reason="known race: fsspec may send expired keys once after an idle expiry")
-
-
-@pytest.mark.parametrize("io", [pytest.param(io, marks=[_FSSPEC_IDLE_RACE] if io == "fsspec" else [])
-                                for io in sorted(FILEIOS)])
+# With fsspec this and the staged test below met dead keys under load (quarantined until then): each
+# renewal stalled the whole process for seconds while s3fs built a botocore session for the new keys,
+# and requests already holding the old keys went out after those had died. Both fixed in fileio.py
+# (one shared session; open streams rekey at the hard margin), see the two fsspec tests below.
+@pytest.mark.parametrize("io", sorted(FILEIOS))
 def test_long_append_then_overwrite_and_delete(lakehouse, catalog_proxy, s3_proxy, io):
     """An append and an overwrite of 100 files each on slow S3, each spanning lifetimes; then a
     delete after the keys expired while the table sat idle (renewed on use)."""
@@ -159,14 +155,7 @@ def test_long_append_then_overwrite_and_delete(lakehouse, catalog_proxy, s3_prox
         cat.close()
 
 
-# Quarantined the same way: under CI load a staged fsspec write met a few keys that had died
-# (6 refusals in one of two fresh-clone runs); the reactive refresh answered them and the rows and the
-# single commit were right, but this test allows no refusal at all. Not yet explained.
-_FSSPEC_STAGED_RACE = pytest.mark.xfail(strict=False, reason="known race: a staged fsspec write may meet dead keys under load")
-
-
-@pytest.mark.parametrize("io", [pytest.param(io, marks=_FSSPEC_STAGED_RACE) if io == "fsspec" else io
-                                for io in sorted(FILEIOS)])
+@pytest.mark.parametrize("io", sorted(FILEIOS))
 def test_staged_create_transaction_spans_expiry(lakehouse, catalog_proxy, s3_proxy, io):
     """create_table_transaction: two appends on slow S3 outlive the keys (renewed by re-staging),
     then one commit publishes both."""
@@ -196,6 +185,72 @@ def test_staged_create_transaction_spans_expiry(lakehouse, catalog_proxy, s3_pro
     finally:
         s3_proxy.max_age_seconds, s3_proxy.delay_seconds = None, 0
         cat.close()
+
+
+def test_fsspec_write_stream_outliving_its_keys_uploads_with_new_ones(lakehouse, catalog_proxy, s3_proxy):
+    """s3fs sends a small file in one PUT at close: a write stream opened with keys that reach their
+    hard margin before it closes (a slow encoder, a loaded machine) reopens with the current keys and
+    replays what it wrote first, instead of sending the PUT with dying keys for S3 to refuse."""
+    cat = make_catalog(lakehouse, catalog_proxy, "fsspec")
+    name = "db_py.fsspec_slow_writer"
+    try:
+        cat.create_namespace_if_not_exists("db_py")
+        if cat.table_exists(name):
+            cat.drop_table(name)
+        table = cat.create_table(name, SCHEMA)
+        _expiring(s3_proxy, delay=0)
+        rejected_before = s3_proxy.total_rejected
+        generation = table.io.entry.generation
+        path = f"{table.location()}/data/00000-0-slow-writer.parquet"
+        with table.io.new_output(path).create(overwrite=True) as out:
+            out.write(b"x" * 1000)
+            time.sleep(LIFETIME + 0.5)  # the keys it was opened with die meanwhile
+            out.write(b"y")
+        assert s3_proxy.total_rejected == rejected_before, "the stream sent a request with its dead keys"
+        assert table.io.entry.generation > generation and table.io.entry.rejections == 0
+        with table.io.new_input(path).open() as back:
+            assert back.read() == b"x" * 1000 + b"y"
+    finally:
+        s3_proxy.max_age_seconds, s3_proxy.delay_seconds = None, 0
+        cat.close()
+
+
+def test_fsspec_renewals_share_one_botocore_session(lakehouse, catalog_proxy, s3_proxy):
+    """Each renewal gives fsspec a new S3FileSystem (the keys are part of it); in a botocore session of
+    its own, its client parses the S3 model again, with the GIL held: the whole process stalled for
+    seconds under load right after each renewal, and requests already holding the replaced keys went
+    out after those had died. Every generation's filesystem uses one session (its own keys still)."""
+    cat = make_catalog(lakehouse, catalog_proxy, "fsspec")
+    name = "db_py.fsspec_sessions"
+    try:
+        cat.create_namespace_if_not_exists("db_py")
+        if cat.table_exists(name):
+            cat.drop_table(name)
+        cat.create_table(name, SCHEMA, properties=FILE_PER_50_ROWS).append(rows(0, 150))
+        table = cat.load_table(name)
+        sessions, keys = [], set()
+        for _ in range(3):
+            assert table.scan().to_arrow().num_rows == 150
+            fs = table.io._delegate_for(table.location()).get_fs("s3")
+            sessions.append(fs.session)
+            keys.add(fs.s3._request_signer._credentials.access_key)
+            cat.refresher.refresh(table.io.entry)
+        assert len(keys) == 3  # each generation signs with its own keys
+        assert sessions[0] is not None and all(s is sessions[0] for s in sessions), "a botocore session per renewal"
+    finally:
+        cat.close()
+
+
+def test_prober_clients_of_successive_keys_share_one_botocore_session():
+    """The prober (asks S3 the code of a refusal that came without one) builds a client per key set;
+    each in a session of its own parsed the S3 model again, stalling the process mid rejection wave."""
+    from pyspark_catalog_ext.pyiceberg_ext.rejection import S3Prober
+
+    prober = S3Prober()
+    clients = [prober._client_for({"s3.endpoint": "http://127.0.0.1:9", "s3.access-key-id": f"AKID{i}",
+                                   "s3.secret-access-key": "not-a-secret"}) for i in range(3)]
+    assert [c._request_signer._credentials.access_key for c in clients] == ["AKID0", "AKID1", "AKID2"]
+    assert all(c._loader is clients[0]._loader for c in clients), "a botocore session per key set"
 
 
 @pytest.mark.parametrize("feature,strategy", [("refresh_tokens", "storage-refresh-token"),
