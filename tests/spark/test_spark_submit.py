@@ -125,10 +125,13 @@ def test_spark_sql_cli_with_only_spark_conf_outlives_credentials(lakehouse, expi
     assert_outlived(catalog_proxy, s3_proxy, table)
 
 
-def test_python_job_that_never_imports_the_package_outlives_credentials(lakehouse, expiring, tmp_path):
+def test_python_job_that_never_imports_the_package_outlives_credentials(lakehouse, expiring, pyiceberg_catalog,
+                                                                        tmp_path):
     catalog_proxy, s3_proxy = expiring
     s3_proxy.reset_counters()
     catalog_proxy.reset_counters()
+    # Its own namespace: run alone, on a fresh lakehouse, no earlier test has made lake.db.
+    pyiceberg_catalog.create_namespace_if_not_exists("db")
     props = cli_properties(tmp_path, lakehouse, catalog_proxy.url)
     table = f"db.no_import_{uuid.uuid4().hex[:6]}"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
