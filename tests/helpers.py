@@ -1,12 +1,12 @@
-"""Helpers shared by the tests and the benchmarks (one copy each): loopback ports and Spark
-catalogs registered at runtime."""
+"""Helpers shared by the tests and the benchmarks (one copy each): loopback ports, Spark catalogs
+registered at runtime, and the lakehouse behind short-lived keys."""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyspark_catalog_ext.spark.conf import SPARK_CATALOG, catalog_properties
 
@@ -58,3 +58,42 @@ def catalog_client(lakehouse: Any, url: str | None = None, **kwargs: Any) -> Any
     props = catalog_properties("local", uri=url or info.iceberg_uri, lakehouse=lakehouse, warehouse=info.warehouse,
                                credential=info.credential, shim=False)
     return open_catalog(props, **kwargs)
+
+
+class ExpiringProxies(NamedTuple):
+    """The catalog proxy (clients talk to `catalog.url`) and the S3 proxy its vended configs point at."""
+
+    catalog: Any
+    s3: Any
+
+
+@contextlib.contextmanager
+def expiring_proxies(lakehouse: Any, lifetime_s: float, *, s3_proxy: Any = None, s3_class: type | None = None,
+                     s3_options: dict[str, Any] | None = None, catalog_class: type | None = None,
+                     expire_now: bool = False, **catalog_options: Any) -> Iterator[ExpiringProxies]:
+    """The lakehouse behind short-lived keys: a catalog proxy that states `lifetime_s`-second vended
+    keys and points their `s3.endpoint` at an S3 expiry proxy (the lakehouse admin's keys exempt).
+
+    The S3 proxy is started here (`s3_class`, default `S3ExpiryProxy`, with `s3_options`) or is the
+    running `s3_proxy` given, then left running. It refuses nothing until `max_age_seconds` is set:
+    `expire_now=True` sets it to `lifetime_s` here and restores it on exit; tests that first set up
+    tables with live keys set it themselves. `catalog_class` (default `CatalogProxy`) gets
+    `catalog_options` (`refresh_tokens=True`, ...)."""
+    from tests.servers import CatalogProxy, S3ExpiryProxy
+
+    if s3_proxy is not None and (s3_class or s3_options):
+        raise ValueError("expiring_proxies: pass either a running s3_proxy or s3_class/s3_options, not both")
+    info = lakehouse.info
+    with contextlib.ExitStack() as stack:
+        if s3_proxy is None:
+            s3_class = s3_class or S3ExpiryProxy
+            s3_proxy = stack.enter_context(s3_class(info.s3_endpoint, exempt=(info.access_key,),
+                                                    **(s3_options or {})))
+        catalog = stack.enter_context((catalog_class or CatalogProxy)(
+            info.iceberg_uri, short_lifetime_seconds=lifetime_s, s3_endpoint=s3_proxy.url, s3_proxy=s3_proxy,
+            **catalog_options))
+        if expire_now:
+            before = s3_proxy.max_age_seconds
+            s3_proxy.max_age_seconds = lifetime_s
+            stack.callback(setattr, s3_proxy, "max_age_seconds", before)
+        yield ExpiringProxies(catalog, s3_proxy)

@@ -28,7 +28,7 @@ import pytest
 from pyspark_catalog_ext.cache import file_lock
 from pyspark_catalog_ext.spark.jars import DEFAULT_STACK, JvmStack, supported_stacks
 from tests.conftest import ROOT
-from tests.servers import CatalogProxy, S3ExpiryProxy
+from tests.helpers import expiring_proxies
 
 LIFETIME = 8  # seconds the proxies let a vended key live
 JOB = ROOT / "tests" / "stack_matrix_job.py"
@@ -59,18 +59,14 @@ def spark_venv(line: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def s3_proxy(lakehouse):
-    with S3ExpiryProxy(lakehouse.info.s3_endpoint, exempt=(lakehouse.info.access_key,)) as proxy:
-        yield proxy
+def fast_catalog(lakehouse):
+    with expiring_proxies(lakehouse, LIFETIME, expire_now=True) as proxies:
+        yield proxies.catalog
 
 
 @pytest.fixture(scope="module")
-def fast_catalog(lakehouse, s3_proxy):
-    with CatalogProxy(lakehouse.info.iceberg_uri, short_lifetime_seconds=LIFETIME,
-                      s3_endpoint=s3_proxy.url, s3_proxy=s3_proxy) as proxy:
-        s3_proxy.max_age_seconds = LIFETIME
-        yield proxy
-        s3_proxy.max_age_seconds = None
+def s3_proxy(fast_catalog):
+    return fast_catalog.s3_proxy
 
 
 def _conn(lakehouse, fast_catalog, s3_proxy) -> dict[str, str]:

@@ -21,24 +21,22 @@ from py4j.protocol import Py4JJavaError
 from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.errors import CredentialRefreshError
 from pyspark_catalog_ext.spark.credentials import attach
+from tests.helpers import expiring_proxies
 from tests.refresh_support import add_spark_catalog, register_slow_udf, slow, statuses, table_status
-from tests.servers import CatalogProxy, S3ExpiryProxy
 
 LIFETIME = 10  # seconds the proxies let a credential live
 FAST_POLICY = RefreshPolicy(check_interval_s=1, min_ahead_s=0, lifetime_fraction=0.4)
 
 
 @pytest.fixture(scope="module")
-def s3_proxy(lakehouse):
-    with S3ExpiryProxy(lakehouse.info.s3_endpoint, exempt=(lakehouse.info.access_key,)) as proxy:
-        yield proxy
+def fast_catalog(lakehouse):
+    with expiring_proxies(lakehouse, LIFETIME) as proxies:  # keys age from the `fast` fixture on
+        yield proxies.catalog
 
 
 @pytest.fixture(scope="module")
-def fast_catalog(lakehouse, s3_proxy):
-    with CatalogProxy(lakehouse.info.iceberg_uri, short_lifetime_seconds=LIFETIME,
-                      s3_endpoint=s3_proxy.url, s3_proxy=s3_proxy) as proxy:
-        yield proxy
+def s3_proxy(fast_catalog):
+    return fast_catalog.s3_proxy
 
 
 @pytest.fixture(scope="module")
@@ -223,8 +221,7 @@ def test_executors_in_other_jvms_get_credentials_from_the_driver(lakehouse, fast
 @pytest.fixture(scope="module")
 def token_catalog(spark, lakehouse, s3_proxy, fast):
     """A catalog that implements the storage-refresh-token proposal (spec PR 15280), as spark `tokens`."""
-    with CatalogProxy(lakehouse.info.iceberg_uri, refresh_tokens=True, short_lifetime_seconds=LIFETIME,
-                      s3_endpoint=s3_proxy.url, s3_proxy=s3_proxy) as proxy:
+    with expiring_proxies(lakehouse, LIFETIME, s3_proxy=s3_proxy, refresh_tokens=True) as (proxy, _):
         add_spark_catalog(spark, lakehouse, "tokens", proxy.url)
         attach(spark)  # picks up the new catalog
         spark.sql("CREATE NAMESPACE IF NOT EXISTS tokens.db")

@@ -16,6 +16,7 @@ import pyspark
 import pytest
 
 from pyspark_catalog_ext.spark.conf import spark_conf
+from tests.helpers import expiring_proxies
 
 SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
 JOB = Path(__file__).resolve().parents[1].joinpath("submit_job.py")
@@ -74,13 +75,8 @@ LIFETIME = 6  # seconds the proxies let a credential live
 @pytest.fixture(scope="module")
 def expiring(lakehouse):
     """Loopback proxies that make SeaweedFS's vended credentials die after LIFETIME seconds."""
-    from tests.servers import CatalogProxy, S3ExpiryProxy
-
-    with S3ExpiryProxy(lakehouse.info.s3_endpoint, exempt=(lakehouse.info.access_key,)) as s3_proxy:
-        with CatalogProxy(lakehouse.info.iceberg_uri, short_lifetime_seconds=LIFETIME,
-                          s3_endpoint=s3_proxy.url, s3_proxy=s3_proxy) as catalog_proxy:
-            s3_proxy.max_age_seconds = LIFETIME
-            yield catalog_proxy, s3_proxy
+    with expiring_proxies(lakehouse, LIFETIME, expire_now=True) as proxies:
+        yield proxies
 
 
 def cli_properties(tmp_path: Path, lakehouse, catalog_uri: str) -> Path:
@@ -129,10 +125,13 @@ def test_spark_sql_cli_with_only_spark_conf_outlives_credentials(lakehouse, expi
     assert_outlived(catalog_proxy, s3_proxy, table)
 
 
-def test_python_job_that_never_imports_the_package_outlives_credentials(lakehouse, expiring, tmp_path):
+def test_python_job_that_never_imports_the_package_outlives_credentials(lakehouse, expiring, pyiceberg_catalog,
+                                                                        tmp_path):
     catalog_proxy, s3_proxy = expiring
     s3_proxy.reset_counters()
     catalog_proxy.reset_counters()
+    # Its own namespace: run alone, on a fresh lakehouse, no earlier test has made lake.db.
+    pyiceberg_catalog.create_namespace_if_not_exists("db")
     props = cli_properties(tmp_path, lakehouse, catalog_proxy.url)
     table = f"db.no_import_{uuid.uuid4().hex[:6]}"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -23,7 +23,7 @@ from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.errors import CredentialRefreshError, CredentialsRejectedError
 from pyspark_catalog_ext.pyiceberg_ext import GuardedRestCatalog
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
-from tests.servers import CatalogProxy
+from tests.helpers import expiring_proxies
 from tests.servers.s3_early_rejection import CatalogProxyWithoutExpiry, EarlyRejectionS3Proxy, SkewedCatalogProxy
 
 LIFETIME = 3.0  # seconds the catalog proxy states for every key
@@ -45,25 +45,22 @@ def rows(start: int, stop: int) -> pa.Table:
 
 
 @pytest.fixture(scope="module")
-def s3_proxy(lakehouse):
-    with EarlyRejectionS3Proxy(lakehouse.info.s3_endpoint, exempt=(lakehouse.info.access_key,),
-                               error_code="ExpiredToken") as proxy:
-        yield proxy
+def catalog_proxy(lakehouse):
+    with expiring_proxies(lakehouse, LIFETIME, s3_class=EarlyRejectionS3Proxy,
+                          s3_options={"error_code": "ExpiredToken"}) as proxies:
+        yield proxies.catalog
 
 
 @pytest.fixture(scope="module")
-def catalog_proxy(lakehouse, s3_proxy):
-    with CatalogProxy(lakehouse.info.iceberg_uri, short_lifetime_seconds=LIFETIME,
-                      s3_endpoint=s3_proxy.url, s3_proxy=s3_proxy) as proxy:
-        yield proxy
+def s3_proxy(catalog_proxy):
+    return catalog_proxy.s3_proxy
 
 
 @pytest.fixture(scope="module")
 def unstated_proxy(lakehouse, s3_proxy):
     """The same keys without a stated expiry (the refresher assumes its default hour)."""
-    with CatalogProxyWithoutExpiry(lakehouse.info.iceberg_uri, short_lifetime_seconds=LIFETIME,
-                                   s3_endpoint=s3_proxy.url, s3_proxy=s3_proxy) as proxy:
-        yield proxy
+    with expiring_proxies(lakehouse, LIFETIME, s3_proxy=s3_proxy, catalog_class=CatalogProxyWithoutExpiry) as proxies:
+        yield proxies.catalog
 
 
 @pytest.fixture(scope="module")
@@ -264,10 +261,9 @@ def test_a_catalog_on_another_clock_is_scheduled_by_its_clock(lakehouse, many_fi
     max-clock-skew-ms the refresher reads "now" on the catalog's clock (its Date header) and renews in
     time, with reactive refresh off; the control (a bound above the skew) is rejected."""
     skew = 60.0
-    with EarlyRejectionS3Proxy(lakehouse.info.s3_endpoint, exempt=(lakehouse.info.access_key,),
-                               clock=lambda: time.time() + skew) as s3, \
-            SkewedCatalogProxy(lakehouse.info.iceberg_uri, short_lifetime_seconds=LIFETIME, s3_endpoint=s3.url,
-                               s3_proxy=s3, skew_seconds=skew) as proxy:
+    with expiring_proxies(lakehouse, LIFETIME, s3_class=EarlyRejectionS3Proxy,
+                          s3_options={"clock": lambda: time.time() + skew},
+                          catalog_class=SkewedCatalogProxy, skew_seconds=skew) as (proxy, s3):
         off = RefreshPolicy(check_interval_s=0.25, min_ahead_s=0, lifetime_fraction=0.6, reactive_max_per_minute=0)
         for bound_s, survives in ((5.0, True), (3600.0, False)):
             policy = dataclasses.replace(off, max_clock_skew_s=bound_s)

@@ -17,7 +17,7 @@ import pytest
 from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.pyiceberg_ext import GuardedRestCatalog, RefreshingFileIO
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
-from tests.servers import CatalogProxy
+from tests.helpers import expiring_proxies
 from tests.servers.slow_s3_proxy import SlowS3ExpiryProxy
 
 LIFETIME = 3.0  # seconds a vended key lives behind the proxies
@@ -36,16 +36,14 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("part",
 
 
 @pytest.fixture(scope="module")
-def s3_proxy(lakehouse):
-    with SlowS3ExpiryProxy(lakehouse.info.s3_endpoint, exempt=(lakehouse.info.access_key,)) as proxy:
-        yield proxy
+def catalog_proxy(lakehouse):
+    with expiring_proxies(lakehouse, LIFETIME, s3_class=SlowS3ExpiryProxy) as proxies:  # each test ages keys
+        yield proxies.catalog
 
 
 @pytest.fixture(scope="module")
-def catalog_proxy(lakehouse, s3_proxy):
-    with CatalogProxy(lakehouse.info.iceberg_uri, short_lifetime_seconds=LIFETIME,
-                      s3_endpoint=s3_proxy.url, s3_proxy=s3_proxy) as proxy:
-        yield proxy
+def s3_proxy(catalog_proxy):
+    return catalog_proxy.s3_proxy
 
 
 def make_catalog(lakehouse, proxy, io: str, **kw) -> GuardedRestCatalog:
@@ -259,8 +257,7 @@ def test_catalog_strategy_is_used_and_reported(lakehouse, s3_proxy, feature, str
     """A catalog with storage-refresh-tokens / a refresh endpoint: renewals use it, one catalog
     request per renewal, and the status says so (without a secret, as the logs)."""
     caplog.set_level(logging.DEBUG, logger="pyspark_catalog_ext")
-    with CatalogProxy(lakehouse.info.iceberg_uri, short_lifetime_seconds=LIFETIME, s3_endpoint=s3_proxy.url,
-                      s3_proxy=s3_proxy, **{feature: True}) as proxy:
+    with expiring_proxies(lakehouse, LIFETIME, s3_proxy=s3_proxy, **{feature: True}) as (proxy, _):
         cat = make_catalog(lakehouse, proxy, "pyarrow")
         name = f"db_py.small_{strategy.replace('-', '_')}"
         try:

@@ -11,6 +11,8 @@ import io.catalogext.shim.util.Json;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -168,26 +170,16 @@ public class CommitDecisionTest {
     assertTrue(CommitDecision.mayHaveReached(Kind.MUTATION, Answer.GATEWAY), "502 mutation");
   }
 
-  @Test
-  void testStatusMapping() {
-    assertEquals(Answer.BAD_REQUEST, Answer.ofStatus(400), "400");
-    assertEquals(Answer.CONFLICT, Answer.ofStatus(409), "409");
-    assertEquals(Answer.THROTTLED, Answer.ofStatus(429), "429");
-    assertEquals(Answer.SERVER_ERROR, Answer.ofStatus(500), "500");
-    assertEquals(Answer.GATEWAY, Answer.ofStatus(502), "502");
-    assertEquals(Answer.UNAVAILABLE, Answer.ofStatus(503), "503");
-    assertEquals(Answer.GATEWAY, Answer.ofStatus(504), "504");
-    assertEquals(Answer.UNAUTHORIZED, Answer.ofStatus(401), "401");
-    assertEquals(Answer.FORBIDDEN, Answer.ofStatus(403), "403");
-    assertEquals(Answer.NOT_FOUND, Answer.ofStatus(404), "404");
-    assertEquals(Answer.AUTH_TIMEOUT, Answer.ofStatus(419), "419");
-    assertEquals(Answer.CLIENT_ERROR, Answer.ofStatus(422), "other 4xx");
-    assertEquals(Answer.SERVER_ERROR, Answer.ofStatus(501), "other 5xx");
-    for (int code : new int[] {301, 302, 303, 307, 308}) {
-      assertEquals(Answer.REDIRECT, Answer.ofStatus(code), code + " (never followed)");
-    }
-    assertEquals(null, Answer.ofStatus(304), "not an error");
-    assertEquals(null, Answer.ofStatus(200), "success");
+  @ParameterizedTest(name = "{0} -> {1}")
+  @CsvSource(nullValues = "none", value = {
+    "400, BAD_REQUEST", "409, CONFLICT", "429, THROTTLED", "500, SERVER_ERROR", "502, GATEWAY", "503, UNAVAILABLE",
+    "504, GATEWAY", "401, UNAUTHORIZED", "403, FORBIDDEN", "404, NOT_FOUND", "419, AUTH_TIMEOUT",
+    "422, CLIENT_ERROR", // other 4xx
+    "501, SERVER_ERROR", // other 5xx
+    "301, REDIRECT", "302, REDIRECT", "303, REDIRECT", "307, REDIRECT", "308, REDIRECT", // never followed
+    "304, none", "200, none"}) // not an error, success
+  void testStatusMapping(int status, Answer expected) {
+    assertEquals(expected, Answer.ofStatus(status), String.valueOf(status));
   }
 
   // ---- 401/403/404/419/other 4xx after an attempt that may have been applied

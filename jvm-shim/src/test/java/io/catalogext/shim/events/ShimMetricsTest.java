@@ -9,6 +9,8 @@ import com.codahale.metrics.Gauge;
 import com.codahale.metrics.MetricRegistry;
 import com.codahale.metrics.Timer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /** The shim's metrics: counted from events, a fixed set of names, the expiry gauge, ask timing. */
 public class ShimMetricsTest {
@@ -24,42 +26,48 @@ public class ShimMetricsTest {
     return (Double) ((Gauge<?>) metrics.metrics().get(ShimMetrics.EXPIRY_GAUGE)).getValue();
   }
 
-  @Test
-  void testRefreshesAreCountedByStrategyAndOutcome() {
-    metrics.onEvent("credential_refresh.finished", EventLog.fields().put("outcome", "refreshed").put("strategy", "re-stage"));
-    metrics.onEvent(
-        "credential_refresh.finished",
-        EventLog.fields().put("outcome", "refreshed").put("strategy", "reload (after credentials-endpoint failed: 404)"));
+  private void refreshFinished(String outcome, String strategy) {
+    metrics.onEvent("credential_refresh.finished", EventLog.fields().put("outcome", outcome).put("strategy", strategy));
+  }
+
+  private void commitFinished(String outcome) {
+    metrics.onEvent("commit.finished", EventLog.fields().put("outcome", outcome));
+  }
+
+  @ParameterizedTest(name = "{0} = {1}: {2}")
+  @CsvSource(delimiter = '|', value = {
+    "refresh.re_stage.refreshed | 1 | re-stage",
+    "refresh.reload.refreshed   | 1 | the strategy that answered, not the ones that failed first",
+    "refresh.none.failed        | 1 | a failure before any strategy answered",
+    "refresh.reload.failed      | 0 | started events are not outcomes"})
+  void testRefreshesAreCountedByStrategyAndOutcome(String name, long expected, String why) {
+    refreshFinished("refreshed", "re-stage");
+    refreshFinished("refreshed", "reload (after credentials-endpoint failed: 404)");
     metrics.onEvent("credential_refresh.finished", EventLog.fields().put("outcome", "failed"));
     metrics.onEvent("credential_refresh.started", EventLog.fields().put("strategy", "reload"));
-    assertEquals(1L, count("refresh.re_stage.refreshed"), "re-stage");
-    assertEquals(1L, count("refresh.reload.refreshed"), "the strategy that answered, not the ones that failed first");
-    assertEquals(1L, count("refresh.none.failed"), "a failure before any strategy answered");
-    assertEquals(0L, count("refresh.reload.failed"), "started events are not outcomes");
+    assertEquals(expected, count(name), why);
   }
 
   @Test
   void testUnknownStrategiesAndOutcomesAddNoMetric() {
     int before = metrics.metrics().size();
     for (int i = 0; i < 100; i++) {
-      metrics.onEvent("credential_refresh.finished", EventLog.fields().put("outcome", "refreshed").put("strategy", "s" + i));
-      metrics.onEvent("commit.finished", EventLog.fields().put("outcome", "o" + i));
+      refreshFinished("refreshed", "s" + i);
+      commitFinished("o" + i);
     }
     assertEquals(before, metrics.metrics().size(), "a fixed set of names");
     assertEquals(100L, count("refresh.other.refreshed"), "unknown strategies count as other");
     assertEquals(100L, count("commits.other"), "unknown commit outcomes count as other");
   }
 
-  @Test
-  void testCommitsAreCountedByOutcome() {
+  @ParameterizedTest(name = "{0} = {1}")
+  @CsvSource({"commits.committed, 2", "commits.rejected, 1", "commits.unknown, 1", "commits.failed, 1"})
+  void testCommitsAreCountedByOutcome(String name, long expected) {
     for (String outcome : new String[] {"committed", "committed", "rejected", "unknown", "failed"}) {
-      metrics.onEvent("commit.finished", EventLog.fields().put("outcome", outcome));
+      commitFinished(outcome);
     }
     metrics.onEvent("stage_create.finished", EventLog.fields().put("outcome", "staged"));
-    assertEquals(2L, count("commits.committed"), "committed");
-    assertEquals(1L, count("commits.rejected"), "rejected");
-    assertEquals(1L, count("commits.unknown"), "unknown");
-    assertEquals(1L, count("commits.failed"), "failed");
+    assertEquals(expected, count(name), name);
   }
 
   @Test

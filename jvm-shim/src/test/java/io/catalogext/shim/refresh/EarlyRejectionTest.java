@@ -24,6 +24,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntFunction;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -48,6 +49,8 @@ public class EarlyRejectionTest {
   private volatile String deadCodeForNewKeys; // every refresh hands out keys S3 rejects with this
   private final FakeClock fake = new FakeClock();
   private TableEntry.Clock clock = fake;
+  private TableEntry entry; // the last seededClient()'s
+  private CredentialSlot slot;
 
   @BeforeEach
   void start() throws IOException {
@@ -133,27 +136,37 @@ public class EarlyRejectionTest {
     return s3.getObject(b -> b.bucket("warehouse").key(key), ResponseTransformer.toBytes()).asUtf8String();
   }
 
-  @Test
-  void testARejectionWaveIsOneRefreshAndEveryRejectedCallGoesThrough() throws Exception {
-    TableEntry entry = driverEntry(policy(6));
-    CredentialSlot slot = entry.seed("", firstKeys(clock.nowMs() + 10_000));
-    S3Client s3 = client(entry, slot);
-    assertEquals("hello", get(s3, "db/t/data/0.parquet"));
-    fake.advance(3_000);
-    dead.put("K1", "ExpiredToken"); // dies at 3 s of a stated 10 s
+  /** A driver's entry seeded with K1 (stated to live 10 s), kept in entry and slot, and an S3 client on it. */
+  private S3Client seededClient(long reactivePerMinute) {
+    entry = driverEntry(policy(reactivePerMinute));
+    slot = entry.seed("", firstKeys(clock.nowMs() + 10_000));
+    return client(entry, slot);
+  }
+
+  /** `calls` GETs at once on 8 threads, the n-th by `call.apply(n)`: every one must read the object. */
+  private static void assertConcurrentGetsRead(int calls, IntFunction<String> call) throws Exception {
     ExecutorService pool = Executors.newFixedThreadPool(8);
     try {
-      List<Future<String>> calls = new ArrayList<>();
-      for (int i = 0; i < 16; i++) {
+      List<Future<String>> futures = new ArrayList<>();
+      for (int i = 0; i < calls; i++) {
         int n = i;
-        calls.add(pool.submit(() -> get(s3, "db/t/data/" + n + ".parquet")));
+        futures.add(pool.submit(() -> call.apply(n)));
       }
-      for (Future<String> call : calls) {
-        assertEquals("hello", call.get());
+      for (Future<String> future : futures) {
+        assertEquals("hello", future.get());
       }
     } finally {
       pool.shutdownNow();
     }
+  }
+
+  @Test
+  void testARejectionWaveIsOneRefreshAndEveryRejectedCallGoesThrough() throws Exception {
+    S3Client s3 = seededClient(6);
+    assertEquals("hello", get(s3, "db/t/data/0.parquet"));
+    fake.advance(3_000);
+    dead.put("K1", "ExpiredToken"); // dies at 3 s of a stated 10 s
+    assertConcurrentGetsRead(16, n -> get(s3, "db/t/data/" + n + ".parquet"));
     assertEquals(1, fetches.get(), "catalog requests for one rejection wave");
     assertEquals("K2", slot.current.accessKeyId());
     assertTrue(slot.current.reactive);
@@ -167,9 +180,7 @@ public class EarlyRejectionTest {
 
   @Test
   void testAHeadRejectedWithoutABodyAsksS3ForTheCode() {
-    TableEntry entry = driverEntry(policy(6));
-    CredentialSlot slot = entry.seed("", firstKeys(clock.nowMs() + 10_000));
-    S3Client s3 = client(entry, slot);
+    S3Client s3 = seededClient(6);
     dead.put("K1", "InvalidAccessKeyId");
     assertEquals(5L, s3.headObject(b -> b.bucket("warehouse").key("db/t/data/0.parquet")).contentLength());
     assertEquals(1, fetches.get());
@@ -178,9 +189,7 @@ public class EarlyRejectionTest {
 
   @Test
   void testAScopeRejectionIsNeverRetried() {
-    TableEntry entry = driverEntry(policy(6));
-    CredentialSlot slot = entry.seed("", firstKeys(clock.nowMs() + 10_000));
-    S3Client s3 = client(entry, slot);
+    S3Client s3 = seededClient(6);
     S3Exception get = assertThrows(S3Exception.class, () -> get(s3, "other/x.parquet"));
     assertEquals("AccessDenied", get.awsErrorDetails().errorCode());
     S3Exception head = assertThrows(S3Exception.class, () -> s3.headObject(b -> b.bucket("warehouse").key("other/x")));
@@ -191,9 +200,7 @@ public class EarlyRejectionTest {
 
   @Test
   void testKeysRejectedRightAfterAReactiveRefreshEndInOneLine() {
-    TableEntry entry = driverEntry(policy(6));
-    CredentialSlot slot = entry.seed("", firstKeys(clock.nowMs() + 10_000));
-    S3Client s3 = client(entry, slot);
+    S3Client s3 = seededClient(6);
     dead.put("K1", "ExpiredToken");
     deadCodeForNewKeys = "ExpiredToken";
     CredentialsRejectedException e =
@@ -210,9 +217,7 @@ public class EarlyRejectionTest {
 
   @Test
   void testTheRateLimitEndsInOneLineNamingTheKnob() {
-    TableEntry entry = driverEntry(policy(1));
-    CredentialSlot slot = entry.seed("", firstKeys(clock.nowMs() + 10_000));
-    S3Client s3 = client(entry, slot);
+    S3Client s3 = seededClient(1);
     dead.put("K1", "TokenRefreshRequired");
     assertEquals("hello", get(s3, "a"));
     dead.put("K2", "InvalidToken"); // accepted once, then dies: a second wave in the same minute
@@ -223,9 +228,7 @@ public class EarlyRejectionTest {
 
   @Test
   void testReactiveRefreshOffPassesTheRejectionThrough() {
-    TableEntry entry = driverEntry(policy(0));
-    CredentialSlot slot = entry.seed("", firstKeys(clock.nowMs() + 10_000));
-    S3Client s3 = client(entry, slot);
+    S3Client s3 = seededClient(0);
     dead.put("K1", "ExpiredToken");
     S3Exception e = assertThrows(S3Exception.class, () -> get(s3, "a"));
     assertEquals("ExpiredToken", e.awsErrorDetails().errorCode());
@@ -256,19 +259,7 @@ public class EarlyRejectionTest {
     }
     driver.executorReplyBytes(); // an earlier ask: the fresh reply with K1 is encoded and kept
     dead.put("K1", "InvalidAccessKeyId");
-    ExecutorService pool = Executors.newFixedThreadPool(8);
-    try {
-      List<Future<String>> calls = new ArrayList<>();
-      for (int i = 0; i < 16; i++) {
-        S3Client s3 = executors.get(i % 4);
-        calls.add(pool.submit(() -> get(s3, "db/t/data/x.parquet")));
-      }
-      for (Future<String> call : calls) {
-        assertEquals("hello", call.get());
-      }
-    } finally {
-      pool.shutdownNow();
-    }
+    assertConcurrentGetsRead(16, n -> get(executors.get(n % 4), "db/t/data/x.parquet"));
     assertEquals(1, fetches.get(), "catalog requests for one wave seen by four executors");
     assertEquals(1, driver.describe().get("rejection_count").asLong(), "rejection waves counted");
     assertEquals(Set.of("K1", "K2"), seen.stream().map(s -> s.split(" ")[1]).collect(java.util.stream.Collectors.toSet()));
