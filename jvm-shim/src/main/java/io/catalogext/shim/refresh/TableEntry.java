@@ -412,8 +412,6 @@ public final class TableEntry {
       reactiveRefreshes.addLast(now);
       countedKeyId = snap.accessKeyId();
       rejectionCount.incrementAndGet();
-      snap.rejected = true;
-      snap.due = true;
       long scheduledLifetime = snap.lifetimeMs();
       // Keys dead within a second were revoked rather than short-lived: they teach no lifetime.
       if (age >= MIN_LEARNED_LIFETIME_MS && (scheduledLifetime < 0 || age < scheduledLifetime)) {
@@ -433,6 +431,10 @@ public final class TableEntry {
               stated < 0 ? "no lifetime" : stated + " ms");
         }
       }
+      // Only now due: a thread that sees it refreshes at once, and must schedule the new keys by
+      // the lifetime just learned, not by the stated one.
+      snap.rejected = true;
+      snap.due = true;
       return true;
     }
   }
