@@ -37,6 +37,11 @@ import software.amazon.awssdk.services.s3.model.HeadObjectRequest;
 public final class AsyncRejectionRetries implements InvocationHandler {
   /** Threads that wait for new keys; a rejection wave is one refresh, so a few suffice. */
   private static final int WAITERS = 8;
+  /**
+   * Rejected calls waiting for a waiter thread. Beyond this many the call fails as S3 answered
+   * (a bounded queue; an accelerated read has a few dozen calls in flight per stream).
+   */
+  private static final int WAITING_CALLS = 4096;
   private static final ThreadPoolExecutor POOL = pool();
 
   private final S3AsyncClient real;
@@ -56,7 +61,7 @@ public final class AsyncRejectionRetries implements InvocationHandler {
 
   private static ThreadPoolExecutor pool() {
     ThreadPoolExecutor pool = new ThreadPoolExecutor(WAITERS, WAITERS, 30, TimeUnit.SECONDS,
-        new LinkedBlockingQueue<>(), DaemonThreads.named("catalog-ext-async-rejection"));
+        new LinkedBlockingQueue<>(WAITING_CALLS), DaemonThreads.named("catalog-ext-async-rejection"));
     pool.allowCoreThreadTimeOut(true); // no thread at all while nothing is rejected
     return pool;
   }
@@ -64,14 +69,7 @@ public final class AsyncRejectionRetries implements InvocationHandler {
   @Override
   public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
     if (method.getDeclaringClass() == Object.class) {
-      switch (method.getName()) {
-        case "equals":
-          return proxy == args[0];
-        case "hashCode":
-          return System.identityHashCode(proxy);
-        default:
-          return "AsyncRejectionRetries{" + provider + "}";
-      }
+      return RejectionRetries.objectMethod(proxy, method, args, "AsyncRejectionRetries{" + provider + "}");
     }
     if (!RejectionRetries.implementedBy(real, method, implemented)) {
       // convenience forms (a Consumer of a request builder, a Path, ...) call the form the client

@@ -50,6 +50,18 @@ public final class RejectionRetries implements InvocationHandler {
     return entry.drivesRefresh() ? new DateWatch(entry.context.catalog, entry.policy.maxClockSkewMs) : null;
   }
 
+  /** equals, hashCode and toString of a client proxy: identity, and a name without keys. */
+  static Object objectMethod(Object proxy, Method method, Object[] args, String name) {
+    switch (method.getName()) {
+      case "equals":
+        return proxy == args[0];
+      case "hashCode":
+        return System.identityHashCode(proxy);
+      default:
+        return name;
+    }
+  }
+
   public static S3Client wrap(S3Client real, TableCredentialsProvider provider) {
     return (S3Client) Proxy.newProxyInstance(
         RejectionRetries.class.getClassLoader(), new Class<?>[] {S3Client.class}, new RejectionRetries(real, provider));
@@ -58,14 +70,7 @@ public final class RejectionRetries implements InvocationHandler {
   @Override
   public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
     if (method.getDeclaringClass() == Object.class) {
-      switch (method.getName()) {
-        case "equals":
-          return proxy == args[0];
-        case "hashCode":
-          return System.identityHashCode(proxy);
-        default:
-          return "RejectionRetries{" + provider + "}";
-      }
+      return objectMethod(proxy, method, args, "RejectionRetries{" + provider + "}");
     }
     if (!implementedByClient(method)) {
       // S3Client's convenience forms (a Consumer of a request builder, ...) build the request and
