@@ -14,6 +14,7 @@ import ctypes
 import json
 import os
 import random
+import re
 import secrets
 import shutil
 import signal
@@ -55,6 +56,9 @@ GRPC_OFFSET = 10000  # SeaweedFS derives some gRPC addresses as http port + 1000
 _SERVICES = ("master", "volume", "filer", "s3", "admin", "iceberg")
 _PR_SET_PDEATHSIG = 1
 _ROOT_PREFIX = "pce-lake-"
+_START_ATTEMPTS = 3
+# glog's line header: severity letter, MMDD, time (e.g. "F1126 13:14:33.219013 mini.go:1244 ...").
+_GLOG_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")
 _RESOURCES = Path(__file__).resolve().parent.parent / "resources"  # config templates shipped in the wheel
 
 
@@ -150,22 +154,42 @@ def _port_free(port: int) -> bool:
     return True
 
 
+def _lost_a_port(log: str) -> bool:
+    """SeaweedFS stopped because a port it was given was taken (by the time it bound it)."""
+    lowered = log.lower()
+    return "address already in use" in lowered or "port allocation failed" in lowered
+
+
+def _ephemeral_ports() -> range:
+    """The ports the kernel hands to outgoing connections (Linux's default if unreadable)."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        low, high = 32768, 60999
+    return range(low, high + 1)
+
+
 def _pick_ports(fixed: dict[str, int]) -> dict[str, int]:
-    """A free http port per service (and http+10000 free for its gRPC port), avoiding SeaweedFS defaults."""
+    """A free http port per service (and http+10000 free for its gRPC port), avoiding SeaweedFS
+    defaults and the kernel's ephemeral range: any process's outgoing connection may take a port
+    from that range between our check and SeaweedFS's bind."""
     for name, port in fixed.items():
         if not _port_free(port):
             raise LakehouseError(f"port {port} on {HOST} is already in use; choose another --{name}-port or omit it to pick a free one")
     taken = set(fixed.values()) | {8181, 8333, 8888, 9333, 9340, 23646, 7333, 6060, 9101}
     taken |= {p + GRPC_OFFSET for p in taken}
+    ephemeral = _ephemeral_ports()
     ports = dict(fixed)
     rng = random.Random()
     for name in _SERVICES:
         if name in ports:
             continue
-        for _ in range(500):
-            port = rng.randrange(20000, 55000)
+        for _ in range(2000):
+            port = rng.randrange(10000, 65536 - GRPC_OFFSET)
             needs = [port] if name == "iceberg" else [port, port + GRPC_OFFSET]
-            if not any(p in taken for p in needs) and all(_port_free(p) for p in needs):
+            if any(p in taken or p in ephemeral for p in needs):
+                continue
+            if all(_port_free(p) for p in needs):
                 ports[name] = port
                 taken.update(needs)
                 break
@@ -242,8 +266,20 @@ class Lakehouse:
         if self._proc is not None:
             return self
         weed = find_weed()
-        ports = _pick_ports(self._fixed)
         _sweep_stale_roots()
+        # A port found free can still be taken by another process before SeaweedFS binds it (no
+        # check can close that race): such a start is tried again on fresh ports, a few times.
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            try:
+                return self._start_once(weed)
+            except LakehouseError:
+                if attempt == _START_ATTEMPTS or not _lost_a_port(self._log_text()):
+                    raise
+                self.stop()  # the failed attempt's directory goes; the next one makes its own
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _start_once(self, weed: Path) -> Lakehouse:
+        ports = _pick_ports(self._fixed)
         self._root = Path(tempfile.mkdtemp(prefix=_ROOT_PREFIX))
         data_dir = self._user_data_dir or self._root / "data"
         log_dir = (self._user_data_dir / "logs") if self._user_data_dir else self._root / "logs"
@@ -374,15 +410,24 @@ class Lakehouse:
             time.sleep(0.25)
         raise LakehouseError(f"SeaweedFS not ready after {self.ready_timeout:.0f}s ({last}); see {self.info.log_file}")
 
-    def _log_tail(self) -> str:
+    def _log_text(self) -> str:
         if self.info is None:
-            return "no log"
+            return ""
         try:
-            lines = [line for line in Path(self.info.log_file).read_text(errors="replace").splitlines() if line.strip()]
+            return Path(self.info.log_file).read_text(errors="replace")
         except OSError:
-            return "no log"
+            return ""
+
+    def _log_tail(self) -> str:
+        """The line that says why SeaweedFS stopped: its fatal line, not the Go stack after it."""
+        lines = [line.strip() for line in self._log_text().splitlines() if line.strip()]
+        messages = [line for line in lines if _GLOG_LINE.match(line)]
+        for wanted in ("F", "E"):
+            found = [line for line in messages if line.startswith(wanted)]
+            if found:
+                return redact(found[-1])[:300]
         interesting = [line for line in lines if any(w in line.lower() for w in ("fatal", "error", "failed", "address already in use"))]
-        return redact((interesting or lines or ["no log output"])[-1].strip())[:300]
+        return redact((interesting or lines or ["no log output"])[-1])[:300]
 
     @property
     def running(self) -> bool:

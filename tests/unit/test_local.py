@@ -15,6 +15,7 @@ import pytest
 import requests
 
 from pyspark_catalog_ext.errors import ConfigError, LakehouseError
+from pyspark_catalog_ext.lakehouse import server
 from pyspark_catalog_ext.lakehouse.server import Lakehouse, alive, start_lakehouse
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from tests.conftest import assert_one_line_error, run_cli
@@ -61,6 +62,32 @@ def test_binds_loopback_only_on_free_ports(lakehouse):
     props = cat.load_table("probe.t").io.properties
     assert props.get("s3.session-token") and int(props["s3.session-token-expires-at-ms"]) > time.time() * 1000 + 800_000
     assert table is not None
+
+
+def test_ports_avoid_the_kernels_ephemeral_range(lakehouse):
+    """Any process's outgoing connection takes its port from that range, so a port picked there could
+    be taken between our check and SeaweedFS's bind (a CI run lost a start that way)."""
+    low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    listening = {port for _, port in _listening(lakehouse.info.pid)}
+    assert len(listening) >= 11, listening
+    assert not {port for port in listening if low <= port <= high}, (listening, low, high)
+
+
+def test_a_start_lost_to_a_taken_port_is_recognised_and_its_reason_shown(tmp_path):
+    """SeaweedFS's own words when a port it was given is taken (recorded from weed 'mini'), and the
+    Go stack after a fatal line, which used to be all the error showed."""
+    refused = ("E1126 13:14:33.219013 mini.go:1244 Port allocation failed: port 21555 for Master (specified by "
+               "flag master.port) is not available on 127.0.0.1 and cannot be used")
+    fatal = "F1126 13:14:35.000001 grpc.go:80 listen tcp 127.0.0.1:31555: bind: address already in use"
+    stack = "github.com/seaweedfs/seaweedfs/weed/glog.Fatalf(...)"
+    assert server._lost_a_port(refused) and server._lost_a_port(fatal + "\n" + stack)
+    assert not server._lost_a_port("F1126 13:14:35.000001 filer.go:1 cannot open store: disk full\n" + stack)
+    log = tmp_path / "weed.out"
+    log.write_text("\n".join([refused, fatal, stack]) + "\n")
+    lake = Lakehouse()
+    lake.info = server.LakehouseInfo(iceberg_uri="", s3_endpoint="", warehouse="", access_key="", secret_key="",
+                                     region="", data_dir="", log_file=str(log), pid=0, ports={})
+    assert lake._log_tail() == fatal
 
 
 def test_credential_seconds_below_900_rejected():
