@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from pyspark_catalog_ext.spark.conf import SPARK_CATALOG, catalog_properties
@@ -97,3 +98,13 @@ def expiring_proxies(lakehouse: Any, lifetime_s: float, *, s3_proxy: Any = None,
             s3_proxy.max_age_seconds = lifetime_s
             stack.callback(setattr, s3_proxy, "max_age_seconds", before)
         yield ExpiringProxies(catalog, s3_proxy)
+
+
+def fake_java_home(folder: Path, banner: str) -> Path:
+    """A JAVA_HOME whose bin/java prints `banner` to stderr as `java -version` does."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(parents=True)
+    java = bin_dir / "java"
+    java.write_text(f"#!/bin/sh\necho '{banner}' >&2\necho 'OpenJDK Runtime Environment' >&2\n")
+    java.chmod(0o755)
+    return folder

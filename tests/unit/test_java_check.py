@@ -17,19 +17,10 @@ import pytest
 
 from pyspark_catalog_ext.errors import JavaError
 from pyspark_catalog_ext.spark.shim_build import check_java, min_java_for_stack
+from tests.helpers import fake_java_home
 
 JAVA_11 = 'openjdk version "11.0.22" 2024-01-16'
 JAVA_8 = 'openjdk version "1.8.0_392"'
-
-
-def fake_java_home(folder: Path, banner: str) -> Path:
-    """A JAVA_HOME whose bin/java prints `banner` to stderr as `java -version` does."""
-    bin_dir = folder / "bin"
-    bin_dir.mkdir(parents=True)
-    java = bin_dir / "java"
-    java.write_text(f"#!/bin/sh\necho '{banner}' >&2\necho 'OpenJDK Runtime Environment' >&2\n")
-    java.chmod(0o755)
-    return folder
 
 
 @pytest.mark.parametrize("version", ["4.0", "4.1", "4.1.3"])

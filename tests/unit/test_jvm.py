@@ -12,18 +12,9 @@ import pytest
 
 from pyspark_catalog_ext.errors import JarError, JavaError
 from pyspark_catalog_ext.spark import shim_build as jvm
+from tests.helpers import fake_java_home
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _fake_java(folder: Path, version_line: str) -> Path:
-    """A stand-in `java` program printing an old version banner, as a JRE 8 would."""
-    bin_dir = folder / "bin"
-    bin_dir.mkdir(parents=True)
-    java = bin_dir / "java"
-    java.write_text(f"#!/bin/sh\necho '{version_line}' >&2\necho 'Java(TM) SE Runtime Environment' >&2\n")
-    java.chmod(0o755)
-    return folder
 
 
 def test_real_java_is_found_and_new_enough():
@@ -48,7 +39,7 @@ def test_java_home_without_java(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("banner, version", [('java version "1.8.0_392"', "1.8.0_392"), ('openjdk version "10.0.2" 2018-07-17', "10.0.2")])
 def test_java_too_old(monkeypatch, tmp_path, banner, version):
-    monkeypatch.setenv("JAVA_HOME", str(_fake_java(tmp_path, banner)))
+    monkeypatch.setenv("JAVA_HOME", str(fake_java_home(tmp_path, banner)))
     with pytest.raises(JavaError) as err:
         jvm.check_java()
     assert f"Java {version}" in str(err.value) and "too old" in str(err.value) and "need >= 11" in str(err.value)

@@ -69,6 +69,15 @@ def rows(start: int, stop: int) -> pa.Table:
     return pa.table({"id": ids, "part": pa.compute.divide(ids, 50)}, schema=SCHEMA)
 
 
+def fresh_table_of_150_rows(cat, name: str):
+    """`name` made anew in db_py with 150 rows (a file per 50), loaded."""
+    cat.create_namespace_if_not_exists("db_py")
+    if cat.table_exists(name):
+        cat.drop_table(name)
+    cat.create_table(name, SCHEMA, properties=FILE_PER_50_ROWS).append(rows(0, 150))
+    return cat.load_table(name)
+
+
 def _expiring(s3_proxy, delay: float):
     s3_proxy.max_age_seconds = LIFETIME
     s3_proxy.delay_seconds = delay
@@ -221,11 +230,7 @@ def test_fsspec_renewals_share_one_botocore_session(lakehouse, catalog_proxy, s3
     cat = make_catalog(lakehouse, catalog_proxy, "fsspec")
     name = "db_py.fsspec_sessions"
     try:
-        cat.create_namespace_if_not_exists("db_py")
-        if cat.table_exists(name):
-            cat.drop_table(name)
-        cat.create_table(name, SCHEMA, properties=FILE_PER_50_ROWS).append(rows(0, 150))
-        table = cat.load_table(name)
+        table = fresh_table_of_150_rows(cat, name)
         sessions, keys = [], set()
         for _ in range(3):
             assert table.scan().to_arrow().num_rows == 150
@@ -326,11 +331,7 @@ def test_user_source_serves_the_tables(lakehouse, catalog_proxy, s3_proxy):
     cat = make_catalog(lakehouse, catalog_proxy, "pyarrow", credential_source=FunctionSource(issue))
     name = "db_py.small_user_source"
     try:
-        cat.create_namespace_if_not_exists("db_py")
-        if cat.table_exists(name):
-            cat.drop_table(name)
-        cat.create_table(name, SCHEMA, properties=FILE_PER_50_ROWS).append(rows(0, 150))
-        table = cat.load_table(name)
+        table = fresh_table_of_150_rows(cat, name)
         _expiring(s3_proxy, delay=0)
         rejected_before = s3_proxy.total_rejected
         deadline = time.monotonic() + 3 * LIFETIME
