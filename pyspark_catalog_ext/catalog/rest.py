@@ -5,23 +5,14 @@ notifications, PyIceberg's refresh strategies and guarded commits) goes through 
 PyIceberg's session, `AuthManager` (OAuth2, bearer token, basic, SigV4), `/v1/config` handling,
 URL building and pagination. What this module adds on that one session, each for a reason:
 
-* **Bounded calls.** PyIceberg sends without a timeout and never retries a failed read; the
-  session's adapter sets a default timeout and lets urllib3's `Retry` repeat reads (GET/HEAD) on
-  connection errors, 429 and 502/503/504, honouring a capped `Retry-After`. Mutations are never
-  repeated blindly: a POST whose answer is lost is reported as possibly applied. PyIceberg's SigV4
-  adapter (whose own Retry would re-send a DELETE on 503 + Retry-After) gets the same `read_retry`.
-* **No redirects.** No call of the session follows a 3xx (PyIceberg's included): `requests` would
-  re-send a POST on 307/308 behind the commit guard's back, turn it into a GET on 303 (whose answer
-  then looks like success), and keep `header.*` values on a hop to another host. A 3xx is a one-line
-  `CatalogRedirectError` naming the target.
+* **How calls are sent** (`transport`): bounded, read retries only, no redirects.
 * **A server cannot move our credentials.** A `uri` override in `/v1/config` pointing at another
   origin is not followed (PyIceberg would send the token there), and a server-given URL on another
   origin (a refresh endpoint) is refused before anything is sent to it.
 * **Evidence.** A response hook records each exchange (`Exchange`: method, path with secret query
   values masked, status, elapsed ms, attempts) for the doctor.
-* **One-line errors.** `catalog_error` is the one translation of a catalog's HTTP answer into
-  `errors.py`'s types; PyIceberg's own exceptions are translated through it (their cause is the
-  HTTP answer), so every tool reports "what is wrong, what to check" the same way.
+* **One-line errors** (`answers`): every HTTP answer and PyIceberg exception becomes one of
+  `errors.py`'s types.
 * **Calls PyIceberg has no method for,** as raw JSON on the same session: the load-table answer
   (cleanup and maintenance read metadata fields PyIceberg's model drops), stage-create and commit
   bodies (doctor probes), `/credentials` with a `storageRefreshToken`, a server-given refresh URL
@@ -32,54 +23,51 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import http.client
 import logging
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any, cast
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from typing import Any
+from urllib.parse import urljoin, urlsplit
 
-import pydantic_core
 import requests
-import requests.adapters
-import urllib3.exceptions
 from pyiceberg.catalog.rest import Endpoints, RestCatalog
 from pyiceberg.exceptions import BadRequestError
 from pyiceberg.typedef import Identifier
 from requests import Response, Session
-from urllib3.util.retry import Retry
 
+from pyspark_catalog_ext.catalog.answers import also_pyiceberg, catalog_error, scrubbed, transport_error
 from pyspark_catalog_ext.catalog.commit_policy import CommitPolicy
 from pyspark_catalog_ext.catalog.connection import CatalogConnection, pyiceberg_names
 from pyspark_catalog_ext.catalog.idempotency import parse_iso8601_duration, uuid7
+from pyspark_catalog_ext.catalog.transport import (
+    DEFAULT_TIMEOUT,
+    MUTATIONS,
+    BoundedAdapter,
+    check_credentials_when_signing,
+    follow_no_redirect,
+    read_retry,
+    refuse_redirect,
+)
+from pyspark_catalog_ext.catalog.urls import origin, safe_url
 from pyspark_catalog_ext.errors import (
-    CatalogAuthError,
-    CatalogConflictError,
     CatalogError,
     CatalogExtError,
-    CatalogNotFoundError,
-    CatalogRedirectError,
-    CatalogUnavailableError,
     CatalogUnsupportedError,
     ConfigError,
     redact,
 )
 from pyspark_catalog_ext.secret_keys import is_secret_param
 
-__all__ = ["CatalogClient", "Exchange", "PurgeRequiredError", "also_pyiceberg", "catalog_error", "open_catalog", "safe_url",
-           "transport_cause"]
+__all__ = ["CatalogClient", "Exchange", "PurgeRequiredError", "open_catalog"]
 
 log = logging.getLogger(__name__)
 
 ACCESS_DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 Namespace = str | Sequence[str]
-_MUTATIONS = frozenset({"POST", "PUT", "DELETE", "PATCH"})
-DEFAULT_TIMEOUT = (5.0, 60.0)  # (connect, read) seconds for every call PyIceberg sends without one
 
 
 @dataclass(frozen=True)
@@ -99,45 +87,6 @@ class Exchange:
         return {"operation": self.operation, "method": self.method, "path": self.path, "status": self.status,
                 "elapsed_ms": round(self.elapsed_ms, 1), "attempt": self.attempt, "error": self.error,
                 "idempotency_key": self.idempotency_key}
-
-
-class _CappedRetry(Retry):
-    """urllib3's Retry with `Retry-After` capped: a server asking for an hour must not stall a job."""
-
-    RETRY_AFTER_CAP_S = 10.0
-
-    def get_retry_after(self, response: Any) -> float | None:
-        value = super().get_retry_after(response)
-        return None if value is None else min(value, self.RETRY_AFTER_CAP_S)
-
-
-def read_retry(attempts: int = 3) -> Retry:
-    """Reads are repeated on connection errors, timeouts, 429 and 502/503/504; mutations only when the
-    connection was never made (urllib3 repeats connect errors for every method: nothing was sent)."""
-    return _CappedRetry(total=attempts, connect=attempts, read=attempts, status=attempts, other=0,
-                        allowed_methods=frozenset({"GET", "HEAD"}), status_forcelist=(429, 502, 503, 504),
-                        backoff_factor=0.2, backoff_max=2.0, respect_retry_after_header=True,
-                        raise_on_status=False, raise_on_redirect=False, redirect=0)
-
-
-class _BoundedAdapter(requests.adapters.HTTPAdapter):
-    """Pooled connections with a default timeout (PyIceberg passes none) and `read_retry`.
-
-    `ca_bundle`: the catalog's own CA (PyIceberg's `ssl.cabundle`), applied here because requests lets
-    a REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE variable override a session's `verify` (psf/requests#3829)."""
-
-    def __init__(self, timeout: tuple[float, float], retries: Retry, ca_bundle: str | None = None,
-                 pool_maxsize: int = 16) -> None:
-        super().__init__(pool_connections=4, pool_maxsize=pool_maxsize, max_retries=retries)
-        self._timeout = timeout
-        self._ca_bundle = ca_bundle
-
-    def send(self, request: Any, **kwargs: Any) -> Response:  # type: ignore[override]
-        if kwargs.get("timeout") is None:
-            kwargs["timeout"] = self._timeout
-        if self._ca_bundle is not None and kwargs.get("verify") is not False:
-            kwargs["verify"] = self._ca_bundle
-        return super().send(request, **kwargs)
 
 
 class CatalogClient(RestCatalog):
@@ -169,7 +118,7 @@ class CatalogClient(RestCatalog):
         self.idempotency_key_lifetime: str | None = None
         self.idempotency_key_lifetime_s: float | None = None
         self._timeout, self._retries = timeout, retries
-        self._user_uri, self._user_origin = uri, _origin(uri)
+        self._user_uri, self._user_origin = uri, origin(uri)
         #: `catalog-ext.commit.*`: retry bounds and Idempotency-Key use, as Spark's CommitGuard reads them.
         self.commit_policy = CommitPolicy.from_properties(properties)
         self._sent_keys = threading.local()
@@ -189,32 +138,32 @@ class CatalogClient(RestCatalog):
     def _create_session(self) -> Session:
         session = super()._create_session()
         ca_bundle = session.verify if isinstance(session.verify, str) else None
-        adapter = _BoundedAdapter(self._timeout, read_retry(self._retries), ca_bundle)
+        adapter = BoundedAdapter(self._timeout, read_retry(self._retries), ca_bundle)
         for prefix, mounted in list(session.adapters.items()):
             # PyIceberg's SigV4 adapter stays mounted on the catalog URI, but with our Retry: its own
             # (Retry(10)) repeats DELETE and PUT on read errors and on 503/429 with Retry-After.
             if isinstance(mounted, requests.adapters.HTTPAdapter) and prefix not in ("http://", "https://"):
                 mounted.max_retries = read_retry(self._retries)
-                _check_credentials_when_signing(mounted)
+                check_credentials_when_signing(mounted)
         for scheme in ("http://", "https://"):
             session.mount(scheme, adapter)
         if session.headers.get(ACCESS_DELEGATION_HEADER) == "":  # `delegation=""`: ask for no delegation
             del session.headers[ACCESS_DELEGATION_HEADER]
-        hooks = [h for h in session.hooks["response"] if h is not _refuse_redirect]
-        session.hooks["response"] = [*hooks, self._on_response, _refuse_redirect]  # evidence first, then refuse
-        _follow_no_redirect(session)
+        hooks = [h for h in session.hooks["response"] if h is not refuse_redirect]
+        session.hooks["response"] = [*hooks, self._on_response, refuse_redirect]  # evidence first, then refuse
+        follow_no_redirect(session)
         session.auth = _IdempotencyKeys(session.auth, self)
         return session
 
     def _create_legacy_oauth2_auth_manager(self, session: Session) -> Any:
         # PyIceberg's OAuth2 manager fetches its first token while the session is being built, before
         # `_create_session` returns: a 307 on that POST would re-send the client secret to Location.
-        _follow_no_redirect(session)
+        follow_no_redirect(session)
         return super()._create_legacy_oauth2_auth_manager(session)
 
     def _fetch_config(self) -> None:
         super()._fetch_config()
-        if _origin(self.uri) != self._user_origin:
+        if origin(self.uri) != self._user_origin:
             # A config answer must not redirect our token and headers to another host.
             log.warning("catalog-ext: the catalog's /v1/config names another uri (%s); keeping %s",
                         safe_url(self.uri), self.safe_uri)
@@ -438,7 +387,7 @@ class CatalogClient(RestCatalog):
         if urlsplit(full).scheme not in ("http", "https"):
             raise CatalogError(f"refusing the server-given URL {safe_url(full)!r}: not http(s); only the catalog's "
                                f"own origin ({self.safe_uri}) is called")
-        if _origin(full) != self._user_origin:
+        if origin(full) != self._user_origin:
             raise CatalogError(f"refusing the server-given URL {safe_url(full)!r}: it is not on the catalog's origin "
                                f"({self.safe_uri}) and nothing is sent elsewhere")
         return self._call("GET", full, ("endpoint", None))
@@ -471,13 +420,13 @@ class CatalogClient(RestCatalog):
             try:
                 resp = self._session.request(method, url, params=params, json=json, headers=send)
             except requests.RequestException as exc:
-                raise transport_error(exc, shown, _where(url, self), mutation=method in _MUTATIONS) from None
+                raise transport_error(exc, shown, _where(url, self), mutation=method in MUTATIONS) from None
             # An expired token (401; 419 on Gravitino) was not applied: renew it once and resend.
             if resp.status_code in (401, 419) and not renewal and self._renew_token():
                 continue
             break
         if resp.status_code >= 400:
-            raise _scrubbed(catalog_error(resp, shown, resource, self), resp, params)
+            raise scrubbed(catalog_error(resp, shown, resource, self.safe_uri, self.warehouse), resp, params)
         if method == "HEAD" or resp.status_code == 204 or not resp.content:
             return None
         try:
@@ -509,7 +458,7 @@ class CatalogClient(RestCatalog):
         except Exception as exc:
             cause = exc.__cause__
             if isinstance(cause, requests.HTTPError) and cause.response is not None:
-                raise also_pyiceberg(catalog_error(cause.response, what, resource, self), exc) from None
+                raise also_pyiceberg(catalog_error(cause.response, what, resource, self.safe_uri, self.warehouse), exc) from None
             if type(exc).__module__.startswith(("pyiceberg", "pydantic")):
                 raise also_pyiceberg(CatalogError(f"catalog at {self.safe_uri} failed to {what}: {type(exc).__name__}: "
                                                   f"{redact(str(exc))[:200]}"), exc) from None
@@ -531,7 +480,7 @@ class _IdempotencyKeys:
 
     def __call__(self, request: Any) -> Any:
         request = self.inner(request) if self.inner is not None else request
-        if request.method in _MUTATIONS and not request.path_url.split("?")[0].endswith("/oauth/tokens"):
+        if request.method in MUTATIONS and not request.path_url.split("?")[0].endswith("/oauth/tokens"):
             if IDEMPOTENCY_HEADER not in request.headers and self._catalog.sends_keys():
                 request.headers[IDEMPOTENCY_HEADER] = str(uuid7())
             self._catalog._sent_keys.last = request.headers.get(IDEMPOTENCY_HEADER)
@@ -541,284 +490,8 @@ class _IdempotencyKeys:
         return getattr(self.inner, name)
 
 
-def _follow_no_redirect(session: Session) -> None:
-    if _refuse_redirect not in session.hooks["response"]:
-        session.hooks["response"].append(_refuse_redirect)
-    # Should the hook ever be bypassed, requests raises TooManyRedirects before sending anything.
-    session.max_redirects = 0
-
-
-def _refuse_redirect(resp: Response, *args: Any, **kwargs: Any) -> None:
-    """Response hook: a 3xx that requests would follow becomes a `CatalogRedirectError` instead (runs
-    before requests' redirect handling, so nothing is re-sent)."""
-    if not resp.is_redirect:
-        return
-    request = resp.request
-    method = (request.method or "") if request is not None else ""
-    shown = f"{method} {urlsplit((request.url or '') if request is not None else '').path}"
-    target = safe_url(urljoin(resp.url or "", resp.headers.get("Location") or ""))
-    resp.close()
-    applied = (" The request may have been applied: check before repeating it (a 303 means the server took it)."
-               if method in _MUTATIONS else "")
-    raise CatalogRedirectError(
-        f"catalog answered HTTP {resp.status_code} to {shown}, redirecting to {target}: redirects are not followed "
-        f"(they could re-send a commit or carry credentials elsewhere); if that is the catalog's address, set --uri "
-        f"(the catalog's uri) to it.{applied}", status=resp.status_code, location=target)
-
-
-def _check_credentials_when_signing(adapter: Any) -> None:
-    """PyIceberg's SigV4 adapter asks its boto3 session for credentials each time it signs, and fails
-    with an AttributeError when there are none. Check at that same moment (credentials a test or
-    botocore supplies later still count) and say it in one line, as an AttributeError too."""
-    boto_session = getattr(adapter, "_boto_session", None)  # PyIceberg 0.12's SigV4Adapter
-    sign = getattr(adapter, "add_headers", None)
-    if boto_session is None or sign is None:
-        return
-
-    def add_headers(request: Any, **kwargs: Any) -> None:
-        if boto_session.get_credentials() is None:
-            raise also_pyiceberg(ConfigError(
-                "SigV4 signs catalog requests with your AWS credentials and none were found: set "
-                "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, or run with an instance role"),
-                AttributeError("'NoneType' object has no attribute 'get_frozen_credentials'"))
-        sign(request, **kwargs)
-
-    adapter.add_headers = add_headers
-
-
-# -- errors that are PyIceberg's too ----------------------------------------------------------------
-_BOTH: dict[tuple[type, type], type] = {}
-
-
-def also_pyiceberg(ours: CatalogExtError, theirs: BaseException) -> CatalogExtError:
-    """`ours`, also an instance of `type(theirs)`: what PyIceberg's RestCatalog raises for the same case,
-    so code written against RestCatalog (`except OAuthError`, `except KeyError`) keeps working with
-    ours swapped in. The message stays ours: one line, no secret."""
-    kinds: tuple[type, type] = (type(ours), type(theirs))
-    if isinstance(ours, kinds[1]):
-        return ours
-    with _BOTH_LOCK:
-        both = _BOTH.get(kinds)
-        if both is None:
-            # Named as ours (what a traceback shows); str() is our one line, not KeyError's quoted repr.
-            both = _BOTH[kinds] = type(kinds[0].__name__, kinds, {"__init__": _copied, "__str__": _our_line,
-                                                                 "__module__": kinds[0].__module__})
-    err: Any
-    if isinstance(theirs, pydantic_core.ValidationError):  # built from its errors, not by __init__
-        err = both.from_exception_data(theirs.title, theirs.errors())  # type: ignore[attr-defined]
-    else:
-        err = cast(Any, both).__new__(both)  # no __init__: the message and fields are copied from ours
-    err.args = ours.args
-    err.__dict__.update(ours.__dict__)
-    return err
-
-
-def _copied(self: BaseException, *args: Any, **kwargs: Any) -> None:
-    """Instances are filled in by `also_pyiceberg` from ours, whatever the other class's constructor takes."""
-
-
-def _our_line(self: BaseException) -> str:
-    return str(self.args[0]) if self.args else ""
-
-
-_BOTH_LOCK = threading.Lock()
-
-
-# -- translation of answers -------------------------------------------------------------------------
-def catalog_error(resp: Response, op: str, resource: tuple[str, str | None], catalog: CatalogClient | None = None
-                  ) -> CatalogError:
-    """The `errors.py` exception for a non-2xx catalog answer: typed, one line, redacted."""
-    status = resp.status_code
-    err_type, message = error_parts(resp)
-    detail = f"HTTP {status} {err_type}: {message}" if message else f"HTTP {status} {err_type}"
-    where = catalog.safe_uri if catalog is not None else safe_url(resp.url or "")
-    path = urlsplit(resp.request.url or "").path if resp.request is not None else ""
-    if path.endswith("/oauth/tokens") and status in (400, 401, 403):
-        return CatalogAuthError(f"the catalog rejected the credentials at its token endpoint ({detail}): check "
-                                "--credential (client_id:client_secret) and the scope", status=status)
-    if status in (401, 419):
-        return CatalogAuthError(f"catalog rejected the credentials ({detail}) for {op}: check --credential/--token",
-                                status=status)
-    if status == 403:
-        return CatalogAuthError(f"catalog denied {op} ({detail}): the principal lacks permission; check "
-                                "--credential/--token and the catalog's grants", status=status)
-    if status == 404:
-        method = resp.request.method if resp.request is not None else ""
-        kind = resource[0] if method == "HEAD" else _not_found_kind(err_type, message, resource, resp)
-        warehouse = catalog.warehouse if catalog is not None else None
-        if kind == "warehouse":
-            text = f"warehouse {warehouse!r} not found in catalog {where} ({detail}): check --warehouse"
-        elif kind == "config":
-            text = f"catalog has no endpoint {op} ({detail}): check --uri, it must be the Iceberg REST root (the URL before /v1)"
-            kind = "endpoint"
-        elif kind == "endpoint":
-            text = f"catalog has no endpoint {op} ({detail}): the server does not implement it"
-        else:
-            name = resource[1] if resource[0] == kind and resource[1] else "?"
-            text = f"{kind} {name!r} not found ({detail}) for {op}: check the {kind} name"
-        err = CatalogNotFoundError(text, status=status)
-        err.kind = kind  # type: ignore[attr-defined]
-        return err
-    if status in (405, 501) or (status == 400 and _no_route(err_type, message)):
-        unsupported = CatalogUnsupportedError(f"catalog does not support {op} ({detail})", status=status)
-        unsupported.kind = "endpoint"  # type: ignore[attr-defined]
-        return unsupported
-    if status == 409:
-        return CatalogConflictError(f"catalog reported a conflict for {op} ({detail}): the object already exists "
-                                    "or changed concurrently; reload and retry", status=status)
-    if status == 429 or status >= 500:
-        attempts = len(getattr(getattr(resp.raw, "retries", None), "history", ()) or ()) + 1
-        return CatalogUnavailableError(
-            f"catalog at {where} answered {detail} for {op} after {attempts} attempt{'s' if attempts != 1 else ''}: "
-            "it is overloaded or down; try again later", status=status)
-    if status == 422:
-        return CatalogError(f"catalog rejected {op} ({detail}): an Idempotency-Key was reused for a different "
-                            "request", status=status)
-    return CatalogError(f"catalog rejected {op} ({detail})", status=status)
-
-
-_CAUSE_TEXT = {"connection-refused": "connection refused", "dns": "host name does not resolve",
-               "connect-timeout": "connect timed out", "read-timeout": "read timed out",
-               "connection-reset": "connection reset", "connection-error": "connection error", "tls": "TLS failure"}
-
-
-def transport_error(exc: requests.RequestException, op: str, where: str, *, mutation: bool) -> CatalogError:
-    """A one-line error for a call that got no answer; a mutation that may have arrived says so."""
-    if isinstance(exc, requests.exceptions.SSLError):
-        return CatalogError(f"TLS handshake with {where} failed: the server certificate is not trusted or invalid; "
-                            "pass a CA bundle (--ca-bundle / REQUESTS_CA_BUNDLE) or fix the certificate")
-    if isinstance(exc, (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema,
-                        requests.exceptions.InvalidSchema)):
-        return ConfigError(f"invalid catalog URL {where!r}: {type(exc).__name__}")  # type: ignore[return-value]
-    cause, reached = transport_cause(exc)
-    if mutation and reached:
-        return CatalogUnavailableError(f"{op} may or may not have been applied by the catalog at {where} "
-                                       f"({_CAUSE_TEXT.get(cause, cause)}): reconcile before repeating it")
-    return CatalogUnavailableError(f"cannot reach the catalog at {where} ({_CAUSE_TEXT.get(cause, cause)}) for {op}: "
-                                   "check --uri and that the catalog is running")
-
-
-def transport_cause(exc: requests.RequestException) -> tuple[str, bool]:
-    """(cause, may_have_reached_server) for a call that got no answer."""
-    if isinstance(exc, requests.exceptions.ConnectTimeout):
-        return "connect-timeout", False
-    if isinstance(exc, requests.exceptions.ReadTimeout):
-        return "read-timeout", True
-    if isinstance(exc, (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError)):
-        return "connection-reset", True
-    chain: list[BaseException] = []
-    node: BaseException | None = exc
-    while node is not None and len(chain) < 10:
-        chain.append(node)
-        if isinstance(node, urllib3.exceptions.MaxRetryError) and node.reason is not None:
-            node = node.reason
-        elif node.args and isinstance(node.args[0], BaseException):
-            node = node.args[0]
-        elif len(node.args) > 1 and isinstance(node.args[1], BaseException):
-            node = node.args[1]
-        else:
-            node = node.__cause__ or node.__context__
-    if any(isinstance(i, (urllib3.exceptions.NameResolutionError, socket.gaierror)) for i in chain):
-        return "dns", False
-    for item in chain:
-        if isinstance(item, (urllib3.exceptions.NewConnectionError, ConnectionRefusedError)):
-            return "connection-refused", False
-        if isinstance(item, urllib3.exceptions.ConnectTimeoutError):
-            return "connect-timeout", False
-    for item in chain:
-        if isinstance(item, (urllib3.exceptions.ProtocolError, http.client.RemoteDisconnected, ConnectionResetError,
-                             BrokenPipeError, urllib3.exceptions.ReadTimeoutError)):
-            return "connection-reset", True
-    return "connection-error", True  # unknown: assume the worst for mutations
-
-
-def error_parts(resp: Response) -> tuple[str, str]:
-    """(type, message) from an Iceberg ErrorModel (or OAuth error) body, redacted, one line."""
-    try:
-        body = resp.json()
-    except ValueError:
-        return (resp.reason or "error").replace(" ", ""), redact(" ".join((resp.text or "").split())[:200])
-    if isinstance(body, dict):
-        err = body.get("error")
-        if isinstance(err, dict):
-            return str(err.get("type") or "error"), redact(" ".join(str(err.get("message") or "").split())[:300])
-        if isinstance(err, str):
-            return err, redact(" ".join(str(body.get("error_description") or "").split())[:300])
-        if "message" in body:
-            return str(body.get("type") or "error"), redact(" ".join(str(body["message"]).split())[:300])
-    return (resp.reason or "error").replace(" ", ""), ""
-
-
-def error_summary(resp: Response) -> str:
-    err_type, message = error_parts(resp)
-    return f"{err_type}: {message}" if message else err_type
-
-
-def _no_route(err_type: str, message: str) -> bool:
-    """Iceberg's REST servlet (its REST fixture) answers a path it has no route for with 400, not 404:
-    only that exact error counts as a missing endpoint, so any other 400 stays a bad request."""
-    return err_type == "BadRequestException" and message.startswith("No route for request")
-
-
-def _not_found_kind(err_type: str, message: str, resource: tuple[str, str | None], resp: Response) -> str:
-    t, m = err_type.lower(), message.lower()
-    if resource[0] == "config":
-        # /v1/config exists on every catalog: a 404 naming a warehouse/catalog means a wrong warehouse
-        # (Polaris, Lakekeeper), anything else a wrong --uri.
-        return "warehouse" if ("warehouse" in t or "warehouse" in m or "catalog" in m) else "config"
-    if "warehouse" in t or "table bucket" in m or resource[0] == "warehouse":
-        return "warehouse"
-    for name in ("table", "view", "namespace"):
-        if f"nosuch{name}" in t:
-            return name
-    if "warehouse" in m:
-        return "warehouse"
-    is_error_model = "json" in (resp.headers.get("Content-Type") or "")
-    if not is_error_model or "path" in m or "route" in m or "endpoint" in t or t in ("notfound", "error"):
-        return "endpoint"
-    if "table" in m:
-        return "table"
-    if "namespace" in m:
-        return "namespace"
-    return resource[0]
-
-
-def _scrubbed(err: CatalogError, resp: Response, params: Mapping[str, Any] | None) -> CatalogError:
-    """Servers sometimes echo what we sent ("bad token <value>"): remove every secret this request carried."""
-    found = [str(v) for k, v in (params or {}).items() if v is not None and is_secret_param(k)]
-    if resp.request is not None:
-        for header in ("Authorization", "X-Amz-Security-Token"):
-            value = resp.request.headers.get(header) or ""
-            text = value.decode(errors="replace") if isinstance(value, bytes) else value
-            found.append(text.split(" ", 1)[-1] if header == "Authorization" else text)
-    text = str(err)
-    for secret in (s for s in found if len(s) >= 4):
-        text = text.replace(secret, "***")
-    if text != str(err):
-        err.args = (text,)
-    return err
-
-
-# -- small helpers ----------------------------------------------------------------------------------
-def safe_url(url: str) -> str:
-    """A URL without userinfo and without query (query strings may carry secrets)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<invalid url>"
-    netloc = f"[{parts.hostname}]" if parts.hostname and ":" in parts.hostname else (parts.hostname or "")
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
-
-
 def _where(url: str, catalog: CatalogClient) -> str:
-    return catalog.safe_uri if _origin(url) == catalog._user_origin else safe_url(url)
+    return catalog.safe_uri if origin(url) == catalog._user_origin else safe_url(url)
 
 
 def _mask_query(query: str) -> str:
@@ -882,9 +555,3 @@ def open_catalog(source: Mapping[str, str] | CatalogConnection, *, name: str = "
     properties["header." + ACCESS_DELEGATION_HEADER] = delegation if delegation is not None \
         else str(props.get("header." + ACCESS_DELEGATION_HEADER) or "")
     return CatalogClient(name, **kwargs, **properties)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "CatalogRest":  # an ImportError: `from ... import` would replace an AttributeError's words with its own
-        raise ImportError("pyspark_catalog_ext.catalog.rest.CatalogRest is now CatalogClient; import that instead")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

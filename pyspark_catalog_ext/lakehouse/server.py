@@ -46,9 +46,6 @@ __all__ = [
 
 HOST = "127.0.0.1"
 WAREHOUSE = "warehouse"
-# The admin identity (resources/s3.json, also the catalog's OAuth2 client id/secret) is random per
-# instance: LakehouseInfo.access_key / secret_key. These names were fixed keys once.
-_REMOVED = {"ADMIN_ACCESS_KEY": "access_key", "ADMIN_SECRET_KEY": "secret_key"}
 VEND_ROLE = "arn:aws:iam::role/IcebergVendRole"
 MIN_CREDENTIAL_SECONDS = 900  # SeaweedFS accepts less at start-up but then vends nothing at all
 GRPC_OFFSET = 10000  # SeaweedFS derives some gRPC addresses as http port + 10000: keep them consistent
@@ -60,15 +57,6 @@ _START_ATTEMPTS = 3
 # glog's line header: severity letter, MMDD, time (e.g. "F1126 13:14:33.219013 mini.go:1244 ...").
 _GLOG_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")
 _RESOURCES = Path(__file__).resolve().parent.parent / "resources"  # config templates shipped in the wheel
-
-
-def __getattr__(name: str) -> Any:
-    if name in _REMOVED:
-        # ImportError, not AttributeError: `from ... import` would swap an AttributeError for its
-        # generic "cannot import name" and lose the hint
-        raise ImportError(f"{name} is gone: the lakehouse's admin keys are random per instance; "
-                             f"use LakehouseInfo.{_REMOVED[name]} (lake.info.{_REMOVED[name]})")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _security_toml() -> str:

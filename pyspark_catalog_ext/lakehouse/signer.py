@@ -110,13 +110,6 @@ TOKEN_SECONDS = 3600
 _TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 
 
-def __getattr__(name: str) -> Any:
-    if name == "CLIENT_SECRET":  # ImportError: see lakehouse.server.__getattr__
-        raise ImportError("CLIENT_SECRET is gone: the signer's client secret is random per instance; "
-                             "use LakehouseInfo.client_secret (or LakehouseInfo.credential)")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def remote_signing_config(signer_uri: str, endpoint: str = SIGN_ENDPOINT) -> dict[str, str]:
     """The table `config` entries that make Iceberg's S3FileIO sign through `signer_uri`/`endpoint`."""
     return {"s3.remote-signing-enabled": "true", "s3.signer.uri": signer_uri.rstrip("/"), "s3.signer.endpoint": endpoint}

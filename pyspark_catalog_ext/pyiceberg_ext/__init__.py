@@ -26,9 +26,6 @@ _EXPORTS = {
 
 
 def __getattr__(name: str) -> Any:
-    if name == "ExtRestCatalog":  # an ImportError: `from ... import` would replace an AttributeError's words with its own
-        raise ImportError("pyspark_catalog_ext.pyiceberg_ext.ExtRestCatalog is now GuardedRestCatalog (the Java shim's "
-                          "catalog-impl keeps its name, ExtRESTCatalog); import that instead")
     if name in _EXPORTS:
         return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -43,9 +43,9 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
+from pyspark_catalog_ext.catalog.answers import error_summary, transport_cause
 from pyspark_catalog_ext.catalog.commit_policy import CommitPolicy
 from pyspark_catalog_ext.catalog.idempotency import uuid7
-from pyspark_catalog_ext.catalog.rest import error_summary, transport_cause
 from pyspark_catalog_ext.errors import CatalogRedirectError, CommitFailedError, CommitStateUnknownError
 from pyspark_catalog_ext.pyiceberg_ext.decision import (
     Answer,

@@ -32,7 +32,7 @@ class SparkCatalogReader:
     """
 
     def __init__(self, spark: Any, catalog: str) -> None:
-        from pyspark_catalog_ext.catalog.rest import safe_url
+        from pyspark_catalog_ext.catalog.urls import safe_url
 
         self.catalog = catalog
         self._shim = ShimJvm(spark)

@@ -25,7 +25,8 @@ from typing import Any
 
 import pytest
 
-from pyspark_catalog_ext.catalog.rest import CatalogClient, PurgeRequiredError, open_catalog, read_retry
+from pyspark_catalog_ext.catalog.rest import CatalogClient, PurgeRequiredError, open_catalog
+from pyspark_catalog_ext.catalog.transport import read_retry
 from pyspark_catalog_ext.errors import (
     CatalogAuthError,
     CatalogConflictError,

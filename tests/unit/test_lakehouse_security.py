@@ -15,8 +15,6 @@ import pytest
 import requests
 from botocore.config import Config
 
-from pyspark_catalog_ext.lakehouse import server as lake_server
-from pyspark_catalog_ext.lakehouse import signer as lake_signer
 from pyspark_catalog_ext.lakehouse.server import Lakehouse
 from pyspark_catalog_ext.lakehouse.signer import DELETE_PATH, MAX_DELETE_TICKETS, MAX_LOCATIONS, MAX_TOKENS, SigningCatalogProxy
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
@@ -46,18 +44,6 @@ def test_two_instances_have_different_admin_keys_and_signer_secrets():
     finally:
         first.stop()
         second.stop()
-
-
-@pytest.mark.parametrize("module, name, hint", [(lake_server, "ADMIN_ACCESS_KEY", "LakehouseInfo.access_key"),
-                                                (lake_server, "ADMIN_SECRET_KEY", "LakehouseInfo.secret_key"),
-                                                (lake_signer, "CLIENT_SECRET", "LakehouseInfo.client_secret")])
-def test_the_old_fixed_key_names_are_a_one_line_error(module, name, hint):
-    with pytest.raises(ImportError) as err:
-        getattr(module, name)
-    assert hint in str(err.value) and "\n" not in str(err.value)
-    with pytest.raises(ImportError, match=hint.replace(".", r"\.")):
-        exec(f"from {module.__name__} import {name}", {})
-    assert name not in module.__all__
 
 
 def test_filer_answers_no_unauthenticated_read_while_s3_and_catalog_work(lakehouse):

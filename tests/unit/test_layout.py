@@ -43,30 +43,6 @@ def test_the_staged_and_governance_helpers_are_on_the_package_face_and_load_on_f
     assert out.split("\n")[:2] == ["[]", "True"], out
 
 
-@pytest.mark.parametrize(("old", "new"), [("governance.events", "pyspark_catalog_ext.events"),
-                                           ("governance.jvm_events", "pyspark_catalog_ext.spark.jvm_events")])
-def test_a_moved_module_names_its_new_place(old: str, new: str) -> None:
-    with pytest.raises(ImportError, match=f"moved to {new}; import that instead"):
-        importlib.import_module(f"pyspark_catalog_ext.{old}")
-
-
-@pytest.mark.parametrize("name", ["attach", "CredentialManager", "TableStatus", "manager"])
-def test_a_moved_credentials_name_names_its_new_place(name: str) -> None:
-    import pyspark_catalog_ext.credentials as credentials
-
-    with pytest.raises(ImportError, match=f"credentials.{name} moved to pyspark_catalog_ext"):
-        getattr(credentials, name)
-    with pytest.raises(ImportError, match="moved to"):
-        exec(f"from pyspark_catalog_ext.credentials import {name}", {})
-
-
-@pytest.mark.parametrize(("module", "old", "new"), [("pyiceberg_ext", "ExtRestCatalog", "GuardedRestCatalog"),
-                                                    ("catalog.rest", "CatalogRest", "CatalogClient")])
-def test_a_renamed_class_names_its_new_name(module: str, old: str, new: str) -> None:
-    with pytest.raises(ImportError, match=rf"{old} is now {new}\b.*; import that instead"):
-        exec(f"from pyspark_catalog_ext.{module} import {old}", {})
-
-
 def test_cli_runs_as_a_module_without_warnings() -> None:
     proc = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "pyspark_catalog_ext.cli", "--help"],
                           capture_output=True, text=True, timeout=60)
