@@ -22,7 +22,7 @@ from pyspark_catalog_ext.catalog.profiles import REMOTE_SIGNING, Profile, get_pr
 from pyspark_catalog_ext.errors import ConfigError, redact
 
 __all__ = ["CatalogConnection", "DELEGATION_HEADER", "SHIM_PACKAGE", "SHIM_CATALOG_IMPL", "SHIM_CLIENT_FACTORY", "S3_FILE_IO",
-           "pyiceberg_names", "validate_uri"]
+           "pyiceberg_names", "spark_catalog_properties", "validate_uri"]
 
 DELEGATION_HEADER = "header.X-Iceberg-Access-Delegation"
 # The Java classes a Spark catalog's properties name: the shim's, and Iceberg's S3 FileIO.
@@ -208,6 +208,12 @@ class CatalogConnection:
     def pyiceberg_properties(self) -> dict[str, Any]:
         """PyIceberg catalog properties (as `load_catalog` takes them) for the same catalog."""
         return pyiceberg_names(self.spark_properties(shim=False))
+
+
+def spark_catalog_properties(conf: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The `spark.sql.catalog.<name>.*` settings of a Spark conf, prefix stripped: a catalog's properties."""
+    prefix = f"spark.sql.catalog.{name}."
+    return {k[len(prefix):]: v for k, v in conf.items() if k.startswith(prefix)}
 
 
 def pyiceberg_names(props: Mapping[str, str]) -> dict[str, Any]:

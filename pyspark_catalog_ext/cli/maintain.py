@@ -9,10 +9,11 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pyspark_catalog_ext.catalog.resolve import catalog_connection
 from pyspark_catalog_ext.cli.options import add_connection_arguments, connection_kwargs
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.governance.maintenance import default_state_file, plan_with_catalog, run, split_targets
-from pyspark_catalog_ext.lakehouse.connect import catalog_connection
+from pyspark_catalog_ext.lakehouse.server import running_info
 from pyspark_catalog_ext.progress import Progress
 
 __all__ = ["register"]
@@ -30,7 +31,7 @@ def _cmd(args: argparse.Namespace) -> int:
     state_file = Path(args.state_file) if args.state_file else default_state_file()
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     if args.dry_run:  # no Spark needed to plan
-        with open_catalog(catalog_connection(args.profile, **connection_kwargs(args))) as client:
+        with open_catalog(catalog_connection(args.profile, lakehouse=running_info(), **connection_kwargs(args))) as client:
             the_plan = plan_with_catalog(client, targets, policy_file=args.policy_file, state_file=state_file,
                                          force=args.force, now=now)
         print(json.dumps(the_plan.as_dict(), indent=2, default=str) if args.json else the_plan.render())

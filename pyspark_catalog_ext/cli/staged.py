@@ -7,9 +7,10 @@ import argparse
 import json
 import sys
 
+from pyspark_catalog_ext.catalog.resolve import catalog_connection
 from pyspark_catalog_ext.cli.options import add_connection_arguments, connection_kwargs, secret_argument
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.lakehouse.connect import catalog_connection
+from pyspark_catalog_ext.lakehouse.server import running_info
 from pyspark_catalog_ext.progress import Progress
 from pyspark_catalog_ext.staging.cleanup import DEFAULT_MIN_AGE_SECONDS, find_orphans, s3_client
 
@@ -19,7 +20,7 @@ __all__ = ["register"]
 def _cmd(args: argparse.Namespace) -> int:
     # PyIceberg's catalog module reads .pyiceberg.yaml when imported: only when the command runs.
     from pyspark_catalog_ext.catalog.rest import open_catalog
-    connection = catalog_connection(args.profile, **connection_kwargs(args))
+    connection = catalog_connection(args.profile, lakehouse=running_info(), **connection_kwargs(args))
     s3 = None
     secret_key = secret_argument(args, "s3_secret_key")
     if args.s3_access_key or secret_key:

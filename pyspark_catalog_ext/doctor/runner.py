@@ -17,13 +17,14 @@ from typing import Any, Protocol
 
 from pyspark_catalog_ext import __version__
 from pyspark_catalog_ext.catalog.profiles import Profile, get_profile
+from pyspark_catalog_ext.catalog.resolve import catalog_connection
 from pyspark_catalog_ext.catalog.rest import CatalogClient, open_catalog
 from pyspark_catalog_ext.doctor.context import Cleanup, Interrupts, ProbeContext, SecretBag, Terminated, one_line
 from pyspark_catalog_ext.doctor.registry import ProbeSpec
 from pyspark_catalog_ext.doctor.result import FAIL, PASS, SKIPPED, UNSUPPORTED, Outcome, ProbeResult, failed, skipped, unsupported
 from pyspark_catalog_ext.doctor.suite import GROUPS, PROBES, probe_ids
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError
-from pyspark_catalog_ext.lakehouse.connect import catalog_connection
+from pyspark_catalog_ext.lakehouse.server import running_info
 
 __all__ = ["DoctorReport", "Progress", "run_doctor", "resolve_selection"]
 
@@ -125,7 +126,7 @@ def resolve_selection(names: Iterable[str], what: str = "--skip") -> set[str]:
 
 
 def _connect(profile: Profile, connection: dict[str, Any], secrets: SecretBag) -> tuple[dict[str, str], CatalogClient]:
-    conn = catalog_connection(profile, **connection)
+    conn = catalog_connection(profile, **{"lakehouse": running_info(), **connection})
     credential = conn.credential or ""
     secrets.add(credential)
     secrets.add(credential.partition(":")[2])
@@ -171,7 +172,7 @@ def run_doctor(
         embedded = False
         if prof.name == "local" and not connection.get("uri") and not connection.get("from_pyiceberg") \
                 and "lakehouse" not in connection:
-            from pyspark_catalog_ext.lakehouse.server import running_info, start_lakehouse
+            from pyspark_catalog_ext.lakehouse.server import start_lakehouse
 
             if running_info() is None:
                 progress.note("no lakehouse running (`pyspark-catalog-ext local up`): starting an embedded one for this run")

@@ -244,6 +244,12 @@ class Lakehouse:
         self._root: Path | None = None  # temp dir: configs, sockets, logs (and data if temporary)
         self.info: LakehouseInfo | None = None
 
+    def connection(self, **overrides: Any) -> CatalogConnection:
+        """The catalog connection of this lakehouse (`LakehouseInfo.connection`); it must be running."""
+        if self.info is None:
+            raise ConfigError("the lakehouse is not running; call .start() (or use start_lakehouse()) first")
+        return self.info.connection(**overrides)
+
     def __repr__(self) -> str:
         state = f"running at {self.info.iceberg_uri}" if self.info and self.running else "stopped"
         return f"<Lakehouse {state}>"

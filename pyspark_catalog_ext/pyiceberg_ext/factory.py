@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pyspark_catalog_ext.catalog.connection import CatalogConnection, pyiceberg_names
+from pyspark_catalog_ext.catalog.connection import CatalogConnection, pyiceberg_names, spark_catalog_properties
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.lakehouse.connect import lakehouse_info
-from pyspark_catalog_ext.spark.conf import CatalogSparkConf
 
 if TYPE_CHECKING:
     from pyiceberg.catalog.rest import RestCatalog
@@ -20,11 +18,14 @@ def _pyiceberg_props(source: Any, catalog: str) -> dict[str, Any]:
     if isinstance(source, CatalogConnection):
         return source.pyiceberg_properties()
     if isinstance(source, Mapping):
-        props = CatalogSparkConf(source).catalog(catalog) if any(k.startswith("spark.") for k in source) else dict(source)
+        props = spark_catalog_properties(source, catalog) if any(k.startswith("spark.") for k in source) else dict(source)
         if not props:
             raise ConfigError(f"the conf has no spark.sql.catalog.{catalog}.* settings; pass the catalog name it uses")
         return pyiceberg_names(props)
-    return lakehouse_info(source).connection().pyiceberg_properties()
+    if not callable(getattr(source, "connection", None)):
+        raise ConfigError(f"cannot make a PyIceberg catalog from a {type(source).__name__}: pass a CatalogConnection, "
+                          "a Lakehouse or LakehouseInfo, or a conf from spark_conf()")
+    return source.connection().pyiceberg_properties()
 
 
 def pyiceberg_catalog(source: Any, catalog: str = "lake", *, refresh: bool = True, policy: Any = None,

@@ -9,10 +9,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pyspark_catalog_ext.catalog.connection import SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY
+from pyspark_catalog_ext.catalog.connection import SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, spark_catalog_properties
 from pyspark_catalog_ext.catalog.profiles import Profile, get_profile
+from pyspark_catalog_ext.catalog.resolve import catalog_connection
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.lakehouse.connect import catalog_connection
+from pyspark_catalog_ext.lakehouse.server import running_info
 from pyspark_catalog_ext.secret_keys import REDACTION_REGEX, is_secret_key
 from pyspark_catalog_ext.spark.shim_api import EXTENSIONS, SHIM_PLUGIN, SHIM_SQL_EXTENSIONS, SPARK_CATALOG
 
@@ -43,14 +44,14 @@ class CatalogSparkConf(dict):
 
     def catalog(self, name: str) -> dict[str, str]:
         """The `spark.sql.catalog.<name>.*` properties with the prefix stripped."""
-        prefix = f"spark.sql.catalog.{name}."
-        return {k[len(prefix):]: v for k, v in self.items() if k.startswith(prefix)}
+        return spark_catalog_properties(self, name)
 
 
 def catalog_properties(profile: str | Profile = "local", *, shim: bool = True, lakehouse: Any = None,
                        **connection_args: Any) -> dict[str, str]:
     """A Spark catalog's properties (no `spark.sql.catalog.<c>.` prefix): `catalog_connection(...)`
     rendered for Iceberg Java, with the refresh shim unless `shim=False`."""
+    lakehouse = lakehouse if lakehouse is not None else running_info()
     return catalog_connection(profile, lakehouse=lakehouse, **connection_args).spark_properties(shim=shim)
 
 
