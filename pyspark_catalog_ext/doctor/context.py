@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import secrets as _secrets
 import signal
 import threading
 import time
@@ -316,10 +315,6 @@ class ProbeContext:
         self.http.append(ex.as_dict())
 
     # -- helpers for probes -------------------------------------------------------------------
-    @staticmethod
-    def random_suffix() -> str:
-        return _secrets.token_hex(4)
-
     def table_body(self, name: str, location: str | None = None) -> dict[str, Any]:
         """A CreateTableRequest for `name` with the doctor's two-column schema."""
         # "stage-create": false said outright, as Iceberg's own clients do: Nessie 0.99 answers a body

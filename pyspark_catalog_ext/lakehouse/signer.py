@@ -293,10 +293,6 @@ class SigningCatalogProxy(ProxyServer):
                     return client
         return None
 
-    def token_valid(self, authorization: str | None) -> bool:
-        """True if `authorization` is `Bearer <a token this proxy issued and not yet expired>`."""
-        return self.token_client(authorization) is not None
-
     def upstream_authorization(self) -> str:
         """`Bearer <token>` for SeaweedFS, fetched with the admin keys and renewed after 30 min."""
         return self.guard.authorization()

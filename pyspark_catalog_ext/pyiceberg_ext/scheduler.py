@@ -30,22 +30,6 @@ class TableState:
     # Used since its credentials were fetched? An idle table is refreshed on its next use instead.
     in_use: bool = True
 
-    @staticmethod
-    def from_described(entry: dict) -> TableState | None:
-        prefixes = [p for p in entry.get("prefixes", []) if p.get("expires_at_ms", -1) > 0]
-        if not prefixes:
-            return None
-        soonest = min(prefixes, key=lambda p: p["expires_at_ms"])
-        name = ".".join([entry.get("catalog", "?"), *entry.get("namespace", []), entry.get("table", "?")])
-        return TableState(
-            handle=entry["handle"],
-            name=name,
-            generation=int(entry.get("generation", 0)),
-            fetched_at_s=soonest["fetched_at_ms"] / 1000.0,
-            expires_at_s=soonest["expires_at_ms"] / 1000.0,
-            in_use=entry.get("last_used_at_ms", 0) >= soonest["fetched_at_ms"],
-        )
-
 
 @dataclass
 class _Backoff:
