@@ -9,7 +9,7 @@ async client's (the accelerator's user agent). Plain Iceberg's REST catalog with
 factory (no table handle) reads with the vended keys.
 
 Spark 3.5 + Iceberg 1.12 (its `iceberg-aws-bundle` carries the accelerator and netty; the offline
-1.10.2 stack has neither), in a process of its own: tests/accelerated_read_job.py."""
+1.10.2 stack has neither), in a process of its own: tests/jobs/accelerated_read_job.py."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from tests.servers import CatalogProxy, S3ExpiryProxy
 from tests.servers.s3_expiry_proxy import access_key_of
 
 LIFETIME = 10  # seconds the catalog proxy states for every key
-JOB = ROOT / "tests" / "accelerated_read_job.py"
+JOB = ROOT / "tests" / "jobs" / "accelerated_read_job.py"
 
 pytestmark = pytest.mark.slow
 

@@ -34,7 +34,7 @@ VENVS = ROOT / ".venvs"
 SPARK_VERSION = "4.1.*"
 ICEBERG = "1.12.0"
 LIFETIME = 8  # seconds the proxies let a credential live
-CLIENT_JOB = ROOT / "tests" / "connect_client_job.py"
+CLIENT_JOB = ROOT / "tests" / "jobs" / "connect_client_job.py"
 
 
 def _venv(name: str, *requirements: str, pth: Path | None = None) -> Path:

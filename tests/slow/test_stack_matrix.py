@@ -4,7 +4,7 @@ commit answer, a PyIceberg scan, `maintain --dry-run` and `--packages` from `mav
 
 Spark 3.5 stacks run in this venv (other jars); Spark 4.x ones in a venv per pyspark line under
 .venvs/ (made on first use, kept while pyproject.toml/setup.py are unchanged), with this package
-installed editable, so the job runs today's code. The job (tests/stack_matrix_job.py) runs in that
+installed editable, so the job runs today's code. The job (tests/jobs/stack_matrix_job.py) runs in that
 venv's Python; the lakehouse and the loopback proxies that make keys live LIFETIME seconds run here.
 The last test is what a new user does: a fresh venv, `pip install <wheel>[lakehouse] pyspark==4.1.*`,
 then the README's builder example with a CTAS that outlives its credentials.
@@ -31,7 +31,7 @@ from tests.conftest import ROOT
 from tests.helpers import expiring_proxies
 
 LIFETIME = 8  # seconds the proxies let a vended key live
-JOB = ROOT / "tests" / "stack_matrix_job.py"
+JOB = ROOT / "tests" / "jobs" / "stack_matrix_job.py"
 VENVS = ROOT / ".venvs"
 PIP = ["-m", "pip", "install", "--disable-pip-version-check", "-q"]
 

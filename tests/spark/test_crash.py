@@ -44,7 +44,7 @@ KILL_POINTS = {
     "staged": [("LOCATION", 0.5), ("data file", 0.3), ("WROTE 1", 0.5)],
     "commit": [("COMMITTING", 0.2), ("commit at catalog", HOLD), ("DONE", 0.0)],
 }
-JOB = Path(__file__).resolve().parents[1].joinpath("crash_job.py")
+JOB = Path(__file__).resolve().parents[1].joinpath("jobs", "crash_job.py")
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -170,7 +170,7 @@ def test_executors_in_other_jvms_get_credentials_from_the_driver(lakehouse, fast
             "rows": 8000, "ms_per_row": 10,  # 4 tasks of 2000 rows: ~20 s each on 2 executors
             "event_log_dir": (tmp_path / "events").as_uri()}
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1].joinpath("multi_jvm_job.py")), json.dumps(args)],
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1].joinpath("jobs", "multi_jvm_job.py")), json.dumps(args)],
                           capture_output=True, text=True, timeout=600,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
                                "CATALOG_EXT_TEST_AUTH_SECRET": token_urlsafe(24)})

@@ -45,7 +45,7 @@ def test_running_job_publishes_refreshes_expiry_and_commits_in_prometheus(lakeho
     table = f"lake.db.metrics_{uuid.uuid4().hex[:6]}"
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     proc = subprocess.run([str(SPARK_SUBMIT), "--master", "local[2]", "--properties-file", str(props),
-                           str(Path(__file__).resolve().parents[1].joinpath("metrics_job.py")),
+                           str(Path(__file__).resolve().parents[1].joinpath("jobs", "metrics_job.py")),
                            json.dumps({"ctas": slow_ctas(table), "table": table})],
                           capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-5000:]

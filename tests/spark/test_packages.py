@@ -208,7 +208,7 @@ def test_spark_submit_with_only_packages_outlives_credentials(lakehouse, expirin
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update({"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable})
     proc = subprocess.run([str(SPARK_SUBMIT), "--master", "local[2]", *jar_flags, "--properties-file", str(props),
-                           str(ROOT / "tests" / "config_only_job.py"),
+                           str(ROOT / "tests" / "jobs" / "config_only_job.py"),
                            json.dumps({"ctas": slow_ctas("lake." + table), "table": "lake." + table})],
                           capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert parsed(proc, "COUNT") == "3000"

@@ -62,7 +62,7 @@ def test_spark_ctas_and_read_with_no_storage_keys(signing_lake, tmp_path):
     args = {"uri": info.iceberg_uri, "warehouse": info.warehouse, "credential": info.credential, "table": "lake.rs.ctas"}
     signed_before = signing_lake.signer.signed
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1].joinpath("remote_signing_job.py")), json.dumps(args)],
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1].joinpath("jobs", "remote_signing_job.py")), json.dumps(args)],
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]

@@ -37,7 +37,7 @@ def test_driver_and_executor_jvms_of_a_cluster_have_no_secret_in_argv(lakehouse)
     hadoop_secret = "hadoopArgvSecret-7Qx2"
     args = {"uri": info.iceberg_uri, "warehouse": info.warehouse, "credential": info.credential,
             "hadoop_secret": hadoop_secret}
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1].joinpath("secret_argv_job.py")), json.dumps(args)],
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1].joinpath("jobs", "secret_argv_job.py")), json.dumps(args)],
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]

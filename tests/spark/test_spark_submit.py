@@ -19,7 +19,7 @@ from pyspark_catalog_ext.spark.conf import spark_conf
 from tests.helpers import expiring_proxies
 
 SPARK_SUBMIT = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-JOB = Path(__file__).resolve().parents[1].joinpath("submit_job.py")
+JOB = Path(__file__).resolve().parents[1].joinpath("jobs", "submit_job.py")
 
 
 def submit(tmp_path: Path, conf: dict[str, str], args: dict) -> tuple[subprocess.CompletedProcess, float]:
@@ -137,7 +137,7 @@ def test_python_job_that_never_imports_the_package_outlives_credentials(lakehous
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update({"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable})
     proc = subprocess.run([str(SPARK_SUBMIT), "--master", "local[2]", "--properties-file", str(props),
-                           str(Path(__file__).resolve().parents[1].joinpath("config_only_job.py")),
+                           str(Path(__file__).resolve().parents[1].joinpath("jobs", "config_only_job.py")),
                            json.dumps({"ctas": slow_ctas("lake." + table), "table": "lake." + table})],
                           capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert parsed(proc, "COUNT") == "3000"
