@@ -24,6 +24,7 @@ __all__ = [
     "CatalogUnavailableError",
     "CatalogUnsupportedError",
     "CatalogRedirectError",
+    "UntrustedOriginError",
     "CleanupRefused",
     "PolicyApiUnavailableError",
     "StaleTableError",
@@ -93,6 +94,16 @@ class CatalogRedirectError(CatalogError):
     def __init__(self, message: str, status: int | None = None, location: str = "") -> None:
         super().__init__(message, status)
         self.location = location
+
+
+class UntrustedOriginError(CatalogError):
+    """A request carrying the catalog's credentials was about to go to an origin outside the catalog's
+    trust set (a server-given URL): nothing was sent. `origin` and `key` name what was refused."""
+
+    def __init__(self, message: str, status: int | None = None, origin: str = "", key: str | None = None) -> None:
+        super().__init__(message, status)
+        self.origin = origin
+        self.key = key
 
 
 class CleanupRefused(CatalogError):
