@@ -30,11 +30,12 @@ The front's switches are those of the S3 catalog proxy (tests/servers/catalog_pr
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
@@ -296,3 +297,44 @@ def _json(body: bytes) -> Any:
         return json.loads(body) if body else None
     except ValueError:
         return None
+
+
+class StoreStack:
+    """One store, its catalog server and the vending front, started together (`store_catalog`)."""
+
+    def __init__(self, store: str, emulator: Any, fixture: StoreRestFixture, front: VendingCatalog, warehouse: str):
+        self.store = store
+        self.emulator = emulator
+        self.fixture = fixture
+        self.front = front
+        self.warehouse = warehouse
+
+    @property
+    def uri(self) -> str:
+        """Where clients reach the catalog (the vending front)."""
+        return self.front.url
+
+
+@contextlib.contextmanager
+def store_catalog(store: str, **front_options: Any) -> Iterator[StoreStack]:
+    """`store` ("adls": Azurite, "gcs": fake-gcs-server) with a container/bucket `warehouse`, Iceberg's
+    REST fixture on it and the vending front (`front_options`: VendingCatalog's switches). Everything
+    stops on exit, also when a start fails halfway."""
+    with contextlib.ExitStack() as stack:
+        if store == "adls":
+            emulator: Any = stack.enter_context(Azurite())
+            emulator.create_container("warehouse")
+            warehouse = emulator.location("warehouse", "catalog")
+            stores: dict[str, Any] = {"azurite": emulator}
+        elif store == "gcs":
+            emulator = stack.enter_context(FakeGcs())
+            emulator.create_bucket("warehouse")
+            warehouse = emulator.location("warehouse", "catalog")
+            stores = {"gcs": emulator}
+        else:
+            raise ValueError(f"unknown store {store!r}: adls or gcs")
+        fixture = StoreRestFixture(warehouse, **stores)
+        stack.callback(fixture.stop)
+        fixture.start()
+        front = stack.enter_context(VendingCatalog(fixture.uri, **stores, **front_options))
+        yield StoreStack(store, emulator, fixture, front, warehouse)
