@@ -108,7 +108,13 @@ def main() -> None:
         result = run(spark, args)
         print("RESULT " + json.dumps({**result, "seconds": time.monotonic() - started}), flush=True)
     except Exception as exc:  # noqa: BLE001 - the test reads what failed
-        print("FAILED " + json.dumps({"error": str(exc)[-6000:], "seconds": time.monotonic() - started}), flush=True)
+        text = str(exc)
+        causes = [line[:400] for line in text.splitlines() if line.startswith("Caused by: ")]
+        said = [f"store answered: Status code {m[0]}, <Code>{m[1]}</Code>"
+                for m in re.findall(r"Status code (\d+).*?<Code>(\w+)</Code>", text, re.S)[:1]]
+        # The head names the failure; the causes and the store's own answer say why.
+        error = "\n".join([text[:4000], *causes, *said])
+        print("FAILED " + json.dumps({"error": error, "seconds": time.monotonic() - started}), flush=True)
     finally:
         spark.stop()
 
