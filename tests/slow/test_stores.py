@@ -138,3 +138,63 @@ def test_one_catalog_request_per_table_per_renewal(stack):
     lifetimes = (report["read_ended"] - report["read_started"]) / LIFETIME
     if len(during) > lifetimes + 1:
         raise TooManyRequests(f"{len(during)} /credentials requests over {lifetimes:.1f} token lifetimes")
+
+
+def test_azurite_checks_sas_expiry_scope_and_kind():
+    """The facts docs/stores.md states about Azurite 3.35.0, pinned: a live container SAS works; an
+    expired one, another account's, and a directory SAS (sr=d) are all refused 403 AuthorizationFailure
+    (Azure names an expired SAS AuthenticationFailed)."""
+    import time
+
+    import requests
+
+    from tests.stores.azurite import Azurite
+
+    try:
+        azurite = Azurite().start()
+    except StoreUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        azurite.create_container("facts")
+        sas, expires_ms = azurite.container_sas("pcestore1", "facts", 3)
+        blob = f"{azurite.endpoint('pcestore1')}/facts/a/b.txt"
+        put = requests.put(f"{blob}?{sas}", data=b"x", headers={"x-ms-blob-type": "BlockBlob"})
+        assert put.status_code == 201, put.text
+        assert requests.get(f"{blob}?{sas}").content == b"x"
+        other = requests.get(f"{azurite.endpoint('pcestore2')}/facts/a/b.txt?{sas}")
+        directory = requests.get(f"{blob}?{sas.replace('sr=c', 'sr=d')}&sdd=1")
+        time.sleep(max(0.0, expires_ms / 1000 - time.time()) + 1.5)
+        expired = requests.get(f"{blob}?{sas}")
+        for resp in (other, directory, expired):
+            assert (resp.status_code, resp.headers.get("x-ms-error-code")) == (403, "AuthorizationFailure"), resp.text
+    finally:
+        azurite.stop()
+
+
+def test_gcs_resumable_upload_comes_back_through_the_front():
+    """fake-gcs-server runs with -external-url: a resumable upload's session URI points at the front,
+    so the upload's data goes through it (and is counted there)."""
+    import requests
+
+    from tests.stores.gcs import FakeGcs
+
+    try:
+        gcs = FakeGcs().start()
+    except StoreUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        gcs.create_bucket("facts")
+        token = gcs.front.mint(60, bucket="facts", prefix="t/").token
+        auth = {"Authorization": f"Bearer {token}"}
+        start = requests.post(f"{gcs.url}/upload/storage/v1/b/facts/o", params={"uploadType": "resumable", "name": "t/x"},
+                              json={"name": "t/x"}, headers=auth)
+        assert start.status_code == 200, start.text
+        session = start.headers["Location"]
+        assert session.startswith(gcs.url + "/"), session
+        assert requests.put(session, data=b"hello", headers=auth).status_code == 200
+        got = requests.get(f"{gcs.url}/download/storage/v1/b/facts/o/t%2Fx", params={"alt": "media"}, headers=auth)
+        assert got.content == b"hello"
+        puts = [e for e in gcs.front.entries() if e["method"] == "PUT"]
+        assert len(puts) == 1 and puts[0]["status"] == 200
+    finally:
+        gcs.stop()
