@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -171,14 +172,23 @@ def main() -> None:
     parser.add_argument("--skip", default="", help="comma list of: committed, ctas-time, expiry, renewals")
     args = parser.parse_args()
     args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    stores = [s.strip() for s in args.stores.split(",") if s.strip()]
+    if len(stores) > 1:
+        # One process (one driver JVM) per store: a JVM's classpath is fixed by its first session,
+        # and each store's SDK bundle comes in as spark.jars.
+        argv = sys.argv[1:]
+        if "--stores" in argv:
+            at = argv.index("--stores")
+            del argv[at:at + 2]
+        for store in stores:
+            subprocess.run([sys.executable, __file__, "--stores", store, *argv], check=False)
+        return
     from tests.stores import install
 
-    for store in args.stores.split(","):
-        path = install.azurite_blob_main().parents[5] if store == "adls" else install.fake_gcs_server().parents[1]
-        took = install_seconds(path)
-        print(f"{store} emulator: {path.name}, first install took {took:.0f} s" if took else f"{store}: {path.name}")
-    for store in args.stores.split(","):
-        run_store(store.strip(), args)
+    path = install.azurite_blob_main().parents[5] if stores[0] == "adls" else install.fake_gcs_server().parents[1]
+    took = install_seconds(path)
+    print(f"{stores[0]} emulator: {path.name}" + (f", first install took {took:.0f} s" if took else ""), flush=True)
+    run_store(stores[0], args)
 
 
 if __name__ == "__main__":
