@@ -7,8 +7,8 @@ rows, ms (per-row sleep), and mode:
              store's FileIO named by the user (`io-impl`): what the store tests hold the package to;
   "plain"    Iceberg alone (tests/stores/plain_spark.py): the baseline.
 actions: "roundtrip" (create, insert, read back), "ctas-sql", "writeto" (staged creates, `rows`
-single-row files, each row `ms` slow), "read" (a committed table of `rows` files read one task per
-file, each `ms` slow).
+single-row files, each row `ms` slow), "files" (a committed table of `rows` single-row files) and
+"read" (that table read one task per file, each `ms` slow).
 """
 from __future__ import annotations
 
@@ -54,11 +54,13 @@ def run(spark, args: dict) -> dict:
     elif action == "ctas-sql":
         spark.sql(f"CREATE TABLE {table} USING iceberg TBLPROPERTIES ('write.target-file-size-bytes'='1') AS "
                   f"SELECT id, id * 3 AS v FROM range(0, {rows}, 1, 1) WHERE {slow(ms)}")
-    elif action == "read":
-        # `rows` single-row files, one task each (split target 1 byte), each task `ms` slow: a read
-        # of a committed table that spreads store requests over the whole job.
+    elif action == "files":
+        # `rows` single-row files, read one task each (split target 1 byte): the table "read" reads.
         spark.sql(f"CREATE TABLE {table} USING iceberg TBLPROPERTIES ('write.target-file-size-bytes'='1', "
                   f"'read.split.target-size'='1') AS SELECT id, id * 3 AS v FROM range(0, {rows}, 1, {rows})")
+    elif action == "read":
+        # A read of a committed table made by "files", each task `ms` slow: store requests spread
+        # over the whole job.
         read_started = time.time()
         got = spark.sql(f"SELECT count(*), sum(v) FROM {table} WHERE {slow(ms)}").first()
         return {"rows": got[0], "sum": got[1], "read_started": read_started, "read_ended": time.time()}
