@@ -31,7 +31,7 @@ REFUSALS = {
     # refuses to send it; past that, the front answers 401 as GCS does.
     "gcs": re.compile(r"OAuth2Credentials instance does not support refreshing|401 Unauthorized|Invalid Credentials"),
 }
-NOT_FOUND = re.compile(r"NoSuchTableException|404|[Nn]ot [Ff]ound")
+NOT_FOUND = re.compile(r"NoSuchTableException|404|[Nn]ot [Ff]ound|Table does not exist")
 
 
 class StoreRefusal(Exception):
