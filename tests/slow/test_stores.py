@@ -42,9 +42,9 @@ def refused(store: str, report: dict, pattern: re.Pattern | None = None) -> Stor
     """`StoreRefusal` when the failed job's error matches `pattern` (default: the store's refusal);
     any other failure is a real one (AssertionError)."""
     pattern = pattern or REFUSALS[store]
-    error = report["error"]
-    assert pattern.search(error), f"{store}: the job failed otherwise than expected: {summarize(error)}"
-    return StoreRefusal(f"{store}: {summarize(error)} after {report['seconds']:.0f} s")
+    said = summarize(report["error"])  # "BlobStorageException: 403 AuthorizationFailure", or the cause's first line
+    assert pattern.search(said + "\n" + report["error"]), f"{store}: the job failed otherwise than expected: {said}"
+    return StoreRefusal(f"{store}: {said} after {report['seconds']:.0f} s")
 
 
 @pytest.fixture(scope="module", params=["adls", "gcs"])
