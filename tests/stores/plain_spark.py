@@ -14,7 +14,8 @@ from pyspark_catalog_ext.spark.store_jars import store_file_io, store_jars
 CATALOG = "cat"
 
 
-def plain_jars(store: str, iceberg: str, spark: str = "3.5") -> list[Path]:
+def plain_jars(store: str, iceberg: str, spark: str | None = None) -> list[Path]:
+    """The Iceberg runtime of `iceberg` for `spark` (default: the installed pyspark's line) and the store's bundle."""
     stack = select_stack(spark, iceberg)
     return [*resolve_jars(stack=stack), *store_jars(store, stack)]
 

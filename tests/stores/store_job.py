@@ -32,7 +32,7 @@ def package_session(args: dict):
     from pyspark_catalog_ext.spark.session import configure
     from pyspark_catalog_ext.spark.store_jars import store_file_io, store_jars
 
-    stack = select_stack("3.5", args["iceberg"])
+    stack = select_stack(None, args["iceberg"])  # the installed pyspark's line
     builder = (SparkSession.builder.master(args["master"]).appName(f"stores-{args['store']}")
                .config("spark.jars", ",".join(str(j) for j in store_jars(args["store"], stack))))
     builder = configure(builder, "seaweedfs", CATALOG, uri=args["uri"], warehouse="stores",
