@@ -85,12 +85,13 @@ def summarize(text: str) -> str:
     return text.strip().splitlines()[0][:200] if text.strip() else ""
 
 
-def run_job(args: dict, timeout: float = 900) -> tuple[str, dict]:
-    """Run this job in a fresh Python (its own JVM): ("RESULT" | "FAILED", the job's report)."""
+def run_job(args: dict, timeout: float = 900, python: str | Path | None = None) -> tuple[str, dict]:
+    """Run this job in a fresh Python (its own JVM; `python`: another venv's, e.g. a Spark 4.1 one):
+    ("RESULT" | "FAILED", the job's report)."""
     import subprocess
 
     root = Path(__file__).resolve().parents[2]
-    proc = subprocess.run([sys.executable, __file__, json.dumps(args)], capture_output=True, text=True, timeout=timeout,
+    proc = subprocess.run([str(python or sys.executable), __file__, json.dumps(args)], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "PYTHONPATH": str(root)}, cwd=root)
     for line in proc.stdout.splitlines():
         if line.startswith(("RESULT ", "FAILED ")):
