@@ -24,10 +24,20 @@ class ChildServer:
 
     def __init__(self, name: str):
         self.name = name
-        self.root = Path(tempfile.mkdtemp(prefix=f"pce-{name}-"))
-        self.log_path = self.root / "server.log"
+        self._root: Path | None = None  # made by the first use: an object never started leaves nothing
         self.secrets: list[str] = []
         self._proc: subprocess.Popen | None = None
+
+    @property
+    def root(self) -> Path:
+        """The private temp dir of this server's data and log (removed by `stop()`)."""
+        if self._root is None:
+            self._root = Path(tempfile.mkdtemp(prefix=f"pce-{self.name}-"))
+        return self._root
+
+    @property
+    def log_path(self) -> Path:
+        return self.root / "server.log"
 
     def spawn(self, cmd: list[str], env: dict[str, str], ready: Callable[[], bool],
               timeout: float = READY_TIMEOUT_S) -> None:
@@ -55,6 +65,8 @@ class ChildServer:
         return self._proc is not None and self._proc.poll() is None
 
     def log_tail(self, lines: int = 15) -> str:
+        if self._root is None:
+            return "(no log)"
         try:
             text = "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
@@ -70,8 +82,9 @@ class ChildServer:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
-        if not keep_logs:
-            shutil.rmtree(self.root, ignore_errors=True)
+        if not keep_logs and self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
 
 
 def mask(text: str, secrets: Iterable[str]) -> str:
