@@ -129,6 +129,7 @@ class Emulator(CatalogProxy):
         # credential_cache_s: table location -> (the keys' fields, until when they are handed out again)
         self._cached_keys: dict[str, tuple[dict[str, str], float]] = {}
         self.cache_hits = 0  # answers that carried cached keys
+        self.keys_cached: dict[str, int] = {}  # table location -> key sets cached for it (each minted by SeaweedFS)
 
     def start(self):
         super().start()
@@ -472,6 +473,7 @@ class Emulator(CatalogProxy):
                 until = now + min(float(self.b.credential_cache_s or 0), max(0.0, expires - now) / 2)
                 self._cached_keys = {k: v for k, v in self._cached_keys.items() if v[1] > now}  # bounded
                 self._cached_keys[location.rstrip("/")] = (keys, until)
+                self.keys_cached[location.rstrip("/")] = self.keys_cached.get(location.rstrip("/"), 0) + 1
         for config in configs:
             if config.get("s3.access-key-id"):
                 config.update(keys)

@@ -141,3 +141,44 @@ def test_notifications_to_the_internal_catalog_of_1_4_1_are_refused(lakehouse, s
         answer = requests.post(url, json={"notification-type": "VALIDATE", "payload": {}}, headers=_bearer(emu), timeout=30)
         assert answer.status_code == 400
         assert answer.json()["error"]["message"] == "Cannot update internal catalog via notifications"
+
+
+# ------------------------------------------------------------------------------- PyIceberg on the cache
+def test_pyiceberg_counts_a_renewal_only_when_polaris_hands_out_new_keys(lakehouse, s3):
+    """A policy that renews at 40 % of the keys' life asks inside Polaris's cache window (half their
+    life): the same keys come back. That is no renewal: it is asked again after the window, and every
+    renewal counted brought keys the table did not have. Scans across four lifetimes never meet a dead key."""
+    import pyarrow as pa
+
+    from pyspark_catalog_ext.credentials import RefreshPolicy
+    from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+    from pyspark_catalog_ext.spark.conf import spark_conf
+    from tests.emulators import connection
+
+    b = POLARIS_1_4
+    s3.max_age_seconds = LIFETIME
+    try:
+        with Emulator(b, lakehouse, s3, LIFETIME) as emu:
+            policy = RefreshPolicy(check_interval_s=0.1, min_ahead_s=0, lifetime_fraction=0.6)
+            cat = pyiceberg_catalog(spark_conf(b.profile, "pol", jars=None, **connection(b, emu)), "pol", policy=policy)
+            cat.create_namespace_if_not_exists("cache")
+            name = f"cache.py_{int(time.time() * 1000)}"
+            schema = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+            table = cat.create_table(name, schema)
+            table.append(pa.table({"id": pa.array(range(5), pa.int64())}, schema=schema))
+            keys_seen = set()
+            started = time.monotonic()
+            while time.monotonic() - started < 4 * LIFETIME:
+                assert table.scan().to_arrow().num_rows == 5
+                keys_seen.add(table.io.properties.get("s3.access-key-id"))
+                time.sleep(0.1)
+            cat.close()
+            (row,) = [r for r in cat.credentials_status() if r["table"].endswith(name.split(".")[1])]
+            minted = emu.keys_cached[table.metadata.location.rstrip("/")]  # key sets Polaris handed out for it
+            assert row.get("cached_answers", 0) >= 1, row  # asked inside the cache window, and said so
+            renewals = sum(row["refreshes_by_strategy"].values())
+            # every key set installed (the first, then each counted renewal) is one Polaris minted: none twice
+            assert renewals >= 2 and row["generation"] == renewals + 1 <= minted, (minted, row)
+            assert len(keys_seen) >= 3 and s3.total_rejected == 0, (keys_seen, s3.rejected)
+    finally:
+        s3.max_age_seconds = None

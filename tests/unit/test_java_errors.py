@@ -5,6 +5,7 @@ tests/spark/test_spark_errors.py and tests/spark/test_staging.py."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pytest
@@ -198,7 +199,7 @@ def _rename(name: str, message: str, method: str = "renameTable") -> JavaThrowab
 
 def _raw(type_: str, message: str, code: int = 404) -> str:
     """The message Iceberg gives when its error handler could not parse the body: the body itself."""
-    return '{"error":{"message":"%s","type":"%s","code":%d}}' % (message, type_, code)
+    return json.dumps({"error": {"message": message, "type": type_, "code": code}}, separators=(",", ":"))
 
 
 def test_a_rename_into_a_missing_namespace_says_so_not_that_rename_is_unsupported():
