@@ -27,7 +27,7 @@ RECORDING = Path(__file__).resolve().parent.parent / "emulators" / "observed" / 
 RECORDED = json.loads(RECORDING.read_text())["observed"]
 RECORDED_SUFFIX = "1795738614192"  # the recording's names: t_<suffix>, st_<suffix>, ...
 RECORDED_BASE = "s3://polaris/pcat"  # its catalog's default-base-location
-LIFETIME = 2.0  # seconds a vended key lives here (the cache checks wait for half of it)
+LIFETIME = 6.0  # seconds a vended key lives here (the cache checks wait for half of it)
 
 # (family id, recorded key) -> why that family's emulator answers otherwise, on purpose.
 DELIBERATE = {
