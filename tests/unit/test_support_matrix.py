@@ -61,6 +61,8 @@ def test_every_emulated_profile_has_recordings_of_steps_and_doctor() -> None:
         assert entry_id == f"{entry['family']}-{entry['release']}" and entry["source"] == "emulator", entry_id
         steps = {k: v for k, v in entry.items() if k.startswith("step-")}
         assert set(steps) == {f"step-{n}" for n in "2345678"}, (entry_id, sorted(steps))
+        if entry.get("checked_against"):  # the recorded answers the emulator is compared with
+            assert (ROOT / entry["checked_against"]).is_file(), entry_id
         outcomes = [v["outcome"] for v in steps.values()]
         outcomes += [c["outcome"] for c in entry["doctor"]["capabilities"].values()]
         assert set(outcomes) <= set(OUTCOMES), (entry_id, outcomes)
@@ -152,3 +154,15 @@ def test_emulated_rows_say_their_source_and_notes_carry_how_and_reference(tmp_pa
     assert "| `rustfs` | reference only (vendor docs, not run here) | reference only |" in table
     docs = render_emulated_table(tmp_path / "emulated")
     assert "| polaris 9.9 | emulator (`polaris-9.9`) | `polaris` | refused: \"no stageCreate \\| here\" | exit 1:" in docs
+
+
+def test_a_row_checked_against_a_real_servers_recorded_answers_says_so(tmp_path: Path) -> None:
+    meta = {"family": "polaris", "release": "1.4.1", "profile": "polaris",
+            "checked_against": "tests/emulators/observed/polaris-1.4.1.json"}
+    check_emulated("polaris-1.4.1", "doctor", doctor_record(REPORT), meta, record=True, directory=tmp_path / "emulated")
+    row = next(line for line in render_matrix(tmp_path).splitlines() if line.startswith("| `polaris` |"))
+    assert ("| emulated polaris 1.4.1 (tests/emulators), checked against recorded real answers "
+            "(tests/emulators/observed/polaris-1.4.1.json) | emulator (1.4.1), checked against recorded real answers |") in row
+    docs = render_emulated_table(tmp_path / "emulated")
+    assert "| polaris 1.4.1 | emulator, checked against recorded real answers (`polaris-1.4.1`) | `polaris` |" in docs
+    assert any(e.get("checked_against") for e in load_emulated().values())  # the shipped matrix has such a row
