@@ -262,18 +262,25 @@ class JsonLinesSink(QueuedSink):
 class WebhookSink(QueuedSink):
     """POSTs each event as JSON to `url`, retrying transport errors, 429 and 5xx with exponential
     backoff (tenacity), at most `attempts` times within `max_seconds`; then counts it as failed.
-    It follows no redirect: a 3xx would carry the event and the sink's headers elsewhere."""
+    Its `headers` (often a secret) go to `url`'s origin only: the session refuses any other, and it
+    follows no redirect (a 3xx would carry the event and the headers elsewhere)."""
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None, timeout: float = 5.0,
                  attempts: int = 4, max_seconds: float = 30.0, max_queue: int = 1000) -> None:
-        import requests
+        from pyspark_catalog_ext.catalog.transport import trusted_session
+        from pyspark_catalog_ext.catalog.trust import Origin, TrustedOrigins
 
+        try:
+            origin = Origin.of(url)
+        except ValueError as exc:
+            raise ConfigError(f"WebhookSink url: {exc}; expected http(s)://host[:port]/path") from None
         self.url = url
         self.timeout = timeout
         self.attempts = attempts
         self.max_seconds = max_seconds
-        self._session = requests.Session()
-        self._session.headers.update({"Content-Type": "application/json", **dict(headers or {})})
+        # One attempt per send: tenacity below decides what is repeated.
+        self._session = trusted_session(TrustedOrigins([origin]), attempts=0,
+                                        headers={"Content-Type": "application/json", **dict(headers or {})})
         super().__init__(max_queue)
 
     def __repr__(self) -> str:
