@@ -98,14 +98,14 @@ def check_origin(trust: TrustedOrigins | None, key_of: KeyOf | None, url: str) -
 
 def trusted_session(trust: TrustedOrigins, *, timeout: tuple[float, float] = DEFAULT_TIMEOUT, attempts: int = 3,
                     headers: dict[str, str] | None = None) -> Session:
-    """A `requests` session for credentials of our own (a webhook's headers): bounded, never
-    redirected, and sending only to the origins of `trust`."""
+    """A `requests` session for credentials of our own (a webhook's headers): bounded, and sending
+    only to the origins of `trust` (a redirect it were told to follow elsewhere is refused too;
+    callers pass allow_redirects=False to handle a 3xx themselves)."""
     session = Session()
     adapter = BoundedAdapter(timeout, read_retry(attempts), trust=trust)
     for scheme in ("http://", "https://"):
         session.mount(scheme, adapter)
     session.headers.update(headers or {})
-    session.max_redirects = 0  # a caller that allows redirects gets TooManyRedirects before anything is re-sent
     return session
 
 
