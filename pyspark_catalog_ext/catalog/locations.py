@@ -9,7 +9,7 @@ the wrong object.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
@@ -122,20 +122,36 @@ def tables_under(client: CatalogReader, location: str,
     for ns in _walk_namespaces(client, location):
         if namespaces is not None:
             namespaces.append(ns)
+        dotted = ".".join(ns)
         try:
             idents = client.tables(ns)
-        except CatalogNotFoundError:
+        except CatalogNotFoundError as exc:
+            _confirm_gone(location, f"the tables of {dotted}", exc, client.has_namespace, ns)
             continue  # dropped meanwhile: nothing to keep there
         except CatalogError as exc:
-            raise refuse_cleanup(location, f"cannot list the tables of {'.'.join(ns)} ({exc})") from None
+            raise refuse_cleanup(location, f"cannot list the tables of {dotted} ({exc})") from None
         for ident in idents:
             name = ".".join(ident)
             try:
                 loaded = client.load_table_json(ident)
-            except CatalogNotFoundError:
+            except CatalogNotFoundError as exc:
+                _confirm_gone(location, f"table {name}", exc, client.has_table, ident)
                 continue  # dropped meanwhile
             except CatalogError as exc:
                 raise refuse_cleanup(location, f"cannot load table {name} ({exc})") from None
             if any(overlaps(p, location) for p in table_paths(loaded)):
                 out[name] = loaded  # else it keeps nothing here by its paths (manifests could, see README)
     return out
+
+
+def _confirm_gone(location: str, what: str, exc: CatalogNotFoundError, exists: Callable[[tuple[str, ...]], bool],
+                  name: tuple[str, ...]) -> None:
+    """Returns when a 404 for `what` means it was dropped meanwhile: the catalog says `name` no
+    longer exists. Else `CleanupRefused`: a 404 from a route, a proxy or a catalog that lists what
+    it cannot read would otherwise hide a table's files."""
+    try:
+        still_there = exists(name)
+    except CatalogError as check:
+        raise refuse_cleanup(location, f"cannot read {what} ({exc}) nor tell whether it still exists ({check})") from None
+    if still_there:
+        raise refuse_cleanup(location, f"cannot read {what} ({exc}), yet the catalog says it exists")

@@ -23,17 +23,24 @@ from tests.helpers import catalog_client
 from tests.servers.base import ThreadedServer, read_request_body, send_response_head
 
 LOCATION = "s3://warehouse/walk/t"
+# Advertised, so that PyIceberg asks HEAD whether a namespace or table exists.
+ENDPOINTS = [f"{method} /v1/{{prefix}}/{path}" for method, path in (
+    ("GET", "namespaces"), ("HEAD", "namespaces/{namespace}"), ("GET", "namespaces/{namespace}/tables"),
+    ("GET", "namespaces/{namespace}/tables/{table}"), ("HEAD", "namespaces/{namespace}/tables/{table}"))]
 
 
 class NamespaceTree(ThreadedServer):
-    """A catalog of namespaces (`children[parent] = [child, ...]`, each a tuple) and tables (one per
-    namespace in `tables`, at `LOCATION/<namespace path>`). `status[parent]` answers that listing
-    with an error instead."""
+    """A catalog of namespaces (`children[parent] = [child, ...]`, each a tuple) and tables (one,
+    `t`, per namespace in `tables`, at `LOCATION/<namespace path>`). `status[parent]` answers that
+    listing with an error instead; `lost` namespaces answer 404 to their tables' listing and loads;
+    `exists` is what HEAD on a namespace or table answers (200/204 or 404)."""
 
     def __init__(self, children: Mapping[tuple[str, ...], list[tuple[str, ...]]], tables: list[tuple[str, ...]] = (),
-                 status: Mapping[tuple[str, ...], int] | None = None) -> None:
+                 status: Mapping[tuple[str, ...], int] | None = None, lost: tuple[tuple[str, ...], ...] = (),
+                 exists: bool = True) -> None:
         super().__init__()
         self.children, self.tables, self.status = dict(children), list(tables), dict(status or {})
+        self.lost, self.exists = set(lost), exists
         self.listed: list[tuple[str, ...]] = []
 
     def handle(self, h: Any) -> None:
@@ -41,7 +48,7 @@ class NamespaceTree(ThreadedServer):
         parts = urlsplit(h.path)
         path = parts.path
         if path == "/v1/config":
-            return self._send(h, 200, {"defaults": {}, "overrides": {"prefix": "wh"}})
+            return self._send(h, 200, {"defaults": {}, "overrides": {"prefix": "wh"}, "endpoints": ENDPOINTS})
         if path == "/v1/wh/namespaces":
             raw = parse_qs(parts.query).get("parent", [""])[0]
             parent = tuple(raw.split("\x1f")) if raw else ()
@@ -50,12 +57,15 @@ class NamespaceTree(ThreadedServer):
                 return self._send(h, self.status[parent], {"error": {"message": "no", "type": "BadRequestException",
                                                                     "code": self.status[parent]}})
             return self._send(h, 200, {"namespaces": [list(ns) for ns in self.children.get(parent, [])]})
+        ns = tuple(path.split("/")[4].replace("%1F", "\x1f").split("\x1f")) if path.count("/") >= 4 else ()
+        if h.command == "HEAD":
+            return self._send(h, 204 if self.exists else 404, None)
+        if ns in self.lost:
+            return self._send(h, 404, {"error": {"message": "no such thing", "type": "NoSuchNamespaceException", "code": 404}})
         if path.startswith("/v1/wh/namespaces/") and path.endswith("/tables"):
-            ns = tuple(path.split("/")[4].replace("%1F", "\x1f").split("\x1f"))
             names = [{"namespace": list(ns), "name": "t"}] if ns in self.tables else []
             return self._send(h, 200, {"identifiers": names})
         if "/tables/" in path:
-            ns = tuple(path.split("/")[4].replace("%1F", "\x1f").split("\x1f"))
             location = f"{LOCATION}/{'/'.join(ns)}"
             return self._send(h, 200, {"metadata-location": f"{location}/metadata/v1.metadata.json",
                                        "metadata": {"format-version": 2, "table-uuid": "u", "location": location}})
@@ -63,7 +73,7 @@ class NamespaceTree(ThreadedServer):
 
     @staticmethod
     def _send(h: Any, status: int, body: Any) -> None:
-        payload = json.dumps(body).encode()
+        payload = json.dumps(body).encode() if body is not None else b""
         send_response_head(h, status, "OK", [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
         h.wfile.write(payload)
         h.wfile.flush()
@@ -142,3 +152,17 @@ def test_a_catalog_that_lists_nested_namespaces_at_the_top_walks_each_once(tree)
     client = client_of(tree, server)
     assert sorted(tables_under(client, LOCATION)) == ["a.b.t", "a.t"]
     assert sorted(server.listed) == [(), ("a",), ("a", "b")]
+
+
+@pytest.mark.parametrize("exists", [True, False])
+def test_a_404_counts_as_dropped_only_when_the_catalog_says_it_is_gone(tree, exists) -> None:
+    """A namespace or table listed, then answering 404: dropped meanwhile (nothing to keep) only if
+    the catalog confirms it no longer exists; a 404 from a route or a proxy would hide its files."""
+    for lost in [("a",), ("a", "b")]:
+        server = NamespaceTree({(): [("a",), ("a", "b")]}, tables=[("a", "b")], lost=(lost,), exists=exists)
+        client = client_of(tree, server)
+        if exists:
+            with pytest.raises(CleanupRefused, match="yet the catalog says it exists"):
+                tables_under(client, LOCATION)
+        else:
+            assert list(tables_under(client, LOCATION)) == ([] if lost == ("a", "b") else ["a.b.t"])
