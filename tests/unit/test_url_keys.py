@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.url_keys import ICEBERG_RELEASES, is_url_valued, iceberg_constants, pyiceberg_constants, url_keys
+from tests.url_keys import ICEBERG_RELEASES, iceberg_constants, is_url_valued, pyiceberg_constants, url_keys
 
 
 @pytest.mark.parametrize("release", ICEBERG_RELEASES)
