@@ -236,6 +236,23 @@ class QueuedSink:
         self._thread.join(timeout)
 
 
+def _http_url_problem(url: str) -> str | None:
+    """Why `url` is not an http(s) URL with a host and no userinfo (never repeating it: it may hold
+    a secret), or None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(str(url).strip())
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        return "not a valid URL"
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"not an http(s) URL (scheme {parts.scheme or 'missing'!r})"
+    if "@" in parts.netloc:
+        return "a URL with userinfo (user@host) is refused: pass credentials as headers"
+    return None if parts.hostname else "the URL has no host"
+
+
 DEFAULT_JSONL_MAX_BYTES = 64 << 20  # the JVM's catalog-ext.events.jsonl-max-bytes default
 
 
@@ -262,25 +279,22 @@ class JsonLinesSink(QueuedSink):
 class WebhookSink(QueuedSink):
     """POSTs each event as JSON to `url`, retrying transport errors, 429 and 5xx with exponential
     backoff (tenacity), at most `attempts` times within `max_seconds`; then counts it as failed.
-    Its `headers` (often a secret) go to `url`'s origin only: the session refuses any other, and it
+    Its `headers` (often a secret) go to `url` only: it is the one URL the sink sends to, and it
     follows no redirect (a 3xx would carry the event and the headers elsewhere)."""
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None, timeout: float = 5.0,
                  attempts: int = 4, max_seconds: float = 30.0, max_queue: int = 1000) -> None:
-        from pyspark_catalog_ext.catalog.transport import trusted_session
-        from pyspark_catalog_ext.catalog.trust import Origin, TrustedOrigins
+        import requests
 
-        try:
-            origin = Origin.of(url)
-        except ValueError as exc:
-            raise ConfigError(f"WebhookSink url: {exc}; expected http(s)://host[:port]/path") from None
+        problem = _http_url_problem(url)
+        if problem:
+            raise ConfigError(f"WebhookSink url: {problem}; expected http(s)://host[:port]/path")
         self.url = url
         self.timeout = timeout
         self.attempts = attempts
         self.max_seconds = max_seconds
-        # One attempt per send: tenacity below decides what is repeated.
-        self._session = trusted_session(TrustedOrigins([origin]), attempts=0,
-                                        headers={"Content-Type": "application/json", **dict(headers or {})})
+        self._session = requests.Session()
+        self._session.headers.update({"Content-Type": "application/json", **dict(headers or {})})
         super().__init__(max_queue)
 
     def __repr__(self) -> str:

@@ -37,7 +37,7 @@ from pyspark_catalog_ext.catalog.urls import safe_url
 from pyspark_catalog_ext.errors import CatalogRedirectError, ConfigError
 
 __all__ = ["DEFAULT_TIMEOUT", "MUTATIONS", "BoundedAdapter", "check_origin", "guard_sigv4_signing", "follow_no_redirect",
-           "read_retry", "refuse_redirect", "trusted_session"]
+           "read_retry", "refuse_redirect"]
 
 #: Names the setting a refused URL came from ("oauth2-server-uri from /v1/config overrides"), or None.
 KeyOf = Callable[[str], "str | None"]
@@ -94,19 +94,6 @@ def check_origin(trust: TrustedOrigins | None, key_of: KeyOf | None, url: str) -
     """`UntrustedOriginError` (nothing sent) unless `url` is on an origin of `trust` (None: any)."""
     if trust is not None and not trust.allows(url):
         trust.check(url, key_of(url) if key_of is not None else None)
-
-
-def trusted_session(trust: TrustedOrigins, *, timeout: tuple[float, float] = DEFAULT_TIMEOUT, attempts: int = 3,
-                    headers: dict[str, str] | None = None) -> Session:
-    """A `requests` session for credentials of our own (a webhook's headers): bounded, and sending
-    only to the origins of `trust` (a redirect it were told to follow elsewhere is refused too;
-    callers pass allow_redirects=False to handle a 3xx themselves)."""
-    session = Session()
-    adapter = BoundedAdapter(timeout, read_retry(attempts), trust=trust)
-    for scheme in ("http://", "https://"):
-        session.mount(scheme, adapter)
-    session.headers.update(headers or {})
-    return session
 
 
 def follow_no_redirect(session: Session) -> None:
