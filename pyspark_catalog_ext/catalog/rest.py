@@ -55,7 +55,7 @@ from pyspark_catalog_ext.catalog.transport import (
     refuse_redirect,
 )
 from pyspark_catalog_ext.catalog.trust import Origin, TrustedOrigins
-from pyspark_catalog_ext.catalog.urls import origin, safe_url
+from pyspark_catalog_ext.catalog.urls import safe_url
 from pyspark_catalog_ext.errors import (
     CatalogError,
     CatalogExtError,
@@ -122,7 +122,7 @@ class CatalogClient(RestCatalog):
         self.idempotency_key_lifetime: str | None = None
         self.idempotency_key_lifetime_s: float | None = None
         self._timeout, self._retries = timeout, retries
-        self._user_uri, self._user_origin = uri, origin(uri)
+        self._user_uri, self._user_origin = uri, _origin_or_none(uri)
         #: Where requests carrying the catalog's credentials may go: decided from the user's properties
         #: only, before any server answer is merged in.
         self.trust = TrustedOrigins.from_user_properties(properties)
@@ -177,7 +177,7 @@ class CatalogClient(RestCatalog):
 
     def _fetch_config(self) -> None:
         super()._fetch_config()
-        if origin(self.uri) != self._user_origin:
+        if _origin_or_none(self.uri) != self._user_origin:
             # A config answer must not redirect our token and headers to another host.
             log.warning("catalog-ext: the catalog's /v1/config names another uri (%s); keeping %s",
                         safe_url(self.uri), self.safe_uri)
@@ -524,7 +524,14 @@ class _IdempotencyKeys:
 
 
 def _where(url: str, catalog: CatalogClient) -> str:
-    return catalog.safe_uri if origin(url) == catalog._user_origin else safe_url(url)
+    return catalog.safe_uri if _origin_or_none(url) == catalog._user_origin else safe_url(url)
+
+
+def _origin_or_none(url: str) -> Origin | None:
+    try:
+        return Origin.of(url)
+    except ValueError:
+        return None
 
 
 def _mask_query(query: str) -> str:
