@@ -6,8 +6,10 @@ Per run, one **channel** and what to inject through it:
   config-defaults / config-overrides   `values` merged into `/v1/config`'s defaults / overrides;
   table-config                         `values` merged into every table answer's `config`;
   table-properties                     `values` merged into every table answer's `metadata.properties`;
-  redirect                             every request of a kind in `redirects` answered 307 to that
-                                       kind's URL + the request's path (nothing forwarded).
+  redirect                             every request of a kind in `redirects` answered with a
+                                       redirect to that kind's URL + the request's path (nothing
+                                       forwarded): 302 to a GET or HEAD (what clients follow most
+                                       readily), 307 to anything else (re-sent with its body).
 
 Table answers that name a signer (`s3.signer.uri`) are pointed at this proxy first, which forwards
 sign requests upstream like any other call: the signer is on the catalog's origin, as Iceberg's
@@ -72,7 +74,8 @@ class Injector(BufferedProxy):
             if channel == "redirect" and target is not None:
                 self.redirected[kind] += 1
         if channel == "redirect" and target is not None:
-            return Response(307, [("Location", target.rstrip("/") + req.path), ("Content-Length", "0")], b"")
+            status = 302 if req.method in ("GET", "HEAD") else 307
+            return Response(status, [("Location", target.rstrip("/") + req.path), ("Content-Length", "0")], b"")
         resp = self.forward(req)
         try:
             body = json.loads(resp.body) if resp.body.startswith(b"{") else None

@@ -1,9 +1,10 @@
 """The leak sweep, Python clients: every URL-valued property key Iceberg 1.10.2, 1.11.0, 1.12.0 and
 PyIceberg read (found in their code: `tests.url_keys`), injected through `/v1/config` defaults and
-overrides, a table's config, a table's properties, and a 307 on each kind of catalog request, each
-pointing at a loopback attacker of its own, while PyIceberg (PyArrow and fsspec FileIO, through
-`GuardedRestCatalog`), the CLI (`staged cleanup`) and the doctor do their usual work against the
-embedded lakehouse. No attacker may receive a credential (`tests.leak_sweep` says what counts).
+overrides, a table's config, a table's properties, and a redirect (302 to a GET, 307 to a POST) on
+each kind of catalog request, each pointing at a loopback attacker of its own, while PyIceberg
+(PyArrow and fsspec FileIO, through `GuardedRestCatalog`), the CLI (`staged cleanup`) and the doctor
+do their usual work against the embedded lakehouse. No attacker may receive a credential
+(`tests.leak_sweep` says what counts).
 
 Two storage modes: vended credentials (the session lakehouse), and remote signing (its signer, in
 process, in front of the same SeaweedFS). The Spark cases are in tests/spark/test_leak_sweep_spark.py.
