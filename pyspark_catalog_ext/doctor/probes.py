@@ -461,8 +461,10 @@ def probe_remote_signing(ctx: ProbeContext) -> Outcome:
 
     config = {**ctx.props, **seen}  # what S3FileIO would see: catalog properties, then the table's config
     location = str((body.get("metadata") or {}).get("location") or "")
-    check = signed_request_check(config, str(body.get("metadata-location") or ""), location, ctx.client.request_auth, scrub=ctx.secrets.scrub)
+    check = signed_request_check(config, str(body.get("metadata-location") or ""), location, ctx.client, scrub=ctx.secrets.scrub)
     evidence["signed_request"] = check
+    if check.get("refused"):
+        return failed(f"advertised, but {check['refused']}", **evidence)
     why = scope_failure(check)
     if why:
         return failed(why, **evidence)

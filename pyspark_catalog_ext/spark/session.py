@@ -36,7 +36,7 @@ def configure(builder: Any, profile: str | Profile = "local", catalog: str = "la
     _check_java_for_launch(builder, kwargs.get("iceberg"))  # before the jars (Spark 4's are ~110 MB) and the catalog probe
     conf = spark_conf(profile, catalog, **kwargs)
     # pyspark reads the conf back through py4j, which logs values at DEBUG: mask ours first.
-    logsafety.MASK.add(logsafety.secret_conf_values(conf))
+    logsafety.mask_conf_secrets(conf)
     logsafety.install()
     if check:
         check_catalog(conf, catalog)
