@@ -34,6 +34,7 @@ from pyspark_catalog_ext.cache import cache_dir
 from pyspark_catalog_ext.catalog.connection import CatalogConnection
 from pyspark_catalog_ext.catalog.profiles import DELEGATIONS
 from pyspark_catalog_ext.errors import ConfigError, LakehouseError, redact
+from pyspark_catalog_ext.lakehouse.seaweed_security import SecurityFiles, write_security
 
 __all__ = [
     "LakehouseInfo",
@@ -69,16 +70,6 @@ def __getattr__(name: str) -> Any:
         raise ImportError(f"{name} is gone: the lakehouse's admin keys are random per instance; "
                              f"use LakehouseInfo.{_REMOVED[name]} (lake.info.{_REMOVED[name]})")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _security_toml() -> str:
-    """SeaweedFS's security.toml (read from weed's working dir): random JWT keys, so the filer's and
-    volume server's HTTP ports answer no unsigned read or write; S3 and the catalog sign their own."""
-    lines = []
-    for section in ("jwt.signing", "jwt.signing.read", "jwt.filer_signing", "jwt.filer_signing.read"):
-        lines += [f"[{section}]", f'key = "{secrets.token_urlsafe(32)}"', "expires_after_seconds = 10", ""]
-    lines += ["[access]", "ui = false", "", "[filer.expose_directory_metadata]", "enabled = false", ""]
-    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -253,7 +244,8 @@ class Lakehouse:
         self.ready_timeout = ready_timeout
         self.detached = detached
         self._proc: subprocess.Popen | None = None
-        self._root: Path | None = None  # temp dir: configs, sockets, logs (and data if temporary)
+        self._root: Path | None = None  # temp dir: configs, certificates, sockets, logs (and data if temporary)
+        self._security: SecurityFiles | None = None
         self.info: LakehouseInfo | None = None
 
     def __repr__(self) -> str:
@@ -290,7 +282,7 @@ class Lakehouse:
         s3 = json.loads((_RESOURCES / "s3.json").read_text())
         s3["identities"][0]["credentials"] = [{"accessKey": access_key, "secretKey": secret_key}]
         _write_private(s3_conf, json.dumps(s3))
-        _write_private(self._root / "security.toml", _security_toml())  # weed reads it from its working dir
+        self._security = write_security(self._root)  # security.toml and its certificates: weed reads it from its working dir
         iam = json.loads((_RESOURCES / "iam.json").read_text())
         iam["sts"]["signingKey"] = base64.b64encode(os.urandom(32)).decode()  # fresh per run
         _write_private(iam_conf, json.dumps(iam))
@@ -340,8 +332,12 @@ class Lakehouse:
         from dataclasses import replace
 
         assert self.info is not None and self._proc is not None
+        from pyspark_catalog_ext.lakehouse.filer import FilerAccess
+
         info = self.info
         remote = self.delegation == "remote-signing"
+        assert self._security is not None
+        filer = FilerAccess(f"http://{HOST}:{info.ports['filer']}", self._security.filer_write_key)
         client_secret = secrets.token_urlsafe(32) if remote else ""  # the signer's OAuth2 client, random per instance
         if self.detached:  # `local up`: the proxy must outlive this command, like weed does
             with socket.socket() as sock:  # a free port, handed to the proxy process right away
@@ -356,7 +352,8 @@ class Lakehouse:
             self._signer_proc.stdin.write(json.dumps({
                 "catalog_uri": info.iceberg_uri, "s3_endpoint": info.s3_endpoint, "port": port, "watch_pid": self._proc.pid,
                 "mode": "remote-signing" if remote else "guard", "access_key": info.access_key,
-                "secret_key": info.secret_key, "client_secret": client_secret}).encode() + b"\n")
+                "secret_key": info.secret_key, "client_secret": client_secret, "filer_url": filer.url,
+                "filer_key": filer.write_key}).encode() + b"\n")
             self._signer_proc.stdin.close()
             url = f"http://{HOST}:{port}"
             _wait_http(f"{url}/v1/config?warehouse={WAREHOUSE}", self._signer_proc, self.ready_timeout)
@@ -365,13 +362,14 @@ class Lakehouse:
             from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
 
             self.signer = SigningCatalogProxy(info.iceberg_uri, info.s3_endpoint, info.access_key, info.secret_key,
-                                              clients={CLIENT_ID: client_secret}).start()
+                                              clients={CLIENT_ID: client_secret}, filer=filer).start()
             url = self.signer.url
             ports = {**info.ports, "signer": self.signer.port}
         else:
             from pyspark_catalog_ext.lakehouse.guard import CatalogGuardProxy, LocationGuard
 
-            self.signer = CatalogGuardProxy(LocationGuard(info.iceberg_uri, info.s3_endpoint, info.access_key, info.secret_key)).start()
+            self.signer = CatalogGuardProxy(LocationGuard(info.iceberg_uri, info.s3_endpoint, info.access_key, info.secret_key,
+                                                          filer=filer)).start()
             url = self.signer.url
             ports = {**info.ports, "guard": self.signer.port}
         self.info = replace(info, iceberg_uri=url, ports=ports, delegation=self.delegation, client_secret=client_secret)
