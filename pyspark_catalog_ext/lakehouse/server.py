@@ -34,6 +34,7 @@ from pyspark_catalog_ext.cache import cache_dir
 from pyspark_catalog_ext.catalog.connection import CatalogConnection
 from pyspark_catalog_ext.catalog.profiles import DELEGATIONS
 from pyspark_catalog_ext.errors import ConfigError, LakehouseError, redact
+from pyspark_catalog_ext.lakehouse.filer import FilerAccess
 from pyspark_catalog_ext.lakehouse.seaweed_security import SecurityFiles, write_security
 
 __all__ = [
@@ -332,12 +333,9 @@ class Lakehouse:
         from dataclasses import replace
 
         assert self.info is not None and self._proc is not None
-        from pyspark_catalog_ext.lakehouse.filer import FilerAccess
-
         info = self.info
         remote = self.delegation == "remote-signing"
-        assert self._security is not None
-        filer = FilerAccess(f"http://{HOST}:{info.ports['filer']}", self._security.filer_write_key)
+        filer = self.filer_access()
         client_secret = secrets.token_urlsafe(32) if remote else ""  # the signer's OAuth2 client, random per instance
         if self.detached:  # `local up`: the proxy must outlive this command, like weed does
             with socket.socket() as sock:  # a free port, handed to the proxy process right away
@@ -373,6 +371,13 @@ class Lakehouse:
             url = self.signer.url
             ports = {**info.ports, "guard": self.signer.port}
         self.info = replace(info, iceberg_uri=url, ports=ports, delegation=self.delegation, client_secret=client_secret)
+
+    def filer_access(self) -> FilerAccess:
+        """The filer's URL and this run's filer write key: what a catalog proxy in front of this
+        lakehouse needs to roll back a catalog entry without deleting files (filer.py)."""
+        if self.info is None or self._security is None:
+            raise LakehouseError("the lakehouse is not running; call .start() first")
+        return FilerAccess(f"http://{HOST}:{self.info.ports['filer']}", self._security.filer_write_key)
 
     def _wait_ready(self) -> None:
         """Ready = the catalog serves config, a token, and the warehouse's namespaces; S3 answers."""
@@ -447,8 +452,9 @@ class Lakehouse:
         except Exception:
             pass
         if self._root is not None and not keep_logs:
-            shutil.rmtree(self._root, ignore_errors=True)
+            shutil.rmtree(self._root, ignore_errors=True)  # keys and certificates go with it
             self._root = None
+            self._security = None
 
     def __enter__(self) -> Lakehouse:
         return self.start()
