@@ -165,11 +165,12 @@ class _Scope:
     checked the location themselves); `session`: the OAuth2 session whose tokens may use it (None:
     any of the client's); `expires`: a fixed end (unbound scopes) else the session's."""
 
-    __slots__ = ("prefix", "ident", "uuid", "session", "expires", "verified")
+    __slots__ = ("prefix", "ident", "uuid", "session", "expires", "verified", "ended")
 
     def __init__(self, prefix: str, ident: Any, uuid: str, session: str | None, expires: float) -> None:
         self.prefix, self.ident, self.uuid, self.session, self.expires = prefix, ident, uuid, session, expires
         self.verified = time.monotonic()
+        self.ended = False  # its table was dropped, renamed or moved (kept, bounded, to say so)
 
 
 class SigningCatalogProxy(ProxyServer):
@@ -261,12 +262,13 @@ class SigningCatalogProxy(ProxyServer):
         return self._sessions[client].get(entry.session) is not None
 
     def forget_table(self, ident: Any) -> None:
-        """Drop every endpoint issued for table `ident` (it was dropped, renamed, moved, rolled back)."""
+        """End every endpoint issued for table `ident` (it was dropped, renamed, moved, rolled back)."""
         with self._lock:
             for client, scopes in self._scopes.items():
-                for scope_id in [s for s, e in scopes.items() if e.ident == ident]:
-                    entry = scopes.pop(scope_id)
-                    self._scope_ids[client].pop((entry.prefix, entry.ident, entry.uuid, entry.session), None)
+                for entry in scopes.values():
+                    if entry.ident == ident and not entry.ended:
+                        entry.ended = True
+                        self._scope_ids[client].pop((entry.prefix, entry.ident, entry.uuid, entry.session), None)
 
     def _still_the_table(self, entry: _Scope) -> bool:
         """The catalog still holds the table the scope was issued for (same uuid and location):
@@ -293,6 +295,8 @@ class SigningCatalogProxy(ProxyServer):
                 return "this table endpoint outlived the token it was issued with: load the table again"
         if entry is None:
             return None
+        if entry.ended:
+            return "the table this endpoint was issued for was dropped, renamed or moved: load it again"
         if entry.session is not None and entry.session != session:
             return "this table endpoint was issued to another session: load the table with this token"
         if not self._still_the_table(entry):
