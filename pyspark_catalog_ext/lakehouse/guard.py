@@ -844,7 +844,7 @@ class _GuardHandler(ProxyHandler):
 
     def _dispatch(self) -> None:
         guard = self.proxy.guard
-        route = parse_target(self.command, self.path, guard.warehouse)
+        route = parse_target(self.command, self.raw_target(), guard.warehouse)
         if isinstance(route, Refusal):
             self.close_connection = True
             return self._reply(*_refused(route))

@@ -567,7 +567,7 @@ class _Handler(ProxyHandler):
 
     def _dispatch(self) -> None:
         proxy = self.proxy
-        route = parse_target(self.command, self.path, proxy.guard.warehouse, CATALOG_ROUTES + SIGNER_ROUTES)
+        route = parse_target(self.command, self.raw_target(), proxy.guard.warehouse, CATALOG_ROUTES + SIGNER_ROUTES)
         if isinstance(route, Refusal):
             self.close_connection = True  # the body (if any) is not read: the stream cannot be framed
             return self._reply(route.status, route.body(), {"Content-Type": "application/json"})
