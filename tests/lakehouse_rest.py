@@ -56,10 +56,11 @@ class Rest:
     def post(self, path: str, body: Any) -> requests.Response:
         return self.request("POST", path, body)
 
-    def raw(self, method: str, path: str, body: Any = None) -> RawAnswer:
-        """`path` (under /v1/warehouse) sent exactly as written, percent-escapes and all."""
+    def raw(self, method: str, path: str | bytes, body: Any = None) -> RawAnswer:
+        """`path` (under /v1/warehouse, or a whole target given as bytes) sent exactly as written."""
         payload = json.dumps(body).encode() if body is not None else None
-        status, content = raw_request(self.uri, method, urlsplit(self.base).path + path, payload,
+        target = path if isinstance(path, bytes) else urlsplit(self.base).path + path
+        status, content = raw_request(self.uri, method, target, payload,
                                       {**self.headers, "Content-Type": "application/json"})
         return RawAnswer(status, content)
 
@@ -114,19 +115,20 @@ def objects(s3: Any, prefix: str) -> dict[str, str]:
     return out
 
 
-def raw_request(base_url: str, method: str, target: str, body: bytes | None = None,
+def raw_request(base_url: str, method: str, target: str | bytes, body: bytes | None = None,
                 headers: dict[str, str] | None = None) -> tuple[int, bytes]:
-    """Send `target` exactly as written (requests would re-quote it: `%65` would become `e`)."""
-    import http.client
-    from urllib.parse import urlsplit
+    """Send `target` exactly as written, bytes and all (requests would re-quote it: `%65` would become
+    `e`; http.client refuses anything not ASCII); (status, body)."""
+    import socket
+    from http.client import HTTPResponse
 
-    conn = http.client.HTTPConnection(urlsplit(base_url).netloc, timeout=30)
-    try:
-        conn.putrequest(method, target, skip_accept_encoding=True)
-        for key, value in {**(headers or {}), "Content-Length": str(len(body or b""))}.items():
-            conn.putheader(key, value)
-        conn.endheaders(body or None)
-        resp = conn.getresponse()
+    parts = urlsplit(base_url)
+    raw_target = target if isinstance(target, bytes) else target.encode("latin-1")
+    head = [method.encode() + b" " + raw_target + b" HTTP/1.1", f"Host: {parts.netloc}".encode(), b"Connection: close",
+            f"Content-Length: {len(body or b'')}".encode()]
+    head += [f"{k}: {v}".encode() for k, v in (headers or {}).items()]
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+        sock.sendall(b"\r\n".join(head) + b"\r\n\r\n" + (body or b""))
+        resp = HTTPResponse(sock, method=method)
+        resp.begin()
         return resp.status, resp.read()
-    finally:
-        conn.close()
