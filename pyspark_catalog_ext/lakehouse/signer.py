@@ -162,13 +162,13 @@ def _sigv4_headers(access_key: str, secret_key: str, region: str, method: str, u
 class _Scope:
     """One signer endpoint: the table prefix it signs for and what binds it. `ident`/`uuid`: the
     table it was issued for (None: bound to nothing but its prefix, for in-process callers that
-    checked the location themselves); `session`: the OAuth2 session whose tokens may use it (None:
-    any of the client's); `expires`: a fixed end (unbound scopes) else the session's."""
+    checked the location themselves); `expires` (monotonic): when the last token that loaded the
+    table or signed through this endpoint expires."""
 
-    __slots__ = ("prefix", "ident", "uuid", "session", "expires", "verified", "ended")
+    __slots__ = ("prefix", "ident", "uuid", "expires", "verified", "ended")
 
-    def __init__(self, prefix: str, ident: Any, uuid: str, session: str | None, expires: float) -> None:
-        self.prefix, self.ident, self.uuid, self.session, self.expires = prefix, ident, uuid, session, expires
+    def __init__(self, prefix: str, ident: Any, uuid: str, expires: float) -> None:
+        self.prefix, self.ident, self.uuid, self.expires = prefix, ident, uuid, expires
         self.verified = time.monotonic()
         self.ended = False  # its table was dropped, renamed or moved (kept, bounded, to say so)
 
@@ -199,9 +199,8 @@ class SigningCatalogProxy(ProxyServer):
             raise ValueError("every signer client needs a non-empty id and secret")
         # Per client, each bounded: client id -> its entries (a flood evicts only the flooder's own).
         self._scopes: dict[str, OrderedDict[str, _Scope]] = {}  # scope id -> its scope
-        self._scope_ids: dict[str, dict[tuple, str]] = {}  # (prefix, ident, uuid, session) -> its scope id
-        self._tokens: dict[str, Any] = {}  # sha256(our token) -> its OAuth2 session
-        self._sessions: dict[str, Any] = {}  # session -> expiry of its newest token (monotonic)
+        self._scope_ids: dict[str, dict[tuple, str]] = {}  # (prefix, ident, uuid) -> its scope id
+        self._tokens: dict[str, Any] = {}  # sha256(our token) -> when it expires (monotonic)
         # DeleteObjects relay tickets: ticket -> (S3 URL, region, sha256 of the body that was checked)
         self._tickets: dict[str, Any] = {}
         self.guard = LocationGuard(self.catalog_uri, self.s3_endpoint, access_key, secret_key, filer=filer)
@@ -222,18 +221,19 @@ class SigningCatalogProxy(ProxyServer):
         if client not in self._tokens:
             self._scopes[client], self._scope_ids[client] = OrderedDict(), {}
             self._tokens[client] = TTLCache(maxsize=MAX_TOKENS, ttl=self.token_seconds)
-            self._sessions[client] = TTLCache(maxsize=MAX_TOKENS, ttl=self.token_seconds)
             self._tickets[client] = TTLCache(maxsize=MAX_DELETE_TICKETS, ttl=DELETE_TICKET_SECONDS)
         return self._scopes[client], self._scope_ids[client], self._tokens[client], self._tickets[client]
 
     # -- table locations ------------------------------------------------------------------------
-    def scope_for(self, location: str, client: str = CLIENT_ID, *, session: str | None = None,
+    def scope_for(self, location: str, client: str = CLIENT_ID, *, expires: float | None = None,
                   table: StoredTable | None = None) -> str | None:
         """The scope id (signer endpoint suffix) of `client` allowing `location` (`s3://bucket/prefix`,
         taken from the catalog's stored metadata), or None for something that is no table location.
-        With `session` and `table` the endpoint lives only while that OAuth2 session has a live
-        token and only while the catalog still holds that table (same uuid, same location);
-        without them it lives `token_seconds`."""
+        The endpoint lives until `expires` (monotonic; the expiry of the token that loaded the
+        table; default `token_seconds` from now), moved on by each live token signing through it,
+        and with `table` only while the catalog still holds that table (same uuid and location).
+        Bound to the token's expiry, not to the token: Iceberg's signer client logs in on its own
+        (on each executor), so the tokens that sign are not the one that loaded the table."""
         parts = urlsplit(location)
         if parts.scheme not in ("s3", "s3a", "s3n") or not parts.netloc:
             return None
@@ -241,25 +241,22 @@ class SigningCatalogProxy(ProxyServer):
         if "/" not in prefix:
             return None  # a whole bucket is never a table location
         ident, uuid = (table.ident, table.uuid) if table is not None else (None, "")
-        key = (prefix, ident, uuid, session)
+        key = (prefix, ident, uuid)
+        until = expires if expires is not None else time.monotonic() + self.token_seconds
         with self._lock:
             scopes, scope_ids, _, _ = self._client_caches(client)
             scope = scope_ids.get(key)
-            if scope is not None and scope in scopes and self._alive(client, scopes[scope]):
+            entry = scopes.get(scope) if scope is not None else None
+            if entry is not None and not entry.ended and time.monotonic() < entry.expires:
+                entry.expires = max(entry.expires, until)
                 return scope
             scope = secrets.token_urlsafe(12)
-            scopes[scope] = _Scope(prefix, ident, uuid, session, time.monotonic() + self.token_seconds)
+            scopes[scope] = _Scope(prefix, ident, uuid, until)
             scope_ids[key] = scope
             while len(scopes) > MAX_LOCATIONS:
                 _, old = scopes.popitem(last=False)
-                scope_ids.pop((old.prefix, old.ident, old.uuid, old.session), None)
+                scope_ids.pop((old.prefix, old.ident, old.uuid), None)
             return scope
-
-    def _alive(self, client: str, entry: _Scope) -> bool:
-        """The scope's time is not up (under self._lock)."""
-        if entry.session is None:
-            return time.monotonic() < entry.expires
-        return self._sessions[client].get(entry.session) is not None
 
     def forget_table(self, ident: Any) -> None:
         """End every endpoint issued for table `ident` (it was dropped, renamed, moved, rolled back)."""
@@ -268,7 +265,7 @@ class SigningCatalogProxy(ProxyServer):
                 for entry in scopes.values():
                     if entry.ident == ident and not entry.ended:
                         entry.ended = True
-                        self._scope_ids[client].pop((entry.prefix, entry.ident, entry.uuid, entry.session), None)
+                        self._scope_ids[client].pop((entry.prefix, entry.ident, entry.uuid), None)
 
     def _still_the_table(self, entry: _Scope) -> bool:
         """The catalog still holds the table the scope was issued for (same uuid and location):
@@ -284,28 +281,27 @@ class SigningCatalogProxy(ProxyServer):
         entry.verified = time.monotonic()
         return True
 
-    def _live_scope(self, scope: str, client: str, session: str | None) -> _Scope | str | None:
-        """The scope `scope` of `client`, or why it cannot sign now, or None if there is no such
-        scope (then every key is outside it)."""
+    def _live_scope(self, scope: str, client: str, token_expires: float | None) -> _Scope | str | None:
+        """The scope `scope` of `client` (used with a token expiring at `token_expires`), or why it
+        cannot sign now, or None if there is no such scope (then every key is outside it)."""
         with self._lock:
             scopes = self._scopes.get(client)
             entry = scopes.get(scope) if scopes is not None else None
-            if entry is not None and scopes is not None and not self._alive(client, entry):
-                scopes.pop(scope, None)
-                return "this table endpoint outlived the token it was issued with: load the table again"
+            if entry is not None and time.monotonic() >= entry.expires:
+                return "this table endpoint outlived the tokens that loaded and used it: load the table again"
+            if entry is not None and token_expires is not None:
+                entry.expires = max(entry.expires, token_expires)
         if entry is None:
             return None
         if entry.ended:
             return "the table this endpoint was issued for was dropped, renamed or moved: load it again"
-        if entry.session is not None and entry.session != session:
-            return "this table endpoint was issued to another session: load the table with this token"
         if not self._still_the_table(entry):
             self.forget_table(entry.ident)
             return "the table this endpoint was issued for was dropped, renamed or moved: load it again"
         return entry
 
-    def _inside(self, scope: str, bucket: str, key: str, client: str = CLIENT_ID, session: str | None = None) -> bool:
-        entry = self._live_scope(scope, client, session)
+    def _inside(self, scope: str, bucket: str, key: str, client: str = CLIENT_ID) -> bool:
+        entry = self._live_scope(scope, client, None)
         return isinstance(entry, _Scope) and f"{bucket}/{key}".startswith(entry.prefix + "/")
 
     # -- catalog side ---------------------------------------------------------------------------
@@ -331,7 +327,7 @@ class SigningCatalogProxy(ProxyServer):
         return staged if staged is not None and staged.location else None
 
     def rewrite_table_answer(self, body: dict[str, Any], location: str | None = None, client: str = CLIENT_ID, *,
-                             session: str | None = None, table: StoredTable | None = None) -> dict[str, Any]:
+                             expires: float | None = None, table: StoredTable | None = None) -> dict[str, Any]:
         """A LoadTableResult with keys removed and this signer advertised for `table` (see
         `table_for_answer`), or for `location` (None: the answer's own, for callers that checked
         it themselves)."""
@@ -341,54 +337,49 @@ class SigningCatalogProxy(ProxyServer):
             location = f"s3://{table.location}"
         elif location is None:
             location = str((body.get("metadata") or {}).get("location") or "")
-        scope = self.scope_for(location, client, session=session, table=table) if location else None
+        scope = self.scope_for(location, client, expires=expires, table=table) if location else None
         # no location: an endpoint that refuses everything (the bare one) rather than none at all
         config.update(remote_signing_config(self.url, f"{SIGN_ENDPOINT}/{scope}" if scope else SIGN_ENDPOINT))
         body["config"] = config
         return body
 
     def issue_token(self, form: Mapping[str, list[str]]) -> dict[str, Any] | None:
-        """An OAuth2 token answer for valid client credentials (a new session), or for a token
-        exchange of one of our tokens (the same session: how Iceberg refreshes), else None."""
+        """An OAuth2 token answer for valid client credentials, or for a token exchange of one of
+        our tokens (how Iceberg refreshes), else None."""
         first = {k: v[0] for k, v in form.items() if v}
         grant = first.get("grant_type")
         client: str | None = None
-        session = ""
         if grant == "client_credentials":
             cid, given = first.get("client_id", ""), first.get("client_secret", "")
             expected = self.clients.get(cid)
             # compare anyway on an unknown id: no timing difference between "no such client" and "wrong secret"
             if secrets.compare_digest(given.encode(), (expected or "\0" + given).encode()) and expected is not None:
-                client, session = cid, secrets.token_urlsafe(12)
+                client = cid
         elif grant == _TOKEN_EXCHANGE:
-            found = self.token_session("Bearer " + first.get("subject_token", ""))
-            if found is not None:
-                client, session = found
+            client = self.token_client("Bearer " + first.get("subject_token", ""))
         if client is None:
             return None
         token = secrets.token_urlsafe(32)
         with self._lock:
-            tokens = self._client_caches(client)[2]
-            tokens[hashlib.sha256(token.encode()).hexdigest()] = session
-            self._sessions[client][session] = True  # (re)inserted: lives as long as its newest token
+            self._client_caches(client)[2][hashlib.sha256(token.encode()).hexdigest()] = time.monotonic() + self.token_seconds
         return {"access_token": token, "token_type": "bearer", "expires_in": self.token_seconds,
                 "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}
 
-    def token_session(self, authorization: str | None) -> tuple[str, str] | None:
-        """(client, session) of the live token `authorization` (`Bearer <token>`) carries, or None."""
+    def token_grant(self, authorization: str | None) -> tuple[str, float] | None:
+        """(client, expiry) of the live token `authorization` (`Bearer <token>`) carries, or None."""
         if not authorization or not authorization.lower().startswith("bearer "):
             return None
         tag = hashlib.sha256(authorization[7:].strip().encode()).hexdigest()
         with self._lock:
             for client, tokens in self._tokens.items():  # a handful of configured clients
-                session = tokens.get(tag)
-                if session is not None:
-                    return client, session
+                expires = tokens.get(tag)
+                if expires is not None:
+                    return client, expires
         return None
 
     def token_client(self, authorization: str | None) -> str | None:
         """The client whose live token `authorization` (`Bearer <token>`) carries, or None."""
-        found = self.token_session(authorization)
+        found = self.token_grant(authorization)
         return found[0] if found else None
 
     def token_valid(self, authorization: str | None) -> bool:
@@ -401,9 +392,10 @@ class SigningCatalogProxy(ProxyServer):
 
     # -- signer side ----------------------------------------------------------------------------
     def check_request(self, scope: str, method: str, url: str, headers: Mapping[str, Any] | None = None,
-                      body: str | None = None, client: str = CLIENT_ID, session: str | None = None) -> str | None:
+                      body: str | None = None, client: str = CLIENT_ID, token_expires: float | None = None) -> str | None:
         """None if the S3 request is on the allow-list (module docstring) and stays inside the table
-        location of `client`'s `scope` (used with a token of `session`), else a one-line reason."""
+        location of `client`'s `scope` (used with a token expiring at `token_expires`), else a
+        one-line reason."""
         if method not in {op[1] for op in _OBJECT_OPS + _BUCKET_OPS}:
             return f"the method {method[:20]!r} is not an S3 data operation"
         for name in headers or {}:
@@ -433,7 +425,7 @@ class SigningCatalogProxy(ProxyServer):
             return f"{method} {'object' if key else 'bucket'} request with {names[:80]} is not on the signer's allow-list"
         if op == "ListObjects" and params.get("list-type", "2") != "2":
             return "list-type must be 2"
-        entry = self._live_scope(scope, client, session)
+        entry = self._live_scope(scope, client, token_expires)
         if isinstance(entry, str):
             return entry
         prefix = entry.prefix if entry is not None else None
@@ -584,11 +576,11 @@ class _Handler(ProxyHandler):
             return self._relay(route.id, body)
         if route.name == "token":
             return self._token(body)
-        found = proxy.token_session(self.headers.get("Authorization"))
+        found = proxy.token_grant(self.headers.get("Authorization"))
         if found is None and route.name != "config":
             return self._error(401, "NotAuthorizedException", "a bearer token from this catalog's /v1/oauth/tokens is required")
-        client, session = found or (CLIENT_ID, None)
-        return self._forward(route, body, client, session)
+        client, expires = found or (CLIENT_ID, None)
+        return self._forward(route, body, client, expires)
 
     def _relay(self, ticket: str, body: bytes) -> None:
         """The DeleteObjects relay (see SigningCatalogProxy.sign); errors in S3's XML, for the SDK."""
@@ -612,10 +604,10 @@ class _Handler(ProxyHandler):
 
     def _sign(self, scope: str, raw: bytes) -> None:
         proxy = self.proxy
-        found = proxy.token_session(self.headers.get("Authorization"))
+        found = proxy.token_grant(self.headers.get("Authorization"))
         if found is None:
             return self._error(401, "NotAuthorizedException", "a catalog bearer token is required to sign")
-        client, session = found
+        client, token_expires = found
         try:
             request = json.loads(raw)
             method, url, headers = request["method"].upper(), request["uri"], request.get("headers") or {}
@@ -624,7 +616,7 @@ class _Handler(ProxyHandler):
                 raise TypeError
         except (ValueError, KeyError, TypeError, AttributeError):
             return self._error(400, "BadRequestException", "the body must be an S3SignRequest: {region, method, uri, headers}")
-        why = proxy.check_request(scope, method, url, headers, request.get("body"), client=client, session=session)
+        why = proxy.check_request(scope, method, url, headers, request.get("body"), client=client, token_expires=token_expires)
         if why is not None:
             with proxy._lock:
                 proxy.refused += 1
@@ -638,7 +630,7 @@ class _Handler(ProxyHandler):
         # no-cache: Iceberg caches `private` answers for 30 s by method+URI; fresh ones are cheap here
         self._json(200, answer, {"Cache-Control": "no-cache"})
 
-    def _forward(self, route: Route, raw: bytes, client: str, session: str | None) -> None:
+    def _forward(self, route: Route, raw: bytes, client: str, expires: float | None) -> None:
         proxy = self.proxy
         status, content, out = proxy.guard.handle(route, raw, self._send)
         if 200 <= status < 300 and content:
@@ -652,7 +644,7 @@ class _Handler(ProxyHandler):
                 except Exception as exc:  # noqa: BLE001 - cannot read the stored metadata: no endpoint rather than a guessed one
                     log.info("no signer scope for %s: %s", route.name, type(exc).__name__)
                     table = None
-                content = json.dumps(proxy.rewrite_table_answer(body, "", client, session=session, table=table)).encode()
+                content = json.dumps(proxy.rewrite_table_answer(body, "", client, expires=expires, table=table)).encode()
         self._reply(status, content, out)
 
     def _send(self, target: str, payload: bytes | None) -> tuple[int, bytes, Mapping[str, str]]:
