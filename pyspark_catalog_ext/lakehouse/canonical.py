@@ -12,7 +12,8 @@ recognise is refused with one line:
   not taken by the route, or a name outside SeaweedFS's own name rules (lower-case letters, digits,
   `_` and `-`);
 * 404 for a well-formed path that is no route here (SeaweedFS's views, unprefixed paths, another
-  warehouse), 405 for a route's path with another method.
+  warehouse), answered as SeaweedFS answers an unknown path; 405 for a route's path with another
+  method.
 
 Percent-encoding of a plain character is only another spelling: `tabl%65s` is read as `tables`
 (which is what SeaweedFS's router, gorilla/mux on the decoded path, does too) and forwarded as
@@ -231,9 +232,8 @@ def parse_target(method: str, target: str, warehouse: str, routes: Iterable[Rout
             return bound
         if bound is not None:
             matched.append((spec, bound))
-    if not matched:
-        shown = "/" + "/".join(segments)
-        return Refusal(404, "NotFoundException", f"{method[:10]} {shown[:200]} is not a route of this catalog")
+    if not matched:  # SeaweedFS's own words for it, which clients already read as "no such endpoint"
+        return Refusal(404, "NotFound", "Path not found: no route of this catalog matches this path")
     for spec, bound in matched:
         if spec.method == method:
             query = _query(raw_query, spec.query)

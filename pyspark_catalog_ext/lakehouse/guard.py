@@ -609,6 +609,9 @@ class LocationGuard:
         if isinstance(dest, Refusal):
             return dest
         if source[0] != dest[0]:
+            if self._call("GET", self._route("load-namespace", (route.prefix, dest[0], ""))) is None:
+                # what SeaweedFS answers (Spark sends RENAME TO lake.db.t2 as namespace ["lake", "db"])
+                return Refusal(404, "NoSuchNamespaceException", f"Namespace does not exist: {'.'.join(dest[0])}")
             return Refusal(403, "ForbiddenException", f"a renamed table keeps its location, which must stay under its namespace's: "
                                                       f"rename {_shown((route.prefix, *source))} within {'.'.join(source[0])}")
         return Plan([], [Rename((route.prefix, *source), (route.prefix, *dest))], canonical_body(body))

@@ -58,8 +58,8 @@ def test_encoded_routes_are_read_as_seaweedfs_reads_them(lake, rest):
     refused(rest.raw("POST", "/tr%61nsactions/commit", transaction), "overlaps table", f"{ns}.victim")
     # a separator in an escape is no spelling of a route; a second encoding is decoded once, like SeaweedFS
     refused(rest.raw("POST", f"/namespaces/{ns}%2Ftables", create_at_victim), "encodes a /", status=(400,))
-    refused(rest.raw("POST", f"/namespaces/{ns}/tabl%2565s", create_at_victim), "not a route", status=(404,))
-    refused(rest.raw("POST", f"/namespaces/{ns}/tables;x", create_at_victim), "not a route", status=(404,))
+    refused(rest.raw("POST", f"/namespaces/{ns}/tabl%2565s", create_at_victim), "Path not found", status=(404,))
+    refused(rest.raw("POST", f"/namespaces/{ns}/tables;x", create_at_victim), "Path not found", status=(404,))
     refused(rest.raw("POST", f"/namespaces/{ns}//tables", create_at_victim), "empty segment", status=(400,))
     assert objects(s3, f"{ns}/victim/") == victim_files  # v1.metadata.json not overwritten
     assert rest.tables(ns) == ["mine", "victim"] and rest.location(ns, "mine") == mine
@@ -106,6 +106,7 @@ def test_a_renamed_table_keeps_its_place_and_no_one_moves_in(lake, rest):
         return rest.post("/tables/rename", {"source": {"namespace": [ns1], "name": "a"}, "destination": {"namespace": [to_ns], "name": to_name}})
 
     refused(rename(ns2, "z"), "keeps its location", status=(403,))
+    refused(rename("nosuch" + uuid.uuid4().hex[:6], "z"), "does not exist", status=(404,))  # as SeaweedFS answers it
     assert rest.tables(ns1) == ["a"] and rest.tables(ns2) == []
     assert rename(ns1, "z").status_code == 204  # within its namespace: fine
     refused(rest.create(ns1, "b", f"s3://warehouse/{ns1}/a/inner"), "overlaps table", f"{ns1}.z")
