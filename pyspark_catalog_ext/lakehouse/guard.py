@@ -239,7 +239,6 @@ class LocationGuard:
         self._lock = threading.Lock()
         self._local = threading.local()
         self._listeners: list[Callable[[Ident], None]] = []
-        self.upstream_calls = 0  # calls this guard made to SeaweedFS itself (checks, loads, rollbacks)
 
     def __repr__(self) -> str:
         return f"<LocationGuard -> {self.catalog_uri}>"
@@ -280,8 +279,6 @@ class LocationGuard:
 
     def _call(self, method: str, route: Route, body: Any = None) -> Any:
         """An admin call to SeaweedFS (canonical target); the JSON answer, None for 404."""
-        with self._lock:
-            self.upstream_calls += 1
         resp = self.session().request(method, self.catalog_uri + route.target(), timeout=UPSTREAM_TIMEOUT, allow_redirects=False,
                                       headers={"Authorization": self.authorization(), "Content-Type": "application/json"},
                                       data=canonical_body(body) if body is not None else None)
@@ -428,17 +425,6 @@ class LocationGuard:
         if change.metadata_dir:
             paths.append(change.metadata_dir)
         return self._conflict(ident, tuple(paths), change.what, shown, neighbours, kinds)
-
-    def check_location(self, ident: Ident, location: str | None, what: str) -> Refusal | None:
-        """None if table `ident` may be created at `location` (an s3:// URL, or None for the
-        default `<namespace location>/<name>`), else the refusal."""
-        target = _location(location, strict=True) if location is not None else entry_path(ident)
-        if target is None:
-            return _bad_location(what, location)
-        change = Change(ident, target, what, "create")
-        with self._locked({(ident[0], ident[1])}):
-            refusal, _ = self.check([change], [])
-        return refusal
 
     # -- reading a request --------------------------------------------------------------------------
     def plan(self, route: Route, raw: bytes) -> Plan | Refusal:
@@ -716,7 +702,8 @@ class LocationGuard:
                     self._staged[change.ident] = StoredTable(change.ident, change.location, None, uuid)
                 else:
                     self._staged.pop(change.ident, None)
-            if change.kind != "stage":
+                    self._known.pop(change.ident, None)
+            if change.kind == "move":  # the same table elsewhere: what was issued for its old place ends
                 self._changed(change.ident)
         for rename in plan.renames:
             self._changed(rename.source)
@@ -766,14 +753,16 @@ class LocationGuard:
         """Undo one stored change without deleting a file: a moved table goes back; a new entry is
         removed through the filer. Returns what happened, for the refusal."""
         ident = table.ident
+        if before is not None and change.kind == "create":
+            return "it existed before this call and is left as it was"  # a create over its name changed nothing
         try:
-            if before is not None and change.kind == "move" and before.location:
+            if before is not None and before.location:
                 self._call("POST", self._route("commit-table", ident), {
                     "requirements": [{"type": "assert-table-uuid", "uuid": table.uuid}],
                     "updates": [{"action": "set-location", "location": f"s3://{before.location}"}]})
                 self._changed(ident)
                 return f"moved back to s3://{before.location}"
-            if before is None and change.kind == "create":
+            if before is None and change.kind == "create":  # an entry this call made: nothing else may go
                 why = self._remove_entry(ident)
                 if why is None:
                     self._changed(ident)
@@ -781,7 +770,7 @@ class LocationGuard:
                 return self._quarantine(ident, f"it could not be rolled back ({why})")
         except Exception as exc:  # noqa: BLE001
             return self._quarantine(ident, f"it could not be rolled back ({type(exc).__name__})")
-        return self._quarantine(ident, "it was there before this call and is not rolled back")
+        return self._quarantine(ident, "it could not be rolled back (no earlier location to return to)")
 
     def _remove_entry(self, ident: Ident) -> str | None:
         """Remove a new catalog entry without deleting files (see filer.py); None when done."""
