@@ -267,19 +267,20 @@ class SigningCatalogProxy(ProxyServer):
                         entry.ended = True
                         self._scope_ids[client].pop((entry.prefix, entry.ident, entry.uuid), None)
 
-    def _still_the_table(self, entry: _Scope) -> bool:
+    def _still_the_table(self, entry: _Scope) -> bool | None:
         """The catalog still holds the table the scope was issued for (same uuid and location):
-        checked again when the last check is SCOPE_RECHECK_SECONDS old."""
+        checked again when the last check is SCOPE_RECHECK_SECONDS old; None when it cannot be
+        told now (the catalog did not answer)."""
         if entry.ident is None or time.monotonic() - entry.verified < SCOPE_RECHECK_SECONDS:
             return True
+        checked_before, entry.verified = entry.verified, time.monotonic()  # one recheck at a time
         try:
             current = self.guard.load_stored(entry.ident) or self.guard.staged(entry.ident)
-        except Exception:  # noqa: BLE001 - cannot tell: sign nothing rather than guess
-            return False
-        if current is None or current.uuid != entry.uuid or current.location != entry.prefix or self.guard.quarantined(entry.ident):
-            return False
-        entry.verified = time.monotonic()
-        return True
+        except Exception:  # noqa: BLE001 - cannot tell: sign nothing now, ask again next time
+            entry.verified = checked_before
+            return None
+        return not (current is None or current.uuid != entry.uuid or current.location != entry.prefix
+                    or self.guard.quarantined(entry.ident))
 
     def _live_scope(self, scope: str, client: str, token_expires: float | None) -> _Scope | str | None:
         """The scope `scope` of `client` (used with a token expiring at `token_expires`), or why it
@@ -295,7 +296,10 @@ class SigningCatalogProxy(ProxyServer):
             return None
         if entry.ended:
             return "the table this endpoint was issued for was dropped, renamed or moved: load it again"
-        if not self._still_the_table(entry):
+        still = self._still_the_table(entry)
+        if still is None:
+            return "the catalog could not confirm the table this endpoint was issued for; retry"
+        if not still:
             self.forget_table(entry.ident)
             return "the table this endpoint was issued for was dropped, renamed or moved: load it again"
         return entry
