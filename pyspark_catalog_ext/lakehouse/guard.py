@@ -309,19 +309,10 @@ class LocationGuard:
                 self._known[ident] = table
         return table
 
-    def stored_location(self, ident: Ident) -> str | None:
-        """The location in the catalog's stored metadata of `ident` (loaded now), or None."""
-        table = self.load_stored(ident)
-        return table.location if table else None
-
     def staged(self, ident: Ident) -> StoredTable | None:
         """The table `ident` as staged through this guard (not stored yet), or None."""
         with self._lock:
             return self._staged.get(ident)
-
-    def staged_location(self, ident: Ident) -> str | None:
-        staged = self.staged(ident)
-        return staged.location if staged else None
 
     def quarantined(self, ident: Ident) -> str | None:
         with self._lock:
