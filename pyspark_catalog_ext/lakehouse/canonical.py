@@ -147,7 +147,8 @@ def _decode(raw: str, plus_is_space: bool = False) -> str | None:
 
 
 def _control(text: str) -> bool:
-    return any(ord(c) < 32 or ord(c) == 127 for c in text)
+    """A control character other than 0x1F, which joins the levels of a namespace (Iceberg's REST spec)."""
+    return any((ord(c) < 32 and c != "\x1f") or ord(c) == 127 for c in text)
 
 
 def _segments(raw_path: str) -> list[str] | Refusal:

@@ -158,3 +158,21 @@ def test_posts_that_set_no_location_pass_and_unknown_table_paths_are_refused(lak
     raw = conn.getresponse()
     assert raw.status == 400 and "segment" in json.loads(raw.read())["error"]["message"]
     conn.close()
+
+
+def test_a_nested_namespace_works_through_the_proxy(lake):
+    """Levels joined by 0x1F in the path (`a%1Fb`) and in `parent=`: the one control character a
+    target may carry."""
+    rest = Rest(lake.info)
+    outer = "nest" + uuid.uuid4().hex[:8]
+    for levels in ([outer], [outer, "inner"]):
+        assert rest.post("/namespaces", {"namespace": levels}).status_code == 200
+    path = f"/namespaces/{outer}%1Finner"
+    made = requests.post(f"{rest.base}{path}/tables", json={"name": "t", "schema": SCHEMA}, headers=rest.headers, timeout=30)
+    assert made.status_code == 200, made.text
+    assert made.json()["metadata"]["location"] == f"s3://warehouse/{outer}.inner/t"
+    loaded = requests.get(f"{rest.base}{path}/tables/t", headers=rest.headers, timeout=30)
+    assert loaded.status_code == 200 and loaded.json()["metadata"]["location"] == f"s3://warehouse/{outer}.inner/t"
+    _refused(rest.create(f"{outer}%1Finner", "u", f"s3://warehouse/{outer}.inner/t/x"), "overlaps table", f"{outer}.inner.t")
+    listed = requests.get(f"{rest.base}/namespaces", params={"parent": outer}, headers=rest.headers, timeout=30)
+    assert listed.status_code == 200 and [outer, "inner"] in listed.json()["namespaces"], listed.text
