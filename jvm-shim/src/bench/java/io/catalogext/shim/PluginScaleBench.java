@@ -1,11 +1,12 @@
 package io.catalogext.shim;
+import io.catalogext.shim.refresh.PythonCredentialBridge;
 
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.plugin.PluginMessages;
+import io.catalogext.shim.refresh.PluginMessages;
 import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.refresh.CredentialSnapshot;
-import io.catalogext.shim.refresh.RefreshPolicy;
+import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.refresh.TableContext;
 import io.catalogext.shim.refresh.TableEntry;
 import io.catalogext.shim.util.DaemonThreads;

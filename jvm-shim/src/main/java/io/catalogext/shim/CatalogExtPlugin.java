@@ -1,7 +1,7 @@
 package io.catalogext.shim;
 
 import io.catalogext.shim.events.ShimMetrics;
-import io.catalogext.shim.plugin.PluginMessages;
+import io.catalogext.shim.refresh.PluginMessages;
 import io.catalogext.shim.refresh.CredentialRegistry;
 
 import java.util.Collections;

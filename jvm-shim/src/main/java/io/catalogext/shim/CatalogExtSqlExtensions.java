@@ -1,6 +1,6 @@
 package io.catalogext.shim;
 
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.events.EventLog;
 import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.util.Json;

@@ -1,9 +1,10 @@
 package io.catalogext.shim;
+import io.catalogext.shim.refresh.PythonCredentialBridge;
 
 import io.catalogext.shim.events.EventLog;
-import io.catalogext.shim.plugin.CatalogReads;
+import io.catalogext.shim.spark.CatalogReads;
 import io.catalogext.shim.refresh.CredentialRegistry;
-import io.catalogext.shim.refresh.RefreshPolicy;
+import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.staging.StagedTables;
 import io.catalogext.shim.util.Json;
 

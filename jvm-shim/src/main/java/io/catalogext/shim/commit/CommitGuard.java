@@ -1,16 +1,16 @@
 package io.catalogext.shim.commit;
 
-import io.catalogext.shim.CatalogRedirectException;
+import io.catalogext.shim.errors.CatalogRedirectException;
 import io.catalogext.shim.commit.CommitDecision.Answer;
 import io.catalogext.shim.commit.CommitDecision.Facts;
 import io.catalogext.shim.commit.CommitDecision.Kind;
 import io.catalogext.shim.commit.CommitDecision.Landed;
 import io.catalogext.shim.commit.CommitDecision.Outcome;
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.config.Knobs;
 import io.catalogext.shim.http.ConfigCapture;
 import io.catalogext.shim.http.NoHiddenResends;
-import io.catalogext.shim.http.TablePath;
+import io.catalogext.shim.wire.TablePath;
 import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.util.Json;
 

@@ -1,6 +1,6 @@
 package io.catalogext.shim.http;
 
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.session.CatalogSession;
 
 import java.util.List;
 import org.apache.iceberg.rest.RESTClient;

@@ -1,7 +1,8 @@
 package io.catalogext.shim.http;
+import io.catalogext.shim.wire.Origins;
 
 import io.catalogext.shim.commit.CommitGuard;
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.refresh.CatalogRefresher;
 
 import java.io.IOException;

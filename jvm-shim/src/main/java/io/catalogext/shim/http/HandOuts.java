@@ -1,9 +1,13 @@
 package io.catalogext.shim.http;
+import io.catalogext.shim.wire.FieldIdRenumbering;
+import io.catalogext.shim.wire.Origins;
+import io.catalogext.shim.wire.RemoteSigning;
+import io.catalogext.shim.wire.TablePath;
 
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.refresh.CredentialRegistry;
-import io.catalogext.shim.refresh.RefreshPolicy;
+import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.refresh.TableContext;
 import io.catalogext.shim.util.Json;
 

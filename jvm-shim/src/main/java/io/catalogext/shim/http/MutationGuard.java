@@ -1,8 +1,8 @@
 package io.catalogext.shim.http;
 
-import io.catalogext.shim.CatalogRedirectException;
+import io.catalogext.shim.errors.CatalogRedirectException;
 import io.catalogext.shim.commit.CommitGuard;
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.session.CatalogSession;
 
 import org.apache.iceberg.exceptions.RESTException;
 import org.apache.iceberg.rest.HTTPRequest.HTTPMethod;

@@ -1,8 +1,8 @@
 package io.catalogext.shim.refresh;
 
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.http.TablePath;
+import io.catalogext.shim.wire.TablePath;
 import io.catalogext.shim.util.Json;
 
 import java.net.URI;

@@ -1,11 +1,10 @@
 package io.catalogext.shim.refresh;
+import io.catalogext.shim.config.RefreshPolicy;
 
 import io.catalogext.shim.CatalogExtPlugin;
-import io.catalogext.shim.PythonCredentialBridge;
 import io.catalogext.shim.commit.CommitGuard;
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.plugin.PluginMessages;
 import io.catalogext.shim.util.DaemonThreads;
 import io.catalogext.shim.util.Json;
 

@@ -1,9 +1,8 @@
 package io.catalogext.shim.refresh;
 
 import io.catalogext.shim.CatalogExtPlugin;
-import io.catalogext.shim.CredentialsRejectedException;
+import io.catalogext.shim.errors.CredentialsRejectedException;
 import io.catalogext.shim.events.ShimMetrics;
-import io.catalogext.shim.plugin.PluginMessages;
 
 /**
  * Refresh source of entries in executor JVMs: ask the driver through Spark's plugin RPC

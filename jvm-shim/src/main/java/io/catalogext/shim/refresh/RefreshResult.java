@@ -1,7 +1,7 @@
 package io.catalogext.shim.refresh;
 
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.http.RefreshTokenCapture;
+import io.catalogext.shim.wire.RefreshTokenCapture;
 import io.catalogext.shim.util.Json;
 
 import java.util.Iterator;

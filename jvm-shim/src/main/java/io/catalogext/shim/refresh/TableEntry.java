@@ -1,11 +1,11 @@
 package io.catalogext.shim.refresh;
+import io.catalogext.shim.config.RefreshPolicy;
 
-import io.catalogext.shim.CredentialsExpiredException;
-import io.catalogext.shim.CredentialsRejectedException;
+import io.catalogext.shim.errors.CredentialsExpiredException;
+import io.catalogext.shim.errors.CredentialsRejectedException;
 import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.events.EventLog;
 import io.catalogext.shim.events.ShimMetrics;
-import io.catalogext.shim.plugin.PluginMessages;
 import io.catalogext.shim.util.DaemonThreads;
 import io.catalogext.shim.util.Json;
 

@@ -1,7 +1,7 @@
 package io.catalogext.shim.staging;
 
 import io.catalogext.shim.commit.CommitGuard;
-import io.catalogext.shim.plugin.SparkCompat;
+import io.catalogext.shim.spark.SparkCompat;
 import io.catalogext.shim.util.Json;
 
 import java.util.ArrayList;

@@ -1,7 +1,7 @@
 package io.catalogext.shim.util;
 
-import io.catalogext.shim.http.RefreshTokenCapture;
-import io.catalogext.shim.plugin.CatalogReads;
+import io.catalogext.shim.wire.RefreshTokenCapture;
+import io.catalogext.shim.spark.CatalogReads;
 
 import java.util.LinkedHashMap;
 import java.util.Map;

@@ -2,7 +2,6 @@ package io.catalogext.shim.config;
 
 import io.catalogext.shim.commit.CommitGuard;
 import io.catalogext.shim.events.EventLog;
-import io.catalogext.shim.refresh.RefreshPolicy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

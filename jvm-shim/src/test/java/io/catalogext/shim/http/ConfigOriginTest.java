@@ -1,4 +1,5 @@
 package io.catalogext.shim.http;
+import io.catalogext.shim.wire.Origins;
 
 import io.catalogext.shim.ExtRESTCatalog;
 import io.catalogext.shim.LoopbackCatalog;

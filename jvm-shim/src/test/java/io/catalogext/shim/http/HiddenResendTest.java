@@ -1,6 +1,6 @@
 package io.catalogext.shim.http;
 
-import io.catalogext.shim.CatalogRedirectException;
+import io.catalogext.shim.errors.CatalogRedirectException;
 import io.catalogext.shim.ExtRESTCatalog;
 import io.catalogext.shim.LoopbackCatalog;
 

@@ -1,6 +1,8 @@
 package io.catalogext.shim.refresh;
+import io.catalogext.shim.config.RefreshPolicy;
+import io.catalogext.shim.session.MissingEndpoints;
 
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.config.ShimKeys;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;

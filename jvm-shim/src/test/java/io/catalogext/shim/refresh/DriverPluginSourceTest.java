@@ -1,9 +1,9 @@
 package io.catalogext.shim.refresh;
+import io.catalogext.shim.config.RefreshPolicy;
 
-import io.catalogext.shim.CredentialsExpiredException;
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.errors.CredentialsExpiredException;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.plugin.PluginMessages;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,6 +1,6 @@
 package io.catalogext.shim.refresh;
 
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.session.CatalogSession;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,6 +1,5 @@
-package io.catalogext.shim;
+package io.catalogext.shim.refresh;
 
-import io.catalogext.shim.refresh.CatalogRefresher;
 
 /**
  * Implemented in Python and registered through Py4J by {@code attach(spark, sources=...)}. The

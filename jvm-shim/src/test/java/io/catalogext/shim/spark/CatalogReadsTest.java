@@ -1,8 +1,8 @@
-package io.catalogext.shim.plugin;
+package io.catalogext.shim.spark;
 
 import io.catalogext.shim.ExtRESTCatalog;
 import io.catalogext.shim.LoopbackCatalog;
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.util.Json;
 

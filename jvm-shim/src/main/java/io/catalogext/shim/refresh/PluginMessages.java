@@ -1,7 +1,6 @@
-package io.catalogext.shim.plugin;
+package io.catalogext.shim.refresh;
 
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.refresh.RefreshResult;
 import io.catalogext.shim.util.Json;
 
 import java.nio.charset.StandardCharsets;

@@ -1,4 +1,6 @@
-package io.catalogext.shim.refresh;
+package io.catalogext.shim.session;
+
+import io.catalogext.shim.refresh.CatalogRefresher;
 
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;

@@ -1,11 +1,11 @@
-package io.catalogext.shim.config;
+package io.catalogext.shim.session;
 
 import io.catalogext.shim.ExtRESTCatalog;
 import io.catalogext.shim.LoopbackCatalog;
 import io.catalogext.shim.PythonApi;
 import io.catalogext.shim.commit.CommitGuard;
 import io.catalogext.shim.refresh.CredentialRegistry;
-import io.catalogext.shim.refresh.RefreshPolicy;
+import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.util.Json;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,4 +1,4 @@
-package io.catalogext.shim;
+package io.catalogext.shim.errors;
 
 /** Credentials ran out and could not be renewed. Fails the task, so nothing gets committed. */
 public final class CredentialsExpiredException extends RuntimeException {

@@ -1,4 +1,4 @@
-package io.catalogext.shim.plugin;
+package io.catalogext.shim.spark;
 
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;

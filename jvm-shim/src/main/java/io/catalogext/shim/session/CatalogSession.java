@@ -1,11 +1,10 @@
-package io.catalogext.shim.config;
+package io.catalogext.shim.session;
 
 import io.catalogext.shim.ExtRESTCatalog;
 import io.catalogext.shim.commit.CommitGuard;
 import io.catalogext.shim.http.ConfigCapture;
-import io.catalogext.shim.http.RemoteSigning;
-import io.catalogext.shim.refresh.MissingEndpoints;
-import io.catalogext.shim.refresh.RefreshPolicy;
+import io.catalogext.shim.wire.RemoteSigning;
+import io.catalogext.shim.config.RefreshPolicy;
 
 import java.util.Map;
 import java.util.function.LongSupplier;

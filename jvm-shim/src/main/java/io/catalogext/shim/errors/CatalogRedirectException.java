@@ -1,4 +1,4 @@
-package io.catalogext.shim;
+package io.catalogext.shim.errors;
 
 import io.catalogext.shim.http.NoHiddenResends;
 

@@ -1,7 +1,5 @@
-package io.catalogext.shim.refresh;
+package io.catalogext.shim.config;
 
-import io.catalogext.shim.config.Knobs;
-import io.catalogext.shim.config.ShimKeys;
 
 import java.io.Serializable;
 import java.util.Map;
@@ -14,24 +12,24 @@ import java.util.Map;
  */
 public final class RefreshPolicy implements Serializable {
   private static final long serialVersionUID = 1L;
-  static final long DEFAULT_MIN_AHEAD_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_MIN_AHEAD_MS);
-  static final double DEFAULT_FRACTION = Knobs.fractionValue(Map.of(), ShimKeys.REFRESH_LIFETIME_FRACTION);
-  static final long DEFAULT_CHECK_INTERVAL_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_CHECK_INTERVAL_MS);
-  static final long DEFAULT_INITIAL_BACKOFF_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_INITIAL_BACKOFF_MS);
-  static final long DEFAULT_MAX_BACKOFF_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_MAX_BACKOFF_MS);
-  static final long DEFAULT_TIMEOUT_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_TIMEOUT_MS);
-  static final long DEFAULT_ASSUMED_LIFETIME_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_ASSUMED_LIFETIME_MS);
-  static final long DEFAULT_REACTIVE_MAX_PER_MINUTE = Knobs.longValue(Map.of(), ShimKeys.REFRESH_REACTIVE_MAX_PER_MINUTE);
-  static final long DEFAULT_MAX_CLOCK_SKEW_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_MAX_CLOCK_SKEW_MS);
+  public static final long DEFAULT_MIN_AHEAD_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_MIN_AHEAD_MS);
+  public static final double DEFAULT_FRACTION = Knobs.fractionValue(Map.of(), ShimKeys.REFRESH_LIFETIME_FRACTION);
+  public static final long DEFAULT_CHECK_INTERVAL_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_CHECK_INTERVAL_MS);
+  public static final long DEFAULT_INITIAL_BACKOFF_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_INITIAL_BACKOFF_MS);
+  public static final long DEFAULT_MAX_BACKOFF_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_MAX_BACKOFF_MS);
+  public static final long DEFAULT_TIMEOUT_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_TIMEOUT_MS);
+  public static final long DEFAULT_ASSUMED_LIFETIME_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_ASSUMED_LIFETIME_MS);
+  public static final long DEFAULT_REACTIVE_MAX_PER_MINUTE = Knobs.longValue(Map.of(), ShimKeys.REFRESH_REACTIVE_MAX_PER_MINUTE);
+  public static final long DEFAULT_MAX_CLOCK_SKEW_MS = Knobs.longValue(Map.of(), ShimKeys.REFRESH_MAX_CLOCK_SKEW_MS);
 
   public final long minAheadMs;
   public final double fraction;
-  final long checkIntervalMs;
-  final long initialBackoffMs;
-  final long maxBackoffMs;
+  public final long checkIntervalMs;
+  public final long initialBackoffMs;
+  public final long maxBackoffMs;
   public final long timeoutMs;
   /** Keys vended without an expiry count as expiring this long after their fetch; 0: never. */
-  final long assumedLifetimeMs;
+  public final long assumedLifetimeMs;
   /** Refreshes of one table per minute started by S3 rejecting its keys early; 0: never. */
   public final long reactiveMaxPerMinute;
   /** Past this skew between the local clock and a server's Date header, expiries use the server's clock. */
@@ -42,7 +40,7 @@ public final class RefreshPolicy implements Serializable {
         DEFAULT_TIMEOUT_MS);
   }
 
-  RefreshPolicy(
+  public RefreshPolicy(
       long minAheadMs, double fraction, long checkIntervalMs, long initialBackoffMs, long maxBackoffMs, long timeoutMs) {
     this(minAheadMs, fraction, checkIntervalMs, initialBackoffMs, maxBackoffMs, timeoutMs, DEFAULT_ASSUMED_LIFETIME_MS);
   }
@@ -53,7 +51,7 @@ public final class RefreshPolicy implements Serializable {
         DEFAULT_REACTIVE_MAX_PER_MINUTE, DEFAULT_MAX_CLOCK_SKEW_MS);
   }
 
-  RefreshPolicy(long minAheadMs, double fraction, long checkIntervalMs, long initialBackoffMs, long maxBackoffMs,
+  public RefreshPolicy(long minAheadMs, double fraction, long checkIntervalMs, long initialBackoffMs, long maxBackoffMs,
       long timeoutMs, long assumedLifetimeMs, long reactiveMaxPerMinute, long maxClockSkewMs) {
     if (reactiveMaxPerMinute < 0 || maxClockSkewMs < 0) {
       throw new IllegalArgumentException(ShimKeys.REFRESH_REACTIVE_MAX_PER_MINUTE + " and "
@@ -106,17 +104,17 @@ public final class RefreshPolicy implements Serializable {
   }
 
   /** Wait before the next attempt after {@code failures} consecutive failures (capped). */
-  long backoffMs(int failures) {
+  public long backoffMs(int failures) {
     long backoff = initialBackoffMs << Math.min(Math.max(failures - 1, 0), 20);
     return Math.min(maxBackoffMs, backoff);
   }
 
-  long aheadMs(long fetchedAtMs, long expiresAtMs) {
+  public long aheadMs(long fetchedAtMs, long expiresAtMs) {
     long lifetime = Math.max(0, expiresAtMs - fetchedAtMs);
     return Math.max(minAheadMs, (long) (lifetime * fraction));
   }
 
-  long refreshAt(long fetchedAtMs, long expiresAtMs) {
+  public long refreshAt(long fetchedAtMs, long expiresAtMs) {
     if (expiresAtMs == Long.MAX_VALUE) {
       return Long.MAX_VALUE;
     }

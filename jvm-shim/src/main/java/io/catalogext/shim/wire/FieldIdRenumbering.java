@@ -1,4 +1,4 @@
-package io.catalogext.shim.http;
+package io.catalogext.shim.wire;
 
 import java.util.Map;
 import org.apache.iceberg.PartitionSpec;
@@ -26,14 +26,14 @@ import org.apache.iceberg.types.TypeUtil;
  * shim changes nothing that works; a request with an id below 1 can't be valid for a strict server
  * and is renumbered. Servers reassign ids at create time, so either way the table is the same.
  */
-final class FieldIdRenumbering {
+public final class FieldIdRenumbering {
   /** newTableMetadata needs a location; only the schema, spec and order are taken from it. */
   private static final String PLACEHOLDER_LOCATION = "catalog-ext://renumbering";
 
   private FieldIdRenumbering() {}
 
   /** {@code body} itself, or a create request with ids from 1 when it had an id below 1. */
-  static RESTRequest apply(RESTRequest body) {
+  public static RESTRequest apply(RESTRequest body) {
     if (!(body instanceof CreateTableRequest)) {
       return body;
     }

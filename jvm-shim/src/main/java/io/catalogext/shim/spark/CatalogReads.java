@@ -1,7 +1,7 @@
-package io.catalogext.shim.plugin;
+package io.catalogext.shim.spark;
 
 import io.catalogext.shim.ExtRESTCatalog;
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.refresh.CatalogRefresher;
 import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.util.Json;

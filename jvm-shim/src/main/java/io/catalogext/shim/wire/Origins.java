@@ -1,4 +1,4 @@
-package io.catalogext.shim.http;
+package io.catalogext.shim.wire;
 
 import java.net.URI;
 import java.util.Locale;
@@ -8,7 +8,7 @@ import java.util.Locale;
  * client credentials and {@code header.*} values go only to the origin (scheme, host, port) the
  * user configured.
  */
-final class Origins {
+public final class Origins {
   private Origins() {}
 
   /** Whether {@code url} is absolute (a path is resolved against the catalog URI: same origin). */
@@ -35,7 +35,7 @@ final class Origins {
   }
 
   /** Whether a server-given {@code url} may get our credentials: a path, or one of {@code trusted}'s origins. */
-  static boolean allowed(String url, String... trusted) {
+  public static boolean allowed(String url, String... trusted) {
     if (!isAbsolute(url)) {
       return true;
     }

@@ -1,4 +1,4 @@
-package io.catalogext.shim.http;
+package io.catalogext.shim.wire;
 
 import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.util.Json;

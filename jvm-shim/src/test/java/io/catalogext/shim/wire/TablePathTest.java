@@ -1,4 +1,4 @@
-package io.catalogext.shim.http;
+package io.catalogext.shim.wire;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -1,4 +1,4 @@
-package io.catalogext.shim.http;
+package io.catalogext.shim.wire;
 
 import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.util.Json;
@@ -30,7 +30,7 @@ public final class RemoteSigning {
   public static final String SIGNER_URI = "s3.signer.uri";
   static final String SIGNER_ENDPOINT = "s3.signer.endpoint";
   /** The names Iceberg 1.12's signer client reads instead (RESTCatalogProperties.SIGNER_URI/_ENDPOINT). */
-  static final String NEW_SIGNER_URI = "signer.uri";
+  public static final String NEW_SIGNER_URI = "signer.uri";
   static final String NEW_SIGNER_ENDPOINT = "signer.endpoint";
   /** Where Iceberg 1.12's signer client reads the remote-signing-config object (RESTCatalogProperties). */
   static final String REST_SIGNING_CONFIG = "rest.remote-signing.config";
@@ -44,7 +44,7 @@ public final class RemoteSigning {
    * @throws IllegalStateException one line, when the catalog asks for sign-request properties or
    *     headers, which Iceberg 1.10's signer client cannot send
    */
-  static LoadTableResponse translate(LoadTableResponse loaded, TablePath path, RESTRequest body) {
+  public static LoadTableResponse translate(LoadTableResponse loaded, TablePath path, RESTRequest body) {
     String captured = loaded.config().get(ShimKeys.CAPTURED_SIGNING_CONFIG);
     if (captured == null) {
       Map<String, String> mirrored = withNewSignerNames(loaded.config());

@@ -1,4 +1,4 @@
-package io.catalogext.shim.plugin;
+package io.catalogext.shim.spark;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 

@@ -1,4 +1,4 @@
-package io.catalogext.shim;
+package io.catalogext.shim.errors;
 
 /**
  * S3 rejected a table's keys again right after a refresh replaced rejected ones, or the table's

@@ -1,4 +1,4 @@
-package io.catalogext.shim.http;
+package io.catalogext.shim.wire;
 
 import java.util.Arrays;
 import java.util.Collections;
@@ -14,9 +14,9 @@ import org.apache.iceberg.rest.RESTUtil;
  */
 public final class TablePath {
   /** Everything before "namespaces/", e.g. {@code v1/warehouse/} ("" when the path starts there). */
-  final String root;
+  public final String root;
 
-  final List<String> namespace;
+  public final List<String> namespace;
   /** The table's name; null for {@code .../tables} (create, list) and {@code .../register}. */
   public final String table;
 
