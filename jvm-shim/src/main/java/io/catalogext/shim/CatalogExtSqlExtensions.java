@@ -1,8 +1,9 @@
 package io.catalogext.shim;
 
-import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.events.EventLog;
 import io.catalogext.shim.refresh.CredentialRegistry;
+import io.catalogext.shim.refresh.ExecutorAsks;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.util.Json;
 
 import java.util.ArrayDeque;
@@ -91,7 +92,7 @@ public final class CatalogExtSqlExtensions extends AbstractFunction1<SparkSessio
     ArrayNode commits = out.putArray("commits");
     outcomes.forEach(commits::add);
     out.put("lost_events", ring.path("lost").asLong());
-    out.set("plugin", Json.read(CredentialRegistry.get().pluginStats()));
+    out.set("plugin", Json.read(ExecutorAsks.stats()));
     return Json.write(out);
   }
 

@@ -50,7 +50,7 @@ final class CommitDecision {
     NOT_FOUND, // 404: the table may have been dropped, or a gateway lost the route
     AUTH_TIMEOUT, // 419
     CLIENT_ERROR, // any other 4xx
-    // 301/302/303/307/308, never followed (NoHiddenResends). Usually "not processed here", but a
+    // 301/302/303/307/308, never followed (the catalog's transport). Usually "not processed here", but a
     // gateway may have forwarded the request first: decided as a 400 is, never repeated.
     REDIRECT;
 

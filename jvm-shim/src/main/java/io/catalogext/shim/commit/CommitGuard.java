@@ -1,18 +1,14 @@
 package io.catalogext.shim.commit;
 
-import io.catalogext.shim.errors.CatalogRedirectException;
 import io.catalogext.shim.commit.CommitDecision.Answer;
 import io.catalogext.shim.commit.CommitDecision.Facts;
 import io.catalogext.shim.commit.CommitDecision.Kind;
 import io.catalogext.shim.commit.CommitDecision.Landed;
 import io.catalogext.shim.commit.CommitDecision.Outcome;
-import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.config.Knobs;
-import io.catalogext.shim.http.ConfigCapture;
-import io.catalogext.shim.http.NoHiddenResends;
-import io.catalogext.shim.wire.TablePath;
-import io.catalogext.shim.refresh.CredentialRegistry;
+import io.catalogext.shim.errors.CatalogRedirectException;
 import io.catalogext.shim.util.Json;
+import io.catalogext.shim.wire.TablePath;
 
 import java.io.IOException;
 import java.net.ConnectException;
@@ -40,6 +36,7 @@ import org.apache.iceberg.exceptions.CommitFailedException;
 import org.apache.iceberg.exceptions.CommitStateUnknownException;
 import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.exceptions.RESTException;
+import org.apache.iceberg.rest.ErrorHandler;
 import org.apache.iceberg.rest.ErrorHandlers;
 import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.RESTRequest;
@@ -56,7 +53,7 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
  *
  * <ul>
  *   <li><b>Idempotency-Key</b> (UUIDv7) on every mutation when the server advertised {@code
- *       idempotency-key-lifetime} in {@code /v1/config} (captured by {@link ConfigCapture}); the
+ *       idempotency-key-lifetime} in {@code /v1/config} (captured from that answer); the
  *       same key for every retry of one logical operation (but a stage-create, which publishes
  *       nothing, gets a new key per attempt: lakekeeper#1959), a new key per operation, and no
  *       retry once the key may have expired on the server.
@@ -71,9 +68,9 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
  *       makes Iceberg keep every file.
  * </ul>
  *
- * <p>Nothing below the guard re-sends a mutation: {@link NoHiddenResends} limits the retries of
- * Iceberg's HTTPClient (1.10.2 re-sends every method on 429 and on 503 with Retry-After) to GET
- * and HEAD and refuses redirects, so the guard sees every answer to every attempt. Every 409 on a
+ * <p>Nothing below the guard re-sends a mutation: the catalog's transport retries only GET and
+ * HEAD and follows no redirect (Iceberg's own HTTPClient re-sends a POST on 429 and on 503 with
+ * Retry-After), so the guard sees every answer to every attempt. Every 409 on a
  * commit, and every other 4xx after an attempt that may have been applied, is reconciled here
  * before Iceberg sees it (Iceberg would delete the files of a published snapshot: the
  * apache/iceberg#13867 corruption), so the decision is always ours.
@@ -94,11 +91,6 @@ public final class CommitGuard {
     ALWAYS, // to every server (de-duplication is still only assumed where advertised)
     NEVER
   }
-
-  /** The table path whose commit this thread's guard reconciled before answering "unknown". */
-  private static final ThreadLocal<String> RECONCILED = new ThreadLocal<>();
-  private static final String ICEBERG_TABLE_OPS = "org.apache.iceberg.rest.RESTTableOperations";
-  private static final String ICEBERG_RECONCILE_METHOD = "reconcileOnSimpleUpdate";
 
   // Settings (catalog properties catalog-ext.commit.*).
   // Defaults and ranges from the knob spec (Knobs), shared with PyIceberg.
@@ -130,7 +122,7 @@ public final class CommitGuard {
   private final AtomicLong reconciledUnknown = new AtomicLong();
   private final List<String> events = Collections.synchronizedList(new ArrayList<>());
 
-  /** A guard with the default settings; its {@link CatalogSession} owns it (one per catalog). */
+  /** A guard with the default settings; its catalog session owns it (one per catalog). */
   public CommitGuard() {}
 
   /**
@@ -200,17 +192,9 @@ public final class CommitGuard {
     return idempotencyEnabled() && lifetime != null;
   }
 
-  /** JSON evidence for every catalog session in this JVM (Python: {@code CommitGuard.describe()}). */
-  public static String describe() {
-    ObjectNode out = Json.object();
-    for (CatalogSession session : CredentialRegistry.get().sessions()) {
-      session.guard.describeInto(out.putObject(session.name));
-    }
-    return Json.write(out);
-  }
-
-  /** This guard's evidence into {@code n} (no secrets: counts and event lines). */
-  void describeInto(ObjectNode n) {
+  /** This guard's evidence (no secrets: counts and event lines). */
+  public ObjectNode evidence() {
+    ObjectNode n = Json.object();
     n.put("idempotency_key_lifetime", lifetimeText);
     n.put("idempotency", idempotencyEnabled());
     n.put("mutations", mutations.get());
@@ -224,16 +208,11 @@ public final class CommitGuard {
     synchronized (events) {
       events.forEach(n.putArray("events")::add);
     }
+    return n;
   }
 
-  /** Forget the evidence of every catalog session in this JVM (tests). */
-  public static void resetEvidence() {
-    for (CatalogSession session : CredentialRegistry.get().sessions()) {
-      session.guard.forgetEvidence();
-    }
-  }
-
-  private void forgetEvidence() {
+  /** Forgets the evidence (tests). */
+  public void forgetEvidence() {
     mutations.set(0);
     keyed.set(0);
     reusedKeys.set(0);
@@ -312,8 +291,8 @@ public final class CommitGuard {
     }
 
     String cause() {
-      NoHiddenResends.Refused redirect = NoHiddenResends.refusedIn(exception);
-      if (redirect != null) {
+      if (exception instanceof CatalogRedirectException) {
+        CatalogRedirectException redirect = (CatalogRedirectException) exception;
         return "HTTP " + redirect.status + " redirect to " + redirect.target + ", not followed";
       }
       return error != null ? "HTTP " + error.code() : ioCause(exception).getClass().getSimpleName();
@@ -333,38 +312,10 @@ public final class CommitGuard {
   }
 
   /** Sends a mutation: retries, Idempotency-Key and reconciliation as {@link CommitDecision} says. */
-  public <T> T mutate(Request req, Attempt<T> attempt) {
-    RECONCILED.remove();
-    boolean[] reconciled = {false};
-    try {
-      return mutate(req, attempt, reconciled);
-    } catch (CommitStateUnknownException e) {
-      if (reconciled[0] && req.body instanceof UpdateTableRequest) {
-        RECONCILED.set(req.path); // Iceberg 1.11+ would look again: see standsDownForIceberg
-      }
-      throw e;
-    }
-  }
 
-  /**
-   * Whether this GET of {@code path} is Iceberg's own reconciliation of a commit this guard has
-   * just reconciled and answered "unknown" (Iceberg 1.11+ reloads the table after a
-   * CommitStateUnknownException of a snapshot-add, {@code RESTTableOperations.reconcileOnSimpleUpdate}).
-   * Ours acts (it also retries, checks requirements, covers creates and transactions); Iceberg's
-   * stands down, so one commit gets one lookup. Consumes the mark: only the next GET on this thread.
-   */
-  public static boolean standsDownForIceberg(String path) {
-    String reconciled = RECONCILED.get();
-    if (reconciled == null) {
-      return false;
-    }
-    RECONCILED.remove();
-    return reconciled.equals(path) && StackWalker.getInstance().walk(frames -> frames.limit(64).anyMatch(f ->
-        ICEBERG_RECONCILE_METHOD.equals(f.getMethodName()) && ICEBERG_TABLE_OPS.equals(f.getClassName())));
-  }
-
+  /** Sends a mutation: retries, Idempotency-Key and reconciliation as {@link CommitDecision} says. */
   @SuppressWarnings("unchecked")
-  private <T> T mutate(Request req, Attempt<T> attempt, boolean[] reconciled) {
+  public <T> T mutate(Request req, Attempt<T> attempt) {
     Kind kind = classify(req.method, req.path, req.body);
     Map<String, String> headers = new HashMap<>(req.headers);
     // Iceberg 1.11+ sends its own key where the server advertises a lifetime (a new one per call):
@@ -393,11 +344,10 @@ public final class CommitGuard {
       } catch (Intercepted e) {
         Answer answer = Answer.ofStatus(e.error.code());
         failure = new Failure(answer == null ? Answer.SERVER_ERROR : answer, e.error, null);
+      } catch (CatalogRedirectException e) {
+        failure = new Failure(Answer.REDIRECT, null, e);
       } catch (RESTException e) {
-        NoHiddenResends.Refused redirect = NoHiddenResends.refusedIn(e);
-        if (redirect != null) {
-          failure = new Failure(Answer.REDIRECT, null, new CatalogRedirectException(redirect));
-        } else if (ioCause(e) != null) {
+        if (ioCause(e) != null) {
           failure = new Failure(transportAnswer(ioCause(e)), null, e);
         } else {
           throw e;
@@ -411,7 +361,6 @@ public final class CommitGuard {
       Reconciliation rec = Reconciliation.NOT_CHECKED;
       if (CommitDecision.needsReconciliation(facts)) {
         rec = reconcile(req, headers);
-        reconciled[0] = true;
       }
       facts = facts.withLanded(rec.landed);
       Outcome outcome = CommitDecision.decide(facts);
@@ -453,14 +402,39 @@ public final class CommitGuard {
     return value;
   }
 
-  private Consumer<ErrorResponse> interceptor(
-      Kind kind, Consumer<ErrorResponse> errorHandler, boolean earlierMayHaveReached) {
-    return err -> {
-      if (intercepts(kind, err.code(), earlierMayHaveReached)) {
-        throw new Intercepted(err);
+  private ErrorHandler interceptor(Kind kind, Consumer<ErrorResponse> errorHandler, boolean earlierMayHaveReached) {
+    return new GuardedErrors(errorHandler, code -> intercepts(kind, code, earlierMayHaveReached));
+  }
+
+  /**
+   * The caller's error handler with the guard in front: the answers the guard decides are taken
+   * over, the rest go to the caller's handler. An {@link ErrorHandler} itself, parsing bodies as the
+   * caller's does, so an error the guard leaves to Iceberg keeps its Iceberg type and message.
+   */
+  static final class GuardedErrors extends ErrorHandler {
+    private final Consumer<ErrorResponse> handler;
+    private final java.util.function.IntPredicate intercepted;
+
+    GuardedErrors(Consumer<ErrorResponse> handler, java.util.function.IntPredicate intercepted) {
+      this.handler = handler;
+      this.intercepted = intercepted;
+    }
+
+    @Override
+    public ErrorResponse parseResponse(int code, String json) {
+      if (handler instanceof ErrorHandler) {
+        return ((ErrorHandler) handler).parseResponse(code, json);
       }
-      errorHandler.accept(err);
-    };
+      return ErrorResponse.builder().responseCode(code).withMessage(json).build(); // what Iceberg's client does then
+    }
+
+    @Override
+    public void accept(ErrorResponse error) {
+      if (intercepted.test(error.code())) {
+        throw new Intercepted(error);
+      }
+      handler.accept(error);
+    }
   }
 
   boolean canRetry(int attempt, long startedNanos, long delayMs, boolean deduplicated) {
@@ -483,7 +457,7 @@ public final class CommitGuard {
       // one is no CleanableFailure either, so a strict-cleanup commit keeps its files.
       return failure.exception != null
           ? failure.exception
-          : new CatalogRedirectException(new NoHiddenResends.Refused(failure.error.code(), req.method, req.path, null));
+          : new CatalogRedirectException(failure.error.code(), req.method, req.path, null);
     }
     boolean commit = kind == Kind.SNAPSHOT_COMMIT || kind == Kind.PLAIN_COMMIT;
     if (commit && failure.answer.retryable()) {
@@ -507,7 +481,7 @@ public final class CommitGuard {
     boolean anyAfterReached = commit && earlierMayHaveReached && code >= 400;
     // A redirect (only seen here if the HTTP client did not refuse it itself) is never Iceberg's
     // to map: its handler would call it "Unable to process" without the target.
-    if (NoHiddenResends.isRedirect(code)) {
+    if (CatalogRedirectException.isRedirect(code)) {
       return true;
     }
     // Every 5xx on a commit may have been applied first (CommitDecision.Answer.ofStatus): a 501/505

@@ -1,6 +1,5 @@
 package io.catalogext.shim.config;
 
-
 import java.io.Serializable;
 import java.util.Map;
 

@@ -1,10 +1,10 @@
 package io.catalogext.shim.http;
-import io.catalogext.shim.wire.TablePath;
 
 import io.catalogext.shim.commit.CommitGuard;
-import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.events.EventLog;
 import io.catalogext.shim.events.ShimMetrics;
+import io.catalogext.shim.session.CatalogSession;
+import io.catalogext.shim.wire.TablePath;
 
 import java.util.ArrayList;
 import java.util.List;

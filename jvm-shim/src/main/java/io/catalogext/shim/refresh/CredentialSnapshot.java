@@ -1,6 +1,6 @@
 package io.catalogext.shim.refresh;
-import io.catalogext.shim.config.RefreshPolicy;
 
+import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.config.ShimKeys;
 
 import java.util.Map;

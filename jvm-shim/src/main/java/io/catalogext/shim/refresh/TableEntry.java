@@ -1,9 +1,9 @@
 package io.catalogext.shim.refresh;
-import io.catalogext.shim.config.RefreshPolicy;
 
+import io.catalogext.shim.config.RefreshPolicy;
+import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.errors.CredentialsExpiredException;
 import io.catalogext.shim.errors.CredentialsRejectedException;
-import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.events.EventLog;
 import io.catalogext.shim.events.ShimMetrics;
 import io.catalogext.shim.util.DaemonThreads;
@@ -27,7 +27,7 @@ import software.amazon.awssdk.auth.credentials.AwsCredentials;
  * the hot path, and a single-flight refresh so that any number of clients and tasks cause one
  * request.
  */
-public final class TableEntry {
+public final class TableEntry implements RefreshSubject {
   private static final Logger LOG = LoggerFactory.getLogger(TableEntry.class);
   /** Below this much validity (or a quarter of the lifetime) a reader waits for a refresh. */
   static final long HARD_MARGIN_MS = 10_000L;
@@ -37,15 +37,6 @@ public final class TableEntry {
   private static final ExecutorService ASYNC =
       Executors.newCachedThreadPool(
           DaemonThreads.named("catalog-ext-refresh"));
-
-  public interface Clock {
-    long nowMs();
-
-    /** Waits (a fake clock in tests just moves on). */
-    default void sleepMs(long ms) throws InterruptedException {
-      Thread.sleep(ms);
-    }
-  }
 
   public final String handle;
   /** The table as the catalog last handed it out (a later hand-out of the same table replaces it). */
@@ -126,7 +117,33 @@ public final class TableEntry {
     return slots;
   }
 
-  Map<String, String> refreshTokens() {
+  @Override
+  public String handle() {
+    return handle;
+  }
+
+  @Override
+  public TableContext context() {
+    return context;
+  }
+
+  @Override
+  public RefreshPolicy policy() {
+    return policy;
+  }
+
+  @Override
+  public String staleKeyId() {
+    return staleKeyId;
+  }
+
+  @Override
+  public String staleCode() {
+    return staleCode;
+  }
+
+  @Override
+  public Map<String, String> refreshTokens() {
     return refreshTokens;
   }
 
@@ -284,7 +301,7 @@ public final class TableEntry {
 
   /** This JVM asks the catalog (or a Python source) itself; executors ask the driver. */
   boolean drivesRefresh() {
-    return !(source instanceof DriverPluginSource);
+    return source.drivesRefresh();
   }
 
   /** Driver: fresh keys as this JVM should schedule them (a learned lifetime, the server's clock). */
@@ -487,10 +504,10 @@ public final class TableEntry {
 
   private String strategyHint() {
     if (!refreshTokens.isEmpty()) {
-      return CatalogRefresher.Strategy.REFRESH_TOKEN.label;
+      return RefreshStrategy.REFRESH_TOKEN.label;
     }
     if (context.staged) {
-      return CatalogRefresher.Strategy.RESTAGE.label;
+      return RefreshStrategy.RESTAGE.label;
     }
     return "initial".equals(lastStrategy) ? "the table's refresh source" : lastStrategy;
   }
@@ -764,6 +781,7 @@ public final class TableEntry {
   }
 
   /** Non-secret status for Python and logs. */
+  @Override
   public ObjectNode describe() {
     ObjectNode node = Json.object();
     node.put("handle", handle);

@@ -1,10 +1,8 @@
 package io.catalogext.shim.session;
 
-import io.catalogext.shim.ExtRESTCatalog;
 import io.catalogext.shim.commit.CommitGuard;
-import io.catalogext.shim.http.ConfigCapture;
-import io.catalogext.shim.wire.RemoteSigning;
 import io.catalogext.shim.config.RefreshPolicy;
+import io.catalogext.shim.wire.TrustedOrigins;
 
 import java.util.Map;
 import java.util.function.LongSupplier;
@@ -12,26 +10,26 @@ import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.rest.RESTClient;
 
 /**
- * One initialised catalog of this JVM ({@link ExtRESTCatalog#initialize} makes one): its name and
- * URI, its refresh settings, its {@link CommitGuard}, the path root and HTTP client of its table
- * operations (the refresh reuses both), and what the catalog turned out not to support. Every HTTP
- * client the catalog derives (withAuthSession makes new ones) and every decorator of them
- * ({@code CatalogHttpFunnel} and its steps, {@link ConfigCapture}) share this one
- * object, so nothing about a catalog lives in a static.
+ * One initialised catalog of this JVM (the shim's catalog class makes one in {@code initialize}):
+ * its name and URI, the origins its credentials may go to, its refresh settings, its
+ * {@link CommitGuard}, the path root and HTTP client of its table operations (the refresh reuses
+ * both), and what the catalog turned out not to support. Every HTTP client the catalog derives
+ * (withAuthSession makes new ones) and every step of them share this one object, so nothing about
+ * a catalog lives in a static.
  */
 public final class CatalogSession {
   /** The Spark catalog's name, as table contexts, events and status name it. */
   public final String name;
-  /** The catalog's URI: refresh endpoints elsewhere never get our credentials. */
+  /** The catalog's URI as the user configured it. */
   public final String uri;
-  /** The user's own {@code s3.signer.uri}, or null: a signer the user trusts with the catalog's token. */
-  public final String userSignerUri;
+  /** Where the catalog's credentials may go: its URI's origin and those the user configured. */
+  public final TrustedOrigins trust;
   /** catalog-ext.refresh.* of this catalog (the Python face sets them, or spark-conf does). */
   public final RefreshPolicy policy;
   /** Idempotency-Key, retries and reconciliation of this catalog's mutations. */
   public final CommitGuard guard = new CommitGuard();
   /**
-   * Strategies this catalog lacks (404, 405, 501 or "no route" to GET .../credentials, or not in
+   * Endpoints this catalog lacks (404, 405, 501 or "no route" to GET .../credentials, or not in
    * its advertised endpoints), each forgotten after an hour.
    */
   public final MissingEndpoints unsupported;
@@ -45,9 +43,9 @@ public final class CatalogSession {
   private volatile RESTClient refreshClient;
 
   /**
-   * A session for catalog {@code name} with its (timeout-completed) catalog properties.
+   * A session for catalog {@code name} with the catalog properties the user configured.
    *
-   * @throws IllegalArgumentException one line naming a bad catalog-ext.refresh.* value
+   * @throws IllegalArgumentException one line naming a bad catalog-ext.refresh.* value or URL
    */
   public CatalogSession(String name, Map<String, String> props) {
     this(name, props, System::currentTimeMillis);
@@ -58,7 +56,7 @@ public final class CatalogSession {
     this.unsupported = new MissingEndpoints(clockMs);
     this.name = name;
     this.uri = props.get(CatalogProperties.URI);
-    this.userSignerUri = props.get(RemoteSigning.SIGNER_URI);
+    this.trust = TrustedOrigins.fromUserProperties(name, props);
     this.policy = RefreshPolicy.fromProperties(props);
   }
 

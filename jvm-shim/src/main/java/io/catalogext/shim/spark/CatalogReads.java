@@ -1,12 +1,12 @@
 package io.catalogext.shim.spark;
 
-import io.catalogext.shim.ExtRESTCatalog;
-import io.catalogext.shim.session.CatalogSession;
-import io.catalogext.shim.refresh.CatalogRefresher;
+import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.refresh.CredentialRegistry;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.util.Json;
+import io.catalogext.shim.util.OneLine;
+import io.catalogext.shim.wire.RawJson;
 
-import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -23,16 +23,11 @@ import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.rest.ErrorHandler;
 import org.apache.iceberg.rest.ErrorHandlers;
 import org.apache.iceberg.rest.RESTClient;
-import org.apache.iceberg.rest.RESTResponse;
 import org.apache.iceberg.rest.RESTUtil;
 import org.apache.iceberg.rest.responses.ErrorResponse;
 import org.apache.iceberg.rest.responses.ErrorResponseParser;
-import org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonParser;
-import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.DeserializationContext;
-import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonDeserializer;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ArrayNode;
-import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.module.SimpleModule;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.iceberg.spark.source.HasIcebergCatalog;
 import org.apache.spark.sql.SparkSession;
@@ -70,7 +65,7 @@ public final class CatalogReads {
       if (e instanceof RuntimeException) {
         throw (RuntimeException) e;
       }
-      throw new IllegalStateException(CatalogRefresher.oneLine(e), e);
+      throw new IllegalStateException(OneLine.of(e), e);
     }
   }
 
@@ -97,7 +92,7 @@ public final class CatalogReads {
 
   /**
    * JSON {"uri", "warehouse", "shim"}: the catalog's URI without user info or query (never a
-   * secret), its warehouse, and whether it runs on the shim's {@link ExtRESTCatalog}.
+   * secret), its warehouse, and whether it runs on the shim's catalog ({@link ShimKeys#CATALOG_IMPL}).
    */
   public static String describe(SparkSession spark, String name) {
     sparkCatalog(spark, name);
@@ -109,9 +104,9 @@ public final class CatalogReads {
     return Json.write(out);
   }
 
-  /** Whether Spark catalog {@code name} runs on the shim's {@link ExtRESTCatalog} (catalog-impl). */
+  /** Whether Spark catalog {@code name} runs on the shim's catalog ({@code catalog-impl}). */
   private static boolean usesShim(SparkSession spark, String name) {
-    return ExtRESTCatalog.class.getName().equals(conf(spark, "spark.sql.catalog." + name + ".catalog-impl"));
+    return ShimKeys.CATALOG_IMPL.equals(conf(spark, "spark.sql.catalog." + name + ".catalog-impl"));
   }
 
   private static String conf(SparkSession spark, String key) {
@@ -210,7 +205,7 @@ public final class CatalogReads {
     sparkCatalog(spark, name); // initialises the catalog, so its session exists
     if (!usesShim(spark, name)) {
       throw new IllegalArgumentException(
-          "Spark catalog '" + name + "' does not use catalog-impl=" + ExtRESTCatalog.class.getName()
+          "Spark catalog '" + name + "' does not use catalog-impl=" + ShimKeys.CATALOG_IMPL
               + ", so only Iceberg's own API can be read through it; configure it with pyspark_catalog_ext.configure");
     }
     CatalogSession session = CredentialRegistry.get().session(name);
@@ -274,33 +269,6 @@ public final class CatalogReads {
       throw new IllegalStateException("the catalog's table paths start with '" + root + "', not v1/");
     }
     return head + root + tail;
-  }
-
-  /**
-   * Any JSON answer, kept as a tree: Iceberg's client parses every answer into a RESTResponse class
-   * with its (shaded) Jackson mapper, and a route outside Iceberg's spec has none. The shim's mapper
-   * ({@link Json#restMapper}) registers {@link #rawJsonModule} for it.
-   */
-  static final class RawJson implements RESTResponse {
-    final JsonNode body;
-
-    RawJson(JsonNode body) {
-      this.body = body;
-    }
-
-    @Override
-    public void validate() {}
-  }
-
-  /** Deserializes {@link RawJson} from any JSON value. */
-  public static SimpleModule rawJsonModule() {
-    return new SimpleModule("catalog-ext-raw-json")
-        .addDeserializer(RawJson.class, new JsonDeserializer<RawJson>() {
-          @Override
-          public RawJson deserialize(JsonParser parser, DeserializationContext ctx) throws IOException {
-            return new RawJson(parser.getCodec().readTree(parser));
-          }
-        });
   }
 
   /**

@@ -18,7 +18,7 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
  * Where the shim reads every LoadTable and LoadCredentials answer before Iceberg's parser (the
- * catalog's HTTP client uses {@link Json#restMapper()}), so each quirk of the storage-credentials
+ * catalog's HTTP client reads with {@link RestJson#restMapper()}), so each quirk of the storage-credentials
  * list is handled here, once:
  *
  * <ul>

@@ -54,7 +54,7 @@ public final class RemoteSigning {
     config.remove(ShimKeys.CAPTURED_SIGNING_CONFIG);
     JsonNode signing;
     try {
-      signing = Json.restMapper().readTree(captured);
+      signing = Json.MAPPER.readTree(captured);
     } catch (Exception e) {
       throw new IllegalStateException("the catalog's remote-signing-config is not a JSON object", e);
     }

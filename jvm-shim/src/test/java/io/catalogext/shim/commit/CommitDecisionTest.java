@@ -257,7 +257,7 @@ public class CommitDecisionTest {
     }
   }
 
-  // ---- redirects (never followed: NoHiddenResends). The shared table has rows for the JVM-only
+  // ---- redirects (never followed: the catalog's transport). The shared table has rows for the JVM-only
   // kinds; these are the commit rows, decided as a 400 is (PyIceberg has no redirect answer).
 
   @Test

@@ -1,6 +1,6 @@
 package io.catalogext.shim.commit;
 
-import io.catalogext.shim.http.NoHiddenResends;
+import io.catalogext.shim.errors.CatalogRedirectException;
 import io.catalogext.shim.util.Json;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -251,10 +251,8 @@ public class CommitGuardLoopTest {
             return LoadTableResponse.builder().withTableMetadata(withSnapshot(base, OURS)).build();
           }
           int code = Integer.parseInt(answer);
-          if (NoHiddenResends.isRedirect(code)) { // as the HTTP client refuses it (NoHiddenResends)
-            throw new RESTException(new org.apache.iceberg.shaded.org.apache.hc.client5.http.ClientProtocolException(
-                new NoHiddenResends.Refused(code, "POST", "/" + PATH, "http://elsewhere.example/v1/x?sig=secret")),
-                "Error occurred while processing %s request", "POST");
+          if (CatalogRedirectException.isRedirect(code)) { // as the catalog's transport refuses it
+            throw new CatalogRedirectException(code, "POST", "/" + PATH, "http://elsewhere.example/v1/x?sig=secret");
           }
           errorHandler.accept(ErrorResponse.builder().responseCode(code).withType("Scripted").withMessage("scripted " + code).build());
           throw new RESTException("Unhandled error: %s", code); // as HTTPClient does after its handler
@@ -278,9 +276,7 @@ public class CommitGuardLoopTest {
   }
 
   private ObjectNode evidence() {
-    ObjectNode n = Json.object();
-    guard.describeInto(n);
-    return n;
+    return guard.evidence();
   }
 
   private static Snapshot snapshot(long id) {

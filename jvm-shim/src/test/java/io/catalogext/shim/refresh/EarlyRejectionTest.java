@@ -48,7 +48,7 @@ public class EarlyRejectionTest {
   private final AtomicInteger fetches = new AtomicInteger();
   private volatile String deadCodeForNewKeys; // every refresh hands out keys S3 rejects with this
   private final FakeClock fake = new FakeClock();
-  private TableEntry.Clock clock = fake;
+  private Clock clock = fake;
   private TableEntry entry; // the last seededClient()'s
   private CredentialSlot slot;
 
@@ -241,7 +241,7 @@ public class EarlyRejectionTest {
     TableEntry driver = driverEntry(policy(6));
     driver.seed("", firstKeys(clock.nowMs() + 10_000));
     driver.seed("s3://warehouse/db/t", firstKeys(clock.nowMs() + 10_000)); // the same keys, as storage-credentials
-    DriverPluginSource.Asker asker =
+    DriverChannel asker =
         message -> {
           PluginMessages.Request request = PluginMessages.Request.decode(message);
           if (request.staleKeyId != null) {

@@ -20,7 +20,7 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 /**
  * Each initialised {@link ExtRESTCatalog} gets its own {@link CatalogSession}: its own guard (fed by
  * its own {@code /v1/config}), its own refresh policy; and the static helpers Python and the Spark
- * tests call ({@link CommitGuard#describe}, {@link CommitGuard#resetEvidence}) reach every session.
+ * tests call ({@link PythonApi#commitEvidence}, {@link PythonApi#resetCommitEvidence}) reach every session.
  * Against a real HTTP server on loopback whose {@code /a}, {@code /b} and {@code /c} catalogs
  * advertise different idempotency-key lifetimes.
  */
@@ -63,7 +63,7 @@ public class CatalogSessionTest {
       assertEquals(RefreshPolicy.defaults().timeoutMs, sb.policy.timeoutMs, "b keeps the defaults");
       assertTrue(sa.uri.endsWith("/a") && sa.pathRoot() == null, "its URI; no path root before a table op");
 
-      JsonNode described = Json.read(CommitGuard.describe());
+      JsonNode described = Json.read(PythonApi.commitEvidence());
       assertEquals("PT30M", described.path("session-test-a").path("idempotency_key_lifetime").asText(), "describe a");
       assertTrue(described.path("session-test-a").path("idempotency").asBoolean(), "a sends keys");
       assertTrue(described.path("session-test-b").path("idempotency_key_lifetime").isNull(), "describe b");
@@ -95,10 +95,10 @@ public class CatalogSessionTest {
   void testResetEvidenceReachesEverySession() throws Exception {
     HttpServer server = configServer();
     try (ExtRESTCatalog c = catalog(server, "session-test-c", "/c", Map.of())) {
-      JsonNode before = Json.read(CommitGuard.describe()).path(c.name()).path("events");
+      JsonNode before = Json.read(PythonApi.commitEvidence()).path(c.name()).path("events");
       assertTrue(before.toString().contains("unparseable idempotency-key-lifetime 'soon'"), "evidence: " + before);
-      CommitGuard.resetEvidence();
-      JsonNode after = Json.read(CommitGuard.describe()).path("session-test-c").path("events");
+      PythonApi.resetCommitEvidence();
+      JsonNode after = Json.read(PythonApi.commitEvidence()).path("session-test-c").path("events");
       assertTrue(after.isMissingNode() || after.size() == 0, "forgotten: " + after);
     } finally {
       server.stop(0);

@@ -32,7 +32,7 @@ public class RemoteSigningTest {
     if (signingConfig != null) {
       node.set(RemoteSigning.FIELD, Json.read(signingConfig));
     }
-    return Json.restMapper().readValue(Json.write(node), LoadTableResponse.class);
+    return RestJson.restMapper().readValue(Json.write(node), LoadTableResponse.class);
   }
 
   private static final TablePath LOAD = TablePath.parse("v1/pfx/namespaces/db/tables/t");

@@ -39,7 +39,7 @@ public class ResponseQuirksTest {
         .addCredential(ImmutableCredential.builder().prefix("s3://b/db/t").config(KEYS).build()).build();
     String json = Json.write(withEmptyEntry(LoadTableResponseParser.toJson(original)));
     assertThrows(IllegalArgumentException.class, () -> LoadTableResponseParser.fromJson(json)); // Iceberg alone
-    LoadTableResponse read = Json.restMapper().readValue(json, LoadTableResponse.class);
+    LoadTableResponse read = RestJson.restMapper().readValue(json, LoadTableResponse.class);
     assertEquals(1, read.credentials().size(), "only the entry with keys is left");
     assertEquals("AKIA", read.credentials().get(0).config().get(ShimKeys.ACCESS_KEY_ID), "keys kept");
   }
@@ -48,7 +48,7 @@ public class ResponseQuirksTest {
   void testAnEmptyEntryIsDroppedFromACredentialsAnswerToo() throws Exception {
     String json = Json.write(withEmptyEntry(
         "{\"storage-credentials\":[{\"prefix\":\"s3://b/db/t\",\"config\":{\"s3.access-key-id\":\"AKIA\",\"s3.secret-access-key\":\"s\"}}]}"));
-    LoadCredentialsResponse read = Json.restMapper().readValue(json, LoadCredentialsResponse.class);
+    LoadCredentialsResponse read = RestJson.restMapper().readValue(json, LoadCredentialsResponse.class);
     assertEquals(1, read.credentials().size(), "one entry left");
   }
 }
