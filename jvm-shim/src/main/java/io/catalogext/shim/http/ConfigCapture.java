@@ -1,6 +1,5 @@
 package io.catalogext.shim.http;
 
-import io.catalogext.shim.commit.CommitGuard;
 import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.util.Json;
 
@@ -21,7 +20,7 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 /**
  * Iceberg 1.10's {@code ConfigResponseParser} drops the top-level {@code idempotency-key-lifetime}
  * of {@code GET /v1/config} (the field arrived with the spec change released in 1.11). This
- * deserializer reads it first and hands it to the catalog's {@link CommitGuard}, which only sends
+ * deserializer reads it first and hands it to the catalog's commit guard, which only sends
  * {@code Idempotency-Key} headers to servers that advertise it.
  *
  * <p>It also notes where {@code defaults} or {@code overrides} name URLs on origins the user did not

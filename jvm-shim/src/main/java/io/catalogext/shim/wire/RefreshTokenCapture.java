@@ -1,7 +1,6 @@
 package io.catalogext.shim.wire;
 
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.util.Json;
 
 import java.io.IOException;
 import org.apache.iceberg.rest.responses.LoadCredentialsResponse;
