@@ -5,6 +5,7 @@ import io.catalogext.shim.http.CatalogClients;
 import io.catalogext.shim.http.ConfigCapture;
 import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.session.CatalogSession;
+import io.catalogext.shim.spark.PurgeStatements;
 import io.catalogext.shim.wire.RestJson;
 
 import java.util.HashMap;
@@ -84,30 +85,25 @@ public class ExtRESTCatalog extends RESTCatalog {
   }
 
   /**
-   * Spark's {@code DROP TABLE ... PURGE} (Iceberg 1.10's {@code SparkCatalog.purgeTable}) drops the
-   * table without asking the catalog to purge, then deletes its files itself. A catalog that drops
-   * tables only with their data (S3 Tables: 400 without {@code purgeRequested=true}) refuses that
-   * drop, so no Spark statement could drop the table. The user asked for the data to go: only
-   * then, and only after that refusal, the drop is repeated with purge. A plain {@code DROP TABLE}
-   * keeps the refusal (its one-line translation names {@code DROP TABLE ... PURGE}).
+   * Spark's {@code DROP TABLE ... PURGE} (Iceberg 1.10/1.11's {@code SparkCatalog.purgeTable}) drops
+   * the table without asking the catalog to purge, then deletes its files itself. A catalog that
+   * drops tables only with their data (S3 Tables: 400 without {@code purgeRequested=true}) refuses
+   * that drop, so no Spark statement could drop the table. The user asked for the data to go: only
+   * then ({@link PurgeStatements}, from the statement itself), and only after that refusal, the drop
+   * is repeated with purge. A plain {@code DROP TABLE} keeps the refusal (its one-line translation
+   * names {@code DROP TABLE ... PURGE}).
    */
   @Override
   public boolean dropTable(TableIdentifier identifier, boolean purge) {
     try {
       return super.dropTable(identifier, purge);
     } catch (BadRequestException e) {
-      if (purge || !calledBySparkPurge()) {
+      CatalogSession current = session.get();
+      if (purge || current == null || !PurgeStatements.requested(current.name, identifier)) {
         throw e;
       }
       return super.dropTable(identifier, true);
     }
-  }
-
-  /** Whether Spark's purgeTable is on this thread's stack (Spark passes no "purge" flag down). */
-  private static boolean calledBySparkPurge() {
-    return StackWalker.getInstance().walk(frames -> frames.limit(64).anyMatch(f ->
-        "purgeTable".equals(f.getMethodName())
-            && f.getClassName().startsWith("org.apache.iceberg.spark.SparkCatalog")));
   }
 
   private static RESTClient newClient(Map<String, String> config, CatalogSession session) {
