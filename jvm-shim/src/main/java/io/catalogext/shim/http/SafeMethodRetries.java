@@ -36,7 +36,7 @@ import org.apache.iceberg.shaded.org.apache.hc.core5.util.TimeValue;
  * restated here; IcebergRetryParityTest holds the two against each other on every answer and
  * failure for GET and HEAD, so a change in Iceberg's fails that test.
  */
-final class SafeMethodRetries implements HttpRequestRetryStrategy {
+public final class SafeMethodRetries implements HttpRequestRetryStrategy {
   private static final Set<Integer> RETRIED_STATUSES = Set.of(429, 503, 500, 502, 504, 408);
   private static final List<Class<? extends IOException>> FINAL_FAILURES = List.of(
       InterruptedIOException.class, UnknownHostException.class, ConnectException.class,
@@ -44,7 +44,7 @@ final class SafeMethodRetries implements HttpRequestRetryStrategy {
 
   private final int maxRetries;
 
-  SafeMethodRetries(int maxRetries) {
+  public SafeMethodRetries(int maxRetries) {
     if (maxRetries <= 0) {
       throw new IllegalArgumentException("Cannot set retries to " + maxRetries + ", the value must be positive");
     }
