@@ -29,6 +29,12 @@ import software.amazon.awssdk.services.s3.S3ClientBuilder;
  * Iceberg would, but with credentials from the table's refreshing entry. Unlike
  * {@code client.credentials-provider}, this is honoured in Iceberg 1.10 even when the catalog
  * vends static keys, and its interface is unchanged in 1.11.
+ *
+ * <p>"As Iceberg would": Iceberg's default factories are package-private, so {@link #s3()} repeats
+ * their chain of Iceberg's public {@code apply*} steps; S3ClientChainParityTest reads both chains
+ * from the bytecode and fails when Iceberg's changes. From Iceberg 1.11 on a
+ * {@code client.credentials-provider} comes first in Iceberg's own chain, which would let the shim
+ * hand Iceberg's factory its provider instead (docs/jvm-dependencies.md).
  */
 public final class RefreshingS3ClientFactory implements S3FileIOAwsClientFactory {
   private static final long serialVersionUID = 1L;
