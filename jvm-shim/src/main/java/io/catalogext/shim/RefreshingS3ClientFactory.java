@@ -122,6 +122,7 @@ public final class RefreshingS3ClientFactory implements S3FileIOAwsClientFactory
    * driver (written over any value an answer carries); a FileIO the shim's catalog did not hand out
    * has only its own properties to go by.
    */
+  @SuppressWarnings("deprecation") // SdkAdvancedClientOption.SIGNER: where Iceberg's applySignerConfiguration puts it
   private void checkRemoteSigner(S3ClientBuilder builder) {
     ClientOverrideConfiguration config = builder.overrideConfiguration();
     Object signer = config == null ? null : config.advancedOption(SdkAdvancedClientOption.SIGNER).orElse(null);
