@@ -1,6 +1,7 @@
 package io.catalogext.shim.http;
 
 import io.catalogext.shim.commit.CommitGuard;
+import io.catalogext.shim.commit.Mutation;
 import io.catalogext.shim.session.CatalogSession;
 
 import org.apache.iceberg.rest.HTTPRequest.HTTPMethod;
@@ -26,7 +27,7 @@ final class MutationGuard implements CatalogHttpFunnel.Interceptor {
     if (!mutation) {
       return ex.proceed();
     }
-    CommitGuard.Request req = new CommitGuard.Request(
+    Mutation req = new Mutation(
         ex.method().name(), ex.path(), ex.body(), ex.headers(), ex.errorHandler(), ex.undecorated());
     return session.guard.mutate(req, (headers, errorHandler) -> ex.proceed(ex.withHeaders(headers), errorHandler));
   }

@@ -1,6 +1,6 @@
 package io.catalogext.shim.config;
 
-import io.catalogext.shim.commit.CommitGuard;
+import io.catalogext.shim.commit.CommitPolicy;
 import io.catalogext.shim.events.EventLog;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -70,7 +70,7 @@ public class KnobsTest {
   void testZeroBaseDelayIsAcceptedAsInPython() {
     Map<String, String> props = new HashMap<>();
     props.put("catalog-ext.commit.base-delay-ms", "0");
-    new CommitGuard().configure(props); // no exception: 0 = no wait
+    CommitPolicy.fromProperties(props); // no exception: 0 = no wait
   }
 
   @Test
