@@ -1,6 +1,5 @@
 package io.catalogext.shim.http;
 
-import io.catalogext.shim.commit.CommitGuard;
 import io.catalogext.shim.commit.Mutation;
 import io.catalogext.shim.session.CatalogSession;
 
@@ -9,7 +8,7 @@ import org.apache.iceberg.rest.RESTResponse;
 
 /**
  * The funnel's innermost step ({@link CatalogHttpFunnel}): every mutation (a POST with a JSON
- * body, a DELETE) goes through the catalog's {@link CommitGuard} (Idempotency-Key, retries,
+ * body, a DELETE) goes through the catalog's commit guard (Idempotency-Key, retries,
  * reconciliation), each of its attempts one send with the guard's headers and error handler.
  * Reads, HEADs and OAuth2 token forms are sent once.
  */
