@@ -134,6 +134,14 @@ public final class CredentialSnapshot {
     return expiresAtMs == Long.MAX_VALUE ? -1 : expiresAtMs - fetchedAtMs;
   }
 
+  /** Below this much validity a reader waits for new keys: min(10 s, a quarter of the lifetime). */
+  long hardMarginMs() {
+    long lifetime = lifetimeMs();
+    return lifetime < 0 ? HARD_MARGIN_MS : Math.min(HARD_MARGIN_MS, lifetime / 4);
+  }
+
+  static final long HARD_MARGIN_MS = 10_000L;
+
   @Override
   public String toString() {
     // Never the keys: only timing.
