@@ -399,6 +399,11 @@ public final class CredentialRegistry {
     this.driverChannel = channel;
   }
 
+  /** Executors: the channel to the driver, or null before the executor plugin started. */
+  public DriverChannel driverChannel() {
+    return driverChannel;
+  }
+
   private boolean isDriver() {
     if (driver) {
       return true;

@@ -1,5 +1,6 @@
 package io.catalogext.shim.refresh;
 
+import io.catalogext.shim.config.CredentialRules;
 import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.config.ShimKeys;
 
@@ -134,13 +135,10 @@ public final class CredentialSnapshot {
     return expiresAtMs == Long.MAX_VALUE ? -1 : expiresAtMs - fetchedAtMs;
   }
 
-  /** Below this much validity a reader waits for new keys: min(10 s, a quarter of the lifetime). */
+  /** Below this much validity a reader waits for new keys (the shared rule, {@link CredentialRules}). */
   long hardMarginMs() {
-    long lifetime = lifetimeMs();
-    return lifetime < 0 ? HARD_MARGIN_MS : Math.min(HARD_MARGIN_MS, lifetime / 4);
+    return CredentialRules.hardMarginMs(lifetimeMs());
   }
-
-  static final long HARD_MARGIN_MS = 10_000L;
 
   @Override
   public String toString() {

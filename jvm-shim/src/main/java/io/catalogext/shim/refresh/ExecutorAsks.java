@@ -36,6 +36,11 @@ public final class ExecutorAsks {
     return CredentialRegistry.get().answerExecutorBytes(request);
   }
 
+  /** Executor asks answered in this JVM. */
+  public static long served() {
+    return SERVED.get();
+  }
+
   /** JSON {"served", "refused"}: executor asks answered or turned away (malformed) in this JVM. */
   public static String stats() {
     ObjectNode node = Json.object();

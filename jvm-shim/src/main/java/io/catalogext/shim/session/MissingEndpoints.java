@@ -1,5 +1,7 @@
 package io.catalogext.shim.session;
 
+import io.catalogext.shim.config.CredentialRules;
+
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongSupplier;
@@ -10,7 +12,7 @@ import org.apache.iceberg.rest.Endpoint;
  * {@code GET .../credentials}, or an endpoint list in {@code /v1/config} without it), each
  * remembered for {@link #FORGET_AFTER_MS} and then asked again: a catalog upgraded during a long
  * job, or a 404 from a proxy during a rolling restart, is not written off for the life of the JVM.
- * PyIceberg jobs forget after the same hour (Python's {@code StrategyChain.FORGET_MISSING_AFTER_S}).
+ * PyIceberg jobs forget after the same time (both read it from the shared credential rules).
  *
  * <p>Why a map of deadlines and not the runtime's Caffeine: the keys are the few endpoints the refresh
  * strategies use, so the map is bounded by construction and expiry is one comparison on read; the runtime's
@@ -18,8 +20,8 @@ import org.apache.iceberg.rest.Endpoint;
  * would then depend on) and runs its maintenance on the common pool.
  */
 public final class MissingEndpoints {
-  /** How long a missing endpoint is remembered, as on the Python side. */
-  public static final long FORGET_AFTER_MS = 3_600_000L;
+  /** How long a missing endpoint is remembered: the shared spec's, PyIceberg's too. */
+  public static final long FORGET_AFTER_MS = CredentialRules.MISSING_ENDPOINT_FORGET_MS;
 
   private final LongSupplier clockMs;
   /** Endpoint -> the time (clockMs) from which it is asked again. */
