@@ -37,7 +37,7 @@ def test_what_python_says_of_the_jvm_names_its_classes() -> None:
     package = Path(pyspark_catalog_ext.__file__).parent
     cited = []
     for path in package.rglob("*.py"):
-        for m in re.finditer(r"(?:JVM|shim|Java)'s `([A-Z]\w*)(?:\.(\w+))?", path.read_text()):
+        for m in re.finditer(r"(?:JVM|shim|Java)'s\s+`([A-Z]\w*)(?:\.(\w+))?", path.read_text()):
             cited.append((path.name, m.group(1), m.group(2)))
     assert len(cited) >= 3, cited
     missing = [c for c in cited if c[1] not in sources or (c[2] and not re.search(rf"\b{c[2]}\b", sources[c[1]]))]
