@@ -77,7 +77,10 @@ public class ErrorTypesTest {
       }
     });
     ExtRESTCatalog catalog = new ExtRESTCatalog();
-    catalog.initialize("polaris-errors", Map.of("uri", LoopbackCatalog.uri(server, "")));
+    // Iceberg's in-memory FileIO: the manifests of the staged append need no file system (Hadoop's
+    // local one does not start on JDK 24+).
+    catalog.initialize("polaris-errors", Map.of("uri", LoopbackCatalog.uri(server, ""), "io-impl",
+        "org.apache.iceberg.inmemory.InMemoryFileIO"));
     return catalog;
   }
 
