@@ -6,13 +6,13 @@ them (apache/iceberg-python#3506). `RefreshingFileIO` wraps the FileIO class PyI
 FileIO API only (`new_input`, `new_output`, `delete`, `properties`): for each file it takes the
 keys of the longest matching storage prefix from the table's `TableCredentials`, and keeps one
 delegate FileIO per key set, replaced when the keys are renewed. A stream already open keeps the
-filesystem it was opened with until its keys enter their hard margin (`refresher.hard_margin_s`):
+filesystem it was opened with until its keys enter their hard margin (`credentials.rules.hard_margin_s`):
 its next read, write or close then first reopens it with the current keys (a read at its offset, a
 write by replaying what it wrote), as the JVM's readers do. s3fs, for one, sends a small file in one
 PUT at close, so a write stream opened just before a renewal would otherwise send that PUT with keys
 that died while the file was being encoded; every new file uses the new keys.
 
-When S3 answers that the keys themselves are no longer valid (`rejection.EXPIRY_CODES`) before
+When S3 answers that the keys themselves are no longer valid (`credentials.rules.EXPIRY_CODES`) before
 their time, the operation is not lost: the table's keys are renewed at once (single-flight, rate
 limited: `CredentialRefresher.rejected`) and the operation runs again with the new ones. A stream
 is reopened at its offset (reads), or replays what it wrote from a local spool (writes; S3 shows an

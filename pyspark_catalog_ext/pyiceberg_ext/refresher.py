@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark_catalog_ext import events, knobs
 from pyspark_catalog_ext.credentials import policy as policy_knobs
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
+from pyspark_catalog_ext.credentials.rules import hard_margin_s
 from pyspark_catalog_ext.credentials.sources import CredentialSource, user_answer
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, CredentialRefreshError, CredentialsRejectedError, redact
 from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, S3Prober
@@ -63,18 +64,6 @@ def refresh_policy(properties: Mapping[str, Any] | None = None, environ: Mapping
         return RefreshPolicy.from_properties(properties, **from_env)
     except ValueError as exc:
         raise ConfigError(f"bad {PROPERTY_PREFIX}* / {ENV_PREFIX}* setting: {exc}") from None
-
-
-HARD_MARGIN_S = 10.0
-MIN_HARD_MARGIN_S = 1.0  # a Python file operation (open, write, close) needs about this much, even under load
-
-
-def hard_margin_s(fetched_at_s: float, expires_at_s: float) -> float:
-    """How close to expiry a reader stops and waits for new keys, as Spark's readers do (the JVM's
-    `TableCredentials.HARD_MARGIN_MS`): min(10 s, a quarter of the lifetime), and never under 1 s
-    (which only matters for lifetimes under 4 s, i.e. tests)."""
-    lifetime = expires_at_s - fetched_at_s
-    return HARD_MARGIN_S if lifetime < 0 else max(MIN_HARD_MARGIN_S, min(HARD_MARGIN_S, lifetime / 4))
 
 
 def _key_set(config: Mapping[str, Any] | None, storage_credentials: Iterable[Mapping[str, Any]] | None) -> frozenset:

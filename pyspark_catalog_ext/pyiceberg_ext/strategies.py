@@ -19,6 +19,7 @@ from cachetools import TTLCache
 if TYPE_CHECKING:
     from pyspark_catalog_ext.catalog.rest import CatalogClient
 
+from pyspark_catalog_ext.credentials.rules import MISSING_ENDPOINT_FORGET_S
 from pyspark_catalog_ext.credentials.sources import BridgeAnswer, TableRequest
 from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError, CredentialRefreshError
 
@@ -146,7 +147,7 @@ class StrategyChain:
     """Tries the applicable strategies in order; remembers which endpoints a catalog lacks."""
 
     #: How long a missing endpoint is remembered: a catalog upgraded during a long job gets asked again.
-    FORGET_MISSING_AFTER_S = 3600.0
+    FORGET_MISSING_AFTER_S = MISSING_ENDPOINT_FORGET_S  # the shared spec's: the shim forgets after the same time
 
     def __init__(self, strategies: tuple[Strategy, ...] = CATALOG_STRATEGIES,
                  timer: Callable[[], float] = time.monotonic) -> None:

@@ -8,14 +8,14 @@ causes) is one we know becomes a `CatalogExtError` subclass, the original `Py4JJ
 
 Known failures:
 
-* `io.catalogext.shim.CredentialsExpiredException` (storage credentials ran out and the refresh
+* `io.catalogext.shim.errors.CredentialsExpiredException` (storage credentials ran out and the refresh
   strategy named in the message failed) -> `CredentialRefreshError`;
 * the shim's `CredentialsRejectedException` (S3 rejected a table's keys again right after a
   reactive refresh, or past `catalog-ext.refresh.reactive-max-per-minute`) ->
   `CredentialsRejectedError`, whichever package the shim keeps it in;
 * Iceberg `CommitStateUnknownException` -> `CommitStateUnknownError`, `CommitFailedException` ->
   `CommitFailedError` (or `StaleTableError` when the table was replaced underneath);
-* `io.catalogext.shim.CatalogRedirectException` (the catalog answered a redirect, which the shim
+* `io.catalogext.shim.errors.CatalogRedirectException` (the catalog answered a redirect, which the shim
   never follows) -> `CatalogError`, its one line naming the target;
 * an operation the catalog answers with a bare 400/405/501, or that Iceberg's endpoint check
   refuses (SeaweedFS has no views) -> `CatalogUnsupportedError` naming the operation;
@@ -54,7 +54,13 @@ from pyspark_catalog_ext.errors import (
     StaleTableError,
     redact,
 )
-from pyspark_catalog_ext.spark.shim_api import CREDENTIALS_EXPIRED_EXCEPTION, SHIM_PACKAGE, SPARK_CATALOG, SPARK_SESSION_CATALOG
+from pyspark_catalog_ext.spark.shim_api import (
+    CATALOG_REDIRECT_EXCEPTION,
+    CREDENTIALS_EXPIRED_EXCEPTION,
+    SHIM_PACKAGE,
+    SPARK_CATALOG,
+    SPARK_SESSION_CATALOG,
+)
 
 __all__ = ["install", "translate", "java_exception_of"]
 
@@ -116,7 +122,7 @@ _MISSING_TYPES = ("NoSuchTableException", "NoSuchNamespaceException", "NoSuchVie
 # NoSuchTableException (which keeps the message, not the type): the whole message, in lower case.
 _NO_ROUTE_TEXTS = ("not found", "path not found", "404 not found", "http 404 not found")
 
-REDIRECT_EXCEPTION = f"{SHIM_PACKAGE}.CatalogRedirectException"
+REDIRECT_EXCEPTION = CATALOG_REDIRECT_EXCEPTION
 # Matched by its simple name under the shim's package (and any sub-package the shim moves it to).
 REJECTED_EXCEPTION = "CredentialsRejectedException"
 

@@ -48,8 +48,10 @@ SHIM_ARTIFACT = "catalog-ext-shim"
 KNOB_SPEC = Path(__file__).resolve().parent.parent / "resources" / "catalog-ext-knobs.json"
 #: The commit decision table both runtimes are tested against (see pyspark_catalog_ext.pyiceberg_ext.decision).
 DECISION_TABLE = KNOB_SPEC.parent / "commit-decisions.json"
+#: The rules about storage credentials both runtimes apply (see pyspark_catalog_ext.credentials.rules).
+CREDENTIAL_RULES = KNOB_SPEC.parent / "credential-rules.json"
 #: The shared specs packaged into the shim jar, next to the classes that read them (one copy in git).
-SHARED_SPECS = (KNOB_SPEC, DECISION_TABLE)
+SHARED_SPECS = (KNOB_SPEC, DECISION_TABLE, CREDENTIAL_RULES)
 PACKAGED_SHIM = Path(__file__).resolve().parent.parent / "_jars" / SHIM_JAR_NAME
 HASH_ATTRIBUTE = "Catalog-Ext-Source-Hash"
 _INSTALL_HINT = "install a JDK >= 11 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to one"

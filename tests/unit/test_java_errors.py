@@ -186,7 +186,7 @@ def test_the_java_exception_is_found_on_pyspark_converted_errors_too():
 def test_a_redirect_refused_by_the_shim_is_the_python_clients_redirect_error():
     from pyspark_catalog_ext.errors import CatalogRedirectError
 
-    java = JavaThrowable("io.catalogext.shim.CatalogRedirectException",
+    java = JavaThrowable("io.catalogext.shim.errors.CatalogRedirectException",
                          "POST /v1/w/namespaces/db/tables answered with HTTP 307, a redirect to http://other/x; not followed")
     err = translate(java)
     assert isinstance(err, CatalogRedirectError) and err.status == 307 and "\n" not in str(err)

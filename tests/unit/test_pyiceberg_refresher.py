@@ -10,9 +10,9 @@ import threading
 import pytest
 
 from pyspark_catalog_ext.credentials import FunctionSource, RefreshPolicy, StorageCredentials
+from pyspark_catalog_ext.credentials.rules import hard_margin_s
 from pyspark_catalog_ext.errors import ConfigError, CredentialRefreshError
 from pyspark_catalog_ext.pyiceberg_ext import CredentialRefresher, refresh_policy
-from pyspark_catalog_ext.pyiceberg_ext.refresher import hard_margin_s
 from tests.fake_clock import FakeClock
 
 LIFETIME = 100.0
