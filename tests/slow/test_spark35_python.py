@@ -59,15 +59,16 @@ JAVA_CHECK = """
 import json
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
-from pyspark_catalog_ext import configure, spark_conf
+from pyspark_catalog_ext import configure
 from pyspark_catalog_ext.errors import JavaError
 conn = dict(uri="http://127.0.0.1:9/catalog", warehouse="w", credential="a:b")
+packages = None
 try:
-    configure(SparkSession.builder, "local", check=False, jars=None, **conn)
+    builder = configure(SparkSession.builder, "local", check=False, jars="maven", shim=False, **conn)
+    packages = builder._options["spark.jars.packages"]
     error = None
 except JavaError as exc:
     error = str(exc)
-packages = spark_conf("local", jars="maven", shim=False, **conn)["spark.jars.packages"] if error is None else None
 print(json.dumps({"error": error, "packages": packages, "jvm_started": SparkContext._gateway is not None}))
 """
 
@@ -75,8 +76,8 @@ print(json.dumps({"error": error, "packages": packages, "jvm_started": SparkCont
 def test_java_11_takes_iceberg_1_10_in_one_line_and_java_8_is_refused(python35, tmp_path):
     eleven, stderr = _run(python35, JAVA_CHECK, tmp_path, JAVA_HOME=str(fake_java_home(tmp_path / "jdk11", JAVA_11)))
     assert eleven == {"error": None, "packages": PYPI_STACK.maven_packages, "jvm_started": False}, eleven
-    # One line per call that picks the stack (configure's spark_conf, then spark_conf): never more.
-    assert [line for line in stderr.splitlines() if "cannot run" in line] == [FALLBACK, FALLBACK], stderr
+    # One line, though configure() picks the stack twice (its Java check, then its settings).
+    assert [line for line in stderr.splitlines() if "cannot run" in line] == [FALLBACK], stderr
     eight, _ = _run(python35, JAVA_CHECK, tmp_path, JAVA_HOME=str(fake_java_home(tmp_path / "jdk8", JAVA_8)))
     assert eight["jvm_started"] is False
     assert eight["error"] and "Java 1.8.0_392" in eight["error"] and "too old for Spark 3.5" in eight["error"], eight
@@ -85,10 +86,10 @@ def test_java_11_takes_iceberg_1_10_in_one_line_and_java_8_is_refused(python35, 
 
 def test_spark_conf_cli_on_java_11_prints_the_1_10_stack(python35, tmp_path):
     cli = [str(python35), "-m", "pyspark_catalog_ext.cli", "spark-conf", "--uri", "http://127.0.0.1:9/c", "--warehouse", "w",
-           "--jars", "maven", "--no-shim", "--format", "defaults"]
+           "--credential-env", "TEST_CREDENTIAL", "--jars", "maven", "--no-shim", "--format", "defaults"]
     environ = {k: v for k, v in _pip_env().items() if k not in ("JAVA_HOME", "SPARK_HOME")}
     proc = subprocess.run(cli, capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env={**environ, "JAVA_HOME": str(fake_java_home(tmp_path / "jdk11", JAVA_11))})
+                          env={**environ, "TEST_CREDENTIAL": "a:b", "JAVA_HOME": str(fake_java_home(tmp_path / "jdk11", JAVA_11))})
     assert proc.returncode == 0, proc.stderr
     conf = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
     assert conf["spark.jars.packages"] == PYPI_STACK.maven_packages
