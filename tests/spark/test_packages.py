@@ -189,7 +189,8 @@ def test_bad_inputs_give_one_line_errors(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     env = {"PYSPARK_CATALOG_EXT_CACHE": str(tmp_path / "cache"), "PYSPARK_CATALOG_EXT_WHEELHOUSE": str(empty)}
-    assert_one_line_error(run_cli("maven-repo", str(tmp_path / "repo"), "--jars", "pypi", env=env), "not found in wheelhouse")
+    assert_one_line_error(run_cli("maven-repo", str(tmp_path / "repo"), "--jars", "pypi", "--spark", "3.5", env=env), "not found in wheelhouse")
+    assert_one_line_error(run_cli("maven-repo", str(tmp_path / "repo"), "--jars", "pypi", env=env), "the PyPI route has no jars for Spark 4.1")
     (empty / PINNED[0]).write_bytes(b"runtime")
     with pytest.raises(JarError, match="pinned jar s3-2.29.26.jar is missing"):
         write_repository(tmp_path / "repo2", jars=[empty / PINNED[0]], shim=a_file, route="pypi")
