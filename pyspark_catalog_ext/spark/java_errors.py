@@ -83,10 +83,12 @@ _OPERATIONS = {
     "createNamespace": "creating namespaces (CREATE NAMESPACE)",
     "dropNamespace": "dropping namespaces (DROP NAMESPACE)",
     "purgeTable": "purging tables (DROP TABLE ... PURGE)",
-    # A plain drop keeps the data files; a catalog that refuses it (S3 Tables) drops only with them.
-    "dropTableWithoutPurging": "dropping a table and keeping its data (DROP TABLE); where the catalog drops tables only "
-                 "with their data (S3 Tables), use DROP TABLE ... PURGE, which deletes the table's files",
 }
+# A plain drop keeps the data files; a catalog that refuses it (S3 Tables) drops only with them. The
+# method is dropTableWithoutPurging up to Iceberg 1.11, catalogDropTable from 1.12 on.
+_PLAIN_DROP = ("dropping a table and keeping its data (DROP TABLE); where the catalog drops tables only "
+               "with their data (S3 Tables), use DROP TABLE ... PURGE, which deletes the table's files")
+_OPERATIONS.update({"dropTableWithoutPurging": _PLAIN_DROP, "catalogDropTable": _PLAIN_DROP})
 # Glue, S3 Tables answer a stage-create with 400 (BadRequestException): stage-create itself is refused,
 # so no CTAS/RTAS can be atomic there, and the way on is not atomic. (A read-only catalog's 405 on
 # the same call is no such limit: it refuses every write, and keeps the generic line.)
