@@ -50,9 +50,6 @@ def test_a_rename_target_with_the_catalog_name_says_what_is_wrong_not_that_renam
     assert spark.table(f"{ns}.t").count() == 3  # nothing changed
 
 
-@pytest.mark.xfail(strict=True, reason="the JVM's commit guard wraps Iceberg's error handler in a plain lambda, so the "
-                   "catalog's NoSuchNamespaceException arrives as Spark's NoSuchTableException for the source; this "
-                   "passes once the guard keeps Iceberg's error types (jvm-shim)")
 def test_with_the_catalogs_error_type_kept_the_line_names_the_catalog_in_the_target(spark, ns):
     with pytest.raises(CatalogNotFoundError) as err:
         spark.sql(f"ALTER TABLE {ns}.t RENAME TO {ns}.t2")
