@@ -15,6 +15,7 @@ import re
 
 import pytest
 
+from tests.slow.test_stack_matrix import spark_venv
 from tests.stores.catalog import store_catalog
 from tests.stores.install import StoreUnavailable
 from tests.stores.store_job import run_job, summarize
@@ -58,8 +59,10 @@ def stack(request):
 
 def job(stack, action: str, table: str, *, rows: int = ROWS, ms: int = 0, iceberg: str = ICEBERG,
         master: str = "local[2]") -> tuple[str, dict]:
+    # Iceberg 1.10 has no runtime for Spark 4.x: its jobs run on a Spark 3.5 venv.
+    python = spark_venv("3.5") if iceberg.startswith("1.10.") else None
     return run_job({"mode": "package", "store": stack.store, "uri": stack.uri, "iceberg": iceberg, "master": master,
-                    "action": action, "table": table, "rows": rows, "ms": ms})
+                    "action": action, "table": table, "rows": rows, "ms": ms}, python=python)
 
 
 def test_committed_table_round_trip(stack):

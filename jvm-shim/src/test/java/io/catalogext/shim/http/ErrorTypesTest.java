@@ -31,6 +31,8 @@ import org.apache.iceberg.rest.ErrorHandlers;
 import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.auth.AuthSession;
 import org.apache.iceberg.rest.requests.ReportMetricsRequest;
+import org.apache.iceberg.rest.responses.ErrorResponse;
+import org.apache.iceberg.rest.responses.ErrorResponseParser;
 import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -108,8 +110,18 @@ public class ErrorTypesTest {
           .withAuthSession(AuthSession.EMPTY);
       RESTException e = assertThrows(RESTException.class, () -> client.post("v1/namespaces/db/tables/t/metrics",
           ReportMetricsRequest.of(report()), null, Map.of(), ErrorHandlers.defaultErrorHandler()));
-      assertEquals("Unable to process: Table does not exist: db.t", e.getMessage(), "the parsed message, not the JSON");
+      assertEquals(icebergsOwnMessage(TABLE_404), e.getMessage(), "the parsed message, not the JSON");
+      assertTrue(e.getMessage().contains("Table does not exist: db.t") && !e.getMessage().contains("{"), e.getMessage());
     }
+  }
+
+  /**
+   * The message Iceberg's own default handler gives the parsed error body on this Iceberg (1.10 says
+   * "Unable to process: ...", 1.11 on add the code and type): what the guard must hand on unchanged.
+   */
+  private static String icebergsOwnMessage(String body) {
+    ErrorResponse parsed = ErrorResponseParser.fromJson(body);
+    return assertThrows(RESTException.class, () -> ErrorHandlers.defaultErrorHandler().accept(parsed)).getMessage();
   }
 
   /** A commit report as Iceberg sends after a commit. */
