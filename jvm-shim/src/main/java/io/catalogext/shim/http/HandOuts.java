@@ -159,6 +159,7 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
     Map<String, String> config = new HashMap<>(loaded.config());
     config.put(ShimKeys.SEALED_TRUSTED_ORIGINS, session.trust.sealed());
     config.put(ShimKeys.CATALOG_NAME, session.name);
+    config.put(ShimKeys.CATALOG_SESSION, session.id);
     return LoadTableResponse.builder()
         .withTableMetadata(loaded.tableMetadata())
         .addAllConfig(config)
