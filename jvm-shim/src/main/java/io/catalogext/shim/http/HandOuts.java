@@ -76,7 +76,7 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
       // A commit: once a create commit lands, the table is no longer staged.
       for (UpdateRequirement req : ((UpdateTableRequest) body).requirements()) {
         if (req instanceof UpdateRequirement.AssertTableDoesNotExist) {
-          CredentialRegistry.get().markCommitted(session.name, tablePath.namespace, tablePath.table);
+          CredentialRegistry.get().markCommitted(session, tablePath.namespace, tablePath.table);
         }
       }
       return (T) loaded;

@@ -355,10 +355,12 @@ public final class CredentialRegistry {
     return handle;
   }
 
-  public void markCommitted(String catalog, List<String> namespace, String table) {
+  /** A create commit of catalog session {@code session} landed: its entry of the table is no longer staged. */
+  public void markCommitted(CatalogSession session, List<String> namespace, String table) {
     for (TableEntry entry : entries.values()) {
       TableContext c = entry.context;
-      if (c.staged && c.catalog.equals(catalog) && c.namespace.equals(namespace) && c.table.equals(table)) {
+      if (c.staged && TableHandles.sessionOf(entry.handle).equals(session.id) && c.namespace.equals(namespace)
+          && c.table.equals(table)) {
         c.staged = false;
       }
     }

@@ -174,6 +174,17 @@ public class SessionBoundHandlesTest {
   }
 
   @Test
+  public void aCreateCommitInOneSessionLeavesAnotherSessionsStagedTableStaged() {
+    TableContext aliceStaged = new TableContext("lake", List.of("db"), "t", "s3://b/t", null, true, "{}", null);
+    TableContext malloryStaged = new TableContext("lake", List.of("db"), "t", "s3://b/t", null, true, "{}", null);
+    String aliceHandle = registry.registerDriverTable(aliceStaged, alice, vended("ALICE"), List.of());
+    String malloryHandle = registry.registerDriverTable(malloryStaged, mallory, vended("MALLORY"), List.of());
+    registry.markCommitted(mallory, List.of("db"), "t");
+    assertFalse(registry.lookup(malloryHandle).context.staged);
+    assertTrue(registry.lookup(aliceHandle).context.staged, "Mallory's commit ended Alice's staging (and her re-stage refresh)");
+  }
+
+  @Test
   public void handlesAreUnguessableAndNameTheirSession() {
     String one = aliceLoads("t");
     String two = aliceLoads("u");
