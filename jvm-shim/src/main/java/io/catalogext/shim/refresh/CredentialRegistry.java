@@ -388,7 +388,7 @@ public final class CredentialRegistry {
     if (isDriver()) {
       TableEntry entry = retrackIssued(handle, context);
       if (entry == null) {
-        throw new IllegalArgumentException("the storage credentials of table " + context.qualifiedName()
+        throw new IllegalArgumentException("the storage credentials of table " + shown(context)
             + " were not handed to this FileIO: its " + ShimKeys.TABLE_HANDLE + " is not one this driver issued"
             + " for that table in a live catalog session; load the table through its own catalog in this session");
       }
@@ -450,10 +450,15 @@ public final class CredentialRegistry {
       entry = retrackIssued(request.handle, TableContext.fromIdentity(request.identityJson));
       if (entry == null) {
         LOG.warn("catalog-ext: refused an executor's ask for {}: not a handle this driver issued for that table"
-            + " in a live catalog session", TableContext.fromIdentity(request.identityJson).qualifiedName());
+            + " in a live catalog session", shown(TableContext.fromIdentity(request.identityJson)));
       }
     }
     return entry;
+  }
+
+  /** A table named by FileIO properties or an executor (anyone's text), as one line. */
+  private static String shown(TableContext context) {
+    return context.qualifiedName().replaceAll("\\s+", " ");
   }
 
   /**

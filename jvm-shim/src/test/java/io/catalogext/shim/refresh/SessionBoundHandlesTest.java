@@ -115,6 +115,9 @@ public class SessionBoundHandlesTest {
       assertTrue(refused.getMessage().contains("lake.db.t") && refused.getMessage().contains(ShimKeys.TABLE_HANDLE),
           refused.getMessage());
     }
+    IllegalArgumentException multiLine = assertThrows(IllegalArgumentException.class,
+        () -> registry.forClient(fileIo("made-up", table("lake", "t\nforged log line"))));
+    assertFalse(multiLine.getMessage().contains("\n"), multiLine.getMessage());
     Map<String, String> noHandle = new HashMap<>(fileIo("x", identity));
     noHandle.remove(ShimKeys.TABLE_HANDLE);
     assertThrows(IllegalArgumentException.class, () -> registry.forClient(noHandle));
