@@ -110,8 +110,9 @@ class CredentialManager:
         self._shim.enable_custom_source(catalog)
 
     def status(self) -> list[TableStatus]:
-        """One entry per table this driver tracks (see `status_by_table` for how entries merge)."""
-        return status_by_table(self._shim.registry_entries())
+        """One entry per table this session's catalogs track (see `status_by_table` for how entries
+        merge): on a driver shared by several sessions, never another session's tables."""
+        return status_by_table(self._shim.status().entries)
 
     def commits(self) -> list[CommitOutcome]:
         """The driver's latest commit and stage-create outcomes, oldest first (as SQL `catalog_ext_status()`)."""

@@ -295,7 +295,7 @@ class ShimJvm:
 
     def status(self) -> ShimStatus:
         """Entries, recent commit outcomes and plugin counts, as SQL `catalog_ext_status()` answers."""
-        return ShimStatus.from_json(json.loads(self._api.status()))
+        return ShimStatus.from_json(json.loads(self._api.status(self._spark._jsparkSession)))
 
     def plugin_stats(self) -> PluginStats:
         raw = json.loads(self._api.pluginStats())

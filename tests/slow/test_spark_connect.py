@@ -35,6 +35,7 @@ SPARK_VERSION = "4.1.*"
 ICEBERG = "1.12.0"
 LIFETIME = 8  # seconds the proxies let a credential live
 CLIENT_JOB = ROOT / "tests" / "jobs" / "connect_client_job.py"
+TWO_SESSIONS_JOB = ROOT / "tests" / "jobs" / "connect_two_sessions_job.py"
 
 
 def _venv(name: str, *requirements: str, pth: Path | None = None) -> Path:
@@ -130,7 +131,7 @@ def connect_server(lakehouse, expiring, spark_home, tmp_path_factory):
             time.sleep(0.5)
         port = int(found.group(1))
         print(f"\nConnect server up in {time.monotonic() - started:.1f} s")
-        yield {"remote": f"sc://127.0.0.1:{port}", "log": log}
+        yield {"remote": f"sc://127.0.0.1:{port}", "log": log, "conf": props}
     finally:
         server.terminate()
         try:
@@ -171,3 +172,71 @@ def test_connect_client_ctas_outlives_credentials_and_reads_status_through_sql(c
     for name, message in result["refusals"].items():
         assert message and "\n" not in message and "Spark Connect" in message, (name, message)
     assert "catalog-ext.refresh" in result["refusals"]["policy"]
+
+
+def _catalog_props(conf: Path, catalog: str) -> dict[str, str]:
+    """The properties of Spark catalog `catalog` in a spark-defaults file (`key value` lines)."""
+    prefix = f"spark.sql.catalog.{catalog}."
+    props = {}
+    for line in conf.read_text().splitlines():
+        key, _, value = line.partition(" ")
+        if key.startswith(prefix):
+            props[key[len(prefix):]] = value.strip()
+    return props
+
+
+class _NoVendingCatalog:
+    """A catalog in front of the real one that hands out its tables without storage keys: what a
+    catalog defined at run time by another user of the server (SET spark.sql.catalog.*) may be."""
+
+    def __init__(self, upstream: str):
+        from tests.servers.base import BufferedProxy
+
+        class Proxy(BufferedProxy):
+            def process(self, req):
+                resp = self.forward(req)
+                try:
+                    body = json.loads(resp.body or b"null")
+                except ValueError:
+                    return resp
+                if isinstance(body, dict) and "metadata" in body:
+                    body["config"] = {k: v for k, v in (body.get("config") or {}).items()
+                                      if k not in ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")}
+                    body.pop("storage-credentials", None)
+                    return resp.with_json(body)
+                return resp
+
+        self.proxy = Proxy(upstream)
+
+
+def test_two_connect_sessions_share_no_status_and_no_keys(connect_server, client_python, expiring):
+    """Two client sessions of one Connect server: B's status shows nothing of A's, and catalogs B
+    defines at run time that name A's table (by its identity, or with A's own handle) get no keys:
+    B's reads of A's data are refused in one line. A keeps reading its table."""
+    catalog_proxy, _ = expiring
+    rogue = _NoVendingCatalog(catalog_proxy.url).proxy
+    with rogue:
+        props = {k: v.replace(catalog_proxy.url, rogue.url) for k, v in _catalog_props(connect_server["conf"], "lake").items()}
+        assert props["uri"] == rogue.url and props["catalog-impl"] == "io.catalogext.shim.ExtRESTCatalog"
+        name = f"iso_{uuid.uuid4().hex[:6]}"
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")}
+        proc = subprocess.run([str(client_python), str(TWO_SESSIONS_JOB),
+                               json.dumps({"remote": connect_server["remote"], "namespace": "db", "table": name,
+                                           "catalog_props": props})],
+                              capture_output=True, text=True, timeout=300, env=env)
+    lines = [line[len("RESULT "):] for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:] + connect_server["log"].read_text()[-3000:]
+    result = json.loads(lines[0])
+
+    expected = sum(i * 3 for i in range(100))
+    assert result["a_sum"] == expected and result["a_sum_after"] == expected
+    mine = [t for t in result["status_a"]["tables"] if t["table"] == name]
+    assert len(mine) == 1 and mine[0]["handle"] == result["handle"]
+    for status in (result["status_b"], result["status_b_after"]):
+        assert [t for t in status["tables"] if t["table"] == name] == [], status["tables"]
+        assert [c for c in status["commits"] if name in c.get("table", "")] == [], status["commits"]
+        assert status["tables"] == [] and status["commits"] == []
+    assert result["handle"] not in result["status_b_raw"] and name not in result["status_b_raw"]
+    for attack, outcome in result["attacks"].items():
+        assert "sum" not in outcome, f"session B read A's table through {attack}: {outcome}"
+        assert "catalog-ext.table-handle" in outcome["error"], (attack, outcome["error"][:1500])

@@ -5,10 +5,13 @@ import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.refresh.ExecutorAsks;
 import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.spark.PurgeStatements;
+import io.catalogext.shim.spark.SparkCompat;
 import io.catalogext.shim.util.Json;
 
 import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
@@ -41,6 +44,11 @@ import scala.runtime.BoxedUnit;
  *
  * <p>The JSON is computed when the query is analysed, which happens on the driver: evaluating in a
  * task would read an executor JVM's registry on a cluster.
+ *
+ * <p>A shared driver (a Spark Connect server) runs many Spark sessions: the answer is the calling
+ * session's alone, the catalogs it initialised, their tables and their commit outcomes (Spark
+ * analyses a query with its session active). Nothing in it is secret: no keys, no handles of
+ * another session, and a refresh's last error by its type only.
  */
 public final class CatalogExtSqlExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
   public static final String FUNCTION = "catalog_ext_status";
@@ -87,24 +95,31 @@ public final class CatalogExtSqlExtensions extends AbstractFunction1<SparkSessio
       if (!((scala.collection.Iterable<?>) arguments).isEmpty()) {
         throw new IllegalArgumentException(FUNCTION + "() takes no arguments; call it as SELECT " + FUNCTION + "()");
       }
-      return Literal.create(statusJson(), DataTypes.StringType);
+      return Literal.create(statusJson(SparkCompat.currentSession()), DataTypes.StringType);
     }
   }
 
   /**
    * {"catalogs": [shim catalog names], "tables": [registry entries as PythonApi.registryEntries],
-   * "commits": [newest commit/stage-create outcomes], "plugin": {"served", "refused"}, "lost_events"}.
+   * "commits": [newest commit/stage-create outcomes], "plugin": {"served", "refused"}, "lost_events"},
+   * the tables and commits of Spark session {@code sparkSession}'s catalogs only (compared by
+   * identity; null: catalogs initialised outside Spark).
    */
-  public static String statusJson() {
+  public static String statusJson(Object sparkSession) {
+    List<CatalogSession> mine = CredentialRegistry.get().sessionsOf(sparkSession);
+    Set<String> ids = new HashSet<>();
+    mine.forEach(session -> ids.add(session.id));
     ObjectNode out = Json.object();
     ArrayNode catalogs = out.putArray("catalogs");
-    shimCatalogs().forEach(catalogs::add);
-    out.set("tables", Json.read(CredentialRegistry.get().describe()));
+    shimCatalogs(mine).forEach(catalogs::add);
+    out.set("tables", Json.read(CredentialRegistry.get().describe(mine)));
     JsonNode ring = Json.read(EventLog.drainAfter(0));
     Deque<JsonNode> outcomes = new ArrayDeque<>();
     for (JsonNode event : ring.path("events")) {
       String type = event.path("type").asText();
-      if (type.equals("commit.finished") || type.equals("stage_create.finished")) {
+      boolean outcome = type.equals("commit.finished") || type.equals("stage_create.finished");
+      if (outcome && ids.contains(event.path(EventLog.CATALOG_SESSION).asText())) {
+        ((ObjectNode) event).remove(EventLog.CATALOG_SESSION);
         outcomes.addLast(event);
         if (outcomes.size() > RECENT_OUTCOMES) {
           outcomes.removeFirst();
@@ -118,8 +133,11 @@ public final class CatalogExtSqlExtensions extends AbstractFunction1<SparkSessio
     return Json.write(out);
   }
 
-  /** Shim catalogs by the driver's SparkConf, plus any initialised in this JVM (runtime conf). */
-  static Set<String> shimCatalogs() {
+  /**
+   * Shim catalogs by the driver's SparkConf (the same for every session), plus those of
+   * {@code sessions} (a catalog a session defined at run time is that session's alone).
+   */
+  static Set<String> shimCatalogs(List<CatalogSession> sessions) {
     Set<String> names = new TreeSet<>();
     SparkEnv env = SparkEnv.get();
     if (env != null) {
@@ -133,7 +151,7 @@ public final class CatalogExtSqlExtensions extends AbstractFunction1<SparkSessio
         }
       }
     }
-    for (CatalogSession session : CredentialRegistry.get().sessions()) {
+    for (CatalogSession session : sessions) {
       names.add(session.name);
     }
     return names;

@@ -6,6 +6,7 @@ import io.catalogext.shim.http.ConfigCapture;
 import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.spark.PurgeStatements;
+import io.catalogext.shim.spark.SparkCompat;
 import io.catalogext.shim.wire.RestJson;
 
 import java.util.HashMap;
@@ -78,7 +79,9 @@ public class ExtRESTCatalog extends RESTCatalog {
   @Override
   public void initialize(String name, Map<String, String> userProps) {
     Map<String, String> props = withTimeoutDefaults(userProps);
-    CatalogSession created = new CatalogSession(name, props);
+    // Spark initialises a catalog on the thread of the query that first names it, with that query's
+    // session active: the session whose status shows this catalog's tables.
+    CatalogSession created = new CatalogSession(name, props, System::currentTimeMillis, SparkCompat.currentSession());
     session.set(created);
     CredentialRegistry.get().registerCatalog(created);
     super.initialize(name, props);

@@ -31,9 +31,9 @@ public final class PythonApi {
     return CredentialRegistry.get().describe();
   }
 
-  /** JSON of the whole read-only status, as SQL {@code catalog_ext_status()} answers it. */
-  public static String status() {
-    return CatalogExtSqlExtensions.statusJson();
+  /** JSON of session {@code spark}'s read-only status, as SQL {@code catalog_ext_status()} answers it there. */
+  public static String status(SparkSession spark) {
+    return CatalogExtSqlExtensions.statusJson(spark);
   }
 
   /** JSON {"served", "refused"}: executor requests the driver plugin answered or turned away. */

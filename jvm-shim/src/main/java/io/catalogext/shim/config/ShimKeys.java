@@ -45,6 +45,12 @@ public final class ShimKeys {
   public static final String SEALED_TRUSTED_ORIGINS = PREFIX + "sealed-trusted-origins";
   /** The Spark catalog's name, beside the sealed origins, for the S3 clients' messages. */
   public static final String CATALOG_NAME = PREFIX + "catalog-name";
+  /**
+   * The id of the catalog session that handed the table out, written over whatever value an answer
+   * carries: a table handle is honoured only beside the id of the session it was issued to, so a
+   * handle under another catalog gets nothing.
+   */
+  public static final String CATALOG_SESSION = PREFIX + "catalog-session";
 
   /** When the driver fetched the credentials it forwards, so executors schedule like the driver. */
   public static final String FETCHED_AT_MS = PREFIX + "fetched-at-ms";

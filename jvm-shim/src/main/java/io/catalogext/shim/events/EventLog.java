@@ -34,6 +34,8 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
  */
 public final class EventLog {
   public static final String JSONL_PATH = "catalog-ext.events.jsonl-path";
+  /** The field naming the catalog session (its random id) an event belongs to, where it has one. */
+  public static final String CATALOG_SESSION = "catalog_session";
   public static final String MAX_BYTES = "catalog-ext.events.jsonl-max-bytes";
   public static final long DEFAULT_MAX_BYTES = 64L << 20;
   static final int RING = 2048;

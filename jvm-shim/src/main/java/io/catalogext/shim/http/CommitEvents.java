@@ -90,6 +90,7 @@ public final class CommitEvents implements CatalogHttpFunnel.Interceptor {
 
   private ObjectNode describe(String path, RESTRequest body) {
     ObjectNode fields = EventLog.fields();
+    fields.put(EventLog.CATALOG_SESSION, session.id); // whose status shows the outcome
     TablePath tablePath = TablePath.parse(path);
     if (body instanceof CreateTableRequest) {
       fields.put("table", name(tablePath == null ? null : tablePath.namespace, ((CreateTableRequest) body).name()));

@@ -76,7 +76,7 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
       // A commit: once a create commit lands, the table is no longer staged.
       for (UpdateRequirement req : ((UpdateTableRequest) body).requirements()) {
         if (req instanceof UpdateRequirement.AssertTableDoesNotExist) {
-          CredentialRegistry.get().markCommitted(session.name, tablePath.namespace, tablePath.table);
+          CredentialRegistry.get().markCommitted(session, tablePath.namespace, tablePath.table);
         }
       }
       return (T) loaded;
@@ -159,6 +159,7 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
     Map<String, String> config = new HashMap<>(loaded.config());
     config.put(ShimKeys.SEALED_TRUSTED_ORIGINS, session.trust.sealed());
     config.put(ShimKeys.CATALOG_NAME, session.name);
+    config.put(ShimKeys.CATALOG_SESSION, session.id);
     return LoadTableResponse.builder()
         .withTableMetadata(loaded.tableMetadata())
         .addAllConfig(config)

@@ -7,8 +7,12 @@ import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.util.DaemonThreads;
 import io.catalogext.shim.util.Json;
 
+import java.lang.ref.WeakReference;
 import java.security.SecureRandom;
+import java.util.ArrayList;
 import java.util.Base64;
+import java.util.Collection;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -32,10 +36,13 @@ public final class CredentialRegistry {
   private static final SecureRandom RANDOM = new SecureRandom();
 
   private final Map<String, TableEntry> entries = new ConcurrentHashMap<>();
+  /** Issues and checks the driver's handles: each bound to one table and one catalog session. */
+  private final TableHandles handles = new TableHandles();
   /**
-   * The driver's entries by table identity ({@link TableContext#tableKey}): a table load finds its
-   * entry in O(1) instead of scanning every entry (3 ms per load at 10,000 entries). Written under
-   * this registry's lock with {@link #entries}; a mapping to an entry no longer tracked is ignored.
+   * The driver's entries by catalog session and table identity ({@link #indexKey}): a table load
+   * finds its entry in O(1) instead of scanning every entry (3 ms per load at 10,000 entries).
+   * Written under this registry's lock with {@link #entries}; a mapping to an entry no longer
+   * tracked is ignored.
    */
   private final Map<String, TableEntry> byTableKey = new ConcurrentHashMap<>();
   private final Set<String> customSourceCatalogs = ConcurrentHashMap.newKeySet();
@@ -132,6 +139,15 @@ public final class CredentialRegistry {
     return Json.write(out);
   }
 
+  /** The same for the entries of catalog sessions {@code sessions} only (a shared driver's status). */
+  public String describe(Collection<CatalogSession> sessions) {
+    Set<String> ids = new HashSet<>();
+    sessions.forEach(session -> ids.add(session.id));
+    ArrayNode out = Json.MAPPER.createArrayNode();
+    entries.values().stream().filter(e -> ids.contains(TableHandles.sessionOf(e.handle))).forEach(e -> out.add(e.describe()));
+    return Json.write(out);
+  }
+
   /**
    * Epoch ms of the earliest expiry among the credentials tracked here that have not expired yet
    * (Long.MAX_VALUE if none): how close this JVM's tables are to needing a refresh that works.
@@ -180,7 +196,16 @@ public final class CredentialRegistry {
   }
 
   private void unindex(TableEntry e) {
-    byTableKey.remove(e.context.tableKey(), e);
+    byTableKey.remove(indexKey(e), e);
+  }
+
+  /** An entry's place in {@link #byTableKey}: its catalog session and table identity. */
+  private static String indexKey(TableEntry e) {
+    return indexKey(TableHandles.sessionOf(e.handle), e.context);
+  }
+
+  private static String indexKey(String sessionId, TableContext context) {
+    return sessionId + "|" + context.tableKey();
   }
 
   /**
@@ -223,7 +248,7 @@ public final class CredentialRegistry {
   /** An evicted entry that is used again (a DataFrame kept in a notebook) is tracked again. */
   void reinstate(TableEntry entry) {
     if (entries.putIfAbsent(entry.handle, entry) == null) {
-      byTableKey.putIfAbsent(entry.context.tableKey(), entry);
+      byTableKey.putIfAbsent(indexKey(entry), entry);
       LOG.info("catalog-ext: tracking {} again after an idle period", entry.context.qualifiedName());
     }
   }
@@ -239,13 +264,47 @@ public final class CredentialRegistry {
   }
 
   /**
-   * The catalog sessions of this JVM by name (the latest initialised one per name): the refresh
-   * finds its catalog's client, paths and policy here, and the status its commit guards.
+   * The catalog sessions of this JVM by name (the latest initialised one per name), for the
+   * classic tools that name a catalog. An entry refreshes through its own session, never by name.
    */
   private final Map<String, CatalogSession> catalogs = new ConcurrentHashMap<>();
+  /**
+   * Every live catalog session of this JVM by id, held weakly (a closed Spark session's catalogs
+   * go with it; an entry holds its own session while it lives): handles name sessions by id.
+   */
+  private final Map<String, WeakReference<CatalogSession>> catalogsById = new ConcurrentHashMap<>();
 
   public void registerCatalog(CatalogSession session) {
     catalogs.put(session.name, session);
+    catalogsById.values().removeIf(ref -> ref.get() == null);
+    catalogsById.put(session.id, new WeakReference<>(session));
+  }
+
+  /** The live catalog sessions Spark session {@code sparkSession} initialised (identity; null: none). */
+  public List<CatalogSession> sessionsOf(Object sparkSession) {
+    List<CatalogSession> out = new ArrayList<>();
+    for (WeakReference<CatalogSession> ref : catalogsById.values()) {
+      CatalogSession session = ref.get();
+      if (session != null && session.ownedBy(sparkSession)) {
+        out.add(session);
+      }
+    }
+    return out;
+  }
+
+  /** The session of catalog {@code name} that Spark session {@code sparkSession} initialised, or null. */
+  public CatalogSession session(String name, Object sparkSession) {
+    for (CatalogSession session : sessionsOf(sparkSession)) {
+      if (session.name.equals(name)) {
+        return session;
+      }
+    }
+    return null;
+  }
+
+  private CatalogSession liveSession(String id) {
+    WeakReference<CatalogSession> ref = catalogsById.get(id);
+    return ref == null ? null : ref.get();
   }
 
   /** The latest initialised session of catalog {@code name} in this JVM, or null. */
@@ -273,17 +332,18 @@ public final class CredentialRegistry {
       CatalogSession session,
       Map<String, String> tableConfig,
       List<Credential> credentials) {
-    // One entry per table identity (catalog, identifier, location), not per hand-out: a CTAS and
-    // the loads after it share one entry, one schedule and one catalog request per refresh.
-    String key = context.tableKey();
+    // One entry per table identity (catalog, identifier, location) of one catalog session, not per
+    // hand-out: a CTAS and the loads after it share one entry, one schedule and one catalog request
+    // per refresh. Another session's load of the same table gets its own entry, keys and handle.
+    String key = indexKey(session.id, context);
     TableEntry existing = trackedByKey(key);
     if (existing != null) {
       existing.adopt(context, tableConfig, credentials);
       return existing.handle;
     }
-    String handle = newId(12);
+    String handle = handles.issue(session.id, context.tableKey());
     TableEntry entry =
-        new TableEntry(handle, context, policyFor(session), this::fetchFromSource, clock);
+        new TableEntry(handle, context, policyFor(session), subject -> fetchFromSource(subject, session), clock);
     entry.seed("", tableConfig);
     for (Credential credential : credentials) {
       entry.seed(credential.prefix(), credential.config());
@@ -295,25 +355,44 @@ public final class CredentialRegistry {
     return handle;
   }
 
-  public void markCommitted(String catalog, List<String> namespace, String table) {
+  /** A create commit of catalog session {@code session} landed: its entry of the table is no longer staged. */
+  public void markCommitted(CatalogSession session, List<String> namespace, String table) {
     for (TableEntry entry : entries.values()) {
       TableContext c = entry.context;
-      if (c.staged && c.catalog.equals(catalog) && c.namespace.equals(namespace) && c.table.equals(table)) {
+      if (c.staged && TableHandles.sessionOf(entry.handle).equals(session.id) && c.namespace.equals(namespace)
+          && c.table.equals(table)) {
         c.staged = false;
       }
     }
   }
 
-  /** The entry a FileIO's S3 client should use: the driver's own, or one fed by the driver. */
+  /**
+   * The entry a FileIO's S3 client should use: the driver's own, or one fed by the driver. On the
+   * driver the handle must be one this registry issued for the table the properties name.
+   *
+   * @throws IllegalArgumentException one line, when the driver did not issue the handle for that
+   *     table and a live catalog session
+   */
   public TableEntry forClient(Map<String, String> props) {
-    String handle = props.get(ShimKeys.TABLE_HANDLE);
+    String handle = props.getOrDefault(ShimKeys.TABLE_HANDLE, "");
+    if (!TableHandles.sessionOf(handle).equals(props.get(ShimKeys.CATALOG_SESSION))) {
+      // A handle under a catalog session it was not issued to: another session's FileIO properties.
+      throw new IllegalArgumentException("the " + ShimKeys.TABLE_HANDLE + " in these FileIO properties belongs to"
+          + " another catalog session than the one that built them; load the table through its own catalog in this session");
+    }
     TableEntry local = entries.get(handle);
     if (local != null) {
       return local;
     }
     TableContext context = TableContext.fromIdentity(props.get(ShimKeys.TABLE_IDENTITY));
     if (isDriver()) {
-      return retrack(handle, context);
+      TableEntry entry = retrackIssued(handle, context);
+      if (entry == null) {
+        throw new IllegalArgumentException("the storage credentials of table " + shown(context)
+            + " were not handed to this FileIO: its " + ShimKeys.TABLE_HANDLE + " is not one this driver issued"
+            + " for that table in a live catalog session; load the table through its own catalog in this session");
+      }
+      return entry;
     }
     RefreshPolicy tablePolicy = RefreshPolicy.fromProperties(props);
     long timeoutMs = tablePolicy.timeoutMs;
@@ -360,31 +439,51 @@ public final class CredentialRegistry {
     return entry.onExecutorRejection(request.staleKeyId, request.staleCode);
   }
 
+  /**
+   * The driver's entry for an executor's ask: the live entry of the handle, or, after an idle
+   * eviction, the table tracked again when this registry issued the handle for the table the
+   * executor names. Null otherwise: an executor naming a table gets nothing without its handle.
+   */
   private TableEntry executorEntry(PluginMessages.Request request) {
     TableEntry entry = entries.get(request.handle);
     if (entry == null && request.identityJson != null) {
-      entry = retrack(request.handle, TableContext.fromIdentity(request.identityJson));
+      entry = retrackIssued(request.handle, TableContext.fromIdentity(request.identityJson));
+      if (entry == null) {
+        LOG.warn("catalog-ext: refused an executor's ask for {}: not a handle this driver issued for that table"
+            + " in a live catalog session", shown(TableContext.fromIdentity(request.identityJson)));
+      }
     }
     return entry;
   }
 
+  /** A table named by FileIO properties or an executor (anyone's text), as one line. */
+  private static String shown(TableContext context) {
+    return context.qualifiedName().replaceAll("\\s+", " ");
+  }
+
   /**
-   * This is the driver and the entry was evicted (idle for long): track the table again, refreshed
-   * like any committed table.
+   * This is the driver and the handle's entry was evicted (idle for long): track the table again,
+   * refreshed like any committed table through the catalog session that loaded it, when this
+   * registry issued {@code handle} for {@code context}'s table and that session still lives; else null.
    */
-  private synchronized TableEntry retrack(String handle, TableContext context) {
-    String key = context.tableKey();
+  private synchronized TableEntry retrackIssued(String handle, TableContext context) {
+    if (!handles.issuedFor(handle, context.tableKey())) {
+      return null;
+    }
+    CatalogSession session = liveSession(TableHandles.sessionOf(handle));
+    if (session == null) {
+      return null;
+    }
+    String key = indexKey(session.id, context);
     TableEntry existing = trackedByKey(key);
     if (existing != null) {
-      return existing; // loaded again since: one entry per table identity
+      return existing; // loaded again since: one entry per table identity and session
     }
     TableEntry entry = entries.computeIfAbsent(
         handle,
         h -> {
           LOG.warn("catalog-ext: re-tracking {} after its entry was evicted", context);
-          CatalogSession session = catalogs.get(context.catalog);
-          RefreshPolicy p = session != null ? policyFor(session) : RefreshPolicy.defaults();
-          return new TableEntry(h, context, p, this::fetchFromSource, clock);
+          return new TableEntry(h, context, policyFor(session), subject -> fetchFromSource(subject, session), clock);
         });
     byTableKey.putIfAbsent(key, entry);
     return entry;
@@ -428,9 +527,9 @@ public final class CredentialRegistry {
    * The table's fresh credentials: from the user's Python source if its catalog has one, else
    * from the catalog through the strategies. Either way bounded by the policy's timeout.
    */
-  private RefreshResult fetchFromSource(RefreshSubject entry) throws Exception {
+  private RefreshResult fetchFromSource(RefreshSubject entry, CatalogSession session) throws Exception {
     long timeoutMs = entry.policy().timeoutMs;
-    String catalog = entry.context().catalog;
+    String catalog = session.name;
     if (customSourceCatalogs.contains(catalog)) {
       PythonCredentialBridge b = bridge;
       if (b == null) {
@@ -445,10 +544,6 @@ public final class CredentialRegistry {
         throw new IllegalStateException(node.get("error").asText());
       }
       return RefreshResult.fromJson(node);
-    }
-    CatalogSession session = catalogs.get(catalog);
-    if (session == null) {
-      throw new IllegalStateException("catalog " + catalog + " does not run on the shim's catalog in this JVM");
     }
     return BoundedCalls.call(
         "catalog " + catalog, () -> CatalogRefresher.fetch(session, entry), timeoutMs, "the catalog request");

@@ -46,6 +46,12 @@ final class RefreshFlight {
   private volatile long lastRefreshAtMs;
   private volatile String lastStrategy = "initial";
   private volatile String lastError;
+  /**
+   * What status shows of the last failure: its type alone. Its message can carry a server's or a
+   * source's text (a token echoed in an error body), and status is read by every SQL client of a
+   * shared driver; the message goes to the driver log and to the caller waiting on the refresh.
+   */
+  private volatile String lastErrorType;
 
   RefreshFlight(RefreshSubject subject, EntryRefresher source, CredentialSlots slots, CredentialSlots.Snapshots snapshots,
       RefreshPolicy policy, Clock clock) {
@@ -204,6 +210,7 @@ final class RefreshFlight {
     strategyCounts.computeIfAbsent(result.strategy.split(" ")[0], k -> new AtomicLong()).incrementAndGet();
     lastRefreshAtMs = now;
     lastError = null;
+    lastErrorType = null;
     consecutiveFailures = 0;
     nextAttemptAtMs = 0;
     refreshCount.incrementAndGet();
@@ -227,6 +234,7 @@ final class RefreshFlight {
     long backoff = policy.backoffMs(failures);
     nextAttemptAtMs = clock.nowMs() + backoff;
     lastError = e.getMessage();
+    lastErrorType = e.getClass().getSimpleName();
     LOG.warn("catalog-ext: credential refresh for {} failed ({} in a row), retrying in {} ms: {}",
         subject.context().qualifiedName(), failures, backoff, e.getMessage());
   }
@@ -240,6 +248,6 @@ final class RefreshFlight {
     var counts = node.putObject("strategy_counts");
     strategyCounts.forEach((k, v) -> counts.put(k, v.get()));
     node.put("last_refresh_at_ms", lastRefreshAtMs);
-    node.put("last_error", lastError);
+    node.put("last_error", lastErrorType == null ? null : lastErrorType + " (the driver log has its message)");
   }
 }

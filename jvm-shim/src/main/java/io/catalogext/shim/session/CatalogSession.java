@@ -4,6 +4,9 @@ import io.catalogext.shim.commit.CommitGuard;
 import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.wire.TrustedOrigins;
 
+import java.lang.ref.WeakReference;
+import java.security.SecureRandom;
+import java.util.Base64;
 import java.util.Map;
 import java.util.function.LongSupplier;
 import org.apache.iceberg.CatalogProperties;
@@ -18,8 +21,18 @@ import org.apache.iceberg.rest.RESTClient;
  * a catalog lives in a static.
  */
 public final class CatalogSession {
+  private static final SecureRandom RANDOM = new SecureRandom();
+
   /** The Spark catalog's name, as table contexts, events and status name it. */
   public final String name;
+  /**
+   * Random, one per initialised catalog: what credential handles and events are bound to. On a
+   * shared driver (Spark Connect) two sessions' catalogs of one name are two different sessions,
+   * and a catalog defined at run time with the same name is a third.
+   */
+  public final String id;
+  /** The Spark session that initialised this catalog, held weakly; null outside Spark. */
+  private final WeakReference<Object> owner;
   /** The catalog's URI as the user configured it. */
   public final String uri;
   /** Where the catalog's credentials may go: its URI's origin and those the user configured. */
@@ -48,16 +61,40 @@ public final class CatalogSession {
    * @throws IllegalArgumentException one line naming a bad catalog-ext.refresh.* value or URL
    */
   public CatalogSession(String name, Map<String, String> props) {
-    this(name, props, System::currentTimeMillis);
+    this(name, props, System::currentTimeMillis, null);
   }
 
   /** The same on {@code clockMs}, the clock the missing-endpoint memory forgets by (a test's). */
   public CatalogSession(String name, Map<String, String> props, LongSupplier clockMs) {
+    this(name, props, clockMs, null);
+  }
+
+  /**
+   * A session of Spark session {@code sparkSession} (compared by identity only; null outside Spark):
+   * status shows its tables to that Spark session alone.
+   */
+  public CatalogSession(String name, Map<String, String> props, LongSupplier clockMs, Object sparkSession) {
     this.unsupported = new MissingEndpoints(clockMs);
     this.name = name;
+    byte[] random = new byte[16];
+    RANDOM.nextBytes(random);
+    this.id = Base64.getUrlEncoder().withoutPadding().encodeToString(random);
+    this.owner = sparkSession == null ? null : new WeakReference<>(sparkSession);
     this.uri = props.get(CatalogProperties.URI);
     this.trust = TrustedOrigins.fromUserProperties(name, props);
     this.policy = RefreshPolicy.fromProperties(props);
+  }
+
+  /**
+   * Whether this catalog was initialised by Spark session {@code sparkSession} (the same object;
+   * null: initialised outside any Spark session).
+   */
+  public boolean ownedBy(Object sparkSession) {
+    if (owner == null) {
+      return sparkSession == null;
+    }
+    Object held = owner.get();
+    return held != null && held == sparkSession;
   }
 
   /** Records the client and path root a table operation of this catalog just used. */

@@ -208,6 +208,12 @@ public final class CatalogReads {
           "Spark catalog '" + name + "' does not use catalog-impl=" + ShimKeys.CATALOG_IMPL
               + ", so only Iceberg's own API can be read through it; configure it with pyspark_catalog_ext.configure");
     }
+    // This Spark session's own catalog of that name; else (initialised on a thread where another
+    // session was current) the JVM's latest of that name, if it has this session's URI.
+    CatalogSession own = CredentialRegistry.get().session(name, spark);
+    if (own != null) {
+      return own;
+    }
     CatalogSession session = CredentialRegistry.get().session(name);
     String uri = conf(spark, "spark.sql.catalog." + name + ".uri");
     if (session == null || uri == null || !uri.equals(session.uri)) {

@@ -14,6 +14,21 @@ public final class SparkCompat {
   private SparkCompat() {}
 
   /**
+   * The Spark session this thread works for: the active one (Spark sets it around every query's
+   * analysis and execution, a Connect server per client session), else the default one; null
+   * outside Spark. Only compared by identity: the static accessors have the same erased signature
+   * on Spark 3.5 and 4.x, whatever the session's class.
+   */
+  public static Object currentSession() {
+    scala.Option<?> active = SparkSession.getActiveSession();
+    if (active.isDefined()) {
+      return active.get();
+    }
+    scala.Option<?> fallback = SparkSession.getDefaultSession();
+    return fallback.isDefined() ? fallback.get() : null;
+  }
+
+  /**
    * Spark 3.5: {@code org.apache.spark.sql.Dataset.ofRows(SparkSession, LogicalPlan)}; Spark 4 moved it
    * to {@code org.apache.spark.sql.classic.Dataset} (taking the classic session, which is what a JVM
    * session is). Resolved once.

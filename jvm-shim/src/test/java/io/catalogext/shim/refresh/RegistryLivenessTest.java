@@ -57,6 +57,7 @@ public class RegistryLivenessTest {
     config.put(ShimKeys.EXPIRES_AT_MS, String.valueOf(clock.nowMs() + lifetimeMs));
     String handle = registry.registerDriverTable(context, state, config, List.of());
     config.put(ShimKeys.TABLE_HANDLE, handle);
+    config.put(ShimKeys.CATALOG_SESSION, state.id);
     TableEntry entry = registry.forClient(config);
     return new TableCredentialsProvider(entry, entry.seed("", config));
   }
