@@ -24,6 +24,8 @@ public final class CatalogSession {
   public final String uri;
   /** Where the catalog's credentials may go: its URI's origin and those the user configured. */
   public final TrustedOrigins trust;
+  /** The settings only the user makes (HTTP client, S3 client factory), as the user made them. */
+  public final UserOnlySettings userOnly;
   /** catalog-ext.refresh.* of this catalog (the Python face sets them, or spark-conf does). */
   public final RefreshPolicy policy;
   /** Idempotency-Key, retries and reconciliation of this catalog's mutations. */
@@ -57,6 +59,7 @@ public final class CatalogSession {
     this.name = name;
     this.uri = props.get(CatalogProperties.URI);
     this.trust = TrustedOrigins.fromUserProperties(name, props);
+    this.userOnly = UserOnlySettings.fromUserProperties(name, this.uri, props);
     this.policy = RefreshPolicy.fromProperties(props);
   }
 
