@@ -6,7 +6,6 @@ import io.catalogext.shim.util.Json;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
-import org.apache.iceberg.rest.Endpoint;
 import org.apache.iceberg.rest.responses.ConfigResponse;
 import org.apache.iceberg.rest.responses.ConfigResponseParser;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonParser;
@@ -101,12 +100,9 @@ public final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
       // noted it and reconciles without idempotency; Iceberg gets the answer without it.
       ((ObjectNode) node).remove(LIFETIME_FIELD);
     }
-    ConfigResponse parsed = ConfigResponseParser.fromJson(node);
-    // REST spec `endpoints`: a server that lists its endpoints without GET .../credentials has none.
-    if (node != null && node.has("endpoints") && !parsed.endpoints().contains(Endpoint.V1_TABLE_CREDENTIALS)) {
-      session.unsupported.add(Endpoint.V1_TABLE_CREDENTIALS);
-    }
-    return parsed;
+    // An endpoint list without GET .../credentials does not rule it out: a list may leave out a route
+    // the server serves (Polaris 1.4.1 does), so the refresh tries it once and remembers a 404.
+    return ConfigResponseParser.fromJson(node);
   }
 
   private static boolean parsesAsDuration(JsonNode value) {

@@ -31,8 +31,8 @@ public final class CatalogSession {
   /** Idempotency-Key, retries and reconciliation of this catalog's mutations. */
   public final CommitGuard guard = new CommitGuard();
   /**
-   * Endpoints this catalog lacks (404, 405, 501 or "no route" to GET .../credentials, or not in
-   * its advertised endpoints), each forgotten after an hour.
+   * Endpoints this catalog lacks (404, 405, 501 or "no route" to GET .../credentials), each
+   * forgotten after an hour.
    */
   public final MissingEndpoints unsupported;
 
