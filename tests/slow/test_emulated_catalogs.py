@@ -463,9 +463,6 @@ def _status(spark, catalog: str, table: str):
     return [s for s in attach(spark, catalogs=[catalog]).status() if s.name == table]
 
 
-@pytest.mark.xfail(strict=True, reason="Spark's JVM counts a refresh answered with the keys the table already has "
-                   "(Polaris's credential cache) as a renewal and renews again by its schedule; passes once the JVM "
-                   "tells the same keys from new ones and asks again after the cache window, as PyIceberg does")
 def test_polaris_jvm_counts_a_renewal_only_when_the_catalog_hands_out_new_keys(emu_spark, lakehouse):
     """Keys of 20 s renewed when under 75 % of their life remains: the first renewal comes ~5 s after the
     fetch, inside Polaris's cache window (half their life), and gets the same keys back."""
