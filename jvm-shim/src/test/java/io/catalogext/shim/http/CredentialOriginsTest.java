@@ -250,6 +250,25 @@ public class CredentialOriginsTest {
   }
 
   @Test
+  void testARefreshEndpointOnAnotherOriginGetsNoTokenWhereIcebergsProviderWouldFetch() throws Exception {
+    start();
+    // No keys in the answer: the shim tracks no keys for the table, so Iceberg's own credential
+    // chain would fetch them from the refresh endpoint, with the catalog's auth session.
+    tableConfig = "{\"client.refresh-credentials-endpoint\":\"ATTACKER/v1/creds\"}";
+    try (ExtRESTCatalog c = open(true, Map.of())) {
+      readThrough(c.loadTable(TableIdentifier.of("db", "t")));
+      assertTrue(credentialed().stream().anyMatch(r -> r.startsWith("GET /v1/creds auth=Bearer " + TOKEN)),
+          "control: Iceberg's provider sent the token there: " + attacked);
+    }
+    attacked.clear();
+    try (ExtRESTCatalog c = open(false, Map.of())) {
+      assertOneLineRefusal(readThrough(c.loadTable(TableIdentifier.of("db", "t"))), attackerOrigin(),
+          "client.refresh-credentials-endpoint");
+    }
+    assertEquals(List.of(), attacked, "requests at the attacker");
+  }
+
+  @Test
   void testASignerEndpointOnAnotherOriginGetsNoTokenWithoutTheShimFactoryConfigured() throws Exception {
     start();
     tableConfig = "{\"s3.remote-signing-enabled\":\"true\",\"s3.signer.endpoint\":\"ATTACKER/v1/sign\","
