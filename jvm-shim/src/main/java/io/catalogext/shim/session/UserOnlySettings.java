@@ -5,9 +5,9 @@ import io.catalogext.shim.wire.Origin;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,7 +38,7 @@ public final class UserOnlySettings {
   private final String origin;
   private final Map<String, String> user;
   private final boolean userPicksAwsFactory;
-  private final Set<String> warned = ConcurrentHashMap.newKeySet();
+  private final Map<String, String> warned = new ConcurrentHashMap<>();
 
   private UserOnlySettings(String catalog, String origin, Map<String, String> user, boolean userPicksAwsFactory) {
     this.catalog = catalog;
@@ -116,10 +116,20 @@ public final class UserOnlySettings {
 
   /** Logs, once per source and key, that the server's {@code key} from {@code source} was not followed. */
   public void ignored(String source, String key) {
-    if (warned.size() < MAX_WARNED && warned.add(source + "\u0000" + key)) {
-      LOG.warn("catalog-ext: catalog {} ignores {} from {} ({}): Iceberg's HTTP client settings (rest.client.*) and the S3"
-          + " client factory are the user's to set, never the server's", catalog, key, source, origin);
+    if (warned.size() >= MAX_WARNED) {
+      return;
     }
+    String line = "catalog-ext: catalog " + catalog + " ignores " + key + " from " + source + " (" + origin + "):"
+        + " Iceberg's HTTP client settings (rest.client.*) and the S3 client factory are the user's to set, never"
+        + " the server's";
+    if (warned.putIfAbsent(source + "\u0000" + key, line) == null) {
+      LOG.warn(line);
+    }
+  }
+
+  /** The warnings logged so far, one per ignored key and source (for status and tests). */
+  public List<String> warnings() {
+    return List.copyOf(warned.values());
   }
 
   @Override
