@@ -47,6 +47,8 @@ final class RefreshFlight {
   private final Map<String, AtomicLong> strategyCounts = new ConcurrentHashMap<>();
   private volatile int consecutiveFailures;
   private volatile long nextAttemptAtMs;
+  /** Until then the catalog's last answer confirmed the held keys as its current ones (its cache). */
+  private volatile long confirmedUntilMs;
   private volatile long lastRefreshAtMs;
   private volatile String lastStrategy = "initial";
   private volatile String lastError;
@@ -79,6 +81,14 @@ final class RefreshFlight {
 
   long lastRefreshAtMs() {
     return lastRefreshAtMs;
+  }
+
+  /**
+   * Whether the catalog's last answer (inside its cache window) confirmed the held keys as its
+   * current ones: executors asking the driver then take them as the freshest there are.
+   */
+  boolean confirmedCurrent(long now) {
+    return now < confirmedUntilMs;
   }
 
   /**
@@ -227,6 +237,7 @@ final class RefreshFlight {
         ? now + policy.maxBackoffMs
         : CredentialRules.cacheWindowEndMs(soonest.fetchedAtMs, soonest.expiresAtMs,
             soonest.expiresAtMs - soonest.hardMarginMs(), now, policy.initialBackoffMs, policy.maxBackoffMs);
+    confirmedUntilMs = nextAttemptAtMs;
     generation.incrementAndGet();
     LOG.info("catalog-ext: the catalog answered the refresh of {} ({}) with the keys it vended before (its credential"
         + " cache): not renewed; asking again in {} ms", table, how, nextAttemptAtMs - now);
@@ -243,6 +254,7 @@ final class RefreshFlight {
       return;
     }
     lastStrategy = result.strategy;
+    confirmedUntilMs = 0;
     strategyCounts.computeIfAbsent(result.strategy.split(" ")[0], k -> new AtomicLong()).incrementAndGet();
     lastRefreshAtMs = now;
     lastError = null;

@@ -98,6 +98,28 @@ public class CredentialCacheTest {
   }
 
   @Test
+  void testExecutorsTakeKeysTheCatalogConfirmedInsteadOfWaitingOnTheDriver() throws Exception {
+    TableEntry driver = entry(early());
+    driver.seed("", keys(1, mintedAt));
+    clock.advance(5_000);
+    assertTrue(!driver.executorReply().fresh, "due keys, not yet asked for: not fresh");
+    assertTrue(!driver.refreshIfGeneration(driver.generation()), "the catalog's cache answered");
+    PluginMessages.Reply reply = driver.executorReply();
+    assertTrue(reply.fresh, "keys the catalog just confirmed are the freshest there are");
+    assertEquals("K1", reply.configByPrefix.get("").get(ShimKeys.ACCESS_KEY_ID));
+
+    // An executor whose copy of the keys is due asks the driver, gets the same keys: no renewal, no failure.
+    TableContext context = TableContext.fromIdentity("{\"catalog\":\"c\",\"namespace\":[\"db\"],\"table\":\"t\"}");
+    TableEntry executor = new TableEntry("h", context, early(),
+        new DriverPluginSource(message -> driver.executorReplyBytes(), clock, 2_000), clock);
+    executor.seed("", reply.configByPrefix.get(""));
+    assertTrue(!executor.refreshIfGeneration(executor.generation()));
+    assertEquals(0, executor.describe().get("failure_count").asLong(), executor.describe().toString());
+    assertEquals(1, executor.describe().get("cached_answers").asLong());
+    assertEquals(List.of(5_000L), askedAt, "the catalog was asked once, by the driver");
+  }
+
+  @Test
   void testKeysThatExpiredWhileTheCatalogStillHandsThemBackAreAnError() {
     // A catalog whose cache outlives its keys: always the first key set.
     TableContext context = TableContext.fromIdentity("{\"catalog\":\"c\",\"namespace\":[\"db\"],\"table\":\"t\"}");
