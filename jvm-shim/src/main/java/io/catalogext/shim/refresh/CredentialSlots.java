@@ -113,6 +113,16 @@ final class CredentialSlots {
     return true;
   }
 
+  /**
+   * Whether every slot's keys come with an expiry the catalog stated. Keys without one (scheduled
+   * by an assumed lifetime) that the catalog hands out again are static keys, not a cache: they
+   * are taken again as a renewal, with a new assumed lifetime.
+   */
+  boolean allStatedExpiry() {
+    return !slots.isEmpty() && slots.values().stream()
+        .allMatch(slot -> slot.current != null && slot.current.statedExpiresAtMs != Long.MAX_VALUE);
+  }
+
   /** The keys that expire first (they decide when the table needs its next refresh). */
   Optional<CredentialSnapshot> soonest() {
     return slots.values().stream()

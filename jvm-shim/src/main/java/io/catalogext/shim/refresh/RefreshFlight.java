@@ -169,7 +169,7 @@ final class RefreshFlight {
       RefreshResult result;
       try {
         result = source.fetch(subject);
-        if (result.degradedError == null && slots.holds(result)) {
+        if (result.degradedError == null && slots.holds(result) && slots.allStatedExpiry()) {
           sameKeys(result.strategy); // throws when the keys handed back have expired
           event.put("outcome", "cached");
           event.put("strategy", result.strategy);
@@ -226,9 +226,9 @@ final class RefreshFlight {
     CredentialSnapshot soonest = slots.soonest().orElse(null);
     String table = subject.context().qualifiedName();
     String how = strategy.split(" ")[0];
-    if (soonest != null && now >= soonest.expiresAtMs) {
+    if (soonest != null && now >= soonest.statedExpiresAtMs) {
       throw new IllegalStateException("the catalog answered the refresh of " + table + " (" + how + ") with the same keys,"
-          + " which expired " + (now - soonest.expiresAtMs) / 1000.0 + " s ago: its credential cache outlives the keys it"
+          + " which expired " + (now - soonest.statedExpiresAtMs) / 1000.0 + " s ago: its credential cache outlives the keys it"
           + " vends; check the catalog's credential cache setting against its credential lifetime");
     }
     lastError = null;
