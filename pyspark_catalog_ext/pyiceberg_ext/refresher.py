@@ -337,9 +337,9 @@ class CredentialRefresher:
 
         `reader`: a FileIO that cannot go on without keys. After a failure it gets the last error
         again until the backoff (the policy's) has passed, instead of one catalog request per file.
-        An answer with the keys the entry already has is no renewal (False): the catalog's credential
-        cache still holds them, and they are asked for again once its window has passed
-        (`after_cache_window`); keys that expired meanwhile are an error.
+        An answer with the keys the entry already has, whose expiry the catalog stated, is no renewal
+        (False): the catalog's credential cache still holds them, and they are asked for again once its
+        window has passed (`after_cache_window`); keys that expired meanwhile are an error.
         """
         seen = entry.generation if seen_generation is None else seen_generation
         with entry.refresh_lock:
@@ -355,7 +355,9 @@ class CredentialRefresher:
                     answer = user_answer(self.source, req)
                 else:
                     answer = self._chain.fetch(self.client, req)
-                if entry.holds(answer.get("config"), answer.get("storage-credentials")):
+                # The same keys again are a catalog's cache only where it stated their expiry: keys without
+                # one (scheduled by the assumed lifetime) handed out again are static keys, taken again.
+                if entry.stated_lifetime_s is not None and entry.holds(answer.get("config"), answer.get("storage-credentials")):
                     return self._same_keys(entry, answer["strategy"])
                 entry.update(answer.get("config") or {}, answer.get("storage-credentials") or [])
             except Exception as exc:
