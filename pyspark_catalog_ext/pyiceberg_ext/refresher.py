@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark_catalog_ext import events, knobs
 from pyspark_catalog_ext.credentials import policy as policy_knobs
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
-from pyspark_catalog_ext.credentials.rules import hard_margin_s
+from pyspark_catalog_ext.credentials.rules import cache_window_end_s, hard_margin_s
 from pyspark_catalog_ext.credentials.sources import CredentialSource, user_answer
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, CredentialRefreshError, CredentialsRejectedError, redact
 from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, S3Prober
@@ -337,9 +337,9 @@ class CredentialRefresher:
 
         `reader`: a FileIO that cannot go on without keys. After a failure it gets the last error
         again until the backoff (the policy's) has passed, instead of one catalog request per file.
-        An answer with the keys the entry already has is no renewal (False): the catalog's credential
-        cache still holds them, and they are asked for again once its window has passed
-        (`after_cache_window`); keys that expired meanwhile are an error.
+        An answer with the keys the entry already has, whose expiry the catalog stated, is no renewal
+        (False): the catalog's credential cache still holds them, and they are asked for again once its
+        window has passed (`after_cache_window`); keys that expired meanwhile are an error.
         """
         seen = entry.generation if seen_generation is None else seen_generation
         with entry.refresh_lock:
@@ -355,7 +355,9 @@ class CredentialRefresher:
                     answer = user_answer(self.source, req)
                 else:
                     answer = self._chain.fetch(self.client, req)
-                if entry.holds(answer.get("config"), answer.get("storage-credentials")):
+                # The same keys again are a catalog's cache only where it stated their expiry: keys without
+                # one (scheduled by the assumed lifetime) handed out again are static keys, taken again.
+                if entry.stated_lifetime_s is not None and entry.holds(answer.get("config"), answer.get("storage-credentials")):
                     return self._same_keys(entry, answer["strategy"])
                 entry.update(answer.get("config") or {}, answer.get("storage-credentials") or [])
             except Exception as exc:
@@ -402,15 +404,8 @@ class CredentialRefresher:
         expiry) is met by halving what is left each time. Never sooner than the policy's first
         backoff (or half the keys' remaining life, if shorter), and not past the moment readers must
         stop using the keys."""
-        fetched, expires = entry.fetched_at_s, entry.expires_at_s
-        if expires == float("inf"):
-            return now + self.policy.max_backoff_s
-        end = fetched + (expires - fetched) / 2
-        if end <= now:
-            end = now + (expires - now) / 2
-        end += 0.02 * max(0.0, expires - fetched)  # a little past it: the catalog's clock is not ours
-        soonest = now + min(self.policy.initial_backoff_s, max(0.0, expires - now) / 2)
-        return max(soonest, min(end, entry.wait_at_s))
+        return cache_window_end_s(entry.fetched_at_s, entry.expires_at_s, entry.wait_at_s, now,
+                                  self.policy.initial_backoff_s, self.policy.max_backoff_s)
 
     def ensure_fresh(self, entry: TableCredentials, generation: int, wait_at_s: float | None = None) -> bool:
         """Called before a file is opened with keys of `generation`: renew now if they are (almost) expired.

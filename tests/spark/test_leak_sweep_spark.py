@@ -2,11 +2,7 @@
 against Spark catalogs on the shim (what `pce.configure` sets up), each run a catalog of its own
 registered at run time in the session's one SparkSession, reading the sweep's table and appending a
 row. In both storage modes: vended credentials, and remote signing (S3FileIO's signer client, which
-carries the catalog's token).
-
-Where Iceberg's own clients still send credentials to a server-given origin (the JVM transport that
-binds them to the trust set is being built beside this), the case is a strict xfail: it turns into a
-failure the day it stops leaking, so the mark is removed then."""
+carries the catalog's token)."""
 
 from __future__ import annotations
 
@@ -24,18 +20,6 @@ REPORTS: list[CaseReport] = []
 _NAMES = itertools.count()
 MODES = ("vended", "signing")
 CASES = [(mode, channel) for mode in MODES for channel in CHANNELS]
-# Leaking today, each through Iceberg's own HTTP clients in the JVM, which the shim's transport is to bind
-# to the trust set: strict, so each turns into a failure the day it stops leaking.
-_CONFIG_PROXY = ("a /v1/config rest.client.proxy.hostname/port routes the catalog's own calls (its bearer token, "
-                 "header.* values) through a server-chosen proxy: Iceberg builds its HTTP client from the merged config")
-LEAKING: dict[tuple[str, str], str] = {
-    ("vended", "config-defaults"): _CONFIG_PROXY,
-    ("vended", "config-overrides"): _CONFIG_PROXY,
-    ("signing", "config-defaults"): _CONFIG_PROXY,
-    ("signing", "config-overrides"): _CONFIG_PROXY,
-    ("signing", "table-config"): ("a table config's oauth2-server-uri gets the client secret from Iceberg's signer client, "
-                                  "and an absolute s3.signer.endpoint the catalog's token"),
-}
 
 
 def spark_scenario(spark, lakehouse, sweep: Sweep, table: tuple[str, str]) -> Callable[[], None]:
@@ -52,13 +36,7 @@ def spark_scenario(spark, lakehouse, sweep: Sweep, table: tuple[str, str]) -> Ca
     return scenario
 
 
-def _case(mode: str, channel: str):
-    reason = LEAKING.get((mode, channel))
-    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-    return pytest.param(mode, channel, id=f"spark-{mode}-{channel}", marks=marks)
-
-
-@pytest.mark.parametrize(("mode", "channel"), [_case(m, c) for m, c in CASES])
+@pytest.mark.parametrize(("mode", "channel"), [pytest.param(m, c, id=f"spark-{m}-{c}") for m, c in CASES])
 def test_no_credential_reaches_a_server_given_origin(mode, channel, spark, lakehouse, modes, sweep_table) -> None:  # noqa: F811
     started = time.monotonic()
     report = modes[mode].run_case("spark", mode, channel, spark_scenario(spark, lakehouse, modes[mode], sweep_table))

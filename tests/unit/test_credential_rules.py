@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 import pyspark_catalog_ext
 from pyspark_catalog_ext.credentials import rules
 from pyspark_catalog_ext.pyiceberg_ext import rejection
@@ -23,6 +25,17 @@ def test_the_hard_margin_is_a_quarter_of_the_lifetime_between_one_and_ten_second
     assert rules.hard_margin_s(0, 3) == 1.0
     assert rules.hard_margin_s(0, 10) == 2.5
     assert rules.hard_margin_s(0, 900) == 10.0  # the same values CredentialRulesTest checks in the JVM
+
+
+def test_the_cache_window_ends_half_way_to_expiry_within_the_backoffs_and_the_hard_margin() -> None:
+    # the same values CredentialCacheTest.testTheCacheWindowRule checks in the JVM (seconds here, ms there)
+    t0, life = 1000.0, 20.0
+    wait_at = t0 + life - rules.hard_margin_s(t0, t0 + life)
+    assert rules.cache_window_end_s(t0, t0 + life, wait_at, t0 + 5, 1, 30) == pytest.approx(t0 + 10.4)
+    assert rules.cache_window_end_s(t0, t0 + 100, t0 + 90, t0 + 60, 1, 30) == pytest.approx(t0 + 82)
+    assert rules.cache_window_end_s(t0, t0 + life, wait_at, t0 + 14, 1, 30) == wait_at
+    assert rules.cache_window_end_s(t0, t0 + life, wait_at, t0 + 19, 1, 30) == pytest.approx(t0 + 19.5)
+    assert rules.cache_window_end_s(t0, float("inf"), float("inf"), t0, 1, 30) == t0 + 30
 
 
 def test_the_rules_are_the_specs() -> None:

@@ -366,3 +366,25 @@ def test_a_table_handed_out_again_with_the_same_keys_keeps_its_schedule():
     clock.t += 20
     again = refresher.track(("db", "t"), source.fetch(None).to_config(), [], location="s3://b/db/t", staged=False)
     assert again is entry and entry.generation == 1 and entry.fetched_at_s == 1000.0
+
+
+class StaticSource:
+    """A catalog that vends the same keys without an expiry every time: static keys, no cache."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def fetch(self, table):
+        self.calls += 1
+        return StorageCredentials("AK-static", "secret", None, None)
+
+
+def test_static_keys_without_a_stated_expiry_are_taken_again_past_their_assumed_lifetime():
+    clock = FakeClock()
+    source = StaticSource()
+    policy = RefreshPolicy(min_ahead_s=0, lifetime_fraction=0.6, assumed_lifetime_s=100)
+    refresher = CredentialRefresher("lake", client=None, policy=policy, source=source, clock=clock.now, background=False)
+    entry = refresher.track(("db", "t"), source.fetch(None).to_config(), [], location="s3://b/db/t", staged=False)
+    clock.t += 101  # past the assumed lifetime: the same keys again are all this catalog has
+    assert refresher.ensure_fresh(entry, entry.generation) is True
+    assert entry.generation == 2 and refresher.status()[0]["failures"] == 0

@@ -11,8 +11,8 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 /**
  * Rules about storage credentials that both runtimes apply, from the spec they share
  * ({@code pyspark_catalog_ext/resources/credential-rules.json}, copied into this jar beside the knob
- * spec): the hard margin, the S3 codes that mean expired keys, how long a missing refresh endpoint
- * is remembered. PyIceberg reads the same file ({@code pyspark_catalog_ext.credentials.rules}).
+ * spec): the hard margin, the S3 codes that mean expired keys, when to ask again after a catalog's
+ * credential cache answered, how long a missing refresh endpoint is remembered. PyIceberg reads the same file ({@code pyspark_catalog_ext.credentials.rules}).
  */
 public final class CredentialRules {
   static final String RESOURCE = "/io/catalogext/shim/credential-rules.json";
@@ -26,6 +26,9 @@ public final class CredentialRules {
   public static final Set<String> EXPIRY_CODES = strings(SPEC.path("s3-expiry").path("codes"));
   /** The statuses those codes come with (403, and 400 from some S3 implementations). */
   public static final Set<Integer> EXPIRY_STATUSES = ints(SPEC.path("s3-expiry").path("statuses"));
+  /** The cache window: where between our fetch and the keys' expiry a catalog's cache ends, and the clock slack. */
+  public static final double CACHE_WINDOW_SHARE = SPEC.path("cache-window").path("share-of-life").asDouble();
+  public static final double CACHE_WINDOW_CLOCK_SLACK = SPEC.path("cache-window").path("clock-slack").asDouble();
   /** How long a catalog's missing refresh endpoint is not asked again. */
   public static final long MISSING_ENDPOINT_FORGET_MS = SPEC.path("missing-endpoint").path("forget-after-ms").asLong();
 
@@ -52,6 +55,26 @@ public final class CredentialRules {
     Set<Integer> out = new LinkedHashSet<>();
     list.forEach(n -> out.add(n.asInt()));
     return Set.copyOf(out);
+  }
+
+  /**
+   * When to ask again ({@code nowMs}) after a refresh answered with the keys fetched at
+   * {@code fetchedAtMs} that expire at {@code expiresAtMs} (Long.MAX_VALUE: no expiry) and that
+   * readers stop using at {@code waitAtMs}: the shared spec's cache window, bounded by the policy's
+   * first and longest backoffs.
+   */
+  public static long cacheWindowEndMs(long fetchedAtMs, long expiresAtMs, long waitAtMs, long nowMs,
+      long initialBackoffMs, long maxBackoffMs) {
+    if (expiresAtMs == Long.MAX_VALUE) {
+      return nowMs + maxBackoffMs;
+    }
+    double end = fetchedAtMs + (expiresAtMs - fetchedAtMs) * CACHE_WINDOW_SHARE;
+    if (end <= nowMs) {
+      end = nowMs + (expiresAtMs - nowMs) * CACHE_WINDOW_SHARE;
+    }
+    end += CACHE_WINDOW_CLOCK_SLACK * Math.max(0, expiresAtMs - fetchedAtMs);
+    long soonest = nowMs + Math.min(initialBackoffMs, Math.max(0, expiresAtMs - nowMs) / 2);
+    return Math.max(soonest, Math.min((long) end, waitAtMs));
   }
 
   /** How close to their expiry a reader stops using keys of lifetime {@code lifetimeMs} (-1: unknown). */

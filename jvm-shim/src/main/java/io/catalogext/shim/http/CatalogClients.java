@@ -21,7 +21,9 @@ public final class CatalogClients {
    */
   public static RESTClient funnel(Map<String, String> config, ObjectMapper mapper, CatalogSession session) {
     String uri = config.get(CatalogProperties.URI);
-    CatalogTransport transport = CatalogTransport.build(config, uri, mapper, session.trust);
+    // The wire (proxy, TLS, timeouts) as the user configured it, whatever /v1/config said.
+    Map<String, String> wire = session.userOnly.enforce("/v1/config", config);
+    CatalogTransport transport = CatalogTransport.build(wire, uri, mapper, session.trust);
     return new CatalogHttpFunnel(transport, uri,
         List.of(new CommitEvents(session), new HandOuts(session), new MutationGuard(session)));
   }

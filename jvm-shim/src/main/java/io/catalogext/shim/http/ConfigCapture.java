@@ -6,7 +6,6 @@ import io.catalogext.shim.util.Json;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.format.DateTimeParseException;
-import org.apache.iceberg.rest.Endpoint;
 import org.apache.iceberg.rest.responses.ConfigResponse;
 import org.apache.iceberg.rest.responses.ConfigResponseParser;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.core.JsonParser;
@@ -26,8 +25,9 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
  * <p>It also notes where {@code defaults} or {@code overrides} name URLs on origins the user did not
  * configure: Iceberg merges them into the catalog properties, and a request that would follow one
  * (the catalog's {@code uri}, an OAuth2 token URL, ...) is refused where it is sent, by the
- * {@link CatalogTransport}; the note lets that refusal say which key named it. Everything else is
- * parsed by Iceberg unchanged.
+ * {@link CatalogTransport}; the note lets that refusal say which key named it. Settings only the
+ * user makes (a proxy, the S3 client factory: {@code UserOnlySettings}) are taken out of them.
+ * Everything else is parsed by Iceberg unchanged.
  */
 public final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
   static final String LIFETIME_FIELD = "idempotency-key-lifetime";
@@ -56,10 +56,30 @@ public final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
     }
   }
 
+  /**
+   * Takes out of {@code overrides}/{@code defaults} what only the user sets (a proxy, a TLS
+   * configurer, the S3 client factory): Iceberg would merge it into the catalog properties, from
+   * which it builds the catalog's and the remote signer's HTTP clients and the tables' FileIOs.
+   */
+  private void dropUserOnlySettings(JsonNode node) {
+    for (String section : new String[] {"overrides", "defaults"}) {
+      JsonNode props = node == null ? null : node.get(section);
+      if (props instanceof ObjectNode) {
+        Json.stringMap(props).forEach((key, value) -> {
+          if (session.userOnly.overrides(key, value)) {
+            session.userOnly.ignored("/v1/config " + section, key);
+            ((ObjectNode) props).remove(key);
+          }
+        });
+      }
+    }
+  }
+
   @Override
   public ConfigResponse deserialize(JsonParser parser, DeserializationContext ctx) throws IOException {
     JsonNode node = parser.getCodec().readTree(parser);
     noteServerUrls(node);
+    dropUserOnlySettings(node);
     JsonNode lifetime = node == null ? null : node.get(LIFETIME_FIELD);
     if (lifetime == null || lifetime.isNull()) {
       // Tolerate servers that put it among the properties.
@@ -80,12 +100,9 @@ public final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
       // noted it and reconciles without idempotency; Iceberg gets the answer without it.
       ((ObjectNode) node).remove(LIFETIME_FIELD);
     }
-    ConfigResponse parsed = ConfigResponseParser.fromJson(node);
-    // REST spec `endpoints`: a server that lists its endpoints without GET .../credentials has none.
-    if (node != null && node.has("endpoints") && !parsed.endpoints().contains(Endpoint.V1_TABLE_CREDENTIALS)) {
-      session.unsupported.add(Endpoint.V1_TABLE_CREDENTIALS);
-    }
-    return parsed;
+    // An endpoint list without GET .../credentials does not rule it out: a list may leave out a route
+    // the server serves (Polaris 1.4.1 does), so the refresh tries it once and remembers a 404.
+    return ConfigResponseParser.fromJson(node);
   }
 
   private static boolean parsesAsDuration(JsonNode value) {

@@ -153,10 +153,12 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
 
   /**
    * The answer with the catalog's trusted origins in its config, over any value the answer carries:
-   * the table's S3 clients, in any JVM, check its remote signer against them.
+   * the table's S3 clients, in any JVM, check its remote signer against them. Settings only the
+   * user makes are not taken from the answer, and the shim's S3 client factory (which does that
+   * check) builds the table's S3 clients unless the user chose another.
    */
   private LoadTableResponse sealed(LoadTableResponse loaded) {
-    Map<String, String> config = new HashMap<>(loaded.config());
+    Map<String, String> config = new HashMap<>(session.userOnly.forFileIo("a table answer's config", loaded.config()));
     config.put(ShimKeys.SEALED_TRUSTED_ORIGINS, session.trust.sealed());
     config.put(ShimKeys.CATALOG_NAME, session.name);
     config.put(ShimKeys.CATALOG_SESSION, session.id);

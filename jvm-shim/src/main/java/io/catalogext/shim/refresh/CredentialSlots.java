@@ -94,6 +94,35 @@ final class CredentialSlots {
     refreshTokens.putAll(result.refreshTokens);
   }
 
+  /**
+   * Whether {@code result} hands out exactly the keys every slot holds: no renewal then, but a
+   * catalog's credential cache answering (Polaris hands a table location's keys back while its
+   * cache entry lives).
+   */
+  boolean holds(RefreshResult result) {
+    if (slots.isEmpty()) {
+      return false;
+    }
+    for (Map.Entry<String, CredentialSlot> e : slots.entrySet()) {
+      CredentialSnapshot held = e.getValue().current;
+      Map<String, String> config = result.configFor(e.getKey());
+      if (held == null || config == null || !held.sameKeys(config)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Whether every slot's keys come with an expiry the catalog stated. Keys without one (scheduled
+   * by an assumed lifetime) that the catalog hands out again are static keys, not a cache: they
+   * are taken again as a renewal, with a new assumed lifetime.
+   */
+  boolean allStatedExpiry() {
+    return !slots.isEmpty() && slots.values().stream()
+        .allMatch(slot -> slot.current != null && slot.current.statedExpiresAtMs != Long.MAX_VALUE);
+  }
+
   /** The keys that expire first (they decide when the table needs its next refresh). */
   Optional<CredentialSnapshot> soonest() {
     return slots.values().stream()

@@ -104,6 +104,14 @@ public final class CredentialSnapshot {
     return new CredentialSnapshot(credentials, fetchedAtMs, expiresAtMs - skewMs, stated, policy, nowMs);
   }
 
+  /** Whether s3.* properties {@code config} carry these very keys. */
+  boolean sameKeys(Map<String, String> config) {
+    String token = credentials instanceof AwsSessionCredentials ? ((AwsSessionCredentials) credentials).sessionToken() : null;
+    return credentials.accessKeyId().equals(config.get(ShimKeys.ACCESS_KEY_ID))
+        && credentials.secretAccessKey().equals(config.get(ShimKeys.SECRET_ACCESS_KEY))
+        && java.util.Objects.equals(token, config.get(ShimKeys.SESSION_TOKEN));
+  }
+
   String accessKeyId() {
     return credentials.accessKeyId();
   }

@@ -94,6 +94,9 @@ final class ExecutorReplies {
     Map<String, CredentialSlot> all = slots.all();
     boolean fresh = !all.isEmpty();
     boolean valid = !all.isEmpty();
+    // Due keys the catalog just confirmed as its current ones (its credential cache) are the
+    // freshest there are: the executor takes them instead of waiting on a refresh that will not come.
+    boolean confirmed = flight.confirmedCurrent(now);
     for (Map.Entry<String, CredentialSlot> e : all.entrySet()) {
       CredentialSnapshot snap = e.getValue().current;
       if (snap == null || now >= snap.expiresAtMs || snap.rejected) {
@@ -101,7 +104,7 @@ final class ExecutorReplies {
         valid = false;
         break;
       }
-      fresh &= now < snap.refreshAtMs;
+      fresh &= now < snap.refreshAtMs || confirmed;
       configs.put(e.getKey(), snap.toConfig());
     }
     used.accept(clock.nowMs()); // an executor uses the table: keep it scheduled

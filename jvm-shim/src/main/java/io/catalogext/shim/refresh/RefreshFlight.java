@@ -1,5 +1,6 @@
 package io.catalogext.shim.refresh;
 
+import io.catalogext.shim.config.CredentialRules;
 import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.errors.CredentialsRejectedException;
 import io.catalogext.shim.events.EventLog;
@@ -20,8 +21,9 @@ import org.slf4j.LoggerFactory;
  * keys due cause one request to its source, and a failed attempt backs off before the next. Each
  * refresh is counted and reported ({@code credential_refresh.started/finished}).
  *
- * <p>The generation counts installs: a caller reads it before it looks at the keys, and a refresh
- * starts only if none landed since (else the catalog would get a second, early request).
+ * <p>The generation counts the source's answers put in place (new keys, or its word that the held
+ * ones are current): a caller reads it before it looks at the keys, and a refresh starts only if
+ * none landed since (else the catalog would get a second, early request).
  */
 final class RefreshFlight {
   private static final Logger LOG = LoggerFactory.getLogger(RefreshFlight.class);
@@ -40,9 +42,13 @@ final class RefreshFlight {
   private final AtomicBoolean asyncInFlight = new AtomicBoolean();
   private final AtomicLong refreshCount = new AtomicLong();
   private final AtomicLong failureCount = new AtomicLong();
+  /** Answers with the keys already held (a catalog's credential cache), which are no refresh. */
+  private final AtomicLong cachedAnswers = new AtomicLong();
   private final Map<String, AtomicLong> strategyCounts = new ConcurrentHashMap<>();
   private volatile int consecutiveFailures;
   private volatile long nextAttemptAtMs;
+  /** Until then the catalog's last answer confirmed the held keys as its current ones (its cache). */
+  private volatile long confirmedUntilMs;
   private volatile long lastRefreshAtMs;
   private volatile String lastStrategy = "initial";
   private volatile String lastError;
@@ -81,6 +87,14 @@ final class RefreshFlight {
 
   long lastRefreshAtMs() {
     return lastRefreshAtMs;
+  }
+
+  /**
+   * Whether the catalog's last answer (inside its cache window) confirmed the held keys as its
+   * current ones: executors asking the driver then take them as the freshest there are.
+   */
+  boolean confirmedCurrent(long now) {
+    return now < confirmedUntilMs;
   }
 
   /**
@@ -161,6 +175,14 @@ final class RefreshFlight {
       RefreshResult result;
       try {
         result = source.fetch(subject);
+        if (result.degradedError == null && slots.holds(result) && slots.allStatedExpiry()) {
+          sameKeys(result.strategy); // throws when the keys handed back have expired
+          event.put("outcome", "cached");
+          event.put("strategy", result.strategy);
+          event.put("duration_s", (System.nanoTime() - startedNanos) / 1e9);
+          EventLog.emit("credential_refresh.finished", event);
+          return false;
+        }
       } catch (Exception e) {
         failed(e);
         event.put("outcome", "failed");
@@ -196,6 +218,37 @@ final class RefreshFlight {
     }
   }
 
+  /**
+   * The source answered with the keys the table holds (a catalog's credential cache): no renewal,
+   * not counted as one. The catalog is asked again once its cache window has passed
+   * ({@link CredentialRules#cacheWindowEndMs}), and the generation moves on, so callers queued
+   * behind this request take the held keys instead of asking the catalog one after another.
+   *
+   * @throws IllegalStateException one line, when the keys handed back have expired
+   */
+  private void sameKeys(String strategy) {
+    long now = clock.nowMs();
+    cachedAnswers.incrementAndGet();
+    CredentialSnapshot soonest = slots.soonest().orElse(null);
+    String table = subject.context().qualifiedName();
+    String how = strategy.split(" ")[0];
+    if (soonest != null && now >= soonest.statedExpiresAtMs) {
+      throw new IllegalStateException("the catalog answered the refresh of " + table + " (" + how + ") with the same keys,"
+          + " which expired " + (now - soonest.statedExpiresAtMs) / 1000.0 + " s ago: its credential cache outlives the keys it"
+          + " vends; check the catalog's credential cache setting against its credential lifetime");
+    }
+    lastError = null;
+    consecutiveFailures = 0;
+    nextAttemptAtMs = soonest == null
+        ? now + policy.maxBackoffMs
+        : CredentialRules.cacheWindowEndMs(soonest.fetchedAtMs, soonest.expiresAtMs,
+            soonest.expiresAtMs - soonest.hardMarginMs(), now, policy.initialBackoffMs, policy.maxBackoffMs);
+    confirmedUntilMs = nextAttemptAtMs;
+    generation.incrementAndGet();
+    LOG.info("catalog-ext: the catalog answered the refresh of {} ({}) with the keys it vended before (its credential"
+        + " cache): not renewed; asking again in {} ms", table, how, nextAttemptAtMs - now);
+  }
+
   /** Installs a result; fresh keys count as a refresh, a source's old keys as a failure. */
   private void install(RefreshResult result) {
     long now = clock.nowMs();
@@ -207,6 +260,7 @@ final class RefreshFlight {
       return;
     }
     lastStrategy = result.strategy;
+    confirmedUntilMs = 0;
     strategyCounts.computeIfAbsent(result.strategy.split(" ")[0], k -> new AtomicLong()).incrementAndGet();
     lastRefreshAtMs = now;
     lastError = null;
@@ -244,6 +298,7 @@ final class RefreshFlight {
     node.put("generation", generation.get());
     node.put("refresh_count", refreshCount.get());
     node.put("failure_count", failureCount.get());
+    node.put("cached_answers", cachedAnswers.get());
     node.put("last_strategy", lastStrategy);
     var counts = node.putObject("strategy_counts");
     strategyCounts.forEach((k, v) -> counts.put(k, v.get()));

@@ -37,13 +37,15 @@ public final class CatalogSession {
   public final String uri;
   /** Where the catalog's credentials may go: its URI's origin and those the user configured. */
   public final TrustedOrigins trust;
+  /** The settings only the user makes (HTTP client, S3 client factory), as the user made them. */
+  public final UserOnlySettings userOnly;
   /** catalog-ext.refresh.* of this catalog (the Python face sets them, or spark-conf does). */
   public final RefreshPolicy policy;
   /** Idempotency-Key, retries and reconciliation of this catalog's mutations. */
   public final CommitGuard guard = new CommitGuard();
   /**
-   * Endpoints this catalog lacks (404, 405, 501 or "no route" to GET .../credentials, or not in
-   * its advertised endpoints), each forgotten after an hour.
+   * Endpoints this catalog lacks (404, 405, 501 or "no route" to GET .../credentials), each
+   * forgotten after an hour.
    */
   public final MissingEndpoints unsupported;
 
@@ -82,6 +84,7 @@ public final class CatalogSession {
     this.owner = sparkSession == null ? null : new WeakReference<>(sparkSession);
     this.uri = props.get(CatalogProperties.URI);
     this.trust = TrustedOrigins.fromUserProperties(name, props);
+    this.userOnly = UserOnlySettings.fromUserProperties(name, this.uri, props);
     this.policy = RefreshPolicy.fromProperties(props);
   }
 

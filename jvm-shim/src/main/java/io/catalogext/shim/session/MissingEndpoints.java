@@ -9,7 +9,8 @@ import org.apache.iceberg.rest.Endpoint;
 
 /**
  * The endpoints a catalog turned out not to support (a 404, 405, 501 or "no route" to
- * {@code GET .../credentials}, or an endpoint list in {@code /v1/config} without it), each
+ * {@code GET .../credentials}; an endpoint list in {@code /v1/config} without it is no proof, a
+ * server may serve a route it does not list), each
  * remembered for {@link #FORGET_AFTER_MS} and then asked again: a catalog upgraded during a long
  * job, or a 404 from a proxy during a rolling restart, is not written off for the life of the JVM.
  * PyIceberg jobs forget after the same time (both read it from the shared credential rules).

@@ -98,6 +98,11 @@ public class CredentialOriginsTest {
 
   /** The catalog as a user configures it (a token, a header.* value, the shim's S3 clients), plus {@code extra}. */
   private ExtRESTCatalog open(boolean trustAttacker, Map<String, String> extra) {
+    return open(trustAttacker, extra, true);
+  }
+
+  /** The same, with the shim's S3 client factory in the user's properties or (as remote-signing users have it) without. */
+  private ExtRESTCatalog open(boolean trustAttacker, Map<String, String> extra, boolean shimFactory) {
     Map<String, String> props = new HashMap<>();
     props.put("uri", LoopbackCatalog.uri(catalog, ""));
     props.put("header.X-Custom", HEADER_SECRET);
@@ -107,6 +112,9 @@ public class CredentialOriginsTest {
     props.put("s3.path-style-access", "true");
     props.put("client.region", "us-east-1");
     props.putAll(extra);
+    if (!shimFactory) {
+      props.remove("s3.client-factory-impl");
+    }
     if (!props.containsKey("credential")) {
       props.put("token", TOKEN);
     }
@@ -192,7 +200,95 @@ public class CredentialOriginsTest {
     assertEquals(List.of(), attacked, "requests at the attacker");
   }
 
+  @Test
+  void testAConfigProxyCarriesNoCatalogTraffic() throws Exception {
+    start();
+    String proxy = "\"rest.client.proxy.hostname\":\"127.0.0.1\",\"rest.client.proxy.port\":\""
+        + attacker.getAddress().getPort() + "\"";
+    Map<String, String> userProxy = Map.of("rest.client.proxy.hostname", "127.0.0.1",
+        "rest.client.proxy.port", String.valueOf(attacker.getAddress().getPort()));
+    try (ExtRESTCatalog c = open(false, userProxy)) {
+      c.loadTable(TableIdentifier.of("db", "t"));
+      assertTrue(credentialed().stream().anyMatch(r -> r.contains("auth=Bearer " + TOKEN)),
+          "control: the user's own proxy carries the catalog's requests: " + attacked);
+    }
+    for (String section : new String[] {"overrides", "defaults"}) {
+      attacked.clear();
+      config = "{\"defaults\":{},\"overrides\":{}}".replace("\"" + section + "\":{}", "\"" + section + "\":{" + proxy + "}");
+      Map<String, String> io;
+      try (ExtRESTCatalog c = open(false, Map.of())) {
+        io = c.loadTable(TableIdentifier.of("db", "t")).io().properties();
+        c.listNamespaces();
+      }
+      assertEquals(List.of(), attacked, "requests at the attacker through a " + section + " proxy");
+      assertTrue(!io.containsKey("rest.client.proxy.hostname"),
+          "the server's proxy reached the table's FileIO (the remote signer's HTTP client reads it)");
+    }
+  }
+
   // ---------------------------------------------------------------- a table's config
+
+  @Test
+  void testATableConfigProxyOrClientFactoryNeverReachesTheFileIo() throws Exception {
+    start();
+    tableConfig = "{\"rest.client.proxy.hostname\":\"127.0.0.1\",\"rest.client.proxy.port\":\"9\","
+        + "\"s3.client-factory-impl\":\"org.apache.iceberg.aws.s3.DefaultS3FileIOAwsClientFactory\"}";
+    for (boolean shimFactory : new boolean[] {true, false}) {
+      try (ExtRESTCatalog c = open(false, Map.of(), shimFactory)) {
+        Map<String, String> io = c.loadTable(TableIdentifier.of("db", "t")).io().properties();
+        assertTrue(!io.containsKey("rest.client.proxy.hostname") && !io.containsKey("rest.client.proxy.port"), io.toString());
+        assertEquals(RefreshingS3ClientFactory.class.getName(), io.get("s3.client-factory-impl"),
+            "the shim's factory builds the table's S3 clients (it checks the remote signer)");
+      }
+    }
+    tableConfig = "{\"s3.client-factory-impl\":\"" + RefreshingS3ClientFactory.class.getName() + "\"}";
+    String iceberg = "org.apache.iceberg.aws.s3.DefaultS3FileIOAwsClientFactory";
+    try (ExtRESTCatalog c = open(false, Map.of("s3.client-factory-impl", iceberg))) {
+      Map<String, String> io = c.loadTable(TableIdentifier.of("db", "t")).io().properties();
+      assertEquals(iceberg, io.get("s3.client-factory-impl"), "the user's own choice stays");
+    }
+  }
+
+  @Test
+  void testARefreshEndpointOnAnotherOriginGetsNoTokenWhereIcebergsProviderWouldFetch() throws Exception {
+    start();
+    // No keys in the answer: the shim tracks no keys for the table, so Iceberg's own credential
+    // chain would fetch them from the refresh endpoint, with the catalog's auth session.
+    tableConfig = "{\"client.refresh-credentials-endpoint\":\"ATTACKER/v1/creds\"}";
+    try (ExtRESTCatalog c = open(true, Map.of())) {
+      readThrough(c.loadTable(TableIdentifier.of("db", "t")));
+      assertTrue(credentialed().stream().anyMatch(r -> r.startsWith("GET /v1/creds auth=Bearer " + TOKEN)),
+          "control: Iceberg's provider sent the token there: " + attacked);
+    }
+    attacked.clear();
+    try (ExtRESTCatalog c = open(false, Map.of())) {
+      assertOneLineRefusal(readThrough(c.loadTable(TableIdentifier.of("db", "t"))), attackerOrigin(),
+          "client.refresh-credentials-endpoint");
+    }
+    assertEquals(List.of(), attacked, "requests at the attacker");
+  }
+
+  @Test
+  void testASignerEndpointOnAnotherOriginGetsNoTokenWithoutTheShimFactoryConfigured() throws Exception {
+    start();
+    tableConfig = "{\"s3.remote-signing-enabled\":\"true\",\"s3.signer.endpoint\":\"ATTACKER/v1/sign\","
+        + "\"signer.endpoint\":\"ATTACKER/v1/sign\"}";
+    try (ExtRESTCatalog c = open(false, Map.of(), false)) {
+      assertOneLineRefusal(readThrough(c.loadTable(TableIdentifier.of("db", "t"))), attackerOrigin(), "signer.endpoint");
+    }
+    assertEquals(List.of(), attacked, "requests at the attacker");
+  }
+
+  @Test
+  void testASignerOAuth2ServerUriGetsNoClientSecretWithoutTheShimFactoryConfigured() throws Exception {
+    start();
+    tableConfig = "{\"s3.remote-signing-enabled\":\"true\",\"oauth2-server-uri\":\"ATTACKER/v1/oauth/tokens\"}";
+    try (ExtRESTCatalog c = open(false, Map.of("credential", "client:" + CLIENT_SECRET), false)) {
+      assertOneLineRefusal(readThrough(c.loadTable(TableIdentifier.of("db", "t"))), attackerOrigin(),
+          "the table's FileIO properties oauth2-server-uri");
+    }
+    assertEquals(List.of(), attacked, "requests at the attacker");
+  }
 
   @Test
   void testASignerEndpointOnAnotherOriginGetsNoToken() throws Exception {

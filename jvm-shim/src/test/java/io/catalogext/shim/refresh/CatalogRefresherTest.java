@@ -93,15 +93,22 @@ public class CatalogRefresherTest {
   }
 
   @Test
-  void testAnEndpointListWithoutCredentialsIsForgottenAfterAnHourToo() throws Exception {
-    CatalogSession listed = new CatalogSession("c", Map.of("uri", "http://catalog:8181"), clock::nowMs);
-    io.catalogext.shim.http.ConfigCapture.register(new ObjectMapper(), listed).readValue(
-        "{\"defaults\":{},\"overrides\":{},\"endpoints\":[\"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}\"]}",
-        ConfigResponse.class);
-    assertEquals(List.of("reload"), labels(CatalogRefresher.plan(listed, entry(false, null, null))), "not listed");
-    clock.advance(MissingEndpoints.FORGET_AFTER_MS);
-    assertEquals(List.of("credentials-endpoint", "reload"), labels(CatalogRefresher.plan(listed, entry(false, null, null))),
-        "asked again after the hour");
+  void testAnUnlistedCredentialsEndpointIsTriedOnceAndAMissingOneRemembered() throws Exception {
+    // Polaris 1.4.1 lists its endpoints without GET .../credentials and serves it.
+    String unlisted = "{\"defaults\":{},\"overrides\":{},\"endpoints\":[\"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}\"]}";
+    CatalogSession serves = new CatalogSession("c", Map.of("uri", "http://catalog:8181"), clock::nowMs);
+    io.catalogext.shim.http.ConfigCapture.register(new ObjectMapper(), serves).readValue(unlisted, ConfigResponse.class);
+    serves.observedTableOperation(scripted(Map.of("v1/namespaces/db/tables/t/credentials", "keys")), "v1/");
+    assertEquals("credentials-endpoint", CatalogRefresher.fetch(serves, entry(false, null, null)).strategy,
+        "not listed, yet served: used");
+
+    CatalogSession lacks = new CatalogSession("c", Map.of("uri", "http://catalog:8181"), clock::nowMs);
+    io.catalogext.shim.http.ConfigCapture.register(new ObjectMapper(), lacks).readValue(unlisted, ConfigResponse.class);
+    lacks.observedTableOperation(scripted(Map.of("v1/namespaces/db/tables/t/credentials", "404")), "v1/");
+    asked.clear();
+    assertThrows(RuntimeException.class, () -> CatalogRefresher.fetch(lacks, entry(false, null, null)));
+    assertThrows(RuntimeException.class, () -> CatalogRefresher.fetch(lacks, entry(false, null, null)));
+    assertEquals(1, asked.stream().filter(p -> p.endsWith("/credentials")).count(), "asked once, then remembered: " + asked);
   }
 
   @Test
@@ -128,26 +135,6 @@ public class CatalogRefresherTest {
     other.observedTableOperation(scripted(Map.of("v1/namespaces/db/tables/t/credentials", "400 Malformed token")), "v1/");
     assertThrows(RuntimeException.class, () -> CatalogRefresher.fetch(other, e));
     assertEquals(List.of("credentials-endpoint", "reload"), labels(CatalogRefresher.plan(other, e)), "another 400: asked again");
-  }
-
-  @Test
-  void testAdvertisedEndpointsWithoutCredentialsAreNotAsked() throws Exception {
-    String base = "{\"defaults\":{},\"overrides\":{}";
-    CatalogSession listed = new CatalogSession("c", Map.of("uri", "http://catalog:8181"));
-    io.catalogext.shim.http.ConfigCapture.register(new ObjectMapper(), listed).readValue(
-        base + ",\"endpoints\":[\"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}\"]}", ConfigResponse.class);
-    assertEquals(List.of("reload"), labels(CatalogRefresher.plan(listed, entry(false, null, null))), "not listed");
-
-    CatalogSession withIt = new CatalogSession("c", Map.of("uri", "http://catalog:8181"));
-    io.catalogext.shim.http.ConfigCapture.register(new ObjectMapper(), withIt).readValue(
-        base + ",\"endpoints\":[\"GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials\"]}",
-        ConfigResponse.class);
-    CatalogSession unlisted = new CatalogSession("c", Map.of("uri", "http://catalog:8181"));
-    io.catalogext.shim.http.ConfigCapture.register(new ObjectMapper(), unlisted).readValue(base + "}", ConfigResponse.class);
-    for (CatalogSession s : List.of(withIt, unlisted)) {
-      assertEquals(List.of("credentials-endpoint", "reload"), labels(CatalogRefresher.plan(s, entry(false, null, null))),
-          "listed, or no list at all: asked");
-    }
   }
 
   @Test
