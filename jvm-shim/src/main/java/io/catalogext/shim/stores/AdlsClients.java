@@ -21,8 +21,8 @@ import org.apache.iceberg.util.SerializableFunction;
  * FileIO names the location it is about to hand ADLSFileIO ({@link #at}) on the calling thread:
  * ADLSFileIO calls the function from {@code client(path)}, synchronously, once per account and
  * container (its documented cache), and the shim's FileIO makes that first call itself, before any
- * of ADLSFileIO's own threads (bulk deletes) or lazy listings could. AdlsClientsParityTest fails
- * if ADLSFileIO stops calling the function that way.
+ * of ADLSFileIO's own threads (bulk deletes) or lazy listings could. Should an Iceberg release call
+ * the function otherwise, {@link #apply} fails in one line rather than guess the location.
  */
 public final class AdlsClients implements SerializableFunction<Object, DataLakeFileSystemClient> {
   private static final long serialVersionUID = 1L;

@@ -14,8 +14,6 @@ import org.apache.iceberg.gcp.GCPProperties;
  * The {@code Storage} client GCSFileIO gets from the shim for one table prefix: built as Iceberg's
  * own (PrefixedStorage: the same user agent, project, client-lib token and host, from the same
  * {@code gcs.*} properties), with {@link GcsTokenCredentials} instead of a fixed token.
- * GcsStorageParityTest reads PrefixedStorage's bytecode and fails when Iceberg sets another
- * option of the client.
  */
 public final class GcsStorages {
   private static final String USER_AGENT = "gcsfileio/" + EnvironmentContext.get();
