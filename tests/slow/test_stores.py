@@ -2,9 +2,9 @@
 Iceberg's REST fixture 1.11.0 on them behind a front that vends short-lived SAS and GCS tokens.
 
 Each Spark job runs on the package's user path (`configure(store=...)`: the shim's FileIO for the
-store, the store's SDK bundle) in a process of its own (tests/stores/store_job.py). The writes share
-one job per store (Spark's start costs more than most of them under load); the renewal read and the
-Iceberg 1.10 create each need a job of their own (executor JVMs; another Spark line).
+store, the store's SDK bundle) in a process of its own (tests/stores/store_job.py). One job per store
+(2 executor JVMs) serves every test but the Iceberg 1.10 create, which runs on another Spark line:
+Spark's start costs more than most steps under load.
 
 A job that fails the way plain Iceberg does raises `StoreRefusal` with the store's one-line answer.
 """
@@ -24,7 +24,8 @@ ICEBERG = "1.11.0"
 LIFETIME = 10  # seconds each vended token lives in the expiry tests
 ROWS = 4  # single-row files of a staged create, each row 0.8 lifetimes slow: the job spans 3.2 lifetimes
 FILES = 6  # single-row files the renewal test reads, one task each, 3 per executor, each 1 lifetime slow
-# Renew once 1/4 of a token's life is left (the shim's hard margin for short tokens), checked every second.
+# The session's refresh policy: renew once 1/4 of a token's life is left (the shim's hard margin for short
+# tokens), checked every second.
 RENEWAL_POLICY = {"min_ahead_s": 0, "lifetime_fraction": 0.25, "check_interval_s": 1}
 
 # How each store refuses a token today, as the job reports it.
@@ -74,43 +75,48 @@ def job(stack, action: str, table: str, *, rows: int = ROWS, ms: int = 0, iceber
 
 
 @pytest.fixture(scope="module")
-def writes(stack) -> dict[str, dict]:
-    """Every write of the module's tests in one Spark session per store (a session's start costs more
-    than most steps): a committed round trip, a staged SQL CTAS and a staged `writeTo().create()`
-    whose tasks span 3.2 token lifetimes, and the committed table of single-row files the renewal test
-    reads. Tokens live LIFETIME seconds, every credential carries a storage-refresh-token, no refresh
-    endpoint is advertised. Step reports by table."""
+def session(stack) -> dict:
+    """The module's Spark work per store in one session on 2 executor JVMs (a session's start costs
+    more than most steps under load): a committed round trip, a staged SQL CTAS and a staged
+    `writeTo().create()` whose tasks span 3.2 token lifetimes with a storage-refresh-token on every
+    credential, then a committed table of single-row files read over 3 lifetimes from a catalog that
+    advertises its refresh endpoint instead (Polaris's style). Tokens live LIFETIME seconds. The
+    job's report, its steps by action."""
     stack.front.lifetime_s = LIFETIME
     stack.front.refresh_tokens = True
     stack.front.advertise_refresh_endpoint = False
+    stack.front.endpoint_tables = {"db.renewals"}
     slow_ms = int(0.8 * LIFETIME * 1000)
     steps = [{"action": "roundtrip", "table": "round_trip", "rows": 100, "ms": 0},
              {"action": "ctas-sql", "table": "staged_ctas_sql", "rows": ROWS, "ms": slow_ms},
              {"action": "writeto", "table": "staged_writeto", "rows": ROWS, "ms": slow_ms},
-             {"action": "files", "table": "renewals", "rows": FILES, "ms": 0}]
+             {"action": "files", "table": "renewals", "rows": FILES, "ms": 0},
+             {"action": "read", "table": "renewals", "rows": FILES, "ms": LIFETIME * 1000}]
     try:
-        kind, report = job(stack, "", "", steps=steps)
+        kind, report = job(stack, "", "", steps=steps, master="local-cluster[2,1,1024]", policy=RENEWAL_POLICY)
     finally:
         stack.front.refresh_tokens = False
+        stack.front.endpoint_tables = set()
     assert kind == "RESULT", summarize(report.get("error", ""))
-    return {step["table"]: step for step in report["steps"]}
+    assert report["executors"] == 2, report
+    return {**report, "steps": {step["action"]: done for step, done in zip(steps, report["steps"])}}
 
 
-def test_committed_table_round_trip(stack, writes):
+def test_committed_table_round_trip(stack, session):
     """A committed table's write and read with short-lived vended tokens."""
-    step = writes["round_trip"]
+    step = session["steps"]["roundtrip"]
     assert step["kind"] == "RESULT", summarize(step["error"])
     assert (step["rows"], step["sum"]) == (100, 3 * sum(range(100)))
     assert stack.front.vended, "the front vended nothing: the job did not ask for vended credentials"
 
 
 @pytest.mark.parametrize("action", ["ctas-sql", "writeto"])
-def test_staged_create_outlives_three_token_lifetimes(stack, writes, action):
+def test_staged_create_outlives_three_token_lifetimes(stack, session, action):
     """A SQL CTAS and a writeTo().create() whose tasks span 3.2 token lifetimes, with a
     storage-refresh-token on every credential: exact rows. (Plain Iceberg fails both: /credentials
     has nothing for a staged table, apache/iceberg#13554; ADLS then answers 403 once the SAS expires,
     GCS fails at the first write: google-auth will not send a token with under 3 min left.)"""
-    step = writes[f"staged_{action.replace('-', '_')}"]
+    step = session["steps"][action]
     if step["kind"] == "FAILED":
         raise refused(stack.store, step)
     assert step["seconds"] >= 3 * LIFETIME, f"the create took {step['seconds']:.0f} s: not 3 token lifetimes"
@@ -140,34 +146,27 @@ class TooManyRequests(Exception):
     """More than one catalog request per table per token renewal."""
 
 
-def test_one_catalog_request_per_table_per_renewal(stack, writes):
-    """A read of a committed table over about 3 token lifetimes on 2 executor JVMs, with the refresh
-    endpoint advertised: the executors get their tokens from the driver (plugin RPC), and the catalog
-    is asked once per renewal the refresh policy schedules (every 0.75 lifetimes here), plus one.
-    Two executors suffice: each asking on its own would double that. (Plain Iceberg asks 13 to 34
-    times per lifetime: every executor refreshes on its own, GCS per client and ADLS per FileIO, and
-    with tokens this short the SDKs renew on nearly every request.)"""
-    made = writes["renewals"]
+def test_one_catalog_request_per_table_per_renewal(stack, session):
+    """A read of a committed table over 3 token lifetimes on 2 executor JVMs, the refresh endpoint
+    advertised: the executors get their tokens from the driver (plugin RPC), and the catalog is asked
+    once per renewal the refresh policy schedules (every 0.75 lifetimes here), plus one. Two
+    executors suffice: each asking on its own would double that. (Plain Iceberg asks 13 to 34 times
+    per lifetime: every executor refreshes on its own, GCS per client and ADLS per FileIO, and with
+    tokens this short the SDKs renew on nearly every request.)"""
+    made, read = session["steps"]["files"], session["steps"]["read"]
     assert made["kind"] == "RESULT", summarize(made["error"])
-    stack.front.lifetime_s = LIFETIME
-    stack.front.advertise_refresh_endpoint = True
-    try:
-        kind, report = job(stack, "", "", master="local-cluster[2,1,1024]", policy=RENEWAL_POLICY,
-                           steps=[{"action": "read", "table": "renewals", "rows": FILES, "ms": LIFETIME * 1000}])
-    finally:
-        stack.front.advertise_refresh_endpoint = False
-    assert kind == "RESULT", summarize(report.get("error", ""))
-    (read,) = report["steps"]
     if read["kind"] == "FAILED":
         raise refused(stack.store, read)
     assert (read["rows"], read["sum"]) == (FILES, 3 * sum(range(FILES)))
-    assert report["executors"] == 2, report
-    assert report["plugin"]["served"] >= 2 and report["plugin"]["refused"] == 0, report["plugin"]
+    assert session["plugin"]["served"] >= 2 and session["plugin"]["refused"] == 0, session["plugin"]
     during = [e for e in stack.front.entries() if e["kind"] == "credentials" and e["table"] == "db.renewals"
               and read["read_started"] <= e["time"] <= read["read_ended"]]
     seconds = read["read_ended"] - read["read_started"]
     renewals = math.ceil(seconds / (LIFETIME * (1 - RENEWAL_POLICY["lifetime_fraction"])))
     assert seconds >= 3 * LIFETIME, f"the read took {seconds:.0f} s: not 3 token lifetimes"
+    assert during, "the read asked the catalog for nothing: its tokens were not renewed"
+    print(f"{stack.store}: {len(during)} /credentials requests over {seconds:.0f} s ({seconds / LIFETIME:.1f} lifetimes, "
+          f"{renewals} scheduled renewals); executor requests served by the driver: {session['plugin']['served']}")
     if len(during) > renewals + 1:
         raise TooManyRequests(f"{len(during)} /credentials requests over {seconds:.0f} s: {renewals} renewals")
 
