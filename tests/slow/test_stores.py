@@ -99,7 +99,7 @@ def session(stack) -> dict:
         stack.front.endpoint_tables = set()
     assert kind == "RESULT", summarize(report.get("error", ""))
     assert report["executors"] == 2, report
-    return {**report, "steps": {step["action"]: done for step, done in zip(steps, report["steps"])}}
+    return {**report, "steps": {step["action"]: done for step, done in zip(steps, report["steps"], strict=True)}}
 
 
 def test_committed_table_round_trip(stack, session):
