@@ -21,8 +21,8 @@ from urllib.parse import urlparse
 from pyspark_catalog_ext.catalog.profiles import REMOTE_SIGNING, Profile, get_profile
 from pyspark_catalog_ext.errors import ConfigError, redact
 
-__all__ = ["CatalogConnection", "DELEGATION_HEADER", "SHIM_PACKAGE", "SHIM_CATALOG_IMPL", "SHIM_CLIENT_FACTORY", "S3_FILE_IO",
-           "pyiceberg_names", "spark_catalog_properties", "validate_uri"]
+__all__ = ["CatalogConnection", "DELEGATION_HEADER", "SHIM_PACKAGE", "SHIM_CATALOG_IMPL", "SHIM_CLIENT_FACTORY", "SHIM_STORE_FILE_IO",
+           "S3_FILE_IO", "pyiceberg_names", "spark_catalog_properties", "validate_uri"]
 
 DELEGATION_HEADER = "header.X-Iceberg-Access-Delegation"
 # The Java classes a Spark catalog's properties name: the shim's, and Iceberg's S3 FileIO.
@@ -30,6 +30,8 @@ SHIM_PACKAGE = "io.catalogext.shim"
 SHIM_CATALOG_IMPL = f"{SHIM_PACKAGE}.ExtRESTCatalog"
 SHIM_CLIENT_FACTORY = f"{SHIM_PACKAGE}.RefreshingS3ClientFactory"
 S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
+# The shim's FileIOs for tables on GCS and ADLS (Iceberg's own, with tokens from the shim's registry).
+SHIM_STORE_FILE_IO = {"gcs": f"{SHIM_PACKAGE}.RefreshingGCSFileIO", "adls": f"{SHIM_PACKAGE}.RefreshingADLSFileIO"}
 _STORAGE_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 # PyIceberg-only keys that mean nothing (or something else) to Iceberg Java.
 _PYICEBERG_ONLY = {"type", "py-io-impl", "s3.force-virtual-addressing", "downcast-ns-timestamp-to-us-on-write"}

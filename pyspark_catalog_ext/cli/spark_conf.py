@@ -47,7 +47,8 @@ def _cmd(args: argparse.Namespace) -> int:
         extra[key] = os.environ[var]
     conf = spark_conf(
         args.profile, args.catalog, jars=None if args.jars == "none" else args.jars, repository=args.repository, shim=not args.no_shim,
-        local=True if args.local else None, extra_conf=extra, spark=args.spark, iceberg=args.iceberg, **connection_kwargs(args),
+        local=True if args.local else None, extra_conf=extra, spark=args.spark, iceberg=args.iceberg, store=args.store,
+        **connection_kwargs(args),
     )
     if args.check:
         check_catalog(conf, args.catalog)
@@ -66,6 +67,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="offline (default): the jars fetched here from Maven Central, as paths; pypi: the same from PyPI wheels "
                         "(Spark 3.5 + Iceberg 1.10.2); maven: --packages for Spark's Ivy; packages: from --repository; none")
     add_stack_arguments(p)
+    p.add_argument("--store", choices=["s3", "gcs", "adls"], default="s3",
+                   help="where the catalog's tables keep their files (default: s3); gcs/adls: the shim's FileIO for that store and its SDK bundle")
     p.add_argument("--repository", metavar="DIR_OR_URL", help="with --jars packages: a folder made by `maven-repo` or a Maven repository URL")
     p.add_argument("--no-shim", action="store_true", help="plain Iceberg REST catalog without the refresh shim")
     p.add_argument("--local", action="store_true", help="bind the driver to 127.0.0.1")

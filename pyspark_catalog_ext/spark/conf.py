@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pyspark_catalog_ext.catalog.connection import SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, spark_catalog_properties
+from pyspark_catalog_ext.catalog.connection import SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, SHIM_STORE_FILE_IO, spark_catalog_properties
 from pyspark_catalog_ext.catalog.profiles import Profile, get_profile
 from pyspark_catalog_ext.catalog.resolve import catalog_connection
 from pyspark_catalog_ext.errors import ConfigError
@@ -26,7 +26,12 @@ __all__ = [
     "SHIM_CATALOG_IMPL",
     "SHIM_CLIENT_FACTORY",
     "SHIM_PLUGIN",
+    "STORES",
 ]
+
+#: Where a catalog's tables keep their files: "s3" (S3FileIO), "gcs" or "adls" (the shim's FileIO for
+#: that store, or Iceberg's own without the shim, with the store's SDK bundle in the jars).
+STORES = ("s3", "gcs", "adls")
 
 
 class CatalogSparkConf(dict):
@@ -67,6 +72,7 @@ def spark_conf(
     refresh: Any = None,
     spark: str | None = None,
     iceberg: str | None = None,
+    store: str = "s3",
     **catalog_args: Any,
 ) -> CatalogSparkConf:
     """All Spark settings for `catalog` as a CatalogSparkConf dict (secrets masked in its repr).
@@ -83,11 +89,20 @@ def spark_conf(
     `spark`/`iceberg`: the Spark line (default: the installed pyspark's) and Iceberg release ("1.12";
     default: the newest with a runtime for that line; for the installed pyspark, the newest that runs
     on the Java here) the jars are for (`jars.select_stack`).
+    `store`: where the catalog's tables keep their files, "s3" (default), "gcs" or "adls": the
+    catalog's `io-impl` is then the shim's FileIO for that store (Iceberg's own with `shim=False`) and
+    the jars carry the store's SDK bundle (not with jars="packages": `maven-repo` lays out no bundle).
     """
+    if store not in STORES:
+        raise ConfigError(f"store {store!r} is not one of {', '.join(STORES)}: where the catalog's tables keep their files")
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", catalog):
         raise ConfigError(f"catalog name {catalog!r} must be a plain identifier such as 'lake'")
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     props = catalog_properties(prof, shim=shim, **catalog_args)
+    if store != "s3":
+        from pyspark_catalog_ext.spark.store_jars import store_file_io
+
+        props["io-impl"] = SHIM_STORE_FILE_IO[store] if shim else store_file_io(store)
     conf = CatalogSparkConf()
     # With the shim, SQL function catalog_ext_status() too: status for clients without Py4J (Spark Connect).
     conf["spark.sql.extensions"] = f"{EXTENSIONS},{SHIM_SQL_EXTENSIONS}" if shim else EXTENSIONS
@@ -110,7 +125,7 @@ def spark_conf(
             java = local_java_major()
         stack = select_stack(spark, iceberg, java=java)  # checked even without jars: a bad combination is an error either way
         if jars is not None:
-            conf.update(_jar_conf(jars, shim, repository, stack, user_pick=iceberg is not None))
+            conf.update(_jar_conf(jars, shim, repository, stack, user_pick=iceberg is not None, store=store))
     if shim:
         conf["spark.plugins"] = SHIM_PLUGIN  # executors ask the driver over Spark's own RPC
     if extra_conf:
@@ -131,15 +146,19 @@ def _join_list(existing: str, ours: str) -> str:
 JAR_MODES = ("offline", "pypi", "maven", "packages")
 
 
-def _jar_conf(mode: str, shim: bool, repository: str | None, stack: Any, user_pick: bool) -> dict[str, str]:
+def _jar_conf(mode: str, shim: bool, repository: str | None, stack: Any, user_pick: bool, store: str = "s3") -> dict[str, str]:
     from pyspark_catalog_ext.spark.jars import resolve_stack_jars
     from pyspark_catalog_ext.spark.shim_build import shim_jar
+    from pyspark_catalog_ext.spark.store_jars import store_bundle, store_jars
 
     if mode not in JAR_MODES:
         raise ConfigError(f"jars={mode!r} is not a jar mode; use 'offline' (jars fetched here from Maven Central), 'pypi' (the same from PyPI wheels), "
                           "'maven' (spark.jars.packages) or 'packages' (with a repository)")
     if mode == "packages":
         from pyspark_catalog_ext.spark.maven_repo import repository_settings
+
+        if store != "s3":
+            raise ConfigError(f"jars='packages' has no {store} SDK bundle: `maven-repo` lays out none yet; use jars='offline' or 'maven' for store={store!r}")
 
         if not repository:
             raise ConfigError("jars='packages' needs a repository: lay one out with `pyspark-catalog-ext maven-repo DIR`, then pass --repository DIR")
@@ -150,9 +169,11 @@ def _jar_conf(mode: str, shim: bool, repository: str | None, stack: Any, user_pi
     if mode in ("offline", "pypi"):
         route = "pypi" if mode == "pypi" else None
         jar_paths = [str(p) for p in resolve_stack_jars(stack, route=route, user_pick=user_pick).jars]
+        if store != "s3":  # from Maven Central in both modes: the bundles are not on PyPI
+            jar_paths += [str(p) for p in store_jars(store, stack)]
     if shim:
         jar_paths.append(str(shim_jar()))
     conf = {"spark.jars": ",".join(jar_paths)} if jar_paths else {}
     if mode == "maven":
-        conf["spark.jars.packages"] = stack.maven_packages
+        conf["spark.jars.packages"] = stack.maven_packages + ("" if store == "s3" else "," + store_bundle(store, stack))
     return conf

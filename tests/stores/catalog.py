@@ -25,6 +25,9 @@ The front's switches are those of the S3 catalog proxy (tests/servers/catalog_pr
                               (a staged table answers 404, as in apache/iceberg#13554);
   extra_prefixes              {"ns.table": [location, ...]}: vend for these prefixes too, in the
                               same answer (several stores or accounts in one table);
+  endpoint_tables             {"ns.table", ...}: these tables are served as with
+                              advertise_refresh_endpoint and without refresh_tokens, whatever those
+                              say (one job mixing a catalog's two refresh styles);
   faults, counters            as every BufferedProxy: ``count(kind=..., table=...)`` over
                               config, oauth, stage-create, create, load, commit, credentials, drop.
 """
@@ -134,6 +137,7 @@ class VendingCatalog(BufferedProxy):
         self.advertise_refresh_endpoint = advertise_refresh_endpoint
         self.refresh_endpoint_style = refresh_endpoint_style
         self.extra_prefixes: dict[str, list[str]] = {}
+        self.endpoint_tables: set[str] = set()
         self.signer = RefreshTokenSigner()
         self.clock: Callable[[], float] = time.time
         self.secrets_handed_out: set[str] = set()
@@ -173,7 +177,7 @@ class VendingCatalog(BufferedProxy):
         route = req.route
         if (m := _CREDS.match(route)) and req.method == "GET":
             query = parse_qs(urlsplit(req.path).query)
-            if "storageRefreshToken" in query or self.advertise_refresh_endpoint:
+            if "storageRefreshToken" in query or self._advertises(table_name(_ns(m), unquote(m["t"]))):
                 return self._serve_credentials(req, m, query)
             return self.forward(req)
         resp = self.forward(req)
@@ -197,17 +201,20 @@ class VendingCatalog(BufferedProxy):
         for cred in credentials:
             config.update(cred["config"])
         config.update(self.endpoints())
-        if self.advertise_refresh_endpoint:
+        if self._advertises(table_name(ns, name)):
             endpoint = self.refresh_endpoint(m["prefix"], ns, name)
             for key in ("client.refresh-credentials-endpoint", "gcs.oauth2.refresh-credentials-endpoint",
                         "adls.refresh-credentials-endpoint"):
                 config[key] = endpoint
-        if self.refresh_tokens:
+        if self.refresh_tokens and table_name(ns, name) not in self.endpoint_tables:
             expires = self.clock() + self.token_ttl_seconds
             for cred in credentials:
                 cred["storage-refresh-token"] = self.signer.sign(m["prefix"] or "", ns, name, location, expires)
         data["storage-credentials"] = credentials
         return resp.with_json(data)
+
+    def _advertises(self, table: str) -> bool:
+        return self.advertise_refresh_endpoint or table in self.endpoint_tables
 
     def credentials_for(self, table: str, location: str) -> list[dict[str, Any]]:
         """Fresh storage credentials for `location` and the table's extra prefixes, one per prefix."""

@@ -1,14 +1,19 @@
 """A Spark job on a store catalog, in a process of its own (its own JVM, its own jars):
 `python tests/stores/store_job.py '<json args>'` prints `RESULT {...}` or `FAILED {...}` on stdout.
 
-args: store ("adls" | "gcs"), uri (the vending front), iceberg ("1.11.0"), master, action, table,
-rows, ms (per-row sleep), and mode:
-  "package"  the user path: `configure()` with the shim, the store's bundle on the builder and the
-             store's FileIO named by the user (`io-impl`): what the store tests hold the package to;
+args: store ("adls" | "gcs"), uri (the vending front), iceberg ("1.11.0"), master, mode, and either
+one step (action, table, rows, ms) or `steps`, a list of them run one after another in the same
+session (each step's outcome is reported on its own: a step that fails does not stop the next);
+`policy`: catalog-ext.refresh.* settings in seconds (RefreshPolicy's arguments), for "package".
+modes:
+  "package"  the user path: `configure(store=...)` (the shim's FileIO for the store, its SDK bundle)
+             with the refresh policy given: what the store tests hold the package to;
   "plain"    Iceberg alone (tests/stores/plain_spark.py): the baseline.
 actions: "roundtrip" (create, insert, read back), "ctas-sql", "writeto" (staged creates, `rows`
 single-row files, each row `ms` slow), "files" (a committed table of `rows` single-row files) and
 "read" (that table read one task per file, each `ms` slow).
+With steps, RESULT carries {"steps": [{"table", "kind": "RESULT"|"FAILED", ...}], "status": the
+registry's status per table (package mode), "executors": executor JVMs seen}.
 """
 from __future__ import annotations
 
@@ -28,17 +33,14 @@ from tests.stores.plain_spark import CATALOG, plain_session  # noqa: E402
 def package_session(args: dict):
     from pyspark.sql import SparkSession
 
-    from pyspark_catalog_ext.spark.jars import select_stack
+    from pyspark_catalog_ext.credentials import RefreshPolicy
     from pyspark_catalog_ext.spark.session import configure
-    from pyspark_catalog_ext.spark.store_jars import store_file_io, store_jars
 
-    stack = select_stack(None, args["iceberg"])  # the installed pyspark's line
-    builder = (SparkSession.builder.master(args["master"]).appName(f"stores-{args['store']}")
-               .config("spark.jars", ",".join(str(j) for j in store_jars(args["store"], stack))))
+    builder = SparkSession.builder.master(args["master"]).appName(f"stores-{args['store']}")
+    policy = RefreshPolicy(**args["policy"]) if args.get("policy") else None
     builder = configure(builder, "seaweedfs", CATALOG, uri=args["uri"], warehouse="stores",
-                        credential="stores:not-a-secret", iceberg=args["iceberg"],
-                        extra_conf={f"spark.sql.catalog.{CATALOG}.io-impl": store_file_io(args["store"]),
-                                    "spark.task.maxFailures": "1", "spark.ui.enabled": "false"})
+                        credential="stores:not-a-secret", iceberg=args["iceberg"], store=args["store"], refresh=policy,
+                        extra_conf={"spark.task.maxFailures": "1", "spark.ui.enabled": "false"})
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -100,6 +102,38 @@ def run_job(args: dict, timeout: float = 900, python: str | Path | None = None) 
     raise AssertionError(f"the store job ended (exit {proc.returncode}) without a report: {proc.stderr[-3000:]}")
 
 
+def failure(exc: BaseException) -> str:
+    """The head of the failure, its causes and the store's own answer: what the tests read."""
+    text = str(exc)
+    causes = [line[:400] for line in text.splitlines() if line.startswith("Caused by: ")]
+    said = [f"store answered: Status code {m[0]}, <Code>{m[1]}</Code>"
+            for m in re.findall(r"Status code (\d+).*?<Code>(\w+)</Code>", text, re.S)[:1]]
+    return "\n".join([text[:4000], *causes, *said])
+
+
+def run_steps(spark, args: dict) -> dict:
+    out = []
+    for step in args["steps"]:
+        started = time.monotonic()
+        began = time.time()
+        try:
+            result = run(spark, {**args, **step})
+            out.append({**result, "table": step["table"], "kind": "RESULT", "seconds": time.monotonic() - started,
+                        "started": began, "ended": time.time()})
+        except Exception as exc:  # noqa: BLE001 - the test reads what failed
+            out.append({"table": step["table"], "kind": "FAILED", "error": failure(exc), "seconds": time.monotonic() - started,
+                        "started": began, "ended": time.time()})
+    report: dict = {"steps": out, "executors": spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1}
+    if args["mode"] == "package":
+        from pyspark_catalog_ext.spark.credentials import attach
+
+        manager = attach(spark)
+        report["status"] = [{"name": s.name, "refreshes": s.refresh_count, "by_strategy": s.refreshes_by_strategy,
+                             "failures": s.failure_count, "last_error": s.last_error} for s in manager.status()]
+        report["plugin"] = manager.plugin_stats()
+    return report
+
+
 def main() -> None:
     args = json.loads(sys.argv[1])
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -108,16 +142,10 @@ def main() -> None:
                                 extra={"spark.task.maxFailures": "1"}))
     started = time.monotonic()
     try:
-        result = run(spark, args)
+        result = run_steps(spark, args) if "steps" in args else run(spark, args)
         print("RESULT " + json.dumps({**result, "seconds": time.monotonic() - started}), flush=True)
     except Exception as exc:  # noqa: BLE001 - the test reads what failed
-        text = str(exc)
-        causes = [line[:400] for line in text.splitlines() if line.startswith("Caused by: ")]
-        said = [f"store answered: Status code {m[0]}, <Code>{m[1]}</Code>"
-                for m in re.findall(r"Status code (\d+).*?<Code>(\w+)</Code>", text, re.S)[:1]]
-        # The head names the failure; the causes and the store's own answer say why.
-        error = "\n".join([text[:4000], *causes, *said])
-        print("FAILED " + json.dumps({"error": error, "seconds": time.monotonic() - started}), flush=True)
+        print("FAILED " + json.dumps({"error": failure(exc), "seconds": time.monotonic() - started}), flush=True)
     finally:
         spark.stop()
 

@@ -23,7 +23,7 @@ LAYERS = (
     ("session",),         # one initialised catalog
     ("refresh",),         # credential entries, strategies, the driver channel
     ("http",),            # the catalog's HTTP client: funnel, steps, transport
-    ("spark", "staging"),  # Spark glue: catalog reads, staged tables
+    ("spark", "staging", "stores"),  # Spark glue: catalog reads, staged tables; GCS and ADLS clients
     ("",),                # the entry points configuration names (catalog-impl, plugins, PythonApi)
 )
 

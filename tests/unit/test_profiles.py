@@ -181,3 +181,21 @@ def test_settings_from_pyiceberg_yaml_and_env(monkeypatch, tmp_path):
     assert spark_conf("polaris", from_pyiceberg="shared", warehouse="explicit", jars=None)[P + "warehouse"] == "explicit"
     with pytest.raises(ConfigError, match="no PyIceberg catalog 'absent'"):
         spark_conf("polaris", from_pyiceberg="absent", jars=None)
+
+
+@pytest.mark.parametrize("store,shim_io,plain_io,bundle", [
+    ("gcs", "io.catalogext.shim.RefreshingGCSFileIO", "org.apache.iceberg.gcp.gcs.GCSFileIO", "iceberg-gcp-bundle"),
+    ("adls", "io.catalogext.shim.RefreshingADLSFileIO", "org.apache.iceberg.azure.adlsv2.ADLSFileIO", "iceberg-azure-bundle"),
+])
+def test_store_names_the_shims_file_io_and_brings_the_sdk_bundle(store, shim_io, plain_io, bundle):
+    args = dict(uri="https://polaris.example.com/api/catalog", warehouse="w", credential="a:b")
+    conf = spark_conf("polaris", jars="maven", spark="3.5", iceberg="1.11", store=store, **args)
+    assert conf[P + "io-impl"] == shim_io
+    assert f"org.apache.iceberg:{bundle}:" in conf["spark.jars.packages"]
+    plain = spark_conf("polaris", jars=None, shim=False, store=store, **args)
+    assert plain[P + "io-impl"] == plain_io
+    assert spark_conf("polaris", jars=None, **args)[P + "io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"  # s3: as before
+    with pytest.raises(ConfigError, match="store 'hdfs' is not one of s3, gcs, adls"):
+        spark_conf("polaris", jars=None, store="hdfs", **args)
+    with pytest.raises(ConfigError, match=f"jars='packages' has no {store} SDK bundle"):
+        spark_conf("polaris", jars="packages", repository="/nowhere", store=store, **args)

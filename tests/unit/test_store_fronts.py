@@ -175,6 +175,21 @@ def test_vending_front_storage_refresh_token_serves_a_staged_table(vending):
     assert front.count(kind="stage-create", table="db.staged") == 1
 
 
+def test_vending_front_serves_endpoint_tables_by_endpoint_whatever_its_switches(vending):
+    front, _ = vending
+    front.refresh_tokens = True
+    front.endpoint_tables = {"db.t"}
+    answer = requests.get(f"{front.url}/v1/namespaces/db/tables/t", headers=ASK).json()
+    assert answer["config"]["gcs.oauth2.refresh-credentials-endpoint"] == "v1/namespaces/db/tables/t/credentials"
+    assert "storage-refresh-token" not in answer["storage-credentials"][0]
+    assert requests.get(f"{front.url}/v1/namespaces/db/tables/t/credentials", headers=ASK).status_code == 200
+    staged = requests.post(f"{front.url}/v1/namespaces/db/tables", headers=ASK,
+                           json={"name": "staged", "stage-create": True, "schema": {"type": "struct", "fields": []}}).json()
+    assert staged["storage-credentials"][0]["storage-refresh-token"]  # other tables: as the switches say
+    assert "gcs.oauth2.refresh-credentials-endpoint" not in staged["config"]
+    assert front.count(kind="credentials", table="db.t") == 1
+
+
 def test_vending_front_vends_for_two_stores_in_one_answer(vending):
     front, gcs_front = vending
     other = "abfs://data@pcestore2.dfs.core.windows.net/db/t"

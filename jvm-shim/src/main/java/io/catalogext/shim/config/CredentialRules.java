@@ -11,8 +11,10 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 /**
  * Rules about storage credentials that both runtimes apply, from the spec they share
  * ({@code pyspark_catalog_ext/resources/credential-rules.json}, copied into this jar beside the knob
- * spec): the hard margin, the S3 codes that mean expired keys, when to ask again after a catalog's
- * credential cache answered, how long a missing refresh endpoint is remembered. PyIceberg reads the same file ({@code pyspark_catalog_ext.credentials.rules}).
+ * spec): the hard margin, the S3 and Azure storage codes that mean expired keys, when to ask again
+ * after a catalog's credential cache answered, how long a missing refresh endpoint is remembered.
+ * (GCS's 401 is read by google-auth's own HTTP adapter, which calls the shim's credentials back.)
+ * PyIceberg reads the same file ({@code pyspark_catalog_ext.credentials.rules}).
  */
 public final class CredentialRules {
   static final String RESOURCE = "/io/catalogext/shim/credential-rules.json";
@@ -29,6 +31,11 @@ public final class CredentialRules {
   /** The cache window: where between our fetch and the keys' expiry a catalog's cache ends, and the clock slack. */
   public static final double CACHE_WINDOW_SHARE = SPEC.path("cache-window").path("share-of-life").asDouble();
   public static final double CACHE_WINDOW_CLOCK_SLACK = SPEC.path("cache-window").path("clock-slack").asDouble();
+  /** Azure storage: the statuses and x-ms-error-code values of a SAS that is no longer valid. */
+  public static final Set<Integer> ADLS_EXPIRY_STATUSES = ints(SPEC.path("adls-expiry").path("statuses"));
+  public static final Set<String> ADLS_EXPIRY_CODES = strings(SPEC.path("adls-expiry").path("codes"));
+  /** Codes that mean "expired" only for a SAS past its own signed expiry (Azurite's answer to one), else scope errors. */
+  public static final Set<String> ADLS_CODES_ONCE_EXPIRED = strings(SPEC.path("adls-expiry").path("codes-once-expired"));
   /** How long a catalog's missing refresh endpoint is not asked again. */
   public static final long MISSING_ENDPOINT_FORGET_MS = SPEC.path("missing-endpoint").path("forget-after-ms").asLong();
 

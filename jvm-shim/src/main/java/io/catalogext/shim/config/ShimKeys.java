@@ -69,4 +69,15 @@ public final class ShimKeys {
   public static final String SESSION_TOKEN = "s3.session-token";
   public static final String EXPIRES_AT_MS = "s3.session-token-expires-at-ms";
   public static final String REFRESH_ENDPOINT = "client.refresh-credentials-endpoint";
+
+  /** GCS (Iceberg's GCPProperties): the vended OAuth2 token, its expiry (epoch ms) and refresh endpoint. */
+  public static final String GCS_TOKEN = "gcs.oauth2.token";
+  public static final String GCS_TOKEN_EXPIRES_AT = "gcs.oauth2.token-expires-at";
+  public static final String GCS_REFRESH_ENDPOINT = "gcs.oauth2.refresh-credentials-endpoint";
+  /** ADLS (Iceberg's AzureProperties): a SAS per host ({@code <account>.dfs.core.windows.net}) and its expiry. */
+  public static final String ADLS_SAS_TOKEN_PREFIX = "adls.sas-token.";
+  public static final String ADLS_SAS_EXPIRES_AT_MS_PREFIX = "adls.sas-token-expires-at-ms.";
+  /** The client's endpoint per host (a URL, despite the name; Iceberg's {@code adls.connection-string.<host>}). */
+  public static final String ADLS_CONNECTION_STRING_PREFIX = "adls.connection-string.";
+  public static final String ADLS_REFRESH_ENDPOINT = "adls.refresh-credentials-endpoint";
 }

@@ -3,6 +3,7 @@ package io.catalogext.shim.http;
 import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.refresh.CredentialRegistry;
+import io.catalogext.shim.refresh.CredentialSnapshot;
 import io.catalogext.shim.refresh.TableContext;
 import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.wire.FieldIdRenumbering;
@@ -103,9 +104,8 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
   private LoadTableResponse register(
       LoadTableResponse loaded, List<String> namespace, String table, boolean staged, String stageRequest) {
     CredentialRegistry registry = CredentialRegistry.get();
-    boolean vended =
-        loaded.config().containsKey(ShimKeys.ACCESS_KEY_ID)
-            || loaded.credentials().stream().anyMatch(c -> c.config().containsKey(ShimKeys.ACCESS_KEY_ID));
+    boolean vended = CredentialSnapshot.holdsKeys(loaded.config())
+        || loaded.credentials().stream().anyMatch(c -> CredentialSnapshot.holdsKeys(c.config()));
     if (!registry.wantsTable(session.name, vended)) {
       return loaded;
     }
@@ -118,7 +118,7 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
             loaded.tableMetadata().uuid(),
             staged,
             stageRequest,
-            loaded.config().get(ShimKeys.REFRESH_ENDPOINT));
+            refreshEndpoint(loaded.config()));
     String handle = registry.registerDriverTable(context, session, loaded.config(), loaded.credentials());
     RefreshPolicy policy = registry.policyFor(session);
 
@@ -149,6 +149,21 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
         .addAllConfig(config)
         .addAllCredentials(credentials)
         .build();
+  }
+
+  /**
+   * The refresh endpoint the table config names: the catalog-wide one, else GCS's or ADLS's (a
+   * catalog vending for those stores may name only theirs). The shim's FileIOs for GCS and ADLS
+   * never hand theirs to Iceberg's own FileIO; the S3 one is taken out of the config below.
+   */
+  private static String refreshEndpoint(Map<String, String> config) {
+    for (String key : List.of(ShimKeys.REFRESH_ENDPOINT, ShimKeys.GCS_REFRESH_ENDPOINT, ShimKeys.ADLS_REFRESH_ENDPOINT)) {
+      String endpoint = config.get(key);
+      if (endpoint != null && !endpoint.isEmpty()) {
+        return endpoint;
+      }
+    }
+    return null;
   }
 
   /**

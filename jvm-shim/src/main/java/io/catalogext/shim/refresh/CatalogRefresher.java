@@ -164,8 +164,8 @@ public final class CatalogRefresher {
   static RefreshResult fromTable(LoadTableResponse response, String strategy) {
     Map<String, Map<String, String>> byPrefix = new LinkedHashMap<>();
     Map<String, String> tokens = new LinkedHashMap<>();
-    Map<String, String> tableConfig = s3Only(response.config());
-    if (tableConfig.containsKey(ShimKeys.ACCESS_KEY_ID)) {
+    Map<String, String> tableConfig = storageOnly(response.config());
+    if (CredentialSnapshot.holdsKeys(tableConfig)) {
       byPrefix.put("", tableConfig);
     }
     addCredentials(response.credentials(), byPrefix, tokens);
@@ -187,23 +187,24 @@ public final class CatalogRefresher {
       if (token != null) {
         tokens.put(credential.prefix(), token);
       }
-      byPrefix.put(credential.prefix(), s3Only(config));
+      byPrefix.put(credential.prefix(), storageOnly(config));
     }
   }
 
   private static RefreshResult checked(RefreshResult result) {
-    boolean any = result.configByPrefix.values().stream().anyMatch(c -> c.containsKey(ShimKeys.ACCESS_KEY_ID));
+    boolean any = result.configByPrefix.values().stream().anyMatch(CredentialSnapshot::holdsKeys);
     if (!any) {
       throw new IllegalStateException("the catalog answered the " + result.strategy + " request without storage credentials");
     }
     return result;
   }
 
-  private static Map<String, String> s3Only(Map<String, String> config) {
+  /** The keys of a store's credentials: s3.*, and the GCS token or ADLS SAS tokens with their expiries. */
+  private static Map<String, String> storageOnly(Map<String, String> config) {
     Map<String, String> out = new LinkedHashMap<>();
     config.forEach(
         (k, v) -> {
-          if (k.startsWith("s3.")) {
+          if (k.startsWith("s3.") || StoreTokens.isTokenKey(k)) {
             out.put(k, v);
           }
         });

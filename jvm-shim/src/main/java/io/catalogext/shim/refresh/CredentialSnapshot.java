@@ -9,9 +9,15 @@ import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.AwsCredentials;
 import software.amazon.awssdk.auth.credentials.AwsSessionCredentials;
 
-/** Immutable credentials with their timing. Swapped atomically; read without locks. */
+/**
+ * Immutable credentials with their timing: S3 keys, or a GCS or ADLS token ({@link StoreTokens}),
+ * or both when one answer vends for several stores. Swapped atomically; read without locks.
+ */
 public final class CredentialSnapshot {
+  /** S3 keys; null when the catalog vended none (a GCS or ADLS credential). */
   final AwsCredentials credentials;
+  /** GCS or ADLS tokens; null when the catalog vended none (an S3 credential). */
+  final StoreTokens tokens;
   public final long fetchedAtMs;
   /** Long.MAX_VALUE when the catalog gave no expiry. */
   final long expiresAtMs;
@@ -22,9 +28,9 @@ public final class CredentialSnapshot {
   final long statedExpiresAtMs;
   /** When a reader should start asking for fresh credentials. */
   public final long refreshAtMs;
-  /** S3 answered that these keys are no longer valid (ExpiredToken, InvalidAccessKeyId, ...). */
+  /** The store answered that these keys are no longer valid (S3 ExpiredToken, GCS 401, ...). */
   volatile boolean rejected;
-  /** S3 accepted a request signed with these keys (set once, by the rejection-retrying client). */
+  /** The store accepted a request signed with these keys (set once, by the rejection-retrying client). */
   volatile boolean accepted;
   /** Installed by a refresh that S3 rejecting the previous keys started. */
   volatile boolean reactive;
@@ -36,12 +42,13 @@ public final class CredentialSnapshot {
 
   CredentialSnapshot(
       AwsCredentials credentials, long fetchedAtMs, long expiresAtMs, RefreshPolicy policy, long nowMs) {
-    this(credentials, fetchedAtMs, expiresAtMs, expiresAtMs, policy, nowMs);
+    this(credentials, null, fetchedAtMs, expiresAtMs, expiresAtMs, policy, nowMs);
   }
 
-  CredentialSnapshot(AwsCredentials credentials, long fetchedAtMs, long expiresAtMs, long statedExpiresAtMs,
-      RefreshPolicy policy, long nowMs) {
+  CredentialSnapshot(AwsCredentials credentials, StoreTokens tokens, long fetchedAtMs, long expiresAtMs,
+      long statedExpiresAtMs, RefreshPolicy policy, long nowMs) {
     this.credentials = credentials;
+    this.tokens = tokens;
     this.fetchedAtMs = fetchedAtMs;
     this.expiresAtMs = expiresAtMs;
     this.statedExpiresAtMs = statedExpiresAtMs;
@@ -49,18 +56,30 @@ public final class CredentialSnapshot {
     this.due = nowMs >= refreshAtMs;
   }
 
-  /** Builds a snapshot from Iceberg-style s3.* properties, or null when they hold no keys. */
+  /** Whether Iceberg-style properties {@code config} hold storage keys or tokens of a store the shim refreshes. */
+  public static boolean holdsKeys(Map<String, String> config) {
+    return (config.containsKey(ShimKeys.ACCESS_KEY_ID) && config.containsKey(ShimKeys.SECRET_ACCESS_KEY))
+        || StoreTokens.fromConfig(config) != null;
+  }
+
+  /**
+   * Builds a snapshot from Iceberg-style properties (s3.*, gcs.oauth2.*, adls.sas-token*), or null
+   * when they hold no keys.
+   */
   static CredentialSnapshot fromConfig(Map<String, String> config, long nowMs, RefreshPolicy policy) {
     String accessKey = config.get(ShimKeys.ACCESS_KEY_ID);
     String secretKey = config.get(ShimKeys.SECRET_ACCESS_KEY);
-    if (accessKey == null || secretKey == null) {
+    AwsCredentials creds = null;
+    if (accessKey != null && secretKey != null) {
+      String sessionToken = config.get(ShimKeys.SESSION_TOKEN);
+      creds = sessionToken == null
+          ? AwsBasicCredentials.create(accessKey, secretKey)
+          : AwsSessionCredentials.create(accessKey, secretKey, sessionToken);
+    }
+    StoreTokens tokens = StoreTokens.fromConfig(config);
+    if (creds == null && tokens == null) {
       return null;
     }
-    String sessionToken = config.get(ShimKeys.SESSION_TOKEN);
-    AwsCredentials creds =
-        sessionToken == null
-            ? AwsBasicCredentials.create(accessKey, secretKey)
-            : AwsSessionCredentials.create(accessKey, secretKey, sessionToken);
     String fetched = config.get(ShimKeys.FETCHED_AT_MS);
     long fetchedAt = fetched == null ? nowMs : Long.parseLong(fetched.trim());
     String expires = config.getOrDefault(ShimKeys.CREDENTIAL_EXPIRES_AT_MS, config.get(ShimKeys.EXPIRES_AT_MS));
@@ -68,6 +87,9 @@ public final class CredentialSnapshot {
     long stated = Long.MAX_VALUE;
     if (expires != null) {
       expiresAt = Long.parseLong(expires.trim());
+      stated = expiresAt;
+    } else if (tokens != null && tokens.statedExpiresAtMs != Long.MAX_VALUE) {
+      expiresAt = tokens.statedExpiresAtMs;
       stated = expiresAt;
     } else if (policy != null && policy.assumedLifetimeMs > 0) {
       // No expiry given (Unity 0.6, unitycatalog#1885, omits it for keys that do expire): assume one.
@@ -80,7 +102,7 @@ public final class CredentialSnapshot {
       long parsed = Long.parseLong(statedByDriver.trim());
       stated = parsed < 0 ? Long.MAX_VALUE : parsed;
     }
-    return new CredentialSnapshot(creds, fetchedAt, expiresAt, stated, policy, nowMs);
+    return new CredentialSnapshot(creds, tokens, fetchedAt, expiresAt, stated, policy, nowMs);
   }
 
   /**
@@ -92,7 +114,7 @@ public final class CredentialSnapshot {
       return this;
     }
     return new CredentialSnapshot(
-        credentials, fetchedAtMs, fetchedAtMs + learnedLifetimeMs, statedExpiresAtMs, policy, nowMs);
+        credentials, tokens, fetchedAtMs, fetchedAtMs + learnedLifetimeMs, statedExpiresAtMs, policy, nowMs);
   }
 
   /** Shifted from the server's clock to this JVM's ({@code skewMs} = server minus local). */
@@ -101,19 +123,38 @@ public final class CredentialSnapshot {
       return this;
     }
     long stated = statedExpiresAtMs == Long.MAX_VALUE ? Long.MAX_VALUE : statedExpiresAtMs - skewMs;
-    return new CredentialSnapshot(credentials, fetchedAtMs, expiresAtMs - skewMs, stated, policy, nowMs);
+    return new CredentialSnapshot(credentials, tokens, fetchedAtMs, expiresAtMs - skewMs, stated, policy, nowMs);
   }
 
   /** Whether s3.* properties {@code config} carry these very keys. */
   boolean sameKeys(Map<String, String> config) {
+    if (credentials == null) {
+      return false;  // GCS/ADLS tokens: every answer counts as a renewal
+    }
     String token = credentials instanceof AwsSessionCredentials ? ((AwsSessionCredentials) credentials).sessionToken() : null;
     return credentials.accessKeyId().equals(config.get(ShimKeys.ACCESS_KEY_ID))
         && credentials.secretAccessKey().equals(config.get(ShimKeys.SECRET_ACCESS_KEY))
         && java.util.Objects.equals(token, config.get(ShimKeys.SESSION_TOKEN));
   }
 
+  /** Names these keys, not secret: the S3 access key id, else the tokens' fingerprint. */
   String accessKeyId() {
-    return credentials.accessKeyId();
+    return credentials != null ? credentials.accessKeyId() : tokens.fingerprint;
+  }
+
+  /** The store these keys are for, as messages name it. */
+  String storeName() {
+    return credentials != null ? "S3" : tokens.store.label;
+  }
+
+  /** The GCS or ADLS tokens (null for S3 keys): what a store client sends. */
+  public StoreTokens tokens() {
+    return tokens;
+  }
+
+  /** The expiry the keys are renewed by (epoch ms; Long.MAX_VALUE: none). */
+  public long expiresAtMs() {
+    return expiresAtMs;
   }
 
   /** The lifetime the catalog stated, or -1 when it stated none. */
@@ -121,13 +162,22 @@ public final class CredentialSnapshot {
     return statedExpiresAtMs == Long.MAX_VALUE ? -1 : statedExpiresAtMs - fetchedAtMs;
   }
 
-  /** Back to Iceberg-style s3.* properties (plus when they were fetched), to hand to another entry. */
+  /**
+   * Back to Iceberg-style properties (plus when they were fetched), to hand to another entry. The
+   * expiry is always {@code s3.session-token-expires-at-ms} here, whatever the store: the one key
+   * {@link #fromConfig} reads first, so an executor schedules by the driver's expiry.
+   */
   Map<String, String> toConfig() {
     Map<String, String> config = new java.util.HashMap<>();
-    config.put(ShimKeys.ACCESS_KEY_ID, credentials.accessKeyId());
-    config.put(ShimKeys.SECRET_ACCESS_KEY, credentials.secretAccessKey());
-    if (credentials instanceof AwsSessionCredentials) {
-      config.put(ShimKeys.SESSION_TOKEN, ((AwsSessionCredentials) credentials).sessionToken());
+    if (credentials != null) {
+      config.put(ShimKeys.ACCESS_KEY_ID, credentials.accessKeyId());
+      config.put(ShimKeys.SECRET_ACCESS_KEY, credentials.secretAccessKey());
+      if (credentials instanceof AwsSessionCredentials) {
+        config.put(ShimKeys.SESSION_TOKEN, ((AwsSessionCredentials) credentials).sessionToken());
+      }
+    }
+    if (tokens != null) {
+      config.putAll(tokens.toConfig(statedExpiresAtMs));
     }
     if (expiresAtMs != Long.MAX_VALUE) {
       config.put(ShimKeys.EXPIRES_AT_MS, String.valueOf(expiresAtMs));

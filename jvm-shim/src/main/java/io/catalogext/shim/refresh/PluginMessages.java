@@ -111,7 +111,7 @@ public final class PluginMessages {
       }
       for (Map<String, String> config : configByPrefix.values()) {
         String expires = config.get(ShimKeys.EXPIRES_AT_MS);
-        if (!config.containsKey(ShimKeys.ACCESS_KEY_ID) || (expires != null && Long.parseLong(expires.trim()) <= nowMs)) {
+        if (!CredentialSnapshot.holdsKeys(config) || (expires != null && Long.parseLong(expires.trim()) <= nowMs)) {
           return false;
         }
       }

@@ -1,6 +1,5 @@
 package io.catalogext.shim.refresh;
 
-import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.util.Json;
 import io.catalogext.shim.wire.RefreshTokenCapture;
 
@@ -11,7 +10,7 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 
 /** Fresh credentials from a source: per storage prefix, plus the table-level config ("" key). */
 public final class RefreshResult {
-  /** prefix ("" for table config) -> s3.* properties. */
+  /** prefix ("" for table config) -> the storage properties (s3.*, gcs.oauth2.*, adls.sas-token*). */
   final Map<String, Map<String, String>> configByPrefix;
   /** prefix -> new storage-refresh-token, when the catalog rotates them. */
   final Map<String, String> refreshTokens;
@@ -46,7 +45,7 @@ public final class RefreshResult {
     Map<String, Map<String, String>> byPrefix = new LinkedHashMap<>();
     Map<String, String> tokens = new LinkedHashMap<>();
     Map<String, String> tableConfig = Json.stringMap(node.get("config"));
-    if (tableConfig.containsKey(ShimKeys.ACCESS_KEY_ID)) {
+    if (CredentialSnapshot.holdsKeys(tableConfig)) {
       byPrefix.put("", tableConfig);
     }
     JsonNode creds = node.get("storage-credentials");

@@ -153,13 +153,13 @@ final class RejectionLedger {
     String knob = keys.statedLifetimeMs() < 0
         ? "set " + ShimKeys.REFRESH_ASSUMED_LIFETIME_MS + " below the observed lifetime"
         : "if clocks disagree, " + ShimKeys.REFRESH_MAX_CLOCK_SKEW_MS;
-    return "S3 rejected the storage credentials of table " + subject.context().qualifiedName() + " again " + ageMs
+    return keys.storeName() + " rejected the storage credentials of table " + subject.context().qualifiedName() + " again " + ageMs
         + " ms after a refresh (" + code + "): " + lifetimes(keys)
         + "; refreshing cannot help: check the catalog's credential vending (role session duration, clock); " + knob;
   }
 
   String rateLimitedMessage(CredentialSnapshot keys, String code) {
-    return "S3 rejected the storage credentials of table " + subject.context().qualifiedName() + " (" + code
+    return keys.storeName() + " rejected the storage credentials of table " + subject.context().qualifiedName() + " (" + code
         + ") more than " + policy.reactiveMaxPerMinute + " times in a minute: " + lifetimes(keys) + "; raise "
         + ShimKeys.REFRESH_REACTIVE_MAX_PER_MINUTE + " (now " + policy.reactiveMaxPerMinute
         + ") or check the catalog's credential vending";

@@ -182,6 +182,15 @@ public final class TableEntry implements RefreshSubject {
 
   /** The slow path of TableCredentialsProvider: the snapshot is due, missing or expiring. */
   AwsCredentials resolveSlow(CredentialSlot slot) {
+    return resolveSnapshot(slot).credentials;
+  }
+
+  /**
+   * The slot's keys to send a request with, when the reader found them due, missing or expiring:
+   * the held ones while they outlive the hard margin (a refresh starts in the background), else
+   * fresh ones, waited for.
+   */
+  CredentialSnapshot resolveSnapshot(CredentialSlot slot) {
     long now = clock.nowMs();
     schedule.used(now);
     Consumer<TableEntry> reuse = onReuse;
@@ -192,11 +201,11 @@ public final class TableEntry implements RefreshSubject {
     long seen = flight.generation(); // before reading the keys: see RefreshFlight
     CredentialSnapshot current = slot.current;
     if (current != null && now < current.refreshAtMs && !current.rejected) {
-      return current.credentials; // a refresh landed since the caller looked
+      return current; // a refresh landed since the caller looked
     }
     if (current != null && now < current.expiresAtMs - current.hardMarginMs() && !current.rejected) {
       flight.refreshAsync(seen);
-      return current.credentials;
+      return current;
     }
     // Expired or about to: wait for fresh credentials rather than send a doomed request. Failed
     // attempts are retried after their backoff until timeout-ms has passed; callers queued behind
@@ -211,7 +220,7 @@ public final class TableEntry implements RefreshSubject {
     } catch (Exception e) {
       CredentialSnapshot latest = slot.current;
       if (latest != null && clock.nowMs() < latest.expiresAtMs && !latest.rejected) {
-        return latest.credentials;
+        return latest;
       }
       throw new CredentialsExpiredException("Storage credentials for table " + context.qualifiedName()
           + " expired and refresh via " + strategyHint() + " failed: " + e.getMessage()
@@ -222,11 +231,11 @@ public final class TableEntry implements RefreshSubject {
       throw new CredentialsExpiredException(
           "No storage credentials for table " + context.qualifiedName() + " after refresh", null);
     }
-    return fresh.credentials;
+    return fresh;
   }
 
   /**
-   * S3 answered {@code code} (the keys are no longer valid) to a request signed with {@code used}
+   * The store answered {@code code} (the keys are no longer valid) to a request signed with {@code used}
    * of {@code slot}. Marks them stale, has them refreshed (single-flight: on the driver only while
    * they are still the table's current keys, so a rejection wave costs one catalog request) and
    * waits for the new ones, bounded by timeout-ms.
@@ -268,7 +277,7 @@ public final class TableEntry implements RefreshSubject {
     } catch (CredentialsRejectedException e) {
       throw e;
     } catch (Exception e) {
-      throw new CredentialsExpiredException("S3 rejected the storage credentials of table " + context.qualifiedName()
+      throw new CredentialsExpiredException(used.storeName() + " rejected the storage credentials of table " + context.qualifiedName()
           + " (" + code + ") and refresh via " + strategyHint() + " failed: " + e.getMessage()
           + ". The write was stopped before anything was committed.", rejection);
     } finally {

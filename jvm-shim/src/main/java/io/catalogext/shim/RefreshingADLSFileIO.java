@@ -1,0 +1,330 @@
+package io.catalogext.shim;
+
+import io.catalogext.shim.config.ShimKeys;
+import io.catalogext.shim.refresh.CredentialSnapshot;
+import io.catalogext.shim.refresh.StoreTokens;
+import io.catalogext.shim.refresh.TableTokens;
+import io.catalogext.shim.stores.AdlsClients;
+import io.catalogext.shim.stores.PrefixTokens;
+import io.catalogext.shim.stores.StorePaths;
+import io.catalogext.shim.stores.StoreSdks;
+
+import java.lang.reflect.Constructor;
+import java.lang.reflect.InvocationTargetException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.iceberg.azure.adlsv2.ADLSFileIO;
+import org.apache.iceberg.io.BulkDeletionFailureException;
+import org.apache.iceberg.io.DelegateFileIO;
+import org.apache.iceberg.io.FileInfo;
+import org.apache.iceberg.io.InputFile;
+import org.apache.iceberg.io.OutputFile;
+import org.apache.iceberg.io.StorageCredential;
+import org.apache.iceberg.io.SupportsStorageCredentials;
+import org.apache.iceberg.util.SerializableFunction;
+import org.apache.iceberg.util.SerializableMap;
+
+/**
+ * The ADLS FileIO to name as {@code io-impl} for tables on {@code abfs[s]://}: Iceberg's ADLSFileIO,
+ * whose clients sign each request with the SAS of the request's own path, read from the table's
+ * entry in the shim's registry (refreshed once per table per renewal by the driver, executors
+ * asking it over the plugin channel; during a staged create too; again when Azure answers that a
+ * SAS is no longer valid). ADLSFileIO takes storage credentials neither itself (it does not
+ * implement SupportsStorageCredentials) nor renews them on a schedule: this FileIO takes them and
+ * the registry does the scheduling.
+ *
+ * <p>On Iceberg 1.11 and later ADLSFileIO is built through its public client-function constructor
+ * ({@link AdlsClients}). Iceberg 1.10 has no such hook (no client function, no credential provider
+ * for a SAS, its client builder package-private), so there one ADLSFileIO per vended prefix is made
+ * with that prefix's current SAS and made again after each renewal: a file opened after a renewal
+ * gets the new SAS, a file already open keeps the SAS it was opened with (a write or read that
+ * outlives it fails), and nothing is retried when Azure rejects a SAS. Either way ADLSFileIO never
+ * sees a refresh endpoint, so Iceberg 1.10's provider (which asks the endpoint before using the SAS
+ * it was handed: a 404 for a staged table) is never built. A table the shim's catalog did not hand
+ * out (no handle) gets plain ADLSFileIO.
+ */
+public final class RefreshingADLSFileIO implements DelegateFileIO, SupportsStorageCredentials {
+  private static final long serialVersionUID = 1L;
+  /** ADLSFileIO's public client-function constructor (Iceberg 1.11+), or null (1.10). */
+  private static final Constructor<ADLSFileIO> WITH_CLIENTS = clientFunctionConstructor();
+
+  private SerializableMap<String, String> properties = SerializableMap.copyOf(Map.of());
+  private List<StorageCredential> credentials = new ArrayList<>();
+  private transient volatile Routing routing;
+
+  public RefreshingADLSFileIO() {
+    StoreSdks.require(StoreSdks.ADLS);
+  }
+
+  /** Whether this Iceberg's ADLSFileIO takes a client function (1.11+): SAS tokens are then renewed per request. */
+  public static boolean signsEachRequest() {
+    return WITH_CLIENTS != null;
+  }
+
+  @Override
+  public void initialize(Map<String, String> props) {
+    this.properties = SerializableMap.copyOf(props);
+    reset();
+  }
+
+  @Override
+  public void setCredentials(List<StorageCredential> storageCredentials) {
+    this.credentials = new ArrayList<>(storageCredentials);
+    reset();
+  }
+
+  @Override
+  public List<StorageCredential> credentials() {
+    return List.copyOf(credentials);
+  }
+
+  @Override
+  public Map<String, String> properties() {
+    return properties.immutableMap();
+  }
+
+  @Override
+  public InputFile newInputFile(String path) {
+    return routing().at(path, io -> io.newInputFile(path));
+  }
+
+  @Override
+  public InputFile newInputFile(String path, long length) {
+    return routing().at(path, io -> io.newInputFile(path, length));
+  }
+
+  @Override
+  public OutputFile newOutputFile(String path) {
+    return routing().at(path, io -> io.newOutputFile(path));
+  }
+
+  @Override
+  public void deleteFile(String path) {
+    routing().at(path, io -> {
+      io.deleteFile(path);
+      return null;
+    });
+  }
+
+  @Override
+  public void deleteFiles(Iterable<String> paths) throws BulkDeletionFailureException {
+    routing().deleteFiles(paths);
+  }
+
+  @Override
+  public Iterable<FileInfo> listPrefix(String prefix) {
+    return routing().at(prefix, io -> io.listPrefix(prefix));
+  }
+
+  @Override
+  public void deletePrefix(String prefix) {
+    routing().at(prefix, io -> {
+      io.deletePrefix(prefix);
+      return null;
+    });
+  }
+
+  @Override
+  public synchronized void close() {
+    if (routing != null) {
+      routing.close();
+      routing = null;
+    }
+  }
+
+  private void reset() {
+    close();
+  }
+
+  private Routing routing() {
+    Routing current = routing;
+    if (current == null) {
+      synchronized (this) {
+        if (routing == null) {
+          routing = newRouting();
+        }
+        current = routing;
+      }
+    }
+    return current;
+  }
+
+  private Routing newRouting() {
+    if (!properties.containsKey(ShimKeys.TABLE_HANDLE)) {
+      ADLSFileIO plain = new ADLSFileIO(); // not a table of the shim's catalog: Iceberg's own
+      plain.initialize(properties);
+      return new Plain(plain);
+    }
+    PrefixTokens tokens = new PrefixTokens(properties, credentials, StorePaths::isAdls,
+        location -> StorePaths.adls(location).canonical());
+    Map<String, String> clientProps = withoutSecrets(properties);
+    return WITH_CLIENTS != null ? new PerRequest(clientProps, tokens) : new PerRenewal(clientProps, tokens);
+  }
+
+  /** The table's properties without the SAS tokens and the refresh endpoints ADLSFileIO would use itself. */
+  static Map<String, String> withoutSecrets(Map<String, String> props) {
+    Map<String, String> out = new HashMap<>();
+    props.forEach((k, v) -> {
+      if (!StoreTokens.isTokenKey(k) && !k.equals(ShimKeys.ADLS_REFRESH_ENDPOINT) && !k.equals(ShimKeys.REFRESH_ENDPOINT)) {
+        out.put(k, v);
+      }
+    });
+    return out;
+  }
+
+  private static Constructor<ADLSFileIO> clientFunctionConstructor() {
+    try {
+      return ADLSFileIO.class.getConstructor(SerializableFunction.class);
+    } catch (NoSuchMethodException e) {
+      return null; // Iceberg 1.10
+    }
+  }
+
+  /** A call into an ADLSFileIO. */
+  private interface Call<T> {
+    T on(ADLSFileIO io);
+  }
+
+  /** How paths reach an ADLSFileIO. */
+  private interface Routing {
+    <T> T at(String path, Call<T> call);
+
+    void deleteFiles(Iterable<String> paths);
+
+    void close();
+  }
+
+  /** A table from elsewhere: Iceberg's ADLSFileIO as it is. */
+  private static final class Plain implements Routing {
+    private final ADLSFileIO io;
+
+    Plain(ADLSFileIO io) {
+      this.io = io;
+    }
+
+    @Override
+    public <T> T at(String path, Call<T> call) {
+      return call.on(io);
+    }
+
+    @Override
+    public void deleteFiles(Iterable<String> paths) {
+      io.deleteFiles(paths);
+    }
+
+    @Override
+    public void close() {
+      io.close();
+    }
+  }
+
+  /** Iceberg 1.11+: one ADLSFileIO whose clients sign each request with the current SAS of its path. */
+  private static final class PerRequest implements Routing {
+    private final AdlsClients clients;
+    private final ADLSFileIO io;
+
+    PerRequest(Map<String, String> clientProps, PrefixTokens tokens) {
+      this.clients = new AdlsClients(clientProps, () -> tokens);
+      try {
+        this.io = WITH_CLIENTS.newInstance(clients);
+      } catch (InstantiationException | IllegalAccessException | InvocationTargetException e) {
+        throw new IllegalStateException("cannot build ADLSFileIO with the shim's clients: " + e, e);
+      }
+      io.initialize(clientProps); // its adls.* settings (block sizes) and metrics; no SAS, no endpoint
+    }
+
+    @Override
+    public <T> T at(String path, Call<T> call) {
+      return clients.at(path, () -> call.on(io));
+    }
+
+    @Override
+    public void deleteFiles(Iterable<String> paths) {
+      // ADLSFileIO deletes on its worker threads: their clients are built here, on this thread, first.
+      List<String> all = new ArrayList<>();
+      Set<String> containers = new LinkedHashSet<>();
+      for (String path : paths) {
+        all.add(path);
+        StorePaths.AdlsPath p = StorePaths.adls(path);
+        if (containers.add(p.account + "/" + p.container)) {
+          clients.at(path, () -> io.client(path));
+        }
+      }
+      io.deleteFiles(all);
+    }
+
+    @Override
+    public void close() {
+      io.close();
+    }
+  }
+
+  /**
+   * Iceberg 1.10: per vended prefix, an ADLSFileIO holding that prefix's SAS, made again once the
+   * registry holds a newer one (files already open keep theirs).
+   */
+  private static final class PerRenewal implements Routing {
+    private final Map<String, String> clientProps;
+    private final PrefixTokens tokens;
+    private final Map<String, Held> byPrefix = new ConcurrentHashMap<>();
+
+    private static final class Held {
+      final CredentialSnapshot snapshot;
+      final ADLSFileIO io;
+
+      Held(CredentialSnapshot snapshot, ADLSFileIO io) {
+        this.snapshot = snapshot;
+        this.io = io;
+      }
+    }
+
+    PerRenewal(Map<String, String> clientProps, PrefixTokens tokens) {
+      this.clientProps = clientProps;
+      this.tokens = tokens;
+    }
+
+    @Override
+    public <T> T at(String path, Call<T> call) {
+      return call.on(ioFor(path));
+    }
+
+    private ADLSFileIO ioFor(String path) {
+      String prefix = tokens.prefixFor(path);
+      if (prefix == null) {
+        throw new IllegalStateException(tokens.noPrefixMessage(path));
+      }
+      TableTokens source = tokens.forPrefix(prefix);
+      CredentialSnapshot current = source.current();
+      return byPrefix.compute(prefix, (p, held) -> {
+        if (held != null && held.snapshot == current) {
+          return held;
+        }
+        Map<String, String> props = new HashMap<>(clientProps);
+        props.putAll(current.tokens().asProperties());
+        ADLSFileIO io = new ADLSFileIO();
+        io.initialize(props);
+        return new Held(current, io);
+      }).io;
+    }
+
+    @Override
+    public void deleteFiles(Iterable<String> paths) {
+      Map<ADLSFileIO, List<String>> byIo = new java.util.LinkedHashMap<>();
+      for (String path : paths) {
+        byIo.computeIfAbsent(ioFor(path), io -> new ArrayList<>()).add(path);
+      }
+      byIo.forEach(ADLSFileIO::deleteFiles);
+    }
+
+    @Override
+    public void close() {
+      byPrefix.values().forEach(held -> held.io.close());
+      byPrefix.clear();
+    }
+  }
+}
