@@ -457,6 +457,11 @@ def test_nessie_vends_sts_keys_from_seaweedfs(lakehouse, nessie_sts):
     server = nessie_sts
     _, create, vended = _rest(server, "main%7Cwarehouse")
     answer = create(f"sts_{int(time.time() * 1000)}", {"stage-create": False}, vended)
+    if answer.status_code == 400 and "before the expected session end" in answer.text:
+        # Nessie 0.99 wants the STS keys to outlive now + the session duration; SeaweedFS's STS grants
+        # exactly that (900 s, its minimum), so on a loaded machine the second Nessie spends between
+        # the two can lose the race. Once more; then it must work.
+        answer = create(f"sts_{int(time.time() * 1000)}", {"stage-create": False}, vended)
     assert answer.status_code == 200, answer.text[:300]
     # The STS keys sit in `config`, with no
     # storage-credentials and NO expiry (our Nessie emulator sends one; refresh.assumed-lifetime-ms
