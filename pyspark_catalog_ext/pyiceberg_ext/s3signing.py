@@ -1,0 +1,220 @@
+"""S3 requests signed by the catalog's signer, in both PyIceberg FileIOs (the S3-specific part of
+remote signing; the signer client is `signing.RemoteSigner`).
+
+- **fsspec** (`SigningFsspecFileIO`): an s3fs filesystem whose aiobotocore clients sign nothing
+  themselves (`choose-signer` answers UNSIGNED, and the filesystem is anonymous, so no ambient AWS
+  key is ever loaded) and ask the table's `RemoteSigner` in `before-sign`, for every request:
+  ranged GETs, HEAD, PUT, the multipart calls, DELETE, listings, and DeleteObjects, whose XML body
+  and `Content-MD5` the signer sees. The handlers are installed on each client the filesystem makes
+  (`set_session`), so a client s3fs re-creates signs the same way. A sign request blocks on HTTP,
+  so it runs on a small thread pool, never on fsspec's event loop, whose other requests go on.
+  PyIceberg 0.12's own fsspec signer registers on a client that does not exist yet with current
+  s3fs (iceberg-python#3625, #3888) and follows redirects with its token; it is never used here.
+- **PyArrow** (`SigningPyArrowFileIO`): PyArrow's C++ S3 client has no signing hook, so S3 paths
+  go through a PyArrow filesystem backed by that same signing s3fs (`pyarrow.fs.PyFileSystem` over
+  `FSSpecHandler`); every other scheme stays PyArrow's own. Why this design and not a local
+  re-signing proxy in front of PyArrow's client: docs/signing.md (measured).
+
+Each FileIO holds one filesystem for its table, never shared with another table's (s3fs's instance
+cache is bypassed): a table's requests are signed only by its own signer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import threading
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from pyiceberg.io import (
+    AWS_REGION,
+    S3_CONNECT_TIMEOUT,
+    S3_ENDPOINT,
+    S3_FORCE_VIRTUAL_ADDRESSING,
+    S3_PROXY_URI,
+    S3_REGION,
+    S3_REQUEST_TIMEOUT,
+    S3_SERVER_SIDE_ENCRYPTION,
+    S3_SSE_KMS_KEY_ID,
+)
+from pyiceberg.io.fsspec import FsspecFileIO
+from pyiceberg.io.pyarrow import PyArrowFileIO
+
+from pyspark_catalog_ext.pyiceberg_ext.signing import RemoteSigner
+
+__all__ = ["S3_SCHEMES", "SigningFsspecFileIO", "SigningPyArrowFileIO", "signing_filesystem"]
+
+S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
+_POOL_THREADS = 16  # sign requests waiting on the signer at once (per process)
+_pool_lock = threading.Lock()
+_pool: list[ThreadPoolExecutor] = []
+_session: list[Any] = []  # one aiobotocore session: S3's model is parsed once, not per filesystem
+
+
+def _sign_pool() -> ThreadPoolExecutor:
+    with _pool_lock:
+        if not _pool:
+            _pool.append(ThreadPoolExecutor(_POOL_THREADS, thread_name_prefix="catalog-ext-signer"))
+        return _pool[0]
+
+
+def _aio_session() -> Any:
+    """The process's aiobotocore session for signing filesystems. Creating a client parses S3's service
+    model (~0.1 s of CPU holding the GIL) in a session of its own; in a shared one only the first
+    time. Clients are created on fsspec's one event-loop thread, so never two at once."""
+    from aiobotocore.session import AioSession
+
+    with _pool_lock:
+        if not _session:
+            _session.append(AioSession())
+        return _session[0]
+
+
+class _Handlers:
+    """The botocore event handlers that hand every request of one client to `signer`."""
+
+    def __init__(self, signer: RemoteSigner) -> None:
+        self.signer = signer
+
+    def install(self, events: Any) -> None:
+        # unique ids: installing twice (a refreshed session) replaces rather than duplicates
+        events.register("choose-signer.s3", self.choose_signer, unique_id="catalog-ext-remote-signing-choose")
+        events.register("before-sign.s3", self.before_sign, unique_id="catalog-ext-remote-signing-sign")
+
+    @staticmethod
+    def choose_signer(**_: Any) -> Any:
+        import botocore
+
+        return botocore.UNSIGNED  # botocore signs nothing itself: the catalog's signer does (before_sign)
+
+    async def before_sign(self, request: Any, **kwargs: Any) -> None:
+        body = _delete_objects_body(request)
+        if body is not None and not _has_header(request.headers, "Content-MD5"):
+            # S3 requires an integrity header on DeleteObjects; MD5 is the one every S3 and signer knows
+            request.headers["Content-MD5"] = base64.b64encode(hashlib.md5(body).digest()).decode()  # noqa: S324
+        region = kwargs.get("region_name") or request.context.get("client_region") or "us-east-1"
+        headers = {k: v for k, v in request.headers.items()}
+        loop = asyncio.get_running_loop()
+        url, signed = await loop.run_in_executor(_sign_pool(), self.signer.sign, request.method, request.url, headers,
+                                                 region, body)
+        request.url = url
+        for name, value in signed.items():
+            if name in request.headers:
+                del request.headers[name]
+            request.headers[name] = value
+
+
+def _has_header(headers: Any, name: str) -> bool:
+    return any(k.lower() == name.lower() for k in headers.keys())
+
+
+def _delete_objects_body(request: Any) -> bytes | None:
+    """A DeleteObjects request's XML body (POST ?delete), else None: the signer must see what it deletes."""
+    if request.method != "POST":
+        return None
+    try:
+        if "delete" not in dict(parse_qsl(urlsplit(request.url).query, keep_blank_values=True)):
+            return None
+    except ValueError:
+        return None
+    body = request.body
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    if isinstance(body, (bytes, bytearray)):
+        return bytes(body)
+    return None  # botocore serialises DeleteObjects to bytes; anything else reaches the signer without a body
+
+
+def _signing_s3fs_class() -> type:
+    from s3fs import S3FileSystem
+
+    class SigningS3FileSystem(S3FileSystem):
+        """An anonymous s3fs filesystem whose every client signs through one table's `RemoteSigner`."""
+
+        def __init__(self, *, signer: RemoteSigner, **kwargs: Any) -> None:
+            self._catalog_ext_handlers = _Handlers(signer)
+            super().__init__(anon=True, skip_instance_cache=True, session=_aio_session(), **kwargs)
+
+        async def set_session(self, refresh: bool = False, kwargs: Mapping[str, Any] | None = None) -> Any:
+            s3 = await super().set_session(refresh=refresh, kwargs=dict(kwargs or {}))
+            self._catalog_ext_handlers.install(s3.meta.events)
+            return s3
+
+    return SigningS3FileSystem
+
+
+_S3FS_CLASS: list[type] = []
+
+
+def signing_filesystem(properties: Mapping[str, Any], signer: RemoteSigner) -> Any:
+    """An s3fs filesystem for one table that signs through `signer`, configured from the FileIO's
+    properties as PyIceberg configures its own (endpoint, region, addressing, proxy, timeouts,
+    server-side encryption). Checksums only where S3 requires them: a streaming checksum trailer
+    (botocore's default over TLS) needs a payload hash the signer never sees."""
+    with _pool_lock:
+        if not _S3FS_CLASS:
+            _S3FS_CLASS.append(_signing_s3fs_class())
+    config: dict[str, Any] = {"request_checksum_calculation": "when_required", "response_checksum_validation": "when_required"}
+    if str(properties.get("s3.path-style-access", "")).lower() == "true":
+        config["s3"] = {"addressing_style": "path"}
+    elif str(properties.get(S3_FORCE_VIRTUAL_ADDRESSING, "")).lower() == "true":
+        config["s3"] = {"addressing_style": "virtual"}
+    if properties.get(S3_PROXY_URI):
+        config["proxies"] = {"http": properties[S3_PROXY_URI], "https": properties[S3_PROXY_URI]}
+    if properties.get(S3_CONNECT_TIMEOUT):
+        config["connect_timeout"] = float(properties[S3_CONNECT_TIMEOUT])
+    if properties.get(S3_REQUEST_TIMEOUT):
+        config["read_timeout"] = float(properties[S3_REQUEST_TIMEOUT])
+    extra: dict[str, Any] = {}
+    if properties.get(S3_SERVER_SIDE_ENCRYPTION):
+        extra["ServerSideEncryption"] = properties[S3_SERVER_SIDE_ENCRYPTION]
+    if properties.get(S3_SSE_KMS_KEY_ID):
+        extra["SSEKMSKeyId"] = properties[S3_SSE_KMS_KEY_ID]
+    region = properties.get(S3_REGION) or properties.get(AWS_REGION)
+    return _S3FS_CLASS[0](signer=signer, endpoint_url=properties.get(S3_ENDPOINT) or None,
+                          client_kwargs={"region_name": region} if region else {}, config_kwargs=config,
+                          **({"s3_additional_kwargs": extra} if extra else {}))
+
+
+class SigningFsspecFileIO(FsspecFileIO):
+    """PyIceberg's FsspecFileIO whose S3 requests are signed by one table's signer."""
+
+    def __init__(self, properties: Mapping[str, Any], signer: RemoteSigner) -> None:
+        self.signer = signer
+        self._s3fs: Any = None
+        self._s3fs_lock = threading.Lock()
+        super().__init__(properties=dict(properties))
+
+    def _get_fs(self, scheme: str, hostname: str | None = None) -> Any:
+        if scheme not in S3_SCHEMES:
+            return super()._get_fs(scheme, hostname)
+        with self._s3fs_lock:  # one filesystem for every thread (PyIceberg would make one per thread)
+            if self._s3fs is None:
+                self._s3fs = signing_filesystem(self.properties, self.signer)
+            return self._s3fs
+
+    def __repr__(self) -> str:
+        return f"SigningFsspecFileIO({self.signer.table!r})"
+
+
+class SigningPyArrowFileIO(PyArrowFileIO):
+    """PyIceberg's PyArrowFileIO whose S3 paths go through a PyArrow filesystem backed by the signing
+    s3fs (PyArrow's own S3 client cannot sign remotely); other schemes are PyArrow's own."""
+
+    def __init__(self, properties: Mapping[str, Any], signer: RemoteSigner) -> None:
+        self.signer = signer
+        super().__init__(properties=dict(properties))
+
+    def _initialize_fs(self, scheme: str, netloc: str | None = None) -> Any:
+        if scheme not in S3_SCHEMES:
+            return super()._initialize_fs(scheme, netloc)
+        from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+        return PyFileSystem(FSSpecHandler(signing_filesystem(self.properties, self.signer)))
+
+    def __repr__(self) -> str:
+        return f"SigningPyArrowFileIO({self.signer.table!r})"
