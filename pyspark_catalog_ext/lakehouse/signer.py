@@ -153,14 +153,16 @@ class SigningCatalogProxy(ProxyServer):
     `catalog_uri`: SeaweedFS's Iceberg REST endpoint; `s3_endpoint`: its S3 endpoint (only requests
     to it are signed); `access_key`/`secret_key`: the keys the signer signs with (never sent out);
     `clients`: OAuth2 client id -> secret of the clients it serves (default: `CLIENT_ID` with a
-    random secret, see `.clients`).
+    random secret, see `.clients`); `token_seconds`: how long the tokens it issues live.
     """
 
     thread_name = "remote-signer"
 
     def __init__(self, catalog_uri: str, s3_endpoint: str, access_key: str, secret_key: str,
-                 port: int = 0, host: str = "127.0.0.1", clients: Mapping[str, str] | None = None) -> None:
+                 port: int = 0, host: str = "127.0.0.1", clients: Mapping[str, str] | None = None,
+                 token_seconds: int = TOKEN_SECONDS) -> None:
         self.catalog_uri = catalog_uri.rstrip("/")
+        self.token_seconds = token_seconds
         self.s3_endpoint = s3_endpoint.rstrip("/")
         super().__init__(port, host)
         self._access_key = access_key
@@ -190,7 +192,7 @@ class SigningCatalogProxy(ProxyServer):
 
         if client not in self._tokens:
             self._scopes[client], self._scope_ids[client] = OrderedDict(), {}
-            self._tokens[client] = TTLCache(maxsize=MAX_TOKENS, ttl=TOKEN_SECONDS)
+            self._tokens[client] = TTLCache(maxsize=MAX_TOKENS, ttl=self.token_seconds)
             self._tickets[client] = TTLCache(maxsize=MAX_DELETE_TICKETS, ttl=DELETE_TICKET_SECONDS)
         return self._scopes[client], self._scope_ids[client], self._tokens[client], self._tickets[client]
 
@@ -279,7 +281,7 @@ class SigningCatalogProxy(ProxyServer):
         token = secrets.token_urlsafe(32)
         with self._lock:
             self._client_caches(client)[2][hashlib.sha256(token.encode()).hexdigest()] = True
-        return {"access_token": token, "token_type": "bearer", "expires_in": TOKEN_SECONDS,
+        return {"access_token": token, "token_type": "bearer", "expires_in": self.token_seconds,
                 "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}
 
     def token_client(self, authorization: str | None) -> str | None:
