@@ -148,7 +148,6 @@ class SignerSession:
         self.http = requests.Session()
         self.http.mount("http://", BoundedAdapter(_TIMEOUT, retry, ca_bundle, pool_maxsize=32))
         self.http.mount("https://", BoundedAdapter(_TIMEOUT, retry, ca_bundle, pool_maxsize=32))
-        self.http.max_redirects = 0  # every call also passes allow_redirects=False
         self.http.trust_env = False  # no proxy or netrc from the environment sees the catalog's token
 
     def signer(self, table: str, target: SignerTarget) -> RemoteSigner:
@@ -215,6 +214,7 @@ class RemoteSigner:
             if token:
                 headers["Authorization"] = token
             try:
+                # never follow: requests would re-send the POST, token included, to the Location
                 resp = self._session.http.post(self.target.url, data=data, headers=headers, allow_redirects=False)
             except requests.RequestException as exc:
                 raise SignerError(f"the catalog's signer at {safe_url(self.target.url)} could not be reached to sign "

@@ -9,7 +9,8 @@
   of with ``s3.signer.*``: "endpoint" (a ``remote-signing-config`` with ``endpoint-path``) or "route"
   (the field alone: sign at the table's ``.../tables/{t}/sign``, which this proxy serves by the
   table's own signer endpoint), with ``signing_properties``/``signing_headers`` in it.
-  ``sign_delay_s`` slows each sign request (a long scan).
+  ``config_overrides`` are added to ``/v1/config``'s overrides, ``drop_table_keys`` removed from
+  each table answer's config. ``sign_delay_s`` slows each sign request (a long scan).
   Faults as for every ``BufferedProxy`` (``proxy.faults.add("redirect", "POST", "/sign/", status=307, ...)``).
 - ``Recorder``: an attacker's server; it records every request it gets (method, path, headers,
   body) and answers 200 with an empty JSON object.
@@ -37,6 +38,8 @@ class SignerProxy(BufferedProxy):
         self.signing_config: dict | None = None
         self.signer_uri: str | None = None  # None: this proxy
         self.sign_delay_s = 0.0
+        self.config_overrides: dict[str, str] = {}
+        self.drop_table_keys: set[str] = set()
         self.as_signing_config: str | None = None
         self.signing_properties: dict[str, str] = {}
         self.signing_headers: dict[str, list[str]] = {}
@@ -78,11 +81,16 @@ class SignerProxy(BufferedProxy):
             return self.forward(req)
         resp = self.forward(req)
         data = _json(resp.body)
+        if resp.status == 200 and req.route.endswith("/v1/config") and isinstance(data, dict) and self.config_overrides:
+            data["overrides"] = {**(data.get("overrides") or {}), **self.config_overrides}
+            return resp.with_json(data)
         if resp.status == 200 and isinstance(data, dict) and isinstance(data.get("metadata"), dict):
             config = dict(data.get("config") or {})
             if "s3.signer.uri" in config:
                 config["s3.signer.uri"] = self.signer_uri or self.url
             config.update(self.table_config)
+            for key in self.drop_table_keys:
+                config.pop(key, None)
             if self.as_signing_config and "s3.signer.endpoint" in config:
                 endpoint = config.pop("s3.signer.endpoint")
                 config.pop("s3.signer.uri", None)

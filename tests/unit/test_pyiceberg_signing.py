@@ -53,6 +53,7 @@ def fresh_proxy(request):
         p = request.getfixturevalue("proxy")
         p.faults.clear()
         p.table_config, p.signing_config, p.signer_uri, p.as_signing_config, p.sign_delay_s = {}, None, None, None, 0.0
+        p.config_overrides, p.drop_table_keys = {}, set()
         with p._lock:
             p.signs.clear()
     yield
