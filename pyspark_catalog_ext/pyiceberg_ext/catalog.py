@@ -43,7 +43,7 @@ from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 from pyspark_catalog_ext.credentials.sources import CredentialSource
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext.commits import GuardedCommit
-from pyspark_catalog_ext.pyiceberg_ext.fileio import RefreshingFileIO
+from pyspark_catalog_ext.pyiceberg_ext.fileio import RefreshingFileIO, write_bounds
 from pyspark_catalog_ext.pyiceberg_ext.refresher import PROPERTY_PREFIX, CredentialRefresher, refresh_policy
 from pyspark_catalog_ext.pyiceberg_ext.s3signing import SigningFsspecFileIO, SigningPyArrowFileIO
 from pyspark_catalog_ext.pyiceberg_ext.signing import SignerSession, remote_signing_requested, signer_target
@@ -79,6 +79,7 @@ class GuardedRestCatalog(CatalogClient):
         self._signers: SignerSession | None = None
         self._signers_lock = threading.Lock()
         super().__init__(name, **properties)
+        write_bounds(self.properties)  # a bad catalog-ext.pyiceberg.* value fails here, in one line
         if refresh is None:
             refresh = property_as_bool(self.properties, REFRESH_PROPERTY, True)
         if refresh:
