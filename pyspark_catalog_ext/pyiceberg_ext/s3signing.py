@@ -137,7 +137,7 @@ def _signing_s3fs_class() -> type:
 
         def __init__(self, *, signer: RemoteSigner, **kwargs: Any) -> None:
             self._catalog_ext_handlers = _Handlers(signer)
-            super().__init__(anon=True, skip_instance_cache=True, session=_aio_session(), **kwargs)
+            super().__init__(anon=True, session=_aio_session(), **kwargs)
 
         async def set_session(self, refresh: bool = False, kwargs: Mapping[str, Any] | None = None) -> Any:
             s3 = await super().set_session(refresh=refresh, kwargs=dict(kwargs or {}))
@@ -175,7 +175,9 @@ def signing_filesystem(properties: Mapping[str, Any], signer: RemoteSigner) -> A
     if properties.get(S3_SSE_KMS_KEY_ID):
         extra["SSEKMSKeyId"] = properties[S3_SSE_KMS_KEY_ID]
     region = properties.get(S3_REGION) or properties.get(AWS_REGION)
-    return _S3FS_CLASS[0](signer=signer, endpoint_url=properties.get(S3_ENDPOINT) or None,
+    # skip_instance_cache: fsspec would otherwise hand this table's FileIO another FileIO's filesystem
+    # (and so its signer) whenever their arguments look alike
+    return _S3FS_CLASS[0](signer=signer, skip_instance_cache=True, endpoint_url=properties.get(S3_ENDPOINT) or None,
                           client_kwargs={"region_name": region} if region else {}, config_kwargs=config,
                           **({"s3_additional_kwargs": extra} if extra else {}))
 

@@ -121,7 +121,12 @@ def test_scan_append_overwrite_and_delete_are_signed_by_the_tables_signer(signin
     table.append(rows(100, 150))
     assert table.scan().to_arrow().num_rows == 150
     table.overwrite(rows(0, 7))
-    assert cat.load_table(f"{NS}.paths_{io}").scan().to_arrow().num_rows == 7
+    reloaded = cat.load_table(f"{NS}.paths_{io}")
+    assert reloaded.io.signer is not table.io.signer
+    signed_before = (table.io.signer.requests, reloaded.io.signer.requests)
+    assert reloaded.scan().to_arrow().num_rows == 7
+    assert table.io.signer.requests == signed_before[0] and reloaded.io.signer.requests > signed_before[1], \
+        "a FileIO's requests went through another FileIO's filesystem and signer"
     # a delete of files: s3fs deletes by DeleteObjects, whose body the signer must see
     extra = f"{table.location()}/data/extra-{io}.parquet"
     with table.io.new_output(extra).create(overwrite=True) as out:
