@@ -44,6 +44,7 @@ from pyiceberg.io import (
 from pyiceberg.io.fsspec import FsspecFileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
+from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext.signing import RemoteSigner
 
 __all__ = ["S3_SCHEMES", "SigningFsspecFileIO", "SigningPyArrowFileIO", "signing_filesystem"]
@@ -130,7 +131,11 @@ def _delete_objects_body(request: Any) -> bytes | None:
 
 
 def _signing_s3fs_class() -> type:
-    from s3fs import S3FileSystem
+    try:
+        from s3fs import S3FileSystem
+    except ImportError:
+        raise ConfigError("remote signing in PyIceberg needs s3fs (both FileIOs sign through it): "
+                          "pip install 'pyspark-catalog-ext[signing]'") from None
 
     class SigningS3FileSystem(S3FileSystem):
         """An anonymous s3fs filesystem whose every client signs through one table's `RemoteSigner`."""

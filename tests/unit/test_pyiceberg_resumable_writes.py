@@ -26,7 +26,8 @@ from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload
 from tests.helpers import SpoolDiskPeak, expiring_proxies
 from tests.servers.s3_early_rejection import EarlyRejectionS3Proxy
 
-LIFETIME = 3.0
+LIFETIME = 4.0
+SHARE = 0.45  # keys die at 45 % of their stated lifetime, well before the proactive renewal at 80 %
 POLICY = RefreshPolicy(check_interval_s=0.25, min_ahead_s=0, lifetime_fraction=0.2)  # renew at 80 %: keys die first
 FILEIOS = {"pyarrow": "pyiceberg.io.pyarrow.PyArrowFileIO", "fsspec": "pyiceberg.io.fsspec.FsspecFileIO"}
 PART = 5 * 1024 * 1024  # the smallest part S3 takes
@@ -88,14 +89,14 @@ def chunk(i: int) -> bytes:
 
 @pytest.mark.parametrize("io", sorted(FILEIOS))
 def test_a_write_outliving_its_keys_resends_only_the_unacknowledged_part(lakehouse, proxies, io):
-    """60 MiB in 5 MiB parts, each part slowed so the upload spans several key lifetimes, and keys
-    dying at half their stated lifetime (before the proactive renewal): S3 rejects parts, each is sent
+    """60 MiB in 5 MiB parts, each request slowed so the upload outlives its keys, which die at 45 % of
+    their stated lifetime (before the proactive renewal): S3 rejects parts, each is sent
     again into the same upload with renewed keys, no part S3 acknowledged is sent twice, the object is
     exact; the stream held no local disk and at most a few parts of memory."""
     cat, table = table_of(lakehouse, proxies, io, f"resume_{io}")
     s3 = proxies.s3
     path = f"{table.location()}/data/resumable-{io}.parquet"
-    s3.max_age_seconds, s3.share, s3.delay_seconds = LIFETIME, 0.5, 0.4
+    s3.max_age_seconds, s3.share, s3.delay_seconds = LIFETIME, SHARE, 0.3
     log_start = len(s3.log)
     try:
         with SpoolDiskPeak() as disk, WriterMemoryPeak() as memory:
@@ -113,7 +114,7 @@ def test_a_write_outliving_its_keys_resends_only_the_unacknowledged_part(lakehou
     acknowledged = Counter(number for number, status in parts if status == 200)
     rejected = [number for number, status in parts if status == 403]
     creates = [e for e in entries if e["method"] == "POST" and urlsplit(e["path"]).query == "uploads" and e["status"] == 200]
-    assert elapsed > 2 * LIFETIME, f"the write took {elapsed:.1f} s: it outlived no key"
+    assert elapsed > SHARE * LIFETIME, f"the write took {elapsed:.1f} s: it outlived no key"
     assert rejected, "S3 rejected no part: the test proved nothing"
     assert sorted(acknowledged) == sorted(str(n) for n in range(1, 13)) and set(acknowledged.values()) == {1}, parts
     assert len(creates) == 1, "one upload, resumed: not a new one per expiry"

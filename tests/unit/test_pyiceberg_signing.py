@@ -279,3 +279,25 @@ def test_signer_target_reads_each_form_and_names_the_key():
     assert (user.url, user.key) == ("https://user.example/v1/aws/s3/sign", "s3.signer.uri")
     table = signer_target({"s3.signer.uri": "https://t.example"}, {"s3.signer.uri": "https://user.example"}, None, uri, route)
     assert table.url == "https://t.example/v1/aws/s3/sign"
+
+
+def test_without_s3fs_remote_signing_is_one_line_naming_the_extra():
+    import subprocess
+    import sys
+
+    code = """
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "s3fs":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Block())
+from pyspark_catalog_ext.pyiceberg_ext.s3signing import signing_filesystem
+try:
+    signing_filesystem({}, None)
+except Exception as exc:
+    print(type(exc).__name__, exc)
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == ("ConfigError remote signing in PyIceberg needs s3fs (both FileIOs sign through it): "
+                                   "pip install 'pyspark-catalog-ext[signing]'"), proc.stdout + proc.stderr
