@@ -153,7 +153,7 @@ class SpoolDiskPeak:
         while not self._stop.wait(self.interval_s):
             self.peak = max(self.peak, self.now())
 
-    def __enter__(self) -> "SpoolDiskPeak":
+    def __enter__(self) -> SpoolDiskPeak:
         self._before = set(self._files())
         self.peak = 0
         self._thread.start()

@@ -38,7 +38,7 @@ import requests
 from pyspark_catalog_ext.catalog.transport import BoundedAdapter, read_retry
 from pyspark_catalog_ext.catalog.trust import TrustedOrigins
 from pyspark_catalog_ext.catalog.urls import safe_url
-from pyspark_catalog_ext.errors import CatalogError, ConfigError
+from pyspark_catalog_ext.errors import ConfigError, SignerError, SigningRefusedError
 
 __all__ = ["DEFAULT_ENDPOINT", "RemoteSigner", "SignerError", "SignerSession", "SignerTarget", "SigningRefusedError",
            "remote_signing_requested", "signer_target"]
@@ -52,15 +52,6 @@ _TIMEOUT = (5.0, 30.0)
 _ATTEMPTS = 3  # a sign request changes nothing in storage: repeating one after a transient failure is safe
 # Headers of the signer's answer that are the HTTP client's business (framing, routing), never the signer's.
 _NOT_FROM_SIGNER = frozenset({"host", "content-length", "transfer-encoding", "connection", "cache-control"})
-
-
-class SignerError(CatalogError):
-    """The catalog's signer could not sign a request (unreachable, a redirect, a malformed answer...)."""
-
-
-class SigningRefusedError(SignerError, PermissionError):
-    """The catalog's signer refused to sign a request (403): outside the table, or not this principal's.
-    A PermissionError too, as S3's own refusals are in both FileIOs."""
 
 
 def remote_signing_requested(table_config: Mapping[str, Any], catalog_properties: Mapping[str, Any],

@@ -17,10 +17,9 @@ import pyarrow as pa
 import pyiceberg.io
 import pytest
 
-from pyspark_catalog_ext.errors import UntrustedOriginError
+from pyspark_catalog_ext.errors import SignerError, UntrustedOriginError
 from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
-from pyspark_catalog_ext.pyiceberg_ext.signing import SignerError
 from tests.servers.signer_proxy import SIGN_ROUTE, Recorder, SignerProxy
 
 FILEIOS = {"pyarrow": "pyiceberg.io.pyarrow.PyArrowFileIO", "fsspec": "pyiceberg.io.fsspec.FsspecFileIO"}

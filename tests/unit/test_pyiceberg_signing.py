@@ -19,10 +19,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from pyspark_catalog_ext.errors import SigningRefusedError
 from pyspark_catalog_ext.lakehouse.server import Lakehouse
 from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
-from pyspark_catalog_ext.pyiceberg_ext.signing import SigningRefusedError, signer_target
+from pyspark_catalog_ext.pyiceberg_ext.signing import signer_target
 from tests.servers.signer_proxy import SignerProxy
 
 FILEIOS = {"pyarrow": "pyiceberg.io.pyarrow.PyArrowFileIO", "fsspec": "pyiceberg.io.fsspec.FsspecFileIO"}
