@@ -204,6 +204,8 @@ def compare(label: str, big: Any, scratch: dict[str, Any], ours: IoMaker, stock:
             with SpoolDiskPeak() as peak:
                 times[f"append {side}"].append(timed(lambda t=target: t.append(append)))
             disk[side] = max(disk[side], peak.peak)
+            print(f"  {label} round {r + 1} {side}: scan {times[f'scan {side}'][-1]:.1f} s, append "
+                  f"{times[f'append {side}'][-1]:.1f} s (load {os.getloadavg()[0]:.1f})", flush=True)
     big.io = loaded[id(big)]
     out: dict[str, Any] = {k: median(v) for k, v in times.items()}
     out.update({"disk ours": disk["ours"], "disk stock": disk["stock"], "label": label})

@@ -176,11 +176,10 @@ class GuardedRestCatalog(CatalogClient):
         with self._signers_lock:
             if self._signers is None:
                 auth_manager = self._auth_manager
-                verify = self._session.verify
                 self._signers = SignerSession(
                     self.trusted_origins, lambda: auth_manager.auth_header() if auth_manager is not None else None,
                     self._renew_token, headers=get_header_properties(self.properties),
-                    ca_bundle=verify if isinstance(verify, str) else None)
+                    verify=self._session.verify, cert=self._session.cert)
             return self._signers
 
     def credentials_status(self) -> list[dict[str, Any]]:

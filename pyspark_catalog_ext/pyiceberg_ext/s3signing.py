@@ -15,8 +15,12 @@ remote signing; the signer client is `signing.RemoteSigner`).
   `FSSpecHandler`); every other scheme stays PyArrow's own. Why this design and not a local
   re-signing proxy in front of PyArrow's client: docs/signing.md (measured).
 
-Each FileIO holds one filesystem for its table, never shared with another table's (s3fs's instance
-cache is bypassed): a table's requests are signed only by its own signer.
+- **Writes**, in both: `s3upload.ResumableS3Upload` through a botocore client signing the same way
+  (parts sent while the next fills, two parts of memory per stream, nothing on disk), not s3fs's
+  write stream, which holds a 50 MB block and uploads it while the writer waits.
+
+Each FileIO holds one filesystem and one client for its table, never shared with another table's
+(s3fs's instance cache is bypassed): a table's requests are signed only by its own signer.
 """
 
 from __future__ import annotations
@@ -40,11 +44,17 @@ from pyiceberg.io import (
     S3_REQUEST_TIMEOUT,
     S3_SERVER_SIDE_ENCRYPTION,
     S3_SSE_KMS_KEY_ID,
+    FileIO,
+    InputFile,
+    OutputFile,
+    OutputStream,
 )
 from pyiceberg.io.fsspec import FsspecFileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.typedef import Properties
 
 from pyspark_catalog_ext.errors import ConfigError
+from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, new_client, part_bytes
 from pyspark_catalog_ext.pyiceberg_ext.signing import RemoteSigner
 
 __all__ = ["S3_SCHEMES", "SigningFsspecFileIO", "SigningPyArrowFileIO", "signing_filesystem"]
@@ -76,7 +86,9 @@ def _aio_session() -> Any:
 
 
 class _Handlers:
-    """The botocore event handlers that hand every request of one client to `signer`."""
+    """The botocore event handlers that hand every request of one client to `signer`: `install`
+    for aiobotocore clients (s3fs; the sign request runs on a thread pool, off the event loop),
+    `install_sync` for a botocore client (the resumable writer's)."""
 
     def __init__(self, signer: RemoteSigner) -> None:
         self.signer = signer
@@ -86,27 +98,41 @@ class _Handlers:
         events.register("choose-signer.s3", self.choose_signer, unique_id="catalog-ext-remote-signing-choose")
         events.register("before-sign.s3", self.before_sign, unique_id="catalog-ext-remote-signing-sign")
 
+    def install_sync(self, events: Any) -> None:
+        events.register("choose-signer.s3", self.choose_signer, unique_id="catalog-ext-remote-signing-choose")
+        events.register("before-sign.s3", self.before_sign_sync, unique_id="catalog-ext-remote-signing-sign")
+
     @staticmethod
     def choose_signer(**_: Any) -> Any:
         import botocore
 
         return botocore.UNSIGNED  # botocore signs nothing itself: the catalog's signer does (before_sign)
 
-    async def before_sign(self, request: Any, **kwargs: Any) -> None:
+    def _asked(self, request: Any, kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The arguments of `RemoteSigner.sign` for `request` (a DeleteObjects gets its Content-MD5 first)."""
         body = _delete_objects_body(request)
         if body is not None and not _has_header(request.headers, "Content-MD5"):
             # S3 requires an integrity header on DeleteObjects; MD5 is the one every S3 and signer knows
             request.headers["Content-MD5"] = base64.b64encode(hashlib.md5(body).digest()).decode()  # noqa: S324
         region = kwargs.get("region_name") or request.context.get("client_region") or "us-east-1"
-        headers = {k: v for k, v in request.headers.items()}
-        loop = asyncio.get_running_loop()
-        url, signed = await loop.run_in_executor(_sign_pool(), self.signer.sign, request.method, request.url, headers,
-                                                 region, body)
+        return request.method, request.url, {k: v for k, v in request.headers.items()}, region, body
+
+    @staticmethod
+    def _apply(request: Any, answer: tuple[str, Mapping[str, str]]) -> None:
+        url, signed = answer
         request.url = url
         for name, value in signed.items():
             if name in request.headers:
                 del request.headers[name]
             request.headers[name] = value
+
+    async def before_sign(self, request: Any, **kwargs: Any) -> None:
+        asked = self._asked(request, kwargs)
+        loop = asyncio.get_running_loop()
+        self._apply(request, await loop.run_in_executor(_sign_pool(), self.signer.sign, *asked))
+
+    def before_sign_sync(self, request: Any, **kwargs: Any) -> None:
+        self._apply(request, self.signer.sign(*self._asked(request, kwargs)))
 
 
 def _has_header(headers: Any, name: str) -> bool:
@@ -217,14 +243,73 @@ def _handler_class() -> type:
     return SigningHandler
 
 
-class SigningFsspecFileIO(FsspecFileIO):
+class _SignedWrites:
+    """What both signing FileIOs share: writes to S3 are `ResumableS3Upload`s through a botocore
+    client that signs every request at the table's signer (parts of `catalog-ext.pyiceberg.s3-part-bytes`
+    sent while the next fills: two parts of memory per stream, nothing on disk). s3fs's own write
+    stream holds a 50 MB block and uploads it while the writer waits; PyArrow's filesystem over
+    s3fs would inherit that."""
+
+    signer: RemoteSigner
+    properties: Properties
+
+    def _writes_init(self) -> None:
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+        self.part_bytes = part_bytes(self.properties)
+
+    def s3_call(self, location: str) -> Any:
+        """`run(call)`: `call(client)` with the table's signing botocore client."""
+        with self._client_lock:
+            if self._client is None:
+                import botocore
+
+                # UNSIGNED: botocore never looks for keys (the FileIO has none; no ambient one is used)
+                self._client = new_client(self.properties, signature_version=botocore.UNSIGNED,
+                                          request_checksum_calculation="when_required",
+                                          response_checksum_validation="when_required")
+                _Handlers(self.signer).install_sync(self._client.meta.events)
+            client = self._client
+        return lambda call: call(client)
+
+
+class _SignedOutputFile(OutputFile):
+    """An OutputFile whose stream is a signed `ResumableS3Upload`; length and existence are the FileIO's own."""
+
+    def __init__(self, io: Any, location: str, plain: OutputFile) -> None:
+        super().__init__(location)
+        self._io, self._plain = io, plain
+
+    def __len__(self) -> int:
+        return len(self._plain)
+
+    def exists(self) -> bool:
+        return self._plain.exists()
+
+    def to_input_file(self) -> InputFile:
+        return self._io.new_input(self.location)
+
+    def create(self, overwrite: bool = False) -> OutputStream:
+        return ResumableS3Upload(self._io.s3_call(self.location), self.location, self._io.part_bytes,  # type: ignore[return-value]
+                                 overwrite=overwrite)
+
+
+def _signed_output(io: Any, base: type[FileIO], location: str) -> OutputFile:
+    plain = base.new_output(io, location)
+    if location.split("://", 1)[0] not in S3_SCHEMES:
+        return plain
+    return _SignedOutputFile(io, location, plain)
+
+
+class SigningFsspecFileIO(_SignedWrites, FsspecFileIO):
     """PyIceberg's FsspecFileIO whose S3 requests are signed by one table's signer."""
 
     def __init__(self, properties: Mapping[str, Any], signer: RemoteSigner) -> None:
         self.signer = signer
         self._s3fs: Any = None
         self._s3fs_lock = threading.Lock()
-        super().__init__(properties=dict(properties))
+        FsspecFileIO.__init__(self, properties=dict(properties))
+        self._writes_init()
 
     def _get_fs(self, scheme: str, hostname: str | None = None) -> Any:
         if scheme not in S3_SCHEMES:
@@ -234,17 +319,21 @@ class SigningFsspecFileIO(FsspecFileIO):
                 self._s3fs = signing_filesystem(self.properties, self.signer)
             return self._s3fs
 
+    def new_output(self, location: str) -> OutputFile:  # type: ignore[override]
+        return _signed_output(self, FsspecFileIO, location)
+
     def __repr__(self) -> str:
         return f"SigningFsspecFileIO({self.signer.table!r})"
 
 
-class SigningPyArrowFileIO(PyArrowFileIO):
+class SigningPyArrowFileIO(_SignedWrites, PyArrowFileIO):
     """PyIceberg's PyArrowFileIO whose S3 paths go through a PyArrow filesystem backed by the signing
     s3fs (PyArrow's own S3 client cannot sign remotely); other schemes are PyArrow's own."""
 
     def __init__(self, properties: Mapping[str, Any], signer: RemoteSigner) -> None:
         self.signer = signer
-        super().__init__(properties=dict(properties))
+        PyArrowFileIO.__init__(self, properties=dict(properties))
+        self._writes_init()
 
     def _initialize_fs(self, scheme: str, netloc: str | None = None) -> Any:
         if scheme not in S3_SCHEMES:
@@ -252,6 +341,9 @@ class SigningPyArrowFileIO(PyArrowFileIO):
         from pyarrow.fs import PyFileSystem
 
         return PyFileSystem(_handler_class()(signing_filesystem(self.properties, self.signer)))
+
+    def new_output(self, location: str) -> OutputFile:  # type: ignore[override]
+        return _signed_output(self, PyArrowFileIO, location)
 
     def __repr__(self) -> str:
         return f"SigningPyArrowFileIO({self.signer.table!r})"

@@ -29,7 +29,7 @@ from cachetools import LRUCache
 
 from pyspark_catalog_ext import knobs
 
-__all__ = ["PART_BYTES_KNOB", "ResumableS3Upload", "S3Clients", "part_bytes"]
+__all__ = ["PART_BYTES_KNOB", "ResumableS3Upload", "S3Clients", "new_client", "part_bytes"]
 
 T = TypeVar("T")
 PART_BYTES_KNOB = "catalog-ext.pyiceberg.s3-part-bytes"
@@ -50,15 +50,43 @@ def _upload_pool() -> ThreadPoolExecutor:
         return _pool[0]
 
 
+_session_lock = threading.Lock()
+_session: list[Any] = []
+
+
+def new_client(props: Mapping[str, Any], **config: Any) -> Any:
+    """A boto3 S3 client configured from FileIO properties (endpoint, region, keys, addressing, proxy,
+    timeouts), `config` added to its botocore Config. All come from one botocore session, which builds
+    one client at a time (S3's model is parsed once: in a session per client that is ~0.1 s of CPU
+    holding the GIL, at every renewal)."""
+    import boto3
+    from botocore.config import Config
+
+    s3: dict[str, Any] = {"addressing_style": "path"} if str(props.get("s3.path-style-access", "")).lower() == "true" \
+        else {"addressing_style": "virtual"} if str(props.get("s3.force-virtual-addressing", "")).lower() == "true" else {}
+    proxy = props.get("s3.proxy-uri")
+    settings = Config(s3=s3 or None, proxies={"http": proxy, "https": proxy} if proxy else None,
+                      connect_timeout=float(props.get("s3.connect-timeout") or 60),
+                      read_timeout=float(props.get("s3.request-timeout") or 60),
+                      retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=_UPLOAD_THREADS + 2, **config)
+    with _session_lock:
+        if not _session:
+            _session.append(boto3.session.Session())
+        return _session[0].client(
+            "s3", endpoint_url=props.get("s3.endpoint") or None,
+            region_name=props.get("s3.region") or props.get("client.region") or None,
+            aws_access_key_id=props.get("s3.access-key-id") or None,
+            aws_secret_access_key=props.get("s3.secret-access-key") or None,
+            aws_session_token=props.get("s3.session-token") or None, config=settings)
+
+
 class S3Clients:
-    """boto3 S3 clients for the FileIO properties of each key set, in one botocore session (S3's model
-    is parsed once: in a session per client that is ~0.1 s of CPU holding the GIL per renewal); the
-    last few key sets are kept. Thread-safe."""
+    """boto3 S3 clients (`new_client`) for the FileIO properties of each key set; the last few key
+    sets are kept. Thread-safe."""
 
     def __init__(self, keep: int = 8) -> None:
         self._lock = threading.Lock()
         self._clients: LRUCache[tuple, Any] = LRUCache(maxsize=keep)
-        self._session: Any = None
 
     def get(self, props: Mapping[str, Any]) -> Any:
         key = tuple(str(props.get(k) or "") for k in ("s3.access-key-id", "s3.session-token", "s3.endpoint", "s3.region",
@@ -66,28 +94,8 @@ class S3Clients:
         with self._lock:
             client = self._clients.get(key)
             if client is None:
-                client = self._clients[key] = self._new(props)
+                client = self._clients[key] = new_client(props)
             return client
-
-    def _new(self, props: Mapping[str, Any]) -> Any:  # under self._lock: a botocore session builds one client at a time
-        import boto3
-        from botocore.config import Config
-
-        if self._session is None:
-            self._session = boto3.session.Session()
-        s3: dict[str, Any] = {"addressing_style": "path"} if str(props.get("s3.path-style-access", "")).lower() == "true" \
-            else {"addressing_style": "virtual"} if str(props.get("s3.force-virtual-addressing", "")).lower() == "true" else {}
-        proxy = props.get("s3.proxy-uri")
-        config = Config(s3=s3 or None, proxies={"http": proxy, "https": proxy} if proxy else None,
-                        connect_timeout=float(props.get("s3.connect-timeout") or 60),
-                        read_timeout=float(props.get("s3.request-timeout") or 60),
-                        retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=_UPLOAD_THREADS + 2)
-        return self._session.client(
-            "s3", endpoint_url=props.get("s3.endpoint") or None,
-            region_name=props.get("s3.region") or props.get("client.region") or None,
-            aws_access_key_id=props.get("s3.access-key-id") or None,
-            aws_secret_access_key=props.get("s3.secret-access-key") or None,
-            aws_session_token=props.get("s3.session-token") or None, config=config)
 
 
 def _bucket_key(location: str) -> tuple[str, str]:

@@ -94,8 +94,11 @@ def signer_target(table_config: Mapping[str, Any], catalog_properties: Mapping[s
     config = signing_config if isinstance(signing_config, Mapping) else {}
     if signing_config is not None and not isinstance(signing_config, Mapping):
         raise ConfigError(f"the catalog's {SIGNING_CONFIG_FIELD} is not a JSON object")
+    for part in ("headers", "properties"):
+        if not isinstance(config.get(part) or {}, Mapping):
+            raise ConfigError(f"the catalog's {SIGNING_CONFIG_FIELD}.{part} is not a JSON object")
 
-    def first(keys: tuple[str, ...], field_name: str, fallback: tuple[str, str] | None) -> tuple[str, str] | None:
+    def first(keys: tuple[str, ...], field_name: str, fallback: tuple[str, str]) -> tuple[str, str]:
         for key in keys:
             if table_config.get(key):
                 return str(table_config[key]).strip(), key
@@ -106,9 +109,9 @@ def signer_target(table_config: Mapping[str, Any], catalog_properties: Mapping[s
                 return str(catalog_properties[key]).strip(), key
         return fallback
 
-    base, base_key = first(_URI_KEYS, "base-uri", (catalog_uri, "uri"))  # type: ignore[misc]
+    base, base_key = first(_URI_KEYS, "base-uri", (catalog_uri, "uri"))
     default_endpoint = f"{table_route.strip('/')}/sign" if signing_config is not None else DEFAULT_ENDPOINT
-    endpoint, endpoint_key = first(_ENDPOINT_KEYS, "endpoint-path", (default_endpoint, "signer endpoint"))  # type: ignore[misc]
+    endpoint, endpoint_key = first(_ENDPOINT_KEYS, "endpoint-path", (default_endpoint, "signer endpoint"))
     if urlsplit(endpoint).scheme:  # an absolute endpoint names the whole URL (and its origin)
         url, key = endpoint, endpoint_key
     else:
@@ -126,20 +129,22 @@ class SignerSession:
     its credentials, shared by the `RemoteSigner` of each of its tables.
 
     `auth_header`: the catalog's current Authorization value (None: none); `renew_token`: renew the
-    catalog's token, True when it did; `headers`: the user's `header.*` values."""
+    catalog's token, True when it did; `headers`: the user's `header.*` values; `verify`/`cert`: the
+    catalog session's TLS settings (its CA bundle, its client certificate), since the signer is the catalog's."""
 
     def __init__(self, trust: TrustedOrigins, auth_header: Callable[[], str | None], renew_token: Callable[[], bool],
-                 headers: Mapping[str, str] | None = None, ca_bundle: str | None = None) -> None:
+                 headers: Mapping[str, str] | None = None, verify: bool | str = True, cert: Any = None) -> None:
         self.trust = trust
         self._auth_header = auth_header
         self._renew_token = renew_token
         self.headers = dict(headers or {})
         self._renew_lock = threading.Lock()
         retry = read_retry(_ATTEMPTS).new(allowed_methods=frozenset({"POST"}))
+        ca_bundle = verify if isinstance(verify, str) else None
         self.http = requests.Session()
+        self.http.verify, self.http.cert = verify, cert
         self.http.mount("http://", BoundedAdapter(_TIMEOUT, retry, ca_bundle, pool_maxsize=32))
         self.http.mount("https://", BoundedAdapter(_TIMEOUT, retry, ca_bundle, pool_maxsize=32))
-        self.http.trust_env = False  # no proxy or netrc from the environment sees the catalog's token
 
     def signer(self, table: str, target: SignerTarget) -> RemoteSigner:
         """The signer of `table`; `UntrustedOriginError` (nothing sent) when its origin is not trusted."""

@@ -26,8 +26,11 @@ from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload
 from tests.helpers import SpoolDiskPeak, expiring_proxies
 from tests.servers.s3_early_rejection import EarlyRejectionS3Proxy
 
-LIFETIME = 4.0
-SHARE = 0.45  # keys die at 45 % of their stated lifetime, well before the proactive renewal at 80 %
+# Keys die at 45 % of their stated lifetime (3.6 s), well before the proactive renewal at 80 %, yet
+# outlive one request on a loaded machine (else a fresh key set is refused on arrival, and the
+# package rightly gives up in one line).
+LIFETIME = 8.0
+SHARE = 0.45
 POLICY = RefreshPolicy(check_interval_s=0.25, min_ahead_s=0, lifetime_fraction=0.2)  # renew at 80 %: keys die first
 FILEIOS = {"pyarrow": "pyiceberg.io.pyarrow.PyArrowFileIO", "fsspec": "pyiceberg.io.fsspec.FsspecFileIO"}
 PART = 5 * 1024 * 1024  # the smallest part S3 takes
@@ -96,7 +99,7 @@ def test_a_write_outliving_its_keys_resends_only_the_unacknowledged_part(lakehou
     cat, table = table_of(lakehouse, proxies, io, f"resume_{io}")
     s3 = proxies.s3
     path = f"{table.location()}/data/resumable-{io}.parquet"
-    s3.max_age_seconds, s3.share, s3.delay_seconds = LIFETIME, SHARE, 0.3
+    s3.max_age_seconds, s3.share, s3.delay_seconds = LIFETIME, SHARE, 0.5
     log_start = len(s3.log)
     try:
         with SpoolDiskPeak() as disk, WriterMemoryPeak() as memory:
@@ -171,7 +174,8 @@ def test_a_bad_part_size_is_one_line_at_catalog_start(lakehouse, proxies):
 
 def test_a_store_without_resumable_upload_keeps_a_bounded_spool_and_says_so(lakehouse, proxies, tmp_path, caplog):
     """A write to another scheme (here a local path) goes to the delegate's stream with a spool of at
-    most `catalog-ext.pyiceberg.spool-max-bytes`, announced once as it starts."""
+    most `catalog-ext.pyiceberg.spool-max-bytes`, announced once as it starts; the spool's file is
+    private to the user and gone when its write ends, failed or not."""
     cat = pyiceberg_catalog(lakehouse, uri=proxies.catalog.url, **{"catalog-ext.pyiceberg.spool-max-bytes": str(12 << 20)})
     cat.create_namespace_if_not_exists("db_writes")
     if cat.table_exists("db_writes.local"):
@@ -183,8 +187,15 @@ def test_a_store_without_resumable_upload_keeps_a_bounded_spool_and_says_so(lake
             with table.io.new_output(f"file://{tmp_path}/{name}.bin").create(overwrite=True) as out:
                 for i in range(30):
                     out.write(chunk(i))
+        with pytest.raises(RuntimeError):  # a write that fails: its spool goes with it
+            with table.io.new_output(f"file://{tmp_path}/c.bin").create(overwrite=True) as out:
+                for i in range(10):
+                    out.write(chunk(i))
+                raise RuntimeError("the encoder failed")
+        assert disk.now() == 0, "a spool outlived its write"
     said = [r.getMessage() for r in caplog.records if "keep a copy of up to" in r.getMessage()]
     assert len(said) == 1 and "file://" in said[0] and str(12 << 20) in said[0], said
     assert (8 << 20) < disk.peak <= (12 << 20) + 65536, disk.peak  # on disk past 8 MiB, never past the bound
+    assert disk.modes == {0o600}, disk.modes  # private to the user
     assert (tmp_path / "a.bin").stat().st_size == 30 << 20
     cat.close()
