@@ -127,7 +127,7 @@ class SpoolDiskPeak:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="spool-disk-peak", daemon=True)
         self._before: set[tuple[int, int]] = set()
-        self.modes: set[int] = set()  # permission bits of every temporary file seen
+        self.modes: dict[str, int] = {}  # path (as /proc shows it) -> permission bits of every temporary file seen
 
     def _files(self) -> dict[tuple[int, int], int]:
         """(device, inode) -> bytes on disk of the temporary regular files open now."""
@@ -146,7 +146,7 @@ class SpoolDiskPeak:
             if stat.S_ISREG(info.st_mode) and (target.startswith(self._tmp + "/") or target.endswith(" (deleted)")):
                 out[(info.st_dev, info.st_ino)] = info.st_blocks * 512
                 if (info.st_dev, info.st_ino) not in self._before:
-                    self.modes.add(stat.S_IMODE(info.st_mode))
+                    self.modes[target] = stat.S_IMODE(info.st_mode)
         return out
 
     def now(self) -> int:
