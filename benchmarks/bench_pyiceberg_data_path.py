@@ -14,8 +14,8 @@ time the signer adds to one request; and the PyArrow signing designs side by sid
   during the append (sampled every 5 ms), ours and stock.
 - **signer per request**: sequential requests through the signing filesystem and through the same
   s3fs with static keys: a HEAD and an 8 MiB ranged GET; the difference is the signer's share.
-- **PyArrow signing designs** (docs/signing.md): the chosen one (a PyArrow filesystem backed by the
-  signing s3fs) against a prototype of the other (PyArrow's own S3 client talking to a local proxy
+- **PyArrow signing designs** (docs/signing.md): the chosen one (reads through a PyArrow filesystem
+  backed by the signing s3fs, writes through the signed resumable upload) against a prototype of the other (PyArrow's own S3 client talking to a local proxy
   that re-signs each request at the signer) and PyArrow's own client with static keys, the ceiling
   of any design keeping that client.
 
@@ -192,17 +192,22 @@ def compare(label: str, big: Any, scratch: dict[str, Any], ours: IoMaker, stock:
     FileIO (made anew each round from the table's FileIO as loaded)."""
     loaded = {id(t): t.io for t in (big, *scratch.values())}
     rows = big.scan().to_arrow().num_rows
-    times: dict[str, list[float]] = {"scan ours": [], "scan stock": [], "append ours": [], "append stock": []}
+    times: dict[str, list[float]] = {f"{op} {side}": [] for op in ("scan", "append", "scan cpu", "append cpu")
+                                     for side in ("ours", "stock")}
     disk = {"ours": 0, "stock": 0}
     for r in range(rounds):
         for side in (("ours", "stock") if r % 2 == 0 else ("stock", "ours")):
             make = ours if side == "ours" else stock
             big.io = make(loaded[id(big)])
+            cpu = time.process_time()
             times[f"scan {side}"].append(_scan(big, rows))
+            times[f"scan cpu {side}"].append(time.process_time() - cpu)
             target = scratch[side]
             target.io = make(loaded[id(target)])
+            cpu = time.process_time()
             with SpoolDiskPeak() as peak:
                 times[f"append {side}"].append(timed(lambda t=target: t.append(append)))
+            times[f"append cpu {side}"].append(time.process_time() - cpu)
             disk[side] = max(disk[side], peak.peak)
             print(f"  {label} round {r + 1} {side}: scan {times[f'scan {side}'][-1]:.1f} s, append "
                   f"{times[f'append {side}'][-1]:.1f} s (load {os.getloadavg()[0]:.1f})", flush=True)
@@ -286,6 +291,11 @@ def main() -> None:
                       f"   {r['append ours']:11.2f}s {r['append stock']:7.2f}s {r['append stock'] / r['append ours']:6.3f}"
                       f"   {r['disk ours']:>34,} B {r['disk stock']:>8,} B", flush=True)
             print("ratio = stock time / ours: throughput relative to stock PyIceberg (1.00 = as fast)")
+            print()
+            print(f"{'client CPU (s)':16} {'scan ours':>10} {'stock':>8}   {'append ours':>12} {'stock':>8}   (this process, medians)")
+            for r in results:
+                print(f"{r['label']:16} {r['scan cpu ours']:9.2f}s {r['scan cpu stock']:7.2f}s   "
+                      f"{r['append cpu ours']:11.2f}s {r['append cpu stock']:7.2f}s")
             if "per-request" in parts:
                 per_request(lake, signer, static, args.rounds)
             if "designs" in parts:
@@ -336,7 +346,7 @@ def designs(lake: Any, signer: Any, static: dict, rounds: int, append: Any) -> N
         proxy_for[name] = ResigningProxy(lake.info.s3_endpoint, t.io.signer)
     props = dict(ours.properties)
     options = {
-        "PyArrow filesystem over the signing s3fs (chosen)": (lambda: ours, lambda: scratch_signing),
+        "ours: a filesystem over the signing s3fs, signed resumable writes": (lambda: ours, lambda: scratch_signing),
         "PyArrow's S3 client + local re-signing proxy (prototype)": (
             lambda: native_pyarrow_io(props, proxy_for["big"].endpoint, ("local", "local")),
             lambda: native_pyarrow_io(props, proxy_for["scratch"].endpoint, ("local", "local"))),
@@ -355,9 +365,9 @@ def designs(lake: Any, signer: Any, static: dict, rounds: int, append: Any) -> N
             scratch.io = append_io()
             times[name]["append"].append(timed(lambda: scratch.append(append)))
     print()
-    print(f"{'PyArrow signing design':58} {'scan':>8} {'append':>8}   (medians of {rounds}; {rows:,} rows, {append.nbytes / 1e6:.0f} MB)")
+    print(f"{'PyArrow signing design':66} {'scan':>8} {'append':>8}   (medians of {rounds}; {rows:,} rows, {append.nbytes / 1e6:.0f} MB)")
     for name in options:
-        print(f"{name:58} {median(times[name]['scan']):7.2f}s {median(times[name]['append']):7.2f}s", flush=True)
+        print(f"{name:66} {median(times[name]['scan']):7.2f}s {median(times[name]['append']):7.2f}s", flush=True)
     for proxy in proxy_for.values():
         proxy.stop()
     cat.close()
