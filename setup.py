@@ -1,17 +1,28 @@
-"""Build hook: a wheel must carry the Java shim, so build_py compiles it into the package
-(with Maven, jvm-shim/pom.xml; javac where Maven is not installed), and pip users need neither.
+"""Build hook: a wheel must carry the Java shim, so build_py compiles it into the package with Maven
+(jvm-shim/pom.xml), and pip users need neither Maven nor a JDK. Building from source (`pip install .`,
+`pip wheel .`, `python -m build`, an sdist) needs both; without them the build stops in one line.
 
-Editable installs skip it: at run time `pyspark_catalog_ext.spark.shim_build.shim_jar()` builds from
-`jvm-shim/` into the user cache (and prefers a packaged jar only when its source hash matches).
+The build runs in pip's isolated build environment, where the package's dependencies are not
+installed: the Maven build is loaded from its one file (pyspark_catalog_ext/spark/shim_maven.py,
+standard library only), never through the package. Editable installs skip it: at run time
+`pyspark_catalog_ext.spark.shim_build.shim_jar()` builds from `jvm-shim/` into the user cache.
 """
 
-import sys
+import importlib.util
 from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
+PACKAGE = ROOT / "pyspark_catalog_ext"
+
+
+def _shim_maven():
+    spec = importlib.util.spec_from_file_location("_pce_shim_maven", PACKAGE / "spark" / "shim_maven.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class build_py_with_shim(build_py):
@@ -19,20 +30,18 @@ class build_py_with_shim(build_py):
         super().run()
         if getattr(self, "editable_mode", False):
             return
-        sys.path.insert(0, str(ROOT))
-        try:
-            from pyspark_catalog_ext.spark import shim_build as jvm  # the one place that knows how to build the shim
-        finally:
-            sys.path.pop(0)
+        maven = _shim_maven()
         src = ROOT / "jvm-shim" / "src" / "main" / "java"
-        out = Path(self.build_lib) / "pyspark_catalog_ext" / "_jars" / jvm.SHIM_JAR_NAME
-        jvm.check_java()
-        if jvm.find_maven() is None:
-            # The javac fallback compiles against pyspark's jars: fail fast (before downloading the
-            # offline jars) under build isolation, which needs --no-build-isolation then.
-            jvm._pyspark_jars_dir()
-        print(f"building the Java shim into {out}", file=sys.stderr)
-        jvm.build_shim(src, out, None, jvm.source_hash(src))
+        pom = ROOT / "jvm-shim" / "pom.xml"
+        specs = [PACKAGE / "resources" / name for name in maven.SHARED_SPEC_NAMES]
+        out = Path(self.build_lib) / "pyspark_catalog_ext" / "_jars" / maven.SHIM_JAR_NAME
+        if not maven.java_sources(src) or not pom.is_file():
+            raise SystemExit(f"error: pyspark-catalog-ext: no Java shim sources at {src.parent.parent}; build from a full clone or sdist")
+        print(f"building the Java shim into {out} with Maven", flush=True)
+        try:
+            maven.build_with_maven(pom, src, out, maven.source_hash(src, specs, pom))
+        except maven.ShimBuildError as exc:
+            raise SystemExit(f"error: pyspark-catalog-ext: {exc}") from None
 
 
 setup(cmdclass={"build_py": build_py_with_shim})

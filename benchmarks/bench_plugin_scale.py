@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pyspark_catalog_ext.spark.jars import resolve_jars  # noqa: E402
-from pyspark_catalog_ext.spark.shim_build import JAVAC_FLAGS, shim_jar  # noqa: E402
+from pyspark_catalog_ext.spark.jars import installed_spark_version, min_java_for_stack, resolve_jars, select_stack  # noqa: E402
+from pyspark_catalog_ext.spark.shim_build import JAVAC_LINT_FLAGS, shim_jar  # noqa: E402
 
 SOURCE = ROOT / "jvm-shim/src/bench/java/io/catalogext/shim/PluginScaleBench.java"
 MAIN = "io.catalogext.shim.PluginScaleBench"
@@ -37,12 +37,14 @@ MAIN = "io.catalogext.shim.PluginScaleBench"
 def _classpath() -> list[str]:
     import pyspark
 
-    return [str(shim_jar()), *map(str, resolve_jars()), str(Path(pyspark.__file__).parent / "jars" / "*")]
+    return [str(shim_jar()), *map(str, resolve_jars(stack=select_stack())), str(Path(pyspark.__file__).parent / "jars" / "*")]
 
 
 def _compile(out: Path) -> None:
-    """The bench class with the project's javac flags (-Xlint:all -Werror), against the shim jar."""
-    subprocess.run(["javac", *JAVAC_FLAGS, "-d", str(out), "-cp", os.pathsep.join(_classpath()), str(SOURCE)],
+    """The bench class with the project's javac flags (-Xlint:all -Werror), against the shim jar and
+    the installed pyspark's jars (Spark 4's are Java 17 class files: --release 17 there)."""
+    release = str(min_java_for_stack(installed_spark_version()))
+    subprocess.run(["javac", "--release", release, *JAVAC_LINT_FLAGS, "-d", str(out), "-cp", os.pathsep.join(_classpath()), str(SOURCE)],
                    check=True)
 
 
@@ -76,7 +78,7 @@ def run_spark(args: list[str]) -> None:
             for path in classes.rglob("*.class"):
                 jar.write(path, path.relative_to(classes).as_posix())
         # The bench class must share the shim's class loader (package-private API): both in spark.jars.
-        jars = [str(shim_jar()), *map(str, resolve_jars()), str(bench_jar)]
+        jars = [str(shim_jar()), *map(str, resolve_jars(stack=select_stack())), str(bench_jar)]
         started = time.monotonic()
         spark = (SparkSession.builder.master(f"local-cluster[{executors},1,1024]").appName("catalog-ext-plugin-scale")
                  .config("spark.jars", ",".join(jars))

@@ -17,17 +17,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pyspark_catalog_ext.spark.jars import resolve_jars  # noqa: E402
+from pyspark_catalog_ext.spark.jars import installed_spark_version, min_java_for_stack, resolve_jars, select_stack  # noqa: E402
 from pyspark_catalog_ext.spark.shim_build import shim_jar  # noqa: E402
 
 
 def main() -> None:
     import pyspark
 
-    classpath = [str(shim_jar()), *map(str, resolve_jars()), str(Path(pyspark.__file__).parent / "jars" / "*")]
+    classpath = [str(shim_jar()), *map(str, resolve_jars(stack=select_stack())), str(Path(pyspark.__file__).parent / "jars" / "*")]
+    release = str(min_java_for_stack(installed_spark_version()))  # Spark 4's jars are Java 17 class files
     source = ROOT / "jvm-shim/src/bench/java/io/catalogext/shim/ResolveCredentialsBench.java"
     with tempfile.TemporaryDirectory() as out:
-        subprocess.run(["javac", "--release", "11", "-nowarn", "-d", out, "-cp", os.pathsep.join(classpath),
+        subprocess.run(["javac", "--release", release, "-nowarn", "-d", out, "-cp", os.pathsep.join(classpath),
                         str(source)], check=True)
         subprocess.run(["java", "-cp", os.pathsep.join([out, *classpath]), "io.catalogext.shim.ResolveCredentialsBench",
                         *sys.argv[1:]], check=True, stderr=subprocess.DEVNULL)

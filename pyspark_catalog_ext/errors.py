@@ -10,7 +10,7 @@ import base64
 import binascii
 import re
 
-from pyspark_catalog_ext.secret_keys import SECRET_IN_TEXT, is_secret_param
+from pyspark_catalog_ext.secret_keys import SECRET_IN_TEXT, SECRET_LIST_IN_TEXT, is_secret_param
 
 __all__ = [
     "CatalogExtError",
@@ -157,11 +157,13 @@ class LakehouseError(CatalogExtError):
 # `word: value` rule would mask only the scheme and leave the token in clear.
 _AUTH_SCHEMES = r"(?:bearer|basic|digest|negotiate|token|oauth|aws4-hmac-sha256)\s+"
 _SECRET_PATTERNS = [
-    re.compile(r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:" + _AUTH_SCHEMES + r")?)[^\s\"'&,;}]+"),
+    re.compile(r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:" + _AUTH_SCHEMES + r")?)[^\s\"'&,;}\[]+"),
     re.compile(r"(?i)((?:set-)?cookie[\"']?\s*[:=]\s*[\"']?)[^\r\n\"']+"),
     re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]+"),
     SECRET_IN_TEXT,
-    re.compile(r"(?i)(://)[^/\s:@]+:[^/\s@]+@"),
+    # URL userinfo: `user:password@`, a token alone (`https://ghp_x@host`), a password holding `/`
+    # (`user:pa/ss@`); a port followed by a path (`host:8181/x@y`) is not userinfo.
+    re.compile(r"(?i)(://)(?:[^/\s@:]+|[^/\s@:]*:(?!\d*/)[^\s@]*)(?=@)"),
     # XML elements of S3 and STS bodies: <SecretAccessKey>, <SessionToken>, <AccessKeyId>,
     # <AWSAccessKeyId> (S3's InvalidAccessKeyId), <SignatureProvided> (SignatureDoesNotMatch).
     re.compile(r"(?i)(<[\w:.-]*?(?:secret|token|password|signature|credential|accesskeyid|accesskey|apikey|privatekey"
@@ -193,8 +195,16 @@ def _basic_credentials(match: re.Match[str]) -> str:
     return match.group(1) + "***" if b":" in decoded else match.group(0)
 
 
+# A PEM private key (a GCP service account's `private_key` among them), whole or cut short, with its
+# line breaks as they are or escaped inside JSON (`\n`): the base64 body goes.
+_PEM_KEY = re.compile(r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(?:[A-Za-z0-9+/=\s]|\\[nr])*(-----END [A-Z0-9 ]*PRIVATE KEY-----)?")
+_QUOTED = re.compile(r"(\\*[\"'])[^\"'\\]*(\\*[\"'])")
+
+
 def redact(text: str) -> str:
     """Mask anything that looks like a credential in free text."""
+    text = _PEM_KEY.sub(lambda m: m.group(1) + "***" + (m.group(2) or ""), text)
+    text = SECRET_LIST_IN_TEXT.sub(lambda m: m.group(1) + _QUOTED.sub(r"\1***\2", m.group(2)), text)
     text = _QUERY_PARAM.sub(_query_param, text)
     for pattern in _SECRET_PATTERNS:
         text = pattern.sub(lambda m: m.group(1) + "***", text)

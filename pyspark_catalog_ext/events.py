@@ -236,6 +236,23 @@ class QueuedSink:
         self._thread.join(timeout)
 
 
+def _http_url_problem(url: str) -> str | None:
+    """Why `url` is not an http(s) URL with a host and no userinfo (never repeating it: it may hold
+    a secret), or None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(str(url).strip())
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        return "not a valid URL"
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"not an http(s) URL (scheme {parts.scheme or 'missing'!r})"
+    if "@" in parts.netloc:
+        return "a URL with userinfo (user@host) is refused: pass credentials as headers"
+    return None if parts.hostname else "the URL has no host"
+
+
 DEFAULT_JSONL_MAX_BYTES = 64 << 20  # the JVM's catalog-ext.events.jsonl-max-bytes default
 
 
@@ -262,12 +279,16 @@ class JsonLinesSink(QueuedSink):
 class WebhookSink(QueuedSink):
     """POSTs each event as JSON to `url`, retrying transport errors, 429 and 5xx with exponential
     backoff (tenacity), at most `attempts` times within `max_seconds`; then counts it as failed.
-    It follows no redirect: a 3xx would carry the event and the sink's headers elsewhere."""
+    Its `headers` (often a secret) go to `url` only: it is the one URL the sink sends to, and it
+    follows no redirect (a 3xx would carry the event and the headers elsewhere)."""
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | None = None, timeout: float = 5.0,
                  attempts: int = 4, max_seconds: float = 30.0, max_queue: int = 1000) -> None:
         import requests
 
+        problem = _http_url_problem(url)
+        if problem:
+            raise ConfigError(f"WebhookSink url: {problem}; expected http(s)://host[:port]/path")
         self.url = url
         self.timeout = timeout
         self.attempts = attempts

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["SECRET_WORDS", "is_secret_key", "is_secret_param", "SECRET_IN_TEXT", "SPARK_DEFAULT_REDACTION", "REDACTION_REGEX"]
+__all__ = ["SECRET_WORDS", "is_secret_key", "is_secret_param", "SECRET_IN_TEXT", "SECRET_LIST_IN_TEXT", "SPARK_DEFAULT_REDACTION",
+           "REDACTION_REGEX"]
 
-SECRET_WORDS = ("credential", "token", "secret", "password", "secret-access-key", "access-key-id", "access-key",
-                "session-token", "signature", "authorization", "api-key", "apikey", "private-key", "shared-key",
-                "cookie", "sse.key", "secret-key", "account-key")
+SECRET_WORDS = ("credential", "token", "secret", "password", "passwd", "pwd", "secret-access-key", "access-key-id",
+                "access-key", "session-token", "signature", "authorization", "api-key", "apikey", "private-key",
+                "shared-key", "cookie", "sse.key", "secret-key", "account-key")
 # A word counts at the end of the key or of a dotted segment: `adls.sas-token.<account>` (Iceberg's
 # per-account SAS tokens), `s3.sse.key`, but not `token-expires-in-ms` or `s3.sse.key-md5`.
 _FLEXIBLE_WORDS = sorted((re.escape(w).replace(r"\-", "[-_.]?").replace(r"\.", "[-_.]?") for w in SECRET_WORDS),
@@ -30,9 +31,12 @@ _HEADER_WORDS = "auth|key|token|secret|cookie|signature|password|credential|sess
 _SECRET_HEADER = re.compile(r"(?i)(^|\.)header\.[^=]*(" + _HEADER_WORDS + ")")
 # The same words in free text (server error bodies, JVM messages): `token=...`, `"secretAccessKey": "..."`;
 # inside prose a word may be written with `-`, `_`, `.` or nothing between its parts.
-# A quote may be escaped (`{\"token\": \"...\"}`: JSON inside a JSON string or a log line).
+# A quote may be escaped (`{\"token\": \"...\"}`: JSON inside a JSON string or a log line), and the
+# value may be the first of a JSON list (`"X-Amz-Security-Token": ["..."]`, the S3 signer's headers).
 _TEXT_WORDS = "|".join(_FLEXIBLE_WORDS)
-SECRET_IN_TEXT = re.compile(r"(?i)((?:" + _TEXT_WORDS + r")(?:\\*[\"'])?\s*[:=]\s*(?:\\*[\"'])?)[^\s\"'&,;}\\]+")
+SECRET_IN_TEXT = re.compile(r"(?i)((?:" + _TEXT_WORDS + r")(?:\\*[\"'])?\s*[:=]\s*(?:\[\s*)?(?:\\*[\"'])?)[^\s\"'&,;}\]\\]+")
+#: A JSON list under a secret's name: every string in it is a secret (`"Authorization": ["AWS4...", ...]`).
+SECRET_LIST_IN_TEXT = re.compile(r"(?i)((?:" + _TEXT_WORDS + r")\\*[\"']\s*:\s*\[)([^\]]*)")
 # Spark's default only covers secret|password|token|access key: `...catalog.lake.credential`,
 # `s3.access-key-id` and `header.X-Api-Key` would show in the Spark UI, the event log and
 # spark-submit's echo without the additions, which are SECRET_WORDS and the header rule above.

@@ -7,9 +7,9 @@ Runs, each a real doctor subprocess with Spark included:
 Each run is saved with `--save-matrix` as pyspark_catalog_ext/resources/matrix/<profile>.json.
 The emulated catalogs' rows come from resources/matrix/emulated/<family>-<release>.json, recorded
 by the slow emulated suite (tests/slow/test_emulated_catalogs.py with CATALOG_EXT_RECORD_MATRIX=1,
-or `--record-emulated` here). Then README.md and docs/emulated-catalogs.md are rewritten between
+or `--record-emulated` here). Then README.md, docs/doctor.md and docs/emulated-catalogs.md are rewritten between
   <!-- support-matrix:begin --> ... <!-- support-matrix:end -->    README (`doctor --print-matrix`)
-  <!-- doctor-run:begin --> ... <!-- doctor-run:end -->            README (the seaweedfs run's table)
+  <!-- doctor-run:begin --> ... <!-- doctor-run:end -->            docs/doctor.md (the seaweedfs run's table)
   <!-- emulated-matrix:begin --> ... <!-- emulated-matrix:end -->  docs (catalog x step)
   <!-- support-matrix-notes:begin --> ... <!-- support-matrix-notes:end -->  docs (the README table's notes)
 
@@ -32,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = ROOT / "docs" / "emulated-catalogs.md"
+DOCTOR_DOC = ROOT / "docs" / "doctor.md"  # the sample run
 EMULATED_SUITE = "tests/slow/test_emulated_catalogs.py"
 CLI = [sys.executable, "-m", "pyspark_catalog_ext.cli", "doctor"]
 
@@ -110,11 +111,11 @@ def main() -> int:
         command = (f"$ pyspark-catalog-ext doctor --profile seaweedfs --uri {info.iceberg_uri} "
                    f"--warehouse {info.warehouse} --credential {info.access_key}:***")
         shown = shown.split("matrix entry written to")[0].rstrip()
-        text = replace_block(text, "doctor-run", f"```\n{command}\n{shown}\n```")
+        DOCTOR_DOC.write_text(replace_block(DOCTOR_DOC.read_text(), "doctor-run", f"```\n{command}\n{shown}\n```"))
     text, docs = rendered(text, DOCS.read_text())
     README.write_text(text)
     DOCS.write_text(docs)
-    print("README.md, docs/emulated-catalogs.md and pyspark_catalog_ext/resources/matrix/ updated", file=sys.stderr)
+    print("README.md, docs/ and pyspark_catalog_ext/resources/matrix/ updated", file=sys.stderr)
     return 0
 
 

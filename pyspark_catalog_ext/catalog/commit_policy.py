@@ -1,5 +1,6 @@
 """`CommitPolicy`: how a commit is retried and whether it carries an Idempotency-Key, from the
-catalog properties `catalog-ext.commit.*` (the knob spec Spark's `CommitGuard` reads too)."""
+catalog properties `catalog-ext.commit.*` (the knob spec the JVM's twin, the shim's `CommitPolicy`,
+reads too)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ __all__ = ["CommitPolicy"]
 @dataclass(frozen=True)
 class CommitPolicy:
     """Retry bounds and Idempotency-Key use for one commit: the catalog properties
-    `catalog-ext.commit.*`, with the defaults and ranges of the knob spec Spark's shim reads too."""
+    `catalog-ext.commit.*`, with the defaults and ranges of the knob spec the shim's `CommitPolicy` reads too."""
 
     max_attempts: int = knobs.read_int({}, "catalog-ext.commit.max-attempts")
     base_delay_s: float = knobs.read_int({}, "catalog-ext.commit.base-delay-ms") / 1000.0
@@ -42,5 +43,5 @@ class CommitPolicy:
         )
 
     def sends_keys(self, advertised_lifetime_s: float | None) -> bool:
-        """Whether requests carry an Idempotency-Key (as the JVM's CommitGuard decides)."""
+        """Whether requests carry an Idempotency-Key (as the JVM's `CommitPolicy.sendsKeys` decides)."""
         return self.idempotency == "always" or (self.idempotency == "auto" and advertised_lifetime_s is not None)

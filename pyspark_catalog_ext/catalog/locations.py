@@ -9,7 +9,7 @@ the wrong object.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
@@ -79,21 +79,36 @@ def refuse_cleanup(location: str, why: str) -> CleanupRefused:
     return CleanupRefused(f"refusing to clean up {location}: {why}; nothing was deleted")
 
 
-def _walk_namespaces(client: CatalogReader, location: str, parent: tuple[str, ...] | None = None,
-                     depth: int = 0) -> Iterable[tuple[str, ...]]:
-    """Every namespace, depth-first. Any listing error refuses: tables under a namespace we
-    could not list would never count as referenced."""
-    try:
-        children = client.namespaces(parent or ())
-    except CatalogError as exc:
-        where = "the top-level namespaces" if parent is None else f"the namespaces under {'.'.join(parent)}"
-        if parent is not None and exc.status == 400:
-            return  # the catalog has no nested namespaces (it rejects ?parent=): nothing below
-        raise refuse_cleanup(location, f"cannot list {where} ({exc})") from None
-    for ns in children:
-        yield ns
-        if depth < 8:
-            yield from _walk_namespaces(client, location, ns, depth + 1)
+#: Namespace levels the walk descends to; a namespace this deep that still has children refuses.
+MAX_NAMESPACE_LEVELS = 16
+
+
+def _walk_namespaces(client: CatalogReader, location: str) -> list[tuple[str, ...]]:
+    """Every namespace, each once, or `CleanupRefused` wherever the walk cannot be complete: a
+    listing that failed (a 400 to `?parent=` included: it does not prove there is nothing below),
+    a child that does not extend its parent (the listing is not one the walk can follow), or
+    namespaces deeper than `MAX_NAMESPACE_LEVELS`. Tables under a namespace the walk missed would
+    never count as referenced, and their files would be deleted."""
+    seen: dict[tuple[str, ...], None] = {}
+    pending: list[tuple[str, ...]] = [()]
+    while pending:
+        parent = pending.pop()
+        where = f"the namespaces under {'.'.join(parent)}" if parent else "the top-level namespaces"
+        try:
+            children = [tuple(ns) for ns in client.namespaces(parent)]
+        except CatalogError as exc:
+            raise refuse_cleanup(location, f"cannot list {where} ({exc})") from None
+        if children and len(parent) >= MAX_NAMESPACE_LEVELS:
+            raise refuse_cleanup(location, f"namespaces nest deeper than {MAX_NAMESPACE_LEVELS} levels under "
+                                           f"{'.'.join(parent)}: the walk stops there and cannot vouch for the tables below")
+        for ns in children:
+            if len(ns) <= len(parent) or ns[:len(parent)] != parent or not all(ns):
+                raise refuse_cleanup(location, f"the catalog listed namespace {'.'.join(ns) or '(empty)'!r} among "
+                                               f"{where}: a listing the walk cannot follow")
+            if ns not in seen:
+                seen[ns] = None
+                pending.append(ns)
+    return list(seen)
 
 
 def tables_under(client: CatalogReader, location: str,
@@ -104,23 +119,39 @@ def tables_under(client: CatalogReader, location: str,
     `CleanupRefused` on any listing or load error: a table it did not see would lose its files.
     The namespaces walked are appended to `namespaces` when given."""
     out: dict[str, Mapping[str, Any]] = {}
-    for ns in list(_walk_namespaces(client, location)):
+    for ns in _walk_namespaces(client, location):
         if namespaces is not None:
             namespaces.append(ns)
+        dotted = ".".join(ns)
         try:
             idents = client.tables(ns)
-        except CatalogNotFoundError:
+        except CatalogNotFoundError as exc:
+            _confirm_gone(location, f"the tables of {dotted}", exc, client.has_namespace, ns)
             continue  # dropped meanwhile: nothing to keep there
         except CatalogError as exc:
-            raise refuse_cleanup(location, f"cannot list the tables of {'.'.join(ns)} ({exc})") from None
+            raise refuse_cleanup(location, f"cannot list the tables of {dotted} ({exc})") from None
         for ident in idents:
             name = ".".join(ident)
             try:
                 loaded = client.load_table_json(ident)
-            except CatalogNotFoundError:
+            except CatalogNotFoundError as exc:
+                _confirm_gone(location, f"table {name}", exc, client.has_table, ident)
                 continue  # dropped meanwhile
             except CatalogError as exc:
                 raise refuse_cleanup(location, f"cannot load table {name} ({exc})") from None
             if any(overlaps(p, location) for p in table_paths(loaded)):
                 out[name] = loaded  # else it keeps nothing here by its paths (manifests could, see README)
     return out
+
+
+def _confirm_gone(location: str, what: str, exc: CatalogNotFoundError, exists: Callable[[tuple[str, ...]], bool],
+                  name: tuple[str, ...]) -> None:
+    """Returns when a 404 for `what` means it was dropped meanwhile: the catalog says `name` no
+    longer exists. Else `CleanupRefused`: a 404 from a route, a proxy or a catalog that lists what
+    it cannot read would otherwise hide a table's files."""
+    try:
+        still_there = exists(name)
+    except CatalogError as check:
+        raise refuse_cleanup(location, f"cannot read {what} ({exc}) nor tell whether it still exists ({check})") from None
+    if still_there:
+        raise refuse_cleanup(location, f"cannot read {what} ({exc}), yet the catalog says it exists")

@@ -6,9 +6,12 @@ PyIceberg's session, `AuthManager` (OAuth2, bearer token, basic, SigV4), `/v1/co
 URL building and pagination. What this module adds on that one session, each for a reason:
 
 * **How calls are sent** (`transport`): bounded, read retries only, no redirects.
-* **A server cannot move our credentials.** A `uri` override in `/v1/config` pointing at another
-  origin is not followed (PyIceberg would send the token there), and a server-given URL on another
-  origin (a refresh endpoint) is refused before anything is sent to it.
+* **A server cannot move our credentials.** The session sends only to the catalog's trust set
+  (`trust.TrustedOrigins`, from the properties the user gave, before `/v1/config` is merged in):
+  a server-given URL on another origin (an `oauth2-server-uri` override, a refresh endpoint, a
+  signer URI in a table's config) is refused before anything is sent, naming the setting and the
+  origin. A `uri` override in `/v1/config` pointing at another origin is not followed (PyIceberg
+  would move every call there).
 * **Evidence.** A response hook records each exchange (`Exchange`: method, path with secret query
   values masked, status, elapsed ms, attempts) for the doctor.
 * **One-line errors** (`answers`): every HTTP answer and PyIceberg exception becomes one of
@@ -46,12 +49,13 @@ from pyspark_catalog_ext.catalog.transport import (
     DEFAULT_TIMEOUT,
     MUTATIONS,
     BoundedAdapter,
-    check_credentials_when_signing,
     follow_no_redirect,
+    guard_sigv4_signing,
     read_retry,
     refuse_redirect,
 )
-from pyspark_catalog_ext.catalog.urls import origin, safe_url
+from pyspark_catalog_ext.catalog.trust import Origin, TrustedOrigins
+from pyspark_catalog_ext.catalog.urls import safe_url
 from pyspark_catalog_ext.errors import (
     CatalogError,
     CatalogExtError,
@@ -118,7 +122,10 @@ class CatalogClient(RestCatalog):
         self.idempotency_key_lifetime: str | None = None
         self.idempotency_key_lifetime_s: float | None = None
         self._timeout, self._retries = timeout, retries
-        self._user_uri, self._user_origin = uri, origin(uri)
+        self._user_uri, self._user_origin = uri, _origin_or_none(uri)
+        #: Where requests carrying the catalog's credentials may go: decided from the user's properties
+        #: only, before any server answer is merged in.
+        self.trust = TrustedOrigins.from_user_properties(properties)
         #: `catalog-ext.commit.*`: retry bounds and Idempotency-Key use, as Spark's CommitGuard reads them.
         self.commit_policy = CommitPolicy.from_properties(properties)
         self._sent_keys = threading.local()
@@ -137,37 +144,61 @@ class CatalogClient(RestCatalog):
     # -- the session -----------------------------------------------------------------------------
     def _create_session(self) -> Session:
         session = super()._create_session()
-        ca_bundle = session.verify if isinstance(session.verify, str) else None
-        adapter = BoundedAdapter(self._timeout, read_retry(self._retries), ca_bundle)
+        self._send_only_to_trusted(session)
         for prefix, mounted in list(session.adapters.items()):
             # PyIceberg's SigV4 adapter stays mounted on the catalog URI, but with our Retry: its own
             # (Retry(10)) repeats DELETE and PUT on read errors and on 503/429 with Retry-After.
             if isinstance(mounted, requests.adapters.HTTPAdapter) and prefix not in ("http://", "https://"):
                 mounted.max_retries = read_retry(self._retries)
-                check_credentials_when_signing(mounted)
-        for scheme in ("http://", "https://"):
-            session.mount(scheme, adapter)
+                guard_sigv4_signing(mounted, self.trust, self._server_setting)
         if session.headers.get(ACCESS_DELEGATION_HEADER) == "":  # `delegation=""`: ask for no delegation
             del session.headers[ACCESS_DELEGATION_HEADER]
         hooks = [h for h in session.hooks["response"] if h is not refuse_redirect]
         session.hooks["response"] = [*hooks, self._on_response, refuse_redirect]  # evidence first, then refuse
-        follow_no_redirect(session)
         session.auth = _IdempotencyKeys(session.auth, self)
         return session
 
     def _create_legacy_oauth2_auth_manager(self, session: Session) -> Any:
         # PyIceberg's OAuth2 manager fetches its first token while the session is being built, before
-        # `_create_session` returns: a 307 on that POST would re-send the client secret to Location.
-        follow_no_redirect(session)
+        # `_create_session` returns: that POST, which carries the client secret, must already go only
+        # to a trusted origin, and a 307 on it would re-send the secret to Location.
+        self._send_only_to_trusted(session)
         return super()._create_legacy_oauth2_auth_manager(session)
+
+    def _send_only_to_trusted(self, session: Session) -> None:
+        """Our adapter (bounded, trusted origins only) for every URL, and no redirects (idempotent)."""
+        if not isinstance(session.adapters.get("http://"), BoundedAdapter):
+            ca_bundle = session.verify if isinstance(session.verify, str) else None
+            adapter = BoundedAdapter(self._timeout, read_retry(self._retries), ca_bundle, trust=self.trust,
+                                     key_of=self._server_setting)
+            for scheme in ("http://", "https://"):
+                session.mount(scheme, adapter)
+        follow_no_redirect(session)
 
     def _fetch_config(self) -> None:
         super()._fetch_config()
-        if origin(self.uri) != self._user_origin:
+        if _origin_or_none(self.uri) != self._user_origin:
             # A config answer must not redirect our token and headers to another host.
             log.warning("catalog-ext: the catalog's /v1/config names another uri (%s); keeping %s",
                         safe_url(self.uri), self.safe_uri)
             self.uri = self.properties["uri"] = self._user_uri
+
+    def _server_setting(self, url: str) -> str | None:
+        """Which `/v1/config` setting gave a URL on `url`'s origin ("oauth2-server-uri from /v1/config
+        overrides"), for the refusal's message; None if none did."""
+        try:
+            wanted = Origin.of(url)
+        except ValueError:
+            return None
+        for part in ("overrides", "defaults"):
+            values = self.config_answer.get(part)
+            for key, value in (values.items() if isinstance(values, dict) else ()):
+                try:
+                    if isinstance(value, str) and Origin.of(value) == wanted:
+                        return f"{key} from /v1/config {part}"
+                except ValueError:
+                    continue
+        return None
 
     def _on_response(self, resp: Response, *args: Any, **kwargs: Any) -> None:
         request = resp.request
@@ -266,12 +297,6 @@ class CatalogClient(RestCatalog):
         """The X-Iceberg-Access-Delegation every table load and create asks for (None: none)."""
         value = self._session.headers.get(ACCESS_DELEGATION_HEADER)
         return str(value) if value else None
-
-    @property
-    def request_auth(self) -> Any:
-        """The session's `requests` auth (the catalog's token), for a service the catalog sends us to
-        on its behalf, such as its S3 request signer."""
-        return self._session.auth
 
     @property
     def last_idempotency_key(self) -> str | None:
@@ -378,19 +403,27 @@ class CatalogClient(RestCatalog):
                                "storage-credentials must be a list")
         return body
 
-    def get_url(self, url: str) -> Any:
-        """GET a server-given URL (`client.refresh-credentials-endpoint`), absolute or relative to the
-        catalog, on the catalog's own origin only. Another origin is refused before any request: with
-        credentials it would exfiltrate them, without them it is a request to wherever the server
-        points us (blind SSRF). A `CatalogError`, so a refresh falls through to the next strategy."""
+    def get_url(self, url: str, key: str = "client.refresh-credentials-endpoint") -> Any:
+        """GET a server-given URL (`key`: the setting that gave it), absolute or relative to the
+        catalog, on an origin of the trust set only. Another origin is refused before any request
+        (`UntrustedOriginError`, a `CatalogError`, so a refresh falls through to the next strategy):
+        with credentials it would exfiltrate them, without them it is a request to wherever the
+        server points us (blind SSRF)."""
         full = urljoin(self.uri.rstrip("/") + "/", url)
-        if urlsplit(full).scheme not in ("http", "https"):
-            raise CatalogError(f"refusing the server-given URL {safe_url(full)!r}: not http(s); only the catalog's "
-                               f"own origin ({self.safe_uri}) is called")
-        if origin(full) != self._user_origin:
-            raise CatalogError(f"refusing the server-given URL {safe_url(full)!r}: it is not on the catalog's origin "
-                               f"({self.safe_uri}) and nothing is sent elsewhere")
+        self.trust.check(full, key)
         return self._call("GET", full, ("endpoint", None))
+
+    def send_to(self, method: str, url: str, *, key: str, json: Any = None) -> Response:
+        """Send a request with the catalog's credentials to a server-given absolute URL (`key`: the
+        setting that gave it), such as the catalog's S3 signer, and return the answer whatever its
+        status. Refused before sending (`UntrustedOriginError`) unless the URL's origin is trusted;
+        never redirected. Transport failures are one-line `CatalogError`s."""
+        self.trust.check(url, key)
+        try:
+            return self._session.request(method.upper(), url, json=json)
+        except requests.RequestException as exc:
+            raise transport_error(exc, f"{method.upper()} {urlsplit(url).path}", safe_url(url),
+                                  mutation=method.upper() in MUTATIONS) from None
 
     def call(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None,
              headers: Mapping[str, str] | None = None) -> Any:
@@ -491,7 +524,14 @@ class _IdempotencyKeys:
 
 
 def _where(url: str, catalog: CatalogClient) -> str:
-    return catalog.safe_uri if origin(url) == catalog._user_origin else safe_url(url)
+    return catalog.safe_uri if _origin_or_none(url) == catalog._user_origin else safe_url(url)
+
+
+def _origin_or_none(url: str) -> Origin | None:
+    try:
+        return Origin.of(url)
+    except ValueError:
+        return None
 
 
 def _mask_query(query: str) -> str:

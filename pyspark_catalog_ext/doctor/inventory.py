@@ -34,6 +34,12 @@ def _name(ctx: ProbeContext, table: str) -> str:
     return f"{SPARK_CATALOG}.`{ctx.namespace}`.{table}"
 
 
+def _rename_target(ctx: ProbeContext, table: str) -> str:
+    """A RENAME TO target as users write it: Spark renames within the table's catalog and reads the
+    target's every part as namespace and name, so a leading catalog name would become a namespace."""
+    return f"`{ctx.namespace}`.{table}"
+
+
 def _run(ctx: ProbeContext, body: Callable[[Any], Outcome], what: str) -> Outcome:
     """Run `body(spark)`; the catalog refusing the operation is `unsupported`, other errors `fail`."""
     from pyspark_catalog_ext.spark import java_errors as spark_errors
@@ -70,7 +76,7 @@ def probe_namespace_properties(ctx: ProbeContext) -> Outcome:
 def probe_rename_table(ctx: ProbeContext) -> Outcome:
     def body(spark: Any) -> Outcome:
         spark.sql(f"CREATE TABLE {_name(ctx, 'inv_rename')} USING iceberg AS SELECT id FROM range(3)")
-        spark.sql(f"ALTER TABLE {_name(ctx, 'inv_rename')} RENAME TO {_name(ctx, 'inv_renamed')}")
+        spark.sql(f"ALTER TABLE {_name(ctx, 'inv_rename')} RENAME TO {_rename_target(ctx, 'inv_renamed')}")
         rows = spark.table(_name(ctx, "inv_renamed")).count()
         if rows != 3:
             return failed(f"the renamed table has {rows} rows, expected 3", rows=rows)

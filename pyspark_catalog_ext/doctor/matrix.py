@@ -379,6 +379,9 @@ def _emulated_row(entry_id: str, entry: Mapping[str, Any], notes: _Notes) -> lis
     if entry.get("source") == REAL_SOURCE:
         cells = [f"`{entry['profile']}`", f"{release} on SeaweedFS (tests/realservers)",
                  f"real server {entry.get('release', '?')}"]
+    elif entry.get("checked_against"):
+        cells = [f"`{entry['profile']}`", f"emulated {release} (tests/emulators), checked against recorded real answers "
+                 f"({entry['checked_against']})", f"emulator ({entry.get('release', '?')}), checked against recorded real answers"]
     else:
         cells = [f"`{entry['profile']}`", f"emulated {release} (tests/emulators)", f"emulator ({entry.get('release', '?')})"]
     return cells + [_capability_cell(caps, ids, notes) for _, ids in COLUMNS]
@@ -416,7 +419,9 @@ def _support_table(directory: Path | str | None) -> tuple[list[str], _Notes, dic
 LEGEND = ("Source: *real server*: a recorded `doctor` run against SeaweedFS (`resources/matrix/<profile>.json`); "
           "*real server N*: recorded by the slow real-server suite against that release run here on SeaweedFS "
           "(`resources/matrix/real/`); *emulator (release)*: recorded by the slow emulated suite against a loopback emulation of that release's "
-          "documented behaviour, not its server (`resources/matrix/emulated/`); *reference only*: vendor docs, never "
+          "documented behaviour, not its server (`resources/matrix/emulated/`); *emulator (release), checked against recorded real "
+          "answers*: the same emulation compared, answer by answer, with a real server's recorded answers "
+          "(tests/emulators/observed/, tests/unit/test_emulated_polaris.py); *reference only*: vendor docs, never "
           "run here. works / degraded [n]: how the package goes on without it / refused [n]: why / **fail**; "
           "not probed: a prerequisite is missing; not run: skipped (the emulated runs leave Spark and the inventory "
           "to the user path; their PyIceberg cell is the user path's step 6, scan + append).")
@@ -468,7 +473,8 @@ def render_emulated_table(directory: Path | str | None = None) -> str:
     head = ["catalog", "source", "profile"] + [f"{n} {STEP_TITLES.get(n, 'step ' + n)}" for n in steps] + ["9 doctor"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     for entry_id, entry in emulated.items():
-        source = "real server" if entry.get("source") == REAL_SOURCE else "emulator"
+        source = ("real server" if entry.get("source") == REAL_SOURCE
+                  else "emulator, checked against recorded real answers" if entry.get("checked_against") else "emulator")
         cells = [f"{entry.get('family')} {entry.get('release')}", f"{source} (`{entry_id}`)", f"`{entry['profile']}`"]
         cells += [_step_cell(entry.get(f"step-{n}")) for n in steps] + [_doctor_cell(entry.get("doctor"))]
         lines.append("| " + " | ".join(cells) + " |")

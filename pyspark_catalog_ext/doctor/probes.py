@@ -15,7 +15,14 @@ import requests
 
 from pyspark_catalog_ext.catalog.idempotency import uuid7
 from pyspark_catalog_ext.catalog.rest import PurgeRequiredError
-from pyspark_catalog_ext.doctor.context import ProbeContext, create_updates, fingerprint, one_line, split_location
+from pyspark_catalog_ext.doctor.context import (
+    ProbeContext,
+    VendedCredential,
+    create_updates,
+    fingerprint,
+    one_line,
+    split_location,
+)
 from pyspark_catalog_ext.doctor.registry import probe
 from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, skipped, unsupported
 from pyspark_catalog_ext.errors import CatalogConflictError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError
@@ -25,6 +32,17 @@ __all__ = ["create_updates"]
 
 def _status_of(exc: Exception) -> int | None:
     return getattr(exc, "status", None)
+
+
+def _cached(first: VendedCredential, again: VendedCredential) -> bool:
+    """The same keys with the same expiry handed out again: the catalog's credential cache (Polaris
+    keeps a table location's keys for the shorter of its cache setting and half their remaining
+    lifetime), not a failed renewal."""
+    return first.access_key_id == again.access_key_id and first.expires_at_ms == again.expires_at_ms
+
+
+CACHE_NOTE = ("the catalog caches vended keys (Polaris: for the shorter of its cache setting and half their "
+              "remaining lifetime); the refresher asks again after that window")
 
 
 def _refresh_endpoint_of(body: dict[str, Any] | None) -> str | None:
@@ -172,12 +190,14 @@ def probe_vended(ctx: ProbeContext) -> Outcome:
     cred = first[0]
     rotates = bool(second) and second[0].access_key_id != cred.access_key_id
     evidence["rotates_per_load"] = rotates
+    evidence["cached"] = bool(second) and cred.expires_at_ms is not None and _cached(cred, second[0])
     evidence["load_fingerprints"] = [fingerprint(cred.access_key_id), fingerprint(second[0].access_key_id) if second else None]
     lifetime = cred.public()["lifetime_s"]
     evidence["lifetime_s"] = lifetime
     ctx.shared["vended"] = cred
     where = " and ".join(evidence["sources"])
-    rot = "new keys on every load" if rotates else "same keys on every load"
+    rot = ("new keys on every load" if rotates else f"a second load returned the same keys: {CACHE_NOTE}"
+           if evidence["cached"] else "same keys on every load")
     if lifetime is None:
         return passed(f"in {where}; no expiry advertised (s3.session-token-expires-at-ms missing); {rot}", **evidence)
     return passed(f"in {where}; expire in {lifetime} s; {rot}", **evidence)
@@ -282,7 +302,8 @@ def probe_credentials_endpoint(ctx: ProbeContext) -> Outcome:
     evidence["credentials"] = [c.public() for c in creds]
     if not creds:
         return failed("200 but no S3 credentials in storage-credentials", **evidence)
-    return passed(f"200; {len(creds)} credential(s)", **evidence)
+    unlisted = "; served although /v1/config does not list it" if advertised is False else ""
+    return passed(f"200; {len(creds)} credential(s){unlisted}", **evidence)
 
 
 @probe("storage-refresh-token", "storage-refresh-token on a staged table", "refresh", needs=("namespaces",))
@@ -334,13 +355,16 @@ def probe_restage(ctx: ProbeContext) -> Outcome:
     location2 = (again.get("metadata") or {}).get("location")
     evidence.update({"status": 200, "second_location": location2, "second": [c.public() for c in creds2],
                      "same_location": location2 == location,
-                     "fresh_keys": bool(creds2) and creds2[0].access_key_id != creds1[0].access_key_id})
+                     "fresh_keys": bool(creds2) and creds2[0].access_key_id != creds1[0].access_key_id,
+                     "cached": bool(creds2) and creds1[0].expires_at_ms is not None and _cached(creds1[0], creds2[0])})
     if location2 != location:
         return failed(f"re-stage moved the table to {location2}", **evidence)
     if not creds2:
         return failed("re-stage vended no credentials", **evidence)
+    if evidence["cached"]:
+        return passed(f"200; the same location and, at once, the same keys: {CACHE_NOTE}", **evidence)
     if not evidence["fresh_keys"]:
-        return failed("re-stage returned the same keys (no refresh)", **evidence)
+        return failed("re-stage returned the same keys with another expiry (no refresh)", **evidence)
     return passed("200; fresh credentials at the same location", **evidence)
 
 
@@ -437,8 +461,10 @@ def probe_remote_signing(ctx: ProbeContext) -> Outcome:
 
     config = {**ctx.props, **seen}  # what S3FileIO would see: catalog properties, then the table's config
     location = str((body.get("metadata") or {}).get("location") or "")
-    check = signed_request_check(config, str(body.get("metadata-location") or ""), location, ctx.client.request_auth, scrub=ctx.secrets.scrub)
+    check = signed_request_check(config, str(body.get("metadata-location") or ""), location, ctx.client, scrub=ctx.secrets.scrub)
     evidence["signed_request"] = check
+    if check.get("refused"):
+        return failed(f"advertised, but {check['refused']}", **evidence)
     why = scope_failure(check)
     if why:
         return failed(why, **evidence)

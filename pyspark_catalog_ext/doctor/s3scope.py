@@ -44,6 +44,7 @@ def _attempt(fn: Callable[[], Any]) -> dict[str, Any]:
 def check_scope(ctx: ProbeContext, cred: VendedCredential, location: str) -> Outcome:
     """Run the inside/outside checks for the table at `location` with `cred`."""
     s3 = ctx.s3_client(cred)
+    settings = ctx.s3_settings(cred)
     bucket, path = split_location(location)
     leaf = f"data/probe-{uuid.uuid4()}.parquet"
     body = b"PAR1 pyspark-catalog-ext doctor probe PAR1"
@@ -61,8 +62,9 @@ def check_scope(ctx: ProbeContext, cred: VendedCredential, location: str) -> Out
     put = check("inside", "PutObject", f"s3://{bucket}/{key}", True,
                 lambda: s3.put_object(Bucket=bucket, Key=key, Body=body))
     if put.get("transport_error"):
-        return failed(f"cannot reach S3 at {ctx.s3_settings(cred)['endpoint'] or 'AWS'} with the vended credentials "
-                      f"({put['code']})", checks=checks, s3_endpoint=ctx.s3_settings(cred)["endpoint"])
+        return failed(f"cannot reach S3 at {settings['endpoint'] or 'AWS'} with the vended credentials "
+                      f"({put['code']})", checks=checks, s3_endpoint=settings["endpoint"],
+                      s3_endpoint_from=settings["endpoint_from"])
     check("inside", "HeadObject", f"s3://{bucket}/{key}", True, lambda: s3.head_object(Bucket=bucket, Key=key))
     check("inside", "GetObject", f"s3://{bucket}/{key}", True,
           lambda: got.__setitem__("body", s3.get_object(Bucket=bucket, Key=key)["Body"].read()))
@@ -100,7 +102,7 @@ def check_scope(ctx: ProbeContext, cred: VendedCredential, location: str) -> Out
     for leak_bucket, leak_key in leaked:
         _attempt(functools.partial(s3.delete_object, Bucket=leak_bucket, Key=leak_key))
 
-    evidence = {"location": location, "s3_endpoint": ctx.s3_settings(cred)["endpoint"],
+    evidence = {"location": location, "s3_endpoint": settings["endpoint"], "s3_endpoint_from": settings["endpoint_from"],
                 "credential_prefix": cred.prefix, "checks": checks}
     bad = [c for c in checks if not c["ok"]]
     if not bad:

@@ -2,20 +2,29 @@
 object of the probe table (its metadata file), send it to S3, and ask for signatures a scoped
 signer must refuse: a GET outside the table, a cross-table copy (a PUT inside the table whose
 `x-amz-copy-source` is outside it) and a DeleteObjects whose body names a key outside the table.
-Those three are only asked for, never sent."""
+Those three are only asked for, never sent.
+
+The sign requests carry the catalog's token, so they go through the catalog client's session
+(`CatalogClient.send_to`): a signer URL on an origin outside the catalog's trust set (a table
+answer's `s3.signer.uri`, or an absolute `s3.signer.endpoint`, which Iceberg's HTTP client takes as
+the whole URL) is refused before anything is sent, and the probe says so."""
 
 from __future__ import annotations
 
 import secrets as _secrets
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 import requests
 
+from pyspark_catalog_ext.errors import UntrustedOriginError
 from pyspark_catalog_ext.lakehouse.signer import SIGN_ENDPOINT
 
-__all__ = ["signed_request_check", "object_url", "scope_failure"]
+if TYPE_CHECKING:  # the client's type only: importing it here would import PyIceberg with this module
+    from pyspark_catalog_ext.catalog.rest import CatalogClient
+
+__all__ = ["signed_request_check", "object_url", "scope_failure", "sign_url"]
 
 
 def object_url(location: str, config: Mapping[str, str]) -> str | None:
@@ -34,24 +43,42 @@ def object_url(location: str, config: Mapping[str, str]) -> str | None:
     return f"{ep.scheme}://{bucket}.{ep.netloc}/{key}"
 
 
-def signed_request_check(config: Mapping[str, str], metadata_location: str, table_location: str, auth: Any,
+def sign_url(config: Mapping[str, str]) -> tuple[str, str] | None:
+    """(URL, the setting it came from) where Iceberg's S3 signer client POSTs sign requests: the
+    `s3.signer.endpoint` itself when absolute (Iceberg's HTTP client takes an absolute path as the
+    whole URL), else it under `s3.signer.uri` (default: the catalog `uri`); None without either."""
+    endpoint = str(config.get("s3.signer.endpoint") or SIGN_ENDPOINT)
+    if urlsplit(endpoint).scheme:
+        return endpoint, "s3.signer.endpoint"
+    key = "s3.signer.uri" if config.get("s3.signer.uri") else "uri"
+    signer = str(config.get(key) or "").rstrip("/")
+    return (f"{signer}/{endpoint.lstrip('/')}", key) if signer else None
+
+
+def signed_request_check(config: Mapping[str, str], metadata_location: str, table_location: str, client: CatalogClient,
                          timeout: float = 20.0, scrub: Callable[[str], str] = str) -> dict[str, Any]:
     """Evidence of one real signed GET (and one signature request outside the table). No secrets:
-    only statuses, URLs and header names."""
-    signer = (config.get("s3.signer.uri") or config.get("uri") or "").rstrip("/")
-    endpoint = (config.get("s3.signer.endpoint") or SIGN_ENDPOINT).lstrip("/")
-    region = config.get("client.region") or config.get("s3.region") or "us-east-1"
+    only statuses, URLs and header names. A signer outside the catalog's trust set is never asked:
+    `refused` then holds the one-line reason."""
+    where = sign_url(config)
     url = object_url(metadata_location, config)
-    evidence: dict[str, Any] = {"signer_endpoint": f"{signer}/{endpoint}", "object": scrub(url or metadata_location)}
-    if not signer or not url:
+    evidence: dict[str, Any] = {"signer_endpoint": scrub(where[0]) if where else None, "object": scrub(url or metadata_location)}
+    if where is None or not url:
         evidence["error"] = "no signer URI or no S3 URL for the metadata file"
+        return evidence
+    signer_url, key = where
+    region = config.get("client.region") or config.get("s3.region") or "us-east-1"
+    try:
+        client.trust.check(signer_url, key)
+    except UntrustedOriginError as exc:
+        evidence["refused"] = str(exc)
         return evidence
 
     def sign(target: str, method: str = "GET", headers: Mapping[str, str] | None = None, body: str | None = None) -> requests.Response:
         request: dict[str, Any] = {"region": region, "method": method, "uri": target, "headers": {k: [v] for k, v in (headers or {}).items()}}
         if body is not None:
             request["body"] = body
-        return requests.post(f"{signer}/{endpoint}", json=request, auth=auth, timeout=timeout, allow_redirects=False)
+        return client.send_to("POST", signer_url, key=key, json=request)
 
     evidence.update(_refusal_checks(sign, table_location, config))
     resp = sign(url)

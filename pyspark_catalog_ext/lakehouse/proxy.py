@@ -78,15 +78,11 @@ class ProxyHandler(BaseHTTPRequestHandler):
     def _error(self, status: int, kind: str, message: str) -> None:
         self._json(status, {"error": {"message": message, "type": kind, "code": status}})
 
-    def _refuse_unless_origin_form(self) -> bool:
-        """True (after answering 400) for a target that is not a path: "http://host/..." or
-        "//host/..." appended to the upstream's URI would send the request, and the proxy's own
-        upstream credentials, to another host."""
-        if self.path.startswith("/") and not self.path.startswith("//"):
-            return False
-        self.close_connection = True
-        self._error(400, "BadRequestException", "the request target must be a path (/...); absolute-form and @host targets are refused")
-        return True
+    def raw_target(self) -> str:
+        """The request target as the client sent it. `self.path` is not: http.server reduces a
+        leading `//` to `/` there, which SeaweedFS would not (another route)."""
+        words = self.requestline.split()
+        return words[1] if len(words) == 3 else self.path
 
     def _body(self, limit: int) -> bytes:
         """The request body, at most `limit` bytes; ValueError (status, reason) for anything else.

@@ -10,6 +10,7 @@ import sys
 import threading
 from typing import Any
 
+from pyspark_catalog_ext.lakehouse.filer import FilerAccess
 from pyspark_catalog_ext.lakehouse.guard import CatalogGuardProxy, LocationGuard
 from pyspark_catalog_ext.lakehouse.proxy import MAX_TOKEN_BODY
 from pyspark_catalog_ext.lakehouse.server import alive
@@ -18,8 +19,10 @@ from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
 __all__ = ["FIELDS", "main"]
 
 #: The JSON line's fields: where the catalog and S3 are, the port to serve, the weed process to
-#: outlive not, the mode ("remote-signing" or "guard"), and the keys.
-FIELDS = ("catalog_uri", "s3_endpoint", "port", "watch_pid", "mode", "access_key", "secret_key", "client_secret")
+#: outlive not, the mode ("remote-signing" or "guard"), the keys, and the filer's URL and write key
+#: (the guard's rollbacks, filer.py).
+FIELDS = ("catalog_uri", "s3_endpoint", "port", "watch_pid", "mode", "access_key", "secret_key", "client_secret", "filer_url",
+          "filer_key")
 
 
 def main() -> int:
@@ -33,13 +36,14 @@ def main() -> int:
               file=sys.stderr)
         return 2
     server: Any
+    filer = FilerAccess(settings["filer_url"], settings["filer_key"])
     if settings["mode"] == "guard":
         server = CatalogGuardProxy(LocationGuard(settings["catalog_uri"], settings["s3_endpoint"], settings["access_key"],
-                                                 settings["secret_key"]), port=int(settings["port"]))
+                                                 settings["secret_key"], filer=filer), port=int(settings["port"]))
     else:
         server = SigningCatalogProxy(settings["catalog_uri"], settings["s3_endpoint"], settings["access_key"],
                                      settings["secret_key"], port=int(settings["port"]),
-                                     clients={CLIENT_ID: settings["client_secret"]})
+                                     clients={CLIENT_ID: settings["client_secret"]}, filer=filer)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     server.start()

@@ -34,6 +34,8 @@ from pyspark_catalog_ext.cache import cache_dir
 from pyspark_catalog_ext.catalog.connection import CatalogConnection
 from pyspark_catalog_ext.catalog.profiles import DELEGATIONS
 from pyspark_catalog_ext.errors import ConfigError, LakehouseError, redact
+from pyspark_catalog_ext.lakehouse.filer import FilerAccess
+from pyspark_catalog_ext.lakehouse.seaweed_security import SecurityFiles, write_security
 
 __all__ = [
     "LakehouseInfo",
@@ -57,16 +59,6 @@ _START_ATTEMPTS = 3
 # glog's line header: severity letter, MMDD, time (e.g. "F1126 13:14:33.219013 mini.go:1244 ...").
 _GLOG_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")
 _RESOURCES = Path(__file__).resolve().parent.parent / "resources"  # config templates shipped in the wheel
-
-
-def _security_toml() -> str:
-    """SeaweedFS's security.toml (read from weed's working dir): random JWT keys, so the filer's and
-    volume server's HTTP ports answer no unsigned read or write; S3 and the catalog sign their own."""
-    lines = []
-    for section in ("jwt.signing", "jwt.signing.read", "jwt.filer_signing", "jwt.filer_signing.read"):
-        lines += [f"[{section}]", f'key = "{secrets.token_urlsafe(32)}"', "expires_after_seconds = 10", ""]
-    lines += ["[access]", "ui = false", "", "[filer.expose_directory_metadata]", "enabled = false", ""]
-    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -241,7 +233,8 @@ class Lakehouse:
         self.ready_timeout = ready_timeout
         self.detached = detached
         self._proc: subprocess.Popen | None = None
-        self._root: Path | None = None  # temp dir: configs, sockets, logs (and data if temporary)
+        self._root: Path | None = None  # temp dir: configs, certificates, sockets, logs (and data if temporary)
+        self._security: SecurityFiles | None = None
         self.info: LakehouseInfo | None = None
 
     def connection(self, **overrides: Any) -> CatalogConnection:
@@ -284,7 +277,7 @@ class Lakehouse:
         s3 = json.loads((_RESOURCES / "s3.json").read_text())
         s3["identities"][0]["credentials"] = [{"accessKey": access_key, "secretKey": secret_key}]
         _write_private(s3_conf, json.dumps(s3))
-        _write_private(self._root / "security.toml", _security_toml())  # weed reads it from its working dir
+        self._security = write_security(self._root)  # security.toml and its certificates: weed reads it from its working dir
         iam = json.loads((_RESOURCES / "iam.json").read_text())
         iam["sts"]["signingKey"] = base64.b64encode(os.urandom(32)).decode()  # fresh per run
         _write_private(iam_conf, json.dumps(iam))
@@ -336,6 +329,7 @@ class Lakehouse:
         assert self.info is not None and self._proc is not None
         info = self.info
         remote = self.delegation == "remote-signing"
+        filer = self.filer_access()
         client_secret = secrets.token_urlsafe(32) if remote else ""  # the signer's OAuth2 client, random per instance
         if self.detached:  # `local up`: the proxy must outlive this command, like weed does
             with socket.socket() as sock:  # a free port, handed to the proxy process right away
@@ -350,7 +344,8 @@ class Lakehouse:
             self._signer_proc.stdin.write(json.dumps({
                 "catalog_uri": info.iceberg_uri, "s3_endpoint": info.s3_endpoint, "port": port, "watch_pid": self._proc.pid,
                 "mode": "remote-signing" if remote else "guard", "access_key": info.access_key,
-                "secret_key": info.secret_key, "client_secret": client_secret}).encode() + b"\n")
+                "secret_key": info.secret_key, "client_secret": client_secret, "filer_url": filer.url,
+                "filer_key": filer.write_key}).encode() + b"\n")
             self._signer_proc.stdin.close()
             url = f"http://{HOST}:{port}"
             _wait_http(f"{url}/v1/config?warehouse={WAREHOUSE}", self._signer_proc, self.ready_timeout)
@@ -359,16 +354,24 @@ class Lakehouse:
             from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
 
             self.signer = SigningCatalogProxy(info.iceberg_uri, info.s3_endpoint, info.access_key, info.secret_key,
-                                              clients={CLIENT_ID: client_secret}).start()
+                                              clients={CLIENT_ID: client_secret}, filer=filer).start()
             url = self.signer.url
             ports = {**info.ports, "signer": self.signer.port}
         else:
             from pyspark_catalog_ext.lakehouse.guard import CatalogGuardProxy, LocationGuard
 
-            self.signer = CatalogGuardProxy(LocationGuard(info.iceberg_uri, info.s3_endpoint, info.access_key, info.secret_key)).start()
+            self.signer = CatalogGuardProxy(LocationGuard(info.iceberg_uri, info.s3_endpoint, info.access_key, info.secret_key,
+                                                          filer=filer)).start()
             url = self.signer.url
             ports = {**info.ports, "guard": self.signer.port}
         self.info = replace(info, iceberg_uri=url, ports=ports, delegation=self.delegation, client_secret=client_secret)
+
+    def filer_access(self) -> FilerAccess:
+        """The filer's URL and this run's filer write key: what a catalog proxy in front of this
+        lakehouse needs to roll back a catalog entry without deleting files (filer.py)."""
+        if self.info is None or self._security is None:
+            raise LakehouseError("the lakehouse is not running; call .start() first")
+        return FilerAccess(f"http://{HOST}:{self.info.ports['filer']}", self._security.filer_write_key)
 
     def _wait_ready(self) -> None:
         """Ready = the catalog serves config, a token, and the warehouse's namespaces; S3 answers."""
@@ -443,8 +446,9 @@ class Lakehouse:
         except Exception:
             pass
         if self._root is not None and not keep_logs:
-            shutil.rmtree(self._root, ignore_errors=True)
+            shutil.rmtree(self._root, ignore_errors=True)  # keys and certificates go with it
             self._root = None
+            self._security = None
 
     def __enter__(self) -> Lakehouse:
         return self.start()

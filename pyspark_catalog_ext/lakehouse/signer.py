@@ -42,18 +42,20 @@ import logging
 import re
 import secrets
 import threading
+import time
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit
 
-from pyspark_catalog_ext.lakehouse.guard import TABLE_ROUTE, TABLES_ROUTE, LocationGuard
+from pyspark_catalog_ext.lakehouse.canonical import CATALOG_ROUTES, SIGNER_ROUTES, Refusal, Route, parse_json, parse_target
+from pyspark_catalog_ext.lakehouse.filer import FilerAccess
+from pyspark_catalog_ext.lakehouse.guard import LocationGuard, StoredTable, forwarded_headers
 from pyspark_catalog_ext.lakehouse.proxy import (
     HOP_BY_HOP,
     MAX_CATALOG_BODY,
     MAX_TOKEN_BODY,
-    TOKEN_PATH,
     UPSTREAM_TIMEOUT,
     ProxyHandler,
     ProxyServer,
@@ -107,6 +109,9 @@ _REFUSED_HEADERS = ("x-amz-copy-source", "x-amz-acl", "x-amz-grant-", "x-amz-tag
 # and the signer, but it is no S3 key. Its secret is random per instance (LakehouseInfo.credential).
 CLIENT_ID = "lakeclient"
 TOKEN_SECONDS = 3600
+# A table endpoint re-checks that the catalog still holds its table (uuid and location) when its last
+# check is this old; a drop, rename or move through this proxy ends its endpoints at once.
+SCOPE_RECHECK_SECONDS = 5.0
 _TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 
 
@@ -147,36 +152,52 @@ def _sigv4_headers(access_key: str, secret_key: str, region: str, method: str, u
     return dict(request.headers.items())
 
 
+class _Scope:
+    """One signer endpoint: the table prefix it signs for and what binds it. `ident`/`uuid`: the
+    table it was issued for (None: bound to nothing but its prefix, for in-process callers that
+    checked the location themselves); `expires` (monotonic): when the last token that loaded the
+    table or signed through this endpoint expires."""
+
+    __slots__ = ("prefix", "ident", "uuid", "expires", "verified", "ended")
+
+    def __init__(self, prefix: str, ident: Any, uuid: str, expires: float) -> None:
+        self.prefix, self.ident, self.uuid, self.expires = prefix, ident, uuid, expires
+        self.verified = time.monotonic()
+        self.ended = False  # its table was dropped, renamed or moved (kept, bounded, to say so)
+
+
 class SigningCatalogProxy(ProxyServer):
     """The catalog proxy + S3 signer described in the module docstring.
 
     `catalog_uri`: SeaweedFS's Iceberg REST endpoint; `s3_endpoint`: its S3 endpoint (only requests
     to it are signed); `access_key`/`secret_key`: the keys the signer signs with (never sent out);
     `clients`: OAuth2 client id -> secret of the clients it serves (default: `CLIENT_ID` with a
-    random secret, see `.clients`); `token_seconds`: how long the tokens it issues live.
+    random secret, see `.clients`); `filer`: the lakehouse's filer access (the guard's rollbacks);
+    `token_seconds`: how long its tokens (and so its table endpoints) live.
     """
 
     thread_name = "remote-signer"
 
     def __init__(self, catalog_uri: str, s3_endpoint: str, access_key: str, secret_key: str,
-                 port: int = 0, host: str = "127.0.0.1", clients: Mapping[str, str] | None = None,
-                 token_seconds: int = TOKEN_SECONDS) -> None:
+                 port: int = 0, host: str = "127.0.0.1", clients: Mapping[str, str] | None = None, *,
+                 filer: FilerAccess | None = None, token_seconds: int = TOKEN_SECONDS) -> None:
         self.catalog_uri = catalog_uri.rstrip("/")
-        self.token_seconds = token_seconds
         self.s3_endpoint = s3_endpoint.rstrip("/")
         super().__init__(port, host)
         self._access_key = access_key
         self._secret_key = secret_key
+        self.token_seconds = int(token_seconds)
         self.clients: dict[str, str] = dict(clients) if clients else {CLIENT_ID: secrets.token_urlsafe(32)}
         if any(not cid or not secret for cid, secret in self.clients.items()):
             raise ValueError("every signer client needs a non-empty id and secret")
         # Per client, each bounded: client id -> its entries (a flood evicts only the flooder's own).
-        self._scopes: dict[str, OrderedDict[str, str]] = {}  # scope id -> "bucket/key-prefix" of a table
-        self._scope_ids: dict[str, dict[str, str]] = {}  # "bucket/key-prefix" -> its scope id
-        self._tokens: dict[str, Any] = {}  # sha256(our token) -> True
+        self._scopes: dict[str, OrderedDict[str, _Scope]] = {}  # scope id -> its scope
+        self._scope_ids: dict[str, dict[tuple, str]] = {}  # (prefix, ident, uuid) -> its scope id
+        self._tokens: dict[str, Any] = {}  # sha256(our token) -> when it expires (monotonic)
         # DeleteObjects relay tickets: ticket -> (S3 URL, region, sha256 of the body that was checked)
         self._tickets: dict[str, Any] = {}
-        self.guard = LocationGuard(self.catalog_uri, self.s3_endpoint, access_key, secret_key)
+        self.guard = LocationGuard(self.catalog_uri, self.s3_endpoint, access_key, secret_key, filer=filer)
+        self.guard.on_table_change(self.forget_table)
         self._lock = threading.Lock()
         self.signed = 0
         self.refused = 0
@@ -185,7 +206,7 @@ class SigningCatalogProxy(ProxyServer):
         return f"<SigningCatalogProxy {self.url if self._httpd else 'stopped'} -> {self.catalog_uri}>"
 
     # -- per-client state ------------------------------------------------------------------------
-    def _client_caches(self, client: str) -> tuple[OrderedDict[str, str], dict[str, str], Any, Any]:
+    def _client_caches(self, client: str) -> tuple[OrderedDict[str, _Scope], dict[tuple, str], Any, Any]:
         """(scopes, scope ids, tokens, tickets) of `client`, created on first use (under self._lock).
         Only configured clients get any: their number is bounded by the configuration."""
         from cachetools import TTLCache
@@ -197,74 +218,138 @@ class SigningCatalogProxy(ProxyServer):
         return self._scopes[client], self._scope_ids[client], self._tokens[client], self._tickets[client]
 
     # -- table locations ------------------------------------------------------------------------
-    def scope_for(self, location: str, client: str = CLIENT_ID) -> str | None:
+    def scope_for(self, location: str, client: str = CLIENT_ID, *, expires: float | None = None,
+                  table: StoredTable | None = None) -> str | None:
         """The scope id (signer endpoint suffix) of `client` allowing `location` (`s3://bucket/prefix`,
-        taken from the catalog's stored metadata), or None for something that is no table location."""
+        taken from the catalog's stored metadata), or None for something that is no table location.
+        The endpoint lives until `expires` (monotonic; the expiry of the token that loaded the
+        table; default `token_seconds` from now), moved on by each live token signing through it,
+        and with `table` only while the catalog still holds that table (same uuid and location).
+        Bound to the token's expiry, not to the token: Iceberg's signer client logs in on its own
+        (on each executor), so the tokens that sign are not the one that loaded the table."""
         parts = urlsplit(location)
         if parts.scheme not in ("s3", "s3a", "s3n") or not parts.netloc:
             return None
         prefix = f"{parts.netloc}/{parts.path.strip('/')}".rstrip("/")
         if "/" not in prefix:
             return None  # a whole bucket is never a table location
+        ident, uuid = (table.ident, table.uuid) if table is not None else (None, "")
+        key = (prefix, ident, uuid)
+        until = expires if expires is not None else time.monotonic() + self.token_seconds
         with self._lock:
             scopes, scope_ids, _, _ = self._client_caches(client)
-            scope = scope_ids.get(prefix)
-            if scope is None:
-                scope = secrets.token_urlsafe(12)
-                scopes[scope], scope_ids[prefix] = prefix, scope
-                while len(scopes) > MAX_LOCATIONS:
-                    _, old = scopes.popitem(last=False)
-                    scope_ids.pop(old, None)
+            scope = scope_ids.get(key)
+            entry = scopes.get(scope) if scope is not None else None
+            if entry is not None and not entry.ended and time.monotonic() < entry.expires:
+                entry.expires = max(entry.expires, until)
+                return scope
+            scope = secrets.token_urlsafe(12)
+            scopes[scope] = _Scope(prefix, ident, uuid, until)
+            scope_ids[key] = scope
+            while len(scopes) > MAX_LOCATIONS:
+                _, old = scopes.popitem(last=False)
+                scope_ids.pop((old.prefix, old.ident, old.uuid), None)
             return scope
 
-    def _inside(self, scope: str, bucket: str, key: str, client: str = CLIENT_ID) -> bool:
+    def forget_table(self, ident: Any) -> None:
+        """End every endpoint issued for table `ident` (it was dropped, renamed, moved, rolled back)."""
+        with self._lock:
+            for client, scopes in self._scopes.items():
+                for entry in scopes.values():
+                    if entry.ident == ident and not entry.ended:
+                        entry.ended = True
+                        self._scope_ids[client].pop((entry.prefix, entry.ident, entry.uuid), None)
+
+    def _still_the_table(self, entry: _Scope) -> bool | None:
+        """The catalog still holds the table the scope was issued for (same uuid and location):
+        checked again when the last check is SCOPE_RECHECK_SECONDS old; None when it cannot be
+        told now (the catalog did not answer)."""
+        if entry.ident is None or time.monotonic() - entry.verified < SCOPE_RECHECK_SECONDS:
+            return True
+        checked_before, entry.verified = entry.verified, time.monotonic()  # one recheck at a time
+        try:
+            current = self.guard.load_stored(entry.ident) or self.guard.staged(entry.ident)
+        except Exception:  # noqa: BLE001 - cannot tell: sign nothing now, ask again next time
+            entry.verified = checked_before
+            return None
+        return not (current is None or current.uuid != entry.uuid or current.location != entry.prefix
+                    or self.guard.quarantined(entry.ident))
+
+    def _live_scope(self, scope: str, client: str, token_expires: float | None) -> _Scope | str | None:
+        """The scope `scope` of `client` (used with a token expiring at `token_expires`), or why it
+        cannot sign now, or None if there is no such scope (then every key is outside it)."""
         with self._lock:
             scopes = self._scopes.get(client)
-            prefix = scopes.get(scope) if scopes is not None else None
-        return prefix is not None and f"{bucket}/{key}".startswith(prefix + "/")
+            entry = scopes.get(scope) if scopes is not None else None
+            if entry is not None and time.monotonic() >= entry.expires:
+                # Unused for longer than its tokens lived (a PyIceberg table object kept idle, a client
+                # that renews its token only after a 401): a live token of the same client revives it
+                # once the catalog confirms the table is still the one it was issued for, which is
+                # what loading the table again would give that client anyway. Unbound endpoints
+                # (no table to ask about) stay dead.
+                if token_expires is None or entry.ident is None:
+                    return "this table endpoint outlived the tokens that loaded and used it: load the table again"
+                entry.verified = 0.0  # ask the catalog below, before signing anything
+            if entry is not None and token_expires is not None:
+                entry.expires = max(entry.expires, token_expires)
+        if entry is None:
+            return None
+        if entry.ended:
+            return "the table this endpoint was issued for was dropped, renamed or moved: load it again"
+        still = self._still_the_table(entry)
+        if still is None:
+            return "the catalog could not confirm the table this endpoint was issued for; retry"
+        if not still:
+            self.forget_table(entry.ident)
+            return "the table this endpoint was issued for was dropped, renamed or moved: load it again"
+        return entry
+
+    def _inside(self, scope: str, bucket: str, key: str, client: str = CLIENT_ID) -> bool:
+        entry = self._live_scope(scope, client, None)
+        return isinstance(entry, _Scope) and f"{bucket}/{key}".startswith(entry.prefix + "/")
 
     # -- catalog side ---------------------------------------------------------------------------
-    def table_location(self, method: str, path: str, raw: bytes, body: Mapping[str, Any]) -> str:
-        """The location a table answer's signer endpoint may sign for: the catalog's stored
-        metadata of the table the request named (a load answer *is* that), or for a staged table
-        the location the guard accepted; "" when there is none (the endpoint then signs nothing)."""
-        route = urlsplit(path).path.rstrip("/")
-        m_table, m_tables = TABLE_ROUTE.match(route), TABLES_ROUTE.match(route)
-        if m_table and m_table.group("prefix"):
-            ident = (unquote(m_table.group("prefix")), tuple(unquote(m_table.group("ns")).split("\x1f")), unquote(m_table.group("table")))
-            if method in ("GET", "HEAD"):  # a load by identifier: the answer is the stored metadata
-                return str((body.get("metadata") or {}).get("location") or "")
-        elif m_tables and m_tables.group("prefix") and method == "POST":
-            try:
-                request = json.loads(raw or b"{}")
-                name = request["name"]
-            except (ValueError, KeyError, TypeError):
-                return ""
-            ident = (unquote(m_tables.group("prefix")), tuple(unquote(m_tables.group("ns")).split("\x1f")), str(name))
+    def table_for_answer(self, route: Route, raw: bytes) -> StoredTable | None:
+        """The table a table answer's signer endpoint may sign for: the catalog's stored metadata of
+        the table the request named, loaded by its identifier (never a location the request or the
+        answer carries), or for a staged table what the guard accepted; None when there is none
+        (the endpoint then signs nothing)."""
+        if route.name in ("load-table", "commit-table"):
+            ident = route.ident
+        elif route.name == "create-table":
+            body = parse_json(raw)
+            name = body.get("name") if isinstance(body, dict) else None
+            if not isinstance(name, str):
+                return None
+            ident = (route.prefix, route.namespace, name)
         else:
-            return ""
-        stored = self.guard.stored_location(ident)
-        if stored:
-            return "s3://" + stored
-        staged = self.guard.staged_location(ident)
-        return "s3://" + staged if staged else ""
+            return None
+        stored = self.guard.load_stored(ident)
+        if stored is not None and stored.location:
+            return stored
+        staged = self.guard.staged(ident)
+        return staged if staged is not None and staged.location else None
 
-    def rewrite_table_answer(self, body: dict[str, Any], location: str | None = None, client: str = CLIENT_ID) -> dict[str, Any]:
-        """A LoadTableResult with keys removed and this signer advertised for `location` (see
-        `table_location`; None: the answer's own, for callers that checked it themselves)."""
+    def rewrite_table_answer(self, body: dict[str, Any], location: str | None = None, client: str = CLIENT_ID, *,
+                             expires: float | None = None, table: StoredTable | None = None) -> dict[str, Any]:
+        """A LoadTableResult with keys removed and this signer advertised for `table` (see
+        `table_for_answer`), or for `location` (None: the answer's own, for callers that checked
+        it themselves)."""
         body.pop("storage-credentials", None)
         config = {k: v for k, v in (body.get("config") or {}).items() if k not in _STORAGE_SECRETS}
-        if location is None:
+        if table is not None:
+            location = f"s3://{table.location}"
+        elif location is None:
             location = str((body.get("metadata") or {}).get("location") or "")
-        scope = self.scope_for(location, client) if location else None
+        scope = self.scope_for(location, client, expires=expires, table=table) if location else None
         # no location: an endpoint that refuses everything (the bare one) rather than none at all
         config.update(remote_signing_config(self.url, f"{SIGN_ENDPOINT}/{scope}" if scope else SIGN_ENDPOINT))
         body["config"] = config
         return body
 
     def issue_token(self, form: Mapping[str, list[str]]) -> dict[str, Any] | None:
-        """An OAuth2 token answer for valid client credentials (or a token exchange of one of our
-        tokens, which is how Iceberg refreshes), else None."""
+        """An OAuth2 token answer for valid client credentials, or for a token exchange of one of
+        our tokens (how Iceberg refreshes), else None."""
         first = {k: v[0] for k, v in form.items() if v}
         grant = first.get("grant_type")
         client: str | None = None
@@ -280,20 +365,26 @@ class SigningCatalogProxy(ProxyServer):
             return None
         token = secrets.token_urlsafe(32)
         with self._lock:
-            self._client_caches(client)[2][hashlib.sha256(token.encode()).hexdigest()] = True
+            self._client_caches(client)[2][hashlib.sha256(token.encode()).hexdigest()] = time.monotonic() + self.token_seconds
         return {"access_token": token, "token_type": "bearer", "expires_in": self.token_seconds,
                 "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}
 
-    def token_client(self, authorization: str | None) -> str | None:
-        """The client whose live token `authorization` (`Bearer <token>`) carries, or None."""
+    def token_grant(self, authorization: str | None) -> tuple[str, float] | None:
+        """(client, expiry) of the live token `authorization` (`Bearer <token>`) carries, or None."""
         if not authorization or not authorization.lower().startswith("bearer "):
             return None
         tag = hashlib.sha256(authorization[7:].strip().encode()).hexdigest()
         with self._lock:
             for client, tokens in self._tokens.items():  # a handful of configured clients
-                if tokens.get(tag):
-                    return client
+                expires = tokens.get(tag)
+                if expires is not None:
+                    return client, expires
         return None
+
+    def token_client(self, authorization: str | None) -> str | None:
+        """The client whose live token `authorization` (`Bearer <token>`) carries, or None."""
+        found = self.token_grant(authorization)
+        return found[0] if found else None
 
     def upstream_authorization(self) -> str:
         """`Bearer <token>` for SeaweedFS, fetched with the admin keys and renewed after 30 min."""
@@ -301,9 +392,10 @@ class SigningCatalogProxy(ProxyServer):
 
     # -- signer side ----------------------------------------------------------------------------
     def check_request(self, scope: str, method: str, url: str, headers: Mapping[str, Any] | None = None,
-                      body: str | None = None, client: str = CLIENT_ID) -> str | None:
+                      body: str | None = None, client: str = CLIENT_ID, token_expires: float | None = None) -> str | None:
         """None if the S3 request is on the allow-list (module docstring) and stays inside the table
-        location of `client`'s `scope`, else a one-line reason."""
+        location of `client`'s `scope` (used with a token expiring at `token_expires`), else a
+        one-line reason."""
         if method not in {op[1] for op in _OBJECT_OPS + _BUCKET_OPS}:
             return f"the method {method[:20]!r} is not an S3 data operation"
         for name in headers or {}:
@@ -333,19 +425,27 @@ class SigningCatalogProxy(ProxyServer):
             return f"{method} {'object' if key else 'bucket'} request with {names[:80]} is not on the signer's allow-list"
         if op == "ListObjects" and params.get("list-type", "2") != "2":
             return "list-type must be 2"
+        entry = self._live_scope(scope, client, token_expires)
+        if isinstance(entry, str):
+            return entry
+        prefix = entry.prefix if entry is not None else None
+
+        def inside(k: str) -> bool:
+            return prefix is not None and f"{bucket}/{k}".startswith(prefix + "/")
+
         if key:
-            return _bad_key(key) or (None if self._inside(scope, bucket, key, client) else f"s3://{bucket}/{key} is outside the table's location")
+            return _bad_key(key) or (None if inside(key) else f"s3://{bucket}/{key} is outside the table's location")
         if op == "ListObjects":  # the prefix itself must be inside, at a / boundary ("t" would list "t2/" too)
-            prefix = params["prefix"]
-            why = _bad_key(prefix)
-            if why or not self._inside(scope, bucket, prefix, client):
-                return f"listing s3://{bucket}/{prefix} is outside the table's location ({why or 'the prefix must start with the table location and /'})"
+            listed = params["prefix"]
+            why = _bad_key(listed)
+            if why or not inside(listed):
+                return f"listing s3://{bucket}/{listed} is outside the table's location ({why or 'the prefix must start with the table location and /'})"
             return None
         keys = _delete_keys(body)  # DeleteObjects: the body is checked here and bound by the relay
         if isinstance(keys, str):
             return keys
         for k in keys:
-            why = _bad_key(k) or (None if self._inside(scope, bucket, k, client) else "outside the table's location")
+            why = _bad_key(k) or (None if inside(k) else "outside the table's location")
             if why:
                 return f"deleting s3://{bucket}/{k[:200]}: {why}"
         return None
@@ -458,37 +558,36 @@ class _Handler(ProxyHandler):
     proxy: SigningCatalogProxy
 
     def _dispatch(self) -> None:
-        if self._refuse_unless_origin_form():
-            return
-        path = urlsplit(self.path).path.rstrip("/")
-        signing, relay = path == "/" + SIGN_ENDPOINT or path.startswith(f"/{SIGN_ENDPOINT}/"), path.startswith(f"/{DELETE_PATH}/")
-        limit = MAX_SIGN_BODY if signing else MAX_DELETE_BODY if relay else MAX_TOKEN_BODY if path == TOKEN_PATH else MAX_CATALOG_BODY
+        proxy = self.proxy
+        route = parse_target(self.command, self.raw_target(), proxy.guard.warehouse, CATALOG_ROUTES + SIGNER_ROUTES)
+        if isinstance(route, Refusal):
+            self.close_connection = True  # the body (if any) is not read: the stream cannot be framed
+            return self._reply(route.status, route.body(), {"Content-Type": "application/json"})
+        limit = {"sign": MAX_SIGN_BODY, "delete-relay": MAX_DELETE_BODY, "token": MAX_TOKEN_BODY}.get(route.name, MAX_CATALOG_BODY)
         try:
             body = self._body(limit)
         except ValueError as exc:
             self.close_connection = True  # the rest of the stream is not a request we can frame
             status, reason = exc.args
             return self._error(status, "BadRequestException", reason)
-        if signing:
-            return self._sign(path[len(SIGN_ENDPOINT) + 2:], body)
-        if relay:
-            return self._relay(path[len(DELETE_PATH) + 2:], body)
-        if path == TOKEN_PATH:
+        if route.name == "sign":
+            return self._sign(route.id, body)
+        if route.name == "delete-relay":
+            return self._relay(route.id, body)
+        if route.name == "token":
             return self._token(body)
-        client = self.proxy.token_client(self.headers.get("Authorization"))
-        if client is None and path != "/v1/config":
+        found = proxy.token_grant(self.headers.get("Authorization"))
+        if found is None and route.name != "config":
             return self._error(401, "NotAuthorizedException", "a bearer token from this catalog's /v1/oauth/tokens is required")
-        return self._forward(body, client or CLIENT_ID)
+        client, expires = found or (CLIENT_ID, None)
+        return self._forward(route, body, client, expires)
 
     def _relay(self, ticket: str, body: bytes) -> None:
         """The DeleteObjects relay (see SigningCatalogProxy.sign); errors in S3's XML, for the SDK."""
-        if self.command != "POST":
-            why: tuple[int, bytes, str] | str = "the DeleteObjects relay takes POST"
-        else:
-            try:
-                why = self.proxy.relay_delete(ticket, body)
-            except Exception as exc:  # noqa: BLE001 - S3 unreachable: a 502 the SDK retries
-                return self._reply(502, _s3_error("ServiceUnavailable", f"S3 unreachable: {type(exc).__name__}"), {"Content-Type": "application/xml"})
+        try:
+            why = self.proxy.relay_delete(ticket, body)
+        except Exception as exc:  # noqa: BLE001 - S3 unreachable: a 502 the SDK retries
+            return self._reply(502, _s3_error("ServiceUnavailable", f"S3 unreachable: {type(exc).__name__}"), {"Content-Type": "application/xml"})
         if isinstance(why, str):
             log.info("refused a DeleteObjects relay: %s", why)
             return self._reply(403, _s3_error("AccessDenied", why), {"Content-Type": "application/xml"})
@@ -496,22 +595,19 @@ class _Handler(ProxyHandler):
         self._reply(status, content, {"Content-Type": content_type})
 
     def _token(self, raw: bytes) -> None:
-        if self.command != "POST":
-            return self._error(405, "BadRequestException", "the token endpoint takes POST")
         answer = self.proxy.issue_token(parse_qs(raw.decode("utf-8", "replace")))
         if answer is None:
             return self._json(401, {"error": "invalid_client", "error_description": "unknown client id/secret or token"})
         self._json(200, answer, {"Cache-Control": "no-store"})
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _dispatch
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = do_OPTIONS = _dispatch
 
     def _sign(self, scope: str, raw: bytes) -> None:
         proxy = self.proxy
-        if self.command != "POST":
-            return self._error(405, "BadRequestException", "the signer takes POST")
-        client = proxy.token_client(self.headers.get("Authorization"))
-        if client is None:
+        found = proxy.token_grant(self.headers.get("Authorization"))
+        if found is None:
             return self._error(401, "NotAuthorizedException", "a catalog bearer token is required to sign")
+        client, token_expires = found
         try:
             request = json.loads(raw)
             method, url, headers = request["method"].upper(), request["uri"], request.get("headers") or {}
@@ -520,7 +616,7 @@ class _Handler(ProxyHandler):
                 raise TypeError
         except (ValueError, KeyError, TypeError, AttributeError):
             return self._error(400, "BadRequestException", "the body must be an S3SignRequest: {region, method, uri, headers}")
-        why = proxy.check_request(scope, method, url, headers, request.get("body"), client=client)
+        why = proxy.check_request(scope, method, url, headers, request.get("body"), client=client, token_expires=token_expires)
         if why is not None:
             with proxy._lock:
                 proxy.refused += 1
@@ -534,9 +630,9 @@ class _Handler(ProxyHandler):
         # no-cache: Iceberg caches `private` answers for 30 s by method+URI; fresh ones are cheap here
         self._json(200, answer, {"Cache-Control": "no-cache"})
 
-    def _forward(self, raw: bytes, client: str) -> None:
+    def _forward(self, route: Route, raw: bytes, client: str, expires: float | None) -> None:
         proxy = self.proxy
-        status, content, out = proxy.guard.forward_checked(self.command, self.path, raw, lambda: self._send(raw))
+        status, content, out = proxy.guard.handle(route, raw, self._send)
         if 200 <= status < 300 and content:
             try:
                 body = json.loads(content)
@@ -544,32 +640,27 @@ class _Handler(ProxyHandler):
                 body = None
             if _is_table_answer(body):
                 try:
-                    location = proxy.table_location(self.command, self.path, raw, body)
+                    table = proxy.table_for_answer(route, raw)
                 except Exception as exc:  # noqa: BLE001 - cannot read the stored metadata: no endpoint rather than a guessed one
-                    log.info("no signer scope for %s: %s", urlsplit(self.path).path[:200], type(exc).__name__)
-                    location = ""
-                content = json.dumps(proxy.rewrite_table_answer(body, location, client)).encode()
+                    log.info("no signer scope for %s: %s", route.name, type(exc).__name__)
+                    table = None
+                content = json.dumps(proxy.rewrite_table_answer(body, "", client, expires=expires, table=table)).encode()
         self._reply(status, content, out)
 
-    def _send(self, raw: bytes) -> tuple[int, bytes, Mapping[str, str]]:
+    def _send(self, target: str, payload: bytes | None) -> tuple[int, bytes, Mapping[str, str]]:
         """Forward this catalog call to SeaweedFS as the admin; (status, body, headers)."""
         import requests
 
         proxy = self.proxy
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP and k.lower() != DELEGATION_HEADER.lower()}
+        headers = forwarded_headers(self.headers, drop=("authorization", DELEGATION_HEADER.lower()))
         headers["Accept-Encoding"] = "identity"
-        headers.pop("Authorization", None)
-        headers.pop("authorization", None)
         json_type = {"Content-Type": "application/json"}
         try:
             headers["Authorization"] = proxy.upstream_authorization()
         except Exception as exc:  # noqa: BLE001 - any failure to log in upstream is a 502 here
             return 502, error_body(502, "ServiceUnavailableException", f"the signer could not log in to the catalog: {type(exc).__name__}"), json_type
-        target = proxy.catalog_uri + self.path
-        if urlsplit(target).netloc != urlsplit(proxy.catalog_uri).netloc:  # _dispatch already refused; never proxy elsewhere
-            return 400, error_body(400, "BadRequestException", "the request target must be a path on this catalog"), json_type
         try:
-            resp = proxy.guard.session().request(self.command, target, headers=headers, data=raw or None,
+            resp = proxy.guard.session().request(self.command, proxy.catalog_uri + target, headers=headers, data=payload,
                                                   timeout=UPSTREAM_TIMEOUT, allow_redirects=False)
         except requests.RequestException as exc:
             return 502, error_body(502, "ServiceUnavailableException", f"catalog unreachable: {type(exc).__name__}"), json_type

@@ -6,10 +6,10 @@ them (apache/iceberg-python#3506). `RefreshingFileIO` wraps the FileIO class PyI
 FileIO API only (`new_input`, `new_output`, `delete`, `properties`): for each file it takes the
 keys of the longest matching storage prefix from the table's `TableCredentials`, and keeps one
 delegate FileIO per key set, replaced when the keys are renewed. A read stream already open keeps
-the filesystem it was opened with until its keys enter their hard margin (`refresher.hard_margin_s`):
+the filesystem it was opened with until its keys enter their hard margin (`credentials.rules.hard_margin_s`):
 its next read then first reopens it with the current keys at its offset, as the JVM's readers do.
 
-When S3 answers that the keys themselves are no longer valid (`rejection.EXPIRY_CODES`) before
+When S3 answers that the keys themselves are no longer valid (`credentials.rules.EXPIRY_CODES`) before
 their time, the operation is not lost: the table's keys are renewed at once (single-flight, rate
 limited: `CredentialRefresher.rejected`) and the operation runs again with the new ones. A read
 stream is reopened at its offset. Any other refusal (AccessDenied outside the table's scope, a bad

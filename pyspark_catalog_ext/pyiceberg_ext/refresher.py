@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark_catalog_ext import events, knobs
 from pyspark_catalog_ext.credentials import policy as policy_knobs
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
+from pyspark_catalog_ext.credentials.rules import hard_margin_s
 from pyspark_catalog_ext.credentials.sources import CredentialSource, user_answer
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, CredentialRefreshError, CredentialsRejectedError, redact
 from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, S3Prober
@@ -65,16 +66,13 @@ def refresh_policy(properties: Mapping[str, Any] | None = None, environ: Mapping
         raise ConfigError(f"bad {PROPERTY_PREFIX}* / {ENV_PREFIX}* setting: {exc}") from None
 
 
-HARD_MARGIN_S = 10.0
-MIN_HARD_MARGIN_S = 1.0  # a Python file operation (open, write, close) needs about this much, even under load
-
-
-def hard_margin_s(fetched_at_s: float, expires_at_s: float) -> float:
-    """How close to expiry a reader stops and waits for new keys, as Spark's readers do (the JVM's
-    `TableCredentials.HARD_MARGIN_MS`): min(10 s, a quarter of the lifetime), and never under 1 s
-    (which only matters for lifetimes under 4 s, i.e. tests)."""
-    lifetime = expires_at_s - fetched_at_s
-    return HARD_MARGIN_S if lifetime < 0 else max(MIN_HARD_MARGIN_S, min(HARD_MARGIN_S, lifetime / 4))
+def _key_set(config: Mapping[str, Any] | None, storage_credentials: Iterable[Mapping[str, Any]] | None) -> frozenset:
+    """Which keys an answer hands out: (access key id, session token) of each credential, wherever it
+    lists them (a load names Polaris's keys in the table config and in storage-credentials, its
+    /credentials only in the latter). Two answers with the same set hand out the same keys."""
+    configs = [config or {}] + [cred.get("config") or {} for cred in storage_credentials or []]
+    return frozenset((str(c["s3.access-key-id"]), str(c.get("s3.session-token") or ""))
+                     for c in configs if c.get("s3.access-key-id"))
 
 
 def _expiry_s(config: Mapping[str, Any]) -> float:
@@ -144,6 +142,11 @@ class TableCredentials:
         self.reactive_refreshes = 0
         # How long each operation S3 rejected waited before its retry with new keys succeeded (last 256).
         self.reactive_waits_s: collections.deque[float] = collections.deque(maxlen=256)
+        self._keys: frozenset = frozenset()  # _key_set of the current keys
+        # Refreshes the catalog answered with the current keys again (its credential cache), and until
+        # when nobody asks again while the current keys hold (past the cache's window).
+        self.cached_answers = 0
+        self.not_before_s = 0.0
 
     @property
     def name(self) -> str:
@@ -180,12 +183,22 @@ class TableCredentials:
             raise CredentialRefreshError(f"the catalog returned no storage credentials for table {self.name}")
         with self._state_lock:
             self._slots = slots
+            self._keys = _key_set(config, storage_credentials)
+            self.not_before_s = 0.0
             self.fetched_at_s = now
             self.stated_lifetime_s = min(stated) if stated else None
             self.generation += 1
             self.history[self.generation] = (now, self.stated_lifetime_s)
             while len(self.history) > 8:
                 self.history.popitem(last=False)
+
+    def holds(self, config: Mapping[str, Any] | None, storage_credentials: Iterable[Mapping[str, Any]] | None) -> bool:
+        """Does an answer hand out exactly the keys this entry already has? Then it is no renewal: a
+        catalog's credential cache (Polaris keeps a table location's keys for the shorter of its cache
+        setting and half their remaining lifetime) answers every load, re-stage or /credentials with them."""
+        answered = _key_set(config, storage_credentials)
+        with self._state_lock:
+            return bool(answered) and answered == self._keys
 
     def slot_for(self, location: str) -> tuple[int, Mapping[str, str], float]:
         """(generation, keys, when to stop using them) for `location`: the longest matching prefix wins (spec);
@@ -218,7 +231,7 @@ class TableCredentials:
             return TableState(
                 handle=self.handle, name=self.name, generation=self.generation, fetched_at_s=self.fetched_at_s,
                 expires_at_s=min((s.expires_at_s for s in self._slots), default=float("inf")),
-                in_use=self.last_used_s >= self.fetched_at_s,
+                in_use=self.last_used_s >= self.fetched_at_s, not_before_s=self.not_before_s,
             )
 
     def request(self) -> dict:
@@ -295,7 +308,8 @@ class CredentialRefresher:
             self._ensure_thread()
         with entry.refresh_lock:
             entry.refresh_endpoint = refresh_endpoint or entry.refresh_endpoint
-            entry.update(config, storage_credentials)
+            if not entry.holds(config, storage_credentials):  # the same keys again: nothing new to install
+                entry.update(config, storage_credentials)
         return entry
 
     def committed(self, entry: TableCredentials) -> None:
@@ -319,10 +333,13 @@ class CredentialRefresher:
         return entry is not None and self.refresh(entry, seen_generation)
 
     def refresh(self, entry: TableCredentials, seen_generation: int | None = None, *, reader: bool = False) -> bool:
-        """Renew `entry` unless someone did since `seen_generation`; True if this call fetched.
+        """Renew `entry` unless someone did since `seen_generation`; True if this call renewed its keys.
 
         `reader`: a FileIO that cannot go on without keys. After a failure it gets the last error
         again until the backoff (the policy's) has passed, instead of one catalog request per file.
+        An answer with the keys the entry already has is no renewal (False): the catalog's credential
+        cache still holds them, and they are asked for again once its window has passed
+        (`after_cache_window`); keys that expired meanwhile are an error.
         """
         seen = entry.generation if seen_generation is None else seen_generation
         with entry.refresh_lock:
@@ -338,6 +355,8 @@ class CredentialRefresher:
                     answer = user_answer(self.source, req)
                 else:
                     answer = self._chain.fetch(self.client, req)
+                if entry.holds(answer.get("config"), answer.get("storage-credentials")):
+                    return self._same_keys(entry, answer["strategy"])
                 entry.update(answer.get("config") or {}, answer.get("storage-credentials") or [])
             except Exception as exc:
                 # Our errors are one redacted line already; anything else (a user source, botocore)
@@ -355,6 +374,44 @@ class CredentialRefresher:
                      entry.name, answer["strategy"], entry.generation, entry.expires_at_s - self.clock())
             return True
 
+    def _same_keys(self, entry: TableCredentials, strategy: str) -> bool:
+        """The catalog answered with the keys `entry` has (under its refresh lock): not a renewal."""
+        now = self.clock()
+        entry.cached_answers += 1
+        entry.last_error, entry.failures, entry.retry_at_s = None, 0, 0.0  # the catalog answered
+        if now >= entry.expires_at_s:
+            entry.not_before_s = 0.0
+            error = CredentialRefreshError(
+                f"the catalog answered the refresh of {entry.name} ({strategy.split(' (')[0]}) with the same keys, which "
+                f"expired {now - entry.expires_at_s:.1f} s ago: its credential cache outlives the keys it vends; "
+                "check the catalog's credential cache setting against its credential lifetime")
+            entry.last_error = str(error)
+            raise error
+        entry.not_before_s = self.after_cache_window(entry, now)
+        log.info("catalog-ext: the catalog answered the refresh of %s (%s) with the keys it vended before (its "
+                 "credential cache): not renewed; asking again in %.1f s", entry.name, strategy,
+                 entry.not_before_s - now)
+        return False
+
+    def after_cache_window(self, entry: TableCredentials, now: float) -> float:
+        """When to ask again after a catalog handed back the current keys.
+
+        Polaris keeps a table location's keys for the shorter of its cache setting and half their
+        remaining lifetime when it minted them; we got them no earlier, so the window ends by half-way
+        between our fetch and their expiry. A cache that keeps keys longer (say, until a buffer before
+        expiry) is met by halving what is left each time. Never sooner than the policy's first
+        backoff (or half the keys' remaining life, if shorter), and not past the moment readers must
+        stop using the keys."""
+        fetched, expires = entry.fetched_at_s, entry.expires_at_s
+        if expires == float("inf"):
+            return now + self.policy.max_backoff_s
+        end = fetched + (expires - fetched) / 2
+        if end <= now:
+            end = now + (expires - now) / 2
+        end += 0.02 * max(0.0, expires - fetched)  # a little past it: the catalog's clock is not ours
+        soonest = now + min(self.policy.initial_backoff_s, max(0.0, expires - now) / 2)
+        return max(soonest, min(end, entry.wait_at_s))
+
     def ensure_fresh(self, entry: TableCredentials, generation: int, wait_at_s: float | None = None) -> bool:
         """Called before a file is opened with keys of `generation`: renew now if they are (almost) expired.
 
@@ -362,8 +419,11 @@ class CredentialRefresher:
         skips them) and a scheduler that could not keep up. "Almost" is Spark's rule for a reader
         that must wait (`hard_margin_s`). True when the caller must look the keys up again.
         """
-        if self.clock() < (entry.wait_at_s if wait_at_s is None else wait_at_s):
+        now = self.clock()
+        if now < (entry.wait_at_s if wait_at_s is None else wait_at_s):
             return False
+        if now < entry.not_before_s and now < entry.expires_at_s:
+            return False  # the catalog's cache has nothing newer yet, and these keys still hold
         self.refresh(entry, generation, reader=True)
         return True
 
@@ -427,6 +487,12 @@ class CredentialRefresher:
             # Still under the lock: no other renewal can slip in between, so this is the wave's one request.
             if self.refresh(entry, generation, reader=True):
                 entry.reactive_refreshes += 1
+            else:
+                raise CredentialRefreshError(
+                    f"S3 rejected the keys of {entry.name} ({rejection.code}) {age:.1f} s after their fetch, and the "
+                    "catalog answered the refresh with the same keys (its credential cache keeps them until about "
+                    f"{max(0.0, entry.not_before_s - now):.0f} s from now); the keys die sooner than the catalog says: "
+                    "check its credential lifetime and cache setting")
 
     def _learn(self, age_s: float, stated_s: float | None) -> None:
         # The keys lived `age_s` at most; learn it when shorter than promised (floor: a second, so a
@@ -479,6 +545,7 @@ class CredentialRefresher:
                 "next_refresh_s": self.policy.refresh_at(state.fetched_at_s, state.expires_at_s),
                 "failures": entry.failures, "last_error": entry.last_error,
                 "rejections": entry.rejections, "reactive_refreshes": entry.reactive_refreshes,
+                "cached_answers": entry.cached_answers, "not_before_s": entry.not_before_s or None,
                 "reactive_wait_max_s": max(entry.reactive_waits_s, default=None),
                 "stated_lifetime_s": entry.stated_lifetime_s, "learned_lifetime_s": self.learned_lifetime_s,
             })

@@ -25,11 +25,11 @@ from urllib.parse import urlsplit
 
 from cachetools import LRUCache
 
+from pyspark_catalog_ext.credentials.rules import EXPIRY_CODES, EXPIRY_STATUSES
+
 __all__ = ["EXPIRY_CODES", "Rejection", "S3Prober", "rejection_of", "skew_from_date"]
 
-#: Codes by which S3 says the keys are no longer valid (403, or 400 from some S3 implementations).
-EXPIRY_CODES = frozenset({"ExpiredToken", "InvalidAccessKeyId", "InvalidToken", "TokenRefreshRequired"})
-_AUTH_STATUSES = (400, 403)
+_AUTH_STATUSES = EXPIRY_STATUSES  # 403, or 400 from some S3 implementations
 # PyArrow's AWS SDK errors can hide an expired key: a refusal without its code, or, for a ranged GET
 # refused mid-scan, "INTERNAL_FAILURE ... Failed to flush response stream" (the SDK fails writing the
 # 403's XML into the buffer sized for the range). Every one but "not found" is probed: S3 decides.

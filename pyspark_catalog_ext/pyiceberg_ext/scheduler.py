@@ -29,6 +29,9 @@ class TableState:
     expires_at_s: float  # float("inf") when the catalog gave no expiry
     # Used since its credentials were fetched? An idle table is refreshed on its next use instead.
     in_use: bool = True
+    # The catalog answered the last refresh with the keys the table has (its credential cache): not
+    # asked again before this (see CredentialRefresher.after_cache_window).
+    not_before_s: float = 0.0
 
 
 @dataclass
@@ -40,7 +43,7 @@ class _Backoff:
 
 class Refresher(Protocol):
     def __call__(self, handle: str, seen_generation: int) -> bool:
-        """Refresh unless done since `seen_generation`; True if this call fetched. Raises on failure."""
+        """Refresh unless done since `seen_generation`; True if this call renewed the keys. Raises on failure."""
 
 
 @dataclass
@@ -57,7 +60,7 @@ class RefreshScheduler:
     def due(self, table: TableState, now: float) -> bool:
         if not table.in_use:
             return False
-        if now < self._backoff.get(table.handle, _Backoff()).next_attempt_s:
+        if now < self._backoff.get(table.handle, _Backoff()).next_attempt_s or now < table.not_before_s:
             return False
         return now >= self.policy.refresh_at(table.fetched_at_s, table.expires_at_s)
 

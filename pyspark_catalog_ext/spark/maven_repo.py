@@ -1,10 +1,12 @@
 """A Maven-layout repository of the pinned jars and the shim, for `spark-submit --packages`.
 
-`write_repository(DIR)` puts the sha256-pinned jars (`jars.resolve_jars()`) under their real Maven
-Central coordinates and the built shim under `io.catalogext:catalog-ext-shim:<version>`, whose POM
-lists them all, so `--packages io.catalogext:catalog-ext-shim:<version> --repositories file://DIR`
-resolves the whole stack offline through Spark's own Ivy. The same directory can be uploaded to a
-company Nexus/Artifactory. CLI: `pyspark-catalog-ext maven-repo DIR`.
+`write_repository(DIR, stack=...)` puts the sha256-pinned jars of a stack (`jars.resolve_jars()`)
+under their real Maven Central coordinates and the built shim under
+`io.catalogext:catalog-ext-shim:<version>-spark<S>-iceberg<I>`, whose POM lists them, so `--packages`
+with that one coordinate resolves the whole stack offline through Spark's own Ivy. The PyPI route's
+jars (Spark 3.5 + Iceberg 1.10.2 with the AWS SDK modules) go under the plain `<version>`, whose
+dependencies are jvm-shim/pom.xml's own. The same directory can be uploaded to a company
+Nexus/Artifactory. CLI: `pyspark-catalog-ext maven-repo DIR`.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ from urllib.parse import urlparse
 from xml.sax.saxutils import escape
 
 from pyspark_catalog_ext.errors import ConfigError, JarError
-from pyspark_catalog_ext.spark.jars import DEFAULT_STACK, JvmStack, maven_coordinate
+from pyspark_catalog_ext.spark.jars import DEFAULT_STACK, MAVEN_ROUTE, PYPI_ROUTE, PYPI_STACK, JvmStack, maven_coordinate
 from pyspark_catalog_ext.spark.shim_build import SHIM_ARTIFACT, SHIM_GROUP, shim_version
 
-__all__ = ["Coordinate", "shim_coordinate", "runtime_dependencies", "pom_xml", "write_repository", "repository_settings", "IVY_DIR_NAME",
+__all__ = ["Coordinate", "shim_coordinate", "runtime_dependencies", "pom_xml", "writable_directory", "write_repository", "repository_settings", "IVY_DIR_NAME",
            "IVY_SETTINGS_NAME"]
 
 # Ivy's cache for a local repository lives inside it, so it never lands in ~/.ivy2 (spark.jars.ivy).
@@ -53,20 +55,23 @@ class Coordinate:
         return self.directory(root) / f"{self.artifact}-{self.version}.{ext}"
 
 
-def shim_coordinate(stack: JvmStack | None = None) -> Coordinate:
-    """The shim's coordinate for `stack` (default: Spark 3.5 + Iceberg 1.10.2); `--packages` with it
-    alone pulls the whole runtime stack. The jar is the same on every stack, its POM's dependencies
-    are not: each other stack gets a version of its own (`0.1.0-spark4.1-iceberg1.12.0`), so one
-    repository can hold several stacks."""
+def shim_coordinate(stack: JvmStack | None = None, route: str = MAVEN_ROUTE) -> Coordinate:
+    """The shim's coordinate for `stack` (default: Spark 4.1 + Iceberg 1.12.0) by `route`; `--packages`
+    with it alone pulls the whole runtime stack. The jar is the same on every stack, its POM's
+    dependencies are not: each stack gets a version of its own (`0.1.0-spark4.1-iceberg1.12.0`), so
+    one repository can hold several stacks. The PyPI route's (Spark 3.5 + Iceberg 1.10.2 with the AWS
+    SDK modules) is the plain `0.1.0`, jvm-shim/pom.xml's own coordinate and dependencies."""
+    if route == PYPI_ROUTE:
+        return Coordinate(SHIM_GROUP, SHIM_ARTIFACT, shim_version())
     stack = stack or DEFAULT_STACK
-    suffix = "" if stack.is_default else f"-spark{stack.spark}-iceberg{stack.iceberg}"
-    return Coordinate(SHIM_GROUP, SHIM_ARTIFACT, shim_version() + suffix)
+    return Coordinate(SHIM_GROUP, SHIM_ARTIFACT, f"{shim_version()}-spark{stack.spark}-iceberg{stack.iceberg}")
 
 
-def runtime_dependencies(stack: JvmStack | None = None) -> list[Coordinate]:
-    """The pinned jars of `stack` as Maven coordinates: the Iceberg Spark runtime first, then the AWS
-    SDK v2 modules (the default stack) or `iceberg-aws-bundle` (the others)."""
-    return [Coordinate(*maven_coordinate(name)) for name in (stack or DEFAULT_STACK).jar_names()]
+def runtime_dependencies(stack: JvmStack | None = None, route: str = MAVEN_ROUTE) -> list[Coordinate]:
+    """The pinned jars of `stack` by `route` as Maven coordinates: the Iceberg Spark runtime first, then
+    `iceberg-aws-bundle` (Maven) or the AWS SDK v2 modules (PyPI)."""
+    stack = PYPI_STACK if route == PYPI_ROUTE else (stack or DEFAULT_STACK)
+    return [Coordinate(*maven_coordinate(name)) for name in stack.jar_names(route)]
 
 
 def pom_xml(coordinate: Coordinate, dependencies: Sequence[Coordinate] = (), name: str | None = None) -> str:
@@ -119,17 +124,8 @@ def _write(path: Path, data: bytes | Path) -> None:
     sha1.write_text(digest.hexdigest())
 
 
-def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, shim: Path | None = None,
-                     stack: JvmStack | None = None) -> list[Coordinate]:
-    """Lay out `directory` as a Maven repository of the pinned jars of `stack` (default: Spark 3.5 +
-    Iceberg 1.10.2) and the shim; returns the coordinates written (the shim last). `jars`/`shim`
-    default to `resolve_jars(stack=stack)` / `shim_jar()`.
-
-    Only real artifacts under their real coordinates. Their POMs are minimal: the Iceberg runtime is
-    a shaded bundle with no dependencies of its own, and the AWS SDK POMs list none on purpose
-    (Central's list more, e.g. Netty, that S3FileIO does not need) because the shim's POM names
-    every module needed.
-    """
+def writable_directory(directory: Path | str) -> Path:
+    """`directory` (created if missing), or ConfigError (one line) when it cannot be written to."""
     root = Path(directory).expanduser()
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -137,19 +133,35 @@ def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, 
         probe.close()
     except OSError as exc:
         raise ConfigError(f"repository directory {root} is not writable ({exc.strerror or type(exc).__name__}); pass a directory you can write to") from None
+    return root
+
+
+def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, shim: Path | None = None,
+                     stack: JvmStack | None = None, route: str = MAVEN_ROUTE) -> list[Coordinate]:
+    """Lay out `directory` as a Maven repository of the pinned jars of `stack` (default: Spark 4.1 +
+    Iceberg 1.12.0; the PyPI route: Spark 3.5 + Iceberg 1.10.2) and the shim; returns the coordinates
+    written (the shim last). `jars`/`shim` default to `resolve_jars(stack=stack, route=route)` / `shim_jar()`.
+
+    Only real artifacts under their real coordinates. Their POMs are minimal: the Iceberg runtime and
+    bundle are shaded jars with no dependencies of their own, and the AWS SDK POMs list none on purpose
+    (Central's list more, e.g. Netty, that S3FileIO does not need) because the shim's POM names every
+    module needed.
+    """
+    stack = PYPI_STACK if route == PYPI_ROUTE else (stack or DEFAULT_STACK)
+    root = writable_directory(directory)
     if jars is None:
         from pyspark_catalog_ext.spark.jars import resolve_jars
 
-        jars = resolve_jars(stack=stack)
+        jars = resolve_jars(stack=stack, route=route)
     if shim is None:
         from pyspark_catalog_ext.spark.shim_build import shim_jar
 
-        shim = shim_jar(jars=jars if stack is None or stack.is_default else None)
+        shim = shim_jar()
     by_name = {p.name: p for p in jars}
-    deps = runtime_dependencies(stack)
+    deps = runtime_dependencies(stack, route)
     written: list[Coordinate] = []
     try:
-        for name in (stack or DEFAULT_STACK).jar_names():
+        for name in stack.jar_names(route):
             jar = by_name.get(name)
             if jar is None or not jar.is_file():
                 raise JarError(f"pinned jar {name} is missing ({jar or 'not given'}); run `pyspark-catalog-ext spark-conf` once to fetch the jars, or pass all of them")
@@ -159,7 +171,7 @@ def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, 
             written.append(coord)
         if not shim.is_file():
             raise JarError(f"shim jar {shim} is missing; build it with pyspark_catalog_ext.spark.shim_build.shim_jar()")
-        coord = shim_coordinate(stack)
+        coord = shim_coordinate(stack, route)
         _write(coord.file(root, "jar"), shim)
         _write(coord.file(root, "pom"), pom_xml(coord, deps, name="pyspark-catalog-ext JVM shim").encode())
         written.append(coord)
@@ -175,8 +187,8 @@ def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, 
     return written
 
 
-def _stack_flags(stack: JvmStack | None) -> str:
-    return "" if stack is None or stack.is_default else f" --spark {stack.spark} --iceberg {stack.iceberg}"
+def _stack_flags(stack: JvmStack) -> str:
+    return f" --spark {stack.spark} --iceberg {stack.iceberg}"
 
 
 def _ivy_settings(root: Path) -> str:
@@ -190,16 +202,24 @@ def _ivy_settings(root: Path) -> str:
 """
 
 
-def repository_settings(repository: str, shim: bool = True, stack: JvmStack | None = None) -> dict[str, str]:
+def repository_settings(repository: str, shim: bool = True, stack: JvmStack | None = None, *, user_pick: bool = True) -> dict[str, str]:
     """`spark.jars.packages` and where Spark's Ivy resolves them: a directory made by
     `write_repository` (its Ivy settings, that directory alone, and its Ivy cache) or the URL of a
-    Maven repository holding the same artifacts (`spark.jars.repositories`, e.g. a company Nexus)."""
+    Maven repository holding the same artifacts (`spark.jars.repositories`, e.g. a company Nexus).
+    A directory laid out by the PyPI route (`maven-repo --jars pypi`) serves a Spark 3.5 stack whose
+    Iceberg release was not the user's pick (`user_pick=False`) when it holds no Maven-route layout of it."""
+    stack = stack or DEFAULT_STACK
     coordinates = [shim_coordinate(stack)] if shim else runtime_dependencies(stack)
     conf = {"spark.jars.packages": ",".join(map(str, coordinates))}
     if urlparse(repository).scheme in ("http", "https", "file"):
         conf["spark.jars.repositories"] = repository
         return conf
     root = Path(repository).expanduser().resolve()
+    if not coordinates[0].file(root, "pom").is_file() and stack.spark == PYPI_STACK.spark and (stack.on_pypi or not user_pick):
+        pypi = [shim_coordinate(route=PYPI_ROUTE)] if shim else runtime_dependencies(route=PYPI_ROUTE)
+        if pypi[0].file(root, "pom").is_file():
+            coordinates = pypi
+            conf["spark.jars.packages"] = ",".join(map(str, coordinates))
     marker = coordinates[0].file(root, "pom")
     if not marker.is_file() or not (root / IVY_SETTINGS_NAME).is_file():
         raise ConfigError(f"{root} holds no {coordinates[0]} and its Ivy settings; lay it out first with `pyspark-catalog-ext maven-repo {repository}`{_stack_flags(stack)} (or pass the URL of a Maven repository)")

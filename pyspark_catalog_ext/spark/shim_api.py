@@ -20,7 +20,7 @@ __all__ = [
     "EXTENSIONS", "SPARK_CATALOG", "SPARK_SESSION_CATALOG", "S3_FILE_IO",
     "SHIM_PACKAGE", "PYTHON_API", "SHIM_CATALOG_IMPL", "SHIM_CLIENT_FACTORY", "SHIM_PLUGIN", "SHIM_SQL_EXTENSIONS",
     "STATUS_FUNCTION",
-    "PYTHON_CREDENTIAL_BRIDGE", "CREDENTIALS_EXPIRED_EXCEPTION",
+    "PYTHON_CREDENTIAL_BRIDGE", "CREDENTIALS_EXPIRED_EXCEPTION", "CATALOG_REDIRECT_EXCEPTION",
     "CredentialPrefix", "RegistryEntry", "PluginStats", "CommitOutcome", "ShimStatus", "JvmEvent", "EventBatch",
     "StagedInfo", "StagedWrite", "StagedAbort", "JvmStagedTable", "CatalogInfo", "ShimJvm",
 ]
@@ -36,8 +36,10 @@ SHIM_PLUGIN = f"{SHIM_PACKAGE}.CatalogExtPlugin"
 # spark.sql.extensions entry that adds SQL function STATUS_FUNCTION() (status without Py4J: Spark Connect)
 SHIM_SQL_EXTENSIONS = f"{SHIM_PACKAGE}.CatalogExtSqlExtensions"
 STATUS_FUNCTION = "catalog_ext_status"
-PYTHON_CREDENTIAL_BRIDGE = f"{SHIM_PACKAGE}.PythonCredentialBridge"
-CREDENTIALS_EXPIRED_EXCEPTION = f"{SHIM_PACKAGE}.CredentialsExpiredException"
+PYTHON_CREDENTIAL_BRIDGE = f"{SHIM_PACKAGE}.refresh.PythonCredentialBridge"
+# The exceptions Python translates (java_errors), in the shim's leaf package of errors.
+CREDENTIALS_EXPIRED_EXCEPTION = f"{SHIM_PACKAGE}.errors.CredentialsExpiredException"
+CATALOG_REDIRECT_EXCEPTION = f"{SHIM_PACKAGE}.errors.CatalogRedirectException"
 
 
 # ---- answers

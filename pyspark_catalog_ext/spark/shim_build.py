@@ -1,57 +1,52 @@
 """Java detection and the Java shim jar.
 
 The shim is built from `jvm-shim/src/main/java` by Maven (`jvm-shim/pom.xml`, default profile: the
-offline default stack), into a private build directory, with `~/.m2` as Maven's cache. Where `mvn` is
-not installed, a source checkout falls back to plain `javac` + `jar` against the offline jars and
-pyspark's own jars (same flags, same classes). Built jars are cached by a hash of their sources, so an
-edit to any `.java` file (or the POM) triggers a rebuild and nothing built is committed. A wheel
-carries a prebuilt copy in `pyspark_catalog_ext/_jars/`, tagged with the same hash, so pip users need
-neither Maven nor a JDK compiler.
+oldest stack the one jar runs on, Spark 3.5 + Iceberg 1.10.2 at `--release 11`; `shim_maven`) into a
+private build directory, with `~/.m2` as Maven's cache. Built jars are cached by a hash of their
+sources, the shared specs and the POM, so an edit to any of them triggers a rebuild and nothing built
+is committed. A wheel carries a prebuilt copy in `pyspark_catalog_ext/_jars/`, tagged with the same
+hash, so pip users need neither Maven nor a JDK compiler; building one from source needs both.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
 import subprocess
-import tempfile
 import zipfile
-from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from pyspark_catalog_ext.cache import cache_dir, file_lock
 from pyspark_catalog_ext.errors import JarError, JavaError
-from pyspark_catalog_ext.spark.jars import resolve_jars
+from pyspark_catalog_ext.spark import shim_maven
+from pyspark_catalog_ext.spark.jars import MIN_JAVA, _major_minor, min_java_for_stack
 
-__all__ = ["SHIM_GROUP", "SHIM_ARTIFACT", "shim_version", "JavaInfo", "find_java", "check_java", "find_maven", "shim_jar", "build_shim",
-           "shim_source_dir", "shim_pom", "source_hash", "MIN_JAVA", "min_java_for_stack"]
+__all__ = ["SHIM_GROUP", "SHIM_ARTIFACT", "shim_version", "JavaInfo", "find_java", "check_java", "local_java_major", "find_maven",
+           "shim_jar", "build_shim", "shim_source_dir", "shim_pom", "source_hash", "MIN_JAVA", "min_java_for_stack"]
 
-# Iceberg dropped Java 8 in 1.7 and the shim is compiled for 11: every stack needs 11.
-MIN_JAVA = 11
-# Java 17 class files: Spark 4.x's, and Iceberg's from 1.11 on (it dropped Java 11 there; its 3.5
-# runtimes 1.11/1.12 are class version 61). Spark 3.5 itself runs on 8/11/17.
-JAVA17 = 17
-SHIM_JAR_NAME = "catalog-ext-shim.jar"
-# Every lint warning is an error, except two that come from the jars, not from our code: `path`
-# (pyspark's jar manifests name Class-Path jars it does not ship) and `classfile` (Iceberg's runtime
-# keeps annotations of the shaded Immutables library, which is not on the classpath). The same flags
-# as jvm-shim/pom.xml's compiler configuration (used by the javac fallback and benchmarks/*.py).
-JAVAC_FLAGS = ("--release", "11", "-encoding", "UTF-8", "-Xlint:all,-path,-classfile", "-Werror")
-_MAVEN_HINT = "install Maven >= 3.8 (e.g. apt-get install maven)"
+SHIM_JAR_NAME = shim_maven.SHIM_JAR_NAME
+# The flags of jvm-shim/pom.xml's compiler configuration, for the benchmarks that compile a class of
+# their own against the shim (benchmarks/*.py): every lint warning is an error, except two that come
+# from the jars, not from our code: `path` (pyspark's jar manifests name Class-Path jars it does not
+# ship) and `classfile` (Iceberg's runtime keeps annotations of the shaded Immutables library).
+JAVAC_LINT_FLAGS = ("-encoding", "UTF-8", "-Xlint:all,-path,-classfile", "-Werror")
 # The shim's Maven coordinates (`<group>:<artifact>:<package version>`), as in jvm-shim/pom.xml.
 SHIM_GROUP = "io.catalogext"
 SHIM_ARTIFACT = "catalog-ext-shim"
+_RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 #: The catalog-ext.* knob spec both runtimes read (see pyspark_catalog_ext.knobs).
-KNOB_SPEC = Path(__file__).resolve().parent.parent / "resources" / "catalog-ext-knobs.json"
+KNOB_SPEC = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[0]
 #: The commit decision table both runtimes are tested against (see pyspark_catalog_ext.pyiceberg_ext.decision).
-DECISION_TABLE = KNOB_SPEC.parent / "commit-decisions.json"
+DECISION_TABLE = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[1]
+#: The rules about storage credentials both runtimes apply (see pyspark_catalog_ext.credentials.rules).
+CREDENTIAL_RULES = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[2]
 #: The shared specs packaged into the shim jar, next to the classes that read them (one copy in git).
-SHARED_SPECS = (KNOB_SPEC, DECISION_TABLE)
+SHARED_SPECS = (KNOB_SPEC, DECISION_TABLE, CREDENTIAL_RULES)
 PACKAGED_SHIM = Path(__file__).resolve().parent.parent / "_jars" / SHIM_JAR_NAME
-HASH_ATTRIBUTE = "Catalog-Ext-Source-Hash"
+HASH_ATTRIBUTE = shim_maven.HASH_ATTRIBUTE
 _INSTALL_HINT = "install a JDK >= 11 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to one"
 
 
@@ -113,20 +108,22 @@ def _parse_version(text: str) -> tuple[int, str]:
     return major, version
 
 
-def _major_minor(version: str, what: str) -> tuple[int, int]:
-    match = re.match(r"(\d+)\.(\d+)", str(version).strip())
-    if not match:
-        raise JavaError(f"{what} version {version!r} is not a version; pass one such as '4.1' or '1.12.0'")
-    return int(match.group(1)), int(match.group(2))
+@lru_cache(maxsize=16)
+def _java_version(java: Path, mtime_ns: int) -> tuple[int, str]:
+    """(major, full version) of `java` (cached per binary and its mtime: configure() asks more than once)."""
+    try:
+        proc = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise JavaError(f"{java} -version failed ({type(exc).__name__}); {_INSTALL_HINT}") from None
+    return _parse_version(proc.stderr + proc.stdout)
 
 
-def min_java_for_stack(spark: str, iceberg: str | None = None) -> int:
-    """The oldest Java that Spark `spark` ("4.1", "3.5.9") with Iceberg `iceberg` ("1.12.0"; None:
-    Spark's own need and the package's floor) and the shim run on: 17 for Spark 4 or Iceberg >= 1.11."""
-    needed = JAVA17 if _major_minor(spark, "Spark")[0] >= 4 else MIN_JAVA
-    if iceberg is not None and _major_minor(iceberg, "Iceberg") >= (1, 11):
-        needed = JAVA17
-    return needed
+def _version_of(java: Path) -> tuple[int, str]:
+    try:
+        mtime = java.stat().st_mtime_ns
+    except OSError:
+        mtime = 0
+    return _java_version(java, mtime)
 
 
 def check_java(minimum: int = MIN_JAVA, *, spark: str | None = None, iceberg: str | None = None) -> JavaInfo:
@@ -134,11 +131,7 @@ def check_java(minimum: int = MIN_JAVA, *, spark: str | None = None, iceberg: st
     or, when `spark` ("4.1") is given, than that Spark line with Iceberg `iceberg` needs (17 for
     Spark 4 or Iceberg >= 1.11)."""
     java = find_java()
-    try:
-        proc = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise JavaError(f"{java} -version failed ({type(exc).__name__}); {_INSTALL_HINT}") from None
-    major, version = _parse_version(proc.stderr + proc.stdout)
+    major, version = _version_of(java)
     if spark is not None:
         needed = max(minimum, min_java_for_stack(spark, iceberg))
         what = "Spark " + ".".join(map(str, _major_minor(spark, "Spark"))) + (f" + Iceberg {iceberg}" if iceberg else "")
@@ -147,6 +140,15 @@ def check_java(minimum: int = MIN_JAVA, *, spark: str | None = None, iceberg: st
     if major < minimum:
         raise JavaError(f"Java {version} at {java} is too old (need >= {minimum}); {_INSTALL_HINT}")
     return JavaInfo(java=java, major=major, version=version)
+
+
+def local_java_major() -> int | None:
+    """The major version of the Java Spark would start here, or None when there is none to be read
+    (the caller's own check then says what is wrong)."""
+    try:
+        return _version_of(find_java())[0]
+    except JavaError:
+        return None
 
 
 def shim_source_dir() -> Path:
@@ -160,44 +162,13 @@ def shim_pom() -> Path:
 
 
 def find_maven() -> Path | None:
-    """`mvn` on PATH, or None (the shim then builds with javac)."""
-    found = shutil.which("mvn")
-    return Path(found) if found else None
+    """`mvn` on PATH, or None (the shim then cannot be built from source)."""
+    return shim_maven.find_maven()
 
 
-def _java_sources(src_dir: Path) -> list[Path]:
-    return sorted(p for p in src_dir.rglob("*.java") if p.is_file())
-
-
-def source_hash(src_dir: Path, jar_names: Sequence[str] | None = None) -> str:
-    """sha256 over every .java (relative path + bytes) and the names of the jars compiled against."""
-    if jar_names is None:
-        from pyspark_catalog_ext.spark.jars import WHEEL_SOURCES
-
-        jar_names = [name for source in WHEEL_SOURCES for name in source.jars]
-    digest = hashlib.sha256((" ".join(JAVAC_FLAGS) + "\n").encode())
-    for path in _java_sources(src_dir):
-        digest.update(path.relative_to(src_dir).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    for spec in SHARED_SPECS:
-        digest.update(spec.read_bytes() + b"\0")  # packaged into the jar: a spec change is a new shim
-    pom = shim_pom()
-    if pom.is_file():  # the build's definition: a changed dependency or flag is a new shim
-        digest.update(pom.read_bytes() + b"\0")
-    for name in jar_names:
-        digest.update(name.encode() + b"\n")
-    return digest.hexdigest()
-
-
-def _pyspark_jars_dir() -> Path:
-    try:
-        import pyspark
-    except ImportError:
-        raise JarError("pyspark is not installed; pip install 'pyspark>=3.5,<3.6' to build the shim") from None
-    path = Path(pyspark.__file__).resolve().parent / "jars"
-    if not path.is_dir():
-        raise JarError(f"pyspark has no jars dir at {path}; reinstall pyspark from PyPI")
-    return path
+def source_hash(src_dir: Path) -> str:
+    """The hash a shim jar built from `src_dir` carries: its .java files, the shared specs, the POM."""
+    return shim_maven.source_hash(src_dir, SHARED_SPECS, shim_pom())
 
 
 def _embedded_hash(jar: Path) -> str | None:
@@ -211,120 +182,28 @@ def _embedded_hash(jar: Path) -> str | None:
     return match.group(1) if match else None
 
 
-
-def build_shim(src_dir: Path, out_jar: Path, jars: Sequence[Path] | None, digest: str) -> Path:
-    """Compile `src_dir` into `out_jar` (atomically), tagging the manifest with `digest`.
-
-    With Maven (`mvn` on PATH and jvm-shim/pom.xml present): `mvn package` of the default profile.
-    Otherwise javac against `jars` (default: the offline jars, resolved only then).
-    """
-    if not _java_sources(src_dir):
+def build_shim(src_dir: Path, out_jar: Path, digest: str) -> Path:
+    """Compile `src_dir` into `out_jar` (atomically) with Maven, tagging the manifest with `digest`.
+    Without Maven or a JDK: JarError naming what to install."""
+    if not shim_maven.java_sources(src_dir):
         raise JarError(f"no .java files under {src_dir}; restore jvm-shim/ from git")
-    mvn = find_maven()
-    if mvn is not None and shim_pom().is_file():
-        return _build_with_maven(mvn, src_dir, out_jar, digest)
-    return _build_with_javac(src_dir, out_jar, jars if jars is not None else resolve_jars(), digest)
-
-
-# `[ERROR] /abs/path/Foo.java:[12,5] message` (Maven's compiler plugin), shown javac's way.
-_MAVEN_JAVA_LINE = re.compile(r"^\[(ERROR|WARNING)\] (?:/|[A-Za-z]:\\)\S*?([^/\\]+\.java):\[(\d+),\d+\] (.*)$")
-
-
-def _first_maven_problem(output: str) -> tuple[str, bool]:
-    """(one line naming the first problem, whether it is in our Java source) from Maven's output."""
-    errors: list[str] = []
-    warnings: list[str] = []
-    for line in output.splitlines():
-        match = _MAVEN_JAVA_LINE.match(line.strip())
-        if match:
-            level, name, lineno, text = match.groups()
-            (errors if level == "ERROR" else warnings).append(f"{name}:{lineno}: {level.lower()}: {text.strip()}")
-    # Under -Werror the error only says warnings were found (and has no line): the first warning says which.
-    if errors or warnings:
-        return (errors or warnings)[0], True
-    for line in output.splitlines():
-        if line.startswith("[ERROR] ") and line[8:].strip():
-            return line[8:].strip(), False
-    return "", False
-
-
-def _build_with_maven(mvn: Path, src_dir: Path, out_jar: Path, digest: str) -> Path:
-    """`mvn package` of jvm-shim/pom.xml (default profile, tests not compiled: they run in CI and
-    tests/unit/test_java_units.py) into a private build directory, so concurrent builds never share one."""
+    if not shim_pom().is_file():
+        raise JarError(f"no {shim_pom()}; restore jvm-shim/ from git")
     check_java()  # Maven finds Java the same way; this gives the one-line error when it can't
-    # Absolute: Maven resolves relative paths against jvm-shim/, not our working directory.
-    out_jar, src_dir = out_jar.resolve(), src_dir.resolve()
-    out_jar.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_jar.parent, prefix=".shim-build-") as tmp:
-        cmd = [str(mvn), "-B", "-ntp", "-f", str(shim_pom()), "package", "-Dmaven.test.skip=true",
-               f"-Dshim.build.dir={tmp}", f"-Dshim.source.dir={src_dir}", f"-Dshim.source.hash={digest}"]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-        except subprocess.TimeoutExpired:
-            raise JarError("shim build failed: Maven took over 30 min; check the network to Maven Central "
-                           "(first build downloads ~100 MB into ~/.m2)") from None
-        built = Path(tmp) / SHIM_JAR_NAME
-        if proc.returncode != 0 or not built.is_file():
-            first, in_source = _first_maven_problem(proc.stdout + proc.stderr)
-            first = first or (f"mvn exit {proc.returncode}" if proc.returncode else f"Maven wrote no {SHIM_JAR_NAME}")
-            hint = ("fix the Java source under jvm-shim/" if in_source
-                    else "check that Maven Central is reachable (or ~/.m2 holds the dependencies) and jvm-shim/pom.xml is intact")
-            raise JarError(f"shim build failed: {first}; {hint}")
-        os.replace(built, out_jar)
-    return out_jar
+    try:
+        return shim_maven.build_with_maven(shim_pom(), src_dir, out_jar, digest)
+    except shim_maven.ShimBuildError as exc:
+        raise JarError(str(exc)) from None
 
 
-def _build_with_javac(src_dir: Path, out_jar: Path, jars: Sequence[Path], digest: str) -> Path:
-    """The fallback where Maven is not installed: javac + jar against `jars` and pyspark's jars."""
-    sources = _java_sources(src_dir)
-    if not sources:
-        raise JarError(f"no .java files under {src_dir}; restore jvm-shim/ from git")
-    java = check_java()
-    classpath = os.pathsep.join([*map(str, jars), str(_pyspark_jars_dir() / "*")])
-    out_jar.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_jar.parent, prefix=".shim-build-") as tmp:
-        classes = Path(tmp) / "classes"
-        classes.mkdir()
-        argfile = Path(tmp) / "sources.txt"  # an @argfile keeps long source lists off the command line
-        argfile.write_text("\n".join(f'"{p}"' for p in sources))
-        proc = subprocess.run(
-            [str(java.javac), *JAVAC_FLAGS, "-cp", classpath, "-d", str(classes), f"@{argfile}"],
-            capture_output=True, text=True,
-        )
-        if proc.returncode != 0:
-            lines = (proc.stderr + proc.stdout).splitlines()
-            # Under -Werror the error line only says warnings were found: the first warning says which.
-            errors = [line.strip() for line in lines if "error:" in line and "-Werror" not in line]
-            warnings = [line.strip() for line in lines if "warning:" in line]
-            first = (errors or warnings or [line.strip() for line in lines[:1]] or [f"exit {proc.returncode}"])[0]
-            first = first.replace(str(src_dir) + os.sep, "")
-            raise JarError(f"shim build failed: {first}; fix the Java source under jvm-shim/")
-        resources = src_dir.parent / "resources"  # src/main/resources, if the shim grows one
-        if resources.is_dir():
-            shutil.copytree(resources, classes, dirs_exist_ok=True)
-        # The shared specs have one copy in git (the Python package's); the shim reads them beside its classes.
-        for spec in SHARED_SPECS:
-            shutil.copyfile(spec, classes / "io" / "catalogext" / "shim" / spec.name)
-        manifest = Path(tmp) / "MANIFEST.MF"
-        manifest.write_text(f"{HASH_ATTRIBUTE}: {digest}\n")
-        part = Path(tmp) / SHIM_JAR_NAME
-        jar_tool = java.javac.parent / "jar"
-        proc = subprocess.run([str(jar_tool if jar_tool.exists() else "jar"), "cfm", str(part), str(manifest), "-C", str(classes), "."], capture_output=True, text=True)
-        if proc.returncode != 0:
-            first = next(iter((proc.stderr + proc.stdout).strip().splitlines()), f"exit {proc.returncode}")
-            raise JarError(f"`jar` failed packaging the shim: {first}; check the JDK at {java.java.parent}")
-        os.replace(part, out_jar)
-    return out_jar
-
-
-def shim_jar(src_dir: Path | str | None = None, cache: Path | str | None = None, jars: Sequence[Path] | None = None) -> Path:
+def shim_jar(src_dir: Path | str | None = None, cache: Path | str | None = None) -> Path:
     """Path of a shim jar built from the current sources.
 
     Uses the jar packaged in the wheel when there is no source tree, or when its embedded hash
     matches the sources; otherwise builds into `<cache>/shim/` (locked, atomic, cached by hash).
     """
     src = Path(src_dir) if src_dir is not None else shim_source_dir()
-    have_sources = src.is_dir() and bool(_java_sources(src))
+    have_sources = src.is_dir() and bool(shim_maven.java_sources(src))
     if not have_sources:
         if src_dir is None and PACKAGED_SHIM.is_file():
             return PACKAGED_SHIM
@@ -338,4 +217,4 @@ def shim_jar(src_dir: Path | str | None = None, cache: Path | str | None = None,
     with file_lock(out.parent / ".lock"):
         if out.is_file() and _embedded_hash(out) == digest:  # another process built it while we waited
             return out
-        return build_shim(src, out, jars, digest)
+        return build_shim(src, out, digest)

@@ -18,6 +18,15 @@ TOP, OVERRIDES = "top", "overrides"  # where idempotency-key-lifetime sits in /v
 # signer: where a remote-signing table answer says to sign (Iceberg 1.10's s3.signer.* config, or
 # 1.12's remote-signing-config field and the per-table .../sign route), or REJECTED (400)
 S3_SIGNER, SIGNING_CONFIG, REJECTED = "s3.signer", "remote-signing-config", "rejected"
+UPSTREAM = "upstream"  # config_defaults, error_words: as SeaweedFS answers
+CATALOG_PROPERTIES = "catalog-properties"  # config_defaults: the catalog's properties (default-base-location)
+EVERYWHERE, TABLE_CONFIG = "everywhere", "table-config"  # storage_settings: where s3.endpoint & co. sit
+POLARIS = "polaris"  # error_words: Polaris's own answers
+EXTERNAL, INTERNAL = "external", "internal"  # notifications: the catalog the emulator stands for
+
+# A real Polaris 1.4.1's recorded answers (tests/emulators/observed/polaris-1.4.1.json, its keys quoted
+# in the refs below as "recorded: <key>"); tests/unit/test_emulated_polaris.py compares every one.
+POLARIS_RECORDED = "Polaris 1.4.1 recorded (tests/emulators/observed/polaris-1.4.1.json"
 
 
 # Iceberg's standard REST endpoints (org.apache.iceberg.rest.Endpoint), as servers advertise them.
@@ -35,6 +44,22 @@ VIEW_ENDPOINTS = tuple(f"{m} /v1/{{prefix}}/{p}" for m, p in (
     ("HEAD", "namespaces/{namespace}/views/{view}"), ("POST", "namespaces/{namespace}/views"),
     ("POST", "namespaces/{namespace}/views/{view}"), ("DELETE", "namespaces/{namespace}/views/{view}"),
     ("POST", "views/rename")))
+CREDENTIALS_ENDPOINT = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"
+# Polaris's list (recorded, 35 entries; its source at 1.7.0 the same): Iceberg's without the credentials
+# endpoint, which it serves all the same; its generic tables written without the leading slash, its
+# policy API with it.
+POLARIS_ENDPOINTS = (tuple(e for e in ICEBERG_ENDPOINTS if e != CREDENTIALS_ENDPOINT) + VIEW_ENDPOINTS
+                     + tuple(f"{m} polaris/v1/{{prefix}}/namespaces/{{namespace}}/{p}" for m, p in (
+                         ("GET", "generic-tables"), ("POST", "generic-tables"),
+                         ("DELETE", "generic-tables/{generic-table}"), ("GET", "generic-tables/{generic-table}")))
+                     + tuple(f"{m} /polaris/v1/{{prefix}}/{p}" for m, p in (
+                         ("GET", "namespaces/{namespace}/policies"), ("POST", "namespaces/{namespace}/policies"),
+                         ("GET", "namespaces/{namespace}/policies/{policy-name}"),
+                         ("PUT", "namespaces/{namespace}/policies/{policy-name}"),
+                         ("DELETE", "namespaces/{namespace}/policies/{policy-name}"),
+                         ("PUT", "namespaces/{namespace}/policies/{policy-name}/mappings"),
+                         ("POST", "namespaces/{namespace}/policies/{policy-name}/mappings"),
+                         ("GET", "applicable-policies"))))
 
 
 @dataclass(frozen=True)
@@ -78,6 +103,32 @@ class Behaviour:
     signer: str = NONE
     # DELETE of a table without purgeRequested=true answered 400: the table goes only with its data.
     purge_on_drop: bool = False
+    # What /v1/config's `defaults` carry: UPSTREAM (SeaweedFS's warehouse) or CATALOG_PROPERTIES
+    # (default-base-location, no warehouse).
+    config_defaults: str = UPSTREAM
+    # The stage-create answer names a metadata-location (there is no metadata file yet).
+    stage_create_metadata_location: bool = True
+    # Where s3.endpoint, path-style access and the region sit: EVERYWHERE (the table config and each
+    # storage credential) or TABLE_CONFIG (only the table config, the region as client.region; a
+    # storage credential holds only its keys and their expiry).
+    storage_settings: str = EVERYWHERE
+    # `expiration-time` beside s3.session-token-expires-at-ms in every vended config.
+    expiration_time: bool = False
+    # A credential cache: the same keys for a table location (load, re-stage, /credentials) while the
+    # entry lives: the shorter of this many seconds and half the keys' remaining lifetime when minted.
+    credential_cache_s: float | None = None
+    # What creating an existing table answers: 200 (the create's answer again) or 409.
+    create_existing_status: int = 200
+    # Error answers: UPSTREAM (SeaweedFS's words) or POLARIS (qualified names, an empty-bodied 401, a
+    # 404 for an unknown prefix, a 403 for the principal "nogrant", its remote-signing 400).
+    error_words: str = UPSTREAM
+    # A metrics report for a table that is not committed (staged) is answered 404.
+    staged_metrics_404: bool = False
+    # A Date header on every answer.
+    date_header: bool = True
+    # Notifications (polaris_apis): EXTERNAL (admitted into the reference server's mirror) or INTERNAL
+    # (400: an internal catalog is not updated through notifications).
+    notifications: str = EXTERNAL
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "refs", MappingProxyType(dict(self.refs)))
@@ -88,17 +139,44 @@ class Behaviour:
         return f"{self.family}-{self.release}"
 
 
+# What every Polaris release here shares, from the recorded 1.4.1 answers (the source at 1.7.0 says the
+# same for each: no release is known to have changed them).
+_POLARIS_RECORDED = {
+    "endpoints": f"{POLARIS_RECORDED}: config.endpoints.*; polaris 1.7.0 source: no credentials endpoint)",
+    "config_defaults": f"{POLARIS_RECORDED}: config.defaults)",
+    "stage_create_metadata_location": f"{POLARIS_RECORDED}: stage-create.metadata-location)",
+    "storage_settings": f"{POLARIS_RECORDED}: stage-create.config, stage-create.storage-credentials)",
+    "expiration_time": f"{POLARIS_RECORDED}: stage-create.config)",
+    "credential_cache_s": f"{POLARIS_RECORDED}, README: same keys while the cache entry lives; "
+                          "polaris StorageCredentialCache: min(cache setting, remaining lifetime / 2))",
+    "create_existing_status": f"{POLARIS_RECORDED}: 409 create existing table)",
+    "error_words": f"{POLARIS_RECORDED}: 401 no token, 403 principal without grants, 404 missing table, "
+                   "unknown prefix/warehouse, 409 commit failed requirement)",
+    "staged_metrics_404": f"{POLARIS_RECORDED}, README: a staged table's metrics report answers 404)",
+    "date_header": f"{POLARIS_RECORDED}, README: no Date header)",
+    "credentials_endpoint": f"{POLARIS_RECORDED}: credentials.status 200, staged-credentials 404)",
+    "refresh_endpoint": f"{POLARIS_RECORDED}: stage-create.config client.refresh-credentials-endpoint; "
+                        "staged-credentials 404); polaris#2341, iceberg#13554",
+    "signer": f"{POLARIS_RECORDED}: remote-signing-load.status 400); polaris PR #2280 (open)",
+    "polaris_apis": "polaris spec/polaris-catalog-apis: policy-apis.yaml, notifications-api.yaml; "
+                    f"{POLARIS_RECORDED}: policy.*, applicable(*))",
+}
 POLARIS_1_7 = Behaviour(
     family="polaris", release="1.7.0", profile="polaris", warehouse="polaris_catalog", prefix="polaris_catalog",
-    endpoints=ICEBERG_ENDPOINTS + VIEW_ENDPOINTS,
+    endpoints=POLARIS_ENDPOINTS,
     scope="PRINCIPAL_ROLE:ALL", refresh_endpoint=COMMITTED, credentials_endpoint=COMMITTED,
     unknown_commit_status=400,
-    refs={"refresh_endpoint": "polaris#2341, iceberg#13554 (advertised for stage-create, staged refresh 404)",
+    refs={**_POLARIS_RECORDED,
           "unknown_commit_status": "polaris#5145 (400 up to 1.7.0)", "scope": "Polaris docs: PRINCIPAL_ROLE:ALL",
           "remote_signing": "polaris PR #2280 (open)",
-          "polaris_apis": "polaris spec/polaris-catalog-apis: policy-apis.yaml, notifications-api.yaml",
-          "signer": "polaris PR #2280 (open): remote signing not supported"},
-    polaris_apis=True, signer=REJECTED,
+          # Kept on purpose: a real Polaris admits notifications only into an external catalog (1.4.1
+          # recorded 400 for its internal one); this emulator serves one prefix in both roles, so the
+          # mirror path (governance/notifications.py) stays tested against the notification API.
+          "notifications": "deliberately EXTERNAL: one prefix serves tables and admits notifications, which a real "
+                           "Polaris does only for an external catalog (1.4.1 recorded 400 for an internal one)"},
+    polaris_apis=True, signer=REJECTED, config_defaults=CATALOG_PROPERTIES, stage_create_metadata_location=False,
+    storage_settings=TABLE_CONFIG, expiration_time=True, credential_cache_s=1800.0, create_existing_status=409,
+    error_words=POLARIS, staged_metrics_404=True, date_header=False,
 )
 POLARIS_MAIN = replace(
     POLARIS_1_7, release="main", unknown_commit_status=500, idempotency=(TOP, "PT5M"),
@@ -106,6 +184,15 @@ POLARIS_MAIN = replace(
     refs={**POLARIS_1_7.refs, "unknown_commit_status": "polaris#5145 (main: 500)",
           "idempotency": "polaris#4912, #5037, #5118 (opt-in, PT5M, createTable/updateTable only)"},
 )
+# The release a real server was recorded from: the emulator is checked against every recorded answer.
+POLARIS_1_4 = replace(
+    POLARIS_1_7, release="1.4.1", warehouse="pcat", prefix="pcat", notifications=INTERNAL,
+    refs={**POLARIS_1_7.refs, "unknown_commit_status": "polaris#5145 (400 up to 1.7.0)",
+          "notifications": f"{POLARIS_RECORDED}, README: 400 Cannot update internal catalog via notifications)",
+          "idempotency": f"{POLARIS_RECORDED}: config.idempotency-key-lifetime false; 1.4.1 has none)"},
+)
+#: Families whose emulation is checked answer by answer against a real server's recording.
+CHECKED_AGAINST_RECORDING: Mapping[str, str] = MappingProxyType({POLARIS_1_4.id: "tests/emulators/observed/polaris-1.4.1.json"})
 LAKEKEEPER_0_13 = Behaviour(
     family="lakekeeper", release="0.13.4", profile="lakekeeper", warehouse="lk_warehouse",
     prefix="01890f4e-0000-7000-8000-00000000000a",  # Lakekeeper's prefix is the warehouse id
@@ -174,7 +261,7 @@ S3_TABLES = Behaviour(
           "purge_on_drop": "S3 Tables: a table is dropped only with its data (purgeRequested=true)"},
 )
 
-FAMILIES: tuple[Behaviour, ...] = (POLARIS_1_7, POLARIS_MAIN, LAKEKEEPER_0_13, UNITY_0_6, UNITY_0_6_REFRESH, NESSIE,
+FAMILIES: tuple[Behaviour, ...] = (POLARIS_1_4, POLARIS_1_7, POLARIS_MAIN, LAKEKEEPER_0_13, UNITY_0_6, UNITY_0_6_REFRESH, NESSIE,
                                    GRAVITINO, GLUE, S3_TABLES, R2)
 
 # Lakekeeper signing the Iceberg 1.12 way: remote-signing-config in the table answer, the per-table route.

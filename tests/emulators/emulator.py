@@ -33,6 +33,14 @@ What the emulator owns (SeaweedFS does the rest, for real: tables, metadata, com
     remote signing answer table requests asking for it with 400.
   * S3 Tables' drop: a DELETE of a table without ``purgeRequested=true`` is answered 400 (and, like
     Glue, a stage-create is answered 400).
+  * Polaris's answers as a real 1.4.1 gave them (observed/polaris-1.4.1.json; tests/unit/
+    test_emulated_polaris.py compares each): /v1/config's defaults (default-base-location), a
+    stage-create without metadata-location, s3.endpoint/path-style/client.region only in the table
+    config, ``expiration-time``, its credential cache (the same keys for a table location while the
+    entry lives: the shorter of its setting and half their remaining lifetime), 409 on creating an
+    existing table, its error words (qualified names, an empty 401, a 403 for the principal
+    ``nogrant``, a 404 for an unknown prefix, the remote-signing 400), a staged table's metrics
+    report answered 404, no Date header, and an internal catalog refusing notifications (400).
 
 Not emulated (yet): a failed create's location removed by the server (Lakekeeper #1418: nothing a
 user of this package sees changes, docs/emulated-catalogs.md says why), the real SigV4
@@ -55,11 +63,38 @@ from tests.servers.idempotency_proxy import IdempotencyProxy
 from tests.servers.policy_server import PolicyServer
 from tests.servers.s3_expiry_proxy import S3ExpiryProxy
 
-from .behaviour import ALL, COMMITTED, EXPIRING, NO_EXPIRY, NONE, OVERRIDES, REJECTED, S3_SIGNER, SIGNING_CONFIG, TOP, Behaviour
+from .behaviour import (
+    ALL,
+    CATALOG_PROPERTIES,
+    COMMITTED,
+    EXPIRING,
+    INTERNAL,
+    NO_EXPIRY,
+    NONE,
+    OVERRIDES,
+    POLARIS,
+    REJECTED,
+    S3_SIGNER,
+    SIGNING_CONFIG,
+    TABLE_CONFIG,
+    TOP,
+    Behaviour,
+)
 
 MUTATIONS = ("POST", "PUT", "DELETE", "PATCH")
 KEY_FIELDS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.session-token-expires-at-ms")
 R2_TOKEN = "r2-api-token-for-tests"  # the static bearer a "token" family accepts
+# A principal with no grants (error_words=POLARIS): its tokens are refused 403 on every catalog route.
+NO_GRANT_CLIENT = ("nogrant", "nogrant-secret-for-tests")
+# Where a storage credential's config holds only its keys and their expiry (storage_settings=TABLE_CONFIG).
+STORAGE_SETTINGS = ("s3.endpoint", "s3.path-style-access", "s3.region", "client.region")
+# Polaris's operation names (PolarisAuthorizableOperation) in its 403, by (method, route kind).
+_POLARIS_OPS = {("GET", "namespaces"): "LIST_NAMESPACES", ("POST", "namespaces"): "CREATE_NAMESPACE",
+                ("GET", "namespace"): "LOAD_NAMESPACE_METADATA", ("HEAD", "namespace"): "NAMESPACE_EXISTS",
+                ("DELETE", "namespace"): "DROP_NAMESPACE", ("GET", "tables"): "LIST_TABLES",
+                ("POST", "tables"): "CREATE_TABLE_DIRECT", ("GET", "table"): "LOAD_TABLE",
+                ("HEAD", "table"): "TABLE_EXISTS", ("POST", "table"): "UPDATE_TABLE",
+                ("DELETE", "table"): "DROP_TABLE_WITHOUT_PURGE"}
 # What a server framework answers for a path it has no route for (not an Iceberg error model).
 NO_ROUTE = Response(404, [("Content-Type", "text/plain")], b"Not Found")
 
@@ -90,6 +125,11 @@ class Emulator(CatalogProxy):
         self._signing_scopes: dict[str, str] = {}  # "ns.table" -> signer scope (the per-table .../sign route)
         self.signed = 0
         self.sign_refused: list[str] = []
+        self._no_grant_tokens: set[str] = set()  # tokens of NO_GRANT_CLIENT (bounded with _tokens)
+        # credential_cache_s: table location -> (the keys' fields, until when they are handed out again)
+        self._cached_keys: dict[str, tuple[dict[str, str], float]] = {}
+        self.cache_hits = 0  # answers that carried cached keys
+        self.keys_cached: dict[str, int] = {}  # table location -> key sets cached for it (each minted by SeaweedFS)
 
     def start(self):
         super().start()
@@ -102,6 +142,12 @@ class Emulator(CatalogProxy):
 
     # ------------------------------------------------------------------ entry point
     def process(self, req: Request) -> Response:
+        resp = self._answer(req)
+        if not self.b.date_header:
+            resp = Response(resp.status, [(k, v) for k, v in resp.headers if k.lower() != "date"], resp.body, resp.reason)
+        return resp
+
+    def _answer(self, req: Request) -> Response:
         if req.route == "/v1/oauth/tokens":
             return self._oauth(req)
         denied = self._authenticate(req)
@@ -110,6 +156,9 @@ class Emulator(CatalogProxy):
         if self.signer is not None and req.method == "POST" and (scope := self._sign_scope(req)) is not None:
             return self._sign(req, scope)
         signing = "remote-signing" in (req.header("X-Iceberg-Access-Delegation") or "")
+        if (req.route.startswith(f"/v1/{self.b.prefix}/") and req.route.endswith("/notifications")
+                and self.polaris is not None and self.b.notifications == INTERNAL):
+            return Response.iceberg_error(400, "BadRequestException", "Cannot update internal catalog via notifications")
         if req.route.startswith("/polaris/v1/") or (req.route.startswith(f"/v1/{self.b.prefix}/")
                                                      and req.route.endswith("/notifications")):
             return self.polaris.process(req) if self.polaris is not None else NO_ROUTE
@@ -123,10 +172,15 @@ class Emulator(CatalogProxy):
             return self._config(req)
         mapped = self._to_upstream(req)
         if mapped is None:
+            if self.b.error_words == POLARIS and req.route.startswith("/v1/"):  # its prefix is a catalog's name
+                return Response.iceberg_error(404, "NoSuchNamespaceException", "Namespace does not exist: ''")
             return NO_ROUTE
         req = self._idempotency_scope(mapped)
         if signing and self.b.signer == REJECTED and (_TABLE.match(req.route) or _TABLES.match(req.route)):
             self.refused.append(f"{req.method} {req.route}: 400 (remote signing)")
+            if self.b.error_words == POLARIS:
+                return Response.iceberg_error(400, "IllegalArgumentException",
+                                              "Unsupported access delegation mode: remote-signing")
             return Response.iceberg_error(400, "BadRequestException", f"{self.b.family} {self.b.release}: access "
                                           "delegation 'remote-signing' is not supported")
         refused = self._refuse(req)
@@ -137,7 +191,8 @@ class Emulator(CatalogProxy):
             req = Request(req.method, req.path, [(k, v) for k, v in req.headers
                                                  if k.lower() != "x-iceberg-access-delegation"], req.body)
             return self._signing_answer(req, self._rewrite(super().process(req)))
-        return self._rewrite(super().process(req))
+        resp = self._rewrite(super().process(req), req)
+        return self._words(req, resp) if self.b.error_words == POLARIS else resp
 
     # ------------------------------------------------------------------ remote signing
     def _sign_scope(self, req: Request) -> str | None:
@@ -212,14 +267,19 @@ class Emulator(CatalogProxy):
         if self.b.auth != "oauth2":
             return Response.iceberg_error(404, "NotFoundException", "no OAuth2 endpoint here")
         form = {k: v[0] for k, v in parse_qs(req.body.decode()).items()}
-        if (form.get("client_id"), form.get("client_secret")) != (self.info.access_key, self.info.secret_key):
+        client = (form.get("client_id"), form.get("client_secret"))
+        no_grant = self.b.error_words == POLARIS and client == NO_GRANT_CLIENT
+        if client != (self.info.access_key, self.info.secret_key) and not no_grant:
             return _oauth_error(401, "invalid_client", "bad client credentials")
         if self.b.scope and self.b.scope not in (form.get("scope") or "").split():
             return _oauth_error(400, "invalid_scope", f"scope must include {self.b.scope}")
         token, now = secrets.token_urlsafe(24), time.time()
         with self._tok_lock:
             self._tokens = {t: exp for t, exp in self._tokens.items() if exp > now - 3600}
+            self._no_grant_tokens &= set(self._tokens)
             self._tokens[token] = now + self.client_token_ttl
+            if no_grant:
+                self._no_grant_tokens.add(token)
         return Response(200, [("Content-Type", "application/json")]).with_json(
             {"access_token": token, "token_type": "bearer", "expires_in": int(self.client_token_ttl),
              "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"})
@@ -233,14 +293,24 @@ class Emulator(CatalogProxy):
                                               f"expected a SigV4 signature for service {self.b.signing_name}")
             return None
         token = auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+        polaris = self.b.error_words == POLARIS
         if self.b.auth == "token":
             ok = token == R2_TOKEN
         else:
             with self._tok_lock:
                 exp = self._tokens.get(token or "")
+                no_grant = token in self._no_grant_tokens
             if exp is not None and exp <= time.time():
+                if polaris and self.b.expired_token_status == 401:
+                    return Response(401, [("Content-Length", "0")], b"")
                 return Response.iceberg_error(self.b.expired_token_status, "NotAuthorizedException", "token expired")
             ok = exp is not None
+            if ok and no_grant and req.route != "/v1/config":
+                return Response.iceberg_error(
+                    403, "ForbiddenException", f"Principal '{NO_GRANT_CLIENT[0]}' with activated PrincipalRoles '[]' and "
+                    f"activated grants via '[]' is not authorized for op {_polaris_op(req)}")
+        if not ok and polaris:
+            return Response(401, [("Content-Length", "0")], b"")  # Polaris answers 401 without a body
         return None if ok else Response.iceberg_error(401, "NotAuthorizedException", "not authorized")
 
     def _upstream_auth(self, req: Request) -> Request:
@@ -262,6 +332,8 @@ class Emulator(CatalogProxy):
     def _config(self, req: Request) -> Response:
         query = parse_qs(urlsplit(req.path).query)
         if query.get("warehouse", [self.b.warehouse])[0] != self.b.warehouse:
+            if self.b.error_words == POLARIS:  # polaris IcebergCatalogAdapter.getConfig
+                return Response.iceberg_error(404, "NotFoundException", f"Unable to find warehouse {query['warehouse'][0]}")
             return Response.iceberg_error(404, "NoSuchWarehouseException", f"warehouse {query['warehouse'][0]} not found")
         up = self.forward(Request("GET", f"/v1/config?warehouse={quote(self.info.warehouse)}", req.headers))
         if up.status != 200:
@@ -269,6 +341,8 @@ class Emulator(CatalogProxy):
         data = up.json() or {}
         overrides = {k: v for k, v in (data.get("overrides") or {}).items() if k != "prefix"}
         defaults = {k: v for k, v in (data.get("defaults") or {}).items() if k != "prefix"}
+        if self.b.config_defaults == CATALOG_PROPERTIES:  # the catalog's properties; no warehouse
+            defaults = {"default-base-location": str(defaults.get("warehouse") or f"s3://{self.info.warehouse}")}
         (overrides if self.b.prefix_in == OVERRIDES else defaults)["prefix"] = self.b.prefix
         answer: dict = {"defaults": defaults, "overrides": overrides}
         if self.b.endpoints is not None:
@@ -322,7 +396,17 @@ class Emulator(CatalogProxy):
             if mode == COMMITTED or self.b.refresh_endpoint == COMMITTED:
                 load = self.forward(Request("GET", req.route.rsplit("/", 1)[0], req.headers))
                 if load.status == 404:  # staged tables are not stored: nothing to serve
-                    return Response.iceberg_error(404, "NoSuchTableException", f"table {unquote(m['t'])} does not exist")
+                    return _no_table(m)
+        if (self.b.create_existing_status == 409 and (m := _TABLES.match(req.route)) and req.method == "POST"
+                and not (body := _safe_json(req.body) or {}).get("stage-create") and body.get("name")):
+            table = f"{req.route}/{quote(str(body['name']), safe='')}"
+            if self.forward(Request("GET", table, req.headers)).status == 200:
+                name = ".".join(_ns(m) + [str(body["name"])])
+                return Response.iceberg_error(409, "AlreadyExistsException", f"Table already exists: {name}")
+        if self.b.staged_metrics_404 and req.method == "POST" and req.route.endswith("/metrics"):
+            m = _TABLE.match(req.route[:-len("/metrics")])
+            if m and self.forward(Request("GET", m.group(0), req.headers)).status == 404:
+                return _no_table(m)
         return None
 
     # ------------------------------------------------------------------ what it vends
@@ -332,15 +416,18 @@ class Emulator(CatalogProxy):
             return self._serve_credentials(req, m, parse_qs(urlsplit(req.path).query))
         return super()._route(req)
 
-    def _rewrite(self, resp: Response) -> Response:
+    def _rewrite(self, resp: Response, req: Request | None = None) -> Response:
         data = _safe_json(resp.body)
         if resp.status != 200 or not isinstance(data, dict) or not ({"config", "storage-credentials"} & set(data)):
             return resp
+        if not self.b.stage_create_metadata_location and req is not None and _operation(req) == "stageCreate":
+            data.pop("metadata-location", None)
         if self.b.stale_load_304 and data.get("metadata-location"):  # what a conditional load would name
             resp = Response(resp.status, [*resp.headers, ("ETag", '"' + hashlib.sha256(data["metadata-location"].encode()).hexdigest()[:16] + '"')],
                             resp.body, resp.reason)
-        data.setdefault("config", {}).update(self.b.table_config)
-        configs = [data["config"]] + [c.get("config") or {} for c in data.get("storage-credentials") or []]
+        if "metadata" in data or "config" in data:  # a table answer (a /credentials answer has no config)
+            data.setdefault("config", {}).update(self.b.table_config)
+        configs = [data.get("config") or {}] + [c.get("config") or {} for c in data.get("storage-credentials") or []]
         if self.b.vends == NONE:
             for config in configs:
                 for key in KEY_FIELDS:
@@ -349,16 +436,87 @@ class Emulator(CatalogProxy):
         elif self.b.vends == NO_EXPIRY:
             for config in configs:
                 config.pop("s3.session-token-expires-at-ms", None)
+        if self.b.vends != NONE and self.b.credential_cache_s is not None:
+            self._cache(data, configs)
+        if self.b.storage_settings == TABLE_CONFIG:
+            (data.get("config") or {}).pop("s3.region", None)  # the region is client.region, in the table config only
+            for cred in data.get("storage-credentials") or []:
+                for key in STORAGE_SETTINGS:
+                    (cred.get("config") or {}).pop(key, None)
+        if self.b.expiration_time:
+            for config in configs:
+                if config.get("s3.session-token-expires-at-ms"):
+                    config["expiration-time"] = config["s3.session-token-expires-at-ms"]
         if self.b.vends != NONE and self.b.empty_storage_credential and "storage-credentials" in data:
             location = (data.get("metadata") or {}).get("location", "s3://")
             bucket_root = location.split("/", 3)[:3]
             data["storage-credentials"].append({"prefix": "/".join(bucket_root), "config": {}})
         return resp.with_json(data)
 
+    def _cache(self, data: dict, configs: list[dict]) -> None:
+        """Hand out the keys cached for this table location while the entry lives (see Behaviour)."""
+        creds = data.get("storage-credentials") or []
+        location = str((creds[0].get("prefix") if creds else None) or (data.get("metadata") or {}).get("location") or "")
+        if not location:
+            return
+        now = time.time()
+        with self._tok_lock:
+            cached = self._cached_keys.get(location.rstrip("/"))
+            if cached is not None and now < cached[1]:
+                keys = cached[0]
+                self.cache_hits += 1
+            else:
+                keys = {k: v for k, v in next((c for c in configs if c.get("s3.access-key-id")), {}).items() if k in KEY_FIELDS}
+                if not keys:
+                    return
+                expires = int(keys.get("s3.session-token-expires-at-ms") or 0) / 1000 or now
+                until = now + min(float(self.b.credential_cache_s or 0), max(0.0, expires - now) / 2)
+                self._cached_keys = {k: v for k, v in self._cached_keys.items() if v[1] > now}  # bounded
+                self._cached_keys[location.rstrip("/")] = (keys, until)
+                self.keys_cached[location.rstrip("/")] = self.keys_cached.get(location.rstrip("/"), 0) + 1
+        for config in configs:
+            if config.get("s3.access-key-id"):
+                config.update(keys)
+
+    def _words(self, req: Request, resp: Response) -> Response:
+        """SeaweedFS's error answers in Polaris's words (error_words=POLARIS): qualified names."""
+        data = _safe_json(resp.body)
+        error = (data or {}).get("error") if isinstance(data, dict) else None
+        if resp.status not in (404, 409) or not isinstance(error, dict):
+            return resp
+        kind, message = str(error.get("type") or ""), str(error.get("message") or "")
+        m = _TABLE.match(req.route) or _CREDS.match(req.route) or _TABLES.match(req.route)
+        namespace = ".".join(_ns(m)) if m else (unquote(req.route.rsplit("/", 1)[-1]).replace(NS_SEP, ".")
+                                                if "/namespaces/" in req.route else "")
+        if kind == "NoSuchTableException" and m and "t" in m.groupdict():
+            message = f"Table does not exist: {namespace}.{unquote(m['t'])}"
+        elif kind == "NoSuchNamespaceException" and namespace:
+            message = f"Namespace does not exist: {namespace}"
+        elif kind == "AlreadyExistsException" and req.route.endswith("/namespaces"):
+            created = ".".join((_safe_json(req.body) or {}).get("namespace") or [])
+            message = f"Cannot create namespace {created}. Namespace already exists"
+        elif kind == "CommitFailedException" and (uuids := re.search(r"UUID mismatch: (\S+) != (\S+)", message)):
+            message = f"Requirement failed: UUID does not match: expected {uuids[1]} != {uuids[2]}"
+        elif kind == "CommitFailedException":
+            message = message.replace("Requirement failed: Requirement failed: ", "Requirement failed: ")
+        return Response.iceberg_error(resp.status, kind, message)
+
     def refresh_endpoint(self, prefix: str, ns: list[str], name: str) -> str:
         path = (f"v1/{self.b.prefix}/namespaces/{quote(NS_SEP.join(ns), safe='')}"
                 f"/tables/{quote(name, safe='')}/credentials")
         return path if self.refresh_endpoint_style == "relative" else f"{self.url}/{path}"
+
+
+def _no_table(m: re.Match) -> Response:
+    return Response.iceberg_error(404, "NoSuchTableException", f"Table does not exist: {'.'.join(_ns(m) + [unquote(m['t'])])}")
+
+
+def _polaris_op(req: Request) -> str:
+    """The operation name Polaris's 403 gives for a request (PolarisAuthorizableOperation)."""
+    tail = req.route.split("/", 3)[-1] if req.route.count("/") >= 3 else ""
+    kind = ("table" if "/tables/" in tail else "tables" if tail.endswith("/tables")
+            else "namespace" if "namespaces/" in tail else "namespaces" if tail == "namespaces" else tail)
+    return _POLARIS_OPS.get((req.method, kind), f"{req.method} {tail}")
 
 
 def _operation(req: Request) -> str:
@@ -383,7 +541,7 @@ def _oauth_error(status: int, error: str, description: str) -> Response:
     return Response(status, [("Content-Type", "application/json")], body)
 
 
-__all__ = ["Emulator", "R2_TOKEN", "ALL", "COMMITTED", "EXPIRING", "NO_EXPIRY", "NONE", "_ns"]
+__all__ = ["Emulator", "R2_TOKEN", "NO_GRANT_CLIENT", "ALL", "COMMITTED", "EXPIRING", "NO_EXPIRY", "NONE", "_ns"]
 
 
 def connection(b: Behaviour, emu: Emulator) -> dict:

@@ -1,7 +1,7 @@
 """A long Spark read through S3FileIO's analytics accelerator (`s3.analytics-accelerator.enabled`),
 which reads through the S3AsyncClient of the shim's client factory. Run by
 tests/slow/test_accelerated_read.py in a process of its own: the accelerator's library ships in
-`iceberg-aws-bundle` (Iceberg 1.11+ stacks), not in the offline 1.10.2 stack the session fixture runs.
+`iceberg-aws-bundle` (Iceberg 1.11+ stacks), not in the PyPI route's 1.10.2 jars.
 
 Prints `STEP <name> <json>` per step. argv[1]: JSON with conn (configure()'s connection arguments
 but the credential, which comes in $ACCEL_CREDENTIAL), iceberg, ns, files, ms (per row of the read).

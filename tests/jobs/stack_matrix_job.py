@@ -4,7 +4,8 @@ PyIceberg's dependencies, as a user's job does; the loopback proxies run in the 
 
 Prints `STEP <name> <json>` per step; the test checks them. argv[1]: JSON with conn (configure()'s
 connection arguments but the credential, which comes in
-$MATRIX_CREDENTIAL), iceberg, ns, rows, ms (the slow CTAS), repo (a folder for `maven-repo`).
+$MATRIX_CREDENTIAL), iceberg, jars (the route: "offline", Maven Central, or "pypi"), ns, rows, ms (the
+slow CTAS), repo (a folder for `maven-repo`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ def step(name: str, **facts: object) -> None:
 def main() -> None:
     args = json.loads(sys.argv[1])
     conn, ns, iceberg = {**args["conn"], "credential": os.environ["MATRIX_CREDENTIAL"]}, args["ns"], args["iceberg"]
+    jars = args.get("jars", "offline")
     from pyspark.sql import SparkSession
 
     import pyspark_catalog_ext as pce
@@ -40,7 +42,7 @@ def main() -> None:
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2"))
     # The README's builder example with the Iceberg release picked; a fast refresh for short-lived keys.
-    spark = pce.configure(builder, "local", "lake", iceberg=iceberg,
+    spark = pce.configure(builder, "local", "lake", iceberg=iceberg, jars=jars,
                           refresh=RefreshPolicy(check_interval_s=1, min_ahead_s=0, lifetime_fraction=0.4), **conn).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     jvm = spark.sparkContext._jvm
@@ -94,7 +96,7 @@ def main() -> None:
     step("maintain", exit=proc.returncode, tables=[t.get("table") for t in plan.get("tables", [])], stderr=proc.stderr[-500:])
 
     # --packages: a Maven repository of this combination's jars, resolved by spark-submit's Ivy.
-    proc = subprocess.run([*cli, "maven-repo", args["repo"], "--iceberg", iceberg], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([*cli, "maven-repo", args["repo"], "--iceberg", iceberg, "--jars", jars], capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         step("packages", exit=proc.returncode, stderr=proc.stderr[-800:])
         return

@@ -30,9 +30,9 @@ class ServerUnavailable(RuntimeError):
     """This machine lacks a tool a real server needs (Maven, a Java 21+): the fixture skips, naming it."""
 
 
-def rest_fixture_version() -> str:
-    match = re.search(r"<iceberg.version>([^<]+)</iceberg.version>", REST_FIXTURE_POM.read_text())
-    assert match, f"{REST_FIXTURE_POM} names no iceberg.version"
+def rest_fixture_version(pom_path: Path = REST_FIXTURE_POM) -> str:
+    match = re.search(r"<iceberg.version>([^<]+)</iceberg.version>", pom_path.read_text())
+    assert match, f"{pom_path} names no iceberg.version"
     return match.group(1)
 
 
@@ -53,16 +53,17 @@ def _mvn(*args: str) -> None:
         raise RuntimeError(f"mvn {' '.join(args[:2])} failed (exit {proc.returncode}):\n{tail}")
 
 
-def rest_fixture_classpath() -> list[Path]:
-    """Iceberg's REST fixture (RESTCatalogServer) and its runtime jars, laid out by
-    `mvn dependency:copy-dependencies` in our cache dir, keyed by the POM's hash."""
-    pom = REST_FIXTURE_POM.read_bytes()
-    lib = cache_dir() / "realservers" / f"iceberg-rest-fixture-{rest_fixture_version()}-{hashlib.sha256(pom).hexdigest()[:12]}"
+def rest_fixture_classpath(pom_path: Path = REST_FIXTURE_POM) -> list[Path]:
+    """Iceberg's REST fixture (RESTCatalogServer) and its runtime jars as `pom_path` lists them (the
+    store tests add the Azure and GCS FileIOs), laid out by `mvn dependency:copy-dependencies` in our
+    cache dir, keyed by the POM's hash."""
+    pom = pom_path.read_bytes()
+    lib = cache_dir() / "realservers" / f"iceberg-rest-fixture-{rest_fixture_version(pom_path)}-{hashlib.sha256(pom).hexdigest()[:12]}"
     done = lib / ".complete"
     if not done.is_file():
         tmp = lib.with_name(lib.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
-        _mvn("-f", str(REST_FIXTURE_POM), "dependency:copy-dependencies", f"-DoutputDirectory={tmp}")
+        _mvn("-f", str(pom_path), "dependency:copy-dependencies", f"-DoutputDirectory={tmp}")
         shutil.rmtree(lib, ignore_errors=True)
         tmp.rename(lib)  # a half copied directory is never taken for a complete one
         done.write_text("ok\n")

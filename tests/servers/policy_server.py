@@ -6,8 +6,9 @@ maintenance runner uses; everything else is forwarded to the upstream catalog un
 * ``POST /polaris/v1/{prefix}/namespaces/{ns}/policies`` (CreatePolicyRequest: name, type,
   description, content) -> 200 ``{"policy": Policy}``, version 0; 409 if the name exists in that
   namespace; 400 for a bad name (``^[A-Za-z0-9\\-_]+$``) or content that fails the predefined
-  type's schema (2025-02-03: ``enable`` required, no unknown top-level keys); 404 if the namespace
-  does not exist upstream.
+  type's schema (2025-02-03: ``enable`` required, no unknown top-level keys: "Invalid policy", no
+  more said); 404 if the namespace does not exist upstream.
+* ``GET .../namespaces/{ns}/policies[?policyType=]`` -> 200 ``{"identifiers": [...], "next-page-token": null}``.
 * ``GET|PUT .../policies/{name}`` load / update (UpdatePolicyRequest: description, content,
   current-policy-version; a successful update increments ``version``; a stale
   current-policy-version is 409).
@@ -18,11 +19,18 @@ maintenance runner uses; everything else is forwarded to the upstream catalog un
   ``POST .../mappings`` (DetachPolicyRequest) -> 204 or 404.
 * ``GET /polaris/v1/{prefix}/applicable-policies?namespace=<levels joined by 0x1F>&target-name=
   &policyType=&page-token=&page-size=`` -> ``{"applicable-policies": [ApplicablePolicy],
-  "next-page-token": ...}``. Inheritable policies come from the catalog, each enclosing
+  "next-page-token": null}``. Inheritable policies come from the catalog, each enclosing
   namespace and the target itself, the nearest one per type winning (table over namespace over
-  catalog); ``inherited`` is true unless attached to the target itself; non-inheritable ones
-  apply only where attached. ``namespace`` is the namespace the policy is defined in. A missing
-  target is 404 (the upstream catalog is asked, with the caller's own Authorization).
+  catalog; a nearer one goes to the end of the list); ``inherited`` is true unless attached to the
+  target itself; non-inheritable ones apply only where attached. ``namespace`` is the namespace the
+  policy is defined in. A missing target is 404 (the upstream catalog is asked, with the caller's
+  own Authorization).
+
+As a real Polaris 1.4.1 answers (tests/emulators/observed/polaris-1.4.1.json; its source at 1.7.0
+and main the same): ``page-token``/``page-size`` are ignored (every result, ``next-page-token``
+null), a Policy carries ``"description": null`` when it has none, and errors use its words
+("Policy already exists PolicyIdentifier[namespace=ns, name=p]", "Table or view does not exist: ns.t"
+when attaching to a missing table, "Invalid policy").
 
 * ``POST /v1/{prefix}/namespaces/{ns}/tables/{t}/notifications`` (Polaris
   ``notifications-api.yaml``, NotificationRequest: ``notification-type`` VALIDATE, CREATE,
@@ -32,12 +40,11 @@ maintenance runner uses; everything else is forwarded to the upstream catalog un
   no timestamp admitted); CREATE of a mirrored table is 409; DROP of an unknown one is 404.
   The mirror is in memory: ``mirrored`` (table -> last payload) and ``notifications`` (all).
 
-Inheritable types: the predefined ``system.*`` maintenance types. Page tokens are opaque
-(base64 of an offset). Evidence: ``requests_by_route``, ``policies``, ``mappings``.
+Inheritable types: the predefined ``system.*`` maintenance types. Evidence: ``requests_by_route``,
+``policies``, ``mappings``.
 """
 from __future__ import annotations
 
-import base64
 import json
 import re
 import threading
@@ -71,12 +78,14 @@ class StoredPolicy:
 
     def as_policy(self) -> dict:
         out = {"policy-type": self.type, "inheritable": self.type in INHERITABLE, "name": self.name,
-               "version": self.version}
-        if self.description is not None:
-            out["description"] = self.description
+               "version": self.version, "description": self.description}
         if self.content is not None:
             out["content"] = self.content
         return out
+
+    def identifier(self) -> str:
+        """How Polaris names a policy in its messages."""
+        return f"PolicyIdentifier[namespace={'.'.join(self.namespace)}, name={self.name}]"
 
 
 @dataclass
@@ -121,11 +130,13 @@ def _sdk_models() -> dict:
     from apache_polaris.sdk.catalog.models.create_policy_request import CreatePolicyRequest
     from apache_polaris.sdk.catalog.models.detach_policy_request import DetachPolicyRequest
     from apache_polaris.sdk.catalog.models.get_applicable_policies_response import GetApplicablePoliciesResponse
+    from apache_polaris.sdk.catalog.models.list_policies_response import ListPoliciesResponse
     from apache_polaris.sdk.catalog.models.load_policy_response import LoadPolicyResponse
     from apache_polaris.sdk.catalog.models.notification_request import NotificationRequest
     from apache_polaris.sdk.catalog.models.update_policy_request import UpdatePolicyRequest
 
     return {("policies", "POST"): (CreatePolicyRequest, LoadPolicyResponse),
+            ("policies", "GET"): (None, ListPoliciesResponse),
             ("policy", "GET"): (None, LoadPolicyResponse),
             ("policy", "PUT"): (UpdatePolicyRequest, LoadPolicyResponse),
             ("mappings", "PUT"): (AttachPolicyRequest, None),
@@ -181,8 +192,9 @@ class PolicyServer(BufferedProxy):
         if resp.status in (200, 204):
             return None
         if resp.status == 404:
-            what = f"table {'.'.join(path + (table,))}" if table else f"namespace {'.'.join(path)}"
-            return _error(404, "NoSuchTableException" if table else "NoSuchNamespaceException", f"{what} does not exist")
+            if table:
+                return _error(404, "NoSuchTableException", f"Table does not exist: {'.'.join(path + (table,))}")
+            return _error(404, "NoSuchNamespaceException", f"Namespace does not exist: {'.'.join(path)}")
         return Response(resp.status, resp.headers, resp.body, resp.reason)
 
     # ---- processing
@@ -225,6 +237,8 @@ class PolicyServer(BufferedProxy):
         name = unquote(m["name"]) if "name" in m.groupdict() else None
         if kind == "policies" and req.method == "POST":
             return self._create(req, prefix, ns, body or {})
+        if kind == "policies" and req.method == "GET":
+            return self._list(req, prefix, ns)
         if kind == "policy" and req.method == "GET":
             with self._lock:
                 policy = self.policies.get((ns, name))
@@ -241,21 +255,32 @@ class PolicyServer(BufferedProxy):
 
     @staticmethod
     def _no_policy(ns, name) -> Response:
-        return _error(404, "NoSuchPolicyException", f"policy {'.'.join(ns)}.{name} does not exist")
+        return _error(404, "NoSuchPolicyException", f"Policy does not exist: {StoredPolicy(list(ns), name, '', None).identifier()}")
+
+    def _list(self, req: Request, prefix: str, ns: tuple) -> Response:
+        """The policies defined in `ns` (of `policyType`), all of them: page-size is not read."""
+        missing = self._exists(req, prefix, ns, None)
+        if missing:
+            return missing
+        type_filter = parse_qs(urlsplit(req.path).query).get("policyType", [None])[0]
+        with self._lock:
+            found = [{"namespace": list(p.namespace), "name": p.name} for (pns, _), p in self.policies.items()
+                     if pns == ns and (type_filter is None or p.type == type_filter)]
+        return Response(200, [("Content-Type", "application/json")]).with_json({"identifiers": found, "next-page-token": None})
 
     def _create(self, req: Request, prefix: str, ns: tuple, body: dict) -> Response:
         name, type_ = body.get("name"), body.get("type")
         if not isinstance(name, str) or not _NAME.match(name) or not isinstance(type_, str) or not type_:
             return _error(400, "BadRequestException", "name (^[A-Za-z0-9\\-_]+$) and type are required")
-        problem = _validate_content(type_, body.get("content"))
-        if problem:
-            return _error(400, "InvalidPolicyException", f"invalid content for {type_}: {problem}")
+        if _validate_content(type_, body.get("content")):
+            return _error(400, "InvalidPolicyException", "Invalid policy")
         missing = self._exists(req, prefix, ns, None)
         if missing:
             return missing
         with self._lock:
             if (ns, name) in self.policies:
-                return _error(409, "AlreadyExistsException", f"policy {'.'.join(ns)}.{name} already exists")
+                return _error(409, "AlreadyExistsException",
+                              f"Policy already exists {self.policies[(ns, name)].identifier()}")
             policy = self.policies[(ns, name)] = StoredPolicy(list(ns), name, type_, body.get("content"),
                                                              body.get("description"))
         return self._loaded(policy)
@@ -270,9 +295,8 @@ class PolicyServer(BufferedProxy):
                 return _error(409, "PolicyVersionMismatchException",
                               f"policy version is {policy.version}, not {expected}")
             if "content" in body:
-                problem = _validate_content(policy.type, body["content"])
-                if problem:
-                    return _error(400, "InvalidPolicyException", f"invalid content for {policy.type}: {problem}")
+                if _validate_content(policy.type, body["content"]):
+                    return _error(400, "InvalidPolicyException", "Invalid policy")
                 policy.content = body["content"]
             if "description" in body:
                 policy.description = body["description"]
@@ -293,8 +317,10 @@ class PolicyServer(BufferedProxy):
         if attach and target["type"] != "catalog":
             table = path[-1] if target["type"] == "table-like" else None
             missing = self._exists(req, prefix, path[:-1] if table else path, table)
+            if missing and table:
+                return _error(404, "NoSuchTableException", f"Table or view does not exist: {'.'.join(path)}")
             if missing:
-                return _error(404, "NoSuchTargetException", "the given target does not exist")
+                return missing
         with self._lock:
             same = [m for m in self.mappings if m.target_type == target["type"] and m.path == path]
             mine = [m for m in same if m.policy == (ns, name)]
@@ -324,13 +350,6 @@ class PolicyServer(BufferedProxy):
             missing = self._exists(req, prefix, ns, target_name)
             if missing:
                 return missing
-        try:
-            size = int(query.get("page-size", ["100"])[0])
-            offset = int(base64.urlsafe_b64decode(query["page-token"][0]).decode()) if query.get("page-token", [""])[0] else 0
-        except (ValueError, KeyError):
-            return _error(400, "BadRequestException", "invalid page-token or page-size")
-        if size < 1:
-            return _error(400, "BadRequestException", "page-size must be positive")
         # the target's hierarchy, outermost first: catalog, each namespace level, the table
         chain = [("catalog", ())] + [("namespace", ns[:i]) for i in range(1, len(ns) + 1)]
         if target_name:
@@ -348,14 +367,11 @@ class PolicyServer(BufferedProxy):
                         continue
                     entry = {**policy.as_policy(), "inherited": level != own, "namespace": policy.namespace}
                     if policy.type in INHERITABLE:
-                        found[policy.type] = entry  # deeper levels come later and override
+                        found.pop(policy.type, None)  # a nearer level overrides, and goes last
+                        found[policy.type] = entry
                     elif level == own:
                         direct.append(entry)
-        items = sorted(found.values(), key=lambda p: p["policy-type"]) + sorted(direct, key=lambda p: p["name"])
-        page = items[offset:offset + size]
-        answer = {"applicable-policies": page}
-        if offset + size < len(items):
-            answer["next-page-token"] = base64.urlsafe_b64encode(str(offset + size).encode()).decode()
+        answer = {"applicable-policies": list(found.values()) + direct, "next-page-token": None}
         return Response(200, [("Content-Type", "application/json")]).with_json(answer)
 
     def _notify(self, m, body: dict) -> Response:

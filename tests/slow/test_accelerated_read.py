@@ -8,8 +8,8 @@ after they die fails) and must refresh and resend a call S3 rejects early (the s
 async client's (the accelerator's user agent). Plain Iceberg's REST catalog with the shim's client
 factory (no table handle) reads with the vended keys.
 
-Spark 3.5 + Iceberg 1.12 (its `iceberg-aws-bundle` carries the accelerator and netty; the offline
-1.10.2 stack has neither), in a process of its own: tests/jobs/accelerated_read_job.py."""
+This venv's Spark 4.1 + Iceberg 1.12 (its `iceberg-aws-bundle` carries the accelerator and netty; the
+PyPI route's 1.10.2 jars have neither), in a process of its own: tests/jobs/accelerated_read_job.py."""
 
 from __future__ import annotations
 

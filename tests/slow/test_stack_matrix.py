@@ -1,15 +1,14 @@
 """The user path on every supported Spark x Iceberg combination but the default (which the whole
-suite runs on): configure(iceberg=...), a CTAS past its credentials' expiry, a staged create, a lost
-commit answer, a PyIceberg scan, `maintain --dry-run` and `--packages` from `maven-repo`.
+suite runs on), with jars from Maven Central, and on the PyPI route's (Spark 3.5 + Iceberg 1.10.2
+from PyPI wheels): configure(iceberg=..., jars=...), a CTAS past its credentials' expiry, a staged
+create, a lost commit answer, a PyIceberg scan, `maintain --dry-run` and `--packages` from `maven-repo`.
 
-Spark 3.5 stacks run in this venv (other jars); Spark 4.x ones in a venv per pyspark line under
-.venvs/ (made on first use, kept while pyproject.toml/setup.py are unchanged), with this package
-installed editable, so the job runs today's code. The job (tests/jobs/stack_matrix_job.py) runs in that
-venv's Python; the lakehouse and the loopback proxies that make keys live LIFETIME seconds run here.
-The last test is what a new user does: a fresh venv, `pip install <wheel>[lakehouse] pyspark==4.1.*`,
-then the README's builder example with a CTAS that outlives its credentials.
+Spark 4.1 stacks run in this venv (other jars); Spark 3.5 and 4.0 ones in a venv per pyspark line
+under .venvs/ (made on first use, kept while pyproject.toml/setup.py are unchanged), with this
+package installed editable, so the job runs today's code. The job (tests/jobs/stack_matrix_job.py) runs in
+that venv's Python; the lakehouse and the loopback proxies that make keys live LIFETIME seconds run here.
 
-`./dev test` runs this file in the expiry lane after the real-expiry test (which mostly waits).
+`./dev test` runs this file in a lane of its own (it mostly waits for keys to expire).
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from pyspark_catalog_ext.cache import file_lock
-from pyspark_catalog_ext.spark.jars import DEFAULT_STACK, JvmStack, supported_stacks
+from pyspark_catalog_ext.spark.jars import DEFAULT_STACK, PYPI_STACK, JvmStack, installed_spark_version, supported_stacks
 from tests.conftest import ROOT
 from tests.helpers import expiring_proxies
 
@@ -43,7 +42,10 @@ def _pip_env() -> dict[str, str]:
 
 def spark_venv(line: str) -> Path:
     """The Python of .venvs/pyspark-<line>: pyspark <line>.* and this package (editable), rebuilt
-    when the package metadata changes. A lock keeps two test processes from building it at once."""
+    when the package metadata changes; this venv's own for its pyspark's line. A lock keeps two test
+    processes from building it at once."""
+    if installed_spark_version().startswith(line + "."):
+        return Path(sys.executable)
     venv = VENVS / f"pyspark-{line}"
     stamp_text = hashlib.sha256(b"".join((ROOT / f).read_bytes() for f in ("pyproject.toml", "setup.py"))).hexdigest()
     stamp = venv / ".pyspark-catalog-ext-installed"
@@ -98,17 +100,17 @@ def _assert_outlived(steps: dict, s3_proxy, rows: int) -> None:
     assert len(s3_proxy.forwarded_by_key) >= 2  # the writes used refreshed keys
 
 
-OTHER_STACKS = [s for s in supported_stacks() if s != DEFAULT_STACK]
+OTHER_STACKS = [(s, "offline") for s in supported_stacks() if s != DEFAULT_STACK] + [(PYPI_STACK, "pypi")]
 
 
-@pytest.mark.parametrize("stack", OTHER_STACKS, ids=lambda s: f"spark{s.spark}-iceberg{s.iceberg}")
-def test_user_path_on_stack(stack: JvmStack, lakehouse, fast_catalog, s3_proxy, tmp_path):
-    python = sys.executable if stack.spark == "3.5" else spark_venv(stack.spark)
-    ns = f"m{stack.spark.replace('.', '')}_{stack.iceberg.replace('.', '')}_{uuid.uuid4().hex[:6]}"
+@pytest.mark.parametrize("stack, jars", OTHER_STACKS, ids=lambda p: f"spark{p.spark}-iceberg{p.iceberg}" if isinstance(p, JvmStack) else p)
+def test_user_path_on_stack(stack: JvmStack, jars: str, lakehouse, fast_catalog, s3_proxy, tmp_path):
+    python = spark_venv(stack.spark)
+    ns = f"m{stack.spark.replace('.', '')}_{stack.iceberg.replace('.', '')}_{jars}_{uuid.uuid4().hex[:6]}"
     fault = fast_catalog.faults.add("after", "POST", rf"/namespaces/{ns}/tables/lost$", status=500)
     s3_proxy.reset_counters()
     rows = 60  # a file per row, 250 ms each: one task of ~15 s (two LIFETIMEs), little CPU
-    steps = run_job(python, {"conn": _conn(lakehouse, fast_catalog, s3_proxy), "iceberg": stack.iceberg, "ns": ns,
+    steps = run_job(python, {"conn": _conn(lakehouse, fast_catalog, s3_proxy), "iceberg": stack.iceberg, "jars": jars, "ns": ns,
                              "rows": rows, "ms": 250, "repo": str(tmp_path / "repo"), "cwd": str(tmp_path)}, lakehouse.info.credential)
     conf = steps["configure"]
     assert conf["spark"].startswith(stack.spark + ".") and conf["iceberg"].startswith(stack.iceberg), conf
@@ -119,32 +121,7 @@ def test_user_path_on_stack(stack: JvmStack, lakehouse, fast_catalog, s3_proxy, 
     assert steps["maintain"]["exit"] == 0, steps["maintain"]
     packages = steps["packages"]
     assert packages["exit"] == 0, packages
-    assert packages["packages"].endswith(f"-spark{stack.spark}-iceberg{stack.iceberg}")
+    # The PyPI route's jars under jvm-shim/pom.xml's plain coordinate; each Maven stack under its own.
+    suffix = "" if jars == "pypi" else f"-spark{stack.spark}-iceberg{stack.iceberg}"
+    assert packages["packages"] == f"io.catalogext:catalog-ext-shim:0.1.0{suffix}", packages
     assert packages["submitted"] and packages["submitted"][0] == "100" and packages["submitted"][1].startswith(stack.iceberg)
-
-
-def test_fresh_venv_pip_install_beside_pyspark_4_1_runs_the_readme_example(lakehouse, fast_catalog, s3_proxy, tmp_path):
-    """What a new user does: a fresh venv, `pip install pyspark-catalog-ext[lakehouse] 'pyspark==4.1.*'`
-    (this tree built as a wheel), then configure() with iceberg= and a CTAS past the keys' expiry."""
-    started = time.monotonic()
-    dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-q", "-w", str(dist), str(ROOT)],
-                   check=True, timeout=600, cwd=tmp_path)
-    [wheel] = dist.glob("pyspark_catalog_ext-*.whl")
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    subprocess.run([str(python), *PIP, f"{wheel}[lakehouse]", "pyspark==4.1.*"], check=True, env=_pip_env(), timeout=1800)
-    installed = time.monotonic() - started
-    where = subprocess.run([str(python), "-c", "import pyspark, pyspark_catalog_ext as p; print(pyspark.__version__, p.__file__)"],
-                           capture_output=True, text=True, check=True, cwd=tmp_path).stdout.split()
-    assert where[0].startswith("4.1.") and where[1].startswith(str(venv)), where
-    s3_proxy.reset_counters()
-    rows = 60  # a file per row, 250 ms each: one task of ~15 s (two LIFETIMEs), little CPU
-    ns = f"fresh_{uuid.uuid4().hex[:6]}"
-    steps = run_job(python, {"conn": _conn(lakehouse, fast_catalog, s3_proxy), "iceberg": "1.12", "ns": ns, "rows": rows, "ms": 250,
-                             "repo": str(tmp_path / "repo"), "cwd": str(tmp_path), "only": "ctas"},
-                    lakehouse.info.credential)
-    print(f"\nfresh venv: wheel + pip install {installed:.0f} s, all {time.monotonic() - started:.0f} s")
-    assert steps["configure"]["spark"].startswith("4.1.") and steps["configure"]["iceberg"].startswith("1.12.0")
-    _assert_outlived(steps, s3_proxy, rows)

@@ -73,11 +73,11 @@ def catalogs(spark, lakehouse, plain_proxy, idem_chain):
 
 
 def guard_evidence(spark, catalog: str) -> dict:
-    return json.loads(spark.sparkContext._jvm.io.catalogext.shim.commit.CommitGuard.describe()).get(catalog, {})
+    return json.loads(spark.sparkContext._jvm.io.catalogext.shim.PythonApi.commitEvidence()).get(catalog, {})
 
 
 def reset_evidence(spark) -> None:
-    spark.sparkContext._jvm.io.catalogext.shim.commit.CommitGuard.resetEvidence()
+    spark.sparkContext._jvm.io.catalogext.shim.PythonApi.resetCommitEvidence()
 
 
 def arm(proxy: CatalogProxy, fault: str, table: str) -> None:

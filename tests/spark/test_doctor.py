@@ -58,10 +58,10 @@ SEAWEEDFS = {
     "spark-read": "pass",
     "spark-append": "pass",
 }
-# The server inventory (doctor/inventory.py): SeaweedFS 4.48 has no rename and no views.
+# The server inventory (doctor/inventory.py): SeaweedFS 4.48 has no views.
 INVENTORY = {
     "namespace-properties": "pass",
-    "rename-table": "unsupported",
+    "rename-table": "pass",
     "views": "unsupported",
     "partition-first-column": "pass",
     "dml-merge-on-read": "pass",
@@ -214,7 +214,7 @@ def test_local_profile_end_to_end_matches_seaweedfs_in_under_3_minutes(local_run
     assert elapsed < 180, f"doctor --profile local took {elapsed:.0f} s"
     assert proc.returncode == 0, proc.stderr
     assert statuses(report) == SEAWEEDFS, proc.stderr  # every probe ran, each with SeaweedFS's answer
-    assert report["summary"] == {"pass": 21, "fail": 0, "unsupported": 8, "skipped": 0, "required_failed": [],
+    assert report["summary"] == {"pass": 22, "fail": 0, "unsupported": 7, "skipped": 0, "required_failed": [],
                                  "ok": True, "exit_code": 0}
     assert set(report["required"]) == set(PROFILES["local"].required_probes)
     vended = probe_of(report, "vended-credentials")["evidence"]
@@ -227,7 +227,7 @@ def test_local_profile_end_to_end_matches_seaweedfs_in_under_3_minutes(local_run
     assert probe_of(report, "idempotency-replay")["evidence"]["second_status"] == 409
     assert probe_of(report, "tables")["evidence"]["create_existing_status"] == 200
     assert probe_of(report, "config")["evidence"]["prefix"] == "warehouse"
-    assert "does not support renaming tables" in probe_of(report, "rename-table")["summary"]
+    assert probe_of(report, "rename-table")["summary"] == "renamed a table and read it under the new name"
     assert "does not support views (CREATE VIEW)" in probe_of(report, "views")["summary"]
     assert probe_of(report, "partition-first-column")["evidence"]["partitions"] >= 2
     assert probe_of(report, "dml-merge-on-read")["evidence"]["delete_files"] > 0

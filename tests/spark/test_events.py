@@ -12,7 +12,7 @@ import pytest
 
 import pyspark_catalog_ext as pce
 from pyspark_catalog_ext import events
-from pyspark_catalog_ext.errors import CatalogConflictError, CommitFailedError
+from pyspark_catalog_ext.errors import CatalogConflictError, CommitFailedError, ConfigError
 from pyspark_catalog_ext.staging.staged import stage_create
 from tests.conftest import SECRET
 from tests.refresh_support import add_spark_catalog
@@ -258,3 +258,11 @@ def test_ctas_refresh_commit_fault_and_maintenance_events_arrive_in_order(spark,
     assert all(a["seq"] < b["seq"] for a, b in zip(lines, lines[1:], strict=False))
     assert SECRET not in text and "secret-access-key" not in text and "session-token" not in text
     assert events.stats()["jvm"]["lost"] == 0
+
+
+@pytest.mark.parametrize("url", ["ftp://hooks.example.com/x", "hooks.example.com/x", "https://user:pw@hooks.example.com/"])
+def test_webhook_url_is_an_http_origin_or_a_one_line_error(url):
+    """The sink's headers go to its URL's origin only: a URL without one is refused at once."""
+    with pytest.raises(ConfigError) as err:
+        events.WebhookSink(url)
+    assert str(err.value).startswith("WebhookSink url: ") and "pw" not in str(err.value) and "\n" not in str(err.value)

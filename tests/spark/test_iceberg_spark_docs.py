@@ -27,6 +27,10 @@ STATEMENTS: list[tuple[str, str]] = [
     ("ddl", f"CREATE TABLE {NS}.ctas USING iceberg AS SELECT id, CAST(id AS string) AS data FROM range(10)"),
     ("ddl", f"REPLACE TABLE {NS}.ctas USING iceberg AS SELECT id, id * 2 AS doubled FROM range(5)"),
     ("ddl", f"CREATE OR REPLACE TABLE {NS}.ctas USING iceberg PARTITIONED BY (id) AS SELECT id FROM range(3)"),
+    # The docs write the target as prod.db.new_name; Spark renames within the table's catalog and reads every
+    # part of the target as namespace and name, so the target leaves the catalog out.
+    ("ddl", f"ALTER TABLE {NS}.ctas RENAME TO docs.ctas_renamed"),
+    ("ddl", f"ALTER TABLE {NS}.ctas_renamed RENAME TO docs.ctas"),
     ("ddl", f"ALTER TABLE {T} SET TBLPROPERTIES ('read.split.target-size' = '268435456')"),
     ("ddl", f"ALTER TABLE {T} UNSET TBLPROPERTIES ('read.split.target-size')"),
     ("ddl", f"ALTER TABLE {T} ADD COLUMNS (new_column string COMMENT 'new_column docs')"),
@@ -116,7 +120,6 @@ STATEMENTS: list[tuple[str, str]] = [
 ]
 # Documented statements SeaweedFS 4.48 does not support, and what the user sees instead.
 SERVER_LIMITS: list[tuple[str, str]] = [
-    (f"ALTER TABLE {NS}.limits RENAME TO {NS}.limits2", "does not support renaming tables"),
     (f"CREATE VIEW {NS}.limits_view AS SELECT 1 AS one", "does not support views"),
 ]
 

@@ -92,11 +92,11 @@ def data_files(spark, name: str) -> int:
 
 
 def test_policy_server_follows_the_polaris_spec(spark, gov, polaris):
-    """Create, attach at three levels, inheritance and `inherited`, paging, versions, conflicts."""
+    """Create, attach at three levels, inheritance and `inherited`, one page, versions, conflicts."""
     polaris.create(["m"], "cat-expiry", EXPIRY, content(config={"min_snapshot_to_keep": 5}))
     created = polaris.create(["m"], "ns-compaction", COMPACTION, content())
     assert created == {"policy-type": COMPACTION, "inheritable": True, "name": "ns-compaction", "version": 0,
-                       "content": content()}
+                       "description": None, "content": content()}
     polaris.create(["m"], "t-compaction", COMPACTION, content(config={"target_file_size_bytes": 1024}))
     polaris.attach(["m"], "cat-expiry", "catalog")
     polaris.attach(["m"], "ns-compaction", "namespace", ["m"])
@@ -113,12 +113,10 @@ def test_policy_server_follows_the_polaris_spec(spark, gov, polaris):
         only = polaris.applicable(namespace="m", policyType=EXPIRY, **{"target-name": "spec_t"})
         assert [p["name"] for p in only["applicable-policies"]] == ["cat-expiry"]
 
-        first = polaris.applicable(namespace="m", **{"target-name": "spec_t", "page-size": 1})
-        assert len(first["applicable-policies"]) == 1 and first["next-page-token"]
-        second = polaris.applicable(namespace="m", **{"target-name": "spec_t", "page-size": 1,
-                                                      "page-token": first["next-page-token"]})
-        assert "next-page-token" not in second
-        assert {p["name"] for p in first["applicable-policies"] + second["applicable-policies"]} == {"t-compaction", "cat-expiry"}
+        # Polaris does not read page-size here (1.4.1 recorded, its source through main): one page, all of them.
+        paged = polaris.applicable(namespace="m", **{"target-name": "spec_t", "page-size": 1})
+        assert {p["name"] for p in paged["applicable-policies"]} == {"t-compaction", "cat-expiry"}
+        assert paged["next-page-token"] is None
 
         assert polaris.update(["m"], "cat-expiry", content(), 0)["version"] == 1
         with pytest.raises(pce.CatalogError) as stale:

@@ -1,6 +1,8 @@
 """`--packages` for real: `pyspark-catalog-ext maven-repo DIR` lays out a Maven repository of the
 pinned jars and the shim, and `spark-conf --jars packages --repository DIR` prints the flags that make
-spark-submit resolve the whole stack from it through Spark's own Ivy (offline: Central fails fast)."""
+spark-submit resolve the whole stack from it through Spark's own Ivy (offline: Central fails fast).
+The default stack's jars are Apache's from Maven Central; `maven-repo --jars pypi` lays out the PyPI
+route's (Spark 3.5 + Iceberg 1.10.2 with the AWS SDK modules) under jvm-shim/pom.xml's own coordinate."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from pyspark_catalog_ext.errors import JarError
-from pyspark_catalog_ext.spark.jars import WHEEL_SOURCES
+from pyspark_catalog_ext.spark.jars import DEFAULT_STACK, WHEEL_SOURCES
 from pyspark_catalog_ext.spark.maven_repo import Coordinate, runtime_dependencies, shim_coordinate, write_repository
 from tests.conftest import ROOT, assert_one_line_error, run_cli
 from tests.spark.test_spark_submit import SPARK_SUBMIT, assert_outlived, expiring, parsed, slow_ctas  # noqa: F401 (fixture)
@@ -43,18 +45,33 @@ def pom_facts(path: Path, skip_provided: bool = False) -> tuple[str, list[str]]:
     return gav(root), [gav(d) for d in deps]
 
 
+def _stand_ins(folder: Path, names: list[str]) -> tuple[list[Path], Path]:
+    """Stand-in files for `names` and a shim (the layout does not look inside jars)."""
+    folder.mkdir()
+    jars = []
+    for name in names:
+        (folder / name).write_bytes(name.encode())
+        jars.append(folder / name)
+    (folder / "shim.jar").write_bytes(b"shim")
+    return jars, folder / "shim.jar"
+
+
 @pytest.fixture
 def small_repo(tmp_path) -> Path:
-    """A repository laid out from stand-in files (the layout does not look inside jars)."""
-    src = tmp_path / "src"
-    src.mkdir()
-    jars = []
-    for name in PINNED:
-        (src / name).write_bytes(name.encode())
-        jars.append(src / name)
-    (src / "shim.jar").write_bytes(b"shim")
+    """A repository of the PyPI route's jars, laid out from stand-in files."""
+    jars, shim = _stand_ins(tmp_path / "src", PINNED)
     repo = tmp_path / "repo"
-    write_repository(repo, jars=jars, shim=src / "shim.jar")
+    write_repository(repo, jars=jars, shim=shim, route="pypi")
+    return repo
+
+
+@pytest.fixture
+def default_repo(tmp_path) -> Path:
+    """A repository of the default stack (Spark 4.1 + Iceberg 1.12.0: Apache's runtime and bundle)."""
+    jars, shim = _stand_ins(tmp_path / "src-default", DEFAULT_STACK.jar_names())
+    repo = tmp_path / "default-repo"
+    assert [str(c) for c in write_repository(repo, jars=jars, shim=shim)] == [
+        DEFAULT_STACK.runtime, DEFAULT_STACK.aws_bundle, "io.catalogext:catalog-ext-shim:0.1.0-spark4.1-iceberg1.12.0"]
     return repo
 
 
@@ -81,9 +98,9 @@ def test_repository_has_real_coordinates_poms_and_sha1(small_repo):
             assert f.with_name(f.name + ".sha1").read_text() == hashlib.sha1(f.read_bytes()).hexdigest()
         if artifact != "catalog-ext-shim":
             assert deps == [], f"{gav}: the pinned jars' POMs are minimal"
-    gav, deps = pom_facts(shim_coordinate().file(small_repo, "pom"))
+    gav, deps = pom_facts(shim_coordinate(route="pypi").file(small_repo, "pom"))
     assert gav == "io.catalogext:catalog-ext-shim:0.1.0"
-    assert deps == [str(c) for c in runtime_dependencies()]
+    assert deps == [str(c) for c in runtime_dependencies(route="pypi")]
     assert deps[0] == "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.10.2"
     assert "org.reactivestreams:reactive-streams:1.0.4" in deps and "software.amazon.awssdk:sts:2.29.26" in deps
     assert not list(small_repo.rglob("*.part"))
@@ -96,34 +113,42 @@ def test_relaying_out_drops_the_ivy_cache_that_would_serve_a_stale_shim(small_re
     cached.write_bytes(b"old shim")
     shim = small_repo.parent / "src" / "shim.jar"
     shim.write_bytes(b"rebuilt shim")
-    write_repository(small_repo, jars=sorted((small_repo.parent / "src").glob("*-*.jar")), shim=shim)
+    write_repository(small_repo, jars=sorted((small_repo.parent / "src").glob("*-*.jar")), shim=shim, route="pypi")
     assert not (small_repo / ".ivy2").exists()
-    assert shim_coordinate().file(small_repo, "jar").read_bytes() == b"rebuilt shim"
+    assert shim_coordinate(route="pypi").file(small_repo, "jar").read_bytes() == b"rebuilt shim"
 
 
 def test_source_tree_pom_matches_the_written_one(small_repo):
-    """jvm-shim/pom.xml (what a Maven user builds with) has the coordinates and runtime
-    dependencies of the POM the repository carries."""
-    assert pom_facts(ROOT / "jvm-shim" / "pom.xml", skip_provided=True) == pom_facts(shim_coordinate().file(small_repo, "pom"))
+    """jvm-shim/pom.xml (what a Maven user builds with; the oldest stack the shim runs on) has the
+    coordinates and runtime dependencies of the plain-version POM the repository carries."""
+    assert pom_facts(ROOT / "jvm-shim" / "pom.xml", skip_provided=True) == pom_facts(shim_coordinate(route="pypi").file(small_repo, "pom"))
 
 
-def test_spark_conf_packages_prints_exact_flags(small_repo):
-    proc = run_cli("spark-conf", "--jars", "packages", "--repository", str(small_repo), *CONNECTION)
+def test_spark_conf_packages_prints_exact_flags(default_repo, small_repo):
+    proc = run_cli("spark-conf", "--jars", "packages", "--repository", str(default_repo), *CONNECTION)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.split(" \\\n")
-    assert lines[0] == "--packages io.catalogext:catalog-ext-shim:0.1.0"
-    assert f"--conf spark.jars.ivySettings={small_repo / 'ivysettings.xml'}" in lines
-    assert f"--conf spark.jars.ivy={small_repo / '.ivy2'}" in lines
+    assert lines[0] == "--packages io.catalogext:catalog-ext-shim:0.1.0-spark4.1-iceberg1.12.0"
+    assert f"--conf spark.jars.ivySettings={default_repo / 'ivysettings.xml'}" in lines
+    assert f"--conf spark.jars.ivy={default_repo / '.ivy2'}" in lines
     assert not any(line.startswith("--repositories") for line in lines), "the directory alone, through its Ivy settings"
     assert not any(line.startswith("--jars") or line.startswith("--conf spark.jars=") for line in lines)
 
-    proc = run_cli("spark-conf", "--jars", "packages", "--repository", str(small_repo), "--format", "defaults", *CONNECTION)
+    proc = run_cli("spark-conf", "--jars", "packages", "--repository", str(default_repo), "--format", "defaults", *CONNECTION)
     conf = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
-    assert conf["spark.jars.packages"] == "io.catalogext:catalog-ext-shim:0.1.0"
-    assert conf["spark.jars.ivySettings"] == str(small_repo / "ivysettings.xml")
-    assert conf["spark.jars.ivy"] == str(small_repo / ".ivy2")
-    assert small_repo.as_uri() in (small_repo / "ivysettings.xml").read_text()
+    assert conf["spark.jars.packages"] == "io.catalogext:catalog-ext-shim:0.1.0-spark4.1-iceberg1.12.0"
+    assert conf["spark.jars.ivySettings"] == str(default_repo / "ivysettings.xml")
+    assert conf["spark.jars.ivy"] == str(default_repo / ".ivy2")
+    assert default_repo.as_uri() in (default_repo / "ivysettings.xml").read_text()
     assert "spark.jars" not in conf
+
+    # A repository of the PyPI route's jars serves Spark 3.5 (its default release not being the user's
+    # pick), under the plain coordinate; a picked release it does not hold is refused in one line.
+    proc = run_cli("spark-conf", "--jars", "packages", "--repository", str(small_repo), "--spark", "3.5", "--format", "defaults", *CONNECTION)
+    assert proc.returncode == 0, proc.stderr
+    assert dict(line.split(" ", 1) for line in proc.stdout.splitlines())["spark.jars.packages"] == "io.catalogext:catalog-ext-shim:0.1.0"
+    assert_one_line_error(run_cli("spark-conf", "--jars", "packages", "--repository", str(small_repo), "--spark", "3.5", "--iceberg", "1.12",
+                                  *CONNECTION), "maven-repo", "--spark 3.5 --iceberg 1.12.0")
 
     url = "https://nexus.example.com/repository/maven-releases"
     proc = run_cli("spark-conf", "--jars", "packages", "--repository", url, "--format", "defaults", *CONNECTION)
@@ -132,26 +157,21 @@ def test_spark_conf_packages_prints_exact_flags(small_repo):
 
 
 def test_repository_and_flags_for_another_stack(small_repo, tmp_path):
-    """Spark 4.1 + Iceberg 1.12 beside the default stack in one repository: the real Central
+    """Spark 3.5 + Iceberg 1.12 beside the PyPI route's jars in one repository: the real Central
     coordinates of its runtime and bundle, and a shim version of its own whose POM names them."""
     from pyspark_catalog_ext.spark.jars import select_stack
 
-    stack = select_stack("4.1", "1.12")
-    src = tmp_path / "src41"
-    src.mkdir()
-    jars = []
-    for name in stack.jar_names():
-        (src / name).write_bytes(name.encode())
-        jars.append(src / name)
-    (src / "shim.jar").write_bytes(b"shim")
-    written = write_repository(small_repo, jars=jars, shim=src / "shim.jar", stack=stack)
-    shim = "io.catalogext:catalog-ext-shim:0.1.0-spark4.1-iceberg1.12.0"
-    assert [str(c) for c in written] == ["org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0",
+    stack = select_stack("3.5", "1.12")
+    jars, shim_jar = _stand_ins(tmp_path / "src35", stack.jar_names())
+    written = write_repository(small_repo, jars=jars, shim=shim_jar, stack=stack)
+    shim = "io.catalogext:catalog-ext-shim:0.1.0-spark3.5-iceberg1.12.0"
+    assert [str(c) for c in written] == ["org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.12.0",
                                          "org.apache.iceberg:iceberg-aws-bundle:1.12.0", shim]
-    assert (small_repo / "org/apache/iceberg/iceberg-spark-runtime-4.1_2.13/1.12.0/iceberg-spark-runtime-4.1_2.13-1.12.0.jar").is_file()
+    assert (small_repo / "org/apache/iceberg/iceberg-spark-runtime-3.5_2.12/1.12.0/iceberg-spark-runtime-3.5_2.12-1.12.0.jar").is_file()
     assert pom_facts(shim_coordinate(stack).file(small_repo, "pom")) == (shim, [stack.runtime, stack.aws_bundle])
-    assert pom_facts(shim_coordinate().file(small_repo, "pom"))[1] == [str(c) for c in runtime_dependencies()]  # the default kept
-    proc = run_cli("spark-conf", "--jars", "packages", "--repository", str(small_repo), "--spark", "4.1", "--iceberg", "1.12", *CONNECTION)
+    pypi_pom = pom_facts(shim_coordinate(route="pypi").file(small_repo, "pom"))[1]
+    assert pypi_pom == [str(c) for c in runtime_dependencies(route="pypi")]  # the PyPI route's kept
+    proc = run_cli("spark-conf", "--jars", "packages", "--repository", str(small_repo), "--spark", "3.5", *CONNECTION)
     assert proc.returncode == 0, proc.stderr
     tokens = shlex.split(proc.stdout.replace("\\\n", " "))
     assert tokens[tokens.index("--packages") + 1] == shim
@@ -169,10 +189,15 @@ def test_bad_inputs_give_one_line_errors(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     env = {"PYSPARK_CATALOG_EXT_CACHE": str(tmp_path / "cache"), "PYSPARK_CATALOG_EXT_WHEELHOUSE": str(empty)}
-    assert_one_line_error(run_cli("maven-repo", str(tmp_path / "repo"), env=env), "not found in wheelhouse")
+    assert_one_line_error(run_cli("maven-repo", str(tmp_path / "repo"), "--jars", "pypi", "--spark", "3.5", env=env), "not found in wheelhouse")
+    assert_one_line_error(run_cli("maven-repo", str(tmp_path / "repo"), "--jars", "pypi", env=env), "the PyPI route has no jars for Spark 4.1")
     (empty / PINNED[0]).write_bytes(b"runtime")
     with pytest.raises(JarError, match="pinned jar s3-2.29.26.jar is missing"):
-        write_repository(tmp_path / "repo2", jars=[empty / PINNED[0]], shim=a_file)
+        write_repository(tmp_path / "repo2", jars=[empty / PINNED[0]], shim=a_file, route="pypi")
+    runtime = empty / DEFAULT_STACK.jar_names()[0]
+    runtime.write_bytes(b"runtime")
+    with pytest.raises(JarError, match="pinned jar iceberg-aws-bundle-1.12.0.jar is missing"):
+        write_repository(tmp_path / "repo3", jars=[runtime], shim=a_file)
     assert_one_line_error(run_cli("spark-conf", "--jars", "packages", *CONNECTION), "needs a repository")
     assert_one_line_error(run_cli("spark-conf", "--jars", "packages", "--repository", str(tmp_path / "none"), *CONNECTION), "maven-repo")
     assert_one_line_error(run_cli("spark-conf", "--repository", str(empty), *CONNECTION), "--jars packages")
@@ -216,8 +241,9 @@ def test_spark_submit_with_only_packages_outlives_credentials(lakehouse, expirin
     assert_outlived(catalog_proxy, s3_proxy, table)
     # Spark's Ivy resolved the shim and its dependencies from the laid-out repository alone (its Ivy
     # settings): not from ~/.m2, where a Maven build leaves Central's fuller POMs of the same coordinates.
-    assert "found io.catalogext#catalog-ext-shim;0.1.0 in pyspark-catalog-ext" in proc.stderr, proc.stderr[-3000:]
-    assert "found org.apache.iceberg#iceberg-spark-runtime-3.5_2.12;1.10.2 in pyspark-catalog-ext" in proc.stderr
+    assert "found io.catalogext#catalog-ext-shim;0.1.0-spark4.1-iceberg1.12.0 in pyspark-catalog-ext" in proc.stderr, proc.stderr[-3000:]
+    assert "found org.apache.iceberg#iceberg-spark-runtime-4.1_2.13;1.12.0 in pyspark-catalog-ext" in proc.stderr
+    assert "found org.apache.iceberg#iceberg-aws-bundle;1.12.0 in pyspark-catalog-ext" in proc.stderr
     assert "local-m2-cache" not in proc.stderr
     fetched = sorted(p.name for p in (repo / ".ivy2" / "jars").glob("*.jar"))
-    assert len(fetched) == len(PINNED) + 1, fetched
+    assert len(fetched) == 3, fetched

@@ -8,7 +8,7 @@ import pytest
 from py4j.protocol import Py4JJavaError
 from pyspark.errors.exceptions import captured
 
-from pyspark_catalog_ext.errors import CatalogExtError, CatalogUnsupportedError, CommitStateUnknownError
+from pyspark_catalog_ext.errors import CatalogExtError, CatalogNotFoundError, CatalogUnsupportedError, CommitStateUnknownError
 from tests.helpers import add_spark_catalog
 from tests.servers import CatalogProxy
 
@@ -27,12 +27,33 @@ def _one_line_with_cause(err: BaseException) -> str:
     return text
 
 
-def test_rename_on_seaweedfs_says_the_catalog_cannot_rename(spark, ns):
-    with pytest.raises(CatalogUnsupportedError) as err:
+def test_rename_works_with_the_target_named_inside_the_catalog(spark, ns):
+    """Spark renames within the table's catalog: the target is `<namespace>.<name>` (SeaweedFS renames)."""
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {ns}.r USING iceberg AS SELECT id FROM range(3)")
+    spark.sql(f"DROP TABLE IF EXISTS {ns}.r2")
+    spark.sql(f"ALTER TABLE {ns}.r RENAME TO errs.r2")
+    assert spark.table(f"{ns}.r2").count() == 3
+    spark.sql(f"DROP TABLE {ns}.r2")
+
+
+def test_a_rename_target_with_the_catalog_name_says_what_is_wrong_not_that_rename_is_unsupported(spark, ns):
+    """`RENAME TO lake.errs.t2` asks catalog `lake` for namespace lake.errs, which does not exist: the
+    line says so (and how to write it), not that the catalog cannot rename."""
+    with pytest.raises(CatalogNotFoundError) as err:
         spark.sql(f"ALTER TABLE {ns}.t RENAME TO {ns}.t2")
     text = _one_line_with_cause(err.value)
-    assert "does not support renaming tables" in text and "404" in text, text
+    assert "does not support" not in text and "RENAME TO <namespace>.<new name>" in text, text
+    with pytest.raises(CatalogNotFoundError) as err:
+        spark.sql(f"ALTER TABLE {ns}.t RENAME TO no_such_ns.t2")
+    text = _one_line_with_cause(err.value)
+    assert "does not support" not in text and "namespace" in text, text
     assert spark.table(f"{ns}.t").count() == 3  # nothing changed
+
+
+def test_with_the_catalogs_error_type_kept_the_line_names_the_catalog_in_the_target(spark, ns):
+    with pytest.raises(CatalogNotFoundError) as err:
+        spark.sql(f"ALTER TABLE {ns}.t RENAME TO {ns}.t2")
+    assert str(err.value).startswith("the rename target is not in this catalog: it starts with the catalog name 'lake'")
 
 
 def test_create_view_on_seaweedfs_says_the_catalog_has_no_views(spark, ns):

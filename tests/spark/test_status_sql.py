@@ -1,4 +1,4 @@
-"""SQL function catalog_ext_status() (the shim's spark.sql.extensions entry) on the default Spark 3.5
+"""SQL function catalog_ext_status() (the shim's spark.sql.extensions entry) on the default Spark 4.1
 session: it answers what attach() reads through Py4J, so a client without Py4J (Spark Connect,
 tests/slow/test_spark_connect.py) sees the same refresh state and commit outcomes."""
 

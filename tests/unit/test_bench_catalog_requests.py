@@ -38,8 +38,8 @@ def test_bad_arguments_get_one_line_saying_what_to_pass(bench, monkeypatch, caps
 
 
 def test_families_by_name_release_or_all(bench):
-    assert [b.id for b in bench.select_families("polaris,gravitino-1.3.0")] == ["polaris-1.7.0", "polaris-main",
-                                                                                 "gravitino-1.3.0"]
+    assert [b.id for b in bench.select_families("polaris,gravitino-1.3.0")] == ["polaris-1.4.1", "polaris-1.7.0",
+                                                                                 "polaris-main", "gravitino-1.3.0"]
     assert bench.select_families("all") == list(FAMILIES)
     with pytest.raises(ValueError, match="nothing is not an emulated catalog"):
         bench.select_families(" , ")

@@ -15,6 +15,7 @@ import json
 import logging
 import re
 import shutil
+import socket
 import ssl
 import subprocess
 import threading
@@ -35,6 +36,7 @@ from pyspark_catalog_ext.errors import (
     CatalogUnavailableError,
     CatalogUnsupportedError,
     ConfigError,
+    UntrustedOriginError,
 )
 from tests.helpers import free_port
 
@@ -77,7 +79,7 @@ NOT_FOUND = R(404, {"error": {"message": "Path not found", "type": "NotFound", "
 
 
 class Scripted:
-    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None, port: int = 0) -> None:
         self.routes: dict[tuple[str, str], list[R]] = {}
         self.seen: list[Seen] = []
         self.lock = threading.Lock()
@@ -125,7 +127,7 @@ class Scripted:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         if tls is not None:
             self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
@@ -404,10 +406,11 @@ def test_custom_headers_and_auth_go_only_to_the_catalogs_origin(srv: Scripted) -
         for foreign in (other.uri + "/refresh", other.uri.replace("127.0.0.1", "localhost") + "/refresh",
                         "//" + other.uri.split("//", 1)[1] + "/refresh?storageRefreshToken=" + REFRESH_TOKEN,
                         "file:///etc/passwd"):
-            with pytest.raises(CatalogError) as err:
+            with pytest.raises(UntrustedOriginError) as err:
                 c.get_url(foreign)
             text = str(err.value)
-            assert "refusing the server-given URL" in text and "\n" not in text, text
+            assert "refusing to send the catalog's credentials" in text and "client.refresh-credentials-endpoint" in text, text
+            assert "\n" not in text
             assert_no_secrets(text)
         assert other.seen == []
     finally:
@@ -427,6 +430,118 @@ def test_an_other_origin_refresh_endpoint_falls_through_to_the_next_strategy(srv
                     "refresh_endpoint": other.uri + "/refresh", "location": "s3://wh/db/t"}
         answer = StrategyChain().fetch(make(srv), req)
         assert answer["strategy"].startswith("credentials-endpoint (after refresh-endpoint failed: refusing")
+        assert other.seen == []
+    finally:
+        other.close()
+
+
+# ---------------------------------------------------------------------------- credentials only to trusted origins
+TOKEN_ANSWER = R(200, {"access_token": TOKEN_1, "token_type": "bearer", "expires_in": 3600})
+
+
+def oauth_client(srv: Scripted, **props: Any) -> CatalogClient:
+    return make(srv, token=None, credential=f"client:{CLIENT_SECRET}", **props)
+
+
+@pytest.mark.parametrize("part", ["overrides", "defaults"])
+def test_a_config_oauth2_server_uri_on_another_origin_gets_no_client_secret(srv: Scripted, part: str) -> None:
+    """PyIceberg builds its session from the properties merged with `/v1/config`: an
+    `oauth2-server-uri` there would receive the client secret. Refused before sending, naming it."""
+    other = Scripted()
+    try:
+        other.on("POST", "/tokens", TOKEN_ANSWER)
+        body = {"defaults": {}, "overrides": {"prefix": "wh"}}
+        body[part]["oauth2-server-uri"] = other.uri + "/tokens"
+        srv.on("GET", "/v1/config", R(200, body))
+        srv.on("POST", "/v1/oauth/tokens", TOKEN_ANSWER)
+        with pytest.raises(UntrustedOriginError) as err:
+            oauth_client(srv)
+        text = str(err.value)
+        origin = other.uri  # http://127.0.0.1:<port>: already the canonical form
+        assert f"refusing to send the catalog's credentials to {origin} (oauth2-server-uri from /v1/config {part})" in text, text
+        assert "catalog-ext.trusted-origins" in text and "\n" not in text
+        assert err.value.origin == origin
+        assert_no_secrets(text)
+        assert other.seen == [], "the client secret went to the origin the config named"
+    finally:
+        other.close()
+
+
+def test_an_oauth2_server_the_user_names_is_trusted_and_so_is_a_knob_origin(srv: Scripted) -> None:
+    """The trust set is the user's: their own IdP, or an origin they list in catalog-ext.trusted-origins,
+    may receive what the catalog's config points there."""
+    idp, other = Scripted(), Scripted()
+    try:
+        for s in (idp, other):
+            s.on("POST", "/tokens", TOKEN_ANSWER)
+        srv.config()
+        srv.on("GET", "/v1/wh/namespaces", R(200, {"namespaces": [["a"]]}))
+        assert oauth_client(srv, **{"oauth2-server-uri": idp.uri + "/tokens"}).namespaces() == [("a",)]
+        assert "client_secret=cs-Zq9%21secretvalue" in idp.requests("POST", "/tokens")[0].body.decode()
+        srv.config(**{"oauth2-server-uri": other.uri + "/tokens"})
+        srv.on("POST", "/v1/oauth/tokens", TOKEN_ANSWER)  # the token of the /v1/config call, before the answer
+        c = oauth_client(srv, **{"catalog-ext.trusted-origins": other.uri})
+        assert c.namespaces() == [("a",)] and len(other.requests("POST", "/tokens")) == 1
+    finally:
+        idp.close()
+        other.close()
+
+
+def test_a_config_oauth2_server_uri_on_the_catalogs_origin_is_used(srv: Scripted) -> None:
+    srv.config(**{"oauth2-server-uri": srv.uri + "/other/tokens"})
+    srv.on("POST", "/v1/oauth/tokens", TOKEN_ANSWER)
+    srv.on("POST", "/other/tokens", TOKEN_ANSWER)
+    oauth_client(srv)
+    assert len(srv.requests("POST", "/other/tokens")) == 1
+
+
+def _prefix_ports() -> tuple[int, int]:
+    """Two free ports, the second's digits starting with the first's (8181 and 81810)."""
+    for first in range(2000, 6553):
+        second = first * 10 + 7
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("127.0.0.1", first))
+                b.bind(("127.0.0.1", second))
+        except OSError:
+            continue
+        return first, second
+    pytest.skip("no pair of free ports")
+
+
+def test_sigv4_signs_for_the_catalogs_origin_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyIceberg mounts its SigV4 adapter on the catalog URI as a string prefix: `http://h:2000` also
+    prefixes `http://h:20007`, so a session call there would be signed with the user's AWS keys and
+    sent. That adapter checks the origin too."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CLIENT_SECRET)
+    first, second = _prefix_ports()
+    catalog, other = Scripted(port=first), Scripted(port=second)
+    try:
+        catalog.config()
+        other.on("GET", "/x", R(200, {}))
+        c = make(catalog, token=None, **{"rest.sigv4-enabled": "true", "rest.signing-name": "glue",
+                                         "rest.signing-region": "us-east-1"})
+        with pytest.raises(UntrustedOriginError, match=f"to http://127.0.0.1:{second}:"):
+            c._session.get(other.uri + "/x")
+        assert other.seen == []
+    finally:
+        catalog.close()
+        other.close()
+
+
+def test_the_signer_gets_the_token_on_a_trusted_origin_only(srv: Scripted) -> None:
+    """`send_to`: how the doctor asks a catalog's S3 signer, with the catalog's token and headers."""
+    other = Scripted()
+    try:
+        srv.config()
+        srv.on("POST", "/v1/aws/s3/sign", R(200, {"uri": "x", "headers": {}}))
+        other.on("POST", "/v1/aws/s3/sign", R(200, {"uri": "x", "headers": {}}))
+        c = make(srv, **{"header.X-Api-Key": CLIENT_SECRET})
+        assert c.send_to("POST", srv.uri + "/v1/aws/s3/sign", key="s3.signer.uri", json={}).status_code == 200
+        assert srv.requests("POST", "/v1/aws/s3/sign")[0].header("Authorization") == f"Bearer {TOKEN_1}"
+        with pytest.raises(UntrustedOriginError, match=r"\(s3.signer.endpoint\)"):
+            c.send_to("POST", other.uri + "/v1/aws/s3/sign", key="s3.signer.endpoint", json={})
         assert other.seen == []
     finally:
         other.close()

@@ -1,8 +1,9 @@
 """The Java check per stack: Spark 4 and Iceberg >= 1.11 need Java 17 (their class files), Spark 3.5
-with Iceberg 1.10 (>= 1.7) and the shim Java 11. Only Java 17 and 25 exist here, so an old Java is a tiny `bin/java` script printing an old
-`-version` banner, found through JAVA_HOME as Spark's launcher would find it (the environment is
-faked, not our code). The Spark 4 configure()/lakehouse_session() path with a real pyspark 4.1 is
-in tests/slow/test_spark4_python.py.
+with Iceberg 1.10 (>= 1.7) and the shim Java 11; on Java 11 Spark 3.5's default falls back to
+Iceberg 1.10.2. Only Java 17 and 25 exist here, so an old Java is a tiny `bin/java` script printing
+an old `-version` banner, found through JAVA_HOME as Spark's launcher would find it (the environment
+is faked, not our code). configure() runs here on this venv's pyspark 4.1; the same on a real pyspark
+3.5 (the Java 11 fallback end to end) is in tests/slow/test_spark35_python.py.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_catalog_ext.errors import JavaError
+from pyspark_catalog_ext.errors import ConfigError, JavaError
+from pyspark_catalog_ext.spark.jars import JvmStack, select_stack
 from pyspark_catalog_ext.spark.shim_build import check_java, min_java_for_stack
 from tests.helpers import fake_java_home
 
@@ -59,8 +61,21 @@ def test_min_java_per_stack():
     assert [min_java_for_stack(v) for v in ("3.5", "3.5.9", "4.0", "4.1.1", "5.0")] == [11, 11, 17, 17, 17]
     assert [min_java_for_stack("3.5", v) for v in ("1.10.2", "1.11.0", "1.12")] == [11, 17, 17]
     assert min_java_for_stack("4.1", "1.10.2") == 17
-    with pytest.raises(JavaError, match="not a version"):
+    with pytest.raises(ConfigError, match="not a version"):
         min_java_for_stack("latest")
+
+
+def test_java_11_takes_spark_3_5_to_iceberg_1_10_in_one_line():
+    """Iceberg 1.11+ cannot run on Java 11: Spark 3.5's default (1.12.0) falls back to the newest
+    1.10 release there, and says so once; an Iceberg release the user picked is never swapped."""
+    lines: list[str] = []
+    assert select_stack("3.5", java=11, progress=lines.append) == JvmStack("3.5", "1.10.2", "2.12")
+    assert len(lines) == 1 and "\n" not in lines[0], lines
+    assert "Java 11 cannot run Iceberg 1.12.0" in lines[0] and "Spark 3.5 takes Iceberg 1.10.2" in lines[0] and "JDK >= 17" in lines[0]
+    lines.clear()
+    assert select_stack("3.5", java=17, progress=lines.append).iceberg == "1.12.0" and lines == []
+    assert select_stack("3.5", "1.12", java=11, progress=lines.append).iceberg == "1.12.0" and lines == []  # check_java refuses it then
+    assert select_stack("4.1", java=11, progress=lines.append).iceberg == "1.12.0" and lines == []  # nothing on 4.1 runs on 11
 
 
 def test_the_real_java_passes_for_every_spark_line():
@@ -68,7 +83,7 @@ def test_the_real_java_passes_for_every_spark_line():
         assert check_java(spark=line, iceberg="1.12.0").major >= 17  # Java 17 is this machine's default
 
 
-# configure() in a fresh interpreter (no JVM of another test in the way), with this venv's pyspark 3.5.
+# configure() in a fresh interpreter (no JVM of another test in the way), with this venv's pyspark 4.1.
 CONFIGURE = """
 import json, os
 from pyspark.sql import SparkSession
@@ -96,16 +111,17 @@ def _configure_with_java(home: Path, **env: str) -> dict:
 def test_configure_checks_java_for_the_installed_spark_before_any_jvm(tmp_path):
     import pyspark
 
-    assert pyspark.__version__.startswith("3.5.")  # the dev venv; Spark 4 runs in the slow test
+    assert pyspark.__version__.startswith("4.1.")  # the dev venv; pyspark 3.5 runs in the slow test
     java8, java11 = fake_java_home(tmp_path / "8", JAVA_8), fake_java_home(tmp_path / "11", JAVA_11)
     old = _configure_with_java(java8)
     assert old["jvm_started"] is False
-    assert old["error"] and "too old for Spark 3.5 + Iceberg 1.10.2 (needs >= 11)" in old["error"] and "\n" not in old["error"]
-    assert _configure_with_java(java11) == {"error": None, "jvm_started": False}
-    newer = _configure_with_java(java11, TEST_ICEBERG="1.12")  # Iceberg 1.12's class files are Java 17
-    assert newer["jvm_started"] is False and "too old for Spark 3.5 + Iceberg 1.12.0 (needs >= 17)" in newer["error"], newer
+    assert old["error"] and "too old for Spark 4.1 + Iceberg 1.12.0 (needs >= 17)" in old["error"] and "\n" not in old["error"]
+    eleven = _configure_with_java(java11, TEST_ICEBERG="1.11")
+    assert eleven["jvm_started"] is False and "too old for Spark 4.1 + Iceberg 1.11.0 (needs >= 17)" in eleven["error"], eleven
     # A Python that spark-submit started talks to its parent JVM: the Java here is not the one that runs.
     assert _configure_with_java(java8, PYSPARK_GATEWAY_PORT="1")["error"] is None
     # A Spark Connect server at an sc:// URL runs on its own Java; remote "local" starts one here.
     assert _configure_with_java(java8, SPARK_REMOTE="sc://127.0.0.1:15002")["error"] is None
-    assert "too old for Spark 3.5" in _configure_with_java(java8, SPARK_REMOTE="local")["error"]
+    assert "too old for Spark 4.1" in _configure_with_java(java8, SPARK_REMOTE="local")["error"]
+    assert _configure_with_java(Path(os.environ.get("JAVA_HOME") or check_java().java.resolve().parent.parent)) == \
+        {"error": None, "jvm_started": False}

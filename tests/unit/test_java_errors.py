@@ -5,6 +5,7 @@ tests/spark/test_spark_errors.py and tests/spark/test_staging.py."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pytest
@@ -185,7 +186,81 @@ def test_the_java_exception_is_found_on_pyspark_converted_errors_too():
 def test_a_redirect_refused_by_the_shim_is_the_python_clients_redirect_error():
     from pyspark_catalog_ext.errors import CatalogRedirectError
 
-    java = JavaThrowable("io.catalogext.shim.CatalogRedirectException",
+    java = JavaThrowable("io.catalogext.shim.errors.CatalogRedirectException",
                          "POST /v1/w/namespaces/db/tables answered with HTTP 307, a redirect to http://other/x; not followed")
     err = translate(java)
     assert isinstance(err, CatalogRedirectError) and err.status == 307 and "\n" not in str(err)
+
+
+# ------------------------------------------------------------------------------------------ rename
+def _rename(name: str, message: str, method: str = "renameTable") -> JavaThrowable:
+    return InSparkCatalog(name, message, method=method)
+
+
+def _raw(type_: str, message: str, code: int = 404) -> str:
+    """The message Iceberg gives when its error handler could not parse the body: the body itself."""
+    return json.dumps({"error": {"message": message, "type": type_, "code": code}}, separators=(",", ":"))
+
+
+def test_a_rename_into_a_missing_namespace_says_so_not_that_rename_is_unsupported():
+    # Polaris's words; the same answer with its type lost on the way (the raw body as the message).
+    polaris = "Cannot rename ns.t to ns2.t2. Namespace does not exist: ns2"
+    for java in (_rename(ICEBERG + "NoSuchNamespaceException", polaris),
+                 _rename(ICEBERG + "NoSuchTableException", _raw("NoSuchNamespaceException", polaris))):
+        err = translate(java)
+        text = str(err)
+        assert type(err) is CatalogNotFoundError and err.status == 404, (type(err), text)
+        assert text.startswith("the rename failed: the namespace 'ns2' does not exist (Cannot rename"), text
+        assert "if '" not in text and "\n" not in text  # a one-level namespace: no catalog hint
+
+
+def test_a_rename_target_that_starts_with_a_catalog_name_is_said_to_be_outside_the_catalog():
+    # `ALTER TABLE doctor.ns.t RENAME TO doctor.ns.t2`: Spark asks catalog `doctor` for namespace doctor.ns.
+    # Without a SparkSession to ask which catalogs exist, the line says what to do if `doctor` is one;
+    # spark_catalog always is (tests/spark/test_spark_errors.py runs it with a session's own catalog).
+    seaweedfs = _rename(ICEBERG + "NoSuchNamespaceException", "Namespace does not exist: [doctor ns]")
+    text = str(translate(seaweedfs))
+    assert "the namespace 'doctor.ns' does not exist" in text and "if 'doctor' is a catalog, leave it out" in text, text
+    builtin = translate(_rename(ICEBERG + "NoSuchNamespaceException",
+                                "Cannot rename ns.t to spark_catalog.ns.t2. Namespace does not exist: spark_catalog.ns"))
+    assert type(builtin) is CatalogNotFoundError
+    assert str(builtin).startswith("the rename target is not in this catalog: it starts with the catalog name "
+                                   "'spark_catalog'"), str(builtin)
+    assert "RENAME TO <namespace>.<new name>" in str(builtin)
+
+
+def test_a_rename_of_a_missing_table_says_the_table_is_missing():
+    for java in (_rename(ICEBERG + "NoSuchTableException", "Table does not exist: ns.t"),
+                 _rename(ICEBERG + "NoSuchTableException", _raw("NoSuchTableException", "Table does not exist: ns.t"))):
+        err = translate(java)
+        assert type(err) is CatalogNotFoundError, (type(err), str(err))
+        assert "the catalog says the table does not exist (Table does not exist: ns.t)" in str(err)
+    view = translate(_rename(ICEBERG + "NoSuchViewException", "View does not exist: ns.v", method="renameView"))
+    assert type(view) is CatalogNotFoundError and "the view does not exist" in str(view)
+
+
+def test_only_a_catalog_without_the_route_is_said_not_to_support_rename():
+    no_route = [
+        _rename(ICEBERG + "NoSuchTableException", _raw("NotFound", "Path not found")),  # SeaweedFS's own no-route answer
+        _rename(ICEBERG + "NoSuchTableException", "Not Found"),  # a framework's text/plain 404
+        _rename(ICEBERG + "NoSuchTableException", "Path not found"),  # the same, its type dropped by Iceberg
+        _rename("java.lang.UnsupportedOperationException", "Server does not support endpoint: POST /v1/{prefix}/tables/rename"),
+    ]
+    for java in no_route:
+        err = translate(java)
+        assert type(err) is CatalogUnsupportedError, (java.message, type(err), str(err))
+        assert str(err).startswith("the catalog does not support renaming tables (ALTER TABLE ... RENAME TO)"), str(err)
+    # Elsewhere a 404 stays PySpark's error: only the catalog's rename answers are read this way.
+    assert translate(InSparkCatalog(ICEBERG + "NoSuchTableException", "Table does not exist: ns.t", method="loadTable")) is None
+
+
+def test_sparks_own_not_found_on_rename_names_the_likely_cause_not_a_missing_feature():
+    # Iceberg's SparkCatalog.renameTable throws Spark's NoSuchTableException for the source in place of the
+    # catalog's 404, its words and type gone: a missing target namespace and a missing route look the same.
+    java = _rename("org.apache.spark.sql.catalyst.analysis.NoSuchTableException",
+                   "[TABLE_OR_VIEW_NOT_FOUND] The table or view `errs`.`t` cannot be found.")
+    err = translate(java)
+    text = str(err)
+    assert type(err) is CatalogNotFoundError and err.status == 404, (type(err), text)
+    assert "most often the target's namespace does not exist" in text and "RENAME TO <namespace>.<new name>" in text
+    assert "does not support" not in text and "\n" not in text

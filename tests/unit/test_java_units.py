@@ -1,5 +1,5 @@
 """The shim's Java unit tests (jvm-shim/src/test/java, JUnit 5), run by Maven's surefire for the
-default profile (the offline default stack) with the real javac, jars and JVM; one pytest result per
+default profile (the oldest stack, which the shipped shim is built against) with the real javac, jars and JVM; one pytest result per
 test class, read from surefire's XML reports. CI (.ci/run) also runs them on every matrix profile."""
 
 from __future__ import annotations

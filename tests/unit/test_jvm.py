@@ -58,39 +58,39 @@ def _classes(jar: Path) -> set[str]:
         return {n for n in zf.namelist() if n.endswith(".class")}
 
 
-def test_shim_builds_caches_and_rebuilds_on_change(shim_copy, tmp_path, jar_paths):
+def test_shim_builds_caches_and_rebuilds_on_change(shim_copy, tmp_path):
     cache = tmp_path / "cache"
-    first = jvm.shim_jar(src_dir=shim_copy, cache=cache, jars=jar_paths)
+    first = jvm.shim_jar(src_dir=shim_copy, cache=cache)
     expected = {str(p.relative_to(shim_copy).with_suffix(".class")) for p in shim_copy.rglob("*.java")}
     assert expected <= _classes(first)
     assert "io/catalogext/shim/ExtRESTCatalog.class" in _classes(first)
     stamp = first.stat().st_mtime_ns
-    assert jvm.shim_jar(src_dir=shim_copy, cache=cache, jars=jar_paths) == first  # cache hit
+    assert jvm.shim_jar(src_dir=shim_copy, cache=cache) == first  # cache hit
     assert first.stat().st_mtime_ns == stamp
     # A source change means a new hash, hence a rebuild.
     extra = shim_copy / "io" / "catalogext" / "shim" / "ZzProbe.java"
     extra.write_text("package io.catalogext.shim;\nfinal class ZzProbe { static int answer() { return 42; } }\n")
-    second = jvm.shim_jar(src_dir=shim_copy, cache=cache, jars=jar_paths)
+    second = jvm.shim_jar(src_dir=shim_copy, cache=cache)
     assert second != first and "io/catalogext/shim/ZzProbe.class" in _classes(second)
     assert jvm._embedded_hash(second) == jvm.source_hash(shim_copy)
 
 
-def test_shim_compile_error_is_one_line(shim_copy, tmp_path, jar_paths):
+def test_shim_compile_error_is_one_line(shim_copy, tmp_path):
     (shim_copy / "io" / "catalogext" / "shim" / "Broken.java").write_text("package io.catalogext.shim;\nclass Broken { int x = ; }\n")
     with pytest.raises(JarError) as err:
-        jvm.shim_jar(src_dir=shim_copy, cache=tmp_path / "cache", jars=jar_paths)
+        jvm.shim_jar(src_dir=shim_copy, cache=tmp_path / "cache")
     msg = str(err.value)
     assert msg.startswith("shim build failed: ") and "Broken.java" in msg and "error:" in msg and "\n" not in msg
     assert not list((tmp_path / "cache").rglob("*.jar"))
 
 
-def test_a_lint_warning_fails_the_shim_build(shim_copy, tmp_path, jar_paths):
+def test_a_lint_warning_fails_the_shim_build(shim_copy, tmp_path):
     # javac runs with -Xlint:all -Werror: a warning in our code (here a Serializable class without
     # serialVersionUID) is a build error that names the warning, not a silent jar.
     (shim_copy / "io" / "catalogext" / "shim" / "Lax.java").write_text(
         "package io.catalogext.shim;\nfinal class Lax implements java.io.Serializable { int x; }\n")
     with pytest.raises(JarError) as err:
-        jvm.shim_jar(src_dir=shim_copy, cache=tmp_path / "cache", jars=jar_paths)
+        jvm.shim_jar(src_dir=shim_copy, cache=tmp_path / "cache")
     msg = str(err.value)
     assert msg.startswith("shim build failed: ") and "Lax.java" in msg and "serialVersionUID" in msg and "\n" not in msg
 
@@ -131,11 +131,11 @@ def test_the_benchmarks_compile_against_the_shim(tmp_path):
     assert (tmp_path / "test-classes" / "META-INF" / "BenchmarkList").is_file()
 
 
-def test_a_dev_build_is_mavens_and_packs_the_specs(shim_copy, tmp_path, jar_paths):
+def test_a_dev_build_is_mavens_and_packs_the_specs(shim_copy, tmp_path):
     """With Maven on PATH the dev build is `mvn package` of jvm-shim/pom.xml: the jar carries the
     shared specs beside the classes and the source hash in its manifest, and no javac run of ours."""
     assert jvm.find_maven() is not None
-    jar = jvm.shim_jar(src_dir=shim_copy, cache=tmp_path / "cache", jars=jar_paths)
+    jar = jvm.shim_jar(src_dir=shim_copy, cache=tmp_path / "cache")
     with zipfile.ZipFile(jar) as zf:
         names = set(zf.namelist())
         manifest = zf.read("META-INF/MANIFEST.MF").decode()
@@ -144,14 +144,22 @@ def test_a_dev_build_is_mavens_and_packs_the_specs(shim_copy, tmp_path, jar_path
     assert jvm._embedded_hash(jar) == jvm.source_hash(shim_copy)
 
 
-def test_without_maven_a_source_checkout_builds_with_javac(shim_copy, tmp_path, monkeypatch, jar_paths):
-    """Where `mvn` is not installed, the shim still builds from a source checkout (javac + jar)."""
+def test_without_maven_or_a_jdk_the_source_build_says_what_to_install(shim_copy, tmp_path, monkeypatch):
+    """Building the shim from source needs Maven and a JDK: without either, one line names what is
+    missing and what to install, before any build starts (no javac of ours compiles it instead)."""
     java_home = jvm.check_java().java.resolve().parent.parent
     monkeypatch.setenv("JAVA_HOME", str(java_home))
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))  # no mvn (and no java: JAVA_HOME finds it)
     assert jvm.find_maven() is None
-    jar = jvm.shim_jar(src_dir=shim_copy, cache=tmp_path / "cache", jars=jar_paths)
-    with zipfile.ZipFile(jar) as zf:
-        manifest = zf.read("META-INF/MANIFEST.MF").decode()
-    assert "io/catalogext/shim/ExtRESTCatalog.class" in _classes(jar) and "Created-By: Maven" not in manifest
-    assert jvm._embedded_hash(jar) == jvm.source_hash(shim_copy)
+    with pytest.raises(JarError) as err:
+        jvm.shim_jar(src_dir=shim_copy, cache=tmp_path / "cache")
+    msg = str(err.value)
+    assert msg == "building the Java shim needs Maven (no mvn on PATH): install a JDK >= 11 and Maven >= 3.8 (e.g. apt-get install openjdk-17-jdk-headless maven)"
+    # A JRE (a java without javac beside it), Maven missing too: both named.
+    jre = tmp_path / "jre"
+    (jre / "bin").mkdir(parents=True)
+    (jre / "bin" / "java").symlink_to(java_home / "bin" / "java")
+    monkeypatch.setenv("JAVA_HOME", str(jre))
+    with pytest.raises(JarError, match=r"needs a JDK \(no javac in JAVA_HOME=\S+\) and Maven \(no mvn on PATH\): install a JDK >= 11 and Maven"):
+        jvm.shim_jar(src_dir=shim_copy, cache=tmp_path / "cache")
+    assert not list((tmp_path / "cache").rglob("*.jar"))

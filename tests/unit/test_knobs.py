@@ -111,8 +111,8 @@ def test_the_readme_knob_table_names_every_knob_with_its_default():
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     for name, k in knobs.spec().items():
         short = name.removeprefix("catalog-ext.")
-        group, leaf = short.split(".", 1)
-        row = next((r for r in rows if f"`{short}`" in r or (f"{group}." in r and f".{leaf}`" in r) or f"`{short}," in r), None)
+        group, _, leaf = short.rpartition(".")
+        row = next((r for r in rows if f"`{short}`" in r or (group and f"{group}." in r and f".{leaf}`" in r) or f"`{short}," in r), None)
         assert row is not None, f"README knob table lacks {name}"
         default = k["default"]
         if default is not None and k["type"] != "string":

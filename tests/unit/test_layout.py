@@ -99,10 +99,13 @@ def _exception_classes_outside_errors(package: Path) -> dict[str, list[str]]:
 
 
 def test_errors_live_in_one_module() -> None:
-    """Every error class is in errors.py, except those that must also subclass a PyIceberg exception."""
+    """Every error class is in errors.py, except those that must also subclass a PyIceberg exception
+    and the shim's build error: setup.py loads spark/shim_maven.py alone, without the package (pip's
+    isolated build has none of its dependencies), and shim_build turns it into a JarError."""
     package = Path(pyspark_catalog_ext.__file__).parent
     pyiceberg_bases = ("BadRequestError", "CommitFailedException", "CommitStateUnknownException")
-    strays = {module: [c for c in classes if not any(b in c for b in pyiceberg_bases)]
+    standalone = {"spark/shim_maven.py": ["ShimBuildError(Exception)"]}
+    strays = {module: [c for c in classes if not any(b in c for b in pyiceberg_bases) and c not in standalone.get(module, [])]
               for module, classes in _exception_classes_outside_errors(package).items()}
     assert not {m: c for m, c in strays.items() if c}, strays
 

@@ -62,12 +62,23 @@ def test_another_400_is_not_taken_for_a_missing_endpoint(srv: Scripted) -> None:
     assert not isinstance(err.value, CatalogUnsupportedError) and err.value.status == 400
 
 
-def test_a_catalog_advertising_endpoints_without_credentials_is_not_asked(srv: Scripted) -> None:
+def test_an_unlisted_credentials_route_is_asked_once_and_its_404_remembered(srv: Scripted) -> None:
     srv.config(endpoints=["GET /v1/{prefix}/namespaces/{namespace}/tables/{table}"])
     srv.on("GET", T_PATH, LOADED)
-    first, _ = _renew_twice(srv)
-    assert "does not advertise" in first
-    assert srv.requests("GET", T_PATH + "/credentials") == []
+    first, second = _renew_twice(srv)  # the route answers the scripted server's 404
+    assert "credentials-endpoint failed" in first and second == "reload"
+    assert len(srv.requests("GET", T_PATH + "/credentials")) == 1  # tried once, then remembered
+
+
+def test_an_unlisted_credentials_route_that_answers_is_used(srv: Scripted) -> None:
+    """Polaris lists its endpoints without GET .../credentials and answers it (tests/emulators/
+    observed/polaris-1.4.1.json: config.endpoints.has-credentials false, credentials.status 200)."""
+    srv.config(endpoints=["GET /v1/{prefix}/namespaces/{namespace}/tables/{table}"])
+    srv.on("GET", T_PATH + "/credentials",
+           R(200, {"storage-credentials": [{"prefix": "s3://wh/db/t", "config": {"s3.access-key-id": "AK2"}}]}))
+    chain = StrategyChain()
+    assert [chain.fetch(make(srv), REQ)["strategy"] for _ in range(2)] == ["credentials-endpoint"] * 2
+    assert srv.requests("GET", T_PATH) == []  # never fell back to a reload
 
 
 def test_a_catalog_advertising_the_credentials_route_is_asked(srv: Scripted) -> None:

@@ -10,9 +10,9 @@ import threading
 import pytest
 
 from pyspark_catalog_ext.credentials import FunctionSource, RefreshPolicy, StorageCredentials
-from pyspark_catalog_ext.errors import ConfigError
+from pyspark_catalog_ext.credentials.rules import hard_margin_s
+from pyspark_catalog_ext.errors import ConfigError, CredentialRefreshError
 from pyspark_catalog_ext.pyiceberg_ext import CredentialRefresher, refresh_policy
-from pyspark_catalog_ext.pyiceberg_ext.refresher import hard_margin_s
 from tests.fake_clock import FakeClock
 
 LIFETIME = 100.0
@@ -268,3 +268,101 @@ def test_an_empty_storage_credential_entry_is_ignored():
     entry = refresher.track(("db", "t"), {}, creds, location="s3://b/db/t", staged=False)
     assert entry.slot_for("s3://b/db/t/data/f.parquet")[1]["s3.access-key-id"] == "AK0"
     assert [s.prefix for s in entry._slots] == ["s3://b/db/t"]
+
+
+# ------------------------------------------------------------------ a catalog's credential cache
+EARLY = RefreshPolicy(check_interval_s=1, min_ahead_s=0, lifetime_fraction=0.6, initial_backoff_s=4, max_backoff_s=8)
+
+
+class CachingSource:
+    """Keys behind a credential cache as Polaris keeps one: the keys it minted come back until the
+    shorter of `cache_s` and half their lifetime (or, with `buffer_s`, until that long before their
+    expiry) has passed; then new ones."""
+
+    def __init__(self, clock: FakeClock, cache_s: float = 1e9, buffer_s: float | None = None) -> None:
+        self.clock, self.cache_s, self.buffer_s = clock, cache_s, buffer_s
+        self.calls, self.minted, self._keys, self._until = 0, 0, None, float("-inf")
+
+    def fetch(self, table):
+        self.calls += 1
+        now = self.clock.now()
+        if now >= self._until:
+            self.minted += 1
+            expires = dt.datetime.fromtimestamp(now + LIFETIME, dt.timezone.utc)
+            self._keys = StorageCredentials(f"AK-cache-{self.minted}", "secret", f"tok-{self.minted}", expires)
+            window = LIFETIME - self.buffer_s if self.buffer_s is not None else LIFETIME / 2
+            self._until = now + min(self.cache_s, window)
+        return self._keys
+
+
+def _tracked(clock: FakeClock, source: CachingSource, policy: RefreshPolicy = EARLY):
+    refresher = CredentialRefresher("lake", client=None, policy=policy, source=source, clock=clock.now, background=False)
+    entry = refresher.track(("db", "t"), source.fetch(None).to_config(), [], location="s3://b/db/t", staged=False)
+    entry.slot_for("s3://b/db/t/f")  # in use
+    return refresher, entry
+
+
+def test_the_same_keys_from_a_refresh_are_no_renewal_and_are_asked_for_again_after_the_cache_window():
+    clock = FakeClock()
+    source = CachingSource(clock)
+    refresher, entry = _tracked(clock, source)
+    clock.t += 40.5  # due: 59.5 s of 100 left (< 0.6 x 100); the catalog's cache entry lives until +50 s
+    assert refresher.scheduler.tick() == [] and source.calls == 2 and entry.generation == 1
+    row = refresher.status()[0]
+    assert row["cached_answers"] == 1 and row["refreshes_by_strategy"] == {} and row["failures"] == 0
+    assert 1050 < row["not_before_s"] <= 1053  # half-way from our fetch to the expiry, a little past it
+    for _ in range(9):  # every tick before then: nobody asks the catalog
+        clock.t += 1
+        assert refresher.scheduler.tick() == []
+    assert source.calls == 2
+    clock.t = row["not_before_s"]
+    assert refresher.scheduler.tick() == [entry.handle] and entry.generation == 2
+    _, keys, _ = entry.slot_for("s3://b/db/t/g")
+    assert keys["s3.access-key-id"] == "AK-cache-2" and refresher.status()[0]["refreshes_by_strategy"] == {
+        "user-source:CachingSource": 1}
+
+
+def test_a_reader_in_the_hard_margin_keeps_valid_keys_while_the_cache_holds_them_and_fails_once_they_expire():
+    clock = FakeClock()
+    source = CachingSource(clock, buffer_s=3)  # a cache that keeps keys until 3 s before they expire
+    refresher, entry = _tracked(clock, source)
+    clock.t += 91  # 9 s left: inside the 10 s hard margin
+    assert refresher.ensure_fresh(entry, entry.generation) is True and source.calls == 2 and entry.generation == 1
+    clock.t += 1  # within the policy's first backoff: the same keys still hold, nobody asks
+    assert refresher.ensure_fresh(entry, entry.generation) is False and source.calls == 2
+    clock.t += 4  # 4 s left: asked again, still cached; next in half of what is left
+    refresher.ensure_fresh(entry, entry.generation)
+    assert source.calls == 3 and entry.generation == 1
+    clock.t += 1.5
+    assert refresher.ensure_fresh(entry, entry.generation) is False and source.calls == 3
+    clock.t += 0.5  # 2 s left: past the cache's buffer, new keys
+    refresher.ensure_fresh(entry, entry.generation)
+    assert source.calls == 4 and entry.generation == 2
+
+    stuck = CachingSource(clock, buffer_s=-50)  # a cache that outlives its keys
+    refresher, entry = _tracked(clock, stuck)
+    clock.t += 101
+    with pytest.raises(CredentialRefreshError, match="with the same keys, which expired .* its credential cache outlives"):
+        refresher.ensure_fresh(entry, entry.generation)
+
+
+def test_keys_s3_rejected_and_the_catalog_hands_back_say_so_in_one_line():
+    from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection
+
+    clock = FakeClock()
+    source = CachingSource(clock)
+    refresher, entry = _tracked(clock, source)
+    clock.t += 10  # S3 rejects keys the catalog still caches
+    with pytest.raises(CredentialRefreshError) as err:
+        refresher.rejected(entry, entry.generation, Rejection("ExpiredToken", 400))
+    assert "answered the refresh with the same keys (its credential cache" in str(err.value) and "\n" not in str(err.value)
+    assert entry.generation == 1 and entry.reactive_refreshes == 0
+
+
+def test_a_table_handed_out_again_with_the_same_keys_keeps_its_schedule():
+    clock = FakeClock()
+    source = CachingSource(clock)
+    refresher, entry = _tracked(clock, source)
+    clock.t += 20
+    again = refresher.track(("db", "t"), source.fetch(None).to_config(), [], location="s3://b/db/t", staged=False)
+    assert again is entry and entry.generation == 1 and entry.fetched_at_s == 1000.0

@@ -199,3 +199,56 @@ def test_redact_masks_a_query_parameter_exactly_when_the_one_predicate_calls_it_
     text = redact(f"GET https://catalog.example.com/v1/t?{name}=VALUE123&after=1")
     assert ("VALUE123" not in text) == (is_secret_param(name) or name == "code"), text
     assert text.endswith("&after=1")
+
+
+# ---- forms found in review: JSON lists, PEM keys, ODBC passwords, userinfo without a colon or with a `/`
+PEM_BODY = "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7Zq9SECRETvalue77"
+SERVICE_ACCOUNT = ('{"type": "service_account", "project_id": "p", "private_key_id": "k1", "private_key": '
+                   f'"-----BEGIN PRIVATE KEY-----\\n{PEM_BODY[:40]}\\n{PEM_BODY[40:]}\\n-----END PRIVATE KEY-----\\n", '
+                   '"client_email": "sa@p.iam.gserviceaccount.com"}')
+
+
+@pytest.mark.parametrize("text", [
+    f'{{"uri": "https://s3/x", "headers": {{"X-Amz-Security-Token": ["{SECRET}"], "Host": ["s3"]}}}}',
+    f'{{"headers": {{"Authorization": ["AWS4-HMAC-SHA256 Credential=AKIA/x, SignedHeaders=host, Signature={SECRET}"]}}}}',
+    f'{{"x-amz-security-token": ["{SECRET}-1", "{SECRET}-2"]}}', f'{{\\"X-Amz-Security-Token\\": [\\"{SECRET}\\"]}}',
+    SERVICE_ACCOUNT, f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----",
+    f"cut short: -----BEGIN ENCRYPTED PRIVATE KEY----- {PEM_BODY}",
+    f"Driver=x;Server=db;UID=u;PWD={SECRET};", f"pwd={SECRET}&db=1", f"passwd: {SECRET}",
+    f"git clone https://{SECRET}@github.com/org/repo", f"https://user:pa/{SECRET}@host/path",
+])
+def test_secrets_in_lists_pem_keys_odbc_and_userinfo_are_redacted(text: str) -> None:
+    redacted = redact(text)
+    assert SECRET not in redacted and PEM_BODY[:40] not in redacted and PEM_BODY[40:] not in redacted, redacted
+    assert "***" in redacted
+
+
+@pytest.mark.parametrize("text", ['{"headers": {"Host": ["s3.example.com"], "X-Amz-Date": ["20260101T000000Z"]}}',
+                                  "http://127.0.0.1:8181/v1/ns/tables/a@b", "s3://bucket/key@x", "-----BEGIN CERTIFICATE-----",
+                                  "the working directory (pwd) is /tmp"])
+def test_lists_urls_and_certificates_without_secrets_are_kept(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_configured_secrets_outlive_any_number_of_refreshed_ones() -> None:
+    """A catalog's client secret is registered once, refreshed keys every few minutes: the secret
+    must stay masked in py4j's log however many keys came after it."""
+    import logging
+    import secrets as random
+
+    client_secret = "cs-" + random.token_hex(12)
+    logsafety.mask_conf_secrets({"spark.sql.catalog.lake.credential": f"client:{client_secret}"})
+    logsafety.MASK.add(f"refreshed-{i}-{random.token_hex(6)}" for i in range(logsafety._MAX_SECRETS + 10))
+    record = logging.LogRecord("py4j.clientserver", logging.DEBUG, __file__, 1, "Answer received: !ys%s", (client_secret,), None)
+    assert logsafety.MASK.filter(record) and client_secret not in record.getMessage()
+
+
+def test_past_its_bound_of_configured_secrets_the_log_mask_drops_every_record() -> None:
+    import logging
+
+    mask = logsafety.SecretMaskingFilter()
+    mask.pin(f"configured-{i:06d}" for i in range(logsafety._MAX_PINNED))
+    record = logging.LogRecord("py4j", logging.DEBUG, __file__, 1, "a configured-000000 b", (), None)
+    assert mask.filter(record) and record.getMessage() == "a *** b"
+    mask.pin(["one-more-configured-secret"])  # forgetting an older one could leak it: fail closed
+    assert not mask.filter(logging.LogRecord("py4j", logging.DEBUG, __file__, 1, "one-more-configured-secret", (), None))

@@ -11,6 +11,7 @@ import pytest
 
 from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
 from tests.conftest import run_cli
+from tests.servers.attacker import Attacker
 from tests.servers.base import BufferedProxy, Request, Response
 
 
@@ -26,6 +27,23 @@ class CopyBlindSigner(BufferedProxy):
         body = json.loads(resp.body) if resp.body.startswith(b"{") else None
         if isinstance(body, dict) and isinstance(body.get("config"), dict) and "s3.signer.uri" in body["config"]:
             body["config"]["s3.signer.uri"] = self.url
+            return resp.with_json(body)
+        return resp
+
+
+class SignerElsewhere(BufferedProxy):
+    """A catalog whose table answers name a signer on another origin (`config[key] = value`)."""
+
+    def __init__(self, upstream: str, key: str, value: str) -> None:
+        super().__init__(upstream)
+        self.key, self.value = key, value
+
+    def process(self, req: Request) -> Response:
+        resp = self.forward(req)
+        body = json.loads(resp.body) if resp.body.startswith(b"{") else None
+        if isinstance(body, dict) and isinstance(body.get("config"), dict) and "s3.signer.uri" in body["config"]:
+            body["config"]["s3.signer.uri"] = self.url
+            body["config"][self.key] = self.value
             return resp.with_json(body)
         return resp
 
@@ -63,3 +81,17 @@ def test_doctor_passes_the_embedded_signer(lakehouse, signer):
     check = probe["evidence"]["signed_request"]
     assert probe["status"] == "pass", probe
     assert (check["copy_sign_status"], check["delete_outside_sign_status"], check["outside_sign_status"]) == (403, 403, 403)
+
+
+@pytest.mark.parametrize("key", ["s3.signer.uri", "s3.signer.endpoint"])
+def test_doctor_sends_no_token_to_a_signer_on_another_origin(lakehouse, signer, key):
+    """A table answer's signer on another origin (an absolute `s3.signer.endpoint` is the whole URL to
+    Iceberg's HTTP client) gets nothing: the probe fails naming the setting and the origin."""
+    with Attacker() as attacker:
+        value = attacker.url if key == "s3.signer.uri" else attacker.url + "/v1/aws/s3/sign"
+        with SignerElsewhere(signer.url, key, value) as catalog:
+            probe = _doctor(catalog.url, lakehouse.info.warehouse, signer.clients[CLIENT_ID], lakehouse.info.secret_key)
+        assert attacker.received == []
+    assert probe["status"] == "fail", probe
+    assert f"refusing to send the catalog's credentials to {attacker.url} ({key})" in probe["summary"], probe["summary"]
+    assert "\n" not in probe["summary"]

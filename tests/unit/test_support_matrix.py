@@ -62,6 +62,8 @@ def test_every_emulated_profile_has_recordings_of_steps_and_doctor() -> None:
         assert entry_id == f"{entry['family']}-{entry['release']}" and entry["source"] == "emulator", entry_id
         steps = {k: v for k, v in entry.items() if k.startswith("step-")}
         assert set(steps) == {f"step-{n}" for n in "2345678"}, (entry_id, sorted(steps))
+        if entry.get("checked_against"):  # the recorded answers the emulator is compared with
+            assert (ROOT / entry["checked_against"]).is_file(), entry_id
         outcomes = [v["outcome"] for v in steps.values()]
         outcomes += [c["outcome"] for c in entry["doctor"]["capabilities"].values()]
         assert set(outcomes) <= set(OUTCOMES), (entry_id, outcomes)
@@ -161,3 +163,15 @@ def test_a_recordings_pyiceberg_cell_is_its_user_path_step_6() -> None:
     column = 3 + next(i for i, (title, _) in enumerate(COLUMNS) if title.startswith("PyIceberg"))
     rows = [line.split(" | ") for line in render_matrix(notes=README_NOTES).splitlines() if "nessie 0.99.0" in line]
     assert rows and rows[0][column] == "works", rows
+
+
+def test_a_row_checked_against_a_real_servers_recorded_answers_says_so(tmp_path: Path) -> None:
+    meta = {"family": "polaris", "release": "1.4.1", "profile": "polaris",
+            "checked_against": "tests/emulators/observed/polaris-1.4.1.json"}
+    check_emulated("polaris-1.4.1", "doctor", doctor_record(REPORT), meta, record=True, directory=tmp_path / "emulated")
+    row = next(line for line in render_matrix(tmp_path).splitlines() if line.startswith("| `polaris` |"))
+    assert ("| emulated polaris 1.4.1 (tests/emulators), checked against recorded real answers "
+            "(tests/emulators/observed/polaris-1.4.1.json) | emulator (1.4.1), checked against recorded real answers |") in row
+    docs = render_emulated_table(tmp_path / "emulated")
+    assert "| polaris 1.4.1 | emulator, checked against recorded real answers (`polaris-1.4.1`) | `polaris` |" in docs
+    assert any(e.get("checked_against") for e in load_emulated().values())  # the shipped matrix has such a row

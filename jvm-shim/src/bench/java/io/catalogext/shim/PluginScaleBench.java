@@ -1,13 +1,16 @@
 package io.catalogext.shim;
 
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.plugin.PluginMessages;
 import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.refresh.CredentialSnapshot;
-import io.catalogext.shim.refresh.RefreshPolicy;
+import io.catalogext.shim.refresh.DriverChannel;
+import io.catalogext.shim.refresh.ExecutorAsks;
+import io.catalogext.shim.refresh.PluginMessages;
+import io.catalogext.shim.refresh.PythonCredentialBridge;
 import io.catalogext.shim.refresh.TableContext;
 import io.catalogext.shim.refresh.TableEntry;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.util.DaemonThreads;
 import io.catalogext.shim.util.Json;
 
@@ -548,19 +551,19 @@ public final class PluginScaleBench {
 
   /** On the driver, after the asks: the asks the plugin served, and the catalog requests per renewal. */
   public static String driverStats() {
-    return "driver plugin served " + CatalogExtPlugin.Driver.SERVED.get() + " asks; "
+    return "driver plugin served " + ExecutorAsks.served() + " asks; "
         + renewals(CredentialRegistry.get(), sparkSource, sparkHandles, sparkSeededAt, System.currentTimeMillis());
   }
 
   /**
    * In an executor task (Spark SQL {@code reflect}): {@code threads} threads each ask the driver
    * {@code asks} times for random tables of {@code handlesCsv}, through the context the executor
-   * plugin kept, as DriverPluginSource does: at once after each answer ({@code intervalMs} 0), or
+   * plugin connected, as DriverPluginSource does: at once after each answer ({@code intervalMs} 0), or
    * each thread one ask every {@code intervalMs} (an offered load). Returns "startMs endMs asks
    * notFresh cpuNs executorId lat1,lat2,..." (this JVM's CPU time meanwhile; every ask's latency in ns).
    */
   public static String askDriver(String handlesCsv, int threads, int asks, long intervalMs) throws Exception {
-    org.apache.spark.api.plugin.PluginContext ctx = CatalogExtPlugin.executorContext();
+    DriverChannel ctx = CredentialRegistry.get().driverChannel();
     if (ctx == null) {
       throw new IllegalStateException("the catalog-ext plugin is not running in this executor (spark.plugins)");
     }

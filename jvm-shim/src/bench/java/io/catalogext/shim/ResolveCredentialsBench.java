@@ -1,7 +1,7 @@
 package io.catalogext.shim;
 
+import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.refresh.RefreshPolicy;
 import io.catalogext.shim.refresh.TableContext;
 import io.catalogext.shim.refresh.TableCredentialsProvider;
 import io.catalogext.shim.refresh.TableEntry;

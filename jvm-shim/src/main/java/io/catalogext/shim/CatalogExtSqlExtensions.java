@@ -1,8 +1,10 @@
 package io.catalogext.shim;
 
-import io.catalogext.shim.config.CatalogSession;
 import io.catalogext.shim.events.EventLog;
 import io.catalogext.shim.refresh.CredentialRegistry;
+import io.catalogext.shim.refresh.ExecutorAsks;
+import io.catalogext.shim.session.CatalogSession;
+import io.catalogext.shim.spark.PurgeStatements;
 import io.catalogext.shim.util.Json;
 
 import java.util.ArrayDeque;
@@ -19,6 +21,7 @@ import org.apache.spark.sql.catalyst.FunctionIdentifier;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.ExpressionInfo;
 import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.types.DataTypes;
 import scala.Tuple2;
 import scala.Tuple3;
@@ -54,7 +57,27 @@ public final class CatalogExtSqlExtensions extends AbstractFunction1<SparkSessio
     // both erase to Function1, so the same bytecode links on either.
     Tuple3 description = new Tuple3(new FunctionIdentifier(FUNCTION), info, new Builder());
     extensions.injectFunction(description);
+    extensions.injectCheckRule(new PurgeCheck());
     return BoxedUnit.UNIT;
+  }
+
+  /**
+   * A check rule: every analysed plan on its way to run, so a {@code DROP TABLE ... PURGE} is known
+   * to the shim's catalog when Spark drops the table ({@link PurgeStatements}). Checks nothing.
+   * The session argument is untouched (its class differs between Spark 3.5 and 4), hence raw types.
+   */
+  @SuppressWarnings("rawtypes")
+  static final class PurgeCheck extends AbstractFunction1 {
+    @Override
+    public Object apply(Object session) {
+      return new AbstractFunction1<LogicalPlan, BoxedUnit>() {
+        @Override
+        public BoxedUnit apply(LogicalPlan plan) {
+          PurgeStatements.observe(plan);
+          return BoxedUnit.UNIT;
+        }
+      };
+    }
   }
 
   /** The function builder: Spark hands it the call's arguments (a Scala Seq, typed as Object here). */
@@ -91,7 +114,7 @@ public final class CatalogExtSqlExtensions extends AbstractFunction1<SparkSessio
     ArrayNode commits = out.putArray("commits");
     outcomes.forEach(commits::add);
     out.put("lost_events", ring.path("lost").asLong());
-    out.set("plugin", Json.read(CredentialRegistry.get().pluginStats()));
+    out.set("plugin", Json.read(ExecutorAsks.stats()));
     return Json.write(out);
   }
 

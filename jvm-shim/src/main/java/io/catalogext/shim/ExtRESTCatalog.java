@@ -1,25 +1,22 @@
 package io.catalogext.shim;
 
-import io.catalogext.shim.config.CatalogSession;
 import io.catalogext.shim.events.EventLog;
 import io.catalogext.shim.http.CatalogClients;
 import io.catalogext.shim.http.ConfigCapture;
-import io.catalogext.shim.http.NoHiddenResends;
 import io.catalogext.shim.refresh.CredentialRegistry;
-import io.catalogext.shim.util.Json;
+import io.catalogext.shim.session.CatalogSession;
+import io.catalogext.shim.spark.PurgeStatements;
+import io.catalogext.shim.wire.RestJson;
 
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
-import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.catalog.SessionCatalog;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.BadRequestException;
-import org.apache.iceberg.rest.HTTPClient;
 import org.apache.iceberg.rest.RESTCatalog;
 import org.apache.iceberg.rest.RESTClient;
-import org.apache.iceberg.rest.RESTUtil;
 
 /**
  * Iceberg's REST catalog with an observing HTTP client (Spark: {@code catalog-impl}). It behaves
@@ -88,56 +85,34 @@ public class ExtRESTCatalog extends RESTCatalog {
   }
 
   /**
-   * Spark's {@code DROP TABLE ... PURGE} (Iceberg 1.10's {@code SparkCatalog.purgeTable}) drops the
-   * table without asking the catalog to purge, then deletes its files itself. A catalog that drops
-   * tables only with their data (S3 Tables: 400 without {@code purgeRequested=true}) refuses that
-   * drop, so no Spark statement could drop the table. The user asked for the data to go: only
-   * then, and only after that refusal, the drop is repeated with purge. A plain {@code DROP TABLE}
-   * keeps the refusal (its one-line translation names {@code DROP TABLE ... PURGE}).
+   * Spark's {@code DROP TABLE ... PURGE} (Iceberg 1.10/1.11's {@code SparkCatalog.purgeTable}) drops
+   * the table without asking the catalog to purge, then deletes its files itself. A catalog that
+   * drops tables only with their data (S3 Tables: 400 without {@code purgeRequested=true}) refuses
+   * that drop, so no Spark statement could drop the table. The user asked for the data to go: only
+   * then ({@link PurgeStatements}, from the statement itself), and only after that refusal, the drop
+   * is repeated with purge. A plain {@code DROP TABLE} keeps the refusal (its one-line translation
+   * names {@code DROP TABLE ... PURGE}).
    */
   @Override
   public boolean dropTable(TableIdentifier identifier, boolean purge) {
     try {
       return super.dropTable(identifier, purge);
     } catch (BadRequestException e) {
-      if (purge || !calledBySparkPurge()) {
+      CatalogSession current = session.get();
+      if (purge || current == null || !PurgeStatements.requested(current.name, identifier)) {
         throw e;
       }
       return super.dropTable(identifier, true);
     }
   }
 
-  /** Whether Spark's purgeTable is on this thread's stack (Spark passes no "purge" flag down). */
-  private static boolean calledBySparkPurge() {
-    return StackWalker.getInstance().walk(frames -> frames.limit(64).anyMatch(f ->
-        "purgeTable".equals(f.getMethodName())
-            && f.getClassName().startsWith("org.apache.iceberg.spark.SparkCatalog")));
-  }
-
   private static RESTClient newClient(Map<String, String> config, CatalogSession session) {
     if (session == null) {
       throw new IllegalStateException("ExtRESTCatalog built a client before initialize(name, properties); call initialize first");
     }
-    HTTPClient http =
-        HTTPClient.builder(config)
-            .uri(config.get(CatalogProperties.URI))
-            .withHeaders(RESTUtil.configHeaders(config))
-            // Capture idempotency-key-lifetime, configure commit retries.
-            .withObjectMapper(ConfigCapture.register(Json.restMapper(), session))
-            .build();
-    // POST/DELETE sent exactly once, no redirect followed: the commit guard sees every answer.
-    try {
-      NoHiddenResends.install(http);
-    } catch (RuntimeException e) {
-      try {
-        http.close();
-      } catch (java.io.IOException | RuntimeException closing) {
-        e.addSuppressed(closing);
-      }
-      throw e;
-    }
     session.guard.configure(config); // the merged config too: /v1/config may set catalog-ext.commit.*
     EventLog.configure(config); // catalog-ext.events.jsonl-path: the JVM's own JSON-lines event file
-    return CatalogClients.funnel(http, config.get(CatalogProperties.URI), session);
+    // Captures idempotency-key-lifetime and notes server-named URLs from /v1/config.
+    return CatalogClients.funnel(config, ConfigCapture.register(RestJson.restMapper(), session), session);
   }
 }

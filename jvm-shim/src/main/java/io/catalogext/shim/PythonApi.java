@@ -1,12 +1,16 @@
 package io.catalogext.shim;
 
+import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.events.EventLog;
-import io.catalogext.shim.plugin.CatalogReads;
 import io.catalogext.shim.refresh.CredentialRegistry;
-import io.catalogext.shim.refresh.RefreshPolicy;
+import io.catalogext.shim.refresh.ExecutorAsks;
+import io.catalogext.shim.refresh.PythonCredentialBridge;
+import io.catalogext.shim.session.CatalogSession;
+import io.catalogext.shim.spark.CatalogReads;
 import io.catalogext.shim.staging.StagedTables;
 import io.catalogext.shim.util.Json;
 
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.types.StructType;
 
@@ -34,7 +38,7 @@ public final class PythonApi {
 
   /** JSON {"served", "refused"}: executor requests the driver plugin answered or turned away. */
   public static String pluginStats() {
-    return CredentialRegistry.get().pluginStats();
+    return ExecutorAsks.stats();
   }
 
   /** Refreshes one entry unless it was refreshed since {@code seenGeneration}; true if it fetched. */
@@ -60,6 +64,24 @@ public final class PythonApi {
    */
   public static void setRefreshPolicy(String catalog, String propertiesJson) {
     CredentialRegistry.get().setRefreshPolicy(catalog, RefreshPolicy.fromProperties(Json.stringMap(Json.read(propertiesJson))));
+  }
+
+  // ---- commit guards (CommitGuard) ----
+
+  /** JSON {catalog: evidence} of every catalog's commit guard in this JVM (no secrets: counts and event lines). */
+  public static String commitEvidence() {
+    ObjectNode out = Json.object();
+    for (CatalogSession session : CredentialRegistry.get().sessions()) {
+      out.set(session.name, session.guard.evidence());
+    }
+    return Json.write(out);
+  }
+
+  /** Forgets the commit guards' evidence (tests). */
+  public static void resetCommitEvidence() {
+    for (CatalogSession session : CredentialRegistry.get().sessions()) {
+      session.guard.forgetEvidence();
+    }
   }
 
   // ---- events (EventLog) ----

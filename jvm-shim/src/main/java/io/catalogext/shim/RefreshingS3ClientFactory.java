@@ -6,16 +6,22 @@ import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.refresh.RejectionRetries;
 import io.catalogext.shim.refresh.TableCredentialsProvider;
 import io.catalogext.shim.refresh.TableEntry;
+import io.catalogext.shim.wire.TrustedOrigins;
 
+import java.net.URI;
 import java.util.Map;
 import org.apache.iceberg.aws.AwsClientProperties;
 import org.apache.iceberg.aws.HttpClientProperties;
 import org.apache.iceberg.aws.s3.S3FileIOAwsClientFactory;
 import org.apache.iceberg.aws.s3.S3FileIOProperties;
+import org.apache.iceberg.aws.s3.signer.S3V4RestSignerClient;
 import org.apache.iceberg.util.SerializableMap;
+import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration;
+import software.amazon.awssdk.core.client.config.SdkAdvancedClientOption;
 import software.amazon.awssdk.core.interceptor.ExecutionInterceptor;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.S3Client;
+import software.amazon.awssdk.services.s3.S3ClientBuilder;
 
 /**
  * The plug point ({@code s3.client-factory-impl}): S3FileIO asks this factory for every client,
@@ -23,6 +29,12 @@ import software.amazon.awssdk.services.s3.S3Client;
  * Iceberg would, but with credentials from the table's refreshing entry. Unlike
  * {@code client.credentials-provider}, this is honoured in Iceberg 1.10 even when the catalog
  * vends static keys, and its interface is unchanged in 1.11.
+ *
+ * <p>"As Iceberg would": Iceberg's default factories are package-private, so {@link #s3()} repeats
+ * their chain of Iceberg's public {@code apply*} steps; S3ClientChainParityTest reads both chains
+ * from the bytecode and fails when Iceberg's changes. From Iceberg 1.11 on a
+ * {@code client.credentials-provider} comes first in Iceberg's own chain, which would let the shim
+ * hand Iceberg's factory its provider instead (docs/jvm-dependencies.md).
  */
 public final class RefreshingS3ClientFactory implements S3FileIOAwsClientFactory {
   private static final long serialVersionUID = 1L;
@@ -57,6 +69,7 @@ public final class RefreshingS3ClientFactory implements S3FileIOAwsClientFactory
               }
             })
         .applyMutation(s3Props::applySignerConfiguration)
+        .applyMutation(this::checkRemoteSigner)
         .applyMutation(s3Props::applyS3AccessGrantsConfigurations)
         .applyMutation(s3Props::applyUserAgentConfigurations)
         .applyMutation(s3Props::applyRetryConfigurations)
@@ -99,6 +112,32 @@ public final class RefreshingS3ClientFactory implements S3FileIOAwsClientFactory
         .applyMutation(b -> b.forcePathStyle(s3Props.isPathStyleAccess()))
         .build();
     return tableProvider == null ? client : AsyncRejectionRetries.wrap(client, tableProvider);
+  }
+
+  /**
+   * The remote signer Iceberg just configured (from this FileIO's properties: the catalog's and the
+   * table config's) sends the catalog's token to its endpoint and its OAuth2 client secret to its
+   * token URL: both as the signer itself resolves them, each refused before anything is signed when
+   * its origin is not one the user configured for the catalog. The trust set comes sealed from the
+   * driver (written over any value an answer carries); a FileIO the shim's catalog did not hand out
+   * has only its own properties to go by.
+   */
+  @SuppressWarnings("deprecation") // SdkAdvancedClientOption.SIGNER: where Iceberg's applySignerConfiguration puts it
+  private void checkRemoteSigner(S3ClientBuilder builder) {
+    ClientOverrideConfiguration config = builder.overrideConfiguration();
+    Object signer = config == null ? null : config.advancedOption(SdkAdvancedClientOption.SIGNER).orElse(null);
+    if (!(signer instanceof S3V4RestSignerClient)) {
+      return;
+    }
+    String sealed = properties.get(ShimKeys.SEALED_TRUSTED_ORIGINS);
+    String catalog = properties.getOrDefault(ShimKeys.CATALOG_NAME, "(unnamed)");
+    TrustedOrigins trust = sealed != null
+        ? TrustedOrigins.fromSealed(catalog, sealed)
+        : TrustedOrigins.fromUserProperties(catalog, properties);
+    S3V4RestSignerClient remote = (S3V4RestSignerClient) signer;
+    trust.noteServerUrls("the table's FileIO properties", properties);
+    trust.check(URI.create(remote.endpoint()), "the S3 sign requests (the remote signer's endpoint)");
+    trust.check(URI.create(remote.oauth2ServerUri()), "the remote signer's OAuth2 token request");
   }
 
   /** Null when the table came from elsewhere (no handle): Iceberg's own credentials then apply. */

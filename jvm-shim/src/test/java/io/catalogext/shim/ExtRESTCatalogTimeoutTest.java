@@ -22,8 +22,13 @@ import org.junit.jupiter.api.Test;
 public class ExtRESTCatalogTimeoutTest {
   private final CountDownLatch release = new CountDownLatch(1);
 
-  /** Answers the config request; every other request stalls until the test ends. */
+  /**
+   * Answers the config request and loads of table "loaded"; every other request stalls until the
+   * test ends. The table's answer is built before the server starts: built on demand, under a loaded
+   * machine it took longer than the tests' 500 ms read timeout and failed the load they start with.
+   */
   private HttpServer stallingCatalog() throws Exception {
+    String loaded = LoopbackCatalog.loadedTable("file:/tmp/catalog-ext-stalled", "{}"); // the commit test commits to it
     return LoopbackCatalog.start(
         "test-stalling-catalog",
         exchange -> {
@@ -31,9 +36,7 @@ public class ExtRESTCatalogTimeoutTest {
           String answer =
               path.endsWith("/v1/config")
                   ? "{\"defaults\":{},\"overrides\":{}}"
-                  : "GET".equals(exchange.getRequestMethod()) && path.endsWith("/tables/loaded")
-                      ? LoopbackCatalog.loadedTable("file:/tmp/catalog-ext-stalled", "{}") // the commit test commits to it
-                      : null;
+                  : "GET".equals(exchange.getRequestMethod()) && path.endsWith("/tables/loaded") ? loaded : null;
           if (answer != null) {
             LoopbackCatalog.answer(exchange, 200, answer);
             return;

@@ -23,9 +23,9 @@ final class CommitDecision {
   /** What is being sent. */
   enum Kind {
     /** A table commit or transaction that adds snapshots or creates a table (has a fingerprint). */
-    SNAPSHOT_COMMIT,
+    SNAPSHOT,
     /** A table commit that adds nothing recognisable: schema/property change, expire-snapshots. */
-    PLAIN_COMMIT,
+    PLAIN,
     /** stage-create: no server state, always safe to repeat. */
     STAGE,
     /** Anything else: create, drop, rename, register, namespaces. */
@@ -34,7 +34,7 @@ final class CommitDecision {
 
   /** The last attempt's answer. */
   enum Answer {
-    NOT_SENT, // connection refused / unknown host: never reached the server
+    REFUSED, // connection refused / unknown host: never reached the server
     LOST, // timeout or broken connection after sending: may have been applied
     THROTTLED, // 429: refused before processing (Iceberg itself repeats POSTs on 429)
     UNAVAILABLE, // 503: Iceberg maps it to "commit state unknown" (a gateway may have forwarded it)
@@ -50,7 +50,7 @@ final class CommitDecision {
     NOT_FOUND, // 404: the table may have been dropped, or a gateway lost the route
     AUTH_TIMEOUT, // 419
     CLIENT_ERROR, // any other 4xx
-    // 301/302/303/307/308, never followed (NoHiddenResends). Usually "not processed here", but a
+    // 301/302/303/307/308, never followed (the catalog's transport). Usually "not processed here", but a
     // gateway may have forwarded the request first: decided as a 400 is, never repeated.
     REDIRECT;
 
@@ -99,7 +99,7 @@ final class CommitDecision {
     }
 
     boolean retryable() {
-      return this == NOT_SENT || this == LOST || this == THROTTLED || this == UNAVAILABLE || this == GATEWAY;
+      return this == REFUSED || this == LOST || this == THROTTLED || this == UNAVAILABLE || this == GATEWAY;
     }
   }
 
@@ -156,7 +156,7 @@ final class CommitDecision {
   /** Whether an attempt with this answer may have reached the server (and been applied). */
   static boolean mayHaveReached(Kind kind, Answer answer) {
     switch (answer) {
-      case NOT_SENT:
+      case REFUSED:
       case THROTTLED:
       case UNAUTHORIZED:
       case FORBIDDEN:
@@ -166,7 +166,7 @@ final class CommitDecision {
         return false;
       case UNAVAILABLE:
         // On commits Iceberg reads 503 as "state unknown"; other mutations keep the usual meaning.
-        return kind == Kind.SNAPSHOT_COMMIT || kind == Kind.PLAIN_COMMIT;
+        return kind == Kind.SNAPSHOT || kind == Kind.PLAIN;
       default:
         return true;
     }
@@ -174,7 +174,7 @@ final class CommitDecision {
 
   /** Whether the guard must load the table before {@link #decide} (only snapshot commits can). */
   static boolean needsReconciliation(Facts f) {
-    if (f.kind != Kind.SNAPSHOT_COMMIT || !f.mayHaveReached()) {
+    if (f.kind != Kind.SNAPSHOT || !f.mayHaveReached()) {
       return false;
     }
     if (!f.answer.retryable()) {
@@ -187,9 +187,9 @@ final class CommitDecision {
 
   static Outcome decide(Facts f) {
     switch (f.kind) {
-      case SNAPSHOT_COMMIT:
+      case SNAPSHOT:
         return snapshotCommit(f);
-      case PLAIN_COMMIT:
+      case PLAIN:
         return plainCommit(f);
       default:
         return mutation(f);

@@ -4,6 +4,13 @@ package io.catalogext.shim.config;
 public final class ShimKeys {
   private ShimKeys() {}
 
+  /**
+   * What users set as a Spark catalog's {@code catalog-impl} to run it on the shim: the name of the
+   * shim's catalog class, for the code below it that must recognise such a catalog by its
+   * configuration (ShimKeysTest checks it is that class's name).
+   */
+  public static final String CATALOG_IMPL = "io.catalogext.shim.ExtRESTCatalog";
+
   public static final String PREFIX = "catalog-ext.";
   /** Opaque id of a table's credential entry in the driver's registry. */
   public static final String TABLE_HANDLE = PREFIX + "table-handle";
@@ -29,6 +36,15 @@ public final class ShimKeys {
   public static final String CAPTURED_REFRESH_TOKEN = PREFIX + "captured-storage-refresh-token";
   /** A table answer's {@code remote-signing-config} (Iceberg 1.12), as JSON, until translated. */
   public static final String CAPTURED_SIGNING_CONFIG = PREFIX + "captured-remote-signing-config";
+
+  /**
+   * The catalog's trusted origins as the driver read them from the user's configuration
+   * (wire.TrustedOrigins#sealed), handed to the table's S3 clients in every JVM, which check the
+   * remote signer against them. Written over whatever value an answer carries.
+   */
+  public static final String SEALED_TRUSTED_ORIGINS = PREFIX + "sealed-trusted-origins";
+  /** The Spark catalog's name, beside the sealed origins, for the S3 clients' messages. */
+  public static final String CATALOG_NAME = PREFIX + "catalog-name";
 
   /** When the driver fetched the credentials it forwards, so executors schedule like the driver. */
   public static final String FETCHED_AT_MS = PREFIX + "fetched-at-ms";

@@ -1,6 +1,5 @@
 package io.catalogext.shim.events;
 
-import io.catalogext.shim.http.CommitEvents;
 import io.catalogext.shim.util.Json;
 
 import java.io.IOException;
@@ -20,8 +19,8 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ArrayNode;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
- * The JVM's structured events (stage-create and commit from {@link CommitEvents}; other
- * parts call {@link #emit}). Two bounded destinations, neither of which ever blocks the caller:
+ * The JVM's structured events (stage-create and commit from the catalog's HTTP client; refreshes,
+ * rejections and clocks from the refresh: every part calls {@link #emit}). Two bounded destinations, neither of which ever blocks the caller:
  *
  * <ul>
  *   <li>a ring of the last {@value #RING} events that Python drains ({@link #drainAfter}) into its

@@ -1,8 +1,5 @@
 package io.catalogext.shim.events;
 
-import io.catalogext.shim.CatalogExtPlugin;
-import io.catalogext.shim.refresh.CredentialRegistry;
-
 import com.codahale.metrics.Counter;
 import com.codahale.metrics.Gauge;
 import com.codahale.metrics.Metric;
@@ -17,14 +14,14 @@ import java.util.function.LongSupplier;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
- * This JVM's numbers for Spark's metrics system: {@link CatalogExtPlugin} adds them to its plugin
+ * This JVM's numbers for Spark's metrics system: the shim's Spark plugin adds them to its plugin
  * registry, which Spark publishes as {@code plugin.io.catalogext.shim.CatalogExtPlugin.<name>} in
  * every configured sink (JMX, PrometheusServlet, ...). A fixed set of names, created up front:
  * strategies and outcomes come from known sets (anything else counts as "other"), never one metric
  * per table. Counting never throws and never blocks.
  */
 public final class ShimMetrics {
-  /** Refresh strategies (CatalogRefresher.Strategy labels, "-" as "_"), plus the fallbacks. */
+  /** Refresh strategies (the refresh's strategy labels, "-" as "_"), plus the fallbacks. */
   static final List<String> STRATEGIES =
       List.of(
           "storage_refresh_token", "refresh_endpoint", "re_stage", "credentials_endpoint", "reload",
@@ -43,8 +40,7 @@ public final class ShimMetrics {
   static final String OBSERVED_LIFETIME = "credentials.observed_lifetime_ms";
 
   // Process-wide: Spark builds CatalogExtPlugin by class name; its one metric registry per JVM gets these.
-  private static final ShimMetrics INSTANCE =
-      new ShimMetrics(System::currentTimeMillis, () -> CredentialRegistry.get().earliestExpiryMs());
+  private static final ShimMetrics INSTANCE = new ShimMetrics(System::currentTimeMillis);
 
   private final Map<String, Metric> metrics = new LinkedHashMap<>();
   private final Counter asksServed = new Counter();
@@ -55,12 +51,11 @@ public final class ShimMetrics {
   private final Timer rejectedRetryWait = new Timer();
   private volatile long statedLifetimeMs = -1;
   private volatile long observedLifetimeMs = -1;
+  /** Epoch ms of the earliest unexpired credential expiry, or Long.MAX_VALUE: the credential registry's. */
+  private volatile LongSupplier earliestExpiryMs = () -> Long.MAX_VALUE;
 
-  /**
-   * @param clockMs now, in epoch milliseconds
-   * @param earliestExpiryMs epoch ms of the earliest unexpired credential expiry, or Long.MAX_VALUE
-   */
-  ShimMetrics(LongSupplier clockMs, LongSupplier earliestExpiryMs) {
+  /** @param clockMs now, in epoch milliseconds */
+  ShimMetrics(LongSupplier clockMs) {
     for (String strategy : STRATEGIES) {
       for (String outcome : REFRESH_OUTCOMES) {
         metrics.put(refreshName(strategy, outcome), new Counter());
@@ -73,7 +68,7 @@ public final class ShimMetrics {
     // expired: an idle table is only renewed on its next use, and must not pin this at 0).
     Gauge<Double> expiry =
         () -> {
-          long at = earliestExpiryMs.getAsLong();
+          long at = this.earliestExpiryMs.getAsLong();
           return at == Long.MAX_VALUE ? -1.0 : Math.max(0, at - clockMs.getAsLong()) / 1000.0;
         };
     metrics.put(EXPIRY_GAUGE, expiry);
@@ -89,6 +84,11 @@ public final class ShimMetrics {
 
   public static ShimMetrics get() {
     return INSTANCE;
+  }
+
+  /** Where the expiry gauge reads the earliest tracked expiry (epoch ms, Long.MAX_VALUE when none). */
+  public void watchExpiry(LongSupplier earliestExpiryMs) {
+    this.earliestExpiryMs = earliestExpiryMs;
   }
 
   static String refreshName(String strategy, String outcome) {

@@ -23,10 +23,7 @@ import org.apache.iceberg.rest.responses.ErrorResponse;
  * {@link BaseHTTPClient} turns each {@code RESTClient} overload (those of 1.10, 1.11's
  * header-reading GET, whatever a later release adds there) into one {@link HTTPRequest} and one
  * {@code execute}; the funnel runs that request through its {@link Interceptor}s, outermost first,
- * and the innermost step sends it with Iceberg's {@code HTTPClient} ({@code delegate}).
- *
- * <p>Only the public {@code RESTClient} calls of the delegate are used (its {@code execute} is
- * protected), so the last step maps the request back onto the one call that sends it.
+ * and the innermost step sends it with the {@link CatalogTransport} ({@code delegate}).
  */
 public final class CatalogHttpFunnel extends BaseHTTPClient {
   /** One step around every request: answers with {@link Exchange#proceed} or on its own. */
@@ -34,16 +31,16 @@ public final class CatalogHttpFunnel extends BaseHTTPClient {
     <T extends RESTResponse> T intercept(Exchange<T> exchange);
   }
 
-  private final RESTClient delegate;
+  private final CatalogTransport delegate;
   private final URI baseUri;
   private final List<Interceptor> interceptors;
 
   /** {@code interceptors} outermost first; {@code baseUri} is the catalog's {@code uri}. */
-  public CatalogHttpFunnel(RESTClient delegate, String baseUri, List<Interceptor> interceptors) {
+  public CatalogHttpFunnel(CatalogTransport delegate, String baseUri, List<Interceptor> interceptors) {
     this(delegate, baseUri == null ? null : URI.create(baseUri), List.copyOf(interceptors));
   }
 
-  private CatalogHttpFunnel(RESTClient delegate, URI baseUri, List<Interceptor> interceptors) {
+  private CatalogHttpFunnel(CatalogTransport delegate, URI baseUri, List<Interceptor> interceptors) {
     this.delegate = delegate;
     this.baseUri = baseUri;
     this.interceptors = interceptors;
@@ -92,40 +89,16 @@ public final class CatalogHttpFunnel extends BaseHTTPClient {
     delegate.close();
   }
 
-  /** The innermost step: the one public call of Iceberg's client that sends this request. */
+  /**
+   * The innermost step: the transport authenticates the request as it now stands and sends it.
+   * A GET's response headers are not handed back (Iceberg 1.11 reads an ETag from them to send
+   * later): without one every load is a full load, which fresh credentials need anyway (a 304
+   * would keep the old, possibly expired ones).
+   */
   private <T extends RESTResponse> T send(Exchange<T> ex) {
-    HTTPRequest req = ex.request;
-    Map<String, String> headers = ex.headers();
-    switch (req.method()) {
-      case HEAD:
-        delegate.head(req.path(), headers, ex.errorHandler);
-        return null;
-      case DELETE:
-        return delegate.delete(req.path(), req.queryParameters(), ex.responseType, headers, ex.errorHandler);
-      case GET:
-        if (ex.parserContext != null) {
-          return delegate.get(
-              req.path(), req.queryParameters(), ex.responseType, headers, ex.errorHandler, ex.parserContext);
-        }
-        // Response headers are not handed back (Iceberg 1.11 reads an ETag from them to send later):
-        // without one every load is a full load, which fresh credentials need anyway (a 304 would
-        // keep the old, possibly expired ones).
-        return delegate.get(req.path(), req.queryParameters(), ex.responseType, headers, ex.errorHandler);
-      case POST:
-        if (req.body() instanceof Map) {
-          @SuppressWarnings("unchecked")
-          Map<String, String> form = (Map<String, String>) req.body();
-          return delegate.postForm(req.path(), form, ex.responseType, headers, ex.errorHandler);
-        }
-        RESTRequest body = (RESTRequest) req.body();
-        if (ex.parserContext != null) {
-          return delegate.post(req.path(), body, ex.responseType, headers, ex.errorHandler, ex.responseHeaders,
-              ex.parserContext);
-        }
-        return delegate.post(req.path(), body, ex.responseType, headers, ex.errorHandler, ex.responseHeaders);
-      default:
-        throw new IllegalStateException("unknown HTTP method " + req.method()); // a bug: BaseHTTPClient has four
-    }
+    Consumer<Map<String, String>> headers = ex.request.method() == HTTPMethod.GET ? h -> { } : ex.responseHeaders;
+    return delegate.execute(delegate.authenticated(ex.request), ex.responseType, ex.errorHandler, headers,
+        ex.parserContext != null ? ex.parserContext : ParserContext.builder().build());
   }
 
   /** One request on its way through the interceptors. */
@@ -196,7 +169,7 @@ public final class CatalogHttpFunnel extends BaseHTTPClient {
       return errorHandler;
     }
 
-    /** Iceberg's client without any interceptor: for reconciliation reads and the refresh. */
+    /** The transport without any interceptor: for reconciliation reads and the refresh. */
     public RESTClient undecorated() {
       return funnel.delegate;
     }

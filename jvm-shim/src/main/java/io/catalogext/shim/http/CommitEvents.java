@@ -1,9 +1,9 @@
 package io.catalogext.shim.http;
 
-import io.catalogext.shim.commit.CommitGuard;
-import io.catalogext.shim.config.CatalogSession;
 import io.catalogext.shim.events.EventLog;
 import io.catalogext.shim.events.ShimMetrics;
+import io.catalogext.shim.session.CatalogSession;
+import io.catalogext.shim.wire.TablePath;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -29,7 +29,7 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
  * metrics system and emits {@code stage_create.started/finished}
  * and {@code commit.started/finished} to {@link EventLog} around every stage-create and commit
  * request, whatever Spark code sent it (SQL CTAS, DataFrame writes, procedures, the staging
- * helpers). "finished" carries the outcome as the caller sees it after {@link CommitGuard}'s
+ * helpers). "finished" carries the outcome as the caller sees it after the commit guard's
  * retries and reconciliation: staged, committed, rejected (the catalog refused it), unknown (it may
  * have landed) or failed.
  */

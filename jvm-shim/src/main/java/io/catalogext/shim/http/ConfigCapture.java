@@ -1,8 +1,7 @@
 package io.catalogext.shim.http;
 
-import io.catalogext.shim.commit.CommitGuard;
-import io.catalogext.shim.config.CatalogSession;
-import io.catalogext.shim.refresh.CatalogRefresher;
+import io.catalogext.shim.session.CatalogSession;
+import io.catalogext.shim.util.Json;
 
 import java.io.IOException;
 import java.time.Duration;
@@ -21,22 +20,17 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 /**
  * Iceberg 1.10's {@code ConfigResponseParser} drops the top-level {@code idempotency-key-lifetime}
  * of {@code GET /v1/config} (the field arrived with the spec change released in 1.11). This
- * deserializer reads it first and hands it to the catalog's {@link CommitGuard}, which only sends
+ * deserializer reads it first and hands it to the catalog's commit guard, which only sends
  * {@code Idempotency-Key} headers to servers that advertise it.
  *
- * <p>It also drops server-given URLs on another origin than the user's catalog URI: Iceberg merges
- * {@code /v1/config} into the catalog properties and builds the catalog's client from {@code uri},
- * fetches tokens (with the client credentials) at {@code oauth2-server-uri} and signs S3 requests
- * (with the catalog's token) at {@code s3.signer.uri}, so such an override would send our
- * credentials and {@code header.*} values to whatever host the server names. Not followed, as in
- * the Python client; the user's own values (and a signer URI the user configured) are kept.
- * Everything else is parsed by Iceberg unchanged.
+ * <p>It also notes where {@code defaults} or {@code overrides} name URLs on origins the user did not
+ * configure: Iceberg merges them into the catalog properties, and a request that would follow one
+ * (the catalog's {@code uri}, an OAuth2 token URL, ...) is refused where it is sent, by the
+ * {@link CatalogTransport}; the note lets that refusal say which key named it. Everything else is
+ * parsed by Iceberg unchanged.
  */
 public final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
   static final String LIFETIME_FIELD = "idempotency-key-lifetime";
-
-  /** Server-given properties whose URL receives the catalog's credentials. */
-  static final String[] CREDENTIAL_URLS = {"uri", "oauth2-server-uri", "s3.signer.uri"};
 
   private final CatalogSession session;
 
@@ -52,21 +46,12 @@ public final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
     return mapper;
   }
 
-  /** Removes the credential-receiving URLs on another origin from {@code overrides}/{@code defaults}. */
-  private void dropForeignUrls(JsonNode node) {
+  /** Notes the URLs {@code overrides}/{@code defaults} name on other origins than the user's. */
+  private void noteServerUrls(JsonNode node) {
     for (String section : new String[] {"overrides", "defaults"}) {
       JsonNode props = node == null ? null : node.get(section);
-      if (!(props instanceof ObjectNode)) {
-        continue;
-      }
-      for (String key : CREDENTIAL_URLS) {
-        JsonNode value = props.get(key);
-        if (value != null && value.isTextual()
-            && !Origins.allowed(value.asText(), session.uri, session.userSignerUri)) {
-          ((ObjectNode) props).remove(key);
-          session.guard.note("/v1/config " + section + " " + key + " names another origin than the catalog's"
-              + " uri: not followed (our credentials stay with the catalog)");
-        }
+      if (props instanceof ObjectNode) {
+        session.trust.noteServerUrls("/v1/config " + section, Json.stringMap(props));
       }
     }
   }
@@ -74,7 +59,7 @@ public final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
   @Override
   public ConfigResponse deserialize(JsonParser parser, DeserializationContext ctx) throws IOException {
     JsonNode node = parser.getCodec().readTree(parser);
-    dropForeignUrls(node);
+    noteServerUrls(node);
     JsonNode lifetime = node == null ? null : node.get(LIFETIME_FIELD);
     if (lifetime == null || lifetime.isNull()) {
       // Tolerate servers that put it among the properties.
@@ -98,7 +83,7 @@ public final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
     ConfigResponse parsed = ConfigResponseParser.fromJson(node);
     // REST spec `endpoints`: a server that lists its endpoints without GET .../credentials has none.
     if (node != null && node.has("endpoints") && !parsed.endpoints().contains(Endpoint.V1_TABLE_CREDENTIALS)) {
-      session.unsupported.add(CatalogRefresher.Strategy.CREDENTIALS_ENDPOINT);
+      session.unsupported.add(Endpoint.V1_TABLE_CREDENTIALS);
     }
     return parsed;
   }

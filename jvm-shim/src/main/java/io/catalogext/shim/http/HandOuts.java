@@ -1,11 +1,14 @@
 package io.catalogext.shim.http;
 
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.refresh.CredentialRegistry;
-import io.catalogext.shim.refresh.RefreshPolicy;
 import io.catalogext.shim.refresh.TableContext;
-import io.catalogext.shim.util.Json;
+import io.catalogext.shim.session.CatalogSession;
+import io.catalogext.shim.wire.FieldIdRenumbering;
+import io.catalogext.shim.wire.RemoteSigning;
+import io.catalogext.shim.wire.RestJson;
+import io.catalogext.shim.wire.TablePath;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -63,14 +66,11 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
       return response;
     }
     // Iceberg 1.12's remote-signing-config, as the s3.signer.* properties Iceberg 1.10 reads.
-    LoadTableResponse loaded = RemoteSigning.translate((LoadTableResponse) response, tablePath, body);
-    String signer = loaded.config().getOrDefault(RemoteSigning.SIGNER_URI, loaded.config().get(RemoteSigning.NEW_SIGNER_URI));
-    if (signer != null && !Origins.allowed(signer, session.uri, session.userSignerUri)) {
-      // Iceberg's signer client would send the catalog's token (or exchange its client credentials) there.
-      throw new IllegalStateException("the catalog's answer for " + tablePath.displayName() + " names a remote signer on"
-          + " another origin (" + NoHiddenResends.shown(signer) + ") than the catalog's uri: catalog-ext does not send"
-          + " the catalog's credentials there; if that signer is yours, set s3.signer.uri to it in the catalog properties");
-    }
+    LoadTableResponse translated = RemoteSigning.translate((LoadTableResponse) response, tablePath, body);
+    // Where the answer names URLs on origins the user did not configure: for the one-line refusal,
+    // should anything try to send credentials there (the transport and the S3 clients check).
+    session.trust.noteServerUrls("a table answer's config", translated.config());
+    LoadTableResponse loaded = sealed(translated);
     session.observedTableOperation(delegate, tablePath.root);
     if (body instanceof UpdateTableRequest) {
       // A commit: once a create commit lands, the table is no longer staged.
@@ -151,6 +151,21 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
         .build();
   }
 
+  /**
+   * The answer with the catalog's trusted origins in its config, over any value the answer carries:
+   * the table's S3 clients, in any JVM, check its remote signer against them.
+   */
+  private LoadTableResponse sealed(LoadTableResponse loaded) {
+    Map<String, String> config = new HashMap<>(loaded.config());
+    config.put(ShimKeys.SEALED_TRUSTED_ORIGINS, session.trust.sealed());
+    config.put(ShimKeys.CATALOG_NAME, session.name);
+    return LoadTableResponse.builder()
+        .withTableMetadata(loaded.tableMetadata())
+        .addAllConfig(config)
+        .addAllCredentials(loaded.credentials())
+        .build();
+  }
+
   /** The stage-create body again, pinned to the location the catalog chose, for re-staging. */
   private static String stageRequestJson(CreateTableRequest create, String location) {
     CreateTableRequest pinned =
@@ -164,7 +179,7 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
             .setProperties(create.properties())
             .build();
     try {
-      return Json.restMapper().writeValueAsString(pinned);
+      return RestJson.icebergs().writeValueAsString(pinned);
     } catch (Exception e) {
       return null;
     }

@@ -1,9 +1,11 @@
 package io.catalogext.shim.refresh;
 
-import io.catalogext.shim.config.CatalogSession;
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.http.TablePath;
-import io.catalogext.shim.util.Json;
+import io.catalogext.shim.session.CatalogSession;
+import io.catalogext.shim.util.OneLine;
+import io.catalogext.shim.wire.Origin;
+import io.catalogext.shim.wire.RestJson;
+import io.catalogext.shim.wire.TablePath;
 
 import java.net.URI;
 import java.util.ArrayList;
@@ -12,6 +14,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.iceberg.exceptions.BadRequestException;
 import org.apache.iceberg.exceptions.NoSuchTableException;
+import org.apache.iceberg.rest.Endpoint;
 import org.apache.iceberg.rest.ErrorHandler;
 import org.apache.iceberg.rest.ErrorHandlers;
 import org.apache.iceberg.rest.RESTClient;
@@ -27,50 +30,30 @@ import org.apache.iceberg.rest.responses.LoadTableResponse;
  * tried in order, a failing one falls through to the next, and the result names what was used.
  */
 public final class CatalogRefresher {
-  /** The catalog strategies, in the documented order; {@link #label} is what status and logs show. */
-  public enum Strategy {
-    REFRESH_TOKEN("storage-refresh-token"),
-    REFRESH_ENDPOINT("refresh-endpoint"),
-    RESTAGE("re-stage"),
-    CREDENTIALS_ENDPOINT("credentials-endpoint"),
-    RELOAD("reload");
-
-    final String label;
-
-    Strategy(String label) {
-      this.label = label;
-    }
-
-    @Override
-    public String toString() {
-      return label;
-    }
-  }
-
   private CatalogRefresher() {}
 
   /** Runs the applicable strategies for {@code entry} of catalog {@code session}. */
-  static RefreshResult fetch(CatalogSession session, TableEntry entry) {
+  static RefreshResult fetch(CatalogSession session, RefreshSubject entry) {
     RESTClient client = session.refreshClient();
     String root = session.pathRoot();
     if (client == null || root == null) {
       throw new IllegalStateException("catalog " + session.name + " has handed out no table yet");
     }
-    TableContext c = entry.context;
+    TableContext c = entry.context();
     String tables = TablePath.tables(root, c.namespace);
     String table = TablePath.table(root, c.namespace, c.table);
     List<String> failures = new ArrayList<>();
-    for (Strategy strategy : plan(session, entry)) {
+    for (RefreshStrategy strategy : plan(session, entry)) {
       try {
         RefreshResult result = run(strategy, client, session, entry, tables, table);
         String name =
             failures.isEmpty() ? strategy.label : strategy.label + " (after " + String.join("; ", failures) + ")";
         return new RefreshResult(result.configByPrefix, result.refreshTokens, name);
       } catch (RuntimeException e) {
-        if (strategy == Strategy.CREDENTIALS_ENDPOINT && isMissingEndpoint(e)) {
-          session.unsupported.add(strategy); // the catalog has no such endpoint: not asked for an hour
+        if (strategy == RefreshStrategy.CREDENTIALS_ENDPOINT && isMissingEndpoint(e)) {
+          session.unsupported.add(Endpoint.V1_TABLE_CREDENTIALS); // the catalog has none: not asked for an hour
         }
-        failures.add(strategy.label + " failed: " + oneLine(e));
+        failures.add(strategy.label + " failed: " + OneLine.of(e));
       }
     }
     if (failures.isEmpty()) {
@@ -82,54 +65,54 @@ public final class CatalogRefresher {
   }
 
   /** The applicable strategies, in the documented order. */
-  static List<Strategy> plan(CatalogSession session, TableEntry entry) {
-    TableContext c = entry.context;
-    List<Strategy> plan = new ArrayList<>();
+  static List<RefreshStrategy> plan(CatalogSession session, RefreshSubject entry) {
+    TableContext c = entry.context();
+    List<RefreshStrategy> plan = new ArrayList<>();
     if (!entry.refreshTokens().isEmpty()) {
-      plan.add(Strategy.REFRESH_TOKEN);
+      plan.add(RefreshStrategy.REFRESH_TOKEN);
     }
     if (c.refreshEndpoint != null) {
-      plan.add(Strategy.REFRESH_ENDPOINT);
+      plan.add(RefreshStrategy.REFRESH_ENDPOINT);
     }
     if (c.staged && c.stageCreateRequestJson != null) {
-      plan.add(Strategy.RESTAGE);
+      plan.add(RefreshStrategy.RESTAGE);
     }
     if (!c.staged) {
-      if (!session.unsupported.contains(Strategy.CREDENTIALS_ENDPOINT)) {
-        plan.add(Strategy.CREDENTIALS_ENDPOINT);
+      if (!session.unsupported.contains(Endpoint.V1_TABLE_CREDENTIALS)) {
+        plan.add(RefreshStrategy.CREDENTIALS_ENDPOINT);
       }
-      plan.add(Strategy.RELOAD);
+      plan.add(RefreshStrategy.RELOAD);
     }
     return plan;
   }
 
   private static RefreshResult run(
-      Strategy strategy,
+      RefreshStrategy strategy,
       RESTClient client,
       CatalogSession session,
-      TableEntry entry,
+      RefreshSubject entry,
       String tables,
       String table) {
     switch (strategy) {
       case REFRESH_TOKEN:
-        String token = tokenFor(entry.refreshTokens(), entry.context.location);
+        String token = tokenFor(entry.refreshTokens(), entry.context().location);
         return fromCredentials(
             client.get(table + "/credentials", Map.of("storageRefreshToken", token), LoadCredentialsResponse.class,
                 Map.of(), ErrorHandlers.tableErrorHandler()),
             strategy.label);
       case REFRESH_ENDPOINT:
         return fromCredentials(
-            client.get(endpointPath(session, entry.context.refreshEndpoint), Map.of(), LoadCredentialsResponse.class,
+            client.get(endpointPath(session, entry.context().refreshEndpoint), Map.of(), LoadCredentialsResponse.class,
                 Map.of(), ErrorHandlers.defaultErrorHandler()),
             strategy.label);
       case RESTAGE:
         LoadTableResponse staged =
-            client.post(tables, restageRequest(entry.context), LoadTableResponse.class, Map.of(),
+            client.post(tables, restageRequest(entry.context()), LoadTableResponse.class, Map.of(),
                 ErrorHandlers.tableErrorHandler());
         String location = staged.tableMetadata().location();
-        if (entry.context.location != null && location != null
-            && !strip(location).equals(strip(entry.context.location))) {
-          throw new IllegalStateException("re-staging moved the table from " + entry.context.location + " to "
+        if (entry.context().location != null && location != null
+            && !strip(location).equals(strip(entry.context().location))) {
+          throw new IllegalStateException("re-staging moved the table from " + entry.context().location + " to "
               + location + "; the catalog does not keep staged locations");
         }
         return fromTable(staged, strategy.label);
@@ -149,7 +132,7 @@ public final class CatalogRefresher {
 
   private static CreateTableRequest restageRequest(TableContext c) {
     try {
-      return Json.restMapper().readValue(c.stageCreateRequestJson, CreateTableRequest.class);
+      return RestJson.icebergs().readValue(c.stageCreateRequestJson, CreateTableRequest.class);
     } catch (Exception e) {
       throw new IllegalStateException("the recorded stage-create request cannot be read back", e);
     }
@@ -160,15 +143,10 @@ public final class CatalogRefresher {
    * origin (our auth headers must never go to another host).
    */
   static String endpointPath(CatalogSession session, String endpoint) {
-    if (!endpoint.startsWith("http://") && !endpoint.startsWith("https://")) {
+    if (!Origin.isAbsolute(endpoint)) {
       return endpoint.replaceAll("^/+", "");
     }
-    URI target = URI.create(endpoint);
-    URI base = URI.create(session.uri);
-    if (!(target.getScheme().equals(base.getScheme()) && String.valueOf(target.getHost()).equals(base.getHost())
-        && target.getPort() == base.getPort())) {
-      throw new IllegalStateException("refusing refresh endpoint on another origin than the catalog's");
-    }
+    session.trust.check(URI.create(endpoint.trim()), "the refresh-endpoint request");
     return endpoint;
   }
 
@@ -276,8 +254,4 @@ public final class CatalogRefresher {
     return location.replaceAll("/+$", "");
   }
 
-  public static String oneLine(Throwable e) {
-    String message = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
-    return message.replaceAll("\\s+", " ").trim();
-  }
 }

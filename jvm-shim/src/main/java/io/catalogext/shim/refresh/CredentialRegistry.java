@@ -1,11 +1,9 @@
 package io.catalogext.shim.refresh;
 
-import io.catalogext.shim.CatalogExtPlugin;
-import io.catalogext.shim.PythonCredentialBridge;
-import io.catalogext.shim.commit.CommitGuard;
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.plugin.PluginMessages;
+import io.catalogext.shim.events.ShimMetrics;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.util.DaemonThreads;
 import io.catalogext.shim.util.Json;
 
@@ -18,7 +16,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import org.apache.iceberg.rest.credentials.Credential;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ArrayNode;
-import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -46,12 +43,15 @@ public final class CredentialRegistry {
   private final Map<String, RefreshPolicy> policyOverrides = new ConcurrentHashMap<>();
   /** Set by the driver plugin (or found from SparkEnv): this JVM runs the Spark driver. */
   private volatile boolean driver;
-  private final TableEntry.Clock clock;
+  /** Executors: the plugin's RPC to the driver, once the executor plugin started. */
+  private volatile DriverChannel driverChannel;
+  private final Clock clock;
   /** Bound on tracked entries: past it, the least recently active idle entries go first. */
   public static final int MAX_ENTRIES = 10_000;
 
   private CredentialRegistry() {
     this(System::currentTimeMillis);
+    ShimMetrics.get().watchExpiry(this::earliestExpiryMs);
     // The one scheduler of this JVM: once a second it flags due snapshots (so the providers' hot
     // path never reads the clock) and, on the driver, starts the refreshes that are due.
     java.util.concurrent.ScheduledExecutorService ticker =
@@ -61,7 +61,7 @@ public final class CredentialRegistry {
   }
 
   /** A registry on {@code clock} with no ticker thread: unit tests call {@link #tick()} themselves. */
-  public CredentialRegistry(TableEntry.Clock clock) {
+  public CredentialRegistry(Clock clock) {
     this.clock = clock;
   }
 
@@ -130,14 +130,6 @@ public final class CredentialRegistry {
     ArrayNode out = Json.MAPPER.createArrayNode();
     entries.values().forEach(e -> out.add(e.describe()));
     return Json.write(out);
-  }
-
-  /** {"served", "refused"}: executor requests the driver plugin answered or turned away. */
-  public String pluginStats() {
-    ObjectNode node = Json.object();
-    node.put("served", CatalogExtPlugin.Driver.SERVED.get());
-    node.put("refused", CatalogExtPlugin.Driver.REFUSED.get());
-    return Json.write(node);
   }
 
   /**
@@ -248,7 +240,7 @@ public final class CredentialRegistry {
 
   /**
    * The catalog sessions of this JVM by name (the latest initialised one per name): the refresh
-   * finds its catalog's client, paths and policy here, and {@link CommitGuard#describe} its guards.
+   * finds its catalog's client, paths and policy here, and the status its commit guards.
    */
   private final Map<String, CatalogSession> catalogs = new ConcurrentHashMap<>();
 
@@ -328,7 +320,8 @@ public final class CredentialRegistry {
     TableEntry entry =
         entries.computeIfAbsent(
             handle,
-            h -> new TableEntry(h, context, tablePolicy, DriverPluginSource.forExecutor(clock, timeoutMs), clock));
+            h -> new TableEntry(h, context, tablePolicy, DriverPluginSource.forExecutor(() -> driverChannel, clock, timeoutMs),
+                clock));
     enforceBound();
     return entry;
   }
@@ -401,6 +394,16 @@ public final class CredentialRegistry {
     driver = true;
   }
 
+  /** Executors: how this JVM's entries ask the driver (the executor plugin's RPC); null disconnects. */
+  public void connectToDriver(DriverChannel channel) {
+    this.driverChannel = channel;
+  }
+
+  /** Executors: the channel to the driver, or null before the executor plugin started. */
+  public DriverChannel driverChannel() {
+    return driverChannel;
+  }
+
   private boolean isDriver() {
     if (driver) {
       return true;
@@ -425,29 +428,30 @@ public final class CredentialRegistry {
    * The table's fresh credentials: from the user's Python source if its catalog has one, else
    * from the catalog through the strategies. Either way bounded by the policy's timeout.
    */
-  private RefreshResult fetchFromSource(TableEntry entry) throws Exception {
-    long timeoutMs = entry.policy.timeoutMs;
-    if (customSourceCatalogs.contains(entry.context.catalog)) {
+  private RefreshResult fetchFromSource(RefreshSubject entry) throws Exception {
+    long timeoutMs = entry.policy().timeoutMs;
+    String catalog = entry.context().catalog;
+    if (customSourceCatalogs.contains(catalog)) {
       PythonCredentialBridge b = bridge;
       if (b == null) {
         throw new IllegalStateException(
-            "the Python credential source of catalog " + entry.context.catalog + " is detached");
+            "the Python credential source of catalog " + catalog + " is detached");
       }
       String request = Json.write(entry.describe()); // a user source gets the table, no tokens
       String response = BoundedCalls.call(
-          "catalog " + entry.context.catalog, () -> b.fetchCredentials(request), timeoutMs, "the Python credential source");
+          "catalog " + catalog, () -> b.fetchCredentials(request), timeoutMs, "the Python credential source");
       JsonNode node = Json.read(response);
       if (node.hasNonNull("error")) {
         throw new IllegalStateException(node.get("error").asText());
       }
       return RefreshResult.fromJson(node);
     }
-    CatalogSession session = catalogs.get(entry.context.catalog);
+    CatalogSession session = catalogs.get(catalog);
     if (session == null) {
-      throw new IllegalStateException("catalog " + entry.context.catalog + " is not an ExtRESTCatalog in this JVM");
+      throw new IllegalStateException("catalog " + catalog + " does not run on the shim's catalog in this JVM");
     }
     return BoundedCalls.call(
-        "catalog " + entry.context.catalog, () -> CatalogRefresher.fetch(session, entry), timeoutMs, "the catalog request");
+        "catalog " + catalog, () -> CatalogRefresher.fetch(session, entry), timeoutMs, "the catalog request");
   }
 
   public static String newId(int bytes) {

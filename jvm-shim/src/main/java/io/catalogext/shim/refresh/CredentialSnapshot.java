@@ -1,5 +1,7 @@
 package io.catalogext.shim.refresh;
 
+import io.catalogext.shim.config.CredentialRules;
+import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.config.ShimKeys;
 
 import java.util.Map;
@@ -131,6 +133,11 @@ public final class CredentialSnapshot {
 
   long lifetimeMs() {
     return expiresAtMs == Long.MAX_VALUE ? -1 : expiresAtMs - fetchedAtMs;
+  }
+
+  /** Below this much validity a reader waits for new keys (the shared rule, {@link CredentialRules}). */
+  long hardMarginMs() {
+    return CredentialRules.hardMarginMs(lifetimeMs());
   }
 
   @Override

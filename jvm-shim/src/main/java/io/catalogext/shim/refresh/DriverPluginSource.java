@@ -1,57 +1,58 @@
 package io.catalogext.shim.refresh;
 
-import io.catalogext.shim.CatalogExtPlugin;
-import io.catalogext.shim.CredentialsRejectedException;
+import io.catalogext.shim.errors.CredentialsRejectedException;
 import io.catalogext.shim.events.ShimMetrics;
-import io.catalogext.shim.plugin.PluginMessages;
+
+import java.util.function.Supplier;
 
 /**
- * Refresh source of entries in executor JVMs: ask the driver through Spark's plugin RPC
- * ({@link CatalogExtPlugin}). The driver answers from memory at once; while it is refreshing, this
- * asks again until {@code timeoutMs}. A failed driver refresh is an error here too, never success,
- * except that keys the driver still holds and that have not expired are taken (with their expiry)
- * while its refresh fails: an executor started during a catalog outage can still work until then.
+ * Refresh source of entries in executor JVMs: ask the driver through Spark's plugin RPC (the
+ * {@link DriverChannel} the executor plugin connected). The driver answers from memory at once;
+ * while it is refreshing, this asks again until {@code timeoutMs}. A failed driver refresh is an
+ * error here too, never success, except that keys the driver still holds and that have not expired
+ * are taken (with their expiry) while its refresh fails: an executor started during a catalog
+ * outage can still work until then.
  */
 public final class DriverPluginSource implements EntryRefresher {
   /** Between two asks while the driver refreshes: short next to any credential lifetime. */
   static final long POLL_MS = 200L;
 
-  /** One ask of the driver ({@code PluginContext::ask} in executors). */
-  interface Asker {
-    Object ask(Object message) throws Exception;
-  }
-
-  private final Asker asker;
-  private final TableEntry.Clock clock;
+  private final DriverChannel channel;
+  private final Clock clock;
   private final long timeoutMs;
 
-  DriverPluginSource(Asker asker, TableEntry.Clock clock, long timeoutMs) {
-    this.asker = asker;
+  DriverPluginSource(DriverChannel channel, Clock clock, long timeoutMs) {
+    this.channel = channel;
     this.clock = clock;
     this.timeoutMs = timeoutMs;
   }
 
-  /** The source for this executor JVM, using the plugin context the executor plugin kept. */
-  public static DriverPluginSource forExecutor(TableEntry.Clock clock, long timeoutMs) {
+  /** The source for this executor JVM, asking through whatever channel {@code connected} holds at the time. */
+  static DriverPluginSource forExecutor(Supplier<DriverChannel> connected, Clock clock, long timeoutMs) {
     return new DriverPluginSource(
         message -> {
-          org.apache.spark.api.plugin.PluginContext ctx = CatalogExtPlugin.executorContext();
-          if (ctx == null) {
+          DriverChannel driver = connected.get();
+          if (driver == null) {
             throw new IllegalStateException(
                 "the catalog-ext Spark plugin is not running in this executor: set"
                     + " spark.plugins=io.catalogext.shim.CatalogExtPlugin (pyspark-catalog-ext spark-conf does)");
           }
-          return ctx.ask(message);
+          return driver.ask(message);
         },
         clock,
         timeoutMs);
   }
 
   @Override
-  public RefreshResult fetch(TableEntry entry) throws Exception {
-    String stale = entry.staleKeyId; // S3 rejected these keys here: the driver refreshes if still current
-    byte[] request = new PluginMessages.Request(entry.handle, entry.context.identityJson(), stale,
-        stale == null ? null : entry.staleCode).encode();
+  public boolean drivesRefresh() {
+    return false;
+  }
+
+  @Override
+  public RefreshResult fetch(RefreshSubject entry) throws Exception {
+    String stale = entry.staleKeyId(); // S3 rejected these keys here: the driver refreshes if still current
+    byte[] request = new PluginMessages.Request(entry.handle(), entry.context().identityJson(), stale,
+        stale == null ? null : entry.staleCode()).encode();
     long deadline = clock.nowMs() + timeoutMs;
     PluginMessages.Reply stillValid = null; // the driver's unexpired keys, the fallback
     while (true) {
@@ -97,6 +98,6 @@ public final class DriverPluginSource implements EntryRefresher {
   private Object ask(byte[] request, long deadline) throws Exception {
     long left = Math.max(1, deadline - clock.nowMs());
     return ShimMetrics.get().timeAsk(
-        () -> BoundedCalls.call("the driver", () -> asker.ask(request), left, "the ask to the driver"));
+        () -> BoundedCalls.call("the driver", () -> channel.ask(request), left, "the ask to the driver"));
   }
 }

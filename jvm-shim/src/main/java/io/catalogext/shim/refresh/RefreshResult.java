@@ -1,8 +1,8 @@
 package io.catalogext.shim.refresh;
 
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.http.RefreshTokenCapture;
 import io.catalogext.shim.util.Json;
+import io.catalogext.shim.wire.RefreshTokenCapture;
 
 import java.util.Iterator;
 import java.util.LinkedHashMap;

@@ -1,12 +1,13 @@
 package io.catalogext.shim.refresh;
 
+import io.catalogext.shim.config.CredentialRules;
+
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
-import java.util.Set;
 import software.amazon.awssdk.awscore.exception.AwsServiceException;
 import software.amazon.awssdk.core.interceptor.Context;
 import software.amazon.awssdk.core.interceptor.ExecutionAttributes;
@@ -26,13 +27,13 @@ import software.amazon.awssdk.services.s3.model.HeadObjectRequest;
  * over the {@link S3Client} interface covers every operation S3FileIO uses (and any a later
  * Iceberg adds) without copying ~100 method signatures.
  *
- * <p>Only the codes that mean the keys themselves died count; AccessDenied,
+ * <p>Only the codes that mean the keys themselves died count (the shared spec's,
+ * {@link CredentialRules#EXPIRY_CODES}, PyIceberg's too); AccessDenied,
  * SignatureDoesNotMatch and the like are scope or signing errors and fail as S3 answered. A HEAD
  * answered 403 has no body, hence no code: one GET of the same key's first byte asks S3 for it;
  * a codeless 403 is never taken for an expiry by itself.
  */
 public final class RejectionRetries implements InvocationHandler {
-  static final Set<String> EXPIRY_CODES = Set.of("ExpiredToken", "InvalidAccessKeyId", "InvalidToken", "TokenRefreshRequired");
   /** Sends of one call at most: a refresh per wave plus a send after keys changed underneath. */
   static final int MAX_SENDS = 4;
 
@@ -163,7 +164,8 @@ public final class RejectionRetries implements InvocationHandler {
       if (t instanceof AwsServiceException) {
         AwsServiceException e = (AwsServiceException) t;
         String code = e.awsErrorDetails() == null ? null : e.awsErrorDetails().errorCode();
-        if ((e.statusCode() == 403 || e.statusCode() == 400) && code != null && EXPIRY_CODES.contains(code)) {
+        if (CredentialRules.EXPIRY_STATUSES.contains(e.statusCode()) && code != null
+            && CredentialRules.EXPIRY_CODES.contains(code)) {
           return code;
         }
         return null;

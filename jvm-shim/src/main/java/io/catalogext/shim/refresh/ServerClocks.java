@@ -1,6 +1,7 @@
 package io.catalogext.shim.refresh;
 
 import io.catalogext.shim.events.EventLog;
+
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;

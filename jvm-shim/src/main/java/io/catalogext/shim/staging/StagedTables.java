@@ -1,7 +1,6 @@
 package io.catalogext.shim.staging;
 
-import io.catalogext.shim.commit.CommitGuard;
-import io.catalogext.shim.plugin.SparkCompat;
+import io.catalogext.shim.spark.SparkCompat;
 import io.catalogext.shim.util.Json;
 
 import java.util.ArrayList;
@@ -48,7 +47,7 @@ import scala.Option;
 /**
  * Staged tables for Python ({@code pyspark_catalog_ext.staging.staged}): an Iceberg create or replace
  * {@link Transaction} from the Spark catalog's own Iceberg catalog (so commits go through the
- * shim's request funnel and {@link CommitGuard}, and the staged table's FileIO gets refreshing
+ * shim's request funnel and its commit guard, and the staged table's FileIO gets refreshing
  * credentials), appended to through Spark's DataSource V2 write path any number of times, then
  * committed in one REST commit or aborted (deleting exactly the files it wrote).
  *

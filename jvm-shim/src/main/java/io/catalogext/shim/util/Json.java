@@ -1,17 +1,9 @@
 package io.catalogext.shim.util;
 
-import io.catalogext.shim.http.RefreshTokenCapture;
-import io.catalogext.shim.plugin.CatalogReads;
-
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.apache.iceberg.rest.RESTSerializers;
-import org.apache.iceberg.shaded.com.fasterxml.jackson.annotation.JsonAutoDetect;
-import org.apache.iceberg.shaded.com.fasterxml.jackson.annotation.PropertyAccessor;
-import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.DeserializationFeature;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.ObjectMapper;
-import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.PropertyNamingStrategies;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
@@ -21,20 +13,9 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 public final class Json {
   private Json() {}
 
-  /** A plain mapper for the shim's own messages (Python bridge, driver channel). */
+  /** A plain mapper for the shim's own messages (Python bridge, driver channel); the catalog's
+   * REST answers are read with {@code wire.RestJson}, Iceberg's own mapper. */
   public static final ObjectMapper MAPPER = new ObjectMapper();
-
-  /** A mapper configured like Iceberg's REST mapper, plus our response observer and raw-JSON type. */
-  public static ObjectMapper restMapper() {
-    ObjectMapper mapper = new ObjectMapper();
-    mapper.setVisibility(PropertyAccessor.FIELD, JsonAutoDetect.Visibility.ANY);
-    mapper.configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
-    mapper.setPropertyNamingStrategy(new PropertyNamingStrategies.KebabCaseStrategy());
-    RESTSerializers.registerAll(mapper);
-    mapper.registerModule(RefreshTokenCapture.module());
-    mapper.registerModule(CatalogReads.rawJsonModule()); // raw answers of routes outside Iceberg's spec
-    return mapper;
-  }
 
   public static ObjectNode object() {
     return MAPPER.createObjectNode();

@@ -5,7 +5,6 @@ import io.catalogext.shim.commit.CommitDecision.Facts;
 import io.catalogext.shim.commit.CommitDecision.Kind;
 import io.catalogext.shim.commit.CommitDecision.Landed;
 import io.catalogext.shim.commit.CommitDecision.Outcome;
-import io.catalogext.shim.commit.CommitGuard.IdempotencyMode;
 import io.catalogext.shim.util.Json;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -20,6 +19,7 @@ import java.io.UncheckedIOException;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 
@@ -40,33 +40,14 @@ public class CommitDecisionTest {
     }
   }
 
+  /** The JVM's kind of a row's {@code commit}: the same name, as the spec spells it. */
   private static Kind kind(String commit) {
-    switch (commit) {
-      case "snapshot":
-        return Kind.SNAPSHOT_COMMIT;
-      case "plain":
-        return Kind.PLAIN_COMMIT;
-      case "stage":
-        return Kind.STAGE;
-      case "mutation":
-        return Kind.MUTATION;
-      default:
-        throw new AssertionError("unknown commit kind in the table: " + commit);
-    }
+    return named(Kind.class, commit);
   }
 
+  /** A row's {@code answer}: an HTTP status, or {@code refused}/{@code lost} by name. */
   private static Answer answer(JsonNode a) {
-    if (a.isInt()) {
-      return Answer.ofStatus(a.asInt());
-    }
-    switch (a.asText()) {
-      case "refused":
-        return Answer.NOT_SENT;
-      case "lost":
-        return Answer.LOST;
-      default:
-        throw new AssertionError("unknown answer in the table: " + a);
-    }
+    return a.isInt() ? Answer.ofStatus(a.asInt()) : named(Answer.class, a.asText());
   }
 
   private static <E extends Enum<E>> E named(Class<E> type, String text) {
@@ -79,8 +60,8 @@ public class CommitDecisionTest {
     for (JsonNode row : TABLE.get("rows")) {
       String id = row.get("id").asText();
       boolean advertised = row.get("lifetime").asText().equals("advertised");
-      IdempotencyMode mode = named(IdempotencyMode.class, row.get("key_mode").asText());
-      boolean sendsKey = CommitGuard.sendsKey(mode, advertised);
+      CommitPolicy policy = CommitPolicy.fromProperties(Map.of("catalog-ext.commit.idempotency", row.get("key_mode").asText()));
+      boolean sendsKey = policy.sendsKeys(advertised);
       assertEquals(row.get("key").asText(), sendsKey ? "sent" : "none", id + ": key");
       Facts f = new Facts(kind(row.get("commit").asText()), answer(row.get("answer")), row.get("earlier").asBoolean(),
           Landed.NOT_CHECKED, sendsKey && advertised, row.get("can_retry").asBoolean());
@@ -124,7 +105,7 @@ public class CommitDecisionTest {
 
   @Test
   void testEvery5xxOnACommitIsTheGuards() {
-    for (Kind k : new Kind[] {Kind.SNAPSHOT_COMMIT, Kind.PLAIN_COMMIT}) {
+    for (Kind k : new Kind[] {Kind.SNAPSHOT, Kind.PLAIN}) {
       for (int code : new int[] {400, 409, 429, 500, 501, 502, 503, 504, 505}) {
         assertTrue(CommitGuard.intercepts(k, code, false), k + " first " + code);
       }
@@ -150,7 +131,7 @@ public class CommitDecisionTest {
   }
 
   private static Outcome snapshot(Answer answer, boolean earlier, Landed landed, boolean dedup, boolean canRetry) {
-    return decide(Kind.SNAPSHOT_COMMIT, answer, earlier, landed, dedup, canRetry);
+    return decide(Kind.SNAPSHOT, answer, earlier, landed, dedup, canRetry);
   }
 
   // ---- which answers may have reached the server
@@ -158,9 +139,9 @@ public class CommitDecisionTest {
   @Test
   void testOnlyRefusedConnectionsAnd429AreNeverApplied() {
     for (Answer a : Answer.values()) {
-      boolean expected = a != Answer.NOT_SENT && a != Answer.THROTTLED && !a.refusal();
-      assertEquals(expected, CommitDecision.mayHaveReached(Kind.SNAPSHOT_COMMIT, a), "commit " + a);
-      assertEquals(expected, CommitDecision.mayHaveReached(Kind.PLAIN_COMMIT, a), "plain commit " + a);
+      boolean expected = a != Answer.REFUSED && a != Answer.THROTTLED && !a.refusal();
+      assertEquals(expected, CommitDecision.mayHaveReached(Kind.SNAPSHOT, a), "commit " + a);
+      assertEquals(expected, CommitDecision.mayHaveReached(Kind.PLAIN, a), "plain commit " + a);
     }
   }
 
@@ -192,11 +173,11 @@ public class CommitDecisionTest {
     for (Answer a : REFUSALS) {
       for (boolean dedup : new boolean[] {true, false}) {
         for (boolean canRetry : new boolean[] {true, false}) {
-          Facts f = new Facts(Kind.SNAPSHOT_COMMIT, a, REACHED_BEFORE, Landed.NOT_CHECKED, dedup, canRetry);
+          Facts f = new Facts(Kind.SNAPSHOT, a, REACHED_BEFORE, Landed.NOT_CHECKED, dedup, canRetry);
           assertTrue(CommitDecision.needsReconciliation(f), a + " after maybe-applied: load the table");
         }
       }
-      Facts first = new Facts(Kind.SNAPSHOT_COMMIT, a, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY);
+      Facts first = new Facts(Kind.SNAPSHOT, a, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY);
       assertTrue(!CommitDecision.needsReconciliation(first), a + " first answer: Iceberg's");
     }
   }
@@ -257,14 +238,14 @@ public class CommitDecisionTest {
     }
   }
 
-  // ---- redirects (never followed: NoHiddenResends). The shared table has rows for the JVM-only
+  // ---- redirects (never followed: the catalog's transport). The shared table has rows for the JVM-only
   // kinds; these are the commit rows, decided as a 400 is (PyIceberg has no redirect answer).
 
   @Test
   void testRedirectOnASnapshotCommitIsReconciledAndNeverDeletesUnproven() {
     for (boolean earlier : new boolean[] {FIRST, REACHED_BEFORE}) {
       for (boolean canRetry : new boolean[] {CAN_RETRY, OUT}) {
-        Facts f = new Facts(Kind.SNAPSHOT_COMMIT, Answer.REDIRECT, earlier, Landed.NOT_CHECKED, NO_DEDUP, canRetry);
+        Facts f = new Facts(Kind.SNAPSHOT, Answer.REDIRECT, earlier, Landed.NOT_CHECKED, NO_DEDUP, canRetry);
         assertTrue(CommitDecision.needsReconciliation(f), "a 3xx on a snapshot commit: load the table first");
         assertEquals(Outcome.SUCCESS, snapshot(Answer.REDIRECT, earlier, Landed.YES, NO_DEDUP, canRetry), "landed");
         assertEquals(Outcome.FAILED, snapshot(Answer.REDIRECT, earlier, Landed.NO, NO_DEDUP, canRetry), "can never land");
@@ -280,10 +261,10 @@ public class CommitDecisionTest {
 
   @Test
   void testRedirectOnOtherRequestsIsARefusal() {
-    assertEquals(Outcome.FAILED, decide(Kind.PLAIN_COMMIT, Answer.REDIRECT, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY),
+    assertEquals(Outcome.FAILED, decide(Kind.PLAIN, Answer.REDIRECT, FIRST, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY),
         "plain commit, first");
     assertEquals(Outcome.UNKNOWN,
-        decide(Kind.PLAIN_COMMIT, Answer.REDIRECT, REACHED_BEFORE, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY),
+        decide(Kind.PLAIN, Answer.REDIRECT, REACHED_BEFORE, Landed.NOT_CHECKED, NO_DEDUP, CAN_RETRY),
         "plain commit after a possible apply");
     for (Kind k : new Kind[] {Kind.MUTATION, Kind.STAGE}) {
       for (boolean dedup : new boolean[] {DEDUP, NO_DEDUP}) {

@@ -1,6 +1,6 @@
 package io.catalogext.shim.commit;
 
-import io.catalogext.shim.http.NoHiddenResends;
+import io.catalogext.shim.errors.CatalogRedirectException;
 import io.catalogext.shim.util.Json;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -83,15 +83,15 @@ public class CommitGuardLoopTest {
     guard.setIdempotencyKeyLifetime("PT30M");
     LoadTableResponse result = commit("lost", "ok");
     assertEquals(2, posts.size(), "repeated once");
-    String key = posts.get(0).get(CommitGuard.IDEMPOTENCY_HEADER);
+    String key = posts.get(0).get(IdempotencyKeys.HEADER);
     assertTrue(key != null && java.util.UUID.fromString(key).version() == 7, "a UUIDv7 Idempotency-Key: " + key);
-    assertEquals(key, posts.get(1).get(CommitGuard.IDEMPOTENCY_HEADER), "the repeat carries the same key");
+    assertEquals(key, posts.get(1).get(IdempotencyKeys.HEADER), "the repeat carries the same key");
     assertEquals(List.of(), loads, "a de-duplicating server replays its answer: no reconciliation load");
     assertTrue(result.tableMetadata().snapshot(OURS) != null, "the repeat's answer is returned");
 
     posts.clear();
     commit("ok");
-    assertTrue(!key.equals(posts.get(0).get(CommitGuard.IDEMPOTENCY_HEADER)), "the next commit gets a new key");
+    assertTrue(!key.equals(posts.get(0).get(IdempotencyKeys.HEADER)), "the next commit gets a new key");
   }
 
   @Test
@@ -122,7 +122,7 @@ public class CommitGuardLoopTest {
   private static List<String> keysIn(Map<String, String> headers) {
     List<String> keys = new ArrayList<>();
     headers.forEach((k, v) -> {
-      if (k.equalsIgnoreCase(CommitGuard.IDEMPOTENCY_HEADER)) {
+      if (k.equalsIgnoreCase(IdempotencyKeys.HEADER)) {
         keys.add(v);
       }
     });
@@ -136,9 +136,9 @@ public class CommitGuardLoopTest {
     // snapshot is not there yet while the commit's requirements still hold: pending, so repeat.
     LoadTableResponse result = commit("lost", "409", "ok");
     assertEquals(3, posts.size(), "repeated after the 409");
-    String key = posts.get(0).get(CommitGuard.IDEMPOTENCY_HEADER);
+    String key = posts.get(0).get(IdempotencyKeys.HEADER);
     for (Map<String, String> h : posts) {
-      assertEquals(key, h.get(CommitGuard.IDEMPOTENCY_HEADER), "every attempt under one key");
+      assertEquals(key, h.get(IdempotencyKeys.HEADER), "every attempt under one key");
     }
     assertEquals(List.of(PATH), loads, "the 409 was reconciled once");
     assertEquals(List.of(), handedToIceberg, "the 409 never reached Iceberg (it would clean up the files)");
@@ -236,7 +236,7 @@ public class CommitGuardLoopTest {
         };
     int before = posts.size();
     return guard.mutate(
-        new CommitGuard.Request("POST", PATH, body, sent, iceberg, reader()),
+        new Mutation("POST", PATH, body, sent, iceberg, reader()),
         (headers, errorHandler) -> {
           posts.add(new HashMap<>(headers));
           int n = posts.size() - before;
@@ -251,10 +251,8 @@ public class CommitGuardLoopTest {
             return LoadTableResponse.builder().withTableMetadata(withSnapshot(base, OURS)).build();
           }
           int code = Integer.parseInt(answer);
-          if (NoHiddenResends.isRedirect(code)) { // as the HTTP client refuses it (NoHiddenResends)
-            throw new RESTException(new org.apache.iceberg.shaded.org.apache.hc.client5.http.ClientProtocolException(
-                new NoHiddenResends.Refused(code, "POST", "/" + PATH, "http://elsewhere.example/v1/x?sig=secret")),
-                "Error occurred while processing %s request", "POST");
+          if (CatalogRedirectException.isRedirect(code)) { // as the catalog's transport refuses it
+            throw new CatalogRedirectException(code, "POST", "/" + PATH, "http://elsewhere.example/v1/x?sig=secret");
           }
           errorHandler.accept(ErrorResponse.builder().responseCode(code).withType("Scripted").withMessage("scripted " + code).build());
           throw new RESTException("Unhandled error: %s", code); // as HTTPClient does after its handler
@@ -272,15 +270,13 @@ public class CommitGuardLoopTest {
             throw new AssertionError("the reader only loads tables, not " + method.getName());
           }
           loads.add((String) args[0]);
-          assertTrue(!((Map<?, ?>) args[3]).containsKey(CommitGuard.IDEMPOTENCY_HEADER), "loads carry no Idempotency-Key");
+          assertTrue(!((Map<?, ?>) args[3]).containsKey(IdempotencyKeys.HEADER), "loads carry no Idempotency-Key");
           return LoadTableResponse.builder().withTableMetadata(tableNow).build();
         });
   }
 
   private ObjectNode evidence() {
-    ObjectNode n = Json.object();
-    guard.describeInto(n);
-    return n;
+    return guard.evidence();
   }
 
   private static Snapshot snapshot(long id) {

@@ -60,8 +60,8 @@ public class CommitGuardSettingsTest {
       CommitGuard g = new CommitGuard();
       g.setIdempotencyKeyLifetime(huge);
       assertTrue(g.deduplicating(), huge + " still de-duplicates");
-      assertEquals(CommitGuard.MAX_KEY_LIFETIME, g.lifetime(), huge + " clamped");
-      assertTrue(g.canRetry(1, System.nanoTime(), 10, true), huge + ": canRetry does not overflow");
+      assertEquals(IdempotencyKeys.MAX_LIFETIME, g.lifetime(), huge + " clamped");
+      assertTrue(g.canRetry(CommitPolicy.defaults(), 1, System.nanoTime(), 10, true), huge + ": canRetry does not overflow");
     }
     CommitGuard g = new CommitGuard();
     g.setIdempotencyKeyLifetime("PT30M");

@@ -1,8 +1,7 @@
 package io.catalogext.shim.config;
 
-import io.catalogext.shim.commit.CommitGuard;
+import io.catalogext.shim.commit.CommitPolicy;
 import io.catalogext.shim.events.EventLog;
-import io.catalogext.shim.refresh.RefreshPolicy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -71,7 +70,7 @@ public class KnobsTest {
   void testZeroBaseDelayIsAcceptedAsInPython() {
     Map<String, String> props = new HashMap<>();
     props.put("catalog-ext.commit.base-delay-ms", "0");
-    new CommitGuard().configure(props); // no exception: 0 = no wait
+    CommitPolicy.fromProperties(props); // no exception: 0 = no wait
   }
 
   @Test

@@ -16,7 +16,12 @@ import org.junit.jupiter.params.provider.CsvSource;
 public class ShimMetricsTest {
   private long now = 1_000_000L;
   private long earliest = Long.MAX_VALUE;
-  private final ShimMetrics metrics = new ShimMetrics(() -> now, () -> earliest);
+  private final ShimMetrics metrics = watching(new ShimMetrics(() -> now));
+
+  private ShimMetrics watching(ShimMetrics m) {
+    m.watchExpiry(() -> earliest);
+    return m;
+  }
 
   private long count(String name) {
     return ((Counter) metrics.metrics().get(name)).getCount();

@@ -1,8 +1,9 @@
 package io.catalogext.shim.http;
 
-import io.catalogext.shim.CatalogRedirectException;
 import io.catalogext.shim.ExtRESTCatalog;
+import io.catalogext.shim.errors.CatalogRedirectException;
 import io.catalogext.shim.LoopbackCatalog;
+import io.catalogext.shim.util.Urls;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -204,10 +205,10 @@ public class HiddenResendTest {
 
   @Test
   void testShownTargetDropsUserInfoQueryAndFragment() {
-    assertEquals("https://cat.example:8443/v1/x", NoHiddenResends.shown("https://user:pw@cat.example:8443/v1/x?sig=1#f"),
+    assertEquals("https://cat.example:8443/v1/x", Urls.shown("https://user:pw@cat.example:8443/v1/x?sig=1#f"),
         "absolute");
-    assertEquals("/v1/x", NoHiddenResends.shown("/v1/x?sig=1"), "relative");
-    assertEquals("(no Location header)", NoHiddenResends.shown(null), "missing");
-    assertEquals("(an unparseable Location)", NoHiddenResends.shown("http://a b/%zz"), "garbage");
+    assertEquals("/v1/x", Urls.shown("/v1/x?sig=1"), "relative");
+    assertEquals("(no URL)", Urls.shown(null), "missing");
+    assertEquals("(an unparseable URL)", Urls.shown("http://a b/%zz"), "garbage");
   }
 }

@@ -1,7 +1,10 @@
 package io.catalogext.shim.refresh;
+import io.catalogext.shim.config.RefreshPolicy;
+import io.catalogext.shim.session.MissingEndpoints;
 
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.config.ShimKeys;
+import io.catalogext.shim.errors.UntrustedOriginException;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -34,7 +37,7 @@ public class CatalogRefresherTest {
     return new TableEntry("h", context, RefreshPolicy.defaults(), null, clock);
   }
 
-  private static List<String> labels(List<CatalogRefresher.Strategy> plan) {
+  private static List<String> labels(List<RefreshStrategy> plan) {
     List<String> out = new ArrayList<>();
     plan.forEach(s -> out.add(s.label));
     return out;
@@ -158,7 +161,7 @@ public class CatalogRefresherTest {
 
   @Test
   void testARefreshEndpointOnAnotherOriginIsRefused() {
-    assertThrows(IllegalStateException.class, () -> CatalogRefresher.endpointPath(state, "http://evil:8181/v1/r"));
+    assertThrows(UntrustedOriginException.class, () -> CatalogRefresher.endpointPath(state, "http://evil:8181/v1/r"));
     assertEquals("http://catalog:8181/v1/r", CatalogRefresher.endpointPath(state, "http://catalog:8181/v1/r"), "same origin");
     assertEquals("v1/r", CatalogRefresher.endpointPath(state, "/v1/r"), "relative");
   }

@@ -1,9 +1,9 @@
 package io.catalogext.shim.refresh;
+import io.catalogext.shim.config.RefreshPolicy;
 
-import io.catalogext.shim.CredentialsExpiredException;
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.errors.CredentialsExpiredException;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.plugin.PluginMessages;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -19,7 +19,7 @@ public class DriverPluginSourceTest {
   private final FakeClock clock = new FakeClock();
   private final AtomicInteger asks = new AtomicInteger();
 
-  private TableEntry executorEntry(DriverPluginSource.Asker asker) {
+  private TableEntry executorEntry(DriverChannel asker) {
     TableContext context = TableContext.fromIdentity("{\"catalog\":\"c\",\"namespace\":[\"db\"],\"table\":\"t\"}");
     return new TableEntry("h", context, RefreshPolicy.defaults(), new DriverPluginSource(asker, clock, 5_000), clock);
   }
@@ -80,7 +80,7 @@ public class DriverPluginSourceTest {
   private TableEntry lateEntry;
 
   /** An executor entry fed by {@code asker}, seeded with keys that expired before it started. */
-  private TableCredentialsProvider executorStartedLate(DriverPluginSource.Asker asker, RefreshPolicy policy, long timeoutMs) {
+  private TableCredentialsProvider executorStartedLate(DriverChannel asker, RefreshPolicy policy, long timeoutMs) {
     TableContext context = TableContext.fromIdentity("{\"catalog\":\"c\",\"namespace\":[\"db\"],\"table\":\"t\"}");
     TableEntry entry = new TableEntry("h", context, policy, new DriverPluginSource(asker, clock, timeoutMs), clock);
     lateEntry = entry;
@@ -107,7 +107,7 @@ public class DriverPluginSourceTest {
     driver.tick();
 
     // An executor starting now, through the plugin's receive path (request bytes in, reply bytes out).
-    DriverPluginSource.Asker plugin =
+    DriverChannel plugin =
         message -> {
           asks.incrementAndGet();
           PluginMessages.Request request = PluginMessages.Request.decode(message);
@@ -127,7 +127,7 @@ public class DriverPluginSourceTest {
   void testExecutorAskIsBoundedByTimeoutMs() {
     // A driver that never answers: PluginContext.ask alone would wait spark.rpc.askTimeout (120 s;
     // 5 s here), after which Spark throws.
-    DriverPluginSource.Asker silent =
+    DriverChannel silent =
         message -> {
           asks.incrementAndGet();
           Thread.sleep(5_000);

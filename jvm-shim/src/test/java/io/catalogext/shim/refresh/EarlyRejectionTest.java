@@ -1,4 +1,5 @@
 package io.catalogext.shim.refresh;
+import io.catalogext.shim.config.RefreshPolicy;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -6,9 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
-import io.catalogext.shim.CredentialsRejectedException;
+import io.catalogext.shim.errors.CredentialsRejectedException;
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.plugin.PluginMessages;
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -48,7 +48,7 @@ public class EarlyRejectionTest {
   private final AtomicInteger fetches = new AtomicInteger();
   private volatile String deadCodeForNewKeys; // every refresh hands out keys S3 rejects with this
   private final FakeClock fake = new FakeClock();
-  private TableEntry.Clock clock = fake;
+  private Clock clock = fake;
   private TableEntry entry; // the last seededClient()'s
   private CredentialSlot slot;
 
@@ -241,7 +241,7 @@ public class EarlyRejectionTest {
     TableEntry driver = driverEntry(policy(6));
     driver.seed("", firstKeys(clock.nowMs() + 10_000));
     driver.seed("s3://warehouse/db/t", firstKeys(clock.nowMs() + 10_000)); // the same keys, as storage-credentials
-    DriverPluginSource.Asker asker =
+    DriverChannel asker =
         message -> {
           PluginMessages.Request request = PluginMessages.Request.decode(message);
           if (request.staleKeyId != null) {

@@ -1,7 +1,7 @@
 package io.catalogext.shim.refresh;
 
 /** A clock that only moves when a test moves it (starts at the real time, like credentials do). */
-public final class FakeClock implements TableEntry.Clock {
+public final class FakeClock implements Clock {
   private long now = System.currentTimeMillis();
 
   @Override

@@ -1,6 +1,7 @@
 package io.catalogext.shim.refresh;
 
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.errors.UntrustedOriginException;
+import io.catalogext.shim.session.CatalogSession;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -9,7 +10,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * A server-given refresh endpoint is requested through the catalog's own HTTP client, which adds
- * the catalog's auth and every {@code header.*} value: only the catalog's own origin may get it.
+ * the catalog's auth and every {@code header.*} value: only the catalog's trusted origins may get
+ * it (the transport refuses the others too; this is the refresh's own, earlier check).
  */
 public class RefreshEndpointOriginTest {
   private final CatalogSession state =
@@ -37,9 +39,10 @@ public class RefreshEndpointOriginTest {
           "https://catalog.example.com:9999/refresh", // another port
           "https://catalog.example.com:8181@evil.example.com/refresh", // userinfo trick
         }) {
-      IllegalStateException e =
-          assertThrows(IllegalStateException.class, () -> CatalogRefresher.endpointPath(state, foreign));
-      assertTrue(e.getMessage().contains("another origin"), e.getMessage());
+      UntrustedOriginException e =
+          assertThrows(UntrustedOriginException.class, () -> CatalogRefresher.endpointPath(state, foreign));
+      assertTrue(e.getMessage().startsWith("catalog-ext refused to send the refresh-endpoint request for catalog c to"),
+          e.getMessage());
     }
   }
 }

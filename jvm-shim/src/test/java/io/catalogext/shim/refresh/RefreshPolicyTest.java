@@ -1,5 +1,6 @@
 package io.catalogext.shim.refresh;
 
+import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.config.ShimKeys;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,8 +1,7 @@
 package io.catalogext.shim.refresh;
 
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.plugin.PluginMessages;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;

@@ -1,7 +1,8 @@
 package io.catalogext.shim.refresh;
+import io.catalogext.shim.config.RefreshPolicy;
 
-import io.catalogext.shim.CredentialsExpiredException;
-import io.catalogext.shim.config.CatalogSession;
+import io.catalogext.shim.errors.CredentialsExpiredException;
+import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.events.EventLog;
 import io.catalogext.shim.util.DaemonThreads;

@@ -1,4 +1,5 @@
 package io.catalogext.shim.refresh;
+import io.catalogext.shim.config.RefreshPolicy;
 
 import io.catalogext.shim.config.ShimKeys;
 

@@ -1,0 +1,81 @@
+"""A loopback server standing in for an attacker a server-given URL points at: it records every
+request (method, target, headers, body) and answers each with 404, so a client learns nothing from
+it. ``credentialed(secrets)`` lists the requests that carried a credential: an `Authorization`,
+`Proxy-Authorization` or `Cookie` header, or any of ``secrets`` anywhere in the request (as sent,
+URL-encoded, or inside a base64 `Basic` value)."""
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import quote, quote_plus
+
+from .base import ThreadedServer, read_request_body, send_response_head
+
+CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "cookie")
+
+
+@dataclass(frozen=True)
+class Received:
+    method: str
+    target: str
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+
+    def text(self) -> str:
+        """The whole request as text, base64 `Basic` values decoded too."""
+        lines = [f"{self.method} {self.target}"] + [f"{k}: {v}" for k, v in self.headers]
+        for k, v in self.headers:
+            scheme, _, value = v.partition(" ")
+            if k.lower() in CREDENTIAL_HEADERS and scheme.lower() == "basic":
+                try:
+                    lines.append(base64.b64decode(value.strip()).decode("utf-8", "replace"))
+                except ValueError:
+                    pass
+        return "\n".join(lines) + "\n" + self.body.decode("utf-8", "replace")
+
+    def credentials(self, secrets: Iterable[str] = ()) -> list[str]:
+        """What in this request is a credential: header names, and which secrets (by position)."""
+        found = [k for k, _ in self.headers if k.lower() in CREDENTIAL_HEADERS]
+        text = self.text()
+        for i, secret in enumerate(s for s in secrets if s):
+            if any(form in text for form in {secret, quote(secret, safe=""), quote_plus(secret)}):
+                found.append(f"secret #{i}")
+        return found
+
+    def shown(self) -> str:
+        """One line for a failure message: method, target and header names (values may be secrets)."""
+        return f"{self.method} {self.target.split('?')[0]} [{', '.join(k for k, _ in self.headers)}]"
+
+
+class Attacker(ThreadedServer):
+    def __init__(self, port: int = 0):
+        super().__init__(port)
+        self._lock = threading.Lock()
+        self._received: list[Received] = []
+
+    def handle(self, h) -> None:
+        body = read_request_body(h)
+        with self._lock:
+            self._received.append(Received(h.command, h.path, list(h.headers.items()), body))
+        payload = b'{"error": {"message": "not here", "type": "NotFoundException", "code": 404}}'
+        send_response_head(h, 404, "Not Found", [("Content-Type", "application/json"),
+                                                  ("Content-Length", str(len(payload)))])
+        if h.command != "HEAD":
+            h.wfile.write(payload)
+        h.wfile.flush()
+
+    @property
+    def received(self) -> list[Received]:
+        with self._lock:
+            return list(self._received)
+
+    def credentialed(self, secrets: Iterable[str] = ()) -> list[Received]:
+        """The requests that carried a credential."""
+        wanted = list(secrets)
+        return [r for r in self.received if r.credentials(wanted)]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._received.clear()

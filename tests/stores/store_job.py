@@ -1,0 +1,126 @@
+"""A Spark job on a store catalog, in a process of its own (its own JVM, its own jars):
+`python tests/stores/store_job.py '<json args>'` prints `RESULT {...}` or `FAILED {...}` on stdout.
+
+args: store ("adls" | "gcs"), uri (the vending front), iceberg ("1.11.0"), master, action, table,
+rows, ms (per-row sleep), and mode:
+  "package"  the user path: `configure()` with the shim, the store's bundle on the builder and the
+             store's FileIO named by the user (`io-impl`): what the store tests hold the package to;
+  "plain"    Iceberg alone (tests/stores/plain_spark.py): the baseline.
+actions: "roundtrip" (create, insert, read back), "ctas-sql", "writeto" (staged creates, `rows`
+single-row files, each row `ms` slow), "files" (a committed table of `rows` single-row files) and
+"read" (that table read one task per file, each `ms` slow).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.refresh_support import slow  # noqa: E402
+from tests.stores.plain_spark import CATALOG, plain_session  # noqa: E402
+
+
+def package_session(args: dict):
+    from pyspark.sql import SparkSession
+
+    from pyspark_catalog_ext.spark.jars import select_stack
+    from pyspark_catalog_ext.spark.session import configure
+    from pyspark_catalog_ext.spark.store_jars import store_file_io, store_jars
+
+    stack = select_stack(None, args["iceberg"])  # the installed pyspark's line
+    builder = (SparkSession.builder.master(args["master"]).appName(f"stores-{args['store']}")
+               .config("spark.jars", ",".join(str(j) for j in store_jars(args["store"], stack))))
+    builder = configure(builder, "seaweedfs", CATALOG, uri=args["uri"], warehouse="stores",
+                        credential="stores:not-a-secret", iceberg=args["iceberg"],
+                        extra_conf={f"spark.sql.catalog.{CATALOG}.io-impl": store_file_io(args["store"]),
+                                    "spark.task.maxFailures": "1", "spark.ui.enabled": "false"})
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def run(spark, args: dict) -> dict:
+    table, rows, ms = f"{CATALOG}.db.{args['table']}", int(args.get("rows", 4)), int(args.get("ms", 0))
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.db")
+    action = args["action"]
+    if action == "roundtrip":
+        spark.sql(f"CREATE TABLE {table} (id bigint, v bigint) USING iceberg")
+        spark.sql(f"INSERT INTO {table} SELECT id, id * 3 FROM range({rows})")
+    elif action == "ctas-sql":
+        spark.sql(f"CREATE TABLE {table} USING iceberg TBLPROPERTIES ('write.target-file-size-bytes'='1') AS "
+                  f"SELECT id, id * 3 AS v FROM range(0, {rows}, 1, 1) WHERE {slow(ms)}")
+    elif action == "files":
+        # `rows` single-row files, read one task each (split target 1 byte): the table "read" reads.
+        spark.sql(f"CREATE TABLE {table} USING iceberg TBLPROPERTIES ('write.target-file-size-bytes'='1', "
+                  f"'read.split.target-size'='1') AS SELECT id, id * 3 AS v FROM range(0, {rows}, 1, {rows})")
+    elif action == "read":
+        # A read of a committed table made by "files", each task `ms` slow: store requests spread
+        # over the whole job.
+        read_started = time.time()
+        got = spark.sql(f"SELECT count(*), sum(v) FROM {table} WHERE {slow(ms)}").first()
+        return {"rows": got[0], "sum": got[1], "read_started": read_started, "read_ended": time.time()}
+    elif action == "writeto":
+        df = spark.range(0, rows, 1, 1).where(slow(ms)).selectExpr("id", "id * 3 AS v")
+        df.writeTo(table).tableProperty("write.target-file-size-bytes", "1").create()
+    else:
+        raise ValueError(f"unknown action {action}")
+    got = spark.sql(f"SELECT count(*), sum(v) FROM {table}").first()
+    return {"rows": got[0], "sum": got[1]}
+
+
+def summarize(text: str) -> str:
+    """What a failed job's error says, in one line: the HTTP status and Azure error code where there is
+    one, else the innermost cause's first line."""
+    azure = re.search(r"Status code (\d+).*?<Code>(\w+)</Code>", text, re.S)
+    if azure:
+        return f"BlobStorageException: {azure[1]} {azure[2]}"
+    for marker in ("Caused by: ", ": org.apache.spark.SparkException: "):
+        if marker in text:
+            text = text.rsplit(marker, 1)[1]
+    return text.strip().splitlines()[0][:200] if text.strip() else ""
+
+
+def run_job(args: dict, timeout: float = 900, python: str | Path | None = None) -> tuple[str, dict]:
+    """Run this job in a fresh Python (its own JVM; `python`: another venv's, e.g. a Spark 4.1 one):
+    ("RESULT" | "FAILED", the job's report)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([str(python or sys.executable), __file__, json.dumps(args)], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(root)}, cwd=root)
+    for line in proc.stdout.splitlines():
+        if line.startswith(("RESULT ", "FAILED ")):
+            kind, _, payload = line.partition(" ")
+            return kind, json.loads(payload)
+    raise AssertionError(f"the store job ended (exit {proc.returncode}) without a report: {proc.stderr[-3000:]}")
+
+
+def main() -> None:
+    args = json.loads(sys.argv[1])
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    spark = (package_session(args) if args["mode"] == "package"
+             else plain_session(args["store"], args["uri"], iceberg=args["iceberg"], master=args["master"],
+                                extra={"spark.task.maxFailures": "1"}))
+    started = time.monotonic()
+    try:
+        result = run(spark, args)
+        print("RESULT " + json.dumps({**result, "seconds": time.monotonic() - started}), flush=True)
+    except Exception as exc:  # noqa: BLE001 - the test reads what failed
+        text = str(exc)
+        causes = [line[:400] for line in text.splitlines() if line.startswith("Caused by: ")]
+        said = [f"store answered: Status code {m[0]}, <Code>{m[1]}</Code>"
+                for m in re.findall(r"Status code (\d+).*?<Code>(\w+)</Code>", text, re.S)[:1]]
+        # The head names the failure; the causes and the store's own answer say why.
+        error = "\n".join([text[:4000], *causes, *said])
+        print("FAILED " + json.dumps({"error": error, "seconds": time.monotonic() - started}), flush=True)
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""The leak sweep, Python clients: every URL-valued property key Iceberg 1.10.2, 1.11.0, 1.12.0 and
+PyIceberg read (found in their code: `tests.url_keys`), injected through `/v1/config` defaults and
+overrides, a table's config, a table's properties, and a redirect (302 to a GET, 307 to a POST) on
+each kind of catalog request, each pointing at a loopback attacker of its own, while PyIceberg
+(PyArrow and fsspec FileIO, through `GuardedRestCatalog`), the CLI (`staged cleanup`) and the doctor
+do their usual work against the embedded lakehouse. No attacker may receive a credential
+(`tests.leak_sweep` says what counts).
+
+Two storage modes: vended credentials (the session lakehouse), and remote signing (its signer, in
+process, in front of the same SeaweedFS). The Spark cases are in tests/spark/test_leak_sweep_spark.py.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_cli
+from tests.leak_sweep import HEADER, HEADER_VALUE, CaseReport, Sweep, catalog_props, modes, sweep_table  # noqa: F401 - fixtures
+from tests.servers.injector import CHANNELS
+
+REPORTS: list[CaseReport] = []
+
+
+# --------------------------------------------------------------------------- clients
+def pyiceberg_scenario(lakehouse, sweep: Sweep, table: tuple[str, str], io: str) -> Callable[[], None]:
+    import pyarrow as pa
+
+    from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+
+    props = catalog_props(lakehouse, sweep)
+
+    def scenario() -> None:
+        catalog = pyiceberg_catalog(props, **{"py-io-impl": io})
+        try:
+            loaded = catalog.load_table(table)
+            loaded.scan().to_arrow()
+            loaded.append(pa.table({"x": pa.array([4], pa.int64())}))
+        finally:
+            catalog.close()
+    return scenario
+
+
+def cli_scenario(sweep: Sweep, home: Path, *args: str) -> Callable[[], str]:
+    """`pyspark-catalog-ext ARGS --from-pyiceberg sweep`: the connection (secrets, the custom
+    header) comes from a .pyiceberg.yaml, as a user's would."""
+    conn = sweep.connection
+    lines = ["catalog:", "  sweep:", f"    uri: {json.dumps(conn['uri'])}", f"    warehouse: {json.dumps(conn['warehouse'])}",
+             f"    credential: {json.dumps(conn['credential'])}", "    header:", f"      {HEADER}: {json.dumps(HEADER_VALUE)}"]
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".pyiceberg.yaml").write_text("\n".join(lines) + "\n")
+
+    def scenario() -> str:
+        proc = run_cli(*args, "--from-pyiceberg", "sweep", env={"PYICEBERG_HOME": str(home)}, timeout=600)
+        output = proc.stdout + proc.stderr
+        if "Traceback" in proc.stderr or (proc.returncode != 0 and args[0] != "doctor"):
+            raise RuntimeError(f"exit {proc.returncode}: {output[-1500:]}")
+        return output
+    return scenario
+
+
+CLIENTS: dict[str, tuple[str, ...]] = {  # client -> the modes it runs in
+    "pyiceberg-pyarrow": ("vended",),  # PyArrow's S3 has no remote signing
+    "pyiceberg-fsspec": ("vended", "signing"),
+    "cli": ("vended",),  # staged cleanup reads S3 with keys
+    "doctor": ("vended", "signing"),
+}
+CASES = [(client, mode, channel) for client, client_modes in CLIENTS.items() for mode in client_modes for channel in CHANNELS]
+# Leaking today, each through PyIceberg's FileIO (the doctor's through its PyIceberg probe), whose
+# trust work is PyIceberg's side of this: strict, so each turns into a failure when it stops leaking.
+_PROPERTIES_CONFIGURE_FILEIO = ("PyIceberg merges a table's metadata properties into its FileIO's: an s3.proxy-uri there "
+                                "carries every S3 request signed with the vended keys to whoever may set table properties")
+LEAKING: dict[tuple[str, str, str], str] = {
+    ("pyiceberg-pyarrow", "vended", "table-properties"): _PROPERTIES_CONFIGURE_FILEIO,
+    ("pyiceberg-fsspec", "vended", "table-properties"): _PROPERTIES_CONFIGURE_FILEIO,
+    ("doctor", "vended", "table-properties"): _PROPERTIES_CONFIGURE_FILEIO + " (the doctor's pyiceberg probe)",
+}
+
+
+def _case(client: str, mode: str, channel: str) -> Any:
+    reason = LEAKING.get((client, mode, channel))
+    return pytest.param(client, mode, channel, id=f"{client}-{mode}-{channel}",
+                        marks=[pytest.mark.xfail(strict=True, reason=reason)] if reason else [])
+
+
+@pytest.mark.parametrize(("client", "mode", "channel"), [_case(*case) for case in CASES])
+def test_no_credential_reaches_a_server_given_origin(client, mode, channel, lakehouse, modes, sweep_table, tmp_path) -> None:
+    sweep = modes[mode]
+    if client.startswith("pyiceberg"):
+        io = "pyiceberg.io.pyarrow.PyArrowFileIO" if client.endswith("pyarrow") else "pyiceberg.io.fsspec.FsspecFileIO"
+        scenario: Callable[[], Any] = pyiceberg_scenario(lakehouse, sweep, sweep_table, io)
+    elif client == "cli":
+        scenario = cli_scenario(sweep, tmp_path, "staged", "cleanup", "--table", ".".join(sweep_table), "--min-age", "86400")
+    else:
+        extra = ("--delegation", "remote-signing") if mode == "signing" else ()
+        scenario = cli_scenario(sweep, tmp_path, "doctor", "--json", "--skip", "spark", *extra)
+    started = time.monotonic()
+    report = sweep.run_case(client, mode, channel, scenario)
+    REPORTS.append(report)
+    print(report.summary(), f"(wall {time.monotonic() - started:.1f}s)")
+    print(report.details())
+    assert not report.leaked, report.failure()
