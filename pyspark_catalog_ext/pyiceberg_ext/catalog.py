@@ -38,7 +38,6 @@ from pyiceberg.utils.properties import get_header_properties, property_as_bool
 from requests import Response, Session
 
 from pyspark_catalog_ext.catalog.rest import CatalogClient, PurgeRequiredError
-from pyspark_catalog_ext.catalog.trust import TrustedOrigins
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 from pyspark_catalog_ext.credentials.sources import CredentialSource
 from pyspark_catalog_ext.errors import ConfigError
@@ -74,8 +73,6 @@ class GuardedRestCatalog(CatalogClient):
                  source: CredentialSource | None = None, **properties: Any) -> None:
         self._observed = threading.local()
         self.refresher: CredentialRefresher | None = None
-        # Where the catalog's credentials may go: from the user's own settings, before any server answer.
-        self.trusted_origins = TrustedOrigins.from_user_properties(properties)
         self._signers: SignerSession | None = None
         self._signers_lock = threading.Lock()
         super().__init__(name, **properties)
@@ -177,7 +174,7 @@ class GuardedRestCatalog(CatalogClient):
             if self._signers is None:
                 auth_manager = self._auth_manager
                 self._signers = SignerSession(
-                    self.trusted_origins, lambda: auth_manager.auth_header() if auth_manager is not None else None,
+                    self.trust, lambda: auth_manager.auth_header() if auth_manager is not None else None,
                     self._renew_token, headers=get_header_properties(self.properties),
                     verify=self._session.verify, cert=self._session.cert)
             return self._signers
