@@ -25,6 +25,8 @@ __all__ = [
     "CatalogUnsupportedError",
     "CatalogRedirectError",
     "UntrustedOriginError",
+    "SignerError",
+    "SigningRefusedError",
     "CleanupRefused",
     "PolicyApiUnavailableError",
     "StaleTableError",
@@ -104,6 +106,15 @@ class UntrustedOriginError(CatalogError):
         super().__init__(message, status)
         self.origin = origin
         self.key = key
+
+
+class SignerError(CatalogError):
+    """The catalog's S3 signer could not sign a request (unreachable, a redirect, a malformed answer...)."""
+
+
+class SigningRefusedError(SignerError, PermissionError):
+    """The catalog's S3 signer refused to sign a request (403): outside the table, or not this
+    principal's. A PermissionError too, as S3's own refusals are in both PyIceberg FileIOs."""
 
 
 class CleanupRefused(CatalogError):

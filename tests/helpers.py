@@ -108,3 +108,61 @@ def fake_java_home(folder: Path, banner: str) -> Path:
     java.write_text(f"#!/bin/sh\necho '{banner}' >&2\necho 'OpenJDK Runtime Environment' >&2\n")
     java.chmod(0o755)
     return folder
+
+
+class SpoolDiskPeak:
+    """The most local disk this process's temporary files held at once while the block ran, sampled
+    from /proc/self/fd every `interval_s`: regular files opened meanwhile in the temp dir or already
+    unlinked (a spool's anonymous temporary file); files open before (pytest's capture) and under
+    `exclude` do not count. Linux only (the tests' and benchmarks' machines)."""
+
+    def __init__(self, interval_s: float = 0.005, exclude: str | Path | None = None) -> None:
+        import tempfile
+        import threading
+
+        self.interval_s = interval_s
+        self.peak = 0
+        self._tmp = tempfile.gettempdir()
+        self._exclude = str(exclude) + "/" if exclude else None  # a folder the test writes its own files to
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="spool-disk-peak", daemon=True)
+        self._before: set[tuple[int, int]] = set()
+        self.modes: dict[str, int] = {}  # path (as /proc shows it) -> permission bits of every temporary file seen
+
+    def _files(self) -> dict[tuple[int, int], int]:
+        """(device, inode) -> bytes on disk of the temporary regular files open now."""
+        import os
+        import stat
+
+        out = {}
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink(f"/proc/self/fd/{fd}")
+                info = os.fstat(int(fd))
+            except OSError:
+                continue
+            if self._exclude and target.startswith(self._exclude):
+                continue
+            if stat.S_ISREG(info.st_mode) and (target.startswith(self._tmp + "/") or target.endswith(" (deleted)")):
+                out[(info.st_dev, info.st_ino)] = info.st_blocks * 512
+                if (info.st_dev, info.st_ino) not in self._before:
+                    self.modes[target] = stat.S_IMODE(info.st_mode)
+        return out
+
+    def now(self) -> int:
+        return sum(size for key, size in self._files().items() if key not in self._before)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.peak = max(self.peak, self.now())
+
+    def __enter__(self) -> SpoolDiskPeak:
+        self._before = set(self._files())
+        self.peak = 0
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self.peak = max(self.peak, self.now())

@@ -372,7 +372,9 @@ def _real_row(name: str, entry: Mapping[str, Any], notes: _Notes) -> list[str]:
 
 
 def _emulated_row(entry_id: str, entry: Mapping[str, Any], notes: _Notes) -> list[str]:
-    caps = (entry.get("doctor") or {}).get("capabilities") or {}
+    caps = dict((entry.get("doctor") or {}).get("capabilities") or {})
+    if "pyiceberg" not in caps and isinstance(entry.get("step-6"), Mapping):
+        caps["pyiceberg"] = _step_capability(entry["step-6"])  # the user path's PyIceberg scan + append
     release = f"{entry.get('family', '?')} {entry.get('release', '?')}"
     if entry.get("source") == REAL_SOURCE:
         cells = [f"`{entry['profile']}`", f"{release} on SeaweedFS (tests/realservers)",
@@ -383,6 +385,13 @@ def _emulated_row(entry_id: str, entry: Mapping[str, Any], notes: _Notes) -> lis
     else:
         cells = [f"`{entry['profile']}`", f"emulated {release} (tests/emulators)", f"emulator ({entry.get('release', '?')})"]
     return cells + [_capability_cell(caps, ids, notes) for _, ids in COLUMNS]
+
+
+def _step_capability(step: Mapping[str, Any]) -> dict[str, Any]:
+    """A recorded user-path step as a capability cell: its outcome, and what it said as the note."""
+    text = step.get("note") or step.get("how") or step.get("message") or step.get("why")
+    outcome = str(step.get("outcome"))
+    return {"outcome": outcome, **({} if outcome == WORKS or not text else {"how" if outcome == DEGRADED else "why": text})}
 
 
 def _support_table(directory: Path | str | None) -> tuple[list[str], _Notes, dict[str, dict[str, Any]]]:
@@ -414,8 +423,8 @@ LEGEND = ("Source: *real server*: a recorded `doctor` run against SeaweedFS (`re
           "answers*: the same emulation compared, answer by answer, with a real server's recorded answers "
           "(tests/emulators/observed/, tests/unit/test_emulated_polaris.py); *reference only*: vendor docs, never "
           "run here. works / degraded [n]: how the package goes on without it / refused [n]: why / **fail**; "
-          "not probed: a prerequisite is missing; not run: skipped (the emulated runs leave Spark, PyIceberg and "
-          "the inventory to the user path).")
+          "not probed: a prerequisite is missing; not run: skipped (the emulated runs leave Spark and the inventory "
+          "to the user path; their PyIceberg cell is the user path's step 6, scan + append).")
 
 
 def render_matrix(directory: Path | str | None = None, notes: str | None = None) -> str:

@@ -282,7 +282,14 @@ class SigningCatalogProxy(ProxyServer):
             scopes = self._scopes.get(client)
             entry = scopes.get(scope) if scopes is not None else None
             if entry is not None and time.monotonic() >= entry.expires:
-                return "this table endpoint outlived the tokens that loaded and used it: load the table again"
+                # Unused for longer than its tokens lived (a PyIceberg table object kept idle, a client
+                # that renews its token only after a 401): a live token of the same client revives it
+                # once the catalog confirms the table is still the one it was issued for, which is
+                # what loading the table again would give that client anyway. Unbound endpoints
+                # (no table to ask about) stay dead.
+                if token_expires is None or entry.ident is None:
+                    return "this table endpoint outlived the tokens that loaded and used it: load the table again"
+                entry.verified = 0.0  # ask the catalog below, before signing anything
             if entry is not None and token_expires is not None:
                 entry.expires = max(entry.expires, token_expires)
         if entry is None:

@@ -1,13 +1,17 @@
-"""`GuardedRestCatalog`: PyIceberg's RestCatalog with refreshing table FileIOs and guarded commits.
+"""`GuardedRestCatalog`: PyIceberg's RestCatalog with refreshing or signing table FileIOs and guarded commits.
 
 Built on `catalog.rest.CatalogClient` (PyIceberg's RestCatalog with bounded calls, evidence, the
 advertised `idempotency-key-lifetime` and Idempotency-Keys on mutations). Seams into PyIceberg,
 all on the subclass (no patching):
 - `_create_session`: adds a `requests` response hook that keeps the raw JSON of each table
-  load/create answer (PyIceberg's models drop `storage-refresh-token`, and re-staging needs the
-  stage-create body);
-- `_response_to_table` / `_response_to_staged_table`: wrap the FileIO PyIceberg built in a
-  `RefreshingFileIO` tied to the table's `TableCredentials`;
+  load/create answer (PyIceberg's models drop `storage-refresh-token` and `remote-signing-config`,
+  and re-staging needs the stage-create body);
+- `_response_to_table` / `_response_to_staged_table`: build the table's FileIO from the catalog's
+  properties and the table's config only. PyIceberg also merges the table's metadata properties
+  in, which are data anyone allowed to alter the table can write: an `s3.signer.uri`, endpoint,
+  proxy or `py-io-impl` there would steer every reader's requests (and token). The FileIO is then a
+  `RefreshingFileIO` tied to the table's `TableCredentials` (vended keys), or a signing FileIO
+  (`s3signing`: remote signing through the table's signer, within the catalog's trust set);
 - `commit_table`: sent through `commits.GuardedCommit`.
 Select it from `.pyiceberg.yaml` with `py-catalog-impl: pyspark_catalog_ext.pyiceberg_ext.GuardedRestCatalog`.
 """
@@ -22,19 +26,27 @@ from typing import Any, TypeVar
 
 from pydantic import Field, ValidationError
 from pyiceberg.catalog.rest import Endpoints, TableResponse
+from pyiceberg.catalog.rest.auth import AUTH_MANAGER
 from pyiceberg.catalog.rest.scan_planning import StorageCredential
+from pyiceberg.io import FileIO
+from pyiceberg.io.fsspec import FsspecFileIO
+from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table import CommitTableRequest, CommitTableResponse, StagedTable, Table
 from pyiceberg.table.update import AssertCreate
 from pyiceberg.typedef import IcebergBaseModel, Identifier
-from pyiceberg.utils.properties import property_as_bool
+from pyiceberg.utils.properties import get_header_properties, property_as_bool
 from requests import Response, Session
 
 from pyspark_catalog_ext.catalog.rest import CatalogClient, PurgeRequiredError
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 from pyspark_catalog_ext.credentials.sources import CredentialSource
+from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext.commits import GuardedCommit
-from pyspark_catalog_ext.pyiceberg_ext.fileio import RefreshingFileIO
+from pyspark_catalog_ext.pyiceberg_ext.fileio import RefreshingFileIO, write_bounds
 from pyspark_catalog_ext.pyiceberg_ext.refresher import PROPERTY_PREFIX, CredentialRefresher, refresh_policy
+from pyspark_catalog_ext.pyiceberg_ext.s3signing import SigningFsspecFileIO, SigningPyArrowFileIO
+from pyspark_catalog_ext.pyiceberg_ext.signing import SignerSession, remote_signing_requested, signer_target
+from pyspark_catalog_ext.secret_keys import is_secret_key
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
@@ -61,7 +73,10 @@ class GuardedRestCatalog(CatalogClient):
                  source: CredentialSource | None = None, **properties: Any) -> None:
         self._observed = threading.local()
         self.refresher: CredentialRefresher | None = None
+        self._signers: SignerSession | None = None
+        self._signers_lock = threading.Lock()
         super().__init__(name, **properties)
+        write_bounds(self.properties)  # a bad catalog-ext.pyiceberg.* value fails here, in one line
         if refresh is None:
             refresh = property_as_bool(self.properties, REFRESH_PROPERTY, True)
         if refresh:
@@ -100,30 +115,69 @@ class GuardedRestCatalog(CatalogClient):
 
     # -- FileIOs -----------------------------------------------------------------------------------
     def _response_to_table(self, identifier_tuple: tuple[str, ...], table_response: TableResponse) -> Table:
-        table = super()._response_to_table(identifier_tuple, table_response)
-        return self._refreshing(table, identifier_tuple, table_response, staged=False)
+        io = self._table_io(identifier_tuple, table_response, staged=False)
+        return Table(identifier=identifier_tuple, metadata_location=table_response.metadata_location,  # type: ignore[arg-type]
+                     metadata=table_response.metadata, io=io, catalog=self, config=table_response.config)
 
     def _response_to_staged_table(self, identifier_tuple: tuple[str, ...], table_response: TableResponse) -> StagedTable:
-        table = super()._response_to_staged_table(identifier_tuple, table_response)
-        return self._refreshing(table, identifier_tuple, table_response, staged=True)
+        io = self._table_io(identifier_tuple, table_response, staged=True)
+        return StagedTable(identifier=identifier_tuple, metadata_location=table_response.metadata_location,  # type: ignore[arg-type]
+                           metadata=table_response.metadata, io=io, catalog=self)
 
-    def _refreshing(self, table: Any, identifier: tuple[str, ...], table_response: TableResponse, *, staged: bool) -> Any:
+    def _table_io(self, identifier: tuple[str, ...], table_response: TableResponse, *, staged: bool) -> FileIO:
+        """The table's FileIO, configured by the catalog's properties (the user's and `/v1/config`'s) and
+        the table's config (with the storage credential of the longest prefix, as PyIceberg picks it),
+        never by the table's metadata properties."""
         answer, request_body = self._take_observed(table_response)
-        if self.refresher is None:
-            return table
-        config = answer.config
-        storage_credentials = [c.model_dump() for c in answer.storage_credentials]
-        if "s3.access-key-id" not in config and not storage_credentials:
-            return table  # nothing vended: the FileIO uses the user's own keys
+        config = dict(table_response.config)
+        properties = {**config, **self._resolve_storage_credentials(table_response.storage_credentials,
+                                                                     table_response.metadata_location)}
         location = table_response.metadata.location
+        if remote_signing_requested(config, self.properties, answer.remote_signing_config):
+            return self._signing_io(identifier, properties, answer.remote_signing_config, table_response.metadata_location)
+        io = self._load_file_io(properties, table_response.metadata_location)
+        if self.refresher is None:
+            return io
+        storage_credentials = [c.model_dump() for c in answer.storage_credentials]
+        if "s3.access-key-id" not in answer.config and not storage_credentials:
+            return io  # nothing vended: the FileIO uses the user's own keys
         stage_request = None
         if staged and request_body is not None:
             # Re-staging must keep the location, or some catalogs stage a new one (SeaweedFS).
             stage_request = {**request_body, "location": location}
-        entry = self.refresher.track(identifier, config, storage_credentials, location=location, staged=staged,
+        entry = self.refresher.track(identifier, answer.config, storage_credentials, location=location, staged=staged,
                                      stage_create_request=stage_request)
-        table.io = RefreshingFileIO(table.io.properties, entry, self.refresher, type(table.io))
-        return table
+        return RefreshingFileIO(io.properties, entry, self.refresher, type(io))
+
+    def _signing_io(self, identifier: tuple[str, ...], table_properties: dict[str, Any],
+                    signing_config: dict[str, Any] | None, metadata_location: str | None) -> FileIO:
+        """A FileIO of the class PyIceberg would pick whose S3 requests the table's signer signs. Its
+        signer URL is checked against the catalog's trust set here, before anything is sent."""
+        name = ".".join((self.name, *identifier))
+        route = self.url(Endpoints.load_table, prefixed=True, **self._split_identifier_for_path(identifier))
+        route = route[len(self.uri.rstrip("/")):]
+        target = signer_target(table_properties, self.properties, signing_config, self.uri, route)
+        signer = self._signer_session().signer(name, target)
+        # The signer holds the credentials: no key, PyIceberg signer or auth manager goes to the FileIO.
+        properties = {k: v for k, v in {**self.properties, **table_properties}.items()
+                      if not (k.startswith("s3.") and is_secret_key(k)) and k not in (AUTH_MANAGER, "s3.signer")}
+        chosen = type(self._load_file_io({k: v for k, v in table_properties.items() if k != "s3.signer"}, metadata_location))
+        if issubclass(chosen, PyArrowFileIO):
+            return SigningPyArrowFileIO(properties, signer)
+        if issubclass(chosen, FsspecFileIO):
+            return SigningFsspecFileIO(properties, signer)
+        raise ConfigError(f"table {name} is remote-signed, which works with PyIceberg's PyArrowFileIO and FsspecFileIO; "
+                          f"py-io-impl={chosen.__module__}.{chosen.__name__} cannot sign: set py-io-impl to one of those")
+
+    def _signer_session(self) -> SignerSession:
+        with self._signers_lock:
+            if self._signers is None:
+                auth_manager = self._auth_manager
+                self._signers = SignerSession(
+                    self.trust, lambda: auth_manager.auth_header() if auth_manager is not None else None,
+                    self._renew_token, headers=get_header_properties(self.properties),
+                    verify=self._session.verify, cert=self._session.cert)
+            return self._signers
 
     def credentials_status(self) -> list[dict[str, Any]]:
         """One row per tracked table: strategy used, renewals per strategy, expiry, failures. [] without refresh."""
@@ -133,6 +187,8 @@ class GuardedRestCatalog(CatalogClient):
         """Stop the background refresher; the catalog stays usable with the keys it has."""
         if self.refresher is not None:
             self.refresher.close()
+        if self._signers is not None:
+            self._signers.close()
         super().close()
 
     # -- commits -----------------------------------------------------------------------------------
@@ -192,6 +248,7 @@ class _VendedTableAnswer(IcebergBaseModel):
     metadata: _TableIdentity
     config: dict[str, str] = Field(default_factory=dict)
     storage_credentials: list[_VendedCredential] = Field(alias="storage-credentials", default_factory=list)
+    remote_signing_config: Any = Field(alias="remote-signing-config", default=None)
 
     def __repr__(self) -> str:
         return f"_VendedTableAnswer({self.metadata_location!r}, credentials={len(self.storage_credentials)})"

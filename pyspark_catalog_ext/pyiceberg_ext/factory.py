@@ -38,6 +38,8 @@ def pyiceberg_catalog(source: Any, catalog: str = "lake", *, refresh: bool = Tru
     (`policy`: a `RefreshPolicy`, default from PYSPARK_CATALOG_EXT_REFRESH_* or Spark's defaults;
     `credential_source`: your own `CredentialSource` instead of the catalog), and every commit is
     guarded (Idempotency-Key or reconciliation). `refresh=False` keeps the first keys, as plain PyIceberg.
+    On a catalog that signs instead of vending (`delegation="remote-signing"`), each table's FileIO has
+    no key and signs every S3 request at the table's signer (docs/signing.md; the `[signing]` extra).
     """
     from pyspark_catalog_ext.pyiceberg_ext import GuardedRestCatalog
 

@@ -5,23 +5,31 @@ them (apache/iceberg-python#3506). `RefreshingFileIO` wraps the FileIO class PyI
 (`py-io-impl`, or the default for the scheme: PyArrowFileIO or FsspecFileIO) through the public
 FileIO API only (`new_input`, `new_output`, `delete`, `properties`): for each file it takes the
 keys of the longest matching storage prefix from the table's `TableCredentials`, and keeps one
-delegate FileIO per key set, replaced when the keys are renewed. A stream already open keeps the
-filesystem it was opened with until its keys enter their hard margin (`credentials.rules.hard_margin_s`):
-its next read, write or close then first reopens it with the current keys (a read at its offset, a
-write by replaying what it wrote), as the JVM's readers do. s3fs, for one, sends a small file in one
-PUT at close, so a write stream opened just before a renewal would otherwise send that PUT with keys
-that died while the file was being encoded; every new file uses the new keys.
+delegate FileIO per key set, replaced when the keys are renewed. A read stream already open keeps
+the filesystem it was opened with until its keys enter their hard margin (`credentials.rules.hard_margin_s`):
+its next read then first reopens it with the current keys at its offset, as the JVM's readers do.
 
 When S3 answers that the keys themselves are no longer valid (`credentials.rules.EXPIRY_CODES`) before
 their time, the operation is not lost: the table's keys are renewed at once (single-flight, rate
-limited: `CredentialRefresher.rejected`) and the operation runs again with the new ones. A stream
-is reopened at its offset (reads), or replays what it wrote from a local spool (writes; S3 shows an
-object only once its upload completes, so nothing partial is ever visible). Any other refusal
-(AccessDenied outside the table's scope, a bad signature) is raised as it came.
+limited: `CredentialRefresher.rejected`) and the operation runs again with the new ones. A read
+stream is reopened at its offset. Any other refusal (AccessDenied outside the table's scope, a bad
+signature) is raised as it came.
+
+Writes. To S3 (the store whose keys are vended here), a write is `s3upload.ResumableS3Upload`, a
+multipart upload of its own: every request takes the current keys, and after an expiry only the part
+S3 has not acknowledged is sent again, into the same upload. Bound: two parts in memory per stream
+(`catalog-ext.pyiceberg.s3-part-bytes`, 8 MiB by default), nothing on disk; an append writing N files
+at once, 2 x N parts. Other stores have no resumable upload here (the store-specific part is a
+writer per scheme, `_RESUMABLE`): their writes go to the delegate's stream and keep a copy to replay
+after an expiry, at most `catalog-ext.pyiceberg.spool-max-bytes` per stream (8 MiB in memory, the
+rest in a temporary file: created private to the user and unlinked at once, so it is gone on
+failure and at exit whatever happens); a write that outgrows it and then outlives its keys fails in
+one line. Such a write says so in one line (logged once per table and scheme) when it starts.
 """
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import threading
 import time
@@ -30,18 +38,31 @@ from typing import Any, NamedTuple, TypeVar
 
 from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile, OutputStream
 
+from pyspark_catalog_ext import knobs
+from pyspark_catalog_ext.errors import CredentialRefreshError
 from pyspark_catalog_ext.pyiceberg_ext.refresher import CredentialRefresher, TableCredentials
 from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, rejection_of
+from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, S3Clients, part_bytes
 from pyspark_catalog_ext.secret_keys import is_secret_key
 
-__all__ = ["RefreshingFileIO"]
+log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
+
+__all__ = ["SPOOL_KNOB", "RefreshingFileIO", "write_bounds"]
 
 T = TypeVar("T")
 # One try with the keys the operation had, one with renewed keys; a third only when another thread
 # renewed again in between (the keys of the second try were not the newest).
 _ATTEMPTS = 3
-# A write keeps what it wrote for a replay with new keys: in memory up to this, on local disk beyond.
+# A write to a store without a resumable upload keeps what it wrote for a replay with new keys: in
+# memory up to this, on local disk beyond (up to catalog-ext.pyiceberg.spool-max-bytes).
 _SPOOL_IN_MEMORY = 8 * 1024 * 1024
+SPOOL_KNOB = "catalog-ext.pyiceberg.spool-max-bytes"
+_S3_CLIENTS = S3Clients(keep=16)  # the clients of resumable S3 writes, shared by every table's FileIO
+
+
+def write_bounds(properties: Mapping[str, Any]) -> tuple[int, int]:
+    """(S3 part bytes, spool bytes) of a table's writes, from the catalog's `catalog-ext.pyiceberg.*` knobs."""
+    return part_bytes(properties), knobs.read_int(properties, SPOOL_KNOB)
 
 
 class _Keys(NamedTuple):
@@ -73,6 +94,8 @@ class RefreshingFileIO(FileIO):
         # (generation, id of the keys) -> delegate; only the current generation is kept (bounded).
         self._delegates: dict[tuple[int, int], FileIO] = {}  # (generation, id of the keys)
         self._generation = -1
+        self.part_bytes, self.spool_max_bytes = write_bounds(base)
+        self._spool_said: set[str] = set()  # schemes whose spooled writes were announced
         self._delegate_for(entry.location or "")  # properties show the current keys from the start
 
     def _delegate_for(self, location: str) -> FileIO:
@@ -145,6 +168,20 @@ class RefreshingFileIO(FileIO):
                 if not self._recover(exc, location, keys.generation, keys.delegate, attempt):
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def s3_call(self, location: str) -> Callable[[Callable[[Any], T]], T]:
+        """`run(call)`: `call(boto3 S3 client)` with the current keys for `location`, renewed and run
+        again when S3 rejects them as expired (what a resumable S3 write sends each request with)."""
+        return lambda call: self._run(location, lambda delegate: call(_S3_CLIENTS.get(delegate.properties)))
+
+    def announce_spool(self, location: str) -> None:
+        """Say once per scheme, as such a write starts, that it is spooled for a replay, and its bound."""
+        scheme = location.split("://", 1)[0] if "://" in location else "file"
+        if scheme not in self._spool_said:
+            self._spool_said.add(scheme)
+            log.info("catalog-ext: writes of %s to %s:// keep a copy of up to %d bytes (local disk past %d) to replay after "
+                     "an expiry: this store has no resumable upload here; beyond it an expiry fails the write (%s)",
+                     self.entry.name, scheme, self.spool_max_bytes, _SPOOL_IN_MEMORY, SPOOL_KNOB)
 
     def new_input(self, location: str) -> InputFile:
         return _InputFile(self, location)
@@ -250,6 +287,9 @@ class _OutputFile(OutputFile):
         return _InputFile(self._io, self.location)
 
     def create(self, overwrite: bool = False) -> OutputStream:
+        writer = _RESUMABLE.get(self.location.split("://", 1)[0] if "://" in self.location else "")
+        if writer is not None:
+            return writer(self._io, self.location, overwrite)
         return _OutputStream(self._io, self.location, overwrite)
 
 
@@ -360,17 +400,25 @@ class _InputStream(_Stream):
 
 
 class _OutputStream(_Stream):
-    """Writes; a copy of what was written (spooled) is replayed into a new upload after an expiry."""
+    """Writes to a store without a resumable upload: a copy of what was written (spooled, bounded) is
+    replayed into a new upload after an expiry."""
 
     def __init__(self, io: RefreshingFileIO, location: str, overwrite: bool) -> None:
         self._overwrite = overwrite
-        self._spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY)  # noqa: SIM115 - closed in close()
+        io.announce_spool(location)
+        # An anonymous temporary file (private to the user, unlinked at once) past the in-memory part.
+        self._spool: Any = tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY)  # noqa: SIM115 - closed in close()
         self._written = 0
         super().__init__(io, location)
 
     def _open_with(self, delegate: FileIO) -> Any:
         stream = delegate.new_output(self._location).create(overwrite=self._overwrite)
         if self._written:
+            if self._spool is None:
+                stream.close()
+                raise CredentialRefreshError(
+                    f"the write of {self._location} outlived its keys after {self._written} bytes, more than "
+                    f"{SPOOL_KNOB}={self._io.spool_max_bytes} keeps to replay; raise it, or write smaller files")
             self._spool.seek(0)
             while chunk := self._spool.read(1024 * 1024):
                 stream.write(chunk)
@@ -379,8 +427,13 @@ class _OutputStream(_Stream):
 
     def write(self, data: bytes) -> int:
         self._call(lambda stream: stream.write(data))
-        self._spool.write(data)  # only once it went out: a replay must not repeat a failed write
         self._written += len(data)
+        if self._spool is not None:
+            if self._written > self._io.spool_max_bytes:
+                self._spool.close()  # past the bound: no replay from here on
+                self._spool = None
+            else:
+                self._spool.write(data)  # only once it went out: a replay must not repeat a failed write
         return len(data)
 
     def tell(self) -> int:
@@ -392,6 +445,8 @@ class _OutputStream(_Stream):
     def _drop_unsent(self) -> bool:
         # An fsspec write stream can be thrown away unsent (s3fs aborts a multipart upload it began);
         # a PyArrow one cannot (closing completes its upload): it goes on, the reactive path covers it.
+        if self._spool is None and self._written:
+            return False  # nothing to replay from: keep the stream
         discard = getattr(self._stream, "discard", None)
         if not callable(discard):
             return False
@@ -418,4 +473,15 @@ class _OutputStream(_Stream):
             self._call(lambda stream: stream.close())
         finally:
             self._closed = True
-            self._spool.close()
+            if self._spool is not None:
+                self._spool.close()
+
+
+def _resumable_s3(io: RefreshingFileIO, location: str, overwrite: bool) -> OutputStream:
+    return ResumableS3Upload(io.s3_call(location), location, io.part_bytes, overwrite=overwrite)  # type: ignore[return-value]
+
+
+# Resumable writers by scheme: the store-specific part of a write (a store added here needs a writer
+# that re-sends only what its store has not acknowledged; without one, writes are spooled).
+_RESUMABLE: dict[str, Callable[[RefreshingFileIO, str, bool], OutputStream]] = {
+    "s3": _resumable_s3, "s3a": _resumable_s3, "s3n": _resumable_s3}

@@ -69,10 +69,7 @@ STEP8 = {
 
 # Findings: (step, server) -> why the package fails there today, run as xfail(strict=True) so a fix
 # shows up as an XPASS failure and the entry must go.
-PYICEBERG_REMOTE_SIGNING = ("PyIceberg in remote-signing mode is not done (docs/signing.md): pyiceberg_catalog() "
-                            "accepts delegation='remote-signing', then the first data write fails with S3 "
-                            "ACCESS_DENIED (PyArrow's S3 client does not sign through the catalog)")
-FINDINGS = {("4-pyiceberg", "nessie"): PYICEBERG_REMOTE_SIGNING, ("6", "nessie"): PYICEBERG_REMOTE_SIGNING}
+FINDINGS: dict[tuple[str, str], str] = {}
 RAISES: dict[tuple[str, str], type[BaseException]] = {}  # what a finding fails with, where not OSError
 
 

@@ -13,9 +13,10 @@ from pyspark_catalog_ext import knobs
 from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext import CommitPolicy, refresh_policy
+from pyspark_catalog_ext.pyiceberg_ext.fileio import write_bounds
 
 ROOT = Path(__file__).resolve().parents[2]
-GROUPS = ("commit", "refresh", "events")
+GROUPS = ("commit", "refresh", "events", "pyiceberg")
 
 
 def _names_in_sources() -> set[str]:
@@ -65,7 +66,8 @@ PYTHON_KNOBS = [k for k in knobs.spec().values() if "pyiceberg" in k["runtimes"]
 @pytest.mark.parametrize("k", PYTHON_KNOBS, ids=lambda k: k["name"])
 def test_python_reads_each_knob_as_the_spec_says(k):
     """Through the public entry points (CommitPolicy, refresh_policy), not only the helpers."""
-    parse = CommitPolicy.from_properties if ".commit." in k["name"] else refresh_policy
+    parse = CommitPolicy.from_properties if ".commit." in k["name"] else write_bounds if ".pyiceberg." in k["name"] \
+        else refresh_policy
     bad, good = _bad_and_good(k)
     if k["name"].endswith("initial-backoff-ms"):
         good = [g for g in good if int(g) <= 60000]  # the policy also needs initial <= max-backoff-ms (60 s)

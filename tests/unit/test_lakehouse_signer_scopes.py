@@ -1,7 +1,8 @@
 """The remote signer's per-table endpoints end with their table and with their tokens (on the real
 SeaweedFS): an endpoint is bound to the table's uuid and location and to its OAuth2 client, and
-lives no longer than the last token that loaded the table or signed through it. (Not bound to one
-token: Iceberg's signer client logs in on its own, on every executor.)"""
+lives no longer than the last token that loaded the table or signed through it, unless the catalog
+confirms the table is still the same when a live token of that client uses it again. (Not bound to
+one token: Iceberg's signer client logs in on its own, on every executor.)"""
 
 from __future__ import annotations
 
@@ -82,7 +83,7 @@ def test_an_endpoint_ends_with_its_table(lakehouse, signer):
 
 
 @pytest.mark.parametrize("signer", [3], indirect=True)
-def test_an_endpoint_lives_no_longer_than_its_tokens(signer):
+def test_an_endpoint_lives_no_longer_than_its_tokens_unless_its_table_is_confirmed(lakehouse, signer):
     first = _token(signer)
     ns = "life" + uuid.uuid4().hex[:8]
     assert _catalog(signer, first, "POST", "/namespaces", {"namespace": [ns]}).status_code == 200
@@ -95,9 +96,18 @@ def test_an_endpoint_lives_no_longer_than_its_tokens(signer):
     time.sleep(2.0)  # the first token has expired; the endpoint lives on with the second
     assert _sign(signer, first, endpoint, key).status_code == 401
     assert _sign(signer, _token(signer, exchange=second), endpoint, key).status_code == 200  # a refresh, as Iceberg does
-    time.sleep(3.5)  # every token that loaded or used it has expired: so has the endpoint
+    time.sleep(3.5)  # every token that loaded or used it has expired: so has the endpoint, ...
+    assert _sign(signer, first, endpoint, key).status_code == 401
+    # ... which a live token of the client revives once the catalog confirms the table is the same
+    # (a PyIceberg client renews its token only after a 401; it could load the table again anyway)
+    assert _sign(signer, _token(signer), endpoint, key).status_code == 200
+    time.sleep(3.5)
+    # expired again, and the table re-created behind the signer's back meanwhile: not revived
+    raw = Rest(lakehouse.info, uri=_raw(lakehouse))
+    assert raw.request("DELETE", f"/namespaces/{ns}/tables/t").status_code == 204
+    assert raw.create(ns, "t").status_code == 200
     late = _sign(signer, _token(signer), endpoint, key)
-    assert late.status_code == 403 and "outlived the tokens" in late.json()["error"]["message"], late.text
+    assert late.status_code == 403 and "dropped, renamed or moved" in late.json()["error"]["message"], late.text
     # loading the table again gives a live endpoint
     fresh = _token(signer)
     again = _endpoint(_catalog(signer, fresh, "GET", f"/namespaces/{ns}/tables/t"))

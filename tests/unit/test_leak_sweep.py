@@ -65,30 +65,16 @@ def cli_scenario(sweep: Sweep, home: Path, *args: str) -> Callable[[], str]:
 
 
 CLIENTS: dict[str, tuple[str, ...]] = {  # client -> the modes it runs in
-    "pyiceberg-pyarrow": ("vended",),  # PyArrow's S3 has no remote signing
+    "pyiceberg-pyarrow": ("vended", "signing"),
     "pyiceberg-fsspec": ("vended", "signing"),
     "cli": ("vended",),  # staged cleanup reads S3 with keys
     "doctor": ("vended", "signing"),
 }
-CASES = [(client, mode, channel) for client, client_modes in CLIENTS.items() for mode in client_modes for channel in CHANNELS]
-# Leaking today, each through PyIceberg's FileIO (the doctor's through its PyIceberg probe), whose
-# trust work is PyIceberg's side of this: strict, so each turns into a failure when it stops leaking.
-_PROPERTIES_CONFIGURE_FILEIO = ("PyIceberg merges a table's metadata properties into its FileIO's: an s3.proxy-uri there "
-                                "carries every S3 request signed with the vended keys to whoever may set table properties")
-LEAKING: dict[tuple[str, str, str], str] = {
-    ("pyiceberg-pyarrow", "vended", "table-properties"): _PROPERTIES_CONFIGURE_FILEIO,
-    ("pyiceberg-fsspec", "vended", "table-properties"): _PROPERTIES_CONFIGURE_FILEIO,
-    ("doctor", "vended", "table-properties"): _PROPERTIES_CONFIGURE_FILEIO + " (the doctor's pyiceberg probe)",
-}
+CASES = [pytest.param(client, mode, channel, id=f"{client}-{mode}-{channel}")
+         for client, client_modes in CLIENTS.items() for mode in client_modes for channel in CHANNELS]
 
 
-def _case(client: str, mode: str, channel: str) -> Any:
-    reason = LEAKING.get((client, mode, channel))
-    return pytest.param(client, mode, channel, id=f"{client}-{mode}-{channel}",
-                        marks=[pytest.mark.xfail(strict=True, reason=reason)] if reason else [])
-
-
-@pytest.mark.parametrize(("client", "mode", "channel"), [_case(*case) for case in CASES])
+@pytest.mark.parametrize(("client", "mode", "channel"), CASES)
 def test_no_credential_reaches_a_server_given_origin(client, mode, channel, lakehouse, modes, sweep_table, tmp_path) -> None:
     sweep = modes[mode]
     if client.startswith("pyiceberg"):

@@ -12,6 +12,7 @@ import pytest
 
 from pyspark_catalog_ext.catalog.profiles import PROFILES
 from pyspark_catalog_ext.doctor.matrix import (
+    COLUMNS,
     DEGRADED,
     EMULATED_DIR,
     NOT_APPLICABLE,
@@ -154,6 +155,14 @@ def test_emulated_rows_say_their_source_and_notes_carry_how_and_reference(tmp_pa
     assert "| `rustfs` | reference only (vendor docs, not run here) | reference only |" in table
     docs = render_emulated_table(tmp_path / "emulated")
     assert "| polaris 9.9 | emulator (`polaris-9.9`) | `polaris` | refused: \"no stageCreate \\| here\" | exit 1:" in docs
+
+
+def test_a_recordings_pyiceberg_cell_is_its_user_path_step_6() -> None:
+    """The doctor runs of the recorded catalogs do not probe PyIceberg; the user path does (step 6):
+    the PyIceberg column shows that step, e.g. real Nessie's, which signs every request."""
+    column = 3 + next(i for i, (title, _) in enumerate(COLUMNS) if title.startswith("PyIceberg"))
+    rows = [line.split(" | ") for line in render_matrix(notes=README_NOTES).splitlines() if "nessie 0.99.0" in line]
+    assert rows and rows[0][column] == "works", rows
 
 
 def test_a_row_checked_against_a_real_servers_recorded_answers_says_so(tmp_path: Path) -> None:

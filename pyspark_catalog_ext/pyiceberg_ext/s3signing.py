@@ -1,0 +1,349 @@
+"""S3 requests signed by the catalog's signer, in both PyIceberg FileIOs (the S3-specific part of
+remote signing; the signer client is `signing.RemoteSigner`).
+
+- **fsspec** (`SigningFsspecFileIO`): an s3fs filesystem whose aiobotocore clients sign nothing
+  themselves (`choose-signer` answers UNSIGNED, and the filesystem is anonymous, so no ambient AWS
+  key is ever loaded) and ask the table's `RemoteSigner` in `before-sign`, for every request:
+  ranged GETs, HEAD, PUT, the multipart calls, DELETE, listings, and DeleteObjects, whose XML body
+  and `Content-MD5` the signer sees. The handlers are installed on each client the filesystem makes
+  (`set_session`), so a client s3fs re-creates signs the same way. A sign request blocks on HTTP,
+  so it runs on a small thread pool, never on fsspec's event loop, whose other requests go on.
+  PyIceberg 0.12's own fsspec signer registers on a client that does not exist yet with current
+  s3fs (iceberg-python#3625, #3888) and follows redirects with its token; it is never used here.
+- **PyArrow** (`SigningPyArrowFileIO`): PyArrow's C++ S3 client has no signing hook, so S3 paths
+  go through a PyArrow filesystem backed by that same signing s3fs (`pyarrow.fs.PyFileSystem` over
+  `FSSpecHandler`); every other scheme stays PyArrow's own. Why this design and not a local
+  re-signing proxy in front of PyArrow's client: docs/signing.md (measured).
+
+- **Writes**, in both: `s3upload.ResumableS3Upload` through a botocore client signing the same way
+  (parts sent while the next fills, two parts of memory per stream, nothing on disk), not s3fs's
+  write stream, which holds a 50 MB block and uploads it while the writer waits.
+
+Each FileIO holds one filesystem and one client for its table, never shared with another table's
+(s3fs's instance cache is bypassed): a table's requests are signed only by its own signer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import threading
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from pyiceberg.io import (
+    AWS_REGION,
+    S3_CONNECT_TIMEOUT,
+    S3_ENDPOINT,
+    S3_FORCE_VIRTUAL_ADDRESSING,
+    S3_PROXY_URI,
+    S3_REGION,
+    S3_REQUEST_TIMEOUT,
+    S3_SERVER_SIDE_ENCRYPTION,
+    S3_SSE_KMS_KEY_ID,
+    FileIO,
+    InputFile,
+    OutputFile,
+    OutputStream,
+)
+from pyiceberg.io.fsspec import FsspecFileIO
+from pyiceberg.io.pyarrow import PyArrowFileIO
+from pyiceberg.typedef import Properties
+
+from pyspark_catalog_ext.errors import ConfigError
+from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, new_client, part_bytes
+from pyspark_catalog_ext.pyiceberg_ext.signing import RemoteSigner
+
+__all__ = ["S3_SCHEMES", "SigningFsspecFileIO", "SigningPyArrowFileIO", "signing_filesystem"]
+
+S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
+_POOL_THREADS = 16  # sign requests waiting on the signer at once (per process)
+_pool_lock = threading.Lock()
+_pool: list[ThreadPoolExecutor] = []
+_session: list[Any] = []  # one aiobotocore session: S3's model is parsed once, not per filesystem
+
+
+def _sign_pool() -> ThreadPoolExecutor:
+    with _pool_lock:
+        if not _pool:
+            _pool.append(ThreadPoolExecutor(_POOL_THREADS, thread_name_prefix="catalog-ext-signer"))
+        return _pool[0]
+
+
+def _aio_session() -> Any:
+    """The process's aiobotocore session for signing filesystems. Creating a client parses S3's service
+    model (~0.1 s of CPU holding the GIL) in a session of its own; in a shared one only the first
+    time. Clients are created on fsspec's one event-loop thread, so never two at once."""
+    from aiobotocore.session import AioSession
+
+    with _pool_lock:
+        if not _session:
+            _session.append(AioSession())
+        return _session[0]
+
+
+class _Handlers:
+    """The botocore event handlers that hand every request of one client to `signer`: `install`
+    for aiobotocore clients (s3fs; the sign request runs on a thread pool, off the event loop),
+    `install_sync` for a botocore client (the resumable writer's)."""
+
+    def __init__(self, signer: RemoteSigner) -> None:
+        self.signer = signer
+
+    def install(self, events: Any) -> None:
+        # unique ids: installing twice (a refreshed session) replaces rather than duplicates
+        events.register("choose-signer.s3", self.choose_signer, unique_id="catalog-ext-remote-signing-choose")
+        events.register("before-sign.s3", self.before_sign, unique_id="catalog-ext-remote-signing-sign")
+
+    def install_sync(self, events: Any) -> None:
+        events.register("choose-signer.s3", self.choose_signer, unique_id="catalog-ext-remote-signing-choose")
+        events.register("before-sign.s3", self.before_sign_sync, unique_id="catalog-ext-remote-signing-sign")
+
+    @staticmethod
+    def choose_signer(**_: Any) -> Any:
+        import botocore
+
+        return botocore.UNSIGNED  # botocore signs nothing itself: the catalog's signer does (before_sign)
+
+    def _asked(self, request: Any, kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The arguments of `RemoteSigner.sign` for `request` (a DeleteObjects gets its Content-MD5 first)."""
+        body = _delete_objects_body(request)
+        if body is not None and not _has_header(request.headers, "Content-MD5"):
+            # S3 requires an integrity header on DeleteObjects; MD5 is the one every S3 and signer knows
+            request.headers["Content-MD5"] = base64.b64encode(hashlib.md5(body).digest()).decode()  # noqa: S324
+        region = kwargs.get("region_name") or request.context.get("client_region") or "us-east-1"
+        return request.method, request.url, {k: v for k, v in request.headers.items()}, region, body
+
+    @staticmethod
+    def _apply(request: Any, answer: tuple[str, Mapping[str, str]]) -> None:
+        url, signed = answer
+        request.url = url
+        for name, value in signed.items():
+            if name in request.headers:
+                del request.headers[name]
+            request.headers[name] = value
+
+    async def before_sign(self, request: Any, **kwargs: Any) -> None:
+        asked = self._asked(request, kwargs)
+        loop = asyncio.get_running_loop()
+        self._apply(request, await loop.run_in_executor(_sign_pool(), self.signer.sign, *asked))
+
+    def before_sign_sync(self, request: Any, **kwargs: Any) -> None:
+        self._apply(request, self.signer.sign(*self._asked(request, kwargs)))
+
+
+def _has_header(headers: Any, name: str) -> bool:
+    return any(k.lower() == name.lower() for k in headers.keys())
+
+
+def _delete_objects_body(request: Any) -> bytes | None:
+    """A DeleteObjects request's XML body (POST ?delete), else None: the signer must see what it deletes."""
+    if request.method != "POST":
+        return None
+    try:
+        if "delete" not in dict(parse_qsl(urlsplit(request.url).query, keep_blank_values=True)):
+            return None
+    except ValueError:
+        return None
+    body = request.body
+    if isinstance(body, str):
+        return body.encode("utf-8")
+    if isinstance(body, (bytes, bytearray)):
+        return bytes(body)
+    return None  # botocore serialises DeleteObjects to bytes; anything else reaches the signer without a body
+
+
+def _signing_s3fs_class() -> type:
+    try:
+        from s3fs import S3FileSystem
+    except ImportError:
+        raise ConfigError("remote signing in PyIceberg needs s3fs (both FileIOs sign through it): "
+                          "pip install 'pyspark-catalog-ext[signing]'") from None
+
+    class SigningS3FileSystem(S3FileSystem):
+        """An anonymous s3fs filesystem whose every client signs through one table's `RemoteSigner`."""
+
+        def __init__(self, *, signer: RemoteSigner, **kwargs: Any) -> None:
+            self._catalog_ext_handlers = _Handlers(signer)
+            super().__init__(anon=True, session=_aio_session(), **kwargs)
+
+        async def set_session(self, refresh: bool = False, kwargs: Mapping[str, Any] | None = None) -> Any:
+            s3 = await super().set_session(refresh=refresh, kwargs=dict(kwargs or {}))
+            self._catalog_ext_handlers.install(s3.meta.events)
+            return s3
+
+    return SigningS3FileSystem
+
+
+_S3FS_CLASS: list[type] = []
+
+
+def signing_filesystem(properties: Mapping[str, Any], signer: RemoteSigner) -> Any:
+    """An s3fs filesystem for one table that signs through `signer`, configured from the FileIO's
+    properties as PyIceberg configures its own (endpoint, region, addressing, proxy, timeouts,
+    server-side encryption). Checksums only where S3 requires them: a streaming checksum trailer
+    (botocore's default over TLS) needs a payload hash the signer never sees."""
+    with _pool_lock:
+        if not _S3FS_CLASS:
+            _S3FS_CLASS.append(_signing_s3fs_class())
+    config: dict[str, Any] = {"request_checksum_calculation": "when_required", "response_checksum_validation": "when_required"}
+    if str(properties.get("s3.path-style-access", "")).lower() == "true":
+        config["s3"] = {"addressing_style": "path"}
+    elif str(properties.get(S3_FORCE_VIRTUAL_ADDRESSING, "")).lower() == "true":
+        config["s3"] = {"addressing_style": "virtual"}
+    if properties.get(S3_PROXY_URI):
+        config["proxies"] = {"http": properties[S3_PROXY_URI], "https": properties[S3_PROXY_URI]}
+    if properties.get(S3_CONNECT_TIMEOUT):
+        config["connect_timeout"] = float(properties[S3_CONNECT_TIMEOUT])
+    if properties.get(S3_REQUEST_TIMEOUT):
+        config["read_timeout"] = float(properties[S3_REQUEST_TIMEOUT])
+    extra: dict[str, Any] = {}
+    if properties.get(S3_SERVER_SIDE_ENCRYPTION):
+        extra["ServerSideEncryption"] = properties[S3_SERVER_SIDE_ENCRYPTION]
+    if properties.get(S3_SSE_KMS_KEY_ID):
+        extra["SSEKMSKeyId"] = properties[S3_SSE_KMS_KEY_ID]
+    region = properties.get(S3_REGION) or properties.get(AWS_REGION)
+    # skip_instance_cache: fsspec would otherwise hand this table's FileIO another FileIO's filesystem
+    # (and so its signer) whenever their arguments look alike
+    return _S3FS_CLASS[0](signer=signer, skip_instance_cache=True, endpoint_url=properties.get(S3_ENDPOINT) or None,
+                          client_kwargs={"region_name": region} if region else {}, config_kwargs=config,
+                          **({"s3_additional_kwargs": extra} if extra else {}))
+
+
+def _handler_class() -> type:
+    from pyarrow import PythonFile
+    from pyarrow.fs import FSSpecHandler
+
+    class SigningHandler(FSSpecHandler):
+        """PyArrow's FSSpecHandler, except where it asks fsspec's `isfile`/`exists`, which answer False
+        for any error: the signer's refusal would reach the user as FileNotFoundError. `info` raises
+        it as it is (and a missing file as FileNotFoundError), and its size spares s3fs a second HEAD."""
+
+        def _file_size(self, path: str) -> int:
+            info = self.fs.info(path)
+            if info.get("type") != "file":
+                raise FileNotFoundError(path)
+            return int(info["size"])
+
+        def open_input_file(self, path: str) -> Any:
+            size = self._file_size(path)
+            return PythonFile(self.fs.open(path, mode="rb", size=size), mode="r")
+
+        def open_input_stream(self, path: str) -> Any:
+            size = self._file_size(path)
+            return PythonFile(self.fs.open(path, mode="rb", size=size), mode="r")
+
+        def delete_file(self, path: str) -> None:
+            self._file_size(path)
+            self.fs.rm(path)
+
+    return SigningHandler
+
+
+class _SignedWrites:
+    """What both signing FileIOs share: writes to S3 are `ResumableS3Upload`s through a botocore
+    client that signs every request at the table's signer (parts of `catalog-ext.pyiceberg.s3-part-bytes`
+    sent while the next fills: two parts of memory per stream, nothing on disk). s3fs's own write
+    stream holds a 50 MB block and uploads it while the writer waits; PyArrow's filesystem over
+    s3fs would inherit that."""
+
+    signer: RemoteSigner
+    properties: Properties
+
+    def _writes_init(self) -> None:
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+        self.part_bytes = part_bytes(self.properties)
+
+    def s3_call(self, location: str) -> Any:
+        """`run(call)`: `call(client)` with the table's signing botocore client."""
+        with self._client_lock:
+            if self._client is None:
+                import botocore
+
+                # UNSIGNED: botocore never looks for keys (the FileIO has none; no ambient one is used)
+                self._client = new_client(self.properties, signature_version=botocore.UNSIGNED,
+                                          request_checksum_calculation="when_required",
+                                          response_checksum_validation="when_required")
+                _Handlers(self.signer).install_sync(self._client.meta.events)
+            client = self._client
+        return lambda call: call(client)
+
+
+class _SignedOutputFile(OutputFile):
+    """An OutputFile whose stream is a signed `ResumableS3Upload`; length and existence are the FileIO's own."""
+
+    def __init__(self, io: Any, location: str, plain: OutputFile) -> None:
+        super().__init__(location)
+        self._io, self._plain = io, plain
+
+    def __len__(self) -> int:
+        return len(self._plain)
+
+    def exists(self) -> bool:
+        return self._plain.exists()
+
+    def to_input_file(self) -> InputFile:
+        return self._io.new_input(self.location)
+
+    def create(self, overwrite: bool = False) -> OutputStream:
+        return ResumableS3Upload(self._io.s3_call(self.location), self.location, self._io.part_bytes,  # type: ignore[return-value]
+                                 overwrite=overwrite)
+
+
+def _signed_output(io: Any, base: type[FileIO], location: str) -> OutputFile:
+    plain = base.new_output(io, location)
+    if location.split("://", 1)[0] not in S3_SCHEMES:
+        return plain
+    return _SignedOutputFile(io, location, plain)
+
+
+class SigningFsspecFileIO(_SignedWrites, FsspecFileIO):
+    """PyIceberg's FsspecFileIO whose S3 requests are signed by one table's signer."""
+
+    def __init__(self, properties: Mapping[str, Any], signer: RemoteSigner) -> None:
+        self.signer = signer
+        self._s3fs: Any = None
+        self._s3fs_lock = threading.Lock()
+        FsspecFileIO.__init__(self, properties=dict(properties))
+        self._writes_init()
+
+    def _get_fs(self, scheme: str, hostname: str | None = None) -> Any:
+        if scheme not in S3_SCHEMES:
+            return super()._get_fs(scheme, hostname)
+        with self._s3fs_lock:  # one filesystem for every thread (PyIceberg would make one per thread)
+            if self._s3fs is None:
+                self._s3fs = signing_filesystem(self.properties, self.signer)
+            return self._s3fs
+
+    def new_output(self, location: str) -> OutputFile:  # type: ignore[override]
+        return _signed_output(self, FsspecFileIO, location)
+
+    def __repr__(self) -> str:
+        return f"SigningFsspecFileIO({self.signer.table!r})"
+
+
+class SigningPyArrowFileIO(_SignedWrites, PyArrowFileIO):
+    """PyIceberg's PyArrowFileIO whose S3 paths go through a PyArrow filesystem backed by the signing
+    s3fs (PyArrow's own S3 client cannot sign remotely); other schemes are PyArrow's own."""
+
+    def __init__(self, properties: Mapping[str, Any], signer: RemoteSigner) -> None:
+        self.signer = signer
+        PyArrowFileIO.__init__(self, properties=dict(properties))
+        self._writes_init()
+
+    def _initialize_fs(self, scheme: str, netloc: str | None = None) -> Any:
+        if scheme not in S3_SCHEMES:
+            return super()._initialize_fs(scheme, netloc)
+        from pyarrow.fs import PyFileSystem
+
+        return PyFileSystem(_handler_class()(signing_filesystem(self.properties, self.signer)))
+
+    def new_output(self, location: str) -> OutputFile:  # type: ignore[override]
+        return _signed_output(self, PyArrowFileIO, location)
+
+    def __repr__(self) -> str:
+        return f"SigningPyArrowFileIO({self.signer.table!r})"

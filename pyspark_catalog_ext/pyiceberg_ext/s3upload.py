@@ -1,0 +1,240 @@
+"""S3 writes with vended keys that outlive the keys: an S3 multipart upload of our own, which after an
+expiry re-sends only the part S3 has not acknowledged.
+
+PyArrow's S3 output stream cannot resume: its upload id is internal and its close completes whatever
+it holds, so surviving an expiry with it meant keeping a copy of the whole file to replay (a 512 MB
+data file cost 512 MB of local disk while it was written). s3fs's can, but only through private
+fields. `ResumableS3Upload` writes the object itself, through botocore, for both FileIOs:
+
+- parts of `catalog-ext.pyiceberg.s3-part-bytes` (8 MiB by default; every part but the last the
+  same size, as Cloudflare R2 requires), each sent on a small shared pool while the next fills;
+- every request (create, each part, complete, or one PutObject for a file under one part) runs
+  through `run`, i.e. with the table's current keys, renewed and retried when S3 rejects them as
+  expired (`RefreshingFileIO._run`); a part re-sent after an expiry goes into the same upload,
+  whose parts S3 keeps whatever keys sent them, so nothing acknowledged is sent twice;
+- a stream holds at most two parts in memory (one filling, one in flight) and nothing on disk: an
+  append writing N files at once holds at most 2 x N parts;
+- nothing is visible in S3 until the upload completes; a failed or abandoned stream aborts its upload.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from cachetools import LRUCache
+
+from pyspark_catalog_ext import knobs
+
+__all__ = ["PART_BYTES_KNOB", "ResumableS3Upload", "S3Clients", "new_client", "part_bytes"]
+
+T = TypeVar("T")
+PART_BYTES_KNOB = "catalog-ext.pyiceberg.s3-part-bytes"
+_UPLOAD_THREADS = 8  # parts in flight at once in the process (each stream has at most one)
+_pool_lock = threading.Lock()
+_pool: list[ThreadPoolExecutor] = []
+
+
+def part_bytes(properties: Mapping[str, Any]) -> int:
+    """The part size the catalog's properties set (`catalog-ext.pyiceberg.s3-part-bytes`)."""
+    return knobs.read_int(properties, PART_BYTES_KNOB)
+
+
+def _upload_pool() -> ThreadPoolExecutor:
+    with _pool_lock:
+        if not _pool:
+            _pool.append(ThreadPoolExecutor(_UPLOAD_THREADS, thread_name_prefix="catalog-ext-s3-part"))
+        return _pool[0]
+
+
+_session_lock = threading.Lock()
+_session: list[Any] = []
+
+
+def new_client(props: Mapping[str, Any], **config: Any) -> Any:
+    """A boto3 S3 client configured from FileIO properties (endpoint, region, keys, addressing, proxy,
+    timeouts), `config` added to its botocore Config. All come from one botocore session, which builds
+    one client at a time (S3's model is parsed once: in a session per client that is ~0.1 s of CPU
+    holding the GIL, at every renewal)."""
+    import boto3
+    from botocore.config import Config
+
+    s3: dict[str, Any] = {"addressing_style": "path"} if str(props.get("s3.path-style-access", "")).lower() == "true" \
+        else {"addressing_style": "virtual"} if str(props.get("s3.force-virtual-addressing", "")).lower() == "true" else {}
+    proxy = props.get("s3.proxy-uri")
+    settings = Config(s3=s3 or None, proxies={"http": proxy, "https": proxy} if proxy else None,
+                      connect_timeout=float(props.get("s3.connect-timeout") or 60),
+                      read_timeout=float(props.get("s3.request-timeout") or 60),
+                      retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=_UPLOAD_THREADS + 2, **config)
+    with _session_lock:
+        if not _session:
+            _session.append(boto3.session.Session())
+        return _session[0].client(
+            "s3", endpoint_url=props.get("s3.endpoint") or None,
+            region_name=props.get("s3.region") or props.get("client.region") or None,
+            aws_access_key_id=props.get("s3.access-key-id") or None,
+            aws_secret_access_key=props.get("s3.secret-access-key") or None,
+            aws_session_token=props.get("s3.session-token") or None, config=settings)
+
+
+class S3Clients:
+    """boto3 S3 clients (`new_client`) for the FileIO properties of each key set; the last few key
+    sets are kept. Thread-safe."""
+
+    def __init__(self, keep: int = 8) -> None:
+        self._lock = threading.Lock()
+        self._clients: LRUCache[tuple, Any] = LRUCache(maxsize=keep)
+
+    def get(self, props: Mapping[str, Any]) -> Any:
+        key = tuple(str(props.get(k) or "") for k in ("s3.access-key-id", "s3.session-token", "s3.endpoint", "s3.region",
+                                                     "client.region", "s3.path-style-access", "s3.proxy-uri"))
+        with self._lock:
+            client = self._clients.get(key)
+            if client is None:
+                client = self._clients[key] = new_client(props)
+            return client
+
+
+def _bucket_key(location: str) -> tuple[str, str]:
+    parts = urlsplit(location)
+    return parts.netloc, parts.path.lstrip("/")
+
+
+class ResumableS3Upload:
+    """A binary write stream to one S3 object (see the module docstring). `run(call)` runs `call(client)`
+    with a client holding the table's current keys, renewing them when S3 rejects them as expired.
+    `part_size` bytes per part; `overwrite=False` refuses an existing object (FileExistsError)."""
+
+    def __init__(self, run: Callable[[Callable[[Any], T]], T], location: str, part_size: int,
+                 overwrite: bool = True) -> None:
+        self._run: Callable[[Callable[[Any], Any]], Any] = run
+        self.location = location
+        self._bucket, self._key = _bucket_key(location)
+        self._part_size = part_size
+        if not overwrite and self._exists():
+            raise FileExistsError(f"Cannot create file, already exists: {location}")
+        self._buffer = bytearray(part_size)
+        self._filled = 0
+        self._written = 0
+        self._upload_id: str | None = None
+        self._parts: list[dict[str, Any]] = []
+        self._in_flight: Future | None = None
+        self.closed = False
+
+    def _exists(self) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self._run(lambda s3: s3.head_object(Bucket=self._bucket, Key=self._key))
+            return True
+        except ClientError as exc:
+            if str((exc.response.get("Error") or {}).get("Code")) in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+
+    # -- the stream ---------------------------------------------------------------------------------
+    def write(self, data: Any) -> int:
+        if self.closed:
+            raise ValueError(f"write to a closed stream ({self.location})")
+        view = memoryview(data).cast("B")
+        pos = 0
+        while pos < len(view):
+            n = min(len(view) - pos, self._part_size - self._filled)
+            self._buffer[self._filled:self._filled + n] = view[pos:pos + n]
+            self._filled += n
+            pos += n
+            if self._filled == self._part_size:
+                self._send_part(self._buffer)
+                self._buffer, self._filled = bytearray(self._part_size), 0
+        self._written += len(view)
+        return len(view)
+
+    def tell(self) -> int:
+        return self._written
+
+    def readable(self) -> bool:
+        return False
+
+    def seekable(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+    def __enter__(self) -> ResumableS3Upload:
+        return self
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()  # the writer failed: nothing half-written becomes visible
+
+    def flush(self) -> None:
+        """Nothing to do: a part goes out when full, the rest at close (S3 has no partial objects)."""
+
+    def close(self) -> None:
+        """Complete the object (one PutObject when it fits in one part); on failure abort, then raise."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            del self._buffer[self._filled:]  # in place: the last part is the buffer itself, no copy
+            if self._upload_id is None:
+                body = self._buffer
+                self._run(lambda s3: s3.put_object(Bucket=self._bucket, Key=self._key, Body=body))
+            else:
+                if self._filled:
+                    self._send_part(self._buffer)
+                self._wait()
+                parts = {"Parts": list(self._parts)}
+                self._run(lambda s3: s3.complete_multipart_upload(Bucket=self._bucket, Key=self._key,
+                                                                  UploadId=self._upload_id, MultipartUpload=parts))
+        except BaseException:
+            self._abort()
+            raise
+        finally:
+            self._buffer = bytearray()
+
+    def abort(self) -> None:
+        """Drop the stream: nothing of it becomes visible (an upload begun is aborted)."""
+        if not self.closed:
+            self.closed = True
+            self._abort()
+            self._buffer = bytearray()
+
+    # -- parts --------------------------------------------------------------------------------------
+    def _send_part(self, data: bytearray) -> None:
+        if self._upload_id is None:
+            created = self._run(lambda s3: s3.create_multipart_upload(Bucket=self._bucket, Key=self._key))
+            self._upload_id = str(created["UploadId"])
+        self._wait()  # at most one part in flight per stream: the bound on its memory
+        number = len(self._parts) + 1
+        self._in_flight = _upload_pool().submit(self._upload_part, number, data)
+
+    def _upload_part(self, number: int, data: bytearray) -> dict[str, Any]:
+        answer = self._run(lambda s3: s3.upload_part(Bucket=self._bucket, Key=self._key, UploadId=self._upload_id,
+                                                     PartNumber=number, Body=data))
+        return {"PartNumber": number, "ETag": answer["ETag"]}
+
+    def _wait(self) -> None:
+        future, self._in_flight = self._in_flight, None
+        if future is not None:
+            self._parts.append(future.result())
+
+    def _abort(self) -> None:
+        future, self._in_flight = self._in_flight, None
+        if future is not None:
+            try:
+                future.result()
+            except Exception:  # noqa: BLE001 - the write already failed; the abort below still runs
+                pass
+        if self._upload_id is not None:
+            upload_id = self._upload_id
+            try:
+                self._run(lambda s3: s3.abort_multipart_upload(Bucket=self._bucket, Key=self._key, UploadId=upload_id))
+            except Exception:  # noqa: BLE001 - best effort: S3 lifecycle rules expire an upload left behind
+                pass
