@@ -281,13 +281,13 @@ class SigningCatalogProxy(ProxyServer):
         with self._lock:
             scopes = self._scopes.get(client)
             entry = scopes.get(scope) if scopes is not None else None
-            if entry is not None and time.monotonic() >= entry.expires:
-                # Unused for longer than its tokens lived (a PyIceberg table object kept idle, a client
-                # that renews its token only after a 401): a live token of the same client revives it
-                # once the catalog confirms the table is still the one it was issued for, which is
-                # what loading the table again would give that client anyway. Unbound endpoints
-                # (no table to ask about) stay dead.
-                if token_expires is None or entry.ident is None:
+            now = time.monotonic()
+            if entry is not None and now >= entry.expires:
+                # Its last token has expired. A client that renews its token only after the signer's
+                # 401 (PyIceberg's) comes back just after that: within one token lifetime, a live
+                # token of the same client revives the endpoint once the catalog confirms the table
+                # is still the one it was issued for. Later, or unbound (no table to ask about): dead.
+                if token_expires is None or entry.ident is None or now >= entry.expires + self.token_seconds:
                     return "this table endpoint outlived the tokens that loaded and used it: load the table again"
                 entry.verified = 0.0  # ask the catalog below, before signing anything
             if entry is not None and token_expires is not None:

@@ -1,8 +1,9 @@
 """The remote signer's per-table endpoints end with their table and with their tokens (on the real
 SeaweedFS): an endpoint is bound to the table's uuid and location and to its OAuth2 client, and
-lives no longer than the last token that loaded the table or signed through it, unless the catalog
-confirms the table is still the same when a live token of that client uses it again. (Not bound to
-one token: Iceberg's signer client logs in on its own, on every executor.)"""
+lives no longer than the last token that loaded the table or signed through it, plus one token
+lifetime in which only a live token of that client revives it, once the catalog confirms the table
+is still the same. (Not bound to one token: Iceberg's signer client logs in on its own, on every
+executor.)"""
 
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ def test_an_endpoint_ends_with_its_table(lakehouse, signer):
 
 
 @pytest.mark.parametrize("signer", [3], indirect=True)
-def test_an_endpoint_lives_no_longer_than_its_tokens_unless_its_table_is_confirmed(lakehouse, signer):
+def test_an_endpoint_lives_no_longer_than_its_tokens_and_one_lifetime_of_revival(lakehouse, signer):
     first = _token(signer)
     ns = "life" + uuid.uuid4().hex[:8]
     assert _catalog(signer, first, "POST", "/namespaces", {"namespace": [ns]}).status_code == 200
@@ -98,8 +99,8 @@ def test_an_endpoint_lives_no_longer_than_its_tokens_unless_its_table_is_confirm
     assert _sign(signer, _token(signer, exchange=second), endpoint, key).status_code == 200  # a refresh, as Iceberg does
     time.sleep(3.5)  # every token that loaded or used it has expired: so has the endpoint, ...
     assert _sign(signer, first, endpoint, key).status_code == 401
-    # ... which a live token of the client revives once the catalog confirms the table is the same
-    # (a PyIceberg client renews its token only after a 401; it could load the table again anyway)
+    # ... which, within one token lifetime, a live token of the client revives once the catalog
+    # confirms the table is the same (a PyIceberg client renews its token only after a 401)
     assert _sign(signer, _token(signer), endpoint, key).status_code == 200
     time.sleep(3.5)
     # expired again, and the table re-created behind the signer's back meanwhile: not revived
@@ -108,6 +109,11 @@ def test_an_endpoint_lives_no_longer_than_its_tokens_unless_its_table_is_confirm
     assert raw.create(ns, "t").status_code == 200
     late = _sign(signer, _token(signer), endpoint, key)
     assert late.status_code == 403 and "dropped, renamed or moved" in late.json()["error"]["message"], late.text
+    # an endpoint left unused past its token and one more lifetime: dead, whatever token comes
+    idle = _endpoint(_catalog(signer, _token(signer), "GET", f"/namespaces/{ns}/tables/t"))
+    time.sleep(6.5)
+    dead = _sign(signer, _token(signer), idle, key)
+    assert dead.status_code == 403 and "outlived the tokens" in dead.json()["error"]["message"], dead.text
     # loading the table again gives a live endpoint
     fresh = _token(signer)
     again = _endpoint(_catalog(signer, fresh, "GET", f"/namespaces/{ns}/tables/t"))

@@ -185,10 +185,13 @@ def test_a_long_scan_outlives_the_signers_token(signing_lake, io):
                                 info.secret_key, clients={CLIENT_ID: secret}, token_seconds=2).start()
     try:
         with SignerProxy(short.url) as front:
+            # written through the lakehouse's own signer (hour-long tokens), scanned through the short one
+            writer = pyiceberg_catalog(signing_lake, **{"py-io-impl": FILEIOS[io]})
+            fresh_table(writer, f"long_{io}", {"write.target-file-size-bytes": "600"}).append(rows(0, 3000))
+            writer.close()
             cat = pyiceberg_catalog(signing_lake, uri=front.url, credential=f"{CLIENT_ID}:{secret}",
                                     **{"oauth2-server-uri": f"{front.url}/v1/oauth/tokens", "py-io-impl": FILEIOS[io]})
-            table = fresh_table(cat, f"long_{io}", {"write.target-file-size-bytes": "600"})
-            table.append(rows(0, 3000))
+            table = cat.load_table(f"{NS}.long_{io}")
             assert len(list(table.scan().plan_files())) >= 40
             tokens_before = front.token_requests
             front.sign_delay_s = 0.3
