@@ -54,7 +54,7 @@ public final class RefreshingADLSFileIO implements DelegateFileIO, SupportsStora
   private static final Constructor<ADLSFileIO> WITH_CLIENTS = clientFunctionConstructor();
 
   private SerializableMap<String, String> properties = SerializableMap.copyOf(Map.of());
-  private List<StorageCredential> credentials = new ArrayList<>();
+  private ArrayList<StorageCredential> credentials = new ArrayList<>();
   private transient volatile Routing routing;
 
   public RefreshingADLSFileIO() {

@@ -42,7 +42,7 @@ public final class RefreshingGCSFileIO implements DelegateFileIO, SupportsStorag
 
   private SerializableMap<String, String> properties = SerializableMap.copyOf(Map.of());
   // a modifiable list, as GCSFileIO keeps it (Kryo)
-  private List<StorageCredential> credentials = new ArrayList<>();
+  private ArrayList<StorageCredential> credentials = new ArrayList<>();
   /** Prefix ("gs": any path) -> its GCSFileIO, built on first use in each JVM. */
   private transient volatile Map<String, GCSFileIO> delegates;
   private transient volatile PrefixTokens tokens;

@@ -8,6 +8,7 @@ import com.azure.storage.file.datalake.DataLakeFileSystemClientBuilder;
 import java.util.Map;
 import java.util.function.Supplier;
 import org.apache.iceberg.util.SerializableFunction;
+import org.apache.iceberg.util.SerializableMap;
 
 /**
  * The client function Iceberg 1.11+'s ADLSFileIO is built with (its public
@@ -29,7 +30,7 @@ public final class AdlsClients implements SerializableFunction<Object, DataLakeF
   // One HTTP client (connection pool) for every ADLS client of this JVM, as ADLSFileIO shares its own.
   private static final HttpClient HTTP = HttpClient.createDefault();
 
-  private final Map<String, String> properties;
+  private final SerializableMap<String, String> properties;
   private final transient Supplier<PrefixTokens> tokens;
   private final transient ThreadLocal<StorePaths.AdlsPath> routed = new ThreadLocal<>();
 
@@ -38,7 +39,7 @@ public final class AdlsClients implements SerializableFunction<Object, DataLakeF
    * @param tokens the table's tokens per prefix in this JVM
    */
   public AdlsClients(Map<String, String> properties, Supplier<PrefixTokens> tokens) {
-    this.properties = Map.copyOf(properties);
+    this.properties = SerializableMap.copyOf(properties);
     this.tokens = tokens;
   }
 
