@@ -67,11 +67,12 @@ def refresh_policy(properties: Mapping[str, Any] | None = None, environ: Mapping
 
 
 def _key_set(config: Mapping[str, Any] | None, storage_credentials: Iterable[Mapping[str, Any]] | None) -> frozenset:
-    """Which keys an answer hands out: (access key id, session token) of each credential, wherever it
-    lists them (a load names Polaris's keys in the table config and in storage-credentials, its
-    /credentials only in the latter). Two answers with the same set hand out the same keys."""
+    """Which keys an answer hands out: (access key id, session token, stated expiry) of each credential,
+    wherever it lists them (a load names Polaris's keys in the table config and in storage-credentials,
+    its /credentials only in the latter). Two answers with the same set hand out the same keys with
+    the same expiry (a catalog's cache); the same keys with a later expiry are a renewal of their lease."""
     configs = [config or {}] + [cred.get("config") or {} for cred in storage_credentials or []]
-    return frozenset((str(c["s3.access-key-id"]), str(c.get("s3.session-token") or ""))
+    return frozenset((str(c["s3.access-key-id"]), str(c.get("s3.session-token") or ""), str(c.get(_EXPIRY_KEY) or ""))
                      for c in configs if c.get("s3.access-key-id"))
 
 

@@ -388,3 +388,26 @@ def test_static_keys_without_a_stated_expiry_are_taken_again_past_their_assumed_
     clock.t += 101  # past the assumed lifetime: the same keys again are all this catalog has
     assert refresher.ensure_fresh(entry, entry.generation) is True
     assert entry.generation == 2 and refresher.status()[0]["failures"] == 0
+
+
+class LeasingSource:
+    """A user's source handing out the same static keys every time, each with an expiry LIFETIME on."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+
+    def fetch(self, table):
+        expires = dt.datetime.fromtimestamp(self.clock.now() + LIFETIME, dt.timezone.utc)
+        return StorageCredentials("AK-lease", "secret", None, expires)
+
+
+def test_the_same_keys_with_a_later_expiry_are_a_renewal_not_a_cached_answer():
+    clock = FakeClock()
+    source = LeasingSource(clock)
+    refresher, entry = _tracked(clock, source)
+    clock.t += 40.5  # due
+    assert refresher.scheduler.tick() == [entry.handle] and entry.generation == 2
+    row = refresher.status()[0]
+    assert row["cached_answers"] == 0 and row["refreshes_by_strategy"] == {"user-source:LeasingSource": 1}
+    _, _, until = entry.slot_for("s3://b/db/t/g")
+    assert until > clock.t + LIFETIME / 2  # the later expiry was taken

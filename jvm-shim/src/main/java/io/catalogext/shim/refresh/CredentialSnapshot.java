@@ -26,6 +26,11 @@ public final class CredentialSnapshot {
    * keys are scheduled by an assumed or a learned lifetime.
    */
   final long statedExpiresAtMs;
+  /**
+   * The expiry exactly as the answer stated it (Long.MAX_VALUE: none), before any clock shift: an
+   * answer with these keys and this expiry is a catalog's cache; with another expiry, a renewal.
+   */
+  final long answeredExpiresAtMs;
   /** When a reader should start asking for fresh credentials. */
   public final long refreshAtMs;
   /** The store answered that these keys are no longer valid (S3 ExpiredToken, GCS 401, ...). */
@@ -47,6 +52,12 @@ public final class CredentialSnapshot {
 
   CredentialSnapshot(AwsCredentials credentials, StoreTokens tokens, long fetchedAtMs, long expiresAtMs,
       long statedExpiresAtMs, RefreshPolicy policy, long nowMs) {
+    this(credentials, tokens, fetchedAtMs, expiresAtMs, statedExpiresAtMs, statedExpiresAtMs, policy, nowMs);
+  }
+
+  private CredentialSnapshot(AwsCredentials credentials, StoreTokens tokens, long fetchedAtMs, long expiresAtMs,
+      long statedExpiresAtMs, long answeredExpiresAtMs, RefreshPolicy policy, long nowMs) {
+    this.answeredExpiresAtMs = answeredExpiresAtMs;
     this.credentials = credentials;
     this.tokens = tokens;
     this.fetchedAtMs = fetchedAtMs;
@@ -113,8 +124,8 @@ public final class CredentialSnapshot {
     if (learnedLifetimeMs <= 0 || fetchedAtMs + learnedLifetimeMs >= expiresAtMs) {
       return this;
     }
-    return new CredentialSnapshot(
-        credentials, tokens, fetchedAtMs, fetchedAtMs + learnedLifetimeMs, statedExpiresAtMs, policy, nowMs);
+    return new CredentialSnapshot(credentials, tokens, fetchedAtMs, fetchedAtMs + learnedLifetimeMs, statedExpiresAtMs,
+        answeredExpiresAtMs, policy, nowMs);
   }
 
   /** Shifted from the server's clock to this JVM's ({@code skewMs} = server minus local). */
@@ -123,18 +134,31 @@ public final class CredentialSnapshot {
       return this;
     }
     long stated = statedExpiresAtMs == Long.MAX_VALUE ? Long.MAX_VALUE : statedExpiresAtMs - skewMs;
-    return new CredentialSnapshot(credentials, tokens, fetchedAtMs, expiresAtMs - skewMs, stated, policy, nowMs);
+    return new CredentialSnapshot(credentials, tokens, fetchedAtMs, expiresAtMs - skewMs, stated, answeredExpiresAtMs,
+        policy, nowMs);
   }
 
-  /** Whether s3.* properties {@code config} carry these very keys. */
+  /**
+   * Whether s3.* properties {@code config} carry these very keys with the very expiry they came with
+   * (a catalog's credential cache). The same keys with another expiry are a renewal of their lease
+   * (static keys a user's source hands out again with a later expiry).
+   */
   boolean sameKeys(Map<String, String> config) {
     if (credentials == null) {
       return false;  // GCS/ADLS tokens: every answer counts as a renewal
     }
     String token = credentials instanceof AwsSessionCredentials ? ((AwsSessionCredentials) credentials).sessionToken() : null;
+    String expires = config.getOrDefault(ShimKeys.CREDENTIAL_EXPIRES_AT_MS, config.get(ShimKeys.EXPIRES_AT_MS));
+    long answered;
+    try {
+      answered = expires == null ? Long.MAX_VALUE : Long.parseLong(expires.trim());
+    } catch (NumberFormatException e) {
+      return false;  // not ours to judge here: installing the answer reports it
+    }
     return credentials.accessKeyId().equals(config.get(ShimKeys.ACCESS_KEY_ID))
         && credentials.secretAccessKey().equals(config.get(ShimKeys.SECRET_ACCESS_KEY))
-        && java.util.Objects.equals(token, config.get(ShimKeys.SESSION_TOKEN));
+        && java.util.Objects.equals(token, config.get(ShimKeys.SESSION_TOKEN))
+        && answered == answeredExpiresAtMs;
   }
 
   /** Names these keys, not secret: the S3 access key id, else the tokens' fingerprint. */

@@ -139,6 +139,20 @@ public class CredentialCacheTest {
   }
 
   @Test
+  void testTheSameKeysWithALaterExpiryAreARenewal() throws Exception {
+    // A user's source handing out the same static keys, each time with an expiry 20 s on: not a cache.
+    TableContext context = TableContext.fromIdentity("{\"catalog\":\"c\",\"namespace\":[\"db\"],\"table\":\"t\"}");
+    TableEntry entry = new TableEntry("h", context, early(),
+        e -> new RefreshResult(Map.of("", keys(1, clock.nowMs())), Map.of(), "user-source:FunctionSource"), clock);
+    CredentialSlot slot = entry.seed("", keys(1, mintedAt));
+    clock.advance(5_000);
+    assertTrue(entry.refreshIfGeneration(entry.generation()), "a later expiry is a renewal of the keys' lease");
+    assertEquals(mintedAt + 5_000 + LIFETIME_MS, slot.current.expiresAtMs);
+    assertEquals(1, entry.describe().get("refresh_count").asLong());
+    assertEquals(0, entry.describe().get("cached_answers").asLong());
+  }
+
+  @Test
   void testStaticKeysWithoutAStatedExpiryAreTakenAgainAsARenewal() throws Exception {
     // Keys without an expiry, scheduled by an assumed 20 s lifetime: a catalog handing them out again
     // vends static keys (no cache to wait out), and they stay usable past the assumed lifetime.
