@@ -93,7 +93,7 @@ public final class CredentialSnapshot {
     }
     String fetched = config.get(ShimKeys.FETCHED_AT_MS);
     long fetchedAt = fetched == null ? nowMs : Long.parseLong(fetched.trim());
-    String expires = config.getOrDefault(ShimKeys.CREDENTIAL_EXPIRES_AT_MS, config.get(ShimKeys.EXPIRES_AT_MS));
+    String expires = statedExpiry(config);
     long expiresAt;
     long stated = Long.MAX_VALUE;
     if (expires != null) {
@@ -148,7 +148,7 @@ public final class CredentialSnapshot {
       return false;  // GCS/ADLS tokens: every answer counts as a renewal
     }
     String token = credentials instanceof AwsSessionCredentials ? ((AwsSessionCredentials) credentials).sessionToken() : null;
-    String expires = config.getOrDefault(ShimKeys.CREDENTIAL_EXPIRES_AT_MS, config.get(ShimKeys.EXPIRES_AT_MS));
+    String expires = statedExpiry(config);
     long answered;
     try {
       answered = expires == null ? Long.MAX_VALUE : Long.parseLong(expires.trim());
@@ -159,6 +159,11 @@ public final class CredentialSnapshot {
         && credentials.secretAccessKey().equals(config.get(ShimKeys.SECRET_ACCESS_KEY))
         && java.util.Objects.equals(token, config.get(ShimKeys.SESSION_TOKEN))
         && answered == answeredExpiresAtMs;
+  }
+
+  /** The expiry an answer states for its keys (the driver's copy first, then Iceberg's key), or null. */
+  private static String statedExpiry(Map<String, String> config) {
+    return config.getOrDefault(ShimKeys.CREDENTIAL_EXPIRES_AT_MS, config.get(ShimKeys.EXPIRES_AT_MS));
   }
 
   /** Names these keys, not secret: the S3 access key id, else the tokens' fingerprint. */
