@@ -187,6 +187,7 @@ def test_a_store_without_resumable_upload_keeps_a_bounded_spool_and_says_so(lake
             with table.io.new_output(f"file://{tmp_path}/{name}.bin").create(overwrite=True) as out:
                 for i in range(30):
                     out.write(chunk(i))
+                    disk.sample()  # the background sampler can miss the peak on a busy machine
         with pytest.raises(RuntimeError):  # a write that fails: its spool goes with it
             with table.io.new_output(f"file://{tmp_path}/c.bin").create(overwrite=True) as out:
                 for i in range(10):
