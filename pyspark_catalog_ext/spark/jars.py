@@ -75,6 +75,10 @@ PYPI_ROUTE = "pypi"
 # are class version 61). Spark 3.5 itself runs on 8/11/17.
 MIN_JAVA = 11
 JAVA17 = 17
+# Hadoop's UserGroupInformation, in every Spark line up to 4.1, calls Subject.getSubject, which Java 23
+# and later refuse (JDK 24 also removed the flag that allowed it): spark-submit then fails resolving
+# `spark.jars` through Hadoop's FileSystem. The newest Java those lines start on with jars is 22.
+NEWEST_JAVA_WITH_HADOOP_SUBJECT = 22
 # Seconds to wait for a Maven repository to accept the connection: one that does not answer in that
 # time is taken as unreachable (then the PyPI route may serve instead), not waited on for minutes.
 CONNECT_TIMEOUT_S = 10
@@ -104,6 +108,12 @@ def min_java_for_stack(spark: str, iceberg: str | None = None) -> int:
     if iceberg is not None and _major_minor(iceberg, "Iceberg") >= (1, 11):
         needed = JAVA17
     return needed
+
+
+def max_java_for_stack(spark: str) -> int | None:
+    """The newest Java that Spark `spark` ("4.1") starts on with the package's jars, or None when no
+    limit is known (a Spark line after 4.1 may ship a Hadoop that no longer calls Subject.getSubject)."""
+    return NEWEST_JAVA_WITH_HADOOP_SUBJECT if _major_minor(spark, "Spark") <= (4, 1) else None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 from pyspark_catalog_ext.cache import cache_dir, file_lock
 from pyspark_catalog_ext.errors import JarError, JavaError
 from pyspark_catalog_ext.spark import shim_maven
-from pyspark_catalog_ext.spark.jars import MIN_JAVA, _major_minor, min_java_for_stack
+from pyspark_catalog_ext.spark.jars import MIN_JAVA, _major_minor, max_java_for_stack, min_java_for_stack
 
 __all__ = ["SHIM_GROUP", "SHIM_ARTIFACT", "shim_version", "JavaInfo", "find_java", "check_java", "local_java_major", "find_maven",
            "shim_jar", "build_shim", "shim_source_dir", "shim_pom", "source_hash", "MIN_JAVA", "min_java_for_stack"]
@@ -137,6 +137,10 @@ def check_java(minimum: int = MIN_JAVA, *, spark: str | None = None, iceberg: st
         what = "Spark " + ".".join(map(str, _major_minor(spark, "Spark"))) + (f" + Iceberg {iceberg}" if iceberg else "")
         if major < needed:
             raise JavaError(f"Java {version} at {java} is too old for {what} (needs >= {needed}); {_install_hint(needed)}")
+        newest = max_java_for_stack(spark)
+        if newest is not None and major > newest:
+            raise JavaError(f"Java {version} at {java} is too new for {what}: Spark's Hadoop calls Subject.getSubject, "
+                            f"which Java {newest + 1} and later refuse; point JAVA_HOME at a JDK 17 or 21")
     if major < minimum:
         raise JavaError(f"Java {version} at {java} is too old (need >= {minimum}); {_INSTALL_HINT}")
     return JavaInfo(java=java, major=major, version=version)

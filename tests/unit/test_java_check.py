@@ -22,6 +22,8 @@ from pyspark_catalog_ext.spark.shim_build import check_java, min_java_for_stack
 from tests.helpers import fake_java_home
 
 JAVA_11 = 'openjdk version "11.0.22" 2024-01-16'
+JAVA_21 = 'openjdk version "21.0.5" 2024-10-15'
+JAVA_25 = 'openjdk version "25.0.3" 2026-04-21'
 JAVA_8 = 'openjdk version "1.8.0_392"'
 
 
@@ -125,3 +127,21 @@ def test_configure_checks_java_for_the_installed_spark_before_any_jvm(tmp_path):
     assert "too old for Spark 4.1" in _configure_with_java(java8, SPARK_REMOTE="local")["error"]
     assert _configure_with_java(Path(os.environ.get("JAVA_HOME") or check_java().java.resolve().parent.parent)) == \
         {"error": None, "jvm_started": False}
+
+
+@pytest.mark.parametrize("line", ["3.5", "4.0", "4.1"])
+def test_java_25_is_too_new_for_spark_up_to_4_1_in_one_line(monkeypatch, tmp_path, line):
+    home = fake_java_home(tmp_path, JAVA_25)
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    with pytest.raises(JavaError) as err:
+        check_java(spark=line, iceberg="1.12.0")
+    msg = str(err.value)
+    assert msg.startswith(f"Java 25.0.3 at {home / 'bin' / 'java'} is too new for Spark {line} + Iceberg 1.12.0: "), msg
+    assert "Subject.getSubject" in msg and "JAVA_HOME" in msg and "\n" not in msg
+    assert check_java().major == 25  # without a stack (building the shim, the doctor's catalog probes): no limit
+
+
+def test_java_21_runs_every_spark_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("JAVA_HOME", str(fake_java_home(tmp_path, JAVA_21)))
+    assert {check_java(spark=line, iceberg="1.12.0").major for line in ("3.5", "4.0", "4.1", "4.2")} == {21}
+
