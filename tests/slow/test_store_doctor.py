@@ -1,0 +1,103 @@
+"""The doctor on catalogs that vend ADLS and GCS tokens: Iceberg's REST fixture on Azurite and on
+fake-gcs-server behind its token-checking front, with the vending catalog before it
+(tests/stores/catalog.py). No Spark: the store probes need none.
+
+One store stack per store serves every test of the module; each test sets the front's switches
+(refresh tokens, the refresh endpoint, neither; tokens the store refuses; refresh tokens already
+expired) before its doctor run. Every run's report, as JSON and as text, and the CLI's output, must
+hold none of the tokens the front handed out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pyspark_catalog_ext.doctor.report import report_dict, summary_lines
+from pyspark_catalog_ext.doctor.runner import DoctorReport, run_doctor
+from tests.conftest import run_cli
+from tests.stores.catalog import StoreStack, store_catalog
+
+#: Only the catalog basics and the store and refresh probes: no engines, no Spark.
+SKIP = ["pyiceberg,spark,inventory,signing,idempotency"]
+LIFETIME_S = 600
+SWITCHES = {"tokens": {"refresh_tokens": True, "advertise_refresh_endpoint": False},
+            "endpoint": {"refresh_tokens": False, "advertise_refresh_endpoint": True},
+            "neither": {"refresh_tokens": False, "advertise_refresh_endpoint": False}}
+
+
+@pytest.fixture(scope="module", params=["adls", "gcs"])
+def stack(request) -> Iterator[StoreStack]:
+    with store_catalog(request.param, lifetime_s=LIFETIME_S) as st:
+        yield st
+
+
+def _doctor(st: StoreStack, switches: str, **front: Any) -> tuple[DoctorReport, dict[str, tuple[str, str]]]:
+    settings = {**SWITCHES[switches], "lifetime_s": LIFETIME_S, "token_ttl_seconds": 3600, **front}
+    for name, value in settings.items():
+        setattr(st.front, name, value)
+    report = run_doctor("seaweedfs", uri=st.uri, warehouse=st.warehouse, credential="doctor:client-secret-0001",
+                        open_catalog=True, skip=SKIP)
+    shown = json.dumps(report_dict(report), default=str) + "\n".join(summary_lines(report))
+    leaked = [token[:6] for token in st.front.secrets_handed_out if token in shown]
+    assert st.front.secrets_handed_out and not leaked, f"vended tokens in the report: {leaked}"
+    assert "client-secret-0001" not in shown
+    return report, {r.id: (r.status, r.summary) for r in report.results}
+
+
+def test_refresh_tokens_renew_committed_and_staged_tables_and_the_token_works(stack: StoreStack) -> None:
+    report, got = _doctor(stack, "tokens")
+    store = stack.store
+    assert got["store-credentials"][0] == "pass" and got["store-credentials"][1].startswith(f"{store}: "), got["store-credentials"]
+    lifetimes = [c["lifetime_s"] for c in next(r for r in report.results if r.id == "store-credentials").evidence["credentials"]]
+    assert lifetimes and all(LIFETIME_S - 60 <= s <= LIFETIME_S for s in lifetimes), lifetimes
+    assert got["store-refresh"] == ("pass", f"{store}: committed: storage-refresh-token; staged: storage-refresh-token")
+    assert got["store-access"][0] == "pass" and "wrote, read back and deleted" in got["store-access"][1], got["store-access"]
+    # The S3 probes see the store's refresh tokens too, and say the catalog vends no S3 keys (not a failure).
+    assert got["storage-refresh-token"][0] == "pass", got["storage-refresh-token"]
+    assert got["vended-credentials"][0] == "unsupported" and f"vends for {store}" in got["vended-credentials"][1]
+    assert report.cleanup_ok, report.cleanup
+
+
+def test_the_endpoint_renews_committed_tables_and_staged_ones_get_404(stack: StoreStack) -> None:
+    _, got = _doctor(stack, "endpoint")
+    assert got["store-refresh"][0] == "unsupported", got["store-refresh"]
+    assert got["store-refresh"][1].startswith(f"{stack.store}: committed: endpoint; staged: none (the endpoint answers 404 "
+                                              "for a staged table (apache/iceberg#13554))"), got["store-refresh"]
+    assert got["refresh-endpoint"][0] == "pass" and got["credentials-endpoint"][0] == "pass", got
+
+
+def test_neither_leaves_committed_and_staged_tables_without_a_refresh(stack: StoreStack) -> None:
+    _, got = _doctor(stack, "neither")
+    assert got["store-refresh"][0] == "unsupported", got["store-refresh"]
+    assert got["store-refresh"][1].startswith(f"{stack.store}: committed: none; staged: none;"), got["store-refresh"]
+    assert got["store-access"][0] == "pass", got["store-access"]
+
+
+def test_a_token_the_store_refuses_is_reported_as_not_working(stack: StoreStack) -> None:
+    """The front vends tokens that expired a minute ago: Azurite answers 403, the GCS front 401."""
+    _, got = _doctor(stack, "neither", lifetime_s=-60)
+    status, summary = got["store-access"]
+    refused = "403 AuthorizationFailure" if stack.store == "adls" else "401 authError"
+    assert status == "fail" and "the store refused the vended token" in summary and refused in summary, got["store-access"]
+
+
+def test_a_refresh_token_that_does_not_renew_fails(stack: StoreStack) -> None:
+    _, got = _doctor(stack, "tokens", token_ttl_seconds=-60)
+    status, summary = got["store-refresh"]
+    assert status == "fail" and summary.startswith("advertised but does not renew: "), got["store-refresh"]
+    assert f"{stack.store} committed storage-refresh-token" in summary and f"{stack.store} staged storage-refresh-token" in summary
+
+
+def test_the_cli_prints_no_vended_token(stack: StoreStack) -> None:
+    for name, value in {**SWITCHES["tokens"], "lifetime_s": LIFETIME_S, "token_ttl_seconds": 3600}.items():
+        setattr(stack.front, name, value)
+    proc = run_cli("doctor", "--json", "--profile", "seaweedfs", "--uri", stack.uri, "--warehouse", stack.warehouse,
+                   "--credential", "doctor:client-secret-0001", "--open-catalog", "--skip", SKIP[0], timeout=300)
+    report = json.loads(proc.stdout)
+    statuses = {p["id"]: p["status"] for p in report["probes"]}
+    assert statuses["store-access"] == "pass" and statuses["store-refresh"] == "pass", (statuses, proc.stderr[-1500:])
+    output = proc.stdout + proc.stderr
+    assert not [t[:6] for t in stack.front.secrets_handed_out if t in output] and "client-secret-0001" not in output
