@@ -101,3 +101,21 @@ def test_the_cli_prints_no_vended_token(stack: StoreStack) -> None:
     assert statuses["store-access"] == "pass" and statuses["store-refresh"] == "pass", (statuses, proc.stderr[-1500:])
     output = proc.stdout + proc.stderr
     assert not [t[:6] for t in stack.front.secrets_handed_out if t in output] and "client-secret-0001" not in output
+
+
+def test_a_store_endpoint_with_userinfo_gets_no_token(stack: StoreStack) -> None:
+    """The answer names the store's endpoint as http://user@<attacker>: refused before anything is sent."""
+    from tests.unit.test_catalog_rest import Scripted
+
+    attacker = Scripted()
+    real = stack.front.endpoints
+    key = "gcs.service.host" if stack.store == "gcs" else next(k for k in real() if k.startswith("adls.connection-string."))
+    stack.front.endpoints = lambda: {**real(), key: attacker.uri.replace("http://", "http://user@")}  # type: ignore[method-assign]
+    try:
+        _, got = _doctor(stack, "neither")
+    finally:
+        del stack.front.endpoints
+        attacker.close()
+    status, summary = got["store-access"]
+    assert status == "fail" and f"token not sent: {key} is not an endpoint a token is sent to" in summary, got["store-access"]
+    assert attacker.requests() == []
