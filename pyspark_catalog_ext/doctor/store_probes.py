@@ -66,8 +66,9 @@ def _refreshes(ctx: ProbeContext, store: str, call: Any) -> tuple[bool, dict[str
     return bool(fresh), {"status": 200, "credentials": [c.public() for c in fresh]}
 
 
-def _strategies(ctx: ProbeContext, store: str, table: str, answer: dict[str, Any]) -> dict[str, Any]:
-    """What a table's answer offers for refreshing `store`'s token, each tried once."""
+def _strategies(ctx: ProbeContext, store: str, phase: str, table: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """Each strategy the package's refresh would try for `store` on this table, in its order (the
+    shim's and PyIceberg's, docs/refresh.md), tried once: (works: it returned a token of `store`)."""
     ident = (ctx.namespace, table)
     out: dict[str, Any] = {}
     tokens = [c.refresh_token for c in store_credentials(answer) if c.store == store and c.refresh_token]
@@ -79,23 +80,33 @@ def _strategies(ctx: ProbeContext, store: str, table: str, answer: dict[str, Any
         url, key = named
         ok, ev = _refreshes(ctx, store, lambda: ctx.client.get_url(url, key))
         out["endpoint"] = {"works": ok, "key": key, **ev}
+    if phase == "staged":
+        location = (answer.get("metadata") or {}).get("location")
+        ok, ev = _refreshes(ctx, store, lambda: ctx.stage_table(table, location=location))
+        out["re-stage"] = {"works": ok, **ev}
+    else:
+        ok, ev = _refreshes(ctx, store, lambda: ctx.client.load_credentials_json(ident))
+        out["credentials-endpoint"] = {"works": ok, **ev}
+        ok, ev = _refreshes(ctx, store, lambda: ctx.load_table(table))
+        out["reload"] = {"works": ok, **ev}
     return out
 
 
 def _said(phase: str, tried: dict[str, Any]) -> str:
     working = [name for name, ev in tried.items() if ev["works"]]
-    if working:
-        return f"{phase}: {', '.join(working)}"
-    if phase == "staged" and (tried.get("endpoint") or {}).get("status") == 404:
-        return f"staged: none ({STAGED_404})"
-    return f"{phase}: none" + (f" (tried {', '.join(tried)})" if tried else "")
+    staged_404 = phase == "staged" and (tried.get("endpoint") or {}).get("status") == 404
+    return f"{phase}: {', '.join(working) or 'none'}" + (f" ({STAGED_404})" if staged_404 else "")
+
+
+#: Strategies a catalog advertises: one that does not renew is broken (the others are the package's own tries).
+_ADVERTISED = ("storage-refresh-token", "endpoint")
 
 
 @probe("store-refresh", "ADLS / GCS token refresh for committed and staged tables", "stores", needs=("store-credentials",))
 def probe_store_refresh(ctx: ProbeContext) -> Outcome:
     stores = _stores(ctx.shared["store_creds"])
     answers: dict[str, tuple[str, dict[str, Any]] | None] = {"committed": ("t", ctx.shared.get("load_t") or {})}
-    evidence: dict[str, Any] = {"not_probed": list(NOT_PROBED)}
+    evidence: dict[str, Any] = {"order": "the package tries them in this order (docs/refresh.md)", "not_probed": list(NOT_PROBED)}
     try:
         answers["staged"] = ("s_store", ctx.stage_table("s_store"))
     except CatalogError as exc:
@@ -110,13 +121,17 @@ def probe_store_refresh(ctx: ProbeContext) -> Outcome:
                 phases.append(f"{phase}: not known (stage-create refused, HTTP {evidence['stage_create_status']})")
                 missing.append(f"{store} {phase}")
                 continue
-            tried = per[phase] = _strategies(ctx, store, *answer)
+            tried = per[phase] = _strategies(ctx, store, phase, *answer)
             phases.append(_said(phase, tried))
             # An advertised strategy that does not renew is broken, but for the staged endpoint's 404: Iceberg's gap.
             broken += [f"{store} {phase} {name} ({ev.get('status') or ev.get('error')})" for name, ev in tried.items()
-                       if not ev["works"] and not (phase == "staged" and name == "endpoint" and ev.get("status") == 404)]
+                       if name in _ADVERTISED and not ev["works"]
+                       and not (phase == "staged" and name == "endpoint" and ev.get("status") == 404)]
             if not any(ev["works"] for ev in tried.values()):
                 missing.append(f"{store} {phase}")
+        # Iceberg alone (no shim) renews only through the endpoint, and a staged table's is a 404.
+        per["iceberg_alone"] = {phase: "endpoint" if (per.get(phase, {}).get("endpoint") or {}).get("works") else "none"
+                                for phase in ("committed", "staged")}
         evidence[store] = per
         said.append(f"{store}: {'; '.join(phases)}")
     summary = "; ".join(said)

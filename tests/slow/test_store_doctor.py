@@ -53,7 +53,8 @@ def test_refresh_tokens_renew_committed_and_staged_tables_and_the_token_works(st
     assert got["store-credentials"][0] == "pass" and got["store-credentials"][1].startswith(f"{store}: "), got["store-credentials"]
     lifetimes = [c["lifetime_s"] for c in next(r for r in report.results if r.id == "store-credentials").evidence["credentials"]]
     assert lifetimes and all(LIFETIME_S - 60 <= s <= LIFETIME_S for s in lifetimes), lifetimes
-    assert got["store-refresh"] == ("pass", f"{store}: committed: storage-refresh-token; staged: storage-refresh-token")
+    assert got["store-refresh"] == ("pass", f"{store}: committed: storage-refresh-token, reload; "
+                                             "staged: storage-refresh-token, re-stage")
     assert got["store-access"][0] == "pass" and "wrote, read back and deleted" in got["store-access"][1], got["store-access"]
     # The S3 probes see the store's refresh tokens too, and say the catalog vends no S3 keys (not a failure).
     assert got["storage-refresh-token"][0] == "pass", got["storage-refresh-token"]
@@ -62,18 +63,42 @@ def test_refresh_tokens_renew_committed_and_staged_tables_and_the_token_works(st
 
 
 def test_the_endpoint_renews_committed_tables_and_staged_ones_get_404(stack: StoreStack) -> None:
-    _, got = _doctor(stack, "endpoint")
-    assert got["store-refresh"][0] == "unsupported", got["store-refresh"]
-    assert got["store-refresh"][1].startswith(f"{stack.store}: committed: endpoint; staged: none (the endpoint answers 404 "
-                                              "for a staged table (apache/iceberg#13554))"), got["store-refresh"]
+    report, got = _doctor(stack, "endpoint")
+    assert got["store-refresh"] == ("pass", f"{stack.store}: committed: endpoint, credentials-endpoint, reload; staged: re-stage "
+                                            "(the endpoint answers 404 for a staged table (apache/iceberg#13554))")
+    evidence = next(r for r in report.results if r.id == "store-refresh").evidence[stack.store]
+    assert evidence["iceberg_alone"] == {"committed": "endpoint", "staged": "none"}
     assert got["refresh-endpoint"][0] == "pass" and got["credentials-endpoint"][0] == "pass", got
 
 
-def test_neither_leaves_committed_and_staged_tables_without_a_refresh(stack: StoreStack) -> None:
-    _, got = _doctor(stack, "neither")
-    assert got["store-refresh"][0] == "unsupported", got["store-refresh"]
-    assert got["store-refresh"][1].startswith(f"{stack.store}: committed: none; staged: none;"), got["store-refresh"]
+def test_neither_leaves_the_package_its_reload_and_re_stage(stack: StoreStack) -> None:
+    report, got = _doctor(stack, "neither")
+    assert got["store-refresh"] == ("pass", f"{stack.store}: committed: reload; staged: re-stage"), got["store-refresh"]
+    evidence = next(r for r in report.results if r.id == "store-refresh").evidence[stack.store]
+    assert evidence["iceberg_alone"] == {"committed": "none", "staged": "none"}
     assert got["store-access"][0] == "pass", got["store-access"]
+
+
+def test_a_staged_table_no_strategy_renews_is_unsupported(stack: StoreStack) -> None:
+    """The front vends nothing when the staged table is staged again: no strategy is left for it."""
+    real = stack.front.credentials_for
+    staged: list[str] = []
+
+    def once_for_the_staged_table(table: str, location: str) -> list:
+        if table.endswith("s_store"):
+            staged.append(table)
+            if len(staged) > 1:
+                return []
+        return real(table, location)
+
+    stack.front.credentials_for = once_for_the_staged_table  # type: ignore[method-assign]
+    try:
+        _, got = _doctor(stack, "neither")
+    finally:
+        del stack.front.credentials_for
+    status, summary = got["store-refresh"]
+    assert status == "unsupported" and summary.startswith(f"{stack.store}: committed: reload; staged: none; without a strategy "
+                                                          f"the tokens of {stack.store} staged tables end at their expiry"), summary
 
 
 def test_a_token_the_store_refuses_is_reported_as_not_working(stack: StoreStack) -> None:
