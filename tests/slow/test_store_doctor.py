@@ -144,3 +144,12 @@ def test_a_store_endpoint_with_userinfo_gets_no_token(stack: StoreStack) -> None
     status, summary = got["store-access"]
     assert status == "fail" and f"token not sent: {key} is not an endpoint a token is sent to" in summary, got["store-access"]
     assert attacker.requests() == []
+
+
+def test_the_json_report_follows_its_schema(stack: StoreStack) -> None:
+    import jsonschema
+
+    from pyspark_catalog_ext.doctor.report import load_schema
+
+    report, _ = _doctor(stack, "tokens")
+    jsonschema.validate(json.loads(json.dumps(report_dict(report), default=str)), load_schema())
