@@ -50,7 +50,8 @@ def probe_store_credentials(ctx: ProbeContext) -> Outcome:
         rotated = {c.token for c in mine}.isdisjoint({c.token for c in again if c.store == store})
         evidence[store] = {"lifetime_s": lifetimes, "new_token_on_load": rotated, "sources": sorted({c.source for c in mine})}
         life = "no expiry stated" if None in lifetimes else f"expires in {min(lifetimes)} s"
-        said.append(f"{store}: {len(mine)} token(s) in {' and '.join(evidence[store]['sources'])}, {life}, "
+        tokens = len({c.token for c in mine})
+        said.append(f"{store}: {tokens} token{'s' if tokens > 1 else ''} in {' and '.join(evidence[store]['sources'])}, {life}, "
                     f"{'new' if rotated else 'the same'} token on a second load")
     return passed("; ".join(said), **evidence)
 

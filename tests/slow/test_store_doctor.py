@@ -10,6 +10,7 @@ hold none of the tokens the front handed out."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +19,9 @@ import pytest
 from pyspark_catalog_ext.doctor.report import report_dict, summary_lines
 from pyspark_catalog_ext.doctor.runner import DoctorReport, run_doctor
 from tests.conftest import run_cli
-from tests.stores.catalog import StoreStack, store_catalog
+from tests.realservers.artifacts import rest_fixture_version
+from tests.stores.catalog import FIXTURE_POM, StoreStack, store_catalog
+from tests.stores.install import AZURITE_VERSION, FAKE_GCS_VERSION
 
 #: Only the catalog basics and the store and refresh probes: no engines, no Spark.
 SKIP = ["pyiceberg,spark,inventory,signing,idempotency"]
@@ -47,6 +50,19 @@ def _doctor(st: StoreStack, switches: str, **front: Any) -> tuple[DoctorReport, 
     return report, {r.id: (r.status, r.summary) for r in report.results}
 
 
+def _check_matrix(st: StoreStack, switches: str, report: DoctorReport) -> None:
+    """The support matrix's store row holds what this run's store probes said (CATALOG_EXT_RECORD_MATRIX=1 records it)."""
+    from pyspark_catalog_ext.doctor.matrix import RECORD_ENV, STORES_DIR, check_emulated, store_record
+
+    emulator = (f"Azurite {AZURITE_VERSION}" if st.store == "adls"
+                else f"fake-gcs-server {FAKE_GCS_VERSION.lstrip('v')} behind a token-checking front")
+    meta = {"store": st.store, "emulator": emulator, "catalog": "iceberg-rest-fixture", "release": rest_fixture_version(FIXTURE_POM)}
+    diff = check_emulated(st.store, f"doctor-{switches}", store_record(report_dict(report)), meta,
+                          record=os.environ.get(RECORD_ENV) == "1", directory=STORES_DIR,
+                          command=f"{RECORD_ENV}=1 ./dev test tests/slow/test_store_doctor.py")
+    assert diff is None, diff
+
+
 def test_refresh_tokens_renew_committed_and_staged_tables_and_the_token_works(stack: StoreStack) -> None:
     report, got = _doctor(stack, "tokens")
     store = stack.store
@@ -60,6 +76,7 @@ def test_refresh_tokens_renew_committed_and_staged_tables_and_the_token_works(st
     assert got["storage-refresh-token"][0] == "pass", got["storage-refresh-token"]
     assert got["vended-credentials"][0] == "unsupported" and f"vends for {store}" in got["vended-credentials"][1]
     assert report.cleanup_ok, report.cleanup
+    _check_matrix(stack, "tokens", report)
 
 
 def test_the_endpoint_renews_committed_tables_and_staged_ones_get_404(stack: StoreStack) -> None:
@@ -69,6 +86,7 @@ def test_the_endpoint_renews_committed_tables_and_staged_ones_get_404(stack: Sto
     evidence = next(r for r in report.results if r.id == "store-refresh").evidence[stack.store]
     assert evidence["iceberg_alone"] == {"committed": "endpoint", "staged": "none"}
     assert got["refresh-endpoint"][0] == "pass" and got["credentials-endpoint"][0] == "pass", got
+    _check_matrix(stack, "endpoint", report)
 
 
 def test_neither_leaves_the_package_its_reload_and_re_stage(stack: StoreStack) -> None:
@@ -77,6 +95,7 @@ def test_neither_leaves_the_package_its_reload_and_re_stage(stack: StoreStack) -
     evidence = next(r for r in report.results if r.id == "store-refresh").evidence[stack.store]
     assert evidence["iceberg_alone"] == {"committed": "none", "staged": "none"}
     assert got["store-access"][0] == "pass", got["store-access"]
+    _check_matrix(stack, "neither", report)
 
 
 def test_a_staged_table_no_strategy_renews_is_unsupported(stack: StoreStack) -> None:
