@@ -25,7 +25,7 @@ __all__ = ["MATRIX_DIR", "EMULATED_DIR", "REAL_DIR", "REAL_SOURCE", "RECORD_ENV"
            "capabilities", "doctor_record", "step_record",
            "stable_text", "diff_line", "check_emulated", "render_matrix", "render_matrix_notes",
            "render_emulated_table", "render_profiles", "profiles_json",
-           "STORES_DIR", "STORE_PROBES", "STORE_STYLES", "STORE_STACKS", "load_stores", "store_record", "render_store_table"]
+           "STORE_TABLE_LINK", "STORES_DIR", "STORE_PROBES", "STORE_STYLES", "STORE_STACKS", "load_stores", "store_record", "render_store_table"]
 
 #: Where `--save-matrix` writes and `--print-matrix` reads by default (shipped in the wheel).
 MATRIX_DIR = Path(__file__).resolve().parent.parent / "resources" / "matrix"
@@ -42,6 +42,8 @@ RECORD_ENV = "CATALOG_EXT_RECORD_MATRIX"
 RECORD_FORMAT = 1
 #: Where the README's support matrix points for its numbered notes (rendered there by update_matrix.py).
 README_NOTES = "[Catalogs proven here](docs/emulated-catalogs.md#support-matrix-notes)"
+#: Where the README's support matrix points for the store table (rendered there by update_matrix.py).
+STORE_TABLE_LINK = "[Doctor: stores](docs/doctor.md#stores-tested)"
 
 # What the user sees, per capability and per step of the user path.
 WORKS, DEGRADED, REFUSED, FAILS, NOT_PROBED, NOT_APPLICABLE = "works", "degraded", "refused", "fail", "not probed", "n/a"
@@ -437,15 +439,16 @@ LEGEND = ("Source: *real server*: a recorded `doctor` run against SeaweedFS (`re
 def render_matrix(directory: Path | str | None = None, notes: str | None = None) -> str:
     """The markdown support table: one row per profile and recorded run (real server or emulator);
     profiles with neither are "reference only". Numbered notes say how each degraded capability
-    degrades and why each refused one is refused, with the reference: listed under the table, or,
-    with `notes` (a markdown link), only pointed to (the README, whose length is kept short)."""
+    degrades and why each refused one is refused, with the reference, and the store table follows:
+    listed under the table, or, with `notes` (a markdown link), only pointed to (the README, whose
+    length is kept short; the store table is in docs/doctor.md)."""
     lines, numbered, entries = _support_table(directory)
     lines.append("")
     if notes is None:
         lines += numbered.lines() + ([""] if numbered.items else [])
-    lines += [render_store_table(Path(directory) / "stores" if directory else None), ""]
+        lines += [render_store_table(Path(directory) / "stores" if directory else None), ""]
     lines += _inventory_table(entries)
-    lines.append(LEGEND + (f" The notes [n]: {notes}." if notes else ""))
+    lines.append(LEGEND + (f" The stores: {STORE_TABLE_LINK}. The notes [n]: {notes}." if notes else ""))
     return "\n".join(lines)
 
 
@@ -520,8 +523,8 @@ STORE_STACKS: Mapping[str, Mapping[str, str]] = {
              "checked": "Spark 3.5 × 1.10.2, 1.11.0, 1.12.0; Spark 4.1 × 1.11.0, 1.12.0 (plain Iceberg: a round trip and a staged CTAS)",
              "not_run": "Spark 4.0 × 1.11.0 (no 4.0 venv made here; the same runtime classes and bundle)",
              "why": "Maven Central serves `iceberg-azure-bundle` at 1.10.0 only, so every Iceberg takes it; ADLSFileIO takes "
-                    "the shim's client function from 1.11.0 on: on 1.10 the shim keeps staged tables off the refresh endpoint "
-                    "but cannot renew ADLS tokens"},
+                    "the shim's client function from 1.11.0 on; 1.10 has no such hook: there a renewed SAS reaches files opened "
+                    "after the renewal (a new ADLSFileIO per SAS), nothing is resent on a 403"},
     "gcs": {"ci": "Spark 4.1 × 1.11.0 (the shim's refresh, tests/slow/test_stores.py)",
             "checked": "Spark 3.5 × 1.10.2, 1.11.0, 1.12.0; Spark 4.1 × 1.11.0, 1.12.0 (plain Iceberg: a round trip and a staged CTAS)",
             "not_run": "Spark 4.0 × 1.11.0 (no 4.0 venv made here; the same runtime classes and bundle)",
@@ -586,10 +589,10 @@ def render_store_table(directory: Path | str | None = None) -> str:
     head = ["Store", "Emulator", "Catalog", "Spark × Iceberg in the suite", "Run once by hand", "Not run", "Why these stacks"]
     head += [f"doctor `store-refresh`, catalog with {title}" for title in STORE_STYLES.values()]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    lines.append("| " + " | ".join(["S3", "SeaweedFS (`weed mini`, the embedded lakehouse)", "every row above",
+    lines.append("| " + " | ".join(["S3", "SeaweedFS (`weed mini`, the embedded lakehouse)", "every catalog of the support matrix",
                                     _s3_stacks() + " (tests/slow/test_stack_matrix.py)", "—", "—",
                                     "the whole supported matrix (`resources/jvm-stacks.json`)"]
-                                   + ["the S3 probes (columns above)"] * len(STORE_STYLES)) + " |")
+                                   + ["the S3 probes (the support matrix)"] * len(STORE_STYLES)) + " |")
     for store, facts in STORE_STACKS.items():
         entry = stores.get(store) or {}
         catalog = (f"{entry.get('catalog')} {entry.get('release')} + a vending front (tests/stores)" if entry else "not recorded")

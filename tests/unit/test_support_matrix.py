@@ -206,3 +206,10 @@ def test_the_rest_fixture_row_names_the_stores_it_was_tested_on() -> None:
     main = table.split("\n\n", 1)[0].splitlines()  # the support table, not the store or inventory tables
     others = [line for line in main if line.startswith("| `") and "iceberg-rest-fixture" not in line]
     assert others and all("| S3 (SeaweedFS) |" in line or "| — |" in line for line in others)
+
+
+def test_docs_doctor_store_table_is_rendered_from_the_recordings() -> None:
+    from pyspark_catalog_ext.doctor.matrix import STORE_TABLE_LINK, render_store_table
+
+    assert block(ROOT / "docs" / "doctor.md", "store-matrix") == render_store_table().strip(), f"docs/doctor.md's store table {STALE}"
+    assert STORE_TABLE_LINK in render_matrix(notes=README_NOTES) and "## Stores tested" in (ROOT / "docs" / "doctor.md").read_text()
