@@ -1,7 +1,7 @@
 """The ADLS and GCS probes: per store the catalog vends for (recognised from Iceberg's keys, see
 `stores`), the credentials and their lifetime, the refresh strategy a committed and a staged table
-have, and whether the vended token works against the store. A catalog that vends only S3 keys (or
-none) gets `unsupported` here; the S3 probes are in `probes` and `s3scope`.
+have, and whether the vended token works against the store. On a probe table elsewhere (S3) they are
+skipped; on an ADLS or GCS table without a token, `unsupported`. The S3 probes are in `probes` and `s3scope`.
 
 Tables: the probe table `t` (committed) and `s_store` (staged)."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from pyspark_catalog_ext.doctor.context import ProbeContext, one_line
 from pyspark_catalog_ext.doctor.registry import probe
-from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, unsupported
+from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, skipped, unsupported
 from pyspark_catalog_ext.doctor.stores import (
     StoreCredential,
     check_access,
@@ -19,6 +19,7 @@ from pyspark_catalog_ext.doctor.stores import (
     refresh_endpoint,
     store_credentials,
     store_endpoint,
+    store_of,
 )
 from pyspark_catalog_ext.errors import CatalogError
 
@@ -41,7 +42,12 @@ def probe_store_credentials(ctx: ProbeContext) -> Outcome:
     again = store_credentials(ctx.load_table("t"))
     evidence: dict[str, Any] = {"credentials": [c.public() for c in first], "not_probed": list(NOT_PROBED)}
     if not first:
-        return unsupported("no ADLS or GCS credentials in the table answer (adls.sas-token.<host>, gcs.oauth2.token)", **evidence)
+        location = str(ctx.shared.get("location_t") or "")
+        if store_of(location) is None:  # an S3 (or other) table: no store of these to ask about
+            return skipped(f"the probe table is at {location.partition('://')[0] or 'an unknown'}://, not on ADLS or GCS",
+                           **evidence)
+        return unsupported(f"no {store_of(location)} token in the table answer (adls.sas-token.<host>, gcs.oauth2.token)",
+                           **evidence)
     ctx.shared["store_creds"] = first
     said = []
     for store in _stores(first):
