@@ -172,3 +172,27 @@ def test_the_json_report_follows_its_schema(stack: StoreStack) -> None:
 
     report, _ = _doctor(stack, "tokens")
     jsonschema.validate(json.loads(json.dumps(report_dict(report), default=str)), load_schema())
+
+
+def test_a_store_origin_gets_the_store_token_and_never_the_catalogs_credentials(stack: StoreStack) -> None:
+    """The answer names the store's endpoint on another loopback origin: the probe's requests there carry
+    the vended store token (Iceberg sends it there too) and nothing of the catalog's (its OAuth2 token,
+    its client secret)."""
+    from tests.unit.test_catalog_rest import Scripted
+
+    elsewhere = Scripted()  # answers 404 to everything: the probe fails after its write
+    real = stack.front.endpoints
+    key = "gcs.service.host" if stack.store == "gcs" else next(k for k in real() if k.startswith("adls.connection-string."))
+    stack.front.endpoints = lambda: {**real(), key: elsewhere.uri}  # type: ignore[method-assign]
+    try:
+        _, got = _doctor(stack, "neither")
+    finally:
+        del stack.front.endpoints
+        elsewhere.close()
+    seen = elsewhere.requests()
+    assert seen and got["store-access"][0] == "fail", got["store-access"]
+    sent = " ".join(f"{s.path}?{s.query} {s.headers} {s.body!r}" for s in seen)
+    vended = {t for t in stack.front.secrets_handed_out if t in sent}
+    store_tokens = {r["token"] for r in stack.front.vended}
+    assert vended and vended <= store_tokens, "something other than a vended store token reached the store origin"
+    assert "client-secret-0001" not in sent and "doctor:" not in sent
