@@ -39,7 +39,6 @@ def _stores(creds: list[StoreCredential]) -> list[str]:
 @probe("store-credentials", "ADLS / GCS credentials: which stores, lifetime, rotation", "stores", needs=("tables",))
 def probe_store_credentials(ctx: ProbeContext) -> Outcome:
     first = store_credentials(ctx.shared.get("load_t"))
-    again = store_credentials(ctx.load_table("t"))
     evidence: dict[str, Any] = {"credentials": [c.public() for c in first], "not_probed": list(NOT_PROBED)}
     if not first:
         location = str(ctx.shared.get("location_t") or "")
@@ -49,6 +48,7 @@ def probe_store_credentials(ctx: ProbeContext) -> Outcome:
         return unsupported(f"no {store_of(location)} token in the table answer (adls.sas-token.<host>, gcs.oauth2.token)",
                            **evidence)
     ctx.shared["store_creds"] = first
+    again = store_credentials(ctx.load_table("t"))
     said = []
     for store in _stores(first):
         mine = [c for c in first if c.store == store]
