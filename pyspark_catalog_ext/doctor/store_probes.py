@@ -29,7 +29,11 @@ STAGED_404 = "the endpoint answers 404 for a staged table (apache/iceberg#13554)
 #: What no store probe shows, said in every store probe's evidence.
 NOT_PROBED = ("the token's scope outside the table (only S3 keys get the scope probe)",
               "whether the store takes a token past its stated expiry",
-              "ADLS calls of the DFS API only (the probe uses the Blob API: Put, Get and Delete Blob)")
+              "ADLS calls of the DFS API only (the probe uses the Blob API: Put, Get and Delete Blob)",
+              "a token vended for another prefix than the table's (no probe object is written outside the table)",
+              "the Iceberg release your jobs run: on 1.10 a renewed ADLS SAS reaches only files opened after the "
+              "renewal (no client hook; docs/stores.md)",
+              "PyIceberg jobs: they do not renew ADLS or GCS tokens yet; the strategies listed are the Spark shim's")
 
 
 def _stores(creds: list[StoreCredential]) -> list[str]:
@@ -74,8 +78,8 @@ def _refreshes(ctx: ProbeContext, store: str, call: Any) -> tuple[bool, dict[str
 
 
 def _strategies(ctx: ProbeContext, store: str, phase: str, table: str, answer: dict[str, Any]) -> dict[str, Any]:
-    """Each strategy the package's refresh would try for `store` on this table, in its order (the
-    shim's and PyIceberg's, docs/refresh.md), tried once: (works: it returned a token of `store`)."""
+    """Each strategy the Spark shim's refresh would try for `store` on this table, in its order
+    (docs/refresh.md), tried once: (works: it returned a token of `store`)."""
     ident = (ctx.namespace, table)
     out: dict[str, Any] = {}
     tokens = [c.refresh_token for c in store_credentials(answer) if c.store == store and c.refresh_token]
@@ -113,7 +117,7 @@ _ADVERTISED = ("storage-refresh-token", "endpoint")
 def probe_store_refresh(ctx: ProbeContext) -> Outcome:
     stores = _stores(ctx.shared["store_creds"])
     answers: dict[str, tuple[str, dict[str, Any]] | None] = {"committed": ("t", ctx.shared.get("load_t") or {})}
-    evidence: dict[str, Any] = {"order": "the package tries them in this order (docs/refresh.md)", "not_probed": list(NOT_PROBED)}
+    evidence: dict[str, Any] = {"order": "the Spark shim tries them in this order (docs/refresh.md); PyIceberg jobs renew no ADLS or GCS token yet", "not_probed": list(NOT_PROBED)}
     try:
         answers["staged"] = ("s_store", ctx.stage_table("s_store"))
     except CatalogError as exc:
