@@ -12,6 +12,7 @@ or `--record-emulated` here). Then README.md, docs/doctor.md and docs/emulated-c
   <!-- doctor-run:begin --> ... <!-- doctor-run:end -->            docs/doctor.md (the seaweedfs run's table)
   <!-- emulated-matrix:begin --> ... <!-- emulated-matrix:end -->  docs (catalog x step)
   <!-- support-matrix-notes:begin --> ... <!-- support-matrix-notes:end -->  docs (the README table's notes)
+  <!-- store-matrix:begin --> ... <!-- store-matrix:end -->        docs/doctor.md (stores, emulators, stacks)
 
 usage (from the repo root):
   .venv/bin/python scripts/update_matrix.py                    # run the doctor, then render
@@ -57,13 +58,21 @@ def replace_block(text: str, name: str, body: str) -> str:
     return pattern.sub(lambda _: f"{begin}\n{body.strip()}\n{end}", text, count=1)
 
 
-def rendered(readme: str, docs: str) -> tuple[str, str]:
-    """README and docs text with their generated blocks re-rendered from the recorded files."""
-    from pyspark_catalog_ext.doctor.matrix import README_NOTES, render_emulated_table, render_matrix, render_matrix_notes
+def rendered(readme: str, docs: str, doctor_doc: str) -> tuple[str, str, str]:
+    """README, docs/emulated-catalogs.md and docs/doctor.md with their generated blocks re-rendered
+    from the recorded files."""
+    from pyspark_catalog_ext.doctor.matrix import (
+        README_NOTES,
+        render_emulated_table,
+        render_matrix,
+        render_matrix_notes,
+        render_store_table,
+    )
 
     docs = replace_block(docs, "emulated-matrix", render_emulated_table())
     return (replace_block(readme, "support-matrix", render_matrix(notes=README_NOTES)),
-            replace_block(docs, "support-matrix-notes", render_matrix_notes()))
+            replace_block(docs, "support-matrix-notes", render_matrix_notes()),
+            replace_block(doctor_doc, "store-matrix", render_store_table()))
 
 
 def record_emulated() -> None:
@@ -89,10 +98,10 @@ def main() -> int:
     from pyspark_catalog_ext.lakehouse.server import start_lakehouse
 
     if args.check:
-        readme, docs = README.read_text(), DOCS.read_text()
-        fresh = rendered(readme, docs)
-        stale = [name for name, old, new in (("README.md", readme, fresh[0]), ("docs/emulated-catalogs.md", docs, fresh[1]))
-                 if old != new]
+        readme, docs, doctor_doc = README.read_text(), DOCS.read_text(), DOCTOR_DOC.read_text()
+        fresh = rendered(readme, docs, doctor_doc)
+        stale = [name for name, old, new in (("README.md", readme, fresh[0]), ("docs/emulated-catalogs.md", docs, fresh[1]),
+                                             ("docs/doctor.md", doctor_doc, fresh[2])) if old != new]
         if stale:
             print(f"stale support matrix in {', '.join(stale)}: run scripts/update_matrix.py --readme", file=sys.stderr)
             return 1
@@ -112,9 +121,10 @@ def main() -> int:
                    f"--warehouse {info.warehouse} --credential {info.access_key}:***")
         shown = shown.split("matrix entry written to")[0].rstrip()
         DOCTOR_DOC.write_text(replace_block(DOCTOR_DOC.read_text(), "doctor-run", f"```\n{command}\n{shown}\n```"))
-    text, docs = rendered(text, DOCS.read_text())
+    text, docs, doctor_doc = rendered(text, DOCS.read_text(), DOCTOR_DOC.read_text())
     README.write_text(text)
     DOCS.write_text(docs)
+    DOCTOR_DOC.write_text(doctor_doc)
     print("README.md, docs/ and pyspark_catalog_ext/resources/matrix/ updated", file=sys.stderr)
     return 0
 

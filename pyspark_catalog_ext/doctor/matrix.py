@@ -24,7 +24,8 @@ __all__ = ["MATRIX_DIR", "EMULATED_DIR", "REAL_DIR", "REAL_SOURCE", "RECORD_ENV"
            "INVENTORY_COLUMNS", "WITHOUT", "STEP_TITLES", "save_matrix", "load_matrix", "load_emulated", "load_real",
            "capabilities", "doctor_record", "step_record",
            "stable_text", "diff_line", "check_emulated", "render_matrix", "render_matrix_notes",
-           "render_emulated_table", "render_profiles", "profiles_json"]
+           "render_emulated_table", "render_profiles", "profiles_json",
+           "STORE_TABLE_LINK", "STORES_DIR", "STORE_PROBES", "STORE_STYLES", "STORE_STACKS", "load_stores", "store_record", "render_store_table"]
 
 #: Where `--save-matrix` writes and `--print-matrix` reads by default (shipped in the wheel).
 MATRIX_DIR = Path(__file__).resolve().parent.parent / "resources" / "matrix"
@@ -34,11 +35,15 @@ EMULATED_DIR = MATRIX_DIR / "emulated"
 REAL_DIR = MATRIX_DIR / "real"
 #: The `source` of a real server's recording (an emulated one says "emulator").
 REAL_SOURCE = "real server"
+#: Recordings of the doctor's ADLS and GCS probes on the emulated stores (tests/slow/test_store_doctor.py), one file per store.
+STORES_DIR = MATRIX_DIR / "stores"
 #: Set to 1 to make the emulated suite rewrite its recordings instead of comparing with them.
 RECORD_ENV = "CATALOG_EXT_RECORD_MATRIX"
 RECORD_FORMAT = 1
 #: Where the README's support matrix points for its numbered notes (rendered there by update_matrix.py).
 README_NOTES = "[Catalogs proven here](docs/emulated-catalogs.md#support-matrix-notes)"
+#: Where the README's support matrix points for the store table (rendered there by update_matrix.py).
+STORE_TABLE_LINK = "[Doctor: stores](docs/doctor.md#stores-tested)"
 
 # What the user sees, per capability and per step of the user path.
 WORKS, DEGRADED, REFUSED, FAILS, NOT_PROBED, NOT_APPLICABLE = "works", "degraded", "refused", "fail", "not probed", "n/a"
@@ -63,6 +68,8 @@ WITHOUT: Mapping[str, tuple[str, str]] = {
     "idempotency-advertised": (DEGRADED, "a commit whose answer is lost is reconciled by reloading the table"),
     "idempotency-replay": (DEGRADED, "a commit whose answer is lost is reconciled by reloading the table"),
     "remote-signing": (DEGRADED, "S3 requests are signed in the job with vended or own keys (no remote signer)"),
+    "store-credentials": (DEGRADED, "no ADLS or GCS tokens vended: jobs use their own store credentials; nothing to refresh"),
+    "store-refresh": (REFUSED, "a job that outlasts the vended token fails at its expiry"),
 }
 
 #: The user path the emulated suite runs on each catalog, by step number (the catalog x step table shows the recorded ones).
@@ -354,11 +361,12 @@ def _capability_cell(caps: Mapping[str, Mapping[str, Any]], ids: tuple[str, ...]
 
 
 def _real_row(name: str, entry: Mapping[str, Any], notes: _Notes) -> list[str]:
+    """A `--save-matrix` run's row (always on SeaweedFS's S3)."""
     server = (entry.get("catalog") or {}).get("server") or "catalog"
     when = str(entry.get("generated_at", ""))[:10]
     version = (entry.get("tool") or {}).get("version", "?")
     caps = capabilities(entry)
-    cells = [f"`{name}`", f"{server}, {when}, doctor {version}", "real server"]
+    cells = [f"`{name}`", f"{server}, {when}, doctor {version}", "real server", "S3 (SeaweedFS)"]
     for _, ids in COLUMNS:
         text = _capability_cell(caps, ids, notes)
         if ids == ("vended-credentials",) and text == WORKS:
@@ -371,7 +379,7 @@ def _real_row(name: str, entry: Mapping[str, Any], notes: _Notes) -> list[str]:
     return cells
 
 
-def _emulated_row(entry_id: str, entry: Mapping[str, Any], notes: _Notes) -> list[str]:
+def _emulated_row(entry_id: str, entry: Mapping[str, Any], notes: _Notes, stores: Mapping[str, Mapping[str, Any]]) -> list[str]:
     caps = dict((entry.get("doctor") or {}).get("capabilities") or {})
     if "pyiceberg" not in caps and isinstance(entry.get("step-6"), Mapping):
         caps["pyiceberg"] = _step_capability(entry["step-6"])  # the user path's PyIceberg scan + append
@@ -384,7 +392,7 @@ def _emulated_row(entry_id: str, entry: Mapping[str, Any], notes: _Notes) -> lis
                  f"({entry['checked_against']})", f"emulator ({entry.get('release', '?')}), checked against recorded real answers"]
     else:
         cells = [f"`{entry['profile']}`", f"emulated {release} (tests/emulators)", f"emulator ({entry.get('release', '?')})"]
-    return cells + [_capability_cell(caps, ids, notes) for _, ids in COLUMNS]
+    return cells + [_stores_cell(entry, stores)] + [_capability_cell(caps, ids, notes) for _, ids in COLUMNS]
 
 
 def _step_capability(step: Mapping[str, Any]) -> dict[str, Any]:
@@ -397,22 +405,23 @@ def _step_capability(step: Mapping[str, Any]) -> dict[str, Any]:
 def _support_table(directory: Path | str | None) -> tuple[list[str], _Notes, dict[str, dict[str, Any]]]:
     entries = load_matrix(directory)
     emulated = _recordings(Path(directory) / "emulated" if directory else None)
+    stores = load_stores(Path(directory) / "stores" if directory else None)
     notes = _Notes()
-    head = ["Profile", "Tested against", "Source"] + [title for title, _ in COLUMNS]
+    head = ["Profile", "Tested against", "Source", "Stores"] + [title for title, _ in COLUMNS]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     names = list(PROFILES) + sorted((set(entries) | {e["profile"] for e in emulated.values()}) - set(PROFILES))
     for name in names:
         rows = []
         if name in entries:
             rows.append(_real_row(name, entries[name], notes))
-        rows += [_emulated_row(eid, e, notes) for eid, e in emulated.items() if e.get("profile") == name]
+        rows += [_emulated_row(eid, e, notes, stores) for eid, e in emulated.items() if e.get("profile") == name]
         if not rows:
             prof = PROFILES[name]
             alias = f", alias of `{prof.alias_of}`" if prof.alias_of else ""
             where, source = (("emulated (documented behaviour on loopback, tests/emulators; not recorded)", "emulator")
                              if prof.emulated else (f"reference only (vendor docs, not run here{alias})", "reference only"))
-            rows.append([f"`{name}`", where, source] + ["—"] * len(COLUMNS))
-        lines += ["| " + " | ".join(_md(c) if i < 3 else c for i, c in enumerate(cells)) + " |" for cells in rows]
+            rows.append([f"`{name}`", where, source, _stores_cell(None, stores)] + ["—"] * len(COLUMNS))
+        lines += ["| " + " | ".join(_md(c) if i < 4 else c for i, c in enumerate(cells)) + " |" for cells in rows]
     return lines, notes, entries
 
 
@@ -430,14 +439,16 @@ LEGEND = ("Source: *real server*: a recorded `doctor` run against SeaweedFS (`re
 def render_matrix(directory: Path | str | None = None, notes: str | None = None) -> str:
     """The markdown support table: one row per profile and recorded run (real server or emulator);
     profiles with neither are "reference only". Numbered notes say how each degraded capability
-    degrades and why each refused one is refused, with the reference: listed under the table, or,
-    with `notes` (a markdown link), only pointed to (the README, whose length is kept short)."""
+    degrades and why each refused one is refused, with the reference, and the store table follows:
+    listed under the table, or, with `notes` (a markdown link), only pointed to (the README, whose
+    length is kept short; the store table is in docs/doctor.md)."""
     lines, numbered, entries = _support_table(directory)
     lines.append("")
     if notes is None:
         lines += numbered.lines() + ([""] if numbered.items else [])
+        lines += [render_store_table(Path(directory) / "stores" if directory else None), ""]
     lines += _inventory_table(entries)
-    lines.append(LEGEND + (f" The notes [n]: {notes}." if notes else ""))
+    lines.append(LEGEND + (f" The stores: {STORE_TABLE_LINK}. The notes [n]: {notes}." if notes else ""))
     return "\n".join(lines)
 
 
@@ -498,6 +509,114 @@ def _inventory_table(entries: Mapping[str, Mapping[str, Any]]) -> list[str]:
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     return lines
+
+
+# ------------------------------------------------------------------ stores
+#: The store probes a store recording keeps, and the catalog switches each recording ran with.
+STORE_PROBES = ("store-credentials", "store-access", "store-refresh")
+STORE_STYLES: Mapping[str, str] = {"tokens": "storage-refresh-token", "endpoint": "refresh endpoint", "neither": "neither"}
+
+#: Which Spark x Iceberg stacks each store runs on, and why (docs/stores.md, section 3): `ci` is run by
+#: the suite, `checked` was run once by hand, `not_run` was not run. S3's are every stack of jvm-stacks.json.
+STORE_STACKS: Mapping[str, Mapping[str, str]] = {
+    "adls": {"ci": "Spark 4.1 × 1.11.0 (the shim's refresh, tests/slow/test_stores.py); Spark 3.5 × 1.10.2 (a staged CTAS)",
+             "checked": "Spark 3.5 × 1.10.2, 1.11.0, 1.12.0; Spark 4.1 × 1.11.0, 1.12.0 (plain Iceberg: a round trip and a staged CTAS)",
+             "not_run": "Spark 4.0 × 1.11.0 (no 4.0 venv made here; the same runtime classes and bundle)",
+             "why": "Maven Central serves `iceberg-azure-bundle` at 1.10.0 only, so every Iceberg takes it; ADLSFileIO takes "
+                    "the shim's client function from 1.11.0 on; 1.10 has no such hook: there a renewed SAS reaches files opened "
+                    "after the renewal (a new ADLSFileIO per SAS), nothing is resent on a 403"},
+    "gcs": {"ci": "Spark 4.1 × 1.11.0 (the shim's refresh, tests/slow/test_stores.py)",
+            "checked": "Spark 3.5 × 1.10.2, 1.11.0, 1.12.0; Spark 4.1 × 1.11.0, 1.12.0 (plain Iceberg: a round trip and a staged CTAS)",
+            "not_run": "Spark 4.0 × 1.11.0 (no 4.0 venv made here; the same runtime classes and bundle)",
+            "why": "Maven Central serves `iceberg-gcp-bundle` at 1.10.0 and 1.11.0: {bundles}"},
+}
+
+
+def _resource(name: str) -> dict[str, Any]:
+    return json.loads((MATRIX_DIR.parent / name).read_text())
+
+
+def _s3_stacks() -> str:
+    lines = _resource("jvm-stacks.json")["spark"]
+    return "; ".join(f"Spark {line} × {', '.join(spec['iceberg'])}" for line, spec in lines.items())
+
+
+def _bundles(store: str) -> str:
+    by_release = _resource("store-jars.json")["stores"][store]["bundle"]
+    return ", ".join(f"{release} takes {coord.rsplit(':', 1)[1]}" for release, coord in by_release.items())
+
+
+def load_stores(directory: Path | str | None = None) -> dict[str, dict[str, Any]]:
+    """Store recordings by store ("adls", "gcs"); invalid files are ignored."""
+    out: dict[str, dict[str, Any]] = {}
+    folder = Path(directory) if directory else STORES_DIR
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("store") == path.stem:
+            out[path.stem] = data
+    return out
+
+
+def store_record(report: Mapping[str, Any]) -> dict[str, Any]:
+    """What a store recording keeps of one doctor run: the store probes' capabilities, and the
+    `store-refresh` probe's own one-line answer (the strategies; the other answers hold what changes
+    from run to run: an Azurite SAS made in the same second as the last is the same token)."""
+    caps = capabilities(report)
+    by_id = {p["id"]: p for p in report.get("probes", [])}
+    out = {pid: dict(caps[pid]) for pid in STORE_PROBES if pid in caps}
+    if "store-refresh" in out:
+        out["store-refresh"]["doctor"] = stable_text(by_id["store-refresh"].get("summary", ""))
+    return out
+
+
+def _store_refresh_cell(section: Mapping[str, Any] | None, store: str) -> str:
+    if not section:
+        return "not recorded"
+    cap = section.get("store-refresh") or {}
+    text = str(cap.get("doctor") or "").removeprefix(f"{store}: ")
+    access = (section.get("store-access") or {}).get("outcome")
+    shown = f"**{cap.get('outcome')}**" if cap.get("outcome") == FAILS else str(cap.get("outcome"))
+    return _md(f"{shown}: {text}" + ("" if access == WORKS else f"; the token: {access}"))
+
+
+def render_store_table(directory: Path | str | None = None) -> str:
+    """Which stores are tested, on which emulator and Spark x Iceberg stacks (and why), and what the
+    doctor's store probes answer on the test catalog per refresh style."""
+    stores = load_stores(directory)
+    head = ["Store", "Emulator", "Catalog", "Spark × Iceberg in the suite", "Run once by hand", "Not run", "Why these stacks"]
+    head += [f"doctor `store-refresh`, catalog with {title}" for title in STORE_STYLES.values()]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines.append("| " + " | ".join(["S3", "SeaweedFS (`weed mini`, the embedded lakehouse)", "every catalog of the support matrix",
+                                    _s3_stacks() + " (tests/slow/test_stack_matrix.py)", "—", "—",
+                                    "the whole supported matrix (`resources/jvm-stacks.json`)"]
+                                   + ["the S3 probes (the support matrix)"] * len(STORE_STYLES)) + " |")
+    for store, facts in STORE_STACKS.items():
+        entry = stores.get(store) or {}
+        catalog = (f"{entry.get('catalog')} {entry.get('release')} + a vending front (tests/stores)" if entry else "not recorded")
+        cells = [store.upper(), str(entry.get("emulator") or "not recorded"), catalog, facts["ci"], facts["checked"],
+                 facts["not_run"], facts["why"].format(bundles=_bundles(store))]
+        lines.append("| " + " | ".join(_md(c) for c in cells)
+                     + " | " + " | ".join(_store_refresh_cell(entry.get(f"doctor-{style}"), store) for style in STORE_STYLES) + " |")
+    lines.append("")
+    lines.append("Stores: rendered from `resources/matrix/stores/*.json`, which tests/slow/test_store_doctor.py records "
+                 f"(`{RECORD_ENV}=1`) and compares on every run, and from the stacks run (docs/stores.md, section 3). "
+                 "Each `store-refresh` cell lists the strategies the Spark shim tries, in its order, for a committed and a staged "
+                 "table (PyIceberg jobs renew no ADLS or GCS token yet); Iceberg alone has only the endpoint, and a staged "
+                 "table's endpoint answers 404.")
+    return "\n".join(lines)
+
+
+def _stores_cell(entry: Mapping[str, Any] | None, stores: Mapping[str, Mapping[str, Any]]) -> str:
+    """The stores a row was tested on: S3 on SeaweedFS under every run, plus the store recordings of its catalog."""
+    if entry is None:
+        return "—"
+    family, release = entry.get("family"), entry.get("release")
+    extra = [f"{store.upper()} ({rec.get('emulator')})" for store, rec in stores.items()
+             if entry.get("source") == REAL_SOURCE and rec.get("catalog") == family and rec.get("release") == release]
+    return "; ".join(["S3 (SeaweedFS)", *extra])
 
 
 def profiles_json() -> list[dict[str, Any]]:

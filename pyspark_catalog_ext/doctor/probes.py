@@ -25,6 +25,7 @@ from pyspark_catalog_ext.doctor.context import (
 )
 from pyspark_catalog_ext.doctor.registry import probe
 from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, skipped, unsupported
+from pyspark_catalog_ext.doctor.stores import store_credentials
 from pyspark_catalog_ext.errors import CatalogConflictError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError
 
 __all__ = ["create_updates"]
@@ -43,6 +44,12 @@ def _cached(first: VendedCredential, again: VendedCredential) -> bool:
 
 CACHE_NOTE = ("the catalog caches vended keys (Polaris: for the shorter of its cache setting and half their "
               "remaining lifetime); the refresher asks again after that window")
+
+
+def _store_tokens(body: Any) -> list[dict[str, Any]]:
+    """The ADLS and GCS tokens of an answer, described without secrets (the S3 probes count them too:
+    a catalog vending for those stores renews them through the same endpoints)."""
+    return [c.public() for c in store_credentials(body if isinstance(body, dict) else None)]
 
 
 def _refresh_endpoint_of(body: dict[str, Any] | None) -> str | None:
@@ -184,8 +191,10 @@ def probe_vended(ctx: ProbeContext) -> Outcome:
         "sources": sorted({c.source for c in first}),
     }
     if not first:
+        stores = sorted({c["store"] for c in _store_tokens(ctx.shared.get("load_t"))})
         why = ("the profile sends no X-Iceberg-Access-Delegation header" if not ctx.client.access_delegation
-               else "loadTable returned no S3 keys in config or storage-credentials")
+               else "loadTable returned no S3 keys in config or storage-credentials"
+               + (f" (it vends for {' and '.join(stores)}: see the store-* probes)" if stores else ""))
         return unsupported(f"no vended credentials: {why}", **evidence)
     cred = first[0]
     rotates = bool(second) and second[0].access_key_id != cred.access_key_id
@@ -279,9 +288,9 @@ def probe_refresh_endpoint(ctx: ProbeContext) -> Outcome:
         return failed(f"advertised refresh endpoint failed: {one_line(exc, 160)}", **evidence)
     ctx.secrets.add_load_result(body if isinstance(body, dict) else None)
     creds = ctx.credentials(body if isinstance(body, dict) else None)
-    evidence["credentials"] = [c.public() for c in creds]
-    if not creds:
-        return failed("refresh endpoint answered without S3 credentials", **evidence)
+    evidence["credentials"] = [c.public() for c in creds] + _store_tokens(body)
+    if not evidence["credentials"]:
+        return failed("refresh endpoint answered without credentials", **evidence)
     return passed(f"advertised in {found_in}; returns credentials", **evidence)
 
 
@@ -299,9 +308,9 @@ def probe_credentials_endpoint(ctx: ProbeContext) -> Outcome:
     ctx.secrets.add_load_result(body)
     creds = ctx.credentials(body)
     evidence["status"] = 200
-    evidence["credentials"] = [c.public() for c in creds]
-    if not creds:
-        return failed("200 but no S3 credentials in storage-credentials", **evidence)
+    evidence["credentials"] = [c.public() for c in creds] + _store_tokens(body)
+    if not evidence["credentials"]:
+        return failed("200 but no credentials in storage-credentials", **evidence)
     unlisted = "; served although /v1/config does not list it" if advertised is False else ""
     return passed(f"200; {len(creds)} credential(s){unlisted}", **evidence)
 
@@ -312,25 +321,28 @@ def probe_refresh_token(ctx: ProbeContext) -> Outcome:
         staged = ctx.stage_table("s_token")
     except CatalogError as exc:
         return unsupported(f"stage-create refused (HTTP {_status_of(exc)})", status=_status_of(exc))
-    creds = ctx.credentials(staged)
-    tokens = [c for c in creds if c.refresh_token]
-    on_load = any(c.refresh_token for c in ctx.credentials(ctx.shared.get("load_t")))
+    # (the token, a fingerprint of the key or store token it came with): S3 keys first, then ADLS and GCS tokens
+    tokens = [(c.refresh_token, fingerprint(c.access_key_id)) for c in ctx.credentials(staged) if c.refresh_token]
+    tokens += [(c.refresh_token, fingerprint(c.token)) for c in store_credentials(staged) if c.refresh_token]
+    load_t = ctx.shared.get("load_t")
+    on_load = any(c.refresh_token for c in ctx.credentials(load_t)) or any(c.refresh_token for c in store_credentials(load_t))
     evidence: dict[str, Any] = {"token_on_stage_create": bool(tokens), "token_on_load": on_load}
     if not tokens:
         return unsupported("no storage-refresh-token on storage-credentials", **evidence)
-    cred = tokens[0]
+    token, was = tokens[0]
     try:
-        body = ctx.client.load_credentials_json((ctx.namespace, "s_token"), storage_refresh_token=cred.refresh_token)
+        body = ctx.client.load_credentials_json((ctx.namespace, "s_token"), storage_refresh_token=token)
     except CatalogError as exc:
         evidence["status"] = _status_of(exc)
         return failed(f"token refresh failed: {one_line(exc, 160)}", **evidence)
     ctx.secrets.add_load_result(body)
     fresh = ctx.credentials(body)
     evidence["status"] = 200
-    evidence["credentials"] = [c.public() for c in fresh]
-    if not fresh:
-        return failed("refresh answered without S3 credentials", **evidence)
-    rotated = fresh[0].access_key_id != cred.access_key_id
+    evidence["credentials"] = [c.public() for c in fresh] + _store_tokens(body)
+    if not evidence["credentials"]:
+        return failed("refresh answered without credentials", **evidence)
+    now = [fingerprint(c.access_key_id) for c in fresh] + [c["token_fingerprint"] for c in _store_tokens(body)]
+    rotated = now[0] != was
     evidence["fresh_keys"] = rotated
     return passed(f"refreshed a staged table's credentials ({'new' if rotated else 'same'} keys)", **evidence)
 

@@ -72,6 +72,7 @@ INVENTORY = {
     "rewrite-manifests": "pass",
 }
 SEAWEEDFS.update(INVENTORY)
+STORE_PROBES = {"store-credentials": "skipped", "store-refresh": "skipped", "store-access": "skipped"}  # S3 tables
 FAST = ["--skip", "spark,pyiceberg"]  # the proxy runs: catalog-level probes only
 _VENDED_SECRET_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "storage-refresh-token",
                        "access_token")
@@ -213,8 +214,8 @@ def test_local_profile_end_to_end_matches_seaweedfs_in_under_3_minutes(local_run
     proc, report, elapsed = local_run
     assert elapsed < 180, f"doctor --profile local took {elapsed:.0f} s"
     assert proc.returncode == 0, proc.stderr
-    assert statuses(report) == SEAWEEDFS, proc.stderr  # every probe ran, each with SeaweedFS's answer
-    assert report["summary"] == {"pass": 22, "fail": 0, "unsupported": 7, "skipped": 0, "required_failed": [],
+    assert statuses(report) == {**SEAWEEDFS, **STORE_PROBES}, proc.stderr  # every probe ran, each with SeaweedFS's answer
+    assert report["summary"] == {"pass": 22, "fail": 0, "unsupported": 7, "skipped": 3, "required_failed": [],
                                  "ok": True, "exit_code": 0}
     assert set(report["required"]) == set(PROFILES["local"].required_probes)
     vended = probe_of(report, "vended-credentials")["evidence"]
@@ -273,7 +274,7 @@ def test_refresh_token_proxy_flips_storage_refresh_token_to_pass(lakehouse) -> N
         assert proxy.count("credentials") >= 1
     validate(report)
     expected = {**SEAWEEDFS, "storage-refresh-token": "pass", "pyiceberg": "skipped", "spark-ctas": "skipped",
-                "spark-read": "skipped", "spark-append": "skipped", **{p: "skipped" for p in INVENTORY}}
+                "spark-read": "skipped", "spark-append": "skipped", **{p: "skipped" for p in INVENTORY}, **STORE_PROBES}
     assert statuses(report) == expected
     token = probe_of(report, "storage-refresh-token")["evidence"]
     assert token["token_on_stage_create"] and token["fresh_keys"] and token["status"] == 200

@@ -175,3 +175,41 @@ def test_a_row_checked_against_a_real_servers_recorded_answers_says_so(tmp_path:
     docs = render_emulated_table(tmp_path / "emulated")
     assert "| polaris 1.4.1 | emulator, checked against recorded real answers (`polaris-1.4.1`) | `polaris` |" in docs
     assert any(e.get("checked_against") for e in load_emulated().values())  # the shipped matrix has such a row
+
+
+def test_the_store_table_says_which_emulator_and_stacks_each_store_is_tested_on(tmp_path: Path) -> None:
+    from pyspark_catalog_ext.doctor.matrix import STORES_DIR, load_stores, render_store_table
+
+    recorded = load_stores()
+    assert set(recorded) == {"adls", "gcs"}
+    assert recorded["adls"]["emulator"] == "Azurite 3.35.0"
+    assert recorded["gcs"]["emulator"] == "fake-gcs-server 1.56.1 behind a token-checking front"
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in render_store_table().splitlines() if line.startswith("| ")}
+    assert rows["S3"].startswith("| S3 | SeaweedFS") and "Spark 4.0 × 1.11.0" in rows["S3"]
+    for store in ("ADLS", "GCS"):
+        cells = rows[store].split(" | ")
+        assert cells[1] == recorded[store.lower()]["emulator"] and "Spark 4.0 × 1.11.0" in cells[5], cells
+        assert "works: committed: reload; staged: re-stage" in rows[store]
+    assert "1.10.2 takes 1.10.0, 1.11.0 takes 1.11.0, 1.12.0 takes 1.11.0" in rows["GCS"]  # from store-jars.json
+    # The doctor cells come from the recordings: another recording, another cell.
+    changed = json.loads((STORES_DIR / "gcs.json").read_text())
+    changed["doctor-neither"]["store-refresh"] = {"outcome": "refused", "doctor": "gcs: committed: reload; staged: none"}
+    (tmp_path / "gcs.json").write_text(json.dumps(changed))
+    assert "refused: committed: reload; staged: none" in render_store_table(tmp_path)
+    assert "| ADLS | not recorded |" in render_store_table(tmp_path)
+
+
+def test_the_rest_fixture_row_names_the_stores_it_was_tested_on() -> None:
+    table = render_matrix()
+    row = next(line for line in table.splitlines() if "iceberg-rest-fixture 1.11.0 on SeaweedFS" in line)
+    assert "| S3 (SeaweedFS); ADLS (Azurite 3.35.0); GCS (fake-gcs-server 1.56.1 behind a token-checking front) |" in row
+    main = table.split("\n\n", 1)[0].splitlines()  # the support table, not the store or inventory tables
+    others = [line for line in main if line.startswith("| `") and "iceberg-rest-fixture" not in line]
+    assert others and all("| S3 (SeaweedFS) |" in line or "| — |" in line for line in others)
+
+
+def test_docs_doctor_store_table_is_rendered_from_the_recordings() -> None:
+    from pyspark_catalog_ext.doctor.matrix import STORE_TABLE_LINK, render_store_table
+
+    assert block(ROOT / "docs" / "doctor.md", "store-matrix") == render_store_table().strip(), f"docs/doctor.md's store table {STALE}"
+    assert STORE_TABLE_LINK in render_matrix(notes=README_NOTES) and "## Stores tested" in (ROOT / "docs" / "doctor.md").read_text()
