@@ -37,13 +37,14 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, TypeVar
 
 from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile, OutputStream
+from pyiceberg.io.fsspec import FsspecFileIO
 
 from pyspark_catalog_ext import knobs
 from pyspark_catalog_ext.errors import CredentialRefreshError
 from pyspark_catalog_ext.pyiceberg_ext.refresher import CredentialRefresher, TableCredentials
 from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, rejection_of
 from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, S3Clients, part_bytes
-from pyspark_catalog_ext.secret_keys import is_secret_key
+from pyspark_catalog_ext.pyiceberg_ext.vended import is_vended_key
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
@@ -74,17 +75,12 @@ class _Keys(NamedTuple):
     wait_at_s: float
 
 
-def _is_vended_key(key: str) -> bool:
-    """S3 keys that come with each renewal (never kept from the first answer)."""
-    return key.startswith("s3.") and (is_secret_key(key) or key == "s3.session-token-expires-at-ms")
-
-
 class RefreshingFileIO(FileIO):
     """Delegates to `delegate_factory(properties)` built with the table's current credentials."""
 
     def __init__(self, properties: Mapping[str, Any], entry: TableCredentials, refresher: CredentialRefresher,
                  delegate_factory: Callable[[dict], FileIO]) -> None:
-        base = {k: v for k, v in properties.items() if not _is_vended_key(k)}
+        base = {k: v for k, v in properties.items() if not is_vended_key(k)}
         super().__init__(base)
         self._base = base
         self.entry = entry
@@ -214,7 +210,7 @@ def _share_botocore_session(delegate: FileIO, location: str) -> None:
     its own (a profile): all its calls run on fsspec's one event-loop thread, so the session is
     never used by two threads at once. Anything else keeps s3fs's own behaviour.
     """
-    if type(delegate).__name__ != "FsspecFileIO":
+    if not isinstance(delegate, FsspecFileIO):
         return
     scheme = location.split("://", 1)[0] if "://" in location else "s3"
     if scheme not in ("s3", "s3a", "s3n"):
@@ -242,7 +238,7 @@ def _release(delegate: FileIO) -> None:
     key. PyArrow filesystems are owned by the delegate alone and go with it.
     """
     akid = delegate.properties.get("s3.access-key-id")
-    if not akid or type(delegate).__name__ != "FsspecFileIO":
+    if not akid or not isinstance(delegate, FsspecFileIO):
         return
     try:
         from s3fs import S3FileSystem
