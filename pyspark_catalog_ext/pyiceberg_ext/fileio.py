@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, TypeVar
+from urllib.parse import urlsplit
 
 from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile, OutputStream
 from pyiceberg.io.fsspec import FsspecFileIO
@@ -42,8 +43,9 @@ from pyiceberg.io.fsspec import FsspecFileIO
 from pyspark_catalog_ext import knobs
 from pyspark_catalog_ext.errors import CredentialRefreshError
 from pyspark_catalog_ext.pyiceberg_ext.refresher import CredentialRefresher, TableCredentials
-from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, rejection_of
+from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, rejection_of, store_rejection
 from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, S3Clients, part_bytes
+from pyspark_catalog_ext.pyiceberg_ext.storefs import adls_account
 from pyspark_catalog_ext.pyiceberg_ext.vended import is_vended_key
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
@@ -54,6 +56,7 @@ T = TypeVar("T")
 # One try with the keys the operation had, one with renewed keys; a third only when another thread
 # renewed again in between (the keys of the second try were not the newest).
 _ATTEMPTS = 3
+_S3_SCHEMES = ("s3://", "s3a://", "s3n://")
 # A write to a store without a resumable upload keeps what it wrote for a replay with new keys: in
 # memory up to this, on local disk beyond (up to catalog-ext.pyiceberg.spool-max-bytes).
 _SPOOL_IN_MEMORY = 8 * 1024 * 1024
@@ -127,8 +130,13 @@ class RefreshingFileIO(FileIO):
 
     # -- S3 rejecting the keys -------------------------------------------------------------------
     def _expired(self, exc: BaseException, location: str, delegate: FileIO) -> Rejection | None:
-        """The rejection when `exc` is S3 saying the keys are no longer valid, else None. A refusal
-        without a code (PyArrow's, a HEAD's) is asked about once with the same keys."""
+        """The rejection when `exc` is the store saying the keys are no longer valid, else None. An S3
+        refusal without a code (PyArrow's, a HEAD's) is asked about once with the same keys; GCS and
+        ADLS refusals are read by `rejection.store_rejection`."""
+        if not location.startswith(_S3_SCHEMES):
+            account = adls_account(dict(delegate.properties), urlsplit(location).netloc)
+            rejection = store_rejection(exc, location, account.sas_token if account else None, self._refresher.clock())
+            return rejection if rejection is not None and rejection.expired else None
         rejection = rejection_of(exc)
         if rejection is not None and rejection.code is None:
             rejection = self._refresher.prober.probe(location, delegate.properties)

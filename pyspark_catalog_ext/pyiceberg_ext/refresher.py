@@ -246,6 +246,10 @@ class TableCredentials:
         return f"TableCredentials({self.name!r}, generation={self.generation}, staged={self.staged})"
 
 
+def _who(rejection: Rejection) -> str:
+    return "S3" if rejection.store_expired is None else "the store"
+
+
 class CredentialRefresher:
     """Keeps the tables of one PyIceberg catalog supplied with fresh credentials.
 
@@ -471,18 +475,18 @@ class CredentialRefresher:
             if not allowed:
                 knob = policy_knobs.KNOBS["reactive_max_per_minute"]
                 raise CredentialRefreshError(
-                    f"S3 rejected the keys of {entry.name} ({rejection.code}) after {age:.1f} s and "
+                    f"{_who(rejection)} rejected the keys of {entry.name} ({rejection.code}) after {age:.1f} s and "
                     + (f"{knob} is 0" if limit == 0 else f"{len(entry.reactive_at)} reactive refreshes in the last minute reached {knob}={limit}")
                     + "; raise it, or shorten catalog-ext refresh timing (min-ahead, lifetime-fraction)")
             entry.reactive_at.append(now)
-            log.info("catalog-ext: S3 rejected the keys of %s (%s) %.1f s after their fetch; refreshing now",
-                     entry.name, rejection.code, age)
+            log.info("catalog-ext: %s rejected the keys of %s (%s) %.1f s after their fetch; refreshing now",
+                     _who(rejection), entry.name, rejection.code, age)
             # Still under the lock: no other renewal can slip in between, so this is the wave's one request.
             if self.refresh(entry, generation, reader=True):
                 entry.reactive_refreshes += 1
             else:
                 raise CredentialRefreshError(
-                    f"S3 rejected the keys of {entry.name} ({rejection.code}) {age:.1f} s after their fetch, and the "
+                    f"{_who(rejection)} rejected the keys of {entry.name} ({rejection.code}) {age:.1f} s after their fetch, and the "
                     "catalog answered the refresh with the same keys (its credential cache keeps them until about "
                     f"{max(0.0, entry.not_before_s - now):.0f} s from now); the keys die sooner than the catalog says: "
                     "check its credential lifetime and cache setting")
@@ -522,9 +526,9 @@ class CredentialRefresher:
                     key_age_ms=int(age * 1000), stated_lifetime_ms=None if stated is None else int(stated * 1000),
                     reactive_refresh_started=False)
         return CredentialsRejectedError(
-            f"S3 rejected the keys of {entry.name} again ({rejection.code}) right after a refresh: "
+            f"{_who(rejection)} rejected the keys of {entry.name} again ({rejection.code}) right after a refresh: "
             f"stated lifetime {'none' if stated is None else f'{stated:.1f} s'}, observed {age:.1f} s; "
-            f"if this machine's clock is off, lower {knob} (now {int(self.policy.max_clock_skew_s * 1000)}), else the catalog vends keys S3 does not accept (check its role and session duration)")
+            f"if this machine's clock is off, lower {knob} (now {int(self.policy.max_clock_skew_s * 1000)}), else the catalog vends keys {_who(rejection)} does not accept (check its role and session duration)")
 
     def status(self) -> list[dict[str, Any]]:
         """One row per table: strategy used, renewals per strategy, expiry, failures (no secrets)."""

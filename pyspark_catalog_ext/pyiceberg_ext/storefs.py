@@ -96,7 +96,7 @@ class StoreFsspecFileIO(FsspecFileIO):
                     account_name=account.account, skip_instance_cache=True,
                     connection_string=f"BlobEndpoint={account.endpoint};SharedAccessSignature={account.sas_token}")
         if scheme in ("gs", "gcs") and self.properties.get(GCS_TOKEN):
-            from gcsfs import GCSFileSystem
+            from gcsfs.core import GCSFileSystem  # the JSON API only (not gcsfs 2026.10's gRPC bucket-layout lookup)
             from google.oauth2.credentials import Credentials
 
             return GCSFileSystem(project=self.properties.get("gcs.project-id"),
