@@ -95,6 +95,11 @@ class StoreFsspecFileIO(FsspecFileIO):
                 return AzureBlobFileSystem(
                     account_name=account.account, skip_instance_cache=True,
                     connection_string=f"BlobEndpoint={account.endpoint};SharedAccessSignature={account.sas_token}")
+            # No SAS vended for this account: PyIceberg's own settings, without another account's SAS
+            # (PyIceberg would take the first `adls.sas-token.<host>` for any account).
+            from pyiceberg.io.fsspec import _adls
+
+            return _adls({k: v for k, v in self.properties.items() if not k.startswith(ADLS_SAS)}, hostname)
         if scheme in ("gs", "gcs") and self.properties.get(GCS_TOKEN):
             from gcsfs.core import GCSFileSystem  # the JSON API only (not gcsfs 2026.10's gRPC bucket-layout lookup)
             from google.oauth2.credentials import Credentials
