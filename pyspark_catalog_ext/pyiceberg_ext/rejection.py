@@ -27,7 +27,7 @@ from cachetools import LRUCache
 
 from pyspark_catalog_ext.credentials.rules import EXPIRY_CODES, EXPIRY_STATUSES
 
-__all__ = ["EXPIRY_CODES", "Rejection", "S3Prober", "rejection_of", "sas_expiry_s", "skew_from_date", "store_rejection"]
+__all__ = ["EXPIRY_CODES", "GcsTokenRefused", "Rejection", "S3Prober", "rejection_of", "sas_expiry_s", "skew_from_date", "store_rejection"]
 
 _AUTH_STATUSES = EXPIRY_STATUSES  # 403, or 400 from some S3 implementations
 # PyArrow's AWS SDK errors can hide an expired key: a refusal without its code, or, for a ranged GET
@@ -128,13 +128,19 @@ def _azure_error(exc: BaseException) -> tuple[str, int] | None:
     return None
 
 
+class GcsTokenRefused(PermissionError):
+    """GCS answered 401 to a vended token (raised in place of gcsfs's own retries with the same token)."""
+
+    code = 401
+
+
 def _gcs_status(exc: BaseException) -> int | None:
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
         code = getattr(cur, "code", None)
-        if type(cur).__name__ == "HttpError" and isinstance(code, int):  # gcsfs's error: 401 after its own retries
+        if isinstance(cur, GcsTokenRefused) or (type(cur).__name__ == "HttpError" and isinstance(code, int)):  # gcsfs's error: 401 after its own retries
             return code
         if isinstance(cur, OSError) and str(cur).startswith("Forbidden: "):  # gcsfs raises a 403 so
             return 403

@@ -10,7 +10,8 @@ PyIceberg 0.12 cannot use a vended ADLS or GCS token on every path as it is:
   another account never gets this one's token.
 - GCS with fsspec: gcsfs takes a string token as a file name or a raw token it would try to refresh;
   here it gets google-auth `Credentials` holding the vended token, without an expiry of their own
-  (`RefreshingFileIO` replaces the delegate with the renewed token; gcsfs must not try to refresh it).
+  (`RefreshingFileIO` replaces the delegate with the renewed token; gcsfs must not try to refresh it),
+  and a 401 is raised at once as `GcsTokenRefused` instead of being retried by gcsfs with the same token.
   PyArrowFileIO's GCS filesystem already takes `gcs.oauth2.token` and its expiry as they are.
 Everything else is PyIceberg's own behaviour (the overridden methods are its private ones of 0.12).
 """
@@ -25,6 +26,7 @@ from pyiceberg.io.fsspec import FsspecFileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
 from pyspark_catalog_ext.errors import ConfigError
+from pyspark_catalog_ext.pyiceberg_ext.rejection import GcsTokenRefused
 from pyspark_catalog_ext.pyiceberg_ext.vended import ADLS_SAS, GCS_TOKEN
 
 __all__ = ["AdlsAccount", "StoreFsspecFileIO", "StorePyArrowFileIO", "adls_account", "store_aware"]
@@ -102,13 +104,40 @@ class StoreFsspecFileIO(FsspecFileIO):
             return _adls({k: v for k, v in self.properties.items() if not k.startswith(ADLS_SAS)}, hostname)
         if scheme in ("gs", "gcs") and self.properties.get(GCS_TOKEN):
             from gcsfs.core import GCSFileSystem  # the JSON API only (not gcsfs 2026.10's gRPC bucket-layout lookup)
-            from google.oauth2.credentials import Credentials
 
-            return GCSFileSystem(project=self.properties.get("gcs.project-id"),
-                                 token=Credentials(str(self.properties[GCS_TOKEN])),
+            token = _vended_gcs_token(str(self.properties[GCS_TOKEN]))
+            return GCSFileSystem(project=self.properties.get("gcs.project-id"), token=token,
                                  endpoint_url=self.properties.get("gcs.service.host"),
+                                 session_kwargs={"trace_configs": [_on_401(token)]},
                                  consistency="none", skip_instance_cache=True)
         return super()._get_fs(scheme, hostname)
+
+
+def _vended_gcs_token(token: str) -> Any:
+    """The vended token as google-auth credentials without an expiry of their own (gcsfs then never asks
+    to refresh them), whose refresh, asked for once GCS refused them (`_on_401`), raises
+    `GcsTokenRefused`: the refusal reaches the reactive path at once, where gcsfs would otherwise send
+    the same token again 5 times over ~30 s."""
+    from google.oauth2.credentials import Credentials
+
+    class VendedGcsToken(Credentials):
+        def refresh(self, request: Any) -> None:
+            raise GcsTokenRefused("GCS refused the vended token (401): it is no longer valid")
+
+    return VendedGcsToken(token)
+
+
+def _on_401(credentials: Any) -> Any:
+    """An aiohttp trace that invalidates `credentials` when GCS answers 401 (gcsfs's retry then asks to refresh them)."""
+    import aiohttp
+
+    async def on_request_end(session: Any, context: Any, params: Any) -> None:
+        if params.response.status == 401:
+            credentials.token = None
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_end.append(on_request_end)
+    return trace
 
 
 def store_aware(io_class: type[FileIO]) -> type[FileIO]:

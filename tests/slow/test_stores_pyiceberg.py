@@ -102,11 +102,9 @@ def test_tokens_dying_early_are_renewed_and_the_operation_runs_again(stack):
         assert ids(table) == list(range(n))
         time.sleep(1)
     row = status(cat, "early")
-    assert row["rejections"] >= 1, f"{stack.store}: nothing refused: {row}"
-    if stack.store == "adls":
-        # Azurite refuses at once: the refusal renews. gcsfs first retries a 401 itself for ~30 s, by when
-        # the schedule (by the stated 10 s) has renewed, and the retry takes those keys.
-        assert row["reactive_refreshes"] >= 1, row
+    # The refusal itself renews: gcsfs's own retries of a 401 (~30 s with the same token) would let the
+    # schedule (by the stated 10 s) renew first.
+    assert row["rejections"] >= 1 and row["reactive_refreshes"] >= 1, f"{stack.store}: nothing refused: {row}"
     assert ids(cat.load_table("db.early")) == list(range(n))
     cat.close()
 
@@ -121,8 +119,10 @@ def test_tokens_dead_on_every_refresh_end_in_one_line(stack):
         table.append(rows(10, 20))
     message = str(info.value)
     assert "\n" not in message and "rejected the keys of lake.db.dead again" in message, message
-    assert time.monotonic() - start < 120
-    assert status(cat, "dead")["reactive_refreshes"] <= 1
+    # Bounded: at most two renewals (the FileIO's three tries), in seconds; gcsfs's own retries of
+    # each 401 would take ~30 s apiece.
+    assert time.monotonic() - start < 40
+    assert status(cat, "dead")["reactive_refreshes"] <= 2
     cat.close()
 
 
