@@ -26,8 +26,9 @@ from urllib.parse import urlsplit
 from cachetools import LRUCache
 
 from pyspark_catalog_ext.credentials.rules import EXPIRY_CODES, EXPIRY_STATUSES
+from pyspark_catalog_ext.errors import GcsTokenRefused
 
-__all__ = ["EXPIRY_CODES", "GcsTokenRefused", "Rejection", "S3Prober", "rejection_of", "sas_expiry_s", "skew_from_date", "store_rejection"]
+__all__ = ["EXPIRY_CODES", "Rejection", "S3Prober", "rejection_of", "sas_expiry_s", "skew_from_date", "store_rejection"]
 
 _AUTH_STATUSES = EXPIRY_STATUSES  # 403, or 400 from some S3 implementations
 # PyArrow's AWS SDK errors can hide an expired key: a refusal without its code, or, for a ranged GET
@@ -126,12 +127,6 @@ def _azure_error(exc: BaseException) -> tuple[str, int] | None:
             return said.group(1), int(said.group(2))
         cur = cur.__cause__ or cur.__context__
     return None
-
-
-class GcsTokenRefused(PermissionError):
-    """GCS answered 401 to a vended token (raised in place of gcsfs's own retries with the same token)."""
-
-    code = 401
 
 
 def _gcs_status(exc: BaseException) -> int | None:

@@ -25,8 +25,7 @@ from pyiceberg.io import FileIO
 from pyiceberg.io.fsspec import FsspecFileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
-from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.pyiceberg_ext.rejection import GcsTokenRefused
+from pyspark_catalog_ext.errors import ConfigError, GcsTokenRefused
 from pyspark_catalog_ext.pyiceberg_ext.vended import ADLS_SAS, GCS_TOKEN
 
 __all__ = ["AdlsAccount", "StoreFsspecFileIO", "StorePyArrowFileIO", "adls_account", "store_aware"]
