@@ -32,6 +32,7 @@ __all__ = [
     "StaleTableError",
     "CommitStateUnknownError",
     "CredentialRefreshError",
+    "GcsTokenRefused",
     "CommitFailedError",
     "LakehouseError",
     "redact",
@@ -142,6 +143,13 @@ class CredentialRefreshError(CatalogExtError):
 
 class CredentialsRejectedError(CredentialRefreshError):
     """S3 rejected a table's keys again right after they were refreshed: refreshing cannot help."""
+
+
+class GcsTokenRefused(CatalogExtError, PermissionError):
+    """GCS answered 401 to a vended token: raised by the PyIceberg FileIO's gcsfs credentials in place
+    of gcsfs's own retries with the same token, so the table's token is renewed at once."""
+
+    code = 401
 
 
 class CommitFailedError(CatalogExtError):

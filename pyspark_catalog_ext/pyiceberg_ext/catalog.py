@@ -46,6 +46,8 @@ from pyspark_catalog_ext.pyiceberg_ext.fileio import RefreshingFileIO, write_bou
 from pyspark_catalog_ext.pyiceberg_ext.refresher import PROPERTY_PREFIX, CredentialRefresher, refresh_policy
 from pyspark_catalog_ext.pyiceberg_ext.s3signing import SigningFsspecFileIO, SigningPyArrowFileIO
 from pyspark_catalog_ext.pyiceberg_ext.signing import SignerSession, remote_signing_requested, signer_target
+from pyspark_catalog_ext.pyiceberg_ext.storefs import store_aware
+from pyspark_catalog_ext.pyiceberg_ext.vended import has_credentials
 from pyspark_catalog_ext.secret_keys import is_secret_key
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
@@ -139,7 +141,7 @@ class GuardedRestCatalog(CatalogClient):
         if self.refresher is None:
             return io
         storage_credentials = [c.model_dump() for c in answer.storage_credentials]
-        if "s3.access-key-id" not in answer.config and not storage_credentials:
+        if not has_credentials(answer.config) and not storage_credentials:
             return io  # nothing vended: the FileIO uses the user's own keys
         stage_request = None
         if staged and request_body is not None:
@@ -147,7 +149,7 @@ class GuardedRestCatalog(CatalogClient):
             stage_request = {**request_body, "location": location}
         entry = self.refresher.track(identifier, answer.config, storage_credentials, location=location, staged=staged,
                                      stage_create_request=stage_request)
-        return RefreshingFileIO(io.properties, entry, self.refresher, type(io))
+        return RefreshingFileIO(io.properties, entry, self.refresher, store_aware(type(io)))
 
     def _signing_io(self, identifier: tuple[str, ...], table_properties: dict[str, Any],
                     signing_config: dict[str, Any] | None, metadata_location: str | None) -> FileIO:

@@ -35,15 +35,18 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, TypeVar
+from urllib.parse import urlsplit
 
 from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile, OutputStream
+from pyiceberg.io.fsspec import FsspecFileIO
 
 from pyspark_catalog_ext import knobs
 from pyspark_catalog_ext.errors import CredentialRefreshError
 from pyspark_catalog_ext.pyiceberg_ext.refresher import CredentialRefresher, TableCredentials
-from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, rejection_of
+from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, rejection_of, store_rejection
 from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, S3Clients, part_bytes
-from pyspark_catalog_ext.secret_keys import is_secret_key
+from pyspark_catalog_ext.pyiceberg_ext.storefs import adls_account
+from pyspark_catalog_ext.pyiceberg_ext.vended import is_vended_key
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
@@ -53,6 +56,7 @@ T = TypeVar("T")
 # One try with the keys the operation had, one with renewed keys; a third only when another thread
 # renewed again in between (the keys of the second try were not the newest).
 _ATTEMPTS = 3
+_S3_SCHEMES = ("s3://", "s3a://", "s3n://")
 # A write to a store without a resumable upload keeps what it wrote for a replay with new keys: in
 # memory up to this, on local disk beyond (up to catalog-ext.pyiceberg.spool-max-bytes).
 _SPOOL_IN_MEMORY = 8 * 1024 * 1024
@@ -74,17 +78,12 @@ class _Keys(NamedTuple):
     wait_at_s: float
 
 
-def _is_vended_key(key: str) -> bool:
-    """S3 keys that come with each renewal (never kept from the first answer)."""
-    return key.startswith("s3.") and (is_secret_key(key) or key == "s3.session-token-expires-at-ms")
-
-
 class RefreshingFileIO(FileIO):
     """Delegates to `delegate_factory(properties)` built with the table's current credentials."""
 
     def __init__(self, properties: Mapping[str, Any], entry: TableCredentials, refresher: CredentialRefresher,
                  delegate_factory: Callable[[dict], FileIO]) -> None:
-        base = {k: v for k, v in properties.items() if not _is_vended_key(k)}
+        base = {k: v for k, v in properties.items() if not is_vended_key(k)}
         super().__init__(base)
         self._base = base
         self.entry = entry
@@ -131,8 +130,13 @@ class RefreshingFileIO(FileIO):
 
     # -- S3 rejecting the keys -------------------------------------------------------------------
     def _expired(self, exc: BaseException, location: str, delegate: FileIO) -> Rejection | None:
-        """The rejection when `exc` is S3 saying the keys are no longer valid, else None. A refusal
-        without a code (PyArrow's, a HEAD's) is asked about once with the same keys."""
+        """The rejection when `exc` is the store saying the keys are no longer valid, else None. An S3
+        refusal without a code (PyArrow's, a HEAD's) is asked about once with the same keys; GCS and
+        ADLS refusals are read by `rejection.store_rejection`."""
+        if not location.startswith(_S3_SCHEMES):
+            account = adls_account(dict(delegate.properties), urlsplit(location).netloc)
+            rejection = store_rejection(exc, location, account.sas_token if account else None, self._refresher.clock())
+            return rejection if rejection is not None and rejection.expired else None
         rejection = rejection_of(exc)
         if rejection is not None and rejection.code is None:
             rejection = self._refresher.prober.probe(location, delegate.properties)
@@ -214,7 +218,7 @@ def _share_botocore_session(delegate: FileIO, location: str) -> None:
     its own (a profile): all its calls run on fsspec's one event-loop thread, so the session is
     never used by two threads at once. Anything else keeps s3fs's own behaviour.
     """
-    if type(delegate).__name__ != "FsspecFileIO":
+    if not isinstance(delegate, FsspecFileIO):
         return
     scheme = location.split("://", 1)[0] if "://" in location else "s3"
     if scheme not in ("s3", "s3a", "s3n"):
@@ -242,7 +246,7 @@ def _release(delegate: FileIO) -> None:
     key. PyArrow filesystems are owned by the delegate alone and go with it.
     """
     akid = delegate.properties.get("s3.access-key-id")
-    if not akid or type(delegate).__name__ != "FsspecFileIO":
+    if not akid or not isinstance(delegate, FsspecFileIO):
         return
     try:
         from s3fs import S3FileSystem

@@ -31,6 +31,7 @@ from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, CredentialR
 from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, S3Prober
 from pyspark_catalog_ext.pyiceberg_ext.scheduler import RefreshScheduler, TableState
 from pyspark_catalog_ext.pyiceberg_ext.strategies import StrategyChain
+from pyspark_catalog_ext.pyiceberg_ext.vended import credential_identities, has_credentials, is_vended_key, stated_expiry_s
 
 if TYPE_CHECKING:  # its type only: the refresher is handed a live client
     from pyspark_catalog_ext.catalog.rest import CatalogClient
@@ -44,7 +45,6 @@ PROPERTY_PREFIX = policy_knobs.PREFIX
 # The knobs PyIceberg applies (the spec's runtimes); each also has an environment variable, in
 # seconds (or the fraction): PYSPARK_CATALOG_EXT_REFRESH_<FIELD>, e.g. ..._MIN_AHEAD_S.
 _PYICEBERG_KNOBS = {field: name for field, name in policy_knobs.KNOBS.items() if "pyiceberg" in knobs.knob(name)["runtimes"]}
-_EXPIRY_KEY = "s3.session-token-expires-at-ms"
 
 
 def refresh_policy(properties: Mapping[str, Any] | None = None, environ: Mapping[str, str] = os.environ) -> RefreshPolicy:
@@ -67,21 +67,18 @@ def refresh_policy(properties: Mapping[str, Any] | None = None, environ: Mapping
 
 
 def _key_set(config: Mapping[str, Any] | None, storage_credentials: Iterable[Mapping[str, Any]] | None) -> frozenset:
-    """Which keys an answer hands out: (access key id, session token, stated expiry) of each credential,
-    wherever it lists them (a load names Polaris's keys in the table config and in storage-credentials,
-    its /credentials only in the latter). Two answers with the same set hand out the same keys with
-    the same expiry (a catalog's cache); the same keys with a later expiry are a renewal of their lease."""
+    """Which credentials an answer hands out (`vended.credential_identities`: S3 keys, GCS tokens, ADLS
+    SAS tokens, each with its stated expiry), wherever it lists them (a load names Polaris's keys in
+    the table config and in storage-credentials, its /credentials only in the latter). Two answers with
+    the same set hand out the same keys with the same expiry (a catalog's cache); the same keys with a
+    later expiry are a renewal of their lease."""
     configs = [config or {}] + [cred.get("config") or {} for cred in storage_credentials or []]
-    return frozenset((str(c["s3.access-key-id"]), str(c.get("s3.session-token") or ""), str(c.get(_EXPIRY_KEY) or ""))
-                     for c in configs if c.get("s3.access-key-id"))
+    return frozenset(identity for c in configs for identity in credential_identities(c))
 
 
 def _expiry_s(config: Mapping[str, Any]) -> float:
-    raw = config.get(_EXPIRY_KEY)
-    try:
-        return int(raw) / 1000.0 if raw is not None else float("inf")
-    except (TypeError, ValueError):
-        return float("inf")
+    """The earliest expiry the credentials of `config` state, whatever their store (inf: none stated)."""
+    return stated_expiry_s(config)
 
 
 @dataclass(frozen=True)
@@ -172,8 +169,8 @@ class TableCredentials:
             return _Slot(prefix, cfg, token, expires, expires - hard_margin_s(now, expires))
 
         slots = []
-        base = {k: str(v) for k, v in (config or {}).items() if k.startswith("s3.")}
-        if "s3.access-key-id" in base:
+        base = {k: str(v) for k, v in (config or {}).items() if k.startswith("s3.") or is_vended_key(k)}
+        if has_credentials(base):
             slots.append(slot("", base, None))
         for cred in storage_credentials or []:
             cfg = {k: str(v) for k, v in (cred.get("config") or {}).items()}
@@ -247,6 +244,10 @@ class TableCredentials:
 
     def __repr__(self) -> str:
         return f"TableCredentials({self.name!r}, generation={self.generation}, staged={self.staged})"
+
+
+def _who(rejection: Rejection) -> str:
+    return "S3" if rejection.store_expired is None else "the store"
 
 
 class CredentialRefresher:
@@ -474,18 +475,18 @@ class CredentialRefresher:
             if not allowed:
                 knob = policy_knobs.KNOBS["reactive_max_per_minute"]
                 raise CredentialRefreshError(
-                    f"S3 rejected the keys of {entry.name} ({rejection.code}) after {age:.1f} s and "
+                    f"{_who(rejection)} rejected the keys of {entry.name} ({rejection.code}) after {age:.1f} s and "
                     + (f"{knob} is 0" if limit == 0 else f"{len(entry.reactive_at)} reactive refreshes in the last minute reached {knob}={limit}")
                     + "; raise it, or shorten catalog-ext refresh timing (min-ahead, lifetime-fraction)")
             entry.reactive_at.append(now)
-            log.info("catalog-ext: S3 rejected the keys of %s (%s) %.1f s after their fetch; refreshing now",
-                     entry.name, rejection.code, age)
+            log.info("catalog-ext: %s rejected the keys of %s (%s) %.1f s after their fetch; refreshing now",
+                     _who(rejection), entry.name, rejection.code, age)
             # Still under the lock: no other renewal can slip in between, so this is the wave's one request.
             if self.refresh(entry, generation, reader=True):
                 entry.reactive_refreshes += 1
             else:
                 raise CredentialRefreshError(
-                    f"S3 rejected the keys of {entry.name} ({rejection.code}) {age:.1f} s after their fetch, and the "
+                    f"{_who(rejection)} rejected the keys of {entry.name} ({rejection.code}) {age:.1f} s after their fetch, and the "
                     "catalog answered the refresh with the same keys (its credential cache keeps them until about "
                     f"{max(0.0, entry.not_before_s - now):.0f} s from now); the keys die sooner than the catalog says: "
                     "check its credential lifetime and cache setting")
@@ -525,9 +526,9 @@ class CredentialRefresher:
                     key_age_ms=int(age * 1000), stated_lifetime_ms=None if stated is None else int(stated * 1000),
                     reactive_refresh_started=False)
         return CredentialsRejectedError(
-            f"S3 rejected the keys of {entry.name} again ({rejection.code}) right after a refresh: "
+            f"{_who(rejection)} rejected the keys of {entry.name} again ({rejection.code}) right after a refresh: "
             f"stated lifetime {'none' if stated is None else f'{stated:.1f} s'}, observed {age:.1f} s; "
-            f"if this machine's clock is off, lower {knob} (now {int(self.policy.max_clock_skew_s * 1000)}), else the catalog vends keys S3 does not accept (check its role and session duration)")
+            f"if this machine's clock is off, lower {knob} (now {int(self.policy.max_clock_skew_s * 1000)}), else the catalog vends keys {_who(rejection)} does not accept (check its role and session duration)")
 
     def status(self) -> list[dict[str, Any]]:
         """One row per table: strategy used, renewals per strategy, expiry, failures (no secrets)."""

@@ -26,8 +26,9 @@ from urllib.parse import urlsplit
 from cachetools import LRUCache
 
 from pyspark_catalog_ext.credentials.rules import EXPIRY_CODES, EXPIRY_STATUSES
+from pyspark_catalog_ext.errors import GcsTokenRefused
 
-__all__ = ["EXPIRY_CODES", "Rejection", "S3Prober", "rejection_of", "skew_from_date"]
+__all__ = ["EXPIRY_CODES", "Rejection", "S3Prober", "rejection_of", "sas_expiry_s", "skew_from_date", "store_rejection"]
 
 _AUTH_STATUSES = EXPIRY_STATUSES  # 403, or 400 from some S3 implementations
 # PyArrow's AWS SDK errors can hide an expired key: a refusal without its code, or, for a ranged GET
@@ -43,9 +44,12 @@ class Rejection:
     code: str | None
     status: int | None
     probed: bool = False
+    store_expired: bool | None = None  # GCS or ADLS: decided by `store_rejection`, not by S3's codes
 
     @property
     def expired(self) -> bool:
+        if self.store_expired is not None:
+            return self.store_expired
         return self.code in EXPIRY_CODES and (self.status is None or self.status in _AUTH_STATUSES)
 
 
@@ -83,6 +87,87 @@ def rejection_of(exc: BaseException) -> Rejection | None:
     if isinstance(exc, OSError) and _PYARROW_AWS_ERROR.search(str(exc)):
         said = re.search(r"HTTP status (\d{3})", str(exc))
         return Rejection(None, int(said.group(1)) if said else None)
+    return None
+
+
+# Azure's answer to a SAS it no longer takes (an expired `se=`) is 403 AuthenticationFailed; Azurite
+# answers it, and every other SAS refusal, 403 AuthorizationFailure, which on Azure means a scope refusal.
+_AZURE_EXPIRED = "AuthenticationFailed"
+_AZURE_AMBIGUOUS = "AuthorizationFailure"
+_AZURE_TEXT = re.compile(r"Azure Error: \[(\w+)\] (\d{3})")  # PyArrow's AzureFileSystem
+_GCS_TEXT = re.compile(r"google::cloud::Status\((UNAUTHENTICATED|PERMISSION_DENIED)")  # PyArrow's GcsFileSystem
+
+
+def sas_expiry_s(sas_token: str) -> float | None:
+    """The expiry a SAS token states itself (`se=`, UTC), epoch seconds; None if it states none."""
+    from datetime import datetime, timezone
+    from urllib.parse import parse_qs
+
+    raw = next(iter(parse_qs(sas_token.lstrip("?")).get("se") or []), None)
+    if not raw:
+        return None
+    for fmt in ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%MZ", "%Y-%m-%d"):
+        try:
+            return datetime.strptime(raw, fmt).replace(tzinfo=timezone.utc).timestamp()
+        except ValueError:
+            continue
+    return None
+
+
+def _azure_error(exc: BaseException) -> tuple[str, int] | None:
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        status, code = getattr(cur, "status_code", None), getattr(cur, "error_code", None)
+        if isinstance(status, int) and code:  # azure-core's HttpResponseError (adlfs keeps it as the cause)
+            return str(getattr(code, "value", code)), status  # azure-storage's StorageErrorCode is an enum
+        said = _AZURE_TEXT.search(str(cur)) if isinstance(cur, OSError) else None
+        if said:
+            return said.group(1), int(said.group(2))
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def _gcs_status(exc: BaseException) -> int | None:
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        code = getattr(cur, "code", None)
+        if isinstance(cur, GcsTokenRefused) or (type(cur).__name__ == "HttpError" and isinstance(code, int)):  # gcsfs's error: 401 after its own retries
+            return code
+        if isinstance(cur, OSError) and str(cur).startswith("Forbidden: "):  # gcsfs raises a 403 so
+            return 403
+        said = _GCS_TEXT.search(str(cur)) if isinstance(cur, OSError) else None
+        if said:
+            return 401 if said.group(1) == "UNAUTHENTICATED" else 403
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
+def store_rejection(exc: BaseException, location: str, sas_token: str | None, now_s: float) -> Rejection | None:
+    """GCS or ADLS refusing the token a request carried, None when `exc` is no refusal of it.
+
+    GCS: 401 means the token is no longer valid (expired, revoked): renew; 403 is a scope refusal
+    (another bucket or prefix). ADLS: 403 AuthenticationFailed (Azure's answer to an expired SAS):
+    renew; 403 AuthorizationFailure is a scope refusal on Azure, and Azurite's answer to every refused
+    SAS: it counts as expiry only when the SAS the request carried states an expiry (`se=`) now past.
+    Anything else is no expiry: raised as it came, never retried."""
+    scheme = location.split("://", 1)[0]
+    if scheme in ("gs", "gcs"):
+        status = _gcs_status(exc)
+        if status in (401, 403):
+            return Rejection("Unauthorized" if status == 401 else "Forbidden", status, store_expired=status == 401)
+        return None
+    if scheme in ("abfs", "abfss", "wasb", "wasbs"):
+        said = _azure_error(exc)
+        if said is None or said[1] != 403:
+            return None
+        code, status = said
+        stated = sas_expiry_s(sas_token) if sas_token else None
+        expired = code == _AZURE_EXPIRED or (code == _AZURE_AMBIGUOUS and stated is not None and stated <= now_s)
+        return Rejection(code, status, store_expired=expired)
     return None
 
 

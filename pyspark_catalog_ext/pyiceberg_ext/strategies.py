@@ -22,13 +22,14 @@ if TYPE_CHECKING:
 from pyspark_catalog_ext.credentials.rules import MISSING_ENDPOINT_FORGET_S
 from pyspark_catalog_ext.credentials.sources import BridgeAnswer, TableRequest
 from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError, CredentialRefreshError
+from pyspark_catalog_ext.pyiceberg_ext.vended import has_credentials, is_vended_key
 
 
 def _answer(strategy: str, response: dict) -> BridgeAnswer:
     """Keeps only what the JVM needs from a LoadTable/LoadCredentials response."""
     creds = response.get("storage-credentials") or []
-    config = {k: v for k, v in (response.get("config") or {}).items() if k.startswith("s3.")}
-    if not creds and "s3.access-key-id" not in config:
+    config = {k: v for k, v in (response.get("config") or {}).items() if k.startswith("s3.") or is_vended_key(k)}
+    if not creds and not has_credentials(config):
         raise CatalogError(f"the catalog answered the {strategy} request without storage credentials")
     return {"strategy": strategy, "config": config, "storage-credentials": creds}
 
