@@ -604,7 +604,7 @@ def render_store_table(directory: Path | str | None = None) -> str:
     lines.append("Stores: rendered from `resources/matrix/stores/*.json`, which tests/slow/test_store_doctor.py records "
                  f"(`{RECORD_ENV}=1`) and compares on every run, and from the stacks run (docs/stores.md, section 3). "
                  "Each `store-refresh` cell lists the strategies the Spark shim tries, in its order, for a committed and a staged "
-                 "table (PyIceberg jobs renew no ADLS or GCS token yet); Iceberg alone has only the endpoint, and a staged "
+                 "table (PyIceberg jobs renew with their own strategies, proven with FsspecFileIO); Iceberg alone has only the endpoint, and a staged "
                  "table's endpoint answers 404.")
     return "\n".join(lines)
 

@@ -33,7 +33,8 @@ NOT_PROBED = ("the token's scope outside the table (only S3 keys get the scope p
               "a token vended for another prefix than the table's (no probe object is written outside the table)",
               "the Iceberg release your jobs run: on 1.10 a renewed ADLS SAS reaches only files opened after the "
               "renewal (no client hook; docs/stores.md)",
-              "PyIceberg jobs: they do not renew ADLS or GCS tokens yet; the strategies listed are the Spark shim's")
+              "PyIceberg jobs: they renew ADLS and GCS tokens with their own strategies (docs/pyiceberg.md), proven "
+              "with FsspecFileIO only; the strategies listed are the Spark shim's")
 
 
 def _stores(creds: list[StoreCredential]) -> list[str]:
@@ -117,7 +118,7 @@ _ADVERTISED = ("storage-refresh-token", "endpoint")
 def probe_store_refresh(ctx: ProbeContext) -> Outcome:
     stores = _stores(ctx.shared["store_creds"])
     answers: dict[str, tuple[str, dict[str, Any]] | None] = {"committed": ("t", ctx.shared.get("load_t") or {})}
-    evidence: dict[str, Any] = {"order": "the Spark shim tries them in this order (docs/refresh.md); PyIceberg jobs renew no ADLS or GCS token yet", "not_probed": list(NOT_PROBED)}
+    evidence: dict[str, Any] = {"order": "the Spark shim tries them in this order (docs/refresh.md); PyIceberg jobs renew with their own (docs/pyiceberg.md)", "not_probed": list(NOT_PROBED)}
     try:
         answers["staged"] = ("s_store", ctx.stage_table("s_store"))
     except CatalogError as exc:
