@@ -28,6 +28,10 @@ The front's switches are those of the S3 catalog proxy (tests/servers/catalog_pr
   endpoint_tables             {"ns.table", ...}: these tables are served as with
                               advertise_refresh_endpoint and without refresh_tokens, whatever those
                               say (one job mixing a catalog's two refresh styles);
+  store_lifetime_s            {"ns.table": seconds}: the store takes that table's tokens only this
+                              long, while the answer states lifetime_s (keys that die early; 0: dead
+                              from the start, on every refresh). ADLS: the SAS's own se= ends then;
+                              GCS: the front stops taking the token then;
   faults, counters            as every BufferedProxy: ``count(kind=..., table=...)`` over
                               config, oauth, stage-create, create, load, commit, credentials, drop.
 """
@@ -138,6 +142,7 @@ class VendingCatalog(BufferedProxy):
         self.refresh_endpoint_style = refresh_endpoint_style
         self.extra_prefixes: dict[str, list[str]] = {}
         self.endpoint_tables: set[str] = set()
+        self.store_lifetime_s: dict[str, float] = {}
         self.signer = RefreshTokenSigner()
         self.clock: Callable[[], float] = time.time
         self.secrets_handed_out: set[str] = set()
@@ -222,19 +227,25 @@ class VendingCatalog(BufferedProxy):
 
     def _mint(self, table: str, location: str) -> dict[str, Any]:
         scheme = location.partition("://")[0]
+        stated_ms = int((time.time() + self.lifetime_s) * 1000)
+        store_lifetime = min(self.lifetime_s, self.store_lifetime_s.get(table, self.lifetime_s))
         if scheme in ("abfs", "abfss"):
             if self.azurite is None:
                 raise ValueError(f"{location}: this catalog vends for no Azure store")
             loc = AdlsLocation.parse(location)
-            token, expires_ms = self.azurite.container_sas(loc.account, loc.container, self.lifetime_s)
+            token, expires_ms = self.azurite.container_sas(loc.account, loc.container, store_lifetime)
+            if store_lifetime < self.lifetime_s:
+                expires_ms = stated_ms
             config = {f"adls.sas-token.{loc.host}": token, f"adls.sas-token-expires-at-ms.{loc.host}": str(expires_ms)}
             store = "adls"
         elif scheme == "gs":
             if self.gcs is None:
                 raise ValueError(f"{location}: this catalog vends for no GCS store")
             bucket, _, path = location[len("gs://"):].partition("/")
-            grant = self.gcs.front.mint(self.lifetime_s, bucket=bucket, prefix=path.rstrip("/") + "/" if path else "")
+            grant = self.gcs.front.mint(store_lifetime, bucket=bucket, prefix=path.rstrip("/") + "/" if path else "")
             token, expires_ms = grant.token, int(grant.expires_at_ms or 0)
+            if store_lifetime < self.lifetime_s:
+                expires_ms = stated_ms
             config = {"gcs.oauth2.token": token, "gcs.oauth2.token-expires-at": str(expires_ms)}
             store = "gcs"
         else:
