@@ -1,8 +1,8 @@
 """Benchmark: the package's ADLS and GCS refresh against Iceberg's own, on the emulated stores, as ratios.
 
 Per store (tests/stores: Azurite, fake-gcs-server behind its token front; Iceberg's REST fixture behind
-the vending front), in one run, each side a Spark job of its own (its own driver JVM, Spark 3.5 or the
-installed line, Iceberg --iceberg, --executors executor JVMs):
+the vending front), in one run, each side a Spark job of its own (its own driver JVM, the installed
+pyspark's line, Iceberg --iceberg, --executors executor JVMs):
 
 1. requests per lifetime: a read of a committed table spread over --lifetimes token lifetimes of
    --lifetime s, the table served by its refresh endpoint (Polaris's style). Plain Iceberg: its own
