@@ -3,7 +3,7 @@ Iceberg's REST fixture 1.11.0 on them behind a front that vends short-lived SAS 
 
 Each Spark job runs on the package's user path (`configure(store=...)`: the shim's FileIO for the
 store, the store's SDK bundle) in a process of its own (tests/stores/store_job.py). One job per store
-(2 executor JVMs) serves every test but the Iceberg 1.10 create, which runs on another Spark line:
+(4 executor JVMs) serves every test but the Iceberg 1.10 create, which runs on another Spark line:
 Spark's start costs more than most steps under load.
 
 A job that fails the way plain Iceberg does raises `StoreRefusal` with the store's one-line answer.
@@ -22,11 +22,17 @@ from tests.stores.store_job import run_job, summarize
 
 ICEBERG = "1.11.0"
 LIFETIME = 10  # seconds each vended token lives in the expiry tests
+EXECUTORS = 4  # executor JVMs of the per-store session
 ROWS = 4  # single-row files of a staged create, each row 0.8 lifetimes slow: the job spans 3.2 lifetimes
-FILES = 6  # single-row files the renewal test reads, one task each, 3 per executor, each 1 lifetime slow
+FILES = 3 * EXECUTORS  # single-row files the renewal test reads, one task each, 3 per executor, each 1 lifetime slow
 # The session's refresh policy: renew once 1/4 of a token's life is left (the shim's hard margin for short
 # tokens), checked every second.
 RENEWAL_POLICY = {"min_ahead_s": 0, "lifetime_fraction": 0.25, "check_interval_s": 1}
+# Keys that die early: the store takes early_keys' tokens EARLY_STORE_S seconds while the answer states
+# LIFETIME; the create's 2 tasks each write their row after EARLY_MS, past the store's end and before the
+# renewal the stated lifetime schedules (0.75 LIFETIME). dead_keys' tokens are dead from the start.
+EARLY_STORE_S = 3
+EARLY_MS = 5_000
 
 # How each store refuses a token today, as the job reports it.
 REFUSALS = {
@@ -74,32 +80,60 @@ def job(stack, action: str, table: str, *, rows: int = ROWS, ms: int = 0, iceber
     return run_job({**args, **work}, python=python)
 
 
+def other_prefix(stack) -> str:
+    """A second prefix the catalog vends for in the same table answer: another storage account (ADLS)
+    or another bucket (GCS), made here."""
+    if stack.store == "adls":
+        stack.emulator.create_container("other", account="pcestore2")
+        return stack.emulator.location("other", "two", account="pcestore2")
+    stack.emulator.create_bucket("other")
+    return stack.emulator.location("other", "two")
+
+
 @pytest.fixture(scope="module")
 def session(stack) -> dict:
-    """The module's Spark work per store in one session on 2 executor JVMs (a session's start costs
+    """The module's Spark work per store in one session on EXECUTORS executor JVMs (a session's start costs
     more than most steps under load): a committed round trip, a staged SQL CTAS and a staged
     `writeTo().create()` whose tasks span 3.2 token lifetimes with a storage-refresh-token on every
     credential, then a committed table of single-row files read over 3 lifetimes from a catalog that
-    advertises its refresh endpoint instead (Polaris's style). Tokens live LIFETIME seconds. The
-    job's report, its steps by action."""
+    advertises its refresh endpoint instead (Polaris's style); a table whose data files go to a second
+    prefix the answer vends for (another account or bucket); on GCS, a table whose data path is outside
+    its token's scope but inside its vended prefix as a string; last, a staged create whose keys the
+    store refuses before their stated expiry, and a table whose keys are dead on every refresh.
+    Tokens live LIFETIME seconds. The job's report, its steps by name (else by action)."""
     stack.front.lifetime_s = LIFETIME
     stack.front.refresh_tokens = True
     stack.front.advertise_refresh_endpoint = False
     stack.front.endpoint_tables = {"db.renewals"}
+    stack.front.store_lifetime_s = {"db.early_keys": EARLY_STORE_S, "db.dead_keys": 0}
+    other = other_prefix(stack)
+    stack.front.extra_prefixes = {"db.two_prefixes": [other]}
     slow_ms = int(0.8 * LIFETIME * 1000)
     steps = [{"action": "roundtrip", "table": "round_trip", "rows": 100, "ms": 0},
              {"action": "ctas-sql", "table": "staged_ctas_sql", "rows": ROWS, "ms": slow_ms},
              {"action": "writeto", "table": "staged_writeto", "rows": ROWS, "ms": slow_ms},
              {"action": "files", "table": "renewals", "rows": FILES, "ms": 0},
-             {"action": "read", "table": "renewals", "rows": FILES, "ms": LIFETIME * 1000}]
+             {"action": "read", "table": "renewals", "rows": FILES, "ms": LIFETIME * 1000},
+             {"name": "two-prefixes", "action": "roundtrip", "table": "two_prefixes", "rows": 100,
+              "data_path": other + "/data"},
+             # one row: one data file, one upload whatever the task count
+             *([{"name": "scope", "action": "roundtrip", "table": "scope_t", "rows": 1,
+                 "data_path": f"{stack.warehouse}/db/scope_t_data"}] if stack.store == "gcs" else []),
+             # last: a key rejected early teaches the catalog's lifetime, which would pace the steps after it
+             {"name": "early-keys", "action": "writeto", "table": "early_keys", "rows": 2, "parts": 2, "ms": EARLY_MS},
+             {"name": "dead-keys", "action": "roundtrip", "table": "dead_keys", "rows": 10, "ms": 0}]
     try:
-        kind, report = job(stack, "", "", steps=steps, master="local-cluster[2,1,1024]", policy=RENEWAL_POLICY)
+        kind, report = job(stack, "", "", steps=steps, master=f"local-cluster[{EXECUTORS},1,1024]",
+                           policy=RENEWAL_POLICY)
     finally:
         stack.front.refresh_tokens = False
         stack.front.endpoint_tables = set()
+        stack.front.store_lifetime_s = {}
+        stack.front.extra_prefixes = {}
     assert kind == "RESULT", summarize(report.get("error", ""))
-    assert report["executors"] == 2, report
-    return {**report, "steps": {step["action"]: done for step, done in zip(steps, report["steps"], strict=True)}}
+    assert report["executors"] == EXECUTORS, report
+    return {**report, "steps": {step.get("name", step["action"]): done
+                                for step, done in zip(steps, report["steps"], strict=True)}}
 
 
 def test_committed_table_round_trip(stack, session):
@@ -147,10 +181,10 @@ class TooManyRequests(Exception):
 
 
 def test_one_catalog_request_per_table_per_renewal(stack, session):
-    """A read of a committed table over 3 token lifetimes on 2 executor JVMs, the refresh endpoint
+    """A read of a committed table over 3 token lifetimes on EXECUTORS executor JVMs, the refresh endpoint
     advertised: the executors get their tokens from the driver (plugin RPC), and the catalog is asked
-    once per renewal the refresh policy schedules (every 0.75 lifetimes here), plus one. Two
-    executors suffice: each asking on its own would double that. (Plain Iceberg asks 13 to 34 times
+    once per renewal the refresh policy schedules (every 0.75 lifetimes here), plus one: each executor
+    asking on its own would multiply that. (Plain Iceberg asks 13 to 34 times
     per lifetime: every executor refreshes on its own, GCS per client and ADLS per FileIO, and with
     tokens this short the SDKs renew on nearly every request.)"""
     made, read = session["steps"]["files"], session["steps"]["read"]
@@ -169,6 +203,102 @@ def test_one_catalog_request_per_table_per_renewal(stack, session):
           f"{renewals} scheduled renewals); executor requests served by the driver: {session['plugin']['served']}")
     if len(during) > renewals + 1:
         raise TooManyRequests(f"{len(during)} /credentials requests over {seconds:.0f} s: {renewals} renewals")
+
+
+def catalog_requests(stack, table: str, step: dict) -> list[dict]:
+    """The catalog's credential requests for `table` while `step` ran."""
+    return [e for e in stack.front.entries() if e["kind"] == "credentials" and e["table"] == table
+            and step["started"] <= e["time"] <= step["ended"]]
+
+
+def events_of(session: dict, kind: str, table: str) -> list[dict]:
+    return [e for e in session["events"] if e["type"] == kind and str(e.get("table", "")).endswith(table)]
+
+
+def test_keys_that_die_early_are_renewed_once_and_the_create_completes(stack, session):
+    """The store refuses the tokens of a staged writeTo().create() long before their stated expiry
+    (ADLS: 403 AuthorizationFailure past the SAS's own se=; GCS: 401), while both its tasks, on two
+    executor JVMs, write: the reactive path renews through the driver's registry, once for both
+    executors, and the create completes with exact rows."""
+    step = session["steps"]["early-keys"]
+    if step["kind"] == "FAILED":
+        raise refused(stack.store, step)
+    assert (step["rows"], step["sum"]) == (2, 3 * sum(range(2)))
+    rejected = events_of(session, "credentials.rejected", "db.early_keys")
+    assert rejected, "the store refused no token of the table early: nothing was tested"
+    assert all(e["reactive_refresh"] and e["key_age_ms"] < LIFETIME * 1000 for e in rejected), rejected
+    asked = catalog_requests(stack, "db.early_keys", step)
+    print(f"{stack.store}: {len(rejected)} rejection waves, {len(asked)} catalog requests during the create "
+          f"({step['seconds']:.0f} s)")
+    assert len(asked) == len(rejected), (
+        f"{len(asked)} catalog requests for {len(rejected)} rejection waves: not one renewal per wave")
+
+
+def test_keys_dead_on_every_refresh_end_in_one_line(stack, session):
+    """Tokens the store refuses from the start, renewed or not: the write ends in the registry's
+    one-line failure after one reactive renewal (single flight for every executor), not in a loop of
+    renewals. (The catalog may be asked on schedule besides: the rejections teach the registry a
+    lifetime of a second or two.)"""
+    step = session["steps"]["dead-keys"]
+    assert step["kind"] == "FAILED", "a write with tokens dead from the start succeeded"
+    said = re.search(r"(?:Azure storage|GCS) rejected the storage credentials of table \S+ again [^\n]*", step["error"])
+    assert said, f"not the registry's one-line failure: {summarize(step['error'])}"
+    renewed = events_of(session, "credentials.rejected", "db.dead_keys")
+    asked = catalog_requests(stack, "db.dead_keys", step)
+    print(f"{stack.store}: dead keys: {len(renewed)} reactive renewal, {len(asked)} catalog requests "
+          f"(scheduled ones included), failed after {step['seconds']:.0f} s")
+    assert len(renewed) == 1, f"{len(renewed)} reactive renewals: the renewed keys' rejection did not end it"
+
+
+GCS_BUCKET = re.compile(r"/b/([^/]+)(?:/o(?:/([^/?]+))?)?")
+
+
+def test_two_prefixes_in_one_answer_each_get_their_own_token(stack, session):
+    """A table answer vending for two prefixes (two storage accounts, or two buckets), the table's
+    data files under the second: each prefix's requests carry that prefix's own token, never the
+    other's, as the stores saw them (Azurite checks each SAS against its own account's key and holds
+    the data files in the second account; the GCS front names the token each request carried)."""
+    step = session["steps"]["two-prefixes"]
+    assert step["kind"] == "RESULT", summarize(step["error"])
+    assert (step["rows"], step["sum"]) == (100, 3 * sum(range(100)))
+    vended = {v["prefix"] for v in stack.front.vended if v["table"] == "db.two_prefixes"}
+    assert len(vended) == 2, vended
+    if stack.store == "adls":
+        files = [b.name for b in stack.emulator.service("pcestore2").get_container_client("other").list_blobs("two/data/")]
+        assert files, "no data file in the second account"
+        return
+    grants = {g.label: g for g in stack.emulator.front.grants()}
+    seen = [e for e in stack.emulator.front.entries() if step["started"] <= e["time"] <= step["ended"]
+            and e["token"] in grants and GCS_BUCKET.search(e["route"])]
+    by_bucket: dict[str, set[str]] = {}
+    for e in seen:
+        bucket = GCS_BUCKET.search(e["route"])[1]
+        grant = grants[e["token"]]
+        by_bucket.setdefault(bucket, set()).add(f"{grant.bucket}/{grant.prefix}")
+        assert e["status"] != 403, f"a request to {e['route']} carried a token for {grant.bucket}/{grant.prefix}"
+    assert by_bucket.get("other") == {"other/two/"}, f"tokens each bucket was sent: {by_bucket}"
+    # the table's own prefix, and the catalog server's own (whole-store) token for its metadata
+    assert by_bucket.get("warehouse", set()) - {"None/"} == {"warehouse/catalog/db/two_prefixes/"}, by_bucket
+
+
+def test_a_scope_refusal_is_never_retried(stack, session):
+    """GCS: a data path inside the table's vended prefix as a string (`…/scope_t_data` under
+    `…/scope_t`, the longest-prefix rule) but outside its token's scope: the store answers 403, the
+    write fails with it, the request is not sent again and the catalog is not asked for new tokens."""
+    if stack.store != "gcs":
+        pytest.skip("Azurite's container SAS covers every path of its container: no scope to leave")
+    step = session["steps"]["scope"]
+    assert step["kind"] == "FAILED", "a write outside its token's scope succeeded"
+    assert re.search(r"403|[Ff]orbidden", step["error"]), summarize(step["error"])
+    refused_at = [e["route"] for e in stack.emulator.front.entries()
+                  if step["started"] <= e["time"] <= step["ended"] and e["status"] == 403]
+    # the one data file's upload (its name is in the query), then the other tasks' and the abort's
+    # requests for their files, each its own object
+    uploads = [r for r in refused_at if r.startswith("/upload/")]
+    others = [r for r in refused_at if not r.startswith("/upload/")]
+    assert len(uploads) == 1 and len(others) == len(set(others)), f"a refused request was sent again: {refused_at}"
+    assert not catalog_requests(stack, "db.scope_t", step), "the catalog was asked for new tokens on a 403"
+    assert not events_of(session, "credentials.rejected", "db.scope_t")
 
 
 def test_azurite_checks_sas_expiry_scope_and_kind():

@@ -9,11 +9,13 @@ modes:
   "package"  the user path: `configure(store=...)` (the shim's FileIO for the store, its SDK bundle)
              with the refresh policy given: what the store tests hold the package to;
   "plain"    Iceberg alone (tests/stores/plain_spark.py): the baseline.
-actions: "roundtrip" (create, insert, read back), "ctas-sql", "writeto" (staged creates, `rows`
+actions: "roundtrip" (create, insert, read back; its data files under `data_path` when given), "ctas-bulk"
+(a staged CTAS of ordinary files), "ctas-sql", "writeto" (staged creates, `rows`
 single-row files, each row `ms` slow), "files" (a committed table of `rows` single-row files) and
 "read" (that table read one task per file, each `ms` slow).
 With steps, RESULT carries {"steps": [{"table", "kind": "RESULT"|"FAILED", ...}], "status": the
-registry's status per table (package mode), "executors": executor JVMs seen}.
+registry's status per table, "events": its credential events (package mode), "executors": executor
+JVMs seen}. `parts`: how many tasks a staged create runs side by side (1 unless given).
 """
 from __future__ import annotations
 
@@ -48,14 +50,20 @@ def package_session(args: dict):
 
 def run(spark, args: dict) -> dict:
     table, rows, ms = f"{CATALOG}.db.{args['table']}", int(args.get("rows", 4)), int(args.get("ms", 0))
+    parts = int(args.get("parts", 1))  # the staged creates' tasks, run side by side
     spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.db")
     action = args["action"]
     if action == "roundtrip":
-        spark.sql(f"CREATE TABLE {table} (id bigint, v bigint) USING iceberg")
+        # `data_path`: the table's data files go there (write.data.path), away from its location
+        props = f" TBLPROPERTIES ('write.data.path'='{args['data_path']}')" if args.get("data_path") else ""
+        spark.sql(f"CREATE TABLE {table} (id bigint, v bigint) USING iceberg{props}")
         spark.sql(f"INSERT INTO {table} SELECT id, id * 3 FROM range({rows})")
     elif action == "ctas-sql":
         spark.sql(f"CREATE TABLE {table} USING iceberg TBLPROPERTIES ('write.target-file-size-bytes'='1') AS "
-                  f"SELECT id, id * 3 AS v FROM range(0, {rows}, 1, 1) WHERE {slow(ms)}")
+                  f"SELECT id, id * 3 AS v FROM range(0, {rows}, 1, {parts}) WHERE {slow(ms)}")
+    elif action == "ctas-bulk":
+        # a staged CTAS of ordinary files, `parts` tasks (the benchmark's: a store's request cost)
+        spark.sql(f"CREATE TABLE {table} USING iceberg AS SELECT id, id * 3 AS v FROM range(0, {rows}, 1, {parts})")
     elif action == "files":
         # `rows` single-row files, read one task each (split target 1 byte): the table "read" reads.
         spark.sql(f"CREATE TABLE {table} USING iceberg TBLPROPERTIES ('write.target-file-size-bytes'='1', "
@@ -67,7 +75,7 @@ def run(spark, args: dict) -> dict:
         got = spark.sql(f"SELECT count(*), sum(v) FROM {table} WHERE {slow(ms)}").first()
         return {"rows": got[0], "sum": got[1], "read_started": read_started, "read_ended": time.time()}
     elif action == "writeto":
-        df = spark.range(0, rows, 1, 1).where(slow(ms)).selectExpr("id", "id * 3 AS v")
+        df = spark.range(0, rows, 1, parts).where(slow(ms)).selectExpr("id", "id * 3 AS v")
         df.writeTo(table).tableProperty("write.target-file-size-bytes", "1").create()
     else:
         raise ValueError(f"unknown action {action}")
@@ -131,7 +139,18 @@ def run_steps(spark, args: dict) -> dict:
         report["status"] = [{"name": s.name, "refreshes": s.refresh_count, "by_strategy": s.refreshes_by_strategy,
                              "failures": s.failure_count, "last_error": s.last_error} for s in manager.status()]
         report["plugin"] = manager.plugin_stats()
+        report["events"] = credential_events(spark)
     return report
+
+
+def credential_events(spark) -> list[dict]:
+    """The driver's credential events still in the shim's ring: rejections the store answered (the
+    driver's own and those executors reported) and the refreshes, each with its table."""
+    from pyspark_catalog_ext.spark.shim_api import ShimJvm
+
+    kinds = ("credentials.rejected", "credential_refresh.finished")
+    return [{"type": e.type, "time": e.time, **e.fields} for e in ShimJvm(spark).drain_events_after(0).events
+            if e.type in kinds]
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ import io.catalogext.shim.stores.AdlsClients;
 import io.catalogext.shim.stores.PrefixTokens;
 import io.catalogext.shim.stores.StorePaths;
 import io.catalogext.shim.stores.StoreSdks;
+import io.catalogext.shim.wire.IcebergRefreshOrigins;
 
 import java.lang.reflect.Constructor;
 import java.lang.reflect.InvocationTargetException;
@@ -156,6 +157,10 @@ public final class RefreshingADLSFileIO implements DelegateFileIO, SupportsStora
 
   private Routing newRouting() {
     if (!properties.containsKey(ShimKeys.TABLE_HANDLE)) {
+      // Iceberg's ADLSFileIO asks its refresh endpoint with the catalog's auth session (1.10 before
+      // using the SAS it has; 1.11 once the SAS is missing or within 5 minutes of its expiry).
+      IcebergRefreshOrigins.check(IcebergRefreshOrigins.of(properties), properties, ShimKeys.ADLS_REFRESH_ENDPOINT,
+          ShimKeys.ADLS_REFRESH_ENABLED, "ADLS");
       ADLSFileIO plain = new ADLSFileIO(); // not a table of the shim's catalog: Iceberg's own
       plain.initialize(properties);
       return new Plain(plain);

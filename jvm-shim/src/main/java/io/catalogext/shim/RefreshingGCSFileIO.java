@@ -5,6 +5,8 @@ import io.catalogext.shim.refresh.StoreTokens;
 import io.catalogext.shim.stores.GcsStorages;
 import io.catalogext.shim.stores.PrefixTokens;
 import io.catalogext.shim.stores.StoreSdks;
+import io.catalogext.shim.wire.IcebergRefreshOrigins;
+import io.catalogext.shim.wire.TrustedOrigins;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -156,6 +158,7 @@ public final class RefreshingGCSFileIO implements DelegateFileIO, SupportsStorag
   private Map<String, GCSFileIO> build() {
     Map<String, GCSFileIO> out = new HashMap<>();
     if (!properties.containsKey(ShimKeys.TABLE_HANDLE)) {
+      checkIcebergRefresh();
       GCSFileIO plain = new GCSFileIO();
       plain.initialize(properties);
       plain.setCredentials(credentials);
@@ -170,6 +173,23 @@ public final class RefreshingGCSFileIO implements DelegateFileIO, SupportsStorag
     }
     tokens = byPrefix;
     return out;
+  }
+
+  /**
+   * Iceberg's GCSFileIO refreshes on its own, with the catalog's auth session, from the endpoint its
+   * properties name: per client (merged with each storage credential's config) and, from 1.11, on
+   * a schedule set by the credentials' expiry, whatever its switch says. Refused before it is built
+   * where that endpoint, or its OAuth2 token URL, is on an origin the user did not configure.
+   */
+  private void checkIcebergRefresh() {
+    TrustedOrigins trust = IcebergRefreshOrigins.of(properties);
+    IcebergRefreshOrigins.check(trust, properties, ShimKeys.GCS_REFRESH_ENDPOINT, null, "GCS");
+    for (StorageCredential credential : credentials) {
+      Map<String, String> merged = new HashMap<>(properties);
+      merged.putAll(credential.config());
+      trust.noteServerUrls("the storage credential of " + credential.prefix(), credential.config());
+      IcebergRefreshOrigins.check(trust, merged, ShimKeys.GCS_REFRESH_ENDPOINT, null, "GCS");
+    }
   }
 
   private static GCSFileIO delegate(Map<String, String> clientProps, PrefixTokens byPrefix, String prefix) {

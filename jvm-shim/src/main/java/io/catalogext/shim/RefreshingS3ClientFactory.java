@@ -6,21 +6,16 @@ import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.refresh.RejectionRetries;
 import io.catalogext.shim.refresh.TableCredentialsProvider;
 import io.catalogext.shim.refresh.TableEntry;
-import io.catalogext.shim.wire.Origin;
+import io.catalogext.shim.wire.IcebergRefreshOrigins;
 import io.catalogext.shim.wire.TrustedOrigins;
 
 import java.net.URI;
 import java.util.Map;
-import org.apache.iceberg.CatalogProperties;
 import org.apache.iceberg.aws.AwsClientProperties;
 import org.apache.iceberg.aws.HttpClientProperties;
 import org.apache.iceberg.aws.s3.S3FileIOAwsClientFactory;
 import org.apache.iceberg.aws.s3.S3FileIOProperties;
 import org.apache.iceberg.aws.s3.signer.S3V4RestSignerClient;
-import org.apache.iceberg.rest.RESTUtil;
-import org.apache.iceberg.rest.ResourcePaths;
-import org.apache.iceberg.rest.auth.OAuth2Properties;
-import org.apache.iceberg.util.PropertyUtil;
 import org.apache.iceberg.util.SerializableMap;
 import software.amazon.awssdk.core.client.config.ClientOverrideConfiguration;
 import software.amazon.awssdk.core.client.config.SdkAdvancedClientOption;
@@ -145,38 +140,16 @@ public final class RefreshingS3ClientFactory implements S3FileIOAwsClientFactory
 
   /**
    * Where the shim's provider does not replace it, Iceberg's credential chain fetches keys from
-   * {@code client.refresh-credentials-endpoint} with the catalog's auth session (its token, its
-   * {@code header.*} values, an OAuth2 token request with the client secret): the endpoint, as
-   * Iceberg resolves it under the catalog URI, and the OAuth2 token URL get the remote signer's
-   * check, before the client exists.
+   * {@code client.refresh-credentials-endpoint} with the catalog's auth session: the endpoint and
+   * the OAuth2 token URL get the remote signer's check, before the client exists.
    */
   private void checkIcebergRefresh() {
-    String endpoint = properties.get(AwsClientProperties.REFRESH_CREDENTIALS_ENDPOINT);
-    if (endpoint == null || endpoint.isEmpty()
-        || !PropertyUtil.propertyAsBoolean(properties, AwsClientProperties.REFRESH_CREDENTIALS_ENABLED, true)) {
-      return;
-    }
-    TrustedOrigins trust = trust();
-    String base = properties.get(CatalogProperties.URI);
-    trust.check(URI.create(RESTUtil.resolveEndpoint(base, endpoint)), "Iceberg's credentials refresh request");
-    String tokens = properties.getOrDefault(OAuth2Properties.OAUTH2_SERVER_URI, ResourcePaths.tokens());
-    trust.check(URI.create(Origin.isAbsolute(tokens) ? tokens : RESTUtil.resolveEndpoint(base, tokens)),
-        "the OAuth2 token request of Iceberg's credentials refresh");
+    IcebergRefreshOrigins.check(trust(), properties, AwsClientProperties.REFRESH_CREDENTIALS_ENDPOINT,
+        AwsClientProperties.REFRESH_CREDENTIALS_ENABLED, "S3");
   }
 
-  /**
-   * The catalog's trust set: sealed by the driver into the table config (written over any value an
-   * answer carries); a FileIO the shim's catalog did not hand out has only its own properties to go
-   * by. Server-named URLs on other origins are noted for the refusal's message.
-   */
   private TrustedOrigins trust() {
-    String sealed = properties.get(ShimKeys.SEALED_TRUSTED_ORIGINS);
-    String catalog = properties.getOrDefault(ShimKeys.CATALOG_NAME, "(unnamed)");
-    TrustedOrigins trust = sealed != null
-        ? TrustedOrigins.fromSealed(catalog, sealed)
-        : TrustedOrigins.fromUserProperties(catalog, properties);
-    trust.noteServerUrls("the table's FileIO properties", properties);
-    return trust;
+    return IcebergRefreshOrigins.of(properties);
   }
 
   /** Null when the table came from elsewhere (no handle): Iceberg's own credentials then apply. */

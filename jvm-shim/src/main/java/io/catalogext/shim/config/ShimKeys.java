@@ -80,4 +80,6 @@ public final class ShimKeys {
   /** The client's endpoint per host (a URL, despite the name; Iceberg's {@code adls.connection-string.<host>}). */
   public static final String ADLS_CONNECTION_STRING_PREFIX = "adls.connection-string.";
   public static final String ADLS_REFRESH_ENDPOINT = "adls.refresh-credentials-endpoint";
+  /** ADLSFileIO's switch for its own refresh from that endpoint (on unless "false"). */
+  public static final String ADLS_REFRESH_ENABLED = "adls.refresh-credentials-enabled";
 }
