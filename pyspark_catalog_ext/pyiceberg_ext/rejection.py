@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -53,16 +53,23 @@ class Rejection:
         return self.code in EXPIRY_CODES and (self.status is None or self.status in _AUTH_STATUSES)
 
 
-def _client_error(exc: BaseException) -> Any | None:
-    """botocore's ClientError in `exc`'s cause/context chain (s3fs translates it to PermissionError)."""
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc`, then its cause (or else context), and so on, each once: the clients wrap the store's own
+    error (s3fs, adlfs, gcsfs translate it into OSError/PermissionError and keep it as the cause)."""
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+def _client_error(exc: BaseException) -> Any | None:
+    """botocore's ClientError in `exc`'s cause/context chain (s3fs translates it to PermissionError)."""
+    for cur in _chain(exc):
         response = getattr(cur, "response", None)
         if isinstance(response, Mapping) and "Error" in response:
             return cur
-        cur = cur.__cause__ or cur.__context__
     return None
 
 
@@ -115,25 +122,18 @@ def sas_expiry_s(sas_token: str) -> float | None:
 
 
 def _azure_error(exc: BaseException) -> tuple[str, int] | None:
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
+    for cur in _chain(exc):
         status, code = getattr(cur, "status_code", None), getattr(cur, "error_code", None)
         if isinstance(status, int) and code:  # azure-core's HttpResponseError (adlfs keeps it as the cause)
             return str(getattr(code, "value", code)), status  # azure-storage's StorageErrorCode is an enum
         said = _AZURE_TEXT.search(str(cur)) if isinstance(cur, OSError) else None
         if said:
             return said.group(1), int(said.group(2))
-        cur = cur.__cause__ or cur.__context__
     return None
 
 
 def _gcs_status(exc: BaseException) -> int | None:
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
+    for cur in _chain(exc):
         code = getattr(cur, "code", None)
         if isinstance(cur, GcsTokenRefused) or (type(cur).__name__ == "HttpError" and isinstance(code, int)):  # gcsfs's error: 401 after its own retries
             return code
@@ -142,7 +142,6 @@ def _gcs_status(exc: BaseException) -> int | None:
         said = _GCS_TEXT.search(str(cur)) if isinstance(cur, OSError) else None
         if said:
             return 401 if said.group(1) == "UNAUTHENTICATED" else 403
-        cur = cur.__cause__ or cur.__context__
     return None
 
 
