@@ -17,9 +17,9 @@ signature) is raised as it came.
 
 Writes. To S3 (the store whose keys are vended here), a write is `s3upload.ResumableS3Upload`, a
 multipart upload of its own: every request takes the current keys, and after an expiry only the part
-S3 has not acknowledged is sent again, into the same upload. Bound: two parts in memory per stream
-(`catalog-ext.pyiceberg.s3-part-bytes`, 8 MiB by default), nothing on disk; an append writing N files
-at once, 2 x N parts. Other stores have no resumable upload here (the store-specific part is a
+S3 has not acknowledged is sent again, into the same upload. Bound: parts-in-flight + 1 parts in
+memory per stream (`catalog-ext.pyiceberg.s3-part-bytes`, 8 MiB, and `...s3-parts-in-flight`, 2, by
+default: 24 MiB), nothing on disk; an append writing N files at once, N times that. Other stores have no resumable upload here (the store-specific part is a
 writer per scheme, `_RESUMABLE`): their writes go to the delegate's stream and keep a copy to replay
 after an expiry, at most `catalog-ext.pyiceberg.spool-max-bytes` per stream (8 MiB in memory, the
 rest in a temporary file: created private to the user and unlinked at once, so it is gone on
@@ -44,7 +44,7 @@ from pyspark_catalog_ext import knobs
 from pyspark_catalog_ext.errors import CredentialRefreshError
 from pyspark_catalog_ext.pyiceberg_ext.refresher import CredentialRefresher, TableCredentials
 from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, rejection_of, store_rejection
-from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, S3Clients, part_bytes
+from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, S3Clients, UploadBounds, upload_bounds
 from pyspark_catalog_ext.pyiceberg_ext.storefs import adls_account
 from pyspark_catalog_ext.pyiceberg_ext.vended import is_vended_key
 
@@ -64,9 +64,9 @@ SPOOL_KNOB = "catalog-ext.pyiceberg.spool-max-bytes"
 _S3_CLIENTS = S3Clients(keep=16)  # the clients of resumable S3 writes, shared by every table's FileIO
 
 
-def write_bounds(properties: Mapping[str, Any]) -> tuple[int, int]:
-    """(S3 part bytes, spool bytes) of a table's writes, from the catalog's `catalog-ext.pyiceberg.*` knobs."""
-    return part_bytes(properties), knobs.read_int(properties, SPOOL_KNOB)
+def write_bounds(properties: Mapping[str, Any]) -> tuple[UploadBounds, int]:
+    """(S3 upload bounds, spool bytes) of a table's writes, from the catalog's `catalog-ext.pyiceberg.*` knobs."""
+    return upload_bounds(properties), knobs.read_int(properties, SPOOL_KNOB)
 
 
 class _Keys(NamedTuple):
@@ -93,7 +93,7 @@ class RefreshingFileIO(FileIO):
         # (generation, id of the keys) -> delegate; only the current generation is kept (bounded).
         self._delegates: dict[tuple[int, int], FileIO] = {}  # (generation, id of the keys)
         self._generation = -1
-        self.part_bytes, self.spool_max_bytes = write_bounds(base)
+        self.upload_bounds, self.spool_max_bytes = write_bounds(base)
         self._spool_said: set[str] = set()  # schemes whose spooled writes were announced
         self._delegate_for(entry.location or "")  # properties show the current keys from the start
 
@@ -482,7 +482,7 @@ class _OutputStream(_Stream):
 
 
 def _resumable_s3(io: RefreshingFileIO, location: str, overwrite: bool) -> OutputStream:
-    return ResumableS3Upload(io.s3_call(location), location, io.part_bytes, overwrite=overwrite)  # type: ignore[return-value]
+    return ResumableS3Upload(io.s3_call(location), location, io.upload_bounds, overwrite=overwrite)  # type: ignore[return-value]
 
 
 # Resumable writers by scheme: the store-specific part of a write (a store added here needs a writer

@@ -16,7 +16,7 @@ remote signing; the signer client is `signing.RemoteSigner`).
   re-signing proxy in front of PyArrow's client: docs/signing.md (measured).
 
 - **Writes**, in both: `s3upload.ResumableS3Upload` through a botocore client signing the same way
-  (parts sent while the next fills, two parts of memory per stream, nothing on disk), not s3fs's
+  (parts sent while the next fills, parts-in-flight + 1 parts of memory per stream, nothing on disk), not s3fs's
   write stream, which holds a 50 MB block and uploads it while the writer waits.
 
 Each FileIO holds one filesystem and one client for its table, never shared with another table's
@@ -54,7 +54,7 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.typedef import Properties
 
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, new_client, part_bytes
+from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, new_client, upload_bounds
 from pyspark_catalog_ext.pyiceberg_ext.signing import RemoteSigner
 
 __all__ = ["S3_SCHEMES", "SigningFsspecFileIO", "SigningPyArrowFileIO", "signing_filesystem"]
@@ -246,7 +246,7 @@ def _handler_class() -> type:
 class _SignedWrites:
     """What both signing FileIOs share: writes to S3 are `ResumableS3Upload`s through a botocore
     client that signs every request at the table's signer (parts of `catalog-ext.pyiceberg.s3-part-bytes`
-    sent while the next fills: two parts of memory per stream, nothing on disk). s3fs's own write
+    sent while the next fills: parts-in-flight + 1 parts of memory per stream, nothing on disk). s3fs's own write
     stream holds a 50 MB block and uploads it while the writer waits; PyArrow's filesystem over
     s3fs would inherit that."""
 
@@ -256,7 +256,7 @@ class _SignedWrites:
     def _writes_init(self) -> None:
         self._client: Any = None
         self._client_lock = threading.Lock()
-        self.part_bytes = part_bytes(self.properties)
+        self.upload_bounds = upload_bounds(self.properties)
 
     def s3_call(self, location: str) -> Any:
         """`run(call)`: `call(client)` with the table's signing botocore client."""
@@ -290,7 +290,7 @@ class _SignedOutputFile(OutputFile):
         return self._io.new_input(self.location)
 
     def create(self, overwrite: bool = False) -> OutputStream:
-        return ResumableS3Upload(self._io.s3_call(self.location), self.location, self._io.part_bytes,  # type: ignore[return-value]
+        return ResumableS3Upload(self._io.s3_call(self.location), self.location, self._io.upload_bounds,  # type: ignore[return-value]
                                  overwrite=overwrite)
 
 

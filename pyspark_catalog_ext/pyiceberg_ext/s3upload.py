@@ -7,40 +7,58 @@ data file cost 512 MB of local disk while it was written). s3fs's can, but only 
 fields. `ResumableS3Upload` writes the object itself, through botocore, for both FileIOs:
 
 - parts of `catalog-ext.pyiceberg.s3-part-bytes` (8 MiB by default; every part but the last the
-  same size, as Cloudflare R2 requires), each sent on a small shared pool while the next fills;
+  same size, as Cloudflare R2 requires), sent on a small shared pool while the next fills, up to
+  `catalog-ext.pyiceberg.s3-parts-in-flight` of a stream at once (2 by default: one part sent after
+  another waits for its answer, and PyArrow's own stream keeps several going);
 - every request (create, each part, complete, or one PutObject for a file under one part) runs
   through `run`, i.e. with the table's current keys, renewed and retried when S3 rejects them as
   expired (`RefreshingFileIO._run`); a part re-sent after an expiry goes into the same upload,
   whose parts S3 keeps whatever keys sent them, so nothing acknowledged is sent twice;
-- a stream holds at most two parts in memory (one filling, one in flight) and nothing on disk: an
-  append writing N files at once holds at most 2 x N parts;
+- a stream holds at most parts-in-flight + 1 parts in memory (the one filling and those sent but not
+  yet acknowledged) and nothing on disk: an append writing N files at once holds at most
+  N x (parts-in-flight + 1) parts;
 - nothing is visible in S3 until the upload completes; a failed or abandoned stream aborts its upload.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import urlsplit
 
 from cachetools import LRUCache
 
 from pyspark_catalog_ext import knobs
 
-__all__ = ["PART_BYTES_KNOB", "ResumableS3Upload", "S3Clients", "new_client", "part_bytes"]
+__all__ = ["PARTS_IN_FLIGHT_KNOB", "PART_BYTES_KNOB", "ResumableS3Upload", "S3Clients", "UploadBounds",
+           "new_client", "upload_bounds"]
 
 T = TypeVar("T")
 PART_BYTES_KNOB = "catalog-ext.pyiceberg.s3-part-bytes"
-_UPLOAD_THREADS = 8  # parts in flight at once in the process (each stream has at most one)
+PARTS_IN_FLIGHT_KNOB = "catalog-ext.pyiceberg.s3-parts-in-flight"
+_UPLOAD_THREADS = 8  # parts sent at once in the process, all streams together
 _pool_lock = threading.Lock()
 _pool: list[ThreadPoolExecutor] = []
 
 
-def part_bytes(properties: Mapping[str, Any]) -> int:
-    """The part size the catalog's properties set (`catalog-ext.pyiceberg.s3-part-bytes`)."""
-    return knobs.read_int(properties, PART_BYTES_KNOB)
+class UploadBounds(NamedTuple):
+    """A stream's part size and how many of its parts may be sent but not yet acknowledged."""
+
+    part_bytes: int
+    parts_in_flight: int
+
+    @property
+    def memory_bytes(self) -> int:
+        """The most one stream holds: the part filling and those in flight."""
+        return self.part_bytes * (self.parts_in_flight + 1)
+
+
+def upload_bounds(properties: Mapping[str, Any]) -> UploadBounds:
+    """The bounds the catalog's properties set (`catalog-ext.pyiceberg.s3-part-bytes`, `...s3-parts-in-flight`)."""
+    return UploadBounds(knobs.read_int(properties, PART_BYTES_KNOB), knobs.read_int(properties, PARTS_IN_FLIGHT_KNOB))
 
 
 def _upload_pool() -> ThreadPoolExecutor:
@@ -106,22 +124,23 @@ def _bucket_key(location: str) -> tuple[str, str]:
 class ResumableS3Upload:
     """A binary write stream to one S3 object (see the module docstring). `run(call)` runs `call(client)`
     with a client holding the table's current keys, renewing them when S3 rejects them as expired.
-    `part_size` bytes per part; `overwrite=False` refuses an existing object (FileExistsError)."""
+    `bounds`: part size and parts in flight; `overwrite=False` refuses an existing object (FileExistsError)."""
 
-    def __init__(self, run: Callable[[Callable[[Any], T]], T], location: str, part_size: int,
+    def __init__(self, run: Callable[[Callable[[Any], T]], T], location: str, bounds: UploadBounds,
                  overwrite: bool = True) -> None:
         self._run: Callable[[Callable[[Any], Any]], Any] = run
         self.location = location
         self._bucket, self._key = _bucket_key(location)
-        self._part_size = part_size
+        self._part_size = bounds.part_bytes
+        self._max_in_flight = bounds.parts_in_flight
         if not overwrite and self._exists():
             raise FileExistsError(f"Cannot create file, already exists: {location}")
-        self._buffer = bytearray(part_size)
+        self._buffer = bytearray(self._part_size)
         self._filled = 0
         self._written = 0
         self._upload_id: str | None = None
         self._parts: list[dict[str, Any]] = []
-        self._in_flight: Future | None = None
+        self._in_flight: deque[Future] = deque()  # oldest first: parts are listed in order
         self.closed = False
 
     def _exists(self) -> bool:
@@ -148,7 +167,7 @@ class ResumableS3Upload:
             pos += n
             if self._filled == self._part_size:
                 self._send_part(self._buffer)
-                self._buffer, self._filled = bytearray(self._part_size), 0
+                self._buffer, self._filled = bytearray(self._part_size), 0  # the sent part stays the pool's
         self._written += len(view)
         return len(view)
 
@@ -189,7 +208,7 @@ class ResumableS3Upload:
             else:
                 if self._filled:
                     self._send_part(self._buffer)
-                self._wait()
+                self._wait(until=0)
                 parts = {"Parts": list(self._parts)}
                 self._run(lambda s3: s3.complete_multipart_upload(Bucket=self._bucket, Key=self._key,
                                                                   UploadId=self._upload_id, MultipartUpload=parts))
@@ -211,23 +230,24 @@ class ResumableS3Upload:
         if self._upload_id is None:
             created = self._run(lambda s3: s3.create_multipart_upload(Bucket=self._bucket, Key=self._key))
             self._upload_id = str(created["UploadId"])
-        self._wait()  # at most one part in flight per stream: the bound on its memory
-        number = len(self._parts) + 1
-        self._in_flight = _upload_pool().submit(self._upload_part, number, data)
+        self._wait(until=self._max_in_flight - 1)  # the bound on the stream's memory
+        number = len(self._parts) + len(self._in_flight) + 1
+        self._in_flight.append(_upload_pool().submit(self._upload_part, number, data))
 
     def _upload_part(self, number: int, data: bytearray) -> dict[str, Any]:
         answer = self._run(lambda s3: s3.upload_part(Bucket=self._bucket, Key=self._key, UploadId=self._upload_id,
                                                      PartNumber=number, Body=data))
         return {"PartNumber": number, "ETag": answer["ETag"]}
 
-    def _wait(self) -> None:
-        future, self._in_flight = self._in_flight, None
-        if future is not None:
-            self._parts.append(future.result())
+    def _wait(self, until: int) -> None:
+        """Collect acknowledged parts, oldest first, until at most `until` are in flight (raises a part's failure)."""
+        while len(self._in_flight) > until:
+            self._parts.append(self._in_flight[0].result())
+            self._in_flight.popleft()
 
     def _abort(self) -> None:
-        future, self._in_flight = self._in_flight, None
-        if future is not None:
+        pending, self._in_flight = self._in_flight, deque()
+        for future in pending:  # an upload is aborted only once none of its parts is still being sent
             try:
                 future.result()
             except Exception:  # noqa: BLE001 - the write already failed; the abort below still runs

@@ -38,6 +38,8 @@ class EarlyRejectionS3Proxy(SlowS3ExpiryProxy):
         self.rejected_codes: Counter = Counter()  # code -> refusals sent
         # code -> (access key, when it was issued) refused with it: a catalog may vend the same key again
         self.rejected_keys: dict[str, set[tuple[str, float | None]]] = {}
+        self._active = 0
+        self.peak_active = 0  # the most requests handled at once (reset it to measure a window)
 
     def share_of(self, akid: str) -> float:
         with self._codes_lock:
@@ -61,6 +63,16 @@ class EarlyRejectionS3Proxy(SlowS3ExpiryProxy):
         return any(path.startswith(p) for p in self.deny_prefixes)
 
     def handle(self, h):
+        with self._codes_lock:
+            self._active += 1
+            self.peak_active = max(self.peak_active, self._active)
+        try:
+            self._handle(h)
+        finally:
+            with self._codes_lock:
+                self._active -= 1
+
+    def _handle(self, h):
         # The base class's handling, with the refusal decided once and counted by code.
         if self.delay_seconds > 0:
             time.sleep(self.delay_seconds)

@@ -1,5 +1,5 @@
-"""PyIceberg writes with vended keys: bounded local disk and memory, and after an expiry only the part
-S3 has not acknowledged is sent again (the lakehouse behind short-lived keys, with each FileIO).
+"""PyIceberg writes with vended keys: bounded local disk and memory, parts sent as many at once as the
+knob says, and after an expiry only the parts S3 has not acknowledged are sent again (the lakehouse behind short-lived keys, with each FileIO).
 
 Before, every write kept a copy of all it wrote (8 MB in memory, then a temporary file): a 60 MB file
 cost 52 MB of local disk while it was written, and an expiry replayed the whole file."""
@@ -51,9 +51,10 @@ def calm(proxies):
     s3.max_age_seconds, s3.delay_seconds, s3.share = None, 0.0, 1.0
 
 
-def table_of(lakehouse, proxies, io: str, name: str, properties: dict | None = None):
+def table_of(lakehouse, proxies, io: str, name: str, properties: dict | None = None, in_flight: int = 2):
     cat = pyiceberg_catalog(lakehouse, uri=proxies.catalog.url, policy=POLICY,
-                            **{"py-io-impl": FILEIOS[io], "catalog-ext.pyiceberg.s3-part-bytes": str(PART)})
+                            **{"py-io-impl": FILEIOS[io], "catalog-ext.pyiceberg.s3-part-bytes": str(PART),
+                               "catalog-ext.pyiceberg.s3-parts-in-flight": str(in_flight)})
     cat.create_namespace_if_not_exists("db_writes")
     if cat.table_exists(f"db_writes.{name}"):
         cat.drop_table(f"db_writes.{name}")
@@ -99,7 +100,7 @@ def test_a_write_outliving_its_keys_resends_only_the_unacknowledged_part(lakehou
     cat, table = table_of(lakehouse, proxies, io, f"resume_{io}")
     s3 = proxies.s3
     path = f"{table.location()}/data/resumable-{io}.parquet"
-    s3.max_age_seconds, s3.share, s3.delay_seconds = LIFETIME, SHARE, 0.5
+    s3.max_age_seconds, s3.share, s3.delay_seconds = LIFETIME, SHARE, 1.0  # 2 parts in flight: 6 s of parts
     log_start = len(s3.log)
     try:
         with SpoolDiskPeak() as disk, WriterMemoryPeak() as memory:
@@ -122,9 +123,32 @@ def test_a_write_outliving_its_keys_resends_only_the_unacknowledged_part(lakehou
     assert sorted(acknowledged) == sorted(str(n) for n in range(1, 13)) and set(acknowledged.values()) == {1}, parts
     assert len(creates) == 1, "one upload, resumed: not a new one per expiry"
     assert disk.peak == 0, f"the write held {disk.peak} bytes of local disk"
-    assert 0 < memory.peak <= 2 * PART + 65536, f"the writer held {memory.peak} bytes (parts of {PART})"
+    assert 0 < memory.peak <= 3 * PART + 65536, f"the writer held {memory.peak} bytes (parts of {PART}, 2 in flight)"
     with table.io.new_input(path).open() as back:
         assert hashlib.sha256(back.read()).hexdigest() == hashlib.sha256(b"".join(chunk(i) for i in range(60))).hexdigest()
+    cat.close()
+
+
+@pytest.mark.parametrize("io", sorted(FILEIOS))
+def test_a_write_sends_as_many_parts_at_once_as_the_knob_says(lakehouse, proxies, io):
+    """s3-parts-in-flight=3, each S3 request slowed by 0.3 s: three parts go out together (not one after
+    another's answer, not more), and the writer holds at most the three and the one filling."""
+    cat, table = table_of(lakehouse, proxies, io, f"in_flight_{io}", in_flight=3)
+    s3 = proxies.s3
+    path = f"{table.location()}/data/in-flight-{io}.parquet"
+    s3.delay_seconds, s3.peak_active = 0.3, 0
+    try:
+        with WriterMemoryPeak() as memory:
+            with table.io.new_output(path).create(overwrite=True) as out:
+                for i in range(45):
+                    out.write(chunk(i))
+        peak = s3.peak_active
+    finally:
+        s3.delay_seconds = 0.0
+    assert peak == 3, f"{peak} requests at once"
+    assert 0 < memory.peak <= 4 * PART + 65536, f"the writer held {memory.peak} bytes (parts of {PART}, 3 in flight)"
+    with table.io.new_input(path).open() as back:
+        assert back.read() == b"".join(chunk(i) for i in range(45))
     cat.close()
 
 
