@@ -113,8 +113,8 @@ final class RejectionLedger {
     }
     event.put("observed_lifetime_ms", age);
     EventLog.emit("credentials.lifetime-learned", event);
-    LOG.warn("catalog-ext: S3 rejected keys of {} after {} ms ({}); catalog {} states {}: renewing by the"
-        + " observed lifetime from now on", context.qualifiedName(), age, code, context.catalog,
+    LOG.warn("catalog-ext: the store rejected the credentials of {} after {} ms ({}); catalog {}"
+        + " states {}: renewing by the observed lifetime from now on", context.qualifiedName(), age, code, context.catalog,
         stated < 0 ? "no lifetime" : stated + " ms");
   }
 
