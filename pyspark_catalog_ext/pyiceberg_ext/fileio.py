@@ -373,6 +373,20 @@ class _InputStream(_Stream):
         self._pos += len(data)
         return data
 
+    def read_buffer(self, size: int = -1) -> Any:
+        """What PyArrow reads a Python file through when it has this method: a PyArrow delegate's own
+        buffer, not copied into `bytes` first (a scan reads every byte of the table this way)."""
+        whole = size is None or size < 0
+
+        def read(stream: Any) -> Any:
+            if hasattr(stream, "read_buffer"):
+                return stream.read_buffer(None if whole else size)
+            return stream.read() if whole else stream.read(size)
+
+        data = self._call(read)
+        self._pos += len(data)
+        return data
+
     def seek(self, offset: int, whence: int = 0) -> int:
         def move(stream: Any) -> int:
             stream.seek(offset, whence)

@@ -233,6 +233,36 @@ def test_keys_dead_on_every_refresh_end_in_one_line(lakehouse, catalog_proxy, s3
 
 
 @pytest.mark.parametrize("io", sorted(FILEIOS))
+def test_read_buffer_hands_pyarrow_the_delegates_buffer_and_reopens_after_an_expiry(lakehouse, catalog_proxy, s3_proxy,
+                                                                                    many_files, io):
+    """PyArrow reads a Python file through `read_buffer` when it has one: a PyArrow delegate's own
+    buffer comes back as it is (no copy into bytes); keys S3 rejects between two reads are renewed and
+    the read goes on at its offset."""
+    cat = make_catalog(lakehouse, catalog_proxy, io)
+    try:
+        table = cat.load_table("db_early.many")
+        path = table.inspect.files().column("file_path")[0].as_py()
+        with table.io.new_input(path).open() as whole:
+            expected = whole.read()
+        warm(cat, table)
+        with table.io.new_input(path).open() as stream:
+            first = stream.read_buffer(100)
+            time.sleep(1.0)
+            rejected = s3_proxy.rejected_codes["ExpiredToken"]
+            # Keys older than 0.6 s die: the stream's keys now, renewed ones only after the read.
+            s3_proxy.max_age_seconds, s3_proxy.share = LIFETIME, 0.2
+            rest = stream.read_buffer()
+        assert bytes(first) + bytes(rest) == expected
+        assert stream.tell() == len(expected)
+        if io == "pyarrow":  # (s3fs read the whole small file into its cache at the first read)
+            assert isinstance(first, pa.Buffer) and isinstance(rest, pa.Buffer)
+            assert s3_proxy.rejected_codes["ExpiredToken"] > rejected, "S3 rejected nothing: the test proved nothing"
+    finally:
+        calm(s3_proxy)
+        cat.close()
+
+
+@pytest.mark.parametrize("io", sorted(FILEIOS))
 def test_scope_refusal_is_not_retried(lakehouse, catalog_proxy, s3_proxy, many_files, seen, io):
     """AccessDenied (a key outside what the keys may read) is raised as it came: no refresh, no retry."""
     cat = make_catalog(lakehouse, catalog_proxy, io)
