@@ -79,7 +79,8 @@ class EarlyRejectionS3Proxy(SlowS3ExpiryProxy):
         akid = access_key_of(h.path, h.headers.get("Authorization"))
         entry = {"at": self.clock(), "method": h.command, "path": h.path, "akid": akid, "status": None,
                  "expect": (h.headers.get("Expect") or "").lower() == "100-continue",
-                 "chunked": "chunked" in (h.headers.get("Transfer-Encoding") or "").lower()}
+                 "chunked": "chunked" in (h.headers.get("Transfer-Encoding") or "").lower(),
+                 "payload_hash": h.headers.get("X-Amz-Content-SHA256"), "crc32": h.headers.get("x-amz-checksum-crc32")}
         self.log.append(entry)
         denied = self._denied(h.path) and akid not in self.exempt
         if denied or self.is_expired(akid):
