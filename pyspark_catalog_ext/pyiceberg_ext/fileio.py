@@ -16,15 +16,15 @@ stream is reopened at its offset. Any other refusal (AccessDenied outside the ta
 signature) is raised as it came.
 
 Writes. To S3 (the store whose keys are vended here), a write is `s3upload.ResumableS3Upload`, a
-multipart upload of its own: every request takes the current keys, and after an expiry only the part
-S3 has not acknowledged is sent again, into the same upload. Bound: parts-in-flight + 1 parts in
-memory per stream (`catalog-ext.pyiceberg.s3-part-bytes`, 8 MiB, and `...s3-parts-in-flight`, 2, by
-default: 24 MiB), nothing on disk; an append writing N files at once, N times that. Other stores have no resumable upload here (the store-specific part is a
-writer per scheme, `_RESUMABLE`): their writes go to the delegate's stream and keep a copy to replay
-after an expiry, at most `catalog-ext.pyiceberg.spool-max-bytes` per stream (8 MiB in memory, the
-rest in a temporary file: created private to the user and unlinked at once, so it is gone on
-failure and at exit whatever happens); a write that outgrows it and then outlives its keys fails in
-one line. Such a write says so in one line (logged once per table and scheme) when it starts.
+multipart upload of its own: every request takes the current keys, and after an expiry only the part S3
+has not acknowledged is sent again, into the same upload. Bound: parts-in-flight + 1 parts in memory per
+stream (`catalog-ext.pyiceberg.s3-part-bytes`, 8 MiB, and `...s3-parts-in-flight`, 2, by default: 24
+MiB), nothing on disk; an append writing N files at once, N times that. Other stores have no resumable
+upload here (the store-specific part is a writer per scheme, `_RESUMABLE`): their writes go to the
+delegate's stream and keep a copy to replay after an expiry, at most
+`catalog-ext.pyiceberg.spool-max-bytes` per stream (8 MiB in memory, the rest in a temporary file:
+created private to the user and unlinked at once, so it is gone on failure and at exit whatever
+happens); a write that outgrows it and then outlives its keys fails in one line. Such a write says so in one line (logged once per table and scheme) when it starts.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ remote signing; the signer client is `signing.RemoteSigner`).
   re-signing proxy in front of PyArrow's client: docs/signing.md (measured).
 
 - **Writes**, in both: `s3upload.ResumableS3Upload` through a botocore client signing the same way
-  (parts sent while the next fills, parts-in-flight + 1 parts of memory per stream, nothing on disk), not s3fs's
-  write stream, which holds a 50 MB block and uploads it while the writer waits.
+  (parts sent while the next fills, parts-in-flight + 1 parts of memory per stream, nothing on
+  disk), not s3fs's write stream, which holds a 50 MB block and uploads it while the writer waits.
 
 Each FileIO holds one filesystem and one client for its table, never shared with another table's
 (s3fs's instance cache is bypassed): a table's requests are signed only by its own signer.
@@ -244,10 +244,10 @@ def _handler_class() -> type:
 
 
 class _SignedWrites:
-    """What both signing FileIOs share: writes to S3 are `ResumableS3Upload`s through a botocore
-    client that signs every request at the table's signer (parts of `catalog-ext.pyiceberg.s3-part-bytes`
-    sent while the next fills: parts-in-flight + 1 parts of memory per stream, nothing on disk). s3fs's own write
-    stream holds a 50 MB block and uploads it while the writer waits; PyArrow's filesystem over
+    """What both signing FileIOs share: writes to S3 are `ResumableS3Upload`s through a botocore client
+    that signs every request at the table's signer (parts of `catalog-ext.pyiceberg.s3-part-bytes` sent
+    while the next fills: parts-in-flight + 1 parts of memory per stream, nothing on disk). s3fs's own
+    write stream holds a 50 MB block and uploads it while the writer waits; PyArrow's filesystem over
     s3fs would inherit that."""
 
     signer: RemoteSigner

@@ -8,8 +8,8 @@ fields. `ResumableS3Upload` writes the object itself, through botocore, for both
 
 - parts of `catalog-ext.pyiceberg.s3-part-bytes` (8 MiB by default; every part but the last the
   same size, as Cloudflare R2 requires), sent on a small shared pool while the next fills, up to
-  `catalog-ext.pyiceberg.s3-parts-in-flight` of a stream at once (2 by default: one part sent after
-  another waits for its answer, and PyArrow's own stream keeps several going);
+  `catalog-ext.pyiceberg.s3-parts-in-flight` of a stream at once (2 by default; with 1 each part
+  waited for the previous one's answer, while PyArrow's own stream keeps several going);
 - every request (create, each part, complete, or one PutObject for a file under one part) runs
   through `run`, i.e. with the table's current keys, renewed and retried when S3 rejects them as
   expired (`RefreshingFileIO._run`); a part re-sent after an expiry goes into the same upload,
@@ -49,11 +49,6 @@ class UploadBounds(NamedTuple):
 
     part_bytes: int
     parts_in_flight: int
-
-    @property
-    def memory_bytes(self) -> int:
-        """The most one stream holds: the part filling and those in flight."""
-        return self.part_bytes * (self.parts_in_flight + 1)
 
 
 def upload_bounds(properties: Mapping[str, Any]) -> UploadBounds:
