@@ -365,7 +365,8 @@ class _InputStream(_Stream):
 
     # The stream is never moved to the file's end or past it: Arrow's GCS file starts a download at
     # every seek, and GCS refuses one that starts at the end (416 "The requested range cannot be
-    # satisfied", for any `bytes=<size>-`), which google-cloud-cpp raises as a permanent error. Arrow's
+    # satisfied", for any `bytes=<size>-`: cloud.google.com/storage/docs/json_api/v1/status-codes),
+    # which google-cloud-cpp raises as a permanent error. Arrow's
     # Python-file reader asks for a size by seeking to the end (`seek(0, 2)`), and a reopen after a
     # renewal may be at the end. There the position is kept here, and a read returns b"" unsent.
     def _open_with(self, delegate: FileIO) -> Any:
