@@ -102,6 +102,9 @@ def test_append_and_scan_over_three_lifetimes(stack, io_impl):
     row = status(cat, name)
     assert took >= 3 * LIFETIME, f"the job took {took:.1f} s, under 3 lifetimes: it proved nothing"
     assert row["generation"] >= 3 and row["rejections"] == 0, row
+    # Every renewal by the catalog's storage-refresh-token: a /credentials answer carries none of its
+    # own, and the one held stays good (a reload in between would mean it was dropped).
+    assert set(row["refreshes_by_strategy"]) == {"storage-refresh-token"}, row["refreshes_by_strategy"]
     cat.close()
 
 

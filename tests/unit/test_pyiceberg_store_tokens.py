@@ -41,6 +41,23 @@ def test_a_table_of_gcs_or_adls_tokens_is_scheduled_by_their_expiry() -> None:
     assert entry.stated_lifetime_s == pytest.approx(20, abs=1)
 
 
+def test_a_storage_refresh_token_is_kept_until_an_answer_rotates_it() -> None:
+    # A /credentials answer to a storage-refresh-token need not carry a new one: the next renewal
+    # must still use the refresh token, not fall through to a reload.
+    prefix = f"abfs://c@{H1}/t"
+    entry = TableCredentials("c", ("db", "t"), location=prefix, staged=False)
+
+    def answer(sas_token: str, refresh_token: str | None) -> list[dict]:
+        cred = {"prefix": prefix, "config": {f"adls.sas-token.{H1}": sas_token}}
+        return [{**cred, "storage-refresh-token": refresh_token}] if refresh_token else [cred]
+
+    entry.update({}, answer("s1", "rt1"))
+    entry.update({}, answer("s2", None))
+    assert entry.request()["storage_refresh_tokens"] == {prefix: "rt1"}
+    entry.update({}, answer("s3", "rt2"))
+    assert entry.request()["storage_refresh_tokens"] == {prefix: "rt2"}
+
+
 def test_a_renewed_gcs_or_adls_token_is_a_new_key_set() -> None:
     assert _key_set({"gcs.oauth2.token": "a"}, []) != _key_set({"gcs.oauth2.token": "b"}, [])
     assert _key_set({}, [{"config": {f"adls.sas-token.{H1}": "a"}}]) != _key_set({}, [{"config": {f"adls.sas-token.{H1}": "b"}}])
