@@ -366,9 +366,9 @@ class _InputStream(_Stream):
     # The stream is never moved to the file's end or past it: Arrow's GCS file starts a download at
     # every seek, and GCS refuses one that starts at the end (416 "The requested range cannot be
     # satisfied", for any `bytes=<size>-`: cloud.google.com/storage/docs/json_api/v1/status-codes),
-    # which google-cloud-cpp raises as a permanent error. Arrow's
-    # Python-file reader asks for a size by seeking to the end (`seek(0, 2)`), and a reopen after a
-    # renewal may be at the end. There the position is kept here, and a read returns b"" unsent.
+    # which google-cloud-cpp raises as a permanent error. Arrow's Python-file reader asks for a size
+    # by seeking to the end (`seek(0, 2)`), and a reopen after a renewal may be at the end. There the
+    # position is kept here, and a read returns b"" unsent.
     def _open_with(self, delegate: FileIO) -> Any:
         stream = delegate.new_input(self._location).open(seekable=self._seekable or self._pos > 0)
         if self._pos and not self._at_end(stream, self._pos):
@@ -385,9 +385,13 @@ class _InputStream(_Stream):
             self._end = size if isinstance(size, int) else None
         return self._end is not None and position >= self._end
 
-    def read(self, size: int = -1) -> bytes:
+    def _call(self, fn: Callable[[Any], T]) -> T:
+        """A read (any call but `seek`'s) at or past the end returns b"" unsent: the stream may not be there."""
         if self._end is not None and self._pos >= self._end:
-            return b""
+            return b""  # type: ignore[return-value]
+        return super()._call(fn)
+
+    def read(self, size: int = -1) -> bytes:
         data = self._call(lambda stream: stream.read(size) if size is not None and size >= 0 else stream.read())
         self._pos += len(data)
         return data
@@ -405,7 +409,7 @@ class _InputStream(_Stream):
                 stream.seek(target)
             return target
 
-        self._pos = self._call(move)
+        self._pos = super()._call(move)
         return self._pos
 
     def tell(self) -> int:
