@@ -389,7 +389,20 @@ class _InputStream(_Stream):
         """A read (any call but `seek`'s) at or past the end returns b"" unsent: the stream may not be there."""
         if self._end is not None and self._pos >= self._end:
             return b""  # type: ignore[return-value]
-        return super()._call(fn)
+
+        def with_cause(stream: Any) -> T:
+            try:
+                return fn(stream)
+            except ValueError:
+                # Arrow's GCS file opens its download on first use and, when GCS refuses it (a token
+                # that died since the open), reports itself closed (`GcsRandomAccessFile::closed()`):
+                # PyArrow then raises "I/O operation on closed file" from every method. Opening the
+                # file again with the same keys raises GCS's own answer, which the caller reads.
+                if not self._closed:
+                    self._keys.delegate.new_input(self._location).open().close()
+                raise
+
+        return super()._call(with_cause)
 
     def read(self, size: int = -1) -> bytes:
         data = self._call(lambda stream: stream.read(size) if size is not None and size >= 0 else stream.read())
