@@ -360,13 +360,49 @@ class _InputStream(_Stream):
 
     def __init__(self, io: RefreshingFileIO, location: str, seekable: bool) -> None:
         self._seekable, self._pos = seekable, 0
+        self._end: int | None = None  # the file's size, once a stream told it
         super().__init__(io, location)
 
+    # The stream is never moved to the file's end or past it: Arrow's GCS file starts a download at
+    # every seek, and GCS refuses one that starts at the end (416 "The requested range cannot be
+    # satisfied", for any `bytes=<size>-`: cloud.google.com/storage/docs/json_api/v1/status-codes),
+    # which google-cloud-cpp raises as a permanent error. Arrow's Python-file reader asks for a size
+    # by seeking to the end (`seek(0, 2)`), and a reopen after a renewal may be at the end. There the
+    # position is kept here, and a read returns b"" unsent.
     def _open_with(self, delegate: FileIO) -> Any:
         stream = delegate.new_input(self._location).open(seekable=self._seekable or self._pos > 0)
-        if self._pos:
+        if self._pos and not self._at_end(stream, self._pos):
             stream.seek(self._pos)
         return stream
+
+    def _at_end(self, stream: Any, position: int) -> bool:
+        if self._end is None:
+            size = getattr(stream, "size", None)  # PyArrow: a method; fsspec: an attribute
+            try:
+                size = size() if callable(size) else size
+            except (OSError, ValueError):  # a stream that cannot tell (not seekable)
+                size = None
+            self._end = size if isinstance(size, int) else None
+        return self._end is not None and position >= self._end
+
+    def _call(self, fn: Callable[[Any], T]) -> T:
+        """A read (any call but `seek`'s) at or past the end returns b"" unsent: the stream may not be there."""
+        if self._end is not None and self._pos >= self._end:
+            return b""  # type: ignore[return-value]
+
+        def with_cause(stream: Any) -> T:
+            try:
+                return fn(stream)
+            except ValueError:
+                # Arrow's GCS file opens its download on first use and, when GCS refuses it (a token
+                # that died since the open), reports itself closed (`GcsRandomAccessFile::closed()`):
+                # PyArrow then raises "I/O operation on closed file" from every method. Opening the
+                # file again with the same keys raises GCS's own answer, which the caller reads.
+                if not self._closed:
+                    self._keys.delegate.new_input(self._location).open().close()
+                raise
+
+        return super()._call(with_cause)
 
     def read(self, size: int = -1) -> bytes:
         data = self._call(lambda stream: stream.read(size) if size is not None and size >= 0 else stream.read())
@@ -389,10 +425,18 @@ class _InputStream(_Stream):
 
     def seek(self, offset: int, whence: int = 0) -> int:
         def move(stream: Any) -> int:
-            stream.seek(offset, whence)
-            return int(stream.tell())
+            self._at_end(stream, 0)  # learn the size
+            if whence not in (0, 1, 2) or (whence == 2 and self._end is None):
+                stream.seek(offset, whence)  # the stream's own rules
+                return int(stream.tell())
+            target = offset if whence == 0 else self._pos + offset if whence == 1 else int(self._end or 0) + offset
+            if target < 0:
+                raise ValueError(f"negative seek position {target}")
+            if not self._at_end(stream, target):
+                stream.seek(target)
+            return target
 
-        self._pos = self._call(move)
+        self._pos = super()._call(move)
         return self._pos
 
     def tell(self) -> int:

@@ -172,11 +172,16 @@ class TableCredentials:
         base = {k: str(v) for k, v in (config or {}).items() if k.startswith("s3.") or is_vended_key(k)}
         if has_credentials(base):
             slots.append(slot("", base, None))
+        # A prefix's storage-refresh-token is kept until an answer rotates it: a /credentials answer
+        # need not carry one (the JVM's CredentialSlots keeps them the same way).
+        with self._state_lock:
+            held_tokens = {s.prefix: s.refresh_token for s in self._slots if s.refresh_token}
         for cred in storage_credentials or []:
             cfg = {k: str(v) for k, v in (cred.get("config") or {}).items()}
             if not cfg:
                 continue  # lakekeeper#1923: an entry without credentials (the JVM drops it too: RefreshTokenCapture)
-            slots.append(slot(str(cred.get("prefix") or ""), cfg, cred.get("storage-refresh-token")))
+            prefix = str(cred.get("prefix") or "")
+            slots.append(slot(prefix, cfg, cred.get("storage-refresh-token") or held_tokens.get(prefix)))
         if not slots:
             raise CredentialRefreshError(f"the catalog returned no storage credentials for table {self.name}")
         with self._state_lock:

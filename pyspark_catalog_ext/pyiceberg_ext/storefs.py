@@ -65,6 +65,17 @@ def adls_account(properties: dict[str, Any], netloc: str | None) -> AdlsAccount 
 class StorePyArrowFileIO(PyArrowFileIO):
     """PyArrowFileIO whose Azure filesystem is built per account from that account's vended SAS."""
 
+    @staticmethod
+    def parse_location(location: str, properties: Any = None) -> tuple[str, str, str]:
+        """PyIceberg's, but an `abfs[s]://container@<host>/path` location (and `wasb[s]`) gives Arrow's
+        path `container/path`: PyIceberg 0.12 returns `container@<host>/path`, and Arrow takes that
+        whole first segment as the container name, which no container can have
+        (apache/iceberg-python#2698). The netloc (with the account) still picks the filesystem."""
+        scheme, netloc, path = PyArrowFileIO.parse_location(location, properties or {})
+        if scheme in ADLS_SCHEMES and "@" in netloc:
+            path = netloc.partition("@")[0] + path[len(netloc):]
+        return scheme, netloc, path
+
     def _initialize_fs(self, scheme: str, netloc: str | None = None) -> Any:
         if scheme in ADLS_SCHEMES:
             account = adls_account(dict(self.properties), netloc)
@@ -75,8 +86,11 @@ class StorePyArrowFileIO(PyArrowFileIO):
                 if not endpoint.scheme or not endpoint.netloc:
                     raise ConfigError(f"{_CONNECTION}{account.host} must be the account's blob endpoint URL, "
                                       f"as http[s]://host[:port][/account]; got {account.endpoint!r}")
-                # Arrow addresses an emulator's account by path (http://127.0.0.1:port/<account>) itself.
-                return AzureFileSystem(account_name=account.account, sas_token=account.sas_token,
+                # Arrow addresses an emulator's account by path (http://127.0.0.1:port/<account>) itself,
+                # and appends `sas_token` to the account URL as it is: without its "?" the SAS would
+                # become the container name (a vended SAS, like the Azure SDKs' own, has none).
+                sas = account.sas_token if account.sas_token.startswith("?") else "?" + account.sas_token
+                return AzureFileSystem(account_name=account.account, sas_token=sas,
                                        blob_storage_authority=endpoint.netloc, blob_storage_scheme=endpoint.scheme,
                                        dfs_storage_authority=endpoint.netloc, dfs_storage_scheme=endpoint.scheme)
         return super()._initialize_fs(scheme, netloc)

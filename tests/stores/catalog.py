@@ -334,10 +334,11 @@ class StoreStack:
 
 
 @contextlib.contextmanager
-def store_catalog(store: str, **front_options: Any) -> Iterator[StoreStack]:
+def store_catalog(store: str, gcs_front_process: bool = False, **front_options: Any) -> Iterator[StoreStack]:
     """`store` ("adls": Azurite, "gcs": fake-gcs-server) with a container/bucket `warehouse`, Iceberg's
     REST fixture on it and the vending front (`front_options`: VendingCatalog's switches). Everything
-    stops on exit, also when a start fails halfway."""
+    stops on exit, also when a start fails halfway. `gcs_front_process`: the GCS token front runs in a
+    child process (`ChildGcsFront`; Arrow's GCS client needs it)."""
     with contextlib.ExitStack() as stack:
         if store == "adls":
             emulator: Any = stack.enter_context(Azurite())
@@ -345,7 +346,7 @@ def store_catalog(store: str, **front_options: Any) -> Iterator[StoreStack]:
             warehouse = emulator.location("warehouse", "catalog")
             stores: dict[str, Any] = {"azurite": emulator}
         elif store == "gcs":
-            emulator = stack.enter_context(FakeGcs())
+            emulator = stack.enter_context(FakeGcs(front_process=gcs_front_process))
             emulator.create_bucket("warehouse")
             warehouse = emulator.location("warehouse", "catalog")
             stores = {"gcs": emulator}

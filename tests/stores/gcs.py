@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import multiprocessing
 import os
 import re
 import secrets
@@ -25,11 +26,14 @@ import time
 from dataclasses import dataclass
 from http.client import HTTPResponse
 from http.server import BaseHTTPRequestHandler
+from multiprocessing.managers import BaseManager
+from typing import Any
 from urllib.parse import parse_qs, unquote
 
 import requests
 
 from tests.helpers import free_port
+from tests.realservers.servers import _pdeathsig
 from tests.servers.base import (
     SOCKET_TIMEOUT,
     ThreadedServer,
@@ -120,6 +124,14 @@ class GcsFront(ThreadedServer):
     def entries(self) -> list[dict]:
         with self._lock:
             return [dict(e) for e in self.log]
+
+    def serve(self) -> str:
+        """Start; the address (for a caller in another process: `start` returns the front itself)."""
+        self.start()
+        return self.url
+
+    def set_upstream(self, url: str) -> None:
+        self.upstream = url
 
     # ---- serving
     def handle(self, h: BaseHTTPRequestHandler) -> None:
@@ -226,12 +238,71 @@ def _bearer(header: str | None) -> str | None:
     return header[7:].strip() or None
 
 
-class FakeGcs(ChildServer):
-    """fake-gcs-server (in memory) behind a `GcsFront`; clients talk to `url` (the front)."""
+class _FrontProcess(BaseManager):
+    """Serves one `GcsFront` from a child process (multiprocessing's own proxying of method calls)."""
+
+
+_FrontProcess.register("GcsFront", GcsFront, exposed=("serve", "stop", "mint", "expire", "grants", "entries",
+                                                       "requests_by_label", "set_upstream"))
+
+
+class ChildGcsFront:
+    """A `GcsFront` run in a child process, with the same methods, `url` and `upstream`.
+
+    Arrow's GCS filesystem sends some requests while it holds the GIL (`NativeFile.closed` calls
+    Arrow's `GcsRandomAccessFile::closed()`, which opens the object's download): a front in the same
+    Python process then cannot answer, and both wait for good. In its own process it answers."""
 
     def __init__(self) -> None:
+        self._process = _FrontProcess(ctx=multiprocessing.get_context("spawn"))
+        self._front: Any = None
+        self._upstream = ""
+        self.url = ""
+
+    def start(self) -> ChildGcsFront:
+        self._process.start(initializer=_pdeathsig)  # dies with this process
+        self._front = self._process.GcsFront()  # type: ignore[attr-defined]
+        self.url = self._front.serve()
+        return self
+
+    def stop(self) -> None:
+        if self._front is not None:
+            self._front.stop()
+            self._front = None
+            self._process.shutdown()
+
+    @property
+    def upstream(self) -> str:
+        return self._upstream
+
+    @upstream.setter
+    def upstream(self, url: str) -> None:
+        self._upstream = url
+        self._front.set_upstream(url)
+
+    def mint(self, lifetime_s: float | None, bucket: str | None = None, prefix: str = "") -> Grant:
+        return self._front.mint(lifetime_s, bucket, prefix)
+
+    def expire(self, token: str) -> None:
+        self._front.expire(token)
+
+    def grants(self) -> list[Grant]:
+        return self._front.grants()
+
+    def entries(self) -> list[dict]:
+        return self._front.entries()
+
+    def requests_by_label(self) -> dict[str, int]:
+        return self._front.requests_by_label()
+
+
+class FakeGcs(ChildServer):
+    """fake-gcs-server (in memory) behind a `GcsFront`; clients talk to `url` (the front).
+    `front_process`: the front runs in a child process (`ChildGcsFront`: needed by Arrow's client)."""
+
+    def __init__(self, front_process: bool = False) -> None:
         super().__init__("fake-gcs-server")
-        self.front = GcsFront()
+        self.front: Any = ChildGcsFront() if front_process else GcsFront()
         self.port = 0
 
     @property

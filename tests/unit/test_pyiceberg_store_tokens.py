@@ -11,8 +11,9 @@ import pytest
 
 from pyspark_catalog_ext.pyiceberg_ext.refresher import TableCredentials, _expiry_s, _key_set
 from pyspark_catalog_ext.pyiceberg_ext.rejection import sas_expiry_s, store_rejection
-from pyspark_catalog_ext.pyiceberg_ext.storefs import adls_account
+from pyspark_catalog_ext.pyiceberg_ext.storefs import StorePyArrowFileIO, adls_account
 from pyspark_catalog_ext.pyiceberg_ext.vended import is_vended_key
+from tests.servers.base import ThreadedServer, drain_body, send_response_head
 
 H1, H2 = "acct1.dfs.core.windows.net", "acct2.dfs.core.windows.net"
 
@@ -40,6 +41,23 @@ def test_a_table_of_gcs_or_adls_tokens_is_scheduled_by_their_expiry() -> None:
     assert entry.stated_lifetime_s == pytest.approx(20, abs=1)
 
 
+def test_a_storage_refresh_token_is_kept_until_an_answer_rotates_it() -> None:
+    # A /credentials answer to a storage-refresh-token need not carry a new one: the next renewal
+    # must still use the refresh token, not fall through to a reload.
+    prefix = f"abfs://c@{H1}/t"
+    entry = TableCredentials("c", ("db", "t"), location=prefix, staged=False)
+
+    def answer(sas_token: str, refresh_token: str | None) -> list[dict]:
+        cred = {"prefix": prefix, "config": {f"adls.sas-token.{H1}": sas_token}}
+        return [{**cred, "storage-refresh-token": refresh_token}] if refresh_token else [cred]
+
+    entry.update({}, answer("s1", "rt1"))
+    entry.update({}, answer("s2", None))
+    assert entry.request()["storage_refresh_tokens"] == {prefix: "rt1"}
+    entry.update({}, answer("s3", "rt2"))
+    assert entry.request()["storage_refresh_tokens"] == {prefix: "rt2"}
+
+
 def test_a_renewed_gcs_or_adls_token_is_a_new_key_set() -> None:
     assert _key_set({"gcs.oauth2.token": "a"}, []) != _key_set({"gcs.oauth2.token": "b"}, [])
     assert _key_set({}, [{"config": {f"adls.sas-token.{H1}": "a"}}]) != _key_set({}, [{"config": {f"adls.sas-token.{H1}": "b"}}])
@@ -62,6 +80,39 @@ def test_each_adls_account_gets_its_own_sas_and_never_another() -> None:
     assert blob is not None and blob.sas_token == "sas2"
     assert adls_account(props, "c@acct3.dfs.core.windows.net") is None
     assert "sas1" not in repr(first)
+
+
+class _BlobEndpoint(ThreadedServer):
+    """Records each request line and answers 404 ContainerNotFound, as Azure does for a missing container."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paths: list[str] = []
+
+    def handle(self, h) -> None:
+        self.paths.append(h.path)
+        drain_body(h)
+        send_response_head(h, 404, "Not Found", [("x-ms-error-code", "ContainerNotFound"), ("Content-Length", "0")])
+
+
+def test_pyarrow_addresses_the_container_of_an_abfs_location_with_the_sas_as_its_query() -> None:
+    # Arrow appends `sas_token` to the account URL as it is, and takes a path's first segment as the
+    # container: what it sent shows both (a vended SAS has no leading "?").
+    pytest.importorskip("pyarrow.fs", reason="pyarrow's AzureFileSystem").AzureFileSystem  # noqa: B018
+    with _BlobEndpoint() as endpoint:
+        io = StorePyArrowFileIO({f"adls.sas-token.{H1}": "sv=2025-01-05&sr=c&sp=racwdl&sig=abc",
+                                 f"adls.connection-string.{H1}": f"{endpoint.url}/acct1"})
+        location = f"abfs://warehouse@{H1}/db/t/data/f.parquet"
+        assert io.parse_location(location) == ("abfs", f"warehouse@{H1}", "warehouse/db/t/data/f.parquet")
+        try:
+            io.new_input(location).exists()
+        except OSError:
+            pass  # only the requests matter
+    assert endpoint.paths, "Arrow sent nothing"
+    for path in endpoint.paths:
+        route, _, query = path.partition("?")
+        assert route.rstrip("/") in ("/acct1/warehouse", "/acct1/warehouse/db/t/data/f.parquet"), path
+        assert "sig=abc" in query.split("&"), path
 
 
 def test_gcs_401_is_expiry_and_403_is_scope() -> None:
