@@ -53,10 +53,10 @@ class EarlyRejectionS3Proxy(SlowS3ExpiryProxy):
         if akid is None:
             return False
         with self._lock:  # first sight starts the clock, even while aging is off
-            issued = self._issued.setdefault(akid, self.clock())
+            issued = self._issued.setdefault(akid, self.now())
         if self.max_age_seconds is None or akid in self.exempt:
             return False
-        return self.clock() - issued > self.max_age_seconds * self.share_of(akid)
+        return self.now() - issued > self.max_age_seconds * self.share_of(akid)
 
     def _denied(self, target: str) -> bool:
         path = unquote(urlsplit(target).path).lstrip("/")
@@ -66,9 +66,11 @@ class EarlyRejectionS3Proxy(SlowS3ExpiryProxy):
         with self._codes_lock:
             self._active += 1
             self.peak_active = max(self.peak_active, self._active)
+        self._judged_at.value = self.clock() + self.delay_seconds
         try:
             self._handle(h)
         finally:
+            self._judged_at.value = None
             with self._codes_lock:
                 self._active -= 1
 

@@ -1,4 +1,5 @@
-"""Fast-expiry S3 proxy that also takes `delay_seconds` per request (before the expiry check).
+"""Fast-expiry S3 proxy that also takes `delay_seconds` per request (before the expiry check, which
+judges the keys as of the request's arrival plus that delay, however late the thread wakes).
 
 A PyIceberg scan opens its files from a thread pool as fast as S3 answers, so against loopback
 SeaweedFS a 200-file scan ends in a second. Slowing each request makes the same scan outlive
@@ -17,6 +18,11 @@ class SlowS3ExpiryProxy(S3ExpiryProxy):
         self.delay_seconds = delay_seconds
 
     def handle(self, h):
-        if self.delay_seconds > 0:
-            time.sleep(self.delay_seconds)
-        super().handle(h)
+        delay = self.delay_seconds
+        self._judged_at.value = self.clock() + delay
+        try:
+            if delay > 0:
+                time.sleep(delay)
+            super().handle(h)
+        finally:
+            self._judged_at.value = None
