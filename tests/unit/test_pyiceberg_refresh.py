@@ -36,7 +36,7 @@ FILEIOS = {
 FILE_PER_50_ROWS = {"write.target-file-size-bytes": "800"}
 # Per-request S3 delays that make each job last ~2.5-3 lifetimes (PyArrow's reads send more requests
 # per file; both FileIOs write S3 through the same resumable upload: one PutObject per small file).
-SCAN_DELAY = {"pyarrow": 0.107, "fsspec": 0.213}
+SCAN_DELAY = {"pyarrow": 0.14, "fsspec": 0.213}
 WRITE_DELAY = {"pyarrow": 0.427, "fsspec": 0.427}
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("part", pa.int64(), nullable=False)])
 
