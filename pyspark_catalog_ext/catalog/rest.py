@@ -45,6 +45,7 @@ from pyspark_catalog_ext.catalog.answers import also_pyiceberg, catalog_error, s
 from pyspark_catalog_ext.catalog.commit_policy import CommitPolicy
 from pyspark_catalog_ext.catalog.connection import CatalogConnection, pyiceberg_names
 from pyspark_catalog_ext.catalog.idempotency import parse_iso8601_duration, uuid7
+from pyspark_catalog_ext.catalog.server_settings import config_properties
 from pyspark_catalog_ext.catalog.transport import (
     DEFAULT_TIMEOUT,
     MUTATIONS,
@@ -126,6 +127,9 @@ class CatalogClient(RestCatalog):
         #: Where requests carrying the catalog's credentials may go: decided from the user's properties
         #: only, before any server answer is merged in.
         self.trust = TrustedOrigins.from_user_properties(properties)
+        #: What the user configured, before any server answer: a server may set only what
+        #: `trust_rules` allows over it (`server_settings`).
+        self.user_properties: dict[str, Any] = dict(properties)
         #: `catalog-ext.commit.*`: retry bounds and Idempotency-Key use, as Spark's CommitGuard reads them.
         self.commit_policy = CommitPolicy.from_properties(properties)
         self._sent_keys = threading.local()
@@ -177,6 +181,9 @@ class CatalogClient(RestCatalog):
 
     def _fetch_config(self) -> None:
         super()._fetch_config()
+        # PyIceberg merged the answer's defaults and overrides over the user's properties: keep only
+        # what a server may set (no py-io-impl, auth, proxy or catalog-ext.* knob from a server).
+        self.properties = config_properties(self.name, self.user_properties, self.properties)
         if _origin_or_none(self.uri) != self._user_origin:
             # A config answer must not redirect our token and headers to another host.
             log.warning("catalog-ext: the catalog's /v1/config names another uri (%s); keeping %s",

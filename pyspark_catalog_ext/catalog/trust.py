@@ -16,19 +16,21 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from pyspark_catalog_ext.catalog.trust_rules import USER_URL_KEYS
 from pyspark_catalog_ext.errors import ConfigError, UntrustedOriginError
 
 __all__ = ["TRUSTED_ORIGINS_KNOB", "USER_URL_KEYS", "Origin", "TrustedOrigins"]
 
 TRUSTED_ORIGINS_KNOB = "catalog-ext.trusted-origins"
-#: Settings whose URL the user gives (never read from a server's answer): their origins are trusted.
-USER_URL_KEYS = ("uri", "oauth2-server-uri", "s3.signer.uri")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True, order=True)
 class Origin:
-    """scheme://host:port, canonical: lower-case scheme and host, IDNA host, explicit port, IPv6 bracketed."""
+    """scheme://host:port, canonical: lower-case scheme and host, explicit port, IPv6 compressed and
+    bracketed. Hosts are ASCII only (`xn--` for an international name): a non-ASCII host is refused,
+    since IDNA 2003 (Python's codec) and IDNA 2008 (what `requests` sends) map some names
+    differently (`glaß` is `glass` to one, `xn--gla-7ka` to the other)."""
 
     scheme: str
     host: str
@@ -51,6 +53,8 @@ class Origin:
         host = (parts.hostname or "").rstrip(".")
         if not host:
             raise ValueError("the URL has no host")
+        if port == 0:
+            raise ValueError("port 0 is not a port a request can go to")
         return cls(scheme, _canonical_host(host), port or _DEFAULT_PORTS[scheme])
 
     def __str__(self) -> str:
@@ -63,10 +67,11 @@ def _canonical_host(host: str) -> str:
         return str(ipaddress.ip_address(host))  # one spelling per address (IPv6 compressed, lower case)
     except ValueError:
         pass
-    try:
-        return host.encode("idna").decode("ascii").lower()
-    except UnicodeError:
-        raise ValueError("the URL's host is not a valid host name") from None
+    if not host.isascii():
+        raise ValueError("a non-ASCII host name is refused: write it in its ASCII (xn--) form")
+    if "%" in host or not all(label and len(label) < 64 for label in host.split(".")):
+        raise ValueError("the URL's host is not a valid host name")
+    return host.lower()
 
 
 class TrustedOrigins:

@@ -28,7 +28,7 @@ from pydantic import Field, ValidationError
 from pyiceberg.catalog.rest import Endpoints, TableResponse
 from pyiceberg.catalog.rest.auth import AUTH_MANAGER
 from pyiceberg.catalog.rest.scan_planning import StorageCredential
-from pyiceberg.io import FileIO
+from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.io.fsspec import FsspecFileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table import CommitTableRequest, CommitTableResponse, StagedTable, Table
@@ -38,6 +38,7 @@ from pyiceberg.utils.properties import get_header_properties, property_as_bool
 from requests import Response, Session
 
 from pyspark_catalog_ext.catalog.rest import CatalogClient, PurgeRequiredError
+from pyspark_catalog_ext.catalog.server_settings import table_io_properties, without_code_keys
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 from pyspark_catalog_ext.credentials.sources import CredentialSource
 from pyspark_catalog_ext.errors import ConfigError
@@ -117,14 +118,25 @@ class GuardedRestCatalog(CatalogClient):
 
     # -- FileIOs -----------------------------------------------------------------------------------
     def _response_to_table(self, identifier_tuple: tuple[str, ...], table_response: TableResponse) -> Table:
+        table_response = self._without_code_keys(identifier_tuple, table_response)
         io = self._table_io(identifier_tuple, table_response, staged=False)
         return Table(identifier=identifier_tuple, metadata_location=table_response.metadata_location,  # type: ignore[arg-type]
                      metadata=table_response.metadata, io=io, catalog=self, config=table_response.config)
 
     def _response_to_staged_table(self, identifier_tuple: tuple[str, ...], table_response: TableResponse) -> StagedTable:
+        table_response = self._without_code_keys(identifier_tuple, table_response)
         io = self._table_io(identifier_tuple, table_response, staged=True)
         return StagedTable(identifier=identifier_tuple, metadata_location=table_response.metadata_location,  # type: ignore[arg-type]
                            metadata=table_response.metadata, io=io, catalog=self)
+
+    def _without_code_keys(self, identifier: tuple[str, ...], table_response: TableResponse) -> TableResponse:
+        """The answer without metadata properties that name code (`write.py-location-provider.impl`):
+        any table writer sets them, and PyIceberg would import what they name at the next write."""
+        properties = without_code_keys(self.name, ".".join(identifier), table_response.metadata.properties)
+        if properties is None:
+            return table_response
+        metadata = table_response.metadata.model_copy(update={"properties": properties})
+        return table_response.model_copy(update={"metadata": metadata})
 
     def _table_io(self, identifier: tuple[str, ...], table_response: TableResponse, *, staged: bool) -> FileIO:
         """The table's FileIO, configured by the catalog's properties (the user's and `/v1/config`'s) and
@@ -132,12 +144,18 @@ class GuardedRestCatalog(CatalogClient):
         never by the table's metadata properties."""
         answer, request_body = self._take_observed(table_response)
         config = dict(table_response.config)
-        properties = {**config, **self._resolve_storage_credentials(table_response.storage_credentials,
-                                                                     table_response.metadata_location)}
         location = table_response.metadata.location
-        if remote_signing_requested(config, self.properties, answer.remote_signing_config):
+        vended = {**config, **self._resolve_storage_credentials(table_response.storage_credentials,
+                                                                table_response.metadata_location)}
+        signed = remote_signing_requested(config, self.properties, answer.remote_signing_config)
+        # Only what a catalog may vend reaches the FileIO (trust-rules.json's allow-list), and the
+        # user's own credentials only endpoints the user chose.
+        properties = table_io_properties(self.name, ".".join(identifier), user=self.user_properties,
+                                         catalog_properties=self.properties, answer=vended, trust=self.trust,
+                                         location=location, signed=signed)
+        if signed:
             return self._signing_io(identifier, properties, answer.remote_signing_config, table_response.metadata_location)
-        io = self._load_file_io(properties, table_response.metadata_location)
+        io = load_file_io({**properties, **self._auth_manager_property()}, table_response.metadata_location)
         if self.refresher is None:
             return io
         storage_credentials = [c.model_dump() for c in answer.storage_credentials]
@@ -161,15 +179,19 @@ class GuardedRestCatalog(CatalogClient):
         target = signer_target(table_properties, self.properties, signing_config, self.uri, route)
         signer = self._signer_session().signer(name, target)
         # The signer holds the credentials: no key, PyIceberg signer or auth manager goes to the FileIO.
-        properties = {k: v for k, v in {**self.properties, **table_properties}.items()
+        properties = {k: v for k, v in table_properties.items()
                       if not (k.startswith("s3.") and is_secret_key(k)) and k not in (AUTH_MANAGER, "s3.signer")}
-        chosen = type(self._load_file_io({k: v for k, v in table_properties.items() if k != "s3.signer"}, metadata_location))
+        chosen = type(load_file_io({k: v for k, v in table_properties.items() if k != "s3.signer"}, metadata_location))
         if issubclass(chosen, PyArrowFileIO):
             return SigningPyArrowFileIO(properties, signer)
         if issubclass(chosen, FsspecFileIO):
             return SigningFsspecFileIO(properties, signer)
         raise ConfigError(f"table {name} is remote-signed, which works with PyIceberg's PyArrowFileIO and FsspecFileIO; "
                           f"py-io-impl={chosen.__module__}.{chosen.__name__} cannot sign: set py-io-impl to one of those")
+
+    def _auth_manager_property(self) -> dict[str, Any]:
+        # As PyIceberg's `_load_file_io` hands it over (its own S3 signer authenticates with it).
+        return {AUTH_MANAGER: self._auth_manager} if self._auth_manager else {}
 
     def _signer_session(self) -> SignerSession:
         with self._signers_lock:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyspark_catalog_ext import events, knobs
+from pyspark_catalog_ext.catalog.trust_rules import server_may_set
 from pyspark_catalog_ext.credentials import policy as policy_knobs
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
 from pyspark_catalog_ext.credentials.rules import cache_window_end_s, hard_margin_s
@@ -169,7 +170,9 @@ class TableCredentials:
             return _Slot(prefix, cfg, token, expires, expires - hard_margin_s(now, expires))
 
         slots = []
-        base = {k: str(v) for k, v in (config or {}).items() if k.startswith("s3.") or is_vended_key(k)}
+        # Only keys a catalog may vend (trust-rules.json): a renewal never installs a class name or a knob.
+        base = {k: str(v) for k, v in (config or {}).items()
+                if (k.startswith("s3.") or is_vended_key(k)) and server_may_set(k)}
         if has_credentials(base):
             slots.append(slot("", base, None))
         # A prefix's storage-refresh-token is kept until an answer rotates it: a /credentials answer
@@ -177,7 +180,7 @@ class TableCredentials:
         with self._state_lock:
             held_tokens = {s.prefix: s.refresh_token for s in self._slots if s.refresh_token}
         for cred in storage_credentials or []:
-            cfg = {k: str(v) for k, v in (cred.get("config") or {}).items()}
+            cfg = {k: str(v) for k, v in (cred.get("config") or {}).items() if server_may_set(k)}
             if not cfg:
                 continue  # lakekeeper#1923: an entry without credentials (the JVM drops it too: RefreshTokenCapture)
             prefix = str(cred.get("prefix") or "")

@@ -42,6 +42,7 @@ from pyspark_catalog_ext.catalog.locations import (
     table_paths,
     tables_under,
 )
+from pyspark_catalog_ext.catalog.trust_rules import server_may_set
 from pyspark_catalog_ext.errors import CatalogError, CatalogExtError, CatalogNotFoundError, CleanupRefused, ConfigError
 from pyspark_catalog_ext.progress import Progress
 
@@ -90,7 +91,8 @@ def _looks_like_metadata(uri: str) -> bool:
 def _io_props(load_result: Mapping[str, Any], location: str, endpoint: str | None = None) -> dict[str, str]:
     """FileIO properties from a LoadTableResult: config + the longest matching storage credential;
     `endpoint` (the user's --s3-endpoint) where neither names an S3 endpoint."""
-    props = {str(k): str(v) for k, v in (load_result.get("config") or {}).items()}
+    # Only keys a catalog may vend (trust-rules.json): never a FileIO class or a retry strategy to import.
+    props = {str(k): str(v) for k, v in (load_result.get("config") or {}).items() if server_may_set(str(k))}
     best: Mapping[str, Any] | None = None
     for cred in load_result.get("storage-credentials") or []:
         prefix = str(cred.get("prefix") or "")
@@ -98,7 +100,7 @@ def _io_props(load_result: Mapping[str, Any], location: str, endpoint: str | Non
                 best is None or len(prefix) > len(str(best.get("prefix") or ""))):
             best = cred
     if best is not None:
-        props.update({str(k): str(v) for k, v in (best.get("config") or {}).items()})
+        props.update({str(k): str(v) for k, v in (best.get("config") or {}).items() if server_may_set(str(k))})
     if endpoint and not props.get("s3.endpoint"):
         # Keys vended without an endpoint (Iceberg's REST fixture) belong to the storage the user named.
         props["s3.endpoint"] = endpoint

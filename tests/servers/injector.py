@@ -5,6 +5,7 @@ Per run, one **channel** and what to inject through it:
 
   config-defaults / config-overrides   `values` merged into `/v1/config`'s defaults / overrides;
   table-config                         `values` merged into every table answer's `config`;
+  storage-credentials                  `values` merged into each of its `storage-credentials[].config`;
   table-properties                     `values` merged into every table answer's `metadata.properties`;
   redirect                             every request of a kind in `redirects` answered with a
                                        redirect to that kind's URL + the request's path (nothing
@@ -24,6 +25,8 @@ from collections import Counter
 from .base import BufferedProxy, Request, Response
 
 CHANNELS = ("config-defaults", "config-overrides", "table-config", "table-properties", "redirect")
+#: Channels the code-loading sweep adds (the leak sweep runs CHANNELS): every storage credential's config.
+EXTRA_CHANNELS = ("storage-credentials",)
 STORAGE_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 #: Request kinds a redirect run can pick, by route.
 KINDS = ("config", "oauth", "sign", "namespaces", "load", "write", "credentials", "other")
@@ -58,8 +61,8 @@ class Injector(BufferedProxy):
 
     def arm(self, channel: str | None, values: dict[str, str] | None = None, redirects: dict[str, str] | None = None) -> None:
         """What the next run injects (None: nothing)."""
-        if channel is not None and channel not in CHANNELS:
-            raise ValueError(f"unknown channel {channel!r}; one of {CHANNELS}")
+        if channel is not None and channel not in CHANNELS + EXTRA_CHANNELS:
+            raise ValueError(f"unknown channel {channel!r}; one of {CHANNELS + EXTRA_CHANNELS}")
         with self._lock:
             self.channel, self.values, self.redirects = channel, dict(values or {}), dict(redirects or {})
             self.redirected.clear()
@@ -93,6 +96,10 @@ class Injector(BufferedProxy):
                 config["s3.signer.uri"] = self.url
             if channel == "table-config" and isinstance(config, dict):
                 config.update(values)
+            elif channel == "storage-credentials":
+                for credential in body.get("storage-credentials") or []:
+                    if isinstance(credential, dict) and isinstance(credential.get("config"), dict):
+                        credential["config"].update(values)
             elif channel == "table-properties":
                 body["metadata"]["properties"] = {**(body["metadata"].get("properties") or {}), **values}
         else:

@@ -177,10 +177,19 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
     config.put(ShimKeys.SEALED_TRUSTED_ORIGINS, session.trust.sealed());
     config.put(ShimKeys.CATALOG_NAME, session.name);
     config.put(ShimKeys.CATALOG_SESSION, session.id);
+    List<Credential> credentials = new ArrayList<>();
+    for (Credential c : loaded.credentials()) {
+      Map<String, String> cc = new HashMap<>(session.userOnly.credentialConfig("a table answer's storage-credentials", c.config()));
+      String token = c.config().get(ShimKeys.CAPTURED_REFRESH_TOKEN); // the answer's own storage-refresh-token
+      if (token != null) {
+        cc.put(ShimKeys.CAPTURED_REFRESH_TOKEN, token);
+      }
+      credentials.add(ImmutableCredential.builder().prefix(c.prefix()).config(cc).build());
+    }
     return LoadTableResponse.builder()
         .withTableMetadata(loaded.tableMetadata())
         .addAllConfig(config)
-        .addAllCredentials(loaded.credentials())
+        .addAllCredentials(credentials)
         .build();
   }
 

@@ -1,5 +1,6 @@
 package io.catalogext.shim.session;
 
+import io.catalogext.shim.config.TrustRules;
 import io.catalogext.shim.wire.Origin;
 
 import java.util.Collections;
@@ -13,14 +14,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Settings a catalog's user alone makes, never its server: Iceberg's HTTP client settings
- * ({@code rest.client.*}: proxy, TLS configurer, timeouts, user agent), which decide how and through
- * whom the requests carrying the catalog's credentials travel, and the S3 client factory, which
- * decides who builds a table's S3 clients (the shim's checks a remote signer's origins before
- * anything is signed). A server answer ({@code /v1/config} defaults and overrides, a table's
- * config) that sets one of them differently from the user is not followed: the user's value, or
- * none, stays, and one warning per key and answer names the key and the catalog's origin (never the
- * value).
+ * What a server answer may set, and what stays the user's: an allow-list from the spec both runtimes
+ * share ({@link TrustRules}, {@code trust-rules.json}). A server answer ({@code /v1/config} defaults
+ * and overrides, a table's config) may set only credentials and their expiries, refresh endpoints,
+ * storage endpoints, region, path style, remote signing and (in {@code /v1/config}) the catalog's
+ * protocol keys. Any other key it names (a class to load, Iceberg's HTTP client settings such as a
+ * proxy or TLS configurer, the S3 client factory, a {@code catalog-ext.*} knob) is not followed: the
+ * user's value, or none, stays, and one warning per key and answer names the key and the catalog's
+ * origin (never the value).
  */
 public final class UserOnlySettings {
   private static final Logger LOG = LoggerFactory.getLogger(UserOnlySettings.class);
@@ -47,16 +48,21 @@ public final class UserOnlySettings {
     this.userPicksAwsFactory = userPicksAwsFactory;
   }
 
-  /** Whether only the user may set {@code key}. */
+  /** Whether only the user may set {@code key} in a {@code /v1/config} answer. */
   public static boolean isUserOnly(String key) {
-    return key != null && (key.startsWith(HTTP_CLIENT_PREFIX) || key.equals(S3_CLIENT_FACTORY));
+    return !TrustRules.serverMaySet(key, true);
+  }
+
+  /** Settings the catalog's HTTP client and S3 clients are built with: always as the user set them. */
+  private static boolean isWireSetting(String key) {
+    return key.startsWith(HTTP_CLIENT_PREFIX) || key.equals(S3_CLIENT_FACTORY);
   }
 
   /** The user-only settings of catalog {@code catalog} from the properties its user configured. */
   public static UserOnlySettings fromUserProperties(String catalog, String uri, Map<String, String> props) {
     Map<String, String> user = new HashMap<>();
     props.forEach((key, value) -> {
-      if (isUserOnly(key) && value != null) {
+      if (key != null && value != null) {
         user.put(key, value);
       }
     });
@@ -69,9 +75,14 @@ public final class UserOnlySettings {
     return new UserOnlySettings(catalog, origin, Collections.unmodifiableMap(user), props.containsKey(AWS_CLIENT_FACTORY));
   }
 
-  /** Whether a server's {@code key} = {@code value} is not the user's setting (and so is not followed). */
+  /** Whether a {@code /v1/config} {@code key} = {@code value} is not the user's setting and not a key a server may set. */
   public boolean overrides(String key, String value) {
     return isUserOnly(key) && !Objects.equals(user.get(key), value);
+  }
+
+  /** The same for a table answer's config, where only storage keys may be set. */
+  private boolean overridesInTable(String key, String value) {
+    return !TrustRules.serverMaySet(key, false) && !Objects.equals(user.get(key), value);
   }
 
   /**
@@ -80,8 +91,22 @@ public final class UserOnlySettings {
    * or absent; each server value that differed is dropped with one warning naming {@code source}.
    */
   public Map<String, String> enforce(String source, Map<String, String> config) {
-    Map<String, String> out = withoutServerValues(source, config);
-    out.putAll(user);
+    Map<String, String> out = new LinkedHashMap<>();
+    config.forEach((key, value) -> {
+      if (overrides(key, value)) {
+        ignored(source, key);
+        if (user.containsKey(key)) {
+          out.put(key, user.get(key));
+        }
+      } else {
+        out.put(key, value);
+      }
+    });
+    user.forEach((key, value) -> {
+      if (isWireSetting(key)) {
+        out.put(key, value);
+      }
+    });
     return out;
   }
 
@@ -92,7 +117,14 @@ public final class UserOnlySettings {
    * so the factory set here is the one S3FileIO uses.
    */
   public Map<String, String> forFileIo(String source, Map<String, String> tableConfig) {
-    Map<String, String> out = withoutServerValues(source, tableConfig);
+    Map<String, String> out = new LinkedHashMap<>();
+    tableConfig.forEach((key, value) -> {
+      if (overridesInTable(key, value)) {
+        ignored(source, key);
+      } else {
+        out.put(key, value);
+      }
+    });
     if (user.containsKey(S3_CLIENT_FACTORY) || userPicksAwsFactory) {
       out.remove(S3_CLIENT_FACTORY);
     } else {
@@ -101,14 +133,14 @@ public final class UserOnlySettings {
     return out;
   }
 
-  /** {@code config} without the server's values of user-only keys ("source": "/v1/config overrides", ...). */
-  private Map<String, String> withoutServerValues(String source, Map<String, String> config) {
+  /** A storage credential's config with only the keys a server may set in it (no client factory, no class). */
+  public Map<String, String> credentialConfig(String source, Map<String, String> credentialConfig) {
     Map<String, String> out = new LinkedHashMap<>();
-    config.forEach((key, value) -> {
-      if (overrides(key, value)) {
-        ignored(source, key);
-      } else {
+    credentialConfig.forEach((key, value) -> {
+      if (TrustRules.serverMaySet(key, false)) {
         out.put(key, value);
+      } else {
+        ignored(source, key);
       }
     });
     return out;
@@ -120,8 +152,7 @@ public final class UserOnlySettings {
       return;
     }
     String line = "catalog-ext: catalog " + catalog + " ignores " + key + " from " + source + " (" + origin + "):"
-        + " Iceberg's HTTP client settings (rest.client.*) and the S3 client factory are the user's to set, never"
-        + " the server's";
+        + " a server answer may set only credentials, endpoints, region and path style (trust-rules.json)";
     if (warned.putIfAbsent(source + "\u0000" + key, line) == null) {
       LOG.warn(line);
     }

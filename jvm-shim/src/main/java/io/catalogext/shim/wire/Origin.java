@@ -1,8 +1,9 @@
 package io.catalogext.shim.wire;
 
-import java.net.IDN;
+import java.net.InetAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.net.UnknownHostException;
 import java.util.Locale;
 import java.util.Objects;
 import java.util.regex.Pattern;
@@ -74,7 +75,7 @@ public final class Origin {
       if (close < 0) {
         throw new IllegalArgumentException("an unclosed IPv6 literal");
       }
-      host = authority.substring(0, close + 1).toLowerCase(Locale.ROOT);
+      host = "[" + canonicalIpv6(authority.substring(1, close)) + "]";
       String rest = authority.substring(close + 1);
       if (!rest.isEmpty()) {
         if (!rest.startsWith(":")) {
@@ -96,16 +97,67 @@ public final class Origin {
       throw new IllegalArgumentException(raw.isEmpty() ? "no host" : "a percent-encoded host");
     }
     String name = raw.endsWith(".") ? raw.substring(0, raw.length() - 1) : raw;
-    String ascii;
-    try {
-      ascii = IDN.toASCII(name);
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException("host is not a valid name");
+    // ASCII only: IDNA 2003 (java.net.IDN, Python's codec) and IDNA 2008 (what HTTP clients send)
+    // map some names differently (ß, ς), so a non-ASCII name could be checked as one host and sent
+    // to another. An international name is written in its xn-- form.
+    if (!name.chars().allMatch(c -> c < 0x80)) {
+      throw new IllegalArgumentException("a non-ASCII host name is refused: write it in its ASCII (xn--) form");
     }
-    if (ascii.isEmpty()) {
+    if (name.isEmpty()) {
       throw new IllegalArgumentException("no host");
     }
-    return ascii.toLowerCase(Locale.ROOT);
+    for (String label : name.split("\\.", -1)) {
+      if (label.isEmpty() || label.length() > 63) {
+        throw new IllegalArgumentException("host is not a valid name");
+      }
+    }
+    return name.toLowerCase(Locale.ROOT);
+  }
+
+  /** One spelling per IPv6 address, as RFC 5952 and Python's ipaddress write it (lower case, longest zero run as ::). */
+  private static String canonicalIpv6(String literal) {
+    if (literal.isEmpty() || literal.contains("%") || !literal.chars().allMatch(c -> Character.digit(c, 16) >= 0 || c == ':' || c == '.')) {
+      throw new IllegalArgumentException("not a valid IPv6 literal");
+    }
+    byte[] bytes;
+    try {
+      bytes = InetAddress.getByName("[" + literal + "]").getAddress(); // a literal: no name lookup
+    } catch (UnknownHostException e) {
+      throw new IllegalArgumentException("not a valid IPv6 literal");
+    }
+    if (bytes.length != 16) {
+      throw new IllegalArgumentException("not a valid IPv6 literal");
+    }
+    int[] words = new int[8];
+    for (int i = 0; i < 8; i++) {
+      words[i] = ((bytes[2 * i] & 0xff) << 8) | (bytes[2 * i + 1] & 0xff);
+    }
+    int bestStart = -1;
+    int bestLength = 1; // a single zero word is not shortened
+    for (int i = 0; i < 8; ) {
+      int j = i;
+      while (j < 8 && words[j] == 0) {
+        j++;
+      }
+      if (j - i > bestLength) {
+        bestStart = i;
+        bestLength = j - i;
+      }
+      i = j == i ? i + 1 : j;
+    }
+    StringBuilder out = new StringBuilder();
+    for (int i = 0; i < 8; i++) {
+      if (i == bestStart) {
+        out.append("::");
+        i += bestLength - 1;
+        continue;
+      }
+      if (out.length() > 0 && out.charAt(out.length() - 1) != ':') {
+        out.append(':');
+      }
+      out.append(Integer.toHexString(words[i]));
+    }
+    return out.toString();
   }
 
   private static int port(String scheme, String text) {

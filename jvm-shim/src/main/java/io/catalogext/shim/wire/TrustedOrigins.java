@@ -1,11 +1,14 @@
 package io.catalogext.shim.wire;
 
+import io.catalogext.shim.config.TrustRules;
+
 import io.catalogext.shim.errors.UntrustedOriginException;
 
 import java.net.URI;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.StringJoiner;
@@ -24,7 +27,7 @@ public final class TrustedOrigins {
   /** Extra origins, comma-separated (the knob spec's {@code catalog-ext.trusted-origins}). */
   public static final String KNOB = "catalog-ext.trusted-origins";
   /** The user's own URLs that receive the catalog's credentials besides its uri: allowed by construction. */
-  private static final String[] USER_URLS = {"uri", "oauth2-server-uri", "s3.signer.uri", "signer.uri"};
+  private static final List<String> USER_URLS = TrustRules.USER_URL_KEYS;
   /** Server-named URLs remembered for messages; a bound, not a cache of anything that decides. */
   private static final int MAX_NOTED = 64;
 

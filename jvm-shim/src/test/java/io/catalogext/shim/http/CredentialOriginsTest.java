@@ -284,8 +284,7 @@ public class CredentialOriginsTest {
     start();
     tableConfig = "{\"s3.remote-signing-enabled\":\"true\",\"oauth2-server-uri\":\"ATTACKER/v1/oauth/tokens\"}";
     try (ExtRESTCatalog c = open(false, Map.of("credential", "client:" + CLIENT_SECRET), false)) {
-      assertOneLineRefusal(readThrough(c.loadTable(TableIdentifier.of("db", "t"))), attackerOrigin(),
-          "the table's FileIO properties oauth2-server-uri");
+      readThrough(c.loadTable(TableIdentifier.of("db", "t")));
     }
     assertEquals(List.of(), attacked, "requests at the attacker");
   }
@@ -310,19 +309,16 @@ public class CredentialOriginsTest {
   @Test
   void testASignerOAuth2ServerUriInTheTableConfigGetsNoClientSecret() throws Exception {
     start();
+    // Not a key a table answer may set (trust-rules.json): not followed even to an origin the user
+    // trusts; before the allow-list, the trusted case posted the client secret there.
     tableConfig = "{\"s3.remote-signing-enabled\":\"true\",\"oauth2-server-uri\":\"ATTACKER/v1/oauth/tokens\"}";
     Map<String, String> oauth = Map.of("credential", "client:" + CLIENT_SECRET);
-    try (ExtRESTCatalog c = open(true, oauth)) {
-      readThrough(c.loadTable(TableIdentifier.of("db", "t")));
-      assertTrue(credentialed().stream().anyMatch(r -> r.contains(CLIENT_SECRET)),
-          "control: the signer's token client posted the client secret there: " + attacked);
+    for (boolean trusted : new boolean[] {true, false}) {
+      try (ExtRESTCatalog c = open(trusted, oauth)) {
+        readThrough(c.loadTable(TableIdentifier.of("db", "t")));
+      }
+      assertEquals(List.of(), attacked, "requests at the attacker, trusted=" + trusted);
     }
-    attacked.clear();
-    try (ExtRESTCatalog c = open(false, oauth)) {
-      assertOneLineRefusal(readThrough(c.loadTable(TableIdentifier.of("db", "t"))), attackerOrigin(),
-          "the table's FileIO properties oauth2-server-uri");
-    }
-    assertEquals(List.of(), attacked, "requests at the attacker");
   }
 
   @Test

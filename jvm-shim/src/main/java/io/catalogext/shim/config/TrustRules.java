@@ -1,0 +1,84 @@
+package io.catalogext.shim.config;
+
+import io.catalogext.shim.util.Json;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
+
+/**
+ * Who may decide what, from the spec both runtimes share
+ * ({@code pyspark_catalog_ext/resources/trust-rules.json}, copied into this jar): the URL settings
+ * only the user gives, and the allow-list of keys a server answer ({@code /v1/config}, a table's
+ * config) may set. Every other key an answer names is not followed, so no answer names code
+ * ({@code io-impl}, {@code *-impl}, {@code client.factory}), a proxy or a {@code catalog-ext.*} knob.
+ * PyIceberg reads the same file ({@code pyspark_catalog_ext/catalog/trust_rules.py}).
+ */
+public final class TrustRules {
+  static final String RESOURCE = "/io/catalogext/shim/trust-rules.json";
+  private static final JsonNode SPEC = load();
+  private static final JsonNode STORAGE = SPEC.path("server-settable").path("storage");
+
+  /** Settings whose URL the user gives (never read from an answer): their origins are trusted. */
+  public static final List<String> USER_URL_KEYS = strings(SPEC.path("user-url-keys").path("keys"));
+  private static final Set<String> STORAGE_KEYS = new LinkedHashSet<>();
+  private static final List<String> STORAGE_PREFIXES = new ArrayList<>();
+  private static final Set<String> CATALOG_KEYS =
+      Set.copyOf(strings(SPEC.path("server-settable").path("catalog").path("keys")));
+  private static final List<String> CATALOG_PREFIXES =
+      strings(SPEC.path("server-settable").path("catalog").path("prefixes"));
+
+  static {
+    for (String group : new String[] {"credentials", "refresh-endpoints", "placement", "remote-signing"}) {
+      STORAGE_KEYS.addAll(strings(STORAGE.path(group).path("keys")));
+      STORAGE_PREFIXES.addAll(strings(STORAGE.path(group).path("prefixes")));
+    }
+    for (String store : new String[] {"s3", "gcs", "adls"}) {
+      STORAGE_KEYS.addAll(strings(STORAGE.path("endpoints").path(store)));
+    }
+    STORAGE_PREFIXES.addAll(strings(STORAGE.path("endpoints").path("adls-prefixes")));
+  }
+
+  private TrustRules() {}
+
+  /**
+   * Whether a server answer may set {@code key}: a table answer only the storage keys (credentials,
+   * expiries, refresh endpoints, storage endpoints, region, path style, remote signing);
+   * {@code /v1/config} ({@code config}) those and the catalog's own protocol keys.
+   */
+  public static boolean serverMaySet(String key, boolean config) {
+    if (key == null) {
+      return false;
+    }
+    if (STORAGE_KEYS.contains(key) || STORAGE_PREFIXES.stream().anyMatch(key::startsWith)) {
+      return true;
+    }
+    return config && (CATALOG_KEYS.contains(key) || CATALOG_PREFIXES.stream().anyMatch(key::startsWith));
+  }
+
+  /** The spec itself, for tests that replay its vectors. */
+  public static JsonNode spec() {
+    return SPEC;
+  }
+
+  private static JsonNode load() {
+    try (InputStream in = TrustRules.class.getResourceAsStream(RESOURCE)) {
+      if (in == null) {
+        throw new IllegalStateException(RESOURCE + " is missing from the shim jar: rebuild it with pyspark_catalog_ext.spark.shim_build");
+      }
+      return Json.MAPPER.readTree(in);
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot read " + RESOURCE + " from the shim jar: " + e.getMessage(), e);
+    }
+  }
+
+  private static List<String> strings(JsonNode list) {
+    List<String> out = new ArrayList<>();
+    list.forEach(n -> out.add(n.asText()));
+    return List.copyOf(out);
+  }
+}

@@ -1,0 +1,163 @@
+"""What a catalog's answers may set, applied where they are merged: an allow-list, never a deny-list.
+
+- `/v1/config` (`config_properties`): the catalog's properties are the user's plus only the keys
+  `trust_rules.server_may_set(config=True)` allows; a server value of any other key is dropped and
+  the user's value, or none, stays.
+- A table answer (`table_io_properties`): its FileIO's properties are the catalog's plus only the
+  storage keys a catalog may vend (credentials and expiries, refresh endpoints, storage endpoints,
+  region and path style, remote signing). No answer names code (`py-io-impl`, `*-impl`), a proxy or
+  a `catalog-ext.*` knob.
+- Credentials the catalog did not issue (the user's own keys, ambient identities such as AWS's
+  default chain or Google ADC) go only to storage endpoints the user configured or trusts: a
+  server-named endpoint of a store for which the table answer vends no credential is dropped, and
+  refused in one line when the table's own files are on that store.
+- Table metadata properties are data: `without_code_keys` removes those that name a class.
+
+docs/security.md ("What a server may set") has the threat model.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from pyspark_catalog_ext import events
+from pyspark_catalog_ext.catalog.trust import TRUSTED_ORIGINS_KNOB, Origin, TrustedOrigins
+from pyspark_catalog_ext.catalog.trust_rules import is_metadata_code_key, server_may_set, store_of_endpoint_key
+from pyspark_catalog_ext.errors import UntrustedOriginError
+
+__all__ = ["config_properties", "issued_stores", "table_io_properties", "without_code_keys"]
+
+log = logging.getLogger(__name__)
+
+_STORE_OF_SCHEME = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gcs", "gcs": "gcs",
+                    "abfs": "adls", "abfss": "adls", "wasb": "adls", "wasbs": "adls"}
+_STORE_NAMES = {"s3": "S3", "gcs": "GCS", "adls": "ADLS"}
+
+
+def config_properties(catalog: str, user: Mapping[str, Any], merged: Mapping[str, Any]) -> dict[str, Any]:
+    """The catalog's properties after `/v1/config`: `merged` (PyIceberg's merge of the answer's
+    defaults, the user's properties and its overrides) with each server value the allow-list does not
+    cover replaced by the user's, or dropped."""
+    out: dict[str, Any] = {}
+    dropped = []
+    for key, value in merged.items():
+        if key in user and user[key] == value:
+            out[key] = value
+        elif server_may_set(str(key), config=True):
+            out[key] = value
+        else:
+            dropped.append(str(key))
+            if key in user:
+                out[key] = user[key]
+    _report_dropped(catalog, "/v1/config", dropped)
+    return out
+
+
+def issued_stores(answer: Mapping[str, Any]) -> set[str]:
+    """The stores for which `answer` (a table answer's server-set keys) vends a credential."""
+    out = set()
+    if answer.get("s3.access-key-id"):
+        out.add("s3")
+    if answer.get("gcs.oauth2.token"):
+        out.add("gcs")
+    if any(str(k).startswith("adls.sas-token.") and v for k, v in answer.items()):
+        out.add("adls")
+    return out
+
+
+def table_io_properties(catalog: str, table: str, *, user: Mapping[str, Any], catalog_properties: Mapping[str, Any],
+                        answer: Mapping[str, Any], trust: TrustedOrigins, location: str | None,
+                        signed: bool = False) -> dict[str, Any]:
+    """The properties of a table's FileIO: the catalog's (the user's, plus what `/v1/config` may set)
+    and, over them, the allowed keys of the table's `answer` (its config merged with the chosen
+    storage credential). A server-named endpoint of a store whose credentials the catalog did not
+    issue in `answer` (`signed`: S3 requests are signed by the catalog's signer) is dropped, and refused
+    when `location` is on that store (UntrustedOriginError, one line naming the key, the origin and
+    the setting that trusts it)."""
+    server = {str(k): v for k, v in answer.items() if server_may_set(str(k))}
+    _report_dropped(catalog, f"table {table}'s answer", [str(k) for k in answer if str(k) not in server])
+    merged = {**catalog_properties, **server}
+    # A remote-signed table's S3 requests carry only the catalog's signer's signatures, no key of ours.
+    issued = issued_stores(server) | ({"s3"} if signed else set())
+    table_store = _STORE_OF_SCHEME.get(urlsplit(location or "").scheme.lower())
+    for key in [k for k in merged if store_of_endpoint_key(k)]:
+        store = store_of_endpoint_key(key) or ""
+        if store in issued or (key in user and user[key] == merged[key]):
+            continue
+        problem = _untrusted_endpoint(key, merged, user, trust)
+        if problem is None:
+            continue
+        del merged[key]
+        if store == table_store:
+            raise UntrustedOriginError(
+                f"table {table}: the catalog names {key}={problem} but vends no {_STORE_NAMES[store]} credential, and "
+                f"your own {_STORE_NAMES[store]} credentials go only to endpoints you configured; if you trust "
+                f"{problem}, set {key} yourself or add it to {TRUSTED_ORIGINS_KNOB}", origin=problem, key=key)
+        _report_dropped(catalog, f"table {table}'s answer", [key])
+    return merged
+
+
+def without_code_keys(catalog: str, table: str, properties: Mapping[str, str]) -> dict[str, str] | None:
+    """`properties` (table metadata) without the keys that name code, or None when it has none."""
+    named = [k for k in properties if is_metadata_code_key(k)]
+    if not named:
+        return None
+    log.warning("catalog-ext: table %s: ignoring metadata propert%s %s: a table's properties never name code a "
+                "client loads", table, "y" if len(named) == 1 else "ies", ", ".join(sorted(named)))
+    events.emit("answer.keys-dropped", catalog=catalog, source=f"table {table}'s metadata properties",
+                keys=sorted(named))
+    return {k: v for k, v in properties.items() if k not in named}
+
+
+def _untrusted_endpoint(key: str, merged: Mapping[str, Any], user: Mapping[str, Any], trust: TrustedOrigins) -> str | None:
+    """None when every URL `key` names in `merged` is on a trusted origin (the trust set, or an
+    endpoint the user configured for the same store); else the first untrusted origin (or the value's
+    problem)."""
+    store = store_of_endpoint_key(key)
+    user_origins: set[Origin] = set()
+    for user_key, value in user.items():
+        if store_of_endpoint_key(user_key) == store:
+            user_origins.update(o for o in map(_origin_or_none, _endpoint_urls(user_key, value, user)) if o)
+    urls = _endpoint_urls(key, merged[key], merged)
+    if not urls:
+        return None  # a scheme key: it names no host
+    for url in urls:
+        origin = _origin_or_none(url)
+        if origin is None:
+            return "an unparseable URL"
+        if origin not in trust.origins and origin not in user_origins:
+            return str(origin)
+    return None
+
+
+def _endpoint_urls(key: str, value: Any, properties: Mapping[str, Any]) -> list[str]:
+    """The URLs an endpoint setting sends to: a URL as is, an ADLS authority with its scheme, each
+    endpoint of an Azure connection string."""
+    text = str(value or "").strip()
+    if key.endswith("-scheme") or not text:
+        return []
+    if key.startswith("adls.connection-string"):
+        parts = dict(p.split("=", 1) for p in text.split(";") if "=" in p)
+        return [v for k, v in parts.items() if k.strip().lower().endswith("endpoint")] or ["unparseable:"]
+    if key.endswith("-authority"):
+        scheme_key = key.replace("-authority", "-scheme")
+        return [f"{properties.get(scheme_key) or 'https'}://{text}"]
+    return [text]
+
+
+def _origin_or_none(url: str) -> Origin | None:
+    try:
+        return Origin.of(url)
+    except ValueError:
+        return None
+
+
+def _report_dropped(catalog: str, source: str, keys: list[str]) -> None:
+    if not keys:
+        return
+    log.debug("catalog-ext: catalog %s ignores %s from %s: a server answer may set only credentials, endpoints, "
+              "region and path style", catalog, ", ".join(sorted(keys)), source)
+    events.emit("answer.keys-dropped", catalog=catalog, source=source, keys=sorted(keys))
