@@ -10,7 +10,7 @@ import base64
 import binascii
 import re
 
-from pyspark_catalog_ext.secret_keys import SECRET_IN_TEXT, SECRET_LIST_IN_TEXT, is_secret_param
+from pyspark_catalog_ext.secret_keys import SECRET_IN_TEXT, SECRET_LIST_IN_TEXT, TEXT_WORDS, is_secret_param
 
 __all__ = [
     "CatalogExtError",
@@ -171,11 +171,16 @@ _SECRET_PATTERNS = [
     SECRET_IN_TEXT,
     # URL userinfo: `user:password@`, a token alone (`https://ghp_x@host`), a password holding `/`
     # (`user:pa/ss@`); a port followed by a path (`host:8181/x@y`) is not userinfo.
-    re.compile(r"(?i)(://)(?:[^/\s@:]+|[^/\s@:]*:(?!\d*/)[^\s@]*)(?=@)"),
+    # A password may hold `@` (`user:p@ss@host`): the userinfo ends at the last `@` before the host.
+    re.compile(r"(?i)(://)(?:[^/\s@:]+|[^/\s@:]*:(?!\d*/)\S*?)(?=@[^\s@/]*(?:[/?#\s\"']|$))"),
     # XML elements of S3 and STS bodies: <SecretAccessKey>, <SessionToken>, <AccessKeyId>,
     # <AWSAccessKeyId> (S3's InvalidAccessKeyId), <SignatureProvided> (SignatureDoesNotMatch).
     re.compile(r"(?i)(<[\w:.-]*?(?:secret|token|password|signature|credential|accesskeyid|accesskey|apikey|privatekey"
                r"|sharedkey|authorization)[\w:.-]*\s*>)[^<]+"),
+    # A Google OAuth2 access token alone (`ya29.` then base64url).
+    re.compile(r"()\bya29\.[A-Za-z0-9._-]{8,}"),
+    # A SAS (or other secret query string) without its `?`: `sig=...&se=...` at the start of a word.
+    re.compile(r"(?i)((?:^|(?<=[\s,;(\"']))sig=)[^&\s\"']+"),
     # A bare JWT (`invalid token eyJ...`): header and payload are base64url JSON, so both start eyJ.
     re.compile(r"()\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"),
 ]
@@ -203,6 +208,13 @@ def _basic_credentials(match: re.Match[str]) -> str:
     return match.group(1) + "***" if b":" in decoded else match.group(0)
 
 
+# A quoted value under a secret's name may hold spaces (`password="a b c"`): everything to its closing quote.
+_QUOTED_SECRET = re.compile(r"(?i)((?:" + TEXT_WORDS + r")(?:\\*[\"'])?\s*[:=]\s*\\*([\"']))[^\"'\n]*?(?=\\*\2)")
+# A YAML list under a secret's name (`tokens:` then `- value` lines): every item is a secret.
+_YAML_SECRET_LIST = re.compile(r"(?im)(^[ \t]*[\w.-]*(?:" + TEXT_WORDS + r")s?[\w.-]*[ \t]*:[ \t]*\r?\n)((?:[ \t]*-[ \t]*[^\n]*(?:\n|$))+)")
+_YAML_ITEM = re.compile(r"(?m)(^[ \t]*-[ \t]*)[^\n]+")
+
+
 # A PEM private key (a GCP service account's `private_key` among them), whole or cut short, with its
 # line breaks as they are or escaped inside JSON (`\n`): the base64 body goes.
 _PEM_KEY = re.compile(r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(?:[A-Za-z0-9+/=\s]|\\[nr])*(-----END [A-Z0-9 ]*PRIVATE KEY-----)?")
@@ -210,7 +222,13 @@ _QUOTED = re.compile(r"(\\*[\"'])[^\"'\\]*(\\*[\"'])")
 
 
 def redact(text: str) -> str:
-    """Mask anything that looks like a credential in free text."""
+    """Mask every secret this process holds (by value, in any encoding: `logsafety`), then anything
+    that looks like a credential in free text."""
+    from pyspark_catalog_ext import logsafety  # (logsafety needs nothing of this module)
+
+    text = logsafety.MASK.mask(text)
+    text = _YAML_SECRET_LIST.sub(lambda m: m.group(1) + _YAML_ITEM.sub(r"\1***", m.group(2)), text)
+    text = _QUOTED_SECRET.sub(lambda m: m.group(1) + "***", text)
     text = _PEM_KEY.sub(lambda m: m.group(1) + "***" + (m.group(2) or ""), text)
     text = SECRET_LIST_IN_TEXT.sub(lambda m: m.group(1) + _QUOTED.sub(r"\1***\2", m.group(2)), text)
     text = _QUERY_PARAM.sub(_query_param, text)

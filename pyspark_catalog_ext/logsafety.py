@@ -1,23 +1,32 @@
-"""Keeps secrets out of py4j's DEBUG logs.
+"""Keeps every secret the process holds out of logs and messages, by value.
 
-py4j logs every protocol message at DEBUG ("Answer received: !ys<value>"). Reading a catalog's
-conf or answering a credential callback moves secrets through py4j, so a user who turns on DEBUG
-logging would see them. We mute py4j while reading secrets and mask every secret we know of in
-whatever py4j logs afterwards.
+Each secret the process is given or vended (conf secrets, catalog and OAuth tokens, vended keys,
+SAS, GCS tokens) is registered here, and masked wherever it appears in any encoding a log line or
+an error body can carry it: raw, percent-encoded, JSON-escaped. `errors.redact` applies it before
+its shapes (which remain the fallback for secrets the process never held), and the filter sits on
+the loggers that see requests and answers (py4j, which logs every protocol message at DEBUG;
+urllib3, botocore, PyIceberg, this package). We also mute py4j while reading secrets we do not
+know yet.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+from urllib.parse import quote, quote_plus
 
 from cachetools import LRUCache
 
 from pyspark_catalog_ext.secret_keys import is_secret_key
 
 PY4J_LOGGERS = ("py4j", "py4j.java_gateway", "py4j.clientserver", "py4j.protocol")
+#: Loggers (and their children) that may print a request or an answer: filtered by value.
+MASKED_LOGGERS = ("py4j", "pyspark_catalog_ext", "pyiceberg", "urllib3", "requests", "botocore", "boto3", "s3fs",
+                  "gcsfs", "adlfs", "azure", "google.auth")
 _MAX_SECRETS = 4096
 _MAX_PINNED = 1024
 
@@ -63,24 +72,72 @@ class SecretMaskingFilter(logging.Filter):
         if not secrets:
             return True
         message = record.getMessage()
-        masked = message
-        for secret in secrets:
-            if secret in masked:
-                masked = masked.replace(secret, "***")
-        if masked is not message and masked != message:
+        masked = _mask(message, secrets)
+        if masked != message:
             record.msg, record.args = masked, ()
         return True
+
+    def mask(self, text: str) -> str:
+        """`text` with every registered secret, in each of its encodings, replaced by ***."""
+        with self._lock:
+            secrets = [*self._pinned, *self._secrets]
+        return _mask(text, secrets) if secrets else text
+
+
+def _encodings(secret: str) -> set[str]:
+    """How a secret appears in text: as is, percent-encoded (URLs, form bodies), JSON-escaped."""
+    return {secret, quote(secret, safe=""), quote_plus(secret, safe=""), json.dumps(secret)[1:-1]}
+
+
+def _mask(text: str, secrets: Iterable[str]) -> str:
+    for secret in secrets:
+        for form in _encodings(secret):
+            if form in text:
+                text = text.replace(form, "***")
+    return text
 
 
 MASK = SecretMaskingFilter()
 
 
 def install() -> None:
-    """Attach the masking filter to py4j's loggers (idempotent)."""
+    """Mask secrets in every record of the loggers that may print a request or an answer
+    (`MASKED_LOGGERS` and their children, whenever they are created), and keep the filter on py4j's
+    (idempotent). A logger's filter would see only its own records, not its children's: the record
+    factory sees them all."""
     for name in PY4J_LOGGERS:
         logger = logging.getLogger(name)
         if MASK not in logger.filters:
             logger.addFilter(MASK)
+    with _FACTORY_LOCK:
+        current = logging.getLogRecordFactory()
+        if not getattr(current, "_pce_masking", False):
+            logging.setLogRecordFactory(_masking_factory(current))
+
+
+_FACTORY_LOCK = threading.Lock()
+_MASKED_PREFIXES = tuple(f"{m}." for m in MASKED_LOGGERS)
+
+
+def _masking_factory(inner: Callable[..., logging.LogRecord]) -> Callable[..., logging.LogRecord]:
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = inner(*args, **kwargs)
+        if record.name in MASKED_LOGGERS or record.name.startswith(_MASKED_PREFIXES):
+            MASK.filter(record)
+        return record
+
+    factory._pce_masking = True  # type: ignore[attr-defined]
+    return factory
+
+
+def register(values: Iterable[str]) -> None:
+    """Secrets handed to this process (vended keys, tokens, SAS): masked by value from now on."""
+    MASK.add(v for v in values if isinstance(v, str))
+
+
+def register_secret_properties(props: Mapping[str, object]) -> None:
+    """The values of `props` whose keys name secrets (a vended config, a table answer's config)."""
+    register(str(v) for k, v in props.items() if v and is_secret_key(str(k)))
 
 
 def mask_conf_secrets(props: Mapping[str, str]) -> None:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["SECRET_WORDS", "is_secret_key", "is_secret_param", "SECRET_IN_TEXT", "SECRET_LIST_IN_TEXT", "SPARK_DEFAULT_REDACTION",
+__all__ = ["SECRET_WORDS", "is_secret_key", "is_secret_param", "SECRET_IN_TEXT", "SECRET_LIST_IN_TEXT", "TEXT_WORDS", "SPARK_DEFAULT_REDACTION",
            "REDACTION_REGEX"]
 
 SECRET_WORDS = ("credential", "token", "secret", "password", "passwd", "pwd", "secret-access-key", "access-key-id",
                 "access-key", "session-token", "signature", "authorization", "api-key", "apikey", "private-key",
-                "shared-key", "cookie", "sse.key", "secret-key", "account-key")
+                "shared-key", "cookie", "sse.key", "secret-key", "account-key", "subscription-key")
 # A word counts at the end of the key or of a dotted segment: `adls.sas-token.<account>` (Iceberg's
 # per-account SAS tokens), `s3.sse.key`, but not `token-expires-in-ms` or `s3.sse.key-md5`.
 _FLEXIBLE_WORDS = sorted((re.escape(w).replace(r"\-", "[-_.]?").replace(r"\.", "[-_.]?") for w in SECRET_WORDS),
@@ -33,7 +33,7 @@ _SECRET_HEADER = re.compile(r"(?i)(^|\.)header\.[^=]*(" + _HEADER_WORDS + ")")
 # inside prose a word may be written with `-`, `_`, `.` or nothing between its parts.
 # A quote may be escaped (`{\"token\": \"...\"}`: JSON inside a JSON string or a log line), and the
 # value may be the first of a JSON list (`"X-Amz-Security-Token": ["..."]`, the S3 signer's headers).
-_TEXT_WORDS = "|".join(_FLEXIBLE_WORDS)
+TEXT_WORDS = _TEXT_WORDS = "|".join(_FLEXIBLE_WORDS)
 SECRET_IN_TEXT = re.compile(r"(?i)((?:" + _TEXT_WORDS + r")(?:\\*[\"'])?\s*[:=]\s*(?:\[\s*)?(?:\\*[\"'])?)[^\s\"'&,;}\]\\]+")
 #: A JSON list under a secret's name: every string in it is a secret (`"Authorization": ["AWS4...", ...]`).
 SECRET_LIST_IN_TEXT = re.compile(r"(?i)((?:" + _TEXT_WORDS + r")\\*[\"']\s*:\s*\[)([^\]]*)")

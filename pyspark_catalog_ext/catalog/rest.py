@@ -41,6 +41,7 @@ from pyiceberg.exceptions import BadRequestError
 from pyiceberg.typedef import Identifier
 from requests import Response, Session
 
+from pyspark_catalog_ext import logsafety
 from pyspark_catalog_ext.catalog.answers import also_pyiceberg, catalog_error, scrubbed, transport_error
 from pyspark_catalog_ext.catalog.commit_policy import CommitPolicy
 from pyspark_catalog_ext.catalog.connection import CatalogConnection, pyiceberg_names
@@ -130,6 +131,9 @@ class CatalogClient(RestCatalog):
         #: What the user configured, before any server answer: a server may set only what
         #: `trust_rules` allows over it (`server_settings`).
         self.user_properties: dict[str, Any] = dict(properties)
+        # Every secret the user gave is masked by value in our messages and logs from now on.
+        logsafety.mask_conf_secrets({str(k): str(v) for k, v in properties.items() if isinstance(v, str)})
+        logsafety.install()
         #: `catalog-ext.commit.*`: retry bounds and Idempotency-Key use, as Spark's CommitGuard reads them.
         self.commit_policy = CommitPolicy.from_properties(properties)
         self._sent_keys = threading.local()
@@ -160,7 +164,18 @@ class CatalogClient(RestCatalog):
         hooks = [h for h in session.hooks["response"] if h is not refuse_redirect]
         session.hooks["response"] = [*hooks, self._on_response, refuse_redirect]  # evidence first, then refuse
         session.auth = _IdempotencyKeys(session.auth, self)
+        self._register_token()
         return session
+
+    def _register_token(self) -> None:
+        """The catalog token the auth manager holds (fetched while the session was built): masked by value."""
+        manager = getattr(self, "_auth_manager", None)
+        try:
+            header = manager.auth_header() if manager is not None else None
+        except Exception:  # a token endpoint that fails is reported by the first call, not here
+            return
+        if header:
+            logsafety.register([header, header.split(" ", 1)[-1]])
 
     def _create_legacy_oauth2_auth_manager(self, session: Session) -> Any:
         # PyIceberg's OAuth2 manager fetches its first token while the session is being built, before
@@ -214,6 +229,8 @@ class CatalogClient(RestCatalog):
         path = request.path_url.split("?")[0]
         if path.endswith("/v1/config") and resp.status_code == 200:
             self._remember_config(resp)
+        elif path.endswith("/oauth/tokens") and resp.status_code == 200:
+            _register_tokens(resp)
         self._note_date(resp, path)
         history = getattr(getattr(resp.raw, "retries", None), "history", ()) or ()
         key = request.headers.get(IDEMPOTENCY_HEADER)
@@ -532,6 +549,16 @@ class _IdempotencyKeys:
 
 def _where(url: str, catalog: CatalogClient) -> str:
     return catalog.safe_uri if _origin_or_none(url) == catalog._user_origin else safe_url(url)
+
+
+def _register_tokens(resp: Response) -> None:
+    """An OAuth2 token answer's tokens: masked by value wherever they appear later."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return
+    if isinstance(body, dict):
+        logsafety.register(str(body[k]) for k in ("access_token", "refresh_token", "id_token") if body.get(k))
 
 
 def _origin_or_none(url: str) -> Origin | None:

@@ -37,6 +37,7 @@ from pyiceberg.typedef import IcebergBaseModel, Identifier
 from pyiceberg.utils.properties import get_header_properties, property_as_bool
 from requests import Response, Session
 
+from pyspark_catalog_ext import logsafety
 from pyspark_catalog_ext.catalog.rest import CatalogClient, PurgeRequiredError
 from pyspark_catalog_ext.catalog.server_settings import table_io_properties, without_code_keys
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
@@ -147,6 +148,7 @@ class GuardedRestCatalog(CatalogClient):
         location = table_response.metadata.location
         vended = {**config, **self._resolve_storage_credentials(table_response.storage_credentials,
                                                                 table_response.metadata_location)}
+        logsafety.register_secret_properties(vended)
         signed = remote_signing_requested(config, self.properties, answer.remote_signing_config)
         # Only what a catalog may vend reaches the FileIO (trust-rules.json's allow-list), and the
         # user's own credentials only endpoints the user chose.

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pyspark_catalog_ext import events, knobs
+from pyspark_catalog_ext import events, knobs, logsafety
 from pyspark_catalog_ext.catalog.trust_rules import server_may_set
 from pyspark_catalog_ext.credentials import policy as policy_knobs
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
@@ -159,6 +159,9 @@ class TableCredentials:
         stated: list[float] = []
 
         def slot(prefix: str, cfg: dict, token: str | None) -> _Slot:
+            logsafety.register_secret_properties(cfg)
+            if token:
+                logsafety.register([token])
             expires = _expiry_s(cfg)
             if expires != float("inf"):
                 stated.append(expires - now)

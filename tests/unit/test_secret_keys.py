@@ -252,3 +252,51 @@ def test_past_its_bound_of_configured_secrets_the_log_mask_drops_every_record() 
     assert mask.filter(record) and record.getMessage() == "a *** b"
     mask.pin(["one-more-configured-secret"])  # forgetting an older one could leak it: fail closed
     assert not mask.filter(logging.LogRecord("py4j", logging.DEBUG, __file__, 1, "one-more-configured-secret", (), None))
+
+
+# ---- forms found in the trust review: quoted values with spaces, `@` in a password, a SAS without
+# its `?`, a bare Google token, YAML lists, Azure's subscription key header
+@pytest.mark.parametrize("text", [
+    f'password="a b {SECRET}"', f"token: 'x {SECRET} y'", f'{{"secret-access-key": "has space {SECRET}"}}',
+    f"https://user:p@{SECRET}@host.example/x", f"https://user:p@ss{SECRET}@host.example",
+    f"sig={SECRET}&se=2026-01-01", f"SAS was sig={SECRET}", f"refused ya29.{SECRET}-_x",
+    f"tokens:\n  - {SECRET}\n  - b{SECRET}\nother: 1", f"client-secret:\n- {SECRET}\n",
+    f"Ocp-Apim-Subscription-Key: {SECRET}",
+])
+def test_secret_shapes_from_the_trust_review_are_redacted(text: str) -> None:
+    redacted = redact(text)
+    assert SECRET not in redacted and "***" in redacted, redacted
+
+
+def test_every_secret_the_process_holds_is_masked_by_value_in_any_encoding() -> None:
+    """A vended secret with characters URLs and JSON escape: masked raw, percent-encoded (as a
+    form body or query carries it) and JSON-escaped, in messages and in any log line of the
+    loggers that see requests; plain text around it is kept."""
+    import json
+    import logging
+    import secrets as random
+    from urllib.parse import quote, quote_plus
+
+    vended = "v/" + random.token_urlsafe(12) + "+x=\"q\"=="
+    logsafety.register([vended])
+    logsafety.install()
+    forms = [vended, quote(vended, safe=""), quote_plus(vended), json.dumps(vended)[1:-1]]
+    for form in forms:
+        assert redact(f"answer body: {form} (kept)") == "answer body: *** (kept)", form
+    seen: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    for name in ("urllib3.connectionpool", "pyspark_catalog_ext.pyiceberg", "botocore.endpoint"):
+        logger = logging.getLogger(name)
+        handler, level = Keep(), logger.level
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+        try:
+            logger.debug("sent %s", forms[1])
+        finally:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+    assert seen and all(vended not in m and forms[1] not in m for m in seen), seen
