@@ -510,6 +510,12 @@ class LocationGuard:
         metadata_location = _location(body.get("metadata-location"), strict=True)
         if metadata_location is None or "/" not in metadata_location:
             return _bad_location("register", body.get("metadata-location"))
+        # Read nothing outside the namespace the table joins: the guard reads with the admin keys,
+        # and the answer must not tell a caller what another bucket or namespace holds.
+        home = namespace_location(route.prefix, route.namespace)
+        if not metadata_location.startswith(home + "/"):
+            return Refusal(403, "ForbiddenException", f"register: the metadata file s3://{metadata_location} lies outside "
+                                                      f"namespace {'.'.join(route.namespace)} (s3://{home}/)")
         location = self._registered_location(metadata_location)
         if isinstance(location, Refusal):
             return location
@@ -609,11 +615,12 @@ class LocationGuard:
             location = json.loads(obj["Body"].read()).get("location")
         except Exception:  # noqa: BLE001 - unreadable metadata: refused
             return bad_request(f"register: the metadata file {shown} cannot be read as Iceberg metadata")
+        # What the file says is never echoed (it would make the guard a reader of any file's content).
         table_loc = _location(location, strict=True)
         if table_loc is None:
-            return _bad_location("register", location)
+            return bad_request(f"register: the metadata file {shown} names no plain s3://bucket/path table location")
         if not metadata_location.startswith(table_loc + "/"):
-            return Refusal(403, "ForbiddenException", f"register: metadata {shown} lies outside its table location {location}")
+            return Refusal(403, "ForbiddenException", f"register: metadata {shown} lies outside the table location it names")
         return table_loc
 
     # -- forwarding ---------------------------------------------------------------------------------

@@ -128,6 +128,34 @@ def test_register_at_another_tables_location_is_refused(lake, ns):
     _refused(resp, "register", "overlaps table", f"{ns}.a")
 
 
+def test_register_reads_nothing_outside_its_namespace_and_echoes_nothing_it_read(lake, ns):
+    """The guard reads a registered metadata file with the admin keys: a file in another namespace or
+    bucket is refused before anything is read (an existing and a missing file get the same answer,
+    so no existence oracle), and what a file in the namespace says is never shown."""
+    import boto3
+    from botocore.config import Config
+
+    rest = Rest(lake.info)
+    other = "loc" + uuid.uuid4().hex[:8]
+    assert rest.post("/namespaces", {"namespace": [other]}).status_code == 200
+    assert rest.create(other, "z").status_code == 200
+    theirs = requests.get(f"{rest.base}/namespaces/{other}/tables/z", headers=rest.headers, timeout=10).json()
+    answers = []
+    for target in (theirs["metadata-location"], f"s3://warehouse/{other}/z/metadata/none.metadata.json",
+                   "s3://another-bucket/x/metadata/v1.metadata.json"):
+        resp = rest.post(f"/namespaces/{ns}/register", {"name": "r" + uuid.uuid4().hex[:6], "metadata-location": target})
+        answers.append(_refused(resp, "lies outside namespace").split(": the metadata file")[0])
+    assert len(set(answers)) == 1, answers
+    info = lake.info
+    s3 = boto3.client("s3", endpoint_url=info.s3_endpoint, region_name="us-east-1", aws_access_key_id=info.access_key,
+                      aws_secret_access_key=info.secret_key, config=Config(s3={"addressing_style": "path"}))
+    content = "content-" + uuid.uuid4().hex
+    key = f"{ns}/a/metadata/odd.metadata.json"
+    s3.put_object(Bucket="warehouse", Key=key, Body=json.dumps({"location": f"{content} with spaces"}).encode())
+    resp = rest.post(f"/namespaces/{ns}/register", {"name": "odd", "metadata-location": f"s3://warehouse/{key}"})
+    assert content not in _refused(resp, "register") and content not in resp.text
+
+
 def test_pyiceberg_create_at_another_tables_location_is_refused(lake, ns):
     from pyiceberg.exceptions import ForbiddenError
 

@@ -32,6 +32,8 @@ public final class TrustRules {
   private static final List<String> CATALOG_PREFIXES =
       strings(SPEC.path("server-settable").path("catalog").path("prefixes"));
 
+  private static final List<String> CODE_SUFFIXES = strings(SPEC.path("metadata-code-keys").path("suffixes"));
+
   static {
     for (String group : new String[] {"credentials", "refresh-endpoints", "placement", "remote-signing"}) {
       STORAGE_KEYS.addAll(strings(STORAGE.path(group).path("keys")));
@@ -58,6 +60,14 @@ public final class TrustRules {
       return true;
     }
     return config && (CATALOG_KEYS.contains(key) || CATALOG_PREFIXES.stream().anyMatch(key::startsWith));
+  }
+
+  /**
+   * Whether a table metadata property names code a client would load ({@code write.location-provider.impl}):
+   * such properties are data any table writer sets, and never reach Iceberg.
+   */
+  public static boolean isMetadataCodeKey(String key) {
+    return key != null && CODE_SUFFIXES.stream().anyMatch(key::endsWith);
   }
 
   /** The spec itself, for tests that replay its vectors. */

@@ -1,8 +1,11 @@
 package io.catalogext.shim.wire;
 
 import io.catalogext.shim.config.ShimKeys;
+import io.catalogext.shim.config.TrustRules;
 
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
 import org.apache.iceberg.rest.responses.LoadCredentialsResponse;
 import org.apache.iceberg.rest.responses.LoadCredentialsResponseParser;
 import org.apache.iceberg.rest.responses.LoadTableResponse;
@@ -14,6 +17,8 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.module.SimpleModule;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ArrayNode;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Where the shim reads every LoadTable and LoadCredentials answer before Iceberg's parser (the
@@ -31,10 +36,13 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
  *   <li>Iceberg 1.12's {@code remote-signing-config} field (apache/iceberg#16822), which 1.10's
  *       parser drops: it is kept in the table config under a private key, and {@link
  *       RemoteSigning} turns it into the {@code s3.signer.*} properties 1.10's signer client reads.
+ *   <li>Table metadata properties that name code ({@code write.location-provider.impl}, any key
+ *       {@code trust-rules.json} lists as such) are removed before Iceberg parses the metadata.
  * </ul>
  */
 public final class RefreshTokenCapture extends JsonDeserializer<LoadTableResponse> {
   public static final String TOKEN_FIELD = "storage-refresh-token";
+  private static final Logger LOG = LoggerFactory.getLogger(RefreshTokenCapture.class);
 
   public static SimpleModule module() {
     return new SimpleModule("catalog-ext-refresh-token-capture")
@@ -57,7 +65,31 @@ public final class RefreshTokenCapture extends JsonDeserializer<LoadTableRespons
       throws IOException {
     JsonNode node = parser.getCodec().readTree(parser);
     capture(node);
+    dropCodeProperties(node);
     return LoadTableResponseParser.fromJson(node);
+  }
+
+  /**
+   * Takes out of the table's metadata properties those that name code ({@code write.location-provider.impl}):
+   * any table writer sets them, and Iceberg would load the class they name at the next write.
+   */
+  static void dropCodeProperties(JsonNode node) {
+    JsonNode metadata = node == null ? null : node.get("metadata");
+    JsonNode properties = metadata == null ? null : metadata.get("properties");
+    if (!(properties instanceof ObjectNode)) {
+      return;
+    }
+    List<String> named = new ArrayList<>();
+    properties.fieldNames().forEachRemaining(key -> {
+      if (TrustRules.isMetadataCodeKey(key)) {
+        named.add(key);
+      }
+    });
+    if (!named.isEmpty()) {
+      ((ObjectNode) properties).remove(named);
+      LOG.warn("catalog-ext: ignoring table metadata properties {}: a table's properties never name code a client loads",
+          named);
+    }
   }
 
   private static void capture(JsonNode node) {

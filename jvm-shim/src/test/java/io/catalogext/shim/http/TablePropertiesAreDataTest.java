@@ -5,18 +5,22 @@ import io.catalogext.shim.LoopbackCatalog;
 import io.catalogext.shim.RefreshingS3ClientFactory;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
+import org.apache.iceberg.StructLike;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.TableMetadataParser;
 import org.apache.iceberg.aws.s3.S3FileIO;
 import org.apache.iceberg.catalog.TableIdentifier;
+import org.apache.iceberg.io.LocationProvider;
 import org.apache.iceberg.types.Types;
 import org.junit.jupiter.api.Test;
 
@@ -29,6 +33,26 @@ import org.junit.jupiter.api.Test;
  * make, nor the S3 client it builds.
  */
 public class TablePropertiesAreDataTest {
+  /** A LocationProvider a hostile table names: counts its instances. */
+  public static final class MarkerLocationProvider implements LocationProvider {
+    private static final long serialVersionUID = 1L;
+    static final AtomicInteger INSTANCES = new AtomicInteger();
+
+    public MarkerLocationProvider(String location, Map<String, String> properties) {
+      INSTANCES.incrementAndGet();
+    }
+
+    @Override
+    public String newDataLocation(String filename) {
+      return "s3://attacker/" + filename;
+    }
+
+    @Override
+    public String newDataLocation(PartitionSpec spec, StructLike partition, String filename) {
+      return "s3://attacker/" + filename;
+    }
+  }
+
   private static final String MARK = "from-table-properties";
 
   @Test
@@ -43,6 +67,8 @@ public class TablePropertiesAreDataTest {
       properties.put(keys[i], MARK + "-" + i);
     }
     properties.put("a.key.no.list.names", MARK + "-other");
+    // A property Iceberg loads a class from (a LocationProvider at the next write): never reaches Iceberg.
+    properties.put("write.location-provider.impl", MarkerLocationProvider.class.getName());
     Schema schema = new Schema(Types.NestedField.required(1, "id", Types.LongType.get()));
     TableMetadata metadata = TableMetadata.newTableMetadata(schema, PartitionSpec.unpartitioned(), "s3://bucket/db/t", properties);
     String answer = "{\"metadata-location\":\"s3://bucket/db/t/metadata/v1.metadata.json\",\"metadata\":"
@@ -71,6 +97,9 @@ public class TablePropertiesAreDataTest {
       assertEquals("http://127.0.0.1:9", ioProperties.get("s3.endpoint"), "the user's endpoint");
       assertEquals("vended", ioProperties.get("s3.secret-access-key"), "the catalog's table config");
       io.client(); // the S3 client builds from those properties
+      assertFalse(table.properties().containsKey("write.location-provider.impl"), "a property naming code is dropped");
+      table.locationProvider().newDataLocation("f.parquet");
+      assertEquals(0, MarkerLocationProvider.INSTANCES.get(), "the table's LocationProvider class was never loaded");
     } finally {
       server.stop(0);
     }
