@@ -273,6 +273,8 @@ def parse_json(raw: bytes) -> Any | Refusal:
         return bad_request(f"the body gives the key {str(dup)[:60]!r} twice (in some spelling)")
     except (ValueError, UnicodeDecodeError):
         return bad_request("the request body must be JSON (UTF-8)")
+    except RecursionError:  # nested past the parser's depth: no Iceberg body is
+        return bad_request("the request body is nested too deeply")
 
 
 def struct_keys_refusal(obj: Any, what: str, allowed: Iterable[str] | None = None) -> Refusal | None:

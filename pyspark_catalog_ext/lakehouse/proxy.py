@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
+import time
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
-__all__ = ["BoundedHTTPServer", "ProxyHandler", "ProxyServer", "error_body", "HOP_BY_HOP", "MAX_CATALOG_BODY", "MAX_TOKEN_BODY",
+__all__ = ["BoundedHTTPServer", "HEADER_DEADLINE", "IDLE_TIMEOUT", "MAX_CONNECTIONS", "ProxyHandler", "ProxyServer", "error_body", "HOP_BY_HOP", "MAX_CATALOG_BODY", "MAX_TOKEN_BODY",
            "TOKEN_PATH", "UPSTREAM_TIMEOUT"]
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "accept-encoding", "content-encoding", "te", "trailer", "upgrade"}
@@ -19,36 +21,93 @@ MAX_TOKEN_BODY = 64 << 10  # an OAuth2 form
 _CONTENT_LENGTH = re.compile(r"[0-9]{1,12}")  # int() would also take "-1", "+1", "1_0" and non-ASCII digits
 TOKEN_PATH = "/v1/oauth/tokens"
 UPSTREAM_TIMEOUT = 30.0
-MAX_CONNECTIONS = 256  # open client connections (one thread each); more are closed at once
+MAX_CONNECTIONS = 256  # open client connections (one thread each)
+IDLE_TIMEOUT = 30.0  # a kept-alive connection waiting for its next request is closed after this
+HEADER_DEADLINE = 10.0  # from a request's first byte to its last header line, however slowly they come
 
 
 class BoundedHTTPServer(ThreadingHTTPServer):
-    """ThreadingHTTPServer with daemon threads and at most MAX_CONNECTIONS of them: an idle
-    keep-alive connection holds its thread until the handler's timeout, so without a bound a
-    client opening connections could make threads without end."""
+    """ThreadingHTTPServer with daemon threads and at most MAX_CONNECTIONS of them. A connection is
+    either idle (kept alive, waiting for a request) or busy. At the bound, a new connection takes
+    the place of the longest-idle one, so idle connections, from whomever (every local process is
+    127.0.0.1 here), never lock another client out; a request's headers must arrive within
+    HEADER_DEADLINE, so slow senders cannot hold the busy places either. A daemon reaper closes
+    connections idle past IDLE_TIMEOUT or past the header deadline; it ends with the server."""
 
     daemon_threads = True
     request_queue_size = 128  # socketserver's 5 drops SYNs of a burst (a 1 s client retry each, measured)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        self._lock = threading.Lock()
+        # socket -> (state, since): "idle" waits for a request line, "headers" reads one, "busy" serves it
+        self._connections: dict[Any, tuple[str, float]] = {}
+        self._stopped = threading.Event()
+        threading.Thread(target=self._reap, name="lakehouse-proxy-reaper", daemon=True).start()
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
-            self.shutdown_request(request)
+        with self._lock:
+            if len(self._connections) >= MAX_CONNECTIONS and not self._evict_idle():
+                evicted = False
+            else:
+                self._connections[request] = ("idle", time.monotonic())
+                evicted = True
+        if not evicted:
+            self.shutdown_request(request)  # every place is serving a request: refuse, do not queue
             return
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._slots.release()
+            self._forget(request)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)  # type: ignore[misc]
         finally:
-            self._slots.release()
+            self._forget(request)
+
+    def mark(self, request: Any, state: str) -> None:
+        with self._lock:
+            if request in self._connections:
+                self._connections[request] = (state, time.monotonic())
+
+    def _forget(self, request: Any) -> None:
+        with self._lock:
+            self._connections.pop(request, None)
+
+    def _evict_idle(self) -> bool:
+        """Close the longest-idle connection (under the lock); False if none is idle."""
+        idle = [(since, sock) for sock, (state, since) in self._connections.items() if state == "idle"]
+        if not idle:
+            return False
+        _, sock = min(idle, key=lambda item: item[0])
+        self._connections.pop(sock, None)
+        _close_socket(sock)
+        return True
+
+    def _reap(self) -> None:
+        while not self._stopped.wait(1.0):
+            now = time.monotonic()
+            with self._lock:
+                late = [sock for sock, (state, since) in self._connections.items()
+                        if (state == "idle" and now - since > IDLE_TIMEOUT) or (state == "headers" and now - since > HEADER_DEADLINE)]
+                for sock in late:
+                    self._connections.pop(sock, None)
+            for sock in late:
+                _close_socket(sock)
+
+    def server_close(self) -> None:
+        self._stopped.set()
+        super().server_close()
+
+
+def _close_socket(sock: Any) -> None:
+    """Ends a connection under its handler thread: its blocked read returns, and the thread ends."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
 
 
 class ProxyHandler(BaseHTTPRequestHandler):
@@ -62,6 +121,27 @@ class ProxyHandler(BaseHTTPRequestHandler):
 
     def log_message(self, fmt: str, *args: Any) -> None:  # no access log: URLs are fine, but keep stderr quiet
         pass
+
+    def handle_one_request(self) -> None:
+        # The server's bookkeeping: idle until a request's first byte, then its headers are on the clock.
+        server = self.server
+        if isinstance(server, BoundedHTTPServer):
+            server.mark(self.connection, "idle")
+            try:
+                first = self.rfile.peek(1)  # waits for the next request (buffered for readline), or EOF
+            except (OSError, ValueError):
+                first = b""
+            if not first:
+                self.close_connection = True
+                return
+            server.mark(self.connection, "headers")
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        if isinstance(self.server, BoundedHTTPServer):
+            self.server.mark(self.connection, "busy")
+        return ok
 
     def _reply(self, status: int, payload: bytes, headers: Mapping[str, str] | None = None) -> None:
         self.send_response(status)

@@ -614,7 +614,7 @@ class _Handler(ProxyHandler):
             if not (isinstance(url, str) and isinstance(headers, dict) and isinstance(request.get("region") or "", str)
                     and all(isinstance(v, str) or isinstance(v, list) and all(isinstance(x, str) for x in v) for v in headers.values())):
                 raise TypeError
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return self._error(400, "BadRequestException", "the body must be an S3SignRequest: {region, method, uri, headers}")
         why = proxy.check_request(scope, method, url, headers, request.get("body"), client=client, token_expires=token_expires)
         if why is not None:
