@@ -128,7 +128,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
         if isinstance(server, BoundedHTTPServer):
             server.mark(self.connection, "idle")
             try:
-                first = self.rfile.peek(1)  # waits for the next request (buffered for readline), or EOF
+                first = self.rfile.peek(1)  # type: ignore[attr-defined]  # a BufferedReader: waits for the next request, or EOF
             except (OSError, ValueError):
                 first = b""
             if not first:
