@@ -101,7 +101,7 @@ def server_settings(conf: Mapping[str, str], *, token: str, bind: str = LOOPBACK
     for key in (TOKEN_KEY, BINDING_ADDRESS_KEY):
         if key in conf:
             raise ConfigError(f"{key} is set by connect-server itself: pass {'--bind' if key == BINDING_ADDRESS_KEY else '--connect-token-file or --connect-token-env'} instead")
-    settings = {**_SERVER_DEFAULTS, "spark.ui.enabled": "false", **conf}
+    settings = {**_SERVER_DEFAULTS, "spark.app.name": "Spark Connect server", "spark.ui.enabled": "false", **conf}
     # The UDF workers need pyspark: this Python has it (Spark's default is `python3` on the PATH).
     settings.setdefault("spark.pyspark.python", sys.executable)
     settings.update({BINDING_ADDRESS_KEY: bind, BINDING_PORT_KEY: str(port), TOKEN_KEY: token})
@@ -138,7 +138,8 @@ def serve(settings: Mapping[str, str], *, started: Callable[[str, int], None] | 
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     try:
-        service = spark.sparkContext._jvm.org.apache.spark.sql.connect.service.SparkConnectService
+        # The Scala object itself: its static forwarders miss localPort() and the stop() defaults.
+        service = getattr(getattr(spark.sparkContext._jvm.org.apache.spark.sql.connect.service, "SparkConnectService$"), "MODULE$")
         service.start(spark.sparkContext._jsc.sc())
         if started is not None:
             started(settings[BINDING_ADDRESS_KEY], int(service.localPort()))
