@@ -29,7 +29,15 @@ __all__ = ["register"]
 _SECRET_SOURCES = ("credential", "credential_env", "credential_file", "token", "token_env", "token_file", "from_pyiceberg")
 
 
+def _stdin_line(what: str) -> str:
+    value = sys.stdin.readline().strip()
+    if not value:
+        raise ConfigError(f"standard input holds no line for {what}: pipe the secrets in, one a line, e.g. from your secret manager")
+    return value
+
+
 def _catalog_secret(args: argparse.Namespace) -> dict[str, str | None]:
+    """The catalog's credential or token: the first line of standard input."""
     given = [name for name in _SECRET_SOURCES if getattr(args, name) is not None]
     if given:
         flag = "--" + given[0].replace("_", "-")
@@ -37,12 +45,11 @@ def _catalog_secret(args: argparse.Namespace) -> dict[str, str | None]:
                           f"not {flag}: every client's UDF can read the server's command line, environment and files")
     if args.credential_stdin and args.token_stdin:
         raise ConfigError("pass only one of --credential-stdin and --token-stdin")
-    if not (args.credential_stdin or args.token_stdin):
-        return {}
-    value = sys.stdin.readline().strip()
-    if not value:
-        raise ConfigError("standard input holds no secret: pipe the catalog's credential (or token) in, e.g. from your secret manager")
-    return {"credential": value} if args.credential_stdin else {"token": value}
+    if args.credential_stdin:
+        return {"credential": _stdin_line("--credential-stdin")}
+    if args.token_stdin:
+        return {"token": _stdin_line("--token-stdin")}
+    return {}
 
 
 def _cmd(args: argparse.Namespace) -> int:
@@ -53,10 +60,12 @@ def _cmd(args: argparse.Namespace) -> int:
             raise ConfigError(f"--conf {item!r} must look like key=value")
         if is_secret_key(key):
             raise ConfigError(f"--conf {key}=...: a secret on the command line can be read by every client's UDF; "
-                              "connect-server takes only the catalog's credential or token, from standard input")
+                              f"pass --conf-stdin {key} and its value on standard input")
         extra[key] = value
     token = read_connect_token(args.connect_token_file, args.connect_token_env)
     secret = _catalog_secret(args)
+    for key in args.conf_stdin or []:  # after the catalog's secret, one line each, in order
+        extra[key] = _stdin_line(f"--conf-stdin {key}")
     kwargs = {**connection_kwargs(args), **secret}
     conf = spark_conf(
         args.profile, args.catalog, jars=None if args.jars == "none" else args.jars, repository=args.repository,
@@ -74,7 +83,7 @@ def _cmd(args: argparse.Namespace) -> int:
         # The same words as Spark's SparkConnectServer, so scripts that wait for them keep working.
         print(f"Spark Connect server started at: {host}:{port}", flush=True)
 
-    serve(settings, started=started)
+    serve(settings, private=args.conf_stdin or (), started=started)  # a stdin value never reaches a command line
     return 0
 
 
@@ -98,5 +107,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--repository", metavar="DIR_OR_URL", help="with --jars packages: a folder made by `maven-repo` or a Maven repository URL")
     p.add_argument("--no-shim", action="store_true", help="plain Iceberg REST catalog without the refresh shim")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra setting, never a secret (repeatable)")
+    p.add_argument("--conf-stdin", action="append", metavar="KEY",
+                   help="extra setting whose value is the next line of standard input, for secrets such as "
+                        "spark.sql.catalog.<c>.header.X-Api-Key (repeatable; after the catalog's secret)")
     p.add_argument("--check", action="store_true", help="probe the catalog (reachable, credentials, warehouse) first")
     p.set_defaults(func=_cmd)

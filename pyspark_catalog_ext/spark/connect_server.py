@@ -24,7 +24,7 @@ import signal
 import stat
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -111,11 +111,12 @@ def server_settings(conf: Mapping[str, str], *, token: str, bind: str = LOOPBACK
     return settings
 
 
-def serve(settings: Mapping[str, str], *, started: Callable[[str, int], None] | None = None) -> None:
+def serve(settings: Mapping[str, str], *, private: Collection[str] = (), started: Callable[[str, int], None] | None = None) -> None:
     """Start the Connect server with `settings` and block until SIGTERM or SIGINT, then stop it.
 
-    The JVM starts with the settings minus secrets on its command line (`session.launch_settings`)
-    and gets them all through Py4J; `started(host, port)` is called once it listens."""
+    The JVM starts with the settings minus secrets (`session.launch_settings`) and minus the keys in
+    `private` on its command line and gets them all through Py4J; `started(host, port)` is called
+    once it listens."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
@@ -123,6 +124,7 @@ def serve(settings: Mapping[str, str], *, started: Callable[[str, int], None] | 
     from pyspark_catalog_ext.spark.session import launch_settings
 
     logsafety.mask_conf_secrets(settings)  # py4j logs values at DEBUG
+    logsafety.MASK.pin(settings[k] for k in private)
     logsafety.install()
     if is_loopback(settings[BINDING_ADDRESS_KEY]):
         # Spark's web servers take their address from here, not from spark.driver.bindAddress.
@@ -131,8 +133,9 @@ def serve(settings: Mapping[str, str], *, started: Callable[[str, int], None] | 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     launch = SparkConf(loadDefaults=False)
-    launch.setAll(launch_settings(settings))
+    launch.setAll([(k, v) for k, v in launch_settings(settings) if k not in private])
     SparkContext._ensure_initialized(conf=launch)
+    jvm = SparkContext._gateway.proc  # type: ignore[union-attr]  # pyspark's Popen of the driver JVM
     builder: Any = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -144,7 +147,9 @@ def serve(settings: Mapping[str, str], *, started: Callable[[str, int], None] | 
         if started is not None:
             started(settings[BINDING_ADDRESS_KEY], int(service.localPort()))
         while not stop.wait(1):
-            pass
+            if jvm is not None and jvm.poll() is not None:
+                raise ConfigError(f"the Spark Connect server's JVM exited (code {jvm.returncode}); its log is above")
         service.stop(getattr(service, "stop$default$1")(), getattr(service, "stop$default$2")())
     finally:
-        spark.stop()
+        if jvm is None or jvm.poll() is None:
+            spark.stop()

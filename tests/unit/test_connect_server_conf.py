@@ -5,13 +5,14 @@ refuses every secret source but standard input, and starts only with a private c
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.spark.connect_server import BINDING_ADDRESS_KEY, TOKEN_KEY, read_connect_token, server_settings
-from tests.conftest import SECRET, assert_one_line_error, run_cli
+from tests.conftest import CLI, SECRET, assert_one_line_error, run_cli
 
 CATALOG = ["--profile", "polaris", "--uri", "https://polaris.example.com/api/catalog", "--warehouse", "prod", "--jars", "none"]
 
@@ -62,7 +63,17 @@ def test_connect_server_takes_the_catalog_secret_from_stdin_only(tmp_path, sourc
 
 def test_connect_server_refuses_a_secret_setting_on_its_command_line(tmp_path):
     proc = _server(tmp_path, "--conf", f"spark.sql.catalog.lake.header.X-Api-Key={SECRET}")
-    assert_one_line_error(proc, "spark.sql.catalog.lake.header.X-Api-Key", "command line")
+    assert_one_line_error(proc, "spark.sql.catalog.lake.header.X-Api-Key", "command line", "--conf-stdin")
+
+
+@pytest.mark.parametrize("flags", [["--credential-stdin"], ["--token-stdin"], ["--conf-stdin", "spark.sql.catalog.lake.header.X-Api-Key"]])
+def test_connect_server_refuses_an_empty_standard_input(tmp_path, flags):
+    token = tmp_path / "connect-token"
+    token.write_text("t0ken\n")
+    token.chmod(0o600)
+    proc = subprocess.run([*CLI, "connect-server", *CATALOG, "--connect-token-file", str(token), *flags], input="",
+                          capture_output=True, text=True, timeout=120)
+    assert_one_line_error(proc, "standard input holds no line for", flags[0])
 
 
 def test_connect_server_needs_a_private_client_token(tmp_path):
