@@ -102,7 +102,10 @@ def connect_server(lakehouse, expiring, tmp_path_factory):
     args = ["connect-server", "--profile", "local", "--uri", catalog_proxy.url, "--warehouse", lakehouse.info.warehouse,
             "--credential-stdin", "--connect-token-file", str(token_file), "--port", str(port),
             "--spark", "4.1", "--iceberg", ICEBERG, "--conf", "spark.master=local[2]",
-            "--conf", "spark.connect.grpc.port.maxRetries=20"]
+            "--conf", "spark.connect.grpc.port.maxRetries=20",
+            # A setting whose name does not look secret, given on stdin: it must stay off command lines too.
+            "--conf-stdin", "spark.pce.test.stdin-marker"]
+    marker = "stdin-marker-" + secrets.token_hex(8)
     refresh = {f"spark.sql.catalog.lake.catalog-ext.refresh.{k}": str(v)
                for k, v in {"check-interval-ms": 1000, "min-ahead-ms": 0, "lifetime-fraction": 0.4}.items()}
     for key, value in refresh.items():
@@ -114,7 +117,7 @@ def connect_server(lakehouse, expiring, tmp_path_factory):
         server = subprocess.Popen([str(spark_venv("4.1")), "-m", "pyspark_catalog_ext.cli", *args], stdin=subprocess.PIPE,
                                   stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir)
     assert server.stdin is not None
-    server.stdin.write(lakehouse.info.credential.encode() + b"\n")
+    server.stdin.write(f"{lakehouse.info.credential}\n{marker}\n".encode())
     server.stdin.close()
     try:
         # Ready when the server says where it listens: a connectable port alone may be someone else's
@@ -131,14 +134,20 @@ def connect_server(lakehouse, expiring, tmp_path_factory):
         catalog = spark_conf("local", "lake", jars=None, uri=catalog_proxy.url, warehouse=lakehouse.info.warehouse,
                              credential=lakehouse.info.credential, extra_conf=refresh).catalog("lake")
         yield {"remote": f"sc://localhost:{port}", "port": port, "token": token, "token_file": token_file, "log": log, "pid": server.pid,
-               "catalog_props": catalog, "secret": lakehouse.info.credential}
+               "catalog_props": catalog, "secret": lakehouse.info.credential, "marker": marker}
     finally:
+        below = _descendants(server.pid) - {server.pid}  # the JVM and its Python daemon
         server.terminate()
         try:
-            server.wait(60)
+            stopped = server.wait(60)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(10)
+            stopped = None
+        deadline = time.monotonic() + 30
+        while (left := {p for p in below if Path(f"/proc/{p}").exists()}) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert stopped == 0 and not left, f"connect-server on SIGTERM: exit {stopped}, processes left {left}: {log.read_text()[-2000:]}"
 
 
 def _client_env(connect_server, token: bool = True) -> dict[str, str]:
@@ -315,11 +324,12 @@ def test_connect_server_listens_on_loopback_only(connect_server):
 def test_connect_udf_finds_no_catalog_secret_it_can_read(connect_server, client_python):
     """A client's Python UDF runs as the server's user: it reads its own and its ancestors' environ
     and cmdline, the files those command lines name and the server's working directory (its log
-    included). The catalog's credential (and its secret half) is in none of them; the client token
+    included). The catalog's credential (and its secret half) is in none of them, nor a setting given
+    with --conf-stdin; the client token
     is, in its file, as it may be (whoever runs a UDF has it)."""
     secret = connect_server["secret"]
     # The client token is a control: its file is named on the launcher's command line, so the walk must find it.
-    needles = [secret, secret.rpartition(":")[2], connect_server["token"]]
+    needles = [secret, secret.rpartition(":")[2], connect_server["token"], connect_server["marker"]]
     proc = subprocess.run([str(client_python), str(UDF_WALK_JOB), json.dumps({"remote": connect_server["remote"]})],
                           input=json.dumps(needles), capture_output=True, text=True, timeout=300, env=_client_env(connect_server))
     lines = [line[len("RESULT "):] for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
