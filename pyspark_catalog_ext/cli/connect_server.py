@@ -76,8 +76,8 @@ def _cmd(args: argparse.Namespace) -> int:
         check_catalog(conf, args.catalog)
     settings = server_settings(dict(conf), token=token, bind=args.bind, port=args.port)
     if not is_loopback(args.bind):
-        print(f"connect-server: listening on {args.bind}: a client token travels in clear text unless a TLS proxy "
-              "fronts the server", file=sys.stderr)
+        print(f"connect-server: listening on {args.bind}, beyond this machine: the server speaks plain gRPC and "
+              "pyspark-client sends its token to another host over TLS only, so put a TLS proxy in front of it", file=sys.stderr)
 
     def started(host: str, port: int) -> None:
         # The same words as Spark's SparkConnectServer, so scripts that wait for them keep working.
