@@ -122,6 +122,7 @@ def serve(settings: Mapping[str, str], *, private: Collection[str] = (), started
 
     from pyspark_catalog_ext import logsafety
     from pyspark_catalog_ext.spark.session import launch_settings
+    from pyspark_catalog_ext.spark.shim_api import ShimJvm
 
     logsafety.mask_conf_secrets(settings)  # py4j logs values at DEBUG
     logsafety.MASK.pin(settings[k] for k in private)
@@ -141,15 +142,14 @@ def serve(settings: Mapping[str, str], *, private: Collection[str] = (), started
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     try:
-        # The Scala object itself: its static forwarders miss localPort() and the stop() defaults.
-        service = getattr(getattr(spark.sparkContext._jvm.org.apache.spark.sql.connect.service, "SparkConnectService$"), "MODULE$")
-        service.start(spark.sparkContext._jsc.sc())
+        driver = ShimJvm(spark)
+        port = driver.start_connect_service()
         if started is not None:
-            started(settings[BINDING_ADDRESS_KEY], int(service.localPort()))
+            started(settings[BINDING_ADDRESS_KEY], port)
         while not stop.wait(1):
             if jvm is not None and jvm.poll() is not None:
                 raise ConfigError(f"the Spark Connect server's JVM exited (code {jvm.returncode}); its log is above")
-        service.stop(getattr(service, "stop$default$1")(), getattr(service, "stop$default$2")())
+        driver.stop_connect_service()
     finally:
         if jvm is None or jvm.poll() is None:
             spark.stop()
