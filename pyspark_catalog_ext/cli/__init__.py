@@ -12,13 +12,13 @@ import sys
 from collections.abc import Sequence
 
 from pyspark_catalog_ext import __version__
-from pyspark_catalog_ext.cli import demo, doctor, local, maintain, maven_repo, spark_conf, staged
+from pyspark_catalog_ext.cli import connect_server, demo, doctor, local, maintain, maven_repo, spark_conf, staged
 from pyspark_catalog_ext.errors import CatalogExtError
 
 __all__ = ["main", "build_parser"]
 
 # In help order.
-COMMANDS = (local, spark_conf, demo, doctor, staged, maintain, maven_repo)
+COMMANDS = (local, spark_conf, connect_server, demo, doctor, staged, maintain, maven_repo)
 
 
 def build_parser() -> argparse.ArgumentParser:

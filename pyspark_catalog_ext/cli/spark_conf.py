@@ -12,6 +12,7 @@ from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.secret_keys import is_secret_key
 from pyspark_catalog_ext.spark.catalog_check import check_catalog
 from pyspark_catalog_ext.spark.conf import CatalogSparkConf, spark_conf
+from pyspark_catalog_ext.spark.connect_server import refuse_secrets_in_properties_file
 
 __all__ = ["register"]
 
@@ -50,6 +51,8 @@ def _cmd(args: argparse.Namespace) -> int:
         local=True if args.local else None, extra_conf=extra, spark=args.spark, iceberg=args.iceberg, store=args.store,
         **connection_kwargs(args),
     )
+    if args.format == "defaults":
+        refuse_secrets_in_properties_file(conf)  # a Connect server's UDFs could read it
     if args.check:
         check_catalog(conf, args.catalog)
     print(_format(conf, args.format, args.show_secrets))

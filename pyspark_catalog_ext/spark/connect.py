@@ -1,7 +1,7 @@
 """Spark Connect sessions (`pyspark-client`, no Py4J): status through SQL, everything else by configuration.
 
 A Connect client has no JVM of its own: the shim runs in the Connect server's driver, configured by the
-server's settings alone (`pyspark-catalog-ext spark-conf ...` on its spark-submit line). Its
+server's settings alone (`pyspark-catalog-ext connect-server ...`, spark/connect_server.py). Its
 `spark.sql.extensions` entry `CatalogExtSqlExtensions` adds SQL function `catalog_ext_status()`,
 which this module reads and parses into the same types `attach()` reports through Py4J. What needs a
 Python object in the driver (a Python credential source, a policy set at runtime) cannot work here;
@@ -40,8 +40,8 @@ def read_status(spark: Any) -> ShimStatus:
     except Exception as exc:  # the server's AnalysisException: the function is not registered there
         if STATUS_FUNCTION.lower() in str(exc).lower():
             raise ConfigError(
-                f"the Spark Connect server has no SQL function {STATUS_FUNCTION}(): start it with the settings of "
-                f"`pyspark-catalog-ext spark-conf` (spark.sql.extensions must include {SHIM_SQL_EXTENSIONS} and "
+                f"the Spark Connect server has no SQL function {STATUS_FUNCTION}(): start it with "
+                f"`pyspark-catalog-ext connect-server` (spark.sql.extensions must include {SHIM_SQL_EXTENSIONS} and "
                 "the shim jar must be on its classpath)"
             ) from None
         raise
@@ -86,7 +86,7 @@ class ConnectCredentialManager:
     def set_policy(self, policy: Any, catalogs: Any = None) -> None:
         raise not_under_connect("setting a refresh policy at runtime",
                                 "set spark.sql.catalog.<catalog>.catalog-ext.refresh.* on the Connect server "
-                                "(pyspark-catalog-ext spark-conf ... --conf ...) and restart it")
+                                "(pyspark-catalog-ext connect-server ... --conf ...) and restart it")
 
     def register_source(self, catalog: str, source: Any) -> None:
         raise not_under_connect(f"a Python credential source for catalog {catalog!r}",
@@ -121,6 +121,6 @@ def attach_connect(
     if missing:
         raise ConfigError(
             f"catalog(s) {', '.join(missing)} are not shim catalogs on the Spark Connect server; "
-            "start it with the settings of `pyspark-catalog-ext spark-conf --catalog NAME ...`"
+            "start it with `pyspark-catalog-ext connect-server --catalog NAME ...`"
         )
     return ConnectCredentialManager(spark, wanted)

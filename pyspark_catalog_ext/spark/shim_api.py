@@ -19,7 +19,7 @@ from pyspark_catalog_ext.catalog.connection import S3_FILE_IO, SHIM_CATALOG_IMPL
 __all__ = [
     "EXTENSIONS", "SPARK_CATALOG", "SPARK_SESSION_CATALOG", "S3_FILE_IO",
     "SHIM_PACKAGE", "PYTHON_API", "SHIM_CATALOG_IMPL", "SHIM_CLIENT_FACTORY", "SHIM_PLUGIN", "SHIM_SQL_EXTENSIONS",
-    "STATUS_FUNCTION",
+    "STATUS_FUNCTION", "CONNECT_SERVICE",
     "PYTHON_CREDENTIAL_BRIDGE", "CREDENTIALS_EXPIRED_EXCEPTION", "CATALOG_REDIRECT_EXCEPTION",
     "CredentialPrefix", "RegistryEntry", "PluginStats", "CommitOutcome", "ShimStatus", "JvmEvent", "EventBatch",
     "StagedInfo", "StagedWrite", "StagedAbort", "JvmStagedTable", "CatalogInfo", "ShimJvm",
@@ -40,6 +40,8 @@ PYTHON_CREDENTIAL_BRIDGE = f"{SHIM_PACKAGE}.refresh.PythonCredentialBridge"
 # The exceptions Python translates (java_errors), in the shim's leaf package of errors.
 CREDENTIALS_EXPIRED_EXCEPTION = f"{SHIM_PACKAGE}.errors.CredentialsExpiredException"
 CATALOG_REDIRECT_EXCEPTION = f"{SHIM_PACKAGE}.errors.CatalogRedirectException"
+# Spark's Connect service, the Scala object (`connect-server` starts it as Spark's SparkConnectServer main does).
+CONNECT_SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"
 
 
 # ---- answers
@@ -287,6 +289,21 @@ class ShimJvm:
         if isinstance(schema, StructType):
             return types.DataType.fromJson(schema.json())
         return types.StructType.fromDDL(schema)
+
+    def start_connect_service(self) -> int:
+        """Start Spark's Connect gRPC service in this driver; the port it listens on."""
+        service = self._connect_service
+        service.start(self._sc._jsc.sc())
+        return int(service.localPort())
+
+    def stop_connect_service(self) -> None:
+        service = self._connect_service
+        service.stop(getattr(service, "stop$default$1")(), getattr(service, "stop$default$2")())
+
+    @property
+    def _connect_service(self) -> Any:
+        # The object itself: the class's static forwarders miss localPort() and stop()'s defaults.
+        return getattr(_java_class(self._sc._jvm, CONNECT_SERVICE), "MODULE$")
 
     # ---- the shim (PythonApi)
 

@@ -1,8 +1,10 @@
-"""Spark Connect (Spark 4.1, Iceberg 1.12): a real Connect server started with `pyspark-catalog-ext
-spark-conf` settings alone, a client venv with `pyspark-client` (no Py4J) and this package. A CTAS
-from the client outlives its credentials (the loopback proxies make them live LIFETIME seconds);
-status and commit outcomes come back through SQL `catalog_ext_status()`, and what needs Py4J is
-refused in one line.
+"""Spark Connect (Spark 4.1, Iceberg 1.12): a real Connect server started by the documented recipe
+(`pyspark-catalog-ext connect-server`: client token, loopback, the catalog's credential on stdin),
+a client venv with `pyspark-client` (no Py4J) and this package. A CTAS from the client outlives its
+credentials (the loopback proxies make them live LIFETIME seconds); status and commit outcomes come
+back through SQL `catalog_ext_status()`, and what needs Py4J is refused in one line. The server is
+one trust domain: a client without the token is refused, nothing listens beyond loopback, and a
+client's UDF finds the catalog's secret in no file, environment or command line it can read.
 
 The venvs are cached under the worktree (.venvs/pyspark-4.1, shared with test_stack_matrix.py: full
 pyspark for the server's Spark; .venvs/connect-4.1: pyspark-client + this package's dependencies
@@ -14,9 +16,12 @@ Maven Central into the package's cache (copied from ~/.m2 when it holds the pinn
 from __future__ import annotations
 
 import importlib.metadata
+import ipaddress
 import json
 import os
 import re
+import secrets
+import socket
 import subprocess
 import sys
 import time
@@ -25,7 +30,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.helpers import free_port
 from tests.slow.test_stack_matrix import spark_venv
 
@@ -36,6 +40,7 @@ ICEBERG = "1.12.0"
 LIFETIME = 8  # seconds the proxies let a credential live
 CLIENT_JOB = ROOT / "tests" / "jobs" / "connect_client_job.py"
 TWO_SESSIONS_JOB = ROOT / "tests" / "jobs" / "connect_two_sessions_job.py"
+UDF_WALK_JOB = ROOT / "tests" / "jobs" / "connect_udf_walk_job.py"
 
 
 def _venv(name: str, *requirements: str, pth: Path | None = None) -> Path:
@@ -53,14 +58,6 @@ def _venv(name: str, *requirements: str, pth: Path | None = None) -> Path:
         site = next((venv / "lib").glob("python3*/site-packages"))
         (site / "pyspark_catalog_ext_worktree.pth").write_text(f"{pth}\n")
     return python
-
-
-@pytest.fixture(scope="module")
-def spark_home() -> Path:
-    python = spark_venv("4.1")
-    out = subprocess.run([str(python), "-c", "import pyspark, os; print(os.path.dirname(pyspark.__file__))"],
-                         capture_output=True, text=True, check=True)
-    return Path(out.stdout.strip())
 
 
 @pytest.fixture(scope="module")
@@ -87,41 +84,43 @@ def expiring(lakehouse):
 
 
 @pytest.fixture(scope="module")
-def connect_server(lakehouse, expiring, spark_home, tmp_path_factory):
-    """spark-submit SparkConnectServer with the settings `spark-conf --format defaults` prints (in a
-    properties file: secrets stay off the command line), plus the Spark 4.1 jars and the shim jar."""
-    from pyspark_catalog_ext.spark.jars import resolve_jars, select_stack
-    from pyspark_catalog_ext.spark.shim_build import shim_jar
+def connect_server(lakehouse, expiring, tmp_path_factory):
+    """The documented recipe: `pyspark-catalog-ext connect-server` with the catalog's credential on
+    stdin and a client token in a private file, on loopback (the default). Its working directory
+    holds its log: the UDF walk reads both. The Iceberg jars are what users get (`--jars offline`)."""
+    from pyspark_catalog_ext.spark.conf import spark_conf
 
     catalog_proxy, _ = expiring
     tmp = tmp_path_factory.mktemp("connect")
+    workdir = tmp / "server-cwd"
+    workdir.mkdir()
+    token = secrets.token_urlsafe(24)
+    token_file = tmp / "connect-token"
+    token_file.write_text(token + "\n")
+    token_file.chmod(0o600)
     port = free_port()
-    args = ["spark-conf", "--profile", "local", "--uri", catalog_proxy.url, "--warehouse", lakehouse.info.warehouse,
-            "--credential", lakehouse.info.credential, "--format", "defaults", "--show-secrets", "--jars", "none",
-            "--conf", "spark.ui.enabled=false",
-            "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", f"spark.connect.grpc.binding.port={port}",
-            "--conf", "spark.connect.grpc.port.maxRetries=20"]
-    for key, value in {"check-interval-ms": 1000, "min-ahead-ms": 0, "lifetime-fraction": 0.4}.items():
-        args += ["--conf", f"spark.sql.catalog.lake.catalog-ext.refresh.{key}={value}"]
-    proc = run_cli(*args)
-    assert proc.returncode == 0, proc.stderr
-    stack = select_stack("4.1", ICEBERG)
-    jars = [str(p) for p in resolve_jars(stack=stack)] + [str(shim_jar())]
-    assert [Path(j).name for j in jars[:2]] == [f"iceberg-spark-runtime-4.1_2.13-{ICEBERG}.jar", f"iceberg-aws-bundle-{ICEBERG}.jar"]
-    props = tmp / "connect-defaults.conf"
-    props.write_text(proc.stdout + f"\nspark.jars {','.join(jars)}\n")
-    props.chmod(0o600)
-    log = tmp / "connect-server.log"
+    args = ["connect-server", "--profile", "local", "--uri", catalog_proxy.url, "--warehouse", lakehouse.info.warehouse,
+            "--credential-stdin", "--connect-token-file", str(token_file), "--port", str(port),
+            "--spark", "4.1", "--iceberg", ICEBERG, "--conf", "spark.master=local[2]",
+            "--conf", "spark.connect.grpc.port.maxRetries=20",
+            # A setting whose name does not look secret, given on stdin: it must stay off command lines too.
+            "--conf-stdin", "spark.pce.test.stdin-marker"]
+    marker = "stdin-marker-" + secrets.token_hex(8)
+    refresh = {f"spark.sql.catalog.lake.catalog-ext.refresh.{k}": str(v)
+               for k, v in {"check-interval-ms": 1000, "min-ahead-ms": 0, "lifetime-fraction": 0.4}.items()}
+    for key, value in refresh.items():
+        args += ["--conf", f"{key}={value}"]
+    log = workdir / "connect-server.log"
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")}
-    env["SPARK_HOME"] = str(spark_home)
     started = time.monotonic()
     with log.open("wb") as out:
-        server = subprocess.Popen([str(spark_home / "bin" / "spark-submit"), "--master", "local[2]",
-                                   "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-                                   "--properties-file", str(props)],
-                                  stdout=out, stderr=subprocess.STDOUT, env=env)
+        server = subprocess.Popen([str(spark_venv("4.1")), "-m", "pyspark_catalog_ext.cli", *args], stdin=subprocess.PIPE,
+                                  stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir)
+    assert server.stdin is not None
+    server.stdin.write(f"{lakehouse.info.credential}\n{marker}\n".encode())
+    server.stdin.close()
     try:
-        # Ready when the server logs where it listens: a connectable port alone may be someone else's
+        # Ready when the server says where it listens: a connectable port alone may be someone else's
         # (the port can be taken between free_port() and the bind; maxRetries then moves on from it).
         while (found := re.search(r"Spark Connect server started at: \S*?:(\d+)", log.read_text(errors="replace"))) is None:
             if server.poll() is not None:
@@ -131,14 +130,31 @@ def connect_server(lakehouse, expiring, spark_home, tmp_path_factory):
             time.sleep(0.5)
         port = int(found.group(1))
         print(f"\nConnect server up in {time.monotonic() - started:.1f} s")
-        yield {"remote": f"sc://127.0.0.1:{port}", "log": log, "conf": props}
+        # What a second session's run-time catalogs copy: the server's catalog, credential included.
+        catalog = spark_conf("local", "lake", jars=None, uri=catalog_proxy.url, warehouse=lakehouse.info.warehouse,
+                             credential=lakehouse.info.credential, extra_conf=refresh).catalog("lake")
+        yield {"remote": f"sc://localhost:{port}", "port": port, "token": token, "token_file": token_file, "log": log, "pid": server.pid,
+               "catalog_props": catalog, "secret": lakehouse.info.credential, "marker": marker}
     finally:
+        below = _descendants(server.pid) - {server.pid}  # the JVM and its Python daemon
         server.terminate()
         try:
-            server.wait(30)
+            stopped = server.wait(60)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(10)
+            stopped = None
+        deadline = time.monotonic() + 30
+        while (left := {p for p in below if Path(f"/proc/{p}").exists()}) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert stopped == 0 and not left, f"connect-server on SIGTERM: exit {stopped}, processes left {left}: {log.read_text()[-2000:]}"
+
+
+def _client_env(connect_server, token: bool = True) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME", "SPARK_CONNECT_AUTHENTICATE_TOKEN")}
+    if token:  # pyspark-client sends it as a bearer token (plain text only to sc://localhost)
+        env["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = connect_server["token"]
+    return env
 
 
 def _slow_ctas(table: str) -> str:
@@ -153,7 +169,7 @@ def test_connect_client_ctas_outlives_credentials_and_reads_status_through_sql(c
     s3_proxy.reset_counters()
     catalog_proxy.reset_counters()
     table = f"lake.db.connect_{uuid.uuid4().hex[:6]}"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")}
+    env = _client_env(connect_server)
     proc = subprocess.run([str(client_python), str(CLIENT_JOB),
                            json.dumps({"remote": connect_server["remote"], "table": table, "ctas": _slow_ctas(table)})],
                           capture_output=True, text=True, timeout=300, env=env)
@@ -172,17 +188,6 @@ def test_connect_client_ctas_outlives_credentials_and_reads_status_through_sql(c
     for name, message in result["refusals"].items():
         assert message and "\n" not in message and "Spark Connect" in message, (name, message)
     assert "catalog-ext.refresh" in result["refusals"]["policy"]
-
-
-def _catalog_props(conf: Path, catalog: str) -> dict[str, str]:
-    """The properties of Spark catalog `catalog` in a spark-defaults file (`key value` lines)."""
-    prefix = f"spark.sql.catalog.{catalog}."
-    props = {}
-    for line in conf.read_text().splitlines():
-        key, _, value = line.partition(" ")
-        if key.startswith(prefix):
-            props[key[len(prefix):]] = value.strip()
-    return props
 
 
 class _NoVendingCatalog:
@@ -216,10 +221,10 @@ def test_two_connect_sessions_share_no_status_and_no_keys(connect_server, client
     catalog_proxy, _ = expiring
     rogue = _NoVendingCatalog(catalog_proxy.url).proxy
     with rogue:
-        props = {k: v.replace(catalog_proxy.url, rogue.url) for k, v in _catalog_props(connect_server["conf"], "lake").items()}
+        props = {k: v.replace(catalog_proxy.url, rogue.url) for k, v in connect_server["catalog_props"].items()}
         assert props["uri"] == rogue.url and props["catalog-impl"] == "io.catalogext.shim.ExtRESTCatalog"
         name = f"iso_{uuid.uuid4().hex[:6]}"
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SPARK_HOME")}
+        env = _client_env(connect_server)
         proc = subprocess.run([str(client_python), str(TWO_SESSIONS_JOB),
                                json.dumps({"remote": connect_server["remote"], "namespace": "db", "table": name,
                                            "catalog_props": props})],
@@ -240,3 +245,98 @@ def test_two_connect_sessions_share_no_status_and_no_keys(connect_server, client
     for attack, outcome in result["attacks"].items():
         assert "sum" not in outcome, f"session B read A's table through {attack}: {outcome}"
         assert "catalog-ext.table-handle" in outcome["error"], (attack, outcome["error"][:1500])
+
+
+_NO_TOKEN_PROBE = """
+import json, sys
+from pyspark.sql import SparkSession
+try:
+    SparkSession.builder.remote(sys.argv[1]).create().range(1).collect()
+    print("RESULT " + json.dumps({"ok": True}))
+except Exception as exc:
+    print("RESULT " + json.dumps({"ok": False, "error": str(exc)[:2000]}))
+"""
+
+
+@pytest.mark.parametrize("token", [None, "not-the-token"])
+def test_connect_client_without_the_token_is_refused(connect_server, client_python, token):
+    env = _client_env(connect_server, token=False)
+    remote = connect_server["remote"] + (f"/;token={token}" if token else "")
+    proc = subprocess.run([str(client_python), "-c", _NO_TOKEN_PROBE, remote], capture_output=True, text=True, timeout=120, env=env)
+    lines = [line[len("RESULT "):] for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, proc.stderr[-3000:]
+    result = json.loads(lines[0])
+    assert result["ok"] is False, "a client without the server's token ran a query"
+    assert "UNAUTHENTICATED" in result["error"] or "authentication token" in result["error"], result["error"]
+
+
+def _descendants(pid: int) -> set[int]:
+    """`pid` and every process below it (from /proc/<pid>/stat's parent field)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        parents[int(stat.parent.name)] = int(fields[1])
+    found, grew = {pid}, True
+    while grew:
+        more = {child for child, parent in parents.items() if parent in found} - found
+        found |= more
+        grew = bool(more)
+    return found
+
+
+def _non_loopback_addresses() -> list[str]:
+    """This machine's own addresses other than loopback, from `ip -o addr` (link-local IPv6 left out:
+    it needs a scope to connect to)."""
+    out = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True, check=True).stdout
+    addresses = []
+    for match in re.finditer(r"\binet6?\s+([0-9a-fA-F:.]+)/\d+", out):
+        address = ipaddress.ip_address(match.group(1))
+        if not (address.is_loopback or address.is_link_local):
+            addresses.append(str(address))
+    return addresses
+
+
+def test_connect_server_listens_on_loopback_only(connect_server):
+    """Every TCP port the server's processes listen on (gRPC, the driver's RPC and block manager)
+    is on loopback (ss), and its Connect port refuses connections on this machine's other addresses."""
+    pids = _descendants(connect_server["pid"])
+    out = subprocess.run(["ss", "-Hltnp"], capture_output=True, text=True, check=True).stdout
+    listening = [line.split()[3] for line in out.splitlines() if any(f"pid={p}," in line for p in pids)]
+    assert any(local.endswith(f":{connect_server['port']}") for local in listening), (listening, out)
+    for local in listening:
+        host = local.rsplit(":", 1)[0].strip("[]").split("%")[0]
+        assert host != "*", f"the server listens on every address: {local}"
+        address = ipaddress.ip_address(host)
+        address = getattr(address, "ipv4_mapped", None) or address  # Java's IPv6 sockets show 127.0.0.1 as ::ffff:127.0.0.1
+        assert address.is_loopback, f"the server listens on {local}: {listening}"
+    addresses = _non_loopback_addresses()
+    if not addresses:
+        pytest.skip("this machine has no non-loopback address to connect to; only the listening addresses were checked (ss)")
+    for address in addresses:
+        with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as s:
+            s.settimeout(5)
+            assert s.connect_ex((address, connect_server["port"])) != 0, f"the Connect port answers on {address}"
+
+
+def test_connect_udf_finds_no_catalog_secret_it_can_read(connect_server, client_python):
+    """A client's Python UDF runs as the server's user: it reads its own and its ancestors' environ
+    and cmdline, the files those command lines name and the server's working directory (its log
+    included). The catalog's credential (and its secret half) is in none of them, nor a setting given
+    with --conf-stdin; the client token
+    is, in its file, as it may be (whoever runs a UDF has it)."""
+    secret = connect_server["secret"]
+    # The client token is a control: its file is named on the launcher's command line, so the walk must find it.
+    needles = [secret, secret.rpartition(":")[2], connect_server["token"], connect_server["marker"]]
+    proc = subprocess.run([str(client_python), str(UDF_WALK_JOB), json.dumps({"remote": connect_server["remote"]})],
+                          input=json.dumps(needles), capture_output=True, text=True, timeout=300, env=_client_env(connect_server))
+    lines = [line[len("RESULT "):] for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stderr[-3000:] + connect_server["log"].read_text()[-3000:]
+    result = json.loads(lines[0])
+    # The walk reached the launcher (and the JVM below it) and read the server's log in its working directory.
+    server = connect_server["pid"]
+    assert {f"/proc/{server}/environ", f"/proc/{server}/cmdline", str(connect_server["log"])} <= set(result["sources"]), result
+    assert sum(s.endswith("/environ") for s in result["sources"]) >= 4, result["sources"]  # worker, daemon, JVM, launcher
+    assert result["hits"] == {str(connect_server["token_file"]): [2]}, f"what the UDF read: {result['hits']}"
