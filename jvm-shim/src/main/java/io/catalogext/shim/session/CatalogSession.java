@@ -48,6 +48,11 @@ public final class CatalogSession {
    * forgotten after an hour.
    */
   public final MissingEndpoints unsupported;
+  /**
+   * The key lifetime and server clock skew this session's tables taught it: this session's alone
+   * (another session's catalog of the same name learns for itself), gone with the session.
+   */
+  public final ServerClocks clocks;
 
   /** Path up to "namespaces/" as the catalog's own requests use it (v1/{prefix}/). */
   private volatile String pathRoot;
@@ -78,6 +83,7 @@ public final class CatalogSession {
   public CatalogSession(String name, Map<String, String> props, LongSupplier clockMs, Object sparkSession) {
     this.unsupported = new MissingEndpoints(clockMs);
     this.name = name;
+    this.clocks = new ServerClocks(name);
     byte[] random = new byte[16];
     RANDOM.nextBytes(random);
     this.id = Base64.getUrlEncoder().withoutPadding().encodeToString(random);
