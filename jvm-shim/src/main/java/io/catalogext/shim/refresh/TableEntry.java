@@ -9,6 +9,7 @@ import io.catalogext.shim.util.Json;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.credentials.Credential;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 import software.amazon.awssdk.auth.credentials.AwsCredentials;
@@ -40,6 +41,11 @@ public final class TableEntry implements RefreshSubject {
   /** Executors: the rejected key id the next ask of the driver reports (the driver checks it is current). */
   volatile String staleKeyId;
   volatile String staleCode;
+  /**
+   * Driver: the HTTP client this table's refreshes send through: the one that handed it out, then
+   * its own auth session's. Null: none yet (re-tracked after an eviction, an executor's).
+   */
+  private volatile RESTClient catalogClient;
   /** Set while evicted: how a use brings this entry back into the registry. */
   private volatile Consumer<TableEntry> onReuse;
 
@@ -81,6 +87,19 @@ public final class TableEntry implements RefreshSubject {
   @Override
   public RefreshPolicy policy() {
     return policy;
+  }
+
+  @Override
+  public RESTClient catalogClient() {
+    return catalogClient;
+  }
+
+  /**
+   * The client of this table's own login (see {@link #catalogClient}): the catalog's refresh
+   * strategies send through it, never through another table's.
+   */
+  public void useCatalogClient(RESTClient client) {
+    this.catalogClient = client;
   }
 
   @Override
