@@ -151,11 +151,15 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
             staged,
             stageRequest,
             refreshEndpoint(loaded.config()));
-    // The client that handed the table out: the table's own auth session when its table operations
-    // reloaded it, else the catalog's login until Iceberg derives the table's (adoptsTableClient).
-    String handle = registry.registerDriverTable(context, session, loaded.config(), loaded.credentials(), ex.undecorated());
-    if (!ex.tableScoped()) {
-      awaitingTableClient.set(registry.lookup(handle));
+    String handle = registry.registerDriverTable(context, session, loaded.config(), loaded.credentials());
+    TableEntry entry = registry.lookup(handle);
+    if (entry != null) {
+      // The client that handed the table out: the table's own auth session when its table
+      // operations reloaded it, else the catalog's login until Iceberg derives the table's.
+      entry.useCatalogClient(ex.undecorated());
+      if (!ex.tableScoped()) {
+        awaitingTableClient.set(entry);
+      }
     }
     RefreshPolicy policy = registry.policyFor(session);
 

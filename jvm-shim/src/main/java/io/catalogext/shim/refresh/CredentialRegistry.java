@@ -17,7 +17,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.credentials.Credential;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ArrayNode;
@@ -328,25 +327,11 @@ public final class CredentialRegistry {
    * table already has; returns its handle. Synchronized so two concurrent loads of one table make
    * one entry (loads are rare next to resolves, which never take this lock).
    */
-  public String registerDriverTable(
-      TableContext context,
-      CatalogSession session,
-      Map<String, String> tableConfig,
-      List<Credential> credentials) {
-    return registerDriverTable(context, session, tableConfig, credentials, null);
-  }
-
-  /**
-   * The same, handed out through {@code client} (the auth-session client of the request, without
-   * the funnel's steps; null: none): the entry refreshes through it until the table's own auth
-   * session replaces it ({@link TableEntry#useCatalogClient}).
-   */
   public synchronized String registerDriverTable(
       TableContext context,
       CatalogSession session,
       Map<String, String> tableConfig,
-      List<Credential> credentials,
-      RESTClient client) {
+      List<Credential> credentials) {
     // One entry per table identity (catalog, identifier, location) of one catalog session, not per
     // hand-out: a CTAS and the loads after it share one entry, one schedule and one catalog request
     // per refresh. Another session's load of the same table gets its own entry, keys and handle.
@@ -354,16 +339,12 @@ public final class CredentialRegistry {
     TableEntry existing = trackedByKey(key);
     if (existing != null) {
       existing.adopt(context, tableConfig, credentials);
-      if (client != null) {
-        existing.useCatalogClient(client);
-      }
       return existing.handle;
     }
     String handle = handles.issue(session.id, context.tableKey());
     TableEntry entry =
         new TableEntry(handle, context, policyFor(session), subject -> fetchFromSource(subject, session), clock,
             session.clocks);
-    entry.useCatalogClient(client);
     entry.seed("", tableConfig);
     for (Credential credential : credentials) {
       entry.seed(credential.prefix(), credential.config());
