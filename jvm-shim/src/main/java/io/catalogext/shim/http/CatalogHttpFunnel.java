@@ -29,27 +29,44 @@ public final class CatalogHttpFunnel extends BaseHTTPClient {
   /** One step around every request: answers with {@link Exchange#proceed} or on its own. */
   public interface Interceptor {
     <T extends RESTResponse> T intercept(Exchange<T> exchange);
+
+    /**
+     * Iceberg derived {@code transport} (the new auth session's client, without the steps): true
+     * when this step takes it as the client of one table's own auth session, which makes the
+     * derived funnel table-scoped ({@link Exchange#tableScoped}).
+     */
+    default boolean adoptsTableClient(RESTClient transport) {
+      return false;
+    }
   }
 
   private final CatalogTransport delegate;
   private final URI baseUri;
   private final List<Interceptor> interceptors;
+  /** Derived for one table's auth session (Iceberg's table operations send through it). */
+  private final boolean tableScoped;
 
   /** {@code interceptors} outermost first; {@code baseUri} is the catalog's {@code uri}. */
   public CatalogHttpFunnel(CatalogTransport delegate, String baseUri, List<Interceptor> interceptors) {
-    this(delegate, baseUri == null ? null : URI.create(baseUri), List.copyOf(interceptors));
+    this(delegate, baseUri == null ? null : URI.create(baseUri), List.copyOf(interceptors), false);
   }
 
-  private CatalogHttpFunnel(CatalogTransport delegate, URI baseUri, List<Interceptor> interceptors) {
+  private CatalogHttpFunnel(CatalogTransport delegate, URI baseUri, List<Interceptor> interceptors, boolean tableScoped) {
     this.delegate = delegate;
     this.baseUri = baseUri;
     this.interceptors = interceptors;
+    this.tableScoped = tableScoped;
   }
 
   @Override
   public RESTClient withAuthSession(AuthSession session) {
     // An auth-session client (one per table or context) goes through the same funnel.
-    return new CatalogHttpFunnel(delegate.withAuthSession(session), baseUri, interceptors);
+    CatalogTransport child = delegate.withAuthSession(session);
+    boolean forTable = false;
+    for (Interceptor step : interceptors) {
+      forTable |= step.adoptsTableClient(child);
+    }
+    return new CatalogHttpFunnel(child, baseUri, interceptors, forTable);
   }
 
   @Override
@@ -172,6 +189,14 @@ public final class CatalogHttpFunnel extends BaseHTTPClient {
     /** The transport without any interceptor: for reconciliation reads and the refresh. */
     public RESTClient undecorated() {
       return funnel.delegate;
+    }
+
+    /**
+     * Sent by one table's own auth-session client (its table operations: commits, reloads), not by
+     * the catalog's or a context's.
+     */
+    public boolean tableScoped() {
+      return funnel.tableScoped;
     }
 
     /** This request with other headers. */

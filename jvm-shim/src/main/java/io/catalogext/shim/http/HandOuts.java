@@ -5,6 +5,7 @@ import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.refresh.CredentialRegistry;
 import io.catalogext.shim.refresh.CredentialSnapshot;
 import io.catalogext.shim.refresh.TableContext;
+import io.catalogext.shim.refresh.TableEntry;
 import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.wire.FieldIdRenumbering;
 import io.catalogext.shim.wire.RemoteSigning;
@@ -32,33 +33,60 @@ import org.apache.iceberg.rest.responses.LoadTableResponse;
  * FileIO config gets the handle that lets S3 clients anywhere in the cluster find it. Create and
  * stage-create bodies get field ids from 1 on the way out ({@link FieldIdRenumbering}). Everything
  * else passes through unchanged.
+ *
+ * <p>Each entry refreshes under the login of its own table: the client that handed it out, then
+ * the table's own auth session (a catalog may issue a login per table, and Iceberg builds a
+ * table-scoped auth session from the load answer), never the login of whichever table the catalog
+ * touched last.
  */
 final class HandOuts implements CatalogHttpFunnel.Interceptor {
   private final CatalogSession session;
+  /**
+   * The entry handed out by the last answer on this thread, until Iceberg derives that table's own
+   * auth-session client: it does so right after the answer, on the same thread, before any other
+   * request (RESTSessionCatalog's load, create, stage-create and register). Any later request ends
+   * the wait, so a client derived for anything else is never taken for the table's.
+   */
+  private final ThreadLocal<TableEntry> awaitingTableClient = new ThreadLocal<>();
 
   HandOuts(CatalogSession session) {
     this.session = session;
   }
 
   @Override
+  public boolean adoptsTableClient(RESTClient transport) {
+    TableEntry entry = awaitingTableClient.get();
+    if (entry == null) {
+      return false;
+    }
+    awaitingTableClient.remove();
+    entry.useCatalogClient(transport);
+    return true;
+  }
+
+  @Override
   public <T extends RESTResponse> T intercept(CatalogHttpFunnel.Exchange<T> ex) {
+    if (!ex.isForm()) { // an OAuth2 token request may come in between (a table session from a credential)
+      awaitingTableClient.remove();
+    }
     switch (ex.method()) {
       case GET:
-        return observe(ex.path(), null, ex.proceed(), ex.undecorated());
+        return observe(ex.path(), null, ex.proceed(), ex);
       case POST:
         if (ex.isForm()) {
           return ex.proceed();
         }
         RESTRequest body = FieldIdRenumbering.apply(ex.body()); // SeaweedFS rejects field id 0 (Spark numbers from 0)
         T response = body == ex.body() ? ex.proceed() : ex.proceed(ex.withBody(body), ex.errorHandler());
-        return observe(ex.path(), body, response, ex.undecorated());
+        return observe(ex.path(), body, response, ex);
       default:
         return ex.proceed();
     }
   }
 
   @SuppressWarnings("unchecked")
-  private <T extends RESTResponse> T observe(String path, RESTRequest body, T response, RESTClient delegate) {
+  private <T extends RESTResponse> T observe(
+      String path, RESTRequest body, T response, CatalogHttpFunnel.Exchange<T> ex) {
     if (!(response instanceof LoadTableResponse)) {
       return response;
     }
@@ -72,7 +100,11 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
     // should anything try to send credentials there (the transport and the S3 clients check).
     session.trust.noteServerUrls("a table answer's config", translated.config());
     LoadTableResponse loaded = sealed(translated);
-    session.observedTableOperation(delegate, tablePath.root);
+    if (!ex.tableScoped()) {
+      // The catalog's own (contextual) login, never a table's: what catalog reads and an entry with
+      // no client of its own use.
+      session.observedTableOperation(ex.undecorated(), tablePath.root);
+    }
     if (body instanceof UpdateTableRequest) {
       // A commit: once a create commit lands, the table is no longer staged.
       for (UpdateRequirement req : ((UpdateTableRequest) body).requirements()) {
@@ -98,11 +130,11 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
     if (table == null) {
       return (T) loaded;
     }
-    return (T) register(loaded, tablePath.namespace, table, staged, stageRequest);
+    return (T) register(loaded, tablePath.namespace, table, staged, stageRequest, ex);
   }
 
-  private LoadTableResponse register(
-      LoadTableResponse loaded, List<String> namespace, String table, boolean staged, String stageRequest) {
+  private LoadTableResponse register(LoadTableResponse loaded, List<String> namespace, String table, boolean staged,
+      String stageRequest, CatalogHttpFunnel.Exchange<?> ex) {
     CredentialRegistry registry = CredentialRegistry.get();
     boolean vended = CredentialSnapshot.holdsKeys(loaded.config())
         || loaded.credentials().stream().anyMatch(c -> CredentialSnapshot.holdsKeys(c.config()));
@@ -120,6 +152,15 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
             stageRequest,
             refreshEndpoint(loaded.config()));
     String handle = registry.registerDriverTable(context, session, loaded.config(), loaded.credentials());
+    TableEntry entry = registry.lookup(handle);
+    if (entry != null) {
+      // The client that handed the table out: the table's own auth session when its table
+      // operations reloaded it, else the catalog's login until Iceberg derives the table's.
+      entry.useCatalogClient(ex.undecorated());
+      if (!ex.tableScoped()) {
+        awaitingTableClient.set(entry);
+      }
+    }
     RefreshPolicy policy = registry.policyFor(session);
 
     Map<String, String> config = new HashMap<>(loaded.config());

@@ -26,15 +26,20 @@ import org.apache.iceberg.rest.responses.LoadTableResponse;
 
 /**
  * Fresh credentials for a driver entry from the catalog itself, through the HTTP client Spark's
- * catalog holds (same auth session, token refresh, scope, TLS and headers). The strategies are
+ * catalog holds for that table (the table's own auth session, token refresh, scope, TLS and headers). The strategies are
  * tried in order, a failing one falls through to the next, and the result names what was used.
  */
 public final class CatalogRefresher {
   private CatalogRefresher() {}
 
-  /** Runs the applicable strategies for {@code entry} of catalog {@code session}. */
+  /**
+   * Runs the applicable strategies for {@code entry} of catalog {@code session}, under the entry's
+   * own login (the client that handed the table out, or the table's auth session), else the
+   * catalog's.
+   */
   static RefreshResult fetch(CatalogSession session, RefreshSubject entry) {
-    RESTClient client = session.refreshClient();
+    RESTClient own = entry.catalogClient();
+    RESTClient client = own != null ? own : session.refreshClient();
     String root = session.pathRoot();
     if (client == null || root == null) {
       throw new IllegalStateException("catalog " + session.name + " has handed out no table yet");

@@ -343,7 +343,8 @@ public final class CredentialRegistry {
     }
     String handle = handles.issue(session.id, context.tableKey());
     TableEntry entry =
-        new TableEntry(handle, context, policyFor(session), subject -> fetchFromSource(subject, session), clock);
+        new TableEntry(handle, context, policyFor(session), subject -> fetchFromSource(subject, session), clock,
+            session.clocks);
     entry.seed("", tableConfig);
     for (Credential credential : credentials) {
       entry.seed(credential.prefix(), credential.config());
@@ -483,7 +484,8 @@ public final class CredentialRegistry {
         handle,
         h -> {
           LOG.warn("catalog-ext: re-tracking {} after its entry was evicted", context);
-          return new TableEntry(h, context, policyFor(session), subject -> fetchFromSource(subject, session), clock);
+          return new TableEntry(h, context, policyFor(session), subject -> fetchFromSource(subject, session), clock,
+              session.clocks);
         });
     byTableKey.putIfAbsent(key, entry);
     return entry;

@@ -3,6 +3,7 @@ package io.catalogext.shim.refresh;
 import io.catalogext.shim.config.RefreshPolicy;
 
 import java.util.Map;
+import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 
 /** What a refresh source ({@link EntryRefresher}) knows of the table entry it fetches keys for. */
@@ -13,6 +14,14 @@ public interface RefreshSubject {
   TableContext context();
 
   RefreshPolicy policy();
+
+  /**
+   * Driver: the auth-session client of this table's own login, which the catalog refresh sends
+   * through; null: none of its own (the catalog session's is used).
+   */
+  default RESTClient catalogClient() {
+    return null;
+  }
 
   /** Driver: prefix -> storage-refresh-token. Secret: never logged or described. */
   Map<String, String> refreshTokens();

@@ -4,6 +4,7 @@ import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.events.EventLog;
 import io.catalogext.shim.events.ShimMetrics;
+import io.catalogext.shim.session.ServerClocks;
 
 import java.util.ArrayDeque;
 import java.util.concurrent.atomic.AtomicLong;
@@ -24,6 +25,8 @@ final class RejectionLedger {
 
   private final RefreshSubject subject;
   private final RefreshPolicy policy;
+  /** Where the learned lifetime goes: the table's catalog session's. */
+  private final ServerClocks clocks;
   /** Epoch ms of this table's reactive refreshes within the last minute (the rate limit's window). */
   private final ArrayDeque<Long> reactiveRefreshes = new ArrayDeque<>();
   /** Driver: the key id of the last rejection wave counted (guarded by reactiveRefreshes). */
@@ -34,9 +37,10 @@ final class RejectionLedger {
   private final AtomicLong retriedCalls = new AtomicLong();
   private final AtomicLong maxRetryWaitMs = new AtomicLong();
 
-  RejectionLedger(RefreshSubject subject, RefreshPolicy policy) {
+  RejectionLedger(RefreshSubject subject, RefreshPolicy policy, ServerClocks clocks) {
     this.subject = subject;
     this.policy = policy;
+    this.clocks = clocks;
   }
 
   /** Keys rejected {@code ageMs} after their fetch (before any counting): for the messages. */
@@ -99,8 +103,8 @@ final class RejectionLedger {
     }
   }
 
-  private static void learned(TableContext context, String code, long age, long stated) {
-    long learned = ServerClocks.GLOBAL.learnLifetime(context.catalog, age);
+  private void learned(TableContext context, String code, long age, long stated) {
+    long learned = clocks.learnLifetime(age);
     if (learned != age) {
       return;
     }

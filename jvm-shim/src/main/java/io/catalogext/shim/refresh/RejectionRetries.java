@@ -1,6 +1,7 @@
 package io.catalogext.shim.refresh;
 
 import io.catalogext.shim.config.CredentialRules;
+import io.catalogext.shim.session.ServerClocks;
 
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
@@ -45,10 +46,14 @@ public final class RejectionRetries implements InvocationHandler {
     this.provider = provider;
   }
 
-  /** The driver's S3 clients watch S3's clock (executors get expiries already on the driver's). */
+  /**
+   * The driver's S3 clients watch S3's clock (executors get expiries already on the driver's), for
+   * the catalog session of the table's entry: the one its FileIO properties name, whatever Iceberg
+   * built the client from.
+   */
   public static ExecutionInterceptor dateWatch(TableCredentialsProvider provider) {
     TableEntry entry = provider.entry();
-    return entry.drivesRefresh() ? new DateWatch(entry.context.catalog, entry.policy.maxClockSkewMs) : null;
+    return entry.drivesRefresh() ? new DateWatch(entry.clocks(), entry.policy.maxClockSkewMs) : null;
   }
 
   /** equals, hashCode and toString of a client proxy: identity, and a name without keys. */
@@ -203,12 +208,12 @@ public final class RejectionRetries implements InvocationHandler {
    */
   static final class DateWatch implements ExecutionInterceptor {
     private static final long EVERY_MS = 10_000L;
-    private final String catalog;
+    private final ServerClocks clocks;
     private final long boundMs;
     private volatile long lastMs;
 
-    DateWatch(String catalog, long boundMs) {
-      this.catalog = catalog;
+    DateWatch(ServerClocks clocks, long boundMs) {
+      this.clocks = clocks;
       this.boundMs = boundMs;
     }
 
@@ -223,7 +228,7 @@ public final class RejectionRetries implements InvocationHandler {
         try {
           long server = ZonedDateTime.parse(date, DateTimeFormatter.RFC_1123_DATE_TIME).toInstant().toEpochMilli();
           // The header is truncated to the second: compare with the local time of its start.
-          ServerClocks.GLOBAL.observeDate(catalog, "s3", server + 500, now, boundMs);
+          clocks.observeDate("s3", server + 500, now, boundMs);
         } catch (RuntimeException e) {
           // an unreadable Date header tells nothing about the clocks
         }

@@ -3,11 +3,13 @@ package io.catalogext.shim.refresh;
 import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.errors.CredentialsExpiredException;
 import io.catalogext.shim.errors.CredentialsRejectedException;
+import io.catalogext.shim.session.ServerClocks;
 import io.catalogext.shim.util.Json;
 
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.credentials.Credential;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 import software.amazon.awssdk.auth.credentials.AwsCredentials;
@@ -27,6 +29,8 @@ public final class TableEntry implements RefreshSubject {
   final RefreshPolicy policy;
   private final EntryRefresher source;
   private final Clock clock;
+  /** What the catalog session that loaded the table learned (lifetime, skew); the driver's only. */
+  private final ServerClocks clocks;
 
   private final CredentialSlots slots = new CredentialSlots();
   private final RefreshFlight flight;
@@ -37,18 +41,34 @@ public final class TableEntry implements RefreshSubject {
   /** Executors: the rejected key id the next ask of the driver reports (the driver checks it is current). */
   volatile String staleKeyId;
   volatile String staleCode;
+  /**
+   * Driver: the HTTP client this table's refreshes send through: the one that handed it out, then
+   * its own auth session's. Null: none yet (re-tracked after an eviction, an executor's).
+   */
+  private volatile RESTClient catalogClient;
   /** Set while evicted: how a use brings this entry back into the registry. */
   private volatile Consumer<TableEntry> onReuse;
 
+  /**
+   * An entry that learns for itself: an executor's (it schedules by the driver's expiries and learns
+   * nothing), or a test's.
+   */
   public TableEntry(String handle, TableContext context, RefreshPolicy policy, EntryRefresher source, Clock clock) {
+    this(handle, context, policy, source, clock, new ServerClocks(context.catalog));
+  }
+
+  /** A driver's entry, scheduled by what its catalog session learned ({@code clocks}). */
+  public TableEntry(String handle, TableContext context, RefreshPolicy policy, EntryRefresher source, Clock clock,
+      ServerClocks clocks) {
     this.handle = handle;
     this.context = context;
     this.policy = policy;
     this.source = source;
     this.clock = clock;
+    this.clocks = clocks;
     this.schedule = new RefreshSchedule(policy, clock.nowMs());
     this.flight = new RefreshFlight(this, source, slots, this::snapshotOf, policy, clock);
-    this.ledger = new RejectionLedger(this, policy);
+    this.ledger = new RejectionLedger(this, policy, clocks);
     this.replies = new ExecutorReplies(slots, flight, clock, schedule::used);
   }
 
@@ -67,6 +87,19 @@ public final class TableEntry implements RefreshSubject {
   @Override
   public RefreshPolicy policy() {
     return policy;
+  }
+
+  @Override
+  public RESTClient catalogClient() {
+    return catalogClient;
+  }
+
+  /**
+   * The client of this table's own login (see {@link #catalogClient}): the catalog's refresh
+   * strategies send through it, never through another table's.
+   */
+  public void useCatalogClient(RESTClient client) {
+    this.catalogClient = client;
   }
 
   @Override
@@ -108,6 +141,11 @@ public final class TableEntry implements RefreshSubject {
     slots.adopt(tableConfig, credentials, clock.nowMs(), this::snapshotOf);
   }
 
+  /** What this entry's catalog session learned: the S3 clients' Date watch reports into it. */
+  ServerClocks clocks() {
+    return clocks;
+  }
+
   /** This JVM asks the catalog (or a Python source) itself; executors ask the driver. */
   boolean drivesRefresh() {
     return source.drivesRefresh();
@@ -122,8 +160,8 @@ public final class TableEntry implements RefreshSubject {
     if (snap == null || !drivesRefresh()) {
       return snap;
     }
-    CredentialSnapshot out = snap.onLocalClock(ServerClocks.GLOBAL.skewMs(context.catalog), policy, now);
-    return out.withLearnedLifetime(ServerClocks.GLOBAL.learnedLifetimeMs(context.catalog), policy, now);
+    CredentialSnapshot out = snap.onLocalClock(clocks.skewMs(), policy, now);
+    return out.withLearnedLifetime(clocks.learnedLifetimeMs(), policy, now);
   }
 
   // ---------------------------------------------------------------- refresh

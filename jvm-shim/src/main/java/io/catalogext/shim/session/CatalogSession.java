@@ -48,12 +48,19 @@ public final class CatalogSession {
    * forgotten after an hour.
    */
   public final MissingEndpoints unsupported;
+  /**
+   * The key lifetime and server clock skew this session's tables taught it: this session's alone
+   * (another session's catalog of the same name learns for itself), gone with the session.
+   */
+  public final ServerClocks clocks;
 
   /** Path up to "namespaces/" as the catalog's own requests use it (v1/{prefix}/). */
   private volatile String pathRoot;
   /**
-   * The auth-session-bound HTTP client of the catalog's last table operation: the refresh
-   * strategies reuse it, with its auth, token refresh, scope, TLS and headers.
+   * The catalog's own (contextual) auth-session client that last handed out a table, never a
+   * table-scoped one: catalog reads reuse it, with its auth, token refresh, scope, TLS and headers,
+   * and so does the refresh of a table entry that holds no client of its own (each entry refreshes
+   * under its own table's login).
    */
   private volatile RESTClient refreshClient;
 
@@ -78,6 +85,7 @@ public final class CatalogSession {
   public CatalogSession(String name, Map<String, String> props, LongSupplier clockMs, Object sparkSession) {
     this.unsupported = new MissingEndpoints(clockMs);
     this.name = name;
+    this.clocks = new ServerClocks(name);
     byte[] random = new byte[16];
     RANDOM.nextBytes(random);
     this.id = Base64.getUrlEncoder().withoutPadding().encodeToString(random);
@@ -100,7 +108,10 @@ public final class CatalogSession {
     return held != null && held == sparkSession;
   }
 
-  /** Records the client and path root a table operation of this catalog just used. */
+  /**
+   * Records the catalog-level client and path root that just handed out a table (the funnel passes
+   * only clients that are not one table's own auth session).
+   */
   public void observedTableOperation(RESTClient client, String root) {
     this.refreshClient = client;
     this.pathRoot = root;

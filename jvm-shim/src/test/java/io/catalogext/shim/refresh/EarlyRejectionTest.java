@@ -1,5 +1,6 @@
 package io.catalogext.shim.refresh;
 import io.catalogext.shim.config.RefreshPolicy;
+import io.catalogext.shim.session.ServerClocks;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -54,7 +55,6 @@ public class EarlyRejectionTest {
 
   @BeforeEach
   void start() throws IOException {
-    ServerClocks.GLOBAL.clear();
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     server.createContext("/", this::answer);
     server.setExecutor(Executors.newFixedThreadPool(8));
@@ -171,7 +171,7 @@ public class EarlyRejectionTest {
     assertEquals("K2", slot.current.accessKeyId());
     assertTrue(slot.current.reactive);
     // Learned: the catalog's keys live 3 s, not 10 s: the next keys are renewed before that.
-    assertEquals(3_000, ServerClocks.GLOBAL.learnedLifetimeMs("lake"));
+    assertEquals(3_000, entry.clocks().learnedLifetimeMs());
     assertEquals(slot.current.fetchedAtMs + 3_000, slot.current.expiresAtMs);
     assertEquals(10_000, slot.current.statedLifetimeMs());
     long retried = entry.describe().get("retried_calls").asLong();
@@ -268,16 +268,17 @@ public class EarlyRejectionTest {
   @Test
   void testServerClockAheadPastTheBoundSchedulesExpiriesByIt() {
     long now = fake.nowMs();
-    ServerClocks.GLOBAL.observeDate("lake", "s3", now + 2_000, now, 5_000); // within the bound: ignored
-    assertEquals(0, ServerClocks.GLOBAL.skewMs("lake"));
-    ServerClocks.GLOBAL.observeDate("lake", "s3", now + 60_000, now, 5_000); // S3's clock is a minute ahead
-    assertEquals(60_000, ServerClocks.GLOBAL.skewMs("lake"));
     TableEntry entry = driverEntry(policy(6));
+    ServerClocks clocks = entry.clocks(); // its catalog session's
+    clocks.observeDate("s3", now + 2_000, now, 5_000); // within the bound: ignored
+    assertEquals(0, clocks.skewMs());
+    clocks.observeDate("s3", now + 60_000, now, 5_000); // S3's clock is a minute ahead
+    assertEquals(60_000, clocks.skewMs());
     // The catalog states expiry on the servers' clock: 100 s from their now is 40 s from ours.
     CredentialSlot slot = entry.seed("", firstKeys(now + 60_000 + 100_000));
     assertEquals(now + 100_000, slot.current.expiresAtMs);
     assertEquals(100_000, slot.current.statedLifetimeMs());
-    ServerClocks.GLOBAL.observeDate("lake", "s3", now, now, 5_000); // the clocks agree again
-    assertEquals(0, ServerClocks.GLOBAL.skewMs("lake"));
+    clocks.observeDate("s3", now, now, 5_000); // the clocks agree again
+    assertEquals(0, clocks.skewMs());
   }
 }
