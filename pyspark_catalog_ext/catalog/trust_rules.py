@@ -47,15 +47,19 @@ _STORAGE_KEYS, _STORAGE_PREFIXES = _exact_and_prefixes(
     [_STORAGE["credentials"], _STORAGE["refresh-endpoints"], _STORAGE["placement"], _STORAGE["remote-signing"],
      {"keys": [k for store in STORES for k in _ENDPOINTS[store]], "prefixes": _ENDPOINTS["adls-prefixes"]}])
 _CATALOG_KEYS, _CATALOG_PREFIXES = _exact_and_prefixes([_SETTABLE["catalog"]])
+_TABLE_KEYS, _TABLE_PREFIXES = _exact_and_prefixes([_SETTABLE["table"]])
 _CODE_SUFFIXES: tuple[str, ...] = tuple(spec()["metadata-code-keys"]["suffixes"])
 
 
 def server_may_set(key: str, *, config: bool = False) -> bool:
     """Whether a server answer may set `key`: a table answer (config, storage-credentials, /credentials)
-    only the storage keys; `/v1/config` (`config=True`) those and the catalog's own protocol keys."""
+    the storage keys and the table's own auth token; `/v1/config` (`config=True`) the storage keys
+    and the catalog's own protocol keys."""
     if key in _STORAGE_KEYS or key.startswith(_STORAGE_PREFIXES):
         return True
-    return config and (key in _CATALOG_KEYS or key.startswith(_CATALOG_PREFIXES))
+    if config:
+        return key in _CATALOG_KEYS or key.startswith(_CATALOG_PREFIXES)
+    return key in _TABLE_KEYS or key.startswith(_TABLE_PREFIXES)
 
 
 def store_of_endpoint_key(key: str) -> str | None:

@@ -31,6 +31,10 @@ public final class TrustRules {
       Set.copyOf(strings(SPEC.path("server-settable").path("catalog").path("keys")));
   private static final List<String> CATALOG_PREFIXES =
       strings(SPEC.path("server-settable").path("catalog").path("prefixes"));
+  private static final Set<String> TABLE_KEYS =
+      Set.copyOf(strings(SPEC.path("server-settable").path("table").path("keys")));
+  private static final List<String> TABLE_PREFIXES =
+      strings(SPEC.path("server-settable").path("table").path("prefixes"));
 
   private static final List<String> CODE_SUFFIXES = strings(SPEC.path("metadata-code-keys").path("suffixes"));
 
@@ -48,9 +52,10 @@ public final class TrustRules {
   private TrustRules() {}
 
   /**
-   * Whether a server answer may set {@code key}: a table answer only the storage keys (credentials,
-   * expiries, refresh endpoints, storage endpoints, region, path style, remote signing);
-   * {@code /v1/config} ({@code config}) those and the catalog's own protocol keys.
+   * Whether a server answer may set {@code key}: a table answer the storage keys (credentials,
+   * expiries, refresh endpoints, storage endpoints, region, path style, remote signing) and the
+   * table's own auth token; {@code /v1/config} ({@code config}) the storage keys and the catalog's
+   * own protocol keys.
    */
   public static boolean serverMaySet(String key, boolean config) {
     if (key == null) {
@@ -59,7 +64,10 @@ public final class TrustRules {
     if (STORAGE_KEYS.contains(key) || STORAGE_PREFIXES.stream().anyMatch(key::startsWith)) {
       return true;
     }
-    return config && (CATALOG_KEYS.contains(key) || CATALOG_PREFIXES.stream().anyMatch(key::startsWith));
+    if (config) {
+      return CATALOG_KEYS.contains(key) || CATALOG_PREFIXES.stream().anyMatch(key::startsWith);
+    }
+    return TABLE_KEYS.contains(key) || TABLE_PREFIXES.stream().anyMatch(key::startsWith);
   }
 
   /**

@@ -37,12 +37,14 @@ public class TrustRulesTest {
     }
     for (String key : new String[] {"io-impl", "py-io-impl", "client.factory", "s3.client-factory-impl",
         "client.credentials-provider", "s3.signer.impl", "rest.client.proxy.hostname", "catalog-ext.trusted-origins",
-        "catalog-ext.refresh.min-ahead-ms", "header.Authorization", "token", "credential", "prefix", "s3.proxy-uri",
+        "catalog-ext.refresh.min-ahead-ms", "header.Authorization", "credential", "prefix", "s3.proxy-uri",
         "http-client.urlconnection.proxy-endpoint", "write.location-provider.impl", "metrics-reporter-impl"}) {
       assertFalse(TrustRules.serverMaySet(key, false), key);
     }
     assertTrue(TrustRules.serverMaySet("prefix", true), "/v1/config may name the prefix");
     assertFalse(TrustRules.serverMaySet("io-impl", true), "... never a class");
+    assertTrue(TrustRules.serverMaySet("token", false), "a table answer may give the table's own auth token");
+    assertFalse(TrustRules.serverMaySet("token", true), "... /v1/config may not replace the user's");
     assertTrue(TrustRules.USER_URL_KEYS.contains("signer.uri"), "a signer URL the user sets is theirs");
   }
 }
