@@ -12,8 +12,9 @@ method, uri, headers, body?}` answered by `{uri, headers}`) and then sent as the
   `v1/aws/s3/sign`. Never a table's metadata properties (anyone allowed to set a table property
   could point every reader's token elsewhere).
 - **To whom**: only an origin of the catalog's trust set (`catalog.trust.TrustedOrigins`). The URL is
-  checked before anything is sent: a signer on another origin is an `UntrustedOriginError` naming
-  the key that named it and the origin. No redirect is followed: `requests` would re-send the POST,
+  checked when the table is loaded and again on each request as `requests` sends it (its adapter),
+  so a host that changes on the wire (`requests` encodes an IDNA name its own way) is refused too:
+  a signer on another origin is an `UntrustedOriginError` naming the key that named it and the origin. No redirect is followed: `requests` would re-send the POST,
   token and headers included, to wherever a 307 points; a 3xx is a one-line error instead.
 - **With what**: the catalog's own Authorization (its PyIceberg `AuthManager`: the same token, renewed
   the same way: a 401 or 419 renews the catalog's token once, single-flight, and signs again), the
@@ -160,20 +161,33 @@ class SignerSession:
         self._renew_lock = threading.Lock()
         retry = read_retry(_ATTEMPTS).new(allowed_methods=frozenset({"POST"}))
         ca_bundle = verify if isinstance(verify, str) else None
-        self.http = requests.Session()
-        self.http.verify, self.http.cert = verify, cert
-        self.http.mount("http://", BoundedAdapter(_TIMEOUT, retry, ca_bundle, pool_maxsize=32))
-        self.http.mount("https://", BoundedAdapter(_TIMEOUT, retry, ca_bundle, pool_maxsize=32))
-        from cachetools import TLRUCache
+        from cachetools import LRUCache, TLRUCache
 
         # kept signer answers: key -> (answer, monotonic time it must no longer be used at)
         self._kept: TLRUCache = TLRUCache(MAX_KEPT_SIGNATURES, ttu=lambda _k, v, _now: v[1], timer=time.monotonic)
+        # the setting that named each signer URL, by the URL as requests sends it (for the adapter's refusals)
+        self._url_keys: LRUCache = LRUCache(256)
         self._kept_lock = threading.Lock()  # cachetools caches are not thread-safe
+        self.http = requests.Session()
+        self.http.verify, self.http.cert = verify, cert
+        for scheme in ("http://", "https://"):  # the origin is checked on the URL each request is sent to
+            self.http.mount(scheme, BoundedAdapter(_TIMEOUT, retry, ca_bundle, pool_maxsize=32, trust=trust,
+                                                   key_of=self._key_of))
 
     def signer(self, table: str, target: SignerTarget) -> RemoteSigner:
         """The signer of `table`; `UntrustedOriginError` (nothing sent) when its origin is not trusted."""
         self.trust.check(target.url, target.key)
+        try:
+            sent = requests.Request("POST", target.url).prepare().url or target.url
+        except requests.RequestException:
+            sent = target.url  # requests cannot send it either
+        with self._kept_lock:
+            self._url_keys[sent] = target.key
         return RemoteSigner(self, table, target)
+
+    def _key_of(self, url: str) -> str | None:
+        with self._kept_lock:
+            return self._url_keys.get(url)
 
     def authorization(self) -> str | None:
         return self._auth_header()
