@@ -10,6 +10,10 @@ remote signing; the signer client is `signing.RemoteSigner`).
   so it runs on a small thread pool, never on fsspec's event loop, whose other requests go on.
   PyIceberg 0.12's own fsspec signer registers on a client that does not exist yet with current
   s3fs (iceberg-python#3625, #3888) and follows redirects with its token; it is never used here.
+  A read sent with a signature the signer let us keep (`RemoteSigner`: one per object and method)
+  needs no sign request; S3 refusing one (403) drops it and the request is sent once more, signed
+  afresh (`needs-retry`). A file's size comes from a GET of its first byte, not a HEAD, so that
+  its reads need one signature in all.
 - **PyArrow** (`SigningPyArrowFileIO`): PyArrow's C++ S3 client has no signing hook, so S3 paths
   go through a PyArrow filesystem backed by that same signing s3fs (`pyarrow.fs.PyFileSystem` over
   `FSSpecHandler`); every other scheme stays PyArrow's own. Why this design and not a local
