@@ -177,8 +177,9 @@ def test_a_multipart_write_of_over_100_mb_is_signed_part_by_part(signing_lake, p
 
 @pytest.mark.parametrize("io", sorted(FILEIOS))
 def test_a_long_scan_outlives_the_signers_token(signing_lake, io):
-    """The signer's tokens live 2 s and each sign request takes 0.7 s (one per file: a file's reads share
-    one signature): the scan of 60 files needs several tokens. The signer answers 401 to an expired one; the catalog's token is renewed (once per
+    """The signer's tokens live 2 s, each sign request takes 0.3 s and the signer lets nothing be kept
+    (so every read asks it, and a token expiry meets a sign request at once): the scan of 60 files needs
+    several tokens. The signer answers 401 to an expired one; the catalog's token is renewed (once per
     expiry, not per request) and the request signed again; the scan returns every row."""
     info = signing_lake.info
     secret = "signer-test-" + "s" * 24
@@ -195,7 +196,7 @@ def test_a_long_scan_outlives_the_signers_token(signing_lake, io):
             table = cat.load_table(f"{NS}.long_{io}")
             assert len(list(table.scan().plan_files())) >= 40
             tokens_before = front.token_requests
-            front.sign_delay_s = 0.7
+            front.sign_delay_s, front.sign_cache_control = 0.3, "no-cache"
             started = time.monotonic()
             assert table.scan().to_arrow().num_rows == 3000
             elapsed = time.monotonic() - started
