@@ -262,7 +262,8 @@ def main() -> None:
                                      info.secret_key, clients={CLIENT_ID: SECRET}).start()
         static = {"s3.endpoint": info.s3_endpoint, "s3.access-key-id": info.access_key,
                   "s3.secret-access-key": info.secret_key, "s3.region": "us-east-1", "s3.path-style-access": "true"}
-        results = []
+        results: list[dict[str, Any]] = []
+        cold: list[dict[str, Any]] = []
         try:
             for io in FILEIOS:
                 cls = fileio_class(io)
@@ -280,9 +281,10 @@ def main() -> None:
                     results.append(compare(f"{io:7} signing", table, _scratch(cat, f"append_signing_{io}", append),
                                            lambda loaded: loaded, lambda loaded, c=cls: c(dict(static)), args.rounds, append))
                     n, s = table.io.signer.requests - before[0], table.io.signer.seconds - before[1]
-                    print(f"  {io} signing: the scans sent {n} requests, each signed in {1000 * s / max(1, n):.1f} ms on average",
-                          flush=True)
+                    print(f"  {io} signing: the scans sent {n} requests, each signed in {1000 * s / max(1, n):.1f} ms on average "
+                          f"({table.io.signer.reused} requests sent with a kept signature)", flush=True)
                     cat.close()
+                    cold.append(cold_scans(lake, signer, io, cls, static, args.rounds))
             print()
             print(f"{'FileIO  mode':16} {'scan ours':>10} {'stock':>8} {'ratio':>6}   {'append ours':>12} {'stock':>8} {'ratio':>6}"
                   f"   {'peak local disk of an append: ours':>36} {'stock':>10}")
@@ -291,6 +293,10 @@ def main() -> None:
                       f"   {r['append ours']:11.2f}s {r['append stock']:7.2f}s {r['append stock'] / r['append ours']:6.3f}"
                       f"   {r['disk ours']:>34,} B {r['disk stock']:>8,} B", flush=True)
             print("ratio = stock time / ours: throughput relative to stock PyIceberg (1.00 = as fast)")
+            for c in cold:
+                print(f"{c['label']:16} cold-cache scan {c['ours']:.2f}s, static keys {c['stock']:.2f}s, ratio "
+                      f"{c['stock'] / c['ours']:.3f}; sign requests per scan {c['signs']:.0f}: {c['per data file']:.2f} per data "
+                      f"file ({c['data files']}), {c['per object']:.2f} per object read ({c['objects']})")
             print()
             print(f"{'client CPU (s)':16} {'scan ours':>10} {'stock':>8}   {'append ours':>12} {'stock':>8}   (this process, medians)")
             for r in results:
@@ -303,6 +309,34 @@ def main() -> None:
         finally:
             signer.stop()
             print(f"load at the end: {os.getloadavg()}")
+
+
+def cold_scans(lake: Any, signer: Any, io: str, cls: type, static: dict, rounds: int) -> dict[str, Any]:
+    """Scans on a cold signature cache (a new catalog each round, so none of its signatures is kept)
+    alternating with scans with static keys: medians, and the sign requests of one cold scan (its
+    planning included) per data file and per object read (data files, manifests, the manifest list)."""
+    times: dict[str, list[float]] = {"ours": [], "stock": []}
+    signs: list[float] = []
+    setup = signing_catalog(lake, signer, io)
+    table = setup.load_table(f"{NS}.big")
+    rows = table.scan().to_arrow().num_rows
+    data = len(list(table.scan().plan_files()))
+    snapshot = table.current_snapshot()
+    objects = data + 1 + (len(snapshot.manifests(table.io)) if snapshot else 0)
+    setup.close()
+    for r in range(rounds):
+        for side in (("ours", "stock") if r % 2 == 0 else ("stock", "ours")):
+            cat = signing_catalog(lake, signer, io)
+            table = cat.load_table(f"{NS}.big")
+            if side == "stock":
+                table.io = cls(dict(static))
+            times[side].append(_scan(table, rows))
+            if side == "ours":
+                signs.append(table.io.signer.requests)
+            cat.close()
+    return {"label": f"{io:7} signing", "ours": median(times["ours"]), "stock": median(times["stock"]),
+            "signs": median(signs), "per data file": median(signs) / max(1, data), "data files": data,
+            "per object": median(signs) / max(1, objects), "objects": objects}
 
 
 def per_request(lake: Any, signer: Any, static: dict, rounds: int) -> None:

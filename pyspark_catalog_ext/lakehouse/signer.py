@@ -627,8 +627,12 @@ class _Handler(ProxyHandler):
         answer = proxy.sign(request, client)
         with proxy._lock:
             proxy.signed += 1
-        # no-cache: Iceberg caches `private` answers for 30 s by method+URI; fresh ones are cheap here
-        self._json(200, answer, {"Cache-Control": "no-cache"})
+        # private: the client may reuse this signature for its own later requests of the same method and
+        # object (Iceberg Java for 30 s, this package's FileIOs until the signature's validity minus a
+        # margin). It grants nothing the signature does not already grant for its 15 minutes, and every
+        # sign request that does arrive is checked above. A DeleteObjects relay ticket is single-use.
+        delete = answer["uri"].startswith(f"{proxy.url}/{DELETE_PATH}/")
+        self._json(200, answer, {"Cache-Control": "no-store" if delete else "private"})
 
     def _forward(self, route: Route, raw: bytes, client: str, expires: float | None) -> None:
         proxy = self.proxy

@@ -10,6 +10,10 @@ remote signing; the signer client is `signing.RemoteSigner`).
   so it runs on a small thread pool, never on fsspec's event loop, whose other requests go on.
   PyIceberg 0.12's own fsspec signer registers on a client that does not exist yet with current
   s3fs (iceberg-python#3625, #3888) and follows redirects with its token; it is never used here.
+  A read sent with a signature the signer let us keep (`RemoteSigner`: one per object and method)
+  needs no sign request; S3 refusing one (403) drops it and the request is sent once more, signed
+  afresh (`needs-retry`). A file's size comes from a GET of its first byte, not a HEAD, so that
+  its reads need one signature in all.
 - **PyArrow** (`SigningPyArrowFileIO`): PyArrow's C++ S3 client has no signing hook, so S3 paths
   go through a PyArrow filesystem backed by that same signing s3fs (`pyarrow.fs.PyFileSystem` over
   `FSSpecHandler`); every other scheme stays PyArrow's own. Why this design and not a local
@@ -55,7 +59,7 @@ from pyiceberg.typedef import Properties
 
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, new_client, upload_bounds
-from pyspark_catalog_ext.pyiceberg_ext.signing import RemoteSigner
+from pyspark_catalog_ext.pyiceberg_ext.signing import RemoteSigner, Signed
 
 __all__ = ["S3_SCHEMES", "SigningFsspecFileIO", "SigningPyArrowFileIO", "signing_filesystem"]
 
@@ -64,6 +68,7 @@ _POOL_THREADS = 16  # sign requests waiting on the signer at once (per process)
 _pool_lock = threading.Lock()
 _pool: list[ThreadPoolExecutor] = []
 _session: list[Any] = []  # one aiobotocore session: S3's model is parsed once, not per filesystem
+_KEPT = "catalog_ext_kept_signature"  # request context: the cache key of the kept signature it was sent with
 
 
 def _sign_pool() -> ThreadPoolExecutor:
@@ -97,10 +102,12 @@ class _Handlers:
         # unique ids: installing twice (a refreshed session) replaces rather than duplicates
         events.register("choose-signer.s3", self.choose_signer, unique_id="catalog-ext-remote-signing-choose")
         events.register("before-sign.s3", self.before_sign, unique_id="catalog-ext-remote-signing-sign")
+        events.register("needs-retry.s3", self.needs_retry, unique_id="catalog-ext-remote-signing-retry")
 
     def install_sync(self, events: Any) -> None:
         events.register("choose-signer.s3", self.choose_signer, unique_id="catalog-ext-remote-signing-choose")
         events.register("before-sign.s3", self.before_sign_sync, unique_id="catalog-ext-remote-signing-sign")
+        events.register("needs-retry.s3", self.needs_retry, unique_id="catalog-ext-remote-signing-retry")
 
     @staticmethod
     def choose_signer(**_: Any) -> Any:
@@ -118,21 +125,38 @@ class _Handlers:
         return request.method, request.url, {k: v for k, v in request.headers.items()}, region, body
 
     @staticmethod
-    def _apply(request: Any, answer: tuple[str, Mapping[str, str]]) -> None:
-        url, signed = answer
-        request.url = url
-        for name, value in signed.items():
+    def _apply(request: Any, signed: Signed) -> None:
+        request.url = signed.url
+        for name, value in signed.headers.items():
             if name in request.headers:
                 del request.headers[name]
             request.headers[name] = value
+        # the request's context lives across botocore's attempts: needs_retry reads it
+        if signed.kept is not None:
+            request.context[_KEPT] = signed.kept
+        else:
+            request.context.pop(_KEPT, None)
 
     async def before_sign(self, request: Any, **kwargs: Any) -> None:
         asked = self._asked(request, kwargs)
-        loop = asyncio.get_running_loop()
-        self._apply(request, await loop.run_in_executor(_sign_pool(), self.signer.sign, *asked))
+        kept = self.signer.kept_signature(*asked)  # a kept one: no thread hop, no sign request
+        if kept is None:
+            loop = asyncio.get_running_loop()
+            kept = await loop.run_in_executor(_sign_pool(), self.signer.signed, *asked)
+        self._apply(request, kept)
 
     def before_sign_sync(self, request: Any, **kwargs: Any) -> None:
-        self._apply(request, self.signer.sign(*self._asked(request, kwargs)))
+        self._apply(request, self.signer.signed(*self._asked(request, kwargs)))
+
+    def needs_retry(self, response: Any = None, request_dict: Any = None, **_: Any) -> int | None:
+        """S3 refused (403) a request sent with a kept signature: drop it and send the request again at
+        once, signed afresh (before-sign runs again). Once: a fresh signature S3 refuses is the answer."""
+        context = (request_dict or {}).get("context")
+        key = context.pop(_KEPT, None) if isinstance(context, dict) else None
+        if key is None or response is None or getattr(response[0], "status_code", None) != 403:
+            return None
+        self.signer.forget(key)
+        return 0
 
 
 def _has_header(headers: Any, name: str) -> bool:
@@ -174,6 +198,34 @@ def _signing_s3fs_class() -> type:
             s3 = await super().set_session(refresh=refresh, kwargs=dict(kwargs or {}))
             self._catalog_ext_handlers.install(s3.meta.events)
             return s3
+
+        async def _info(self, path: str, bucket: Any = None, key: Any = None, refresh: bool = False,
+                        version_id: Any = None) -> dict[str, Any]:
+            """An object's details from a GET of its first byte rather than s3fs's HEAD: the reads
+            that follow are GETs of the same object, so one signature serves them all (a HEAD is
+            another method, hence another sign request per file). Anything else (a bucket, a
+            version, a directory, a missing or empty object) is s3fs's own answer."""
+            bucket, key, path_version = self.split_path(self._strip_protocol(path))
+            if not key or version_id or path_version or (not refresh and self._ls_from_cache(f"{bucket}/{key}")):
+                return await super()._info(path, refresh=refresh, version_id=version_id)
+            try:
+                out = await self._call_s3("get_object", self.kwargs, Bucket=bucket, Key=key, Range="bytes=0-0")
+            except PermissionError:
+                raise  # the signer's or S3's refusal, as it came (a HEAD would be refused the same way)
+            except OSError:  # missing, empty (416), or odd: s3fs's HEAD and listing decide
+                return await super()._info(path, refresh=refresh, version_id=version_id)
+            body, total = out["Body"], str(out.get("ContentRange") or "").rpartition("/")[2]
+            try:
+                if total.isdigit():
+                    await body.read()  # one byte; read so the connection goes back to the pool
+                    size = int(total)
+                else:  # a server that ignored the Range: its length, and the body left unread
+                    size = int(out["ContentLength"])
+            finally:
+                body.close()
+            return {"ETag": out.get("ETag", ""), "LastModified": out.get("LastModified", ""), "size": size,
+                    "name": f"{bucket}/{key}", "type": "file", "StorageClass": out.get("StorageClass", "STANDARD"),
+                    "VersionId": out.get("VersionId"), "ContentType": out.get("ContentType")}
 
     return SigningS3FileSystem
 

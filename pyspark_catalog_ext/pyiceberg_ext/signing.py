@@ -12,8 +12,9 @@ method, uri, headers, body?}` answered by `{uri, headers}`) and then sent as the
   `v1/aws/s3/sign`. Never a table's metadata properties (anyone allowed to set a table property
   could point every reader's token elsewhere).
 - **To whom**: only an origin of the catalog's trust set (`catalog.trust.TrustedOrigins`). The URL is
-  checked before anything is sent: a signer on another origin is an `UntrustedOriginError` naming
-  the key that named it and the origin. No redirect is followed: `requests` would re-send the POST,
+  checked when the table is loaded and again on each request as `requests` sends it (its adapter),
+  so a host that changes on the wire (`requests` encodes an IDNA name its own way) is refused too:
+  a signer on another origin is an `UntrustedOriginError` naming the key that named it and the origin. No redirect is followed: `requests` would re-send the POST,
   token and headers included, to wherever a 307 points; a 3xx is a one-line error instead.
 - **With what**: the catalog's own Authorization (its PyIceberg `AuthManager`: the same token, renewed
   the same way: a 401 or 419 renews the catalog's token once, single-flight, and signs again), the
@@ -21,6 +22,14 @@ method, uri, headers, body?}` answered by `{uri, headers}`) and then sent as the
 - **Refused** (403): `SigningRefusedError`, one line naming the table and the request. It is not an
   expiry (no key expires in this mode) and is never retried. A sign request itself has no effect
   on storage, so transient failures (connection errors, 429, 502-504) are retried a few times.
+- **Reused**: headers that vary per request (`Range`, the SDK's invocation ids, User-Agent) are never
+  shown to the signer (SigV4 needs only the headers it signs, and S3 requires only `x-amz-*` ones to
+  be signed), so one signature of a GET or HEAD serves every read of that object. Such an answer is
+  kept only while the signer allows it (`Cache-Control: private`, as Iceberg Java's
+  `S3V4RestSignerClient` reads it) and never past the signature's validity (its `X-Amz-Date` + 15
+  minutes, or a presigned URL's `X-Amz-Expires`) minus `SIGNATURE_MARGIN_S`, keyed by table, signer,
+  method, URL and every header the signer saw: it is never used for another table, method or
+  object. The FileIO drops an entry S3 refused (403) and signs that request once more (`forget`).
 """
 
 from __future__ import annotations
@@ -30,7 +39,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime, timezone
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlsplit
 
 import requests
@@ -40,8 +50,8 @@ from pyspark_catalog_ext.catalog.trust import TrustedOrigins
 from pyspark_catalog_ext.catalog.urls import safe_url
 from pyspark_catalog_ext.errors import ConfigError, SignerError, SigningRefusedError
 
-__all__ = ["DEFAULT_ENDPOINT", "RemoteSigner", "SignerError", "SignerSession", "SignerTarget", "SigningRefusedError",
-           "remote_signing_requested", "signer_target"]
+__all__ = ["DEFAULT_ENDPOINT", "RemoteSigner", "Signed", "SignerError", "SignerSession", "SignerTarget",
+           "SigningRefusedError", "remote_signing_requested", "signer_target"]
 
 DEFAULT_ENDPOINT = "v1/aws/s3/sign"  # Iceberg's default signer endpoint, relative to the signer URI
 SIGNING_CONFIG_FIELD = "remote-signing-config"  # Iceberg 1.12's field of a load-table answer
@@ -52,6 +62,16 @@ _TIMEOUT = (5.0, 30.0)
 _ATTEMPTS = 3  # a sign request changes nothing in storage: repeating one after a transient failure is safe
 # Headers of the signer's answer that are the HTTP client's business (framing, routing), never the signer's.
 _NOT_FROM_SIGNER = frozenset({"host", "content-length", "transfer-encoding", "connection", "cache-control"})
+# Request headers never shown to the signer: they vary per request (a read's Range and conditions, the
+# SDK's ids) and no S3 signature needs them (S3 requires every x-amz-* header to be signed; none of these
+# is one; SigV4 signers skip user-agent, expect and x-amzn-trace-id anyway; a condition only narrows
+# what the request does). So one signature serves every read of an object.
+_PER_REQUEST = frozenset({"range", "if-match", "if-none-match", "if-modified-since", "if-unmodified-since",
+                          "amz-sdk-invocation-id", "amz-sdk-request", "user-agent", "expect", "x-amzn-trace-id"})
+_CACHED_METHODS = frozenset({"GET", "HEAD"})  # reads: a write's signature covers its own checksum headers anyway
+SIGNATURE_LIFETIME_S = 15 * 60  # S3 refuses a header-signed request whose X-Amz-Date is 15 min from its clock
+SIGNATURE_MARGIN_S = 5 * 60  # a kept signature is dropped this long before then (clock skew, slow sends)
+MAX_KEPT_SIGNATURES = 4096  # per catalog (SignerSession), least recently used dropped first
 
 
 def remote_signing_requested(table_config: Mapping[str, Any], catalog_properties: Mapping[str, Any],
@@ -141,15 +161,33 @@ class SignerSession:
         self._renew_lock = threading.Lock()
         retry = read_retry(_ATTEMPTS).new(allowed_methods=frozenset({"POST"}))
         ca_bundle = verify if isinstance(verify, str) else None
+        from cachetools import LRUCache, TLRUCache
+
+        # kept signer answers: key -> (answer, monotonic time it must no longer be used at)
+        self._kept: TLRUCache = TLRUCache(MAX_KEPT_SIGNATURES, ttu=lambda _k, v, _now: v[1], timer=time.monotonic)
+        # the setting that named each signer URL, by the URL as requests sends it (for the adapter's refusals)
+        self._url_keys: LRUCache = LRUCache(256)
+        self._kept_lock = threading.Lock()  # cachetools caches are not thread-safe
         self.http = requests.Session()
         self.http.verify, self.http.cert = verify, cert
-        self.http.mount("http://", BoundedAdapter(_TIMEOUT, retry, ca_bundle, pool_maxsize=32))
-        self.http.mount("https://", BoundedAdapter(_TIMEOUT, retry, ca_bundle, pool_maxsize=32))
+        for scheme in ("http://", "https://"):  # the origin is checked on the URL each request is sent to
+            self.http.mount(scheme, BoundedAdapter(_TIMEOUT, retry, ca_bundle, pool_maxsize=32, trust=trust,
+                                                   key_of=self._key_of))
 
     def signer(self, table: str, target: SignerTarget) -> RemoteSigner:
         """The signer of `table`; `UntrustedOriginError` (nothing sent) when its origin is not trusted."""
         self.trust.check(target.url, target.key)
+        try:
+            sent = requests.Request("POST", target.url).prepare().url or target.url
+        except requests.RequestException:
+            sent = target.url  # requests cannot send it either
+        with self._kept_lock:
+            self._url_keys[sent] = target.key
         return RemoteSigner(self, table, target)
+
+    def _key_of(self, url: str) -> str | None:
+        with self._kept_lock:
+            return self._url_keys.get(url)
 
     def authorization(self) -> str | None:
         return self._auth_header()
@@ -162,14 +200,37 @@ class SignerSession:
                 return True
             return self._renew_token()
 
+    def kept(self, key: tuple) -> Mapping[str, Any] | None:
+        with self._kept_lock:
+            entry = self._kept.get(key)
+        return entry[0] if entry is not None else None
+
+    def keep(self, key: tuple, answer: Mapping[str, Any], until: float) -> None:
+        with self._kept_lock:
+            self._kept[key] = (answer, until)
+
+    def forget(self, key: tuple) -> None:
+        with self._kept_lock:
+            self._kept.pop(key, None)
+
     def close(self) -> None:
         self.http.close()
+
+
+class Signed(NamedTuple):
+    """One signed S3 request: the URL and headers to send, and `kept`, the cache key when the
+    signature came from the cache (None when the signer was asked for it)."""
+
+    url: str
+    headers: dict[str, str]
+    kept: tuple | None = None
 
 
 class RemoteSigner:
     """Signs one table's S3 requests at its catalog's signer. Thread-safe.
 
-    `requests` / `seconds`: how many requests it signed and the time spent asking (for measurements)."""
+    `requests` / `seconds`: how many requests the signer signed and the time spent asking; `reused`: how
+    many requests were sent with a kept signature instead (for measurements)."""
 
     def __init__(self, session: SignerSession, table: str, target: SignerTarget) -> None:
         self._session = session
@@ -178,6 +239,7 @@ class RemoteSigner:
         self._lock = threading.Lock()
         self.requests = 0
         self.seconds = 0.0
+        self.reused = 0
 
     def __repr__(self) -> str:
         return f"RemoteSigner({self.table!r}, {safe_url(self.target.url)!r})"
@@ -186,22 +248,63 @@ class RemoteSigner:
              body: bytes | str | None = None) -> tuple[str, dict[str, str]]:
         """(the URL to send to, the headers to send) for one S3 request. `body`: a DeleteObjects
         body, which the signer must see to know what is deleted (no other request sends one)."""
+        signed = self.signed(method, url, headers, region, body)
+        return signed.url, signed.headers
+
+    def kept_signature(self, method: str, url: str, headers: Mapping[str, str], region: str,
+                       body: bytes | str | None = None) -> Signed | None:
+        """The request signed with a kept signature of this table's signer, or None (none kept)."""
+        key = self._key(method, url, headers, body)
+        answer = self._session.kept(key) if key is not None else None
+        if answer is None:
+            return None
+        signed_url, signed_headers = _applied(answer, headers, self._shown(method, url))
+        with self._lock:
+            self.reused += 1
+        return Signed(signed_url, signed_headers, key)
+
+    def signed(self, method: str, url: str, headers: Mapping[str, str], region: str,
+               body: bytes | str | None = None) -> Signed:
+        """`sign`, saying whether the signature was a kept one (`Signed.kept`: hand it to `forget`
+        when S3 refuses it)."""
+        kept = self.kept_signature(method, url, headers, region, body)
+        if kept is not None:
+            return kept
         started = time.perf_counter()
+        key = self._key(method, url, headers, body)
+        asked = {k: v for k, v in headers.items() if k.lower() not in _PER_REQUEST}
         payload: dict[str, Any] = {"region": region, "method": method, "uri": url,
-                                   "headers": {k: [v] for k, v in headers.items()}}
+                                   "headers": {k: [v] for k, v in asked.items()}}
         if body is not None:
             payload["body"] = body.decode("utf-8") if isinstance(body, bytes) else body
         if self.target.properties is not None:  # Iceberg 1.12's form
             payload["properties"] = dict(self.target.properties)
             payload["provider"] = "s3"
-        answer = self._post(payload, method, url)
+        answer, cache_control = self._post(payload, method, url)
         signed_url, signed_headers = _applied(answer, headers, self._shown(method, url))
+        if key is not None:
+            until = _keep_until(answer, cache_control)
+            if until is not None:
+                self._session.keep(key, answer, until)
         with self._lock:
             self.requests += 1
             self.seconds += time.perf_counter() - started
-        return signed_url, signed_headers
+        return Signed(signed_url, signed_headers)
 
-    def _post(self, payload: Mapping[str, Any], method: str, url: str) -> Mapping[str, Any]:
+    def forget(self, key: tuple) -> None:
+        """Drop a kept signature (S3 refused it): the next request signs afresh."""
+        self._session.forget(key)
+
+    def _key(self, method: str, url: str, headers: Mapping[str, str], body: bytes | str | None) -> tuple | None:
+        """The cache key of a read: its table, signer, method, URL and every header the signer sees
+        (never another table's, method's or object's); None for what is never kept."""
+        if method not in _CACHED_METHODS or body is not None:
+            return None
+        asked = tuple(sorted((k.lower(), v) for k, v in headers.items() if k.lower() not in _PER_REQUEST))
+        return (self.table, self.target.url, method, url, asked)
+
+    def _post(self, payload: Mapping[str, Any], method: str, url: str) -> tuple[Mapping[str, Any], str]:
+        """The signer's answer and its Cache-Control."""
         shown = self._shown(method, url)
         data = json.dumps(payload).encode("utf-8")
         for renewed in (False, True):
@@ -240,7 +343,7 @@ class RemoteSigner:
         if not isinstance(answer, dict):
             raise SignerError(f"the catalog's signer answered the request to sign {shown} for table {self.table} with "
                               "no JSON object (expected {uri, headers})")
-        return answer
+        return answer, resp.headers.get("Cache-Control") or ""
 
     @staticmethod
     def _shown(method: str, url: str) -> str:
@@ -268,6 +371,33 @@ def _applied(answer: Mapping[str, Any], sent: Mapping[str, str], shown: str) -> 
         values = value if isinstance(value, list) else [value]
         out[name] = ", ".join(str(v) for v in values)
     return url, out
+
+
+def _keep_until(answer: Mapping[str, Any], cache_control: str) -> float | None:
+    """Until when (monotonic) a signer's answer may be reused, or None: only when the signer allows it
+    (`Cache-Control: private`, not no-store/no-cache; a max-age bounds it too) and until the signature's
+    validity minus `SIGNATURE_MARGIN_S`. Its start is the answer's X-Amz-Date (header, or a presigned
+    URL's query with its X-Amz-Expires); without one nothing says when it ends, so it is not kept.
+    Measured on our clock but never longer than the lifetime from now, so a signer whose clock is
+    ahead cannot stretch it."""
+    directives = {d.strip().split("=", 1)[0].lower(): d.strip().partition("=")[2] for d in cache_control.split(",")}
+    if "private" not in directives or {"no-store", "no-cache"} & directives.keys():
+        return None
+    query = dict(parse_qsl(urlsplit(str(answer.get("uri") or "")).query))
+    headers = {str(k).lower(): v for k, v in (answer.get("headers") or {}).items()}
+    date = headers.get("x-amz-date") or query.get("X-Amz-Date")
+    lifetime = float(SIGNATURE_LIFETIME_S)
+    try:
+        if isinstance(date, list):
+            date = date[0] if len(date) == 1 else None
+        signed_at = datetime.strptime(str(date), "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc).timestamp()
+        if "X-Amz-Expires" in query:
+            lifetime = min(lifetime, float(query["X-Amz-Expires"]))
+        max_age = float(directives["max-age"]) if directives.get("max-age") else lifetime
+    except (TypeError, ValueError):
+        return None
+    left = min(min(signed_at + lifetime - time.time(), lifetime) - SIGNATURE_MARGIN_S, max_age)
+    return time.monotonic() + left if left > 0 else None
 
 
 def _reason(resp: requests.Response) -> str:

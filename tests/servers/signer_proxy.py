@@ -11,7 +11,13 @@
   table's own signer endpoint), with ``signing_properties``/``signing_headers`` in it.
   ``config_overrides`` are added to ``/v1/config``'s overrides, ``drop_table_keys`` removed from
   each table answer's config. ``sign_delay_s`` slows each sign request (a long scan).
+  ``sign_cache_control`` replaces the ``Cache-Control`` of signed answers ("": none, as a signer that
+  says nothing about caching); ``sign_date_age_s`` moves a signed answer's ``X-Amz-Date`` that many
+  seconds back (as a signer whose clock is behind: S3 would refuse that signature).
   Faults as for every ``BufferedProxy`` (``proxy.faults.add("redirect", "POST", "/sign/", status=307, ...)``).
+- ``RefusingS3Proxy``: in front of S3, forwards every request untouched (``Host`` included, so SigV4
+  verifies upstream) except the next ``refuse(path_regex, times)`` matching ones, answered 403
+  AccessDenied as SeaweedFS words it (a signature S3 stopped accepting).
 - ``Recorder``: an attacker's server; it records every request it gets (method, path, headers,
   body) and answers 200 with an empty JSON object.
 """
@@ -24,6 +30,7 @@ import time
 from urllib.parse import unquote, urlsplit
 
 from .base import BufferedProxy, Request, Response, ThreadedServer, read_request_body, send_response_head
+from .s3_expiry_proxy import S3ExpiryProxy
 
 SIGN_ROUTE = "/v1/aws/s3/sign"
 _TABLE = re.compile(r"^(?P<base>/v1/[^/]+/namespaces/[^/]+/tables)(?:/(?P<t>[^/]+))?$")
@@ -38,6 +45,8 @@ class SignerProxy(BufferedProxy):
         self.signing_config: dict | None = None
         self.signer_uri: str | None = None  # None: this proxy
         self.sign_delay_s = 0.0
+        self.sign_cache_control: str | None = None  # None: the signer's own
+        self.sign_date_age_s = 0.0
         self.config_overrides: dict[str, str] = {}
         self.drop_table_keys: set[str] = set()
         self.as_signing_config: str | None = None
@@ -73,8 +82,8 @@ class SignerProxy(BufferedProxy):
                                    "uri": body.get("uri"), "headers": body.get("headers") or {}, "body": body.get("body"),
                                    "properties": body.get("properties"), "status": resp.status,
                                    "authorization": req.header("Authorization"), "http_headers": dict(req.headers),
-                                   "time": time.time()})
-            return resp
+                                   "time": time.time(), "cache_control": resp.header("Cache-Control")})
+            return self._rewrite_signed(resp)
         if kind == "oauth":
             with self._lock:
                 self.token_requests += 1
@@ -108,6 +117,21 @@ class SignerProxy(BufferedProxy):
             return resp.with_json(data)
         return resp
 
+    def _rewrite_signed(self, resp: Response) -> Response:
+        if resp.status != 200:
+            return resp
+        if self.sign_date_age_s:
+            data = _json(resp.body) or {}
+            aged = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() - self.sign_date_age_s))
+            data["headers"] = {k: ([aged] if k.lower() == "x-amz-date" else v) for k, v in (data.get("headers") or {}).items()}
+            resp = resp.with_json(data)
+        if self.sign_cache_control is not None:
+            headers = [(k, v) for k, v in resp.headers if k.lower() != "cache-control"]
+            if self.sign_cache_control:
+                headers.append(("Cache-Control", self.sign_cache_control))
+            resp = Response(resp.status, headers, resp.body, resp.reason)
+        return resp
+
     @staticmethod
     def _table_route(req: Request) -> str:
         m = _TABLE.match(req.route)
@@ -126,6 +150,29 @@ def _json(body: bytes):
         return json.loads(body) if body else None
     except ValueError:
         return None
+
+
+class RefusingS3Proxy(S3ExpiryProxy):
+    """S3 as it is, but for the next ``times`` requests whose path matches ``refuse(...)``'s regex."""
+
+    def __init__(self, upstream: str, port: int = 0):
+        super().__init__(upstream, port=port)
+        self._refusals: list[list] = []  # [regex, times left]
+
+    def refuse(self, path: str, times: int = 1) -> None:
+        with self._lock:
+            self._refusals.append([path, times])
+
+    def handle(self, h):
+        with self._lock:
+            hit = next((r for r in self._refusals if r[1] > 0 and re.search(r[0], urlsplit(h.path).path)), None)
+            if hit is not None:
+                hit[1] -= 1
+                self.denied += 1
+        if hit is None:
+            return super().handle(h)
+        self.log.append({"at": self.clock(), "method": h.command, "path": h.path, "akid": None, "status": 403})
+        self._reject(h, "AccessDenied")
 
 
 class Recorder(ThreadedServer):

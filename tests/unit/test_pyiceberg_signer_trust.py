@@ -161,6 +161,26 @@ def test_an_origin_the_user_trusts_is_used(lakehouse, front, attacker):
     assert attacker.requests and all(r["headers"].get("Authorization", "").startswith("Bearer ") for r in attacker.requests)
 
 
+def test_a_signer_host_that_changes_on_the_wire_is_refused_where_it_is_sent(lakehouse, front, attacker, monkeypatch):
+    """`catalog.glaß.test` is `catalog.glass.test` to the trust set's IDNA (2003) but `requests` sends
+    it as `catalog.xn--gla-7ka.test` (IDNA 2008): another host. The user trusts the first; the
+    request, as sent, goes to the second and is refused there, so the attacker (the HTTP proxy every
+    non-loopback request would go through) receives nothing, token included."""
+    monkeypatch.setenv("HTTP_PROXY", attacker.url)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    trusted, sent = f"http://catalog.glass.test:{front.port}", f"http://catalog.glaß.test:{front.port}"
+    fresh_table(signing_catalog(lakehouse, front, "fsspec"), "idna").append(rows(0, 5))
+    front.table_config = {"s3.signer.uri": sent}
+    cat = signing_catalog(lakehouse, front, "fsspec", **{"catalog-ext.trusted-origins": trusted})
+    table = cat.load_table(f"{NS}.idna")  # the URL as given passes the check
+    with pytest.raises(UntrustedOriginError) as err:
+        table.scan().to_arrow()
+    line = str(err.value)
+    assert "\n" not in line and "xn--gla-7ka" in line and "s3.signer.uri" in line, line
+    assert attacker.requests == []
+    cat.close()
+
+
 # ---------------------------------------------------------------------------------------- redirects
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
 @pytest.mark.parametrize("io", sorted(FILEIOS))

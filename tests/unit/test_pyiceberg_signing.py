@@ -23,8 +23,8 @@ from pyspark_catalog_ext.errors import SigningRefusedError
 from pyspark_catalog_ext.lakehouse.server import Lakehouse
 from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
-from pyspark_catalog_ext.pyiceberg_ext.signing import signer_target
-from tests.servers.signer_proxy import SignerProxy
+from pyspark_catalog_ext.pyiceberg_ext.signing import SIGNATURE_LIFETIME_S, SIGNATURE_MARGIN_S, signer_target
+from tests.servers.signer_proxy import RefusingS3Proxy, SignerProxy
 
 FILEIOS = {"pyarrow": "pyiceberg.io.pyarrow.PyArrowFileIO", "fsspec": "pyiceberg.io.fsspec.FsspecFileIO"}
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
@@ -54,6 +54,7 @@ def fresh_proxy(request):
         p = request.getfixturevalue("proxy")
         p.faults.clear()
         p.table_config, p.signing_config, p.signer_uri, p.as_signing_config, p.sign_delay_s = {}, None, None, None, 0.0
+        p.sign_cache_control, p.sign_date_age_s = None, 0.0
         p.config_overrides, p.drop_table_keys = {}, set()
         with p._lock:
             p.signs.clear()
@@ -138,11 +139,11 @@ def test_scan_append_overwrite_and_delete_are_signed_by_the_tables_signer(signin
 
     signs = proxy.signs_of()
     methods = {s["method"] for s in signs}
-    assert {"GET", "HEAD", "PUT", "POST"} <= methods, methods
+    assert {"GET", "PUT", "POST"} <= methods, methods  # no HEAD: a file's size comes from its first GET
     assert all(s["status"] == 200 for s in signs), [s for s in signs if s["status"] != 200]
     assert all(s["authorization"] and s["authorization"].startswith("Bearer ") for s in signs)
-    assert any("Range" in s["headers"] or "range" in s["headers"] for s in signs if s["method"] == "GET"), \
-        "scans read ranges, each signed"
+    assert not any(k.lower() in ("range", "amz-sdk-invocation-id") for s in signs for k in s["headers"]), \
+        "per-read headers were shown to the signer: one signature cannot serve every range of an object"
     deletes = [s for s in signs if s["method"] == "POST" and "delete" in query_names(s["uri"])]
     assert deletes, "the delete went to S3 as DeleteObjects"
     body = deletes[-1]["body"]
@@ -176,7 +177,8 @@ def test_a_multipart_write_of_over_100_mb_is_signed_part_by_part(signing_lake, p
 
 @pytest.mark.parametrize("io", sorted(FILEIOS))
 def test_a_long_scan_outlives_the_signers_token(signing_lake, io):
-    """The signer's tokens live 2 s and each sign request takes 0.3 s: the scan of 60 files needs
+    """The signer's tokens live 2 s, each sign request takes 0.3 s and the signer lets nothing be kept
+    (so every read asks it, and a token expiry meets a sign request at once): the scan of 60 files needs
     several tokens. The signer answers 401 to an expired one; the catalog's token is renewed (once per
     expiry, not per request) and the request signed again; the scan returns every row."""
     info = signing_lake.info
@@ -194,7 +196,7 @@ def test_a_long_scan_outlives_the_signers_token(signing_lake, io):
             table = cat.load_table(f"{NS}.long_{io}")
             assert len(list(table.scan().plan_files())) >= 40
             tokens_before = front.token_requests
-            front.sign_delay_s = 0.3
+            front.sign_delay_s, front.sign_cache_control = 0.3, "no-cache"
             started = time.monotonic()
             assert table.scan().to_arrow().num_rows == 3000
             elapsed = time.monotonic() - started
@@ -239,6 +241,170 @@ def test_a_tables_signer_never_sees_another_tables_location(signing_lake, proxy)
     assert signing_lake.signer.refused == refused_before + 2
     cat.close()
     cat_fs.close()
+
+
+# ------------------------------------------------------------------------- one signature per object
+def data_files(table) -> list[str]:
+    return [t.file.file_path for t in table.scan().plan_files()]
+
+
+def http_url(lake, location: str) -> str:
+    """The path-style S3 URL the FileIOs send for `s3://bucket/key` on the lakehouse."""
+    from urllib.parse import quote
+
+    bucket, key = s3_key(location)
+    return f"{lake.info.s3_endpoint.rstrip('/')}/{bucket}/{quote(key)}"
+
+
+def twelve_files(cat, name: str):
+    """A table of exactly 12 data files (one append: 12 record batches, one per file)."""
+    table = fresh_table(cat, name, {"write.target-file-size-bytes": str(8 * 1000)})
+    table.append(pa.Table.from_batches([rows(i * 1000, (i + 1) * 1000).to_batches()[0] for i in range(12)]))
+    assert len(data_files(table)) == 12
+    return table
+
+
+@pytest.mark.parametrize("io", sorted(FILEIOS))
+def test_a_scan_of_a_12_file_table_signs_each_object_once(signing_lake, proxy, io):
+    """On a cold cache each object the scan reads is signed once (its GETs of any range, and its size,
+    share one signature): at most 12 sign requests for the 12 data files, one each for the manifest
+    list and the manifest. The lakehouse's signer allows that (Cache-Control: private). A second scan
+    within the signatures' validity asks the signer nothing."""
+    writer = pyiceberg_catalog(signing_lake, **{"py-io-impl": FILEIOS[io]})
+    twelve_files(writer, f"twelve_{io}")
+    writer.close()
+    cat = catalog(signing_lake, proxy.url, io)
+    table = cat.load_table(f"{NS}.twelve_{io}")
+    files = {http_url(signing_lake, f) for f in data_files(table)}
+    before = len(proxy.signs)
+    assert table.scan().to_arrow().num_rows == 12_000
+    signs = proxy.signs[before:]
+    on_data = [s["uri"] for s in signs if s["uri"] in files]
+    assert sorted(on_data) == sorted(files), f"{len(on_data)} sign requests for the 12 data files"
+    per_object = {u: sum(1 for s in signs if s["uri"] == u) for u in {s["uri"] for s in signs}}
+    assert max(per_object.values()) == 1, {u: n for u, n in per_object.items() if n > 1}
+    assert len(signs) <= 12 + 2, len(signs)  # + the manifest list and the one manifest
+    assert all(s["cache_control"] == "private" for s in signs)
+    assert table.io.signer.reused > len(files), "the reads of a file did not reuse its signature"
+    again = len(proxy.signs)
+    assert table.scan().to_arrow().num_rows == 12_000
+    assert len(proxy.signs) == again, proxy.signs[again:]
+    cat.close()
+
+
+def test_a_kept_signature_is_never_sent_for_another_object_method_or_table(signing_lake, proxy):
+    """The signer's own client, against the lakehouse's signer and S3: GET of A signed once serves
+    every range of A (S3 accepts it); B, a HEAD of A, and another table's signer asking for A each go
+    to the signer (the last one refused there: the kept signature of A was not used for it)."""
+    import requests
+
+    writer = catalog(signing_lake, proxy.url, "pyarrow")
+    fresh_table(writer, "kept_other")
+    written = fresh_table(writer, "kept_a")
+    written.append(rows(0, 10))
+    written.append(rows(10, 20))
+    writer.close()
+    cat = catalog(signing_lake, proxy.url, "pyarrow")  # its signatures: none kept yet
+    table, other = cat.load_table(f"{NS}.kept_a"), cat.load_table(f"{NS}.kept_other")
+    a, b = (http_url(signing_lake, f) for f in data_files(table))
+    signer = table.io.signer
+    before = len(proxy.signs)
+    url_a, first = signer.sign("GET", a, {"Range": "bytes=0-3"}, "us-east-1")
+    url_a2, second = signer.sign("GET", a, {"Range": "bytes=4-7"}, "us-east-1")
+    assert len(proxy.signs) == before + 1 and first["Authorization"] == second["Authorization"]
+    assert (first["Range"], second["Range"]) == ("bytes=0-3", "bytes=4-7")
+    whole = requests.get(a, headers={k: v for k, v in first.items() if k != "Range"}, timeout=30).content
+    for url, headers, want in ((url_a, first, whole[0:4]), (url_a2, second, whole[4:8])):
+        resp = requests.get(url, headers=headers, timeout=30)
+        assert resp.status_code == 206 and resp.content == want, (resp.status_code, resp.text[:200])
+    _, for_b = signer.sign("GET", b, {}, "us-east-1")
+    _, head_a = signer.sign("HEAD", a, {}, "us-east-1")
+    asked = proxy.signs[before:]
+    assert [(s["method"], s["uri"]) for s in asked] == [("GET", a), ("GET", b), ("HEAD", a)]
+    assert len({first["Authorization"], for_b["Authorization"], head_a["Authorization"]}) == 3
+    assert requests.get(b, headers=for_b, timeout=30).status_code == 200
+    assert requests.head(a, headers=head_a, timeout=30).status_code == 200
+    with pytest.raises(SigningRefusedError):
+        other.io.signer.sign("GET", a, {}, "us-east-1")
+    assert proxy.signs[-1]["uri"] == a and proxy.signs[-1]["status"] == 403
+    cat.close()
+
+
+def test_a_kept_signature_ends_with_its_validity(signing_lake, proxy):
+    """The signer's clock is behind: its X-Amz-Date makes the signature valid (minus the margin) for 4
+    more seconds: kept that long, then asked again; one already past it is never kept."""
+    writer = catalog(signing_lake, proxy.url, "fsspec")
+    fresh_table(writer, "kept_validity").append(rows(0, 10))
+    writer.close()
+    cat = catalog(signing_lake, proxy.url, "fsspec")  # its signatures: none kept yet
+    table = cat.load_table(f"{NS}.kept_validity")
+    a = http_url(signing_lake, data_files(table)[0])
+    signer = table.io.signer
+    proxy.sign_date_age_s = SIGNATURE_LIFETIME_S - SIGNATURE_MARGIN_S - 4
+    before = len(proxy.signs)
+    signer.sign("GET", a, {}, "us-east-1")
+    signer.sign("GET", a, {}, "us-east-1")
+    assert len(proxy.signs) == before + 1, "kept while valid"
+    time.sleep(4.5)
+    signer.sign("GET", a, {}, "us-east-1")
+    assert len(proxy.signs) == before + 2, "a signature past its validity (minus the margin) was used"
+    proxy.sign_date_age_s = SIGNATURE_LIFETIME_S - SIGNATURE_MARGIN_S + 1
+    signer.sign("HEAD", a, {}, "us-east-1")
+    signer.sign("HEAD", a, {}, "us-east-1")
+    assert len(proxy.signs) == before + 4, "a signature already past its validity was kept"
+    cat.close()
+
+
+@pytest.mark.parametrize("cache_control", ["", "no-cache", "private, no-store", "public"])
+def test_a_signer_that_does_not_allow_caching_is_asked_every_time(signing_lake, proxy, cache_control):
+    proxy.sign_cache_control = cache_control
+    cat = catalog(signing_lake, proxy.url, "pyarrow")
+    table = fresh_table(cat, f"uncached_{len(cache_control)}")
+    table.append(rows(0, 10))
+    path = data_files(table)[0]
+    a = http_url(signing_lake, path)
+    before = len(proxy.signs)
+    for _ in range(2):
+        table.io.new_input(path).open().read()
+    reads = [s for s in proxy.signs[before:] if s["uri"] == a]
+    assert len(reads) >= 4, f"{len(reads)} sign requests for 2 opens of a file (its size and its reads, each asked)"
+    assert table.io.signer.reused == 0
+    cat.close()
+
+
+@pytest.mark.parametrize("io", sorted(FILEIOS))
+def test_s3_refusing_a_kept_signature_drops_it_and_signs_once_more(signing_lake, io):
+    """S3 (a loopback front of it) refuses a request sent with a kept signature: that signature is
+    dropped, the request signed afresh and sent once more, and the read succeeds. Refused again, the
+    read fails with S3's refusal: one more sign request, not a loop."""
+    info = signing_lake.info
+    secret = "signer-reuse-" + "s" * 24
+    with RefusingS3Proxy(info.s3_endpoint) as s3:
+        signer = SigningCatalogProxy(f"http://127.0.0.1:{info.ports['iceberg']}", s3.url, info.access_key,
+                                     info.secret_key, clients={CLIENT_ID: secret}).start()
+        try:
+            with SignerProxy(signer.url) as front:
+                front.table_config = {"s3.endpoint": s3.url}
+                writer = pyiceberg_catalog(signing_lake, **{"py-io-impl": FILEIOS[io]})
+                fresh_table(writer, f"refused_{io}").append(rows(0, 50))
+                writer.close()
+                cat = pyiceberg_catalog(signing_lake, uri=front.url, credential=f"{CLIENT_ID}:{secret}",
+                                        **{"oauth2-server-uri": f"{front.url}/v1/oauth/tokens", "py-io-impl": FILEIOS[io]})
+                table = cat.load_table(f"{NS}.refused_{io}")
+                path = data_files(table)[0]
+                data = table.io.new_input(path).open().read()
+                signs_of_a = lambda: [s for s in front.signs if s["uri"].endswith(s3_key(path)[1])]  # noqa: E731
+                assert len(signs_of_a()) == 1 and table.io.signer.reused >= 1
+                s3.refuse(s3_key(path)[1], times=1)
+                assert table.io.new_input(path).open().read() == data
+                assert s3.denied == 1 and len(signs_of_a()) == 2, (s3.denied, len(signs_of_a()))
+                s3.refuse(s3_key(path)[1], times=2)
+                with pytest.raises(PermissionError):
+                    table.io.new_input(path).open().read()
+                assert s3.denied == 3 and len(signs_of_a()) == 3, (s3.denied, len(signs_of_a()))
+                cat.close()
+        finally:
+            signer.stop()
 
 
 # --------------------------------------------------------------------- Iceberg 1.12's signing config
