@@ -95,7 +95,7 @@ _PROFILES = (
         path_style=True,
         required_probes=SEAWEEDFS_PROBES,
         tested_here=True,
-        notes="credential = the lakehouse's random admin keys (LakehouseInfo.credential); vended credentials last 900 s by default",
+        notes="credential = the lakehouse front's OAuth2 client, random per instance (LakehouseInfo.credential; no S3 key); vended credentials last 900 s by default",
     ),
     Profile(
         name="seaweedfs",

@@ -16,12 +16,8 @@ def _print_info(info: LakehouseInfo) -> None:
     print(f"delegation  : {info.delegation}" + (" (S3 requests signed by the catalog's signer; Spark holds no keys)" if info.delegation == "remote-signing" else ""))
     print(f"warehouse   : {info.warehouse}")
     print(f"s3 endpoint : {info.s3_endpoint}")
-    if info.delegation == "remote-signing":
-        print(f"credential  : {info.credential.split(':')[0]}:*** (the signer's OAuth2 client, no S3 key; random per instance, "
-              f"in {state_file()} (0600) and LakehouseInfo.credential)")
-    else:
-        print(f"credential  : {info.access_key}:*** (client id/secret = S3 admin keys; random per instance, "
-              f"in {state_file()} (0600) and LakehouseInfo.secret_key)")
+    print(f"credential  : {info.credential.split(':')[0]}:*** (the catalog front's OAuth2 client, no S3 key; random per "
+          f"instance, in {state_file()} (0600) and LakehouseInfo.credential)")
     print(f"data dir    : {info.data_dir}")
     print(f"log         : {info.log_file}")
     print(f"pid         : {info.pid}")

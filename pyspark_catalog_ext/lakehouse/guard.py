@@ -44,13 +44,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from pyspark_catalog_ext.lakehouse.canonical import (
     CATALOG_ROUTES,
@@ -74,6 +75,7 @@ from pyspark_catalog_ext.lakehouse.proxy import (
     ProxyHandler,
     ProxyServer,
 )
+from pyspark_catalog_ext.lakehouse.tokens import CLIENT_ID, TOKEN_SECONDS, ClientTokens
 
 __all__ = ["LocationGuard", "CatalogGuardProxy", "Refusal", "StoredTable", "Answer", "namespace_location"]
 
@@ -815,15 +817,20 @@ def forwarded_headers(headers: Any, drop: tuple[str, ...] = ()) -> dict[str, str
 
 class CatalogGuardProxy(ProxyServer):
     """A loopback HTTP proxy in front of SeaweedFS's Iceberg catalog that forwards each recognised
-    call re-encoded (the client's own OAuth2 token and delegation header included) after
-    `LocationGuard` let it through."""
+    call re-encoded (the client's delegation header included) after `LocationGuard` let it through.
+    It is its clients' OAuth2 token endpoint (tokens.py: `clients`, default `CLIENT_ID` with a random
+    secret) and calls SeaweedFS with the admin keys: a client never holds a credential SeaweedFS's
+    own ports accept, so none can go around the location rule."""
 
     thread_name = "catalog-guard"
 
-    def __init__(self, guard: LocationGuard, port: int = 0, host: str = "127.0.0.1") -> None:
+    def __init__(self, guard: LocationGuard, port: int = 0, host: str = "127.0.0.1",
+                 clients: Mapping[str, str] | None = None, token_seconds: int = TOKEN_SECONDS) -> None:
         super().__init__(port, host)
         self.guard = guard
         self.catalog_uri = guard.catalog_uri
+        self.tokens = ClientTokens(dict(clients) if clients else {CLIENT_ID: secrets.token_urlsafe(32)}, token_seconds)
+        self.clients = self.tokens.clients
 
     def __repr__(self) -> str:
         return f"<CatalogGuardProxy {self.url if self._httpd else 'stopped'} -> {self.catalog_uri}>"
@@ -844,12 +851,20 @@ class _GuardHandler(ProxyHandler):
             self.close_connection = True
             status, reason = exc.args
             return self._error(status, "BadRequestException", reason)
+        if route.name == "token":  # our clients' logins: never forwarded (SeaweedFS's would be its admin keys)
+            answer = self.proxy.tokens.issue(parse_qs(raw.decode("utf-8", "replace")))
+            if answer is None:
+                return self._json(401, {"error": "invalid_client", "error_description": "unknown client id/secret or token"})
+            return self._json(200, answer, {"Cache-Control": "no-store"})
+        if route.name != "config" and self.proxy.tokens.grant(self.headers.get("Authorization")) is None:
+            return self._error(401, "NotAuthorizedException", "a bearer token from this catalog's /v1/oauth/tokens is required")
         self._reply(*guard.handle(route, raw, self._send))
 
     def _send(self, target: str, payload: bytes | None) -> Answer:
         import requests
 
-        headers = forwarded_headers(self.headers)
+        headers = forwarded_headers(self.headers, drop=("authorization",))
+        headers["Authorization"] = self.proxy.guard.authorization()  # the admin keys' token, never the client's
         headers["Accept-Encoding"] = "identity"
         try:
             resp = self.proxy.guard.session().request(

@@ -14,7 +14,8 @@ from pyspark_catalog_ext.lakehouse.filer import FilerAccess
 from pyspark_catalog_ext.lakehouse.guard import CatalogGuardProxy, LocationGuard
 from pyspark_catalog_ext.lakehouse.proxy import MAX_TOKEN_BODY
 from pyspark_catalog_ext.lakehouse.server import alive
-from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
+from pyspark_catalog_ext.lakehouse.signer import SigningCatalogProxy
+from pyspark_catalog_ext.lakehouse.tokens import CLIENT_ID
 
 __all__ = ["FIELDS", "main"]
 
@@ -39,7 +40,8 @@ def main() -> int:
     filer = FilerAccess(settings["filer_url"], settings["filer_key"])
     if settings["mode"] == "guard":
         server = CatalogGuardProxy(LocationGuard(settings["catalog_uri"], settings["s3_endpoint"], settings["access_key"],
-                                                 settings["secret_key"], filer=filer), port=int(settings["port"]))
+                                                 settings["secret_key"], filer=filer), port=int(settings["port"]),
+                                   clients={CLIENT_ID: settings["client_secret"], settings["access_key"]: settings["secret_key"]})
     else:
         server = SigningCatalogProxy(settings["catalog_uri"], settings["s3_endpoint"], settings["access_key"],
                                      settings["secret_key"], port=int(settings["port"]),

@@ -76,17 +76,16 @@ class LakehouseInfo:
     pid: int
     ports: dict = field(default_factory=dict)
     delegation: str = "vended-credentials"  # or "remote-signing": iceberg_uri is then the signer proxy
-    client_secret: str = field(default="", repr=False)  # the signer's OAuth2 client secret (remote-signing)
+    client_secret: str = field(default="", repr=False)  # the catalog front's OAuth2 client secret
 
     @property
     def credential(self) -> str:
-        """OAuth2 client credentials `id:secret` for the catalog. With remote signing these are
-        the signer proxy's client (no S3 key); otherwise SeaweedFS's, which are its S3 admin keys."""
-        if self.delegation == "remote-signing":
-            from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID
+        """OAuth2 client credentials `id:secret` for the catalog: the catalog front's client (tokens.py),
+        which no SeaweedFS port accepts, in both delegation modes (the S3 admin keys stay in the
+        lakehouse's process)."""
+        from pyspark_catalog_ext.lakehouse.tokens import CLIENT_ID
 
-            return f"{CLIENT_ID}:{self.client_secret}"
-        return f"{self.access_key}:{self.secret_key}"
+        return f"{CLIENT_ID}:{self.client_secret}"
 
     @property
     def oauth2_server_uri(self) -> str:
@@ -330,7 +329,7 @@ class Lakehouse:
         info = self.info
         remote = self.delegation == "remote-signing"
         filer = self.filer_access()
-        client_secret = secrets.token_urlsafe(32) if remote else ""  # the signer's OAuth2 client, random per instance
+        client_secret = secrets.token_urlsafe(32)  # the front's OAuth2 client, random per instance
         if self.detached:  # `local up`: the proxy must outlive this command, like weed does
             with socket.socket() as sock:  # a free port, handed to the proxy process right away
                 sock.bind((HOST, 0))
@@ -359,9 +358,13 @@ class Lakehouse:
             ports = {**info.ports, "signer": self.signer.port}
         else:
             from pyspark_catalog_ext.lakehouse.guard import CatalogGuardProxy, LocationGuard
+            from pyspark_catalog_ext.lakehouse.tokens import CLIENT_ID
 
+            # The admin pair may log in too (the lakehouse's own tooling): SeaweedFS accepts it anyway,
+            # so that grants nothing; what clients are given (LakehouseInfo.credential) is CLIENT_ID.
             self.signer = CatalogGuardProxy(LocationGuard(info.iceberg_uri, info.s3_endpoint, info.access_key, info.secret_key,
-                                                          filer=filer)).start()
+                                                          filer=filer),
+                                            clients={CLIENT_ID: client_secret, info.access_key: info.secret_key}).start()
             url = self.signer.url
             ports = {**info.ports, "guard": self.signer.port}
         self.info = replace(info, iceberg_uri=url, ports=ports, delegation=self.delegation, client_secret=client_secret)

@@ -61,6 +61,7 @@ from pyspark_catalog_ext.lakehouse.proxy import (
     ProxyServer,
     error_body,
 )
+from pyspark_catalog_ext.lakehouse.tokens import CLIENT_ID, TOKEN_SECONDS, ClientTokens
 
 __all__ = ["SigningCatalogProxy", "SIGN_ENDPOINT", "REMOTE_SIGNING", "CLIENT_ID", "remote_signing_config", "sign_request"]
 
@@ -72,7 +73,6 @@ DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
 # Keys a table answer must never carry in remote-signing mode.
 _STORAGE_SECRETS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.session-token-expires-at-ms")
 MAX_LOCATIONS = 10_000  # table locations remembered per client (oldest forgotten first)
-MAX_TOKENS = 4096  # live tokens per client
 MAX_SIGN_BODY = 2 << 20  # a sign request is small JSON, or a DeleteObjects body (<= MAX_DELETE_BODY) in JSON
 MAX_DELETE_BODY = 1 << 20  # the DeleteObjects XML inside it (1000 keys of <= 1 KiB each)
 MAX_DELETE_KEYS = 1000  # S3's own limit per DeleteObjects
@@ -105,14 +105,9 @@ _BLANK_QUERIES = {"uploads", "delete"}  # flags: any value would be another requ
 # bucket, an ACL, tags, object lock...): refused whatever their case.
 _REFUSED_HEADERS = ("x-amz-copy-source", "x-amz-acl", "x-amz-grant-", "x-amz-tagging", "x-amz-website-redirect-location",
                     "x-amz-object-lock-", "x-amz-bypass-governance-retention", "x-amz-metadata-directive")
-# The OAuth2 client id of the embedded lakehouse in remote-signing mode: it can reach the catalog
-# and the signer, but it is no S3 key. Its secret is random per instance (LakehouseInfo.credential).
-CLIENT_ID = "lakeclient"
-TOKEN_SECONDS = 3600
 # A table endpoint re-checks that the catalog still holds its table (uuid and location) when its last
 # check is this old; a drop, rename or move through this proxy ends its endpoints at once.
 SCOPE_RECHECK_SECONDS = 5.0
-_TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 
 
 def remote_signing_config(signer_uri: str, endpoint: str = SIGN_ENDPOINT) -> dict[str, str]:
@@ -187,13 +182,11 @@ class SigningCatalogProxy(ProxyServer):
         self._access_key = access_key
         self._secret_key = secret_key
         self.token_seconds = int(token_seconds)
-        self.clients: dict[str, str] = dict(clients) if clients else {CLIENT_ID: secrets.token_urlsafe(32)}
-        if any(not cid or not secret for cid, secret in self.clients.items()):
-            raise ValueError("every signer client needs a non-empty id and secret")
+        self.tokens = ClientTokens(dict(clients) if clients else {CLIENT_ID: secrets.token_urlsafe(32)}, self.token_seconds)
+        self.clients: dict[str, str] = self.tokens.clients
         # Per client, each bounded: client id -> its entries (a flood evicts only the flooder's own).
         self._scopes: dict[str, OrderedDict[str, _Scope]] = {}  # scope id -> its scope
         self._scope_ids: dict[str, dict[tuple, str]] = {}  # (prefix, ident, uuid) -> its scope id
-        self._tokens: dict[str, Any] = {}  # sha256(our token) -> when it expires (monotonic)
         # DeleteObjects relay tickets: ticket -> (S3 URL, region, sha256 of the body that was checked)
         self._tickets: dict[str, Any] = {}
         self.guard = LocationGuard(self.catalog_uri, self.s3_endpoint, access_key, secret_key, filer=filer)
@@ -206,16 +199,15 @@ class SigningCatalogProxy(ProxyServer):
         return f"<SigningCatalogProxy {self.url if self._httpd else 'stopped'} -> {self.catalog_uri}>"
 
     # -- per-client state ------------------------------------------------------------------------
-    def _client_caches(self, client: str) -> tuple[OrderedDict[str, _Scope], dict[tuple, str], Any, Any]:
-        """(scopes, scope ids, tokens, tickets) of `client`, created on first use (under self._lock).
+    def _client_caches(self, client: str) -> tuple[OrderedDict[str, _Scope], dict[tuple, str], Any]:
+        """(scopes, scope ids, tickets) of `client`, created on first use (under self._lock).
         Only configured clients get any: their number is bounded by the configuration."""
         from cachetools import TTLCache
 
-        if client not in self._tokens:
+        if client not in self._scopes:
             self._scopes[client], self._scope_ids[client] = OrderedDict(), {}
-            self._tokens[client] = TTLCache(maxsize=MAX_TOKENS, ttl=self.token_seconds)
             self._tickets[client] = TTLCache(maxsize=MAX_DELETE_TICKETS, ttl=DELETE_TICKET_SECONDS)
-        return self._scopes[client], self._scope_ids[client], self._tokens[client], self._tickets[client]
+        return self._scopes[client], self._scope_ids[client], self._tickets[client]
 
     # -- table locations ------------------------------------------------------------------------
     def scope_for(self, location: str, client: str = CLIENT_ID, *, expires: float | None = None,
@@ -237,7 +229,7 @@ class SigningCatalogProxy(ProxyServer):
         key = (prefix, ident, uuid)
         until = expires if expires is not None else time.monotonic() + self.token_seconds
         with self._lock:
-            scopes, scope_ids, _, _ = self._client_caches(client)
+            scopes, scope_ids, _ = self._client_caches(client)
             scope = scope_ids.get(key)
             entry = scopes.get(scope) if scope is not None else None
             if entry is not None and not entry.ended and time.monotonic() < entry.expires:
@@ -348,43 +340,16 @@ class SigningCatalogProxy(ProxyServer):
         return body
 
     def issue_token(self, form: Mapping[str, list[str]]) -> dict[str, Any] | None:
-        """An OAuth2 token answer for valid client credentials, or for a token exchange of one of
-        our tokens (how Iceberg refreshes), else None."""
-        first = {k: v[0] for k, v in form.items() if v}
-        grant = first.get("grant_type")
-        client: str | None = None
-        if grant == "client_credentials":
-            cid, given = first.get("client_id", ""), first.get("client_secret", "")
-            expected = self.clients.get(cid)
-            # compare anyway on an unknown id: no timing difference between "no such client" and "wrong secret"
-            if secrets.compare_digest(given.encode(), (expected or "\0" + given).encode()) and expected is not None:
-                client = cid
-        elif grant == _TOKEN_EXCHANGE:
-            client = self.token_client("Bearer " + first.get("subject_token", ""))
-        if client is None:
-            return None
-        token = secrets.token_urlsafe(32)
-        with self._lock:
-            self._client_caches(client)[2][hashlib.sha256(token.encode()).hexdigest()] = time.monotonic() + self.token_seconds
-        return {"access_token": token, "token_type": "bearer", "expires_in": self.token_seconds,
-                "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}
+        """An OAuth2 token answer for our clients (tokens.py), else None."""
+        return self.tokens.issue(form)
 
     def token_grant(self, authorization: str | None) -> tuple[str, float] | None:
         """(client, expiry) of the live token `authorization` (`Bearer <token>`) carries, or None."""
-        if not authorization or not authorization.lower().startswith("bearer "):
-            return None
-        tag = hashlib.sha256(authorization[7:].strip().encode()).hexdigest()
-        with self._lock:
-            for client, tokens in self._tokens.items():  # a handful of configured clients
-                expires = tokens.get(tag)
-                if expires is not None:
-                    return client, expires
-        return None
+        return self.tokens.grant(authorization)
 
     def token_client(self, authorization: str | None) -> str | None:
         """The client whose live token `authorization` (`Bearer <token>`) carries, or None."""
-        found = self.token_grant(authorization)
-        return found[0] if found else None
+        return self.tokens.client_of(authorization)
 
     def upstream_authorization(self) -> str:
         """`Bearer <token>` for SeaweedFS, fetched with the admin keys and renewed after 30 min."""
@@ -459,7 +424,7 @@ class SigningCatalogProxy(ProxyServer):
             digest = hashlib.sha256(str(request["body"]).encode("utf-8")).hexdigest()
             ticket = secrets.token_urlsafe(24)
             with self._lock:
-                self._client_caches(client)[3][ticket] = (url, region, digest)
+                self._client_caches(client)[2][ticket] = (url, region, digest)
             return {"uri": f"{self.url}/{DELETE_PATH}/{ticket}?delete", "headers": {}}
         # Only headers the SDK cannot change after signing are signed (host is added from the URL).
         headers = {k: ",".join(v) if isinstance(v, list) else str(v) for k, v in (request.get("headers") or {}).items()

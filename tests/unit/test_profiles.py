@@ -107,7 +107,7 @@ def test_local_profile_and_plain_iceberg(lakehouse):
     info = lakehouse.info
     assert conf[P + "type"] == "rest" and P + "catalog-impl" not in conf and P + "s3.client-factory-impl" not in conf
     assert conf[P + "uri"] == info.iceberg_uri and conf[P + "warehouse"] == "warehouse"
-    assert conf[P + "credential"] == f"{info.access_key}:{info.secret_key}"
+    assert conf[P + "credential"] == info.credential and info.access_key not in info.credential  # never the S3 admin keys
     assert conf[P + "oauth2-server-uri"] == info.iceberg_uri + "/v1/oauth/tokens"
     assert conf["spark.driver.host"] == conf["spark.driver.bindAddress"] == "127.0.0.1"
     assert not any("access-key" in k or "secret-access" in k for k in conf)  # vended credentials only
