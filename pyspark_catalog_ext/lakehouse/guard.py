@@ -74,6 +74,7 @@ from pyspark_catalog_ext.lakehouse.proxy import (
     ProxyHandler,
     ProxyServer,
 )
+from pyspark_catalog_ext.lakehouse.views import VIEW_ROUTES, answer_view
 
 __all__ = ["LocationGuard", "CatalogGuardProxy", "Refusal", "StoredTable", "Answer", "namespace_location"]
 
@@ -620,6 +621,8 @@ class LocationGuard:
     def handle(self, route: Route, raw: bytes, send: Send) -> Answer:
         """Check a recognised catalog call against the rule, forward it (re-encoded) unless
         refused, and check what SeaweedFS stored after it; the answer (status, body, headers)."""
+        if route.name in VIEW_ROUTES:  # SeaweedFS has no views: answered here (views.py)
+            return answer_view(route, send)
         for ident in _named_tables(route):
             why = self.quarantined(ident)
             if why is not None:
@@ -829,7 +832,7 @@ class _GuardHandler(ProxyHandler):
         guard = self.proxy.guard
         route = parse_target(self.command, self.raw_target(), guard.warehouse)
         if isinstance(route, Refusal):
-            self.close_connection = True
+            self.close_connection = not self._drained()
             return self._reply(*_refused(route))
         try:
             raw = self._body(MAX_TOKEN_BODY if route.name == "token" else MAX_CATALOG_BODY)
@@ -837,7 +840,14 @@ class _GuardHandler(ProxyHandler):
             self.close_connection = True
             status, reason = exc.args
             return self._error(status, "BadRequestException", reason)
-        self._reply(*guard.handle(route, raw, self._send))
+        try:
+            answer = guard.handle(route, raw, self._send)
+        except Exception as exc:  # noqa: BLE001 - an answer rather than a dropped connection (a commit's outcome is then unknown)
+            log.warning("the catalog proxy failed on %s: %s", route.name, type(exc).__name__)
+            self.close_connection = True
+            answer = 500, Refusal(500, "ServiceFailureException", f"the catalog proxy failed on {route.name}: {type(exc).__name__}").body(), {
+                "Content-Type": "application/json"}
+        self._reply(*answer)
 
     def _send(self, target: str, payload: bytes | None) -> Answer:
         import requests
