@@ -72,8 +72,8 @@ def test_spark_and_duckdb_append_at_once_and_every_row_lands(spark, db, pyiceber
     """Spark and DuckDB each append ROUNDS batches to one table at the same time. Iceberg's
     optimistic commits conflict when both write at once: Spark retries by itself; a DuckDB insert
     refused for a conflict (409 CommitFailedException: nothing committed) is retried here, as a
-    DuckDB user would. Every batch must land once:
-    exact totals per writer and one snapshot per batch."""
+    DuckDB user would. A last round makes DuckDB lose the race for sure (its transaction open while
+    Spark commits). Every batch must land once: exact totals per writer and one snapshot per batch."""
     rounds, batch = 5, 100
     table = f"lake.{ns}.both"
     spark.sql(f"CREATE TABLE {table} (writer STRING, round INT, id BIGINT) USING iceberg")
@@ -118,11 +118,21 @@ def test_spark_and_duckdb_append_at_once_and_every_row_lands(spark, db, pyiceber
         t.join(timeout=600)
     assert not errors, errors
     assert not any(t.is_alive() for t in threads)
+    # One more round where DuckDB surely loses the race: Spark commits while DuckDB's transaction is
+    # open, so DuckDB's commit is refused (409, nothing committed) and its retry lands.
+    cursor = db.cursor()
+    cursor.execute("BEGIN")
+    cursor.execute(f"INSERT INTO {table} SELECT 'duckdb', {rounds}, range FROM range({batch})")
+    spark.sql(f"INSERT INTO {table} SELECT 'spark', {rounds}, id FROM range({batch})")
+    with pytest.raises(duckdb.TransactionException, match="CommitFailedException"):
+        cursor.execute("COMMIT")
+    cursor.execute(f"INSERT INTO {table} SELECT 'duckdb', {rounds}, range FROM range({batch})")
+    cursor.close()
     spark.sql(f"REFRESH TABLE {table}")
     counts = {(r[0], r[1]): r[2] for r in spark.sql(f"SELECT writer, round, count(*) FROM {table} GROUP BY 1, 2").collect()}
-    assert counts == {(w, r): batch for w in ("spark", "duckdb") for r in range(rounds)}, counts
+    assert counts == {(w, r): batch for w in ("spark", "duckdb") for r in range(rounds + 1)}, counts
     by_duck = dict(db.execute(f"SELECT writer, count(*) FROM {table} GROUP BY 1").fetchall())
-    assert by_duck == {"spark": rounds * batch, "duckdb": rounds * batch}
+    assert by_duck == {"spark": (rounds + 1) * batch, "duckdb": (rounds + 1) * batch}
     snapshots = pyiceberg_catalog.load_table((ns, "both")).snapshots()
-    assert len(snapshots) == 2 * rounds, [s.summary for s in snapshots]  # no snapshot lost, none doubled
+    assert len(snapshots) == 2 * (rounds + 1), [s.summary for s in snapshots]  # no snapshot lost, none doubled
     print(f"DuckDB inserts retried after a conflict: {len(conflicts)}")
