@@ -238,6 +238,7 @@ def test_local_profile_end_to_end_matches_seaweedfs_in_under_3_minutes(local_run
     duck = probe_of(report, "duckdb")["evidence"]  # DuckDB read Spark's CTAS + append exactly; its table read back
     assert duck["spark_table"]["duckdb"] == duck["spark_table"]["spark"] and duck["spark_table"]["spark"][0] == 1500
     assert duck["spark_read"] == duck["pyiceberg_read"] == duck["rows_written"]
+    assert duck["appends"]["duckdb_conflicted"] is True and duck["after_appends"]["snapshots"] == 3  # raced, retried, all landed
     assert report["cleanup"]["ok"] and any("drop namespace" in a["action"] for a in report["cleanup"]["actions"])
     # the table went to stderr, with progress rows for every probe and the summary
     for probe_id in SEAWEEDFS:
