@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark_catalog_ext.catalog.connection import CatalogConnection
-from pyspark_catalog_ext.errors import ConfigError
+from pyspark_catalog_ext.errors import CatalogError, ConfigError
 
 __all__ = ["DUCKDB_VERSION", "EXTENSIONS", "INSTALL_HINT", "duckdb_statements", "duckdb_connect", "extension_file"]
 
@@ -103,7 +103,15 @@ def duckdb_connect(conn: CatalogConnection | None = None, catalog: str = "lake",
             db.execute(f"LOAD {_sql(str(path))}")
         for statement in statements:
             db.execute(statement)
-    except Exception:
+    except duckdb.Error as exc:
+        db.close()
+        # DuckDB's message may quote the statement: the secret is masked before it reaches a traceback or log
+        message = str(exc)
+        for secret in (conn.credential.partition(":")[2] if conn.credential else None, conn.token):
+            if secret:
+                message = message.replace(secret, MASK)
+        raise CatalogError(f"DuckDB could not attach the catalog {conn.uri}: {type(exc).__name__}: {message}") from None
+    except BaseException:
         db.close()
         raise
     return db

@@ -81,3 +81,17 @@ def test_duckdb_statements_fed_to_duckdb_connect_and_read(lakehouse) -> None:
         assert (ns, "t") in tables, tables
     finally:
         db.close()
+
+
+def test_duckdb_connect_failure_names_no_secret(lakehouse) -> None:
+    """A refused login (a wrong client secret): one CatalogError line, without the secret DuckDB was given."""
+    pytest.importorskip("duckdb", reason="DuckDB is not installed: pip install 'pyspark-catalog-ext[duckdb]'")
+    from pyspark_catalog_ext.clients.duckdb import duckdb_connect
+    from pyspark_catalog_ext.errors import CatalogError
+
+    wrong = "wrong-secret-" + "x" * 12
+    client_id = lakehouse.info.credential.split(":", 1)[0]
+    with pytest.raises(CatalogError) as err:
+        duckdb_connect(lakehouse.connection(credential=f"{client_id}:{wrong}"))
+    assert wrong not in str(err.value) and "\n" not in str(err.value), str(err.value)
+    assert err.value.__cause__ is None and err.value.__suppress_context__
