@@ -15,6 +15,8 @@ Public API (importing this package does not start a JVM or import pyspark):
 - `maintenance.plan/run`, `policies`, `events.subscribe`, `notifications.NotificationSink`
   (also `NotificationSink`): policy-driven maintenance, event hooks and catalog change
   notifications (submodules, imported on first use).
+- `duckdb_connect(conn)`: a DuckDB connection with the catalog attached (the `[duckdb]` extra;
+  imported on first use).
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ _LAZY_SUBMODULES = {"maintenance": "governance.maintenance", "policies": "govern
                     "notifications": "governance.notifications"}
 # Helpers that need pyspark or pydantic: imported on first use, so importing the package stays light.
 _LAZY_EXPORTS = {"stage_create": "staging.staged", "stage_replace": "staging.staged", "stage_table": "staging.staged",
-                 "StagedTable": "staging.staged", "NotificationSink": "governance.notifications"}
+                 "StagedTable": "staging.staged", "NotificationSink": "governance.notifications", "duckdb_connect": "clients.duckdb"}
 __all__ += [*_LAZY_EXPORTS, *_LAZY_SUBMODULES]
 
 

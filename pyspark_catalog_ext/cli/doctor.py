@@ -77,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the JSON report on stdout (the table goes to stderr)")
     p.add_argument("--skip", action="append", metavar="PROBE|GROUP",
                    help="do not run these probes (comma separated, repeatable; groups: basics, vended, scope, "
-                        "refresh, staging, idempotency, signing, pyiceberg, spark)")
+                        "refresh, staging, idempotency, signing, pyiceberg, spark, clients)")
     p.add_argument("--require", action="append", metavar="PROBE|GROUP",
                    help="also require these probes to pass (besides the profile's)")
     p.add_argument("--open-catalog", action="store_true",

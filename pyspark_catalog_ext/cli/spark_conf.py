@@ -1,4 +1,5 @@
-"""`pyspark-catalog-ext spark-conf`: spark-submit flags or a spark-defaults.conf for a catalog."""
+"""`pyspark-catalog-ext spark-conf`: spark-submit flags or a spark-defaults.conf for a catalog (or, with
+`--format duckdb` / `trino`, the same catalog for DuckDB or Trino)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,30 @@ def _format(conf: CatalogSparkConf, fmt: str, show_secrets: bool) -> str:
     return " \\\n".join(lines)
 
 
+def _engine_cmd(args: argparse.Namespace) -> int:
+    """--format duckdb / trino: the same connection, for another engine (pyspark_catalog_ext.clients)."""
+    from pyspark_catalog_ext.catalog.resolve import catalog_connection
+    from pyspark_catalog_ext.lakehouse.server import running_info
+
+    if args.check or args.conf or args.conf_env:
+        raise ConfigError(f"--check, --conf and --conf-env apply to Spark's formats, not --format {args.format}; remove them")
+    conn = catalog_connection(args.profile, lakehouse=running_info(), **connection_kwargs(args))
+    if args.format == "duckdb":
+        from pyspark_catalog_ext.clients.duckdb import duckdb_statements
+
+        print("\n".join(f"{s};" for s in duckdb_statements(conn, args.catalog, show_secrets=args.show_secrets)))
+    else:
+        from pyspark_catalog_ext.clients.trino import render_properties, trino_properties
+
+        print(render_properties(trino_properties(conn, show_secrets=args.show_secrets)))
+    if not args.show_secrets:
+        print("# secrets are shown as ***; add --show-secrets to print them", file=sys.stderr)
+    return 0
+
+
 def _cmd(args: argparse.Namespace) -> int:
+    if args.format in ("duckdb", "trino"):
+        return _engine_cmd(args)
     extra = {}
     for item in args.conf or []:
         key, sep, value = item.partition("=")
@@ -78,7 +102,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="extra setting (repeatable)")
     p.add_argument("--conf-env", action="append", metavar="KEY=VAR",
                    help="extra setting whose value is read from environment variable VAR, for secrets (repeatable)")
-    p.add_argument("--format", choices=["submit", "defaults"], default="submit")
+    p.add_argument("--format", choices=["submit", "defaults", "duckdb", "trino"], default="submit",
+                   help="submit (default): spark-submit flags; defaults: spark-defaults.conf; duckdb: CREATE SECRET and ATTACH "
+                        "statements; trino: an Iceberg catalog properties file (etc/catalog/<name>.properties)")
     p.add_argument("--show-secrets", action="store_true", help="print secrets instead of ***")
     p.add_argument("--check", action="store_true", help="probe the catalog (reachable, credentials, warehouse) first")
     p.set_defaults(func=_cmd)

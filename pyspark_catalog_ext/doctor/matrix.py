@@ -92,6 +92,8 @@ COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Stage + commit", ("stage-commit",)),
     ("Idempotency-Key advertised / replayed", ("idempotency-advertised", "idempotency-replay")),
     ("Remote signing", ("remote-signing",)),
+    # Other engines on the same catalog (doctor/clients.py); a row recorded before the probe existed says "not run".
+    ("Clients: DuckDB", ("duckdb",)),
 )
 
 #: (column title, probe ids) of the server inventory table: what Iceberg users do in Spark.
@@ -433,7 +435,8 @@ LEGEND = ("Source: *real server*: a recorded `doctor` run against SeaweedFS (`re
           "(tests/emulators/observed/, tests/unit/test_emulated_polaris.py); *reference only*: vendor docs, never "
           "run here. works / degraded [n]: how the package goes on without it / refused [n]: why / **fail**; "
           "not probed: a prerequisite is missing; not run: skipped (the emulated runs leave Spark and the inventory "
-          "to the user path; their PyIceberg cell is the user path's step 6, scan + append).")
+          "to the user path; their PyIceberg cell is the user path's step 6, scan + append), or recorded before the probe "
+          "existed (Clients: DuckDB, the doctor's `duckdb` probe: it is claimed only from a run that included it).")
 
 
 def render_matrix(directory: Path | str | None = None, notes: str | None = None) -> str:

@@ -11,8 +11,7 @@ recognise is refused with one line:
   (`%2F`, `%5C`, `%00`...), an empty (`//`) or dot (`.`, `..`) segment, a query key given twice or
   not taken by the route, or a name outside SeaweedFS's own name rules (lower-case letters, digits,
   `_` and `-`);
-* 404 for a well-formed path that is no route here (SeaweedFS's views, unprefixed paths, another
-  warehouse), answered as SeaweedFS answers an unknown path; 405 for a route's path with another
+* 404 for a well-formed path that is no route here (unprefixed paths, another warehouse), answered as SeaweedFS answers an unknown path; 405 for a route's path with another
   method.
 
 Percent-encoding of a plain character is only another spelling: `tabl%65s` is read as `tables`
@@ -124,6 +123,15 @@ CATALOG_ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("report-metrics", "POST", ("v1", _P, "namespaces", _NS, "tables", _T, "metrics")),
     RouteSpec("rename-table", "POST", ("v1", _P, "tables", "rename")),
     RouteSpec("commit-transaction", "POST", ("v1", _P, "transactions", "commit")),
+    # Views: SeaweedFS's catalog has none, so these never reach it; views.py answers them as the
+    # spec says for a catalog without views (clients such as Trino ask for a view before a table).
+    RouteSpec("list-views", "GET", ("v1", _P, "namespaces", _NS, "views"), _PAGES),
+    RouteSpec("create-view", "POST", ("v1", _P, "namespaces", _NS, "views")),
+    RouteSpec("load-view", "GET", ("v1", _P, "namespaces", _NS, "views", _T)),
+    RouteSpec("view-exists", "HEAD", ("v1", _P, "namespaces", _NS, "views", _T)),
+    RouteSpec("replace-view", "POST", ("v1", _P, "namespaces", _NS, "views", _T)),
+    RouteSpec("drop-view", "DELETE", ("v1", _P, "namespaces", _NS, "views", _T)),
+    RouteSpec("rename-view", "POST", ("v1", _P, "views", "rename")),
 )
 # The remote signer's own routes (signer.py): the sign endpoint (bare: signs nothing; with a scope
 # id: one table) and the DeleteObjects relay.

@@ -76,6 +76,7 @@ from pyspark_catalog_ext.lakehouse.proxy import (
     ProxyServer,
 )
 from pyspark_catalog_ext.lakehouse.tokens import CLIENT_ID, TOKEN_SECONDS, ClientTokens
+from pyspark_catalog_ext.lakehouse.views import VIEW_ROUTES, answer_view
 
 __all__ = ["LocationGuard", "CatalogGuardProxy", "Refusal", "StoredTable", "Answer", "namespace_location"]
 
@@ -629,6 +630,8 @@ class LocationGuard:
     def handle(self, route: Route, raw: bytes, send: Send) -> Answer:
         """Check a recognised catalog call against the rule, forward it (re-encoded) unless
         refused, and check what SeaweedFS stored after it; the answer (status, body, headers)."""
+        if route.name in VIEW_ROUTES:  # SeaweedFS has no views: answered here (views.py)
+            return answer_view(route, send)
         for ident in _named_tables(route):
             why = self.quarantined(ident)
             if why is not None:
@@ -843,7 +846,7 @@ class _GuardHandler(ProxyHandler):
         guard = self.proxy.guard
         route = parse_target(self.command, self.raw_target(), guard.warehouse)
         if isinstance(route, Refusal):
-            self.close_connection = True
+            self.close_connection = not self._drained()
             return self._reply(*_refused(route))
         try:
             raw = self._body(MAX_TOKEN_BODY if route.name == "token" else MAX_CATALOG_BODY)
@@ -858,7 +861,14 @@ class _GuardHandler(ProxyHandler):
             return self._json(200, answer, {"Cache-Control": "no-store"})
         if route.name != "config" and self.proxy.tokens.grant(self.headers.get("Authorization")) is None:
             return self._error(401, "NotAuthorizedException", "a bearer token from this catalog's /v1/oauth/tokens is required")
-        self._reply(*guard.handle(route, raw, self._send))
+        try:
+            answer = guard.handle(route, raw, self._send)
+        except Exception as exc:  # noqa: BLE001 - an answer rather than a dropped connection (a commit's outcome is then unknown)
+            log.warning("the catalog proxy failed on %s: %s", route.name, type(exc).__name__)
+            self.close_connection = True
+            answer = 500, Refusal(500, "ServiceFailureException", f"the catalog proxy failed on {route.name}: {type(exc).__name__}").body(), {
+                "Content-Type": "application/json"}
+        self._reply(*answer)
 
     def _send(self, target: str, payload: bytes | None) -> Answer:
         import requests

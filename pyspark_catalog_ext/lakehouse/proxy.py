@@ -147,6 +147,8 @@ class ProxyHandler(BaseHTTPRequestHandler):
         self.send_response(status)
         for k, v in (headers or {}).items():
             self.send_header(k, v)
+        if self.close_connection:  # said, so that a keep-alive client does not send its next request into a closed socket
+            self.send_header("Connection", "close")
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         if self.command != "HEAD":
@@ -163,6 +165,16 @@ class ProxyHandler(BaseHTTPRequestHandler):
         leading `//` to `/` there, which SeaweedFS would not (another route)."""
         words = self.requestline.split()
         return words[1] if len(words) == 3 else self.path
+
+    def _drained(self, limit: int = MAX_TOKEN_BODY) -> bool:
+        """Read and drop the body of a request refused before its body was read, so that the
+        connection can carry the next request; False where the stream cannot be framed (or the
+        body is over `limit`): the answer must then close the connection."""
+        try:
+            self._body(limit)
+        except ValueError:
+            return False
+        return True
 
     def _body(self, limit: int) -> bytes:
         """The request body, at most `limit` bytes; ValueError (status, reason) for anything else.

@@ -57,6 +57,7 @@ SEAWEEDFS = {
     "spark-ctas": "pass",
     "spark-read": "pass",
     "spark-append": "pass",
+    "duckdb": "pass",  # the [duckdb] extra is installed with the test extras (./dev)
 }
 # The server inventory (doctor/inventory.py): SeaweedFS 4.48 has no views.
 INVENTORY = {
@@ -215,7 +216,7 @@ def test_local_profile_end_to_end_matches_seaweedfs_in_under_3_minutes(local_run
     assert elapsed < 180, f"doctor --profile local took {elapsed:.0f} s"
     assert proc.returncode == 0, proc.stderr
     assert statuses(report) == {**SEAWEEDFS, **STORE_PROBES}, proc.stderr  # every probe ran, each with SeaweedFS's answer
-    assert report["summary"] == {"pass": 22, "fail": 0, "unsupported": 7, "skipped": 3, "required_failed": [],
+    assert report["summary"] == {"pass": 23, "fail": 0, "unsupported": 7, "skipped": 3, "required_failed": [],
                                  "ok": True, "exit_code": 0}
     assert set(report["required"]) == set(PROFILES["local"].required_probes)
     vended = probe_of(report, "vended-credentials")["evidence"]
@@ -234,6 +235,10 @@ def test_local_profile_end_to_end_matches_seaweedfs_in_under_3_minutes(local_run
     assert probe_of(report, "dml-merge-on-read")["evidence"]["delete_files"] > 0
     assert probe_of(report, "dml-copy-on-write")["evidence"]["delete_files"] == 0
     assert probe_of(report, "expire-snapshots")["evidence"]["snapshots_left"] == 1
+    duck = probe_of(report, "duckdb")["evidence"]  # DuckDB read Spark's CTAS + append exactly; its table read back
+    assert duck["spark_table"]["duckdb"] == duck["spark_table"]["spark"] and duck["spark_table"]["spark"][0] == 1500
+    assert duck["spark_read"] == duck["pyiceberg_read"] == duck["rows_written"]
+    assert duck["appends"]["duckdb_conflicted"] is True and duck["after_appends"]["snapshots"] == 3  # raced, retried, all landed
     assert report["cleanup"]["ok"] and any("drop namespace" in a["action"] for a in report["cleanup"]["actions"])
     # the table went to stderr, with progress rows for every probe and the summary
     for probe_id in SEAWEEDFS:
@@ -274,7 +279,7 @@ def test_refresh_token_proxy_flips_storage_refresh_token_to_pass(lakehouse) -> N
         assert proxy.count("credentials") >= 1
     validate(report)
     expected = {**SEAWEEDFS, "storage-refresh-token": "pass", "pyiceberg": "skipped", "spark-ctas": "skipped",
-                "spark-read": "skipped", "spark-append": "skipped", **{p: "skipped" for p in INVENTORY}, **STORE_PROBES}
+                "spark-read": "skipped", "spark-append": "skipped", "duckdb": "skipped", **{p: "skipped" for p in INVENTORY}, **STORE_PROBES}
     assert statuses(report) == expected
     token = probe_of(report, "storage-refresh-token")["evidence"]
     assert token["token_on_stage_create"] and token["fresh_keys"] and token["status"] == 200

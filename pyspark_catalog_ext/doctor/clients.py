@@ -1,0 +1,130 @@
+"""Client probes: another engine on the catalog being checked, beside the Spark job. `duckdb`
+reads the table the Spark probe's CTAS wrote through the shim (the same rows and schema as Spark
+reads), then writes a table of its own (create and insert) that Spark and PyIceberg read back
+exactly, then appends to it while Spark appends (their commits race; DuckDB retries on Iceberg's
+conflict) and checks that every row landed once, one snapshot per append. It is skipped in one line when DuckDB is not installed, and `unsupported`, with DuckDB's
+reason, where DuckDB cannot work on this catalog.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from pyspark_catalog_ext.doctor.context import ProbeContext, one_line
+from pyspark_catalog_ext.doctor.engines import SPARK_CATALOG, spark_error, statements
+from pyspark_catalog_ext.doctor.registry import probe
+from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, skipped, unsupported
+
+__all__ = ["DUCKDB_CATALOG"]
+
+#: DuckDB catalog name the probe attaches (tables are `doctor_duckdb.<namespace>.<table>`).
+DUCKDB_CATALOG = "doctor_duckdb"
+_DUCKDB_ROWS = 200
+_APPEND_ROWS = 50
+_DUCK_FROM, _SPARK_FROM = 10_000, 20_000  # the appends' ids: apart from the insert's and from each other
+
+
+def _connection(ctx: ProbeContext) -> Any:
+    from pyspark_catalog_ext.catalog.resolve import catalog_connection
+    from pyspark_catalog_ext.lakehouse.server import running_info
+
+    args = dict(ctx.connection)
+    lakehouse = args.pop("lakehouse", None) or running_info()
+    return catalog_connection(ctx.profile, lakehouse=lakehouse, **args)
+
+
+@probe("duckdb", "DuckDB reads Spark's CTAS; Spark and PyIceberg read DuckDB's table; appends beside Spark", "clients", needs=("spark-ctas",))
+def probe_duckdb(ctx: ProbeContext) -> Outcome:
+    try:
+        import duckdb  # noqa: F401
+    except ImportError:
+        return skipped("DuckDB is not installed: pip install 'pyspark-catalog-ext[duckdb]'")
+    from pyspark_catalog_ext.clients.duckdb import duckdb_connect
+    from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+
+    conn = _connection(ctx)
+    if conn.remote_signing:
+        return unsupported("DuckDB's iceberg extension has no S3 remote signing: it reads storage only with vended credentials")
+    if conn.auth not in ("oauth2", "token"):
+        return unsupported(f"DuckDB's iceberg extension is set up here with OAuth2 or a bearer token, not {conn.auth} auth")
+    ns, t0 = ctx.namespace, time.perf_counter()
+    spark_table = f"{SPARK_CATALOG}.`{ns}`.spark"
+    step = "attach"
+    try:
+        db = duckdb_connect(conn, DUCKDB_CATALOG)
+    except Exception as exc:  # DuckDB's own reason (an auth or endpoint error): report it, don't crash the run
+        return failed(f"DuckDB could not attach the catalog: {type(exc).__name__}: {one_line(ctx.secrets.scrub(str(exc)), 220)}")
+    try:
+        step = "read Spark's table"
+        with statements(ctx):
+            want = ctx.spark.sql(f"SELECT count(*), sum(id), sum(length(note)) FROM {spark_table}").collect()[0]
+        got = db.execute(f'SELECT count(*), sum(id), sum(length(note)) FROM {DUCKDB_CATALOG}."{ns}".spark').fetchone()
+        types = [(r[0], r[1]) for r in db.execute(f'DESCRIBE {DUCKDB_CATALOG}."{ns}".spark').fetchall()]
+        evidence: dict[str, Any] = {"spark_table": {"spark": list(want), "duckdb": list(got or ())}, "schema": types}
+        if tuple(got or ()) != tuple(want):
+            return failed(f"DuckDB read (rows, sum id, sum length) {tuple(got or ())} of Spark's table, Spark reads {tuple(want)}", **evidence)
+        if types != [("id", "BIGINT"), ("note", "VARCHAR")]:
+            return failed(f"DuckDB sees Spark's table as {types}, Spark wrote (id bigint, note string)", **evidence)
+        step = "write a table"
+        db.execute(f'CREATE TABLE {DUCKDB_CATALOG}."{ns}".duckdb (id BIGINT, note VARCHAR)')
+        db.execute(f"INSERT INTO {DUCKDB_CATALOG}.\"{ns}\".duckdb SELECT range, 'd' || range FROM range({_DUCKDB_ROWS})")
+        expected = [(i, f"d{i}") for i in range(_DUCKDB_ROWS)]
+        step = "read DuckDB's table in Spark"
+        with statements(ctx):
+            by_spark = sorted(tuple(r) for r in ctx.spark.table(f"{SPARK_CATALOG}.`{ns}`.duckdb").collect())
+        step = "read DuckDB's table in PyIceberg"
+        catalog = pyiceberg_catalog(dict(ctx.props))
+        scanned = catalog.load_table((ns, "duckdb")).scan().to_arrow()
+        by_pyiceberg = sorted(zip(scanned["id"].to_pylist(), scanned["note"].to_pylist(), strict=True))
+        evidence.update(rows_written=_DUCKDB_ROWS, spark_read=len(by_spark), pyiceberg_read=len(by_pyiceberg))
+        if by_spark != expected or by_pyiceberg != expected:
+            return failed(f"DuckDB wrote {_DUCKDB_ROWS} rows; Spark read {len(by_spark)}, PyIceberg {len(by_pyiceberg)} (or other values)", **evidence)
+        step = "append beside Spark"
+        appends = _append_beside_spark(ctx, db, duckdb)
+        evidence["appends"] = appends
+        with statements(ctx):
+            ctx.spark.sql(f"REFRESH TABLE {SPARK_CATALOG}.`{ns}`.duckdb")
+            total = ctx.spark.sql(f"SELECT count(*), sum(id) FROM {SPARK_CATALOG}.`{ns}`.duckdb").collect()[0]
+        snapshots = len(catalog.load_table((ns, "duckdb")).snapshots())
+    except Exception as exc:
+        message = spark_error(ctx, exc) if "Spark" in step else f"{type(exc).__name__}: {one_line(ctx.secrets.scrub(str(exc)), 220)}"
+        return failed(f"{step}: {message}")
+    finally:
+        db.close()
+    # the insert, Spark's append and DuckDB's (retried) append: one snapshot each, every row once
+    want_total = (_DUCKDB_ROWS + 2 * _APPEND_ROWS, sum(range(_DUCKDB_ROWS)) + sum(range(_SPARK_FROM, _SPARK_FROM + _APPEND_ROWS))
+                  + sum(range(_DUCK_FROM, _DUCK_FROM + _APPEND_ROWS)))
+    evidence.update(after_appends={"rows": total[0], "sum_id": total[1], "snapshots": snapshots}, elapsed_s=round(time.perf_counter() - t0, 1))
+    if (total[0], total[1]) != want_total or snapshots != 3:
+        return failed(f"after Spark's and DuckDB's appends: {total[0]} rows (sum {total[1]}), {snapshots} snapshots; expected "
+                      f"{want_total[0]} (sum {want_total[1]}) and 3", **evidence)
+    conflict = " (DuckDB's commit was refused for Spark's and its retry landed)" if appends["duckdb_conflicted"] else ""
+    return passed(f"read Spark's {want[0]} rows exactly; wrote {_DUCKDB_ROWS} rows that Spark and PyIceberg read back exactly; "
+                  f"appended beside Spark{conflict}, every row landed", **evidence)
+
+
+def _append_beside_spark(ctx: ProbeContext, db: Any, duckdb: Any) -> dict[str, Any]:
+    """Spark appends to DuckDB's table while a DuckDB append is open in a transaction, so their
+    commits race for sure: DuckDB's is refused (Iceberg's 409 CommitFailedException: nothing was
+    committed) and retried once, as a DuckDB user would."""
+    table = f'{DUCKDB_CATALOG}."{ctx.namespace}".duckdb'
+    insert = f"INSERT INTO {table} SELECT range, 'duckdb' FROM range({_DUCK_FROM}, {_DUCK_FROM + _APPEND_ROWS})"
+    cursor = db.cursor()
+    try:
+        cursor.execute("BEGIN")
+        cursor.execute(insert)
+        with statements(ctx):
+            ctx.spark.sql(f"INSERT INTO {SPARK_CATALOG}.`{ctx.namespace}`.duckdb "
+                          f"SELECT id, 'spark' FROM range({_SPARK_FROM}, {_SPARK_FROM + _APPEND_ROWS})")
+        try:
+            cursor.execute("COMMIT")
+            conflicted = False
+        except duckdb.TransactionException as exc:
+            if "CommitFailedException" not in str(exc):  # only a refused commit is known not to have landed
+                raise
+            conflicted = True
+            cursor.execute(insert)
+    finally:
+        cursor.close()
+    return {"rows_each": _APPEND_ROWS, "duckdb_conflicted": conflicted}
