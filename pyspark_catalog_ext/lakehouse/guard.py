@@ -855,10 +855,10 @@ class _GuardHandler(ProxyHandler):
             status, reason = exc.args
             return self._error(status, "BadRequestException", reason)
         if route.name == "token":  # our clients' logins: never forwarded (SeaweedFS's would be its admin keys)
-            answer = self.proxy.tokens.issue(parse_qs(raw.decode("utf-8", "replace")))
-            if answer is None:
+            issued = self.proxy.tokens.issue(parse_qs(raw.decode("utf-8", "replace")))
+            if issued is None:
                 return self._json(401, {"error": "invalid_client", "error_description": "unknown client id/secret or token"})
-            return self._json(200, answer, {"Cache-Control": "no-store"})
+            return self._json(200, issued, {"Cache-Control": "no-store"})
         if route.name != "config" and self.proxy.tokens.grant(self.headers.get("Authorization")) is None:
             return self._error(401, "NotAuthorizedException", "a bearer token from this catalog's /v1/oauth/tokens is required")
         try:
