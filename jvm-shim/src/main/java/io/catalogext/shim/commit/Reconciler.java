@@ -52,15 +52,23 @@ final class Reconciler {
     }
   }
 
-  /** The result of loading the table(s) after a failed attempt. */
+  /** The result of loading the table(s) after a failed attempt (or of a {@link MutationLook}). */
   static final class Result {
     static final Result NOT_CHECKED = new Result(Landed.NOT_CHECKED, null);
     final Landed landed;
-    final LoadTableResponse loaded; // the table as loaded, when one table commit landed
+    /** The answer to return when it landed: the table as loaded (a table commit, a create), or null. */
+    final Object loaded;
+    /** What was seen, for messages ("namespace db exists with other properties"); null for table commits. */
+    final String seen;
 
-    Result(Landed landed, LoadTableResponse loaded) {
+    Result(Landed landed, Object loaded) {
+      this(landed, loaded, null);
+    }
+
+    Result(Landed landed, Object loaded, String seen) {
       this.landed = landed;
       this.loaded = loaded;
+      this.seen = seen;
     }
   }
 
@@ -81,7 +89,9 @@ final class Reconciler {
   /** Loads the table(s) {@code req} changed, with {@code headers} (no Idempotency-Key), and decides. */
   Result reconcile(Mutation req, Map<String, String> headers) {
     Result result;
-    if (req.body instanceof UpdateTableRequest) {
+    if (CommitGuard.classify(req.method, req.path, req.body) == CommitDecision.Kind.MUTATION) {
+      result = MutationLook.look(req, headers);
+    } else if (req.body instanceof UpdateTableRequest) {
       result = table(req.path, (UpdateTableRequest) req.body, headers, req.reader);
     } else if (req.body instanceof CommitTransactionRequest) {
       List<Landed> tables = new ArrayList<>();
@@ -94,7 +104,7 @@ final class Reconciler {
       result = new Result(Landed.UNKNOWN, null);
     }
     evidence.reconciled(result.landed);
-    evidence.event("reconcile " + req.shortPath() + ": " + result.landed);
+    evidence.event("reconcile " + req.shortPath() + ": " + result.landed + (result.seen == null ? "" : " (" + result.seen + ")"));
     return result;
   }
 
