@@ -375,3 +375,64 @@ def test_huge_key_lifetime_is_clamped():
     sane = GuardedCommit(requests.Session(), "http://127.0.0.1:9/x", b"{}", table="t", requirements=(),
                          updates=(), load_metadata=lambda: None, idempotency_lifetime_s=1800.0)
     assert sane.key_lifetime_s == 1800.0
+
+
+# -- creates, drops and renames whose answer is lost after the catalog applied it ------------------
+# The proxy forwards the request (the catalog applies it), then closes the connection unanswered.
+# PyIceberg raised requests' raw ConnectionError for each; now the change is looked at: success, once.
+
+
+def _lose_answer(proxy, method: str, path: str) -> None:
+    proxy.faults.add("drop", method, path)
+
+
+@pytest.mark.parametrize("chain", ["plain", "keyed"])
+def test_lost_answers_to_creates_drops_and_renames_are_one_success(request, chain):
+    cat, proxy = request.getfixturevalue(chain)[:2]
+    ns, tag = f"lost_{chain}", uuidlib.uuid4().hex[:6]
+    before = len(proxy.entries())
+    _lose_answer(proxy, "POST", r"/namespaces$")
+    cat.create_namespace(ns, {"owner": "me"})
+    assert proxy.faults.pending == 0
+    assert cat.load_namespace_properties(ns)["owner"] == "me"
+    sent = [e for e in proxy.entries()[before:] if e["method"] == "POST" and e["path"].split("?")[0].endswith("/namespaces")]
+    assert len(sent) == 1  # looked at, never repeated
+
+    name = f"t_{tag}"
+    _lose_answer(proxy, "POST", rf"/namespaces/{ns}/tables$")
+    table = cat.create_table(f"{ns}.{name}", SCHEMA, properties={"p": "1"})
+    assert proxy.faults.pending == 0 and table.name() == (ns, name)
+    assert proxy.count(kind="create", table=f"{ns}.{name}") == 1
+
+    table.append(rows(0, 10))
+    _lose_answer(proxy, "POST", r"/tables/rename$")
+    renamed = cat.rename_table(f"{ns}.{name}", f"{ns}.{name}_r")
+    assert proxy.faults.pending == 0 and renamed.name() == (ns, f"{name}_r")
+    assert [t[-1] for t in cat.list_tables(ns)] == [f"{name}_r"]  # exactly one change: renamed once
+    assert len(cat.load_table(f"{ns}.{name}_r").snapshots()) == 1
+
+    _lose_answer(proxy, "DELETE", rf"/namespaces/{ns}/tables/{name}_r(\?|$)")
+    cat.drop_table(f"{ns}.{name}_r")
+    assert proxy.faults.pending == 0 and cat.list_tables(ns) == []
+    assert proxy.count(kind="drop", table=f"{ns}.{name}_r") == 1
+
+    _lose_answer(proxy, "DELETE", rf"/namespaces/{ns}(\?|$)")
+    cat.drop_namespace(ns)
+    assert proxy.faults.pending == 0 and not cat.namespace_exists(ns)
+
+
+def test_a_lost_create_answer_with_someone_elses_table_there_is_a_one_line_conflict(plain):
+    from pyiceberg.exceptions import TableAlreadyExistsError
+
+    from pyspark_catalog_ext.errors import CatalogConflictError
+
+    cat, proxy = plain
+    name = f"theirs_{uuidlib.uuid4().hex[:6]}"
+    cat.create_table(f"pyc.{name}", SCHEMA, properties={"owner": "them"})
+    # Ours is answered 409 upstream and the answer lost: the look finds a table that is not ours.
+    _lose_answer(proxy, "POST", r"/namespaces/pyc/tables$")
+    with pytest.raises(CatalogConflictError) as caught:
+        cat.create_table(f"pyc.{name}", SCHEMA, properties={"owner": "me"})
+    assert isinstance(caught.value, TableAlreadyExistsError)  # PyIceberg's type too
+    text = str(caught.value)
+    assert "exists with other metadata than we sent" in text and "\n" not in text, text
