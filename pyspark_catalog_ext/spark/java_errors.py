@@ -128,7 +128,9 @@ _NO_ROUTE_TEXTS = ("not found", "path not found", "404 not found", "http 404 not
 _MAY_HAVE_BEEN_APPLIED = "the change may have been applied"
 # A connection that failed (refused, reset, timed out): Iceberg wraps it in a RESTException, which is no
 # answer from the catalog, so never "does not support".
-_TRANSPORT_FAILURES = ("java.net.", "java.io.", "javax.net.ssl.", "org.apache.hc.core5.http.", "org.apache.hc.client5.")
+# Apache HttpClient 5's (NoHttpResponseException, ...) under whatever package Iceberg's runtime shades it.
+_TRANSPORT_FAILURES = ("java.net.", "java.io.", "javax.net.ssl.")
+_HTTP_CLIENT_FAILURES = re.compile(r"(^|\.)org\.apache\.hc\.(core5|client5)\.")
 
 REDIRECT_EXCEPTION = CATALOG_REDIRECT_EXCEPTION
 # Matched by its simple name under the shim's package (and any sub-package the shim moves it to).
@@ -358,7 +360,8 @@ def _unsupported(java_exception: Any, chain: list[tuple[str, str]]) -> CatalogEx
     method = _spark_catalog_method(java_exception)
     if method is None:
         return None
-    failure = next((i for i in range(len(chain)) if chain[i][0].startswith(_TRANSPORT_FAILURES)), None)
+    failure = next((i for i, (n, _) in enumerate(chain)
+                    if n.startswith(_TRANSPORT_FAILURES) or _HTTP_CLIENT_FAILURES.search(n)), None)
     if failure is not None:
         name, message = chain[failure]
         return CatalogUnavailableError(

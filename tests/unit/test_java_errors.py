@@ -273,6 +273,11 @@ def test_a_connection_lost_mid_request_is_no_missing_feature():
     err = translate(lost)
     assert type(err) is CatalogUnavailableError, (type(err), str(err))
     assert "does not support" not in str(err) and "Connection reset" in str(err) and "\n" not in str(err)
+    # What Iceberg's runtime really chains: its shaded HttpClient's NoHttpResponseException.
+    shaded = InSparkCatalog(ICEBERG + "RESTException", "Error occurred while processing POST request",
+                            JavaThrowable("org.apache.iceberg.shaded.org.apache.hc.core5.http.NoHttpResponseException",
+                                          "127.0.0.1:40833 failed to respond"), method="createNamespace")
+    assert type(translate(shaded)) is CatalogUnavailableError, str(translate(shaded))
     # Without a transport failure in the chain, a 405/501 RESTException still is the catalog's refusal.
     refused = InSparkCatalog(ICEBERG + "RESTException", "Unable to process: Method Not Allowed", method="createNamespace")
     assert type(translate(refused)) is CatalogUnsupportedError
