@@ -41,6 +41,10 @@ __all__ = ["LostAnswers"]
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+# Iceberg's reserved table properties (TableProperties.RESERVED_PROPERTIES): a create may send them, the
+# catalog keeps them in the metadata, not among the table's properties.
+_RESERVED = frozenset({"format-version", "uuid", "snapshot-count", "current-snapshot-id", "current-snapshot-summary",
+                       "current-snapshot-timestamp-ms", "current-schema", "default-partition-spec", "default-sort-order"})
 _CAUSES = {"connection-reset": "connection closed before the answer", "read-timeout": "read timed out"}
 
 
@@ -173,4 +177,5 @@ class LostAnswers:
             return False
         if location and location.rstrip("/") != meta.location.rstrip("/"):
             return False
-        return all(meta.properties.get(k) == v for k, v in properties.items()) and not meta.snapshots
+        sent = {k: v for k, v in properties.items() if k not in _RESERVED}
+        return all(meta.properties.get(k) == v for k, v in sent.items()) and not meta.snapshots

@@ -13,6 +13,7 @@ import org.apache.iceberg.PartitionField;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.TableMetadata;
+import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.catalog.Namespace;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.apache.iceberg.exceptions.NoSuchNamespaceException;
@@ -143,7 +144,9 @@ final class MutationLook {
     if (req.location() != null && !trim(req.location()).equals(trim(now.location()))) {
       return false;
     }
-    return contains(now.properties(), req.properties()) && now.snapshots().isEmpty();
+    Map<String, String> sent = new HashMap<>(req.properties());
+    sent.keySet().removeAll(TableProperties.RESERVED_PROPERTIES); // format-version...: the catalog keeps them elsewhere
+    return contains(now.properties(), sent) && now.snapshots().isEmpty();
   }
 
   /** The schema with ids assigned as a catalog assigns them on create (ours may carry others). */
