@@ -16,6 +16,7 @@ duplicate data files, and every file the table references exists in S3.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import uuid as uuidlib
@@ -177,6 +178,41 @@ def test_fault_with_idempotency_key_replays(spark, lakehouse, catalogs, idem_cha
     else:
         assert front.count(kind="commit", table=f"faults.{table}") == 2  # our retry, same key
         assert ev["retries"] >= 1
+
+
+@pytest.mark.parametrize("catalog", ["fx", "fk"])
+def test_lost_answers_to_namespace_and_table_changes_are_one_success(spark, catalogs, idem_chain, catalog):
+    """CREATE NAMESPACE, CREATE TABLE, INSERT, ALTER TABLE ... RENAME and DROP TABLE, each answer lost
+    after the catalog applied it, on a catalog without idempotency (fx) and behind one that
+    de-duplicates every operation (fk): each reports success, and the catalog saw each change once.
+    Spark called each "the catalog does not support ..." (a connection lost mid-request read as a
+    missing feature), and a keyed rename was repeated into a 404."""
+    proxy = catalogs[catalog]
+    upstream = proxy if catalog == "fx" else idem_chain[2]  # its upstream_log: what reached SeaweedFS
+    ns, before = f"lost_{uuidlib.uuid4().hex[:6]}", len(upstream.upstream_log)
+
+    def applied(method: str, path: str) -> int:
+        return sum(1 for e in list(upstream.upstream_log)[before:] if e["method"] == method
+                   and re.search(path, e["path"].split("?")[0]) and e["status"] < 300)
+
+    def lose_answer(method: str, path: str, sql: str) -> None:
+        proxy.faults.add("drop", method, path)
+        spark.sql(sql)
+        assert proxy.faults.pending == 0, sql
+
+    lose_answer("POST", r"/namespaces$", f"CREATE NAMESPACE {catalog}.{ns}")
+    assert applied("POST", r"/namespaces$") == 1
+    lose_answer("POST", rf"/namespaces/{ns}/tables$", f"CREATE TABLE {catalog}.{ns}.t (id bigint) USING iceberg")
+    assert applied("POST", rf"/namespaces/{ns}/tables$") == 1
+    lose_answer("POST", rf"/namespaces/{ns}/tables/t$", f"INSERT INTO {catalog}.{ns}.t VALUES (1), (2)")
+    assert spark.sql(f"SELECT count(*) FROM {catalog}.{ns}.t.snapshots").first()[0] == 1
+    lose_answer("POST", r"/tables/rename$", f"ALTER TABLE {catalog}.{ns}.t RENAME TO {ns}.t2")
+    assert applied("POST", r"/tables/rename$") == 1
+    assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {catalog}.{ns}").collect()] == ["t2"]
+    assert spark.table(f"{catalog}.{ns}.t2").count() == 2
+    lose_answer("DELETE", rf"/namespaces/{ns}/tables/t2(\?|$)", f"DROP TABLE {catalog}.{ns}.t2")
+    assert applied("DELETE", rf"/namespaces/{ns}/tables/t2$") == 1
+    assert spark.sql(f"SHOW TABLES IN {catalog}.{ns}").collect() == []
 
 
 def test_commit_refused_every_time_fails_cleanly(spark, lakehouse, catalogs):
