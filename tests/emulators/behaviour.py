@@ -184,6 +184,14 @@ POLARIS_MAIN = replace(
     refs={**POLARIS_1_7.refs, "unknown_commit_status": "polaris#5145 (main: 500)",
           "idempotency": "polaris#4912, #5037, #5118 (opt-in, PT5M, createTable/updateTable only)"},
 )
+# A real 1.7.0 run with polaris.idempotency.enabled=true (shared/catalogs/polaris-1.7.0-observed.json, `extra`):
+# one lifetime advertised at the top of /v1/config, but only createTable and updateTable without assert-create
+# replayed; a namespace create, a staged create's commit, a transaction, drops and renames are not.
+POLARIS_1_7_IDEMPOTENT = replace(
+    POLARIS_1_7, release="1.7.0-idempotency", idempotency=(TOP, "PT5M"), idempotent_operations=("createTable", "updateTable"),
+    refs={**POLARIS_1_7.refs, "idempotency": "polaris-1.7.0-observed.json extra: createTable and updateTable replayed, "
+                                             "assert-create commit 409, createNamespace 409, commitTransaction ran twice"},
+)
 # The release a real server was recorded from: the emulator is checked against every recorded answer.
 POLARIS_1_4 = replace(
     POLARIS_1_7, release="1.4.1", warehouse="pcat", prefix="pcat", notifications=INTERNAL,

@@ -47,6 +47,26 @@ def keyed(lakehouse):
         cat.close()
 
 
+@pytest.fixture(scope="module")
+def polaris17(lakehouse):
+    """client -> CatalogProxy (faults) -> the Polaris 1.7.0 emulator with idempotency on (one lifetime
+    advertised; createTable and updateTable without assert-create replayed, nothing else) -> SeaweedFS."""
+    from pyspark_catalog_ext.spark.conf import spark_conf
+    from tests.emulators import Emulator, connection
+    from tests.emulators.behaviour import POLARIS_1_7_IDEMPOTENT as b
+    from tests.servers import S3ExpiryProxy
+
+    s3 = S3ExpiryProxy(lakehouse.info.s3_endpoint, exempt=(lakehouse.info.access_key,)).start()
+    try:
+        with Emulator(b, lakehouse, s3, 900.0) as emu, CatalogProxy(emu.url) as proxy:
+            conf = spark_conf(b.profile, "p17", jars=None, **{**connection(b, emu), "uri": proxy.url})
+            cat = pyiceberg_catalog(conf, "p17", refresh=False, **FAST_RETRY)
+            yield cat, proxy, emu
+            cat.close()
+    finally:
+        s3.stop()
+
+
 def commit_path(name: str) -> str:
     return rf"/namespaces/[^/]+/tables/{name}$"
 
@@ -386,8 +406,11 @@ def _lose_answer(proxy, method: str, path: str) -> None:
     proxy.faults.add("drop", method, path)
 
 
-@pytest.mark.parametrize("chain", ["plain", "keyed"])
+@pytest.mark.parametrize("chain", ["plain", "keyed", "polaris17"])
 def test_lost_answers_to_creates_drops_and_renames_are_one_success(request, chain):
+    """Without idempotency (plain), behind a catalog that de-duplicates every operation (keyed) and on
+    Polaris 1.7.0 with idempotency on, which advertises a lifetime but replays only table creates and
+    plain commits (polaris17)."""
     cat, proxy = request.getfixturevalue(chain)[:2]
     ns, tag = f"lost_{chain}", uuidlib.uuid4().hex[:6]
     before = len(proxy.entries())
@@ -404,7 +427,10 @@ def test_lost_answers_to_creates_drops_and_renames_are_one_success(request, chai
     assert proxy.faults.pending == 0 and table.name() == (ns, name)
     assert proxy.count(kind="create", table=f"{ns}.{name}") == 1
 
-    table.append(rows(0, 10))
+    _lose_answer(proxy, "POST", commit_path(name))
+    table.append(rows(0, 10))  # a snapshot commit: replayed under its key (keyed, polaris17) or recognised (plain)
+    assert proxy.faults.pending == 0
+    assert len(cat.load_table(f"{ns}.{name}").snapshots()) == 1
     _lose_answer(proxy, "POST", r"/tables/rename$")
     renamed = cat.rename_table(f"{ns}.{name}", f"{ns}.{name}_r")
     assert proxy.faults.pending == 0 and renamed.name() == (ns, f"{name}_r")
