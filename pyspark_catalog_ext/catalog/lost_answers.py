@@ -177,5 +177,5 @@ class LostAnswers:
             return False
         if location and location.rstrip("/") != meta.location.rstrip("/"):
             return False
-        sent = {k: v for k, v in properties.items() if k not in _RESERVED}
-        return all(meta.properties.get(k) == v for k, v in sent.items()) and not meta.snapshots
+        ours_set = {k: v for k, v in properties.items() if k not in _RESERVED}
+        return all(meta.properties.get(k) == v for k, v in ours_set.items()) and not meta.snapshots
