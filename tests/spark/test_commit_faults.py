@@ -180,15 +180,42 @@ def test_fault_with_idempotency_key_replays(spark, lakehouse, catalogs, idem_cha
         assert ev["retries"] >= 1
 
 
-@pytest.mark.parametrize("catalog", ["fx", "fk"])
-def test_lost_answers_to_namespace_and_table_changes_are_one_success(spark, catalogs, idem_chain, catalog):
-    """CREATE NAMESPACE, CREATE TABLE, INSERT, ALTER TABLE ... RENAME and DROP TABLE, each answer lost
-    after the catalog applied it, on a catalog without idempotency (fx) and behind one that
-    de-duplicates every operation (fk): each reports success, and the catalog saw each change once.
-    Spark called each "the catalog does not support ..." (a connection lost mid-request read as a
-    missing feature), and a keyed rename was repeated into a 404."""
-    proxy = catalogs[catalog]
-    upstream = proxy if catalog == "fx" else idem_chain[2]  # its upstream_log: what reached SeaweedFS
+@pytest.fixture(scope="module")
+def polaris17(spark, lakehouse, catalogs):
+    """Spark catalog "fp": faults -> the Polaris 1.7.0 emulator with idempotency on (a lifetime for the
+    whole catalog, only createTable and updateTable without assert-create replayed) -> SeaweedFS."""
+    from pyspark_catalog_ext.spark.conf import spark_conf
+    from tests.emulators import Emulator, connection
+    from tests.emulators.behaviour import POLARIS_1_7_IDEMPOTENT as b
+    from tests.servers import S3ExpiryProxy
+
+    s3 = S3ExpiryProxy(lakehouse.info.s3_endpoint, exempt=(lakehouse.info.access_key,)).start()
+    try:
+        with Emulator(b, lakehouse, s3, 900.0) as emu, CatalogProxy(emu.url) as front:
+            for key, value in spark_conf(b.profile, "fp", jars=None, **{**connection(b, emu), "uri": front.url}).items():
+                if key.startswith("spark.sql.catalog.fp"):
+                    spark.conf.set(key, value)
+            spark.conf.set("spark.sql.catalog.fp.rest.client.socket-timeout-ms", str(SOCKET_TIMEOUT_MS))
+            spark.conf.set("spark.sql.catalog.fp.catalog-ext.commit.base-delay-ms", "100")
+            spark.conf.set("spark.sql.catalog.fp.cache-enabled", "false")
+            yield front, emu.idempotency
+    finally:
+        s3.stop()
+
+
+@pytest.mark.parametrize("catalog", ["fx", "fk", "fp"])
+def test_lost_answers_to_namespace_and_table_changes_are_one_success(request, spark, catalogs, idem_chain, catalog):
+    """CREATE NAMESPACE, CREATE TABLE, INSERT, CTAS, ALTER TABLE ... RENAME and DROP TABLE, each answer
+    lost after the catalog applied it, on a catalog without idempotency (fx), behind one that
+    de-duplicates every operation (fk) and on Polaris 1.7.0 with idempotency on (fp): each reports
+    success, and the catalog applied each change once. Spark called each "the catalog does not support
+    ..." (a connection lost mid-request read as a missing feature), a keyed rename was repeated into a
+    404, and Polaris's namespace create into a 409 (SCHEMA_ALREADY_EXISTS)."""
+    if catalog == "fp":
+        proxy, upstream = request.getfixturevalue("polaris17")  # the emulator's key store: what reached SeaweedFS
+    else:
+        proxy = catalogs[catalog]
+        upstream = proxy if catalog == "fx" else idem_chain[2]  # its upstream_log: what reached SeaweedFS
     ns, before = f"lost_{uuidlib.uuid4().hex[:6]}", len(upstream.upstream_log)
 
     def applied(method: str, path: str) -> int:
@@ -206,6 +233,9 @@ def test_lost_answers_to_namespace_and_table_changes_are_one_success(spark, cata
     assert applied("POST", rf"/namespaces/{ns}/tables$") == 1
     lose_answer("POST", rf"/namespaces/{ns}/tables/t$", f"INSERT INTO {catalog}.{ns}.t VALUES (1), (2)")
     assert spark.sql(f"SELECT count(*) FROM {catalog}.{ns}.t.snapshots").first()[0] == 1
+    lose_answer("POST", rf"/namespaces/{ns}/tables/c$", f"CREATE TABLE {catalog}.{ns}.c USING iceberg AS SELECT 7 AS id")
+    assert applied("POST", rf"/namespaces/{ns}/tables/c$") == 1 and spark.table(f"{catalog}.{ns}.c").count() == 1
+    spark.sql(f"DROP TABLE {catalog}.{ns}.c")
     lose_answer("POST", r"/tables/rename$", f"ALTER TABLE {catalog}.{ns}.t RENAME TO {ns}.t2")
     assert applied("POST", r"/tables/rename$") == 1
     assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {catalog}.{ns}").collect()] == ["t2"]
