@@ -344,6 +344,7 @@ class Emulator(CatalogProxy):
         if self.b.config_defaults == CATALOG_PROPERTIES:  # the catalog's properties; no warehouse
             defaults = {"default-base-location": str(defaults.get("warehouse") or f"s3://{self.info.warehouse}")}
         (overrides if self.b.prefix_in == OVERRIDES else defaults)["prefix"] = self.b.prefix
+        overrides.update(self.b.config_overrides)
         answer: dict = {"defaults": defaults, "overrides": overrides}
         if self.b.endpoints is not None:
             answer["endpoints"] = list(self.b.endpoints)
