@@ -39,6 +39,7 @@ from pyiceberg.catalog.rest import TableResponse
 from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException
 from pyiceberg.table import CommitTableResponse
 from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.update import AssertCreate
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay, stop_any
 from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
@@ -120,6 +121,9 @@ class GuardedCommit:
         # De-duplication is trusted (a lost answer repeated under the key) only where advertised.
         self.key_lifetime_s = (min(idempotency_lifetime_s, MAX_KEY_LIFETIME_S)
                                if self.key is not None and idempotency_lifetime_s is not None else None)
+        # Whether a catalog that advertises a lifetime replays this commit: not a staged create's
+        # (assert-create), which Polaris 1.7.0 answers 409 on its repeat (commit-decisions.json `covered`).
+        self.covered = not any(isinstance(r, AssertCreate) for r in requirements)
         self.policy = policy
         self.headers = dict(headers or {})
         self.on_401 = on_401
@@ -190,7 +194,7 @@ class GuardedCommit:
 
     def _facts(self, answer: Answer) -> Facts:
         """This attempt's evidence; one more attempt is assumed allowed (tenacity's stop says otherwise)."""
-        return Facts(self.kind, answer, self.maybe_applied, deduplicated=self.key_lifetime_s is not None)
+        return Facts(self.kind, answer, self.maybe_applied, deduplicated=self.key_lifetime_s is not None and self.covered)
 
     def _decide(self, facts: Facts, cause: str) -> CommitTableResponse:
         """Reconcile when the rule needs it, then act on `decision.decide`."""
