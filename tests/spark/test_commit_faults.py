@@ -6,8 +6,9 @@ a fault-injecting `CatalogProxy`, in front of
 
 * SeaweedFS alone (no Idempotency-Key support): the shim reconciles, i.e. loads the table and
   recognises its own commit by the table UUID / snapshot ids it added;
-* the reference `IdempotencyProxy` in front of SeaweedFS: the shim repeats the commit with the
-  same Idempotency-Key and gets the stored answer replayed.
+* the reference `IdempotencyProxy` in front of SeaweedFS: the shim repeats a plain commit with the
+  same Idempotency-Key and gets the stored answer replayed; a staged create's commit, which Polaris
+  1.7.0 does not replay, is reconciled as above.
 
 After every fault: exactly one table, exactly the snapshots written, exact row counts, no
 duplicate data files, and every file the table references exists in S3.
@@ -292,30 +293,23 @@ def test_commit_state_unknown_keeps_every_file(spark, lakehouse, catalogs):
     assert all(s3_exists(s3, f) for f in files), "files of a possibly landed commit must be kept"
 
 
-@pytest.mark.parametrize("how,status", [("ctas", 401), ("ctas", 403), ("ctas", 404), ("python", 404)])
-def test_refusal_after_an_applied_lost_answer_publishes_once(spark, lakehouse, catalogs, idem_chain, how, status):
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_refusal_after_an_applied_lost_answer_publishes_once(spark, lakehouse, catalogs, idem_chain, status):
     """Issue 16: the first attempt lands but its answer is lost; the keyed retry is refused
     (401/403/404: an expired token, a gateway). Handed to Iceberg that refusal would fail the job
-    and delete the files of the published table; the guard loads the table first: success once."""
+    and delete the files of the published snapshot; the guard loads the table first: success once.
+    An INSERT: its commit is repeated under its key (a staged create's commit is looked at at once)."""
     front, idem, inner = idem_chain
-    table = f"r{status}_{how}_{uuidlib.uuid4().hex[:6]}"
+    table = f"r{status}_{uuidlib.uuid4().hex[:6]}"
+    spark.sql(f"CREATE TABLE fk.faults.{table} (id bigint, v bigint) USING iceberg")
     reset_evidence(spark)
     front.reset_counters()
     inner.reset_counters()
     path = COMMIT.format(ns="faults", table=table)
-    if how == "ctas":
-        front.faults.add("drop", "POST", path)
-        front.faults.add("error", "POST", path, status=status)
-        spark.sql(f"CREATE TABLE fk.faults.{table} USING iceberg AS SELECT id, id * 3 AS v FROM range(0, {ROWS}, 1, 2)")
-        snapshots = 1
-    else:
-        df = spark.range(0, ROWS, 1, 2).selectExpr("id", "id * 3 AS v")
-        staged = stage_create(spark, f"fk.faults.{table}", df)
-        staged.write(df)
-        front.faults.add("drop", "POST", path)
-        front.faults.add("error", "POST", path, status=status)
-        staged.commit()
-        snapshots = 1
+    front.faults.add("drop", "POST", path)
+    front.faults.add("error", "POST", path, status=status)
+    spark.sql(f"INSERT INTO fk.faults.{table} SELECT id, id * 3 AS v FROM range(0, {ROWS}, 1, 2)")
+    snapshots = 1
     assert front.faults.pending == 0
     check_published(spark, lakehouse, "fk", table, snapshots)
     ev = guard_evidence(spark, "fk")
