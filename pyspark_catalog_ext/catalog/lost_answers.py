@@ -5,7 +5,7 @@ when the connection closes before the answer, although the catalog may have appl
 request has nothing random of its own to recognise it by, and a catalog that advertises an
 Idempotency-Key lifetime need not de-duplicate it (Polaris 1.7.0 answers a repeated namespace create
 409), so it is never repeated: the catalog is asked what it shows now, and the shared commit rule
-(`resources/commit-decisions.json`, rows `mutation-*`, decided by `pyiceberg_ext.decision`, the
+(`resources/commit-decisions.json`, rows `mutation-*`, decided by `commit_decision`, the
 same rows the Spark shim's `MutationLook` follows) says what that means:
 
 * the change is there as we sent it (the namespace with our properties, the table with our columns,
@@ -34,8 +34,8 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 from pyiceberg.typedef import EMPTY_DICT, Identifier, Properties
 
 from pyspark_catalog_ext.catalog.answers import also_pyiceberg, transport_cause, transport_error
+from pyspark_catalog_ext.catalog.commit_decision import Answer, Facts, Kind, Landed, Outcome, decide, needs_reconciliation
 from pyspark_catalog_ext.errors import CatalogConflictError, CatalogUnavailableError
-from pyspark_catalog_ext.pyiceberg_ext.decision import Answer, Facts, Kind, Landed, Outcome, decide, needs_reconciliation
 
 __all__ = ["LostAnswers"]
 

@@ -1,7 +1,7 @@
 """Table commits from PyIceberg that survive lost, duplicated and refused answers.
 
 One commit = one `POST .../tables/{t}` retried by tenacity, each failed attempt decided by
-`decision.decide`, the rule Spark's `CommitGuard` follows too: both are tested against the one
+`commit_decision.decide`, the rule Spark's `CommitGuard` follows too: both are tested against the one
 table in `resources/commit-decisions.json` (rendered in docs/commits.md). Once an attempt may have
 reached the catalog, no outcome lets PyIceberg delete files unless the catalog proves nothing was
 applied. With an `Idempotency-Key` (when `/v1/config` advertises `idempotency-key-lifetime`) an
@@ -45,10 +45,7 @@ from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
 from pyspark_catalog_ext.catalog.answers import error_summary, transport_cause
-from pyspark_catalog_ext.catalog.commit_policy import CommitPolicy
-from pyspark_catalog_ext.catalog.idempotency import uuid7
-from pyspark_catalog_ext.errors import CatalogRedirectError, CommitFailedError, CommitStateUnknownError
-from pyspark_catalog_ext.pyiceberg_ext.decision import (
+from pyspark_catalog_ext.catalog.commit_decision import (
     Answer,
     Facts,
     Kind,
@@ -59,6 +56,9 @@ from pyspark_catalog_ext.pyiceberg_ext.decision import (
     landed_state,
     needs_reconciliation,
 )
+from pyspark_catalog_ext.catalog.commit_policy import CommitPolicy
+from pyspark_catalog_ext.catalog.idempotency import uuid7
+from pyspark_catalog_ext.errors import CatalogRedirectError, CommitFailedError, CommitStateUnknownError
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
@@ -197,7 +197,7 @@ class GuardedCommit:
         return Facts(self.kind, answer, self.maybe_applied, deduplicated=self.key_lifetime_s is not None and self.covered)
 
     def _decide(self, facts: Facts, cause: str) -> CommitTableResponse:
-        """Reconcile when the rule needs it, then act on `decision.decide`."""
+        """Reconcile when the rule needs it, then act on `commit_decision.decide`."""
         self.last_facts, self.last_cause = facts, cause
         loaded = None
         if needs_reconciliation(facts):

@@ -179,7 +179,9 @@ public final class CommitGuard {
           deduplicated, canRetry(policy, n, started, delay, deduplicated));
       Reconciler.Result rec = Reconciler.Result.NOT_CHECKED;
       if (CommitDecision.needsReconciliation(facts)) {
-        rec = reconciler.reconcile(req, headers);
+        rec = kind == Kind.MUTATION
+            ? reconciler.recorded(req, MutationLook.look(req, headers))
+            : reconciler.reconcile(req, headers);
       }
       facts = facts.withLanded(rec.landed);
       Outcome outcome = CommitDecision.decide(facts);
@@ -326,7 +328,7 @@ public final class CommitGuard {
                 what, answer, failure.cause(), attempts)));
   }
 
-  static Kind classify(String method, String path, RESTRequest body) {
+  private static Kind classify(String method, String path, RESTRequest body) {
     if ("POST".equals(method) && body instanceof UpdateTableRequest && isTablePath(path)) {
       return Reconciler.fingerprint((UpdateTableRequest) body).empty() ? Kind.PLAIN : Kind.SNAPSHOT;
     }

@@ -89,9 +89,7 @@ final class Reconciler {
   /** Loads the table(s) {@code req} changed, with {@code headers} (no Idempotency-Key), and decides. */
   Result reconcile(Mutation req, Map<String, String> headers) {
     Result result;
-    if (CommitGuard.classify(req.method, req.path, req.body) == CommitDecision.Kind.MUTATION) {
-      result = MutationLook.look(req, headers);
-    } else if (req.body instanceof UpdateTableRequest) {
+    if (req.body instanceof UpdateTableRequest) {
       result = table(req.path, (UpdateTableRequest) req.body, headers, req.reader);
     } else if (req.body instanceof CommitTransactionRequest) {
       List<Landed> tables = new ArrayList<>();
@@ -103,6 +101,11 @@ final class Reconciler {
     } else {
       result = new Result(Landed.UNKNOWN, null);
     }
+    return recorded(req, result);
+  }
+
+  /** Counts and notes a reconciliation's result (a table's, or a {@link MutationLook}'s) as evidence. */
+  Result recorded(Mutation req, Result result) {
     evidence.reconciled(result.landed);
     evidence.event("reconcile " + req.shortPath() + ": " + result.landed + (result.seen == null ? "" : " (" + result.seen + ")"));
     return result;

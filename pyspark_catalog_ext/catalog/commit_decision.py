@@ -239,5 +239,5 @@ def markdown_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":  # python -m pyspark_catalog_ext.pyiceberg_ext.decision: the table for docs/commits.md
+if __name__ == "__main__":  # python -m pyspark_catalog_ext.catalog.commit_decision: the table for docs/commits.md
     print(markdown_table(), end="")
