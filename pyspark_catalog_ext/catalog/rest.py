@@ -16,6 +16,7 @@ URL building and pagination. What this module adds on that one session, each for
   values masked, status, elapsed ms, attempts) for the doctor.
 * **One-line errors** (`answers`): every HTTP answer and PyIceberg exception becomes one of
   `errors.py`'s types.
+* **Lost answers to creates, drops and renames** (`lost_answers`): looked at, never repeated.
 * **Calls PyIceberg has no method for,** as raw JSON on the same session: the load-table answer
   (cleanup and maintenance read metadata fields PyIceberg's model drops), stage-create and commit
   bodies (doctor probes), `/credentials` with a `storageRefreshToken`, a server-given refresh URL
@@ -46,6 +47,7 @@ from pyspark_catalog_ext.catalog.answers import also_pyiceberg, catalog_error, s
 from pyspark_catalog_ext.catalog.commit_policy import CommitPolicy
 from pyspark_catalog_ext.catalog.connection import CatalogConnection, pyiceberg_names
 from pyspark_catalog_ext.catalog.idempotency import parse_iso8601_duration, uuid7
+from pyspark_catalog_ext.catalog.lost_answers import LostAnswers
 from pyspark_catalog_ext.catalog.server_settings import config_properties
 from pyspark_catalog_ext.catalog.transport import (
     DEFAULT_TIMEOUT,
@@ -95,7 +97,7 @@ class Exchange:
                 "idempotency_key": self.idempotency_key}
 
 
-class CatalogClient(RestCatalog):
+class CatalogClient(LostAnswers, RestCatalog):
     """PyIceberg's RestCatalog with bounded calls, evidence, one-line errors and the raw calls our tools need.
 
     Args:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from pyspark_catalog_ext.cli.options import add_connection_arguments, connection_kwargs
 
@@ -62,8 +63,16 @@ def _cmd(args: argparse.Namespace) -> int:
         path = save_matrix(json.loads(dumps(report, include_http=False)), args.save_matrix or None)
         print(f"matrix entry written to {path}", file=out)
     if report.interrupted:
-        print(f"error: interrupted ({report.interrupted}); cleanup done", file=sys.stderr)
+        print(interrupted_line(report), file=sys.stderr)
     return report.exit_code
+
+
+def interrupted_line(report: Any) -> str:
+    """The last word after Ctrl-C/SIGTERM: "cleanup done" only when every cleanup action succeeded (the
+    summary above has said "cleanup FAILED: ..." otherwise)."""
+    if report.cleanup_ok:
+        return f"error: interrupted ({report.interrupted}); cleanup done"
+    return f"error: interrupted ({report.interrupted}); cleanup incomplete: see 'cleanup FAILED' above"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -423,10 +423,26 @@ def probe_idempotency_advertised(ctx: ProbeContext) -> Outcome:
     return passed(f"lifetime {lifetime}", **evidence)
 
 
-@probe("idempotency-replay", "Idempotency-Key: a repeated commit is replayed", "idempotency", needs=("namespaces",))
+@probe("idempotency-replay", "Idempotency-Key: which operations a repeat is replayed for", "idempotency", needs=("namespaces",))
 def probe_idempotency_replay(ctx: ProbeContext) -> Outcome:
+    """Where a lifetime is advertised, each operation of `idempotency.OPERATIONS` is sent twice with one key:
+    all replayed passes, some replayed is "partial" and passes too (the guard repeats under the key only what
+    the catalog covers and looks at the rest, so an uncovered operation is no failure), none replayed fails.
+    Without a lifetime only the staged create's commit is repeated (as before: its 409 is the evidence)."""
+    from pyspark_catalog_ext.doctor.idempotency import OPERATIONS, REPLAYED, measure
+
     client, ns = ctx.client, ctx.namespace
     advertised = bool(client.idempotency_key_lifetime)
+    if advertised:
+        operations = measure(ctx)
+        replayed = [op for op in OPERATIONS if operations[op] == REPLAYED]
+        others = "; ".join(f"{op} {operations[op]}" for op in OPERATIONS if operations[op] != REPLAYED)
+        evidence: dict[str, Any] = {"advertised": True, "operations": operations}
+        if not replayed:
+            return failed(f"idempotency-key-lifetime is advertised, but no operation is replayed: {others}", **evidence)
+        if others:
+            return passed(f"partial: replayed for {', '.join(replayed)}; {others}", **evidence)
+        return passed(f"replayed for every operation probed ({', '.join(OPERATIONS)})", **evidence)
     try:
         staged = ctx.stage_table("s_idem")
     except CatalogError as exc:
@@ -434,13 +450,11 @@ def probe_idempotency_replay(ctx: ProbeContext) -> Outcome:
     key = str(uuid7())
     updates = create_updates(staged["metadata"])
     first = client.commit_table_json((ns, "s_idem"), [{"type": "assert-create"}], updates, idempotency_key=key)
-    evidence: dict[str, Any] = {"advertised": advertised, "first_status": 200}
+    evidence = {"advertised": False, "first_status": 200}
     try:
         second = client.commit_table_json((ns, "s_idem"), [{"type": "assert-create"}], updates, idempotency_key=key)
     except CatalogConflictError as exc:
         evidence["second_status"] = exc.status
-        if advertised:
-            return failed("idempotency-key-lifetime is advertised, but the same key got 409 instead of the stored answer", **evidence)
         return unsupported(f"the same Idempotency-Key was executed again ({exc.status})", **evidence)
     evidence["second_status"] = 200
     same = second.get("metadata-location") == first.get("metadata-location")

@@ -1,7 +1,7 @@
 """Table commits from PyIceberg that survive lost, duplicated and refused answers.
 
 One commit = one `POST .../tables/{t}` retried by tenacity, each failed attempt decided by
-`decision.decide`, the rule Spark's `CommitGuard` follows too: both are tested against the one
+`commit_decision.decide`, the rule Spark's `CommitGuard` follows too: both are tested against the one
 table in `resources/commit-decisions.json` (rendered in docs/commits.md). Once an attempt may have
 reached the catalog, no outcome lets PyIceberg delete files unless the catalog proves nothing was
 applied. With an `Idempotency-Key` (when `/v1/config` advertises `idempotency-key-lifetime`) an
@@ -39,15 +39,13 @@ from pyiceberg.catalog.rest import TableResponse
 from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException
 from pyiceberg.table import CommitTableResponse
 from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.update import AssertCreate
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, stop_after_delay, stop_any
 from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
 from pyspark_catalog_ext.catalog.answers import error_summary, transport_cause
-from pyspark_catalog_ext.catalog.commit_policy import CommitPolicy
-from pyspark_catalog_ext.catalog.idempotency import uuid7
-from pyspark_catalog_ext.errors import CatalogRedirectError, CommitFailedError, CommitStateUnknownError
-from pyspark_catalog_ext.pyiceberg_ext.decision import (
+from pyspark_catalog_ext.catalog.commit_decision import (
     Answer,
     Facts,
     Kind,
@@ -58,6 +56,9 @@ from pyspark_catalog_ext.pyiceberg_ext.decision import (
     landed_state,
     needs_reconciliation,
 )
+from pyspark_catalog_ext.catalog.commit_policy import CommitPolicy
+from pyspark_catalog_ext.catalog.idempotency import uuid7
+from pyspark_catalog_ext.errors import CatalogRedirectError, CommitFailedError, CommitStateUnknownError
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
@@ -120,6 +121,9 @@ class GuardedCommit:
         # De-duplication is trusted (a lost answer repeated under the key) only where advertised.
         self.key_lifetime_s = (min(idempotency_lifetime_s, MAX_KEY_LIFETIME_S)
                                if self.key is not None and idempotency_lifetime_s is not None else None)
+        # Whether a catalog that advertises a lifetime replays this commit: not a staged create's
+        # (assert-create), which Polaris 1.7.0 answers 409 on its repeat (commit-decisions.json `covered`).
+        self.covered = not any(isinstance(r, AssertCreate) for r in requirements)
         self.policy = policy
         self.headers = dict(headers or {})
         self.on_401 = on_401
@@ -190,10 +194,10 @@ class GuardedCommit:
 
     def _facts(self, answer: Answer) -> Facts:
         """This attempt's evidence; one more attempt is assumed allowed (tenacity's stop says otherwise)."""
-        return Facts(self.kind, answer, self.maybe_applied, deduplicated=self.key_lifetime_s is not None)
+        return Facts(self.kind, answer, self.maybe_applied, deduplicated=self.key_lifetime_s is not None and self.covered)
 
     def _decide(self, facts: Facts, cause: str) -> CommitTableResponse:
-        """Reconcile when the rule needs it, then act on `decision.decide`."""
+        """Reconcile when the rule needs it, then act on `commit_decision.decide`."""
         self.last_facts, self.last_cause = facts, cause
         loaded = None
         if needs_reconciliation(facts):

@@ -124,6 +124,14 @@ _MISSING_TYPES = ("NoSuchTableException", "NoSuchNamespaceException", "NoSuchVie
 # NoSuchTableException (which keeps the message, not the type): the whole message, in lower case.
 _NO_ROUTE_TEXTS = ("not found", "path not found", "404 not found", "http 404 not found")
 
+# The shim's words for a create, drop or rename whose answer was lost and whose effect the catalog does not show.
+_MAY_HAVE_BEEN_APPLIED = "the change may have been applied"
+# A connection that failed (refused, reset, timed out): Iceberg wraps it in a RESTException, which is no
+# answer from the catalog, so never "does not support".
+# Apache HttpClient 5's (NoHttpResponseException, ...) under whatever package Iceberg's runtime shades it.
+_TRANSPORT_FAILURES = ("java.net.", "java.io.", "javax.net.ssl.")
+_HTTP_CLIENT_FAILURES = re.compile(r"(^|\.)org\.apache\.hc\.(core5|client5)\.")
+
 REDIRECT_EXCEPTION = CATALOG_REDIRECT_EXCEPTION
 # Matched by its simple name under the shim's package (and any sub-package the shim moves it to).
 REJECTED_EXCEPTION = "CredentialsRejectedException"
@@ -218,6 +226,8 @@ def _known(name: str, message: str, chain: list[tuple[str, str]], subject: str |
     if short == "CommitStateUnknownException":
         # Iceberg appends a paragraph to its cause's message: the cause says what happened.
         inner = next((m for c, m in chain if c != name and m), message)
+        if _MAY_HAVE_BEEN_APPLIED in inner:  # a create, drop or rename (the shim's MutationLook): its own words
+            return CommitStateUnknownError(f"{prefix}{_one_line(inner)}")
         return CommitStateUnknownError(
             f"{prefix}commit state unknown ({_one_line(inner)}); nothing was deleted: load the table to see "
             "whether the commit landed before retrying")
@@ -350,6 +360,13 @@ def _unsupported(java_exception: Any, chain: list[tuple[str, str]]) -> CatalogEx
     method = _spark_catalog_method(java_exception)
     if method is None:
         return None
+    failure = next((i for i, (n, _) in enumerate(chain)
+                    if n.startswith(_TRANSPORT_FAILURES) or _HTTP_CLIENT_FAILURES.search(n)), None)
+    if failure is not None:
+        name, message = chain[failure]
+        return CatalogUnavailableError(
+            f"{_OPERATIONS.get(method, method)} failed: the connection to the catalog failed "
+            f"({name.rsplit('.', 1)[-1]}: {_one_line(message)}); check that the catalog is reachable and try again")
     index = candidates[0]
     name, message = chain[index]
     if name in _NOT_FOUND:

@@ -39,7 +39,7 @@ SHIM_ARTIFACT = "catalog-ext-shim"
 _RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 #: The catalog-ext.* knob spec both runtimes read (see pyspark_catalog_ext.knobs).
 KNOB_SPEC = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[0]
-#: The commit decision table both runtimes are tested against (see pyspark_catalog_ext.pyiceberg_ext.decision).
+#: The commit decision table both runtimes are tested against (see pyspark_catalog_ext.catalog.commit_decision).
 DECISION_TABLE = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[1]
 #: The rules about storage credentials both runtimes apply (see pyspark_catalog_ext.credentials.rules).
 CREDENTIAL_RULES = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[2]

@@ -62,6 +62,10 @@ POLARIS_ENDPOINTS = (tuple(e for e in ICEBERG_ENDPOINTS if e != CREDENTIALS_ENDP
                          ("GET", "applicable-policies"))))
 
 
+# Polaris 1.7.0 (recorded, 36 entries): 1.4.1's list and register-view.
+POLARIS_1_7_ENDPOINTS = POLARIS_ENDPOINTS + ("POST /v1/{prefix}/namespaces/{namespace}/register-view",)
+
+
 @dataclass(frozen=True)
 class Behaviour:
     """Named switches for one catalog release; ``refs[switch]`` says where the behaviour is documented."""
@@ -129,9 +133,12 @@ class Behaviour:
     # Notifications (polaris_apis): EXTERNAL (admitted into the reference server's mirror) or INTERNAL
     # (400: an internal catalog is not updated through notifications).
     notifications: str = EXTERNAL
+    # Extra /v1/config overrides (Polaris 1.7.0: namespace-separator).
+    config_overrides: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "refs", MappingProxyType(dict(self.refs)))
+        object.__setattr__(self, "config_overrides", MappingProxyType(dict(self.config_overrides)))
         object.__setattr__(self, "table_config", MappingProxyType(dict(self.table_config)))
 
     @property
@@ -163,7 +170,6 @@ _POLARIS_RECORDED = {
 }
 POLARIS_1_7 = Behaviour(
     family="polaris", release="1.7.0", profile="polaris", warehouse="polaris_catalog", prefix="polaris_catalog",
-    endpoints=POLARIS_ENDPOINTS,
     scope="PRINCIPAL_ROLE:ALL", refresh_endpoint=COMMITTED, credentials_endpoint=COMMITTED,
     unknown_commit_status=400,
     refs={**_POLARIS_RECORDED,
@@ -175,8 +181,11 @@ POLARIS_1_7 = Behaviour(
           "notifications": "deliberately EXTERNAL: one prefix serves tables and admits notifications, which a real "
                            "Polaris does only for an external catalog (1.4.1 recorded 400 for an internal one)"},
     polaris_apis=True, signer=REJECTED, config_defaults=CATALOG_PROPERTIES, stage_create_metadata_location=False,
-    storage_settings=TABLE_CONFIG, expiration_time=True, credential_cache_s=1800.0, create_existing_status=409,
+    storage_settings=TABLE_CONFIG, credential_cache_s=1800.0, create_existing_status=409,
     error_words=POLARIS, staged_metrics_404=True, date_header=False,
+    # As a real 1.7.0 answered (shared/catalogs/polaris-1.7.0-observed.json, tests/emulators/observed/polaris-1.7.0.json):
+    # no expiration-time (polaris#4173, #5070), the namespace-separator override, 36 endpoints (register-view).
+    expiration_time=False, endpoints=POLARIS_1_7_ENDPOINTS, config_overrides={"namespace-separator": "%1F"},
 )
 POLARIS_MAIN = replace(
     POLARIS_1_7, release="main", unknown_commit_status=500, idempotency=(TOP, "PT5M"),
@@ -184,15 +193,25 @@ POLARIS_MAIN = replace(
     refs={**POLARIS_1_7.refs, "unknown_commit_status": "polaris#5145 (main: 500)",
           "idempotency": "polaris#4912, #5037, #5118 (opt-in, PT5M, createTable/updateTable only)"},
 )
+# A real 1.7.0 run with polaris.idempotency.enabled=true (shared/catalogs/polaris-1.7.0-observed.json, `extra`):
+# one lifetime advertised at the top of /v1/config, but only createTable and updateTable without assert-create
+# replayed; a namespace create, a staged create's commit, a transaction, drops and renames are not.
+POLARIS_1_7_IDEMPOTENT = replace(
+    POLARIS_1_7, release="1.7.0-idempotency", idempotency=(TOP, "PT5M"), idempotent_operations=("createTable", "updateTable"),
+    refs={**POLARIS_1_7.refs, "idempotency": "polaris-1.7.0-observed.json extra: createTable and updateTable replayed, "
+                                             "assert-create commit 409, createNamespace 409, commitTransaction ran twice"},
+)
 # The release a real server was recorded from: the emulator is checked against every recorded answer.
 POLARIS_1_4 = replace(
     POLARIS_1_7, release="1.4.1", warehouse="pcat", prefix="pcat", notifications=INTERNAL,
+    expiration_time=True, endpoints=POLARIS_ENDPOINTS, config_overrides={},
     refs={**POLARIS_1_7.refs, "unknown_commit_status": "polaris#5145 (400 up to 1.7.0)",
           "notifications": f"{POLARIS_RECORDED}, README: 400 Cannot update internal catalog via notifications)",
           "idempotency": f"{POLARIS_RECORDED}: config.idempotency-key-lifetime false; 1.4.1 has none)"},
 )
 #: Families whose emulation is checked answer by answer against a real server's recording.
 CHECKED_AGAINST_RECORDING: Mapping[str, str] = MappingProxyType({POLARIS_1_4.id: "tests/emulators/observed/polaris-1.4.1.json"})
+# (POLARIS_1_7_IDEMPOTENT, defined below, against tests/emulators/observed/polaris-1.7.0.json: tests/unit/test_emulated_polaris.py.)
 LAKEKEEPER_0_13 = Behaviour(
     family="lakekeeper", release="0.13.4", profile="lakekeeper", warehouse="lk_warehouse",
     prefix="01890f4e-0000-7000-8000-00000000000a",  # Lakekeeper's prefix is the warehouse id

@@ -49,3 +49,19 @@ def test_the_cli_declares_it_with_open_catalog(open_catalog: Scripted) -> None:
                    "--token", "tok-open-0001", "--skip", ONLY_BASICS[0], "--open-catalog", timeout=120)
     assert '"open (declared)' in proc.stdout and "tok-open-0001" not in proc.stdout + proc.stderr, proc.stderr[-800:]
     assert "warning: the catalog enforces no auth (declared with --open-catalog)" in proc.stderr
+
+
+def test_an_interrupted_run_says_cleanup_done_only_when_it_was() -> None:
+    """After Ctrl-C the doctor printed "cleanup FAILED: ..." and then "cleanup done"."""
+    from pyspark_catalog_ext.catalog.profiles import get_profile
+    from pyspark_catalog_ext.cli.doctor import interrupted_line
+    from pyspark_catalog_ext.doctor.report import summary_lines
+    from pyspark_catalog_ext.doctor.runner import DoctorReport
+
+    report = DoctorReport(get_profile("local"), "http://127.0.0.1:1", None, "none", "doctor_x", (), interrupted="SIGINT",
+                          cleanup=[{"action": "drop namespace doctor_x", "ok": False, "note": "HTTP 503"}])
+    lines = summary_lines(report)
+    assert any(line.startswith("cleanup FAILED: drop namespace doctor_x") for line in lines)
+    assert "cleanup done" not in interrupted_line(report) and "cleanup incomplete" in interrupted_line(report)
+    report.cleanup = [{"action": "drop namespace doctor_x", "ok": True, "note": "dropped"}]
+    assert interrupted_line(report) == "error: interrupted (SIGINT); cleanup done"

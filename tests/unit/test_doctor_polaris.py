@@ -53,3 +53,23 @@ def test_an_unlisted_credentials_endpoint_that_answers_is_said_to_work(report):
     probe = _probe(report, "credentials-endpoint")
     assert probe.status == "pass" and probe.evidence["advertised"] is False
     assert probe.summary.endswith("served although /v1/config does not list it"), probe.summary
+
+
+def test_polaris_1_7_with_idempotency_on_is_partial_and_exits_0(lakehouse):
+    """One lifetime advertised for the whole catalog, but only table creates and plain commits replayed
+    (as a real 1.7.0 did): the probe says which, and the exit code does not depend on the others."""
+    from tests.emulators.behaviour import POLARIS_1_7_IDEMPOTENT as b
+
+    s3 = S3ExpiryProxy(lakehouse.info.s3_endpoint, exempt=(lakehouse.info.access_key,)).start()
+    try:
+        with Emulator(b, lakehouse, s3, 900.0) as emu:
+            report = run_doctor(b.profile, skip=["vended,scope,refresh,staging,signing,stores,pyiceberg,spark,inventory"],
+                                **connection(b, emu))
+    finally:
+        s3.stop()
+    probe = _probe(report, "idempotency-replay")
+    assert probe.status == "pass", probe.summary
+    assert probe.evidence["operations"] == {"commit": "replayed", "create": "replayed",
+                                            "staged-create commit": "refused (409)", "namespace create": "refused (409)"}
+    assert probe.summary.startswith("partial: replayed for commit, create;"), probe.summary
+    assert report.exit_code == 0 and report.cleanup_ok, report.cleanup

@@ -264,3 +264,29 @@ def test_sparks_own_not_found_on_rename_names_the_likely_cause_not_a_missing_fea
     assert type(err) is CatalogNotFoundError and err.status == 404, (type(err), text)
     assert "most often the target's namespace does not exist" in text and "RENAME TO <namespace>.<new name>" in text
     assert "does not support" not in text and "\n" not in text
+
+
+def test_a_connection_lost_mid_request_is_no_missing_feature():
+    # Iceberg wraps a reset connection in a RESTException; the Java table read that as "unsupported".
+    lost = InSparkCatalog(ICEBERG + "RESTException", "Error occurred while processing POST request",
+                          JavaThrowable("java.net.SocketException", "Connection reset"), method="createNamespace")
+    err = translate(lost)
+    assert type(err) is CatalogUnavailableError, (type(err), str(err))
+    assert "does not support" not in str(err) and "Connection reset" in str(err) and "\n" not in str(err)
+    # What Iceberg's runtime really chains: its shaded HttpClient's NoHttpResponseException.
+    shaded = InSparkCatalog(ICEBERG + "RESTException", "Error occurred while processing POST request",
+                            JavaThrowable("org.apache.iceberg.shaded.org.apache.hc.core5.http.NoHttpResponseException",
+                                          "127.0.0.1:40833 failed to respond"), method="createNamespace")
+    assert type(translate(shaded)) is CatalogUnavailableError, str(translate(shaded))
+    # Without a transport failure in the chain, a 405/501 RESTException still is the catalog's refusal.
+    refused = InSparkCatalog(ICEBERG + "RESTException", "Unable to process: Method Not Allowed", method="createNamespace")
+    assert type(translate(refused)) is CatalogUnsupportedError
+
+
+def test_a_mutation_that_may_have_been_applied_keeps_its_own_words():
+    words = ("POST v1/namespaces: the catalog's answer was lost (SocketException, 5 attempt(s)) and namespace db "
+             "is not there; the change may have been applied: check before repeating it")
+    java = JavaThrowable(ICEBERG + "CommitStateUnknownException", "x\nCannot determine whether the commit was successful",
+                         JavaThrowable("java.lang.RuntimeException", words))
+    err = translate(java)
+    assert isinstance(err, CommitStateUnknownError) and str(err) == words

@@ -47,6 +47,26 @@ def keyed(lakehouse):
         cat.close()
 
 
+@pytest.fixture(scope="module")
+def polaris17(lakehouse):
+    """client -> CatalogProxy (faults) -> the Polaris 1.7.0 emulator with idempotency on (one lifetime
+    advertised; createTable and updateTable without assert-create replayed, nothing else) -> SeaweedFS."""
+    from pyspark_catalog_ext.spark.conf import spark_conf
+    from tests.emulators import Emulator, connection
+    from tests.emulators.behaviour import POLARIS_1_7_IDEMPOTENT as b
+    from tests.servers import S3ExpiryProxy
+
+    s3 = S3ExpiryProxy(lakehouse.info.s3_endpoint, exempt=(lakehouse.info.access_key,)).start()
+    try:
+        with Emulator(b, lakehouse, s3, 900.0) as emu, CatalogProxy(emu.url) as proxy:
+            conf = spark_conf(b.profile, "p17", jars=None, **{**connection(b, emu), "uri": proxy.url})
+            cat = pyiceberg_catalog(conf, "p17", refresh=False, **FAST_RETRY)
+            yield cat, proxy, emu
+            cat.close()
+    finally:
+        s3.stop()
+
+
 def commit_path(name: str) -> str:
     return rf"/namespaces/[^/]+/tables/{name}$"
 
@@ -112,6 +132,9 @@ def test_append_commit_survives(plain, fault, caplog):
 
 @pytest.mark.parametrize("op", ["create", "append"])
 def test_lost_answer_is_replayed_under_the_same_key(keyed, op):
+    """A plain commit's lost answer is repeated under its key and replayed. A staged create's commit
+    (assert-create) is looked at instead, even where the catalog would replay it: Polaris 1.7.0 does
+    not, and nothing in /v1/config says which catalog does (commit-decisions.json `covered`)."""
     cat, proxy, idem = keyed
     assert cat.idempotency_key_lifetime_s == 1800
     replays = idem.replays
@@ -121,9 +144,12 @@ def test_lost_answer_is_replayed_under_the_same_key(keyed, op):
     else:
         name = append_with_fault(cat, proxy, "pyk", "drop")
         check_once(cat, "pyk", name, 200, 2)
-    assert idem.replays == replays + 1  # the retry carried the same key and got the stored answer
     sent = [e for e in proxy.log if e["kind"] == "commit" and e["table"] == f"pyk.{name}"]
-    assert len(sent) >= 2
+    if op == "create":
+        assert idem.replays == replays and len(sent) == 1  # recognised by its table UUID, not repeated
+    else:
+        assert idem.replays == replays + 1  # the retry carried the same key and got the stored answer
+        assert len(sent) >= 2
 
 
 def manifests(table) -> list[str]:
@@ -375,3 +401,81 @@ def test_huge_key_lifetime_is_clamped():
     sane = GuardedCommit(requests.Session(), "http://127.0.0.1:9/x", b"{}", table="t", requirements=(),
                          updates=(), load_metadata=lambda: None, idempotency_lifetime_s=1800.0)
     assert sane.key_lifetime_s == 1800.0
+
+
+# -- creates, drops and renames whose answer is lost after the catalog applied it ------------------
+# The proxy forwards the request (the catalog applies it), then closes the connection unanswered.
+# PyIceberg raised requests' raw ConnectionError for each; now the change is looked at: success, once.
+
+
+def _lose_answer(proxy, method: str, path: str) -> None:
+    proxy.faults.add("drop", method, path)
+
+
+@pytest.mark.parametrize("chain", ["plain", "keyed", "polaris17"])
+def test_lost_answers_to_creates_drops_and_renames_are_one_success(request, chain):
+    """Without idempotency (plain), behind a catalog that de-duplicates every operation (keyed) and on
+    Polaris 1.7.0 with idempotency on, which advertises a lifetime but replays only table creates and
+    plain commits (polaris17)."""
+    cat, proxy = request.getfixturevalue(chain)[:2]
+    ns, tag = f"lost_{chain}", uuidlib.uuid4().hex[:6]
+    before = len(proxy.entries())
+    _lose_answer(proxy, "POST", r"/namespaces$")
+    cat.create_namespace(ns, {"owner": "me"})
+    assert proxy.faults.pending == 0
+    assert cat.load_namespace_properties(ns)["owner"] == "me"
+    sent = [e for e in proxy.entries()[before:] if e["method"] == "POST" and e["path"].split("?")[0].endswith("/namespaces")]
+    assert len(sent) == 1  # looked at, never repeated
+
+    name = f"t_{tag}"
+    _lose_answer(proxy, "POST", rf"/namespaces/{ns}/tables$")
+    table = cat.create_table(f"{ns}.{name}", SCHEMA, properties={"p": "1"})
+    assert proxy.faults.pending == 0 and table.name() == (ns, name)
+    assert proxy.count(kind="create", table=f"{ns}.{name}") == 1
+
+    _lose_answer(proxy, "POST", commit_path(name))
+    table.append(rows(0, 10))  # a snapshot commit: replayed under its key (keyed, polaris17) or recognised (plain)
+    assert proxy.faults.pending == 0
+    assert len(cat.load_table(f"{ns}.{name}").snapshots()) == 1
+    _lose_answer(proxy, "POST", r"/tables/rename$")
+    renamed = cat.rename_table(f"{ns}.{name}", f"{ns}.{name}_r")
+    assert proxy.faults.pending == 0 and renamed.name() == (ns, f"{name}_r")
+    assert [t[-1] for t in cat.list_tables(ns)] == [f"{name}_r"]  # exactly one change: renamed once
+    assert len(cat.load_table(f"{ns}.{name}_r").snapshots()) == 1
+
+    _lose_answer(proxy, "DELETE", rf"/namespaces/{ns}/tables/{name}_r(\?|$)")
+    cat.drop_table(f"{ns}.{name}_r")
+    assert proxy.faults.pending == 0 and cat.list_tables(ns) == []
+    assert proxy.count(kind="drop", table=f"{ns}.{name}_r") == 1
+
+    _lose_answer(proxy, "DELETE", rf"/namespaces/{ns}(\?|$)")
+    cat.drop_namespace(ns)
+    assert proxy.faults.pending == 0 and not cat.namespace_exists(ns)
+
+
+def test_a_lost_create_answer_with_someone_elses_table_there_is_a_one_line_conflict(plain):
+    from pyiceberg.exceptions import TableAlreadyExistsError
+
+    from pyspark_catalog_ext.errors import CatalogConflictError
+
+    cat, proxy = plain
+    name = f"theirs_{uuidlib.uuid4().hex[:6]}"
+    cat.create_table(f"pyc.{name}", SCHEMA, properties={"owner": "them"})
+    # Ours is answered 409 upstream and the answer lost: the look finds a table that is not ours.
+    _lose_answer(proxy, "POST", r"/namespaces/pyc/tables$")
+    with pytest.raises(CatalogConflictError) as caught:
+        cat.create_table(f"pyc.{name}", SCHEMA, properties={"owner": "me"})
+    assert isinstance(caught.value, TableAlreadyExistsError)  # PyIceberg's type too
+    text = str(caught.value)
+    assert "exists with other metadata than we sent" in text and "\n" not in text, text
+
+
+def test_a_staged_create_commit_is_looked_at_not_repeated_on_polaris_1_7(polaris17):
+    """Polaris 1.7.0 advertises a lifetime but does not replay a staged create's commit (assert-create):
+    its lost answer is looked at (the table UUID), not repeated under the key into a 409."""
+    cat, proxy, _ = polaris17
+    cat.create_namespace_if_not_exists("p17")
+    name = create_with_fault(cat, proxy, "p17", "drop")
+    assert proxy.faults.pending == 0
+    assert proxy.count(kind="commit", table=f"p17.{name}") == 1, proxy.count(kind="commit", table=f"p17.{name}")
+    check_once(cat, "p17", name, 100, 1)

@@ -28,7 +28,7 @@ final class CommitDecision {
     PLAIN,
     /** stage-create: no server state, always safe to repeat. */
     STAGE,
-    /** Anything else: create, drop, rename, register, namespaces. */
+    /** Anything else: create, drop, rename, register, namespaces (looked at after a lost answer). */
     MUTATION
   }
 
@@ -125,7 +125,10 @@ final class CommitDecision {
     final Answer answer;
     final boolean earlierMayHaveReached; // an earlier attempt may have reached the server
     final Landed landed;
-    final boolean deduplicated; // the server advertised Idempotency-Key support and we sent one
+    // we sent a key, the server advertised a key lifetime and it de-duplicates this operation
+    // (CommitGuard#covered: Polaris 1.7.0 advertises one lifetime for every route, but replays only
+    // createTable and updateTable without assert-create)
+    final boolean deduplicated;
     final boolean canRetry; // attempts, total time and key lifetime all allow one more
 
     Facts(Kind kind, Answer answer, boolean earlierMayHaveReached, Landed landed, boolean deduplicated,
@@ -172,8 +175,15 @@ final class CommitDecision {
     }
   }
 
-  /** Whether the guard must load the table before {@link #decide} (only snapshot commits can). */
+  /**
+   * Whether the guard must look at the catalog before {@link #decide}: a snapshot commit's table, or
+   * what a create / drop / rename / register changes (a plain commit has nothing to recognise, a
+   * stage-create nothing to look at).
+   */
   static boolean needsReconciliation(Facts f) {
+    if (f.kind == Kind.MUTATION) {
+      return mutationNeedsLook(f);
+    }
     if (f.kind != Kind.SNAPSHOT || !f.mayHaveReached()) {
       return false;
     }
@@ -183,6 +193,21 @@ final class CommitDecision {
     // A retryable answer: with a de-duplicating server the retry replays the stored answer, so
     // only look when no retry is left; without one, look before repeating.
     return !f.deduplicated || !f.canRetry;
+  }
+
+  /**
+   * A mutation that may have been applied is looked at, never repeated blindly, unless the catalog
+   * de-duplicates it under the key: a lost or gateway answer, and any error answer after an attempt
+   * that may have been applied (Polaris 1.7.0 answers a namespace create it already made 409).
+   */
+  private static boolean mutationNeedsLook(Facts f) {
+    if (!f.mayHaveReached()) {
+      return false;
+    }
+    if (f.answer.retryable()) {
+      return !f.deduplicated || !f.canRetry;
+    }
+    return f.earlierMayHaveReached && f.answer != Answer.REDIRECT;
   }
 
   static Outcome decide(Facts f) {
@@ -231,8 +256,26 @@ final class CommitDecision {
   }
 
   private static Outcome mutation(Facts f) {
-    boolean safe = f.kind == Kind.STAGE || f.deduplicated || !f.mayHaveReached();
-    return f.answer.retryable() && safe && f.canRetry ? Outcome.RETRY : Outcome.FAILED;
+    if (f.kind == Kind.STAGE) {
+      return f.answer.retryable() && f.canRetry ? Outcome.RETRY : Outcome.FAILED; // no server state
+    }
+    if (f.landed == Landed.YES) {
+      return Outcome.SUCCESS; // the change is there: our lost answer's, reported once
+    }
+    if (!f.mayHaveReached()) {
+      return f.answer.retryable() && f.canRetry ? Outcome.RETRY : Outcome.FAILED;
+    }
+    switch (f.landed) {
+      case NOT_CHECKED: // a first error answer (Iceberg's mapping), or a de-duplicated keyed repeat
+        return f.answer.retryable() && f.deduplicated && f.canRetry ? Outcome.RETRY : Outcome.FAILED;
+      case NO:
+        return Outcome.FAILED; // something else is there: a one-line conflict
+      case PENDING:
+        // Not visible: repeating is safe (if ours lands late, the repeat is answered 409 and looked at again).
+        return f.answer.retryable() && f.canRetry ? Outcome.RETRY : Outcome.UNKNOWN;
+      default:
+        return Outcome.UNKNOWN; // may have landed: said so, never guessed
+    }
   }
 
   /** One landed state for a transaction of several tables (all or nothing on the server). */

@@ -15,8 +15,10 @@ import java.net.UnknownHostException;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.function.Consumer;
+import org.apache.iceberg.exceptions.AlreadyExistsException;
 import org.apache.iceberg.exceptions.CommitFailedException;
 import org.apache.iceberg.exceptions.CommitStateUnknownException;
+import org.apache.iceberg.exceptions.NoSuchTableException;
 import org.apache.iceberg.exceptions.RESTException;
 import org.apache.iceberg.rest.RESTRequest;
 import org.apache.iceberg.rest.requests.CommitTransactionRequest;
@@ -146,7 +148,7 @@ public final class CommitGuard {
         evidence.reusedKeys.incrementAndGet();
       }
     }
-    boolean deduplicated = policy.sendsKeys(keys.advertised()) && keys.lifetime() != null;
+    boolean deduplicated = policy.sendsKeys(keys.advertised()) && keys.lifetime() != null && covered(req);
     evidence.mutations.incrementAndGet();
     long started = System.nanoTime();
     boolean mayHaveReached = false; // some earlier attempt may have reached the server
@@ -177,7 +179,9 @@ public final class CommitGuard {
           deduplicated, canRetry(policy, n, started, delay, deduplicated));
       Reconciler.Result rec = Reconciler.Result.NOT_CHECKED;
       if (CommitDecision.needsReconciliation(facts)) {
-        rec = reconciler.reconcile(req, headers);
+        rec = kind == Kind.MUTATION
+            ? reconciler.recorded(req, MutationLook.look(req, headers))
+            : reconciler.reconcile(req, headers);
       }
       facts = facts.withLanded(rec.landed);
       Outcome outcome = CommitDecision.decide(facts);
@@ -196,14 +200,30 @@ public final class CommitGuard {
           CommitPolicy.sleep(delay);
           break;
         case SUCCESS:
-          evidence.event("commit " + req.shortPath() + " landed: reported once as success");
-          return (T) rec.loaded; // null for a transaction (204)
+          evidence.event((kind == Kind.MUTATION ? req.what() : "commit " + req.shortPath())
+              + " landed: reported once as success");
+          return (T) rec.loaded; // null for a transaction (204), a drop or a rename
         case UNKNOWN:
-          throw unknown(req.what(), n, failure);
+          throw unknown(req.what(), n, failure, rec.seen);
         default:
-          throw failed(kind, req, failure, n);
+          throw kind == Kind.MUTATION && rec.landed == Landed.NO
+              ? conflict(req, failure, rec.seen)
+              : failed(kind, req, failure, n);
       }
     }
+  }
+
+  /**
+   * Whether the catalog is trusted to de-duplicate this request under its key: a table commit
+   * without assert-create and a table create, what Polaris 1.7.0 replays although it advertises one
+   * lifetime for every route (it repeats a namespace create, a staged create's commit, a transaction,
+   * a drop, a rename). Every other mutation is looked at after a lost answer, never repeated blindly.
+   */
+  static boolean covered(Mutation req) {
+    if (req.body instanceof UpdateTableRequest) {
+      return !Reconciler.fingerprint((UpdateTableRequest) req.body).create;
+    }
+    return req.body instanceof CreateTableRequest && !((CreateTableRequest) req.body).stageCreate();
   }
 
   /** Whether another attempt fits the policy's bounds and, for a de-duplicated key, its lifetime. */
@@ -253,7 +273,9 @@ public final class CommitGuard {
     boolean commit = kind == Kind.SNAPSHOT || kind == Kind.PLAIN;
     // After an attempt that may have been applied, every non-2xx on a commit is ours to decide
     // (a 401/403/404 handed to Iceberg would make it delete the files of a published snapshot).
-    boolean anyAfterReached = commit && earlierMayHaveReached && code >= 400;
+    // So on a create, drop or rename: a 409 or 404 after a lost attempt may be that attempt's own
+    // doing, and is looked at (MutationLook).
+    boolean anyAfterReached = (commit || kind == Kind.MUTATION) && earlierMayHaveReached && code >= 400;
     // A redirect (only seen here if the transport did not refuse it itself) is never Iceberg's to
     // map: its handler would call it "Unable to process" without the target.
     if (CatalogRedirectException.isRedirect(code)) {
@@ -280,7 +302,22 @@ public final class CommitGuard {
     return null;
   }
 
-  private static CommitStateUnknownException unknown(String what, int attempts, Failure failure) {
+  /** A mutation whose answer was lost, and something else is there: one line, Iceberg's type for it. */
+  private static RuntimeException conflict(Mutation req, Failure failure, String seen) {
+    String text = String.format("%s: the catalog's answer was lost (%s) and %s; nothing was repeated,"
+        + " check the name", req.what(), failure.cause(), seen);
+    if (seen != null && seen.contains("neither the source nor the target")) {
+      return new NoSuchTableException("%s", text);
+    }
+    return new AlreadyExistsException("%s", text);
+  }
+
+  private static CommitStateUnknownException unknown(String what, int attempts, Failure failure, String seen) {
+    if (seen != null) { // a mutation: said in its own words
+      return new CommitStateUnknownException(new RuntimeException(String.format(
+          "%s: the catalog's answer was lost (%s, %d attempt(s)) and %s; the change may have been applied:"
+              + " check before repeating it", what, failure.cause(), attempts, seen)));
+    }
     String answer = failure.answer == Answer.REDIRECT ? "answered with a redirect" : "'s answer was lost";
     return new CommitStateUnknownException(
         new RuntimeException(

@@ -52,15 +52,23 @@ final class Reconciler {
     }
   }
 
-  /** The result of loading the table(s) after a failed attempt. */
+  /** The result of loading the table(s) after a failed attempt (or of a {@link MutationLook}). */
   static final class Result {
     static final Result NOT_CHECKED = new Result(Landed.NOT_CHECKED, null);
     final Landed landed;
-    final LoadTableResponse loaded; // the table as loaded, when one table commit landed
+    /** The answer to return when it landed: the table as loaded (a table commit, a create), or null. */
+    final Object loaded;
+    /** What was seen, for messages ("namespace db exists with other properties"); null for table commits. */
+    final String seen;
 
-    Result(Landed landed, LoadTableResponse loaded) {
+    Result(Landed landed, Object loaded) {
+      this(landed, loaded, null);
+    }
+
+    Result(Landed landed, Object loaded, String seen) {
       this.landed = landed;
       this.loaded = loaded;
+      this.seen = seen;
     }
   }
 
@@ -93,8 +101,13 @@ final class Reconciler {
     } else {
       result = new Result(Landed.UNKNOWN, null);
     }
+    return recorded(req, result);
+  }
+
+  /** Counts and notes a reconciliation's result (a table's, or a {@link MutationLook}'s) as evidence. */
+  Result recorded(Mutation req, Result result) {
     evidence.reconciled(result.landed);
-    evidence.event("reconcile " + req.shortPath() + ": " + result.landed);
+    evidence.event("reconcile " + req.shortPath() + ": " + result.landed + (result.seen == null ? "" : " (" + result.seen + ")"));
     return result;
   }
 

@@ -76,9 +76,14 @@ public final class TablePath {
     return levels;
   }
 
+  /** {@code {root}namespaces/{ns}} */
+  public static String namespace(String root, List<String> namespace) {
+    return root + "namespaces/" + encodeNamespace(namespace);
+  }
+
   /** {@code {root}namespaces/{ns}/tables} */
   public static String tables(String root, List<String> namespace) {
-    return root + "namespaces/" + encodeNamespace(namespace) + "/tables";
+    return namespace(root, namespace) + "/tables";
   }
 
   /** {@code {root}namespaces/{ns}/tables/{table}} */

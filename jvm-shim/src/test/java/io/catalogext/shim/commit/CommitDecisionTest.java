@@ -63,8 +63,9 @@ public class CommitDecisionTest {
       CommitPolicy policy = CommitPolicy.fromProperties(Map.of("catalog-ext.commit.idempotency", row.get("key_mode").asText()));
       boolean sendsKey = policy.sendsKeys(advertised);
       assertEquals(row.get("key").asText(), sendsKey ? "sent" : "none", id + ": key");
+      boolean covered = !row.has("covered") || row.get("covered").asBoolean(); // de-duplicated under the key
       Facts f = new Facts(kind(row.get("commit").asText()), answer(row.get("answer")), row.get("earlier").asBoolean(),
-          Landed.NOT_CHECKED, sendsKey && advertised, row.get("can_retry").asBoolean());
+          Landed.NOT_CHECKED, sendsKey && advertised && covered, row.get("can_retry").asBoolean());
       assertEquals(row.get("reconcile").asBoolean(), CommitDecision.needsReconciliation(f), id + ": reconcile");
       Outcome outcome = CommitDecision.decide(f.withLanded(named(Landed.class, row.get("landed").asText())));
       assertEquals(named(Outcome.class, row.get("outcome").asText()), outcome, id + ": outcome");
@@ -114,7 +115,10 @@ public class CommitDecisionTest {
         assertTrue(CommitGuard.intercepts(k, code, true), k + " " + code + " after maybe-applied");
       }
     }
-    assertTrue(!CommitGuard.intercepts(Kind.MUTATION, 500, true), "500 on a drop: Iceberg's");
+    assertTrue(!CommitGuard.intercepts(Kind.MUTATION, 500, false), "a first 500 on a drop: Iceberg's");
+    for (int code : new int[] {400, 404, 409, 500}) {
+      assertTrue(CommitGuard.intercepts(Kind.MUTATION, code, true), code + " after a lost drop or create: looked at");
+    }
     assertTrue(CommitGuard.intercepts(Kind.MUTATION, 503, false), "503 on a drop: retried");
   }
 

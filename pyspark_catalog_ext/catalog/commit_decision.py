@@ -24,11 +24,12 @@ TABLE_PATH = Path(__file__).resolve().parent.parent / "resources" / "commit-deci
 
 
 class Kind(Enum):
-    """What is being committed (the table's `commit`). PyIceberg's guard sends table commits only;
-    stage-create and other mutations are the JVM's rows."""
+    """What is being sent (the table's `commit`). PyIceberg's guard sends table commits, its face
+    (`catalog.lost_answers`) the other mutations; stage-create rows are the JVM's."""
 
     SNAPSHOT = "snapshot"  # adds snapshots or creates a table: recognisable on the table afterwards
     PLAIN = "plain"  # adds nothing recognisable: schema/property change, expire-snapshots
+    MUTATION = "mutation"  # create, drop, rename, register, namespaces: recognised by looking
 
 
 class Answer(Enum):
@@ -47,6 +48,7 @@ class Answer(Enum):
     NOT_FOUND = "not-found"  # 404
     AUTH_TIMEOUT = "auth-timeout"  # 419
     CLIENT_ERROR = "client-error"  # any other 4xx
+    REDIRECT = "redirect"  # 3xx, never followed (the transport refuses it): never repeated
 
     @property
     def retryable(self) -> bool:
@@ -100,10 +102,14 @@ class Facts:
     answer: Answer
     earlier_may_have_reached: bool  # an earlier attempt of this commit may have been applied
     landed: Landed = Landed.NOT_CHECKED
-    deduplicated: bool = False  # we send a key and the catalog advertised idempotency-key-lifetime
+    # We send a key, the catalog advertised idempotency-key-lifetime and de-duplicates this operation
+    # (Polaris 1.7.0 advertises one lifetime but replays only createTable and updateTable without assert-create).
+    deduplicated: bool = False
     can_retry: bool = True  # attempts, total time and the key lifetime allow one more
 
     def may_have_reached(self) -> bool:
+        if self.kind is Kind.MUTATION and self.answer is Answer.UNAVAILABLE:
+            return self.earlier_may_have_reached  # a 503 on a non-commit keeps its meaning: not processed
         return self.earlier_may_have_reached or may_have_reached(self.answer)
 
     def with_landed(self, landed: Landed) -> Facts:
@@ -116,7 +122,10 @@ def may_have_reached(answer: Answer) -> bool:
 
 
 def needs_reconciliation(f: Facts) -> bool:
-    """Whether to load the table before `decide` (only a snapshot commit can be recognised)."""
+    """Whether to look at the catalog before `decide`: a snapshot commit's table, or what a mutation
+    changes (a plain commit has nothing to recognise)."""
+    if f.kind is Kind.MUTATION:
+        return _mutation_needs_look(f)
     if f.kind is not Kind.SNAPSHOT or not f.may_have_reached():
         return False
     if not f.answer.retryable:
@@ -126,10 +135,22 @@ def needs_reconciliation(f: Facts) -> bool:
     return not f.deduplicated or not f.can_retry
 
 
+def _mutation_needs_look(f: Facts) -> bool:
+    """A mutation that may have been applied is looked at, never repeated blindly, unless the catalog
+    de-duplicates it: a lost or gateway answer, and any error answer after a possible apply."""
+    if not f.may_have_reached():
+        return False
+    if f.answer.retryable:
+        return not f.deduplicated or not f.can_retry
+    return f.earlier_may_have_reached and f.answer is not Answer.REDIRECT
+
+
 def decide(f: Facts) -> Outcome:
     """The outcome for this evidence (`f.landed` from the reconciliation when it was needed)."""
     if f.kind is Kind.PLAIN:
         return _plain_commit(f)
+    if f.kind is Kind.MUTATION:
+        return _mutation(f)
     if f.landed is Landed.YES:
         return Outcome.SUCCESS
     if not f.may_have_reached():
@@ -153,6 +174,20 @@ def _plain_commit(f: Facts) -> Outcome:
     if (f.answer is Answer.BAD_REQUEST or f.answer.refusal) and not f.earlier_may_have_reached:
         return Outcome.FAILED  # a first 4xx: the request itself was refused
     return Outcome.UNKNOWN  # 5xx, or a 4xx after an attempt that may have been applied
+
+
+def _mutation(f: Facts) -> Outcome:
+    if f.landed is Landed.YES:
+        return Outcome.SUCCESS  # the change is there: our lost answer's, reported once
+    if not f.may_have_reached():
+        return Outcome.RETRY if f.answer.retryable and f.can_retry else Outcome.FAILED
+    if f.landed is Landed.NOT_CHECKED:  # a first error answer, or a de-duplicated keyed repeat
+        return Outcome.RETRY if f.answer.retryable and f.deduplicated and f.can_retry else Outcome.FAILED
+    if f.landed is Landed.NO:
+        return Outcome.FAILED  # something else is there: a one-line conflict
+    if f.landed is Landed.PENDING:  # not visible: a repeat is safe (a late original makes it a 409, looked at)
+        return Outcome.RETRY if f.answer.retryable and f.can_retry else Outcome.UNKNOWN
+    return Outcome.UNKNOWN  # may have landed: said so, never guessed
 
 
 def landed_state(*, create: bool, exists: bool, uuid_matches: bool, found: int, expected: int,
@@ -197,11 +232,12 @@ def markdown_table() -> str:
         elif outcome == "unknown":
             outcome = "unknown, files kept"
         landed = _LANDED_TEXT[r["landed"]] if r["reconcile"] else "—"
-        lines.append(f"| {r['commit']} | {'yes' if r['earlier'] else 'no'} | {r['key_mode']}, {r['lifetime']} "
+        lifetime = r["lifetime"] if r.get("covered", True) else f"{r['lifetime']} (operation not de-duplicated)"
+        lines.append(f"| {r['commit']} | {'yes' if r['earlier'] else 'no'} | {r['key_mode']}, {lifetime} "
                      f"| {answer} | {'yes' if r['can_retry'] else 'no'} | {landed} | **{outcome}** | {r['why']} "
                      f"| {'—' if r['reference'] == 'docs/commits.md' else r['reference']} |")
     return "\n".join(lines) + "\n"
 
 
-if __name__ == "__main__":  # python -m pyspark_catalog_ext.pyiceberg_ext.decision: the table for docs/commits.md
+if __name__ == "__main__":  # python -m pyspark_catalog_ext.catalog.commit_decision: the table for docs/commits.md
     print(markdown_table(), end="")
