@@ -6,8 +6,8 @@ import io.catalogext.shim.refresh.StoreTokens;
 import io.catalogext.shim.refresh.TableTokens;
 import io.catalogext.shim.stores.AdlsClients;
 import io.catalogext.shim.stores.PrefixTokens;
+import io.catalogext.shim.stores.Store;
 import io.catalogext.shim.stores.StorePaths;
-import io.catalogext.shim.stores.StoreSdks;
 import io.catalogext.shim.wire.IcebergRefreshOrigins;
 
 import java.lang.reflect.Constructor;
@@ -59,7 +59,7 @@ public final class RefreshingADLSFileIO implements DelegateFileIO, SupportsStora
   private transient volatile Routing routing;
 
   public RefreshingADLSFileIO() {
-    StoreSdks.require(StoreSdks.ADLS);
+    Store.ADLS.require("abfss");
   }
 
   /** Whether this Iceberg's ADLSFileIO takes a client function (1.11+): SAS tokens are then renewed per request. */

@@ -4,7 +4,7 @@ import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.refresh.StoreTokens;
 import io.catalogext.shim.stores.GcsStorages;
 import io.catalogext.shim.stores.PrefixTokens;
-import io.catalogext.shim.stores.StoreSdks;
+import io.catalogext.shim.stores.Store;
 import io.catalogext.shim.wire.IcebergRefreshOrigins;
 import io.catalogext.shim.wire.TrustedOrigins;
 
@@ -50,7 +50,7 @@ public final class RefreshingGCSFileIO implements DelegateFileIO, SupportsStorag
   private transient volatile PrefixTokens tokens;
 
   public RefreshingGCSFileIO() {
-    StoreSdks.require(StoreSdks.GCS);
+    Store.GCS.require("gs");
   }
 
   @Override
