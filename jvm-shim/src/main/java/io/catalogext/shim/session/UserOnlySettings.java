@@ -1,5 +1,6 @@
 package io.catalogext.shim.session;
 
+import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.wire.Origin;
 
 import java.util.Collections;
@@ -15,9 +16,11 @@ import org.slf4j.LoggerFactory;
 /**
  * Settings a catalog's user alone makes, never its server: Iceberg's HTTP client settings
  * ({@code rest.client.*}: proxy, TLS configurer, timeouts, user agent), which decide how and through
- * whom the requests carrying the catalog's credentials travel, and the S3 client factory, which
+ * whom the requests carrying the catalog's credentials travel, the S3 client factory, which
  * decides who builds a table's S3 clients (the shim's checks a remote signer's origins before
- * anything is signed). A server answer ({@code /v1/config} defaults and overrides, a table's
+ * anything is signed), the FileIO ({@code io-impl}: a server's would name code, and take a table
+ * away from the shim's refreshing FileIO) and the stores the user allowed ({@code catalog-ext.stores}).
+ * A server answer ({@code /v1/config} defaults and overrides, a table's
  * config) that sets one of them differently from the user is not followed: the user's value, or
  * none, stays, and one warning per key and answer names the key and the catalog's origin (never the
  * value).
@@ -27,6 +30,8 @@ public final class UserOnlySettings {
   /** Iceberg's HTTPClient reads all its settings under this prefix. */
   static final String HTTP_CLIENT_PREFIX = "rest.client.";
   static final String S3_CLIENT_FACTORY = "s3.client-factory-impl";
+  /** Iceberg's CatalogProperties.FILE_IO_IMPL. */
+  static final String FILE_IO_IMPL = "io-impl";
   /** Iceberg's older AWS client factory setting: a user who names one keeps Iceberg's choice between the two. */
   static final String AWS_CLIENT_FACTORY = "client.factory";
   /** The shim's S3 client factory (the root package's RefreshingS3ClientFactory, named here below it). */
@@ -49,7 +54,8 @@ public final class UserOnlySettings {
 
   /** Whether only the user may set {@code key}. */
   public static boolean isUserOnly(String key) {
-    return key != null && (key.startsWith(HTTP_CLIENT_PREFIX) || key.equals(S3_CLIENT_FACTORY));
+    return key != null && (key.startsWith(HTTP_CLIENT_PREFIX) || key.equals(S3_CLIENT_FACTORY) || key.equals(FILE_IO_IMPL)
+        || key.equals(ShimKeys.STORES));
   }
 
   /** The user-only settings of catalog {@code catalog} from the properties its user configured. */
@@ -120,8 +126,8 @@ public final class UserOnlySettings {
       return;
     }
     String line = "catalog-ext: catalog " + catalog + " ignores " + key + " from " + source + " (" + origin + "):"
-        + " Iceberg's HTTP client settings (rest.client.*) and the S3 client factory are the user's to set, never"
-        + " the server's";
+        + " Iceberg's HTTP client settings (rest.client.*), the FileIO, the S3 client factory and the stores"
+        + " (io-impl, s3.client-factory-impl, catalog-ext.stores) are the user's to set, never the server's";
     if (warned.putIfAbsent(source + "\u0000" + key, line) == null) {
       LOG.warn(line);
     }
