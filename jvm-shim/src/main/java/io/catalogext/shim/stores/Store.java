@@ -1,5 +1,7 @@
 package io.catalogext.shim.stores;
 
+import io.catalogext.shim.errors.StoreSdkMissingException;
+
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -82,7 +84,7 @@ public enum Store {
    */
   public void require(String scheme) {
     if (!sdkPresent(Store.class.getClassLoader())) {
-      throw new IllegalStateException(missingSdk(scheme));
+      throw new StoreSdkMissingException(missingSdk(scheme));
     }
   }
 
