@@ -59,6 +59,21 @@ public abstract class RoutingFileIO implements DelegateFileIO, SupportsStorageCr
     void close();
   }
 
+  /** Every path to {@code io}. */
+  protected static Routes single(DelegateFileIO io) {
+    return new Routes() {
+      @Override
+      public DelegateFileIO ioFor(String path) {
+        return io;
+      }
+
+      @Override
+      public void close() {
+        io.close();
+      }
+    };
+  }
+
   /** The routes for these properties and credentials (called once per JVM and change). */
   protected abstract Routes newRoutes(Map<String, String> props, List<StorageCredential> creds);
 
