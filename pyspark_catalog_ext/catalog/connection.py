@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 from pyspark_catalog_ext.catalog.profiles import REMOTE_SIGNING, Profile, get_profile
 from pyspark_catalog_ext.errors import ConfigError, redact
 
-__all__ = ["CatalogConnection", "DELEGATION_HEADER", "SHIM_PACKAGE", "SHIM_CATALOG_IMPL", "SHIM_CLIENT_FACTORY", "SHIM_STORE_FILE_IO",
+__all__ = ["CatalogConnection", "DELEGATION_HEADER", "SHIM_PACKAGE", "SHIM_CATALOG_IMPL", "SHIM_CLIENT_FACTORY", "SHIM_FILE_IO",
            "S3_FILE_IO", "pyiceberg_names", "spark_catalog_properties", "validate_uri"]
 
 DELEGATION_HEADER = "header.X-Iceberg-Access-Delegation"
@@ -30,8 +30,8 @@ SHIM_PACKAGE = "io.catalogext.shim"
 SHIM_CATALOG_IMPL = f"{SHIM_PACKAGE}.ExtRESTCatalog"
 SHIM_CLIENT_FACTORY = f"{SHIM_PACKAGE}.RefreshingS3ClientFactory"
 S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
-# The shim's FileIOs for tables on GCS and ADLS (Iceberg's own, with tokens from the shim's registry).
-SHIM_STORE_FILE_IO = {"gcs": f"{SHIM_PACKAGE}.RefreshingGCSFileIO", "adls": f"{SHIM_PACKAGE}.RefreshingADLSFileIO"}
+# The shim's default FileIO: each path to its store's FileIO by scheme (S3, ADLS, GCS), all refreshed.
+SHIM_FILE_IO = f"{SHIM_PACKAGE}.RefreshingResolvingFileIO"
 _STORAGE_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 # PyIceberg-only keys that mean nothing (or something else) to Iceberg Java.
 _PYICEBERG_ONLY = {"type", "py-io-impl", "s3.force-virtual-addressing", "downcast-ns-timestamp-to-us-on-write"}
@@ -169,7 +169,8 @@ class CatalogConnection:
 
     def spark_properties(self, *, shim: bool = True) -> dict[str, str]:
         """Iceberg Java catalog properties (a Spark catalog's, without `spark.sql.catalog.<c>.`);
-        `shim` puts the refresh shim in (`catalog-impl` and the S3 client factory), else `type=rest`."""
+        `shim` puts the refresh shim in (`catalog-impl`, the FileIO that routes each table's paths to its
+        store, and the S3 client factory), else `type=rest` with S3FileIO."""
         props: dict[str, str] = {"catalog-impl": SHIM_CATALOG_IMPL} if shim else {"type": "rest"}
         props["uri"] = self.uri
         if self.warehouse:
@@ -192,7 +193,7 @@ class CatalogConnection:
                 props["s3.signer.uri"] = self.signer_uri
             if self.signer_endpoint:
                 props["s3.signer.endpoint"] = self.signer_endpoint
-        props["io-impl"] = S3_FILE_IO
+        props["io-impl"] = SHIM_FILE_IO if shim else S3_FILE_IO
         if self.path_style:
             props["s3.path-style-access"] = "true"
         if self.region and self.region != "auto":

@@ -17,10 +17,11 @@ def _cmd(args: argparse.Namespace) -> int:
     stack = select_stack(args.spark, args.iceberg)
     writable_directory(args.directory)  # before any download
     got = resolve_stack_jars(stack, route="pypi" if args.jars == "pypi" else None, user_pick=args.iceberg is not None)
-    written = write_repository(args.directory, jars=list(got.jars), stack=got.stack, route=got.route)
+    stores = list(dict.fromkeys(args.store or ()))
+    written = write_repository(args.directory, jars=list(got.jars), stack=got.stack, route=got.route, stores=stores)
     for coord in written:
         print(coord)
-    flags = f" --spark {got.stack.spark} --iceberg {got.stack.iceberg}"
+    flags = f" --spark {got.stack.spark} --iceberg {got.stack.iceberg}" + "".join(f" --store {s}" for s in stores)
     print(f"# next: pyspark-catalog-ext spark-conf --jars packages --repository {args.directory}{flags}", file=sys.stderr)
     return 0
 
@@ -32,4 +33,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_stack_arguments(p)
     p.add_argument("--jars", choices=["offline", "pypi"], default="offline",
                    help="where the jars come from: offline (default): Maven Central; pypi: PyPI wheels (Spark 3.5 + Iceberg 1.10.2)")
+    p.add_argument("--store", action="append", choices=["adls", "gcs"],
+                   help="also lay out that store's SDK bundle (repeatable; ADLS ~18 MB, GCS ~64 MB), for `spark-conf --jars packages --store ...`")
     p.set_defaults(func=_cmd)

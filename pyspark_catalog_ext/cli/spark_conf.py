@@ -94,8 +94,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="offline (default): the jars fetched here from Maven Central, as paths; pypi: the same from PyPI wheels "
                         "(Spark 3.5 + Iceberg 1.10.2); maven: --packages for Spark's Ivy; packages: from --repository; none")
     add_stack_arguments(p)
-    p.add_argument("--store", choices=["s3", "gcs", "adls"], default="s3",
-                   help="where the catalog's tables keep their files (default: s3); gcs/adls: the shim's FileIO for that store and its SDK bundle")
+    p.add_argument("--store", action="append", choices=["s3", "gcs", "adls"],
+                   help="not needed (each table's store is served as met): add that store's SDK bundle to the jars up front "
+                        "and refuse tables on stores not named (repeatable)")
     p.add_argument("--repository", metavar="DIR_OR_URL", help="with --jars packages: a folder made by `maven-repo` or a Maven repository URL")
     p.add_argument("--no-shim", action="store_true", help="plain Iceberg REST catalog without the refresh shim")
     p.add_argument("--local", action="store_true", help="bind the driver to 127.0.0.1")

@@ -6,10 +6,10 @@ a dict (`spark_conf`, printed by `pyspark-catalog-ext spark-conf`).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pyspark_catalog_ext.catalog.connection import SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, SHIM_STORE_FILE_IO, spark_catalog_properties
+from pyspark_catalog_ext.catalog.connection import S3_FILE_IO, SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, spark_catalog_properties
 from pyspark_catalog_ext.catalog.profiles import Profile, get_profile
 from pyspark_catalog_ext.catalog.resolve import catalog_connection
 from pyspark_catalog_ext.errors import ConfigError
@@ -29,9 +29,14 @@ __all__ = [
     "STORES",
 ]
 
-#: Where a catalog's tables keep their files: "s3" (S3FileIO), "gcs" or "adls" (the shim's FileIO for
-#: that store, or Iceberg's own without the shim, with the store's SDK bundle in the jars).
+#: Where a catalog's tables may keep their files. The shim's FileIO routes each table's paths to its
+#: store by scheme whatever `store=` says; `store=` adds a store's SDK bundle to the jars up front and
+#: refuses tables on the stores it leaves out.
 STORES = ("s3", "gcs", "adls")
+#: The catalog property that tells the shim's FileIO which stores `store=` named (Java: ShimKeys.STORES).
+STORES_PROPERTY = "catalog-ext.stores"
+# Iceberg's own FileIO for tables on several stores (without the shim).
+RESOLVING_FILE_IO = "org.apache.iceberg.io.ResolvingFileIO"
 
 
 class CatalogSparkConf(dict):
@@ -72,7 +77,7 @@ def spark_conf(
     refresh: Any = None,
     spark: str | None = None,
     iceberg: str | None = None,
-    store: str = "s3",
+    store: str | Sequence[str] | None = None,
     **catalog_args: Any,
 ) -> CatalogSparkConf:
     """All Spark settings for `catalog` as a CatalogSparkConf dict (secrets masked in its repr).
@@ -89,20 +94,21 @@ def spark_conf(
     `spark`/`iceberg`: the Spark line (default: the installed pyspark's) and Iceberg release ("1.12";
     default: the newest with a runtime for that line; for the installed pyspark, the newest that runs
     on the Java here) the jars are for (`jars.select_stack`).
-    `store`: where the catalog's tables keep their files, "s3" (default), "gcs" or "adls": the
-    catalog's `io-impl` is then the shim's FileIO for that store (Iceberg's own with `shim=False`) and
-    the jars carry the store's SDK bundle (not with jars="packages": `maven-repo` lays out no bundle).
+    `store`: not needed: the shim's FileIO serves tables on S3, ADLS and GCS side by side, each store's
+    SDK loaded on the first table of that store. Naming stores ("adls", "gcs,adls" or a list of
+    "s3", "gcs", "adls") adds their SDK bundles to the jars up front (the S3 SDK is always there) and
+    refuses tables on the others. Without the shim, it picks Iceberg's FileIO: S3FileIO by default,
+    the store's own for one store, ResolvingFileIO for several.
     """
-    if store not in STORES:
-        raise ConfigError(f"store {store!r} is not one of {', '.join(STORES)}: where the catalog's tables keep their files")
+    stores = _stores(store)
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", catalog):
         raise ConfigError(f"catalog name {catalog!r} must be a plain identifier such as 'lake'")
     prof = profile if isinstance(profile, Profile) else get_profile(profile)
     props = catalog_properties(prof, shim=shim, **catalog_args)
-    if store != "s3":
-        from pyspark_catalog_ext.spark.store_jars import store_file_io
-
-        props["io-impl"] = SHIM_STORE_FILE_IO[store] if shim else store_file_io(store)
+    if shim and stores:
+        props[STORES_PROPERTY] = ",".join(stores)
+    elif not shim:
+        props["io-impl"] = _plain_file_io(stores)
     conf = CatalogSparkConf()
     # With the shim, SQL function catalog_ext_status() too: status for clients without Py4J (Spark Connect).
     conf["spark.sql.extensions"] = f"{EXTENSIONS},{SHIM_SQL_EXTENSIONS}" if shim else EXTENSIONS
@@ -125,7 +131,7 @@ def spark_conf(
             java = local_java_major()
         stack = select_stack(spark, iceberg, java=java)  # checked even without jars: a bad combination is an error either way
         if jars is not None:
-            conf.update(_jar_conf(jars, shim, repository, stack, user_pick=iceberg is not None, store=store))
+            conf.update(_jar_conf(jars, shim, repository, stack, user_pick=iceberg is not None, stores=stores))
     if shim:
         conf["spark.plugins"] = SHIM_PLUGIN  # executors ask the driver over Spark's own RPC
     if extra_conf:
@@ -137,6 +143,33 @@ def spark_conf(
     return conf
 
 
+def _stores(store: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The stores `store=` names, each once ("gcs,adls" or a list); () when left out."""
+    if store is None:
+        return ()
+    names = store.split(",") if isinstance(store, str) else list(store)
+    out: list[str] = []
+    for name in (str(n).strip().lower() for n in names):
+        if name not in STORES:
+            raise ConfigError(f"store {name!r} is not one of {', '.join(STORES)}: where the catalog's tables keep their files (or leave store= out)")
+        if name not in out:
+            out.append(name)
+    if not out:
+        raise ConfigError("store= names no store: name s3, gcs or adls, or leave store= out")
+    return tuple(out)
+
+
+def _plain_file_io(stores: tuple[str, ...]) -> str:
+    """Iceberg's own FileIO for `stores` (no shim): S3FileIO as before, the store's own, or ResolvingFileIO."""
+    if not stores or stores == ("s3",):
+        return S3_FILE_IO
+    if len(stores) > 1:
+        return RESOLVING_FILE_IO
+    from pyspark_catalog_ext.spark.store_jars import store_file_io
+
+    return store_file_io(stores[0])
+
+
 def _join_list(existing: str, ours: str) -> str:
     """Comma lists such as spark.plugins: the user's entries first, ours appended once."""
     items = [i.strip() for i in existing.split(",") if i.strip()]
@@ -146,7 +179,7 @@ def _join_list(existing: str, ours: str) -> str:
 JAR_MODES = ("offline", "pypi", "maven", "packages")
 
 
-def _jar_conf(mode: str, shim: bool, repository: str | None, stack: Any, user_pick: bool, store: str = "s3") -> dict[str, str]:
+def _jar_conf(mode: str, shim: bool, repository: str | None, stack: Any, user_pick: bool, stores: tuple[str, ...] = ()) -> dict[str, str]:
     from pyspark_catalog_ext.spark.jars import resolve_stack_jars
     from pyspark_catalog_ext.spark.shim_build import shim_jar
     from pyspark_catalog_ext.spark.store_jars import store_bundle, store_jars
@@ -154,26 +187,25 @@ def _jar_conf(mode: str, shim: bool, repository: str | None, stack: Any, user_pi
     if mode not in JAR_MODES:
         raise ConfigError(f"jars={mode!r} is not a jar mode; use 'offline' (jars fetched here from Maven Central), 'pypi' (the same from PyPI wheels), "
                           "'maven' (spark.jars.packages) or 'packages' (with a repository)")
+    bundles = tuple(s for s in stores if s != "s3")  # the S3 SDK is in every stack's jars
     if mode == "packages":
         from pyspark_catalog_ext.spark.maven_repo import repository_settings
 
-        if store != "s3":
-            raise ConfigError(f"jars='packages' has no {store} SDK bundle: `maven-repo` lays out none yet; use jars='offline' or 'maven' for store={store!r}")
-
         if not repository:
             raise ConfigError("jars='packages' needs a repository: lay one out with `pyspark-catalog-ext maven-repo DIR`, then pass --repository DIR")
-        return repository_settings(repository, shim, stack, user_pick=user_pick)  # the shim's POM pulls the rest: no spark.jars
+        # the shim's POM pulls the rest: no spark.jars; each store bundle by its own coordinate
+        return repository_settings(repository, shim, stack, user_pick=user_pick, stores=bundles)
     if repository:
         raise ConfigError(f"a repository only applies to jars='packages', not {mode!r}; add --jars packages")
     jar_paths = []
     if mode in ("offline", "pypi"):
         route = "pypi" if mode == "pypi" else None
         jar_paths = [str(p) for p in resolve_stack_jars(stack, route=route, user_pick=user_pick).jars]
-        if store != "s3":  # from Maven Central in both modes: the bundles are not on PyPI
+        for store in bundles:  # from Maven Central in both modes: the bundles are not on PyPI
             jar_paths += [str(p) for p in store_jars(store, stack)]
     if shim:
         jar_paths.append(str(shim_jar()))
     conf = {"spark.jars": ",".join(jar_paths)} if jar_paths else {}
     if mode == "maven":
-        conf["spark.jars.packages"] = stack.maven_packages + ("" if store == "s3" else "," + store_bundle(store, stack))
+        conf["spark.jars.packages"] = ",".join([stack.maven_packages] + [store_bundle(store, stack) for store in bundles])
     return conf

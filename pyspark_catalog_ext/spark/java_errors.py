@@ -17,6 +17,8 @@ Known failures:
   `CommitFailedError` (or `StaleTableError` when the table was replaced underneath);
 * `io.catalogext.shim.errors.CatalogRedirectException` (the catalog answered a redirect, which the shim
   never follows) -> `CatalogError`, its one line naming the target;
+* the shim's `StoreSdkMissingException` (a table on a store whose SDK bundle is not in the jars) ->
+  `ConfigError`, its one line naming the scheme, the store and what adds the bundle;
 * an operation the catalog answers with a bare 400/405/501, or that Iceberg's endpoint check
   refuses (SeaweedFS has no views) -> `CatalogUnsupportedError` naming the operation;
 * a rename the catalog answers 404: a missing target namespace (a target that starts with a
@@ -60,6 +62,7 @@ from pyspark_catalog_ext.spark.shim_api import (
     SHIM_PACKAGE,
     SPARK_CATALOG,
     SPARK_SESSION_CATALOG,
+    STORE_SDK_MISSING_EXCEPTION,
 )
 
 __all__ = ["install", "translate", "java_exception_of"]
@@ -238,6 +241,8 @@ def _known(name: str, message: str, chain: list[tuple[str, str]], subject: str |
                                  "the table changed or exists already; reload and try again")
     if name == REDIRECT_EXCEPTION:  # the same error as the Python client's for a 3xx
         return CatalogRedirectError(f"{prefix}{text}", status=_redirect_status(message))
+    if name == STORE_SDK_MISSING_EXCEPTION:
+        return ConfigError(text)
     if subject is None:
         return None  # below: only for calls on the shim's own methods
     failed = f"{subject} failed"

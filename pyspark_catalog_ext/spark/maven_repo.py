@@ -5,8 +5,10 @@ under their real Maven Central coordinates and the built shim under
 `io.catalogext:catalog-ext-shim:<version>-spark<S>-iceberg<I>`, whose POM lists them, so `--packages`
 with that one coordinate resolves the whole stack offline through Spark's own Ivy. The PyPI route's
 jars (Spark 3.5 + Iceberg 1.10.2 with the AWS SDK modules) go under the plain `<version>`, whose
-dependencies are jvm-shim/pom.xml's own. The same directory can be uploaded to a company
-Nexus/Artifactory. CLI: `pyspark-catalog-ext maven-repo DIR`.
+dependencies are jvm-shim/pom.xml's own. With `stores`, Iceberg's ADLS and GCS SDK bundles go under
+their own Central coordinates too (not in the shim's POM: `spark-conf --jars packages --store adls`
+names them). The same directory can be uploaded to a company Nexus/Artifactory. CLI:
+`pyspark-catalog-ext maven-repo DIR [--store adls --store gcs]`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pyspark_catalog_ext.errors import ConfigError, JarError
 from pyspark_catalog_ext.spark.jars import DEFAULT_STACK, MAVEN_ROUTE, PYPI_ROUTE, PYPI_STACK, JvmStack, maven_coordinate
 from pyspark_catalog_ext.spark.shim_build import SHIM_ARTIFACT, SHIM_GROUP, shim_version
 
-__all__ = ["Coordinate", "shim_coordinate", "runtime_dependencies", "pom_xml", "writable_directory", "write_repository", "repository_settings", "IVY_DIR_NAME",
+__all__ = ["Coordinate", "shim_coordinate", "store_coordinate", "runtime_dependencies", "pom_xml", "writable_directory", "write_repository", "repository_settings", "IVY_DIR_NAME",
            "IVY_SETTINGS_NAME"]
 
 # Ivy's cache for a local repository lives inside it, so it never lands in ~/.ivy2 (spark.jars.ivy).
@@ -136,11 +138,20 @@ def writable_directory(directory: Path | str) -> Path:
     return root
 
 
+def store_coordinate(store: str, stack: JvmStack) -> Coordinate:
+    """The coordinate of the SDK bundle `store` ("adls", "gcs") needs on `stack`."""
+    from pyspark_catalog_ext.spark.store_jars import store_bundle
+
+    return Coordinate(*store_bundle(store, stack).split(":"))
+
+
 def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, shim: Path | None = None,
-                     stack: JvmStack | None = None, route: str = MAVEN_ROUTE) -> list[Coordinate]:
+                     stack: JvmStack | None = None, route: str = MAVEN_ROUTE, stores: Sequence[str] = ()) -> list[Coordinate]:
     """Lay out `directory` as a Maven repository of the pinned jars of `stack` (default: Spark 4.1 +
-    Iceberg 1.12.0; the PyPI route: Spark 3.5 + Iceberg 1.10.2) and the shim; returns the coordinates
-    written (the shim last). `jars`/`shim` default to `resolve_jars(stack=stack, route=route)` / `shim_jar()`.
+    Iceberg 1.12.0; the PyPI route: Spark 3.5 + Iceberg 1.10.2), the SDK bundles of `stores` ("adls",
+    "gcs") and the shim; returns the coordinates written (the shim last). `jars`/`shim` default to
+    `resolve_jars(stack=stack, route=route)` / `shim_jar()`; a bundle not among `jars` (by file name) is
+    fetched and verified (`store_jars`).
 
     Only real artifacts under their real coordinates. Their POMs are minimal: the Iceberg runtime and
     bundle are shaded jars with no dependencies of their own, and the AWS SDK POMs list none on purpose
@@ -169,6 +180,12 @@ def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, 
             _write(coord.file(root, "jar"), jar)
             _write(coord.file(root, "pom"), pom_xml(coord).encode())
             written.append(coord)
+        for store in stores:  # shaded jars with no dependencies of their own, as the runtime
+            coord = store_coordinate(store, stack)
+            bundle = by_name.get(coord.file(root, "jar").name) or _fetch_bundle(store, stack)
+            _write(coord.file(root, "jar"), bundle)
+            _write(coord.file(root, "pom"), pom_xml(coord).encode())
+            written.append(coord)
         if not shim.is_file():
             raise JarError(f"shim jar {shim} is missing; build it with pyspark_catalog_ext.spark.shim_build.shim_jar()")
         coord = shim_coordinate(stack, route)
@@ -187,6 +204,12 @@ def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, 
     return written
 
 
+def _fetch_bundle(store: str, stack: JvmStack) -> Path:
+    from pyspark_catalog_ext.spark.store_jars import store_jars
+
+    return store_jars(store, stack)[0]
+
+
 def _stack_flags(stack: JvmStack) -> str:
     return f" --spark {stack.spark} --iceberg {stack.iceberg}"
 
@@ -202,15 +225,18 @@ def _ivy_settings(root: Path) -> str:
 """
 
 
-def repository_settings(repository: str, shim: bool = True, stack: JvmStack | None = None, *, user_pick: bool = True) -> dict[str, str]:
+def repository_settings(repository: str, shim: bool = True, stack: JvmStack | None = None, *, user_pick: bool = True,
+                        stores: Sequence[str] = ()) -> dict[str, str]:
     """`spark.jars.packages` and where Spark's Ivy resolves them: a directory made by
     `write_repository` (its Ivy settings, that directory alone, and its Ivy cache) or the URL of a
     Maven repository holding the same artifacts (`spark.jars.repositories`, e.g. a company Nexus).
+    `stores` ("adls", "gcs") adds their SDK bundles' coordinates; a directory must hold them.
     A directory laid out by the PyPI route (`maven-repo --jars pypi`) serves a Spark 3.5 stack whose
     Iceberg release was not the user's pick (`user_pick=False`) when it holds no Maven-route layout of it."""
     stack = stack or DEFAULT_STACK
     coordinates = [shim_coordinate(stack)] if shim else runtime_dependencies(stack)
-    conf = {"spark.jars.packages": ",".join(map(str, coordinates))}
+    bundles = [store_coordinate(store, stack) for store in stores]
+    conf = {"spark.jars.packages": ",".join(map(str, coordinates + bundles))}
     if urlparse(repository).scheme in ("http", "https", "file"):
         conf["spark.jars.repositories"] = repository
         return conf
@@ -219,10 +245,14 @@ def repository_settings(repository: str, shim: bool = True, stack: JvmStack | No
         pypi = [shim_coordinate(route=PYPI_ROUTE)] if shim else runtime_dependencies(route=PYPI_ROUTE)
         if pypi[0].file(root, "pom").is_file():
             coordinates = pypi
-            conf["spark.jars.packages"] = ",".join(map(str, coordinates))
+            conf["spark.jars.packages"] = ",".join(map(str, coordinates + bundles))
     marker = coordinates[0].file(root, "pom")
     if not marker.is_file() or not (root / IVY_SETTINGS_NAME).is_file():
         raise ConfigError(f"{root} holds no {coordinates[0]} and its Ivy settings; lay it out first with `pyspark-catalog-ext maven-repo {repository}`{_stack_flags(stack)} (or pass the URL of a Maven repository)")
+    for store, bundle in zip(stores, bundles, strict=True):
+        if not bundle.file(root, "pom").is_file():
+            raise ConfigError(f"{root} holds no {bundle} (the {store} SDK bundle); lay it out with `pyspark-catalog-ext maven-repo {repository}"
+                              f"{_stack_flags(stack)} --store {store}`")
     conf["spark.jars.ivySettings"] = str(root / IVY_SETTINGS_NAME)
     conf["spark.jars.ivy"] = str(root / IVY_DIR_NAME)
     return conf

@@ -21,6 +21,7 @@ __all__ = [
     "SHIM_PACKAGE", "PYTHON_API", "SHIM_CATALOG_IMPL", "SHIM_CLIENT_FACTORY", "SHIM_PLUGIN", "SHIM_SQL_EXTENSIONS",
     "STATUS_FUNCTION", "CONNECT_SERVICE",
     "PYTHON_CREDENTIAL_BRIDGE", "CREDENTIALS_EXPIRED_EXCEPTION", "CATALOG_REDIRECT_EXCEPTION",
+    "STORE_SDK_MISSING_EXCEPTION",
     "CredentialPrefix", "RegistryEntry", "PluginStats", "CommitOutcome", "ShimStatus", "JvmEvent", "EventBatch",
     "StagedInfo", "StagedWrite", "StagedAbort", "JvmStagedTable", "CatalogInfo", "ShimJvm",
 ]
@@ -40,6 +41,7 @@ PYTHON_CREDENTIAL_BRIDGE = f"{SHIM_PACKAGE}.refresh.PythonCredentialBridge"
 # The exceptions Python translates (java_errors), in the shim's leaf package of errors.
 CREDENTIALS_EXPIRED_EXCEPTION = f"{SHIM_PACKAGE}.errors.CredentialsExpiredException"
 CATALOG_REDIRECT_EXCEPTION = f"{SHIM_PACKAGE}.errors.CatalogRedirectException"
+STORE_SDK_MISSING_EXCEPTION = f"{SHIM_PACKAGE}.errors.StoreSdkMissingException"
 # Spark's Connect service, the Scala object (`connect-server` starts it as Spark's SparkConnectServer main does).
 CONNECT_SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"
 

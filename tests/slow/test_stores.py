@@ -176,6 +176,21 @@ def test_adls_staged_create_on_iceberg_110_with_refresh_endpoint(stack):
     assert (report["rows"], report["sum"]) == (ROWS, 3 * sum(range(ROWS)))
 
 
+def test_a_table_on_adls_without_the_azure_bundle_fails_in_one_line(stack):
+    """`configure()` without store=: the jars carry no Azure SDK, and the catalog hands out a table on
+    abfss://. Its first file fails in the one line that names the scheme, ADLS and what adds the
+    bundle (before the shim routed by scheme: inside the AWS SDK, "Unable to load region")."""
+    if stack.store != "adls":
+        pytest.skip("the ADLS case; GCS takes the same path (RefreshingResolvingFileIOTest)")
+    location = stack.emulator.location("warehouse", "no_bundle").replace("abfs://", "abfss://", 1)
+    kind, report = run_job({"mode": "package", "store": "adls", "name_store": False, "uri": stack.uri, "iceberg": ICEBERG,
+                            "master": "local[1]", "action": "roundtrip", "table": "no_bundle", "rows": 1, "location": location})
+    assert kind == "FAILED", report
+    assert (report["type"], report["error"]) == (
+        "ConfigError", "catalog-ext: tables on abfss:// are on ADLS, whose SDK (Iceberg's iceberg-azure-bundle) is not on the "
+        "classpath: add it with configure(store=\"adls\") or `pyspark-catalog-ext spark-conf --store adls`")
+
+
 class TooManyRequests(Exception):
     """More than one catalog request per table per token renewal."""
 

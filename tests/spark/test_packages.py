@@ -156,6 +156,40 @@ def test_spark_conf_packages_prints_exact_flags(default_repo, small_repo):
     assert conf["spark.jars.repositories"] == url and "spark.jars.ivy" not in conf
 
 
+def test_store_bundles_are_laid_out_and_packages_name_them(default_repo, tmp_path):
+    """`maven-repo --store adls --store gcs` lays out Iceberg's SDK bundles under their real Central
+    coordinates (minimal POMs, not in the shim's: only a user who names the store pulls them), and
+    `spark-conf --jars packages --store ...` names them; a repository without them says which flag lays them out."""
+    import hashlib
+
+    from pyspark_catalog_ext.spark.maven_repo import store_coordinate
+    from pyspark_catalog_ext.spark.store_jars import store_bundle
+
+    assert_one_line_error(run_cli("spark-conf", "--jars", "packages", "--repository", str(default_repo), "--store", "adls", *CONNECTION),
+                          "iceberg-azure-bundle", f"maven-repo {default_repo} --spark 4.1 --iceberg 1.12.0 --store adls")
+    bundles = {store: store_coordinate(store, DEFAULT_STACK) for store in ("adls", "gcs")}
+    assert {s: str(c) for s, c in bundles.items()} == {s: store_bundle(s, DEFAULT_STACK) for s in bundles}
+    jars, shim = _stand_ins(tmp_path / "src-stores", DEFAULT_STACK.jar_names() + [c.file(tmp_path, "jar").name for c in bundles.values()])
+    written = write_repository(default_repo, jars=jars, shim=shim, stores=("adls", "gcs"))
+    assert [str(c) for c in written] == [DEFAULT_STACK.runtime, DEFAULT_STACK.aws_bundle, str(bundles["adls"]), str(bundles["gcs"]),
+                                         "io.catalogext:catalog-ext-shim:0.1.0-spark4.1-iceberg1.12.0"]
+    for coord in bundles.values():
+        jar = coord.file(default_repo, "jar")
+        assert jar.read_bytes() == jar.name.encode()
+        assert pom_facts(coord.file(default_repo, "pom")) == (str(coord), [])
+        assert jar.with_name(jar.name + ".sha1").read_text() == hashlib.sha1(jar.read_bytes()).hexdigest()
+    assert pom_facts(shim_coordinate().file(default_repo, "pom"))[1] == [DEFAULT_STACK.runtime, DEFAULT_STACK.aws_bundle]
+    proc = run_cli("spark-conf", "--jars", "packages", "--repository", str(default_repo), "--store", "adls", "--store", "gcs",
+                   "--format", "defaults", *CONNECTION)
+    assert proc.returncode == 0, proc.stderr
+    conf = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
+    assert conf["spark.jars.packages"].split(",") == [str(shim_coordinate()), str(bundles["adls"]), str(bundles["gcs"])]
+    assert conf["spark.sql.catalog.lake.catalog-ext.stores"] == "adls,gcs"
+    url = "https://nexus.example.com/repository/maven-releases"
+    proc = run_cli("spark-conf", "--jars", "packages", "--repository", url, "--store", "gcs", "--format", "defaults", *CONNECTION)
+    assert dict(line.split(" ", 1) for line in proc.stdout.splitlines())["spark.jars.packages"].endswith("," + str(bundles["gcs"]))
+
+
 def test_repository_and_flags_for_another_stack(small_repo, tmp_path):
     """Spark 3.5 + Iceberg 1.12 beside the PyPI route's jars in one repository: the real Central
     coordinates of its runtime and bundle, and a shim version of its own whose POM names them."""

@@ -7,9 +7,11 @@ session (each step's outcome is reported on its own: a step that fails does not 
 `policy`: catalog-ext.refresh.* settings in seconds (RefreshPolicy's arguments), for "package".
 modes:
   "package"  the user path: `configure(store=...)` (the shim's FileIO for the store, its SDK bundle)
-             with the refresh policy given: what the store tests hold the package to;
+             with the refresh policy given: what the store tests hold the package to; with
+             `"name_store": false`, `configure()` without store= (no SDK bundle in the jars);
   "plain"    Iceberg alone (tests/stores/plain_spark.py): the baseline.
-actions: "roundtrip" (create, insert, read back; its data files under `data_path` when given), "ctas-bulk"
+actions: "roundtrip" (create, insert, read back; its data files under `data_path`, the table at `location`,
+when given), "ctas-bulk"
 (a staged CTAS of ordinary files), "ctas-sql", "writeto" (staged creates, `rows`
 single-row files, each row `ms` slow), "files" (a committed table of `rows` single-row files) and
 "read" (that table read one task per file, each `ms` slow).
@@ -40,8 +42,9 @@ def package_session(args: dict):
 
     builder = SparkSession.builder.master(args["master"]).appName(f"stores-{args['store']}")
     policy = RefreshPolicy(**args["policy"]) if args.get("policy") else None
+    store = args["store"] if args.get("name_store", True) else None
     builder = configure(builder, "seaweedfs", CATALOG, uri=args["uri"], warehouse="stores",
-                        credential="stores:not-a-secret", iceberg=args["iceberg"], store=args["store"], refresh=policy,
+                        credential="stores:not-a-secret", iceberg=args["iceberg"], store=store, refresh=policy,
                         extra_conf={"spark.task.maxFailures": "1", "spark.ui.enabled": "false"})
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -56,6 +59,7 @@ def run(spark, args: dict) -> dict:
     if action == "roundtrip":
         # `data_path`: the table's data files go there (write.data.path), away from its location
         props = f" TBLPROPERTIES ('write.data.path'='{args['data_path']}')" if args.get("data_path") else ""
+        props += f" LOCATION '{args['location']}'" if args.get("location") else ""
         spark.sql(f"CREATE TABLE {table} (id bigint, v bigint) USING iceberg{props}")
         spark.sql(f"INSERT INTO {table} SELECT id, id * 3 FROM range({rows})")
     elif action == "ctas-sql":
@@ -164,7 +168,8 @@ def main() -> None:
         result = run_steps(spark, args) if "steps" in args else run(spark, args)
         print("RESULT " + json.dumps({**result, "seconds": time.monotonic() - started}), flush=True)
     except Exception as exc:  # noqa: BLE001 - the test reads what failed
-        print("FAILED " + json.dumps({"error": failure(exc), "seconds": time.monotonic() - started}), flush=True)
+        print("FAILED " + json.dumps({"error": failure(exc), "type": type(exc).__name__, "seconds": time.monotonic() - started}),
+              flush=True)
     finally:
         spark.stop()
 

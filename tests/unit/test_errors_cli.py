@@ -84,12 +84,13 @@ def test_spark_conf_submit_masks_secrets_unless_asked():
     assert shown.returncode == 0 and f"spark.sql.catalog.lake.credential=client:{SECRET}" in shown.stdout
 
 
-def test_spark_conf_store_names_the_shims_file_io_and_the_sdk_bundle():
+def test_spark_conf_store_adds_the_sdk_bundle_and_names_the_stores():
     base = ["spark-conf", "--profile", "polaris", "--uri", "https://polaris.example.com/api/catalog", "--warehouse", "prod",
             "--credential", "client:x", "--jars", "maven", "--spark", "3.5", "--iceberg", "1.11", "--format", "defaults"]
     proc = run_cli(*base, "--store", "adls")
     assert proc.returncode == 0, proc.stderr
-    assert "spark.sql.catalog.lake.io-impl io.catalogext.shim.RefreshingADLSFileIO" in " ".join(proc.stdout.split())
+    assert "spark.sql.catalog.lake.io-impl io.catalogext.shim.RefreshingResolvingFileIO" in " ".join(proc.stdout.split())
+    assert "spark.sql.catalog.lake.catalog-ext.stores adls" in " ".join(proc.stdout.split())
     assert "org.apache.iceberg:iceberg-azure-bundle:1.10.0" in proc.stdout
     bad = run_cli(*base, "--store", "hdfs")
     assert bad.returncode == 2 and "invalid choice: 'hdfs'" in bad.stderr

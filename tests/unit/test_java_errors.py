@@ -192,6 +192,16 @@ def test_a_redirect_refused_by_the_shim_is_the_python_clients_redirect_error():
     assert isinstance(err, CatalogRedirectError) and err.status == 307 and "\n" not in str(err)
 
 
+def test_a_table_on_a_store_without_its_sdk_is_a_one_line_config_error_from_any_spark_call():
+    """A task's failure reaches the driver inside a SparkException: the shim's one line is what the user gets."""
+    line = ("catalog-ext: tables on abfss:// are on ADLS, whose SDK (Iceberg's iceberg-azure-bundle) is not on the classpath: "
+            "add it with configure(store=\"adls\") or `pyspark-catalog-ext spark-conf --store adls`")
+    java = JavaThrowable("org.apache.spark.SparkException", "Job aborted due to stage failure: ...",
+                         JavaThrowable("io.catalogext.shim.errors.StoreSdkMissingException", line))
+    err = translate(java)
+    assert isinstance(err, ConfigError) and str(err) == line
+
+
 # ------------------------------------------------------------------------------------------ rename
 def _rename(name: str, message: str, method: str = "renameTable") -> JavaThrowable:
     return InSparkCatalog(name, message, method=method)

@@ -93,7 +93,8 @@ def test_profile_conf(name):
     assert conf["spark.sql.catalog.lake"] == "org.apache.iceberg.spark.SparkCatalog"
     assert conf[P + "catalog-impl"] == SHIM_CATALOG_IMPL and P + "type" not in conf
     assert conf[P + "s3.client-factory-impl"] == SHIM_CLIENT_FACTORY
-    assert conf[P + "io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
+    assert conf[P + "io-impl"] == "io.catalogext.shim.RefreshingResolvingFileIO"  # every store, no store= needed
+    assert P + "catalog-ext.stores" not in conf
     assert conf["spark.redaction.regex"] == REDACTION_REGEX
     assert "spark.driver.host" not in conf and "spark.jars" not in conf
     for key, value in expected.items():
@@ -183,19 +184,26 @@ def test_settings_from_pyiceberg_yaml_and_env(monkeypatch, tmp_path):
         spark_conf("polaris", from_pyiceberg="absent", jars=None)
 
 
-@pytest.mark.parametrize("store,shim_io,plain_io,bundle", [
-    ("gcs", "io.catalogext.shim.RefreshingGCSFileIO", "org.apache.iceberg.gcp.gcs.GCSFileIO", "iceberg-gcp-bundle"),
-    ("adls", "io.catalogext.shim.RefreshingADLSFileIO", "org.apache.iceberg.azure.adlsv2.ADLSFileIO", "iceberg-azure-bundle"),
+@pytest.mark.parametrize("store,plain_io,bundle", [
+    ("gcs", "org.apache.iceberg.gcp.gcs.GCSFileIO", "iceberg-gcp-bundle"),
+    ("adls", "org.apache.iceberg.azure.adlsv2.ADLSFileIO", "iceberg-azure-bundle"),
 ])
-def test_store_names_the_shims_file_io_and_brings_the_sdk_bundle(store, shim_io, plain_io, bundle):
+def test_store_brings_the_sdk_bundle_and_refuses_the_other_stores(store, plain_io, bundle):
     args = dict(uri="https://polaris.example.com/api/catalog", warehouse="w", credential="a:b")
     conf = spark_conf("polaris", jars="maven", spark="3.5", iceberg="1.11", store=store, **args)
-    assert conf[P + "io-impl"] == shim_io
+    assert conf[P + "io-impl"] == "io.catalogext.shim.RefreshingResolvingFileIO"  # the same FileIO with or without store=
+    assert conf[P + "catalog-ext.stores"] == store
     assert f"org.apache.iceberg:{bundle}:" in conf["spark.jars.packages"]
+    unnamed = spark_conf("polaris", jars="maven", spark="3.5", iceberg="1.11", **args)
+    assert unnamed[P + "io-impl"] == conf[P + "io-impl"] and P + "catalog-ext.stores" not in unnamed
+    assert "bundle" not in unnamed["spark.jars.packages"].replace("iceberg-aws-bundle", "")
+    both = spark_conf("polaris", jars="maven", spark="3.5", iceberg="1.11", store=["s3", store, "gcs"], **args)
+    assert both[P + "catalog-ext.stores"] == ("s3,gcs" if store == "gcs" else f"s3,{store},gcs")
     plain = spark_conf("polaris", jars=None, shim=False, store=store, **args)
     assert plain[P + "io-impl"] == plain_io
-    assert spark_conf("polaris", jars=None, **args)[P + "io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"  # s3: as before
+    assert spark_conf("polaris", jars=None, shim=False, **args)[P + "io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"  # as before
+    assert spark_conf("polaris", jars=None, shim=False, store="s3,adls", **args)[P + "io-impl"] == "org.apache.iceberg.io.ResolvingFileIO"
     with pytest.raises(ConfigError, match="store 'hdfs' is not one of s3, gcs, adls"):
         spark_conf("polaris", jars=None, store="hdfs", **args)
-    with pytest.raises(ConfigError, match=f"jars='packages' has no {store} SDK bundle"):
+    with pytest.raises(ConfigError, match="holds no .* and its Ivy settings"):
         spark_conf("polaris", jars="packages", repository="/nowhere", store=store, **args)

@@ -6,8 +6,9 @@ import io.catalogext.shim.refresh.StoreTokens;
 import io.catalogext.shim.refresh.TableTokens;
 import io.catalogext.shim.stores.AdlsClients;
 import io.catalogext.shim.stores.PrefixTokens;
+import io.catalogext.shim.stores.RoutingFileIO;
+import io.catalogext.shim.stores.Store;
 import io.catalogext.shim.stores.StorePaths;
-import io.catalogext.shim.stores.StoreSdks;
 import io.catalogext.shim.wire.IcebergRefreshOrigins;
 
 import java.lang.reflect.Constructor;
@@ -19,19 +20,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
 import org.apache.iceberg.azure.adlsv2.ADLSFileIO;
-import org.apache.iceberg.io.BulkDeletionFailureException;
 import org.apache.iceberg.io.DelegateFileIO;
-import org.apache.iceberg.io.FileInfo;
-import org.apache.iceberg.io.InputFile;
-import org.apache.iceberg.io.OutputFile;
 import org.apache.iceberg.io.StorageCredential;
-import org.apache.iceberg.io.SupportsStorageCredentials;
 import org.apache.iceberg.util.SerializableFunction;
-import org.apache.iceberg.util.SerializableMap;
 
 /**
- * The ADLS FileIO to name as {@code io-impl} for tables on {@code abfs[s]://}: Iceberg's ADLSFileIO,
+ * The ADLS FileIO for tables on {@code abfs[s]://} ({@link RefreshingResolvingFileIO} hands it their
+ * paths; it can be named as {@code io-impl} itself): Iceberg's ADLSFileIO,
  * whose clients sign each request with the SAS of the request's own path, read from the table's
  * entry in the shim's registry (refreshed once per table per renewal by the driver, executors
  * asking it over the plugin channel; during a staged create too; again when Azure answers that a
@@ -49,17 +46,13 @@ import org.apache.iceberg.util.SerializableMap;
  * it was handed: a 404 for a staged table) is never built. A table the shim's catalog did not hand
  * out (no handle) gets plain ADLSFileIO.
  */
-public final class RefreshingADLSFileIO implements DelegateFileIO, SupportsStorageCredentials {
+public final class RefreshingADLSFileIO extends RoutingFileIO {
   private static final long serialVersionUID = 1L;
   /** ADLSFileIO's public client-function constructor (Iceberg 1.11+), or null (1.10). */
   private static final Constructor<ADLSFileIO> WITH_CLIENTS = clientFunctionConstructor();
 
-  private SerializableMap<String, String> properties = SerializableMap.copyOf(Map.of());
-  private ArrayList<StorageCredential> credentials = new ArrayList<>();
-  private transient volatile Routing routing;
-
   public RefreshingADLSFileIO() {
-    StoreSdks.require(StoreSdks.ADLS);
+    Store.ADLS.require("abfss");
   }
 
   /** Whether this Iceberg's ADLSFileIO takes a client function (1.11+): SAS tokens are then renewed per request. */
@@ -68,106 +61,19 @@ public final class RefreshingADLSFileIO implements DelegateFileIO, SupportsStora
   }
 
   @Override
-  public void initialize(Map<String, String> props) {
-    this.properties = SerializableMap.copyOf(props);
-    reset();
-  }
-
-  @Override
-  public void setCredentials(List<StorageCredential> storageCredentials) {
-    this.credentials = new ArrayList<>(storageCredentials);
-    reset();
-  }
-
-  @Override
-  public List<StorageCredential> credentials() {
-    return List.copyOf(credentials);
-  }
-
-  @Override
-  public Map<String, String> properties() {
-    return properties.immutableMap();
-  }
-
-  @Override
-  public InputFile newInputFile(String path) {
-    return routing().at(path, io -> io.newInputFile(path));
-  }
-
-  @Override
-  public InputFile newInputFile(String path, long length) {
-    return routing().at(path, io -> io.newInputFile(path, length));
-  }
-
-  @Override
-  public OutputFile newOutputFile(String path) {
-    return routing().at(path, io -> io.newOutputFile(path));
-  }
-
-  @Override
-  public void deleteFile(String path) {
-    routing().at(path, io -> {
-      io.deleteFile(path);
-      return null;
-    });
-  }
-
-  @Override
-  public void deleteFiles(Iterable<String> paths) throws BulkDeletionFailureException {
-    routing().deleteFiles(paths);
-  }
-
-  @Override
-  public Iterable<FileInfo> listPrefix(String prefix) {
-    return routing().at(prefix, io -> io.listPrefix(prefix));
-  }
-
-  @Override
-  public void deletePrefix(String prefix) {
-    routing().at(prefix, io -> {
-      io.deletePrefix(prefix);
-      return null;
-    });
-  }
-
-  @Override
-  public synchronized void close() {
-    if (routing != null) {
-      routing.close();
-      routing = null;
-    }
-  }
-
-  private void reset() {
-    close();
-  }
-
-  private Routing routing() {
-    Routing current = routing;
-    if (current == null) {
-      synchronized (this) {
-        if (routing == null) {
-          routing = newRouting();
-        }
-        current = routing;
-      }
-    }
-    return current;
-  }
-
-  private Routing newRouting() {
-    if (!properties.containsKey(ShimKeys.TABLE_HANDLE)) {
+  protected Routes newRoutes(Map<String, String> props, List<StorageCredential> creds) {
+    if (!props.containsKey(ShimKeys.TABLE_HANDLE)) {
       // Iceberg's ADLSFileIO asks its refresh endpoint with the catalog's auth session (1.10 before
       // using the SAS it has; 1.11 once the SAS is missing or within 5 minutes of its expiry).
-      IcebergRefreshOrigins.check(IcebergRefreshOrigins.of(properties), properties, ShimKeys.ADLS_REFRESH_ENDPOINT,
+      IcebergRefreshOrigins.check(IcebergRefreshOrigins.of(props), props, ShimKeys.ADLS_REFRESH_ENDPOINT,
           ShimKeys.ADLS_REFRESH_ENABLED, "ADLS");
       ADLSFileIO plain = new ADLSFileIO(); // not a table of the shim's catalog: Iceberg's own
-      plain.initialize(properties);
-      return new Plain(plain);
+      plain.initialize(props);
+      return single(plain);
     }
-    PrefixTokens tokens = new PrefixTokens(properties, credentials, StorePaths::isAdls,
+    PrefixTokens tokens = new PrefixTokens(props, creds, StorePaths::isAdls,
         location -> StorePaths.adls(location).canonical());
-    Map<String, String> clientProps = withoutSecrets(properties);
+    Map<String, String> clientProps = withoutSecrets(props);
     return WITH_CLIENTS != null ? new PerRequest(clientProps, tokens) : new PerRenewal(clientProps, tokens);
   }
 
@@ -190,46 +96,8 @@ public final class RefreshingADLSFileIO implements DelegateFileIO, SupportsStora
     }
   }
 
-  /** A call into an ADLSFileIO. */
-  private interface Call<T> {
-    T on(ADLSFileIO io);
-  }
-
-  /** How paths reach an ADLSFileIO. */
-  private interface Routing {
-    <T> T at(String path, Call<T> call);
-
-    void deleteFiles(Iterable<String> paths);
-
-    void close();
-  }
-
-  /** A table from elsewhere: Iceberg's ADLSFileIO as it is. */
-  private static final class Plain implements Routing {
-    private final ADLSFileIO io;
-
-    Plain(ADLSFileIO io) {
-      this.io = io;
-    }
-
-    @Override
-    public <T> T at(String path, Call<T> call) {
-      return call.on(io);
-    }
-
-    @Override
-    public void deleteFiles(Iterable<String> paths) {
-      io.deleteFiles(paths);
-    }
-
-    @Override
-    public void close() {
-      io.close();
-    }
-  }
-
   /** Iceberg 1.11+: one ADLSFileIO whose clients sign each request with the current SAS of its path. */
-  private static final class PerRequest implements Routing {
+  private static final class PerRequest implements Routes {
     private final AdlsClients clients;
     private final ADLSFileIO io;
 
@@ -244,8 +112,13 @@ public final class RefreshingADLSFileIO implements DelegateFileIO, SupportsStora
     }
 
     @Override
-    public <T> T at(String path, Call<T> call) {
-      return clients.at(path, () -> call.on(io));
+    public DelegateFileIO ioFor(String path) {
+      return io;
+    }
+
+    @Override
+    public <T> T at(String path, Function<DelegateFileIO, T> call) {
+      return clients.at(path, () -> call.apply(io));
     }
 
     @Override
@@ -273,7 +146,7 @@ public final class RefreshingADLSFileIO implements DelegateFileIO, SupportsStora
    * Iceberg 1.10: per vended prefix, an ADLSFileIO holding that prefix's SAS, made again once the
    * registry holds a newer one (files already open keep theirs).
    */
-  private static final class PerRenewal implements Routing {
+  private static final class PerRenewal implements Routes {
     private final Map<String, String> clientProps;
     private final PrefixTokens tokens;
     private final Map<String, Held> byPrefix = new ConcurrentHashMap<>();
@@ -294,11 +167,7 @@ public final class RefreshingADLSFileIO implements DelegateFileIO, SupportsStora
     }
 
     @Override
-    public <T> T at(String path, Call<T> call) {
-      return call.on(ioFor(path));
-    }
-
-    private ADLSFileIO ioFor(String path) {
+    public DelegateFileIO ioFor(String path) {
       String prefix = tokens.prefixFor(path);
       if (prefix == null) {
         throw new IllegalStateException(tokens.noPrefixMessage(path));
@@ -315,15 +184,6 @@ public final class RefreshingADLSFileIO implements DelegateFileIO, SupportsStora
         io.initialize(props);
         return new Held(current, io);
       }).io;
-    }
-
-    @Override
-    public void deleteFiles(Iterable<String> paths) {
-      Map<ADLSFileIO, List<String>> byIo = new java.util.LinkedHashMap<>();
-      for (String path : paths) {
-        byIo.computeIfAbsent(ioFor(path), io -> new ArrayList<>()).add(path);
-      }
-      byIo.forEach(ADLSFileIO::deleteFiles);
     }
 
     @Override

@@ -4,32 +4,26 @@ import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.refresh.StoreTokens;
 import io.catalogext.shim.stores.GcsStorages;
 import io.catalogext.shim.stores.PrefixTokens;
-import io.catalogext.shim.stores.StoreSdks;
+import io.catalogext.shim.stores.RoutingFileIO;
+import io.catalogext.shim.stores.Store;
 import io.catalogext.shim.wire.IcebergRefreshOrigins;
 import io.catalogext.shim.wire.TrustedOrigins;
 
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import org.apache.iceberg.gcp.gcs.GCSFileIO;
-import org.apache.iceberg.io.BulkDeletionFailureException;
 import org.apache.iceberg.io.DelegateFileIO;
-import org.apache.iceberg.io.FileInfo;
-import org.apache.iceberg.io.InputFile;
-import org.apache.iceberg.io.OutputFile;
 import org.apache.iceberg.io.StorageCredential;
-import org.apache.iceberg.io.SupportsStorageCredentials;
-import org.apache.iceberg.util.SerializableMap;
 
 /**
- * The GCS FileIO to name as {@code io-impl} for tables on {@code gs://}: Iceberg's GCSFileIO, one
- * per vended storage prefix, each built through its public {@code GCSFileIO(Supplier<Storage>)}
- * constructor with a client ({@link GcsStorages}) whose token comes from the table's entry in the
- * shim's registry, refreshed once per table per renewal by the driver (executors ask it over the
- * plugin channel), during a staged create too, and again when GCS answers 401.
+ * The GCS FileIO for tables on {@code gs://} ({@link RefreshingResolvingFileIO} hands it their paths;
+ * it can be named as {@code io-impl} itself): Iceberg's GCSFileIO, one per vended storage prefix,
+ * each built through its public {@code GCSFileIO(Supplier<Storage>)} constructor with a client
+ * ({@link GcsStorages}) whose token comes from the table's entry in the shim's registry, refreshed
+ * once per table per renewal by the driver (executors ask it over the plugin channel), during a
+ * staged create too, and again when GCS answers 401.
  *
  * <p>Why one GCSFileIO per prefix: the supplier is told no location, so one client cannot pick the
  * token of the path it serves; each delegate's client holds its own prefix's token and this FileIO
@@ -38,141 +32,46 @@ import org.apache.iceberg.util.SerializableMap;
  * GCSFileIO's own refresh (its refresh endpoint, its scheduled re-fetch) is never started: the
  * delegates get no token, no endpoint and no storage credentials.
  */
-public final class RefreshingGCSFileIO implements DelegateFileIO, SupportsStorageCredentials {
+public final class RefreshingGCSFileIO extends RoutingFileIO {
   private static final long serialVersionUID = 1L;
   private static final String ROOT = "gs";
 
-  private SerializableMap<String, String> properties = SerializableMap.copyOf(Map.of());
-  // a modifiable list, as GCSFileIO keeps it (Kryo)
-  private ArrayList<StorageCredential> credentials = new ArrayList<>();
-  /** Prefix ("gs": any path) -> its GCSFileIO, built on first use in each JVM. */
-  private transient volatile Map<String, GCSFileIO> delegates;
-  private transient volatile PrefixTokens tokens;
-
   public RefreshingGCSFileIO() {
-    StoreSdks.require(StoreSdks.GCS);
+    Store.GCS.require("gs");
   }
 
   @Override
-  public void initialize(Map<String, String> props) {
-    this.properties = SerializableMap.copyOf(props);
-    reset();
-  }
-
-  @Override
-  public void setCredentials(List<StorageCredential> storageCredentials) {
-    this.credentials = new ArrayList<>(storageCredentials);
-    reset();
-  }
-
-  @Override
-  public List<StorageCredential> credentials() {
-    return List.copyOf(credentials);
-  }
-
-  @Override
-  public Map<String, String> properties() {
-    return properties.immutableMap();
-  }
-
-  @Override
-  public InputFile newInputFile(String path) {
-    return delegateFor(path).newInputFile(path);
-  }
-
-  @Override
-  public InputFile newInputFile(String path, long length) {
-    return delegateFor(path).newInputFile(path, length);
-  }
-
-  @Override
-  public OutputFile newOutputFile(String path) {
-    return delegateFor(path).newOutputFile(path);
-  }
-
-  @Override
-  public void deleteFile(String path) {
-    delegateFor(path).deleteFile(path);
-  }
-
-  @Override
-  public void deleteFiles(Iterable<String> paths) throws BulkDeletionFailureException {
-    Map<GCSFileIO, List<String>> byDelegate = new LinkedHashMap<>();
-    for (String path : paths) {
-      byDelegate.computeIfAbsent(delegateFor(path), d -> new ArrayList<>()).add(path);
+  protected Routes newRoutes(Map<String, String> props, List<StorageCredential> creds) {
+    if (!props.containsKey(ShimKeys.TABLE_HANDLE)) {
+      checkIcebergRefresh(props, creds);
+      GCSFileIO plain = new GCSFileIO(); // not a table of the shim's catalog: Iceberg's own GCSFileIO
+      plain.initialize(props);
+      plain.setCredentials(creds);
+      return single(plain);
     }
-    for (Map.Entry<GCSFileIO, List<String>> e : byDelegate.entrySet()) {
-      e.getKey().deleteFiles(e.getValue());
-    }
-  }
-
-  @Override
-  public Iterable<FileInfo> listPrefix(String prefix) {
-    return delegateFor(prefix).listPrefix(prefix);
-  }
-
-  @Override
-  public void deletePrefix(String prefix) {
-    delegateFor(prefix).deletePrefix(prefix);
-  }
-
-  @Override
-  public synchronized void close() {
-    if (delegates != null) {
-      delegates.values().forEach(GCSFileIO::close);
-      delegates = null;
-    }
-  }
-
-  private synchronized void reset() {
-    close();
-    tokens = null;
-  }
-
-  /** The delegate of the longest vended prefix {@code path} starts with. */
-  private GCSFileIO delegateFor(String path) {
-    Map<String, GCSFileIO> built = delegates();
-    if (tokens == null) {
-      return built.get(ROOT); // not a table of the shim's catalog: Iceberg's own GCSFileIO
-    }
-    String prefix = tokens.prefixFor(path);
-    if (prefix == null) {
-      throw new IllegalStateException(tokens.noPrefixMessage(path));
-    }
-    return built.get(prefix.isEmpty() ? ROOT : prefix);
-  }
-
-  private Map<String, GCSFileIO> delegates() {
-    Map<String, GCSFileIO> built = delegates;
-    if (built == null) {
-      synchronized (this) {
-        if (delegates == null) {
-          delegates = build();
-        }
-        built = delegates;
-      }
-    }
-    return built;
-  }
-
-  private Map<String, GCSFileIO> build() {
-    Map<String, GCSFileIO> out = new HashMap<>();
-    if (!properties.containsKey(ShimKeys.TABLE_HANDLE)) {
-      checkIcebergRefresh();
-      GCSFileIO plain = new GCSFileIO();
-      plain.initialize(properties);
-      plain.setCredentials(credentials);
-      out.put(ROOT, plain);
-      return out;
-    }
-    PrefixTokens byPrefix = new PrefixTokens(properties, credentials, p -> p.startsWith(ROOT), Function.identity());
-    Map<String, String> clientProps = withoutSecrets(properties);
-    out.put(ROOT, delegate(clientProps, byPrefix, ""));
+    PrefixTokens byPrefix = new PrefixTokens(props, creds, p -> p.startsWith(ROOT), Function.identity());
+    Map<String, String> clientProps = withoutSecrets(props);
+    Map<String, GCSFileIO> delegates = new HashMap<>();
+    delegates.put(ROOT, delegate(clientProps, byPrefix, ""));
     for (String prefix : byPrefix.prefixes()) {
-      out.put(prefix, delegate(clientProps, byPrefix, prefix));
+      delegates.put(prefix, delegate(clientProps, byPrefix, prefix));
     }
-    tokens = byPrefix;
-    return out;
+    return new Routes() {
+      /** The delegate of the longest vended prefix {@code path} starts with. */
+      @Override
+      public DelegateFileIO ioFor(String path) {
+        String prefix = byPrefix.prefixFor(path);
+        if (prefix == null) {
+          throw new IllegalStateException(byPrefix.noPrefixMessage(path));
+        }
+        return delegates.get(prefix.isEmpty() ? ROOT : prefix);
+      }
+
+      @Override
+      public void close() {
+        delegates.values().forEach(GCSFileIO::close);
+      }
+    };
   }
 
   /**
@@ -181,11 +80,11 @@ public final class RefreshingGCSFileIO implements DelegateFileIO, SupportsStorag
    * a schedule set by the credentials' expiry, whatever its switch says. Refused before it is built
    * where that endpoint, or its OAuth2 token URL, is on an origin the user did not configure.
    */
-  private void checkIcebergRefresh() {
-    TrustedOrigins trust = IcebergRefreshOrigins.of(properties);
-    IcebergRefreshOrigins.check(trust, properties, ShimKeys.GCS_REFRESH_ENDPOINT, null, "GCS");
-    for (StorageCredential credential : credentials) {
-      Map<String, String> merged = new HashMap<>(properties);
+  private static void checkIcebergRefresh(Map<String, String> props, List<StorageCredential> creds) {
+    TrustedOrigins trust = IcebergRefreshOrigins.of(props);
+    IcebergRefreshOrigins.check(trust, props, ShimKeys.GCS_REFRESH_ENDPOINT, null, "GCS");
+    for (StorageCredential credential : creds) {
+      Map<String, String> merged = new HashMap<>(props);
       merged.putAll(credential.config());
       trust.noteServerUrls("the storage credential of " + credential.prefix(), credential.config());
       IcebergRefreshOrigins.check(trust, merged, ShimKeys.GCS_REFRESH_ENDPOINT, null, "GCS");

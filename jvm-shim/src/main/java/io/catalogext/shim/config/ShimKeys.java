@@ -16,6 +16,11 @@ public final class ShimKeys {
   public static final String TABLE_HANDLE = PREFIX + "table-handle";
   /** The table's identity (catalog, namespace, table, location) as JSON; not secret. */
   public static final String TABLE_IDENTITY = PREFIX + "table";
+  /**
+   * The stores a catalog's tables may be on ({@code s3,adls,gcs}, comma-separated; unset: all), as
+   * {@code configure(store=...)} names them: the shim's routing FileIO refuses a table elsewhere.
+   */
+  public static final String STORES = PREFIX + "stores";
   /** Storage-credential prefix a client's initial credentials came from ("" = table config). */
   public static final String CREDENTIAL_PREFIX = PREFIX + "credential-prefix";
   /** Renew when less than max(min-ahead, fraction x lifetime) remains. */

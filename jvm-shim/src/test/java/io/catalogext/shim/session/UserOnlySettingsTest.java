@@ -57,4 +57,19 @@ public class UserOnlySettingsTest {
         .forFileIo("a table answer's config", table);
     assertTrue(!aws.containsKey("s3.client-factory-impl"), "Iceberg's choice between the user's two settings: " + aws);
   }
+
+  @Test
+  void testATableConfigNamesNeitherTheFileIONorTheStores() {
+    Map<String, String> table = Map.of("io-impl", "org.example.ServerFileIO", "catalog-ext.stores", "s3,gcs",
+        "s3.endpoint", "http://s3:9000");
+    UserOnlySettings user = UserOnlySettings.fromUserProperties("c", "http://c:1",
+        Map.of("io-impl", "io.catalogext.shim.RefreshingResolvingFileIO", "catalog-ext.stores", "adls"));
+    Map<String, String> config = user.forFileIo("a table answer's config", table);
+    assertTrue(!config.containsKey("io-impl") && !config.containsKey("catalog-ext.stores"),
+        "the user's, from the catalog properties: " + config);
+    assertEquals("http://s3:9000", config.get("s3.endpoint"));
+    assertEquals(2, user.warnings().size(), String.join("\n", user.warnings()));
+    Map<String, String> none = UserOnlySettings.fromUserProperties("c", "http://c:1", Map.of()).forFileIo("a table answer's config", table);
+    assertTrue(!none.containsKey("io-impl") && !none.containsKey("catalog-ext.stores"), "Iceberg's default then: " + none);
+  }
 }
