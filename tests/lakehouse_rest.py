@@ -17,7 +17,10 @@ SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "
 
 
 def token(info: Any, uri: str | None = None) -> str:
-    cid, secret = info.credential.split(":", 1)
+    """A bearer token of the lakehouse's client at `uri` (default its catalog front); at SeaweedFS's
+    own catalog port, of the admin keys (only the lakehouse's process and its tests hold them)."""
+    raw = f"http://127.0.0.1:{info.ports.get('iceberg')}"
+    cid, secret = (info.access_key, info.secret_key) if uri and uri.rstrip("/") == raw else info.credential.split(":", 1)
     r = requests.post(f"{uri or info.iceberg_uri}/v1/oauth/tokens", timeout=10,
                       data={"grant_type": "client_credentials", "client_id": cid, "client_secret": secret, "scope": "catalog"})
     r.raise_for_status()

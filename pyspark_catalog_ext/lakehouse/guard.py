@@ -855,7 +855,7 @@ class _GuardHandler(ProxyHandler):
             status, reason = exc.args
             return self._error(status, "BadRequestException", reason)
         if route.name == "token":  # our clients' logins: never forwarded (SeaweedFS's would be its admin keys)
-            issued = self.proxy.tokens.issue(parse_qs(raw.decode("utf-8", "replace")))
+            issued = self.proxy.tokens.issue(parse_qs(raw.decode("utf-8", "replace")), self.headers.get("Authorization"))
             if issued is None:
                 return self._json(401, {"error": "invalid_client", "error_description": "unknown client id/secret or token"})
             return self._json(200, issued, {"Cache-Control": "no-store"})

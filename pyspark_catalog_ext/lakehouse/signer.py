@@ -339,9 +339,9 @@ class SigningCatalogProxy(ProxyServer):
         body["config"] = config
         return body
 
-    def issue_token(self, form: Mapping[str, list[str]]) -> dict[str, Any] | None:
+    def issue_token(self, form: Mapping[str, list[str]], authorization: str | None = None) -> dict[str, Any] | None:
         """An OAuth2 token answer for our clients (tokens.py), else None."""
-        return self.tokens.issue(form)
+        return self.tokens.issue(form, authorization)
 
     def token_grant(self, authorization: str | None) -> tuple[str, float] | None:
         """(client, expiry) of the live token `authorization` (`Bearer <token>`) carries, or None."""
@@ -560,7 +560,7 @@ class _Handler(ProxyHandler):
         self._reply(status, content, {"Content-Type": content_type})
 
     def _token(self, raw: bytes) -> None:
-        answer = self.proxy.issue_token(parse_qs(raw.decode("utf-8", "replace")))
+        answer = self.proxy.issue_token(parse_qs(raw.decode("utf-8", "replace")), self.headers.get("Authorization"))
         if answer is None:
             return self._json(401, {"error": "invalid_client", "error_description": "unknown client id/secret or token"})
         self._json(200, answer, {"Cache-Control": "no-store"})

@@ -11,12 +11,15 @@ per client and bounded, so a client flooding logins evicts only its own.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import secrets
 import threading
 import time
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote_plus
 
 __all__ = ["CLIENT_ID", "ClientTokens", "MAX_TOKENS", "TOKEN_EXCHANGE", "TOKEN_SECONDS"]
 
@@ -41,14 +44,17 @@ class ClientTokens:
         self._lock = threading.Lock()
         self._tokens: dict[str, Any] = {cid: TTLCache(maxsize=MAX_TOKENS, ttl=self.token_seconds) for cid in self.clients}
 
-    def issue(self, form: Mapping[str, list[str]]) -> dict[str, Any] | None:
-        """An OAuth2 token answer for valid client credentials, or for a token exchange of one of
-        our tokens (how Iceberg refreshes), else None."""
+    def issue(self, form: Mapping[str, list[str]], authorization: str | None = None) -> dict[str, Any] | None:
+        """An OAuth2 token answer for valid client credentials (in the form, or as HTTP Basic in
+        `authorization`: RFC 6749 2.3.1, which DuckDB uses), or for a token exchange of one of our
+        tokens (how Iceberg refreshes), else None."""
         first = {k: v[0] for k, v in form.items() if v}
         grant = first.get("grant_type")
         client: str | None = None
         if grant == "client_credentials":
             cid, given = first.get("client_id", ""), first.get("client_secret", "")
+            if not cid and authorization:
+                cid, given = _basic(authorization)
             expected = self.clients.get(cid)
             # compare anyway on an unknown id: no timing difference between "no such client" and "wrong secret"
             if secrets.compare_digest(given.encode(), (expected or "\0" + given).encode()) and expected is not None:
@@ -79,6 +85,19 @@ class ClientTokens:
         """The client whose live token `authorization` carries, or None."""
         found = self.grant(authorization)
         return found[0] if found else None
+
+
+def _basic(authorization: str) -> tuple[str, str]:
+    """(client id, secret) of an HTTP Basic header, each form-urlencoded as RFC 6749 2.3.1 says; ("", "") if none."""
+    scheme, _, value = authorization.strip().partition(" ")
+    if scheme.lower() != "basic":
+        return "", ""
+    try:
+        decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return "", ""
+    cid, sep, secret = decoded.partition(":")
+    return (unquote_plus(cid), unquote_plus(secret)) if sep else ("", "")
 
 
 def _tag(token: str) -> str:

@@ -154,7 +154,7 @@ def swapped(lakehouse):
     info = lakehouse.info
     with SwappingGateway(_raw(lakehouse)) as gateway:
         guard = LocationGuard(gateway.url, info.s3_endpoint, info.access_key, info.secret_key, filer=lakehouse.filer_access())
-        with CatalogGuardProxy(guard) as proxy:
+        with CatalogGuardProxy(guard, clients=dict([info.credential.split(":", 1)])) as proxy:
             yield proxy.url, gateway
 
 
@@ -206,7 +206,8 @@ class HoldingGateway(BufferedProxy):
 def test_a_create_waits_for_no_other_namespace(lakehouse):
     info = lakehouse.info
     with HoldingGateway(_raw(lakehouse)) as gateway, \
-            CatalogGuardProxy(LocationGuard(gateway.url, info.s3_endpoint, info.access_key, info.secret_key)) as proxy:
+            CatalogGuardProxy(LocationGuard(gateway.url, info.s3_endpoint, info.access_key, info.secret_key),
+                                  clients=dict([info.credential.split(":", 1)])) as proxy:
         rest = Rest(info, uri=proxy.url)
         slow, fast = rest.namespace("slow"), rest.namespace("fast")
         gateway.hold = slow
@@ -230,7 +231,8 @@ def test_a_create_costs_the_same_with_300_namespaces():
         info = lh.info
         raw = Rest(info, uri=_raw(lh))
         with BufferedProxy(_raw(lh)) as gateway, \
-                CatalogGuardProxy(LocationGuard(gateway.url, info.s3_endpoint, info.access_key, info.secret_key)) as proxy:
+                CatalogGuardProxy(LocationGuard(gateway.url, info.s3_endpoint, info.access_key, info.secret_key),
+                                  clients=dict([info.credential.split(":", 1)])) as proxy:
             rest = Rest(info, uri=proxy.url)
             ns = rest.namespace("many")
             assert rest.create(ns, "first").status_code == 200

@@ -172,7 +172,8 @@ def test_the_catalog_proxy_holds_a_bounded_number_of_connections(lakehouse):
     info = lakehouse.info
     raw = f"http://127.0.0.1:{info.ports['iceberg']}"
     before = threading.active_count()
-    with CatalogGuardProxy(LocationGuard(raw, info.s3_endpoint, info.access_key, info.secret_key)) as proxy:
+    with CatalogGuardProxy(LocationGuard(raw, info.s3_endpoint, info.access_key, info.secret_key),
+                           clients=dict([info.credential.split(":", 1)])) as proxy:
         held = [socket.create_connection(("127.0.0.1", proxy.port), timeout=10) for _ in range(MAX_CONNECTIONS + 20)]
         try:
             time.sleep(1.0)
