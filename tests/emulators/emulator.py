@@ -269,7 +269,9 @@ class Emulator(CatalogProxy):
         form = {k: v[0] for k, v in parse_qs(req.body.decode()).items()}
         client = (form.get("client_id"), form.get("client_secret"))
         no_grant = self.b.error_words == POLARIS and client == NO_GRANT_CLIENT
-        if client != (self.info.access_key, self.info.secret_key) and not no_grant:
+        # Its clients: the lakehouse's own client (what connections are given) or the admin pair.
+        ours = {(self.info.access_key, self.info.secret_key), tuple(self.info.credential.split(":", 1))}
+        if client not in ours and not no_grant:
             return _oauth_error(401, "invalid_client", "bad client credentials")
         if self.b.scope and self.b.scope not in (form.get("scope") or "").split():
             return _oauth_error(400, "invalid_scope", f"scope must include {self.b.scope}")
