@@ -1,9 +1,5 @@
 package io.catalogext.shim.config;
 
-import io.catalogext.shim.util.Json;
-
-import java.io.IOException;
-import java.io.InputStream;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Locale;
@@ -25,18 +21,11 @@ public final class Knobs {
   private Knobs() {}
 
   private static Map<String, JsonNode> load() {
-    try (InputStream in = Knobs.class.getResourceAsStream(RESOURCE)) {
-      if (in == null) {
-        throw new IllegalStateException(RESOURCE + " is missing from the shim jar: rebuild it with pyspark_catalog_ext.spark.shim_build");
-      }
-      Map<String, JsonNode> byName = new LinkedHashMap<>();
-      for (JsonNode k : Json.MAPPER.readTree(in).get("knobs")) {
-        byName.put(k.get("name").asText(), k);
-      }
-      return Collections.unmodifiableMap(byName);
-    } catch (IOException e) {
-      throw new IllegalStateException("cannot read " + RESOURCE + " from the shim jar: " + e.getMessage(), e);
+    Map<String, JsonNode> byName = new LinkedHashMap<>();
+    for (JsonNode k : SharedSpecs.read(RESOURCE).get("knobs")) {
+      byName.put(k.get("name").asText(), k);
     }
+    return Collections.unmodifiableMap(byName);
   }
 
   static JsonNode knob(String name) {

@@ -1,9 +1,5 @@
 package io.catalogext.shim.config;
 
-import io.catalogext.shim.util.Json;
-
-import java.io.IOException;
-import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -84,14 +80,7 @@ public final class TrustRules {
   }
 
   private static JsonNode load() {
-    try (InputStream in = TrustRules.class.getResourceAsStream(RESOURCE)) {
-      if (in == null) {
-        throw new IllegalStateException(RESOURCE + " is missing from the shim jar: rebuild it with pyspark_catalog_ext.spark.shim_build");
-      }
-      return Json.MAPPER.readTree(in);
-    } catch (IOException e) {
-      throw new IllegalStateException("cannot read " + RESOURCE + " from the shim jar: " + e.getMessage(), e);
-    }
+    return SharedSpecs.read(RESOURCE);
   }
 
   private static List<String> strings(JsonNode list) {
