@@ -117,7 +117,8 @@ def jar_paths() -> list[Path]:
 @pytest.fixture(scope="session")
 def lakehouse():
     """One embedded SeaweedFS per test session (temp data dir, free ports)."""
-    with start_lakehouse(admin_keys=("pce-test-admin", SECRET)) as lake:
+    # The client's secret contains SECRET, so every `SECRET not in ...` check catches a leak of either.
+    with start_lakehouse(admin_keys=("pce-test-admin", SECRET), client_secret=SECRET + "-client") as lake:
         yield lake
 
 

@@ -212,6 +212,7 @@ class Lakehouse:
         detached: bool = False,
         delegation: str = "vended-credentials",
         admin_keys: tuple[str, str] | None = None,
+        client_secret: str | None = None,
     ) -> None:
         if int(credential_seconds) < MIN_CREDENTIAL_SECONDS:
             raise ConfigError(
@@ -222,7 +223,10 @@ class Lakehouse:
             raise ConfigError(f"delegation={delegation!r} is not one of {', '.join(DELEGATIONS)}")
         if admin_keys is not None and (len(admin_keys) != 2 or len(admin_keys[1]) < 16 or not admin_keys[0]):
             raise ConfigError("admin_keys must be (access key, secret of 16+ characters); omit it for random keys")
+        if client_secret is not None and len(client_secret) < 16:
+            raise ConfigError("client_secret must have 16+ characters; omit it for a random one")
         self._admin_keys = admin_keys
+        self._client_secret = client_secret
         self.credential_seconds = int(credential_seconds)
         self.delegation = delegation
         self.signer: Any = None  # the in-process SigningCatalogProxy or CatalogGuardProxy (not detached)
@@ -329,7 +333,7 @@ class Lakehouse:
         info = self.info
         remote = self.delegation == "remote-signing"
         filer = self.filer_access()
-        client_secret = secrets.token_urlsafe(32)  # the front's OAuth2 client, random per instance
+        client_secret = self._client_secret or secrets.token_urlsafe(32)  # the front's OAuth2 client, random per instance
         if self.detached:  # `local up`: the proxy must outlive this command, like weed does
             with socket.socket() as sock:  # a free port, handed to the proxy process right away
                 sock.bind((HOST, 0))
@@ -526,13 +530,15 @@ def start_lakehouse(
     s3_port: int | None = None,
     delegation: str = "vended-credentials",
     admin_keys: tuple[str, str] | None = None,
+    client_secret: str | None = None,
 ) -> Iterator[Lakehouse]:
     """Context manager: a running lakehouse inside the block, stopped (and cleaned) after it.
 
     `delegation="remote-signing"` puts a remote signer in front of the catalog (see `signer`).
-    `admin_keys` (access key, secret): the S3 admin identity; default random per instance."""
+    `admin_keys` (access key, secret): the S3 admin identity; `client_secret`: the secret of the
+    front's client (`LakehouseInfo.credential`); each default random per instance."""
     lake = Lakehouse(data_dir=data_dir, credential_seconds=credential_seconds, iceberg_port=iceberg_port, s3_port=s3_port,
-                     delegation=delegation, admin_keys=admin_keys)
+                     delegation=delegation, admin_keys=admin_keys, client_secret=client_secret)
     lake.start()
     try:
         yield lake
