@@ -25,8 +25,8 @@ method, uri, headers, body?}` answered by `{uri, headers}`) and then sent as the
 - **Reused**: headers that vary per request (`Range`, the SDK's invocation ids, User-Agent) are never
   shown to the signer (SigV4 needs only the headers it signs, and S3 requires only `x-amz-*` ones to
   be signed), so one signature of a GET or HEAD serves every read of that object. Such an answer is
-  kept only while the signer allows it (`Cache-Control: private`, as Iceberg Java's
-  `S3V4RestSignerClient` reads it) and never past the signature's validity (its `X-Amz-Date` + 15
+  kept only while the signer allows it (`Cache-Control: private`, as Iceberg's Java
+  signer client, `S3V4RestSignerClient`, reads it) and never past the signature's validity (its `X-Amz-Date` + 15
   minutes, or a presigned URL's `X-Amz-Expires`) minus `SIGNATURE_MARGIN_S`, keyed by table, signer,
   method, URL and every header the signer saw: it is never used for another table, method or
   object. The FileIO drops an entry S3 refused (403) and signs that request once more (`forget`).

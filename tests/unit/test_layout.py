@@ -121,7 +121,7 @@ LAYERS = (
     ("lakehouse",),      # the embedded catalog server
     ("credentials",),    # refresh knobs and user sources, both runtimes
     ("spark",),          # Spark setup and the one Py4J boundary
-    ("pyiceberg_ext",),  # PyIceberg jobs
+    ("pyiceberg_ext", "clients"),  # PyIceberg jobs; the other engines' connections (DuckDB, Trino)
     ("governance",),     # maintenance, notifications, policies
     ("staging",),        # staged tables and their cleanup
     ("doctor",),
