@@ -51,14 +51,14 @@ class SecretMaskingFilter(logging.Filter):
         """Refreshed credentials (vended keys, refresh tokens): the oldest are forgotten first."""
         with self._lock:
             for value in values:
-                if value and len(value) >= 6:
+                if _maskable(value):
                     self._secrets[value] = None
 
     def pin(self, values: Iterable[str]) -> None:
         """Configured secrets (`secret_conf_values`): kept for the life of the process."""
         with self._lock:
             for value in values:
-                if value and len(value) >= 6 and value not in self._pinned:
+                if _maskable(value) and value not in self._pinned:
                     if len(self._pinned) >= _MAX_PINNED:
                         self._overflow = True
                         continue
@@ -82,6 +82,12 @@ class SecretMaskingFilter(logging.Filter):
         with self._lock:
             secrets = [*self._pinned, *self._secrets]
         return _mask(text, secrets) if secrets else text
+
+
+def _maskable(value: str) -> bool:
+    """Long enough, and not a plain word, to be masked wherever it appears: a short or alphabetic
+    value ("secret", "password") would mask ordinary text (by-value masking covers every log line)."""
+    return bool(value) and len(value) >= 8 and not value.isalpha()
 
 
 def _encodings(secret: str) -> set[str]:

@@ -576,4 +576,7 @@ def connection(b: Behaviour, emu: Emulator) -> dict:
         args["token"] = R2_TOKEN
     else:
         args["region"] = "us-east-1"
+        # SigV4 families vend no S3 keys: the user's own go to S3, and only to an endpoint the user
+        # names (a server-named one is refused), as on AWS, where it is the public default.
+        args["s3_endpoint"] = emu.s3_endpoint
     return args
