@@ -76,10 +76,7 @@ class LostAnswers:
         levels = self.identifier_to_tuple(namespace)  # type: ignore[attr-defined]
         name = ".".join(levels)
 
-        def look() -> tuple[Landed, str]:
-            gone = not self.namespace_exists(levels)  # type: ignore[attr-defined]
-            return (Landed.YES, f"namespace {name} is gone") if gone else (Landed.PENDING, f"namespace {name} is still there")
-
+        look = _gone(f"namespace {name}", lambda: self.namespace_exists(levels))  # type: ignore[attr-defined]
         self._looked_at(f"drop namespace {name}", lambda: base.drop_namespace(namespace), look, lambda: None, None)
 
     def create_table(self, identifier: str | Identifier, schema: Any, location: str | None = None,
@@ -109,10 +106,7 @@ class LostAnswers:
         ident = self.identifier_to_tuple(identifier)  # type: ignore[attr-defined]
         name = ".".join(ident)
 
-        def look() -> tuple[Landed, str]:
-            gone = not self.table_exists(ident)  # type: ignore[attr-defined]
-            return (Landed.YES, f"table {name} is gone") if gone else (Landed.PENDING, f"table {name} is still there")
-
+        look = _gone(f"table {name}", lambda: self.table_exists(ident))  # type: ignore[attr-defined]
         self._looked_at(f"drop table {name}", lambda: base.drop_table(identifier, purge_requested), look,
                         lambda: None, None)
 
@@ -179,3 +173,8 @@ class LostAnswers:
             return False
         ours_set = {k: v for k, v in properties.items() if k not in _RESERVED}
         return all(meta.properties.get(k) == v for k, v in ours_set.items()) and not meta.snapshots
+
+
+def _gone(what: str, exists: Callable[[], bool]) -> Callable[[], tuple[Landed, str]]:
+    """The look after a drop whose answer was lost: landed when `what` is gone, pending while it is there."""
+    return lambda: (Landed.PENDING, f"{what} is still there") if exists() else (Landed.YES, f"{what} is gone")

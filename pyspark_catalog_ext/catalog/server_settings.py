@@ -83,11 +83,11 @@ def table_io_properties(catalog: str, table: str, *, user: Mapping[str, Any], ca
     # A remote-signed table's S3 requests carry only the catalog's signer's signatures, no key of ours.
     issued = issued_stores(server) | ({"s3"} if signed else set())
     table_store = _STORE_OF_SCHEME.get(urlsplit(location or "").scheme.lower())
-    for key in [k for k in merged if store_of_endpoint_key(k)]:
-        store = store_of_endpoint_key(key) or ""
+    endpoints = {k: store for k in merged if (store := store_of_endpoint_key(k))}
+    for key, store in endpoints.items():
         if store in issued or (key in user and user[key] == merged[key]):
             continue
-        problem = _untrusted_endpoint(key, merged, user, trust)
+        problem = _untrusted_endpoint(key, store, merged, user, trust)
         if problem is None:
             continue
         del merged[key]
@@ -112,11 +112,11 @@ def without_code_keys(catalog: str, table: str, properties: Mapping[str, str]) -
     return {k: v for k, v in properties.items() if k not in named}
 
 
-def _untrusted_endpoint(key: str, merged: Mapping[str, Any], user: Mapping[str, Any], trust: TrustedOrigins) -> str | None:
-    """None when every URL `key` names in `merged` is on a trusted origin (the trust set, or an
-    endpoint the user configured for the same store); else the first untrusted origin (or the value's
-    problem)."""
-    store = store_of_endpoint_key(key)
+def _untrusted_endpoint(key: str, store: str, merged: Mapping[str, Any], user: Mapping[str, Any],
+                        trust: TrustedOrigins) -> str | None:
+    """None when every URL `key` (an endpoint of `store`) names in `merged` is on a trusted origin
+    (the trust set, or an endpoint the user configured for the same store); else the first untrusted
+    origin (or the value's problem)."""
     user_origins: set[Origin] = set()
     for user_key, value in user.items():
         if store_of_endpoint_key(user_key) == store:
