@@ -25,7 +25,9 @@ Control API (all thread-safe, effective immediately):
   exempt             set of access keys never rejected (e.g. the admin key)
   register_key(akid, issued_at=None)
   forwarded, rejected (Counter per key), forwarded_by_key (Counter), total_rejected,
-  log (last 10k requests: method, path, akid, status, expect, chunked), reset_counters()
+  log (last 10k requests: at, method, path, akid, status, expect, chunked, and for a refused
+      request signed_age: the key's age when the client signed it, from X-Amz-Date), reset_counters()
+  refusals_since(at)   the requests refused as expired since `at` (log entries)
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
 from email.utils import formatdate
 from urllib.parse import parse_qs, unquote, urlsplit
 from xml.sax.saxutils import escape
@@ -66,6 +69,16 @@ def access_key_of(path: str, authorization: str | None) -> str | None:
         return cred[0].split("/", 1)[0]
     legacy = query.get("AWSAccessKeyId")
     return legacy[0] if legacy else None
+
+
+def signed_at(path: str, headers) -> float | None:
+    """When a SigV4 request was signed (whole seconds, from its X-Amz-Date header or query
+    parameter), as a Unix time; None for anything else."""
+    stamp = headers.get("X-Amz-Date") or (parse_qs(urlsplit(path).query).get("X-Amz-Date") or [None])[0]
+    try:
+        return datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc).timestamp()
+    except (TypeError, ValueError):
+        return None
 
 
 class S3ExpiryProxy(ThreadedServer):
@@ -115,6 +128,10 @@ class S3ExpiryProxy(ThreadedServer):
         with self._lock:
             return sum(self.rejected.values())
 
+    def refusals_since(self, at: float) -> list[dict]:
+        """Requests refused as expired (not `deny_paths`) that reached the proxy at or after `at`."""
+        return [e for e in list(self.log) if e["at"] >= at and "signed_age" in e]
+
     def reset_counters(self):
         with self._lock:
             self.forwarded = 0
@@ -159,6 +176,8 @@ class S3ExpiryProxy(ThreadedServer):
         if self.is_expired(akid):
             with self._lock:
                 self.rejected[akid] += 1
+            signed, issued = signed_at(h.path, h.headers), self.issued_at(akid)
+            entry["signed_age"] = None if signed is None or issued is None else signed - issued
             entry["status"] = 403
             self._reject(h)
             return
