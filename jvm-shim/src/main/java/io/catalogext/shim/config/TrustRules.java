@@ -33,6 +33,9 @@ public final class TrustRules {
       strings(SPEC.path("server-settable").path("table").path("prefixes"));
 
   private static final List<String> CODE_SUFFIXES = strings(SPEC.path("metadata-code-keys").path("suffixes"));
+  /** The stores whose endpoint keys the spec lists, in its order. */
+  public static final List<String> STORES = List.of("s3", "gcs", "adls");
+  private static final List<String> ADLS_ENDPOINT_PREFIXES = strings(STORAGE.path("endpoints").path("adls-prefixes"));
 
   static {
     for (String group : new String[] {"credentials", "refresh-endpoints", "placement", "remote-signing"}) {
@@ -64,6 +67,24 @@ public final class TrustRules {
       return CATALOG_KEYS.contains(key) || CATALOG_PREFIXES.stream().anyMatch(key::startsWith);
     }
     return TABLE_KEYS.contains(key) || TABLE_PREFIXES.stream().anyMatch(key::startsWith);
+  }
+
+  /**
+   * "s3", "gcs" or "adls" when {@code key} says where that store's requests go (an endpoint, an ADLS
+   * authority or connection string); null otherwise. Python: {@code catalog/trust_rules.py store_of_endpoint_key}.
+   */
+  public static String storeOfEndpointKey(String key) {
+    if (key == null) {
+      return null;
+    }
+    for (String store : STORES) {
+      for (JsonNode k : STORAGE.path("endpoints").path(store)) {
+        if (k.asText().equals(key)) {
+          return store;
+        }
+      }
+    }
+    return ADLS_ENDPOINT_PREFIXES.stream().anyMatch(key::startsWith) ? "adls" : null;
   }
 
   /**

@@ -71,6 +71,8 @@ public final class ConfigCapture extends JsonDeserializer<ConfigResponse> {
             ((ObjectNode) props).remove(key);
           }
         });
+        // Storage endpoints on untrusted origins: only for tables whose answers vend that store's credentials.
+        ((ObjectNode) props).remove(session.endpoints.fromConfig(Json.stringMap(props)));
       }
     }
   }

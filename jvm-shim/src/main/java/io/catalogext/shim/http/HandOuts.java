@@ -99,7 +99,7 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
     // Where the answer names URLs on origins the user did not configure: for the one-line refusal,
     // should anything try to send credentials there (the transport and the S3 clients check).
     session.trust.noteServerUrls("a table answer's config", translated.config());
-    LoadTableResponse loaded = sealed(translated);
+    LoadTableResponse loaded = sealed(translated, displayName(tablePath, body));
     if (!ex.tableScoped()) {
       // The catalog's own (contextual) login, never a table's: what catalog reads and an entry with
       // no client of its own use.
@@ -213,14 +213,21 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
    * user makes are not taken from the answer, and the shim's S3 client factory (which does that
    * check) builds the table's S3 clients unless the user chose another.
    */
-  private LoadTableResponse sealed(LoadTableResponse loaded) {
-    Map<String, String> config = new HashMap<>(session.userOnly.forFileIo("a table answer's config", loaded.config()));
+  private LoadTableResponse sealed(LoadTableResponse loaded, String table) {
+    Map<String, String> allowed = session.userOnly.forFileIo("a table answer's config", loaded.config());
+    List<Map<String, String>> allowedCredentials = new ArrayList<>();
+    for (Credential c : loaded.credentials()) {
+      allowedCredentials.add(session.userOnly.credentialConfig("a table answer's storage-credentials", c.config()));
+    }
+    String location = loaded.tableMetadata() == null ? null : loaded.tableMetadata().location();
+    Map<String, String> config = new HashMap<>(session.endpoints.forTable(table, location, allowed, allowedCredentials));
     config.put(ShimKeys.SEALED_TRUSTED_ORIGINS, session.trust.sealed());
     config.put(ShimKeys.CATALOG_NAME, session.name);
     config.put(ShimKeys.CATALOG_SESSION, session.id);
     List<Credential> credentials = new ArrayList<>();
-    for (Credential c : loaded.credentials()) {
-      Map<String, String> cc = new HashMap<>(session.userOnly.credentialConfig("a table answer's storage-credentials", c.config()));
+    for (int i = 0; i < loaded.credentials().size(); i++) {
+      Credential c = loaded.credentials().get(i);
+      Map<String, String> cc = new HashMap<>(allowedCredentials.get(i));
       String token = c.config().get(ShimKeys.CAPTURED_REFRESH_TOKEN); // the answer's own storage-refresh-token
       if (token != null) {
         cc.put(ShimKeys.CAPTURED_REFRESH_TOKEN, token);
@@ -232,6 +239,17 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
         .addAllConfig(config)
         .addAllCredentials(credentials)
         .build();
+  }
+
+  /** The table as messages name it: namespace and name, from the path or the create/register body. */
+  private static String displayName(TablePath path, RESTRequest body) {
+    String table = path.table;
+    if (body instanceof CreateTableRequest) {
+      table = ((CreateTableRequest) body).name();
+    } else if (body instanceof RegisterTableRequest) {
+      table = ((RegisterTableRequest) body).name();
+    }
+    return String.join(".", path.namespace) + (table == null ? "" : "." + table);
   }
 
   /** The stage-create body again, pinned to the location the catalog chose, for re-staging. */

@@ -39,6 +39,8 @@ public final class CatalogSession {
   public final TrustedOrigins trust;
   /** The settings only the user makes (HTTP client, S3 client factory), as the user made them. */
   public final UserOnlySettings userOnly;
+  /** Storage endpoints server answers name, and which of them a table's FileIO may use. */
+  public final ServerEndpoints endpoints;
   /** catalog-ext.refresh.* of this catalog (the Python face sets them, or spark-conf does). */
   public final RefreshPolicy policy;
   /** Idempotency-Key, retries and reconciliation of this catalog's mutations. */
@@ -93,6 +95,7 @@ public final class CatalogSession {
     this.uri = props.get(CatalogProperties.URI);
     this.trust = TrustedOrigins.fromUserProperties(name, props);
     this.userOnly = UserOnlySettings.fromUserProperties(name, this.uri, props);
+    this.endpoints = new ServerEndpoints(name, props, this.trust);
     this.policy = RefreshPolicy.fromProperties(props);
   }
 

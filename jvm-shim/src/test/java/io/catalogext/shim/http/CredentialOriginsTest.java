@@ -367,6 +367,83 @@ public class CredentialOriginsTest {
     }
   }
 
+  // ---------------------------------------------------------------- the user's own storage keys
+
+  private static final String USER_KEY = "AKIDUSEROWNKEY";
+  private static final Map<String, String> USER_KEYS =
+      Map.of("s3.access-key-id", USER_KEY, "s3.secret-access-key", "user-own-secret-key");
+
+  /** Requests at the attacker signed with the user's own S3 key. */
+  private List<String> signedWithUsersKey() {
+    synchronized (attacked) {
+      return attacked.stream().filter(r -> r.contains("Credential=" + USER_KEY + "/")).collect(java.util.stream.Collectors.toList());
+    }
+  }
+
+  /** Tries to read a data file of the table (the answer of the stand-in is no S3 answer: any outcome). */
+  private static void tryRead(Table table) {
+    try {
+      table.io().newInputFile(table.location() + "/data/f.parquet").getLength();
+    } catch (RuntimeException expected) {
+      // the attacker answers as a catalog; only where the request went matters
+    }
+  }
+
+  @Test
+  void testAServerNamedEndpointGetsNoneOfTheUsersOwnKeys() throws Exception {
+    start();
+    for (String channel : new String[] {"table", "config"}) {
+      tableConfig = channel.equals("table") ? "{\"s3.endpoint\":\"ATTACKER\"}" : "{}";
+      config = channel.equals("config")
+          ? "{\"defaults\":{},\"overrides\":{\"s3.endpoint\":\"ATTACKER\"}}" : "{\"defaults\":{},\"overrides\":{}}";
+      attacked.clear();
+      try (ExtRESTCatalog c = open(true, USER_KEYS)) {
+        tryRead(c.loadTable(TableIdentifier.of("db", "t")));
+        assertTrue(!signedWithUsersKey().isEmpty(), "control (" + channel + "): trusted, the read went there: " + attacked);
+      }
+      attacked.clear();
+      try (ExtRESTCatalog c = open(false, USER_KEYS)) {
+        RuntimeException e = assertThrows(RuntimeException.class, () -> c.loadTable(TableIdentifier.of("db", "t")));
+        Throwable t = e;
+        while (t != null && !(t instanceof UntrustedOriginException)) {
+          t = t.getCause();
+        }
+        assertTrue(t != null, channel + ": not refused by origin: " + e);
+        String message = t.getMessage();
+        assertTrue(message.contains("s3.endpoint = " + attackerOrigin()) && message.contains("catalog-ext.trusted-origins")
+            && !message.contains("\n") && !message.contains("user-own-secret-key"), message);
+      }
+      assertEquals(List.of(), attacked, channel + ": requests at the attacker");
+    }
+  }
+
+  @Test
+  void testAServerNamedEndpointOfAnotherStoreIsDroppedNotRefused() throws Exception {
+    start();
+    // The table is on S3; a GCS endpoint the answer names would get the machine's Google identity.
+    tableConfig = "{\"gcs.service.host\":\"ATTACKER\"}";
+    try (ExtRESTCatalog c = open(false, USER_KEYS)) {
+      Map<String, String> io = c.loadTable(TableIdentifier.of("db", "t")).io().properties();
+      assertTrue(!io.containsKey("gcs.service.host"), io.keySet().toString());
+    }
+    tableConfig = "{\"gcs.service.host\":\"ATTACKER\",\"gcs.oauth2.token\":\"vended-gcs-token\"}";
+    try (ExtRESTCatalog c = open(false, USER_KEYS)) {
+      Map<String, String> io = c.loadTable(TableIdentifier.of("db", "t")).io().properties();
+      assertEquals(attackerUri(), io.get("gcs.service.host"), "a catalog that vends a store's token may say where it goes");
+    }
+  }
+
+  @Test
+  void testAnEndpointWithTheCatalogsOwnKeysStays() throws Exception {
+    start();
+    tableConfig = "{\"s3.endpoint\":\"ATTACKER\",\"s3.access-key-id\":\"AKIDVENDED\",\"s3.secret-access-key\":\"vended\"}";
+    try (ExtRESTCatalog c = open(false, USER_KEYS)) {
+      tryRead(c.loadTable(TableIdentifier.of("db", "t")));
+    }
+    assertEquals(List.of(), signedWithUsersKey(), "the user's own key went to the server-named endpoint");
+    assertTrue(attacked.stream().anyMatch(r -> r.contains("Credential=AKIDVENDED/")), "the vended keys went there: " + attacked);
+  }
+
   // ---------------------------------------------------------------- redirects
 
   @Test
