@@ -470,6 +470,50 @@ def test_a_lost_create_answer_with_someone_elses_table_there_is_a_one_line_confl
     assert "exists with other metadata than we sent" in text and "\n" not in text, text
 
 
+def _metadata_copy(lakehouse, table, location: str) -> str:
+    """A copy of `table`'s metadata file naming `location`, written there with the lakehouse's admin keys:
+    something to register (the lakehouse refuses a register at another table's location)."""
+    from pyiceberg.io import load_file_io
+    from pyiceberg.serializers import ToOutputFile
+
+    io = load_file_io({"s3.endpoint": lakehouse.info.s3_endpoint, "s3.access-key-id": lakehouse.info.access_key,
+                       "s3.secret-access-key": lakehouse.info.secret_key, "s3.region": "us-east-1",
+                       "s3.force-virtual-addressing": "false"})
+    path = f"{location}/metadata/00000-{uuidlib.uuid4()}.metadata.json"
+    ToOutputFile.table_metadata(table.metadata.model_copy(update={"location": location}), io.new_output(path))
+    return path
+
+
+def test_a_lost_register_answer_is_looked_at(lakehouse, plain):
+    """register_table, its answer lost after the catalog applied it: the table is there with the
+    metadata location we sent, so success, sent once. Registered already with another metadata file:
+    a one-line conflict. PyIceberg raised requests' raw ConnectionError for both."""
+    from pyiceberg.exceptions import TableAlreadyExistsError
+
+    from pyspark_catalog_ext.errors import CatalogConflictError
+
+    cat, proxy = plain
+    tag = uuidlib.uuid4().hex[:6]
+    source = cat.create_table(f"pyc.src_{tag}", SCHEMA)
+    source.append(rows(0, 10))
+    ours = _metadata_copy(lakehouse, cat.load_table(f"pyc.src_{tag}"), f"s3://warehouse/pyc/reg_{tag}")
+    before = len(proxy.entries())
+    _lose_answer(proxy, "POST", r"/namespaces/pyc/register$")
+    table = cat.register_table(f"pyc.reg_{tag}", ours)
+    assert proxy.faults.pending == 0 and table.metadata_location == ours
+    sent = [e for e in proxy.entries()[before:] if e["method"] == "POST" and e["path"].split("?")[0].endswith("/register")]
+    assert len(sent) == 1  # looked at, never repeated
+
+    other = _metadata_copy(lakehouse, cat.load_table(f"pyc.src_{tag}"), f"s3://warehouse/pyc/reg_{tag}")
+    _lose_answer(proxy, "POST", r"/namespaces/pyc/register$")  # upstream answers 409, the answer is lost
+    with pytest.raises(CatalogConflictError) as caught:
+        cat.register_table(f"pyc.reg_{tag}", other)
+    assert proxy.faults.pending == 0 and isinstance(caught.value, TableAlreadyExistsError)
+    text = str(caught.value)
+    assert "exists with another metadata file" in text and "\n" not in text, text
+    assert cat.load_table(f"pyc.reg_{tag}").metadata_location == ours
+
+
 def test_a_staged_create_commit_is_looked_at_not_repeated_on_polaris_1_7(polaris17):
     """Polaris 1.7.0 advertises a lifetime but does not replay a staged create's commit (assert-create):
     its lost answer is looked at (the table UUID), not repeated under the key into a 409."""
