@@ -152,6 +152,25 @@ def test_lost_answer_is_replayed_under_the_same_key(keyed, op):
         assert len(sent) >= 2
 
 
+def test_a_catalog_declared_to_replay_staged_create_commits_gets_them_repeated_under_the_key(lakehouse, keyed):
+    """What a catalog de-duplicates comes from its profile (catalog-ext.commit.deduplicated-operations).
+    Declared to replay every operation (the reference server here does), a staged create's commit whose
+    answer was lost is repeated under its key and replayed, not looked at as for the narrowest set."""
+    from pyspark_catalog_ext.catalog.commit_decision import table as decision_table
+
+    _, proxy, idem = keyed
+    every = ",".join(decision_table()["deduplicated_operations"]["operations"])
+    cat = pyiceberg_catalog(lakehouse, uri=proxy.url, **FAST_RETRY, **{"catalog-ext.commit.deduplicated-operations": every})
+    try:
+        replays = idem.replays
+        name = create_with_fault(cat, proxy, "pyk", "drop")
+        check_once(cat, "pyk", name, 100, 1)
+        sent = [e for e in proxy.log if e["kind"] == "commit" and e["table"] == f"pyk.{name}"]
+        assert idem.replays == replays + 1 and len(sent) == 2  # the repeat carried the key, got the stored answer
+    finally:
+        cat.close()
+
+
 def manifests(table) -> list[str]:
     """The manifest and manifest-list files under the table's metadata/ (listed with its current keys)."""
     from pyarrow.fs import FileSelector, FileType
