@@ -130,7 +130,7 @@ class LostAnswers:
                                          look, lambda: self.load_table(target), TableAlreadyExistsError)  # type: ignore[attr-defined]
         return renamed
 
-    def register_table(self, identifier: str | Identifier, metadata_location: str) -> Table:
+    def register_table(self, identifier: str | Identifier, metadata_location: str, overwrite: bool = False) -> Table:
         base: Any = super()
         ident = self.identifier_to_tuple(identifier)  # type: ignore[attr-defined]
         name = ".".join(ident)
@@ -142,10 +142,12 @@ class LostAnswers:
                 return Landed.PENDING, f"table {name} is not there"
             if now.metadata_location == metadata_location:
                 return Landed.YES, f"table {name} is registered with our metadata file"
+            if overwrite:  # the one there is what ours was to replace: not applied, or not yet
+                return Landed.PENDING, f"table {name} still has another metadata file"
             return Landed.NO, f"table {name} exists with another metadata file"
 
         registered: Table = self._looked_at(
-            f"register table {name}", lambda: base.register_table(identifier, metadata_location), look,
+            f"register table {name}", lambda: base.register_table(identifier, metadata_location, overwrite), look,
             lambda: self.load_table(ident), TableAlreadyExistsError)  # type: ignore[attr-defined]
         return registered
 
