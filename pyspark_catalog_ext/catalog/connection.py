@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
+from pyspark_catalog_ext.catalog.commit_policy import DEDUPLICATED
 from pyspark_catalog_ext.catalog.profiles import REMOTE_SIGNING, Profile, get_profile
 from pyspark_catalog_ext.errors import ConfigError, redact
 
@@ -202,6 +203,8 @@ class CatalogConnection:
             props["client.region"] = "us-east-1"  # R2 ignores the region but the AWS SDK insists on one
         if self.s3_endpoint:
             props["s3.endpoint"] = self.s3_endpoint
+        if self.profile.deduplicated_operations is not None:  # what the catalog replays under a key
+            props[DEDUPLICATED] = ",".join(self.profile.deduplicated_operations) or "none"
         for key, value in self.extra.items():  # what else the PyIceberg definition carries, as is
             props.setdefault(key, value)
         if shim and not self.remote_signing:  # remote signing holds no keys, so there is nothing to refresh

@@ -1,4 +1,4 @@
-"""Creates, drops and renames whose answer was lost, on the PyIceberg face: looked at, never repeated.
+"""Creates, drops, renames and registers whose answer was lost, on the PyIceberg face: looked at, never repeated.
 
 PyIceberg's RestCatalog sends each of these once and lets requests' raw `ConnectionError` through
 when the connection closes before the answer, although the catalog may have applied it. Such a
@@ -9,8 +9,9 @@ Idempotency-Key lifetime need not de-duplicate it (Polaris 1.7.0 answers a repea
 same rows the Spark shim's `MutationLook` follows) says what that means:
 
 * the change is there as we sent it (the namespace with our properties, the table with our columns,
-  partitioning, location and properties and no snapshot yet, the table gone, source gone and target
-  present): success, returned as PyIceberg would have;
+  partitioning, location and properties and no snapshot yet, a registered table with the metadata
+  location we sent, the table gone, source gone and target present): success, returned as PyIceberg
+  would have;
 * something else is there: a one-line `CatalogConflictError` (also PyIceberg's AlreadyExists type);
 * not visible, or unreadable: a one-line `CatalogUnavailableError` saying the change may have been
   applied (also a `requests.ConnectionError`, as PyIceberg raised).
@@ -49,8 +50,8 @@ _CAUSES = {"connection-reset": "connection closed before the answer", "read-time
 
 
 class LostAnswers:
-    """Mixin before PyIceberg's RestCatalog (in `CatalogClient`): its creates, drops and renames
-    survive a lost answer as the module says."""
+    """Mixin before PyIceberg's RestCatalog (in `CatalogClient`): its creates, drops, renames and
+    registers survive a lost answer as the module says."""
 
     safe_uri: str
 
@@ -128,6 +129,27 @@ class LostAnswers:
         renamed: Table = self._looked_at(f"rename table {names}", lambda: base.rename_table(from_identifier, to_identifier),
                                          look, lambda: self.load_table(target), TableAlreadyExistsError)  # type: ignore[attr-defined]
         return renamed
+
+    def register_table(self, identifier: str | Identifier, metadata_location: str, overwrite: bool = False) -> Table:
+        base: Any = super()
+        ident = self.identifier_to_tuple(identifier)  # type: ignore[attr-defined]
+        name = ".".join(ident)
+
+        def look() -> tuple[Landed, str]:
+            try:
+                now = self.load_table(ident)  # type: ignore[attr-defined]
+            except NoSuchTableError:
+                return Landed.PENDING, f"table {name} is not there"
+            if now.metadata_location == metadata_location:
+                return Landed.YES, f"table {name} is registered with our metadata file"
+            if overwrite:  # the one there is what ours was to replace: not applied, or not yet
+                return Landed.PENDING, f"table {name} still has another metadata file"
+            return Landed.NO, f"table {name} exists with another metadata file"
+
+        registered: Table = self._looked_at(
+            f"register table {name}", lambda: base.register_table(identifier, metadata_location, overwrite), look,
+            lambda: self.load_table(ident), TableAlreadyExistsError)  # type: ignore[attr-defined]
+        return registered
 
     # -- the rule ----------------------------------------------------------------------------------
     def _looked_at(self, what: str, send: Callable[[], _T], look: Callable[[], tuple[Landed, str]],

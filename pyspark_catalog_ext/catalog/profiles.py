@@ -51,6 +51,10 @@ class Profile:
         vendor's documented behaviour (tests/emulators), not against the vendor's server.
     no_remote_signing: why the vendor's catalog refuses remote signing (with its reference), or
         None; a remote-signing configuration for it is then refused up front, in one line.
+    deduplicated_operations: the operations the vendor's catalog replays under an Idempotency-Key
+        when it advertises a lifetime (names from commit-decisions.json's `deduplicated_operations`),
+        by family and release (`idempotency_source` says which); None = not known, so both runtimes
+        trust only the narrowest known set. Set as `catalog-ext.commit.deduplicated-operations`.
     """
 
     name: str
@@ -70,6 +74,8 @@ class Profile:
     emulated: bool = False
     notes: str = ""
     no_remote_signing: str | None = None
+    deduplicated_operations: tuple[str, ...] | None = None
+    idempotency_source: str = ""
 
     def needs_uri(self) -> bool:
         return self.uri_template is None or "<" in self.uri_template
@@ -122,6 +128,12 @@ _PROFILES = (
         emulated=True,
         notes="credential = <client-id>:<client-secret> of a Polaris principal",
         no_remote_signing="Polaris signs no S3 requests (apache/polaris PR #2280 is open)",
+        # 1.7.0, the first release with idempotency (opt-in: polaris.idempotency.enabled=true); earlier
+        # releases advertise no lifetime, so nothing is repeated under a key there anyway.
+        deduplicated_operations=("createTable", "updateTable"),
+        idempotency_source="Polaris 1.7.0 recorded (shared/catalogs/polaris-1.7.0-observed.json): createTable and "
+                           "updateTable without assert-create replayed; a staged create's commit and a namespace create "
+                           "answered 409, commitTransaction ran twice",
     ),
     Profile(
         name="lakekeeper",

@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark_catalog_ext.catalog.profiles import PROFILES, Profile
 
-__all__ = ["MATRIX_DIR", "EMULATED_DIR", "REAL_DIR", "REAL_SOURCE", "RECORD_ENV", "README_NOTES", "COLUMNS",
+__all__ = ["PARTIAL", "MATRIX_DIR", "EMULATED_DIR", "REAL_DIR", "REAL_SOURCE", "RECORD_ENV", "README_NOTES", "COLUMNS",
            "INVENTORY_COLUMNS", "WITHOUT", "STEP_TITLES", "save_matrix", "load_matrix", "load_emulated", "load_real",
            "capabilities", "doctor_record", "step_record",
            "stable_text", "diff_line", "check_emulated", "render_matrix", "render_matrix_notes",
@@ -47,7 +47,10 @@ STORE_TABLE_LINK = "[Doctor: stores](docs/doctor.md#stores-tested)"
 
 # What the user sees, per capability and per step of the user path.
 WORKS, DEGRADED, REFUSED, FAILS, NOT_PROBED, NOT_APPLICABLE = "works", "degraded", "refused", "fail", "not probed", "n/a"
-OUTCOMES = (WORKS, DEGRADED, REFUSED, FAILS, NOT_PROBED, NOT_APPLICABLE)
+#: A probe that passes for some of what it measures and not the rest (the doctor's summary starts
+#: "partial:", e.g. Idempotency-Key replayed for some operations only): not "works".
+PARTIAL = "partial"
+OUTCOMES = (WORKS, PARTIAL, DEGRADED, REFUSED, FAILS, NOT_PROBED, NOT_APPLICABLE)
 
 #: What the package does when the doctor finds a capability unsupported: (outcome, how or why).
 #: These are this package's documented fallbacks (docs/refresh.md, docs/commits.md, docs/staging.md).
@@ -169,13 +172,16 @@ def capabilities(report: Mapping[str, Any], refs: Mapping[str, str | None] | Non
     """A doctor JSON report reduced to what the user sees, per probe that ran: works; degraded
     (`how`: what the package does instead); refused (`why`); fail (the doctor's summary); or not
     probed (a prerequisite is missing). `doctor` keeps the probe's own one-line answer, `ref` the
-    reference of the documented behaviour (from `refs`, by probe id). Skipped probes are left out."""
+    reference of the documented behaviour (from `refs`, by probe id). Skipped probes are left out. A pass
+    whose summary says "partial:" is partial, with that summary, never "works"."""
     out: dict[str, dict[str, Any]] = {}
     for probe in report.get("probes", []):
         pid, status = str(probe["id"]), probe.get("status")
         summary = stable_text(probe.get("summary", ""))
-        if status == "pass":
-            cap: dict[str, Any] = {"outcome": WORKS}
+        if status == "pass" and summary.startswith(f"{PARTIAL}:"):
+            cap: dict[str, Any] = {"outcome": PARTIAL, "doctor": summary}
+        elif status == "pass":
+            cap = {"outcome": WORKS}
         elif status == "fail":
             cap = {"outcome": FAILS, "why": summary}
         elif status == "unsupported" and _NEEDS.match(summary):

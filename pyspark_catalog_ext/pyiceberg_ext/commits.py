@@ -121,9 +121,11 @@ class GuardedCommit:
         # De-duplication is trusted (a lost answer repeated under the key) only where advertised.
         self.key_lifetime_s = (min(idempotency_lifetime_s, MAX_KEY_LIFETIME_S)
                                if self.key is not None and idempotency_lifetime_s is not None else None)
-        # Whether a catalog that advertises a lifetime replays this commit: not a staged create's
-        # (assert-create), which Polaris 1.7.0 answers 409 on its repeat (commit-decisions.json `covered`).
-        self.covered = not any(isinstance(r, AssertCreate) for r in requirements)
+        # Whether a catalog that advertises a lifetime replays this commit (commit-decisions.json
+        # `covered`): the profile's de-duplicated operations, else the narrowest set, which leaves out
+        # a staged create's commit (assert-create: Polaris 1.7.0 answers its repeat 409).
+        creates = any(isinstance(r, AssertCreate) for r in requirements)
+        self.covered = policy.deduplicates("stagedCreateCommit" if creates else "updateTable")
         self.policy = policy
         self.headers = dict(headers or {})
         self.on_401 = on_401

@@ -207,3 +207,25 @@ def test_store_brings_the_sdk_bundle_and_refuses_the_other_stores(store, plain_i
         spark_conf("polaris", jars=None, store="hdfs", **args)
     with pytest.raises(ConfigError, match="holds no .* and its Ivy settings"):
         spark_conf("polaris", jars="packages", repository="/nowhere", store=store, **args)
+
+
+def test_profiles_declare_what_their_catalog_replays_under_an_idempotency_key():
+    """Polaris (1.7.0, the first release with idempotency) replays createTable and updateTable only: its
+    profile says so to both runtimes; a profile that declares nothing leaves the narrowest set."""
+    from pyspark_catalog_ext.catalog.commit_decision import table
+    from pyspark_catalog_ext.catalog.commit_policy import CommitPolicy
+    from pyspark_catalog_ext.catalog.connection import CatalogConnection
+
+    known = set(table()["deduplicated_operations"]["operations"])
+    for p in PROFILES.values():
+        assert set(p.deduplicated_operations or ()) <= known and bool(p.deduplicated_operations) == bool(p.idempotency_source), p.name
+    conn = CatalogConnection.resolve("polaris", uri="https://polaris.example/api/catalog", warehouse="w", credential="a:b")
+    knob = "catalog-ext.commit.deduplicated-operations"
+    assert conn.spark_properties()[knob] == conn.pyiceberg_properties()[knob] == "createTable,updateTable"
+    assert CommitPolicy.from_properties({knob: conn.spark_properties()[knob]}).deduplicated == {"createTable", "updateTable"}
+    conf = spark_conf("polaris", "p", jars=None, uri="https://polaris.example/api/catalog", warehouse="w", credential="a:b")
+    assert conf[f"spark.sql.catalog.p.{knob}"] == "createTable,updateTable"
+    local = CatalogConnection.resolve("nessie", uri="https://n.example/iceberg", warehouse="w", token="t")
+    assert knob not in local.spark_properties()
+    with pytest.raises(ConfigError, match=r"unknown operation dropEverything; use none or some of createTable, "):
+        CommitPolicy.from_properties({knob: "createTable,dropEverything"})

@@ -152,6 +152,25 @@ def test_lost_answer_is_replayed_under_the_same_key(keyed, op):
         assert len(sent) >= 2
 
 
+def test_a_catalog_declared_to_replay_staged_create_commits_gets_them_repeated_under_the_key(lakehouse, keyed):
+    """What a catalog de-duplicates comes from its profile (catalog-ext.commit.deduplicated-operations).
+    Declared to replay every operation (the reference server here does), a staged create's commit whose
+    answer was lost is repeated under its key and replayed, not looked at as for the narrowest set."""
+    from pyspark_catalog_ext.catalog.commit_decision import table as decision_table
+
+    _, proxy, idem = keyed
+    every = ",".join(decision_table()["deduplicated_operations"]["operations"])
+    cat = pyiceberg_catalog(lakehouse, uri=proxy.url, **FAST_RETRY, **{"catalog-ext.commit.deduplicated-operations": every})
+    try:
+        replays = idem.replays
+        name = create_with_fault(cat, proxy, "pyk", "drop")
+        check_once(cat, "pyk", name, 100, 1)
+        sent = [e for e in proxy.log if e["kind"] == "commit" and e["table"] == f"pyk.{name}"]
+        assert idem.replays == replays + 1 and len(sent) == 2  # the repeat carried the key, got the stored answer
+    finally:
+        cat.close()
+
+
 def manifests(table) -> list[str]:
     """The manifest and manifest-list files under the table's metadata/ (listed with its current keys)."""
     from pyarrow.fs import FileSelector, FileType
@@ -468,6 +487,50 @@ def test_a_lost_create_answer_with_someone_elses_table_there_is_a_one_line_confl
     assert isinstance(caught.value, TableAlreadyExistsError)  # PyIceberg's type too
     text = str(caught.value)
     assert "exists with other metadata than we sent" in text and "\n" not in text, text
+
+
+def _metadata_copy(lakehouse, table, location: str) -> str:
+    """A copy of `table`'s metadata file naming `location`, written there with the lakehouse's admin keys:
+    something to register (the lakehouse refuses a register at another table's location)."""
+    from pyiceberg.io import load_file_io
+    from pyiceberg.serializers import ToOutputFile
+
+    io = load_file_io({"s3.endpoint": lakehouse.info.s3_endpoint, "s3.access-key-id": lakehouse.info.access_key,
+                       "s3.secret-access-key": lakehouse.info.secret_key, "s3.region": "us-east-1",
+                       "s3.force-virtual-addressing": "false"})
+    path = f"{location}/metadata/00000-{uuidlib.uuid4()}.metadata.json"
+    ToOutputFile.table_metadata(table.metadata.model_copy(update={"location": location}), io.new_output(path))
+    return path
+
+
+def test_a_lost_register_answer_is_looked_at(lakehouse, plain):
+    """register_table, its answer lost after the catalog applied it: the table is there with the
+    metadata location we sent, so success, sent once. Registered already with another metadata file:
+    a one-line conflict. PyIceberg raised requests' raw ConnectionError for both."""
+    from pyiceberg.exceptions import TableAlreadyExistsError
+
+    from pyspark_catalog_ext.errors import CatalogConflictError
+
+    cat, proxy = plain
+    tag = uuidlib.uuid4().hex[:6]
+    source = cat.create_table(f"pyc.src_{tag}", SCHEMA)
+    source.append(rows(0, 10))
+    ours = _metadata_copy(lakehouse, cat.load_table(f"pyc.src_{tag}"), f"s3://warehouse/pyc/reg_{tag}")
+    before = len(proxy.entries())
+    _lose_answer(proxy, "POST", r"/namespaces/pyc/register$")
+    table = cat.register_table(f"pyc.reg_{tag}", ours)
+    assert proxy.faults.pending == 0 and table.metadata_location == ours
+    sent = [e for e in proxy.entries()[before:] if e["method"] == "POST" and e["path"].split("?")[0].endswith("/register")]
+    assert len(sent) == 1  # looked at, never repeated
+
+    other = _metadata_copy(lakehouse, cat.load_table(f"pyc.src_{tag}"), f"s3://warehouse/pyc/reg_{tag}")
+    _lose_answer(proxy, "POST", r"/namespaces/pyc/register$")  # upstream answers 409, the answer is lost
+    with pytest.raises(CatalogConflictError) as caught:
+        cat.register_table(f"pyc.reg_{tag}", other)
+    assert proxy.faults.pending == 0 and isinstance(caught.value, TableAlreadyExistsError)
+    text = str(caught.value)
+    assert "exists with another metadata file" in text and "\n" not in text, text
+    assert cat.load_table(f"pyc.reg_{tag}").metadata_location == ours
 
 
 def test_a_staged_create_commit_is_looked_at_not_repeated_on_polaris_1_7(polaris17):

@@ -17,6 +17,7 @@ from pyspark_catalog_ext.doctor.matrix import (
     EMULATED_DIR,
     NOT_APPLICABLE,
     OUTCOMES,
+    PARTIAL,
     README_NOTES,
     REFUSED,
     WITHOUT,
@@ -103,6 +104,24 @@ def test_a_doctor_report_reduces_to_works_degraded_refused_with_references() -> 
     assert caps["stage-commit"]["outcome"] == REFUSED and "atomic" in caps["stage-commit"]["why"]
     assert caps["re-stage"]["outcome"] == "not probed"
     assert caps["tables"] == {"outcome": "fail", "why": "POST <loopback>/v1/x answered 500 in <time>"}
+
+
+def test_a_partial_pass_is_recorded_and_shown_as_partial_never_works() -> None:
+    """The idempotency probe passes with "partial: ..." where a catalog replays some operations only
+    (Polaris 1.7.0 and main: createTable and updateTable); the matrix said "works" for it."""
+    summary = "partial: replayed for commit, create; staged-create commit refused (409); namespace create refused (409)"
+    report = {"summary": {"exit_code": 0}, "probes": [
+        {"id": "idempotency-advertised", "status": "pass", "summary": "lifetime PT5M"},
+        {"id": "idempotency-replay", "status": "pass", "summary": summary}]}
+    caps = doctor_record(report)["capabilities"]
+    assert caps["idempotency-advertised"] == {"outcome": WORKS}
+    assert caps["idempotency-replay"] == {"outcome": PARTIAL, "doctor": summary}
+    # The shipped recordings: no emulated catalog that replays only some operations says it works.
+    for entry_id, entry in load_emulated().items():
+        cap = entry["doctor"]["capabilities"].get("idempotency-replay", {})
+        if cap.get("outcome") in (WORKS, PARTIAL) and "only" in str(cap.get("ref")):
+            assert cap["outcome"] == PARTIAL and cap["doctor"].startswith("partial:"), (entry_id, cap)
+    assert re.search(r"works \[\d+\] / partial \[\d+\]", render_matrix())  # Polaris main: advertised / replayed
 
 
 def test_stable_text_keeps_statuses_and_drops_ports_ids_and_timings() -> None:

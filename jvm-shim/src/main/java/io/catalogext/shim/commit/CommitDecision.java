@@ -126,7 +126,7 @@ final class CommitDecision {
     final boolean earlierMayHaveReached; // an earlier attempt may have reached the server
     final Landed landed;
     // we sent a key, the server advertised a key lifetime and it de-duplicates this operation
-    // (CommitGuard#covered: Polaris 1.7.0 advertises one lifetime for every route, but replays only
+    // (DeduplicatedOperations: Polaris 1.7.0 advertises one lifetime for every route, but replays only
     // createTable and updateTable without assert-create)
     final boolean deduplicated;
     final boolean canRetry; // attempts, total time and key lifetime all allow one more

@@ -148,7 +148,8 @@ public final class CommitGuard {
         evidence.reusedKeys.incrementAndGet();
       }
     }
-    boolean deduplicated = policy.sendsKeys(keys.advertised()) && keys.lifetime() != null && covered(req);
+    boolean deduplicated = policy.sendsKeys(keys.advertised()) && keys.lifetime() != null
+        && policy.deduplicates(DeduplicatedOperations.of(req));
     evidence.mutations.incrementAndGet();
     long started = System.nanoTime();
     boolean mayHaveReached = false; // some earlier attempt may have reached the server
@@ -211,19 +212,6 @@ public final class CommitGuard {
               : failed(kind, req, failure, n);
       }
     }
-  }
-
-  /**
-   * Whether the catalog is trusted to de-duplicate this request under its key: a table commit
-   * without assert-create and a table create, what Polaris 1.7.0 replays although it advertises one
-   * lifetime for every route (it repeats a namespace create, a staged create's commit, a transaction,
-   * a drop, a rename). Every other mutation is looked at after a lost answer, never repeated blindly.
-   */
-  static boolean covered(Mutation req) {
-    if (req.body instanceof UpdateTableRequest) {
-      return !Reconciler.fingerprint((UpdateTableRequest) req.body).create;
-    }
-    return req.body instanceof CreateTableRequest && !((CreateTableRequest) req.body).stageCreate();
   }
 
   /** Whether another attempt fits the policy's bounds and, for a de-duplicated key, its lifetime. */

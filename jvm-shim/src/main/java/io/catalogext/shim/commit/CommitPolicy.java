@@ -29,13 +29,17 @@ public final class CommitPolicy {
   final long maxDelayMs;
   final long totalTimeoutMs;
   final Idempotency idempotency;
+  /** What the catalog replays under a key (the profile's, else the narrowest known set). */
+  final Set<String> deduplicated;
 
-  private CommitPolicy(int maxAttempts, long baseDelayMs, long maxDelayMs, long totalTimeoutMs, Idempotency idempotency) {
+  private CommitPolicy(int maxAttempts, long baseDelayMs, long maxDelayMs, long totalTimeoutMs, Idempotency idempotency,
+      Set<String> deduplicated) {
     this.maxAttempts = maxAttempts;
     this.baseDelayMs = baseDelayMs;
     this.maxDelayMs = maxDelayMs;
     this.totalTimeoutMs = totalTimeoutMs;
     this.idempotency = idempotency;
+    this.deduplicated = deduplicated;
   }
 
   /** The spec's defaults. */
@@ -61,7 +65,16 @@ public final class CommitPolicy {
         Knobs.longValue(props, PREFIX + "base-delay-ms"),
         Knobs.longValue(props, PREFIX + "max-delay-ms"),
         Knobs.longValue(props, PREFIX + "total-timeout-ms"),
-        Idempotency.valueOf(Knobs.choice(props, PREFIX + "idempotency").toUpperCase(Locale.ROOT)));
+        Idempotency.valueOf(Knobs.choice(props, PREFIX + "idempotency").toUpperCase(Locale.ROOT)),
+        DeduplicatedOperations.parse(props.get(DeduplicatedOperations.KNOB)));
+  }
+
+  /**
+   * Whether the catalog is trusted to replay this operation (a name from the decision table, or
+   * null for one it has no name for) under its key, once it advertises a lifetime.
+   */
+  boolean deduplicates(String operation) {
+    return operation != null && deduplicated.contains(operation);
   }
 
   /** Whether requests carry an Idempotency-Key, given whether the server advertises a key lifetime. */
@@ -100,6 +113,7 @@ public final class CommitPolicy {
   @Override
   public String toString() {
     return "CommitPolicy{maxAttempts=" + maxAttempts + ", delayMs=" + baseDelayMs + ".." + maxDelayMs
-        + ", totalTimeoutMs=" + totalTimeoutMs + ", idempotency=" + idempotency.name().toLowerCase(Locale.ROOT) + "}";
+        + ", totalTimeoutMs=" + totalTimeoutMs + ", idempotency=" + idempotency.name().toLowerCase(Locale.ROOT)
+        + ", deduplicated=" + String.join(",", deduplicated) + "}";
   }
 }

@@ -10,11 +10,11 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
  * Reads the specs both runtimes share (the Python package's {@code resources/*.json}, copied into
  * this jar beside the classes): the knob spec, the credential rules, the trust rules.
  */
-final class SharedSpecs {
+public final class SharedSpecs {
   private SharedSpecs() {}
 
   /** The JSON of {@code resource}; IllegalStateException naming it when the jar lacks it or it cannot be read. */
-  static JsonNode read(String resource) {
+  public static JsonNode read(String resource) {
     try (InputStream in = SharedSpecs.class.getResourceAsStream(resource)) {
       if (in == null) {
         throw new IllegalStateException(resource + " is missing from the shim jar: rebuild it with pyspark_catalog_ext.spark.shim_build");

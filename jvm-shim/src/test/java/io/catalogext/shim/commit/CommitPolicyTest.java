@@ -35,7 +35,7 @@ public class CommitPolicyTest {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> CommitPolicy.fromProperties(Map.of("catalog-ext.commit.max-atempts", "3", "other", "x")));
     assertEquals("Unknown catalog property catalog-ext.commit.max-atempts; known: catalog-ext.commit.base-delay-ms,"
-        + " catalog-ext.commit.idempotency, catalog-ext.commit.max-attempts, catalog-ext.commit.max-delay-ms,"
+        + " catalog-ext.commit.deduplicated-operations, catalog-ext.commit.idempotency, catalog-ext.commit.max-attempts, catalog-ext.commit.max-delay-ms,"
         + " catalog-ext.commit.total-timeout-ms", e.getMessage());
   }
 

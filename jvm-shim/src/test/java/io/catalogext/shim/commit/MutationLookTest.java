@@ -138,6 +138,57 @@ public class MutationLookTest {
     assertEquals(List.of(ROOT + "namespaces/db/tables/t", ROOT + "namespaces/db/tables/t2"), reads);
   }
 
+  // ------------------------------------------- what the profile says the catalog de-duplicates
+
+  private void deduplicates(String operations) {
+    guard.configure(Map.of("catalog-ext.commit.base-delay-ms", "0", "catalog-ext.commit.max-delay-ms", "0",
+        "catalog-ext.commit.deduplicated-operations", operations));
+    guard.setIdempotencyKeyLifetime("PT5M");
+  }
+
+  @Test
+  void testAProfileCoveringEveryOperationTrustsAKeyedRepeatOfANamespaceCreate() {
+    deduplicates("createTable,updateTable,stagedCreateCommit,commitTransaction,createNamespace,dropNamespace,"
+        + "updateNamespaceProperties,dropTable,renameTable,registerTable");
+    send("POST", ROOT + "namespaces", createNamespace(Map.of()), "lost", "ok");
+    assertEquals(2, sent.size(), "the catalog replays namespace creates: repeated under the key");
+    assertEquals(sent.get(0).get(IdempotencyKeys.HEADER), sent.get(1).get(IdempotencyKeys.HEADER));
+    assertEquals(List.of(), reads, "no look needed");
+
+    sent.clear();
+    send("DELETE", ROOT + "namespaces/db/tables/t", null, "lost", "ok");
+    assertEquals(2, sent.size(), "and drops");
+    assertEquals(List.of(), reads);
+  }
+
+  @Test
+  void testThePolarisProfilesSetLooksAtANamespaceCreate() {
+    deduplicates("createTable,updateTable"); // what the polaris profile sets (Polaris 1.7.0)
+    catalog.put(ROOT + "namespaces/db", Map.of());
+    send("POST", ROOT + "namespaces", createNamespace(Map.of()), "lost");
+    assertEquals(1, sent.size(), "looked up, not repeated into Polaris's 409");
+    assertEquals(List.of(ROOT + "namespaces/db"), reads);
+  }
+
+  @Test
+  void testACatalogThatReplaysNothingHasItsTableCreateLookedAt() {
+    deduplicates("none");
+    catalog.put(ROOT + "namespaces/db/tables/t", table(SCHEMA, Map.of()));
+    send("POST", ROOT + "namespaces/db/tables", createTable(Map.of()), "lost");
+    assertEquals(1, sent.size(), "createTable not replayed here: looked at, not repeated under the key");
+    assertEquals(List.of(ROOT + "namespaces/db/tables/t"), reads);
+  }
+
+  @Test
+  void testAnUnknownOperationNameIsOneLine() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> guard.configure(Map.of("catalog-ext.commit.deduplicated-operations", "createTable,dropEverything")));
+    assertEquals("Bad catalog property catalog-ext.commit.deduplicated-operations='createTable,dropEverything': unknown"
+        + " operation dropEverything; use none or some of createTable, updateTable, stagedCreateCommit,"
+        + " commitTransaction, createNamespace, dropNamespace, updateNamespaceProperties, dropTable, renameTable,"
+        + " registerTable", e.getMessage());
+  }
+
   // ---------------------------------------------------------------- helpers
 
   private static CreateNamespaceRequest createNamespace(Map<String, String> props) {
