@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
