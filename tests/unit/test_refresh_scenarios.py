@@ -179,6 +179,17 @@ def test_the_rows_are_many_unique_and_cover_every_group() -> None:
     assert any(p["state"]["staged"] for p in PLANS) and all(r["why"] for r in ROWS + PLANS)
 
 
+def test_the_expected_events_have_the_fields_the_rules_name() -> None:
+    """Every credentials.rejected a row expects has exactly the fields credential-rules.json's
+    `rejected-event` names (table and catalog are checked by neither replay: they name the row)."""
+    from pyspark_catalog_ext.credentials.rules import spec
+
+    fields = set(spec()["rejected-event"]["fields"]) - {"table", "catalog"}
+    expected = [e for r in ROWS for e in r["expect"].get("events", []) if e["type"] == "credentials.rejected"]
+    assert expected and all(set(e) - {"type"} == fields for e in expected)
+    assert any(e["stated_lifetime_ms"] is None for e in expected)  # present, null
+
+
 def test_docs_show_exactly_the_scenarios() -> None:
     doc = ROOT.joinpath("docs", "refresh.md").read_text()
     start, end = "<!-- refresh-scenarios.json: start -->\n", "<!-- refresh-scenarios.json: end -->"
