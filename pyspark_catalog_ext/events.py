@@ -36,7 +36,7 @@ from typing import Any
 
 from pyspark_catalog_ext.errors import ConfigError, redact
 
-__all__ = ["Event", "subscribe", "unsubscribe", "emit", "deliver", "stats", "add_source", "remove_source_pull", "JsonLinesSink",
+__all__ = ["Event", "NULL", "subscribe", "unsubscribe", "emit", "deliver", "stats", "add_source", "remove_source_pull", "JsonLinesSink",
            "WebhookSink", "QueuedSink"]
 
 log = logging.getLogger(__name__)
@@ -100,10 +100,16 @@ def unsubscribe(sink: Callable[[Event], Any]) -> None:
         close()
 
 
+#: A field value that is kept as JSON null (a plain None drops the field): for fields the schema
+#: says are always present and null when unknown, as the JVM's events carry them.
+NULL: Any = object()
+
+
 def emit(type_: str, **fields: Any) -> Event:
-    """Publish an event. Never raises and never waits on a sink's I/O."""
+    """Publish an event. Never raises and never waits on a sink's I/O. A None field is left out;
+    `NULL` keeps it, as null."""
     _run_before_emit()
-    return _fan_out(Event(type_, {k: _clean(v) for k, v in fields.items() if v is not None}))
+    return _fan_out(Event(type_, {k: None if v is NULL else _clean(v) for k, v in fields.items() if v is not None}))
 
 
 def _run_before_emit() -> None:

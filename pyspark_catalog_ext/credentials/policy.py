@@ -6,7 +6,6 @@ PyIceberg's refresher (`pyiceberg_ext`) applies it in Python.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -99,9 +98,8 @@ class RefreshPolicy:
         # A lifetime shorter than the margin: renew at half-life rather than immediately, forever.
         return at if at > fetched_at_s else fetched_at_s + lifetime / 2
 
-    def backoff(self, failures: int, rng: random.Random) -> float:
-        """Exponential backoff with jitter after `failures` consecutive failures (>= 1)."""
-        # Equal jitter: half of the capped exponential ceiling is fixed, half random. A pure formula
-        # (not tenacity's wait) because the refresher's fake-clock tests pass their own rng.
-        ceiling = min(self.max_backoff_s, self.initial_backoff_s * 2.0 ** min(max(0, failures - 1), 64))  # finite
-        return ceiling * 0.5 + ceiling * 0.5 * rng.random()
+    def backoff(self, failures: int) -> float:
+        """How long to wait after `failures` consecutive failed renewals (>= 1): the first backoff,
+        doubled per failure, capped at the longest, without jitter (credential-rules.json
+        `refresh-backoff`, as the shim's `RefreshPolicy.backoffMs`)."""
+        return min(self.max_backoff_s, self.initial_backoff_s * 2.0 ** min(max(0, failures - 1), 64))  # finite

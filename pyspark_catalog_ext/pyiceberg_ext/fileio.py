@@ -148,7 +148,7 @@ class RefreshingFileIO(FileIO):
         rejection = self._expired(exc, location, delegate)
         if rejection is None:
             return False
-        if attempt == _ATTEMPTS - 1 or (attempt > 0 and self._refresher.dead_on_arrival(self.entry, generation)):
+        if attempt == _ATTEMPTS - 1 or self._refresher.dead_on_arrival(self.entry, generation):
             raise self._refresher.rejected_again(self.entry, rejection) from exc
         self._refresher.rejected(self.entry, generation, rejection)
         return True
@@ -164,6 +164,7 @@ class RefreshingFileIO(FileIO):
             keys = self._current(location)
             try:
                 result = op(keys.delegate)
+                self.entry.accepted(keys.generation)
                 if rejected_at is not None:
                     self.entry.reactive_waits_s.append(time.monotonic() - rejected_at)
                 return keys, result
@@ -320,6 +321,7 @@ class _Stream:
         for attempt in range(_ATTEMPTS):
             try:
                 result = fn(self._stream)
+                self._io.entry.accepted(self._keys.generation)
                 if rejected_at is not None:
                     self._io.entry.reactive_waits_s.append(time.monotonic() - rejected_at)
                 return result

@@ -14,7 +14,6 @@ import collections
 import itertools
 import logging
 import os
-import random
 import threading
 import time
 import weakref
@@ -26,7 +25,7 @@ from pyspark_catalog_ext import events, knobs, logsafety
 from pyspark_catalog_ext.catalog.trust_rules import server_may_set
 from pyspark_catalog_ext.credentials import policy as policy_knobs
 from pyspark_catalog_ext.credentials.policy import RefreshPolicy
-from pyspark_catalog_ext.credentials.rules import cache_window_end_s, hard_margin_s
+from pyspark_catalog_ext.credentials.rules import cache_window_end_s, hard_margin_s, spec
 from pyspark_catalog_ext.credentials.sources import CredentialSource, user_answer
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, CredentialRefreshError, CredentialsRejectedError, redact
 from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, S3Prober
@@ -146,6 +145,14 @@ class TableCredentials:
         # when nobody asks again while the current keys hold (past the cache's window).
         self.cached_answers = 0
         self.not_before_s = 0.0
+        # The generation a reactive refresh installed and no store has accepted yet (None: none such):
+        # rejected too, refreshing cannot help (credential-rules.json `refreshing-cannot-help`).
+        self.reactive_unaccepted: int | None = None
+
+    def accepted(self, generation: int) -> None:
+        """A store accepted a request signed with the keys of `generation` (the hot path: one compare)."""
+        if self.reactive_unaccepted == generation:
+            self.reactive_unaccepted = None
 
     @property
     def name(self) -> str:
@@ -257,6 +264,15 @@ class TableCredentials:
         return f"TableCredentials({self.name!r}, generation={self.generation}, staged={self.staged})"
 
 
+#: Keys rejected younger than this were revoked, not short-lived: no lifetime is learned from them.
+LEARN_MIN_AGE_S = spec()["learn-lifetime"]["min-age-ms"] / 1000.0
+
+
+def _ms(seconds: float | None) -> Any:
+    """A lifetime as an event field: whole milliseconds, or null when unknown (present either way)."""
+    return events.NULL if seconds is None else int(seconds * 1000)
+
+
 def _who(rejection: Rejection) -> str:
     return "S3" if rejection.store_expired is None else "the store"
 
@@ -289,7 +305,6 @@ class CredentialRefresher:
         self.learned_lifetime_s: float | None = None
         self.prober = S3Prober()  # asks S3 for the code of a refusal that came without one
         self._chain = StrategyChain()
-        self._rng = random.Random()
         self._lock = threading.Lock()
         self._by_handle: weakref.WeakValueDictionary[str, TableCredentials] = weakref.WeakValueDictionary()
         self._by_identifier: weakref.WeakValueDictionary[tuple, TableCredentials] = weakref.WeakValueDictionary()
@@ -380,7 +395,7 @@ class CredentialRefresher:
                     f"refresh of {entry.name} failed: {type(exc).__name__}: {exc}")
                 entry.last_error = str(error)
                 entry.failures += 1
-                entry.retry_at_s = self.clock() + self.policy.backoff(entry.failures, self._rng)
+                entry.retry_at_s = self.clock() + self.policy.backoff(entry.failures)
                 raise error from None
             entry.last_error, entry.failures, entry.retry_at_s = None, 0, 0.0
             entry.last_strategy = answer["strategy"]
@@ -472,17 +487,13 @@ class CredentialRefresher:
             fetched_at, stated = entry.history.get(generation, (entry.fetched_at_s, entry.stated_lifetime_s))
             age = max(0.0, now - fetched_at)
             if entry.generation != generation:
-                # This wave was already answered with new keys; the old ones still tell how long they lived.
-                self._learn(age, stated if stated is not None else (self.policy.assumed_lifetime_s or None))
-                return
+                return  # this wave was already answered with new keys: it teaches nothing more (learn-lifetime)
             limit = int(self.policy.reactive_max_per_minute)
             while entry.reactive_at and entry.reactive_at[0] <= now - 60.0:
                 entry.reactive_at.popleft()
             allowed = len(entry.reactive_at) < limit
             events.emit("credentials.rejected", table=entry.name, catalog=self.catalog, error_code=rejection.code,
-                        key_age_ms=int(age * 1000), stated_lifetime_ms=None if stated is None else int(stated * 1000),
-                        reactive_refresh_started=allowed)
-            self._learn(age, stated if stated is not None else (self.policy.assumed_lifetime_s or None))
+                        key_age_ms=int(age * 1000), stated_lifetime_ms=_ms(stated), reactive_refresh=allowed)
             if not allowed:
                 knob = policy_knobs.KNOBS["reactive_max_per_minute"]
                 raise CredentialRefreshError(
@@ -490,11 +501,13 @@ class CredentialRefresher:
                     + (f"{knob} is 0" if limit == 0 else f"{len(entry.reactive_at)} reactive refreshes in the last minute reached {knob}={limit}")
                     + "; raise it, or shorten catalog-ext refresh timing (min-ahead, lifetime-fraction)")
             entry.reactive_at.append(now)
+            self._learn(age, stated, stated if stated is not None else (self.policy.assumed_lifetime_s or None))
             log.info("catalog-ext: %s rejected the keys of %s (%s) %.1f s after their fetch; refreshing now",
                      _who(rejection), entry.name, rejection.code, age)
             # Still under the lock: no other renewal can slip in between, so this is the wave's one request.
             if self.refresh(entry, generation, reader=True):
                 entry.reactive_refreshes += 1
+                entry.reactive_unaccepted = entry.generation
             else:
                 raise CredentialRefreshError(
                     f"{_who(rejection)} rejected the keys of {entry.name} ({rejection.code}) {age:.1f} s after their fetch, and the "
@@ -502,40 +515,34 @@ class CredentialRefresher:
                     f"{max(0.0, entry.not_before_s - now):.0f} s from now); the keys die sooner than the catalog says: "
                     "check its credential lifetime and cache setting")
 
-    def _learn(self, age_s: float, stated_s: float | None) -> None:
-        # The keys lived `age_s` at most; learn it when shorter than promised (floor: a second, so a
-        # catalog whose keys die at once does not make the scheduler renew without pause).
-        if stated_s is not None and age_s >= stated_s:
+    def _learn(self, age_s: float, stated_s: float | None, scheduled_s: float | None) -> None:
+        # The keys lived `age_s` at most; learn it when shorter than promised. Keys rejected younger
+        # than a second were revoked, not short-lived: they teach nothing (credential-rules.json
+        # `learn-lifetime`, the shim's `RejectionLedger.MIN_LEARNED_LIFETIME_MS`).
+        # `scheduled_s`: the lifetime the keys were scheduled by (stated, else assumed; None: endless).
+        if age_s < LEARN_MIN_AGE_S or (scheduled_s is not None and age_s >= scheduled_s):
             return
-        observed = max(1.0, age_s)
+        observed = age_s
         if self.learned_lifetime_s is not None and observed >= self.learned_lifetime_s:
             return
         self.learned_lifetime_s = observed
         log.warning("catalog-ext: keys of catalog %s live about %.1f s (stated: %s); renewing by that from now on",
                     self.catalog, observed, "none" if stated_s is None else f"{stated_s:.1f} s")
-        events.emit("credentials.lifetime-learned", catalog=self.catalog,
-                    stated_lifetime_ms=None if stated_s is None else int(stated_s * 1000),
+        events.emit("credentials.lifetime-learned", catalog=self.catalog, stated_lifetime_ms=_ms(stated_s),
                     observed_lifetime_ms=int(observed * 1000))
 
     def dead_on_arrival(self, entry: TableCredentials, generation: int) -> bool:
-        """Were the keys of `generation`, rejected on a retry, still the newest and young: younger than
-        half the shortest lifetime this catalog's keys were seen to live (or than half the stated one)?
-        Then a refresh cannot help. Older ones just died again (a slow machine): another refresh may."""
-        if entry.generation != generation:
-            return False  # someone renewed since: try those
-        fetched_at, stated = entry.history.get(generation, (entry.fetched_at_s, entry.stated_lifetime_s))
-        lifetime = self.learned_lifetime_s or stated or self.policy.assumed_lifetime_s or float("inf")
-        return self.clock() - fetched_at < lifetime / 2
+        """Are the rejected keys of `generation` the newest, handed out by a reactive refresh, and never
+        accepted by a store? Then refreshing cannot help (credential-rules.json `refreshing-cannot-help`,
+        the shim's `TableEntry.onRejected`). Keys that worked once and died again may be renewed again."""
+        return entry.generation == generation and entry.reactive_unaccepted == generation
 
     def rejected_again(self, entry: TableCredentials, rejection: Rejection) -> CredentialsRejectedError:
         """The one-line error for keys rejected again right after a refresh: refreshing cannot help."""
         stated = entry.stated_lifetime_s
         age = max(0.0, self.clock() - entry.fetched_at_s)
         knob = policy_knobs.KNOBS["max_clock_skew_s"]
-        entry.rejections += 1
-        events.emit("credentials.rejected", table=entry.name, catalog=self.catalog, error_code=rejection.code,
-                    key_age_ms=int(age * 1000), stated_lifetime_ms=None if stated is None else int(stated * 1000),
-                    reactive_refresh_started=False)
+        entry.rejections += 1  # no event: it is the caller's error, as the shim's (credential-rules.json `rejected-event`)
         return CredentialsRejectedError(
             f"{_who(rejection)} rejected the keys of {entry.name} again ({rejection.code}) right after a refresh: "
             f"stated lifetime {'none' if stated is None else f'{stated:.1f} s'}, observed {age:.1f} s; "

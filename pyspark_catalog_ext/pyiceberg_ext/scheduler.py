@@ -7,7 +7,6 @@ It backs off after failures while the old credentials are still valid.
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -54,7 +53,6 @@ class RefreshScheduler:
     list_tables: Callable[[], Iterable[TableState]]
     refresher: Refresher
     clock: Callable[[], float] = time.time
-    rng: random.Random = field(default_factory=random.Random)
     _backoff: dict[str, _Backoff] = field(default_factory=dict)
 
     def due(self, table: TableState, now: float) -> bool:
@@ -82,7 +80,7 @@ class RefreshScheduler:
             except Exception as exc:  # noqa: BLE001 - any source failure is retried with backoff
                 state = self._backoff.setdefault(table.handle, _Backoff())
                 state.failures += 1
-                delay = self.policy.backoff(state.failures, self.rng)
+                delay = self.policy.backoff(state.failures)
                 state.next_attempt_s = now + delay
                 state.last_error = str(exc)
                 remaining = table.expires_at_s - now

@@ -158,6 +158,10 @@ class StrategyChain:
         self._unsupported: TTLCache[str, bool] = TTLCache(maxsize=max(1, len(strategies)),
                                                           ttl=self.FORGET_MISSING_AFTER_S, timer=timer)
 
+    def mark_missing(self, name: str) -> None:
+        """The catalog lacks strategy `name`'s endpoint: not tried again for `FORGET_MISSING_AFTER_S`."""
+        self._unsupported[name] = True
+
     def plan(self, req: TableRequest) -> list[Strategy]:
         return [s for s in self._strategies if s.applies(req) and s.name not in self._unsupported]
 
@@ -171,7 +175,7 @@ class StrategyChain:
                 return answer
             except (CatalogNotFoundError, CatalogUnsupportedError) as exc:
                 if strategy.name == "credentials-endpoint":
-                    self._unsupported[strategy.name] = True  # the catalog has no such endpoint
+                    self.mark_missing(strategy.name)  # the catalog has no such endpoint
                 failures.append(f"{strategy.name} failed: {exc}")
             except (CatalogAuthError, CatalogError) as exc:
                 failures.append(f"{strategy.name} failed: {exc}")

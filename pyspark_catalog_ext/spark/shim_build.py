@@ -45,8 +45,10 @@ DECISION_TABLE = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[1]
 CREDENTIAL_RULES = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[2]
 #: Who may decide what: user URL keys, what a server answer may set (see pyspark_catalog_ext.catalog.trust_rules).
 TRUST_RULES = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[3]
+#: The refresh engine's timelines both runtimes replay (see pyspark_catalog_ext.credentials.scenarios).
+REFRESH_SCENARIOS = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[4]
 #: The shared specs packaged into the shim jar, next to the classes that read them (one copy in git).
-SHARED_SPECS = (KNOB_SPEC, DECISION_TABLE, CREDENTIAL_RULES, TRUST_RULES)
+SHARED_SPECS = (KNOB_SPEC, DECISION_TABLE, CREDENTIAL_RULES, TRUST_RULES, REFRESH_SCENARIOS)
 PACKAGED_SHIM = Path(__file__).resolve().parent.parent / "_jars" / SHIM_JAR_NAME
 HASH_ATTRIBUTE = shim_maven.HASH_ATTRIBUTE
 _INSTALL_HINT = "install a JDK >= 11 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to one"

@@ -23,9 +23,10 @@ SHIM_JAR_NAME = "catalog-ext-shim.jar"
 # The manifest attribute holding the hash of the sources a jar was built from.
 HASH_ATTRIBUTE = "Catalog-Ext-Source-Hash"
 # The package's resources (pyspark_catalog_ext/resources/) the jar carries beside its classes, as
-# jvm-shim/pom.xml's <resources> names them: the catalog-ext.* knob spec, the commit decision table
-# and the credential rules.
-SHARED_SPEC_NAMES = ("catalog-ext-knobs.json", "commit-decisions.json", "credential-rules.json", "trust-rules.json")
+# jvm-shim/pom.xml's <resources> names them: the catalog-ext.* knob spec, the commit decision table,
+# the credential rules, the trust rules and the refresh engine's timelines.
+SHARED_SPEC_NAMES = ("catalog-ext-knobs.json", "commit-decisions.json", "credential-rules.json", "trust-rules.json",
+                     "refresh-scenarios.json")
 BUILD_TOOLS_HINT = "install a JDK >= 11 and Maven >= 3.8 (e.g. apt-get install openjdk-17-jdk-headless maven)"
 
 

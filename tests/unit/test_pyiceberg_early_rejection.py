@@ -183,15 +183,15 @@ def test_scan_and_append_survive_keys_dying_early(lakehouse, catalog_proxy, unst
 
         rejected = [e for e in seen if e.type == "credentials.rejected"]
         assert all(e.fields["error_code"] == "ExpiredToken" for e in rejected)
-        assert all(e.fields["reactive_refresh_started"] for e in rejected)  # within the rate limit
+        assert all(e.fields["reactive_refresh"] for e in rejected)  # within the rate limit
         if mode == "unstated":
-            assert all("stated_lifetime_ms" not in e.fields for e in rejected)  # null: emit drops it
+            assert all(e.fields["stated_lifetime_ms"] is None for e in rejected)  # present, null: none stated
         else:
             assert all(abs(e.fields["stated_lifetime_ms"] - LIFETIME * 1000) < 500 for e in rejected)
         # A lifetime is learned from keys rejected younger than stated (how early a stream notices depends
         # on when it next reads: on a loaded machine, after the stated lifetime; the dead-keys test is exact).
         learned = [e for e in seen if e.type == "credentials.lifetime-learned"]
-        assert all(e.fields["observed_lifetime_ms"] < e.fields.get("stated_lifetime_ms", 3_600_000) for e in learned)
+        assert all(e.fields["observed_lifetime_ms"] < (e.fields["stated_lifetime_ms"] or 3_600_000) for e in learned)
     finally:
         calm(s3_proxy)
         cat.close()
@@ -217,10 +217,11 @@ def test_keys_dead_on_every_refresh_end_in_one_line(lakehouse, catalog_proxy, s3
         assert "catalog-ext.refresh.max-clock-skew-ms" in message, message
         assert took < 10, f"{took:.1f}s to give up"
         row = status_of(cat, "db_early.many")
-        # One reactive refresh, then the error (two when the machine is so slow that the new keys were
-        # half a learned lifetime old when rejected: they may just have died again).
+        # One reactive refresh, whose keys no store accepted: then the error (two when a background
+        # renewal fell in between: keys it fetched are not a reactive refresh's).
         assert 1 <= row["reactive_refreshes"] - before["reactive"] <= 2, row
-        assert row["learned_lifetime_s"] is not None and row["learned_lifetime_s"] < LIFETIME, row
+        # Keys dead younger than 1 s were revoked, not short-lived: they teach no lifetime (learn-lifetime).
+        assert row["learned_lifetime_s"] is None or row["learned_lifetime_s"] < LIFETIME, row
         assert catalog_requests(catalog_proxy, "db_early.many") - before["requests"] == \
             sum(row["refreshes_by_strategy"].values()) - before["renewals"]  # (+ a background renewal, if one fell due)
         print("early-rejection:", {"job": "dead keys", "io": io, "seconds_to_error": round(took, 2)})

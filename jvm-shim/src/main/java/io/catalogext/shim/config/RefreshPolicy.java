@@ -102,7 +102,11 @@ public final class RefreshPolicy implements Serializable {
     return props.containsKey(key) ? Knobs.fractionValue(props, key) : fallback;
   }
 
-  /** Wait before the next attempt after {@code failures} consecutive failures (capped). */
+  /**
+   * Wait before the next attempt after {@code failures} consecutive failures: the first backoff doubled
+   * per failure, capped, without jitter (credential-rules.json {@code refresh-backoff}; PyIceberg's
+   * {@code RefreshPolicy.backoff} is the same).
+   */
   public long backoffMs(int failures) {
     long backoff = initialBackoffMs << Math.min(Math.max(failures - 1, 0), 20);
     return Math.min(maxBackoffMs, backoff);

@@ -8,6 +8,7 @@ import io.catalogext.shim.util.DaemonThreads;
 
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -36,6 +37,8 @@ final class RefreshFlight {
   private final CredentialSlots.Snapshots snapshots;
   private final RefreshPolicy policy;
   private final Clock clock;
+  /** Where background refreshes run: the shared daemon pool (a test's fake clock: the caller's thread). */
+  private final Executor async;
 
   private final Object lock = new Object();
   private final AtomicLong generation = new AtomicLong();
@@ -61,6 +64,12 @@ final class RefreshFlight {
 
   RefreshFlight(RefreshSubject subject, EntryRefresher source, CredentialSlots slots, CredentialSlots.Snapshots snapshots,
       RefreshPolicy policy, Clock clock) {
+    this(subject, source, slots, snapshots, policy, clock, ASYNC);
+  }
+
+  RefreshFlight(RefreshSubject subject, EntryRefresher source, CredentialSlots slots, CredentialSlots.Snapshots snapshots,
+      RefreshPolicy policy, Clock clock, Executor async) {
+    this.async = async;
     this.subject = subject;
     this.source = source;
     this.slots = slots;
@@ -106,7 +115,7 @@ final class RefreshFlight {
     if (clock.nowMs() < nextAttemptAtMs || !asyncInFlight.compareAndSet(false, true)) {
       return;
     }
-    ASYNC.execute(() -> {
+    async.execute(() -> {
       try {
         refreshIfGeneration(seen, -1);
       } catch (Exception e) {

@@ -1,5 +1,6 @@
 package io.catalogext.shim.refresh;
 
+import io.catalogext.shim.config.CredentialRules;
 import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.events.EventLog;
@@ -20,8 +21,8 @@ import org.slf4j.LoggerFactory;
  */
 final class RejectionLedger {
   private static final Logger LOG = LoggerFactory.getLogger(RejectionLedger.class);
-  /** Keys rejected younger than this (revoked, not expired) do not shorten the learned lifetime. */
-  static final long MIN_LEARNED_LIFETIME_MS = 1_000L;
+  /** Keys rejected younger than this (revoked, not expired) do not shorten the learned lifetime (the shared spec's). */
+  static final long MIN_LEARNED_LIFETIME_MS = CredentialRules.LEARN_MIN_AGE_MS;
 
   private final RefreshSubject subject;
   private final RefreshPolicy policy;

@@ -8,6 +8,7 @@ import io.catalogext.shim.util.Json;
 
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Executor;
 import java.util.function.Consumer;
 import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.credentials.Credential;
@@ -60,6 +61,12 @@ public final class TableEntry implements RefreshSubject {
   /** A driver's entry, scheduled by what its catalog session learned ({@code clocks}). */
   public TableEntry(String handle, TableContext context, RefreshPolicy policy, EntryRefresher source, Clock clock,
       ServerClocks clocks) {
+    this(handle, context, policy, source, clock, clocks, null);
+  }
+
+  /** As above, background refreshes run by {@code async} (null: the shared pool): a fake clock's test runs them inline. */
+  TableEntry(String handle, TableContext context, RefreshPolicy policy, EntryRefresher source, Clock clock,
+      ServerClocks clocks, Executor async) {
     this.handle = handle;
     this.context = context;
     this.policy = policy;
@@ -67,7 +74,9 @@ public final class TableEntry implements RefreshSubject {
     this.clock = clock;
     this.clocks = clocks;
     this.schedule = new RefreshSchedule(policy, clock.nowMs());
-    this.flight = new RefreshFlight(this, source, slots, this::snapshotOf, policy, clock);
+    this.flight = async == null
+        ? new RefreshFlight(this, source, slots, this::snapshotOf, policy, clock)
+        : new RefreshFlight(this, source, slots, this::snapshotOf, policy, clock, async);
     this.ledger = new RejectionLedger(this, policy, clocks);
     this.replies = new ExecutorReplies(slots, flight, clock, schedule::used);
   }

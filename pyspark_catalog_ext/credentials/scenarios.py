@@ -1,0 +1,75 @@
+"""The shared timelines of the credential-refresh engine (`resources/refresh-scenarios.json`):
+schedule, hard margin, single flight, backoff, same-keys answers, reactive waves, learned lifetime,
+"refreshing cannot help", clock skew and the strategy plan, on a fake clock. Both runtimes replay
+every row (tests/unit/test_refresh_scenarios.py here, the shim's RefreshScenariosTest.java), and
+docs/refresh.md shows them as rendered by `markdown_table()`."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SCENARIOS_PATH", "scenarios", "markdown_table"]
+
+SCENARIOS_PATH = Path(__file__).resolve().parent.parent / "resources" / "refresh-scenarios.json"
+
+
+@lru_cache(maxsize=1)
+def scenarios() -> dict[str, Any]:
+    return json.loads(SCENARIOS_PATH.read_text())
+
+
+def _step(step: dict[str, Any]) -> str:
+    text = f"{step['at'] / 1000:g} s {step['do']}"
+    if step.get("times", 1) > 1:
+        text += f" ×{step['times']}"
+    if "keys" in step:
+        text += f" ({step['keys']})"
+    if "requests" in step:
+        text += f" → {step['requests']}"
+    if "error" in step:
+        text += f" → **{step['error']}**"
+    return text
+
+
+def _ms(value: int | None) -> str:
+    return "none" if value is None else f"{value / 1000:g} s"
+
+
+def markdown_table() -> str:
+    """The timelines and the plans as the Markdown tables docs/refresh.md shows (checked by a unit test)."""
+    spec = scenarios()
+    lines = ["| id | keys, policy | catalog answers | steps (→ catalog requests so far) | requests | learned | events | why |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in spec["timelines"]:
+        setup = [f"keys {_ms(r['keys-lifetime-ms'])}"]
+        setup += [f"{k} {v}" for k, v in r.get("policy", {}).items()]
+        if "catalog-skew-ms" in r:
+            setup.append(f"catalog clock {r['catalog-skew-ms'] / 1000:+g} s")
+        answers = ", ".join(a["answer"] + (f" {_ms(a['lifetime-ms'])}" if a["answer"] == "new" else "")
+                            for a in r.get("catalog", [])) or "new"
+        expect = r["expect"]
+        events = "; ".join(e["type"].split(".")[1] + "(" + ", ".join(f"{k}={json.dumps(v)}" for k, v in e.items()
+                                                                     if k != "type") + ")"
+                           for e in expect.get("events", [])) or "—"
+        learned = _ms(expect.get("learned-lifetime-ms"))
+        lines.append(f"| {r['id']} | {', '.join(setup)} | {answers} | {'; '.join(_step(s) for s in r['steps'])} "
+                     f"| {expect['requests']} | {learned} | {events} | {r['why']} |")
+    lines += ["", "| id | staged | stage-create request | refresh endpoint | storage-refresh-token | missing endpoints "
+                  "| plan, in order | label |", "|---|---|---|---|---|---|---|---|"]
+    yes = {True: "yes", False: "no"}
+    for p in spec["plans"]:
+        s = p["state"]
+        missing = ", ".join(p.get("missing", [])) or "—"
+        if "after-ms" in p:
+            missing += f" ({p['after-ms'] / 1000:g} s ago)"
+        lines.append(f"| {p['id']} | {yes[s['staged']]} | {yes[s['stage-request']] if s['staged'] else '—'} "
+                     f"| {yes[s['refresh-endpoint']]} | {yes[s['refresh-token']]} | {missing} "
+                     f"| {', '.join(p['plan']) or 'none'} | {p['label']} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # python -m pyspark_catalog_ext.credentials.scenarios: the tables for docs/refresh.md
+    print(markdown_table(), end="")
