@@ -361,7 +361,8 @@ class Lakehouse:
             url = self.signer.url
             ports = {**info.ports, "signer": self.signer.port}
         else:
-            from pyspark_catalog_ext.lakehouse.guard import CatalogGuardProxy, LocationGuard
+            from pyspark_catalog_ext.lakehouse.catalog_proxy import CatalogGuardProxy
+            from pyspark_catalog_ext.lakehouse.guard import LocationGuard
             from pyspark_catalog_ext.lakehouse.tokens import CLIENT_ID
 
             # The admin pair may log in too (the lakehouse's own tooling): SeaweedFS accepts it anyway,
