@@ -27,7 +27,7 @@ from contextlib import ExitStack
 from dataclasses import replace
 from typing import Any
 
-from pyspark_catalog_ext.lakehouse.canonical import CATALOG_ROUTES, Refusal, Route, bad_request, canonical_body
+from pyspark_catalog_ext.lakehouse.canonical import CATALOG_ROUTES, Refusal, Route, canonical_body
 from pyspark_catalog_ext.lakehouse.filer import FilerAccess
 from pyspark_catalog_ext.lakehouse.locations import (
     Ident,
@@ -35,12 +35,12 @@ from pyspark_catalog_ext.lakehouse.locations import (
     entry_path,
     namespace_location,
     overlap,
-    parse_location,
     purged_dir,
     shown,
 )
 from pyspark_catalog_ext.lakehouse.plans import Change, Plan, Rename, RequestReader
-from pyspark_catalog_ext.lakehouse.proxy import MAX_CATALOG_BODY, TOKEN_PATH, UPSTREAM_TIMEOUT
+from pyspark_catalog_ext.lakehouse.proxy import TOKEN_PATH, UPSTREAM_TIMEOUT
+from pyspark_catalog_ext.lakehouse.storage import TableFiles
 from pyspark_catalog_ext.lakehouse.table_index import Namespace, NamespaceIndex, TableIndex
 from pyspark_catalog_ext.lakehouse.views import VIEW_ROUTES, answer_view
 
@@ -106,6 +106,7 @@ class LocationGuard:
         self._local = threading.local()
         self._listeners: list[Callable[[Ident], None]] = []
         self._reader = RequestReader(self)
+        self._files = TableFiles(self.s3_endpoint, access_key, secret_key)
 
     def __repr__(self) -> str:
         return f"<LocationGuard -> {self.catalog_uri}>"
@@ -185,6 +186,12 @@ class LocationGuard:
 
     def _build_index(self, namespace: Namespace) -> NamespaceIndex:
         """The stored tables of one namespace, listed and loaded now."""
+        with ThreadPoolExecutor(INDEX_THREADS, thread_name_prefix="guard-index") as pool:
+            tables = list(pool.map(self.load_stored, self._listed(namespace)))
+        return NamespaceIndex(t for t in tables if t is not None)
+
+    def _listed(self, namespace: Namespace) -> list[Ident]:
+        """The tables the catalog lists in a namespace (names only)."""
         bucket, levels = namespace
         idents: list[Ident] = []
         token: str | None = None
@@ -197,12 +204,16 @@ class LocationGuard:
                     raise OverflowError
             token = body.get("next-page-token")
             if not token:
-                break
-        else:
-            raise OverflowError
-        with ThreadPoolExecutor(INDEX_THREADS, thread_name_prefix="guard-index") as pool:
-            tables = list(pool.map(self.load_stored, idents))
-        return NamespaceIndex(t for t in tables if t is not None)
+                return idents
+        raise OverflowError
+
+    def _reconcile(self, namespace: Namespace) -> NamespaceIndex:
+        """The namespace's index, first matched against the catalog's list of names (tables the
+        index lacks or still holds are read again): what a drop, which deletes files, checks against."""
+        index = self._namespace_index(namespace)
+        listed = set(self._listed(namespace))
+        self._settle(listed.symmetric_difference(index.tables))
+        return self._index.get(namespace) or self._namespace_index(namespace)
 
     def _settle(self, idents: Iterable[Ident]) -> None:
         """Re-read these tables' entries after an answer that leaves them unknown (a lost or failed
@@ -262,8 +273,45 @@ class LocationGuard:
 
     def check(self, changes: list[Change], renames: list[Rename]) -> tuple[Refusal | None, dict[Ident, StoredTable]]:
         """None if these changes keep the rule (the caller holds their namespaces' locks), else the
-        refusal; and what was stored before for each changed table."""
+        refusal; and what was stored before for each changed table. When the index finds no
+        conflict but files show a table it may not know (storage.py), the namespaces are indexed
+        again from the catalog and checked once more."""
         namespaces = {(c.ident[0], c.ident[1]) for c in changes} | {(r.source[0], r.source[1]) for r in renames}
+        fresh = {ns for ns in namespaces if self._index.get(ns) is None}
+        refusal, before = self._check_indexed(namespaces, changes, renames)
+        if refusal is not None or fresh == namespaces:
+            return refusal, before
+        clue = self._unindexed_clue(changes, renames)
+        if clue is None:
+            return None, before
+        log.info("files at s3://%s may be a table the index does not know: indexing its namespace again", clue)
+        for namespace in namespaces:
+            self._index.forget(namespace)
+        return self._check_indexed(namespaces, changes, renames)
+
+    def _unindexed_clue(self, changes: list[Change], renames: list[Rename]) -> str | None:
+        """Where files show a table that may hold a place the index found free, or None."""
+        for change in changes:
+            ns_dir = namespace_location(change.ident[0], change.ident[1])
+            # a staged table's commit and a register bring their own files
+            brings_files = change.kind == "create" and change.what != "create"
+            expected = (change.metadata_dir,) if change.metadata_dir else ()
+            paths = [change.location]
+            if change.kind in ("create", "stage") and entry_path(change.ident) != change.location:
+                paths.append(entry_path(change.ident))
+            for path in paths:
+                clue = self._files.unindexed_table(path, ns_dir, expected, files_expected=brings_files and path == change.location)
+                if clue is not None:
+                    return clue
+        for rename in renames:
+            dest = rename.destination
+            clue = self._files.unindexed_table(entry_path(dest), namespace_location(dest[0], dest[1]))
+            if clue is not None:
+                return clue
+        return None
+
+    def _check_indexed(self, namespaces: set[Namespace], changes: list[Change],
+                       renames: list[Rename]) -> tuple[Refusal | None, dict[Ident, StoredTable]]:
         try:
             neighbours = self._neighbours(namespaces, changes, renames)
         except OverflowError:
@@ -302,28 +350,8 @@ class LocationGuard:
         return self._reader.plan(route, raw)
 
     def registered_location(self, metadata_location: str) -> str | Refusal:
-        """The location inside the metadata file a register call points at (read with the admin keys)."""
-        import boto3
-        from botocore.config import Config
-
-        bucket, key = metadata_location.split("/", 1)
-        s3 = boto3.client("s3", endpoint_url=self.s3_endpoint, region_name="us-east-1", aws_access_key_id=self._access_key,
-                          aws_secret_access_key=self._secret_key, config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}))
-        where = f"s3://{metadata_location}"
-        try:
-            obj = s3.get_object(Bucket=bucket, Key=key)
-            if int(obj.get("ContentLength") or 0) > MAX_CATALOG_BODY:
-                return bad_request(f"register: the metadata file {where} is too large")
-            location = json.loads(obj["Body"].read()).get("location")
-        except Exception:  # noqa: BLE001 - unreadable metadata: refused
-            return bad_request(f"register: the metadata file {where} cannot be read as Iceberg metadata")
-        # What the file says is never echoed (it would make the guard a reader of any file's content).
-        table_loc = parse_location(location, strict=True)
-        if table_loc is None:
-            return bad_request(f"register: the metadata file {where} names no plain s3://bucket/path table location")
-        if not metadata_location.startswith(table_loc + "/"):
-            return Refusal(403, "ForbiddenException", f"register: metadata {where} lies outside the table location it names")
-        return table_loc
+        """The location inside the metadata file a register call points at (storage.py)."""
+        return self._files.registered_location(metadata_location)
 
     # -- forwarding ---------------------------------------------------------------------------------
     def handle(self, route: Route, raw: bytes, send: Send) -> Answer:
@@ -388,7 +416,7 @@ class LocationGuard:
         with self._locked({namespace}):
             try:
                 table = self.load_stored(ident)
-                neighbours = _Neighbours([self._namespace_index(namespace)], {}) if table is not None else None
+                neighbours = _Neighbours([self._reconcile(namespace)], {}) if table is not None else None
             except Exception as exc:  # noqa: BLE001
                 return refused(Refusal(503, "ServiceUnavailableException", f"drop: the table could not be checked ({type(exc).__name__}); retry"))
             if table is not None and neighbours is not None:
@@ -503,17 +531,12 @@ class LocationGuard:
 
     def _remove_entry(self, ident: Ident) -> str | None:
         """Remove a new catalog entry without deleting files (see filer.py); None when done."""
-        import boto3
-        from botocore.config import Config
-
         if self._filer is None:
             return "this guard has no filer access"
-        bucket, key = entry_path(ident).split("/", 1)
-        s3 = boto3.client("s3", endpoint_url=self.s3_endpoint, region_name="us-east-1", aws_access_key_id=self._access_key,
-                          aws_secret_access_key=self._secret_key, config=Config(s3={"addressing_style": "path"}))
-        if s3.list_objects_v2(Bucket=bucket, Prefix=key + "/", MaxKeys=1).get("KeyCount", 0):
-            return f"files lie under its entry s3://{bucket}/{key}/"
-        why = self._filer.remove_empty_entry(f"/buckets/{bucket}/{key}")
+        entry = entry_path(ident)
+        if self._files.any_under(entry):
+            return f"files lie under its entry s3://{entry}/"
+        why = self._filer.remove_empty_entry(f"/buckets/{entry}")
         if why is None and self.load_stored(ident) is not None:
             return "the entry is still listed after its removal"
         return why
