@@ -20,14 +20,14 @@ import hashlib
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import replace
 from typing import Any
 
-from pyspark_catalog_ext.lakehouse.canonical import CATALOG_ROUTES, Refusal, Route, canonical_body
+from pyspark_catalog_ext.lakehouse.admin_catalog import MAX_LISTED, AdminCatalog
+from pyspark_catalog_ext.lakehouse.canonical import Refusal, Route
 from pyspark_catalog_ext.lakehouse.filer import FilerAccess
 from pyspark_catalog_ext.lakehouse.locations import (
     Ident,
@@ -39,7 +39,6 @@ from pyspark_catalog_ext.lakehouse.locations import (
     shown,
 )
 from pyspark_catalog_ext.lakehouse.plans import Change, Plan, Rename, RequestReader
-from pyspark_catalog_ext.lakehouse.proxy import TOKEN_PATH, UPSTREAM_TIMEOUT
 from pyspark_catalog_ext.lakehouse.storage import TableFiles
 from pyspark_catalog_ext.lakehouse.table_index import Namespace, NamespaceIndex, TableIndex
 from pyspark_catalog_ext.lakehouse.views import VIEW_ROUTES, answer_view
@@ -51,7 +50,6 @@ log = logging.getLogger("pyspark_catalog_ext.lakehouse.guard")
 WAREHOUSE = "warehouse"
 MAX_STAGED = 10_000  # staged tables remembered (they are not stored until committed)
 STAGED_SECONDS = 24 * 3600  # a staged table older than this is forgotten (a CTAS that never commits)
-MAX_LISTED = 100_000  # tables of one namespace indexed: beyond that the guard refuses rather than guess
 MAX_QUARANTINED = 10_000
 LOCK_STRIPES = 256  # one lock per namespace, striped: bounded memory, two namespaces rarely share one
 INDEX_THREADS = 4  # tables loaded at a time while a namespace's index is built
@@ -95,15 +93,13 @@ class LocationGuard:
         self.catalog_uri = catalog_uri.rstrip("/")
         self.s3_endpoint = s3_endpoint.rstrip("/")  # to read a registered table's metadata file
         self.warehouse = warehouse
-        self._access_key, self._secret_key = access_key, secret_key
+        self.catalog = AdminCatalog(self.catalog_uri, access_key, secret_key, warehouse)
         self._filer = filer
         self._staged: TTLCache = TTLCache(maxsize=MAX_STAGED, ttl=STAGED_SECONDS)  # Ident -> StoredTable (as staged)
         self._index = TableIndex()
         self._quarantined: TTLCache = TTLCache(maxsize=MAX_QUARANTINED, ttl=10 * 365 * 24 * 3600)  # Ident -> why
-        self._token: tuple[str, float] | None = None
         self._stripes = [threading.Lock() for _ in range(LOCK_STRIPES)]
         self._lock = threading.Lock()
-        self._local = threading.local()
         self._listeners: list[Callable[[Ident], None]] = []
         self._reader = RequestReader(self)
         self._files = TableFiles(self.s3_endpoint, access_key, secret_key)
@@ -121,47 +117,16 @@ class LocationGuard:
 
     # -- upstream ---------------------------------------------------------------------------------
     def session(self) -> Any:
-        """This thread's requests session to the upstream catalog (a Session is not thread-safe)."""
-        import requests
-
-        session = getattr(self._local, "session", None)
-        if session is None:
-            session = self._local.session = requests.Session()
-        return session
+        """This thread's requests session to the upstream catalog (admin_catalog.py)."""
+        return self.catalog.session()
 
     def authorization(self) -> str:
-        """`Bearer <token>` for SeaweedFS, with the admin keys; renewed after 30 min (tokens last 1 h)."""
-        with self._lock:
-            cached = self._token
-        if cached is not None and time.monotonic() < cached[1]:
-            return cached[0]
-        resp = self.session().post(self.catalog_uri + TOKEN_PATH, timeout=UPSTREAM_TIMEOUT, data={
-            "grant_type": "client_credentials", "client_id": self._access_key, "client_secret": self._secret_key, "scope": "catalog"})
-        resp.raise_for_status()
-        value = "Bearer " + resp.json()["access_token"]
-        with self._lock:
-            self._token = (value, time.monotonic() + 1800)
-        return value
-
-    def _call(self, method: str, route: Route, body: Any = None) -> Any:
-        """An admin call to SeaweedFS (canonical target); the JSON answer, None for 404."""
-        resp = self.session().request(method, self.catalog_uri + route.target(), timeout=UPSTREAM_TIMEOUT, allow_redirects=False,
-                                      headers={"Authorization": self.authorization(), "Content-Type": "application/json"},
-                                      data=canonical_body(body) if body is not None else None)
-        if resp.status_code == 404:
-            return None
-        resp.raise_for_status()
-        return resp.json() if resp.content else {}
-
-    def _route(self, name: str, ident: Ident | None = None, **query: str) -> Route:
-        spec = next(s for s in CATALOG_ROUTES if s.name == name)
-        bucket, namespace, table = ident or (self.warehouse, (), "")
-        return Route(spec.name, spec.method, spec.path, bucket, namespace, table, query=tuple(query.items()))
+        """`Bearer <token>` for SeaweedFS, with the admin keys."""
+        return self.catalog.authorization()
 
     def load_stored(self, ident: Ident) -> StoredTable | None:
         """What the catalog stored for `ident` (loaded now), or None if it is not stored."""
-        body = self._call("GET", self._route("load-table", ident))
-        return StoredTable.from_answer(ident, body) if body else None
+        return self.catalog.load_stored(ident)
 
     def staged(self, ident: Ident) -> StoredTable | None:
         """The table `ident` as staged through this guard (not stored yet), or None."""
@@ -173,7 +138,7 @@ class LocationGuard:
             return self._quarantined.get(ident)
 
     def namespace_exists(self, bucket: str, namespace: tuple[str, ...]) -> bool:
-        return self._call("GET", self._route("load-namespace", (bucket, namespace, ""))) is not None
+        return self.catalog.call("GET", self.catalog.route("load-namespace", (bucket, namespace, ""))) is not None
 
     # -- the index ----------------------------------------------------------------------------------
     def _namespace_index(self, namespace: Namespace) -> NamespaceIndex:
@@ -187,31 +152,14 @@ class LocationGuard:
     def _build_index(self, namespace: Namespace) -> NamespaceIndex:
         """The stored tables of one namespace, listed and loaded now."""
         with ThreadPoolExecutor(INDEX_THREADS, thread_name_prefix="guard-index") as pool:
-            tables = list(pool.map(self.load_stored, self._listed(namespace)))
+            tables = list(pool.map(self.load_stored, self.catalog.listed(namespace)))
         return NamespaceIndex(t for t in tables if t is not None)
-
-    def _listed(self, namespace: Namespace) -> list[Ident]:
-        """The tables the catalog lists in a namespace (names only)."""
-        bucket, levels = namespace
-        idents: list[Ident] = []
-        token: str | None = None
-        for _ in range(10_000):  # bounded: a server that keeps answering a page token cannot loop us
-            query = {"pageToken": token} if token else {}
-            body = self._call("GET", self._route("list-tables", (bucket, levels, ""), **query)) or {}
-            for listed in body.get("identifiers") or []:
-                idents.append((bucket, tuple(listed.get("namespace") or levels), str(listed.get("name"))))
-                if len(idents) > MAX_LISTED:
-                    raise OverflowError
-            token = body.get("next-page-token")
-            if not token:
-                return idents
-        raise OverflowError
 
     def _reconcile(self, namespace: Namespace) -> NamespaceIndex:
         """The namespace's index, first matched against the catalog's list of names (tables the
         index lacks or still holds are read again): what a drop, which deletes files, checks against."""
         index = self._namespace_index(namespace)
-        listed = set(self._listed(namespace))
+        listed = set(self.catalog.listed(namespace))
         self._settle(listed.symmetric_difference(index.tables))
         return self._index.get(namespace) or self._namespace_index(namespace)
 
@@ -514,7 +462,7 @@ class LocationGuard:
             return "it existed before this call and is left as it was"  # a create over its name changed nothing
         try:
             if before is not None and before.location:
-                self._call("POST", self._route("commit-table", ident), {
+                self.catalog.call("POST", self.catalog.route("commit-table", ident), {
                     "requirements": [{"type": "assert-table-uuid", "uuid": table.uuid}],
                     "updates": [{"action": "set-location", "location": f"s3://{before.location}"}]})
                 self._changed(ident)
