@@ -229,7 +229,7 @@ class LocationGuard:
         refusal, before = self._check_indexed(namespaces, changes, renames)
         if refusal is not None or fresh == namespaces:
             return refusal, before
-        clue = self._unindexed_clue(changes, renames)
+        clue = self._unindexed_clue(changes, renames, before)
         if clue is None:
             return None, before
         log.info("files at s3://%s may be a table the index does not know: indexing its namespace again", clue)
@@ -237,18 +237,20 @@ class LocationGuard:
             self._index.forget(namespace)
         return self._check_indexed(namespaces, changes, renames)
 
-    def _unindexed_clue(self, changes: list[Change], renames: list[Rename]) -> str | None:
+    def _unindexed_clue(self, changes: list[Change], renames: list[Rename], before: Mapping[Ident, StoredTable]) -> str | None:
         """Where files show a table that may hold a place the index found free, or None."""
         for change in changes:
             ns_dir = namespace_location(change.ident[0], change.ident[1])
-            # a staged table's commit and a register bring their own files
+            # a staged table's commit and a register bring their own files; a stored table has its own
             brings_files = change.kind == "create" and change.what != "create"
+            own = before[change.ident].occupied if change.ident in before else ()
             expected = (change.metadata_dir,) if change.metadata_dir else ()
             paths = [change.location]
             if change.kind in ("create", "stage") and entry_path(change.ident) != change.location:
                 paths.append(entry_path(change.ident))
             for path in paths:
-                clue = self._files.unindexed_table(path, ns_dir, expected, files_expected=brings_files and path == change.location)
+                files_expected = (brings_files and path == change.location) or any(overlap(path, o) for o in own)
+                clue = self._files.unindexed_table(path, ns_dir, expected + own, files_expected=files_expected)
                 if clue is not None:
                     return clue
         for rename in renames:
