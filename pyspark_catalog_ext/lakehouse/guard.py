@@ -417,16 +417,16 @@ class LocationGuard:
             return None
         try:
             after = {c.ident: self.load_stored(c.ident) for c in stored_changes}
-        except Exception as exc:  # noqa: BLE001
+            for ident, table in after.items():
+                index = self._namespace_index((ident[0], ident[1]))
+                if table is None:
+                    index.remove(ident)
+                else:
+                    index.put(table)
+        except Exception as exc:  # noqa: BLE001 - unknown now: the namespaces are indexed again on next use
             for change in stored_changes:
                 self._index.forget((change.ident[0], change.ident[1]))
             return Refusal(503, "ServiceUnavailableException", f"the stored tables could not be checked ({type(exc).__name__})")
-        for ident, table in after.items():
-            index = self._namespace_index((ident[0], ident[1]))
-            if table is None:
-                index.remove(ident)
-            else:
-                index.put(table)
         problems: list[tuple[Change, StoredTable, str]] = []
         for change in stored_changes:
             table = after[change.ident]
