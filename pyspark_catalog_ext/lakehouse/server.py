@@ -323,8 +323,8 @@ class Lakehouse:
         return self
 
     def _start_front(self) -> None:
-        """Put our proxy in front of SeaweedFS's catalog: the location guard (guard.py) for vended
-        credentials, or the remote signer (signer.py, which applies the same guard) for remote
+        """Put our proxy in front of SeaweedFS's catalog: the location guard (guard.py, served by
+        catalog_proxy.py) for vended credentials, or the remote signer (signer.py, which applies the same guard) for remote
         signing. The catalog URI clients see becomes the proxy's; SeaweedFS's own stays in
         ports['iceberg']."""
         from dataclasses import replace
