@@ -10,8 +10,9 @@ import sys
 import threading
 from typing import Any
 
+from pyspark_catalog_ext.lakehouse.catalog_proxy import CatalogGuardProxy
 from pyspark_catalog_ext.lakehouse.filer import FilerAccess
-from pyspark_catalog_ext.lakehouse.guard import CatalogGuardProxy, LocationGuard
+from pyspark_catalog_ext.lakehouse.guard import LocationGuard
 from pyspark_catalog_ext.lakehouse.proxy import MAX_TOKEN_BODY
 from pyspark_catalog_ext.lakehouse.server import alive
 from pyspark_catalog_ext.lakehouse.signer import SigningCatalogProxy

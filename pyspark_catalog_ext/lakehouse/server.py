@@ -323,8 +323,8 @@ class Lakehouse:
         return self
 
     def _start_front(self) -> None:
-        """Put our proxy in front of SeaweedFS's catalog: the location guard (guard.py) for vended
-        credentials, or the remote signer (signer.py, which applies the same guard) for remote
+        """Put our proxy in front of SeaweedFS's catalog: the location guard (guard.py, served by
+        catalog_proxy.py) for vended credentials, or the remote signer (signer.py, which applies the same guard) for remote
         signing. The catalog URI clients see becomes the proxy's; SeaweedFS's own stays in
         ports['iceberg']."""
         from dataclasses import replace
@@ -361,7 +361,8 @@ class Lakehouse:
             url = self.signer.url
             ports = {**info.ports, "signer": self.signer.port}
         else:
-            from pyspark_catalog_ext.lakehouse.guard import CatalogGuardProxy, LocationGuard
+            from pyspark_catalog_ext.lakehouse.catalog_proxy import CatalogGuardProxy
+            from pyspark_catalog_ext.lakehouse.guard import LocationGuard
             from pyspark_catalog_ext.lakehouse.tokens import CLIENT_ID
 
             # The admin pair may log in too (the lakehouse's own tooling): SeaweedFS accepts it anyway,

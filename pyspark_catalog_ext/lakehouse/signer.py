@@ -50,8 +50,9 @@ from typing import Any
 from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit
 
 from pyspark_catalog_ext.lakehouse.canonical import CATALOG_ROUTES, SIGNER_ROUTES, Refusal, Route, parse_json, parse_target
+from pyspark_catalog_ext.lakehouse.catalog_proxy import forwarded_headers
 from pyspark_catalog_ext.lakehouse.filer import FilerAccess
-from pyspark_catalog_ext.lakehouse.guard import LocationGuard, StoredTable, forwarded_headers
+from pyspark_catalog_ext.lakehouse.guard import LocationGuard, StoredTable
 from pyspark_catalog_ext.lakehouse.proxy import (
     HOP_BY_HOP,
     MAX_CATALOG_BODY,

@@ -23,7 +23,8 @@ import uuid
 import pytest
 import requests
 
-from pyspark_catalog_ext.lakehouse.guard import CatalogGuardProxy, LocationGuard
+from pyspark_catalog_ext.lakehouse.catalog_proxy import CatalogGuardProxy
+from pyspark_catalog_ext.lakehouse.guard import LocationGuard
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse
 from tests.lakehouse_rest import SCHEMA, Rest, admin_s3, objects, refused
 from tests.servers.base import BufferedProxy, Request, Response

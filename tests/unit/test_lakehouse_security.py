@@ -166,7 +166,8 @@ def test_the_catalog_proxy_holds_a_bounded_number_of_connections(lakehouse):
     import socket
     import threading
 
-    from pyspark_catalog_ext.lakehouse.guard import CatalogGuardProxy, LocationGuard
+    from pyspark_catalog_ext.lakehouse.catalog_proxy import CatalogGuardProxy
+    from pyspark_catalog_ext.lakehouse.guard import LocationGuard
     from pyspark_catalog_ext.lakehouse.proxy import MAX_CONNECTIONS
 
     info = lakehouse.info
