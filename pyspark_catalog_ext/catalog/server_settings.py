@@ -57,13 +57,15 @@ def config_properties(catalog: str, user: Mapping[str, Any], merged: Mapping[str
 
 
 def issued_stores(answer: Mapping[str, Any]) -> set[str]:
-    """The stores for which `answer` (a table answer's server-set keys) vends a credential."""
+    """The stores for which `answer` (a table answer's server-set keys) vends a credential or names
+    where the catalog renews it (a refresh endpoint). The JVM's twin: `session/ServerEndpoints.java`."""
     out = set()
-    if answer.get("s3.access-key-id"):
+    if answer.get("s3.access-key-id") or answer.get("client.refresh-credentials-endpoint"):
         out.add("s3")
-    if answer.get("gcs.oauth2.token"):
+    if answer.get("gcs.oauth2.token") or answer.get("gcs.oauth2.refresh-credentials-endpoint"):
         out.add("gcs")
-    if any(str(k).startswith("adls.sas-token.") and v for k, v in answer.items()):
+    if answer.get("adls.refresh-credentials-endpoint") or any(
+            str(k).startswith("adls.sas-token.") and v for k, v in answer.items()):
         out.add("adls")
     return out
 
@@ -139,6 +141,8 @@ def _endpoint_urls(key: str, value: Any, properties: Mapping[str, Any]) -> list[
     text = str(value or "").strip()
     if key.endswith("-scheme") or not text:
         return []
+    if key.startswith("adls.connection-string") and "://" in text and ";" not in text:
+        return [text]  # Iceberg's adls.connection-string.<account>: the account's endpoint URL
     if key.startswith("adls.connection-string"):
         parts = dict(p.split("=", 1) for p in text.split(";") if "=" in p)
         return [v for k, v in parts.items() if k.strip().lower().endswith("endpoint")] or ["unparseable:"]

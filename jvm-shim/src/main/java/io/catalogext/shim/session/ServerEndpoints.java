@@ -1,5 +1,6 @@
 package io.catalogext.shim.session;
 
+import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.config.TrustRules;
 import io.catalogext.shim.errors.UntrustedOriginException;
 import io.catalogext.shim.wire.Origin;
@@ -122,19 +123,23 @@ public final class ServerEndpoints {
     return out;
   }
 
-  /** The stores for which an answer vends a credential (or, for S3, signs remotely). */
+  /**
+   * The stores for which an answer vends a credential, names where the catalog renews it (Iceberg's
+   * own FileIOs fetch from a refresh endpoint, with the catalog's login), or (S3) signs remotely.
+   */
   static Set<String> issuedStores(Map<String, String> config, Collection<Map<String, String>> credentialConfigs) {
     Set<String> out = new HashSet<>();
     List<Map<String, String>> all = new ArrayList<>(credentialConfigs);
     all.add(config);
     for (Map<String, String> c : all) {
-      if (nonEmpty(c.get("s3.access-key-id")) || signs(c)) {
+      if (nonEmpty(c.get("s3.access-key-id")) || signs(c) || nonEmpty(c.get(ShimKeys.REFRESH_ENDPOINT))) {
         out.add("s3");
       }
-      if (nonEmpty(c.get("gcs.oauth2.token"))) {
+      if (nonEmpty(c.get("gcs.oauth2.token")) || nonEmpty(c.get(ShimKeys.GCS_REFRESH_ENDPOINT))) {
         out.add("gcs");
       }
-      if (c.entrySet().stream().anyMatch(e -> e.getKey().startsWith("adls.sas-token.") && nonEmpty(e.getValue()))) {
+      if (nonEmpty(c.get(ShimKeys.ADLS_REFRESH_ENDPOINT))
+          || c.entrySet().stream().anyMatch(e -> e.getKey().startsWith("adls.sas-token.") && nonEmpty(e.getValue()))) {
         out.add("adls");
       }
     }
@@ -195,6 +200,9 @@ public final class ServerEndpoints {
     String text = value == null ? "" : value.trim();
     if (key.endsWith("-scheme") || text.isEmpty()) {
       return List.of();
+    }
+    if (key.startsWith("adls.connection-string") && Origin.isAbsolute(text)) {
+      return List.of(text); // Iceberg's adls.connection-string.<account>: the account's endpoint URL
     }
     if (key.startsWith("adls.connection-string")) {
       List<String> out = new ArrayList<>();
