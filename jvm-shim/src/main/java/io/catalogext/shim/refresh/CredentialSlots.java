@@ -172,7 +172,7 @@ final class CredentialSlots {
         used = true;
       }
       CredentialSnapshot s = slot.current;
-      if (s != null && !s.due && now >= s.refreshAtMs) {
+      if (s != null && !s.due && now >= s.dueAtMs) {
         s.due = true;
       }
     }

@@ -40,10 +40,18 @@ public final class CredentialSnapshot {
   /** Installed by a refresh that S3 rejecting the previous keys started. */
   volatile boolean reactive;
   /**
-   * Set once refreshAtMs has passed (by the constructor or the JVM-wide ticker). The hot path reads
+   * When readers leave the hot path: at refreshAtMs, or one ticker period before the hard margin
+   * when that comes first (short keys), so no reader sends keys in their hard margin for want of
+   * a tick. The slow path reads the clock.
+   */
+  final long dueAtMs;
+  /**
+   * Set once dueAtMs has passed (by the constructor or the JVM-wide ticker). The hot path reads
    * this flag instead of the clock: a volatile read is a plain load on x86, a clock call is not.
    */
   volatile boolean due;
+  /** The JVM-wide ticker's period, which flags due snapshots. */
+  static final long TICK_PERIOD_MS = 1000;
 
   CredentialSnapshot(
       AwsCredentials credentials, long fetchedAtMs, long expiresAtMs, RefreshPolicy policy, long nowMs) {
@@ -64,7 +72,9 @@ public final class CredentialSnapshot {
     this.expiresAtMs = expiresAtMs;
     this.statedExpiresAtMs = statedExpiresAtMs;
     this.refreshAtMs = policy.refreshAt(fetchedAtMs, expiresAtMs);
-    this.due = nowMs >= refreshAtMs;
+    this.dueAtMs = expiresAtMs == Long.MAX_VALUE ? refreshAtMs
+        : Math.min(refreshAtMs, expiresAtMs - CredentialRules.hardMarginMs(expiresAtMs - fetchedAtMs) - TICK_PERIOD_MS);
+    this.due = nowMs >= dueAtMs;
   }
 
   /** Whether Iceberg-style properties {@code config} hold storage keys or tokens of a store the shim refreshes. */
@@ -220,6 +230,11 @@ public final class CredentialSnapshot {
 
   long lifetimeMs() {
     return expiresAtMs == Long.MAX_VALUE ? -1 : expiresAtMs - fetchedAtMs;
+  }
+
+  /** Whether a reader at {@code nowMs} must wait for new keys instead of sending with these. */
+  boolean inHardMargin(long nowMs) {
+    return expiresAtMs != Long.MAX_VALUE && nowMs >= expiresAtMs - hardMarginMs();
   }
 
   /** Below this much validity a reader waits for new keys (the shared rule, {@link CredentialRules}). */

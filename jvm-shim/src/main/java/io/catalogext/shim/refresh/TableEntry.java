@@ -247,10 +247,11 @@ public final class TableEntry implements RefreshSubject {
     }
     long seen = flight.generation(); // before reading the keys: see RefreshFlight
     CredentialSnapshot current = slot.current;
-    if (current != null && now < current.refreshAtMs && !current.rejected) {
-      return current; // a refresh landed since the caller looked
+    boolean usable = current != null && !current.rejected && !current.inHardMargin(now);
+    if (usable && now < current.refreshAtMs) {
+      return current; // not yet due (short keys leave the hot path early), or a refresh landed
     }
-    if (current != null && now < current.expiresAtMs - current.hardMarginMs() && !current.rejected) {
+    if (usable) {
       flight.refreshAsync(seen);
       return current;
     }
