@@ -96,7 +96,6 @@ public final class IcebergCodeKeys {
       sweep.disassemble(jar.getKey(), candidates);
       all.put(jar.getKey(), jar.getValue());
     }
-    sweep.markLoaders();
     // Pass 2: classes that call a loader taking a class name.
     Set<String> loaderNames = new TreeSet<>();
     for (Method m : sweep.methods) {
@@ -270,11 +269,7 @@ public final class IcebergCodeKeys {
     }
   }
 
-  /** Marks callers of loaders that take a class name as loaders too (one level: the method that read the key). */
-  private void markLoaders() {
-    // nothing beyond the direct marks here; callers are marked in collect() once all classes are parsed
-  }
-
+  /** Marks the callers of loaders that take a class name (one level: the method that read the key), and gathers each one's keys. */
   private void collect() {
     List<Method> loaders = new ArrayList<>();
     for (Method m : methods) {
@@ -319,10 +314,4 @@ public final class IcebergCodeKeys {
     }
   }
 
-  public static void main(String[] args) throws IOException {
-    long start = System.nanoTime();
-    Map<String, Set<String>> keys = discover();
-    keys.forEach((k, v) -> System.out.println(k + "  <- " + v));
-    System.out.println(keys.size() + " keys in " + (System.nanoTime() - start) / 1_000_000 + " ms");
-  }
 }
