@@ -227,6 +227,9 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
     List<Credential> credentials = new ArrayList<>();
     for (int i = 0; i < loaded.credentials().size(); i++) {
       Credential c = loaded.credentials().get(i);
+      if (allowedCredentials.get(i).isEmpty()) {
+        continue; // nothing a server may set: no credential at all (Iceberg refuses an empty config)
+      }
       Map<String, String> cc = new HashMap<>(allowedCredentials.get(i));
       String token = c.config().get(ShimKeys.CAPTURED_REFRESH_TOKEN); // the answer's own storage-refresh-token
       if (token != null) {

@@ -444,6 +444,18 @@ public class CredentialOriginsTest {
     assertTrue(attacked.stream().anyMatch(r -> r.contains("Credential=AKIDVENDED/")), "the vended keys went there: " + attacked);
   }
 
+  @Test
+  void testAStorageCredentialOfOnlyForbiddenKeysIsNoCredential() throws Exception {
+    start();
+    // The config JSON is followed by the answer's storage-credentials (see start()).
+    tableConfig = "{},\"storage-credentials\":[{\"prefix\":\"s3://bucket/db/t\","
+        + "\"config\":{\"client.factory\":\"org.example.Nothing\"}}]";
+    try (ExtRESTCatalog c = open(false, Map.of())) {
+      Table table = c.loadTable(TableIdentifier.of("db", "t")); // before: Iceberg's "Invalid config: must be non-empty"
+      assertTrue(!table.io().properties().containsKey("client.factory"), table.io().properties().toString());
+    }
+  }
+
   // ---------------------------------------------------------------- redirects
 
   @Test
