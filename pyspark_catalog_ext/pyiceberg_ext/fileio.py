@@ -46,6 +46,7 @@ from pyspark_catalog_ext.pyiceberg_ext.refresher import CredentialRefresher, Tab
 from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, rejection_of, store_rejection
 from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, S3Clients, UploadBounds, upload_bounds
 from pyspark_catalog_ext.pyiceberg_ext.storefs import adls_account
+from pyspark_catalog_ext.pyiceberg_ext.storeupload import AdlsBlockUpload, GcsResumableUpload, StoreClients
 from pyspark_catalog_ext.pyiceberg_ext.vended import is_vended_key
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
@@ -62,6 +63,7 @@ _S3_SCHEMES = ("s3://", "s3a://", "s3n://")
 _SPOOL_IN_MEMORY = 8 * 1024 * 1024
 SPOOL_KNOB = "catalog-ext.pyiceberg.spool-max-bytes"
 _S3_CLIENTS = S3Clients(keep=16)  # the clients of resumable S3 writes, shared by every table's FileIO
+_STORE_CLIENTS = StoreClients(keep=16)  # the same for GCS and ADLS writes
 
 
 def write_bounds(properties: Mapping[str, Any]) -> tuple[UploadBounds, int]:
@@ -177,6 +179,11 @@ class RefreshingFileIO(FileIO):
         """`run(call)`: `call(boto3 S3 client)` with the current keys for `location`, renewed and run
         again when S3 rejects them as expired (what a resumable S3 write sends each request with)."""
         return lambda call: self._run(location, lambda delegate: call(_S3_CLIENTS.get(delegate.properties)))
+
+    def store_call(self, location: str) -> Callable[[Callable[[Any], T]], T]:
+        """`run(call)`: `call(store client)` with the current token for `location` (a gcsfs filesystem for
+        GCS, an Azure BlobServiceClient for ADLS), renewed and run again when the store refuses it as expired."""
+        return lambda call: self._run(location, lambda delegate: call(_STORE_CLIENTS.get(location, delegate.properties)))
 
     def announce_spool(self, location: str) -> None:
         """Say once per scheme, as such a write starts, that it is spooled for a replay, and its bound."""
@@ -543,7 +550,17 @@ def _resumable_s3(io: RefreshingFileIO, location: str, overwrite: bool) -> Outpu
     return ResumableS3Upload(io.s3_call(location), location, io.upload_bounds, overwrite=overwrite)  # type: ignore[return-value]
 
 
+def _resumable_gcs(io: RefreshingFileIO, location: str, overwrite: bool) -> OutputStream:
+    return GcsResumableUpload(io.store_call(location), location, io.upload_bounds, overwrite=overwrite)  # type: ignore[return-value]
+
+
+def _resumable_adls(io: RefreshingFileIO, location: str, overwrite: bool) -> OutputStream:
+    return AdlsBlockUpload(io.store_call(location), location, io.upload_bounds, overwrite=overwrite)  # type: ignore[return-value]
+
+
 # Resumable writers by scheme: the store-specific part of a write (a store added here needs a writer
 # that re-sends only what its store has not acknowledged; without one, writes are spooled).
 _RESUMABLE: dict[str, Callable[[RefreshingFileIO, str, bool], OutputStream]] = {
-    "s3": _resumable_s3, "s3a": _resumable_s3, "s3n": _resumable_s3}
+    "s3": _resumable_s3, "s3a": _resumable_s3, "s3n": _resumable_s3,
+    "gs": _resumable_gcs, "gcs": _resumable_gcs,
+    "abfs": _resumable_adls, "abfss": _resumable_adls, "wasb": _resumable_adls, "wasbs": _resumable_adls}

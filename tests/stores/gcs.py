@@ -136,7 +136,7 @@ class GcsFront(ThreadedServer):
     # ---- serving
     def handle(self, h: BaseHTTPRequestHandler) -> None:
         route, _, query = h.path.partition("?")
-        entry = {"time": time.time(), "method": h.command, "route": route, "token": None, "status": None}
+        entry = {"time": time.time(), "method": h.command, "route": route, "query": query, "token": None, "status": None}
         with self._lock:
             self.log.append(entry)
         batch = read_request_body(h) if route == _BATCH else None
