@@ -36,6 +36,7 @@ from pyspark_catalog_ext.errors import CredentialRefreshError
 from pyspark_catalog_ext.pyiceberg_ext import storeupload
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from tests.helpers import SpoolDiskPeak
+from tests.servers.base import ThreadedServer, forward_streaming
 from tests.stores.catalog import store_catalog
 from tests.stores.install import StoreUnavailable
 
@@ -284,6 +285,19 @@ def gcs_uploads_started(stack, location: str) -> int:
                and f"name={key}" in e["query"].replace("%2F", "/"))
 
 
+class RequestLog(ThreadedServer):
+    """Relays every request to `upstream` as it came and notes (method, path with query, status)."""
+
+    def __init__(self, upstream: str) -> None:
+        super().__init__()
+        self.upstream = upstream
+        self.log: list[tuple[str, str, int]] = []
+
+    def handle(self, h) -> None:
+        status = forward_streaming(h, self.upstream)
+        self.log.append((h.command, h.path, status))
+
+
 def adls_blocks(stack, location: str, kind: str) -> list:
     """The blob's blocks (`committed` or `uncommitted`), read with the account key."""
     from tests.stores.azurite import AdlsLocation
@@ -330,7 +344,16 @@ def test_a_write_streams_in_parts_with_nothing_on_disk_and_bounded_memory(stack)
 def test_a_token_that_dies_mid_upload_is_renewed_and_the_upload_goes_on(stack):
     cat, name = streaming_table(stack, "midway")
     stack.front.store_lifetime_s[name] = EARLY  # ADLS: the SAS itself says so (Azurite checks it)
-    table = cat.load_table(name)
+    if stack.store == "adls":  # the table reaches Azurite through a log of its requests
+        account = next(iter(stack.emulator.keys))
+        relay = RequestLog(f"http://127.0.0.1:{stack.emulator.port}").start()
+        stack.front.endpoint_overrides[f"adls.connection-string.{stack.emulator.host(account)}"] = f"{relay.url}/{account}"
+        try:
+            table = cat.load_table(name)
+        finally:
+            stack.front.endpoint_overrides.clear()
+    else:
+        table = cat.load_table(name)
     loaded = time.monotonic()
     location = f"{table.location()}/data/midway.bin"
     with table.io.new_output(location).create(overwrite=True) as out:
@@ -357,8 +380,15 @@ def test_a_token_that_dies_mid_upload_is_renewed_and_the_upload_goes_on(stack):
     assert row["rejections"] >= 1 and row["reactive_refreshes"] >= 1, f"{stack.store}: nothing refused: {row}"
     if stack.store == "gcs":
         assert gcs_uploads_started(stack, location) == 1, "the upload was started again"
-    else:  # the blocks staged before the death are in the blob
-        assert set(staged) <= {b.id for b in adls_blocks(stack, location, "committed")}
+    else:  # the blocks staged before the death are in the blob, and no block was staged again once taken
+        committed = adls_blocks(stack, location, "committed")
+        assert set(staged) <= {b.id for b in committed}
+        key = urlsplit(location).path
+        taken = [path for method, path, status in relay.log
+                 if method == "PUT" and path.partition("?")[0].endswith(key) and "comp=block&" in path + "&"
+                 and status == 201]
+        assert len(taken) == len(committed), f"{len(taken)} blocks staged for {len(committed)} in the blob"
+        relay.stop()
     cat.close()
 
 
