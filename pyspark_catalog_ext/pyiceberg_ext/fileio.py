@@ -19,9 +19,11 @@ Writes. To S3 (the store whose keys are vended here), a write is `s3upload.Resum
 multipart upload of its own: every request takes the current keys, and after an expiry only the part S3
 has not acknowledged is sent again, into the same upload. Bound: parts-in-flight + 1 parts in memory per
 stream (`catalog-ext.pyiceberg.s3-part-bytes`, 8 MiB, and `...s3-parts-in-flight`, 2, by default: 24
-MiB), nothing on disk; an append writing N files at once, N times that. Other stores have no resumable
-upload here (the store-specific part is a writer per scheme, `_RESUMABLE`): their writes go to the
-delegate's stream and keep a copy to replay after an expiry, at most
+MiB), nothing on disk; an append writing N files at once, N times that. GCS and ADLS writes stream the
+same way, within the same bounds (`storeupload`: a GCS resumable upload, ADLS staged blocks; they need
+the `[gcs]` / `[adls]` extra's gcsfs / azure-storage-blob). Other stores, and those two without their
+extra, have no resumable upload here (the store-specific part is a writer per scheme, `_RESUMABLE`):
+their writes go to the delegate's stream and keep a copy to replay after an expiry, at most
 `catalog-ext.pyiceberg.spool-max-bytes` per stream (8 MiB in memory, the rest in a temporary file:
 created private to the user and unlinked at once, so it is gone on failure and at exit whatever
 happens); a write that outgrows it and then outlives its keys fails in one line. Such a write says so in one line (logged once per table and scheme) when it starts.
@@ -29,6 +31,7 @@ happens); a write that outgrows it and then outlives its keys fails in one line.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import tempfile
 import threading
@@ -551,11 +554,22 @@ def _resumable_s3(io: RefreshingFileIO, location: str, overwrite: bool) -> Outpu
 
 
 def _resumable_gcs(io: RefreshingFileIO, location: str, overwrite: bool) -> OutputStream:
+    if not _installed("gcsfs"):  # the [gcs] extra: without it, PyArrowFileIO's own stream and a spool
+        return _OutputStream(io, location, overwrite)
     return GcsResumableUpload(io.store_call(location), location, io.upload_bounds, overwrite=overwrite)  # type: ignore[return-value]
 
 
 def _resumable_adls(io: RefreshingFileIO, location: str, overwrite: bool) -> OutputStream:
+    if not _installed("azure.storage.blob"):  # the [adls] extra: without it, PyArrowFileIO's own stream and a spool
+        return _OutputStream(io, location, overwrite)
     return AdlsBlockUpload(io.store_call(location), location, io.upload_bounds, overwrite=overwrite)  # type: ignore[return-value]
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
 
 
 # Resumable writers by scheme: the store-specific part of a write (a store added here needs a writer
