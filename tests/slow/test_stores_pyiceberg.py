@@ -330,8 +330,9 @@ def test_a_write_streams_in_parts_with_nothing_on_disk_and_bounded_memory(stack)
     assert disk.peak == 0, f"{stack.store}: the write held {disk.peak} bytes of local disk"
     # Part buffers alive: the one filling and the one in flight, never a third.
     assert PART < max(held) <= 2 * PART + 65536, f"{stack.store}: part buffers of {held} bytes (parts of {PART}, 1 in flight)"
-    # All the process allocated: those, the caller's 1 MiB chunk and the store client's own (no copy of a part).
-    assert peak <= 3 * PART, f"{stack.store}: the write held {peak} bytes (parts of {PART}, 1 in flight)"
+    # Coarse: all this process allocated meanwhile, with the caller's chunks, the store client's buffers,
+    # the catalog fronts run here and a renewal's new client (the part buffers above are the bound).
+    assert peak <= 4 * PART, f"{stack.store}: the process held {peak} bytes (parts of {PART}, 1 in flight)"
     with table.io.new_input(location).open() as back:
         assert back.read() == b"".join(chunk(i) for i in range(13))
     if stack.store == "gcs":
