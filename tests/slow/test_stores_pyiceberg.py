@@ -257,7 +257,6 @@ def test_a_token_that_dies_between_the_open_and_the_first_read_is_renewed(stack,
     cat.close()
 
 
-
 PART = 5 << 20  # the smallest part the knob takes; a stream of 13 MiB is 2 parts and a tail
 MIB = 1 << 20
 
