@@ -19,9 +19,11 @@ Writes. To S3 (the store whose keys are vended here), a write is `s3upload.Resum
 multipart upload of its own: every request takes the current keys, and after an expiry only the part S3
 has not acknowledged is sent again, into the same upload. Bound: parts-in-flight + 1 parts in memory per
 stream (`catalog-ext.pyiceberg.s3-part-bytes`, 8 MiB, and `...s3-parts-in-flight`, 2, by default: 24
-MiB), nothing on disk; an append writing N files at once, N times that. Other stores have no resumable
-upload here (the store-specific part is a writer per scheme, `_RESUMABLE`): their writes go to the
-delegate's stream and keep a copy to replay after an expiry, at most
+MiB), nothing on disk; an append writing N files at once, N times that. GCS and ADLS writes stream the
+same way, within the same bounds (`storeupload`: a GCS resumable upload, ADLS staged blocks; they need
+the `[gcs]` / `[adls]` extra's gcsfs / azure-storage-blob). Other stores, and those two without their
+extra, have no resumable upload here (the store-specific part is a writer per scheme, `_RESUMABLE`):
+their writes go to the delegate's stream and keep a copy to replay after an expiry, at most
 `catalog-ext.pyiceberg.spool-max-bytes` per stream (8 MiB in memory, the rest in a temporary file:
 created private to the user and unlinked at once, so it is gone on failure and at exit whatever
 happens); a write that outgrows it and then outlives its keys fails in one line. Such a write says so in one line (logged once per table and scheme) when it starts.
@@ -29,6 +31,7 @@ happens); a write that outgrows it and then outlives its keys fails in one line.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import tempfile
 import threading
@@ -46,6 +49,7 @@ from pyspark_catalog_ext.pyiceberg_ext.refresher import CredentialRefresher, Tab
 from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, rejection_of, store_rejection
 from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, S3Clients, UploadBounds, upload_bounds
 from pyspark_catalog_ext.pyiceberg_ext.storefs import adls_account
+from pyspark_catalog_ext.pyiceberg_ext.storeupload import AdlsBlockUpload, GcsResumableUpload, StoreClients
 from pyspark_catalog_ext.pyiceberg_ext.vended import is_vended_key
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
@@ -62,6 +66,7 @@ _S3_SCHEMES = ("s3://", "s3a://", "s3n://")
 _SPOOL_IN_MEMORY = 8 * 1024 * 1024
 SPOOL_KNOB = "catalog-ext.pyiceberg.spool-max-bytes"
 _S3_CLIENTS = S3Clients(keep=16)  # the clients of resumable S3 writes, shared by every table's FileIO
+_STORE_CLIENTS = StoreClients(keep=16)  # the same for GCS and ADLS writes
 
 
 def write_bounds(properties: Mapping[str, Any]) -> tuple[UploadBounds, int]:
@@ -178,6 +183,11 @@ class RefreshingFileIO(FileIO):
         """`run(call)`: `call(boto3 S3 client)` with the current keys for `location`, renewed and run
         again when S3 rejects them as expired (what a resumable S3 write sends each request with)."""
         return lambda call: self._run(location, lambda delegate: call(_S3_CLIENTS.get(delegate.properties)))
+
+    def store_call(self, location: str) -> Callable[[Callable[[Any], T]], T]:
+        """`run(call)`: `call(store client)` with the current token for `location` (a gcsfs filesystem for
+        GCS, an Azure BlobServiceClient for ADLS), renewed and run again when the store refuses it as expired."""
+        return lambda call: self._run(location, lambda delegate: call(_STORE_CLIENTS.get(location, delegate.properties)))
 
     def announce_spool(self, location: str) -> None:
         """Say once per scheme, as such a write starts, that it is spooled for a replay, and its bound."""
@@ -545,7 +555,28 @@ def _resumable_s3(io: RefreshingFileIO, location: str, overwrite: bool) -> Outpu
     return ResumableS3Upload(io.s3_call(location), location, io.upload_bounds, overwrite=overwrite)  # type: ignore[return-value]
 
 
+def _resumable_gcs(io: RefreshingFileIO, location: str, overwrite: bool) -> OutputStream:
+    if not _installed("gcsfs"):  # the [gcs] extra: without it, PyArrowFileIO's own stream and a spool
+        return _OutputStream(io, location, overwrite)
+    return GcsResumableUpload(io.store_call(location), location, io.upload_bounds, overwrite=overwrite)  # type: ignore[return-value]
+
+
+def _resumable_adls(io: RefreshingFileIO, location: str, overwrite: bool) -> OutputStream:
+    if not _installed("azure.storage.blob"):  # the [adls] extra: without it, PyArrowFileIO's own stream and a spool
+        return _OutputStream(io, location, overwrite)
+    return AdlsBlockUpload(io.store_call(location), location, io.upload_bounds, overwrite=overwrite)  # type: ignore[return-value]
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
 # Resumable writers by scheme: the store-specific part of a write (a store added here needs a writer
 # that re-sends only what its store has not acknowledged; without one, writes are spooled).
 _RESUMABLE: dict[str, Callable[[RefreshingFileIO, str, bool], OutputStream]] = {
-    "s3": _resumable_s3, "s3a": _resumable_s3, "s3n": _resumable_s3}
+    "s3": _resumable_s3, "s3a": _resumable_s3, "s3n": _resumable_s3,
+    "gs": _resumable_gcs, "gcs": _resumable_gcs,
+    "abfs": _resumable_adls, "abfss": _resumable_adls, "wasb": _resumable_adls, "wasbs": _resumable_adls}

@@ -34,7 +34,7 @@ from cachetools import LRUCache
 from pyspark_catalog_ext import knobs
 
 __all__ = ["PARTS_IN_FLIGHT_KNOB", "PART_BYTES_KNOB", "ResumableS3Upload", "S3Clients", "UploadBounds",
-           "new_client", "upload_bounds"]
+           "new_client", "upload_bounds", "upload_pool"]
 
 T = TypeVar("T")
 PART_BYTES_KNOB = "catalog-ext.pyiceberg.s3-part-bytes"
@@ -56,7 +56,8 @@ def upload_bounds(properties: Mapping[str, Any]) -> UploadBounds:
     return UploadBounds(knobs.read_int(properties, PART_BYTES_KNOB), knobs.read_int(properties, PARTS_IN_FLIGHT_KNOB))
 
 
-def _upload_pool() -> ThreadPoolExecutor:
+def upload_pool() -> ThreadPoolExecutor:
+    """The process's one pool sending parts (every store's uploads share it)."""
     with _pool_lock:
         if not _pool:
             _pool.append(ThreadPoolExecutor(_UPLOAD_THREADS, thread_name_prefix="catalog-ext-s3-part"))
@@ -231,7 +232,7 @@ class ResumableS3Upload:
             self._upload_id = str(created["UploadId"])
         self._wait(until=self._max_in_flight - 1)  # the bound on the stream's memory
         number = len(self._parts) + len(self._in_flight) + 1
-        self._in_flight.append(_upload_pool().submit(self._upload_part, number, data))
+        self._in_flight.append(upload_pool().submit(self._upload_part, number, data))
 
     def _upload_part(self, number: int, data: bytearray) -> dict[str, Any]:
         answer = self._run(lambda s3: s3.upload_part(Bucket=self._bucket, Key=self._key, UploadId=self._upload_id,

@@ -28,7 +28,7 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyspark_catalog_ext.errors import ConfigError, GcsTokenRefused
 from pyspark_catalog_ext.pyiceberg_ext.vended import ADLS_SAS, GCS_TOKEN
 
-__all__ = ["AdlsAccount", "StoreFsspecFileIO", "StorePyArrowFileIO", "adls_account", "store_aware"]
+__all__ = ["AdlsAccount", "StoreFsspecFileIO", "StorePyArrowFileIO", "adls_account", "gcs_filesystem", "store_aware"]
 
 ADLS_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
 _CONNECTION = "adls.connection-string."  # + <host>: the account's blob endpoint (Iceberg's name)
@@ -116,14 +116,19 @@ class StoreFsspecFileIO(FsspecFileIO):
 
             return _adls({k: v for k, v in self.properties.items() if not k.startswith(ADLS_SAS)}, hostname)
         if scheme in ("gs", "gcs") and self.properties.get(GCS_TOKEN):
-            from gcsfs.core import GCSFileSystem  # the JSON API only (not gcsfs 2026.10's gRPC bucket-layout lookup)
-
-            token = _vended_gcs_token(str(self.properties[GCS_TOKEN]))
-            return GCSFileSystem(project=self.properties.get("gcs.project-id"), token=token,
-                                 endpoint_url=self.properties.get("gcs.service.host"),
-                                 session_kwargs={"trace_configs": [_on_401(token)]},
-                                 consistency="none", skip_instance_cache=True)
+            return gcs_filesystem(dict(self.properties))
         return super()._get_fs(scheme, hostname)
+
+
+def gcs_filesystem(properties: dict[str, Any]) -> Any:
+    """A gcsfs filesystem holding the vended token of `properties` (`gcs.oauth2.token`) as it is."""
+    from gcsfs.core import GCSFileSystem  # the JSON API only (not gcsfs 2026.10's gRPC bucket-layout lookup)
+
+    token = _vended_gcs_token(str(properties[GCS_TOKEN]))
+    return GCSFileSystem(project=properties.get("gcs.project-id"), token=token,
+                         endpoint_url=properties.get("gcs.service.host"),
+                         session_kwargs={"trace_configs": [_on_401(token)]},
+                         consistency="none", skip_instance_cache=True)
 
 
 def _vended_gcs_token(token: str) -> Any:

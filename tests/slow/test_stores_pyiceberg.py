@@ -17,18 +17,26 @@ GCS requests while it holds the GIL, which a front in this process could never a
   a size that way; Arrow's own GCS file would ask GCS for a range starting at the end: 416).
 - A GCS token ended between a stream's open and its first read is renewed (Arrow's GCS file reports
   that refusal only as a closed file).
+- Writes stream: a GCS resumable upload, ADLS staged blocks, in parts of the S3 part-size knob: nothing
+  on local disk, at most parts-in-flight + 1 parts in memory; a token that dies mid-upload is renewed
+  and the same upload goes on; a write that fails leaves nothing behind.
 """
 
 from __future__ import annotations
 
 import time
+import tracemalloc
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pytest
 
 from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.errors import CredentialRefreshError
+from pyspark_catalog_ext.pyiceberg_ext import storeupload
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+from tests.helpers import SpoolDiskPeak
+from tests.servers.base import ThreadedServer, forward_streaming
 from tests.stores.catalog import store_catalog
 from tests.stores.install import StoreUnavailable
 
@@ -248,3 +256,150 @@ def test_a_token_that_dies_between_the_open_and_the_first_read_is_renewed(stack,
     assert row["rejections"] >= 1 and row["reactive_refreshes"] >= 1, row
     cat.close()
 
+
+PART = 5 << 20  # the smallest part the knob takes; a stream of 13 MiB is 2 parts and a tail
+MIB = 1 << 20
+
+
+def chunk(i: int) -> bytes:
+    return (b"%07d\n" % i) * (MIB // 8)
+
+
+def streaming_table(stack, name: str):
+    """A table whose writes go in parts of `PART`, one in flight (a stream holds at most 2 parts)."""
+    cat = pyiceberg_catalog({"uri": stack.uri, "header.X-Iceberg-Access-Delegation": "vended-credentials",
+                             "py-io-impl": PYARROW, "catalog-ext.pyiceberg.s3-part-bytes": str(PART),
+                             "catalog-ext.pyiceberg.s3-parts-in-flight": "1"}, policy=POLICY)
+    cat.create_namespace_if_not_exists("db")
+    cat.create_table(f"db.{name}", SCHEMA)
+    return cat, f"db.{name}"
+
+
+def gcs_uploads_started(stack, location: str) -> int:
+    """Resumable uploads the GCS front saw begin for `location`'s object."""
+    key = urlsplit(location).path.lstrip("/")
+    return sum(1 for e in stack.emulator.front.entries()
+               if e["method"] == "POST" and e["route"].startswith("/upload/storage/v1/b/") and e["status"] == 200
+               and "uploadType=resumable" in e["query"] and "upload_id=" not in e["query"]  # not its chunks
+               and f"name={key}" in e["query"].replace("%2F", "/"))
+
+
+class RequestLog(ThreadedServer):
+    """Relays every request to `upstream` as it came and notes (method, path with query, status)."""
+
+    def __init__(self, upstream: str) -> None:
+        super().__init__()
+        self.upstream = upstream
+        self.log: list[tuple[str, str, int]] = []
+
+    def handle(self, h) -> None:
+        status = forward_streaming(h, self.upstream)
+        self.log.append((h.command, h.path, status))
+
+
+def adls_blocks(stack, location: str, kind: str) -> list:
+    """The blob's blocks (`committed` or `uncommitted`), read with the account key."""
+    from tests.stores.azurite import AdlsLocation
+
+    loc = AdlsLocation.parse(location)
+    blob = stack.emulator.service(loc.account).get_blob_client(loc.container, loc.path)
+    committed, uncommitted = blob.get_block_list(kind)
+    return committed if kind == "committed" else uncommitted
+
+
+def test_a_write_streams_in_parts_with_nothing_on_disk_and_bounded_memory(stack):
+    cat, name = streaming_table(stack, "streamed")
+    table = cat.load_table(name)
+    with table.io.new_output(f"{table.location()}/data/warm.bin").create(overwrite=True) as out:
+        out.write(b"warm")  # the store's client and its modules are made before memory is counted
+    location = f"{table.location()}/data/streamed.bin"
+    parts = [tracemalloc.Filter(True, storeupload.__file__)]  # where the writer allocates its part buffers
+    held = []
+    with SpoolDiskPeak() as disk:
+        tracemalloc.start()
+        try:
+            with table.io.new_output(location).create(overwrite=True) as out:
+                for i in range(13):
+                    out.write(chunk(i))
+                    disk.sample()
+                    held.append(sum(s.size for s in tracemalloc.take_snapshot().filter_traces(parts).statistics("filename")))
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert disk.peak == 0, f"{stack.store}: the write held {disk.peak} bytes of local disk"
+    # Part buffers alive: the one filling and the one in flight, never a third.
+    assert PART < max(held) <= 2 * PART + 65536, f"{stack.store}: part buffers of {held} bytes (parts of {PART}, 1 in flight)"
+    # Coarse: all this process allocated meanwhile, with the caller's chunks, the store client's buffers,
+    # the catalog fronts run here and a renewal's new client (the part buffers above are the bound).
+    assert peak <= 4 * PART, f"{stack.store}: the process held {peak} bytes (parts of {PART}, 1 in flight)"
+    with table.io.new_input(location).open() as back:
+        assert back.read() == b"".join(chunk(i) for i in range(13))
+    if stack.store == "gcs":
+        assert gcs_uploads_started(stack, location) == 1
+    else:
+        assert [b.size for b in adls_blocks(stack, location, "committed")] == [PART, PART, 3 * MIB]
+    cat.close()
+
+
+def test_a_token_that_dies_mid_upload_is_renewed_and_the_upload_goes_on(stack):
+    cat, name = streaming_table(stack, "midway")
+    stack.front.store_lifetime_s[name] = EARLY  # ADLS: the SAS itself says so (Azurite checks it)
+    if stack.store == "adls":  # the table reaches Azurite through a log of its requests
+        account = next(iter(stack.emulator.keys))
+        relay = RequestLog(f"http://127.0.0.1:{stack.emulator.port}").start()
+        stack.front.endpoint_overrides[f"adls.connection-string.{stack.emulator.host(account)}"] = f"{relay.url}/{account}"
+        try:
+            table = cat.load_table(name)
+        finally:
+            stack.front.endpoint_overrides.clear()
+    else:
+        table = cat.load_table(name)
+    loaded = time.monotonic()
+    location = f"{table.location()}/data/midway.bin"
+    with table.io.new_output(location).create(overwrite=True) as out:
+        for i in range(10):
+            out.write(chunk(i))
+        # Part 1 acknowledged, part 2 sent: the token dies now, long before its stated end (renewed at 7.5 s).
+        if stack.store == "gcs":
+            for grant in stack.emulator.front.grants():
+                if grant.bucket == "warehouse" and "/midway" in grant.prefix:
+                    stack.emulator.front.expire(grant.token)
+            staged: list = []
+        else:
+            time.sleep(max(0.0, loaded + EARLY + 1.1 - time.monotonic()))
+            staged = [b.id for b in adls_blocks(stack, location, "uncommitted")]
+            assert staged, "no block was staged before the token died"
+        for i in range(10, 16):
+            out.write(chunk(i))
+        if stack.store == "adls":  # nothing staged twice: what is staged is at most what was written
+            assert sum(b.size for b in adls_blocks(stack, location, "uncommitted")) <= 16 * MIB
+    assert time.monotonic() - loaded < LIFETIME * 0.75, "the write outlasted the renewal on schedule: it proved nothing"
+    with table.io.new_input(location).open() as back:
+        assert back.read() == b"".join(chunk(i) for i in range(16))
+    row = status(cat, name.split(".")[1])
+    assert row["rejections"] >= 1 and row["reactive_refreshes"] >= 1, f"{stack.store}: nothing refused: {row}"
+    if stack.store == "gcs":
+        assert gcs_uploads_started(stack, location) == 1, "the upload was started again"
+    else:  # the blocks staged before the death are in the blob, and no block was staged again once taken
+        committed = adls_blocks(stack, location, "committed")
+        assert set(staged) <= {b.id for b in committed}
+        key = urlsplit(location).path
+        taken = [path for method, path, status in relay.log
+                 if method == "PUT" and path.partition("?")[0].endswith(key) and "comp=block&" in path + "&"
+                 and status == 201]
+        assert len(taken) == len(committed), f"{len(taken)} blocks staged for {len(committed)} in the blob"
+        relay.stop()
+    cat.close()
+
+
+def test_a_write_that_fails_leaves_nothing_behind(stack):
+    cat, name = streaming_table(stack, "failed")
+    table = cat.load_table(name)
+    location = f"{table.location()}/data/failed.bin"
+    with pytest.raises(RuntimeError):
+        with table.io.new_output(location).create(overwrite=True) as out:
+            for i in range(11):
+                out.write(chunk(i))
+            raise RuntimeError("the encoder failed")
+    assert not table.io.new_input(location).exists()
+    cat.close()

@@ -143,6 +143,7 @@ class VendingCatalog(BufferedProxy):
         self.extra_prefixes: dict[str, list[str]] = {}
         self.endpoint_tables: set[str] = set()
         self.store_lifetime_s: dict[str, float] = {}
+        self.endpoint_overrides: dict[str, str] = {}  # endpoint key -> URL a table loaded now is given (a proxy)
         self.signer = RefreshTokenSigner()
         self.clock: Callable[[], float] = time.time
         self.secrets_handed_out: set[str] = set()
@@ -263,7 +264,7 @@ class VendingCatalog(BufferedProxy):
                 out[f"adls.connection-string.{self.azurite.host(account)}"] = self.azurite.endpoint(account)
         if self.gcs is not None:
             out.update({"gcs.service.host": self.gcs.url, "gcs.project-id": PROJECT})
-        return out
+        return {**out, **self.endpoint_overrides}
 
     def refresh_endpoint(self, prefix: str | None, ns: list[str], name: str) -> str:
         path = (("v1/" + quote(prefix, safe="") if prefix else "v1")

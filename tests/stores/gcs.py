@@ -52,6 +52,7 @@ PROJECT = "pce-test"
 _JSON_API = re.compile(r"^/(?:download/|upload/)?storage/v1/b(?:/(?P<bucket>[^/]+)(?:/o(?:/(?P<object>[^/]+)(?P<rest>/.*)?)?)?)?/?$")
 _SESSION = re.compile(r"^/upload/resumable/[A-Za-z0-9_.=-]+$")  # fake-gcs-server's session URIs
 _BATCH = "/batch/storage/v1"
+_MULTIPART_NAME = re.compile(rb'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')  # in a multipart upload's JSON metadata part
 _BATCH_PART = re.compile(rb"^(?:GET|POST|PUT|PATCH|DELETE) (?:https?://[^/\s]+)?(/storage/v1/\S+) HTTP", re.M)
 
 
@@ -136,11 +137,15 @@ class GcsFront(ThreadedServer):
     # ---- serving
     def handle(self, h: BaseHTTPRequestHandler) -> None:
         route, _, query = h.path.partition("?")
-        entry = {"time": time.time(), "method": h.command, "route": route, "token": None, "status": None}
+        entry = {"time": time.time(), "method": h.command, "route": route, "query": query, "token": None, "status": None}
         with self._lock:
             self.log.append(entry)
-        batch = read_request_body(h) if route == _BATCH else None
-        refusal = self._refusal(h, route, parse_qs(query), entry, batch)
+        params = parse_qs(query)
+        # A batch, and a multipart upload (the object's name is in its body, as GCS reads it), are read
+        # whole to be checked, then sent on as read.
+        multipart = route.startswith("/upload/") and params.get("uploadType") == ["multipart"] and "name" not in params
+        batch = read_request_body(h) if route == _BATCH or multipart else None
+        refusal = self._refusal(h, route, params, entry, batch)
         if refusal is not None:
             status, reason, body, headers = refusal
             entry["status"] = status
@@ -166,7 +171,13 @@ class GcsFront(ThreadedServer):
             return 401, "Unauthorized", _gcs_error(401, "authError", "Invalid Credentials",
                                                    {"locationType": "header", "location": "Authorization"}), headers
         entry["token"] = grant.label
-        targets = _batch_targets(batch) if batch is not None else self._targets(h, route, match, query)
+        if batch is not None and route == _BATCH:
+            targets = _batch_targets(batch)
+        elif batch is not None:  # a multipart upload: the name its metadata part gives
+            named = _MULTIPART_NAME.search(batch)
+            targets = [(unquote(match["bucket"]), json.loads(b'"' + named[1] + b'"'))] if named and match else None
+        else:
+            targets = self._targets(h, route, match, query)
         if targets is None or not all(grant.covers(b, n) for b, n in targets):
             return 403, "Forbidden", _gcs_error(403, "forbidden", "the token does not have access to this "
                                                 "bucket or object (outside the prefix it was minted for)"), []
