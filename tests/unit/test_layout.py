@@ -116,7 +116,7 @@ PACKAGE = Path(pyspark_catalog_ext.__file__).parent
 #: The concerns from the bottom up. A module may import its own concern, any concern below it, and
 #: the package's public face (`pyspark_catalog_ext` itself), never a concern above it.
 LAYERS = (
-    ("errors", "secret_keys", "logsafety", "knobs", "cache", "progress", "events"),  # shared by every concern
+    ("errors", "secret_keys", "logsafety", "knobs", "cache", "progress", "events", "event_schemas"),  # shared by every concern
     ("catalog",),        # reaching a catalog: connection, REST client, locations
     ("lakehouse",),      # the embedded catalog server
     ("credentials",),    # refresh knobs and user sources, both runtimes
