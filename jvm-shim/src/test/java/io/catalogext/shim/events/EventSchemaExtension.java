@@ -3,6 +3,7 @@ package io.catalogext.shim.events;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.util.List;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.extension.AfterAllCallback;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
@@ -26,7 +27,8 @@ public final class EventSchemaExtension implements AfterEachCallback, AfterAllCa
   }
 
   private static void failOnViolations() {
-    List<String> found = EventLog.takeSchemaViolations();
+    // test.*: the event pipeline's own probes (EventLogTest, PythonApiTest), as tests/conftest.py skips them
+    List<String> found = EventLog.takeSchemaViolations().stream().filter(v -> !v.startsWith("test.")).collect(Collectors.toList());
     assertEquals(List.of(), found, "events that do not match resources/event-schemas.json");
   }
 }
