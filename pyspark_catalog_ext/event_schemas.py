@@ -35,8 +35,8 @@ def _is(value: Any, type_name: str) -> bool:
 
 
 def violations(type_: str, fields: Mapping[str, Any], runtime: str) -> list[str]:
-    """What is wrong with event `type_` carrying `fields` (envelope keys left out) from `runtime`
-    ("python" or "jvm"): one line each; empty when it matches the schema."""
+    """What is wrong with event `type_` carrying `fields` (as its emitter gave them: without the
+    envelope) from `runtime` ("python" or "jvm"): one line each; empty when it matches the schema."""
     schema = by_type().get(type_)
     if schema is None:
         return [f"{type_}: unknown event type (add it to resources/event-schemas.json)"]
@@ -44,8 +44,9 @@ def violations(type_: str, fields: Mapping[str, Any], runtime: str) -> list[str]
         return [f"{type_}: emitted by {runtime}, but the schema names only {', '.join(schema['runtimes'])}"]
     allowed = {name: spec for name, spec in schema["fields"].items() if runtime in spec.get("runtimes", schema["runtimes"])}
     found = []
-    for name in sorted(set(fields) - set(allowed) - set(schemas()["envelope"])):
-        found.append(f"{type_} ({runtime}): unexpected field {name!r}")
+    for name in sorted(set(fields) - set(allowed)):
+        found.append(f"{type_} ({runtime}): " + (f"field {name!r} is the envelope's (each runtime sets it)"
+                                                 if name in schemas()["envelope"] else f"unexpected field {name!r}"))
     for name, spec in allowed.items():
         if name not in fields:
             if spec["required"]:
