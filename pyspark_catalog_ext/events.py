@@ -36,8 +36,8 @@ from typing import Any
 
 from pyspark_catalog_ext.errors import ConfigError, redact
 
-__all__ = ["Event", "NULL", "subscribe", "unsubscribe", "emit", "deliver", "stats", "add_source", "remove_source_pull", "JsonLinesSink",
-           "WebhookSink", "QueuedSink"]
+__all__ = ["Event", "NULL", "subscribe", "unsubscribe", "emit", "deliver", "stats", "add_source", "remove_source_pull", "set_check",
+           "JsonLinesSink", "WebhookSink", "QueuedSink"]
 
 log = logging.getLogger(__name__)
 _SEQ = itertools.count(1)
@@ -49,6 +49,8 @@ _ERRORS = {"count": 0}
 _BEFORE_EMIT: list[Callable[[], Any]] = []
 _SOURCE_STATS: dict[str, Callable[[], Any]] = {}
 _IN_HOOK = threading.local()
+# The test hook (`set_check`): sees every event before the sinks do.
+_CHECK: list[Callable[[Event, str], Any]] = []
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,16 @@ def emit(type_: str, **fields: Any) -> Event:
     """Publish an event. Never raises and never waits on a sink's I/O. A None field is left out;
     `NULL` keeps it, as null."""
     _run_before_emit()
-    return _fan_out(Event(type_, {k: None if v is NULL else _clean(v) for k, v in fields.items() if v is not None}))
+    return _fan_out(Event(type_, {k: None if v is NULL else _clean(v) for k, v in fields.items() if v is not None}),
+                    "python")
+
+
+def set_check(check: Callable[[Event, str], Any] | None) -> None:
+    """Test hook: `check(event, runtime)` sees every event published (`runtime`: "python" for `emit`,
+    the event's `source` for `deliver`) before any sink, on the publishing thread; None removes it.
+    The test suite holds every event to resources/event-schemas.json with it (tests/conftest.py).
+    Its exceptions are the checker's own business: they propagate."""
+    _CHECK[:] = [check] if check is not None else []
 
 
 def _run_before_emit() -> None:
@@ -127,12 +138,15 @@ def _run_before_emit() -> None:
 
 
 def deliver(event: Event) -> Event:
-    """Hand a ready-made event (e.g. one from the JVM, with its own time) to every subscriber."""
-    return _fan_out(Event(event.type, {k: _clean(v) for k, v in event.fields.items() if v is not None},
-                          event.time, event.seq))
+    """Hand a ready-made event (e.g. one from the JVM, with its own time) to every subscriber. Its
+    null fields stay null: the JVM writes a field as null where the schema says it is always present."""
+    return _fan_out(Event(event.type, {k: _clean(v) for k, v in event.fields.items()},
+                          event.time, event.seq), event.source)
 
 
-def _fan_out(event: Event) -> Event:
+def _fan_out(event: Event, runtime: str) -> Event:
+    for check in list(_CHECK):
+        check(event, runtime)
     with _LOCK:
         sinks = list(_SUBSCRIBERS)
     for sink in sinks:

@@ -11,9 +11,11 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pyspark_catalog_ext import event_schemas, events
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog as make_pyiceberg_catalog
 from pyspark_catalog_ext.spark import shim_build as jvm
@@ -71,6 +73,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # Sourced under `set -a`: defines no variable. Path quoted with shlex (it lives under $TMPDIR).
     env_sh.write_text(previous + f"\nprintf '%s\\n' \"${{PYTEST_CURRENT_TEST:-}}\" >> {shlex.quote(str(_LAUNCH_LOG))}\n")
     os.environ["SPARK_CONF_DIR"] = str(conf)
+    # Every Spark JVM the tests start holds its events to resources/event-schemas.json (EventLog
+    # records each mismatch; `events_match_their_schema` reads them back). The admins' default
+    # options: a session's own spark.driver.extraJavaOptions adds to them.
+    defaults = conf / "spark-defaults.conf"
+    previous = defaults.read_text() if defaults.is_file() else ""
+    defaults.write_text(previous + "\nspark.driver.defaultJavaOptions -Dcatalog-ext.events.check-schema=true\n")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -88,6 +96,46 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
         pytest.fail(f"{item.nodeid} started a Spark JVM but is not marked `spark`: use the `spark` fixture, or add "
                     "@pytest.mark.spark (a module: pytestmark = pytest.mark.spark), so `-m 'not spark'` skips it",
                     pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def events_match_their_schema() -> Any:
+    """Every event a test publishes, from Python or brought in from the JVM, matches
+    resources/event-schemas.json (through `events.set_check`, the test hook), and so does every
+    event the session's JVM emitted (its EventLog's own check): a mismatch fails the test."""
+    found: list[str] = []
+
+    def check(event: events.Event, runtime: str) -> None:
+        if event.type.startswith("test."):  # the event pipeline's own probes (tests/spark/test_events.py)
+            return
+        # A JVM event brought in carries the envelope the JVM set (its `source`, `jvm_seq`); the
+        # JVM's own check saw its fields without it.
+        fields = event.fields if runtime == "python" else {k: v for k, v in event.fields.items()
+                                                            if k not in event_schemas.schemas()["envelope"]}
+        found.extend(event_schemas.violations(event.type, fields, runtime))
+
+    events.set_check(check)
+    try:
+        yield
+    finally:
+        events.set_check(None)
+    found.extend(_jvm_schema_violations())
+    if found:
+        pytest.fail("events that do not match resources/event-schemas.json:\n" + "\n".join(dict.fromkeys(found)),
+                    pytrace=False)
+
+
+def _jvm_schema_violations() -> list[str]:
+    """What the running Spark driver's EventLog recorded against the schema since the last test."""
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context
+    if sc is None:
+        return []
+    try:
+        return [str(v) for v in sc._jvm.io.catalogext.shim.events.EventLog.takeSchemaViolations()]
+    except Exception:  # noqa: BLE001 - a session without the shim, or one being stopped
+        return []
 
 
 def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -109,7 +109,7 @@ def without_code_keys(catalog: str, table: str, properties: Mapping[str, str]) -
         return None
     log.warning("catalog-ext: table %s: ignoring metadata propert%s %s: a table's properties never name code a "
                 "client loads", table, "y" if len(named) == 1 else "ies", ", ".join(sorted(named)))
-    events.emit("answer.keys-dropped", catalog=catalog, source=f"table {table}'s metadata properties",
+    events.emit("answer.keys-dropped", catalog=catalog, answer=f"table {table}'s metadata properties",
                 keys=sorted(named))
     return {k: v for k, v in properties.items() if k not in named}
 
@@ -164,4 +164,4 @@ def _report_dropped(catalog: str, source: str, keys: list[str]) -> None:
         return
     log.debug("catalog-ext: catalog %s ignores %s from %s: a server answer may set only credentials, endpoints, "
               "region and path style", catalog, ", ".join(sorted(keys)), source)
-    events.emit("answer.keys-dropped", catalog=catalog, source=source, keys=sorted(keys))
+    events.emit("answer.keys-dropped", catalog=catalog, answer=source, keys=sorted(keys))

@@ -465,7 +465,7 @@ class CredentialRefresher:
                     assert skew is not None
                     log.warning("catalog-ext: the %s of %s is %+.1f s off this machine's clock; expiries follow its clock",
                                 source, self.catalog, skew)
-                    events.emit("clock.skew", catalog=self.catalog, source=source, skew_ms=int(round(skew * 1000)))
+                    events.emit("clock.skew", catalog=self.catalog, server=source, skew_ms=int(round(skew * 1000)))
             if beyond and applied == 0.0:
                 assert skew is not None
                 applied = skew

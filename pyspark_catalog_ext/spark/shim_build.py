@@ -47,8 +47,10 @@ CREDENTIAL_RULES = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[2]
 TRUST_RULES = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[3]
 #: The refresh engine's timelines both runtimes replay (see pyspark_catalog_ext.credentials.scenarios).
 REFRESH_SCENARIOS = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[4]
+#: Every event type both runtimes emit, with its fields (see pyspark_catalog_ext.event_schemas).
+EVENT_SCHEMAS = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[5]
 #: The shared specs packaged into the shim jar, next to the classes that read them (one copy in git).
-SHARED_SPECS = (KNOB_SPEC, DECISION_TABLE, CREDENTIAL_RULES, TRUST_RULES, REFRESH_SCENARIOS)
+SHARED_SPECS = (KNOB_SPEC, DECISION_TABLE, CREDENTIAL_RULES, TRUST_RULES, REFRESH_SCENARIOS, EVENT_SCHEMAS)
 PACKAGED_SHIM = Path(__file__).resolve().parent.parent / "_jars" / SHIM_JAR_NAME
 HASH_ATTRIBUTE = shim_maven.HASH_ATTRIBUTE
 _INSTALL_HINT = "install a JDK >= 11 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to one"

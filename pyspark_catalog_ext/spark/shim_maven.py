@@ -24,9 +24,9 @@ SHIM_JAR_NAME = "catalog-ext-shim.jar"
 HASH_ATTRIBUTE = "Catalog-Ext-Source-Hash"
 # The package's resources (pyspark_catalog_ext/resources/) the jar carries beside its classes, as
 # jvm-shim/pom.xml's <resources> names them: the catalog-ext.* knob spec, the commit decision table,
-# the credential rules, the trust rules and the refresh engine's timelines.
+# the credential rules, the trust rules, the refresh engine's timelines and the event schemas.
 SHARED_SPEC_NAMES = ("catalog-ext-knobs.json", "commit-decisions.json", "credential-rules.json", "trust-rules.json",
-                     "refresh-scenarios.json")
+                     "refresh-scenarios.json", "event-schemas.json")
 BUILD_TOOLS_HINT = "install a JDK >= 11 and Maven >= 3.8 (e.g. apt-get install openjdk-17-jdk-headless maven)"
 
 

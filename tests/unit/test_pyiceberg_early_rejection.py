@@ -318,7 +318,7 @@ def test_a_catalog_on_another_clock_is_scheduled_by_its_clock(lakehouse, many_fi
                 s3.max_age_seconds, s3.delay_seconds = None, 0
                 cat.close()
     skews = [e for e in seen if e.type == "clock.skew"]
-    assert skews and skews[0].fields["source"] == "catalog" and abs(skews[0].fields["skew_ms"] - skew * 1000) < 2000
+    assert skews and skews[0].fields["server"] == "catalog" and abs(skews[0].fields["skew_ms"] - skew * 1000) < 2000
 
 
 

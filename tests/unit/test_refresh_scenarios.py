@@ -179,15 +179,23 @@ def test_the_rows_are_many_unique_and_cover_every_group() -> None:
     assert any(p["state"]["staged"] for p in PLANS) and all(r["why"] for r in ROWS + PLANS)
 
 
-def test_the_expected_events_have_the_fields_the_rules_name() -> None:
-    """Every credentials.rejected a row expects has exactly the fields credential-rules.json's
-    `rejected-event` names (table and catalog are checked by neither replay: they name the row)."""
+def test_the_expected_events_have_the_fields_the_schema_names() -> None:
+    """Every event a row expects has exactly the fields event-schemas.json gives its type (the event
+    credential-rules.json's `rejected-event` names; table and catalog are checked by neither replay:
+    they name the row)."""
+    from pyspark_catalog_ext import event_schemas
     from pyspark_catalog_ext.credentials.rules import spec
 
-    fields = set(spec()["rejected-event"]["fields"]) - {"table", "catalog"}
-    expected = [e for r in ROWS for e in r["expect"].get("events", []) if e["type"] == "credentials.rejected"]
-    assert expected and all(set(e) - {"type"} == fields for e in expected)
-    assert any(e["stated_lifetime_ms"] is None for e in expected)  # present, null
+    assert spec()["rejected-event"]["event"] == "credentials.rejected"
+    for type_ in EVENT_TYPES:
+        fields = set(event_schemas.by_type()[type_]["fields"]) - {"table", "catalog"}
+        expected = [e for r in ROWS for e in r["expect"].get("events", []) if e["type"] == type_]
+        assert expected and all(set(e) - {"type"} == fields for e in expected), type_
+        named = {"table": "lake.db.t", "catalog": "lake"} if type_ == "credentials.rejected" else {"catalog": "lake"}
+        assert all(not event_schemas.violations(type_, {**named, **{k: v for k, v in e.items() if k != "type"}}, "python")
+                   for e in expected), type_
+    rejected = [e for r in ROWS for e in r["expect"].get("events", []) if e["type"] == "credentials.rejected"]
+    assert any(e["stated_lifetime_ms"] is None for e in rejected)  # present, null
 
 
 def test_docs_show_exactly_the_scenarios() -> None:

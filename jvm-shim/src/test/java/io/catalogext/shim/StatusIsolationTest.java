@@ -41,6 +41,7 @@ public class StatusIsolationTest {
     fields.put(EventLog.CATALOG_SESSION, session.id);
     fields.put("table", session.name + ".db." + table);
     fields.put("outcome", "committed");
+    fields.put("duration_s", 0.1); // as CommitEvents emits it: event-schemas.json requires it
     EventLog.emit("commit.finished", fields);
   }
 

@@ -9,6 +9,8 @@ import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
@@ -67,7 +69,40 @@ public final class EventLog {
   /** Records one event; never throws, never waits. */
   public static void emit(String type, ObjectNode fields) {
     ShimMetrics.get().onEvent(type, fields); // refresh and commit counters for Spark's metrics system
+    if (Checked.ON) {
+      Checked.check(type, fields);
+    }
     INSTANCE.record(type, fields);
+  }
+
+  /**
+   * Tests: what the events emitted since the last call did wrong against the schema, one line each
+   * (empty unless system property {@value EventSchemas#CHECK_PROPERTY} is true); clears them.
+   */
+  public static List<String> takeSchemaViolations() {
+    synchronized (Checked.VIOLATIONS) {
+      List<String> taken = new ArrayList<>(Checked.VIOLATIONS);
+      Checked.VIOLATIONS.clear();
+      return taken;
+    }
+  }
+
+  /** The schema check, loaded only where the property turns it on (the test suites). */
+  private static final class Checked {
+    static final boolean ON = Boolean.getBoolean(EventSchemas.CHECK_PROPERTY);
+    static final List<String> VIOLATIONS = new ArrayList<>();
+    private static final EventSchemas SCHEMAS = ON ? EventSchemas.load() : null;
+
+    static void check(String type, ObjectNode fields) {
+      List<String> found = SCHEMAS.violations(type, fields == null ? Json.object() : fields);
+      synchronized (VIOLATIONS) {
+        for (String v : found) {
+          if (VIOLATIONS.size() < 100) { // bounded: a test reads them after each case
+            VIOLATIONS.add(v);
+          }
+        }
+      }
+    }
   }
 
   /** Python: events after {@code afterSeq}, plus how many it can no longer see (the ring moved on). */

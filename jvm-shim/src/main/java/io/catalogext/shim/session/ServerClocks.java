@@ -61,7 +61,7 @@ public final class ServerClocks {
     if (before == 0 || Math.abs(before - skew) > boundMs) {
       ObjectNode event = EventLog.fields();
       event.put("catalog", catalog);
-      event.put("source", source);
+      event.put("server", source); // not "source": every event's own field saying which runtime emitted it
       event.put("skew_ms", skew);
       EventLog.emit("clock.skew", event);
       LOG.warn("catalog-ext: the clock of {} (catalog {}) is {} ms {} this machine's: expiries are scheduled by"
