@@ -96,8 +96,11 @@ public final class CommitEvents implements CatalogHttpFunnel.Interceptor {
       fields.put("table", name(tablePath == null ? null : tablePath.namespace, ((CreateTableRequest) body).name()));
     } else if (body instanceof UpdateTableRequest) {
       UpdateTableRequest update = (UpdateTableRequest) body;
-      fields.put("table", tablePath != null && tablePath.table != null
-          ? name(tablePath.namespace, tablePath.table) : name(update.identifier()));
+      String table = tablePath != null && tablePath.table != null
+          ? name(tablePath.namespace, tablePath.table) : name(update.identifier());
+      if (table != null) { // event-schemas.json: absent when the request names no table, never null
+        fields.put("table", table);
+      }
       addChanges(fields, update);
     } else {
       ArrayNode tables = fields.putArray("tables");
