@@ -19,20 +19,29 @@ import pytest
 
 pytest.importorskip("trino", reason="Trino's Python client is not installed: pip install 'pyspark-catalog-ext[trino]'")
 
-from pyspark_catalog_ext.clients.trino_install import TrinoUnavailable  # noqa: E402
+from pyspark_catalog_ext.clients.trino_install import TrinoUnavailable, find_trino_java, trino_home  # noqa: E402
 from pyspark_catalog_ext.clients.trino_server import TrinoServer  # noqa: E402
 
 ROWS = 100_000  # 1M: Spark 41 s + Trino 35 s against 31 s + 21 s for 100k, on a busy 2-core machine (load 13-15)
 
 
 @pytest.fixture(scope="module")
-def trino_server(lakehouse):
-    """One Trino per module on the session lakehouse; its S3 endpoint is given, as a user gives it."""
-    server = TrinoServer(lakehouse.connection(s3_endpoint=lakehouse.info.s3_endpoint))
+def trino_installed() -> None:
+    """Trino's server (downloaded on first use) and a Java 24+, or the module is skipped in one line."""
+    began = time.monotonic()
     try:
-        server.start()
+        trino_home()
+        find_trino_java()
     except TrinoUnavailable as exc:
         pytest.skip(f"Trino cannot run here: {exc}")
+    print(f"Trino's server ready in the cache in {time.monotonic() - began:.1f}s")
+
+
+@pytest.fixture(scope="module")
+def trino_server(lakehouse, trino_installed):
+    """One Trino per module on the session lakehouse; its S3 endpoint is given, as a user gives it."""
+    server = TrinoServer(lakehouse.connection(s3_endpoint=lakehouse.info.s3_endpoint))
+    server.start()
     print(f"Trino started in {server.startup_seconds:.1f}s")
     yield server
     server.stop()
@@ -101,10 +110,9 @@ def test_a_trino_table_is_read_back_exactly_by_spark_and_pyiceberg(spark, cursor
     assert added == [0, 5000, 1]
 
 
-def test_the_doctors_trino_probe_passes_on_the_lakehouse(lakehouse, trino_server):
+def test_the_doctors_trino_probe_passes_on_the_lakehouse(lakehouse, trino_installed):
     """`doctor --profile seaweedfs` on the session lakehouse with only the probes `trino` needs: it
-    starts its own Trino, reads the Spark probe's CTAS and writes a table Spark and PyIceberg read.
-    Needs `trino_server` only to be skipped with it (Trino cannot run here)."""
+    starts its own Trino, reads the Spark probe's CTAS and writes a table Spark and PyIceberg read."""
     from pyspark_catalog_ext.doctor.suite import probe_ids
     from tests.conftest import run_cli
 
