@@ -82,6 +82,15 @@ class TrinoServer:
     def log_file(self) -> Path | None:
         return self._root / "server.log" if self._root else None
 
+    @property
+    def pid(self) -> int | None:
+        """The server's process id (the leader of its own process group)."""
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def catalog_file(self) -> Path | None:
+        return self._root / "etc" / "catalog" / f"{self.catalog}.properties" if self._root else None
+
     def start(self) -> TrinoServer:
         home = trino_home()
         java = find_trino_java()
@@ -104,7 +113,8 @@ class TrinoServer:
                     break
                 except CatalogError:
                     in_use = "Address already in use" in self._log_text()
-                    _kill_group(self._proc.pid, self._proc) if self._proc else None
+                    if self._proc is not None:
+                        _kill_group(self._proc.pid, self._proc)
                     if not in_use or attempt == _START_ATTEMPTS - 1:
                         raise
         except BaseException:

@@ -14,6 +14,7 @@ import json
 import time
 import uuid
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -128,3 +129,24 @@ def test_the_doctors_trino_probe_passes_on_the_lakehouse(lakehouse, trino_instal
     assert evidence["spark_table"]["trino"] == evidence["spark_table"]["spark"] and evidence["spark_table"]["spark"][0] > 0
     assert evidence["spark_read"] == evidence["pyiceberg_read"] == evidence["rows_written"] == 200
     print(f"doctor's trino probe: {evidence['elapsed_s']} s (Trino {evidence['startup_s']} s to start)")
+
+
+def test_the_catalog_secret_is_in_no_file_and_no_process_argument(trino_server, lakehouse):
+    """Trino has the catalog's OAuth2 secret from its environment only: the catalog file says
+    `${ENV:...}` and no process of the server's group has the secret in its arguments."""
+    from tests.conftest import SECRET
+
+    text = trino_server.catalog_file.read_text()
+    assert "iceberg.rest-catalog.oauth2.credential=${ENV:" in text and SECRET not in text
+    assert oct(trino_server.catalog_file.stat().st_mode & 0o777) == "0o600"
+    group = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _group_of(p) == trino_server.pid]
+    assert group, "the server's process group is empty"
+    for proc in group:
+        assert SECRET.encode() not in (proc / "cmdline").read_bytes()
+
+
+def _group_of(proc: Path) -> int | None:
+    try:
+        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[2])  # field 5: the process group
+    except (OSError, IndexError, ValueError):
+        return None
