@@ -114,11 +114,12 @@ def main() -> int:
         with start_lakehouse() as lake:
             info = lake.info
             proc = run(["--profile", "seaweedfs", "--uri", info.iceberg_uri, "--warehouse", info.warehouse,
-                        "--credential", info.credential, "--server-label", "SeaweedFS 4.48 (weed mini)",
+                        "--credential", info.credential, "--s3-endpoint", info.s3_endpoint,  # Trino's store (docs/clients.md)
+                        "--server-label", "SeaweedFS 4.48 (weed mini)",
                         "--save-matrix"])
         shown = proc.stdout.replace(info.secret_key, "***")
         command = (f"$ pyspark-catalog-ext doctor --profile seaweedfs --uri {info.iceberg_uri} "
-                   f"--warehouse {info.warehouse} --credential {info.access_key}:***")
+                   f"--warehouse {info.warehouse} --credential {info.access_key}:*** --s3-endpoint {info.s3_endpoint}")
         shown = shown.split("matrix entry written to")[0].rstrip()
         DOCTOR_DOC.write_text(replace_block(DOCTOR_DOC.read_text(), "doctor-run", f"```\n{command}\n{shown}\n```"))
     text, docs, doctor_doc = rendered(text, DOCS.read_text(), DOCTOR_DOC.read_text())

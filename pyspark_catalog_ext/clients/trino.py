@@ -2,7 +2,9 @@
 for a connection, with Trino's native S3 file system and the catalog's vended credentials.
 
 Trino's Iceberg connector has no S3 remote signing: a remote-signing connection is refused here
-with that reason. The file was not yet fed to a Trino server by this package's tests.
+with that reason. Trino's native S3 takes the keys the catalog vends but not an endpoint: a store
+other than AWS S3 needs `s3_endpoint` (`--s3-endpoint`), the user's own choice. The test suite
+feeds this file to a real Trino 476 (clients/trino_server.py, tests/spark/test_trino_client.py).
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 reads the table the Spark probe's CTAS wrote through the shim (the same rows and schema as Spark
 reads), then writes a table of its own (create and insert) that Spark and PyIceberg read back
 exactly, then appends to it while Spark appends (their commits race; DuckDB retries on Iceberg's
-conflict) and checks that every row landed once, one snapshot per append. It is skipped in one line when DuckDB is not installed, and `unsupported`, with DuckDB's
-reason, where DuckDB cannot work on this catalog.
+conflict) and checks that every row landed once, one snapshot per append. `trino` starts a Trino
+476 server for the run (clients/trino_server.py), reads the Spark probe's table and writes its own
+that Spark and PyIceberg read back exactly. Each is skipped in one line when its engine is not
+installed, and `unsupported`, with the engine's reason, where it cannot work on this catalog.
 """
 
 from __future__ import annotations
@@ -128,3 +130,88 @@ def _append_beside_spark(ctx: ProbeContext, db: Any, duckdb: Any) -> dict[str, A
     finally:
         cursor.close()
     return {"rows_each": _APPEND_ROWS, "duckdb_conflicted": conflicted}
+
+
+_TRINO_ROWS = 200
+TRINO_INSTALL = ("pip install 'pyspark-catalog-ext[trino]' and a JDK 24+ (e.g. Temurin 25); "
+                 "the Trino server (~820 MB) is downloaded once into the user cache")
+
+
+@probe("trino", "Trino reads Spark's CTAS; Spark and PyIceberg read Trino's table", "clients", needs=("spark-ctas",))
+def probe_trino(ctx: ProbeContext) -> Outcome:
+    """A Trino 476 server started for this run (clients/trino_server.py) with `--format trino`'s
+    catalog: it reads the Spark probe's table, then creates and fills a table of its own that Spark
+    and PyIceberg read back exactly."""
+    try:
+        import trino  # noqa: F401
+    except ImportError:
+        return skipped(f"Trino's Python client is not installed: {TRINO_INSTALL}")
+    from pyspark_catalog_ext.clients.trino_install import TrinoUnavailable, find_trino_java
+    from pyspark_catalog_ext.clients.trino_server import TrinoServer
+    from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+
+    conn = _connection(ctx)
+    if conn.remote_signing:
+        return unsupported("Trino's Iceberg connector has no S3 remote signing: it reads storage only with vended credentials or its own keys")
+    if conn.auth not in ("oauth2", "token"):
+        return unsupported(f"Trino's catalog file is generated here for OAuth2 or a bearer token, not {conn.auth} auth")
+    try:
+        find_trino_java()
+    except TrinoUnavailable as exc:
+        return skipped(str(exc))
+    if conn.s3_endpoint is None:
+        # Trino's native S3 takes the vended keys but not the vended endpoint: on the user's own
+        # lakehouse its store is named here (on another catalog the user gives --s3-endpoint)
+        from dataclasses import replace
+
+        from pyspark_catalog_ext.lakehouse.server import running_info
+
+        lake = ctx.connection.get("lakehouse") or running_info()
+        info = getattr(lake, "info", lake)
+        if info is not None and conn.uri == info.iceberg_uri:
+            conn = replace(conn, s3_endpoint=info.s3_endpoint)
+    ns, t0 = ctx.namespace, time.perf_counter()
+    server = TrinoServer(conn, "doctor_trino")
+    step = "start Trino"
+    try:
+        server.start()
+        evidence: dict[str, Any] = {"startup_s": round(server.startup_seconds or 0, 1)}
+        cursor = server.connect().cursor()
+
+        def query(sql: str) -> list[list[Any]]:
+            cursor.execute(sql)
+            return cursor.fetchall()
+
+        step = "read Spark's table"
+        with statements(ctx):
+            want = list(ctx.spark.sql(f"SELECT count(*), sum(id), sum(length(note)) FROM {SPARK_CATALOG}.`{ns}`.spark").collect()[0])
+        got = query(f'SELECT count(*), sum(id), sum(length(note)) FROM "{ns}".spark')[0]
+        types = [(r[0], r[1]) for r in query(f'DESCRIBE "{ns}".spark')]
+        evidence.update(spark_table={"spark": want, "trino": got}, schema=types)
+        if got != want:
+            return failed(f"Trino read (rows, sum id, sum length) {tuple(got)} of Spark's table, Spark reads {tuple(want)}", **evidence)
+        if types != [("id", "bigint"), ("note", "varchar")]:
+            return failed(f"Trino sees Spark's table as {types}, Spark wrote (id bigint, note string)", **evidence)
+        step = "write a table"
+        query(f'CREATE TABLE "{ns}".trino (id BIGINT, note VARCHAR)')
+        query(f"""INSERT INTO "{ns}".trino SELECT n, 't' || CAST(n AS VARCHAR) FROM UNNEST(sequence(0, {_TRINO_ROWS - 1})) AS r(n)""")
+        expected = [(i, f"t{i}") for i in range(_TRINO_ROWS)]
+        step = "read Trino's table in Spark"
+        with statements(ctx):
+            by_spark = sorted(tuple(r) for r in ctx.spark.table(f"{SPARK_CATALOG}.`{ns}`.trino").collect())
+        step = "read Trino's table in PyIceberg"
+        scanned = pyiceberg_catalog(dict(ctx.props)).load_table((ns, "trino")).scan().to_arrow()
+        by_pyiceberg = sorted(zip(scanned["id"].to_pylist(), scanned["note"].to_pylist(), strict=True))
+    except TrinoUnavailable as exc:
+        return skipped(f"{exc} ({TRINO_INSTALL})")
+    except Exception as exc:
+        message = spark_error(ctx, exc) if "Spark" in step else f"{type(exc).__name__}: {one_line(ctx.secrets.scrub(str(exc)), 220)}"
+        return failed(f"{step}: {message}")
+    finally:
+        server.stop()
+    evidence.update(rows_written=_TRINO_ROWS, spark_read=len(by_spark), pyiceberg_read=len(by_pyiceberg),
+                    elapsed_s=round(time.perf_counter() - t0, 1))
+    if by_spark != expected or by_pyiceberg != expected:
+        return failed(f"Trino wrote {_TRINO_ROWS} rows; Spark read {len(by_spark)}, PyIceberg {len(by_pyiceberg)} (or other values)", **evidence)
+    return passed(f"read Spark's {want[0]} rows exactly; wrote {_TRINO_ROWS} rows that Spark and PyIceberg read back exactly "
+                  f"(Trino {server.startup_seconds or 0:.0f} s to start)", **evidence)

@@ -97,6 +97,7 @@ COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Remote signing", ("remote-signing",)),
     # Other engines on the same catalog (doctor/clients.py); a row recorded before the probe existed says "not run".
     ("Clients: DuckDB", ("duckdb",)),
+    ("Clients: Trino", ("trino",)),
 )
 
 #: (column title, probe ids) of the server inventory table: what Iceberg users do in Spark.
@@ -442,7 +443,7 @@ LEGEND = ("Source: *real server*: a recorded `doctor` run against SeaweedFS (`re
           "run here. works / degraded [n]: how the package goes on without it / refused [n]: why / **fail**; "
           "not probed: a prerequisite is missing; not run: skipped (the emulated runs leave Spark and the inventory "
           "to the user path; their PyIceberg cell is the user path's step 6, scan + append), or recorded before the probe "
-          "existed (Clients: DuckDB, the doctor's `duckdb` probe: it is claimed only from a run that included it).")
+          "existed (Clients: DuckDB and Trino, the doctor's `duckdb` and `trino` probes: each is claimed only from a run that included it).")
 
 
 def render_matrix(directory: Path | str | None = None, notes: str | None = None) -> str:
