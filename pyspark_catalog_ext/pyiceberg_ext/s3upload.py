@@ -23,46 +23,25 @@ fields. `ResumableS3Upload` writes the object itself, through botocore, for both
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from cachetools import LRUCache
 
-from pyspark_catalog_ext import knobs
-
-__all__ = ["PARTS_IN_FLIGHT_KNOB", "PART_BYTES_KNOB", "ResumableS3Upload", "S3Clients", "UploadBounds",
-           "new_client", "upload_bounds", "upload_pool"]
+from pyspark_catalog_ext.pyiceberg_ext.part_upload import (
+    PART_BYTES_KNOB,
+    PARTS_IN_FLIGHT_KNOB,
+    UPLOAD_THREADS,
+    PartUpload,
+    UploadBounds,
+    upload_bounds,
+    upload_pool,
+)
 
 T = TypeVar("T")
-PART_BYTES_KNOB = "catalog-ext.pyiceberg.s3-part-bytes"
-PARTS_IN_FLIGHT_KNOB = "catalog-ext.pyiceberg.s3-parts-in-flight"
-_UPLOAD_THREADS = 8  # parts sent at once in the process, all streams together
-_pool_lock = threading.Lock()
-_pool: list[ThreadPoolExecutor] = []
-
-
-class UploadBounds(NamedTuple):
-    """A stream's part size and how many of its parts may be sent but not yet acknowledged."""
-
-    part_bytes: int
-    parts_in_flight: int
-
-
-def upload_bounds(properties: Mapping[str, Any]) -> UploadBounds:
-    """The bounds the catalog's properties set (`catalog-ext.pyiceberg.s3-part-bytes`, `...s3-parts-in-flight`)."""
-    return UploadBounds(knobs.read_int(properties, PART_BYTES_KNOB), knobs.read_int(properties, PARTS_IN_FLIGHT_KNOB))
-
-
-def upload_pool() -> ThreadPoolExecutor:
-    """The process's one pool sending parts (every store's uploads share it)."""
-    with _pool_lock:
-        if not _pool:
-            _pool.append(ThreadPoolExecutor(_UPLOAD_THREADS, thread_name_prefix="catalog-ext-s3-part"))
-        return _pool[0]
-
+__all__ = ["PARTS_IN_FLIGHT_KNOB", "PART_BYTES_KNOB", "ResumableS3Upload", "S3Clients", "UploadBounds",
+           "new_client", "upload_bounds", "upload_pool"]
 
 _session_lock = threading.Lock()
 _session: list[Any] = []
@@ -86,7 +65,7 @@ def new_client(props: Mapping[str, Any], **config: Any) -> Any:
     settings = Config(s3=s3, proxies={"http": proxy, "https": proxy} if proxy else None,
                       connect_timeout=float(props.get("s3.connect-timeout") or 60),
                       read_timeout=float(props.get("s3.request-timeout") or 60),
-                      retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=_UPLOAD_THREADS + 2, **config)
+                      retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=UPLOAD_THREADS + 2, **config)
     with _session_lock:
         if not _session:
             _session.append(boto3.session.Session())
@@ -121,27 +100,15 @@ def _bucket_key(location: str) -> tuple[str, str]:
     return parts.netloc, parts.path.lstrip("/")
 
 
-class ResumableS3Upload:
-    """A binary write stream to one S3 object (see the module docstring). `run(call)` runs `call(client)`
-    with a client holding the table's current keys, renewing them when S3 rejects them as expired.
-    `bounds`: part size and parts in flight; `overwrite=False` refuses an existing object (FileExistsError)."""
+class ResumableS3Upload(PartUpload):
+    """A binary write stream to one S3 object (see the module docstring): an S3 multipart upload, or one
+    PutObject for a file under one part."""
 
     def __init__(self, run: Callable[[Callable[[Any], T]], T], location: str, bounds: UploadBounds,
                  overwrite: bool = True) -> None:
-        self._run: Callable[[Callable[[Any], Any]], Any] = run
-        self.location = location
         self._bucket, self._key = _bucket_key(location)
-        self._part_size = bounds.part_bytes
-        self._max_in_flight = bounds.parts_in_flight
-        if not overwrite and self._exists():
-            raise FileExistsError(f"Cannot create file, already exists: {location}")
-        self._buffer = bytearray(self._part_size)
-        self._filled = 0
-        self._written = 0
         self._upload_id: str | None = None
-        self._parts: list[dict[str, Any]] = []
-        self._in_flight: deque[Future] = deque()  # oldest first: parts are listed in order
-        self.closed = False
+        super().__init__(run, location, bounds, overwrite)
 
     def _exists(self) -> bool:
         from botocore.exceptions import ClientError
@@ -154,107 +121,26 @@ class ResumableS3Upload:
                 return False
             raise
 
-    # -- the stream ---------------------------------------------------------------------------------
-    def write(self, data: Any) -> int:
-        if self.closed:
-            raise ValueError(f"write to a closed stream ({self.location})")
-        view = memoryview(data).cast("B")
-        pos = 0
-        while pos < len(view):
-            n = min(len(view) - pos, self._part_size - self._filled)
-            self._buffer[self._filled:self._filled + n] = view[pos:pos + n]
-            self._filled += n
-            pos += n
-            if self._filled == self._part_size:
-                self._send_part(self._buffer)
-                self._buffer, self._filled = bytearray(self._part_size), 0  # the sent part stays the pool's
-        self._written += len(view)
-        return len(view)
+    def _begin(self) -> None:
+        created = self._run(lambda s3: s3.create_multipart_upload(Bucket=self._bucket, Key=self._key))
+        self._upload_id = str(created["UploadId"])
 
-    def tell(self) -> int:
-        return self._written
-
-    def readable(self) -> bool:
-        return False
-
-    def seekable(self) -> bool:
-        return False
-
-    def writable(self) -> bool:
-        return True
-
-    def __enter__(self) -> ResumableS3Upload:
-        return self
-
-    def __exit__(self, exc_type: Any, *_: Any) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()  # the writer failed: nothing half-written becomes visible
-
-    def flush(self) -> None:
-        """Nothing to do: a part goes out when full, the rest at close (S3 has no partial objects)."""
-
-    def close(self) -> None:
-        """Complete the object (one PutObject when it fits in one part); on failure abort, then raise."""
-        if self.closed:
-            return
-        self.closed = True
-        try:
-            del self._buffer[self._filled:]  # in place: the last part is the buffer itself, no copy
-            if self._upload_id is None:
-                body = self._buffer
-                self._run(lambda s3: s3.put_object(Bucket=self._bucket, Key=self._key, Body=body))
-            else:
-                if self._filled:
-                    self._send_part(self._buffer)
-                self._wait(until=0)
-                parts = {"Parts": list(self._parts)}
-                self._run(lambda s3: s3.complete_multipart_upload(Bucket=self._bucket, Key=self._key,
-                                                                  UploadId=self._upload_id, MultipartUpload=parts))
-        except BaseException:
-            self._abort()
-            raise
-        finally:
-            self._buffer = bytearray()
-
-    def abort(self) -> None:
-        """Drop the stream: nothing of it becomes visible (an upload begun is aborted)."""
-        if not self.closed:
-            self.closed = True
-            self._abort()
-            self._buffer = bytearray()
-
-    # -- parts --------------------------------------------------------------------------------------
-    def _send_part(self, data: bytearray) -> None:
-        if self._upload_id is None:
-            created = self._run(lambda s3: s3.create_multipart_upload(Bucket=self._bucket, Key=self._key))
-            self._upload_id = str(created["UploadId"])
-        self._wait(until=self._max_in_flight - 1)  # the bound on the stream's memory
-        number = len(self._parts) + len(self._in_flight) + 1
-        self._in_flight.append(upload_pool().submit(self._upload_part, number, data))
-
-    def _upload_part(self, number: int, data: bytearray) -> dict[str, Any]:
+    def _upload_part(self, number: int, offset: int, data: bytearray) -> dict[str, Any]:
         answer = self._run(lambda s3: s3.upload_part(Bucket=self._bucket, Key=self._key, UploadId=self._upload_id,
                                                      PartNumber=number, Body=data))
         return {"PartNumber": number, "ETag": answer["ETag"]}
 
-    def _wait(self, until: int) -> None:
-        """Collect acknowledged parts, oldest first, until at most `until` are in flight (raises a part's failure)."""
-        while len(self._in_flight) > until:
-            self._parts.append(self._in_flight[0].result())
-            self._in_flight.popleft()
+    def _finish(self, tail: bytearray, offset: int) -> None:
+        parts = list(self._parts)
+        if tail:
+            parts.append(self._upload_part(len(parts) + 1, offset, tail))
+        listed = {"Parts": parts}
+        self._run(lambda s3: s3.complete_multipart_upload(Bucket=self._bucket, Key=self._key,
+                                                          UploadId=self._upload_id, MultipartUpload=listed))
 
-    def _abort(self) -> None:
-        pending, self._in_flight = self._in_flight, deque()
-        for future in pending:  # an upload is aborted only once none of its parts is still being sent
-            try:
-                future.result()
-            except Exception:  # noqa: BLE001 - the write already failed; the abort below still runs
-                pass
-        if self._upload_id is not None:
-            upload_id = self._upload_id
-            try:
-                self._run(lambda s3: s3.abort_multipart_upload(Bucket=self._bucket, Key=self._key, UploadId=upload_id))
-            except Exception:  # noqa: BLE001 - best effort: S3 lifecycle rules expire an upload left behind
-                pass
+    def _whole(self, data: bytearray) -> None:
+        self._run(lambda s3: s3.put_object(Bucket=self._bucket, Key=self._key, Body=data))
+
+    def _cancel(self) -> None:
+        upload_id = self._upload_id  # best effort (the caller ignores a failure): S3 lifecycle rules expire one left behind
+        self._run(lambda s3: s3.abort_multipart_upload(Bucket=self._bucket, Key=self._key, UploadId=upload_id))

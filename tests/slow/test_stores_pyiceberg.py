@@ -33,7 +33,7 @@ import pytest
 
 from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.errors import CredentialRefreshError
-from pyspark_catalog_ext.pyiceberg_ext import storeupload
+from pyspark_catalog_ext.pyiceberg_ext import part_upload
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from tests.helpers import SpoolDiskPeak
 from tests.servers.base import ThreadedServer, forward_streaming
@@ -313,7 +313,7 @@ def test_a_write_streams_in_parts_with_nothing_on_disk_and_bounded_memory(stack)
     with table.io.new_output(f"{table.location()}/data/warm.bin").create(overwrite=True) as out:
         out.write(b"warm")  # the store's client and its modules are made before memory is counted
     location = f"{table.location()}/data/streamed.bin"
-    parts = [tracemalloc.Filter(True, storeupload.__file__)]  # where the writer allocates its part buffers
+    parts = [tracemalloc.Filter(True, part_upload.__file__)]  # where the writer allocates its part buffers
     held = []
     with SpoolDiskPeak() as disk:
         tracemalloc.start()

@@ -62,7 +62,7 @@ def table_of(lakehouse, proxies, io: str, name: str, properties: dict | None = N
 
 
 class WriterMemoryPeak:
-    """The most memory the resumable writer's own allocations (s3upload.py) held at once, from
+    """The most memory the resumable writer's own allocations (part_upload.py) held at once, from
     tracemalloc snapshots every few milliseconds while the block runs."""
 
     def __init__(self) -> None:
@@ -71,7 +71,7 @@ class WriterMemoryPeak:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        only = [tracemalloc.Filter(True, "*s3upload.py")]
+        only = [tracemalloc.Filter(True, "*part_upload.py")]
         while not self._stop.wait(0.01):
             held = sum(stat.size for stat in tracemalloc.take_snapshot().filter_traces(only).statistics("filename"))
             self.peak = max(self.peak, held)
