@@ -442,6 +442,9 @@ class Emulator(CatalogProxy):
             for config in configs:
                 for key in KEY_FIELDS:
                     config.pop(key, None)
+                # A SigV4 catalog on AWS names no private S3 endpoint (S3 is the public default); the
+                # one SeaweedFS's answer carries would be a server-named endpoint for the user's own keys.
+                config.pop("s3.endpoint", None)
             data.pop("storage-credentials", None)
         elif self.b.vends == NO_EXPIRY:
             for config in configs:
