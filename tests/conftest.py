@@ -78,7 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # options: a session's own spark.driver.extraJavaOptions adds to them.
     defaults = conf / "spark-defaults.conf"
     previous = defaults.read_text() if defaults.is_file() else ""
-    defaults.write_text(previous + "\nspark.driver.defaultJavaOptions -Dcatalog-ext.events.check-schema=true\n")
+    defaults.write_text(previous + "\nspark.driver.defaultJavaOptions -Dcatalogext.events.check-schema=true\n")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -8,6 +8,7 @@ import java.util.Collections;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
+import org.apache.iceberg.UpdateRequirement;
 import org.apache.iceberg.rest.requests.CommitTransactionRequest;
 import org.apache.iceberg.rest.requests.CreateNamespaceRequest;
 import org.apache.iceberg.rest.requests.CreateTableRequest;
@@ -26,7 +27,7 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
  * updateTable without assert-create).
  */
 final class DeduplicatedOperations {
-  static final String KNOB = CommitPolicy.PREFIX + "deduplicated-operations";
+  static final String KNOB = "catalog-ext.commit.deduplicated-operations"; // under CommitPolicy.PREFIX
   private static final JsonNode SPEC = SharedSpecs.read(CommitDecision.TABLE_RESOURCE).get("deduplicated_operations");
 
   private DeduplicatedOperations() {}
@@ -67,7 +68,8 @@ final class DeduplicatedOperations {
   static String of(Mutation req) {
     Object body = req.body;
     if (body instanceof UpdateTableRequest) {
-      return Reconciler.fingerprint((UpdateTableRequest) body).create ? "stagedCreateCommit" : "updateTable";
+      return ((UpdateTableRequest) body).requirements().stream()
+          .anyMatch(r -> r instanceof UpdateRequirement.AssertTableDoesNotExist) ? "stagedCreateCommit" : "updateTable";
     }
     if (body instanceof CreateTableRequest) {
       return ((CreateTableRequest) body).stageCreate() ? null : "createTable"; // a stage-create needs no replay

@@ -19,7 +19,7 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
  */
 public final class EventSchemas {
   /** System property: hold every emitted event to the schema and record what does not match (tests). */
-  public static final String CHECK_PROPERTY = "catalog-ext.events.check-schema";
+  public static final String CHECK_PROPERTY = "catalogext.events.check-schema";
   static final String RESOURCE = "/io/catalogext/shim/event-schemas.json";
   private static final String RUNTIME = "jvm";
 
