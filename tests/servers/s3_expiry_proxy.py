@@ -132,6 +132,24 @@ class S3ExpiryProxy(ThreadedServer):
         """Requests refused as expired (not `deny_paths`) that reached the proxy at or after `at`."""
         return [e for e in list(self.log) if e["at"] >= at and "signed_age" in e]
 
+    def signed_with_dying_keys(self, since: float, lifetime: float) -> str | None:
+        """What was refused since `since` although signed with keys in their hard margin (a failure
+        message), or None. A request signed in time that a stalled thread sent after its keys died
+        (seen only with CI's lanes loading the machine) is refused like any other and then run again
+        with new keys, which the callers' exact rows prove; it is allowed, and named in the message."""
+        from pyspark_catalog_ext.credentials.rules import hard_margin_s
+
+        refused = self.refusals_since(since)
+        last_safe_age = lifetime - hard_margin_s(0.0, lifetime)
+        # X-Amz-Date holds whole seconds, rounded down: a signed age past the margin is certainly late.
+        late = [(e["method"], e["path"][-50:], e["signed_age"]) for e in refused
+                if e["signed_age"] is None or e["signed_age"] > last_safe_age]
+        if not late:
+            return None
+        in_flight = [(e["method"], e["path"][-50:], e["signed_age"]) for e in refused if e["signed_age"] is not None
+                     and e["signed_age"] <= last_safe_age]
+        return f"signed with keys past {last_safe_age:.1f}s of age: {late}; refused in flight: {in_flight}"
+
     def reset_counters(self):
         with self._lock:
             self.forwarded = 0

@@ -192,7 +192,9 @@ def test_connect_client_ctas_outlives_credentials_and_reads_status_through_sql(c
 
 class _NoVendingCatalog:
     """A catalog in front of the real one that hands out its tables without storage keys: what a
-    catalog defined at run time by another user of the server (SET spark.sql.catalog.*) may be."""
+    catalog defined at run time by another user of the server (SET spark.sql.catalog.*) may be.
+    It names no S3 endpoint either (that user sets it): an endpoint named beside no keys is refused
+    on its own, before the table-handle check the test is about."""
 
     def __init__(self, upstream: str):
         from tests.servers.base import BufferedProxy
@@ -206,7 +208,8 @@ class _NoVendingCatalog:
                     return resp
                 if isinstance(body, dict) and "metadata" in body:
                     body["config"] = {k: v for k, v in (body.get("config") or {}).items()
-                                      if k not in ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")}
+                                      if k not in ("s3.access-key-id", "s3.secret-access-key", "s3.session-token",
+                                                   "s3.endpoint")}
                     body.pop("storage-credentials", None)
                     return resp.with_json(body)
                 return resp
@@ -218,10 +221,11 @@ def test_two_connect_sessions_share_no_status_and_no_keys(connect_server, client
     """Two client sessions of one Connect server: B's status shows nothing of A's, and catalogs B
     defines at run time that name A's table (by its identity, or with A's own handle) get no keys:
     B's reads of A's data are refused in one line. A keeps reading its table."""
-    catalog_proxy, _ = expiring
+    catalog_proxy, s3_proxy = expiring
     rogue = _NoVendingCatalog(catalog_proxy.url).proxy
     with rogue:
         props = {k: v.replace(catalog_proxy.url, rogue.url) for k, v in connect_server["catalog_props"].items()}
+        props["s3.endpoint"] = s3_proxy.url
         assert props["uri"] == rogue.url and props["catalog-impl"] == "io.catalogext.shim.ExtRESTCatalog"
         name = f"iso_{uuid.uuid4().hex[:6]}"
         env = _client_env(connect_server)

@@ -67,9 +67,9 @@ public class RefreshScenariosTest {
 
   static RefreshPolicy policyOf(JsonNode row) {
     Map<String, String> props = new HashMap<>();
-    List.of(SPEC.path("policy"), row.path("policy")).forEach(p -> p.fields().forEachRemaining(f -> {
-      if (!f.getKey().equals("meaning")) {
-        props.put("catalog-ext.refresh." + f.getKey(), f.getValue().asText());
+    List.of(SPEC.path("policy"), row.path("policy")).forEach(p -> p.fieldNames().forEachRemaining(name -> {
+      if (!name.equals("meaning")) {
+        props.put("catalog-ext.refresh." + name, p.get(name).asText());
       }
     }));
     return RefreshPolicy.fromProperties(props);
@@ -219,9 +219,9 @@ public class RefreshScenariosTest {
           && (type.equals("credentials.rejected") || type.equals("credentials.lifetime-learned"))) {
         ObjectNode fields = Json.object();
         fields.put("type", type);
-        e.fields().forEachRemaining(f -> {
-          if (!List.of("type", "table", "catalog", "time", "seq", "source").contains(f.getKey())) {
-            fields.set(f.getKey(), f.getValue());
+        e.fieldNames().forEachRemaining(name -> {
+          if (!List.of("type", "table", "catalog", "time", "seq", "source").contains(name)) {
+            fields.set(name, e.get(name));
           }
         });
         got.add(fields);
