@@ -17,6 +17,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark_catalog_ext.cache import cache_dir, file_lock, sha256_file
@@ -91,30 +92,48 @@ def trino_home(*, progress: Progress | None = None) -> Path:
             return home
         tarball = root / f"trino-server-{TRINO_VERSION}.tar.gz"
         if not (tarball.is_file() and sha256_file(tarball) == TRINO_SHA256):
-            _download(tarball, progress or Progress())
+            _download(tarball, progress or Progress(), _server_tarball())
         _unpack(tarball, home)
         tarball.unlink()  # 820 MB: the unpacked tree is what runs
     return home
 
 
-def _download(tarball: Path, progress: Progress) -> None:
-    """Download into `<tarball>.part`, resuming what an earlier run left there (an HTTP Range
-    request); the file is renamed to `tarball` only when its sha256 is the pinned one."""
-    import requests
+@dataclass(frozen=True)
+class PinnedFile:
+    """A file to fetch once: where from, and the size and sha256 it must have."""
 
-    from pyspark_catalog_ext.spark.jars import CONNECT_TIMEOUT_S, MAVEN_CENTRAL, MAVEN_REPO_ENV
+    url: str
+    size: int
+    sha256: str
+    label: str  # for the messages and the progress bar
+
+
+def _server_tarball() -> PinnedFile:
+    from pyspark_catalog_ext.spark.jars import MAVEN_CENTRAL, MAVEN_REPO_ENV
 
     base = os.environ.get(MAVEN_REPO_ENV) or MAVEN_CENTRAL
-    url = f"{base.rstrip('/')}/{_COORDINATE}"
+    return PinnedFile(f"{base.rstrip('/')}/{_COORDINATE}", TRINO_SIZE, TRINO_SHA256, f"Trino {TRINO_VERSION}")
+
+
+def _download(tarball: Path, progress: Progress, pinned: PinnedFile) -> None:
+    """Download into `<tarball>.part`, resuming what an earlier run left there (an HTTP Range
+    request); the file is renamed to `tarball` only when its sha256 is the pinned one. An interrupted
+    download raises at once (the next run resumes it) rather than retrying here: a user who stops a
+    slow 820 MB download loses nothing."""
+    import requests
+
+    from pyspark_catalog_ext.spark.jars import CONNECT_TIMEOUT_S, MAVEN_REPO_ENV
+
+    url = pinned.url
     part = tarball.with_name(tarball.name + ".part")
     mb = 1 << 20
     for attempt in range(2):  # a partial file that does not verify is downloaded afresh, once
         have = part.stat().st_size if part.is_file() else 0
-        if have > TRINO_SIZE:
+        if have > pinned.size:
             part.unlink()
             have = 0
-        if have < TRINO_SIZE:
-            print(f"pyspark-catalog-ext: downloading Trino {TRINO_VERSION} ({TRINO_SIZE / 1e6:.0f} MB) from {base}, once"
+        if have < pinned.size:
+            print(f"pyspark-catalog-ext: downloading {pinned.label} ({pinned.size / 1e6:.0f} MB) from {url}, once"
                   + (f", resuming at {have / 1e6:.0f} MB" if have else ""), flush=True, file=sys.stderr)
             headers = {"Range": f"bytes={have}-"} if have else {}
             try:
@@ -123,7 +142,7 @@ def _download(tarball: Path, progress: Progress) -> None:
                     if have and resp.status_code != 206:  # the server ignored the range: start over
                         have = 0
                     with progress, open(part, "ab" if have else "wb") as out:
-                        advance = progress.task(f"Trino {TRINO_VERSION} (MB)", total=TRINO_SIZE // mb)
+                        advance = progress.task(f"{pinned.label} (MB)", total=max(pinned.size // mb, 1))
                         advance(have // mb)
                         for block in resp.iter_content(mb):
                             out.write(block)
@@ -131,14 +150,15 @@ def _download(tarball: Path, progress: Progress) -> None:
             except (requests.RequestException, OSError) as exc:
                 status = getattr(getattr(exc, "response", None), "status_code", None)
                 reason = f"HTTP {status}" if status is not None else type(exc).__name__
-                raise TrinoUnavailable(f"could not download Trino {TRINO_VERSION} from {url} ({reason}); check the network or "
-                                       f"proxy, or set {MAVEN_REPO_ENV} to a Maven repository that serves {_COORDINATE}") from None
-        if sha256_file(part) == TRINO_SHA256:
+                raise TrinoUnavailable(f"could not download {pinned.label} from {url} ({reason}); run again to resume, check "
+                                       f"the network or proxy, or set {MAVEN_REPO_ENV} to a Maven repository that serves "
+                                       f"{_COORDINATE}") from None
+        if sha256_file(part) == pinned.sha256:
             os.replace(part, tarball)
             return
         part.unlink()
         if attempt:
-            raise TrinoUnavailable(f"the Trino {TRINO_VERSION} download from {url} does not match its pinned sha256 even "
+            raise TrinoUnavailable(f"the {pinned.label} download from {url} does not match its pinned sha256 even "
                                    "after a fresh download; the repository serves a different file")
 
 
