@@ -87,14 +87,12 @@ class LostAnswers:
         ident = self.identifier_to_tuple(identifier)  # type: ignore[attr-defined]
         name = ".".join(ident)
 
-        def look() -> tuple[Landed, str]:
-            try:
-                now = self.load_table(ident)  # type: ignore[attr-defined]
-            except NoSuchTableError:
-                return Landed.PENDING, f"table {name} is not there"
+        def judge(now: Table) -> tuple[Landed, str]:
             if self._same_table(now, schema, location, partition_spec, dict(properties or {})):
                 return Landed.YES, f"table {name} exists with our metadata"
             return Landed.NO, f"table {name} exists with other metadata than we sent"
+
+        look = _there(f"table {name}", lambda: self.load_table(ident), judge)  # type: ignore[attr-defined]
 
         created: Table = self._looked_at(
             f"create table {name}",
@@ -135,16 +133,14 @@ class LostAnswers:
         ident = self.identifier_to_tuple(identifier)  # type: ignore[attr-defined]
         name = ".".join(ident)
 
-        def look() -> tuple[Landed, str]:
-            try:
-                now = self.load_table(ident)  # type: ignore[attr-defined]
-            except NoSuchTableError:
-                return Landed.PENDING, f"table {name} is not there"
+        def judge(now: Table) -> tuple[Landed, str]:
             if now.metadata_location == metadata_location:
                 return Landed.YES, f"table {name} is registered with our metadata file"
             if overwrite:  # the one there is what ours was to replace: not applied, or not yet
                 return Landed.PENDING, f"table {name} still has another metadata file"
             return Landed.NO, f"table {name} exists with another metadata file"
+
+        look = _there(f"table {name}", lambda: self.load_table(ident), judge)  # type: ignore[attr-defined]
 
         registered: Table = self._looked_at(
             f"register table {name}", lambda: base.register_table(identifier, metadata_location, overwrite), look,
@@ -195,6 +191,21 @@ class LostAnswers:
             return False
         ours_set = {k: v for k, v in properties.items() if k not in _RESERVED}
         return all(meta.properties.get(k) == v for k, v in ours_set.items()) and not meta.snapshots
+
+
+def _there(what: str, load: Callable[[], Table], judge: Callable[[Table], tuple[Landed, str]]
+           ) -> Callable[[], tuple[Landed, str]]:
+    """The look after a create or register whose answer was lost: pending while `what` is not there,
+    else what `judge` says of the table there."""
+
+    def look() -> tuple[Landed, str]:
+        try:
+            table = load()
+        except NoSuchTableError:
+            return Landed.PENDING, f"{what} is not there"
+        return judge(table)
+
+    return look
 
 
 def _gone(what: str, exists: Callable[[], bool]) -> Callable[[], tuple[Landed, str]]:

@@ -19,6 +19,7 @@ docs/security.md ("What a server may set") has the threat model.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,6 +36,9 @@ log = logging.getLogger(__name__)
 _STORE_OF_SCHEME = {"s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gcs", "gcs": "gcs",
                     "abfs": "adls", "abfss": "adls", "wasb": "adls", "wasbs": "adls"}
 _STORE_NAMES = {"s3": "S3", "gcs": "GCS", "adls": "ADLS"}
+# An absolute URL begins with its scheme (RFC 3986), as the JVM's Origin.isAbsolute reads it: a
+# connection string's "BlobEndpoint=http://..." does not.
+_ABSOLUTE_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def config_properties(catalog: str, user: Mapping[str, Any], merged: Mapping[str, Any]) -> dict[str, Any]:
@@ -141,7 +145,7 @@ def _endpoint_urls(key: str, value: Any, properties: Mapping[str, Any]) -> list[
     text = str(value or "").strip()
     if key.endswith("-scheme") or not text:
         return []
-    if key.startswith("adls.connection-string") and "://" in text and ";" not in text:
+    if key.startswith("adls.connection-string") and _ABSOLUTE_URL.match(text):
         return [text]  # Iceberg's adls.connection-string.<account>: the account's endpoint URL
     if key.startswith("adls.connection-string"):
         parts = dict(p.split("=", 1) for p in text.split(";") if "=" in p)

@@ -3,6 +3,7 @@ Changes and Renames) and the re-encoded body to forward; malformed or unrecognis
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -141,12 +142,9 @@ class RequestReader:
         return entry_path(ident)
 
     def _create_plan(self, route: Route, body: Any) -> Plan | Refusal:
-        refusal = struct_keys_refusal(body, "the create request", _CREATE_KEYS)
-        if refusal is not None:
-            return refusal
-        name = body.get("name")
-        if not isinstance(name, str) or not TABLE_NAME.fullmatch(name):
-            return bad_request("the request needs a table name of a-z, 0-9, _ and -, starting with a letter or digit")
+        name = _table_name(body, "the create request", _CREATE_KEYS)
+        if isinstance(name, Refusal):
+            return name
         if not isinstance(body.get("stage-create", False), bool):
             return bad_request("stage-create must be true or false")
         staged = body.get("stage-create") is True
@@ -165,12 +163,9 @@ class RequestReader:
         return Plan([Change(ident, location, what, "stage" if staged else "create")], [], canonical_body(forwarded))
 
     def _register_plan(self, route: Route, body: Any) -> Plan | Refusal:
-        refusal = struct_keys_refusal(body, "the register request", _REGISTER_KEYS)
-        if refusal is not None:
-            return refusal
-        name = body.get("name")
-        if not isinstance(name, str) or not TABLE_NAME.fullmatch(name):
-            return bad_request("the request needs a table name of a-z, 0-9, _ and -, starting with a letter or digit")
+        name = _table_name(body, "the register request", _REGISTER_KEYS)
+        if isinstance(name, Refusal):
+            return name
         metadata_location = parse_location(body.get("metadata-location"), strict=True)
         if metadata_location is None or "/" not in metadata_location:
             return bad_location("register", body.get("metadata-location"))
@@ -263,3 +258,13 @@ class RequestReader:
                                                       f"rename {shown((route.prefix, *source))} within {'.'.join(source[0])}")
         return Plan([], [Rename((route.prefix, *source), (route.prefix, *dest))], canonical_body(body))
 
+
+def _table_name(body: Any, what: str, keys: Iterable[str]) -> str | Refusal:
+    """The table name of a create or register request whose keys are all known, else the refusal."""
+    refusal = struct_keys_refusal(body, what, keys)
+    if refusal is not None:
+        return refusal
+    name = body.get("name")
+    if not isinstance(name, str) or not TABLE_NAME.fullmatch(name):
+        return bad_request("the request needs a table name of a-z, 0-9, _ and -, starting with a letter or digit")
+    return name

@@ -192,3 +192,17 @@ def test_trust_rules_origin_vectors():
         else:
             with pytest.raises(ValueError):
                 Origin.of(case["url"])
+
+
+def test_trust_rules_endpoint_vectors():
+    """Where each endpoint setting sends, and which stores an answer issues: the vectors the JVM's
+    ServerEndpointsVectorsTest replays too."""
+    from pyspark_catalog_ext.catalog.server_settings import _endpoint_urls, issued_stores
+
+    spec = json.loads(SPEC_PATH.read_text(encoding="utf-8"))["endpoint-vectors"]
+    assert len(spec["urls"]) >= 10 and len(spec["issued"]) >= 10
+    for case in spec["urls"]:
+        props = {case["key"]: case["value"], **case.get("props", {})}
+        assert _endpoint_urls(case["key"], case["value"], props) == case["urls"], case
+    for case in spec["issued"]:
+        assert sorted(issued_stores(case["answer"])) == case["stores"], case
