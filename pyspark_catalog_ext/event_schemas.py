@@ -11,6 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pyspark_catalog_ext import markdown
+
 __all__ = ["SCHEMAS_PATH", "schemas", "by_type", "violations", "markdown_table"]
 
 SCHEMAS_PATH = Path(__file__).resolve().parent / "resources" / "event-schemas.json"
@@ -80,11 +82,9 @@ def _field(name: str, spec: dict[str, Any], runtimes: list[str]) -> str:
 
 def markdown_table() -> str:
     """One row per event type, as docs/events.md shows it."""
-    lines = ["| event | runtimes | meaning | fields |", "|---|---|---|---|"]
-    for e in schemas()["events"]:
-        fields = ", ".join(_field(n, s, e["runtimes"]) for n, s in e["fields"].items())
-        lines.append(f"| `{e['type']}` | {', '.join(e['runtimes'])} | {e['meaning']} | {fields} |")
-    return "\n".join(lines) + "\n"
+    rows = [[f"`{e['type']}`", ", ".join(e["runtimes"]), e["meaning"],
+             ", ".join(_field(n, s, e["runtimes"]) for n, s in e["fields"].items())] for e in schemas()["events"]]
+    return markdown.table(["event", "runtimes", "meaning", "fields"], rows)
 
 
 if __name__ == "__main__":  # python -m pyspark_catalog_ext.event_schemas: the table for docs/events.md

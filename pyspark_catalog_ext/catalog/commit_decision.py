@@ -17,6 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pyspark_catalog_ext import markdown
+
 __all__ = ["TABLE_PATH", "Kind", "Answer", "Landed", "Outcome", "Facts", "answer_of_status", "may_have_reached",
            "needs_reconciliation", "decide", "landed_state", "table", "markdown_table"]
 
@@ -221,9 +223,7 @@ _LANDED_TEXT = {"yes": "ours found", "no": "ours absent, can never land", "pendi
 
 def markdown_table() -> str:
     """The decision rows as the Markdown table docs/commits.md shows (checked by a unit test)."""
-    lines = ["| commit | earlier attempt may have reached | key mode, lifetime | answer | another attempt allowed "
-             "| table loaded | outcome | why | ref |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    rows = []
     for r in table()["rows"]:
         answer = f"HTTP {r['answer']}" if isinstance(r["answer"], int) else r["answer"]
         outcome = r["outcome"]
@@ -233,10 +233,11 @@ def markdown_table() -> str:
             outcome = "unknown, files kept"
         landed = _LANDED_TEXT[r["landed"]] if r["reconcile"] else "—"
         lifetime = r["lifetime"] if r.get("covered", True) else f"{r['lifetime']} (operation not de-duplicated)"
-        lines.append(f"| {r['commit']} | {'yes' if r['earlier'] else 'no'} | {r['key_mode']}, {lifetime} "
-                     f"| {answer} | {'yes' if r['can_retry'] else 'no'} | {landed} | **{outcome}** | {r['why']} "
-                     f"| {'—' if r['reference'] == 'docs/commits.md' else r['reference']} |")
-    return "\n".join(lines) + "\n"
+        rows.append([r["commit"], "yes" if r["earlier"] else "no", f"{r['key_mode']}, {lifetime}", answer,
+                     "yes" if r["can_retry"] else "no", landed, f"**{outcome}**", r["why"],
+                     "—" if r["reference"] == "docs/commits.md" else r["reference"]])
+    return markdown.table(["commit", "earlier attempt may have reached", "key mode, lifetime", "answer",
+                           "another attempt allowed", "table loaded", "outcome", "why", "ref"], rows)
 
 
 if __name__ == "__main__":  # python -m pyspark_catalog_ext.catalog.commit_decision: the table for docs/commits.md

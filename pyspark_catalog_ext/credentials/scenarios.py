@@ -11,6 +11,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pyspark_catalog_ext import markdown
+
 __all__ = ["SCENARIOS_PATH", "scenarios", "markdown_table"]
 
 SCENARIOS_PATH = Path(__file__).resolve().parent.parent / "resources" / "refresh-scenarios.json"
@@ -41,8 +43,7 @@ def _ms(value: int | None) -> str:
 def markdown_table() -> str:
     """The timelines and the plans as the Markdown tables docs/refresh.md shows (checked by a unit test)."""
     spec = scenarios()
-    lines = ["| id | keys, policy | catalog answers | steps (→ catalog requests so far) | requests | learned | events | why |",
-             "|---|---|---|---|---|---|---|---|"]
+    timelines = []
     for r in spec["timelines"]:
         setup = [f"keys {_ms(r['keys-lifetime-ms'])}"]
         setup += [f"{k} {v}" for k, v in r.get("policy", {}).items()]
@@ -54,21 +55,22 @@ def markdown_table() -> str:
         events = "; ".join(e["type"].split(".")[1] + "(" + ", ".join(f"{k}={json.dumps(v)}" for k, v in e.items()
                                                                      if k != "type") + ")"
                            for e in expect.get("events", [])) or "—"
-        learned = _ms(expect.get("learned-lifetime-ms"))
-        lines.append(f"| {r['id']} | {', '.join(setup)} | {answers} | {'; '.join(_step(s) for s in r['steps'])} "
-                     f"| {expect['requests']} | {learned} | {events} | {r['why']} |")
-    lines += ["", "| id | staged | stage-create request | refresh endpoint | storage-refresh-token | missing endpoints "
-                  "| plan, in order | label |", "|---|---|---|---|---|---|---|---|"]
+        timelines.append([r["id"], ", ".join(setup), answers, "; ".join(_step(s) for s in r["steps"]),
+                          str(expect["requests"]), _ms(expect.get("learned-lifetime-ms")), events, r["why"]])
     yes = {True: "yes", False: "no"}
+    plans = []
     for p in spec["plans"]:
         s = p["state"]
         missing = ", ".join(p.get("missing", [])) or "—"
         if "after-ms" in p:
             missing += f" ({p['after-ms'] / 1000:g} s ago)"
-        lines.append(f"| {p['id']} | {yes[s['staged']]} | {yes[s['stage-request']] if s['staged'] else '—'} "
-                     f"| {yes[s['refresh-endpoint']]} | {yes[s['refresh-token']]} | {missing} "
-                     f"| {', '.join(p['plan']) or 'none'} | {p['label']} |")
-    return "\n".join(lines) + "\n"
+        plans.append([p["id"], yes[s["staged"]], yes[s["stage-request"]] if s["staged"] else "—",
+                      yes[s["refresh-endpoint"]], yes[s["refresh-token"]], missing, ", ".join(p["plan"]) or "none",
+                      p["label"]])
+    return (markdown.table(["id", "keys, policy", "catalog answers", "steps (→ catalog requests so far)", "requests",
+                            "learned", "events", "why"], timelines) + "\n"
+            + markdown.table(["id", "staged", "stage-create request", "refresh endpoint", "storage-refresh-token",
+                              "missing endpoints", "plan, in order", "label"], plans))
 
 
 if __name__ == "__main__":  # python -m pyspark_catalog_ext.credentials.scenarios: the tables for docs/refresh.md
