@@ -174,7 +174,7 @@ class RestFixture(RealServer):
             "CATALOG_INCLUDE__CREDENTIALS": "true",
             "AWS_REGION": self.lake.region or "us-east-1",
         })
-        return [java.executable, "-Xmx384m", "-cp", classpath, "org.apache.iceberg.rest.RESTCatalogServer"], env
+        return [java.executable, "-Xmx384m", "-XX:TieredStopAtLevel=1", "-cp", classpath, "org.apache.iceberg.rest.RESTCatalogServer"], env
 
     def connection(self) -> dict[str, str]:
         # The fixture ignores the client id/secret: any pair gets a token. Not the admin keys.
@@ -244,7 +244,7 @@ class Nessie(RealServer):
             f.writelines(f"{k}={v}\n" for k, v in self.properties().items())
         env = {k: v for k, v in os.environ.items() if not k.startswith(("QUARKUS_", "NESSIE_", "AWS_"))}
         env["JAVA_HOME"] = str(java.home)
-        return [java.executable, "-Xmx512m", "-jar", str(jar)], env
+        return [java.executable, "-Xmx512m", "-XX:TieredStopAtLevel=1", "-jar", str(jar)], env
 
     def connection(self) -> dict[str, str]:
         # Authentication is off: any bearer token passes (the nessie profile wants OAuth2 or a token).

@@ -101,7 +101,7 @@ class StoreRestFixture(ChildServer):
         # Property names become env names: "." -> "_", "-" -> "__", lower-cased back by the fixture.
         for key, value in self.server_properties().items():
             env["CATALOG_" + key.replace("-", "__").replace(".", "_").upper()] = value
-        cmd = [java.executable, "-Xmx384m", "-cp", classpath, "org.apache.iceberg.rest.RESTCatalogServer"]
+        cmd = [java.executable, "-Xmx384m", "-XX:TieredStopAtLevel=1", "-cp", classpath, "org.apache.iceberg.rest.RESTCatalogServer"]
         self.spawn(cmd, env, lambda: requests.get(self.uri + "/v1/config", timeout=2).status_code == 200, timeout=120)
         return self
 
