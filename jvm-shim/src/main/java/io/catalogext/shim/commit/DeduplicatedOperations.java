@@ -8,7 +8,6 @@ import java.util.Collections;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
-import org.apache.iceberg.UpdateRequirement;
 import org.apache.iceberg.rest.requests.CommitTransactionRequest;
 import org.apache.iceberg.rest.requests.CreateNamespaceRequest;
 import org.apache.iceberg.rest.requests.CreateTableRequest;
@@ -68,8 +67,7 @@ final class DeduplicatedOperations {
   static String of(Mutation req) {
     Object body = req.body;
     if (body instanceof UpdateTableRequest) {
-      return ((UpdateTableRequest) body).requirements().stream()
-          .anyMatch(r -> r instanceof UpdateRequirement.AssertTableDoesNotExist) ? "stagedCreateCommit" : "updateTable";
+      return Mutation.createsTable((UpdateTableRequest) body) ? "stagedCreateCommit" : "updateTable";
     }
     if (body instanceof CreateTableRequest) {
       return ((CreateTableRequest) body).stageCreate() ? null : "createTable"; // a stage-create needs no replay

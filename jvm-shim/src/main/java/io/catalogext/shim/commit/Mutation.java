@@ -2,12 +2,19 @@ package io.catalogext.shim.commit;
 
 import java.util.Map;
 import java.util.function.Consumer;
+import org.apache.iceberg.UpdateRequirement;
 import org.apache.iceberg.rest.RESTClient;
 import org.apache.iceberg.rest.RESTRequest;
+import org.apache.iceberg.rest.requests.UpdateTableRequest;
 import org.apache.iceberg.rest.responses.ErrorResponse;
 
 /** A mutation (POST with a JSON body, DELETE) as the catalog client's funnel hands it to the guard. */
 public final class Mutation {
+  /** Whether {@code request} commits a staged create (it asserts the table does not exist yet). */
+  static boolean createsTable(UpdateTableRequest request) {
+    return request.requirements().stream().anyMatch(r -> r instanceof UpdateRequirement.AssertTableDoesNotExist);
+  }
+
   final String method;
   final String path;
   final RESTRequest body;

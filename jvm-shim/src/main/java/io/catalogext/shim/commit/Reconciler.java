@@ -74,7 +74,7 @@ final class Reconciler {
 
   static Fingerprint fingerprint(UpdateTableRequest request) {
     Fingerprint f = new Fingerprint();
-    f.create = request.requirements().stream().anyMatch(r -> r instanceof UpdateRequirement.AssertTableDoesNotExist);
+    f.create = Mutation.createsTable(request);
     for (MetadataUpdate u : request.updates()) {
       if (f.create && u instanceof MetadataUpdate.AssignUUID) {
         f.uuid = ((MetadataUpdate.AssignUUID) u).uuid(); // random: ours alone
