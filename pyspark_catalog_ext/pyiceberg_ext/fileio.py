@@ -401,6 +401,11 @@ class _InputStream(_Stream):
         """A read (any call but `seek`'s) at or past the end returns b"" unsent: the stream may not be there."""
         if self._end is not None and self._pos >= self._end:
             return b""  # type: ignore[return-value]
+        return self._call_with_cause(fn)
+
+    def _call_with_cause(self, fn: Callable[[Any], T]) -> T:
+        """`fn` on the stream, a closed-file error traded for the store's own answer (seeks too: Arrow's
+        GCS file starts a download at a seek, and a token that died since makes it closed there)."""
 
         def with_cause(stream: Any) -> T:
             try:
@@ -448,7 +453,7 @@ class _InputStream(_Stream):
                 stream.seek(target)
             return target
 
-        self._pos = super()._call(move)
+        self._pos = self._call_with_cause(move)
         return self._pos
 
     def tell(self) -> int:

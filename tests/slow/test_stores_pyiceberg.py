@@ -15,8 +15,8 @@ GCS requests while it holds the GIL, which a front in this process could never a
   prefix's token (the stores take only their own), and the GCS front saw each bucket's token only there.
 - A read stream sought to its end reads nothing and seeks back (Arrow's reader of a Python file asks
   a size that way; Arrow's own GCS file would ask GCS for a range starting at the end: 416).
-- A GCS token ended between a stream's open and its first read is renewed (Arrow's GCS file reports
-  that refusal only as a closed file).
+- A GCS token ended between a stream's open and its first read, or before a seek, is renewed (Arrow's
+  GCS file reports that refusal only as a closed file).
 - Writes stream: a GCS resumable upload, ADLS staged blocks, in parts of the S3 part-size knob: nothing
   on local disk, at most parts-in-flight + 1 parts in memory; a token that dies mid-upload is renewed
   and the same upload goes on; a write that fails leaves nothing behind.
@@ -252,6 +252,29 @@ def test_a_token_that_dies_between_the_open_and_the_first_read_is_renewed(stack,
             if grant.bucket == "warehouse" and f"/{name}" in grant.prefix:
                 front.expire(grant.token)
         assert stream.read() == b"0123456789" * 83
+    row = status(cat, name)
+    assert row["rejections"] >= 1 and row["reactive_refreshes"] >= 1, row
+    cat.close()
+
+
+def test_a_token_that_dies_before_a_seek_is_renewed(stack, io_impl):
+    # Arrow's GCS file starts a download at a seek; refused, the file reports itself closed to the
+    # next call, a seek as much as a read.
+    if stack.store != "gcs":
+        pytest.skip("only the GCS front can end a token it has handed out")
+    cat = catalog(stack, io_impl)
+    name = table_name("sought", io_impl)
+    table = cat.create_table(f"db.{name}", SCHEMA)
+    location = f"{table.location()}/data/blob.bin"
+    with table.io.new_output(location).create(overwrite=True) as out:
+        out.write(b"0123456789" * 83)
+    with table.io.new_input(location).open() as stream:
+        front = stack.emulator.front
+        for grant in front.grants():
+            if grant.bucket == "warehouse" and f"/{name}" in grant.prefix:
+                front.expire(grant.token)
+        # What Arrow's Parquet reader does first: seek from the end, with the size not yet known.
+        assert stream.seek(-10, 2) == 820 and stream.read() == b"0123456789"
     row = status(cat, name)
     assert row["rejections"] >= 1 and row["reactive_refreshes"] >= 1, row
     cat.close()
