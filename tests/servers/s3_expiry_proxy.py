@@ -91,6 +91,7 @@ class S3ExpiryProxy(ThreadedServer):
         self.exempt = set(exempt)
         self.error_code = error_code
         self.clock = clock
+        self.started_at = time.time()
         self._lock = threading.Lock()
         self._issued: dict[str, float] = {}
         self.forwarded = 0
@@ -136,19 +137,23 @@ class S3ExpiryProxy(ThreadedServer):
         """What was refused since `since` although signed with keys in their hard margin (a failure
         message), or None. A request signed in time that a stalled thread sent after its keys died
         (seen only with CI's lanes loading the machine) is refused like any other and then run again
-        with new keys, which the callers' exact rows prove; it is allowed, and named in the message."""
+        with new keys, which the callers' exact rows prove; it is allowed, and named in the message.
+        So is a signature late by no more than the longest stall this machine showed meanwhile: a
+        renewal due in the margin cannot run while the machine gives its thread no time."""
         from pyspark_catalog_ext.credentials.rules import hard_margin_s
 
         refused = self.refusals_since(since)
         last_safe_age = lifetime - hard_margin_s(0.0, lifetime)
+        stalled = STALLS.worst_since(max(since, self.started_at))
         # X-Amz-Date holds whole seconds, rounded down: a signed age past the margin is certainly late.
         late = [(e["method"], e["path"][-50:], e["signed_age"]) for e in refused
-                if e["signed_age"] is None or e["signed_age"] > last_safe_age]
+                if e["signed_age"] is None or e["signed_age"] > last_safe_age + stalled]
         if not late:
             return None
         in_flight = [(e["method"], e["path"][-50:], e["signed_age"]) for e in refused if e["signed_age"] is not None
-                     and e["signed_age"] <= last_safe_age]
-        return f"signed with keys past {last_safe_age:.1f}s of age: {late}; refused in flight: {in_flight}"
+                     and e["signed_age"] <= last_safe_age + stalled]
+        return (f"signed with keys past {last_safe_age:.1f}s of age (+{stalled:.1f}s the machine stalled): {late}; "
+                f"refused in flight: {in_flight}")
 
     def reset_counters(self):
         with self._lock:
@@ -241,3 +246,28 @@ class S3ExpiryProxy(ThreadedServer):
 
 def _request_id() -> str:
     return secrets.token_hex(12).upper()
+
+
+class StallMeter:
+    """How late a thread that sleeps 50 ms wakes up, noted when over 0.1 s: the time a loaded machine
+    took from every process (the JVM's renewal thread too). A daemon thread, started on import."""
+
+    NAP_S = 0.05
+
+    def __init__(self) -> None:
+        self._stalls: deque = deque(maxlen=4096)  # (time.time() at wake-up, seconds late)
+        threading.Thread(target=self._run, name="stall-meter", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            started = time.monotonic()
+            time.sleep(self.NAP_S)
+            late = time.monotonic() - started - self.NAP_S
+            if late > 0.1:
+                self._stalls.append((time.time(), late))
+
+    def worst_since(self, since: float) -> float:
+        return max((late for at, late in list(self._stalls) if at >= since), default=0.0)
+
+
+STALLS = StallMeter()

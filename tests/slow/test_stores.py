@@ -245,8 +245,13 @@ def test_keys_that_die_early_are_renewed_once_and_the_create_completes(stack, se
     asked = catalog_requests(stack, "db.early_keys", step)
     print(f"{stack.store}: {len(rejected)} rejection waves, {len(asked)} catalog requests during the create "
           f"({step['seconds']:.0f} s)")
-    assert len(asked) == len(rejected), (
-        f"{len(asked)} catalog requests for {len(rejected)} rejection waves: not one renewal per wave")
+    # One renewal per wave for both executors: two tasks' requests for one wave would come within
+    # milliseconds of each other. Scheduled renewals may come besides (the rejections teach a short
+    # lifetime), seconds apart; a loaded machine makes the create outlast more of them.
+    assert len(asked) >= len(rejected), f"{len(asked)} catalog requests for {len(rejected)} rejection waves"
+    times = sorted(e["time"] for e in asked)
+    assert all(later - earlier >= 0.25 for earlier, later in zip(times, times[1:], strict=False)), (
+        f"catalog requests {[round(t - times[0], 3) for t in times]} s apart: a wave renewed more than once")
 
 
 def test_keys_dead_on_every_refresh_end_in_one_line(stack, session):

@@ -89,8 +89,9 @@ def test_webhook_follows_no_redirect_with_its_headers():
             assert sink.flush(20)
         finally:
             events.unsubscribe(sink)
-        assert hook.attempts == 1 and trap.attempts == 0 and not trap.received
-        assert sink.stats()["failed"] == 1 and sink.stats()["sent"] == 0
+        # Counted for this test's event only: a refresh still running from an earlier test may publish too.
+        assert hook.attempted_types.count("test.redirect") == 1 and trap.attempts == 0 and not trap.received
+        assert sink.stats()["sent"] == 0 and sink.stats()["failed"] == hook.attempts
 
 
 def test_webhook_retries_then_delivers_and_a_slow_one_never_blocks():

@@ -305,10 +305,12 @@ def test_a_catalog_on_another_clock_is_scheduled_by_its_clock(lakehouse, many_fi
             try:
                 table = cat.load_table("db_early.many")
                 s3.max_age_seconds, s3.delay_seconds = LIFETIME, SCAN_DELAY["pyarrow"]
-                rejected = s3.total_rejected
                 if survives:
                     result = table.scan().to_arrow()
-                    assert result.num_rows == many_files and s3.total_rejected == rejected
+                    # Reactive refresh is off: keys still current when refused would fail the scan. A
+                    # request a loaded machine sent after its keys were renewed on schedule is refused
+                    # and runs again with the new ones, so a refusal or two may be seen, no refresh.
+                    assert result.num_rows == many_files and status_of(cat, "db_early.many")["reactive_refreshes"] == 0
                     assert abs(cat.refresher.skew_applied_s - skew) < 2
                     assert status_of(cat, "db_early.many")["generation"] >= 3
                 else:
