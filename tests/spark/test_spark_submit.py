@@ -47,14 +47,14 @@ def runs(lakehouse, tmp_path_factory):
     ext_conf = {**spark_conf("local", lakehouse=lakehouse), **base}
     plain_conf = {**spark_conf("local", lakehouse=lakehouse, shim=False), **base}
     suffix = uuid.uuid4().hex[:6]
-    ext = submit(tmp, ext_conf, {"attach": True, "table": f"lake.db.submit_ext_{suffix}", "rows": 200000})
-    plain = submit(tmp, plain_conf, {"attach": False, "table": f"lake.db.submit_plain_{suffix}", "rows": 200000})
+    ext = submit(tmp, ext_conf, {"attach": True, "table": f"lake.db.submit_ext_{suffix}", "rows": 20000})
+    plain = submit(tmp, plain_conf, {"attach": False, "table": f"lake.db.submit_plain_{suffix}", "rows": 20000})
     return {"ext": ext, "plain": plain}
 
 
 def test_spark_submit_job_exits_right_after_its_last_statement(runs):
     proc, ended = runs["ext"]
-    assert parsed(proc, "COUNT") == "200000"
+    assert parsed(proc, "COUNT") == "20000"
     exit_delay = ended - float(parsed(proc, "LAST"))
     print(f"\nlast statement (spark.stop()) to process exit: {exit_delay:.1f} s")
     assert exit_delay < 15, f"the driver JVM lingered {exit_delay:.0f} s after the job's last statement"
