@@ -71,6 +71,7 @@ class Run:
     error: str | None = None
     touched: list[str] = field(default_factory=list)  # keys whose attacker was contacted or named in the error
     leaked: dict[str, list[str]] = field(default_factory=dict)  # key -> "request line: what it carried"
+    foreign: list[str] = field(default_factory=list)  # requests another process sent (see tests/servers/attacker.py)
 
 
 @dataclass
@@ -115,7 +116,8 @@ class CaseReport:
     def details(self) -> str:
         """Each run: its keys, time, what it touched and its error (for a failure or -s)."""
         return "\n".join(f"  run {i}: {len(r.batch)} keys, {r.seconds:.1f}s, touched {r.touched}, "
-                         f"error {(r.error or '-')[:300]}" for i, r in enumerate(self.runs))
+                         f"error {(r.error or '-')[:300]}" + (f", not from this test's processes: {r.foreign[:3]}" if r.foreign else "")
+                         for i, r in enumerate(self.runs))
 
     def failure(self) -> str:
         lines = [f"{key}: {what}" for key, whats in sorted(self.leaked.items()) for what in whats[:3]]
@@ -209,7 +211,8 @@ class Sweep:
         storage_secrets = list(self.injector.storage_secrets)
         for name in batch:
             attacker = self._attackers[f"redirect:{name}" if channel == "redirect" else name]
-            received = attacker.received
+            received = [r for r in attacker.received if r.ours]
+            run.foreign += [f"{name}: {r.shown()}" for r in attacker.received if not r.ours]
             redirected = channel == "redirect" and self.injector.redirected[name] > 0
             if received or redirected or re.search(rf"127\.0\.0\.1:{attacker.port}(?!\d)", said):
                 run.touched.append(name)

@@ -2,10 +2,16 @@
 request (method, target, headers, body) and answers each with 404, so a client learns nothing from
 it. ``credentialed(secrets)`` lists the requests that carried a credential: an `Authorization`,
 `Proxy-Authorization` or `Cookie` header, or any of ``secrets`` anywhere in the request (as sent,
-URL-encoded, or inside a base64 `Basic` value)."""
+URL-encoded, or inside a base64 `Basic` value).
+
+Each request also records whether it came from this process or one of its descendants
+(``Received.ours``): the suite runs four pytest processes side by side, and another one's client
+may reach a port this attacker took over from a server that lane closed. A request whose sender
+cannot be told is counted as ours."""
 from __future__ import annotations
 
 import base64
+import os
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,6 +28,7 @@ class Received:
     target: str
     headers: list[tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
+    ours: bool = True  # sent by this process or a descendant (or the sender could not be told)
 
     def text(self) -> str:
         """The whole request as text, base64 `Basic` values decoded too."""
@@ -57,8 +64,10 @@ class Attacker(ThreadedServer):
 
     def handle(self, h) -> None:
         body = read_request_body(h)
+        sender = sender_pid(h.client_address[1], self.port)
+        ours = sender is None or descends_from(sender, os.getpid())
         with self._lock:
-            self._received.append(Received(h.command, h.path, list(h.headers.items()), body))
+            self._received.append(Received(h.command, h.path, list(h.headers.items()), body, ours))
         payload = b'{"error": {"message": "not here", "type": "NotFoundException", "code": 404}}'
         send_response_head(h, 404, "Not Found", [("Content-Type", "application/json"),
                                                   ("Content-Length", str(len(payload)))])
@@ -79,3 +88,45 @@ class Attacker(ThreadedServer):
     def clear(self) -> None:
         with self._lock:
             self._received.clear()
+
+
+# Linux's own tables, read because the kernel offers no call for "which process holds the other
+# end of this loopback connection".
+def sender_pid(client_port: int, server_port: int) -> int | None:
+    """The process holding the client end of a loopback connection to `server_port`, or None."""
+    wanted_local, wanted_remote = f":{client_port:04X}", f":{server_port:04X}"
+    inode = None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if len(cols) > 9 and cols[1].endswith(wanted_local) and cols[2].endswith(wanted_remote):
+                inode = cols[9]
+    if inode is None or inode == "0":
+        return None
+    target = f"socket:[{inode}]"
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
+                    return int(pid)
+        except OSError:  # gone, or not ours to read
+            continue
+    return None
+
+
+def descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            return False
+        pid = int(stat[stat.rindex(")") + 2:].split()[1])
+    return False
