@@ -434,7 +434,7 @@ public final class CredentialRegistry {
    * refresh started by the reply) only while those keys are current. Null, or the rate limit's line.
    */
   private static String staleReport(TableEntry entry, PluginMessages.Request request) {
-    if (request.staleKeyId == null || entry.policy.reactiveMaxPerMinute == 0) {
+    if (request.staleKeyId == null) {
       return null;
     }
     return entry.onExecutorRejection(request.staleKeyId, request.staleCode);

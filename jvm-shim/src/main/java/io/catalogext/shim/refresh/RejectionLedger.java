@@ -164,6 +164,11 @@ final class RejectionLedger {
   }
 
   String rateLimitedMessage(CredentialSnapshot keys, String code) {
+    if (policy.reactiveMaxPerMinute == 0) {
+      return keys.storeName() + " rejected the storage credentials of table " + subject.context().qualifiedName() + " (" + code
+          + ") and " + ShimKeys.REFRESH_REACTIVE_MAX_PER_MINUTE + " is 0 (no refresh on a rejection): " + lifetimes(keys)
+          + "; raise it, or renew earlier (" + ShimKeys.REFRESH_MIN_AHEAD_MS + ", " + ShimKeys.REFRESH_LIFETIME_FRACTION + ")";
+    }
     return keys.storeName() + " rejected the storage credentials of table " + subject.context().qualifiedName() + " (" + code
         + ") more than " + policy.reactiveMaxPerMinute + " times in a minute: " + lifetimes(keys) + "; raise "
         + ShimKeys.REFRESH_REACTIVE_MAX_PER_MINUTE + " (now " + policy.reactiveMaxPerMinute

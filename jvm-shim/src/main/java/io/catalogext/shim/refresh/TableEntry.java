@@ -288,13 +288,14 @@ public final class TableEntry implements RefreshSubject {
    * they are still the table's current keys, so a rejection wave costs one catalog request) and
    * waits for the new ones, bounded by timeout-ms.
    *
-   * @return true: send the request again (with the slot's current keys); false: the reactive
-   *     refresh is off, fail as S3 answered
+   * @return true: send the request again (with the slot's current keys); false: nothing was sent
+   *     with this table's keys, fail as S3 answered
    * @throws CredentialsRejectedException when keys a reactive refresh just handed out are rejected
-   *     before S3 ever accepted them, or the table's reactive refreshes hit their rate limit
+   *     before S3 ever accepted them, or the table's reactive refreshes hit their rate limit (0: off;
+   *     credential-rules.json `reactive-off`)
    */
   boolean onRejected(CredentialSlot slot, CredentialSnapshot used, String code, Throwable rejection) {
-    if (policy.reactiveMaxPerMinute == 0 || used == null) {
+    if (used == null) {
       return false;
     }
     long seen = flight.generation(); // before looking at the keys: see RefreshFlight

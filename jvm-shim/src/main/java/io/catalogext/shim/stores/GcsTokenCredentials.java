@@ -71,8 +71,7 @@ public final class GcsTokenCredentials extends Credentials {
     }
     long started = System.nanoTime();
     if (!source.onRejected(used, "401 invalid_token", null)) {
-      throw new IOException("GCS answered 401 to the table's token and the reactive refresh is off"
-          + " (catalog-ext.refresh.reactive-max-per-minute=0)");
+      throw new IOException("GCS answered 401 to a token this table did not hand out: not renewed");
     }
     source.retried((System.nanoTime() - started) / 1_000_000L);
   }

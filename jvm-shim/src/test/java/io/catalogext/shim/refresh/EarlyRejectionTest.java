@@ -227,11 +227,13 @@ public class EarlyRejectionTest {
   }
 
   @Test
-  void testReactiveRefreshOffPassesTheRejectionThrough() {
+  void testReactiveRefreshOffEndsARejectionInOneLineNamingTheKnob() {
+    // credential-rules.json `reactive-off`: the wave's event, then the caller's error, as in PyIceberg.
     S3Client s3 = seededClient(0);
     dead.put("K1", "ExpiredToken");
-    S3Exception e = assertThrows(S3Exception.class, () -> get(s3, "a"));
-    assertEquals("ExpiredToken", e.awsErrorDetails().errorCode());
+    CredentialsRejectedException e = assertThrows(CredentialsRejectedException.class, () -> get(s3, "a"));
+    assertTrue(e.getMessage().contains("(ExpiredToken) and catalog-ext.refresh.reactive-max-per-minute is 0"), e.getMessage());
+    assertFalse(e.getMessage().contains("\n"), e.getMessage());
     assertEquals(0, fetches.get());
   }
 
