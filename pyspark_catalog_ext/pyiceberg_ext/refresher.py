@@ -508,7 +508,7 @@ class CredentialRefresher:
             if self.refresh(entry, generation, reader=True):
                 entry.reactive_refreshes += 1
                 entry.reactive_unaccepted = entry.generation
-            else:
+            else:  # credential-rules.json `same-keys-after-rejection`
                 raise CredentialRefreshError(
                     f"{_who(rejection)} rejected the keys of {entry.name} ({rejection.code}) {age:.1f} s after their fetch, and the "
                     "catalog answered the refresh with the same keys (its credential cache keeps them until about "

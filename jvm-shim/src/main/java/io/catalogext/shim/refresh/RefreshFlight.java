@@ -218,6 +218,11 @@ final class RefreshFlight {
     }
   }
 
+  /** How many refreshes the source answered with the keys the table held (its credential cache). */
+  long cachedAnswerCount() {
+    return cachedAnswers.get();
+  }
+
   /** An attempt by another caller failed since this one looked. */
   private static final class FailedMeanwhile extends Exception {
     private static final long serialVersionUID = 1L;

@@ -319,11 +319,22 @@ public final class TableEntry implements RefreshSubject {
       staleCode = code;
       staleKeyId = used.accessKeyId();
     }
+    long cachedBefore = flight.cachedAnswerCount();
     try {
       if (flight.await(seen, now + policy.timeoutMs)) {
         slots.markReactive();
       }
-    } catch (CredentialsRejectedException e) {
+      CredentialSnapshot renewed = slot.current;
+      if (drivesRefresh() && flight.cachedAnswerCount() > cachedBefore && renewed != null
+          && renewed.accessKeyId().equals(used.accessKeyId())) {
+        // The catalog answered with the keys the store just rejected (its credential cache): sending
+        // again is sure to be rejected (credential-rules.json `same-keys-after-rejection`).
+        throw new CredentialsExpiredException(used.storeName() + " rejected the storage credentials of table "
+            + context.qualifiedName() + " (" + code + ") " + age + " ms after their fetch, and the catalog answered the"
+            + " refresh with the same keys (its credential cache): the keys die sooner than the catalog says; check its"
+            + " credential lifetime and cache setting", rejection);
+      }
+    } catch (CredentialsRejectedException | CredentialsExpiredException e) {
       throw e;
     } catch (Exception e) {
       throw new CredentialsExpiredException(used.storeName() + " rejected the storage credentials of table " + context.qualifiedName()
