@@ -58,9 +58,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 _LAUNCH_LOG: Path | None = None
 
 
+_AST_RACE = sys.version_info < (3, 11, 8) or (3, 12) <= sys.version_info < (3, 12, 2)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global _LAUNCH_LOG
     import pyspark
+
+    if _AST_RACE and config.option.tbstyle == "auto":
+        # CPython before 3.11.8/3.12.2 shares the AST builder's recursion counter between threads
+        # (python/cpython#106905): pytest parsing a whole test file to show a failure, while a server
+        # thread formatted a traceback, ended a run in INTERNALERROR. Native tracebacks parse only the
+        # failing line's expression, for its ^^^ marks.
+        config.option.tbstyle = "native"
 
     original = Path(os.environ.get("SPARK_CONF_DIR") or Path(pyspark.__file__).parent / "conf")
     conf = Path(tempfile.mkdtemp(prefix="pce-spark-conf-"))
