@@ -89,7 +89,7 @@ def test_accelerated_read_refreshes_and_retries_on_the_async_client(lakehouse, t
             finally:
                 watchdog.cancel()
                 proc.kill()
-        assert proc.returncode == 0, stderr.read_text()[-4000:]
+        assert proc.returncode == 0, _causes(stderr.read_text())
         read = steps["read"]
         print("\naccelerated read:", read, "requests (client, rejected):",
               Counter((io, rejected) for io, _, rejected in s3.agents))
@@ -101,6 +101,13 @@ def test_accelerated_read_refreshes_and_retries_on_the_async_client(lakehouse, t
         assert async_requests, "no request came from the async client: the accelerator was not used"
         assert len({akid for akid, _ in async_requests}) >= 3, "the async client kept its first keys"
         assert any(rejected for _, rejected in async_requests), "no async request met dead keys: this proves nothing"
+
+
+def _causes(text: str) -> str:
+    """A failed job's exception lines (the JVM's stack frames cut from them), then the end of its stderr."""
+    causes = [line for line in text.splitlines()
+              if re.match(r"\s*(Caused by: |Traceback|[\w.$]+(Exception|Error)\b)", line) and not line.lstrip().startswith("at ")]
+    return "\n".join(causes[:20])[:3000] + "\n...\n" + text[-1500:]
 
 
 def _by_name(url: str) -> str:
