@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pyspark
 
+from tests.procfs import parent_pid
+
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 SPARK_CLASS = SPARK_HOME / "bin" / "spark-class"
 EXECUTOR_MAIN = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
@@ -38,16 +40,7 @@ def environ(pid: int) -> dict[str, str]:
 
 def children(pid: int) -> list[int]:
     """Direct child processes of `pid` (the parent pid in each /proc/<pid>/stat)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry))
-    return found
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and parent_pid(entry) == pid]
 
 
 class ProcessWatch:

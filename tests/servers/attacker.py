@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import quote, quote_plus
 
+from tests.procfs import parent_pid, socket_inodes, tcp_sockets
+
 from .base import ThreadedServer, read_request_body, send_response_head
 
 CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "cookie")
@@ -90,43 +92,25 @@ class Attacker(ThreadedServer):
             self._received.clear()
 
 
-# Linux's own tables, read because the kernel offers no call for "which process holds the other
-# end of this loopback connection".
 def sender_pid(client_port: int, server_port: int) -> int | None:
     """The process holding the client end of a loopback connection to `server_port`, or None."""
-    wanted_local, wanted_remote = f":{client_port:04X}", f":{server_port:04X}"
-    inode = None
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as fh:
-                rows = fh.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            cols = row.split()
-            if len(cols) > 9 and cols[1].endswith(wanted_local) and cols[2].endswith(wanted_remote):
-                inode = cols[9]
-    if inode is None or inode == "0":
+    inode = next((sock.inode for sock in tcp_sockets()
+                  if sock.local_port == client_port and sock.remote_port == server_port and sock.inode != "0"), None)
+    if inode is None:
         return None
-    target = f"socket:[{inode}]"
     for pid in (p for p in os.listdir("/proc") if p.isdigit()):
         try:
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                if os.readlink(f"/proc/{pid}/fd/{fd}") == target:
-                    return int(pid)
+            if inode in socket_inodes(pid):
+                return int(pid)
         except OSError:  # gone, or not ours to read
             continue
     return None
 
 
 def descends_from(pid: int, ancestor: int) -> bool:
-    while pid > 1:
-        if pid == ancestor:
+    current: int | None = pid
+    while current is not None and current > 1:
+        if current == ancestor:
             return True
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                stat = fh.read()
-        except OSError:
-            return False
-        pid = int(stat[stat.rindex(")") + 2:].split()[1])
+        current = parent_pid(current)
     return False

@@ -30,6 +30,7 @@ import requests
 from botocore.config import Config
 
 from pyspark_catalog_ext.lakehouse.server import Lakehouse
+from tests.procfs import LISTEN, socket_inodes, tcp_sockets
 
 CANARY = b"canary bytes no unauthenticated client may read " + uuid.uuid4().hex.encode()
 REFUSED_GRPC = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED}
@@ -54,23 +55,9 @@ def _varint(n: int) -> bytes:
 
 
 def _listening_ports(pid: int) -> set[int]:
-    """TCP ports process `pid` listens on: its socket inodes (/proc/<pid>/fd) matched against the
-    kernel's table of listening sockets (/proc/<pid>/net/tcp and tcp6, state 0A)."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = fd.readlink().as_posix()
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:["):-1])
-    ports = set()
-    for table in ("tcp", "tcp6"):
-        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
-            fields = line.split()
-            if fields[3] == "0A" and fields[9] in inodes:
-                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
-    return ports
+    """TCP ports process `pid` listens on: its socket inodes matched against the kernel's TCP tables."""
+    inodes = socket_inodes(pid)
+    return {sock.local_port for sock in tcp_sockets() if sock.state == LISTEN and sock.inode in inodes}
 
 
 @pytest.fixture(scope="module")

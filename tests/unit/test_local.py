@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -20,32 +19,16 @@ from pyspark_catalog_ext.lakehouse.server import Lakehouse, alive, start_lakehou
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from tests.conftest import assert_one_line_error, run_cli
 from tests.helpers import busy_port
+from tests.procfs import LISTEN, socket_inodes, tcp_sockets
 
 SEAWEED_DEFAULT_PORTS = {8181, 8333, 8888, 9333, 9340, 23646, 7333, 6060, 9101, 18888, 18333, 19333, 19340, 33646}
 
 
 def _listening(pid: int) -> set[tuple[str, int]]:
     """(address, port) of TCP sockets the process listens on, read from /proc (no `ss` needed)."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    found = set()
-    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
-        for line in Path(table).read_text().splitlines()[1:]:
-            cols = line.split()
-            if cols[3] == "0A" and cols[9] in inodes:  # 0A = LISTEN
-                addr_hex, port_hex = cols[1].split(":")
-                if width == 8:
-                    addr = socket.inet_ntop(socket.AF_INET, bytes.fromhex(addr_hex)[::-1])
-                else:
-                    addr = "v6:" + addr_hex
-                found.add((addr, int(port_hex, 16)))
-    return found
+    inodes = socket_inodes(pid)
+    return {("v6:" + sock.local_addr if sock.ipv6 else socket.inet_ntop(socket.AF_INET, bytes.fromhex(sock.local_addr)[::-1]),
+             sock.local_port) for sock in tcp_sockets() if sock.state == LISTEN and sock.inode in inodes}
 
 
 def test_binds_loopback_only_on_free_ports(lakehouse):
