@@ -145,13 +145,13 @@ class S3ExpiryProxy(ThreadedServer):
         refused = self.refusals_since(since)
         last_safe_age = lifetime - hard_margin_s(0.0, lifetime)
         stalled = STALLS.worst_since(max(since, self.started_at))
-        # X-Amz-Date holds whole seconds, rounded down: a signed age past the margin is certainly late.
-        late = [(e["method"], e["path"][-50:], e["signed_age"]) for e in refused
-                if e["signed_age"] is None or e["signed_age"] > last_safe_age + stalled]
+        late, in_flight = [], []
+        for e in refused:
+            # X-Amz-Date holds whole seconds, rounded down: a signed age past the margin is certainly late.
+            in_time = e["signed_age"] is not None and e["signed_age"] <= last_safe_age + stalled
+            (in_flight if in_time else late).append((e["method"], e["path"][-50:], e["signed_age"]))
         if not late:
             return None
-        in_flight = [(e["method"], e["path"][-50:], e["signed_age"]) for e in refused if e["signed_age"] is not None
-                     and e["signed_age"] <= last_safe_age + stalled]
         return (f"signed with keys past {last_safe_age:.1f}s of age (+{stalled:.1f}s the machine stalled): {late}; "
                 f"refused in flight: {in_flight}")
 
