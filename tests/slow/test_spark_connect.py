@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import free_port
+from pyspark_catalog_ext.ports import free_port
 from tests.slow.test_stack_matrix import spark_venv
 
 ROOT = Path(__file__).resolve().parents[2]

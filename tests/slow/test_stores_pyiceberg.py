@@ -37,6 +37,7 @@ from pyspark_catalog_ext.pyiceberg_ext import part_upload
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from tests.helpers import SpoolDiskPeak
 from tests.servers.base import ThreadedServer, forward_streaming
+from tests.servers.s3_expiry_proxy import STALLS
 from tests.stores.catalog import store_catalog
 from tests.stores.install import StoreUnavailable
 
@@ -95,7 +96,7 @@ def status(cat, name: str) -> dict:
 def test_append_and_scan_over_three_lifetimes(stack, io_impl):
     cat, name = catalog(stack, io_impl), table_name("held", io_impl)
     table = cat.create_table(f"db.{name}", SCHEMA, properties=SMALL_FILES)
-    start, n = time.monotonic(), 0
+    start, began, n = time.monotonic(), time.time(), 0
     while time.monotonic() - start < 2 * LIFETIME + 1:  # one Table object: its FileIO must renew itself
         table.append(rows(n, n + 100))
         n += 100
@@ -111,7 +112,11 @@ def test_append_and_scan_over_three_lifetimes(stack, io_impl):
     assert sorted(got) == list(range(n)), f"{stack.store}: {len(got)} rows of {n}"
     row = status(cat, name)
     assert took >= 3 * LIFETIME, f"the job took {took:.1f} s, under 3 lifetimes: it proved nothing"
-    assert row["generation"] >= 3 and row["rejections"] == 0, row
+    assert row["generation"] >= 3, row
+    # Nothing refused: tokens are renewed 2.5 s before they end. A loaded machine that stopped this
+    # process for a second or more can still send a request signed before a renewal after the end.
+    stall = STALLS.worst_since(began)
+    assert row["rejections"] == 0 or stall >= 1.0, f"refused with no stall over {stall:.2f} s: {row}"
     # Every renewal by the catalog's storage-refresh-token: a /credentials answer carries none of its
     # own, and the one held stays good (a reload in between would mean it was dropped).
     assert set(row["refreshes_by_strategy"]) == {"storage-refresh-token"}, row["refreshes_by_strategy"]

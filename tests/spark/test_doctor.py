@@ -31,8 +31,9 @@ from pyspark_catalog_ext.catalog.profiles import PROFILES
 from pyspark_catalog_ext.doctor.matrix import MATRIX_DIR, README_NOTES, render_matrix
 from pyspark_catalog_ext.doctor.report import SCHEMA_PATH
 from pyspark_catalog_ext.doctor.suite import probe_ids
+from pyspark_catalog_ext.ports import free_port
 from tests.conftest import CLI, ROOT, SECRET, assert_one_line_error, run_cli
-from tests.helpers import catalog_client, free_port
+from tests.helpers import catalog_client
 from tests.servers import CatalogProxy, IdempotencyProxy
 from tests.servers.catalog_proxy import _safe_json
 
@@ -380,12 +381,12 @@ def _run_and_interrupt(args: list[str], ready: Any) -> tuple[int, str, str]:
     for t in threads:
         t.start()
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # a loaded CI machine starts the doctor's Spark in minutes
         while not ready(lines.get(timeout=max(0.1, deadline - time.monotonic()))):
             pass
         assert proc.poll() is None, "doctor finished before it could be interrupted"
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=90)
+        proc.wait(timeout=180)  # cleanup stops Spark: slow on a loaded machine
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -426,7 +427,7 @@ def test_sigint_during_a_spark_ctas_cleans_up_and_exits_130(lakehouse) -> None:
         proxy.faults.add("delay", "POST", r"/tables/spark$", seconds=4)
 
         def ready(line: str) -> bool:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 240  # Spark's start and the CTAS up to its commit, under load
             while re.match(r"^[* ] pyiceberg ", line) and time.monotonic() < deadline:
                 if any(e["method"] == "POST" and e["path"].endswith("/tables/spark") for e in list(proxy.log)):
                     return True

@@ -7,11 +7,11 @@ import pytest
 from pyspark.sql import SparkSession
 
 from pyspark_catalog_ext.errors import CatalogAuthError, CatalogNotFoundError, CatalogUnavailableError
+from pyspark_catalog_ext.ports import free_port
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.spark.catalog_check import check_catalog
 from pyspark_catalog_ext.spark.conf import SHIM_CATALOG_IMPL, spark_conf
 from pyspark_catalog_ext.spark.session import configure
-from tests.helpers import free_port
 
 
 def test_spark_uses_shim_and_vended_credentials_only(spark):

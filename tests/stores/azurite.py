@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import requests
 
-from tests.helpers import free_port
+from pyspark_catalog_ext.ports import free_port
 from tests.stores import install
 from tests.stores.process import ChildServer
 

@@ -49,7 +49,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import requests
 
-from tests.helpers import free_port
+from pyspark_catalog_ext.ports import free_port
 from tests.realservers import artifacts
 from tests.servers.base import BufferedProxy, Request, Response
 from tests.servers.catalog_proxy import NS_SEP, RefreshTokenSigner, TokenError, table_name

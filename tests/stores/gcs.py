@@ -32,7 +32,7 @@ from urllib.parse import parse_qs, unquote
 
 import requests
 
-from tests.helpers import free_port
+from pyspark_catalog_ext.ports import free_port
 from tests.realservers.servers import _pdeathsig
 from tests.servers.base import (
     SOCKET_TIMEOUT,

@@ -38,7 +38,7 @@ from pyspark_catalog_ext.errors import (
     ConfigError,
     UntrustedOriginError,
 )
-from tests.helpers import free_port
+from pyspark_catalog_ext.ports import free_port
 
 CLIENT_SECRET = "cs-Zq9!secretvalue-77f1"
 TOKEN_1 = "tok1-AAAAsecretBBBB-0001"

@@ -130,7 +130,7 @@ def test_a_redirect_is_not_followed(store: Scripted) -> None:
 
 def test_an_unreachable_store_is_a_transport_error_without_the_token() -> None:
     (cred,) = [c for c in store_credentials(_answer()) if c.host == HOST_A]
-    from tests.helpers import free_port
+    from pyspark_catalog_ext.ports import free_port
 
     result = check_access(cred, f"http://127.0.0.1:{free_port()}/acct-a", LOC_A, timeout=2)
     assert result["transport_error"] and result["steps"][0]["error"] == "ConnectionError"

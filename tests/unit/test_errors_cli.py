@@ -9,10 +9,11 @@ import sys
 
 import pytest
 
+from pyspark_catalog_ext.ports import free_port
 from pyspark_catalog_ext.secret_keys import REDACTION_REGEX
 from pyspark_catalog_ext.spark.jars import MAVEN_PACKAGES
 from tests.conftest import assert_one_line_error, run_cli
-from tests.helpers import busy_port, free_port
+from tests.helpers import busy_port
 
 SECRET = "cs-not-a-lakehouse-key-3f9"  # a client secret the CLI must never print
 

@@ -316,7 +316,7 @@ def test_spark_conf_per_stack_jars_and_packages(lakehouse):
 @pytest.fixture
 def no_maven(tmp_path, monkeypatch) -> str:
     """A Maven repository that does not answer (a loopback port nobody listens on), no ~/.m2 copy."""
-    from tests.helpers import free_port
+    from pyspark_catalog_ext.ports import free_port
 
     url = f"http://127.0.0.1:{free_port()}/maven2"
     monkeypatch.setenv(MAVEN_REPO_ENV, url)

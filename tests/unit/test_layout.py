@@ -19,7 +19,7 @@ def test_the_public_api_is_complete_and_old_flat_modules_are_gone() -> None:
     package = Path(pyspark_catalog_ext.__file__).parent
     flat = sorted(p.stem for p in package.glob("*.py"))
     # Top level: the public API, the CLI, errors, and the helpers every concern shares.
-    assert flat == ["__init__", "cache", "errors", "event_schemas", "events", "knobs", "logsafety", "markdown", "progress",
+    assert flat == ["__init__", "cache", "errors", "event_schemas", "events", "knobs", "logsafety", "markdown", "ports", "progress",
                     "secret_keys"], flat
     for old in ("session", "local", "catalog_client", "jvm_api", "maintenance", "signer", "pyiceberg_bridge"):
         with pytest.raises(ModuleNotFoundError):
@@ -117,7 +117,8 @@ PACKAGE = Path(pyspark_catalog_ext.__file__).parent
 #: The concerns from the bottom up. A module may import its own concern, any concern below it, and
 #: the package's public face (`pyspark_catalog_ext` itself), never a concern above it.
 LAYERS = (
-    ("errors", "secret_keys", "logsafety", "knobs", "cache", "progress", "events", "event_schemas", "markdown"),  # shared by every concern
+    ("errors", "secret_keys", "logsafety", "knobs", "cache", "progress", "events", "event_schemas", "markdown",
+     "ports"),  # shared by every concern
     ("catalog",),        # reaching a catalog: connection, REST client, locations
     ("lakehouse",),      # the embedded catalog server
     ("credentials",),    # refresh knobs and user sources, both runtimes
