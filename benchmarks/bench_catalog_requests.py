@@ -64,9 +64,9 @@ from typing import Any
 
 from _common import add_spark_catalog, spark_session
 
-from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse
+from pyspark_catalog_ext.refresh import RefreshPolicy
 from pyspark_catalog_ext.spark.conf import spark_conf
 from pyspark_catalog_ext.spark.credentials import attach
 from pyspark_catalog_ext.spark.jars import select_stack

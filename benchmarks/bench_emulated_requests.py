@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.emulators,
 import pyarrow as pa  # noqa: E402
 from _common import scan_concurrently  # noqa: E402
 
-from pyspark_catalog_ext.credentials import RefreshPolicy  # noqa: E402
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse  # noqa: E402
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog  # noqa: E402
+from pyspark_catalog_ext.refresh import RefreshPolicy  # noqa: E402
 from pyspark_catalog_ext.spark.conf import spark_conf  # noqa: E402
 from tests.emulators.behaviour import FAMILIES, NONE, Behaviour  # noqa: E402
 from tests.emulators.emulator import Emulator, connection  # noqa: E402

@@ -33,8 +33,8 @@ from typing import Any
 
 from _common import ROOT  # noqa: F401  (puts the repo on sys.path)
 
-from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+from pyspark_catalog_ext.refresh import RefreshPolicy
 from tests.helpers import SpoolDiskPeak
 from tests.stores.catalog import store_catalog
 

@@ -24,14 +24,6 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from pyspark_catalog_ext.catalog.profiles import PROFILES, Profile, get_profile  # noqa: E402
-from pyspark_catalog_ext.credentials import (
-    AssumeRoleSource,
-    CredentialSource,
-    FunctionSource,
-    RefreshPolicy,
-    StorageCredentials,
-    TableInfo,
-)
 from pyspark_catalog_ext.errors import (
     CatalogAuthError,
     CatalogError,
@@ -46,6 +38,14 @@ from pyspark_catalog_ext.errors import (
 )
 from pyspark_catalog_ext.lakehouse.server import Lakehouse, LakehouseInfo, start_lakehouse  # noqa: E402
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog  # noqa: E402
+from pyspark_catalog_ext.refresh import (
+    AssumeRoleSource,
+    CredentialSource,
+    FunctionSource,
+    RefreshPolicy,
+    StorageCredentials,
+    TableInfo,
+)
 from pyspark_catalog_ext.spark.catalog_check import check_catalog  # noqa: E402
 from pyspark_catalog_ext.spark.conf import CatalogSparkConf, spark_conf  # noqa: E402
 from pyspark_catalog_ext.spark.credentials import CredentialManager, attach  # noqa: E402

@@ -1,7 +1,10 @@
 """The schema of every event either runtime emits (`resources/event-schemas.json`): its fields, their
 JSON types, whether each is required or may be null, and which runtimes emit it. `violations()`
 checks one event against it (the test suites hold every event to it: tests/conftest.py here, the
-shim's `EventSchemas.java` there); docs/events.md shows the table `markdown_table()` renders."""
+shim's `EventSchemas.java` there); docs/events.md shows the table `markdown_table()` renders.
+
+Java twin: `io.catalogext.shim.events.EventSchemas`.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """The `catalog-ext.*` catalog properties, read from the one spec both runtimes share
 (`resources/catalog-ext-knobs.json`; the JVM shim carries the same file in its jar and reads it
 with `Knobs.java`). Defaults, ranges and the one-line error for a bad value come from the spec, so
-a setting means the same in a Spark job and in PyIceberg."""
+a setting means the same in a Spark job and in PyIceberg.
+
+Java twin: `io.catalogext.shim.config.Knobs`.
+"""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from pyspark_catalog_ext.catalog.commit_policy import DEDUPLICATED
 from pyspark_catalog_ext.catalog.profiles import REMOTE_SIGNING, Profile, get_profile
+from pyspark_catalog_ext.commit.policy import DEDUPLICATED
 from pyspark_catalog_ext.errors import ConfigError, redact
 
 __all__ = ["CatalogConnection", "DELEGATION_HEADER", "SHIM_PACKAGE", "SHIM_CATALOG_IMPL", "SHIM_CLIENT_FACTORY", "SHIM_FILE_IO",

@@ -35,7 +35,7 @@ from pyiceberg.table.sorting import UNSORTED_SORT_ORDER, SortOrder
 from pyiceberg.typedef import EMPTY_DICT, Identifier, Properties
 
 from pyspark_catalog_ext.catalog.answers import also_pyiceberg, transport_cause, transport_error
-from pyspark_catalog_ext.catalog.commit_decision import Answer, Facts, Kind, Landed, Outcome, decide, needs_reconciliation
+from pyspark_catalog_ext.commit.decision import Answer, Facts, Kind, Landed, Outcome, decide, needs_reconciliation
 from pyspark_catalog_ext.errors import CatalogConflictError, CatalogUnavailableError
 
 __all__ = ["LostAnswers"]

@@ -44,9 +44,7 @@ from requests import Response, Session
 
 from pyspark_catalog_ext import logsafety
 from pyspark_catalog_ext.catalog.answers import also_pyiceberg, catalog_error, scrubbed, transport_error
-from pyspark_catalog_ext.catalog.commit_policy import CommitPolicy
 from pyspark_catalog_ext.catalog.connection import CatalogConnection, pyiceberg_names
-from pyspark_catalog_ext.catalog.idempotency import parse_iso8601_duration, uuid7
 from pyspark_catalog_ext.catalog.lost_answers import LostAnswers
 from pyspark_catalog_ext.catalog.server_settings import config_properties
 from pyspark_catalog_ext.catalog.transport import (
@@ -60,6 +58,8 @@ from pyspark_catalog_ext.catalog.transport import (
 )
 from pyspark_catalog_ext.catalog.trust import Origin, TrustedOrigins
 from pyspark_catalog_ext.catalog.urls import safe_url
+from pyspark_catalog_ext.commit.idempotency import parse_iso8601_duration, uuid7
+from pyspark_catalog_ext.commit.policy import CommitPolicy
 from pyspark_catalog_ext.errors import (
     CatalogError,
     CatalogExtError,

@@ -8,6 +8,8 @@ shim carries the same file and reads it with `wire/TrustRules.java`):
 - the table metadata properties from which a client would load a class.
 
 The threat model is in docs/security.md ("What a server may set").
+
+Java twin: `io.catalogext.shim.config.TrustRules`.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from typing import Any
 
 import requests
 
-from pyspark_catalog_ext.catalog.idempotency import uuid7
 from pyspark_catalog_ext.catalog.rest import PurgeRequiredError
+from pyspark_catalog_ext.commit.idempotency import uuid7
 from pyspark_catalog_ext.doctor.context import (
     ProbeContext,
     VendedCredential,
@@ -229,8 +229,8 @@ def probe_scope(ctx: ProbeContext) -> Outcome:
 def probe_clock_skew(ctx: ProbeContext) -> Outcome:
     """Expiries are stated on the catalog's clock and enforced on S3's: past
     `catalog-ext.refresh.max-clock-skew-ms` the refresh schedules by the server's clock instead of ours."""
-    from pyspark_catalog_ext.credentials.policy import KNOBS, RefreshPolicy
-    from pyspark_catalog_ext.pyiceberg_ext.rejection import skew_from_date
+    from pyspark_catalog_ext.refresh.policy import KNOBS, RefreshPolicy
+    from pyspark_catalog_ext.refresh.rejection import skew_from_date
 
     bound_s = RefreshPolicy.from_properties(ctx.props).max_clock_skew_s
     ctx.client.namespaces()  # one fresh answer: its Date header

@@ -1,7 +1,9 @@
 """PyIceberg with the guarantees Spark jobs get: refreshed vended credentials and guarded commits.
 
 `GuardedRestCatalog` (catalog.py) is PyIceberg's RestCatalog with `RefreshingFileIO`s (fileio.py) fed
-by a `CredentialRefresher` (refresher.py), and commits through `GuardedCommit` (commits.py).
+by a `CredentialRefresher` (pyspark_catalog_ext/refresh/refresher.py), and commits through
+`GuardedCommit` (commits.py). Only the adapter lives here; the refresh engine is in `refresh/` and
+the commit rule in `commit/`, beside their Java twins' packages.
 `pyspark_catalog_ext.pyiceberg_catalog(...)` returns one.
 """
 
@@ -13,21 +15,22 @@ from typing import Any
 # pyspark_catalog_ext must not import PyIceberg.
 _EXPORTS = {
     "CommitPolicy": "commits",
-    "CredentialRefresher": "refresher",
-    "ENV_PREFIX": "refresher",
+    "CredentialRefresher": "pyspark_catalog_ext.refresh.refresher",
+    "ENV_PREFIX": "pyspark_catalog_ext.refresh.refresher",
     "GuardedRestCatalog": "catalog",
-    "PROPERTY_PREFIX": "refresher",
+    "PROPERTY_PREFIX": "pyspark_catalog_ext.refresh.refresher",
     "PyIcebergCommitFailedError": "commits",
     "PyIcebergCommitStateUnknownError": "commits",
     "RefreshingFileIO": "fileio",
-    "TableCredentials": "refresher",
-    "refresh_policy": "refresher",
+    "TableCredentials": "pyspark_catalog_ext.refresh.refresher",
+    "refresh_policy": "pyspark_catalog_ext.refresh.refresher",
 }
 
 
 def __getattr__(name: str) -> Any:
     if name in _EXPORTS:
-        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+        module = _EXPORTS[name]
+        return getattr(importlib.import_module(module if "." in module else f"{__name__}.{module}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

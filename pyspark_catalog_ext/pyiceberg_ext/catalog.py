@@ -40,16 +40,16 @@ from requests import Response, Session
 from pyspark_catalog_ext import logsafety
 from pyspark_catalog_ext.catalog.rest import CatalogClient, PurgeRequiredError
 from pyspark_catalog_ext.catalog.server_settings import table_io_properties, without_code_keys
-from pyspark_catalog_ext.credentials.policy import RefreshPolicy
-from pyspark_catalog_ext.credentials.sources import CredentialSource
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext.commits import GuardedCommit
 from pyspark_catalog_ext.pyiceberg_ext.fileio import RefreshingFileIO, write_bounds
-from pyspark_catalog_ext.pyiceberg_ext.refresher import PROPERTY_PREFIX, CredentialRefresher, refresh_policy
 from pyspark_catalog_ext.pyiceberg_ext.s3signing import SigningFsspecFileIO, SigningPyArrowFileIO
 from pyspark_catalog_ext.pyiceberg_ext.signing import SignerSession, remote_signing_requested, signer_target
 from pyspark_catalog_ext.pyiceberg_ext.storefs import store_aware
-from pyspark_catalog_ext.pyiceberg_ext.vended import has_credentials
+from pyspark_catalog_ext.refresh.policy import RefreshPolicy
+from pyspark_catalog_ext.refresh.refresher import PROPERTY_PREFIX, CredentialRefresher, refresh_policy
+from pyspark_catalog_ext.refresh.sources import CredentialSource
+from pyspark_catalog_ext.refresh.vended import has_credentials
 from pyspark_catalog_ext.secret_keys import is_secret_key
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")

@@ -45,7 +45,7 @@ from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
 from pyspark_catalog_ext.catalog.answers import error_summary, transport_cause
-from pyspark_catalog_ext.catalog.commit_decision import (
+from pyspark_catalog_ext.commit.decision import (
     Answer,
     Facts,
     Kind,
@@ -56,8 +56,8 @@ from pyspark_catalog_ext.catalog.commit_decision import (
     landed_state,
     needs_reconciliation,
 )
-from pyspark_catalog_ext.catalog.commit_policy import CommitPolicy
-from pyspark_catalog_ext.catalog.idempotency import uuid7
+from pyspark_catalog_ext.commit.idempotency import uuid7
+from pyspark_catalog_ext.commit.policy import CommitPolicy
 from pyspark_catalog_ext.errors import CatalogRedirectError, CommitFailedError, CommitStateUnknownError
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")

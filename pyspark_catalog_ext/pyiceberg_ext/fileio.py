@@ -6,10 +6,10 @@ them (apache/iceberg-python#3506). `RefreshingFileIO` wraps the FileIO class PyI
 FileIO API only (`new_input`, `new_output`, `delete`, `properties`): for each file it takes the
 keys of the longest matching storage prefix from the table's `TableCredentials`, and keeps one
 delegate FileIO per key set, replaced when the keys are renewed. A read stream already open keeps
-the filesystem it was opened with until its keys enter their hard margin (`credentials.rules.hard_margin_s`):
+the filesystem it was opened with until its keys enter their hard margin (`refresh.rules.hard_margin_s`):
 its next read then first reopens it with the current keys at its offset, as the JVM's readers do.
 
-When S3 answers that the keys themselves are no longer valid (`credentials.rules.EXPIRY_CODES`) before
+When S3 answers that the keys themselves are no longer valid (`refresh.rules.EXPIRY_CODES`) before
 their time, the operation is not lost: the table's keys are renewed at once (single-flight, rate
 limited: `CredentialRefresher.rejected`) and the operation runs again with the new ones. A read
 stream is reopened at its offset. Any other refusal (AccessDenied outside the table's scope, a bad
@@ -45,12 +45,12 @@ from pyiceberg.io.fsspec import FsspecFileIO
 
 from pyspark_catalog_ext import knobs
 from pyspark_catalog_ext.errors import CredentialRefreshError
-from pyspark_catalog_ext.pyiceberg_ext.refresher import CredentialRefresher, TableCredentials
-from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, rejection_of, store_rejection
 from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, S3Clients, UploadBounds, upload_bounds
 from pyspark_catalog_ext.pyiceberg_ext.storefs import adls_account
 from pyspark_catalog_ext.pyiceberg_ext.storeupload import AdlsBlockUpload, GcsResumableUpload, StoreClients
-from pyspark_catalog_ext.pyiceberg_ext.vended import is_vended_key
+from pyspark_catalog_ext.refresh.refresher import CredentialRefresher, TableCredentials
+from pyspark_catalog_ext.refresh.rejection import Rejection, rejection_of, store_rejection
+from pyspark_catalog_ext.refresh.vended import is_vended_key
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 

@@ -26,7 +26,7 @@ from pyiceberg.io.fsspec import FsspecFileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
 from pyspark_catalog_ext.errors import ConfigError, GcsTokenRefused
-from pyspark_catalog_ext.pyiceberg_ext.vended import ADLS_SAS, GCS_TOKEN
+from pyspark_catalog_ext.refresh.vended import ADLS_SAS, GCS_TOKEN
 
 __all__ = ["AdlsAccount", "StoreFsspecFileIO", "StorePyArrowFileIO", "adls_account", "gcs_filesystem", "store_aware"]
 

@@ -29,7 +29,7 @@ from cachetools import LRUCache
 
 from pyspark_catalog_ext.pyiceberg_ext.part_upload import PartUpload, Run, UploadBounds
 from pyspark_catalog_ext.pyiceberg_ext.storefs import adls_account, gcs_filesystem
-from pyspark_catalog_ext.pyiceberg_ext.vended import GCS_TOKEN
+from pyspark_catalog_ext.refresh.vended import GCS_TOKEN
 
 __all__ = ["AdlsBlockUpload", "GcsResumableUpload", "StoreClients"]
 

@@ -16,9 +16,9 @@ from dataclasses import asdict
 from typing import Any
 
 from pyspark_catalog_ext import logsafety
-from pyspark_catalog_ext.credentials.policy import RefreshPolicy
-from pyspark_catalog_ext.credentials.sources import CredentialSource, user_answer
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, redact
+from pyspark_catalog_ext.refresh.policy import RefreshPolicy
+from pyspark_catalog_ext.refresh.sources import CredentialSource, user_answer
 from pyspark_catalog_ext.spark import java_errors as spark_errors
 from pyspark_catalog_ext.spark.connect import ConnectCredentialManager, attach_connect, is_connect
 from pyspark_catalog_ext.spark.shim_api import PYTHON_CREDENTIAL_BRIDGE, SHIM_CATALOG_IMPL, CommitOutcome, ShimJvm
@@ -26,7 +26,7 @@ from pyspark_catalog_ext.spark.status import TableStatus, status_by_table
 
 __all__ = ["attach", "CredentialManager", "TableStatus", "status_by_table", "shim_catalogs"]
 
-log = logging.getLogger("pyspark_catalog_ext.credentials")
+log = logging.getLogger("pyspark_catalog_ext.refresh")
 
 
 def _secret_values(answer: dict) -> list[str]:
@@ -38,7 +38,7 @@ def _secret_values(answer: dict) -> list[str]:
 
 
 class _PythonBridge:
-    """The Py4J callback object behind io.catalogext.shim.PythonCredentialBridge."""
+    """The Py4J callback object behind io.catalogext.shim.refresh.PythonCredentialBridge."""
 
     def __init__(self, manager: CredentialManager) -> None:
         self._manager = manager

@@ -39,13 +39,13 @@ SHIM_ARTIFACT = "catalog-ext-shim"
 _RESOURCES = Path(__file__).resolve().parent.parent / "resources"
 #: The catalog-ext.* knob spec both runtimes read (see pyspark_catalog_ext.knobs).
 KNOB_SPEC = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[0]
-#: The commit decision table both runtimes are tested against (see pyspark_catalog_ext.catalog.commit_decision).
+#: The commit decision table both runtimes are tested against (see pyspark_catalog_ext.commit.decision).
 DECISION_TABLE = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[1]
-#: The rules about storage credentials both runtimes apply (see pyspark_catalog_ext.credentials.rules).
+#: The rules about storage credentials both runtimes apply (see pyspark_catalog_ext.refresh.rules).
 CREDENTIAL_RULES = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[2]
 #: Who may decide what: user URL keys, what a server answer may set (see pyspark_catalog_ext.catalog.trust_rules).
 TRUST_RULES = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[3]
-#: The refresh engine's timelines both runtimes replay (see pyspark_catalog_ext.credentials.scenarios).
+#: The refresh engine's timelines both runtimes replay (see pyspark_catalog_ext.refresh.scenarios).
 REFRESH_SCENARIOS = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[4]
 #: Every event type both runtimes emit, with its fields (see pyspark_catalog_ext.event_schemas).
 EVENT_SCHEMAS = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[5]

@@ -27,7 +27,7 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     import pyspark_catalog_ext as pce
-    from pyspark_catalog_ext.credentials import RefreshPolicy
+    from pyspark_catalog_ext.refresh import RefreshPolicy
 
     builder = (SparkSession.builder.master("local[1]").appName("accelerated-read")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")

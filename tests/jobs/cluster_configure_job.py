@@ -14,7 +14,7 @@ import urllib.request
 from pyspark.sql import SparkSession
 
 from pyspark_catalog_ext import configure
-from pyspark_catalog_ext.credentials import RefreshPolicy
+from pyspark_catalog_ext.refresh import RefreshPolicy
 from pyspark_catalog_ext.spark.credentials import attach
 
 

@@ -12,7 +12,7 @@ import urllib.request
 
 from pyspark.sql import SparkSession
 
-from pyspark_catalog_ext.credentials import FunctionSource, RefreshPolicy
+from pyspark_catalog_ext.refresh import FunctionSource, RefreshPolicy
 from pyspark_catalog_ext.spark.conf import SPARK_CATALOG, catalog_properties
 from pyspark_catalog_ext.spark.credentials import attach
 from pyspark_catalog_ext.spark.session import configure

@@ -35,7 +35,7 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     import pyspark_catalog_ext as pce
-    from pyspark_catalog_ext.credentials import RefreshPolicy
+    from pyspark_catalog_ext.refresh import RefreshPolicy
 
     started = time.monotonic()
     builder = (SparkSession.builder.master("local[2]").appName("stack-matrix")

@@ -140,7 +140,7 @@ class S3ExpiryProxy(ThreadedServer):
         with new keys, which the callers' exact rows prove; it is allowed, and named in the message.
         So is a signature late by no more than the longest stall this machine showed meanwhile: a
         renewal due in the margin cannot run while the machine gives its thread no time."""
-        from pyspark_catalog_ext.credentials.rules import hard_margin_s
+        from pyspark_catalog_ext.refresh.rules import hard_margin_s
 
         refused = self.refusals_since(since)
         last_safe_age = lifetime - hard_margin_s(0.0, lifetime)

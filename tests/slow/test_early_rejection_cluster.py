@@ -28,7 +28,7 @@ def rejection_report(s3: Any, catalog_entries: list[dict[str, Any]]) -> dict[str
 JOB = r'''
 import json, os, sys, time
 from pyspark.sql import SparkSession
-from pyspark_catalog_ext.credentials import RefreshPolicy
+from pyspark_catalog_ext.refresh import RefreshPolicy
 from pyspark_catalog_ext.spark.credentials import attach
 from pyspark_catalog_ext.spark.session import configure
 

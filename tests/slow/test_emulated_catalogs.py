@@ -19,10 +19,10 @@ import pyarrow as pa
 import pytest
 
 from pyspark_catalog_ext.catalog.profiles import get_profile
-from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.doctor import matrix as support_matrix
 from pyspark_catalog_ext.doctor.matrix import DEGRADED, NOT_APPLICABLE, REFUSED, WORKS, step_record
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+from pyspark_catalog_ext.refresh import RefreshPolicy
 from pyspark_catalog_ext.spark.catalog_check import check_catalog
 from pyspark_catalog_ext.spark.conf import CatalogSparkConf, spark_conf
 from tests.conftest import run_cli

@@ -26,9 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 import pytest
 
-from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.doctor.matrix import DEGRADED, FAILS, NOT_APPLICABLE, REFUSED, WORKS, doctor_record, step_record
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+from pyspark_catalog_ext.refresh import RefreshPolicy
 from pyspark_catalog_ext.spark.catalog_check import check_catalog
 from pyspark_catalog_ext.spark.conf import CatalogSparkConf, spark_conf
 from tests.conftest import run_cli

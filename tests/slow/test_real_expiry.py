@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from pyspark_catalog_ext.credentials import RefreshPolicy
+from pyspark_catalog_ext.refresh import RefreshPolicy
 from pyspark_catalog_ext.spark.credentials import attach
 from tests.refresh_support import add_spark_catalog, slow, statuses
 from tests.servers import CatalogProxy, S3ExpiryProxy

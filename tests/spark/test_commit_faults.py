@@ -24,7 +24,7 @@ import uuid as uuidlib
 
 import pytest
 
-from pyspark_catalog_ext.catalog.idempotency import uuid7
+from pyspark_catalog_ext.commit.idempotency import uuid7
 from pyspark_catalog_ext.errors import CatalogConflictError, CommitFailedError, CommitStateUnknownError
 from pyspark_catalog_ext.spark.conf import catalog_properties
 from pyspark_catalog_ext.spark.credentials import attach

@@ -18,8 +18,8 @@ from secrets import token_urlsafe
 import pytest
 from py4j.protocol import Py4JJavaError
 
-from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.errors import CredentialRefreshError
+from pyspark_catalog_ext.refresh import RefreshPolicy
 from pyspark_catalog_ext.spark.credentials import attach
 from tests.helpers import expiring_proxies
 from tests.refresh_support import add_spark_catalog, register_slow_udf, slow, statuses, table_status
@@ -294,7 +294,7 @@ def test_refresh_token_errors_are_one_line_and_secret_free(spark, token_catalog,
 
 
 def test_reprs_and_status_hold_no_secrets(fast, fast_catalog, lakehouse):
-    from pyspark_catalog_ext.credentials import StorageCredentials
+    from pyspark_catalog_ext.refresh import StorageCredentials
 
     creds = StorageCredentials("AKIAEXAMPLEKEY1", "example-secret-key-1", "example-session-token-1")
     text = repr(creds) + repr(fast) + repr(fast.status()) + repr(lakehouse.info)
@@ -323,7 +323,7 @@ def test_user_python_source_serves_a_catalog_that_vends_nothing(spark, lakehouse
     declared to expire every 6 s) for a catalog asked for no vended credentials."""
     import datetime as dt
 
-    from pyspark_catalog_ext.credentials import FunctionSource, StorageCredentials
+    from pyspark_catalog_ext.refresh import FunctionSource, StorageCredentials
 
     add_spark_catalog(spark, lakehouse, "mine", lakehouse.info.iceberg_uri)
     spark.conf.unset("spark.sql.catalog.mine.header.X-Iceberg-Access-Delegation")

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from py4j.protocol import Py4JJavaError
 
-from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.errors import CredentialsRejectedError
+from pyspark_catalog_ext.refresh import RefreshPolicy
 from pyspark_catalog_ext.spark.credentials import attach
 from tests.refresh_support import add_spark_catalog, slow
 from tests.servers import CatalogProxy, S3ExpiryProxy

@@ -37,7 +37,7 @@ from tests.stores.plain_spark import CATALOG, plain_session  # noqa: E402
 def package_session(args: dict):
     from pyspark.sql import SparkSession
 
-    from pyspark_catalog_ext.credentials import RefreshPolicy
+    from pyspark_catalog_ext.refresh import RefreshPolicy
     from pyspark_catalog_ext.spark.session import configure
 
     builder = SparkSession.builder.master(args["master"]).appName(f"stores-{args['store']}")

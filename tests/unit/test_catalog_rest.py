@@ -418,7 +418,7 @@ def test_custom_headers_and_auth_go_only_to_the_catalogs_origin(srv: Scripted) -
 
 
 def test_an_other_origin_refresh_endpoint_falls_through_to_the_next_strategy(srv: Scripted) -> None:
-    from pyspark_catalog_ext.pyiceberg_ext.strategies import StrategyChain
+    from pyspark_catalog_ext.refresh.strategies import StrategyChain
 
     other = Scripted()
     try:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pyspark_catalog_ext.catalog import commit_decision as decision
-from pyspark_catalog_ext.catalog.commit_decision import (
+from pyspark_catalog_ext.commit import decision
+from pyspark_catalog_ext.commit.decision import (
     Answer,
     Facts,
     Kind,
@@ -86,7 +86,7 @@ def test_docs_show_exactly_the_table() -> None:
     shown = doc[doc.index(start) + len(start):doc.index(end)]
     assert shown == decision.markdown_table(), (
         "docs/commits.md's decision table is not resources/commit-decisions.json's: replace the lines between "
-        "its markers with the output of `python -m pyspark_catalog_ext.catalog.commit_decision`")
+        "its markers with the output of `python -m pyspark_catalog_ext.commit.decision`")
 
 
 def test_the_shim_jar_carries_the_same_table() -> None:

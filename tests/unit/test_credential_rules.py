@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 import pyspark_catalog_ext
-from pyspark_catalog_ext.credentials import rules
-from pyspark_catalog_ext.pyiceberg_ext import rejection
-from pyspark_catalog_ext.pyiceberg_ext.strategies import StrategyChain
+from pyspark_catalog_ext.refresh import rejection, rules
+from pyspark_catalog_ext.refresh.strategies import StrategyChain
 
 SPEC = json.loads(rules.SPEC_PATH.read_text())
 JAVA = Path(__file__).resolve().parents[2] / "jvm-shim" / "src" / "main" / "java"

@@ -173,8 +173,8 @@ def test_pyiceberg_counts_a_renewal_only_when_polaris_hands_out_new_keys(lakehou
     renewal counted brought keys the table did not have. Scans across four lifetimes never meet a dead key."""
     import pyarrow as pa
 
-    from pyspark_catalog_ext.credentials import RefreshPolicy
     from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+    from pyspark_catalog_ext.refresh import RefreshPolicy
     from pyspark_catalog_ext.spark.conf import spark_conf
     from tests.emulators import connection
 

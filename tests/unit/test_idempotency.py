@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from pyspark_catalog_ext.catalog.idempotency import parse_iso8601_duration, uuid7, uuid7_from_parts
+from pyspark_catalog_ext.commit.idempotency import parse_iso8601_duration, uuid7, uuid7_from_parts
 
 
 @pytest.mark.parametrize(

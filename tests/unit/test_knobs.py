@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from pyspark_catalog_ext import knobs
-from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext import CommitPolicy, refresh_policy
 from pyspark_catalog_ext.pyiceberg_ext.fileio import write_bounds
+from pyspark_catalog_ext.refresh import RefreshPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUPS = ("commit", "refresh", "events", "pyiceberg")
@@ -121,11 +121,11 @@ def test_the_readme_knob_table_names_every_knob_with_its_default():
 
 
 def test_python_spells_the_refresh_knob_names_in_one_place():
-    """RefreshPolicy's fields map to the spec's catalog-ext.refresh.* knobs in credentials/policy.py;
+    """RefreshPolicy's fields map to the spec's catalog-ext.refresh.* knobs in refresh/policy.py;
     no other Python module spells a refresh knob's name."""
     from dataclasses import fields
 
-    from pyspark_catalog_ext.credentials.policy import KNOBS
+    from pyspark_catalog_ext.refresh.policy import KNOBS
 
     assert set(KNOBS) == {f.name for f in fields(RefreshPolicy)}
     assert set(KNOBS.values()) == {n for n, k in knobs.spec().items()
@@ -133,7 +133,7 @@ def test_python_spells_the_refresh_knob_names_in_one_place():
     code = re.compile(r'["\']catalog-ext\.refresh\.[a-z-]+["\']')
     spelled = [p.relative_to(ROOT).as_posix() for p in ROOT.joinpath("pyspark_catalog_ext").rglob("*.py")
                if code.search(p.read_text())]
-    assert spelled == [], f"refresh knob names spelled outside credentials/policy.py's KNOBS: {spelled}"
+    assert spelled == [], f"refresh knob names spelled outside refresh/policy.py's KNOBS: {spelled}"
     java = [p.name for p in ROOT.joinpath("jvm-shim/src/main/java").rglob("*.java") if code.search(p.read_text())]
     assert java == [], f"refresh knob names spelled outside ShimKeys (PREFIX + ...): {java}"
     assert RefreshPolicy.from_properties(RefreshPolicy(min_ahead_s=7.0).catalog_properties()) == RefreshPolicy(min_ahead_s=7.0)

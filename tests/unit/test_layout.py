@@ -21,7 +21,8 @@ def test_the_public_api_is_complete_and_old_flat_modules_are_gone() -> None:
     # Top level: the public API, the CLI, errors, and the helpers every concern shares.
     assert flat == ["__init__", "cache", "errors", "event_schemas", "events", "knobs", "logsafety", "markdown", "ports", "progress",
                     "secret_keys"], flat
-    for old in ("session", "local", "catalog_client", "jvm_api", "maintenance", "signer", "pyiceberg_bridge"):
+    for old in ("session", "local", "catalog_client", "jvm_api", "maintenance", "signer", "pyiceberg_bridge", "credentials",
+                "pyiceberg_ext.refresher", "catalog.commit_decision"):
         with pytest.raises(ModuleNotFoundError):
             importlib.import_module(f"pyspark_catalog_ext.{old}")
 
@@ -119,9 +120,10 @@ PACKAGE = Path(pyspark_catalog_ext.__file__).parent
 LAYERS = (
     ("errors", "secret_keys", "logsafety", "knobs", "cache", "progress", "events", "event_schemas", "markdown",
      "ports"),  # shared by every concern
+    ("commit",),         # the commit decision table, commit policy and idempotency keys
     ("catalog",),        # reaching a catalog: connection, REST client, locations
     ("lakehouse",),      # the embedded catalog server
-    ("credentials",),    # refresh knobs and user sources, both runtimes
+    ("refresh",),        # the credential-refresh engine and its knobs and user sources
     ("spark",),          # Spark setup and the one Py4J boundary
     ("pyiceberg_ext", "clients"),  # PyIceberg jobs; the other engines' connections (DuckDB, Trino)
     ("governance",),     # maintenance, notifications, policies

@@ -12,7 +12,7 @@ import pytest
 
 from pyspark_catalog_ext.errors import CatalogError, CatalogUnsupportedError, PolicyApiUnavailableError
 from pyspark_catalog_ext.governance.policies import PolarisPolicySource
-from pyspark_catalog_ext.pyiceberg_ext.strategies import CredentialsEndpointStrategy, StrategyChain
+from pyspark_catalog_ext.refresh.strategies import CredentialsEndpointStrategy, StrategyChain
 from tests.unit.test_catalog_rest import T_PATH, R, Scripted, make
 
 

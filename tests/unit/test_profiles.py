@@ -212,9 +212,9 @@ def test_store_brings_the_sdk_bundle_and_refuses_the_other_stores(store, plain_i
 def test_profiles_declare_what_their_catalog_replays_under_an_idempotency_key():
     """Polaris (1.7.0, the first release with idempotency) replays createTable and updateTable only: its
     profile says so to both runtimes; a profile that declares nothing leaves the narrowest set."""
-    from pyspark_catalog_ext.catalog.commit_decision import table
-    from pyspark_catalog_ext.catalog.commit_policy import CommitPolicy
     from pyspark_catalog_ext.catalog.connection import CatalogConnection
+    from pyspark_catalog_ext.commit.decision import table
+    from pyspark_catalog_ext.commit.policy import CommitPolicy
 
     known = set(table()["deduplicated_operations"]["operations"])
     for p in PROFILES.values():

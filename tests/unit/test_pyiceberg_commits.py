@@ -156,7 +156,7 @@ def test_a_catalog_declared_to_replay_staged_create_commits_gets_them_repeated_u
     """What a catalog de-duplicates comes from its profile (catalog-ext.commit.deduplicated-operations).
     Declared to replay every operation (the reference server here does), a staged create's commit whose
     answer was lost is repeated under its key and replayed, not looked at as for the narrowest set."""
-    from pyspark_catalog_ext.catalog.commit_decision import table as decision_table
+    from pyspark_catalog_ext.commit.decision import table as decision_table
 
     _, proxy, idem = keyed
     every = ",".join(decision_table()["deduplicated_operations"]["operations"])

@@ -19,10 +19,10 @@ import pyarrow.compute  # noqa: F401 - pa.compute
 import pytest
 
 from pyspark_catalog_ext import events
-from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.errors import CredentialRefreshError, CredentialsRejectedError
 from pyspark_catalog_ext.pyiceberg_ext import GuardedRestCatalog
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+from pyspark_catalog_ext.refresh import RefreshPolicy
 from tests.helpers import expiring_proxies
 from tests.servers.s3_early_rejection import CatalogProxyWithoutExpiry, EarlyRejectionS3Proxy, SkewedCatalogProxy
 
@@ -365,7 +365,7 @@ def _client_error(code: str, status: int, op: str = "GetObject"):
 ])
 def test_the_code_s3_sent_decides(code, status, expired):
     """With a code (s3fs keeps botocore's ClientError as the cause of its PermissionError), no probe is needed."""
-    from pyspark_catalog_ext.pyiceberg_ext.rejection import rejection_of
+    from pyspark_catalog_ext.refresh.rejection import rejection_of
 
     translated = PermissionError("Forbidden")
     translated.__cause__ = _client_error(code, status)
@@ -376,7 +376,7 @@ def test_the_code_s3_sent_decides(code, status, expired):
 def test_a_refusal_without_a_code_is_asked_about_not_guessed():
     """A HEAD's 403 (botocore puts "403" where the code goes) and PyArrow's words are codeless: the FileIO
     probes them; PyArrow's "not found", or an error that is not S3's, is no refusal at all."""
-    from pyspark_catalog_ext.pyiceberg_ext.rejection import rejection_of
+    from pyspark_catalog_ext.refresh.rejection import rejection_of
 
     head = rejection_of(_client_error("403", 403, "HeadObject"))
     assert head is not None and head.code is None and not head.expired

@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute
 import pytest
 
-from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.pyiceberg_ext import GuardedRestCatalog, RefreshingFileIO
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+from pyspark_catalog_ext.refresh import RefreshPolicy
 from tests.helpers import expiring_proxies
 from tests.servers.slow_s3_proxy import SlowS3ExpiryProxy
 
@@ -259,7 +259,7 @@ def test_fsspec_renewals_share_one_botocore_session(lakehouse, catalog_proxy, s3
 def test_prober_clients_of_successive_keys_share_one_botocore_session():
     """The prober (asks S3 the code of a refusal that came without one) builds a client per key set;
     each in a session of its own parsed the S3 model again, stalling the process mid rejection wave."""
-    from pyspark_catalog_ext.pyiceberg_ext.rejection import S3Prober
+    from pyspark_catalog_ext.refresh.rejection import S3Prober
 
     prober = S3Prober()
     clients = [prober._client_for({"s3.endpoint": "http://127.0.0.1:9", "s3.access-key-id": f"AKID{i}",
@@ -329,7 +329,7 @@ def test_user_source_serves_the_tables(lakehouse, catalog_proxy, s3_proxy):
     stand-in token service that hands out keys it gets from its own plain PyIceberg catalog)."""
     import datetime as dt
 
-    from pyspark_catalog_ext.credentials import FunctionSource, StorageCredentials
+    from pyspark_catalog_ext.refresh import FunctionSource, StorageCredentials
 
     service = pyiceberg_catalog(lakehouse, uri=catalog_proxy.url, refresh=False)
 

@@ -9,10 +9,10 @@ import threading
 
 import pytest
 
-from pyspark_catalog_ext.credentials import FunctionSource, RefreshPolicy, StorageCredentials
-from pyspark_catalog_ext.credentials.rules import hard_margin_s
 from pyspark_catalog_ext.errors import ConfigError, CredentialRefreshError
 from pyspark_catalog_ext.pyiceberg_ext import CredentialRefresher, refresh_policy
+from pyspark_catalog_ext.refresh import FunctionSource, RefreshPolicy, StorageCredentials
+from pyspark_catalog_ext.refresh.rules import hard_margin_s
 from tests.fake_clock import FakeClock
 
 LIFETIME = 100.0
@@ -347,7 +347,7 @@ def test_a_reader_in_the_hard_margin_keeps_valid_keys_while_the_cache_holds_them
 
 
 def test_keys_s3_rejected_and_the_catalog_hands_back_say_so_in_one_line():
-    from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection
+    from pyspark_catalog_ext.refresh.rejection import Rejection
 
     clock = FakeClock()
     source = CachingSource(clock)

@@ -19,10 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from pyspark_catalog_ext.credentials import RefreshPolicy
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload
+from pyspark_catalog_ext.refresh import RefreshPolicy
 from tests.helpers import SpoolDiskPeak, expiring_proxies
 from tests.servers.s3_early_rejection import EarlyRejectionS3Proxy
 

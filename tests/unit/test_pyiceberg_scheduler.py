@@ -1,11 +1,11 @@
-"""PyIceberg's refresh scheduler (`pyiceberg_ext.scheduler`) on a fake clock: when to renew, backoff, idle tables."""
+"""PyIceberg's refresh scheduler (`refresh.scheduler`) on a fake clock: when to renew, backoff, idle tables."""
 
 from __future__ import annotations
 
 import pytest
 
-from pyspark_catalog_ext.credentials.policy import RefreshPolicy
-from pyspark_catalog_ext.pyiceberg_ext.scheduler import RefreshScheduler, TableState
+from pyspark_catalog_ext.refresh.policy import RefreshPolicy
+from pyspark_catalog_ext.refresh.scheduler import RefreshScheduler, TableState
 
 
 class FakeClock:

@@ -9,10 +9,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from pyspark_catalog_ext.pyiceberg_ext.refresher import TableCredentials, _expiry_s, _key_set
-from pyspark_catalog_ext.pyiceberg_ext.rejection import sas_expiry_s, store_rejection
 from pyspark_catalog_ext.pyiceberg_ext.storefs import StorePyArrowFileIO, adls_account
-from pyspark_catalog_ext.pyiceberg_ext.vended import is_vended_key
+from pyspark_catalog_ext.refresh.refresher import TableCredentials, _expiry_s, _key_set
+from pyspark_catalog_ext.refresh.rejection import sas_expiry_s, store_rejection
+from pyspark_catalog_ext.refresh.vended import is_vended_key
 from tests.servers.base import ThreadedServer, drain_body, send_response_head
 
 H1, H2 = "acct1.dfs.core.windows.net", "acct2.dfs.core.windows.net"

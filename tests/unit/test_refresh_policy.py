@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyspark_catalog_ext.credentials import RefreshPolicy
+from pyspark_catalog_ext.refresh import RefreshPolicy
 
 
 def test_policy_is_written_as_the_properties_the_jvm_reads():

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from pyspark_catalog_ext import events
-from pyspark_catalog_ext.credentials import scenarios
-from pyspark_catalog_ext.credentials.policy import RefreshPolicy
-from pyspark_catalog_ext.credentials.sources import FunctionSource, StorageCredentials, TableInfo
 from pyspark_catalog_ext.errors import CredentialRefreshError, CredentialsRejectedError
-from pyspark_catalog_ext.pyiceberg_ext.refresher import CredentialRefresher, TableCredentials
-from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection
-from pyspark_catalog_ext.pyiceberg_ext.strategies import StrategyChain
+from pyspark_catalog_ext.refresh import scenarios
+from pyspark_catalog_ext.refresh.policy import RefreshPolicy
+from pyspark_catalog_ext.refresh.refresher import CredentialRefresher, TableCredentials
+from pyspark_catalog_ext.refresh.rejection import Rejection
+from pyspark_catalog_ext.refresh.sources import FunctionSource, StorageCredentials, TableInfo
+from pyspark_catalog_ext.refresh.strategies import StrategyChain
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = scenarios.scenarios()
@@ -184,7 +184,7 @@ def test_the_expected_events_have_the_fields_the_schema_names() -> None:
     credential-rules.json's `rejected-event` names; table and catalog are checked by neither replay:
     they name the row)."""
     from pyspark_catalog_ext import event_schemas
-    from pyspark_catalog_ext.credentials.rules import spec
+    from pyspark_catalog_ext.refresh.rules import spec
 
     assert spec()["rejected-event"]["event"] == "credentials.rejected"
     for type_ in EVENT_TYPES:
@@ -204,7 +204,7 @@ def test_docs_show_exactly_the_scenarios() -> None:
     assert start in doc and end in doc, "docs/refresh.md lost the markers around its scenario tables"
     assert doc[doc.index(start) + len(start):doc.index(end)] == scenarios.markdown_table(), (
         "docs/refresh.md's scenario tables are not resources/refresh-scenarios.json's: replace the lines between its "
-        "markers with the output of `python -m pyspark_catalog_ext.credentials.scenarios`")
+        "markers with the output of `python -m pyspark_catalog_ext.refresh.scenarios`")
 
 
 def test_the_shim_jar_carries_the_same_scenarios() -> None:

@@ -4,7 +4,7 @@ the 404 is remembered (no second request) and forgotten after FORGET_MISSING_AFT
 from __future__ import annotations
 
 from pyspark_catalog_ext.catalog.rest import open_catalog
-from pyspark_catalog_ext.pyiceberg_ext.strategies import StrategyChain
+from pyspark_catalog_ext.refresh.strategies import StrategyChain
 from pyspark_catalog_ext.spark.conf import catalog_properties
 
 

@@ -13,6 +13,8 @@ import java.util.List;
  * files ({@link Outcome#FAILED} on a commit that adds snapshots) unless the catalog proves that
  * nothing was applied ({@link Landed#NO}). "Our snapshot is not visible (yet)" is no proof: the
  * attempt may still be in flight, or the catalog's loads may lag.
+ *
+ * <p>Python twin: {@code pyspark_catalog_ext.commit.decision}.
  */
 final class CommitDecision {
   /** The shared decision table, a resource beside this class (one copy in git, the Python package's). */

@@ -11,8 +11,10 @@ import org.apache.iceberg.exceptions.CommitStateUnknownException;
 /**
  * How a catalog's commits are retried and whether they carry an Idempotency-Key: the catalog
  * properties {@code catalog-ext.commit.*}, with the defaults and ranges of the knob spec PyIceberg
- * reads too. The JVM twin of Python's {@code catalog.commit_policy.CommitPolicy} (same names, same
+ * reads too. The JVM twin of Python's {@code pyspark_catalog_ext.commit.policy.CommitPolicy} (same names, same
  * one-line errors, same key rule).
+ *
+ * <p>Python twin: {@code pyspark_catalog_ext.commit.policy}.
  */
 public final class CommitPolicy {
   static final String PREFIX = "catalog-ext.commit.";

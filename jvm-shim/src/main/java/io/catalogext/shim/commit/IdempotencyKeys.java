@@ -10,6 +10,8 @@ import java.util.UUID;
 /**
  * A catalog's Idempotency-Keys: the key lifetime it advertised (captured from {@code /v1/config}),
  * as far as it is believed, and the keys themselves (RFC 9562 UUIDv7).
+ *
+ * <p>Python twin: {@code pyspark_catalog_ext.commit.idempotency}.
  */
 final class IdempotencyKeys {
   static final String HEADER = "Idempotency-Key";

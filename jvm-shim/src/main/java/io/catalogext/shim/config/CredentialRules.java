@@ -10,7 +10,7 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
  * spec): the hard margin, the S3 and Azure storage codes that mean expired keys, when to ask again
  * after a catalog's credential cache answered, how long a missing refresh endpoint is remembered.
  * (GCS's 401 is read by google-auth's own HTTP adapter, which calls the shim's credentials back.)
- * PyIceberg reads the same file ({@code pyspark_catalog_ext.credentials.rules}).
+ * PyIceberg reads the same file ({@code pyspark_catalog_ext.refresh.rules}).
  */
 public final class CredentialRules {
   static final String RESOURCE = "/io/catalogext/shim/credential-rules.json";

@@ -8,6 +8,8 @@ import java.util.Map;
  * less than max(min-ahead, fraction x lifetime) remains (Delta Sharing's driver cache uses a fixed
  * 15 min; a fraction keeps short lifetimes workable), look every check interval, back off
  * exponentially after failures, and give up on one refresh attempt after the timeout.
+ *
+ * <p>Python twin: {@code pyspark_catalog_ext.refresh.policy}.
  */
 public final class RefreshPolicy implements Serializable {
   private static final long serialVersionUID = 1L;

@@ -13,6 +13,8 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
  * config) may set. Every other key an answer names is not followed, so no answer names code
  * ({@code io-impl}, {@code *-impl}, {@code client.factory}), a proxy or a {@code catalog-ext.*} knob.
  * PyIceberg reads the same file ({@code pyspark_catalog_ext/catalog/trust_rules.py}).
+ *
+ * <p>Python twin: {@code pyspark_catalog_ext.catalog.trust_rules}.
  */
 public final class TrustRules {
   static final String RESOURCE = "/io/catalogext/shim/trust-rules.json";

@@ -16,6 +16,8 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
  * the Python package's {@code pyspark_catalog_ext/event_schemas.py}, which renders it into
  * docs/events.md). {@link #violations} checks one JVM event against it; {@link EventLog} does so for
  * every event when system property {@value #CHECK_PROPERTY} is true (the test suites set it).
+ *
+ * <p>Python twin: {@code pyspark_catalog_ext.event_schemas}.
  */
 public final class EventSchemas {
   /** System property: hold every emitted event to the schema and record what does not match (tests). */

@@ -28,6 +28,8 @@ import org.apache.iceberg.rest.responses.LoadTableResponse;
  * Fresh credentials for a driver entry from the catalog itself, through the HTTP client Spark's
  * catalog holds for that table (the table's own auth session, token refresh, scope, TLS and headers). The strategies are
  * tried in order, a failing one falls through to the next, and the result names what was used.
+ *
+ * <p>Python twin: {@code pyspark_catalog_ext.refresh.strategies}.
  */
 public final class CatalogRefresher {
   private CatalogRefresher() {}

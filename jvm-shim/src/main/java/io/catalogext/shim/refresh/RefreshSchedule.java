@@ -6,6 +6,8 @@ import io.catalogext.shim.config.RefreshPolicy;
  * When a table's keys are renewed ahead of time, on the driver: at most once per check interval,
  * when a credential is due and the table was used since it was fetched (an idle table is renewed on
  * its next use instead). Keeps the table's activity, which idle eviction goes by.
+ *
+ * <p>Python twin: {@code pyspark_catalog_ext.refresh.scheduler}.
  */
 final class RefreshSchedule {
   private final RefreshPolicy policy;

@@ -18,6 +18,8 @@ import org.slf4j.LoggerFactory;
  * counted once, within the reactive refreshes allowed per minute; the catalog's real key lifetime
  * is learned from it (keys from then on are renewed by it); and the one-line errors say what was
  * stated and what was observed.
+ *
+ * <p>Python twin: {@code pyspark_catalog_ext.refresh.rejection}.
  */
 final class RejectionLedger {
   private static final Logger LOG = LoggerFactory.getLogger(RejectionLedger.class);

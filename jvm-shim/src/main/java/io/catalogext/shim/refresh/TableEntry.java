@@ -22,6 +22,8 @@ import software.amazon.awssdk.auth.credentials.AwsCredentials;
  * runs ahead of time ({@link RefreshSchedule}), the record of S3 rejecting them
  * ({@link RejectionLedger}) and the driver's answers to executors ({@link ExecutorReplies}); its
  * own job is the readers' slow path: keys that are due, missing, expiring or rejected.
+ *
+ * <p>Python twin: {@code pyspark_catalog_ext.refresh.refresher}.
  */
 public final class TableEntry implements RefreshSubject {
   public final String handle;

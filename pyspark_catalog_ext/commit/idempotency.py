@@ -1,4 +1,7 @@
-"""Idempotency-Key values (UUIDv7) and the ISO-8601 lifetimes catalogs advertise for them."""
+"""Idempotency-Key values (UUIDv7) and the ISO-8601 lifetimes catalogs advertise for them.
+
+Java twin: `io.catalogext.shim.commit.IdempotencyKeys`.
+"""
 
 from __future__ import annotations
 

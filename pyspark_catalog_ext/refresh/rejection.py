@@ -10,6 +10,8 @@ that new keys cannot fix. The code is read, never guessed:
   the same keys (boto3) asks S3 for the code; its answer decides, and a codeless one is not expiry.
 
 The probe's `Date` header also tells the S3 clock (`S3Prober.last_skew_s`).
+
+Java twin: `io.catalogext.shim.refresh.RejectionLedger`.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from urllib.parse import urlsplit
 
 from cachetools import LRUCache
 
-from pyspark_catalog_ext.credentials.rules import EXPIRY_CODES, EXPIRY_STATUSES
 from pyspark_catalog_ext.errors import GcsTokenRefused
+from pyspark_catalog_ext.refresh.rules import EXPIRY_CODES, EXPIRY_STATUSES
 
 __all__ = ["EXPIRY_CODES", "Rejection", "S3Prober", "rejection_of", "sas_expiry_s", "skew_from_date", "store_rejection"]
 

@@ -1,7 +1,9 @@
 """The refresh policy: renew when less than max(min_ahead, fraction x lifetime) remains.
 
-The JVM shim reads it as the `catalog-ext.refresh.*` catalog properties (io.catalogext.shim.refresh.RefreshPolicy);
-PyIceberg's refresher (`pyiceberg_ext`) applies it in Python.
+The JVM shim reads it as the `catalog-ext.refresh.*` catalog properties (io.catalogext.shim.config.RefreshPolicy);
+PyIceberg jobs apply it in Python (`refresh/refresher.py`).
+
+Java twin: `io.catalogext.shim.config.RefreshPolicy`.
 """
 
 from __future__ import annotations

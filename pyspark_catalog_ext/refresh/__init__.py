@@ -2,8 +2,8 @@
 user credential sources. A Spark session's refresh (`attach`, `CredentialManager`, status) is
 `pyspark_catalog_ext.spark.credentials`; `attach` is also on the package's face."""
 
-from pyspark_catalog_ext.credentials.policy import RefreshPolicy
-from pyspark_catalog_ext.credentials.sources import AssumeRoleSource, CredentialSource, FunctionSource, StorageCredentials, TableInfo
+from pyspark_catalog_ext.refresh.policy import RefreshPolicy
+from pyspark_catalog_ext.refresh.sources import AssumeRoleSource, CredentialSource, FunctionSource, StorageCredentials, TableInfo
 
 __all__ = [
     "AssumeRoleSource",

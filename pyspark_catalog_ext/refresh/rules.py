@@ -1,7 +1,10 @@
 """Rules about storage credentials both runtimes apply, read from the one spec they share
 (`resources/credential-rules.json`; the JVM shim carries the same file and reads it with
 `CredentialRules.java`): the hard margin, the S3 codes that mean expired keys, when to ask again after
-a catalog's credential cache answered, how long a missing refresh endpoint is remembered."""
+a catalog's credential cache answered, how long a missing refresh endpoint is remembered.
+
+Java twin: `io.catalogext.shim.config.CredentialRules`.
+"""
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ Both runtimes are tested row by row against one table, `resources/commit-decisio
 docs/commits.md shows that table as rendered by `markdown_table()`. The rule: once any attempt may
 have reached the catalog, no outcome lets the runtime delete files unless the catalog proves that
 nothing was applied (`Landed.NO`); an ambiguous commit is unknown and keeps its files.
+
+Java twin: `io.catalogext.shim.commit.CommitDecision`.
 """
 
 from __future__ import annotations
@@ -240,5 +242,5 @@ def markdown_table() -> str:
                            "another attempt allowed", "table loaded", "outcome", "why", "ref"], rows)
 
 
-if __name__ == "__main__":  # python -m pyspark_catalog_ext.catalog.commit_decision: the table for docs/commits.md
+if __name__ == "__main__":  # python -m pyspark_catalog_ext.commit.decision: the table for docs/commits.md
     print(markdown_table(), end="")

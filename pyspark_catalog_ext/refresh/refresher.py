@@ -1,11 +1,13 @@
 """Fresh vended credentials for PyIceberg tables: one entry per table, renewed in the background.
 
-The same rule as Spark's (`credentials.policy.RefreshPolicy`: renew when less than
+The same rule as Spark's (`refresh.policy.RefreshPolicy`: renew when less than
 max(min_ahead, fraction x lifetime) remains, back off while the keys are still valid) and the same
-strategies (`pyiceberg_ext.strategies`: storage-refresh-token, refresh endpoint, re-stage,
+strategies (`refresh.strategies`: storage-refresh-token, refresh endpoint, re-stage,
 `GET .../credentials`, reload, or the user's own source). Here the credentials live in Python:
 `TableCredentials` holds each storage prefix's current keys and a generation number, and
 `fileio.RefreshingFileIO` asks it for the keys of every file it opens.
+
+Java twin: `io.catalogext.shim.refresh.TableEntry`.
 """
 
 from __future__ import annotations
@@ -23,15 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark_catalog_ext import events, knobs, logsafety
 from pyspark_catalog_ext.catalog.trust_rules import server_may_set
-from pyspark_catalog_ext.credentials import policy as policy_knobs
-from pyspark_catalog_ext.credentials.policy import RefreshPolicy
-from pyspark_catalog_ext.credentials.rules import cache_window_end_s, hard_margin_s, spec
-from pyspark_catalog_ext.credentials.sources import CredentialSource, user_answer
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, CredentialRefreshError, CredentialsRejectedError, redact
-from pyspark_catalog_ext.pyiceberg_ext.rejection import Rejection, S3Prober
-from pyspark_catalog_ext.pyiceberg_ext.scheduler import RefreshScheduler, TableState
-from pyspark_catalog_ext.pyiceberg_ext.strategies import StrategyChain
-from pyspark_catalog_ext.pyiceberg_ext.vended import credential_identities, has_credentials, is_vended_key, stated_expiry_s
+from pyspark_catalog_ext.refresh import policy as policy_knobs
+from pyspark_catalog_ext.refresh.policy import RefreshPolicy
+from pyspark_catalog_ext.refresh.rejection import Rejection, S3Prober
+from pyspark_catalog_ext.refresh.rules import cache_window_end_s, hard_margin_s, spec
+from pyspark_catalog_ext.refresh.scheduler import RefreshScheduler, TableState
+from pyspark_catalog_ext.refresh.sources import CredentialSource, user_answer
+from pyspark_catalog_ext.refresh.strategies import StrategyChain
+from pyspark_catalog_ext.refresh.vended import credential_identities, has_credentials, is_vended_key, stated_expiry_s
 
 if TYPE_CHECKING:  # its type only: the refresher is handed a live client
     from pyspark_catalog_ext.catalog.rest import CatalogClient
@@ -251,7 +253,7 @@ class TableCredentials:
             )
 
     def request(self) -> dict:
-        """The table request the strategies in `pyiceberg_ext.strategies` understand (holds refresh tokens: never log it)."""
+        """The table request the strategies in `refresh.strategies` understand (holds refresh tokens: never log it)."""
         with self._state_lock:
             tokens = {s.prefix: s.refresh_token for s in self._slots if s.refresh_token}
         return {

@@ -2,6 +2,8 @@
 (tested without sleeps). Spark's tables are scheduled by the JVM shim instead.
 
 It backs off after failures while the old credentials are still valid.
+
+Java twin: `io.catalogext.shim.refresh.RefreshSchedule`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pyspark_catalog_ext.credentials.policy import RefreshPolicy
+from pyspark_catalog_ext.refresh.policy import RefreshPolicy
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 

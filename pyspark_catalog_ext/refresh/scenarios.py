@@ -73,5 +73,5 @@ def markdown_table() -> str:
                               "missing endpoints", "plan, in order", "label"], plans))
 
 
-if __name__ == "__main__":  # python -m pyspark_catalog_ext.credentials.scenarios: the tables for docs/refresh.md
+if __name__ == "__main__":  # python -m pyspark_catalog_ext.refresh.scenarios: the tables for docs/refresh.md
     print(markdown_table(), end="")

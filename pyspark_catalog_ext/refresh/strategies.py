@@ -19,10 +19,10 @@ from cachetools import TTLCache
 if TYPE_CHECKING:
     from pyspark_catalog_ext.catalog.rest import CatalogClient
 
-from pyspark_catalog_ext.credentials.rules import MISSING_ENDPOINT_FORGET_S
-from pyspark_catalog_ext.credentials.sources import BridgeAnswer, TableRequest
 from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError, CredentialRefreshError
-from pyspark_catalog_ext.pyiceberg_ext.vended import has_credentials, is_vended_key
+from pyspark_catalog_ext.refresh.rules import MISSING_ENDPOINT_FORGET_S
+from pyspark_catalog_ext.refresh.sources import BridgeAnswer, TableRequest
+from pyspark_catalog_ext.refresh.vended import has_credentials, is_vended_key
 
 
 def _answer(strategy: str, response: dict) -> BridgeAnswer:

@@ -1,6 +1,9 @@
 """`CommitPolicy`: how a commit is retried and whether it carries an Idempotency-Key, from the
 catalog properties `catalog-ext.commit.*` (the knob spec the JVM's twin, the shim's `CommitPolicy`,
-reads too)."""
+reads too).
+
+Java twin: `io.catalogext.shim.commit.CommitPolicy`.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark_catalog_ext import knobs
-from pyspark_catalog_ext.catalog import commit_decision
+from pyspark_catalog_ext.commit import decision as commit_decision
 from pyspark_catalog_ext.errors import ConfigError
 
 __all__ = ["CommitPolicy", "DEDUPLICATED", "deduplicated_operations"]
