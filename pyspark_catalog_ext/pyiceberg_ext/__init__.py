@@ -16,14 +16,14 @@ from typing import Any
 _EXPORTS = {
     "CommitPolicy": "commits",
     "CredentialRefresher": "pyspark_catalog_ext.refresh.refresher",
-    "ENV_PREFIX": "pyspark_catalog_ext.refresh.refresher",
+    "ENV_PREFIX": "pyspark_catalog_ext.refresh.policy",
     "GuardedRestCatalog": "catalog",
-    "PROPERTY_PREFIX": "pyspark_catalog_ext.refresh.refresher",
+    "PROPERTY_PREFIX": "pyspark_catalog_ext.refresh.policy",
     "PyIcebergCommitFailedError": "commits",
     "PyIcebergCommitStateUnknownError": "commits",
     "RefreshingFileIO": "fileio",
-    "TableCredentials": "pyspark_catalog_ext.refresh.refresher",
-    "refresh_policy": "pyspark_catalog_ext.refresh.refresher",
+    "TableEntry": "pyspark_catalog_ext.refresh.entry",
+    "refresh_policy": "pyspark_catalog_ext.refresh.policy",
 }
 
 
@@ -43,6 +43,6 @@ __all__ = [
     "PyIcebergCommitFailedError",
     "PyIcebergCommitStateUnknownError",
     "RefreshingFileIO",
-    "TableCredentials",
+    "TableEntry",
     "refresh_policy",
 ]

@@ -10,7 +10,7 @@ all on the subclass (no patching):
   properties and the table's config only. PyIceberg also merges the table's metadata properties
   in, which are data anyone allowed to alter the table can write: an `s3.signer.uri`, endpoint,
   proxy or `py-io-impl` there would steer every reader's requests (and token). The FileIO is then a
-  `RefreshingFileIO` tied to the table's `TableCredentials` (vended keys), or a signing FileIO
+  `RefreshingFileIO` tied to the table's `TableEntry` (vended keys), or a signing FileIO
   (`s3signing`: remote signing through the table's signer, within the catalog's trust set);
 - `commit_table`: sent through `commits.GuardedCommit`.
 Select it from `.pyiceberg.yaml` with `py-catalog-impl: pyspark_catalog_ext.pyiceberg_ext.GuardedRestCatalog`.
@@ -46,8 +46,8 @@ from pyspark_catalog_ext.pyiceberg_ext.fileio import RefreshingFileIO, write_bou
 from pyspark_catalog_ext.pyiceberg_ext.s3signing import SigningFsspecFileIO, SigningPyArrowFileIO
 from pyspark_catalog_ext.pyiceberg_ext.signing import SignerSession, remote_signing_requested, signer_target
 from pyspark_catalog_ext.pyiceberg_ext.storefs import store_aware
-from pyspark_catalog_ext.refresh.policy import RefreshPolicy
-from pyspark_catalog_ext.refresh.refresher import PROPERTY_PREFIX, CredentialRefresher, refresh_policy
+from pyspark_catalog_ext.refresh.policy import PROPERTY_PREFIX, RefreshPolicy, refresh_policy
+from pyspark_catalog_ext.refresh.refresher import CredentialRefresher
 from pyspark_catalog_ext.refresh.sources import CredentialSource
 from pyspark_catalog_ext.refresh.vended import has_credentials
 from pyspark_catalog_ext.secret_keys import is_secret_key

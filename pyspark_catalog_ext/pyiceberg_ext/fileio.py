@@ -4,7 +4,7 @@ PyIceberg builds one FileIO per table from the keys of the load/create answer an
 them (apache/iceberg-python#3506). `RefreshingFileIO` wraps the FileIO class PyIceberg picked
 (`py-io-impl`, or the default for the scheme: PyArrowFileIO or FsspecFileIO) through the public
 FileIO API only (`new_input`, `new_output`, `delete`, `properties`): for each file it takes the
-keys of the longest matching storage prefix from the table's `TableCredentials`, and keeps one
+keys of the longest matching storage prefix from the table's `TableEntry`, and keeps one
 delegate FileIO per key set, replaced when the keys are renewed. A read stream already open keeps
 the filesystem it was opened with until its keys enter their hard margin (`refresh.rules.hard_margin_s`):
 its next read then first reopens it with the current keys at its offset, as the JVM's readers do.
@@ -48,7 +48,8 @@ from pyspark_catalog_ext.errors import CredentialRefreshError
 from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, S3Clients, UploadBounds, upload_bounds
 from pyspark_catalog_ext.pyiceberg_ext.storefs import adls_account
 from pyspark_catalog_ext.pyiceberg_ext.storeupload import AdlsBlockUpload, GcsResumableUpload, StoreClients
-from pyspark_catalog_ext.refresh.refresher import CredentialRefresher, TableCredentials
+from pyspark_catalog_ext.refresh.entry import TableEntry
+from pyspark_catalog_ext.refresh.refresher import CredentialRefresher
 from pyspark_catalog_ext.refresh.rejection import Rejection, rejection_of, store_rejection
 from pyspark_catalog_ext.refresh.vended import is_vended_key
 
@@ -86,7 +87,7 @@ class _Keys(NamedTuple):
 class RefreshingFileIO(FileIO):
     """Delegates to `delegate_factory(properties)` built with the table's current credentials."""
 
-    def __init__(self, properties: Mapping[str, Any], entry: TableCredentials, refresher: CredentialRefresher,
+    def __init__(self, properties: Mapping[str, Any], entry: TableEntry, refresher: CredentialRefresher,
                  delegate_factory: Callable[[dict], FileIO]) -> None:
         base = {k: v for k, v in properties.items() if not is_vended_key(k)}
         super().__init__(base)

@@ -8,11 +8,13 @@ Java twin: `io.catalogext.shim.config.RefreshPolicy`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark_catalog_ext import knobs
+from pyspark_catalog_ext.errors import ConfigError
 
 PREFIX = "catalog-ext.refresh."
 
@@ -105,3 +107,29 @@ class RefreshPolicy:
         doubled per failure, capped at the longest, without jitter (credential-rules.json
         `refresh-backoff`, as the shim's `RefreshPolicy.backoffMs`)."""
         return min(self.max_backoff_s, self.initial_backoff_s * 2.0 ** min(max(0, failures - 1), 64))  # finite
+
+
+ENV_PREFIX = "PYSPARK_CATALOG_EXT_REFRESH_"
+PROPERTY_PREFIX = PREFIX
+# The knobs PyIceberg applies (the spec's runtimes); each also has an environment variable, in
+# seconds (or the fraction): PYSPARK_CATALOG_EXT_REFRESH_<FIELD>, e.g. ..._MIN_AHEAD_S.
+_PYICEBERG_KNOBS = {field: name for field, name in KNOBS.items() if "pyiceberg" in knobs.knob(name)["runtimes"]}
+
+
+def refresh_policy(properties: Mapping[str, Any] | None = None, environ: Mapping[str, str] = os.environ) -> RefreshPolicy:
+    """The policy Spark would use for this catalog: its `catalog-ext.refresh.*` properties (Spark's
+    names, milliseconds), else PYSPARK_CATALOG_EXT_REFRESH_* variables (seconds), else the defaults."""
+    properties = {k: v for k, v in (properties or {}).items() if k in _PYICEBERG_KNOBS.values()}
+    from_env: dict[str, float] = {}
+    for field in _PYICEBERG_KNOBS:
+        raw = environ.get(ENV_PREFIX + field.upper())
+        if raw is not None and str(raw).strip() and _PYICEBERG_KNOBS[field] not in properties:
+            try:
+                from_env[field] = float(raw)  # seconds (or the fraction)
+            except ValueError:
+                unit = "a fraction" if field == "lifetime_fraction" else "seconds"
+                raise ConfigError(f"{ENV_PREFIX + field.upper()}={raw!r} is not a number; set it in {unit}") from None
+    try:
+        return RefreshPolicy.from_properties(properties, **from_env)
+    except ValueError as exc:
+        raise ConfigError(f"bad {PROPERTY_PREFIX}* / {ENV_PREFIX}* setting: {exc}") from None

@@ -4,267 +4,38 @@ The same rule as Spark's (`refresh.policy.RefreshPolicy`: renew when less than
 max(min_ahead, fraction x lifetime) remains, back off while the keys are still valid) and the same
 strategies (`refresh.strategies`: storage-refresh-token, refresh endpoint, re-stage,
 `GET .../credentials`, reload, or the user's own source). Here the credentials live in Python:
-`TableCredentials` holds each storage prefix's current keys and a generation number, and
+`TableEntry` (entry.py) holds each storage prefix's current keys and a generation number, and
 `fileio.RefreshingFileIO` asks it for the keys of every file it opens.
 
-Java twin: `io.catalogext.shim.refresh.TableEntry`.
+Java twin: `io.catalogext.shim.refresh.CredentialRegistry` (each table's entry: `refresh/entry.py`).
 """
 
 from __future__ import annotations
 
-import collections
-import itertools
 import logging
-import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pyspark_catalog_ext import events, knobs, logsafety
-from pyspark_catalog_ext.catalog.trust_rules import server_may_set
+from pyspark_catalog_ext import events
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, CredentialRefreshError, CredentialsRejectedError, redact
 from pyspark_catalog_ext.refresh import policy as policy_knobs
-from pyspark_catalog_ext.refresh.policy import RefreshPolicy
+from pyspark_catalog_ext.refresh.entry import TableEntry
+from pyspark_catalog_ext.refresh.policy import RefreshPolicy, refresh_policy
 from pyspark_catalog_ext.refresh.rejection import Rejection, S3Prober
-from pyspark_catalog_ext.refresh.rules import cache_window_end_s, hard_margin_s, spec
+from pyspark_catalog_ext.refresh.rules import cache_window_end_s, spec
 from pyspark_catalog_ext.refresh.scheduler import RefreshScheduler, TableState
 from pyspark_catalog_ext.refresh.sources import CredentialSource, user_answer
 from pyspark_catalog_ext.refresh.strategies import StrategyChain
-from pyspark_catalog_ext.refresh.vended import credential_identities, has_credentials, is_vended_key, stated_expiry_s
 
 if TYPE_CHECKING:  # its type only: the refresher is handed a live client
     from pyspark_catalog_ext.catalog.rest import CatalogClient
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 
-__all__ = ["TableCredentials", "CredentialRefresher", "refresh_policy", "ENV_PREFIX", "PROPERTY_PREFIX"]
-
-ENV_PREFIX = "PYSPARK_CATALOG_EXT_REFRESH_"
-PROPERTY_PREFIX = policy_knobs.PREFIX
-# The knobs PyIceberg applies (the spec's runtimes); each also has an environment variable, in
-# seconds (or the fraction): PYSPARK_CATALOG_EXT_REFRESH_<FIELD>, e.g. ..._MIN_AHEAD_S.
-_PYICEBERG_KNOBS = {field: name for field, name in policy_knobs.KNOBS.items() if "pyiceberg" in knobs.knob(name)["runtimes"]}
-
-
-def refresh_policy(properties: Mapping[str, Any] | None = None, environ: Mapping[str, str] = os.environ) -> RefreshPolicy:
-    """The policy Spark would use for this catalog: its `catalog-ext.refresh.*` properties (Spark's
-    names, milliseconds), else PYSPARK_CATALOG_EXT_REFRESH_* variables (seconds), else the defaults."""
-    properties = {k: v for k, v in (properties or {}).items() if k in _PYICEBERG_KNOBS.values()}
-    from_env: dict[str, float] = {}
-    for field in _PYICEBERG_KNOBS:
-        raw = environ.get(ENV_PREFIX + field.upper())
-        if raw is not None and str(raw).strip() and _PYICEBERG_KNOBS[field] not in properties:
-            try:
-                from_env[field] = float(raw)  # seconds (or the fraction)
-            except ValueError:
-                unit = "a fraction" if field == "lifetime_fraction" else "seconds"
-                raise ConfigError(f"{ENV_PREFIX + field.upper()}={raw!r} is not a number; set it in {unit}") from None
-    try:
-        return RefreshPolicy.from_properties(properties, **from_env)
-    except ValueError as exc:
-        raise ConfigError(f"bad {PROPERTY_PREFIX}* / {ENV_PREFIX}* setting: {exc}") from None
-
-
-def _key_set(config: Mapping[str, Any] | None, storage_credentials: Iterable[Mapping[str, Any]] | None) -> frozenset:
-    """Which credentials an answer hands out (`vended.credential_identities`: S3 keys, GCS tokens, ADLS
-    SAS tokens, each with its stated expiry), wherever it lists them (a load names Polaris's keys in
-    the table config and in storage-credentials, its /credentials only in the latter). Two answers with
-    the same set hand out the same keys with the same expiry (a catalog's cache); the same keys with a
-    later expiry are a renewal of their lease."""
-    configs = [config or {}] + [cred.get("config") or {} for cred in storage_credentials or []]
-    return frozenset(identity for c in configs for identity in credential_identities(c))
-
-
-def _expiry_s(config: Mapping[str, Any]) -> float:
-    """The earliest expiry the credentials of `config` state, whatever their store (inf: none stated)."""
-    return stated_expiry_s(config)
-
-
-@dataclass(frozen=True)
-class _Slot:
-    """The keys for one storage prefix ("" = the table config's keys)."""
-
-    prefix: str
-    config: Mapping[str, str]
-    refresh_token: str | None
-    expires_at_s: float
-    wait_at_s: float  # from then on a reader waits for new keys (expiry minus the hard margin)
-
-    def __repr__(self) -> str:  # never the keys
-        return f"_Slot(prefix={self.prefix!r}, expires_at_s={self.expires_at_s})"
-
-
-_handles = itertools.count(1)
-
-
-class TableCredentials:
-    """The current storage credentials of one table, shared by every FileIO handed out for it.
-
-    Thread-safe. `generation` grows on every renewal; `refresh()` is single-flight: a caller that
-    saw generation g does nothing if another thread already replaced g.
-    """
-
-    def __init__(self, catalog: str, identifier: tuple[str, ...], *, location: str | None, staged: bool,
-                 stage_create_request: dict | None = None, refresh_endpoint: str | None = None,
-                 assumed_lifetime_s: float = 0.0, clock: Callable[[], float] = time.time,
-                 learned_lifetime: Callable[[], float | None] = lambda: None) -> None:
-        self.handle = f"t{next(_handles)}"
-        self.catalog = catalog
-        self.identifier = tuple(identifier)
-        self.location = location
-        self.staged = staged
-        self.stage_create_request = stage_create_request
-        self.refresh_endpoint = refresh_endpoint
-        self.assumed_lifetime_s = assumed_lifetime_s  # for keys vended without an expiry; 0: trust them
-        self._clock = clock
-        self._learned_lifetime = learned_lifetime  # the catalog's keys died this early before: renew by it
-        self._state_lock = threading.Lock()
-        self.refresh_lock = threading.RLock()  # single flight (re-entered: a reactive refresh holds it across its checks)
-        self.generation = 0
-        self.fetched_at_s = 0.0
-        self.last_used_s = 0.0
-        self._slots: list[_Slot] = []
-        self.refreshes_by_strategy: collections.Counter[str] = collections.Counter()
-        self.last_strategy: str | None = None
-        self.last_error: str | None = None
-        self.failures = 0  # consecutive failed renewals
-        self.retry_at_s = 0.0  # a reader waiting for keys does not ask again before this
-        # The lifetime the catalog stated for the current keys (None: it stated none).
-        self.stated_lifetime_s: float | None = None
-        # generation -> (fetched at, stated lifetime) of the last few key sets: a stream still holding
-        # keys of an older generation can tell how long they lived.
-        self.history: collections.OrderedDict[int, tuple[float, float | None]] = collections.OrderedDict()
-        self.reactive_at: collections.deque[float] = collections.deque()  # reactive refreshes in the last minute
-        self.rejections = 0
-        self.reactive_refreshes = 0
-        # How long each operation S3 rejected waited before its retry with new keys succeeded (last 256).
-        self.reactive_waits_s: collections.deque[float] = collections.deque(maxlen=256)
-        self._keys: frozenset = frozenset()  # _key_set of the current keys
-        # Refreshes the catalog answered with the current keys again (its credential cache), and until
-        # when nobody asks again while the current keys hold (past the cache's window).
-        self.cached_answers = 0
-        self.not_before_s = 0.0
-        # The generation a reactive refresh installed and no store has accepted yet (None: none such):
-        # rejected too, refreshing cannot help (credential-rules.json `refreshing-cannot-help`).
-        self.reactive_unaccepted: int | None = None
-
-    def accepted(self, generation: int) -> None:
-        """A store accepted a request signed with the keys of `generation` (the hot path: one compare)."""
-        if self.reactive_unaccepted == generation:
-            self.reactive_unaccepted = None
-
-    @property
-    def name(self) -> str:
-        return ".".join([self.catalog, *self.identifier])
-
-    # -- state ---------------------------------------------------------------------------------
-    def update(self, config: Mapping[str, Any], storage_credentials: Iterable[Mapping[str, Any]]) -> None:
-        """Install credentials from a LoadTable/LoadCredentials-shaped answer; bumps the generation."""
-        now = self._clock()
-        learned = self._learned_lifetime()
-        stated: list[float] = []
-
-        def slot(prefix: str, cfg: dict, token: str | None) -> _Slot:
-            logsafety.register_secret_properties(cfg)
-            if token:
-                logsafety.register([token])
-            expires = _expiry_s(cfg)
-            if expires != float("inf"):
-                stated.append(expires - now)
-            elif self.assumed_lifetime_s > 0:
-                # No expiry given (Unity 0.6, unitycatalog#1885, omits it for keys that do expire): assume one.
-                expires = now + self.assumed_lifetime_s
-            if learned is not None:
-                expires = min(expires, now + learned)  # this catalog's keys died earlier than it said
-            return _Slot(prefix, cfg, token, expires, expires - hard_margin_s(now, expires))
-
-        slots = []
-        # Only keys a catalog may vend (trust-rules.json): a renewal never installs a class name or a knob.
-        base = {k: str(v) for k, v in (config or {}).items()
-                if (k.startswith("s3.") or is_vended_key(k)) and server_may_set(k)}
-        if has_credentials(base):
-            slots.append(slot("", base, None))
-        # A prefix's storage-refresh-token is kept until an answer rotates it: a /credentials answer
-        # need not carry one (the JVM's CredentialSlots keeps them the same way).
-        with self._state_lock:
-            held_tokens = {s.prefix: s.refresh_token for s in self._slots if s.refresh_token}
-        for cred in storage_credentials or []:
-            cfg = {k: str(v) for k, v in (cred.get("config") or {}).items() if server_may_set(k)}
-            if not cfg:
-                continue  # lakekeeper#1923: an entry without credentials (the JVM drops it too: RefreshTokenCapture)
-            prefix = str(cred.get("prefix") or "")
-            slots.append(slot(prefix, cfg, cred.get("storage-refresh-token") or held_tokens.get(prefix)))
-        if not slots:
-            raise CredentialRefreshError(f"the catalog returned no storage credentials for table {self.name}")
-        with self._state_lock:
-            self._slots = slots
-            self._keys = _key_set(config, storage_credentials)
-            self.not_before_s = 0.0
-            self.fetched_at_s = now
-            self.stated_lifetime_s = min(stated) if stated else None
-            self.generation += 1
-            self.history[self.generation] = (now, self.stated_lifetime_s)
-            while len(self.history) > 8:
-                self.history.popitem(last=False)
-
-    def holds(self, config: Mapping[str, Any] | None, storage_credentials: Iterable[Mapping[str, Any]] | None) -> bool:
-        """Does an answer hand out exactly the keys this entry already has? Then it is no renewal: a
-        catalog's credential cache (Polaris keeps a table location's keys for the shorter of its cache
-        setting and half their remaining lifetime) answers every load, re-stage or /credentials with them."""
-        answered = _key_set(config, storage_credentials)
-        with self._state_lock:
-            return bool(answered) and answered == self._keys
-
-    def slot_for(self, location: str) -> tuple[int, Mapping[str, str], float]:
-        """(generation, keys, when to stop using them) for `location`: the longest matching prefix wins (spec);
-        else the table config's keys."""
-        with self._state_lock:
-            self.last_used_s = self._clock()
-            best: _Slot | None = None
-            for slot in self._slots:
-                if slot.prefix and location.startswith(slot.prefix) and (best is None or len(slot.prefix) > len(best.prefix)):
-                    best = slot
-            if best is None:
-                best = next((s for s in self._slots if not s.prefix), self._slots[0] if self._slots else None)
-            if best is None:
-                return self.generation, {}, float("inf")
-            return self.generation, best.config, best.wait_at_s
-
-    @property
-    def wait_at_s(self) -> float:
-        """When the first of the table's keys enters its hard margin."""
-        with self._state_lock:
-            return min((s.wait_at_s for s in self._slots), default=float("inf"))
-
-    @property
-    def expires_at_s(self) -> float:
-        with self._state_lock:
-            return min((s.expires_at_s for s in self._slots), default=float("inf"))
-
-    def state(self) -> TableState:
-        with self._state_lock:
-            return TableState(
-                handle=self.handle, name=self.name, generation=self.generation, fetched_at_s=self.fetched_at_s,
-                expires_at_s=min((s.expires_at_s for s in self._slots), default=float("inf")),
-                in_use=self.last_used_s >= self.fetched_at_s, not_before_s=self.not_before_s,
-            )
-
-    def request(self) -> dict:
-        """The table request the strategies in `refresh.strategies` understand (holds refresh tokens: never log it)."""
-        with self._state_lock:
-            tokens = {s.prefix: s.refresh_token for s in self._slots if s.refresh_token}
-        return {
-            "catalog": self.catalog, "namespace": list(self.identifier[:-1]), "table": self.identifier[-1],
-            "location": self.location, "staged": self.staged, "stage_create_request": self.stage_create_request,
-            "refresh_endpoint": self.refresh_endpoint, "storage_refresh_tokens": tokens,
-        }
-
-    def __repr__(self) -> str:
-        return f"TableCredentials({self.name!r}, generation={self.generation}, staged={self.staged})"
-
+__all__ = ["CredentialRefresher"]
 
 #: Keys rejected younger than this were revoked, not short-lived: no lifetime is learned from them.
 LEARN_MIN_AGE_S = spec()["learn-lifetime"]["min-age-ms"] / 1000.0
@@ -308,8 +79,8 @@ class CredentialRefresher:
         self.prober = S3Prober()  # asks S3 for the code of a refusal that came without one
         self._chain = StrategyChain()
         self._lock = threading.Lock()
-        self._by_handle: weakref.WeakValueDictionary[str, TableCredentials] = weakref.WeakValueDictionary()
-        self._by_identifier: weakref.WeakValueDictionary[tuple, TableCredentials] = weakref.WeakValueDictionary()
+        self._by_handle: weakref.WeakValueDictionary[str, TableEntry] = weakref.WeakValueDictionary()
+        self._by_identifier: weakref.WeakValueDictionary[tuple, TableEntry] = weakref.WeakValueDictionary()
         self.scheduler = RefreshScheduler(self.policy, self._states, self._refresh_handle, clock=self.clock)
         self._background = background
         self._thread: threading.Thread | None = None
@@ -317,7 +88,7 @@ class CredentialRefresher:
 
     # -- registry --------------------------------------------------------------------------------
     def track(self, identifier: tuple[str, ...], config: Mapping[str, Any], storage_credentials: list, *,
-              location: str | None, staged: bool, stage_create_request: dict | None = None) -> TableCredentials:
+              location: str | None, staged: bool, stage_create_request: dict | None = None) -> TableEntry:
         """The entry for a table the catalog just handed out, with the credentials of that answer.
 
         A second hand-out of the same table (same staged-ness) shares the existing entry, so the
@@ -328,7 +99,7 @@ class CredentialRefresher:
         with self._lock:
             entry = self._by_identifier.get(key)
             if entry is None or (location and entry.location and entry.location != location):
-                entry = TableCredentials(self.catalog, identifier, location=location, staged=staged,
+                entry = TableEntry(self.catalog, identifier, location=location, staged=staged,
                                          stage_create_request=stage_create_request,
                                          refresh_endpoint=refresh_endpoint,
                                          assumed_lifetime_s=self.policy.assumed_lifetime_s, clock=self.clock,
@@ -342,7 +113,7 @@ class CredentialRefresher:
                 entry.update(config, storage_credentials)
         return entry
 
-    def committed(self, entry: TableCredentials) -> None:
+    def committed(self, entry: TableEntry) -> None:
         """A staged table's create commit landed: from now on it is refreshed as a committed table."""
         with self._lock:
             entry.staged = False
@@ -350,7 +121,7 @@ class CredentialRefresher:
             self._by_identifier.pop((entry.identifier, True), None)
             self._by_identifier[(entry.identifier, False)] = entry
 
-    def tables(self) -> list[TableCredentials]:
+    def tables(self) -> list[TableEntry]:
         with self._lock:
             return list(self._by_handle.values())
 
@@ -362,7 +133,7 @@ class CredentialRefresher:
         entry = self._by_handle.get(handle)
         return entry is not None and self.refresh(entry, seen_generation)
 
-    def refresh(self, entry: TableCredentials, seen_generation: int | None = None, *, reader: bool = False) -> bool:
+    def refresh(self, entry: TableEntry, seen_generation: int | None = None, *, reader: bool = False) -> bool:
         """Renew `entry` unless someone did since `seen_generation`; True if this call renewed its keys.
 
         `reader`: a FileIO that cannot go on without keys. After a failure it gets the last error
@@ -406,7 +177,7 @@ class CredentialRefresher:
                      entry.name, answer["strategy"], entry.generation, entry.expires_at_s - self.clock())
             return True
 
-    def _same_keys(self, entry: TableCredentials, strategy: str) -> bool:
+    def _same_keys(self, entry: TableEntry, strategy: str) -> bool:
         """The catalog answered with the keys `entry` has (under its refresh lock): not a renewal."""
         now = self.clock()
         entry.cached_answers += 1
@@ -425,7 +196,7 @@ class CredentialRefresher:
                  entry.not_before_s - now)
         return False
 
-    def after_cache_window(self, entry: TableCredentials, now: float) -> float:
+    def after_cache_window(self, entry: TableEntry, now: float) -> float:
         """When to ask again after a catalog handed back the current keys.
 
         Polaris keeps a table location's keys for the shorter of its cache setting and half their
@@ -437,7 +208,7 @@ class CredentialRefresher:
         return cache_window_end_s(entry.fetched_at_s, entry.expires_at_s, entry.wait_at_s, now,
                                   self.policy.initial_backoff_s, self.policy.max_backoff_s)
 
-    def ensure_fresh(self, entry: TableCredentials, generation: int, wait_at_s: float | None = None) -> bool:
+    def ensure_fresh(self, entry: TableEntry, generation: int, wait_at_s: float | None = None) -> bool:
         """Called before a file is opened with keys of `generation`: renew now if they are (almost) expired.
 
         The background thread normally renews well ahead; this covers idle tables (the scheduler
@@ -475,7 +246,7 @@ class CredentialRefresher:
         return self._local_clock() + applied
 
     # -- S3 said the keys are dead ---------------------------------------------------------------
-    def rejected(self, entry: TableCredentials, generation: int, rejection: Rejection) -> None:
+    def rejected(self, entry: TableEntry, generation: int, rejection: Rejection) -> None:
         """S3 refused the keys of `generation` as no longer valid: renew them now, once per wave.
 
         Single-flight like every renewal: the first thread of a wave refreshes, the others find a newer
@@ -533,13 +304,13 @@ class CredentialRefresher:
         events.emit("credentials.lifetime-learned", catalog=self.catalog, stated_lifetime_ms=_ms(stated_s),
                     observed_lifetime_ms=int(observed * 1000))
 
-    def dead_on_arrival(self, entry: TableCredentials, generation: int) -> bool:
+    def dead_on_arrival(self, entry: TableEntry, generation: int) -> bool:
         """Are the rejected keys of `generation` the newest, handed out by a reactive refresh, and never
         accepted by a store? Then refreshing cannot help (credential-rules.json `refreshing-cannot-help`,
         the shim's `TableEntry.onRejected`). Keys that worked once and died again may be renewed again."""
         return entry.generation == generation and entry.reactive_unaccepted == generation
 
-    def rejected_again(self, entry: TableCredentials, rejection: Rejection) -> CredentialsRejectedError:
+    def rejected_again(self, entry: TableEntry, rejection: Rejection) -> CredentialsRejectedError:
         """The one-line error for keys rejected again right after a refresh: refreshing cannot help."""
         stated = entry.stated_lifetime_s
         age = max(0.0, self.clock() - entry.fetched_at_s)

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import pytest
 
 from pyspark_catalog_ext.pyiceberg_ext.storefs import StorePyArrowFileIO, adls_account
-from pyspark_catalog_ext.refresh.refresher import TableCredentials, _expiry_s, _key_set
+from pyspark_catalog_ext.refresh.entry import TableEntry, _expiry_s, _key_set
 from pyspark_catalog_ext.refresh.rejection import sas_expiry_s, store_rejection
 from pyspark_catalog_ext.refresh.vended import is_vended_key
 from tests.servers.base import ThreadedServer, drain_body, send_response_head
@@ -32,7 +32,7 @@ def test_the_stated_expiry_of_gcs_and_adls_tokens_is_read() -> None:
 
 def test_a_table_of_gcs_or_adls_tokens_is_scheduled_by_their_expiry() -> None:
     now = time.time()
-    entry = TableCredentials("c", ("db", "t"), location="gs://b/t", staged=False)
+    entry = TableEntry("c", ("db", "t"), location="gs://b/t", staged=False)
     entry.update({"gcs.oauth2.token": "t1", "gcs.oauth2.token-expires-at": str(int((now + 10) * 1000))}, [])
     assert entry.expires_at_s == pytest.approx(now + 10, abs=1)
     entry.update({}, [{"prefix": "abfs://c@" + H1 + "/t",
@@ -45,7 +45,7 @@ def test_a_storage_refresh_token_is_kept_until_an_answer_rotates_it() -> None:
     # A /credentials answer to a storage-refresh-token need not carry a new one: the next renewal
     # must still use the refresh token, not fall through to a reload.
     prefix = f"abfs://c@{H1}/t"
-    entry = TableCredentials("c", ("db", "t"), location=prefix, staged=False)
+    entry = TableEntry("c", ("db", "t"), location=prefix, staged=False)
 
     def answer(sas_token: str, refresh_token: str | None) -> list[dict]:
         cred = {"prefix": prefix, "config": {f"adls.sas-token.{H1}": sas_token}}

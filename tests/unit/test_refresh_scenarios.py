@@ -16,8 +16,9 @@ import pytest
 from pyspark_catalog_ext import events
 from pyspark_catalog_ext.errors import CredentialRefreshError, CredentialsRejectedError
 from pyspark_catalog_ext.refresh import scenarios
+from pyspark_catalog_ext.refresh.entry import TableEntry
 from pyspark_catalog_ext.refresh.policy import RefreshPolicy
-from pyspark_catalog_ext.refresh.refresher import CredentialRefresher, TableCredentials
+from pyspark_catalog_ext.refresh.refresher import CredentialRefresher
 from pyspark_catalog_ext.refresh.rejection import Rejection
 from pyspark_catalog_ext.refresh.sources import FunctionSource, StorageCredentials, TableInfo
 from pyspark_catalog_ext.refresh.strategies import StrategyChain
@@ -90,7 +91,7 @@ class Replay:
         self.refresher = CredentialRefresher("lake", client=None, policy=policy_of(row), source=source,  # type: ignore[arg-type]
                                              clock=self.clock, background=False, skews=lambda: {"catalog": skew_s})
         first = self.catalog.keys(row["keys-lifetime-ms"])
-        self.entry: TableCredentials = self.refresher.track(("db", "t"), first.to_config(), [], location=LOCATION,
+        self.entry: TableEntry = self.refresher.track(("db", "t"), first.to_config(), [], location=LOCATION,
                                                             staged=False)
         self.signed: dict[str, int] = {}
 

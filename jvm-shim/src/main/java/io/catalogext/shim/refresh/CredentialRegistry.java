@@ -27,6 +27,8 @@ import org.slf4j.LoggerFactory;
  * The credential entries of this JVM. On the driver, entries are created when the catalog hands
  * out a table and are refreshed through the Python bridge; in an executor JVM, entries are created
  * from the FileIO properties and refreshed from the driver.
+ *
+ * <p>Python twin: {@code pyspark_catalog_ext.refresh.refresher}.
  */
 public final class CredentialRegistry {
   private static final Logger LOG = LoggerFactory.getLogger(CredentialRegistry.class);

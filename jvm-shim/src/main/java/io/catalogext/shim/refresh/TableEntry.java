@@ -23,7 +23,7 @@ import software.amazon.awssdk.auth.credentials.AwsCredentials;
  * ({@link RejectionLedger}) and the driver's answers to executors ({@link ExecutorReplies}); its
  * own job is the readers' slow path: keys that are due, missing, expiring or rejected.
  *
- * <p>Python twin: {@code pyspark_catalog_ext.refresh.refresher}.
+ * <p>Python twin: {@code pyspark_catalog_ext.refresh.entry}.
  */
 public final class TableEntry implements RefreshSubject {
   public final String handle;
