@@ -1,5 +1,6 @@
 """The per-user cache directory and the helpers that share it safely between processes (an
-advisory file lock, checksums). Used by the jar resolver, the shim build and the embedded lakehouse."""
+advisory file lock, checksums), and files readable by this user only. Used by the jar resolver, the
+shim build, the embedded lakehouse and Trino's configuration."""
 
 from __future__ import annotations
 
@@ -47,3 +48,10 @@ def file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write `text` to `path`, created readable and writable by this user only (it may hold keys)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)

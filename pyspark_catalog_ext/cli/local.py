@@ -1,12 +1,13 @@
 """`pyspark-catalog-ext local up|down|status`: the embedded lakehouse, detached
-(`pyspark_catalog_ext.lakehouse.server.up/down/running_info`)."""
+(`pyspark_catalog_ext.lakehouse.detached.up/down/running_info`)."""
 
 from __future__ import annotations
 
 import argparse
 
 from pyspark_catalog_ext.catalog.profiles import DELEGATIONS
-from pyspark_catalog_ext.lakehouse.server import MIN_CREDENTIAL_SECONDS, LakehouseInfo, down, running_info, state_file, up
+from pyspark_catalog_ext.lakehouse.detached import down, running_info, state_file, up
+from pyspark_catalog_ext.lakehouse.server import MIN_CREDENTIAL_SECONDS, LakehouseInfo
 
 __all__ = ["register"]
 

@@ -24,12 +24,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from pyspark_catalog_ext.cache import write_private
 from pyspark_catalog_ext.catalog.connection import CatalogConnection
 from pyspark_catalog_ext.clients.trino import render_properties, trino_properties
 from pyspark_catalog_ext.clients.trino_install import TrinoUnavailable, find_trino_java, trino_home
 from pyspark_catalog_ext.errors import CatalogError, redact
-from pyspark_catalog_ext.lakehouse.server import _kill_group, _pdeathsig
 from pyspark_catalog_ext.ports import free_port
+from pyspark_catalog_ext.processes import die_with_parent, kill_group
 
 __all__ = ["TrinoServer", "CLIENT_HINT"]
 
@@ -49,12 +50,6 @@ _JVM_CONFIG = """-server
 -Djdk.attach.allowAttachSelf=true
 -Dfile.encoding=UTF-8
 """
-
-
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
 
 
 class TrinoServer:
@@ -105,7 +100,7 @@ class TrinoServer:
                 except CatalogError:
                     in_use = "Address already in use" in self._log_text()
                     if self._proc is not None:
-                        _kill_group(self._proc.pid, self._proc)
+                        kill_group(self._proc.pid, self._proc)
                     if not in_use or attempt == _START_ATTEMPTS - 1:
                         raise
         except BaseException:
@@ -130,7 +125,7 @@ class TrinoServer:
             "query.max-memory=1GB", "query.max-memory-per-node=1GB", ""]))
         (etc / "jvm.config").write_text(_JVM_CONFIG)
         (etc / "log.properties").write_text("io.trino=INFO\n")
-        _write_private(etc / "catalog" / f"{self.catalog}.properties", render_properties(props) + "\n")
+        write_private(etc / "catalog" / f"{self.catalog}.properties", render_properties(props) + "\n")
         return etc
 
     def _launch(self, home: Path, java: Path, etc: Path, env: dict[str, str]) -> None:
@@ -140,7 +135,7 @@ class TrinoServer:
         env = {**env, "JAVA_HOME": str(java), "PATH": f"{java / 'bin'}{os.pathsep}{env.get('PATH', '')}"}
         with open(self._root / "server.log", "ab") as out:
             self._proc = subprocess.Popen(args, cwd=self._root, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                          stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_pdeathsig)
+                                          stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent)
 
     def _wait_ready(self) -> None:
         """Ready = `/v1/info` says the server is no longer starting (its catalogs are loaded)."""
@@ -192,7 +187,7 @@ class TrinoServer:
         """Stop the server (SIGTERM to its process group, SIGKILL after 20 s) and remove its temp dir."""
         proc, self._proc = self._proc, None
         if proc is not None:
-            _kill_group(proc.pid, proc, timeout=20.0)
+            kill_group(proc.pid, proc, timeout=20.0)
         try:
             atexit.unregister(self.stop)
         except Exception:

@@ -24,7 +24,7 @@ from pyspark_catalog_ext.doctor.registry import ProbeSpec
 from pyspark_catalog_ext.doctor.result import FAIL, PASS, SKIPPED, UNSUPPORTED, Outcome, ProbeResult, failed, skipped, unsupported
 from pyspark_catalog_ext.doctor.suite import GROUPS, PROBES, probe_ids
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError
-from pyspark_catalog_ext.lakehouse.server import running_info
+from pyspark_catalog_ext.lakehouse.detached import running_info
 
 __all__ = ["DoctorReport", "Progress", "run_doctor", "resolve_selection"]
 

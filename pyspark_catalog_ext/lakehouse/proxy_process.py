@@ -14,9 +14,9 @@ from pyspark_catalog_ext.lakehouse.catalog_proxy import CatalogGuardProxy
 from pyspark_catalog_ext.lakehouse.filer import FilerAccess
 from pyspark_catalog_ext.lakehouse.guard import LocationGuard
 from pyspark_catalog_ext.lakehouse.proxy import MAX_TOKEN_BODY
-from pyspark_catalog_ext.lakehouse.server import alive
 from pyspark_catalog_ext.lakehouse.signer import SigningCatalogProxy
 from pyspark_catalog_ext.lakehouse.tokens import CLIENT_ID
+from pyspark_catalog_ext.processes import alive
 
 __all__ = ["FIELDS", "main"]
 

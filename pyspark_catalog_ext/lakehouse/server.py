@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import atexit
 import base64
-import ctypes
 import json
 import os
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig
@@ -28,13 +26,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyspark_catalog_ext.cache import cache_dir
+from pyspark_catalog_ext.cache import write_private
 from pyspark_catalog_ext.catalog.connection import CatalogConnection
 from pyspark_catalog_ext.catalog.profiles import DELEGATIONS
 from pyspark_catalog_ext.errors import ConfigError, LakehouseError, redact
 from pyspark_catalog_ext.lakehouse.filer import FilerAccess
 from pyspark_catalog_ext.lakehouse.seaweed_security import SecurityFiles, write_security
 from pyspark_catalog_ext.ports import free_port, free_ports, port_free
+from pyspark_catalog_ext.processes import alive, die_with_parent, kill_group
 
 __all__ = [
     "LakehouseInfo",
@@ -52,7 +51,6 @@ MIN_CREDENTIAL_SECONDS = 900  # SeaweedFS accepts less at start-up but then vend
 GRPC_OFFSET = 10000  # SeaweedFS derives some gRPC addresses as http port + 10000: keep them consistent
 # Services with an http port; all but the Iceberg catalog also get a gRPC port.
 _SERVICES = ("master", "volume", "filer", "s3", "admin", "iceberg")
-_PR_SET_PDEATHSIG = 1
 _ROOT_PREFIX = "pce-lake-"
 _START_ATTEMPTS = 3
 # glog's line header: severity letter, MMDD, time (e.g. "F1126 13:14:33.219013 mini.go:1244 ...").
@@ -145,23 +143,6 @@ def _pick_ports(fixed: dict[str, int]) -> dict[str, int]:
     return ports
 
 
-def _pdeathsig() -> None:
-    """Runs in the child before exec: die with the parent, so a crashed caller leaves no server behind.
-
-    Linux ties this to the *thread* that started the child: start the lakehouse from a thread
-    that lives as long as you need it (the main thread, as in scripts and notebooks)."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:  # not glibc/Linux: atexit and the context manager still apply
-        pass
-
-
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-
-
 class Lakehouse:
     """One SeaweedFS `weed mini` process with an Iceberg table bucket named `warehouse`.
 
@@ -208,6 +189,11 @@ class Lakehouse:
         self._security: SecurityFiles | None = None
         self.info: LakehouseInfo | None = None
 
+    @property
+    def root(self) -> Path | None:
+        """The temp dir of a running lakehouse: configs, certificates, sockets, logs (and data if temporary)."""
+        return self._root
+
     def connection(self, **overrides: Any) -> CatalogConnection:
         """The catalog connection of this lakehouse (`LakehouseInfo.connection`); it must be running."""
         if self.info is None:
@@ -247,11 +233,11 @@ class Lakehouse:
         access_key, secret_key = self._admin_keys or ("lake-" + secrets.token_hex(6), secrets.token_urlsafe(32))  # fresh per instance
         s3 = json.loads((_RESOURCES / "s3.json").read_text())
         s3["identities"][0]["credentials"] = [{"accessKey": access_key, "secretKey": secret_key}]
-        _write_private(s3_conf, json.dumps(s3))
+        write_private(s3_conf, json.dumps(s3))
         self._security = write_security(self._root)  # security.toml and its certificates: weed reads it from its working dir
         iam = json.loads((_RESOURCES / "iam.json").read_text())
         iam["sts"]["signingKey"] = base64.b64encode(os.urandom(32)).decode()  # fresh per run
-        _write_private(iam_conf, json.dumps(iam))
+        write_private(iam_conf, json.dumps(iam))
         s3_url = f"http://{HOST}:{ports['s3']}"
         args = [
             str(weed), f"-logdir={log_dir}", "mini", f"-dir={data_dir}",
@@ -272,7 +258,7 @@ class Lakehouse:
             self._proc = subprocess.Popen(
                 args, cwd=self._root, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True,  # own process group: stop() kills the whole group
-                preexec_fn=None if self.detached else _pdeathsig,
+                preexec_fn=None if self.detached else die_with_parent,
             )
         (self._root / "weed.pid").write_text(str(self._proc.pid))  # lets a later run sweep up after a crash
         self.info = LakehouseInfo(
@@ -411,10 +397,10 @@ class Lakehouse:
             signer.stop()
         signer_proc, self._signer_proc = self._signer_proc, None
         if signer_proc is not None:
-            _kill_group(signer_proc.pid, signer_proc)
+            kill_group(signer_proc.pid, signer_proc)
         proc, self._proc = self._proc, None
         if proc is not None:
-            _kill_group(proc.pid, proc)
+            kill_group(proc.pid, proc)
         try:
             atexit.unregister(self.stop)
         except Exception:
@@ -459,36 +445,6 @@ def _sweep_stale_roots() -> None:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _kill_group(pid: int, proc: subprocess.Popen | None = None, timeout: float = 10.0) -> None:
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            return
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if proc is not None:
-                if proc.poll() is not None:
-                    return
-            elif not alive(pid):
-                return
-            time.sleep(0.1)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # a zombie (exited, not yet reaped) counts as dead
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 @contextmanager
 def start_lakehouse(
     data_dir: str | os.PathLike | None = None,
@@ -511,75 +467,3 @@ def start_lakehouse(
         yield lake
     finally:
         lake.stop()
-
-
-# -- detached mode for the CLI ------------------------------------------------------------------
-def state_file() -> Path:
-    return cache_dir() / "local" / "state.json"
-
-
-def read_state() -> dict | None:
-    """The state of a `local up` lakehouse if its process is still alive, else None."""
-    path = state_file()
-    try:
-        state = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    pid = int(state.get("pid", 0))
-    try:  # guard against pid reuse: it must still be our weed with our data dir
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        cmdline = ""
-    if not (alive(pid) and "weed" in cmdline and state.get("data_dir", "\0") in cmdline):
-        return None
-    return state
-
-
-def running_info() -> LakehouseInfo | None:
-    """LakehouseInfo of the `local up` lakehouse, if one is running."""
-    state = read_state()
-    if state is None:
-        return None
-    fields = {k: state[k] for k in LakehouseInfo.__dataclass_fields__ if k in state}
-    if "secret_key" not in fields:
-        return None  # a state file of an older version: its lakehouse cannot be reached without its keys
-    return LakehouseInfo(**fields)
-
-
-def up(data_dir: str | None = None, credential_seconds: int = MIN_CREDENTIAL_SECONDS, iceberg_port: int | None = None, s3_port: int | None = None,
-       delegation: str = "vended-credentials") -> LakehouseInfo:
-    """Start a detached lakehouse (or return the one already running). `delegation="remote-signing"`
-    also starts the remote signer (its own process) in front of the catalog."""
-    existing = running_info()
-    if existing is not None:
-        if existing.delegation != delegation:
-            raise ConfigError(f"a lakehouse with delegation {existing.delegation} is already running; stop it first (pyspark-catalog-ext local down)")
-        return existing
-    lake = Lakehouse(data_dir=data_dir, credential_seconds=credential_seconds, iceberg_port=iceberg_port, s3_port=s3_port, detached=True,
-                     delegation=delegation)
-    lake.start()
-    assert lake.info is not None
-    # the keys are random per instance, so the state file keeps them: readable by this user only
-    state = asdict(lake.info) | {"root": str(lake._root), "temporary": data_dir is None, "started_at": time.time()}
-    path = state_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.unlink(missing_ok=True)
-    _write_private(tmp, json.dumps(state, indent=2))
-    os.replace(tmp, path)
-    return lake.info
-
-
-def down() -> bool:
-    """Stop the `local up` lakehouse; False if none was running."""
-    state = read_state()
-    state_file().unlink(missing_ok=True)
-    if state is None:
-        return False
-    signer_pid = int((state.get("ports") or {}).get("signer_pid") or 0)
-    if signer_pid and alive(signer_pid):
-        _kill_group(signer_pid)  # it would also exit by itself once weed is gone
-    _kill_group(int(state["pid"]))
-    if state.get("root"):
-        shutil.rmtree(state["root"], ignore_errors=True)
-    return True

@@ -15,8 +15,9 @@ import pytest
 import requests
 
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.lakehouse.server import Lakehouse, alive
+from pyspark_catalog_ext.lakehouse.server import Lakehouse
 from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, sign_request
+from pyspark_catalog_ext.processes import alive
 from pyspark_catalog_ext.spark.conf import catalog_properties
 from tests.conftest import assert_one_line_error, run_cli
 

@@ -19,7 +19,7 @@ def test_the_public_api_is_complete_and_old_flat_modules_are_gone() -> None:
     package = Path(pyspark_catalog_ext.__file__).parent
     flat = sorted(p.stem for p in package.glob("*.py"))
     # Top level: the public API, the CLI, errors, and the helpers every concern shares.
-    assert flat == ["__init__", "cache", "errors", "event_schemas", "events", "knobs", "logsafety", "markdown", "ports", "progress",
+    assert flat == ["__init__", "cache", "errors", "event_schemas", "events", "knobs", "logsafety", "markdown", "ports", "processes", "progress",
                     "secret_keys"], flat
     for old in ("session", "local", "catalog_client", "jvm_api", "maintenance", "signer", "pyiceberg_bridge", "credentials",
                 "pyiceberg_ext.refresher", "catalog.commit_decision"):
@@ -119,7 +119,7 @@ PACKAGE = Path(pyspark_catalog_ext.__file__).parent
 #: the package's public face (`pyspark_catalog_ext` itself), never a concern above it.
 LAYERS = (
     ("errors", "secret_keys", "logsafety", "knobs", "cache", "progress", "events", "event_schemas", "markdown",
-     "ports"),  # shared by every concern
+     "ports", "processes"),  # shared by every concern
     ("commit",),         # the commit decision table, commit policy and idempotency keys
     ("catalog",),        # reaching a catalog: connection, REST client, locations
     ("lakehouse",),      # the embedded catalog server
