@@ -357,8 +357,8 @@ def test_azurite_checks_sas_expiry_scope_and_kind():
 
 
 def test_gcs_resumable_upload_comes_back_through_the_front():
-    """fake-gcs-server runs with -external-url: a resumable upload's session URI points at the front,
-    so the upload's data goes through it (and is counted there)."""
+    """The emulator builds a resumable upload's session URI from the Host the front passes on: it points
+    at the front, so the upload's data goes through it (and is counted there)."""
     import requests
 
     from tests.stores.gcs import FakeGcs
