@@ -15,6 +15,7 @@ and batch requests. Any other path is refused (404) before the emulator sees it.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import itertools
 import json
 import multiprocessing
@@ -49,6 +50,7 @@ from tests.servers.base import (
 from tests.stores.process import ChildServer
 
 PROJECT = "pce-test"
+EMULATOR = "gcp-storage-emulator"  # the PyPI package, pinned in pyproject's test extra
 EMULATOR_MAIN = Path(__file__).resolve().parent / "gcs_emulator.py"  # run by path in its own process
 
 # /storage/v1/b[/<bucket>[/o[/<object>[/...]]]], also under /download and /upload.
@@ -355,6 +357,11 @@ class FakeGcs(ChildServer):
         resp = requests.post(f"{self.upstream}/storage/v1/b", params={"project": PROJECT}, json={"name": bucket}, timeout=10)
         if resp.status_code not in (200, 409):
             raise RuntimeError(f"gcp-storage-emulator refused bucket {bucket}: {resp.status_code} {resp.text[:200]}")
+
+    @staticmethod
+    def version() -> str:
+        """The emulator's installed version."""
+        return importlib.metadata.version(EMULATOR)
 
     @staticmethod
     def location(bucket: str, path: str = "") -> str:
