@@ -8,14 +8,21 @@ the emulator's store (plain dicts, its whole index re-serialised on each write) 
 time, taken after the request body is read and let go before the answer is written, so a slow reader
 holds up no one.
 
-It also cancels a resumable upload, which the emulator does not do: ``DELETE`` on a session URI
-answers 499 as GCS does, and the session is gone (gcsfs's ``GCSFile.discard`` and the FileIO's
-failed GCS write send it; unserved, the emulator's 501 is retried by gcsfs for over a minute).
+Two answers of GCS the emulator lacks are added:
+- ``DELETE`` on a resumable session URI cancels the upload: 499, and the session is gone (gcsfs's
+  ``GCSFile.discard`` and the FileIO's failed GCS write send it; the emulator's 501 is retried by
+  gcsfs for over a minute).
+- A download whose range starts at or past the end of a non-empty object: 416 (the emulator answers
+  206 with nothing), which google-cloud-cpp takes as a permanent error (docs/stores.md section 5).
+- An object uploaded without a content type gets ``application/octet-stream``, as on GCS (the
+  emulator stores null, on which google-cloud-cpp's JSON parser aborts the whole process).
 """
 from __future__ import annotations
 
 import http.server
+import json
 import logging
+import re
 import sys
 import threading
 from functools import wraps
@@ -51,10 +58,46 @@ def _cancel_upload(request: Any, response: Any, storage: Any, *args: Any, **kwar
     response.status = _CANCELLED
 
 
+_RANGE_FROM = re.compile(r"^\s*bytes=(\d+)-\d*$")
+_UNSATISFIABLE = json.dumps({"error": {"code": 416, "message": "The requested range cannot be satisfied.", "errors": [
+    {"domain": "global", "reason": "requestedRangeNotSatisfiable", "message": "The requested range cannot be satisfied."}]}})
+
+
+def _ranged(download: Any) -> Any:
+    @wraps(download)
+    def run(request: Any, response: Any, storage: Any, *args: Any, **kwargs: Any) -> Any:
+        match = _RANGE_FROM.match(request.get_header("range") or "")
+        if match:
+            try:
+                size = int(storage.get_file_obj(request.params["bucket_name"], request.params["object_id"])["size"])
+            except emulator.objects.NotFound:
+                size = 0
+            if 0 < size <= int(match[1]):
+                response.status = HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE
+                response["Content-Type"] = "application/json; charset=UTF-8"
+                response._content = _UNSATISFIABLE
+                return None
+        return download(request, response, storage, *args, **kwargs)
+    return run
+
+
+def _typed(make: Any) -> Any:
+    @wraps(make)
+    def run(base_url: Any, bucket: Any, name: Any, content_type: Any, *args: Any, **kwargs: Any) -> Any:
+        return make(base_url, bucket, name, content_type or "application/octet-stream", *args, **kwargs)
+    return run
+
+
 def main(host: str, port: int) -> None:
+    emulator.objects._make_object_resource = _typed(emulator.objects._make_object_resource)
+    download = emulator.objects.download
+    emulator.objects.download = _ranged(download)  # what objects.get (?alt=media) calls
     for route, methods in emulator.HANDLERS:
         if route.startswith("^/upload/storage/v1/b/"):
             methods["DELETE"] = _cancel_upload
+        for method, handler in methods.items():
+            if handler is download:
+                methods[method] = emulator.objects.download
     for _, methods in emulator.HANDLERS:
         for method, handler in methods.items():
             methods[method] = _locked(handler)
