@@ -16,7 +16,7 @@ PR_SET_PDEATHSIG = 1  # prctl(2)
 def die_with_parent() -> None:
     """A `preexec_fn`: the child dies with its parent, so a crashed caller leaves no server behind.
 
-    Linux ties this to the *thread* that started the child: start the lakehouse from a thread
+    Linux ties this to the *thread* that started the child: start the server from a thread
     that lives as long as you need it (the main thread, as in scripts and notebooks)."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
