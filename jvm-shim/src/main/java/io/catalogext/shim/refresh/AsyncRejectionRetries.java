@@ -154,6 +154,12 @@ public final class AsyncRejectionRetries implements InvocationHandler {
           return;
         }
         code = args[0] instanceof HeadObjectRequest ? probe((HeadObjectRequest) args[0]) : null;
+        if (code == null && provider.current() != used) {
+          // The probe read fine, but signed with keys that replaced the rejected ones meanwhile:
+          // send it again with them, as the sync client does (bounded by MAX_SENDS in send()).
+          send(method, args, send + 1, firstRejectedNanos, result, inFlight);
+          return;
+        }
       }
       if (code == null || !provider.onRejected(used, code, cause)) {
         result.completeExceptionally(failure);

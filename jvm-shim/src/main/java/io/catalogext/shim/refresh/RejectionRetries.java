@@ -103,6 +103,11 @@ public final class RejectionRetries implements InvocationHandler {
             continue; // keys changed since this was signed: the probe would test other keys
           }
           code = args[0] instanceof HeadObjectRequest ? probe((HeadObjectRequest) args[0]) : null;
+          if (code == null && provider.current() != used && send < MAX_SENDS) {
+            // The probe read fine, but signed with keys that replaced the rejected ones meanwhile
+            // (its own signing may wait for them when the old ones are due): send it again with them.
+            continue;
+          }
         }
         if (code == null || send >= MAX_SENDS || !provider.onRejected(used, code, failure)) {
           throw failure;

@@ -33,6 +33,15 @@ import software.amazon.awssdk.core.sync.ResponseTransformer;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3Client;
 import software.amazon.awssdk.services.s3.model.S3Exception;
+import java.lang.reflect.Proxy;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import software.amazon.awssdk.awscore.exception.AwsErrorDetails;
+import software.amazon.awssdk.core.ResponseBytes;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
+import software.amazon.awssdk.services.s3.model.GetObjectResponse;
+import software.amazon.awssdk.services.s3.model.HeadObjectRequest;
+import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
 
 /**
  * The reactive refresh with the real AWS SDK S3 client against a loopback S3 that rejects keys
@@ -48,6 +57,8 @@ public class EarlyRejectionTest {
   private final List<String> seen = new CopyOnWriteArrayList<>();
   private final AtomicInteger fetches = new AtomicInteger();
   private volatile String deadCodeForNewKeys; // every refresh hands out keys S3 rejects with this
+  /** Moves the fake clock this far, and marks the keys due, when a HEAD is rejected (0: not at all), once. */
+  private volatile long advanceOnRejectedHead;
   private final FakeClock fake = new FakeClock();
   private Clock clock = fake;
   private TableEntry entry; // the last seededClient()'s
@@ -77,6 +88,12 @@ public class EarlyRejectionTest {
     }
     if (code != null) {
       if ("HEAD".equals(x.getRequestMethod())) {
+        long advance = advanceOnRejectedHead;
+        if (advance > 0) { // as the schedule would: the keys are past their end, and due
+          advanceOnRejectedHead = 0;
+          fake.advance(advance);
+          slot.current.due = true;
+        }
         x.sendResponseHeaders(403, -1); // as S3: a HEAD's error has no body
       } else {
         byte[] body = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>" + code
@@ -185,6 +202,55 @@ public class EarlyRejectionTest {
     assertEquals(5L, s3.headObject(b -> b.bucket("warehouse").key("db/t/data/0.parquet")).contentLength());
     assertEquals(1, fetches.get());
     assertTrue(seen.contains("GET K1 /warehouse/db/t/data/0.parquet"), seen.toString()); // the probe
+  }
+
+  @Test
+  void testAHeadWhoseProbeReadsWithKeysRenewedMeanwhileIsSentAgain() {
+    // The HEAD's rejection comes back after K1's stated end: the probe's own signing renews
+    // the keys first, so the probe reads fine with K2. That says nothing of K1; the HEAD goes again.
+    S3Client s3 = seededClient(6);
+    dead.put("K1", "ExpiredToken");
+    advanceOnRejectedHead = 10_500;
+    assertEquals(5L, s3.headObject(b -> b.bucket("warehouse").key("db/t/data/0.parquet")).contentLength());
+    assertEquals("K2", slot.current.accessKeyId());
+    assertTrue(seen.contains("GET K2 /warehouse/db/t/data/0.parquet"), seen.toString()); // the probe, with K2
+    assertTrue(seen.contains("HEAD K2 /warehouse/db/t/data/0.parquet"), seen.toString()); // sent again
+  }
+
+  @Test
+  void testAnAsyncHeadWhoseProbeReadsWithKeysRenewedMeanwhileIsSentAgain() throws Exception {
+    // The same case on the S3AsyncClient (the analytics accelerator's): a client that "signs" each
+    // call with the keys it resolves at that moment, and rejects K1 as S3 would.
+    entry = driverEntry(policy(6));
+    slot = entry.seed("", firstKeys(clock.nowMs() + 10_000));
+    TableCredentialsProvider signer = new TableCredentialsProvider(entry, slot);
+    List<String> calls = new CopyOnWriteArrayList<>();
+    S3AsyncClient real = (S3AsyncClient) Proxy.newProxyInstance(getClass().getClassLoader(),
+        new Class<?>[] {S3AsyncClient.class}, (proxy, method, args) -> {
+          String key = signer.resolveCredentials().accessKeyId();
+          calls.add(method.getName() + " " + key);
+          boolean rejected = "K1".equals(key);
+          if (method.getName().equals("headObject")) {
+            if (!rejected) {
+              return CompletableFuture.completedFuture(HeadObjectResponse.builder().contentLength(5L).build());
+            }
+            fake.advance(10_500); // the rejection comes back after K1's end, which the schedule marked due
+            slot.current.due = true;
+            return CompletableFuture.failedFuture(S3Exception.builder().statusCode(403).build()); // no body, no code
+          }
+          if (method.getName().equals("getObject")) {
+            return rejected
+                ? CompletableFuture.failedFuture(S3Exception.builder().statusCode(403)
+                    .awsErrorDetails(AwsErrorDetails.builder().errorCode("ExpiredToken").build()).build())
+                : CompletableFuture.completedFuture(ResponseBytes.fromByteArray(GetObjectResponse.builder().build(),
+                    "h".getBytes(StandardCharsets.UTF_8)));
+          }
+          throw new UnsupportedOperationException(method.getName());
+        });
+    S3AsyncClient s3 = AsyncRejectionRetries.wrap(real, new TableCredentialsProvider(entry, slot));
+    HeadObjectRequest head = HeadObjectRequest.builder().bucket("warehouse").key("db/t/data/0.parquet").build();
+    assertEquals(5L, s3.headObject(head).get(10, TimeUnit.SECONDS).contentLength());
+    assertEquals(List.of("headObject K1", "getObject K2", "headObject K2"), calls);
   }
 
   @Test
