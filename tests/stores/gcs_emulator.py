@@ -8,7 +8,7 @@ the emulator's store (plain dicts, its whole index re-serialised on each write) 
 time, taken after the request body is read and let go before the answer is written, so a slow reader
 holds up no one.
 
-Three answers of GCS the emulator lacks are added:
+Two answers of GCS the emulator lacks are added:
 - ``DELETE`` on a resumable session URI cancels the upload: 499, and the session is gone (gcsfs's
   ``GCSFile.discard`` and the FileIO's failed GCS write send it; the emulator's 501 is retried by
   gcsfs for over a minute).
