@@ -1,7 +1,7 @@
 """Benchmark: PyIceberg appends to GCS and ADLS with the package's streaming writers (a GCS resumable
 upload, ADLS staged blocks) and 10 s tokens renewed during the append, against stock PyIceberg with
-long-lived tokens, side by side in one run, on the emulators of the store tests (gcp-storage-emulator
-behind its token-checking front, Azurite; tests/stores).
+long-lived tokens, side by side in one run, on the emulators of the store tests (fake-gcs-server behind
+its token-checking front, Azurite; tests/stores).
 
 For each store, rounds alternate ours and stock; each round appends `--mb` MB of random doubles (they
 do not compress) into a fresh table, timed. Printed per store: median seconds and MB/s of each side,
@@ -17,7 +17,7 @@ refused during our appends.
   there with a connection string naming Azurite and an account SAS of an hour (stock PyIceberg reads
   no per-host endpoint). Ours uses the same FileIO class.
 
-Files of the round are deleted after it (the GCS emulator keeps objects in memory). Not a timed test.
+Files of the round are deleted after it (fake-gcs-server keeps objects in memory). Not a timed test.
 
     .venv/bin/python benchmarks/bench_pyiceberg_store_writes.py [--mb 1024] [--rounds 3] [--stores gcs,adls]
 """

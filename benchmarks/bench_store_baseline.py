@@ -1,6 +1,6 @@
 """Benchmark: plain Iceberg (no shim) on Spark against the emulated ADLS and GCS stores, for the record.
 
-Each store (tests/stores: Azurite, gcp-storage-emulator behind its token front) runs under Iceberg's REST
+Each store (tests/stores: Azurite, fake-gcs-server behind its token front) runs under Iceberg's REST
 fixture behind the vending front, which hands out tokens of a stated lifetime. Plain Iceberg's
 SparkCatalog, REST client and ADLSFileIO / GCSFileIO do everything; this prints what they manage:
 
@@ -186,16 +186,11 @@ def main() -> None:
         for store in stores:
             subprocess.run([sys.executable, __file__, "--stores", store, *argv], check=False)
         return
-    if stores[0] == "adls":
-        from tests.stores import install
+    from tests.stores import install
 
-        path = install.azurite_blob_main().parents[5]
-        took = install_seconds(path)
-        print(f"adls emulator: {path.name}" + (f", first install took {took:.0f} s" if took else ""), flush=True)
-    else:
-        from tests.stores.gcs import EMULATOR, FakeGcs
-
-        print(f"gcs emulator: {EMULATOR} {FakeGcs.version()} (a pip dependency)", flush=True)
+    path = install.azurite_blob_main().parents[5] if stores[0] == "adls" else install.fake_gcs_server().parents[1]
+    took = install_seconds(path)
+    print(f"{stores[0]} emulator: {path.name}" + (f", first install took {took:.0f} s" if took else ""), flush=True)
     run_store(stores[0], args)
 
 

@@ -1,6 +1,6 @@
 """Benchmark: the package's ADLS and GCS refresh against Iceberg's own, on the emulated stores, as ratios.
 
-Per store (tests/stores: Azurite, gcp-storage-emulator behind its token front; Iceberg's REST fixture behind
+Per store (tests/stores: Azurite, fake-gcs-server behind its token front; Iceberg's REST fixture behind
 the vending front), in one run, each side a Spark job of its own (its own driver JVM, the installed
 pyspark's line, Iceberg --iceberg, --executors executor JVMs):
 

@@ -1,5 +1,5 @@
 """The doctor on catalogs that vend ADLS and GCS tokens: Iceberg's REST fixture on Azurite and on
-gcp-storage-emulator behind its token-checking front, with the vending catalog before it
+fake-gcs-server behind its token-checking front, with the vending catalog before it
 (tests/stores/catalog.py). No Spark: the store probes need none.
 
 One store stack per store serves every test of the module; each test sets the front's switches
@@ -21,8 +21,7 @@ from pyspark_catalog_ext.doctor.runner import DoctorReport, run_doctor
 from tests.conftest import run_cli
 from tests.realservers.artifacts import rest_fixture_version
 from tests.stores.catalog import FIXTURE_POM, StoreStack, store_catalog
-from tests.stores.gcs import EMULATOR, FakeGcs
-from tests.stores.install import AZURITE_VERSION
+from tests.stores.install import AZURITE_VERSION, FAKE_GCS_VERSION
 
 #: Only the catalog basics and the store and refresh probes: no engines, no Spark.
 SKIP = ["pyiceberg,spark,inventory,signing,idempotency"]
@@ -56,7 +55,7 @@ def _check_matrix(st: StoreStack, switches: str, report: DoctorReport) -> None:
     from pyspark_catalog_ext.doctor.matrix import RECORD_ENV, STORES_DIR, check_emulated, store_record
 
     emulator = (f"Azurite {AZURITE_VERSION}" if st.store == "adls"
-                else f"{EMULATOR} {FakeGcs.version()} behind a token-checking front")
+                else f"fake-gcs-server {FAKE_GCS_VERSION.lstrip('v')} behind a token-checking front")
     meta = {"store": st.store, "emulator": emulator, "catalog": "iceberg-rest-fixture", "release": rest_fixture_version(FIXTURE_POM)}
     diff = check_emulated(st.store, f"doctor-{switches}", store_record(report_dict(report)), meta,
                           record=os.environ.get(RECORD_ENV) == "1", directory=STORES_DIR,

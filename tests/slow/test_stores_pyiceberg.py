@@ -1,4 +1,4 @@
-"""PyIceberg jobs on ADLS (Azurite) and GCS (gcp-storage-emulator behind its token-checking front), through
+"""PyIceberg jobs on ADLS (Azurite) and GCS (fake-gcs-server behind its token-checking front), through
 `pyiceberg_catalog` on Iceberg's REST fixture behind the vending front (tests/stores), with 10 s tokens.
 
 Every scenario runs with both of PyIceberg's FileIOs: FsspecFileIO (adlfs, gcsfs) and PyArrowFileIO

@@ -336,7 +336,7 @@ class StoreStack:
 
 @contextlib.contextmanager
 def store_catalog(store: str, gcs_front_process: bool = False, **front_options: Any) -> Iterator[StoreStack]:
-    """`store` ("adls": Azurite, "gcs": gcp-storage-emulator) with a container/bucket `warehouse`, Iceberg's
+    """`store` ("adls": Azurite, "gcs": fake-gcs-server) with a container/bucket `warehouse`, Iceberg's
     REST fixture on it and the vending front (`front_options`: VendingCatalog's switches). Everything
     stops on exit, also when a start fails halfway. `gcs_front_process`: the GCS token front runs in a
     child process (`ChildGcsFront`; Arrow's GCS client needs it)."""

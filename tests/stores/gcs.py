@@ -1,21 +1,19 @@
-"""Google Cloud Storage on loopback: gcp-storage-emulator behind a front that checks bearer tokens.
+"""Google Cloud Storage on loopback: fake-gcs-server behind a front that checks bearer tokens.
 
-gcp-storage-emulator checks no token at all. ``GcsFront`` stands before it and passes on only requests
+fake-gcs-server checks no token at all. ``GcsFront`` stands before it and passes on only requests
 that carry a bearer token it minted (``mint``), unexpired, for the bucket and object prefix the token
 was minted for. It answers as GCS does: 401 ``authError`` for a missing, unknown or expired token
 (with ``WWW-Authenticate: Bearer ... error="invalid_token"``), 403 ``forbidden`` for a request
-outside the token's bucket or prefix. The emulator builds a resumable upload's session URI from the
-request's ``Host``, which the front passes on as the client sent it, so the session URI points at the
-front too: ``/upload/storage/v1/b/<bucket>/o?uploadType=resumable&...&upload_id=<id>``. A request to a
-session URI that carries no token passes (GCS takes the session URI itself as the credential); one
-that carries a token is checked like any other.
+outside the token's bucket or prefix. fake-gcs-server runs with ``-external-url`` set to the front,
+so the session URI of a resumable upload points at the front too. A request to a session URI that
+carries no token passes (GCS takes the session URI itself as the credential); one that carries a
+token is checked like any other.
 
 Allow-list: the JSON API's object and bucket paths, media download and upload, resumable sessions
-and batch requests. Any other path is refused (404) before the emulator sees it.
+and batch requests. Any other path is refused (404) before fake-gcs-server sees it.
 """
 from __future__ import annotations
 
-import importlib.metadata
 import itertools
 import json
 import multiprocessing
@@ -23,14 +21,12 @@ import os
 import re
 import secrets
 import socket
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from http.client import HTTPResponse
 from http.server import BaseHTTPRequestHandler
 from multiprocessing.managers import BaseManager
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
@@ -47,14 +43,14 @@ from tests.servers.base import (
     send_response_head,
     split_hostport,
 )
+from tests.stores import install
 from tests.stores.process import ChildServer
 
 PROJECT = "pce-test"
-EMULATOR = "gcp-storage-emulator"  # the PyPI package, pinned in pyproject's test extra
-EMULATOR_MAIN = Path(__file__).resolve().parent / "gcs_emulator.py"  # run by path in its own process
 
 # /storage/v1/b[/<bucket>[/o[/<object>[/...]]]], also under /download and /upload.
 _JSON_API = re.compile(r"^/(?:download/|upload/)?storage/v1/b(?:/(?P<bucket>[^/]+)(?:/o(?:/(?P<object>[^/]+)(?P<rest>/.*)?)?)?)?/?$")
+_SESSION = re.compile(r"^/upload/resumable/[A-Za-z0-9_.=-]+$")  # fake-gcs-server's session URIs
 _BATCH = "/batch/storage/v1"
 _MULTIPART_NAME = re.compile(rb'"name"\s*:\s*"((?:[^"\\]|\\.)*)"')  # in a multipart upload's JSON metadata part
 _BATCH_PART = re.compile(rb"^(?:GET|POST|PUT|PATCH|DELETE) (?:https?://[^/\s]+)?(/storage/v1/\S+) HTTP", re.M)
@@ -88,7 +84,7 @@ def _gcs_error(status: int, reason: str, message: str, extra: dict | None = None
 
 
 class GcsFront(ThreadedServer):
-    """The token-checking front. `upstream` (the emulator) is set once it runs."""
+    """The token-checking front. `upstream` (fake-gcs-server) is set once it runs."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -159,8 +155,7 @@ class GcsFront(ThreadedServer):
 
     def _refusal(self, h: BaseHTTPRequestHandler, route: str, query: dict, entry: dict, batch: bytes | None):
         """None to pass the request on, else (status, reason, body, headers)."""
-        # The emulator's session URIs are the upload route with an upload_id (no path of their own).
-        if route.startswith("/upload/storage/v1/b/") and "upload_id" in query and not h.headers.get("Authorization"):
+        if _SESSION.match(route) or ("upload_id" in query and not h.headers.get("Authorization")):
             entry["token"] = "session"  # a resumable upload's session URI, sent without a token
             return None
         match = _JSON_API.match(route)
@@ -313,11 +308,11 @@ class ChildGcsFront:
 
 
 class FakeGcs(ChildServer):
-    """gcp-storage-emulator (in memory, `gcs_emulator.py`) behind a `GcsFront`; clients talk to `url` (the
-    front). `front_process`: the front runs in a child process (`ChildGcsFront`: needed by Arrow's client)."""
+    """fake-gcs-server (in memory) behind a `GcsFront`; clients talk to `url` (the front).
+    `front_process`: the front runs in a child process (`ChildGcsFront`: needed by Arrow's client)."""
 
     def __init__(self, front_process: bool = False) -> None:
-        super().__init__("gcp-storage-emulator")
+        super().__init__("fake-gcs-server")
         self.front: Any = ChildGcsFront() if front_process else GcsFront()
         self.port = 0
 
@@ -330,9 +325,11 @@ class FakeGcs(ChildServer):
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> FakeGcs:
-        self.front.start()
+        binary = install.fake_gcs_server()
+        self.front.start()  # first: fake-gcs-server is told its address
         self.port = free_port()
-        cmd = [sys.executable, str(EMULATOR_MAIN), "127.0.0.1", str(self.port)]
+        cmd = [str(binary), "-scheme", "http", "-host", "127.0.0.1", "-port", str(self.port),
+               "-external-url", self.front.url, "-backend", "memory", "-log-level", "warn"]
         env = dict(os.environ)
         try:
             self.spawn(cmd, env, lambda: requests.get(self.upstream + "/storage/v1/b", timeout=2).status_code == 200)
@@ -353,15 +350,10 @@ class FakeGcs(ChildServer):
         self.stop()
 
     def create_bucket(self, bucket: str) -> None:
-        """Straight to the emulator (set-up, not a client request)."""
+        """Straight to fake-gcs-server (set-up, not a client request)."""
         resp = requests.post(f"{self.upstream}/storage/v1/b", params={"project": PROJECT}, json={"name": bucket}, timeout=10)
         if resp.status_code not in (200, 409):
-            raise RuntimeError(f"gcp-storage-emulator refused bucket {bucket}: {resp.status_code} {resp.text[:200]}")
-
-    @staticmethod
-    def version() -> str:
-        """The emulator's installed version."""
-        return importlib.metadata.version(EMULATOR)
+            raise RuntimeError(f"fake-gcs-server refused bucket {bucket}: {resp.status_code} {resp.text[:200]}")
 
     @staticmethod
     def location(bucket: str, path: str = "") -> str:

@@ -1,16 +1,19 @@
-"""Install Azurite (Azure Storage) into the user cache on first use (later calls take milliseconds).
+"""Install the object-store emulators into the user cache on first use (later calls take milliseconds).
 
-Azurite comes from npm, with ``npm ci`` from ``tests/stores/azurite/``: its lockfile pins every
-package by version and sha512, which npm checks. 3.35.0 is the newest that runs on Node 20 (3.36 and
-later need Node 21). Google Cloud Storage's emulator needs no install here: gcp-storage-emulator is a
-pinned test dependency (pyproject's ``test`` extra), a pure-Python wheel (tests/stores/gcs.py).
+- Azurite (Azure Storage) from npm, with ``npm ci`` from ``tests/stores/azurite/``: its lockfile pins
+  every package by version and sha512, which npm checks. 3.35.0 is the newest that runs on Node 20
+  (3.36 and later need Node 21).
+- fake-gcs-server (Google Cloud Storage) with ``go install module@version``: Go checks every module
+  against go.sum and the checksum database. Module and build caches go to a temp dir removed after
+  the build, so the ~1.2 GB they take during the build do not stay; only the binary (~35 MB) does.
 
-It lands in ``<cache>/stores/<name>-<version>`` through a temp dir renamed in place, under a file
+Each lands in ``<cache>/stores/<name>-<version>`` through a temp dir renamed in place, under a file
 lock, so a half-finished install is never taken for a finished one and two test processes starting
 at once install once. The first install's duration is printed to stderr and kept in ``.installed``.
 """
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -25,12 +28,14 @@ from pyspark_catalog_ext.cache import cache_dir, file_lock
 HERE = Path(__file__).resolve().parent
 AZURITE_VERSION = "3.35.0"
 AZURITE_PACKAGE = HERE / "azurite"  # package.json + package-lock.json
+FAKE_GCS_MODULE = "github.com/fsouza/fake-gcs-server"
+FAKE_GCS_VERSION = "v1.56.1"
 NODE_MIN_MAJOR = 20
-INSTALL_TIMEOUT_S = 900  # a first install on a slow link; a hung npm must not hang the tests
+INSTALL_TIMEOUT_S = 900  # a first install on a slow link; a hung npm or go must not hang the tests
 
 
 class StoreUnavailable(RuntimeError):
-    """A tool an emulator needs (node/npm) is missing here: the fixture skips, naming it."""
+    """A tool an emulator needs (node/npm, go) is missing here: the fixture skips, naming it."""
 
 
 def _stores_dir() -> Path:
@@ -107,3 +112,24 @@ def azurite_blob_main() -> Path:
         raise RuntimeError(f"{target} holds no Azurite blob service ({main}); delete the folder to reinstall")
     return main
 
+
+def fake_gcs_server() -> Path:
+    """The fake-gcs-server binary, built with `go install` on first use."""
+    go = shutil.which("go")
+    if go is None:
+        raise StoreUnavailable("Go is not on PATH: install Go 1.23+ to build fake-gcs-server")
+
+    def build(tmp: Path) -> None:
+        work = Path(tempfile.mkdtemp(prefix="pce-gobuild-"))
+        try:
+            env = {**os.environ, "GOBIN": str(tmp / "bin"), "GOPATH": str(work / "gopath"),
+                   "GOCACHE": str(work / "gocache"), "GOFLAGS": "-modcacherw -trimpath", "CGO_ENABLED": "0"}
+            _run([go, "install", "-ldflags=-s -w", f"{FAKE_GCS_MODULE}@{FAKE_GCS_VERSION}"],
+                 f"go install {FAKE_GCS_MODULE}@{FAKE_GCS_VERSION}", env=env)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    binary = _install_once(f"fake-gcs-server-{FAKE_GCS_VERSION}", build) / "bin" / "fake-gcs-server"
+    if not binary.is_file():
+        raise RuntimeError(f"{binary} is missing; delete its folder to rebuild")
+    return binary

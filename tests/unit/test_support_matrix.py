@@ -202,7 +202,7 @@ def test_the_store_table_says_which_emulator_and_stacks_each_store_is_tested_on(
     recorded = load_stores()
     assert set(recorded) == {"adls", "gcs"}
     assert recorded["adls"]["emulator"] == "Azurite 3.35.0"
-    assert recorded["gcs"]["emulator"] == "gcp-storage-emulator 2026.7.19 behind a token-checking front"
+    assert recorded["gcs"]["emulator"] == "fake-gcs-server 1.56.1 behind a token-checking front"
     rows = {line.split(" | ")[0].lstrip("| "): line for line in render_store_table().splitlines() if line.startswith("| ")}
     assert rows["S3"].startswith("| S3 | SeaweedFS") and "Spark 4.0 × 1.11.0" in rows["S3"]
     for store in ("ADLS", "GCS"):
@@ -221,7 +221,7 @@ def test_the_store_table_says_which_emulator_and_stacks_each_store_is_tested_on(
 def test_the_rest_fixture_row_names_the_stores_it_was_tested_on() -> None:
     table = render_matrix()
     row = next(line for line in table.splitlines() if "iceberg-rest-fixture 1.11.0 on SeaweedFS" in line)
-    assert "| S3 (SeaweedFS); ADLS (Azurite 3.35.0); GCS (gcp-storage-emulator 2026.7.19 behind a token-checking front) |" in row
+    assert "| S3 (SeaweedFS); ADLS (Azurite 3.35.0); GCS (fake-gcs-server 1.56.1 behind a token-checking front) |" in row
     main = table.split("\n\n", 1)[0].splitlines()  # the support table, not the store or inventory tables
     others = [line for line in main if line.startswith("| `") and "iceberg-rest-fixture" not in line]
     assert others and all("| S3 (SeaweedFS) |" in line or "| — |" in line for line in others)
