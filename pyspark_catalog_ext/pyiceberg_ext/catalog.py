@@ -44,13 +44,13 @@ from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext.commits import GuardedCommit
 from pyspark_catalog_ext.pyiceberg_ext.fileio import RefreshingFileIO, write_bounds
 from pyspark_catalog_ext.pyiceberg_ext.s3signing import SigningFsspecFileIO, SigningPyArrowFileIO
-from pyspark_catalog_ext.pyiceberg_ext.signing import SignerSession, remote_signing_requested, signer_target
 from pyspark_catalog_ext.pyiceberg_ext.storefs import store_aware
 from pyspark_catalog_ext.refresh.policy import PROPERTY_PREFIX, RefreshPolicy, refresh_policy
 from pyspark_catalog_ext.refresh.refresher import CredentialRefresher
 from pyspark_catalog_ext.refresh.sources import CredentialSource
 from pyspark_catalog_ext.refresh.vended import has_credentials
 from pyspark_catalog_ext.secret_keys import is_secret_key
+from pyspark_catalog_ext.storage.signing import SignerSession, remote_signing_requested, signer_target
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 

@@ -45,13 +45,13 @@ from pyiceberg.io.fsspec import FsspecFileIO
 
 from pyspark_catalog_ext import knobs
 from pyspark_catalog_ext.errors import CredentialRefreshError
-from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, S3Clients, UploadBounds, upload_bounds
-from pyspark_catalog_ext.pyiceberg_ext.storefs import adls_account
-from pyspark_catalog_ext.pyiceberg_ext.storeupload import AdlsBlockUpload, GcsResumableUpload, StoreClients
 from pyspark_catalog_ext.refresh.entry import TableEntry
 from pyspark_catalog_ext.refresh.refresher import CredentialRefresher
 from pyspark_catalog_ext.refresh.rejection import Rejection, rejection_of, store_rejection
 from pyspark_catalog_ext.refresh.vended import is_vended_key
+from pyspark_catalog_ext.storage.accounts import adls_account
+from pyspark_catalog_ext.storage.s3upload import ResumableS3Upload, S3Clients, UploadBounds, upload_bounds
+from pyspark_catalog_ext.storage.storeupload import AdlsBlockUpload, GcsResumableUpload, StoreClients
 
 log = logging.getLogger("pyspark_catalog_ext.pyiceberg")
 

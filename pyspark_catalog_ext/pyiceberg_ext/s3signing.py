@@ -58,8 +58,8 @@ from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.typedef import Properties
 
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload, new_client, upload_bounds
-from pyspark_catalog_ext.pyiceberg_ext.signing import RemoteSigner, Signed
+from pyspark_catalog_ext.storage.s3upload import ResumableS3Upload, new_client, upload_bounds
+from pyspark_catalog_ext.storage.signing import RemoteSigner, Signed
 
 __all__ = ["S3_SCHEMES", "SigningFsspecFileIO", "SigningPyArrowFileIO", "signing_filesystem"]
 

@@ -25,42 +25,11 @@ from pyiceberg.io import FileIO
 from pyiceberg.io.fsspec import FsspecFileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
-from pyspark_catalog_ext.errors import ConfigError, GcsTokenRefused
+from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.refresh.vended import ADLS_SAS, GCS_TOKEN
+from pyspark_catalog_ext.storage.accounts import ADLS_CONNECTION, ADLS_SCHEMES, adls_account, gcs_filesystem
 
-__all__ = ["AdlsAccount", "StoreFsspecFileIO", "StorePyArrowFileIO", "adls_account", "gcs_filesystem", "store_aware"]
-
-ADLS_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
-_CONNECTION = "adls.connection-string."  # + <host>: the account's blob endpoint (Iceberg's name)
-
-
-class AdlsAccount:
-    """One storage account as a file's location names it: its SAS and its blob endpoint."""
-
-    def __init__(self, host: str, account: str, sas_token: str, endpoint: str) -> None:
-        self.host, self.account, self.sas_token, self.endpoint = host, account, sas_token, endpoint
-
-    def __repr__(self) -> str:  # never the token
-        return f"AdlsAccount({self.host!r}, endpoint={self.endpoint!r})"
-
-
-def adls_account(properties: dict[str, Any], netloc: str | None) -> AdlsAccount | None:
-    """The vended SAS and endpoint for the account of `netloc` (`container@<host>`), None when the
-    properties vend no SAS for that account (PyIceberg's own settings then apply)."""
-    host = (netloc or "").rpartition("@")[2].lower()
-    if not host:
-        return None
-    account = host.split(".", 1)[0]
-    candidates = [host] + sorted(k[len(ADLS_SAS):] for k in properties
-                                 if k.startswith(ADLS_SAS) and k[len(ADLS_SAS):].split(".", 1)[0] == account)
-    for candidate in candidates:  # the exact host first, then another endpoint of the same account (wasb: blob.)
-        sas = properties.get(ADLS_SAS + candidate)
-        if sas:
-            endpoint = str(properties.get(_CONNECTION + candidate) or properties.get(_CONNECTION + host)
-                           or f"https://{account}.blob.core.windows.net")
-            return AdlsAccount(candidate, account, str(sas), endpoint)
-    return None
-
+__all__ = ["StoreFsspecFileIO", "StorePyArrowFileIO", "store_aware"]
 
 class StorePyArrowFileIO(PyArrowFileIO):
     """PyArrowFileIO whose Azure filesystem is built per account from that account's vended SAS."""
@@ -84,7 +53,7 @@ class StorePyArrowFileIO(PyArrowFileIO):
 
                 endpoint = urlsplit(account.endpoint)
                 if not endpoint.scheme or not endpoint.netloc:
-                    raise ConfigError(f"{_CONNECTION}{account.host} must be the account's blob endpoint URL, "
+                    raise ConfigError(f"{ADLS_CONNECTION}{account.host} must be the account's blob endpoint URL, "
                                       f"as http[s]://host[:port][/account]; got {account.endpoint!r}")
                 # Arrow addresses an emulator's account by path (http://127.0.0.1:port/<account>) itself,
                 # and appends `sas_token` to the account URL as it is: without its "?" the SAS would
@@ -118,44 +87,6 @@ class StoreFsspecFileIO(FsspecFileIO):
         if scheme in ("gs", "gcs") and self.properties.get(GCS_TOKEN):
             return gcs_filesystem(dict(self.properties))
         return super()._get_fs(scheme, hostname)
-
-
-def gcs_filesystem(properties: dict[str, Any]) -> Any:
-    """A gcsfs filesystem holding the vended token of `properties` (`gcs.oauth2.token`) as it is."""
-    from gcsfs.core import GCSFileSystem  # the JSON API only (not gcsfs 2026.10's gRPC bucket-layout lookup)
-
-    token = _vended_gcs_token(str(properties[GCS_TOKEN]))
-    return GCSFileSystem(project=properties.get("gcs.project-id"), token=token,
-                         endpoint_url=properties.get("gcs.service.host"),
-                         session_kwargs={"trace_configs": [_on_401(token)]},
-                         consistency="none", skip_instance_cache=True)
-
-
-def _vended_gcs_token(token: str) -> Any:
-    """The vended token as google-auth credentials without an expiry of their own (gcsfs then never asks
-    to refresh them), whose refresh, asked for once GCS refused them (`_on_401`), raises
-    `GcsTokenRefused`: the refusal reaches the reactive path at once, where gcsfs would otherwise send
-    the same token again 5 times over ~30 s."""
-    from google.oauth2.credentials import Credentials
-
-    class VendedGcsToken(Credentials):
-        def refresh(self, request: Any) -> None:
-            raise GcsTokenRefused("GCS refused the vended token (401): it is no longer valid")
-
-    return VendedGcsToken(token)
-
-
-def _on_401(credentials: Any) -> Any:
-    """An aiohttp trace that invalidates `credentials` when GCS answers 401 (gcsfs's retry then asks to refresh them)."""
-    import aiohttp
-
-    async def on_request_end(session: Any, context: Any, params: Any) -> None:
-        if params.response.status == 401:
-            credentials.token = None
-
-    trace = aiohttp.TraceConfig()
-    trace.on_request_end.append(on_request_end)
-    return trace
 
 
 def store_aware(io_class: type[FileIO]) -> type[FileIO]:

@@ -32,9 +32,9 @@ import pyarrow as pa
 import pytest
 
 from pyspark_catalog_ext.errors import CredentialRefreshError
-from pyspark_catalog_ext.pyiceberg_ext import part_upload
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.refresh import RefreshPolicy
+from pyspark_catalog_ext.storage import part_upload
 from tests.helpers import SpoolDiskPeak
 from tests.servers.base import ThreadedServer, forward_streaming
 from tests.servers.s3_expiry_proxy import STALLS

@@ -22,7 +22,8 @@ def test_the_public_api_is_complete_and_old_flat_modules_are_gone() -> None:
     assert flat == ["__init__", "cache", "errors", "event_schemas", "events", "knobs", "logsafety", "markdown", "ports", "processes", "progress",
                     "secret_keys"], flat
     for old in ("session", "local", "catalog_client", "jvm_api", "maintenance", "signer", "pyiceberg_bridge", "credentials",
-                "pyiceberg_ext.refresher", "catalog.commit_decision"):
+                "pyiceberg_ext.refresher", "catalog.commit_decision", "pyiceberg_ext.signing", "pyiceberg_ext.part_upload",
+                "pyiceberg_ext.s3upload", "pyiceberg_ext.storeupload"):
         with pytest.raises(ModuleNotFoundError):
             importlib.import_module(f"pyspark_catalog_ext.{old}")
 
@@ -124,6 +125,7 @@ LAYERS = (
     ("catalog",),        # reaching a catalog: connection, REST client, locations
     ("lakehouse",),      # the embedded catalog server
     ("refresh",),        # the credential-refresh engine and its knobs and user sources
+    ("storage",),        # object-store clients: remote signing, streaming uploads, store accounts
     ("spark",),          # Spark setup and the one Py4J boundary
     ("pyiceberg_ext", "clients"),  # PyIceberg jobs; the other engines' connections (DuckDB, Trino)
     ("governance",),     # maintenance, notifications, policies
@@ -248,6 +250,26 @@ def test_the_import_checks_see_a_circle_and_an_arrow_up(tmp_path: Path) -> None:
     assert import_circles(graph) == [["pyspark_catalog_ext.catalog.rest", "pyspark_catalog_ext.spark.x"]]
     assert upward_arrows(graph) == ["pyspark_catalog_ext.catalog.rest -> pyspark_catalog_ext.spark.x",
                                     "pyspark_catalog_ext.errors -> pyspark_catalog_ext.catalog.rest"]
+
+
+def _third_party_imports(path: Path) -> set[str]:
+    """Top-level names of the packages a module imports, at any depth, type-only imports included."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_the_pyiceberg_adapter_holds_only_modules_that_use_pyiceberg_or_pyarrow() -> None:
+    """What needs neither (the signer client, the uploads) belongs to `storage/`, `refresh/` or `commit/`."""
+    adapter = PACKAGE / "pyiceberg_ext"
+    strays = [p.name for p in sorted(adapter.glob("*.py"))
+              if p.name != "__init__.py" and not _third_party_imports(p) & {"pyiceberg", "pyarrow"}]
+    assert strays == []
+    assert _third_party_imports(PACKAGE / "storage" / "s3upload.py").isdisjoint({"pyiceberg", "pyarrow"})  # the check sees a stray
 
 
 def test_argparse_and_untyped_clients_stay_out_of_the_domain_modules() -> None:

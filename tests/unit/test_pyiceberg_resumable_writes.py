@@ -21,8 +21,8 @@ import pytest
 
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
-from pyspark_catalog_ext.pyiceberg_ext.s3upload import ResumableS3Upload
 from pyspark_catalog_ext.refresh import RefreshPolicy
+from pyspark_catalog_ext.storage.s3upload import ResumableS3Upload
 from tests.helpers import SpoolDiskPeak, expiring_proxies
 from tests.servers.s3_early_rejection import EarlyRejectionS3Proxy
 

@@ -23,7 +23,7 @@ from pyspark_catalog_ext.errors import SigningRefusedError
 from pyspark_catalog_ext.lakehouse.server import Lakehouse
 from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
-from pyspark_catalog_ext.pyiceberg_ext.signing import SIGNATURE_LIFETIME_S, SIGNATURE_MARGIN_S, signer_target
+from pyspark_catalog_ext.storage.signing import SIGNATURE_LIFETIME_S, SIGNATURE_MARGIN_S, signer_target
 from tests.servers.signer_proxy import RefusingS3Proxy, SignerProxy
 
 FILEIOS = {"pyarrow": "pyiceberg.io.pyarrow.PyArrowFileIO", "fsspec": "pyiceberg.io.fsspec.FsspecFileIO"}

@@ -9,10 +9,11 @@ from datetime import datetime, timezone
 
 import pytest
 
-from pyspark_catalog_ext.pyiceberg_ext.storefs import StorePyArrowFileIO, adls_account
+from pyspark_catalog_ext.pyiceberg_ext.storefs import StorePyArrowFileIO
 from pyspark_catalog_ext.refresh.entry import TableEntry, _expiry_s, _key_set
 from pyspark_catalog_ext.refresh.rejection import sas_expiry_s, store_rejection
 from pyspark_catalog_ext.refresh.vended import is_vended_key
+from pyspark_catalog_ext.storage.accounts import adls_account
 from tests.servers.base import ThreadedServer, drain_body, send_response_head
 
 H1, H2 = "acct1.dfs.core.windows.net", "acct2.dfs.core.windows.net"

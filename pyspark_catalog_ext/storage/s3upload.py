@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from cachetools import LRUCache
 
-from pyspark_catalog_ext.pyiceberg_ext.part_upload import (
+from pyspark_catalog_ext.storage.part_upload import (
     PART_BYTES_KNOB,
     PARTS_IN_FLIGHT_KNOB,
     UPLOAD_THREADS,

@@ -27,9 +27,9 @@ from urllib.parse import urlsplit
 
 from cachetools import LRUCache
 
-from pyspark_catalog_ext.pyiceberg_ext.part_upload import PartUpload, Run, UploadBounds
-from pyspark_catalog_ext.pyiceberg_ext.storefs import adls_account, gcs_filesystem
 from pyspark_catalog_ext.refresh.vended import GCS_TOKEN
+from pyspark_catalog_ext.storage.accounts import adls_account, gcs_filesystem
+from pyspark_catalog_ext.storage.part_upload import PartUpload, Run, UploadBounds
 
 __all__ = ["AdlsBlockUpload", "GcsResumableUpload", "StoreClients"]
 
