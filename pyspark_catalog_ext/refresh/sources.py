@@ -18,7 +18,7 @@ from pyspark_catalog_ext.errors import CredentialRefreshError
 if TYPE_CHECKING:
     from botocore.client import BaseClient
 
-TableRequest = dict  # the JVM's description of a table (no secrets), see CredentialRegistry.requestFor
+TableRequest = dict  # the JVM's description of a table (no secrets): RefreshSubject.describe(), sent by RefreshSources
 BridgeAnswer = dict
 
 

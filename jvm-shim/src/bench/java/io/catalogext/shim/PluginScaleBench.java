@@ -138,11 +138,11 @@ public final class PluginScaleBench {
 
   static CatalogSession benchCatalog(CredentialRegistry registry, CountingSource source) {
     CatalogSession state = new CatalogSession(CATALOG, Map.of());
-    registry.registerCatalog(state);
-    registry.enableCustomSource(CATALOG); // refreshed from the bridge: the counting fake catalog
-    registry.registerBridge(source);
+    registry.catalogs().register(state);
+    registry.sources().enableCustomSource(CATALOG); // refreshed from the bridge: the counting fake catalog
+    registry.sources().registerBridge(source);
     // Renew when 20% of the lifetime remains; look every second, as the catalog properties allow.
-    registry.setRefreshPolicy(CATALOG, new RefreshPolicy(0, 0.2, 1_000, 1_000, 60_000, 30_000, 3_600_000));  // assumed lifetime: the keys carry an expiry
+    registry.sources().setRefreshPolicy(CATALOG, new RefreshPolicy(0, 0.2, 1_000, 1_000, 60_000, 30_000, 3_600_000));  // assumed lifetime: the keys carry an expiry
     return state;
   }
 

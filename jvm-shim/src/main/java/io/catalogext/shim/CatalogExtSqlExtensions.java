@@ -106,7 +106,7 @@ public final class CatalogExtSqlExtensions extends AbstractFunction1<SparkSessio
    * identity; null: catalogs initialised outside Spark).
    */
   public static String statusJson(Object sparkSession) {
-    List<CatalogSession> mine = CredentialRegistry.get().sessionsOf(sparkSession);
+    List<CatalogSession> mine = CredentialRegistry.get().catalogs().of(sparkSession);
     Set<String> ids = new HashSet<>();
     mine.forEach(session -> ids.add(session.id));
     ObjectNode out = Json.object();

@@ -83,7 +83,7 @@ public class ExtRESTCatalog extends RESTCatalog {
     // session active: the session whose status shows this catalog's tables.
     CatalogSession created = new CatalogSession(name, props, System::currentTimeMillis, SparkCompat.currentSession());
     session.set(created);
-    CredentialRegistry.get().registerCatalog(created);
+    CredentialRegistry.get().catalogs().register(created);
     super.initialize(name, props);
   }
 

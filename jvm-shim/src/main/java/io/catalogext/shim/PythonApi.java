@@ -47,15 +47,15 @@ public final class PythonApi {
   }
 
   public static void enableCustomSource(String catalog) {
-    CredentialRegistry.get().enableCustomSource(catalog);
+    CredentialRegistry.get().sources().enableCustomSource(catalog);
   }
 
   public static void registerBridge(PythonCredentialBridge bridge) {
-    CredentialRegistry.get().registerBridge(bridge);
+    CredentialRegistry.get().sources().registerBridge(bridge);
   }
 
   public static void unregisterBridge() {
-    CredentialRegistry.get().unregisterBridge();
+    CredentialRegistry.get().sources().unregisterBridge();
   }
 
   /**
@@ -63,7 +63,7 @@ public final class PythonApi {
    * as one JSON object, read as the catalog's own are (a bad value is Knobs' one-line error).
    */
   public static void setRefreshPolicy(String catalog, String propertiesJson) {
-    CredentialRegistry.get().setRefreshPolicy(catalog, RefreshPolicy.fromProperties(Json.stringMap(Json.read(propertiesJson))));
+    CredentialRegistry.get().sources().setRefreshPolicy(catalog, RefreshPolicy.fromProperties(Json.stringMap(Json.read(propertiesJson))));
   }
 
   // ---- commit guards (CommitGuard) ----
@@ -71,7 +71,7 @@ public final class PythonApi {
   /** JSON {catalog: evidence} of every catalog's commit guard in this JVM (no secrets: counts and event lines). */
   public static String commitEvidence() {
     ObjectNode out = Json.object();
-    for (CatalogSession session : CredentialRegistry.get().sessions()) {
+    for (CatalogSession session : CredentialRegistry.get().catalogs().all()) {
       out.set(session.name, session.guard.evidence());
     }
     return Json.write(out);
@@ -79,7 +79,7 @@ public final class PythonApi {
 
   /** Forgets the commit guards' evidence (tests). */
   public static void resetCommitEvidence() {
-    for (CatalogSession session : CredentialRegistry.get().sessions()) {
+    for (CatalogSession session : CredentialRegistry.get().catalogs().all()) {
       session.guard.forgetEvidence();
     }
   }

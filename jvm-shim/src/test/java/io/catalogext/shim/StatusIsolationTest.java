@@ -29,7 +29,7 @@ public class StatusIsolationTest {
   private final String suffix = UUID.randomUUID().toString().substring(0, 8);
 
   private static String register(CatalogSession session, String table) {
-    CredentialRegistry.get().registerCatalog(session);
+    CredentialRegistry.get().catalogs().register(session);
     TableContext context = new TableContext(session.name, List.of("db"), table, "s3://b/" + table, null, false, null, null);
     Map<String, String> vended = Map.of(ShimKeys.ACCESS_KEY_ID, "K", ShimKeys.SECRET_ACCESS_KEY, "S",
         ShimKeys.EXPIRES_AT_MS, String.valueOf(System.currentTimeMillis() + 600_000));

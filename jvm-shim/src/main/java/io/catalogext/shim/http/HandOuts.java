@@ -138,7 +138,7 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
     CredentialRegistry registry = CredentialRegistry.get();
     boolean vended = CredentialSnapshot.holdsKeys(loaded.config())
         || loaded.credentials().stream().anyMatch(c -> CredentialSnapshot.holdsKeys(c.config()));
-    if (!registry.wantsTable(session.name, vended)) {
+    if (!registry.sources().wantsTable(session.name, vended)) {
       return loaded;
     }
     TableContext context =
@@ -161,7 +161,7 @@ final class HandOuts implements CatalogHttpFunnel.Interceptor {
         awaitingTableClient.set(entry);
       }
     }
-    RefreshPolicy policy = registry.policyFor(session);
+    RefreshPolicy policy = registry.sources().policyFor(session);
 
     Map<String, String> config = new HashMap<>(loaded.config());
     config.put(ShimKeys.TABLE_HANDLE, handle);

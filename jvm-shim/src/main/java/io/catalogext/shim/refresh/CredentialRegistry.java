@@ -7,9 +7,7 @@ import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.util.DaemonThreads;
 import io.catalogext.shim.util.Json;
 
-import java.lang.ref.WeakReference;
 import java.security.SecureRandom;
-import java.util.ArrayList;
 import java.util.Base64;
 import java.util.Collection;
 import java.util.HashSet;
@@ -18,7 +16,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.iceberg.rest.credentials.Credential;
-import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ArrayNode;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -47,9 +44,9 @@ public final class CredentialRegistry {
    * tracked is ignored.
    */
   private final Map<String, TableEntry> byTableKey = new ConcurrentHashMap<>();
-  private final Set<String> customSourceCatalogs = ConcurrentHashMap.newKeySet();
-  private volatile PythonCredentialBridge bridge;
-  private final Map<String, RefreshPolicy> policyOverrides = new ConcurrentHashMap<>();
+  private final CatalogSessions catalogs = new CatalogSessions();
+  private final RefreshSources sources = new RefreshSources();
+  private final ExecutorAnswers executorAnswers = new ExecutorAnswers(this);
   /** Set by the driver plugin (or found from SparkEnv): this JVM runs the Spark driver. */
   private volatile boolean driver;
   /** Executors: the plugin's RPC to the driver, once the executor plugin started. */
@@ -111,27 +108,19 @@ public final class CredentialRegistry {
     return INSTANCE;
   }
 
-  // ---- called from Python (Py4J) ----
-
-  public void registerBridge(PythonCredentialBridge pythonBridge) {
-    this.bridge = pythonBridge;
+  /** The catalog sessions of this JVM, by name and by id. */
+  public CatalogSessions catalogs() {
+    return catalogs;
   }
 
-  public void unregisterBridge() {
-    this.bridge = null;
+  /** Where fresh credentials come from (the user's Python source or the catalog) and the policies. */
+  public RefreshSources sources() {
+    return sources;
   }
 
-  /** Tables of this catalog get an entry even when it vends nothing: a user source fills them. */
-  public void enableCustomSource(String catalog) {
-    customSourceCatalogs.add(catalog);
-  }
-
-  /**
-   * A policy Python set for one catalog ({@code attach(policy=...)}): it wins over that catalog's own
-   * {@code catalog-ext.refresh.*} properties for tables handed out from now on; other catalogs keep theirs.
-   */
-  public void setRefreshPolicy(String catalog, RefreshPolicy policy) {
-    policyOverrides.put(catalog, policy);
+  /** The driver plugin's answers to executors. */
+  public ExecutorAnswers executorAnswers() {
+    return executorAnswers;
   }
 
   /** JSON array describing every table entry; no secrets. */
@@ -158,12 +147,7 @@ public final class CredentialRegistry {
     long now = clock.nowMs();
     long earliest = Long.MAX_VALUE;
     for (TableEntry e : entries.values()) {
-      for (CredentialSlot slot : e.slots().values()) {
-        CredentialSnapshot s = slot.current;
-        if (s != null && s.expiresAtMs > now && s.expiresAtMs < earliest) {
-          earliest = s.expiresAtMs;
-        }
-      }
+      earliest = Math.min(earliest, e.earliestExpiryAfter(now));
     }
     return earliest;
   }
@@ -218,9 +202,7 @@ public final class CredentialRegistry {
     long now = clock.nowMs();
     int evicted = 0;
     for (TableEntry e : entries.values()) {
-      boolean expired =
-          e.slots().values().stream().allMatch(sl -> sl.current == null || sl.current.expiresAtMs <= now);
-      if (now - e.lastActiveAtMs() > maxIdleMs && expired && entries.remove(e.handle, e)) {
+      if (now - e.lastActiveAtMs() > maxIdleMs && e.allExpired(now) && entries.remove(e.handle, e)) {
         unindex(e);
         e.evicted(this::reinstate); // a provider still holding it takes the slow path, which brings it back
         evicted++;
@@ -259,71 +241,6 @@ public final class CredentialRegistry {
     return entries.size();
   }
 
-  // ---- called from the shim ----
-
-  public boolean wantsTable(String catalog, boolean vended) {
-    return vended || customSourceCatalogs.contains(catalog);
-  }
-
-  /**
-   * The catalog sessions of this JVM by name (the latest initialised one per name), for the
-   * classic tools that name a catalog. An entry refreshes through its own session, never by name.
-   */
-  private final Map<String, CatalogSession> catalogs = new ConcurrentHashMap<>();
-  /**
-   * Every live catalog session of this JVM by id, held weakly (a closed Spark session's catalogs
-   * go with it; an entry holds its own session while it lives): handles name sessions by id.
-   */
-  private final Map<String, WeakReference<CatalogSession>> catalogsById = new ConcurrentHashMap<>();
-
-  public void registerCatalog(CatalogSession session) {
-    catalogs.put(session.name, session);
-    catalogsById.values().removeIf(ref -> ref.get() == null);
-    catalogsById.put(session.id, new WeakReference<>(session));
-  }
-
-  /** The live catalog sessions Spark session {@code sparkSession} initialised (identity; null: none). */
-  public List<CatalogSession> sessionsOf(Object sparkSession) {
-    List<CatalogSession> out = new ArrayList<>();
-    for (WeakReference<CatalogSession> ref : catalogsById.values()) {
-      CatalogSession session = ref.get();
-      if (session != null && session.ownedBy(sparkSession)) {
-        out.add(session);
-      }
-    }
-    return out;
-  }
-
-  /** The session of catalog {@code name} that Spark session {@code sparkSession} initialised, or null. */
-  public CatalogSession session(String name, Object sparkSession) {
-    for (CatalogSession session : sessionsOf(sparkSession)) {
-      if (session.name.equals(name)) {
-        return session;
-      }
-    }
-    return null;
-  }
-
-  private CatalogSession liveSession(String id) {
-    WeakReference<CatalogSession> ref = catalogsById.get(id);
-    return ref == null ? null : ref.get();
-  }
-
-  /** The latest initialised session of catalog {@code name} in this JVM, or null. */
-  public CatalogSession session(String name) {
-    return catalogs.get(name);
-  }
-
-  /** The sessions of this JVM, one per catalog name. */
-  public java.util.Collection<CatalogSession> sessions() {
-    return List.copyOf(catalogs.values());
-  }
-
-  /** The catalog's policy: one set from Python for this catalog, else its properties'. */
-  public RefreshPolicy policyFor(CatalogSession session) {
-    return policyOverrides.getOrDefault(session.name, session.policy);
-  }
-
   /**
    * Creates the driver-side entry for a table the catalog just handed out, or updates the one the
    * table already has; returns its handle. Synchronized so two concurrent loads of one table make
@@ -345,7 +262,7 @@ public final class CredentialRegistry {
     }
     String handle = handles.issue(session.id, context.tableKey());
     TableEntry entry =
-        new TableEntry(handle, context, policyFor(session), subject -> fetchFromSource(subject, session), clock,
+        new TableEntry(handle, context, sources.policyFor(session), subject -> sources.fetch(subject, session), clock,
             session.clocks);
     entry.seed("", tableConfig);
     for (Credential credential : credentials) {
@@ -408,59 +325,8 @@ public final class CredentialRegistry {
     return entry;
   }
 
-  /**
-   * The driver plugin's answer to an executor: from memory, never waiting on the catalog. A due
-   * entry starts its (single-flight) background refresh and the executor asks again.
-   */
-  public PluginMessages.Reply answerExecutor(PluginMessages.Request request) {
-    TableEntry entry = executorEntry(request);
-    if (entry == null) {
-      return PluginMessages.Reply.failed("unknown table handle");
-    }
-    String limited = staleReport(entry, request);
-    return limited != null ? PluginMessages.Reply.rejected(limited) : entry.executorReply();
-  }
-
-  /** {@link #answerExecutor}, encoded: what the plugin RPC sends (a fresh reply reused, see TableEntry). */
-  public byte[] answerExecutorBytes(PluginMessages.Request request) {
-    TableEntry entry = executorEntry(request);
-    if (entry == null) {
-      return PluginMessages.Reply.failed("unknown table handle").encode();
-    }
-    String limited = staleReport(entry, request);
-    return limited != null ? PluginMessages.Reply.rejected(limited).encode() : entry.executorReplyBytes();
-  }
-
-  /**
-   * An executor reports that S3 rejected key {@code staleKeyId} of the table: counted (and the
-   * refresh started by the reply) only while those keys are current. Null, or the rate limit's line.
-   */
-  private static String staleReport(TableEntry entry, PluginMessages.Request request) {
-    if (request.staleKeyId == null) {
-      return null;
-    }
-    return entry.onExecutorRejection(request.staleKeyId, request.staleCode);
-  }
-
-  /**
-   * The driver's entry for an executor's ask: the live entry of the handle, or, after an idle
-   * eviction, the table tracked again when this registry issued the handle for the table the
-   * executor names. Null otherwise: an executor naming a table gets nothing without its handle.
-   */
-  private TableEntry executorEntry(PluginMessages.Request request) {
-    TableEntry entry = entries.get(request.handle);
-    if (entry == null && request.identityJson != null) {
-      entry = retrackIssued(request.handle, TableContext.fromIdentity(request.identityJson));
-      if (entry == null) {
-        LOG.warn("catalog-ext: refused an executor's ask for {}: not a handle this driver issued for that table"
-            + " in a live catalog session", shown(TableContext.fromIdentity(request.identityJson)));
-      }
-    }
-    return entry;
-  }
-
   /** A table named by FileIO properties or an executor (anyone's text), as one line. */
-  private static String shown(TableContext context) {
+  static String shown(TableContext context) {
     return context.qualifiedName().replaceAll("\\s+", " ");
   }
 
@@ -469,11 +335,11 @@ public final class CredentialRegistry {
    * refreshed like any committed table through the catalog session that loaded it, when this
    * registry issued {@code handle} for {@code context}'s table and that session still lives; else null.
    */
-  private synchronized TableEntry retrackIssued(String handle, TableContext context) {
+  synchronized TableEntry retrackIssued(String handle, TableContext context) {
     if (!handles.issuedFor(handle, context.tableKey())) {
       return null;
     }
-    CatalogSession session = liveSession(TableHandles.sessionOf(handle));
+    CatalogSession session = catalogs.live(TableHandles.sessionOf(handle));
     if (session == null) {
       return null;
     }
@@ -486,7 +352,7 @@ public final class CredentialRegistry {
         handle,
         h -> {
           LOG.warn("catalog-ext: re-tracking {} after its entry was evicted", context);
-          return new TableEntry(h, context, policyFor(session), subject -> fetchFromSource(subject, session), clock,
+          return new TableEntry(h, context, sources.policyFor(session), subject -> sources.fetch(subject, session), clock,
               session.clocks);
         });
     byTableKey.putIfAbsent(key, entry);
@@ -525,32 +391,6 @@ public final class CredentialRegistry {
       throw new IllegalArgumentException("unknown table handle " + handle);
     }
     return e;
-  }
-
-  /**
-   * The table's fresh credentials: from the user's Python source if its catalog has one, else
-   * from the catalog through the strategies. Either way bounded by the policy's timeout.
-   */
-  private RefreshResult fetchFromSource(RefreshSubject entry, CatalogSession session) throws Exception {
-    long timeoutMs = entry.policy().timeoutMs;
-    String catalog = session.name;
-    if (customSourceCatalogs.contains(catalog)) {
-      PythonCredentialBridge b = bridge;
-      if (b == null) {
-        throw new IllegalStateException(
-            "the Python credential source of catalog " + catalog + " is detached");
-      }
-      String request = Json.write(entry.describe()); // a user source gets the table, no tokens
-      String response = BoundedCalls.call(
-          "catalog " + catalog, () -> b.fetchCredentials(request), timeoutMs, "the Python credential source");
-      JsonNode node = Json.read(response);
-      if (node.hasNonNull("error")) {
-        throw new IllegalStateException(node.get("error").asText());
-      }
-      return RefreshResult.fromJson(node);
-    }
-    return BoundedCalls.call(
-        "catalog " + catalog, () -> CatalogRefresher.fetch(session, entry), timeoutMs, "the catalog request");
   }
 
   public static String newId(int bytes) {

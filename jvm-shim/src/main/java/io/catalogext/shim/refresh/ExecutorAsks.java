@@ -33,7 +33,7 @@ public final class ExecutorAsks {
     }
     SERVED.incrementAndGet();
     ShimMetrics.get().askServed(true);
-    return CredentialRegistry.get().answerExecutorBytes(request);
+    return CredentialRegistry.get().executorAnswers().answerBytes(request);
   }
 
   /** Executor asks answered in this JVM. */

@@ -143,6 +143,16 @@ public final class TableEntry implements RefreshSubject {
     return slots.all();
   }
 
+  /** Whether every slot's keys have expired (or it has none). */
+  boolean allExpired(long now) {
+    return slots.allExpired(now);
+  }
+
+  /** The earliest expiry after {@code now} among this table's keys (Long.MAX_VALUE: none). */
+  long earliestExpiryAfter(long now) {
+    return slots.earliestExpiryAfter(now);
+  }
+
   /**
    * The catalog handed this table out again (a load after its CTAS, say): take what it said about
    * the table, and its credentials where they outlive the ones held.

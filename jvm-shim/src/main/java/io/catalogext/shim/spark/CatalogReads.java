@@ -210,11 +210,11 @@ public final class CatalogReads {
     }
     // This Spark session's own catalog of that name; else (initialised on a thread where another
     // session was current) the JVM's latest of that name, if it has this session's URI.
-    CatalogSession own = CredentialRegistry.get().session(name, spark);
+    CatalogSession own = CredentialRegistry.get().catalogs().named(name, spark);
     if (own != null) {
       return own;
     }
-    CatalogSession session = CredentialRegistry.get().session(name);
+    CatalogSession session = CredentialRegistry.get().catalogs().named(name);
     String uri = conf(spark, "spark.sql.catalog." + name + ".uri");
     if (session == null || uri == null || !uri.equals(session.uri)) {
       // Another catalog of that name was initialised later in this JVM (another SparkSession).

@@ -101,7 +101,7 @@ public class ErrorTypesTest {
       assertTrue(received.stream().noneMatch(r -> r.endsWith("/t/metrics")), "the report was not sent: " + received);
       // Any other report the catalog refuses is one debug line, no exception (Iceberg would log its stack):
       // the call made here through the catalog's client as the catalog assembles it (guard included).
-      CatalogSession session = CredentialRegistry.get().session("polaris-errors");
+      CatalogSession session = CredentialRegistry.get().catalogs().named("polaris-errors");
       RESTClient client = CatalogClients.funnel(Map.of("uri", LoopbackCatalog.uri(server, "")), RestJson.restMapper(), session)
           .withAuthSession(AuthSession.EMPTY);
       assertNull(client.post("v1/namespaces/db/tables/t/metrics",

@@ -96,9 +96,9 @@ public class DriverPluginSourceTest {
     // The driver: a table whose keys K0 last 60 min, and a catalog that is down from then on.
     CredentialRegistry driver = new CredentialRegistry(clock);
     CatalogSession state = new CatalogSession("c", Map.of());
-    driver.registerCatalog(state);
-    driver.enableCustomSource("c");
-    driver.registerBridge(request -> "{\"error\": \"503 from the catalog\"}");
+    driver.catalogs().register(state);
+    driver.sources().enableCustomSource("c");
+    driver.sources().registerBridge(request -> "{\"error\": \"503 from the catalog\"}");
     TableContext context = new TableContext("c", List.of("db"), "t", "s3://b/t", null, false, null, null);
     Map<String, String> vended = Map.of(ShimKeys.ACCESS_KEY_ID, "K0", ShimKeys.SECRET_ACCESS_KEY, "S",
         ShimKeys.EXPIRES_AT_MS, String.valueOf(clock.nowMs() + 60 * 60_000));
@@ -111,7 +111,7 @@ public class DriverPluginSourceTest {
         message -> {
           asks.incrementAndGet();
           PluginMessages.Request request = PluginMessages.Request.decode(message);
-          return driver.answerExecutor(new PluginMessages.Request(handle, request.identityJson)).encode();
+          return driver.executorAnswers().answer(new PluginMessages.Request(handle, request.identityJson)).encode();
         };
     TableCredentialsProvider executor = executorStartedLate(plugin, RefreshPolicy.defaults(), 5_000);
     assertEquals("K0", executor.resolveCredentials().accessKeyId(), "the driver's still-valid keys");

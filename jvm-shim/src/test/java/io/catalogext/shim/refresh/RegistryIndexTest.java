@@ -25,7 +25,7 @@ public class RegistryIndexTest {
   private final CatalogSession state = new CatalogSession("c", Map.of());
 
   public RegistryIndexTest() {
-    registry.registerCatalog(state);
+    registry.catalogs().register(state);
   }
 
   private static TableContext context(String table, String location) {
@@ -90,37 +90,37 @@ public class RegistryIndexTest {
   @Test
   public void aFreshReplyIsEncodedOnceAndRenewedWithTheKeys() throws Exception {
     java.util.concurrent.atomic.AtomicInteger fetches = new java.util.concurrent.atomic.AtomicInteger();
-    registry.enableCustomSource("c");
-    registry.registerBridge(request -> "{\"strategy\":\"user-source:test\",\"config\":{\"s3.access-key-id\":\"K"
+    registry.sources().enableCustomSource("c");
+    registry.sources().registerBridge(request -> "{\"strategy\":\"user-source:test\",\"config\":{\"s3.access-key-id\":\"K"
         + fetches.incrementAndGet() + "\",\"s3.secret-access-key\":\"S\",\"s3.session-token-expires-at-ms\":\""
         + (clock.nowMs() + 60_000) + "\"}}");
     String handle = load("t", "s3://b/t");
     PluginMessages.Request ask = new PluginMessages.Request(handle, null);
-    byte[] first = registry.answerExecutorBytes(ask);
-    assertSame(first, registry.answerExecutorBytes(ask), "a fresh reply is reused, not encoded per ask");
+    byte[] first = registry.executorAnswers().answerBytes(ask);
+    assertSame(first, registry.executorAnswers().answerBytes(ask), "a fresh reply is reused, not encoded per ask");
     PluginMessages.Reply reply = PluginMessages.Reply.decode(first);
     assertTrue(reply.fresh);
     assertEquals("K", reply.configByPrefix.get("").get(ShimKeys.ACCESS_KEY_ID));
 
     long used = registry.lookup(handle).lastUsedAtMs();
     clock.advance(1_000);
-    registry.answerExecutorBytes(ask);
+    registry.executorAnswers().answerBytes(ask);
     assertTrue(registry.lookup(handle).lastUsedAtMs() > used, "a reused reply still marks the table used");
 
     clock.advance(55_000); // due (fraction 0.2 of a minute): not fresh, a refresh starts
-    PluginMessages.Reply due = PluginMessages.Reply.decode(registry.answerExecutorBytes(ask));
+    PluginMessages.Reply due = PluginMessages.Reply.decode(registry.executorAnswers().answerBytes(ask));
     assertTrue(!due.fresh);
     long deadline = System.currentTimeMillis() + 5_000;
     PluginMessages.Reply renewed = due;
     byte[] bytes = null;
     while (!renewed.fresh && System.currentTimeMillis() < deadline) {
       Thread.sleep(20);
-      bytes = registry.answerExecutorBytes(ask);
+      bytes = registry.executorAnswers().answerBytes(ask);
       renewed = PluginMessages.Reply.decode(bytes);
     }
     assertTrue(renewed.fresh, "refreshed");
     assertEquals("K1", renewed.configByPrefix.get("").get(ShimKeys.ACCESS_KEY_ID), "the renewed keys, not the cached ones");
     assertNotSame(first, bytes);
-    assertSame(bytes, registry.answerExecutorBytes(ask));
+    assertSame(bytes, registry.executorAnswers().answerBytes(ask));
   }
 }

@@ -34,13 +34,13 @@ public class RegistryLivenessTest {
   private final AtomicInteger calls = new AtomicInteger();
 
   public RegistryLivenessTest() {
-    registry.registerCatalog(state);
-    registry.enableCustomSource("c"); // refreshed from the (here Java) bridge, as a Python source would be
+    registry.catalogs().register(state);
+    registry.sources().enableCustomSource("c"); // refreshed from the (here Java) bridge, as a Python source would be
   }
 
   /** A source answering keys K1, K2, ... valid for {@code lifetimeMs} from the fake now. */
   private void answerKeys(long lifetimeMs) {
-    registry.registerBridge(
+    registry.sources().registerBridge(
         request -> {
           int n = calls.incrementAndGet();
           return "{\"strategy\":\"user-source:test\",\"config\":{\"s3.access-key-id\":\"K" + n
@@ -87,8 +87,8 @@ public class RegistryLivenessTest {
 
   @Test
   void testFailedRefreshBacksOffAndEndsInTheDocumentedError() {
-    registry.setRefreshPolicy("c", new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 5_000, 3_600_000)); // backoff 1 s, 2 s, 4 s...; timeout 5 s
-    registry.registerBridge(
+    registry.sources().setRefreshPolicy("c", new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 5_000, 3_600_000)); // backoff 1 s, 2 s, 4 s...; timeout 5 s
+    registry.sources().registerBridge(
         request -> {
           calls.incrementAndGet();
           return "{\"error\": \"the token service said no\"}";
@@ -109,9 +109,9 @@ public class RegistryLivenessTest {
 
   @Test
   void testHungSourceTimesOut() {
-    registry.setRefreshPolicy("c", new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 300, 3_600_000)); // timeout-ms = 300
+    registry.sources().setRefreshPolicy("c", new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 300, 3_600_000)); // timeout-ms = 300
     CountDownLatch never = new CountDownLatch(1);
-    registry.registerBridge(
+    registry.sources().registerBridge(
         request -> {
           calls.incrementAndGet();
           try {
@@ -190,7 +190,7 @@ public class RegistryLivenessTest {
             "credential_refresh.finished refreshed user-source:test - true true"),
         refreshEvents("c.db.evented"), "events of a refresh");
 
-    registry.registerBridge(request -> "{\"error\": \"503 from https://catalog.internal/x?token=abc\"}");
+    registry.sources().registerBridge(request -> "{\"error\": \"503 from https://catalog.internal/x?token=abc\"}");
     clock.advance(11 * MINUTE);
     registry.tick();
     assertThrows(RuntimeException.class, provider::resolveCredentials);
@@ -203,9 +203,9 @@ public class RegistryLivenessTest {
 
   @Test
   void testAHungCatalogDoesNotStarveAnotherCatalogsRefreshes() throws Exception {
-    registry.setRefreshPolicy("c", new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 300, 3_600_000)); // timeout-ms = 300
+    registry.sources().setRefreshPolicy("c", new RefreshPolicy(0, 0.2, 60_000, 1_000, 60_000, 300, 3_600_000)); // timeout-ms = 300
     java.util.concurrent.atomic.AtomicBoolean released = new java.util.concurrent.atomic.AtomicBoolean();
-    registry.registerBridge(
+    registry.sources().registerBridge(
         request -> {
           if (request.contains("\"catalog\":\"hung\"")) {
             while (!released.get()) { // like a socket read: deaf to interrupts
@@ -247,8 +247,8 @@ public class RegistryLivenessTest {
   }
 
   private TableEntry trackIn(CatalogSession catalog, String table) {
-    registry.registerCatalog(catalog);
-    registry.enableCustomSource(catalog.name);
+    registry.catalogs().register(catalog);
+    registry.sources().enableCustomSource(catalog.name);
     TableContext context =
         new TableContext(catalog.name, List.of("db"), table, "s3://b/" + table, null, false, null, null);
     Map<String, String> config = new HashMap<>();

@@ -37,8 +37,8 @@ public class SessionBoundHandlesTest {
 
   public SessionBoundHandlesTest() {
     registry.markDriver();
-    registry.registerCatalog(alice);
-    registry.registerCatalog(mallory);
+    registry.catalogs().register(alice);
+    registry.catalogs().register(mallory);
   }
 
   private TableContext table(String catalog, String name) {
@@ -159,20 +159,20 @@ public class SessionBoundHandlesTest {
   public void executorsAskingWithAnIdentityAndNoIssuedHandleGetNoKeys() {
     String aliceHandle = aliceLoads("t");
     String identity = table("lake", "t").identityJson();
-    PluginMessages.Reply forged = registry.answerExecutor(new PluginMessages.Request(mallory.id + ".AAAA.BBBB", identity));
+    PluginMessages.Reply forged = registry.executorAnswers().answer(new PluginMessages.Request(mallory.id + ".AAAA.BBBB", identity));
     assertNotNull(forged.error);
     assertTrue(forged.configByPrefix.isEmpty(), "keys went to a forged handle: " + forged.configByPrefix.keySet());
     assertEquals(1, registry.size());
 
-    PluginMessages.Reply live = registry.answerExecutor(new PluginMessages.Request(aliceHandle, identity));
+    PluginMessages.Reply live = registry.executorAnswers().answer(new PluginMessages.Request(aliceHandle, identity));
     assertEquals("ALICE", live.configByPrefix.get("").get(ShimKeys.ACCESS_KEY_ID));
 
     evictAll();
     PluginMessages.Reply otherTable =
-        registry.answerExecutor(new PluginMessages.Request(aliceHandle, table("lake", "other").identityJson()));
+        registry.executorAnswers().answer(new PluginMessages.Request(aliceHandle, table("lake", "other").identityJson()));
     assertTrue(otherTable.configByPrefix.isEmpty());
     assertNull(registry.lookup(aliceHandle));
-    registry.answerExecutor(new PluginMessages.Request(aliceHandle, identity)); // the genuine ask re-tracks
+    registry.executorAnswers().answer(new PluginMessages.Request(aliceHandle, identity)); // the genuine ask re-tracks
     assertNotNull(registry.lookup(aliceHandle));
   }
 
@@ -210,8 +210,8 @@ public class SessionBoundHandlesTest {
 
   @Test
   public void aFailedRefreshShowsItsTypeNotItsMessage() throws Exception {
-    registry.enableCustomSource("lake");
-    registry.registerBridge(request -> "{\"error\": \"denied: Authorization: Bearer sekrit-token-123\"}");
+    registry.sources().enableCustomSource("lake");
+    registry.sources().registerBridge(request -> "{\"error\": \"denied: Authorization: Bearer sekrit-token-123\"}");
     String handle = aliceLoads("t");
     assertThrows(Exception.class, () -> registry.refresh(handle, registry.generation(handle)));
     var row = Json.read(registry.describe(List.of(alice))).get(0);
@@ -234,12 +234,12 @@ public class SessionBoundHandlesTest {
         .uri("http://127.0.0.1:" + server.getAddress().getPort()).build()) {
       CredentialRegistry fresh = new CredentialRegistry(clock);
       fresh.markDriver();
-      fresh.registerCatalog(alice);
+      fresh.catalogs().register(alice);
       String handle = fresh.registerDriverTable(table("lake", "t"), alice, vended("ALICE"), List.of());
       CatalogSession later = new CatalogSession("lake", Map.of());
       later.observedTableOperation(client, "v1/");
-      fresh.registerCatalog(later);
-      assertSame(later, fresh.session("lake"));
+      fresh.catalogs().register(later);
+      assertSame(later, fresh.catalogs().named("lake"));
       Exception failed = assertThrows(Exception.class, () -> fresh.refresh(handle, fresh.generation(handle)));
       assertTrue(failed.getMessage().contains("handed out no table yet"), failed.getMessage()); // Alice's own session
       assertEquals(0, seen.get(), "Alice's refresh went to the later catalog of her catalog's name");

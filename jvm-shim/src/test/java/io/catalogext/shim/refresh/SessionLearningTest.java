@@ -59,7 +59,7 @@ public class SessionLearningTest {
     CredentialRegistry registry = new CredentialRegistry(clock);
     registry.markDriver();
     for (CatalogSession session : sessions) {
-      registry.registerCatalog(session);
+      registry.catalogs().register(session);
     }
     return registry;
   }

@@ -46,7 +46,7 @@ public class CatalogSessionTest {
   }
 
   private static CatalogSession session(String name) {
-    return CredentialRegistry.get().sessions().stream().filter(s -> s.name.equals(name)).findFirst()
+    return CredentialRegistry.get().catalogs().all().stream().filter(s -> s.name.equals(name)).findFirst()
         .orElseThrow(() -> new AssertionError("no session " + name));
   }
 
@@ -79,13 +79,13 @@ public class CatalogSessionTest {
         ExtRESTCatalog b = catalog(server, "session-test-pb", "/b", Map.of("catalog-ext.refresh.timeout-ms", "8000"))) {
       PythonApi.setRefreshPolicy(a.name(), "{\"catalog-ext.refresh.timeout-ms\": \"1234\", \"catalog-ext.refresh.lifetime-fraction\": \"0.5\"}");
       CredentialRegistry registry = CredentialRegistry.get();
-      assertEquals(1234L, registry.policyFor(session(a.name())).timeoutMs, "a: the policy Python set for it");
-      assertEquals(0.5, registry.policyFor(session(a.name())).fraction, "a: every knob of the map");
-      assertEquals(8000L, registry.policyFor(session(b.name())).timeoutMs, "b keeps its own properties");
+      assertEquals(1234L, registry.sources().policyFor(session(a.name())).timeoutMs, "a: the policy Python set for it");
+      assertEquals(0.5, registry.sources().policyFor(session(a.name())).fraction, "a: every knob of the map");
+      assertEquals(8000L, registry.sources().policyFor(session(b.name())).timeoutMs, "b keeps its own properties");
       IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
           () -> PythonApi.setRefreshPolicy(b.name(), "{\"catalog-ext.refresh.timeout-ms\": \"soon\"}"));
       assertTrue(bad.getMessage().startsWith("Bad catalog property catalog-ext.refresh.timeout-ms='soon'"), bad.getMessage());
-      assertEquals(8000L, registry.policyFor(session(b.name())).timeoutMs, "a refused policy changes nothing");
+      assertEquals(8000L, registry.sources().policyFor(session(b.name())).timeoutMs, "a refused policy changes nothing");
     } finally {
       server.stop(0);
     }

@@ -72,7 +72,7 @@ public class CatalogReadsTest {
   void testRawGetUsesTheCatalogsOwnSessionPrefixAndParameters() throws Exception {
     HttpServer server = catalogServer();
     try (ExtRESTCatalog catalog = catalog(server, "reads-test-get")) {
-      CatalogSession session = CredentialRegistry.get().session("reads-test-get");
+      CatalogSession session = CredentialRegistry.get().catalogs().named("reads-test-get");
       IllegalStateException early =
           assertThrows(IllegalStateException.class,
               () -> CatalogReads.get(session, "/polaris/v1/{prefix}/applicable-policies", Map.of()));
@@ -103,7 +103,7 @@ public class CatalogReadsTest {
     HttpServer server = catalogServer();
     try (ExtRESTCatalog catalog = catalog(server, "reads-test-errors")) {
       catalog.loadTable(TableIdentifier.of("db", "t"));
-      CatalogSession session = CredentialRegistry.get().session("reads-test-errors");
+      CatalogSession session = CredentialRegistry.get().catalogs().named("reads-test-errors");
       NoSuchTableException gone =
           assertThrows(NoSuchTableException.class, () -> CatalogReads.get(session, "polaris/v1/{prefix}/gone", Map.of()));
       assertTrue(gone.getMessage().contains("HTTP 404 NoSuchTableException: table db.x does not exist"), gone.getMessage());

@@ -1,0 +1,65 @@
+package io.catalogext.shim.refresh;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The driver plugin's answers to executors' asks: from memory, never waiting on the catalog. A due
+ * entry starts its (single-flight) background refresh and the executor asks again.
+ */
+public final class ExecutorAnswers {
+  private static final Logger LOG = LoggerFactory.getLogger(ExecutorAnswers.class);
+  private final CredentialRegistry registry;
+
+  ExecutorAnswers(CredentialRegistry registry) {
+    this.registry = registry;
+  }
+
+  public PluginMessages.Reply answer(PluginMessages.Request request) {
+    TableEntry entry = entryFor(request);
+    if (entry == null) {
+      return PluginMessages.Reply.failed("unknown table handle");
+    }
+    String limited = staleReport(entry, request);
+    return limited != null ? PluginMessages.Reply.rejected(limited) : entry.executorReply();
+  }
+
+  /** {@link #answer}, encoded: what the plugin RPC sends (a fresh reply reused, see TableEntry). */
+  public byte[] answerBytes(PluginMessages.Request request) {
+    TableEntry entry = entryFor(request);
+    if (entry == null) {
+      return PluginMessages.Reply.failed("unknown table handle").encode();
+    }
+    String limited = staleReport(entry, request);
+    return limited != null ? PluginMessages.Reply.rejected(limited).encode() : entry.executorReplyBytes();
+  }
+
+  /**
+   * An executor reports that S3 rejected key {@code staleKeyId} of the table: counted (and the
+   * refresh started by the reply) only while those keys are current. Null, or the rate limit's line.
+   */
+  private static String staleReport(TableEntry entry, PluginMessages.Request request) {
+    if (request.staleKeyId == null) {
+      return null;
+    }
+    return entry.onExecutorRejection(request.staleKeyId, request.staleCode);
+  }
+
+  /**
+   * The driver's entry for an executor's ask: the live entry of the handle, or, after an idle
+   * eviction, the table tracked again when the registry issued the handle for the table the
+   * executor names. Null otherwise: an executor naming a table gets nothing without its handle.
+   */
+  private TableEntry entryFor(PluginMessages.Request request) {
+    TableEntry entry = registry.lookup(request.handle);
+    if (entry == null && request.identityJson != null) {
+      TableContext named = TableContext.fromIdentity(request.identityJson);
+      entry = registry.retrackIssued(request.handle, named);
+      if (entry == null) {
+        LOG.warn("catalog-ext: refused an executor's ask for {}: not a handle this driver issued for that table"
+            + " in a live catalog session", CredentialRegistry.shown(named));
+      }
+    }
+    return entry;
+  }
+}
