@@ -58,6 +58,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 _LAUNCH_LOG: Path | None = None
 
 
+_JVM_VIOLATIONS: Path | None = None  # see pytest_configure
+_JVM_VIOLATIONS_READ = 0  # bytes of it already read back
+
 _AST_RACE = sys.version_info < (3, 11, 8) or (3, 12) <= sys.version_info < (3, 12, 2)
 
 
@@ -93,8 +96,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # compiling cost a Spark start about 35 % more CPU on the 2 cores CI has (15.5 s against 10 s).
     defaults = conf / "spark-defaults.conf"
     previous = defaults.read_text() if defaults.is_file() else ""
-    defaults.write_text(previous + "\nspark.driver.defaultJavaOptions -Dcatalogext.events.check-schema=true -XX:TieredStopAtLevel=1\n"
-                        "spark.executor.defaultJavaOptions -XX:TieredStopAtLevel=1\n")
+    # JVMs in subprocesses (spark-submit, Connect servers, standalone executors) also append each
+    # mismatch to one file, read back after each test (`_subprocess_jvm_violations`).
+    global _JVM_VIOLATIONS
+    _JVM_VIOLATIONS = conf / "event-violations.log"
+    check = f"-Dcatalogext.events.check-schema=true -Dcatalogext.events.violations-file={_JVM_VIOLATIONS}"
+    defaults.write_text(previous + f"\nspark.driver.defaultJavaOptions {check} -XX:TieredStopAtLevel=1\n"
+                        f"spark.executor.defaultJavaOptions {check} -XX:TieredStopAtLevel=1\n")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -136,9 +144,24 @@ def events_match_their_schema() -> Any:
     finally:
         events.set_check(None)
     found.extend(_jvm_schema_violations())
+    found.extend(_subprocess_jvm_violations())
     if found:
         pytest.fail("events that do not match resources/event-schemas.json:\n" + "\n".join(dict.fromkeys(found)),
                     pytrace=False)
+
+
+def _subprocess_jvm_violations() -> list[str]:
+    """The lines any Spark JVM of this run appended to the violations file since the last call (for
+    a JVM in a subprocess, the only way its mismatches reach a test)."""
+    global _JVM_VIOLATIONS_READ
+    if _JVM_VIOLATIONS is None or not _JVM_VIOLATIONS.is_file():
+        return []
+    with _JVM_VIOLATIONS.open("rb") as f:
+        f.seek(_JVM_VIOLATIONS_READ)
+        new = f.read()
+    complete = new[:new.rfind(b"\n") + 1]  # a line being written is read next time
+    _JVM_VIOLATIONS_READ += len(complete)
+    return complete.decode("utf-8", "replace").splitlines()
 
 
 def _jvm_schema_violations() -> list[str]:

@@ -112,3 +112,24 @@ def test_the_shim_jar_carries_the_same_schema() -> None:
 
     with zipfile.ZipFile(shim_build.shim_jar()) as jar:
         assert jar.read("io/catalogext/shim/event-schemas.json") == event_schemas.SCHEMAS_PATH.read_bytes()
+
+
+def test_a_subprocess_jvms_mismatches_reach_the_test_through_the_violations_file() -> None:
+    """Every Spark JVM the suite starts, in a subprocess too, names the file it appends mismatches to
+    (EventSchemasTest shows the JVM's side); the autouse check reads the complete lines back once."""
+    import os
+    import sys
+
+    conftest = sys.modules["conftest"]
+    path = conftest._JVM_VIOLATIONS
+    defaults = Path(os.environ["SPARK_CONF_DIR"], "spark-defaults.conf").read_text()
+    for role in ("driver", "executor"):
+        line = next(x for x in defaults.splitlines() if x.startswith(f"spark.{role}.defaultJavaOptions "))
+        assert f"-Dcatalogext.events.violations-file={path}" in line.split() and "-Dcatalogext.events.check-schema=true" in line
+    with path.open("a") as f:
+        f.write("test.a: unknown event type\ntest.b: half")
+    assert conftest._subprocess_jvm_violations() == ["test.a: unknown event type"]
+    with path.open("a") as f:
+        f.write(" written\n")
+    assert conftest._subprocess_jvm_violations() == ["test.b: half written"]
+    assert conftest._subprocess_jvm_violations() == []

@@ -22,6 +22,11 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 public final class EventSchemas {
   /** System property: hold every emitted event to the schema and record what does not match (tests). */
   public static final String CHECK_PROPERTY = "catalogext.events.check-schema";
+  /**
+   * System property: a file each mismatch is also appended to, one line each, so a test reads what a
+   * JVM it started in a subprocess (spark-submit, a Connect server, an executor) found.
+   */
+  public static final String VIOLATIONS_FILE_PROPERTY = "catalogext.events.violations-file";
   static final String RESOURCE = "/io/catalogext/shim/event-schemas.json";
   private static final String RUNTIME = "jvm";
 

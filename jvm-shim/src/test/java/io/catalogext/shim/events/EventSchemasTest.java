@@ -3,9 +3,13 @@ package io.catalogext.shim.events;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.node.ObjectNode;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** resources/event-schemas.json's check of JVM events, and that the test suite runs it on every emit. */
 public class EventSchemasTest {
@@ -55,5 +59,21 @@ public class EventSchemasTest {
     EventLog.emit("test.not-in-the-schema", EventLog.fields());
     List<String> found = EventLog.takeSchemaViolations(); // taken here, so EventSchemaExtension sees none
     assertEquals(List.of("test.not-in-the-schema: unknown event type (add it to resources/event-schemas.json)"), found);
+  }
+
+  @Test
+  void testAJvmInASubprocessReportsThroughTheViolationsFile(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("violations.log"); // what tests/conftest.py reads after each test
+    System.setProperty(EventSchemas.VIOLATIONS_FILE_PROPERTY, file.toString());
+    try {
+      EventLog.emit("test.not-in-the-schema", EventLog.fields());
+    } finally {
+      System.clearProperty(EventSchemas.VIOLATIONS_FILE_PROPERTY);
+      EventLog.takeSchemaViolations();
+    }
+    EventLog.emit("test.not-in-the-schema", EventLog.fields()); // no file named: the list only
+    assertEquals(1, EventLog.takeSchemaViolations().size());
+    assertEquals(List.of("test.not-in-the-schema: unknown event type (add it to resources/event-schemas.json)"),
+        Files.readAllLines(file, StandardCharsets.UTF_8));
   }
 }
