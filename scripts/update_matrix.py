@@ -61,13 +61,8 @@ def replace_block(text: str, name: str, body: str) -> str:
 def rendered(readme: str, docs: str, doctor_doc: str) -> tuple[str, str, str]:
     """README, docs/emulated-catalogs.md and docs/doctor.md with their generated blocks re-rendered
     from the recorded files."""
-    from pyspark_catalog_ext.doctor.matrix import (
-        README_NOTES,
-        render_emulated_table,
-        render_matrix,
-        render_matrix_notes,
-        render_store_table,
-    )
+    from pyspark_catalog_ext.doctor.matrix_tables import README_NOTES, render_emulated_table, render_matrix, render_matrix_notes
+    from pyspark_catalog_ext.doctor.store_matrix import render_store_table
 
     docs = replace_block(docs, "emulated-matrix", render_emulated_table())
     return (replace_block(readme, "support-matrix", render_matrix(notes=README_NOTES)),

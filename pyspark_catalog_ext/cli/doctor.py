@@ -27,12 +27,12 @@ examples:
 
 def _cmd(args: argparse.Namespace) -> int:
     if args.print_profiles:
-        from pyspark_catalog_ext.doctor.matrix import profiles_json, render_profiles
+        from pyspark_catalog_ext.doctor.profile_listing import profiles_json, render_profiles
 
         print(json.dumps(profiles_json(), indent=2) if args.json else render_profiles())
         return 0
     if args.print_matrix:
-        from pyspark_catalog_ext.doctor.matrix import render_matrix
+        from pyspark_catalog_ext.doctor.matrix_tables import render_matrix
 
         print(render_matrix(args.matrix_dir))
         return 0

@@ -1,13 +1,12 @@
-"""The support matrix: doctor reports saved per profile (`resources/matrix/<profile>.json`,
+"""The support matrix's recorded runs: doctor reports saved per profile (`resources/matrix/<profile>.json`,
 written by `doctor --save-matrix` against a real server) and recordings of the emulated catalogs
-(`resources/matrix/emulated/<family>-<release>.json`, written by the slow emulated suite), rendered
-as the README's markdown table and the catalog x step table of docs/emulated-catalogs.md, plus the
-profile listing. Needs no server and imports neither Spark nor PyIceberg.
+(`resources/matrix/emulated/<family>-<release>.json`, written by the slow emulated suite), saved,
+loaded and compared. `matrix_tables` renders them as the README's markdown table and the catalog x
+step table of docs/emulated-catalogs.md, `store_matrix` the store table, `profile_listing` the profile
+listing. Needs no server and imports neither Spark nor PyIceberg.
 
 Each capability is reduced to what the user sees: works, degraded (how we go on without it) or
-refused (why), with its reference. Profiles with neither a run nor a recording are shown as
-"reference only": their defaults come from vendor documentation and were never run here, so the
-table never claims they work.
+refused (why), with its reference.
 """
 
 from __future__ import annotations
@@ -18,14 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pyspark_catalog_ext.catalog.profiles import PROFILES, Profile
-
-__all__ = ["PARTIAL", "MATRIX_DIR", "EMULATED_DIR", "REAL_DIR", "REAL_SOURCE", "RECORD_ENV", "README_NOTES", "COLUMNS",
-           "INVENTORY_COLUMNS", "WITHOUT", "STEP_TITLES", "save_matrix", "load_matrix", "load_emulated", "load_real",
-           "capabilities", "doctor_record", "step_record",
-           "stable_text", "diff_line", "check_emulated", "render_matrix", "render_matrix_notes",
-           "render_emulated_table", "render_profiles", "profiles_json",
-           "STORE_TABLE_LINK", "STORES_DIR", "STORE_PROBES", "STORE_STYLES", "STORE_STACKS", "load_stores", "store_record", "render_store_table"]
+__all__ = ["PARTIAL", "MATRIX_DIR", "EMULATED_DIR", "REAL_DIR", "REAL_SOURCE", "RECORD_ENV", "WITHOUT", "save_matrix", "load_matrix",
+           "load_emulated", "load_real", "capabilities", "doctor_record", "step_record", "stable_text", "diff_line", "check_emulated"]
 
 #: Where `--save-matrix` writes and `--print-matrix` reads by default (shipped in the wheel).
 MATRIX_DIR = Path(__file__).resolve().parent.parent / "resources" / "matrix"
@@ -35,15 +28,9 @@ EMULATED_DIR = MATRIX_DIR / "emulated"
 REAL_DIR = MATRIX_DIR / "real"
 #: The `source` of a real server's recording (an emulated one says "emulator").
 REAL_SOURCE = "real server"
-#: Recordings of the doctor's ADLS and GCS probes on the emulated stores (tests/slow/test_store_doctor.py), one file per store.
-STORES_DIR = MATRIX_DIR / "stores"
 #: Set to 1 to make the emulated suite rewrite its recordings instead of comparing with them.
 RECORD_ENV = "CATALOG_EXT_RECORD_MATRIX"
 RECORD_FORMAT = 1
-#: Where the README's support matrix points for its numbered notes (rendered there by update_matrix.py).
-README_NOTES = "[Catalogs proven here](docs/emulated-catalogs.md#support-matrix-notes)"
-#: Where the README's support matrix points for the store table (rendered there by update_matrix.py).
-STORE_TABLE_LINK = "[Doctor: stores](docs/doctor.md#stores-tested)"
 
 # What the user sees, per capability and per step of the user path.
 WORKS, DEGRADED, REFUSED, FAILS, NOT_PROBED, NOT_APPLICABLE = "works", "degraded", "refused", "fail", "not probed", "n/a"
@@ -74,45 +61,6 @@ WITHOUT: Mapping[str, tuple[str, str]] = {
     "store-credentials": (DEGRADED, "no ADLS or GCS tokens vended: jobs use their own store credentials; nothing to refresh"),
     "store-refresh": (REFUSED, "a job that outlasts the vended token fails at its expiry"),
 }
-
-#: The user path the emulated suite runs on each catalog, by step number (the catalog x step table shows the recorded ones).
-STEP_TITLES: Mapping[str, str] = {
-    "1": "configure", "2": "CTAS + writeTo", "3": "long read + MERGE", "4": "lost commit answer",
-    "5": "cleanup dry run", "6": "PyIceberg scan + append", "7": "maintain (policies)", "8": "remote signing",
-}
-
-#: (column title, probe ids) of the markdown table.
-COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Catalog basics", ("config", "auth", "namespaces", "tables")),
-    ("PyIceberg append + scan", ("pyiceberg",)),
-    ("Spark CTAS / read / append", ("spark-ctas", "spark-read", "spark-append")),
-    ("Vended credentials", ("vended-credentials",)),
-    ("Exact-prefix scope", ("credential-scope",)),
-    ("Refresh endpoint", ("refresh-endpoint",)),
-    ("`GET …/credentials`", ("credentials-endpoint",)),
-    ("`storage-refresh-token`", ("storage-refresh-token",)),
-    ("Re-stage", ("re-stage",)),
-    ("Stage + commit", ("stage-commit",)),
-    ("Idempotency-Key advertised / replayed", ("idempotency-advertised", "idempotency-replay")),
-    ("Remote signing", ("remote-signing",)),
-    # Other engines on the same catalog (doctor/clients.py); a row recorded before the probe existed says "not run".
-    ("Clients: DuckDB", ("duckdb",)),
-    ("Clients: Trino", ("trino",)),
-)
-
-#: (column title, probe ids) of the server inventory table: what Iceberg users do in Spark.
-INVENTORY_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Rename table", ("rename-table",)),
-    ("Views", ("views",)),
-    ("Namespace properties", ("namespace-properties",)),
-    ("Partition by first column", ("partition-first-column",)),
-    ("DELETE/MERGE merge-on-read", ("dml-merge-on-read",)),
-    ("DELETE/MERGE copy-on-write", ("dml-copy-on-write",)),
-    ("rewrite_data_files", ("rewrite-data-files",)),
-    ("expire_snapshots", ("expire-snapshots",)),
-    ("remove_orphan_files", ("remove-orphan-files",)),
-    ("rewrite_manifests", ("rewrite-manifests",)),
-)
 
 
 def save_matrix(report: Mapping[str, Any], directory: Path | str | None = None) -> Path:
@@ -232,20 +180,6 @@ def load_real(directory: Path | str | None = None) -> dict[str, dict[str, Any]]:
     return _load_entries(Path(directory) if directory else REAL_DIR, by_file_name=True)
 
 
-def _by_profile(recordings: Mapping[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Recordings in the order of the profiles (then by id), as the tables list them."""
-    order = {name: i for i, name in enumerate(PROFILES)}
-    # A profile's real-server rows come before its emulated ones: where they disagree, the real one wins.
-    return dict(sorted(recordings.items(), key=lambda kv: (order.get(str(kv[1].get("profile")), len(order)),
-                                                          kv[1].get("source") != REAL_SOURCE, kv[0])))
-
-
-def _recordings(emulated_dir: Path | str | None) -> dict[str, dict[str, Any]]:
-    """Emulated and real-server recordings together (the real ones beside `emulated_dir`, in real/)."""
-    real_dir = Path(emulated_dir).parent / "real" if emulated_dir else REAL_DIR
-    return _by_profile({**load_emulated(emulated_dir), **load_real(real_dir)})
-
-
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(value, Mapping) and value:
         out: dict[str, Any] = {}
@@ -297,372 +231,7 @@ def check_emulated(entry_id: str, section: str, value: Mapping[str, Any], meta: 
             f"{entry_id} {section} differs from {where} (recorded -> now): {diff}; if intended, re-record: {command}")
 
 
-def _cell(entry: Mapping[str, Any], ids: tuple[str, ...]) -> str:
-    by_id = {p["id"]: p for p in entry.get("probes", [])}
-    statuses = [by_id[i]["status"] if i in by_id else "not run" for i in ids]
-    if len(set(statuses)) == 1:
-        text = statuses[0]
-    elif len(ids) == 2:
-        text = " / ".join(statuses)
-    else:
-        bad = [f"{i} {s}" for i, s in zip(ids, statuses, strict=True) if s != "pass"]
-        text = "pass except " + ", ".join(bad) if "pass" in statuses else " / ".join(statuses)
-    if ids == ("vended-credentials",) and text == "pass":
-        lifetime = (by_id["vended-credentials"].get("evidence") or {}).get("lifetime_s")
-        rotates = (by_id["vended-credentials"].get("evidence") or {}).get("rotates_per_load")
-        if lifetime:
-            text += f" ({_round_lifetime(lifetime)} s{', rotate per load' if rotates else ''})"
-    return "**fail**" if text == "fail" else text
-
-
-def _round_lifetime(seconds: float) -> int:
-    # A run measures the remaining lifetime a moment after vending: round to the minute.
-    return int(round(float(seconds) / 60.0) * 60) if seconds >= 60 else int(seconds)
-
-
-class _Notes:
-    """Numbered notes under a table, one per distinct text: a cell says `degraded [2]`, note 2 says how."""
-
-    def __init__(self) -> None:
-        self.items: list[str] = []
-
-    def label(self, cap: Mapping[str, Any] | None) -> str:
-        if cap is None:
-            return "not run"
-        outcome = str(cap.get("outcome"))
-        if outcome == NOT_PROBED:  # the legend says why; the missing prerequisite has its own note
-            return outcome
-        parts = [cap.get("how") or cap.get("why") or ""]
-        if cap.get("doctor") and cap.get("doctor") != parts[0]:
-            parts.append(f"doctor: \"{cap['doctor']}\"")
-        if cap.get("ref"):
-            parts.append(f"ref: {cap['ref']}")
-        text = "; ".join(p for p in parts if p)
-        shown = f"**{outcome}**" if outcome == FAILS else outcome
-        if not text:
-            return shown
-        note = f"{outcome}: {text}"
-        if note not in self.items:
-            self.items.append(note)
-        return f"{shown} [{self.items.index(note) + 1}]"
-
-    def lines(self) -> list[str]:
-        return [f"- [{i}] {_md(note)}" for i, note in enumerate(self.items, 1)]
-
-
+# ------------------------------------------------------------------ shared by the tables (matrix_tables, store_matrix)
 def _md(text: str) -> str:
     """Text safe inside a markdown table cell."""
     return str(text).replace("|", "\\|")
-
-
-def _capability_cell(caps: Mapping[str, Mapping[str, Any]], ids: tuple[str, ...], notes: _Notes) -> str:
-    labels = [notes.label(caps.get(i)) for i in ids]
-    if len(set(labels)) == 1:
-        return labels[0]
-    if len(ids) <= 2:
-        return " / ".join(labels)
-    works = [lab.startswith(WORKS) for lab in labels]
-    if all(works):  # every probe works, some with a reference: one "works" with their notes
-        return "works " + " ".join(dict.fromkeys(lab.split(" ", 1)[1] for lab in labels if " " in lab))
-    if any(works):
-        return "works except " + ", ".join(f"{i} {lab}" for i, lab, ok in zip(ids, labels, works, strict=True) if not ok)
-    return " / ".join(labels)
-
-
-def _real_row(name: str, entry: Mapping[str, Any], notes: _Notes) -> list[str]:
-    """A `--save-matrix` run's row (always on SeaweedFS's S3)."""
-    server = (entry.get("catalog") or {}).get("server") or "catalog"
-    when = str(entry.get("generated_at", ""))[:10]
-    version = (entry.get("tool") or {}).get("version", "?")
-    caps = capabilities(entry)
-    cells = [f"`{name}`", f"{server}, {when}, doctor {version}", "real server", "S3 (SeaweedFS)"]
-    for _, ids in COLUMNS:
-        text = _capability_cell(caps, ids, notes)
-        if ids == ("vended-credentials",) and text == WORKS:
-            by_id = {p["id"]: p for p in entry.get("probes", [])}
-            evidence = by_id["vended-credentials"].get("evidence") or {}
-            if evidence.get("lifetime_s"):
-                rotate = ", rotate per load" if evidence.get("rotates_per_load") else ""
-                text += f" ({_round_lifetime(evidence['lifetime_s'])} s{rotate})"
-        cells.append(text)
-    return cells
-
-
-def _emulated_row(entry_id: str, entry: Mapping[str, Any], notes: _Notes, stores: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    caps = dict((entry.get("doctor") or {}).get("capabilities") or {})
-    if "pyiceberg" not in caps and isinstance(entry.get("step-6"), Mapping):
-        caps["pyiceberg"] = _step_capability(entry["step-6"])  # the user path's PyIceberg scan + append
-    release = f"{entry.get('family', '?')} {entry.get('release', '?')}"
-    if entry.get("source") == REAL_SOURCE:
-        cells = [f"`{entry['profile']}`", f"{release} on SeaweedFS (tests/realservers)",
-                 f"real server {entry.get('release', '?')}"]
-    elif entry.get("checked_against"):
-        cells = [f"`{entry['profile']}`", f"emulated {release} (tests/emulators), checked against recorded real answers "
-                 f"({entry['checked_against']})", f"emulator ({entry.get('release', '?')}), checked against recorded real answers"]
-    else:
-        cells = [f"`{entry['profile']}`", f"emulated {release} (tests/emulators)", f"emulator ({entry.get('release', '?')})"]
-    return cells + [_stores_cell(entry, stores)] + [_capability_cell(caps, ids, notes) for _, ids in COLUMNS]
-
-
-def _step_capability(step: Mapping[str, Any]) -> dict[str, Any]:
-    """A recorded user-path step as a capability cell: its outcome, and what it said as the note."""
-    text = step.get("note") or step.get("how") or step.get("message") or step.get("why")
-    outcome = str(step.get("outcome"))
-    return {"outcome": outcome, **({} if outcome == WORKS or not text else {"how" if outcome == DEGRADED else "why": text})}
-
-
-def _support_table(directory: Path | str | None) -> tuple[list[str], _Notes, dict[str, dict[str, Any]]]:
-    entries = load_matrix(directory)
-    emulated = _recordings(Path(directory) / "emulated" if directory else None)
-    stores = load_stores(Path(directory) / "stores" if directory else None)
-    notes = _Notes()
-    head = ["Profile", "Tested against", "Source", "Stores"] + [title for title, _ in COLUMNS]
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    names = list(PROFILES) + sorted((set(entries) | {e["profile"] for e in emulated.values()}) - set(PROFILES))
-    for name in names:
-        rows = []
-        if name in entries:
-            rows.append(_real_row(name, entries[name], notes))
-        rows += [_emulated_row(eid, e, notes, stores) for eid, e in emulated.items() if e.get("profile") == name]
-        if not rows:
-            prof = PROFILES[name]
-            alias = f", alias of `{prof.alias_of}`" if prof.alias_of else ""
-            where, source = (("emulated (documented behaviour on loopback, tests/emulators; not recorded)", "emulator")
-                             if prof.emulated else (f"reference only (vendor docs, not run here{alias})", "reference only"))
-            rows.append([f"`{name}`", where, source, _stores_cell(None, stores)] + ["—"] * len(COLUMNS))
-        lines += ["| " + " | ".join(_md(c) if i < 4 else c for i, c in enumerate(cells)) + " |" for cells in rows]
-    return lines, notes, entries
-
-
-LEGEND = ("Source: *real server*: a recorded `doctor` run against SeaweedFS (`resources/matrix/<profile>.json`); "
-          "*real server N*: recorded by the slow real-server suite against that release run here on SeaweedFS "
-          "(`resources/matrix/real/`); *emulator (release)*: recorded by the slow emulated suite against a loopback emulation of that release's "
-          "documented behaviour, not its server (`resources/matrix/emulated/`); *emulator (release), checked against recorded real "
-          "answers*: the same emulation compared, answer by answer, with a real server's recorded answers "
-          "(tests/emulators/observed/, tests/unit/test_emulated_polaris.py); *reference only*: vendor docs, never "
-          "run here. works / degraded [n]: how the package goes on without it / refused [n]: why / **fail**; "
-          "not probed: a prerequisite is missing; not run: skipped (the emulated runs leave Spark and the inventory "
-          "to the user path; their PyIceberg cell is the user path's step 6, scan + append), or recorded before the probe "
-          "existed (Clients: DuckDB and Trino, the doctor's `duckdb` and `trino` probes: each is claimed only from a run that included it).")
-
-
-def render_matrix(directory: Path | str | None = None, notes: str | None = None) -> str:
-    """The markdown support table: one row per profile and recorded run (real server or emulator);
-    profiles with neither are "reference only". Numbered notes say how each degraded capability
-    degrades and why each refused one is refused, with the reference, and the store table follows:
-    listed under the table, or, with `notes` (a markdown link), only pointed to (the README, whose
-    length is kept short; the store table is in docs/doctor.md)."""
-    lines, numbered, entries = _support_table(directory)
-    lines.append("")
-    if notes is None:
-        lines += numbered.lines() + ([""] if numbered.items else [])
-        lines += [render_store_table(Path(directory) / "stores" if directory else None), ""]
-    lines += _inventory_table(entries)
-    lines.append(LEGEND + (f" The stores: {STORE_TABLE_LINK}. The notes [n]: {notes}." if notes else ""))
-    return "\n".join(lines)
-
-
-def render_matrix_notes(directory: Path | str | None = None) -> str:
-    """The numbered notes of `render_matrix` on their own (docs/emulated-catalogs.md)."""
-    return "\n".join(_support_table(directory)[1].lines())
-
-
-def _step_cell(step: Mapping[str, Any] | None) -> str:
-    if step is None:
-        return "not recorded"
-    outcome = str(step.get("outcome"))
-    text = step.get("note") or step.get("how") or step.get("message") or step.get("why")
-    if not text:
-        return outcome
-    return f"{outcome}: \"{_md(text)}\"" if outcome == REFUSED else f"{outcome} ({_md(text)})"
-
-
-def _doctor_cell(doctor: Mapping[str, Any] | None) -> str:
-    if not doctor:
-        return "not recorded"
-    counts: dict[str, int] = {}
-    for cap in (doctor.get("capabilities") or {}).values():
-        counts[cap["outcome"]] = counts.get(cap["outcome"], 0) + 1
-    shown = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts.get(o))
-    return f"exit {doctor.get('exit_code')}: {shown}"
-
-
-def render_emulated_table(directory: Path | str | None = None) -> str:
-    """The catalog x step table of docs/emulated-catalogs.md, from the emulated recordings."""
-    emulated = _recordings(directory)
-    steps = sorted({k.split("-", 1)[1] for e in emulated.values() for k in e if k.startswith("step-")}, key=int)
-    head = ["catalog", "source", "profile"] + [f"{n} {STEP_TITLES.get(n, 'step ' + n)}" for n in steps] + ["9 doctor"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    for entry_id, entry in emulated.items():
-        source = ("real server" if entry.get("source") == REAL_SOURCE
-                  else "emulator, checked against recorded real answers" if entry.get("checked_against") else "emulator")
-        cells = [f"{entry.get('family')} {entry.get('release')}", f"{source} (`{entry_id}`)", f"`{entry['profile']}`"]
-        cells += [_step_cell(entry.get(f"step-{n}")) for n in steps] + [_doctor_cell(entry.get("doctor"))]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
-    lines.append("Rendered by `scripts/update_matrix.py` from `pyspark_catalog_ext/resources/matrix/emulated/*.json` "
-                 "and `real/*.json`, which the slow emulated and real-server suites record "
-                 "(`CATALOG_EXT_RECORD_MATRIX=1`) and compare on every run. Doctor: its exit code and how many capabilities work, degrade or are refused (per capability: the "
-                 "README's support matrix).")
-    return "\n".join(lines)
-
-
-def _inventory_table(entries: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Server inventory of the profiles with a recorded run (none: no table)."""
-    rows = [name for name in list(PROFILES) + sorted(set(entries) - set(PROFILES)) if name in entries]
-    if not rows:
-        return []
-    head = ["Server inventory"] + [title for title, _ in INVENTORY_COLUMNS]
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    for name in rows:
-        cells = [f"`{name}`"] + [_cell(entries[name], ids) for _, ids in INVENTORY_COLUMNS]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines.append("")
-    return lines
-
-
-# ------------------------------------------------------------------ stores
-#: The store probes a store recording keeps, and the catalog switches each recording ran with.
-STORE_PROBES = ("store-credentials", "store-access", "store-refresh")
-STORE_STYLES: Mapping[str, str] = {"tokens": "storage-refresh-token", "endpoint": "refresh endpoint", "neither": "neither"}
-
-#: Which Spark x Iceberg stacks each store runs on, and why (docs/stores.md, section 3): `ci` is run by
-#: the suite, `checked` was run once by hand, `not_run` was not run. S3's are every stack of jvm-stacks.json.
-STORE_STACKS: Mapping[str, Mapping[str, str]] = {
-    "adls": {"ci": "Spark 4.1 × 1.11.0 (the shim's refresh, tests/slow/test_stores.py); Spark 3.5 × 1.10.2 (a staged CTAS)",
-             "checked": "Spark 3.5 × 1.10.2, 1.11.0, 1.12.0; Spark 4.1 × 1.11.0, 1.12.0 (plain Iceberg: a round trip and a staged CTAS)",
-             "not_run": "Spark 4.0 × 1.11.0 (no 4.0 venv made here; the same runtime classes and bundle)",
-             "why": "Maven Central serves `iceberg-azure-bundle` at 1.10.0 only, so every Iceberg takes it; ADLSFileIO takes "
-                    "the shim's client function from 1.11.0 on; 1.10 has no such hook: there a renewed SAS reaches files opened "
-                    "after the renewal (a new ADLSFileIO per SAS), nothing is resent on a 403"},
-    "gcs": {"ci": "Spark 4.1 × 1.11.0 (the shim's refresh, tests/slow/test_stores.py)",
-            "checked": "Spark 3.5 × 1.10.2, 1.11.0, 1.12.0; Spark 4.1 × 1.11.0, 1.12.0 (plain Iceberg: a round trip and a staged CTAS)",
-            "not_run": "Spark 4.0 × 1.11.0 (no 4.0 venv made here; the same runtime classes and bundle)",
-            "why": "Maven Central serves `iceberg-gcp-bundle` at 1.10.0 and 1.11.0: {bundles}"},
-}
-
-
-def _resource(name: str) -> dict[str, Any]:
-    return json.loads((MATRIX_DIR.parent / name).read_text())
-
-
-def _s3_stacks() -> str:
-    lines = _resource("jvm-stacks.json")["spark"]
-    return "; ".join(f"Spark {line} × {', '.join(spec['iceberg'])}" for line, spec in lines.items())
-
-
-def _bundles(store: str) -> str:
-    by_release = _resource("store-jars.json")["stores"][store]["bundle"]
-    return ", ".join(f"{release} takes {coord.rsplit(':', 1)[1]}" for release, coord in by_release.items())
-
-
-def load_stores(directory: Path | str | None = None) -> dict[str, dict[str, Any]]:
-    """Store recordings by store ("adls", "gcs"); invalid files are ignored."""
-    out: dict[str, dict[str, Any]] = {}
-    folder = Path(directory) if directory else STORES_DIR
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if isinstance(data, dict) and data.get("store") == path.stem:
-            out[path.stem] = data
-    return out
-
-
-def store_record(report: Mapping[str, Any]) -> dict[str, Any]:
-    """What a store recording keeps of one doctor run: the store probes' capabilities, and the
-    `store-refresh` probe's own one-line answer (the strategies; the other answers hold what changes
-    from run to run: an Azurite SAS made in the same second as the last is the same token)."""
-    caps = capabilities(report)
-    by_id = {p["id"]: p for p in report.get("probes", [])}
-    out = {pid: dict(caps[pid]) for pid in STORE_PROBES if pid in caps}
-    if "store-refresh" in out:
-        out["store-refresh"]["doctor"] = stable_text(by_id["store-refresh"].get("summary", ""))
-    return out
-
-
-def _store_refresh_cell(section: Mapping[str, Any] | None, store: str) -> str:
-    if not section:
-        return "not recorded"
-    cap = section.get("store-refresh") or {}
-    text = str(cap.get("doctor") or "").removeprefix(f"{store}: ")
-    access = (section.get("store-access") or {}).get("outcome")
-    shown = f"**{cap.get('outcome')}**" if cap.get("outcome") == FAILS else str(cap.get("outcome"))
-    return _md(f"{shown}: {text}" + ("" if access == WORKS else f"; the token: {access}"))
-
-
-def render_store_table(directory: Path | str | None = None) -> str:
-    """Which stores are tested, on which emulator and Spark x Iceberg stacks (and why), and what the
-    doctor's store probes answer on the test catalog per refresh style."""
-    stores = load_stores(directory)
-    head = ["Store", "Emulator", "Catalog", "Spark × Iceberg in the suite", "Run once by hand", "Not run", "Why these stacks"]
-    head += [f"doctor `store-refresh`, catalog with {title}" for title in STORE_STYLES.values()]
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    lines.append("| " + " | ".join(["S3", "SeaweedFS (`weed mini`, the embedded lakehouse)", "every catalog of the support matrix",
-                                    _s3_stacks() + " (tests/slow/test_stack_matrix.py)", "—", "—",
-                                    "the whole supported matrix (`resources/jvm-stacks.json`)"]
-                                   + ["the S3 probes (the support matrix)"] * len(STORE_STYLES)) + " |")
-    for store, facts in STORE_STACKS.items():
-        entry = stores.get(store) or {}
-        catalog = (f"{entry.get('catalog')} {entry.get('release')} + a vending front (tests/stores)" if entry else "not recorded")
-        cells = [store.upper(), str(entry.get("emulator") or "not recorded"), catalog, facts["ci"], facts["checked"],
-                 facts["not_run"], facts["why"].format(bundles=_bundles(store))]
-        lines.append("| " + " | ".join(_md(c) for c in cells)
-                     + " | " + " | ".join(_store_refresh_cell(entry.get(f"doctor-{style}"), store) for style in STORE_STYLES) + " |")
-    lines.append("")
-    lines.append("Stores: rendered from `resources/matrix/stores/*.json`, which tests/slow/test_store_doctor.py records "
-                 f"(`{RECORD_ENV}=1`) and compares on every run, and from the stacks run (docs/stores.md, section 3). "
-                 "Each `store-refresh` cell lists the strategies the Spark shim tries, in its order, for a committed and a staged "
-                 "table (PyIceberg jobs renew with their own strategies, proven with FsspecFileIO); Iceberg alone has only the endpoint, and a staged "
-                 "table's endpoint answers 404.")
-    return "\n".join(lines)
-
-
-def _stores_cell(entry: Mapping[str, Any] | None, stores: Mapping[str, Mapping[str, Any]]) -> str:
-    """The stores a row was tested on: S3 on SeaweedFS under every run, plus the store recordings of its catalog."""
-    if entry is None:
-        return "—"
-    family, release = entry.get("family"), entry.get("release")
-    extra = [f"{store.upper()} ({rec.get('emulator')})" for store, rec in stores.items()
-             if entry.get("source") == REAL_SOURCE and rec.get("catalog") == family and rec.get("release") == release]
-    return "; ".join(["S3 (SeaweedFS)", *extra])
-
-
-def profiles_json() -> list[dict[str, Any]]:
-    """Profiles as plain data (for `--print-profiles --json`)."""
-    out = []
-    for prof in PROFILES.values():
-        out.append({
-            "name": prof.name, "description": prof.description, "uri": prof.uri_template, "auth": prof.auth,
-            "signing_name": prof.signing_name, "region": prof.region, "delegation": prof.delegation,
-            "warehouse": prof.warehouse_hint, "required_probes": list(prof.required_probes),
-            "alias_of": prof.alias_of, "tested_here": prof.tested_here, "emulated": prof.emulated, "notes": prof.notes,
-        })
-    return out
-
-
-def _auth_text(prof: Profile) -> str:
-    if prof.auth == "sigv4":
-        return f"SigV4 ({prof.signing_name or 'execute-api'})"
-    return {"oauth2": "OAuth2", "token": "bearer token", "none": "none"}.get(prof.auth, prof.auth)
-
-
-def render_profiles() -> str:
-    """A readable listing of the vendor profiles and the probes each requires."""
-    rows = [("PROFILE", "AUTH", "URI", "STATUS")]
-    for prof in PROFILES.values():
-        status = "tested here" if prof.tested_here else "emulated here" if prof.emulated else "reference only"
-        if prof.alias_of:
-            status += f" (alias of {prof.alias_of})"
-        rows.append((prof.name, _auth_text(prof), prof.uri_template or "(the running lakehouse)", status))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
-    lines.append("")
-    for prof in PROFILES.values():
-        lines.append(f"{prof.name}: {prof.description}")
-        lines.append(f"  warehouse: {prof.warehouse_hint}")
-        lines.append(f"  required probes: {', '.join(prof.required_probes)}")
-        if prof.notes:
-            lines.append(f"  notes: {prof.notes}")
-    return "\n".join(lines)

@@ -52,7 +52,8 @@ def _doctor(st: StoreStack, switches: str, **front: Any) -> tuple[DoctorReport, 
 
 def _check_matrix(st: StoreStack, switches: str, report: DoctorReport) -> None:
     """The support matrix's store row holds what this run's store probes said (CATALOG_EXT_RECORD_MATRIX=1 records it)."""
-    from pyspark_catalog_ext.doctor.matrix import RECORD_ENV, STORES_DIR, check_emulated, store_record
+    from pyspark_catalog_ext.doctor.matrix import RECORD_ENV, check_emulated
+    from pyspark_catalog_ext.doctor.store_matrix import STORES_DIR, store_record
 
     emulator = (f"Azurite {AZURITE_VERSION}" if st.store == "adls"
                 else f"fake-gcs-server {FAKE_GCS_VERSION.lstrip('v')} behind a token-checking front")

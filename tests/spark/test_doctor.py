@@ -28,7 +28,8 @@ import jsonschema
 import pytest
 
 from pyspark_catalog_ext.catalog.profiles import PROFILES
-from pyspark_catalog_ext.doctor.matrix import MATRIX_DIR, README_NOTES, render_matrix
+from pyspark_catalog_ext.doctor.matrix import MATRIX_DIR
+from pyspark_catalog_ext.doctor.matrix_tables import README_NOTES, render_matrix
 from pyspark_catalog_ext.doctor.report import SCHEMA_PATH
 from pyspark_catalog_ext.doctor.suite import probe_ids
 from pyspark_catalog_ext.ports import free_port

@@ -5,16 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pyspark_catalog_ext.doctor.matrix import (
-    REAL_DIR,
-    REAL_SOURCE,
-    WORKS,
-    check_emulated,
-    load_real,
-    render_emulated_table,
-    render_matrix,
-    step_record,
-)
+from pyspark_catalog_ext.doctor.matrix import REAL_DIR, REAL_SOURCE, WORKS, check_emulated, load_real, step_record
+from pyspark_catalog_ext.doctor.matrix_tables import render_emulated_table, render_matrix
 
 
 def _record(directory: Path, entry_id: str, meta: dict, source: str, note: str) -> None:

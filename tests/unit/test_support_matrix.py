@@ -12,25 +12,21 @@ import pytest
 
 from pyspark_catalog_ext.catalog.profiles import PROFILES
 from pyspark_catalog_ext.doctor.matrix import (
-    COLUMNS,
     DEGRADED,
     EMULATED_DIR,
     NOT_APPLICABLE,
     OUTCOMES,
     PARTIAL,
-    README_NOTES,
     REFUSED,
     WITHOUT,
     WORKS,
     check_emulated,
     doctor_record,
     load_emulated,
-    render_emulated_table,
-    render_matrix,
-    render_matrix_notes,
     stable_text,
     step_record,
 )
+from pyspark_catalog_ext.doctor.matrix_tables import COLUMNS, README_NOTES, render_emulated_table, render_matrix, render_matrix_notes
 
 ROOT = Path(__file__).resolve().parents[2]
 STALE = "is stale: run .venv/bin/python scripts/update_matrix.py --readme"
@@ -197,7 +193,7 @@ def test_a_row_checked_against_a_real_servers_recorded_answers_says_so(tmp_path:
 
 
 def test_the_store_table_says_which_emulator_and_stacks_each_store_is_tested_on(tmp_path: Path) -> None:
-    from pyspark_catalog_ext.doctor.matrix import STORES_DIR, load_stores, render_store_table
+    from pyspark_catalog_ext.doctor.store_matrix import STORES_DIR, load_stores, render_store_table
 
     recorded = load_stores()
     assert set(recorded) == {"adls", "gcs"}
@@ -228,7 +224,8 @@ def test_the_rest_fixture_row_names_the_stores_it_was_tested_on() -> None:
 
 
 def test_docs_doctor_store_table_is_rendered_from_the_recordings() -> None:
-    from pyspark_catalog_ext.doctor.matrix import STORE_TABLE_LINK, render_store_table
+    from pyspark_catalog_ext.doctor.matrix_tables import STORE_TABLE_LINK
+    from pyspark_catalog_ext.doctor.store_matrix import render_store_table
 
     assert block(ROOT / "docs" / "doctor.md", "store-matrix") == render_store_table().strip(), f"docs/doctor.md's store table {STALE}"
     assert STORE_TABLE_LINK in render_matrix(notes=README_NOTES) and "## Stores tested" in (ROOT / "docs" / "doctor.md").read_text()
