@@ -19,7 +19,7 @@ VENDED = "vended-credentials"
 REMOTE_SIGNING = "remote-signing"
 DELEGATIONS = (VENDED, REMOTE_SIGNING)  # the X-Iceberg-Access-Delegation modes this package configures
 
-# Probe ids of `pyspark-catalog-ext doctor` (pyspark_catalog_ext.doctor.probes) used below.
+# Probe ids of `pyspark-catalog-ext doctor` (the modules pyspark_catalog_ext.doctor.suite lists) used below.
 BASIC_PROBES = ("config", "auth", "namespaces", "tables")
 ENGINE_PROBES = ("pyiceberg", "spark-ctas", "spark-read", "spark-append")
 VENDING_PROBES = BASIC_PROBES + ("vended-credentials", "credential-scope", "stage-commit") + ENGINE_PROBES

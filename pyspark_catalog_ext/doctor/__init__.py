@@ -1,10 +1,11 @@
 """`pyspark-catalog-ext doctor`: conformance probes and a support matrix for Iceberg REST catalogs.
 
 Modules, one job each: `result` (statuses, outcomes), `context` (shared run state, cleanup,
-secret scrubbing), `probes` (catalog probes and their order), `s3scope` (vended-credential
-scope with boto3), `engines` (PyIceberg and Spark), `runner` (connection, preflight, signals,
-cleanup), `report` (table, summary, JSON), `matrix` (saved runs -> README table). The command line is
-`pyspark_catalog_ext.cli.doctor`.
+secret scrubbing), `probes`, `refresh_probes`, `commit_probes`, `signing_probes` (catalog probes;
+`suite` orders them), `s3scope` (vended-credential scope with boto3), `engines` (PyIceberg and
+Spark), `runner` (connection, preflight, signals, cleanup), `report` (table, summary, JSON), `matrix`
+(saved runs), `matrix_tables` (-> README table), `store_matrix` (store table), `profile_listing`
+(`--print-profiles`). The command line is `pyspark_catalog_ext.cli.doctor`.
 
 Library use::
 

@@ -1,5 +1,8 @@
-"""The catalog probes (the S3 scope check is in `s3scope`, PyIceberg and Spark in `engines`, the
-server inventory in `inventory`; `suite` puts them in order).
+"""The catalog probes: the basics (config, auth, namespaces, tables) and the credentials the catalog
+vends (presence, scope, clock skew), with the helpers the other catalog probes share. The refresh paths
+are in `refresh_probes`, staged commits and Idempotency-Key in `commit_probes`, remote signing in
+`signing_probes`, the S3 scope check in `s3scope`, PyIceberg and Spark in `engines`, the server
+inventory in `inventory`; `suite` puts them in order.
 
 Tables the probes create in the run's namespace `doctor_<random>`:
 `t` (committed, the probe table), `t_drop`, `s_token`, `s_restage`, `s_commit`, `s_idem`
@@ -14,19 +17,17 @@ from typing import Any
 import requests
 
 from pyspark_catalog_ext.catalog.rest import PurgeRequiredError
-from pyspark_catalog_ext.commit.idempotency import uuid7
 from pyspark_catalog_ext.doctor.context import (
     ProbeContext,
     VendedCredential,
     create_updates,
     fingerprint,
-    one_line,
     split_location,
 )
 from pyspark_catalog_ext.doctor.registry import probe
 from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, skipped, unsupported
 from pyspark_catalog_ext.doctor.stores import store_credentials
-from pyspark_catalog_ext.errors import CatalogConflictError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError
+from pyspark_catalog_ext.errors import CatalogConflictError, CatalogError, CatalogUnsupportedError
 
 __all__ = ["create_updates"]
 
@@ -50,15 +51,6 @@ def _store_tokens(body: Any) -> list[dict[str, Any]]:
     """The ADLS and GCS tokens of an answer, described without secrets (the S3 probes count them too:
     a catalog vending for those stores renews them through the same endpoints)."""
     return [c.public() for c in store_credentials(body if isinstance(body, dict) else None)]
-
-
-def _refresh_endpoint_of(body: dict[str, Any] | None) -> str | None:
-    if not body:
-        return None
-    for cfg in [body.get("config") or {}] + [c.get("config") or {} for c in body.get("storage-credentials") or []]:
-        if cfg.get("client.refresh-credentials-endpoint"):
-            return str(cfg["client.refresh-credentials-endpoint"])
-    return None
 
 
 # ------------------------------------------------------------------------------- catalog basics
@@ -263,243 +255,3 @@ def probe_clock_skew(ctx: ProbeContext) -> Outcome:
         return failed(f"{said} off this machine's clock (Date headers, 1 s resolution): past {bound_s:g} s, so refresh "
                       f"schedules by the {' and '.join(off)} clock; fix NTP here or on the server", **evidence)
     return passed(f"{said} (Date headers, 1 s resolution; bound {bound_s:g} s)", **evidence)
-
-
-# ------------------------------------------------------------------------------- refresh paths
-@probe("refresh-endpoint", "server refresh endpoint (client.refresh-credentials-endpoint)", "refresh", needs=("tables",))
-def probe_refresh_endpoint(ctx: ProbeContext) -> Outcome:
-    sources = {"load": ctx.shared.get("load_t"), "create": ctx.shared.get("create_t")}
-    url = None
-    found_in = None
-    for name, body in sources.items():
-        url = _refresh_endpoint_of(body)
-        if url:
-            found_in = name
-            break
-    if not url and ctx.client.properties.get("client.refresh-credentials-endpoint"):
-        url, found_in = ctx.client.properties["client.refresh-credentials-endpoint"], "config"
-    evidence: dict[str, Any] = {"advertised_in": found_in, "endpoint": url}
-    if not url:
-        return unsupported("no client.refresh-credentials-endpoint in /v1/config or the table config", **evidence)
-    try:
-        body = ctx.client.get_url(url)
-    except CatalogError as exc:
-        evidence["status"] = _status_of(exc)
-        return failed(f"advertised refresh endpoint failed: {one_line(exc, 160)}", **evidence)
-    ctx.secrets.add_load_result(body if isinstance(body, dict) else None)
-    creds = ctx.credentials(body if isinstance(body, dict) else None)
-    evidence["credentials"] = [c.public() for c in creds] + _store_tokens(body)
-    if not evidence["credentials"]:
-        return failed("refresh endpoint answered without credentials", **evidence)
-    return passed(f"advertised in {found_in}; returns credentials", **evidence)
-
-
-@probe("credentials-endpoint", "GET .../tables/{t}/credentials", "refresh", needs=("tables",))
-def probe_credentials_endpoint(ctx: ProbeContext) -> Outcome:
-    advertised = ctx.client.supports_endpoint("GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials")
-    evidence: dict[str, Any] = {"advertised": advertised}
-    try:
-        body = ctx.client.load_credentials_json((ctx.namespace, "t"))
-    except (CatalogUnsupportedError, CatalogNotFoundError) as exc:
-        evidence["status"] = _status_of(exc)
-        if isinstance(exc, CatalogUnsupportedError) or getattr(exc, "kind", None) == "endpoint":
-            return unsupported(f"endpoint missing (HTTP {_status_of(exc)})", **evidence)
-        return failed(f"endpoint answered 404 for an existing table: {one_line(exc, 160)}", **evidence)
-    ctx.secrets.add_load_result(body)
-    creds = ctx.credentials(body)
-    evidence["status"] = 200
-    evidence["credentials"] = [c.public() for c in creds] + _store_tokens(body)
-    if not evidence["credentials"]:
-        return failed("200 but no credentials in storage-credentials", **evidence)
-    unlisted = "; served although /v1/config does not list it" if advertised is False else ""
-    return passed(f"200; {len(creds)} credential(s){unlisted}", **evidence)
-
-
-@probe("storage-refresh-token", "storage-refresh-token on a staged table", "refresh", needs=("namespaces",))
-def probe_refresh_token(ctx: ProbeContext) -> Outcome:
-    try:
-        staged = ctx.stage_table("s_token")
-    except CatalogError as exc:
-        return unsupported(f"stage-create refused (HTTP {_status_of(exc)})", status=_status_of(exc))
-    # (the token, a fingerprint of the key or store token it came with): S3 keys first, then ADLS and GCS tokens
-    tokens = [(c.refresh_token, fingerprint(c.access_key_id)) for c in ctx.credentials(staged) if c.refresh_token]
-    tokens += [(c.refresh_token, fingerprint(c.token)) for c in store_credentials(staged) if c.refresh_token]
-    load_t = ctx.shared.get("load_t")
-    on_load = any(c.refresh_token for c in ctx.credentials(load_t)) or any(c.refresh_token for c in store_credentials(load_t))
-    evidence: dict[str, Any] = {"token_on_stage_create": bool(tokens), "token_on_load": on_load}
-    if not tokens:
-        return unsupported("no storage-refresh-token on storage-credentials", **evidence)
-    token, was = tokens[0]
-    try:
-        body = ctx.client.load_credentials_json((ctx.namespace, "s_token"), storage_refresh_token=token)
-    except CatalogError as exc:
-        evidence["status"] = _status_of(exc)
-        return failed(f"token refresh failed: {one_line(exc, 160)}", **evidence)
-    ctx.secrets.add_load_result(body)
-    fresh = ctx.credentials(body)
-    evidence["status"] = 200
-    evidence["credentials"] = [c.public() for c in fresh] + _store_tokens(body)
-    if not evidence["credentials"]:
-        return failed("refresh answered without credentials", **evidence)
-    now = [fingerprint(c.access_key_id) for c in fresh] + [c["token_fingerprint"] for c in _store_tokens(body)]
-    rotated = now[0] != was
-    evidence["fresh_keys"] = rotated
-    return passed(f"refreshed a staged table's credentials ({'new' if rotated else 'same'} keys)", **evidence)
-
-
-@probe("re-stage", "re-stage the same name and location for fresh credentials", "refresh", needs=("vended-credentials",))
-def probe_restage(ctx: ProbeContext) -> Outcome:
-    try:
-        first = ctx.stage_table("s_restage")
-    except CatalogError as exc:
-        return unsupported(f"stage-create refused (HTTP {_status_of(exc)})", status=_status_of(exc))
-    location = (first.get("metadata") or {}).get("location")
-    creds1 = ctx.credentials(first)
-    evidence: dict[str, Any] = {"location": location, "first": [c.public() for c in creds1]}
-    if not creds1:
-        return failed("stage-create vended no credentials", **evidence)
-    try:
-        again = ctx.stage_table("s_restage", location=location)
-    except CatalogError as exc:
-        evidence["status"] = _status_of(exc)
-        return unsupported(f"staging the same name again is refused (HTTP {_status_of(exc)})", **evidence)
-    creds2 = ctx.credentials(again)
-    location2 = (again.get("metadata") or {}).get("location")
-    evidence.update({"status": 200, "second_location": location2, "second": [c.public() for c in creds2],
-                     "same_location": location2 == location,
-                     "fresh_keys": bool(creds2) and creds2[0].access_key_id != creds1[0].access_key_id,
-                     "cached": bool(creds2) and creds1[0].expires_at_ms is not None and _cached(creds1[0], creds2[0])})
-    if location2 != location:
-        return failed(f"re-stage moved the table to {location2}", **evidence)
-    if not creds2:
-        return failed("re-stage vended no credentials", **evidence)
-    if evidence["cached"]:
-        return passed(f"200; the same location and, at once, the same keys: {CACHE_NOTE}", **evidence)
-    if not evidence["fresh_keys"]:
-        return failed("re-stage returned the same keys with another expiry (no refresh)", **evidence)
-    return passed("200; fresh credentials at the same location", **evidence)
-
-
-# ------------------------------------------------------------------------------- staging
-@probe("stage-commit", "stage-create, then commit with assert-create", "staging", needs=("namespaces",))
-def probe_stage_commit(ctx: ProbeContext) -> Outcome:
-    client, ns = ctx.client, ctx.namespace
-    try:
-        staged = ctx.stage_table("s_commit")
-    except CatalogError as exc:
-        return unsupported(f"stage-create refused (HTTP {_status_of(exc)})", status=_status_of(exc))
-    invisible = not client.has_table((ns, "s_commit"))
-    unlisted = "s_commit" not in {t[-1] for t in client.tables(ns)}
-    updates = create_updates(staged["metadata"])
-    committed = client.commit_table_json((ns, "s_commit"), [{"type": "assert-create"}], updates)
-    visible = client.has_table((ns, "s_commit"))
-    loaded = ctx.load_table("s_commit")
-    same_uuid = loaded["metadata"].get("table-uuid") == staged["metadata"].get("table-uuid")
-    try:
-        client.commit_table_json((ns, "s_commit"), [{"type": "assert-create"}], updates)
-        replay: Any = 200
-    except CatalogConflictError as exc:
-        replay = exc.status
-    except CatalogError as exc:
-        replay = _status_of(exc) or one_line(exc, 80)
-    evidence = {"invisible_before_commit": invisible and unlisted, "commit_metadata_location": committed.get("metadata-location"),
-                "visible_after_commit": visible, "same_uuid": same_uuid, "replay_status": replay}
-    if not (invisible and unlisted):
-        return failed("staged table is visible before its commit", **evidence)
-    if not (visible and same_uuid):
-        return failed("committed table is not visible (or has another uuid)", **evidence)
-    if replay != 409:
-        return failed(f"replaying the assert-create commit answered {replay}, expected 409", **evidence)
-    return passed("invisible until commit, visible after; replay 409", **evidence)
-
-
-# ------------------------------------------------------------------------------- idempotency
-@probe("idempotency-advertised", "Idempotency-Key: idempotency-key-lifetime in /v1/config", "idempotency", needs=("config",))
-def probe_idempotency_advertised(ctx: ProbeContext) -> Outcome:
-    lifetime = ctx.client.idempotency_key_lifetime
-    evidence = {"idempotency_key_lifetime": lifetime, "lifetime_s": ctx.client.idempotency_key_lifetime_s}
-    if not lifetime:
-        return unsupported("/v1/config advertises no idempotency-key-lifetime", **evidence)
-    return passed(f"lifetime {lifetime}", **evidence)
-
-
-@probe("idempotency-replay", "Idempotency-Key: which operations a repeat is replayed for", "idempotency", needs=("namespaces",))
-def probe_idempotency_replay(ctx: ProbeContext) -> Outcome:
-    """Where a lifetime is advertised, each operation of `idempotency.OPERATIONS` is sent twice with one key:
-    all replayed passes, some replayed is "partial" and passes too (the guard repeats under the key only what
-    the catalog covers and looks at the rest, so an uncovered operation is no failure), none replayed fails.
-    Without a lifetime only the staged create's commit is repeated (as before: its 409 is the evidence)."""
-    from pyspark_catalog_ext.doctor.idempotency import OPERATIONS, REPLAYED, measure
-
-    client, ns = ctx.client, ctx.namespace
-    advertised = bool(client.idempotency_key_lifetime)
-    if advertised:
-        operations = measure(ctx)
-        replayed = [op for op in OPERATIONS if operations[op] == REPLAYED]
-        others = "; ".join(f"{op} {operations[op]}" for op in OPERATIONS if operations[op] != REPLAYED)
-        evidence: dict[str, Any] = {"advertised": True, "operations": operations}
-        if not replayed:
-            return failed(f"idempotency-key-lifetime is advertised, but no operation is replayed: {others}", **evidence)
-        if others:
-            return passed(f"partial: replayed for {', '.join(replayed)}; {others}", **evidence)
-        return passed(f"replayed for every operation probed ({', '.join(OPERATIONS)})", **evidence)
-    try:
-        staged = ctx.stage_table("s_idem")
-    except CatalogError as exc:
-        return unsupported(f"stage-create refused (HTTP {_status_of(exc)})", status=_status_of(exc))
-    key = str(uuid7())
-    updates = create_updates(staged["metadata"])
-    first = client.commit_table_json((ns, "s_idem"), [{"type": "assert-create"}], updates, idempotency_key=key)
-    evidence = {"advertised": False, "first_status": 200}
-    try:
-        second = client.commit_table_json((ns, "s_idem"), [{"type": "assert-create"}], updates, idempotency_key=key)
-    except CatalogConflictError as exc:
-        evidence["second_status"] = exc.status
-        return unsupported(f"the same Idempotency-Key was executed again ({exc.status})", **evidence)
-    evidence["second_status"] = 200
-    same = second.get("metadata-location") == first.get("metadata-location")
-    evidence["same_answer"] = same
-    if not same:
-        return failed("the second commit returned another metadata-location", **evidence)
-    return passed("second commit with the same key returned the stored 2xx", **evidence)
-
-
-# ------------------------------------------------------------------------------- remote signing
-@probe("remote-signing", "remote signing (s3.remote-signing-enabled)", "signing", needs=("tables",))
-def probe_remote_signing(ctx: ProbeContext) -> Outcome:
-    evidence: dict[str, Any] = {}
-    seen = dict((ctx.shared.get("load_t") or {}).get("config") or {})
-    body: dict[str, Any] = {}
-    try:
-        body = ctx.load_table("t", delegation="remote-signing")
-        seen.update(body.get("config") or {})
-        evidence["status"] = 200
-    except CatalogError as exc:
-        evidence["status"] = _status_of(exc)
-    enabled = str(seen.get("s3.remote-signing-enabled", "")).lower() == "true"
-    signer = seen.get("s3.signer.uri") or seen.get("s3.signer.endpoint") or seen.get("signer.uri")
-    evidence.update({"remote_signing_enabled": enabled, "signer_keys": sorted(k for k in seen if "sign" in k)})
-    if not enabled:
-        return unsupported("s3.remote-signing-enabled not set with X-Iceberg-Access-Delegation: remote-signing", **evidence)
-    evidence["signer"] = signer
-    # A real signed request: the probe table's metadata file, signed by the signer, read from S3.
-    from pyspark_catalog_ext.doctor.signing import scope_failure, signed_request_check
-
-    config = {**ctx.props, **seen}  # what S3FileIO would see: catalog properties, then the table's config
-    location = str((body.get("metadata") or {}).get("location") or "")
-    check = signed_request_check(config, str(body.get("metadata-location") or ""), location, ctx.client, scrub=ctx.secrets.scrub)
-    evidence["signed_request"] = check
-    if check.get("refused"):
-        return failed(f"advertised, but {check['refused']}", **evidence)
-    why = scope_failure(check)
-    if why:
-        return failed(why, **evidence)
-    if check.get("s3_status") != 200:
-        return failed(f"advertised, but a signed GET of the table's metadata file did not work (signer {check.get('sign_status')}, "
-                      f"S3 {check.get('s3_status')})", **evidence)
-    outside = check.get("outside_sign_status")
-    scoped = "refuses" if outside in (401, 403) else f"answers {outside} to"
-    copy = check.get("copy_sign_status")
-    copies = "refuses" if copy in (401, 403) else f"answers {copy} to"
-    return passed(f"a signed GET of the table's metadata file read it from S3; the signer {scoped} requests outside the table "
-                  f"and {copies} cross-table copies", **evidence)

@@ -1,7 +1,8 @@
 """The ADLS and GCS probes: per store the catalog vends for (recognised from Iceberg's keys, see
 `stores`), the credentials and their lifetime, the refresh strategy a committed and a staged table
 have, and whether the vended token works against the store. On a probe table elsewhere (S3) they are
-skipped; on an ADLS or GCS table without a token, `unsupported`. The S3 probes are in `probes` and `s3scope`.
+skipped; on an ADLS or GCS table without a token, `unsupported`. The S3 probes are in `probes`,
+`refresh_probes`, `signing_probes` and `s3scope`.
 
 Tables: the probe table `t` (committed) and `s_store` (staged)."""
 

@@ -4,12 +4,21 @@ the order they are declared."""
 
 from __future__ import annotations
 
-from pyspark_catalog_ext.doctor import clients, engines, inventory, probes, store_probes
+from pyspark_catalog_ext.doctor import (
+    clients,
+    commit_probes,
+    engines,
+    inventory,
+    probes,
+    refresh_probes,
+    signing_probes,
+    store_probes,
+)
 from pyspark_catalog_ext.doctor.registry import ProbeSpec, registered
 
 __all__ = ["PROBES", "GROUPS", "probe_ids"]
 
-_MODULES = (probes, store_probes, engines, clients, inventory)
+_MODULES = (probes, refresh_probes, commit_probes, signing_probes, store_probes, engines, clients, inventory)
 PROBES: list[ProbeSpec] = [spec for module in _MODULES for spec in registered() if spec.func.__module__ == module.__name__]
 if len(PROBES) != len(registered()):  # a probe declared elsewhere would silently never run
     raise ImportError("a doctor probe was declared outside the suite's modules; add its module to _MODULES")
