@@ -60,7 +60,7 @@ class RefreshPolicy:
     lifetime_fraction: float = _default("lifetime_fraction")
     initial_backoff_s: float = _default("initial_backoff_s")
     max_backoff_s: float = _default("max_backoff_s")
-    timeout_s: float = _default("timeout_s")  # one refresh attempt (catalog call, user source, executor waiting on the driver)
+    timeout_s: float = _default("timeout_s")  # a reader waiting for new keys through failed attempts; in the JVM also one refresh call
     # Keys vended without an expiry count as expiring this long after their fetch (0: never).
     assumed_lifetime_s: float = _default("assumed_lifetime_s")
     # Refreshes of one table per minute started by S3 rejecting its keys early (0: no reactive refresh).

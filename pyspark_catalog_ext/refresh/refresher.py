@@ -50,6 +50,14 @@ def _who(rejection: Rejection) -> str:
     return "S3" if rejection.store_expired is None else "the store"
 
 
+class _InBackoff(CredentialRefreshError):
+    """A reader asked during a failure backoff: the last error, and when the next attempt may go."""
+
+    def __init__(self, retry_at_s: float, message: str) -> None:
+        super().__init__(message)
+        self.retry_at_s = retry_at_s
+
+
 class CredentialRefresher:
     """Keeps the tables of one PyIceberg catalog supplied with fresh credentials.
 
@@ -62,7 +70,8 @@ class CredentialRefresher:
 
     def __init__(self, catalog: str, client: CatalogClient, policy: RefreshPolicy | None = None, *,
                  source: CredentialSource | None = None, clock: Callable[[], float] = time.time,
-                 background: bool = True, skews: Callable[[], Mapping[str, float | None]] | None = None) -> None:
+                 sleep: Callable[[float], None] = time.sleep, background: bool = True,
+                 skews: Callable[[], Mapping[str, float | None]] | None = None) -> None:
         if source is not None and not hasattr(source, "fetch"):
             raise ConfigError(f"{type(source).__name__} is not a credential source: it needs a fetch(table) method")
         self.catalog = catalog
@@ -70,6 +79,7 @@ class CredentialRefresher:
         self.policy = policy or refresh_policy()
         self.source = source
         self._local_clock = clock
+        self._sleep = sleep
         # {"catalog": s, "s3": s}: each server's clock minus ours, as its Date headers said (None: unknown).
         self._skews = skews or (lambda: {})
         self._skew_reported: dict[str, bool] = {}
@@ -85,6 +95,7 @@ class CredentialRefresher:
         self._background = background
         self._thread: threading.Thread | None = None
         self._closed = threading.Event()
+        self._wake = threading.Event()  # a reader found due keys: run the schedule's pass now
 
     # -- registry --------------------------------------------------------------------------------
     def track(self, identifier: tuple[str, ...], config: Mapping[str, Any], storage_credentials: list, *,
@@ -147,7 +158,7 @@ class CredentialRefresher:
             if entry.generation != seen:
                 return False
             if reader and self.clock() < entry.retry_at_s:
-                raise CredentialRefreshError(
+                raise _InBackoff(entry.retry_at_s,
                     f"credentials of {entry.name} are expiring and refresh failed {entry.failures} time(s) in a row, "
                     f"next try in {entry.retry_at_s - self.clock():.1f} s: {entry.last_error}")
             req = entry.request()
@@ -212,16 +223,47 @@ class CredentialRefresher:
         """Called before a file is opened with keys of `generation`: renew now if they are (almost) expired.
 
         The background thread normally renews well ahead; this covers idle tables (the scheduler
-        skips them) and a scheduler that could not keep up. "Almost" is Spark's rule for a reader
-        that must wait (`hard_margin_s`). True when the caller must look the keys up again.
+        skips them) and a scheduler that could not keep up: a reader that finds its keys due starts
+        the schedule's pass itself and goes on with them (`reader-of-due-keys-starts-their-renewal`).
+        "Almost" is Spark's rule for a reader that must wait (`hard_margin_s`); it waits for the
+        renewal as the shim's readers do (`_await_renewal`). True when the caller must look the keys up again.
         """
         now = self.clock()
         if now < (entry.wait_at_s if wait_at_s is None else wait_at_s):
+            if self.scheduler.due(entry.state(), now):
+                self._start_pass()
             return False
         if now < entry.not_before_s and now < entry.expires_at_s:
             return False  # the catalog's cache has nothing newer yet, and these keys still hold
-        self.refresh(entry, generation, reader=True)
+        try:
+            self._await_renewal(entry, generation)
+        except CredentialRefreshError:
+            if self.clock() < entry.expires_at_s:
+                return False  # no renewal in time, but the held keys are still valid: go on with them
+            raise
         return True
+
+    def _await_renewal(self, entry: TableEntry, generation: int) -> None:
+        """Renew `entry` for a reader that cannot go on without keys, as the shim's `RefreshFlight.await`:
+        during a failure backoff it waits for the next attempt, and after its own failed attempt it tries
+        again after the backoff, both until `policy.timeout_s` has passed; then it raises the last error.
+        Waiting, not asking: the catalog still sees one attempt per backoff step."""
+        deadline = self.clock() + self.policy.timeout_s
+        # Also bounded on this process's own clock: the servers' clock (skew applied) may step back.
+        bound = time.monotonic() + self.policy.timeout_s
+        while True:
+            failures = entry.failures
+            try:
+                self.refresh(entry, generation, reader=True)
+                return
+            except _InBackoff as busy:
+                if busy.retry_at_s > deadline or time.monotonic() >= bound:
+                    raise
+                self._sleep(busy.retry_at_s - self.clock())
+            except CredentialRefreshError:
+                if entry.failures == failures or self.clock() >= deadline:
+                    raise  # not a failed attempt (a user source's own error type, say), or out of time
+            generation = entry.generation
 
     # -- the servers' clock --------------------------------------------------------------------------
     def clock(self) -> float:
@@ -340,6 +382,14 @@ class CredentialRefresher:
         return rows
 
     # -- background thread ---------------------------------------------------------------------
+    def _start_pass(self) -> None:
+        """The schedule's pass now rather than at its next interval. Without a thread (tests) it runs
+        on the caller, as the shim's scenario replay runs its background executor inline."""
+        if self._background:
+            self._wake.set()
+        else:
+            self.scheduler.tick()
+
     def _ensure_thread(self) -> None:  # under self._lock
         if self._background and not self._closed.is_set() and (self._thread is None or not self._thread.is_alive()):
             self._thread = threading.Thread(target=self._run, name=f"catalog-ext-pyiceberg-refresh-{self.catalog}",
@@ -348,7 +398,11 @@ class CredentialRefresher:
 
     def _run(self) -> None:
         # A daemon thread that ticks the scheduler; it ends once no table is left to watch.
-        while not self._closed.wait(self.policy.check_interval_s):
+        while True:
+            self._wake.wait(self.policy.check_interval_s)
+            self._wake.clear()
+            if self._closed.is_set():
+                return
             with self._lock:
                 if not self._by_handle:
                     self._thread = None
@@ -361,6 +415,7 @@ class CredentialRefresher:
     def close(self) -> None:
         """Stop the background thread (idempotent); FileIOs still renew expired keys on use."""
         self._closed.set()
+        self._wake.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(5)

@@ -42,7 +42,8 @@ class CountingSource:
 
 def make(clock: FakeClock, source=None) -> tuple[CredentialRefresher, CountingSource]:
     source = source or CountingSource(clock)
-    refresher = CredentialRefresher("lake", client=None, policy=POLICY, source=source, clock=clock.now, background=False)
+    refresher = CredentialRefresher("lake", client=None, policy=POLICY, source=source, clock=clock.now, sleep=clock.sleep,
+                                    background=False)
     return refresher, source
 
 
@@ -127,9 +128,10 @@ def test_single_flight_per_table():
     assert source.calls == 1 and entry.generation == generation + 1
 
 
-def test_readers_back_off_after_a_failed_refresh():
-    """Expired keys and a source that fails: the files opened meanwhile get the last error, not one
-    catalog request each; after the backoff a reader asks again."""
+def test_readers_wait_out_the_backoff_until_their_timeout():
+    """Expired keys and a source that fails: a reader waits for each next attempt (one per backoff
+    step, never one per file) until timeout-ms, then gets the last error; the next reader waits for
+    the attempt after that, which a recovered source answers (credential-rules: the shim's readers)."""
     from pyspark_catalog_ext.errors import CredentialRefreshError
 
     clock = FakeClock()
@@ -137,14 +139,13 @@ def test_readers_back_off_after_a_failed_refresh():
     entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
     clock.t += LIFETIME
     source.fail = True
-    for _ in range(5):  # five files opened one after the other
-        with pytest.raises(CredentialRefreshError, match="token service down"):
-            refresher.ensure_fresh(entry, entry.generation)
-    assert source.calls == 1 and entry.failures == 1
-    clock.t += POLICY.initial_backoff_s  # the first backoff is at most initial_backoff_s
+    with pytest.raises(CredentialRefreshError, match="token service down"):
+        refresher.ensure_fresh(entry, entry.generation)
+    assert POLICY.timeout_s == 30  # attempts at 0, 4, 12, 20 and 28 s; the next (36 s) is past the deadline
+    assert source.calls == 5 and clock.sleeps == [4, 8, 8, 8] and entry.failures == 5
     source.fail = False
-    assert refresher.ensure_fresh(entry, entry.generation) is True
-    assert source.calls == 2 and entry.failures == 0
+    assert refresher.ensure_fresh(entry, entry.generation) is True  # waits 8 s for the attempt at 36 s
+    assert source.calls == 6 and clock.sleeps[-1] == 8 and entry.failures == 0
 
 
 def test_same_table_handed_out_twice_shares_one_entry():
@@ -231,6 +232,29 @@ def test_background_thread_ends_when_no_table_is_left():
 
 
 
+def test_a_reader_of_due_keys_wakes_a_late_schedule():
+    """The schedule passes once a minute here; a reader that finds its keys due (past their renewal
+    time, before the hard margin) starts the pass at once and goes on with the keys it holds
+    (refresh-scenarios.json `reader-of-due-keys-starts-their-renewal`, on the real thread)."""
+    import time
+
+    clock = FakeClock()
+    policy = RefreshPolicy(check_interval_s=60, min_ahead_s=10, lifetime_fraction=0.3)
+    source = CountingSource(clock)
+    refresher = CredentialRefresher("lake", client=None, policy=policy, source=source, clock=clock.now)
+    try:
+        entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+        entry.slot_for("s3://b/db/t/f")  # in use
+        clock.t += 75  # due at +70 s, hard margin at +90 s
+        assert refresher.ensure_fresh(entry, entry.generation) is False
+        deadline = time.monotonic() + 10
+        while source.calls == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert source.calls == 1
+    finally:
+        refresher.close()
+
+
 def test_keys_without_an_expiry_are_renewed_after_the_assumed_lifetime():
     """Unity 0.6 (unitycatalog#1885) vends keys that do expire without saying when: they count as
     expiring `assumed_lifetime_s` after their fetch, so they are renewed before that; 0 trusts them."""
@@ -238,7 +262,7 @@ def test_keys_without_an_expiry_are_renewed_after_the_assumed_lifetime():
     policy = RefreshPolicy(check_interval_s=1, min_ahead_s=10, lifetime_fraction=0.3, initial_backoff_s=4, max_backoff_s=8,
                            assumed_lifetime_s=100)
     source = CountingSource(clock)
-    refresher = CredentialRefresher("lake", client=None, policy=policy, source=source, clock=clock.now, background=False)
+    refresher = CredentialRefresher("lake", client=None, policy=policy, source=source, clock=clock.now, sleep=clock.sleep, background=False)
     no_expiry = {"s3.access-key-id": "AK0", "s3.secret-access-key": "SK0"}
     entry = refresher.track(("db", "t"), no_expiry, [], location="s3://b/db/t", staged=False)
     entry.slot_for("s3://b/db/t/data/f1.parquet")
@@ -296,7 +320,8 @@ class CachingSource:
 
 
 def _tracked(clock: FakeClock, source: CachingSource, policy: RefreshPolicy = EARLY):
-    refresher = CredentialRefresher("lake", client=None, policy=policy, source=source, clock=clock.now, background=False)
+    refresher = CredentialRefresher("lake", client=None, policy=policy, source=source, clock=clock.now, sleep=clock.sleep,
+                                    background=False)
     entry = refresher.track(("db", "t"), source.fetch(None).to_config(), [], location="s3://b/db/t", staged=False)
     entry.slot_for("s3://b/db/t/f")  # in use
     return refresher, entry
@@ -383,7 +408,8 @@ def test_static_keys_without_a_stated_expiry_are_taken_again_past_their_assumed_
     clock = FakeClock()
     source = StaticSource()
     policy = RefreshPolicy(min_ahead_s=0, lifetime_fraction=0.6, assumed_lifetime_s=100)
-    refresher = CredentialRefresher("lake", client=None, policy=policy, source=source, clock=clock.now, background=False)
+    refresher = CredentialRefresher("lake", client=None, policy=policy, source=source, clock=clock.now, sleep=clock.sleep,
+                                    background=False)
     entry = refresher.track(("db", "t"), source.fetch(None).to_config(), [], location="s3://b/db/t", staged=False)
     clock.t += 101  # past the assumed lifetime: the same keys again are all this catalog has
     assert refresher.ensure_fresh(entry, entry.generation) is True

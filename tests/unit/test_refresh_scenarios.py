@@ -37,6 +37,9 @@ class Clock:
     def __call__(self) -> float:
         return self.local
 
+    def sleep(self, seconds: float) -> None:
+        self.local += max(0.0, seconds)
+
 
 class Catalog:
     """The catalog's answers, in order (the row's `catalog`), as a user credential source."""
@@ -89,7 +92,8 @@ class Replay:
         self.catalog = Catalog(row, self.clock, skew_s)
         source = FunctionSource(self.catalog.fetch, "scenario")
         self.refresher = CredentialRefresher("lake", client=None, policy=policy_of(row), source=source,  # type: ignore[arg-type]
-                                             clock=self.clock, background=False, skews=lambda: {"catalog": skew_s})
+                                             clock=self.clock, sleep=self.clock.sleep, background=False,
+                                             skews=lambda: {"catalog": skew_s})
         first = self.catalog.keys(row["keys-lifetime-ms"])
         self.entry: TableEntry = self.refresher.track(("db", "t"), first.to_config(), [], location=LOCATION,
                                                             staged=False)
