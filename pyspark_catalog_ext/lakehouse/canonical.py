@@ -133,8 +133,8 @@ CATALOG_ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("drop-view", "DELETE", ("v1", _P, "namespaces", _NS, "views", _T)),
     RouteSpec("rename-view", "POST", ("v1", _P, "views", "rename")),
 )
-# The remote signer's own routes (signer.py): the sign endpoint (bare: signs nothing; with a scope
-# id: one table) and the DeleteObjects relay.
+# The remote signer's own routes (signer.py, served by signer_handler.py): the sign endpoint (bare:
+# signs nothing; with a scope id: one table) and the DeleteObjects relay.
 SIGNER_ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("sign", "POST", ("v1", "aws", "s3", "sign")),
     RouteSpec("sign", "POST", ("v1", "aws", "s3", "sign", "{id}")),

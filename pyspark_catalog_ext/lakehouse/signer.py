@@ -30,82 +30,39 @@ tickets and table endpoints are kept per OAuth2 client, each bounded, so one cli
 evicts only its own entries.
 
 SeaweedFS has no signer of its own, hence this server (stdlib http.server: the lakehouse must not
-need a web framework).
+need a web framework). The allow-list's tables and checks are in s3_allow_list.py, the HTTP
+handler (routing, the relay and token endpoints, forwarding) in signer_handler.py.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import json
-import logging
-import re
 import secrets
 import threading
 import time
-import xml.etree.ElementTree as ET
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
-from pyspark_catalog_ext.lakehouse.canonical import CATALOG_ROUTES, SIGNER_ROUTES, Refusal, Route, parse_json, parse_target
-from pyspark_catalog_ext.lakehouse.catalog_proxy import forwarded_headers
+from pyspark_catalog_ext.lakehouse.canonical import Route, parse_json
 from pyspark_catalog_ext.lakehouse.filer import FilerAccess
 from pyspark_catalog_ext.lakehouse.guard import LocationGuard, StoredTable
-from pyspark_catalog_ext.lakehouse.proxy import (
-    HOP_BY_HOP,
-    MAX_CATALOG_BODY,
-    MAX_TOKEN_BODY,
-    UPSTREAM_TIMEOUT,
-    ProxyHandler,
-    ProxyServer,
-    error_body,
-)
+from pyspark_catalog_ext.lakehouse.proxy import UPSTREAM_TIMEOUT, ProxyServer
+from pyspark_catalog_ext.lakehouse.s3_allow_list import BUCKET_OPS, OBJECT_OPS, REFUSED_HEADERS, bad_key, delete_keys, operation
+from pyspark_catalog_ext.lakehouse.signer_handler import DELETE_PATH, SignerHandler
 from pyspark_catalog_ext.lakehouse.tokens import CLIENT_ID, TOKEN_SECONDS, ClientTokens
 
 __all__ = ["SigningCatalogProxy", "SIGN_ENDPOINT", "REMOTE_SIGNING", "CLIENT_ID", "remote_signing_config", "sign_request"]
 
-log = logging.getLogger("pyspark_catalog_ext.lakehouse.signer")
-
 REMOTE_SIGNING = "remote-signing"
 SIGN_ENDPOINT = "v1/aws/s3/sign"  # Iceberg 1.10's default `s3.signer.endpoint`; ours add /<scope id>
-DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
 # Keys a table answer must never carry in remote-signing mode.
 _STORAGE_SECRETS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.session-token-expires-at-ms")
 MAX_LOCATIONS = 10_000  # table locations remembered per client (oldest forgotten first)
-MAX_SIGN_BODY = 2 << 20  # a sign request is small JSON, or a DeleteObjects body (<= MAX_DELETE_BODY) in JSON
-MAX_DELETE_BODY = 1 << 20  # the DeleteObjects XML inside it (1000 keys of <= 1 KiB each)
-MAX_DELETE_KEYS = 1000  # S3's own limit per DeleteObjects
-DELETE_PATH = "v1/aws/s3/delete"  # the DeleteObjects relay: /v1/aws/s3/delete/<ticket>
 DELETE_TICKET_SECONDS = 300  # long enough for the SDK's retries of one DeleteObjects
 MAX_DELETE_TICKETS = 1024  # per client
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-# What the signer signs: (operation, method, required query keys, optional query keys). A request
-# whose method and query keys match no row is refused: that is how ?acl, ?policy, ?tagging,
-# ?versionId, ?uploads on a bucket... stay unsigned.
-_OBJECT_OPS: tuple[tuple[str, str, frozenset[str], frozenset[str]], ...] = (
-    ("GetObject", "GET", frozenset(), frozenset()),
-    ("HeadObject", "HEAD", frozenset(), frozenset()),
-    ("PutObject", "PUT", frozenset(), frozenset()),
-    ("DeleteObject", "DELETE", frozenset(), frozenset()),  # S3FileIO.deleteFile
-    ("CreateMultipartUpload", "POST", frozenset({"uploads"}), frozenset()),
-    ("UploadPart", "PUT", frozenset({"partNumber", "uploadId"}), frozenset()),
-    ("CompleteMultipartUpload", "POST", frozenset({"uploadId"}), frozenset()),
-    ("AbortMultipartUpload", "DELETE", frozenset({"uploadId"}), frozenset()),
-    ("ListParts", "GET", frozenset({"uploadId"}), frozenset({"max-parts", "part-number-marker", "encoding-type"})),
-)
-_BUCKET_OPS: tuple[tuple[str, str, frozenset[str], frozenset[str]], ...] = (
-    ("ListObjects", "GET", frozenset({"prefix"}), frozenset({"list-type", "delimiter", "max-keys", "continuation-token",
-                                                             "start-after", "marker", "encoding-type", "fetch-owner"})),
-    ("DeleteObjects", "POST", frozenset({"delete"}), frozenset()),
-)
-_BLANK_QUERIES = {"uploads", "delete"}  # flags: any value would be another request
-# Request headers that turn an allowed operation into another one (a copy from anywhere in the
-# bucket, an ACL, tags, object lock...): refused whatever their case.
-_REFUSED_HEADERS = ("x-amz-copy-source", "x-amz-acl", "x-amz-grant-", "x-amz-tagging", "x-amz-website-redirect-location",
-                    "x-amz-object-lock-", "x-amz-bypass-governance-retention", "x-amz-metadata-directive")
 # A table endpoint re-checks that the catalog still holds its table (uuid and location) when its last
 # check is this old; a drop, rename or move through this proxy ends its endpoints at once.
 SCOPE_RECHECK_SECONDS = 5.0
@@ -362,10 +319,10 @@ class SigningCatalogProxy(ProxyServer):
         """None if the S3 request is on the allow-list (module docstring) and stays inside the table
         location of `client`'s `scope` (used with a token expiring at `token_expires`), else a
         one-line reason."""
-        if method not in {op[1] for op in _OBJECT_OPS + _BUCKET_OPS}:
+        if method not in {op[1] for op in OBJECT_OPS + BUCKET_OPS}:
             return f"the method {method[:20]!r} is not an S3 data operation"
         for name in headers or {}:
-            if str(name).lower().startswith(_REFUSED_HEADERS):
+            if str(name).lower().startswith(REFUSED_HEADERS):
                 return f"the header {name} (a copy source, ACL, tags or object lock) is never signed"
         if any(ord(c) <= 32 or ord(c) == 127 for c in url):
             return "a URI with spaces or control characters"
@@ -385,7 +342,7 @@ class SigningCatalogProxy(ProxyServer):
         bucket, _, key = unquote(parts.path).lstrip("/").partition("/")  # path-style: /bucket/key
         if not bucket:
             return "no bucket in the request"
-        op = _operation(_OBJECT_OPS if key else _BUCKET_OPS, method, params)
+        op = operation(OBJECT_OPS if key else BUCKET_OPS, method, params)
         if op is None:
             names = ",".join(sorted(params)) or "no query"
             return f"{method} {'object' if key else 'bucket'} request with {names[:80]} is not on the signer's allow-list"
@@ -400,18 +357,18 @@ class SigningCatalogProxy(ProxyServer):
             return prefix is not None and f"{bucket}/{k}".startswith(prefix + "/")
 
         if key:
-            return _bad_key(key) or (None if inside(key) else f"s3://{bucket}/{key} is outside the table's location")
+            return bad_key(key) or (None if inside(key) else f"s3://{bucket}/{key} is outside the table's location")
         if op == "ListObjects":  # the prefix itself must be inside, at a / boundary ("t" would list "t2/" too)
             listed = params["prefix"]
-            why = _bad_key(listed)
+            why = bad_key(listed)
             if why or not inside(listed):
                 return f"listing s3://{bucket}/{listed} is outside the table's location ({why or 'the prefix must start with the table location and /'})"
             return None
-        keys = _delete_keys(body)  # DeleteObjects: the body is checked here and bound by the relay
+        keys = delete_keys(body)  # DeleteObjects: the body is checked here and bound by the relay
         if isinstance(keys, str):
             return keys
         for k in keys:
-            why = _bad_key(k) or (None if inside(k) else "outside the table's location")
+            why = bad_key(k) or (None if inside(k) else "outside the table's location")
             if why:
                 return f"deleting s3://{bucket}/{k[:200]}: {why}"
         return None
@@ -450,191 +407,4 @@ class SigningCatalogProxy(ProxyServer):
         return resp.status_code, resp.content, resp.headers.get("Content-Type", "application/xml")
 
 
-def _operation(ops: tuple[tuple[str, str, frozenset[str], frozenset[str]], ...], method: str, params: Mapping[str, str]) -> str | None:
-    """The allow-listed operation `method` + query `params` is, or None."""
-    names = set(params) - {"x-id"}  # some SDKs name the operation in ?x-id=
-    for name, op_method, required, optional in ops:
-        if method == op_method and required <= names <= required | optional and params.get("x-id", name) == name:
-            if all(params[q] == "" for q in required & _BLANK_QUERIES) and all(params[q] for q in required - _BLANK_QUERIES):
-                return name
-    return None
-
-
-def _bad_key(key: str) -> str | None:
-    """Why an object key or list prefix is not a plain key, or None. `.`/`..` segments (also once
-    more URL-decoded, or with backslashes) would leave the table on a server that normalizes."""
-    if not key:
-        return "an empty key"
-    if any(ord(c) < 32 or ord(c) == 127 for c in key):
-        return "a key with control characters"
-    for form in (key, unquote(key)):
-        if any(seg in (".", "..") for seg in re.split(r"[/\\]", form)):
-            return "a key with . or .. segments (plain or URL-encoded)"
-    return None
-
-
-def _delete_keys(body: Any) -> list[str] | str:
-    """Object keys of a DeleteObjects XML body, or why it is refused. Stdlib XML (no new
-    dependency), made safe by refusing every `<!` (DOCTYPE, ENTITY, CDATA: S3's format has none,
-    so expat never gets an entity to expand) and by the size bound; any element outside S3's
-    format (VersionId included) is refused rather than ignored."""
-    if not isinstance(body, str) or not body:
-        return "a DeleteObjects request without its body (the signer must see the keys it deletes)"
-    raw = body.encode("utf-8")
-    if len(raw) > MAX_DELETE_BODY:
-        return f"a DeleteObjects body over {MAX_DELETE_BODY} bytes"
-    if "<!" in body:
-        return "a DeleteObjects body with a DOCTYPE, entity or CDATA section"
-    try:
-        root = ET.fromstring(raw)
-    except ET.ParseError:
-        return "a DeleteObjects body that is not XML"
-
-    def local(el: ET.Element) -> str:
-        return el.tag.rsplit("}", 1)[-1]
-
-    if local(root) != "Delete":
-        return "a DeleteObjects body whose root is not <Delete>"
-    keys = []
-    for child in root:
-        if local(child) == "Quiet":
-            continue
-        fields = [local(el) for el in child]
-        if local(child) != "Object" or fields != ["Key"]:
-            return "a DeleteObjects body with elements other than <Object><Key> and <Quiet>"
-        keys.append(child[0].text or "")
-    if not keys or len(keys) > MAX_DELETE_KEYS:
-        return f"a DeleteObjects body with {len(keys)} keys (1 to {MAX_DELETE_KEYS})"
-    return keys
-
-
-def _s3_error(code: str, message: str) -> bytes:
-    """An S3-style XML error body (what the AWS SDK parses)."""
-    error = ET.Element("Error")
-    ET.SubElement(error, "Code").text = code
-    ET.SubElement(error, "Message").text = message
-    return ET.tostring(error, encoding="utf-8", xml_declaration=True)
-
-
-def _is_table_answer(body: Any) -> bool:
-    return isinstance(body, dict) and isinstance(body.get("metadata"), dict) and "metadata-location" in body
-
-
-class _Handler(ProxyHandler):
-    proxy: SigningCatalogProxy
-
-    def _dispatch(self) -> None:
-        proxy = self.proxy
-        route = parse_target(self.command, self.raw_target(), proxy.guard.warehouse, CATALOG_ROUTES + SIGNER_ROUTES)
-        if isinstance(route, Refusal):
-            self.close_connection = True  # the body (if any) is not read: the stream cannot be framed
-            return self._reply(route.status, route.body(), {"Content-Type": "application/json"})
-        limit = {"sign": MAX_SIGN_BODY, "delete-relay": MAX_DELETE_BODY, "token": MAX_TOKEN_BODY}.get(route.name, MAX_CATALOG_BODY)
-        try:
-            body = self._body(limit)
-        except ValueError as exc:
-            self.close_connection = True  # the rest of the stream is not a request we can frame
-            status, reason = exc.args
-            return self._error(status, "BadRequestException", reason)
-        if route.name == "sign":
-            return self._sign(route.id, body)
-        if route.name == "delete-relay":
-            return self._relay(route.id, body)
-        if route.name == "token":
-            return self._token(body)
-        found = proxy.token_grant(self.headers.get("Authorization"))
-        if found is None and route.name != "config":
-            return self._error(401, "NotAuthorizedException", "a bearer token from this catalog's /v1/oauth/tokens is required")
-        client, expires = found or (CLIENT_ID, None)
-        return self._forward(route, body, client, expires)
-
-    def _relay(self, ticket: str, body: bytes) -> None:
-        """The DeleteObjects relay (see SigningCatalogProxy.sign); errors in S3's XML, for the SDK."""
-        try:
-            why = self.proxy.relay_delete(ticket, body)
-        except Exception as exc:  # noqa: BLE001 - S3 unreachable: a 502 the SDK retries
-            return self._reply(502, _s3_error("ServiceUnavailable", f"S3 unreachable: {type(exc).__name__}"), {"Content-Type": "application/xml"})
-        if isinstance(why, str):
-            log.info("refused a DeleteObjects relay: %s", why)
-            return self._reply(403, _s3_error("AccessDenied", why), {"Content-Type": "application/xml"})
-        status, content, content_type = why
-        self._reply(status, content, {"Content-Type": content_type})
-
-    def _token(self, raw: bytes) -> None:
-        answer = self.proxy.issue_token(parse_qs(raw.decode("utf-8", "replace")), self.headers.get("Authorization"))
-        if answer is None:
-            return self._json(401, {"error": "invalid_client", "error_description": "unknown client id/secret or token"})
-        self._json(200, answer, {"Cache-Control": "no-store"})
-
-    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = do_OPTIONS = _dispatch
-
-    def _sign(self, scope: str, raw: bytes) -> None:
-        proxy = self.proxy
-        found = proxy.token_grant(self.headers.get("Authorization"))
-        if found is None:
-            return self._error(401, "NotAuthorizedException", "a catalog bearer token is required to sign")
-        client, token_expires = found
-        try:
-            request = json.loads(raw)
-            method, url, headers = request["method"].upper(), request["uri"], request.get("headers") or {}
-            if not (isinstance(url, str) and isinstance(headers, dict) and isinstance(request.get("region") or "", str)
-                    and all(isinstance(v, str) or isinstance(v, list) and all(isinstance(x, str) for x in v) for v in headers.values())):
-                raise TypeError
-        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
-            return self._error(400, "BadRequestException", "the body must be an S3SignRequest: {region, method, uri, headers}")
-        why = proxy.check_request(scope, method, url, headers, request.get("body"), client=client, token_expires=token_expires)
-        if why is not None:
-            with proxy._lock:
-                proxy.refused += 1
-            why = _CONTROL.sub("?", why)  # keys and header names come from the client: keep the reason one line
-            method = _CONTROL.sub("?", method[:20])
-            log.info("refused to sign %s %r: %s", method, url[:300], why)
-            return self._error(403, "ForbiddenException", f"not signing {method}: {why}")
-        answer = proxy.sign(request, client)
-        with proxy._lock:
-            proxy.signed += 1
-        # private: the client may reuse this signature for its own later requests of the same method and
-        # object (Iceberg Java for 30 s, this package's FileIOs until the signature's validity minus a
-        # margin). It grants nothing the signature does not already grant for its 15 minutes, and every
-        # sign request that does arrive is checked above. A DeleteObjects relay ticket is single-use.
-        delete = answer["uri"].startswith(f"{proxy.url}/{DELETE_PATH}/")
-        self._json(200, answer, {"Cache-Control": "no-store" if delete else "private"})
-
-    def _forward(self, route: Route, raw: bytes, client: str, expires: float | None) -> None:
-        proxy = self.proxy
-        status, content, out = proxy.guard.handle(route, raw, self._send)
-        if 200 <= status < 300 and content:
-            try:
-                body = json.loads(content)
-            except ValueError:
-                body = None
-            if _is_table_answer(body):
-                try:
-                    table = proxy.table_for_answer(route, raw)
-                except Exception as exc:  # noqa: BLE001 - cannot read the stored metadata: no endpoint rather than a guessed one
-                    log.info("no signer scope for %s: %s", route.name, type(exc).__name__)
-                    table = None
-                content = json.dumps(proxy.rewrite_table_answer(body, "", client, expires=expires, table=table)).encode()
-        self._reply(status, content, out)
-
-    def _send(self, target: str, payload: bytes | None) -> tuple[int, bytes, Mapping[str, str]]:
-        """Forward this catalog call to SeaweedFS as the admin; (status, body, headers)."""
-        import requests
-
-        proxy = self.proxy
-        headers = forwarded_headers(self.headers, drop=("authorization", DELEGATION_HEADER.lower()))
-        headers["Accept-Encoding"] = "identity"
-        json_type = {"Content-Type": "application/json"}
-        try:
-            headers["Authorization"] = proxy.upstream_authorization()
-        except Exception as exc:  # noqa: BLE001 - any failure to log in upstream is a 502 here
-            return 502, error_body(502, "ServiceUnavailableException", f"the signer could not log in to the catalog: {type(exc).__name__}"), json_type
-        try:
-            resp = proxy.guard.session().request(self.command, proxy.catalog_uri + target, headers=headers, data=payload,
-                                                  timeout=UPSTREAM_TIMEOUT, allow_redirects=False)
-        except requests.RequestException as exc:
-            return 502, error_body(502, "ServiceUnavailableException", f"catalog unreachable: {type(exc).__name__}"), json_type
-        return resp.status_code, resp.content, {k: v for k, v in resp.headers.items() if k.lower() not in HOP_BY_HOP}
-
-
-SigningCatalogProxy.handler = _Handler
+SigningCatalogProxy.handler = SignerHandler

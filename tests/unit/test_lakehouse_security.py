@@ -16,7 +16,8 @@ import requests
 from botocore.config import Config
 
 from pyspark_catalog_ext.lakehouse.server import Lakehouse
-from pyspark_catalog_ext.lakehouse.signer import DELETE_PATH, MAX_DELETE_TICKETS, MAX_LOCATIONS, SigningCatalogProxy
+from pyspark_catalog_ext.lakehouse.signer import MAX_DELETE_TICKETS, MAX_LOCATIONS, SigningCatalogProxy
+from pyspark_catalog_ext.lakehouse.signer_handler import DELETE_PATH
 from pyspark_catalog_ext.lakehouse.tokens import MAX_TOKENS
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from tests.servers.base import BufferedProxy, Request, Response
