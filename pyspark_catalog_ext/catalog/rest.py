@@ -12,12 +12,12 @@ URL building and pagination. What this module adds on that one session, each for
   signer URI in a table's config) is refused before anything is sent, naming the setting and the
   origin. A `uri` override in `/v1/config` pointing at another origin is not followed (PyIceberg
   would move every call there).
-* **Evidence.** A response hook records each exchange (`Exchange`: method, path with secret query
-  values masked, status, elapsed ms, attempts) for the doctor.
+* **Evidence** (`exchanges`). A response hook records each exchange (`Exchange`: method, path with
+  secret query values masked, status, elapsed ms, attempts) for the doctor.
 * **One-line errors** (`answers`): every HTTP answer and PyIceberg exception becomes one of
   `errors.py`'s types.
 * **Lost answers to creates, drops and renames** (`lost_answers`): looked at, never repeated.
-* **Calls PyIceberg has no method for,** as raw JSON on the same session: the load-table answer
+* **Calls PyIceberg has no method for** (`raw_calls`), as raw JSON on the same session: the load-table answer
   (cleanup and maintenance read metadata fields PyIceberg's model drops), stage-create and commit
   bodies (doctor probes), `/credentials` with a `storageRefreshToken`, a server-given refresh URL
   (the catalog's own origin only), and Polaris's policy API.
@@ -31,21 +31,22 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import requests
-from pyiceberg.catalog.rest import Endpoints, RestCatalog
+from pyiceberg.catalog.rest import RestCatalog
 from pyiceberg.exceptions import BadRequestError
 from pyiceberg.typedef import Identifier
 from requests import Response, Session
 
 from pyspark_catalog_ext import logsafety
-from pyspark_catalog_ext.catalog.answers import also_pyiceberg, catalog_error, scrubbed, transport_error
+from pyspark_catalog_ext.catalog.answers import also_pyiceberg, catalog_error, transport_error
 from pyspark_catalog_ext.catalog.connection import CatalogConnection, pyiceberg_names
+from pyspark_catalog_ext.catalog.exchanges import Exchange, mask_query, operation
 from pyspark_catalog_ext.catalog.lost_answers import LostAnswers
+from pyspark_catalog_ext.catalog.raw_calls import ACCESS_DELEGATION_HEADER, IDEMPOTENCY_HEADER, Namespace, RawCalls, dotted, levels
 from pyspark_catalog_ext.catalog.server_settings import config_properties
 from pyspark_catalog_ext.catalog.transport import (
     DEFAULT_TIMEOUT,
@@ -56,7 +57,7 @@ from pyspark_catalog_ext.catalog.transport import (
     read_retry,
     refuse_redirect,
 )
-from pyspark_catalog_ext.catalog.trust import Origin, TrustedOrigins
+from pyspark_catalog_ext.catalog.trust import Origin, TrustedOrigins, origin_or_none
 from pyspark_catalog_ext.catalog.urls import safe_url
 from pyspark_catalog_ext.commit.idempotency import parse_iso8601_duration, uuid7
 from pyspark_catalog_ext.commit.policy import CommitPolicy
@@ -67,37 +68,13 @@ from pyspark_catalog_ext.errors import (
     ConfigError,
     redact,
 )
-from pyspark_catalog_ext.secret_keys import is_secret_param
 
 __all__ = ["CatalogClient", "Exchange", "PurgeRequiredError", "open_catalog"]
 
 log = logging.getLogger(__name__)
 
-ACCESS_DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
-IDEMPOTENCY_HEADER = "Idempotency-Key"
-Namespace = str | Sequence[str]
 
-
-@dataclass(frozen=True)
-class Exchange:
-    """Evidence of one HTTP exchange. Contains no secrets (query secrets are masked)."""
-
-    operation: str
-    method: str
-    path: str
-    status: int | None
-    elapsed_ms: float
-    attempt: int
-    error: str | None = None
-    idempotency_key: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"operation": self.operation, "method": self.method, "path": self.path, "status": self.status,
-                "elapsed_ms": round(self.elapsed_ms, 1), "attempt": self.attempt, "error": self.error,
-                "idempotency_key": self.idempotency_key}
-
-
-class CatalogClient(LostAnswers, RestCatalog):
+class CatalogClient(LostAnswers, RawCalls, RestCatalog):
     """PyIceberg's RestCatalog with bounded calls, evidence, one-line errors and the raw calls our tools need.
 
     Args:
@@ -126,7 +103,7 @@ class CatalogClient(LostAnswers, RestCatalog):
         self.idempotency_key_lifetime: str | None = None
         self.idempotency_key_lifetime_s: float | None = None
         self._timeout, self._retries = timeout, retries
-        self._user_uri, self._user_origin = uri, _origin_or_none(uri)
+        self._user_uri, self._user_origin = uri, origin_or_none(uri)
         #: Where requests carrying the catalog's credentials may go: decided from the user's properties
         #: only, before any server answer is merged in.
         self.trust = TrustedOrigins.from_user_properties(properties)
@@ -201,7 +178,7 @@ class CatalogClient(LostAnswers, RestCatalog):
         # PyIceberg merged the answer's defaults and overrides over the user's properties: keep only
         # what a server may set (no py-io-impl, auth, proxy or catalog-ext.* knob from a server).
         self.properties = config_properties(self.name, self.user_properties, self.properties)
-        if _origin_or_none(self.uri) != self._user_origin:
+        if origin_or_none(self.uri) != self._user_origin:
             # A config answer must not redirect our token and headers to another host.
             log.warning("catalog-ext: the catalog's /v1/config names another uri (%s); keeping %s",
                         safe_url(self.uri), self.safe_uri)
@@ -236,8 +213,8 @@ class CatalogClient(LostAnswers, RestCatalog):
         self._note_date(resp, path)
         history = getattr(getattr(resp.raw, "retries", None), "history", ()) or ()
         key = request.headers.get(IDEMPOTENCY_HEADER)
-        exchange = Exchange(_operation(request.method or "", path), request.method or "",
-                            path + _mask_query(urlsplit(request.url or "").query), resp.status_code,
+        exchange = Exchange(operation(request.method or "", path), request.method or "",
+                            path + mask_query(urlsplit(request.url or "").query), resp.status_code,
                             resp.elapsed.total_seconds() * 1000.0, len(history) + 1, None,
                             key.decode() if isinstance(key, bytes) else key)
         self.exchanges.append(exchange)
@@ -337,36 +314,36 @@ class CatalogClient(LostAnswers, RestCatalog):
     # -- tool calls: plain data, `errors.py` types -----------------------------------------------
     def namespaces(self, parent: Namespace = ()) -> list[tuple[str, ...]]:
         """Namespaces under `parent` (all pages)."""
-        with self._answers("list namespaces", ("namespace", _dotted(parent)) if parent else ("warehouse", None)):
-            return [tuple(ns) for ns in self.list_namespaces(_levels(parent))]
+        with self._answers("list namespaces", ("namespace", dotted(parent)) if parent else ("warehouse", None)):
+            return [tuple(ns) for ns in self.list_namespaces(levels(parent))]
 
     def tables(self, namespace: Namespace) -> list[tuple[str, ...]]:
         """Identifiers (namespace levels..., name) of the tables in `namespace` (all pages)."""
-        with self._answers("list tables", ("namespace", _dotted(namespace))):
-            return [tuple(t) for t in self.list_tables(_levels(namespace))]
+        with self._answers("list tables", ("namespace", dotted(namespace))):
+            return [tuple(t) for t in self.list_tables(levels(namespace))]
 
     def namespace_properties(self, namespace: Namespace) -> dict[str, str]:
-        with self._answers("load namespace", ("namespace", _dotted(namespace))):
-            return dict(self.load_namespace_properties(_levels(namespace)))
+        with self._answers("load namespace", ("namespace", dotted(namespace))):
+            return dict(self.load_namespace_properties(levels(namespace)))
 
     def has_namespace(self, namespace: Namespace) -> bool:
-        with self._answers("namespace exists", ("namespace", _dotted(namespace))):
-            return self.namespace_exists(_levels(namespace))
+        with self._answers("namespace exists", ("namespace", dotted(namespace))):
+            return self.namespace_exists(levels(namespace))
 
     def has_table(self, identifier: Sequence[str]) -> bool:
-        with self._answers("table exists", ("table", _dotted(identifier))):
+        with self._answers("table exists", ("table", dotted(identifier))):
             return self.table_exists(tuple(identifier))
 
     def make_namespace(self, namespace: Namespace, properties: Mapping[str, str] | None = None) -> None:
-        with self._answers("create namespace", ("namespace", _dotted(namespace))):
-            self.create_namespace(_levels(namespace), dict(properties or {}))
+        with self._answers("create namespace", ("namespace", dotted(namespace))):
+            self.create_namespace(levels(namespace), dict(properties or {}))
 
     def remove_namespace(self, namespace: Namespace) -> None:
-        with self._answers("drop namespace", ("namespace", _dotted(namespace))):
-            self.drop_namespace(_levels(namespace))
+        with self._answers("drop namespace", ("namespace", dotted(namespace))):
+            self.drop_namespace(levels(namespace))
 
     def remove_table(self, identifier: Sequence[str], *, purge: bool = False) -> None:
-        with self._answers("drop table", ("table", _dotted(identifier))):
+        with self._answers("drop table", ("table", dotted(identifier))):
             self.drop_table(tuple(identifier), purge_requested=purge)
 
     # -- drops: the one reading of a refused plain drop ----------------------------------------------
@@ -386,122 +363,7 @@ class CatalogClient(LostAnswers, RestCatalog):
                 "tables only with their data (S3 Tables), call purge_table() (SQL: DROP TABLE ... PURGE), which "
                 "deletes the table's files") from None
 
-    def table_url(self, identifier: Sequence[str], tail: str = "") -> str:
-        ident = tuple(identifier)
-        if len(ident) < 2 or not ident[-1]:
-            raise ConfigError(f"invalid table identifier {'.'.join(ident)!r}: expected namespace.table")
-        return self.url(Endpoints.load_table, prefixed=True, **self._split_identifier_for_path(ident)) + tail
-
-    def load_table_json(self, identifier: Sequence[str], *, delegation: str | None = None) -> dict[str, Any]:
-        """The LoadTableResult as JSON (metadata-location, metadata, config, storage-credentials)."""
-        return self._object("GET", self.table_url(identifier), ("table", _dotted(identifier)),
-                            headers=_delegation(delegation), required=("metadata",))
-
-    def create_table_json(self, namespace: Namespace, body: Mapping[str, Any], *, stage_create: bool = False,
-                          delegation: str | None = None) -> dict[str, Any]:
-        """POST a CreateTableRequest (`stage-create` when asked); the LoadTableResult as JSON."""
-        if not body.get("name") or "schema" not in body:
-            raise ConfigError("create_table body needs at least 'name' and 'schema'")
-        payload = {**body, "stage-create": True} if stage_create else dict(body)
-        url = self.url(Endpoints.create_table, namespace=self._encode_namespace_path(_levels(namespace)))
-        return self._object("POST", url, ("namespace", _dotted(namespace)), json=payload,
-                            headers=_delegation(delegation), required=("metadata",))
-
-    def commit_table_json(self, identifier: Sequence[str], requirements: Sequence[Mapping[str, Any]],
-                          updates: Sequence[Mapping[str, Any]], *, idempotency_key: str | None = None
-                          ) -> dict[str, Any]:
-        """POST a CommitTableRequest as given (doctor probes); {"metadata-location", "metadata"}."""
-        ident = tuple(identifier)
-        payload = {"identifier": {"namespace": list(ident[:-1]), "name": ident[-1]},
-                   "requirements": list(requirements), "updates": list(updates)}
-        headers = {IDEMPOTENCY_HEADER: idempotency_key} if idempotency_key else None
-        return self._object("POST", self.table_url(ident), ("table", _dotted(ident)), json=payload,
-                            headers=headers, required=("metadata-location", "metadata"))
-
-    def load_credentials_json(self, identifier: Sequence[str], *, storage_refresh_token: str | None = None
-                              ) -> dict[str, Any]:
-        """GET .../credentials[?storageRefreshToken=] (spec PR 15280): {"storage-credentials": [...]}."""
-        params = {"storageRefreshToken": storage_refresh_token} if storage_refresh_token else None
-        body = self._object("GET", self.table_url(identifier, "/credentials"), ("table", _dotted(identifier)),
-                            params=params, required=("storage-credentials",))
-        if not isinstance(body["storage-credentials"], list):
-            raise CatalogError(f"catalog returned malformed JSON for GET {_dotted(identifier)} credentials: "
-                               "storage-credentials must be a list")
-        return body
-
-    def get_url(self, url: str, key: str = "client.refresh-credentials-endpoint") -> Any:
-        """GET a server-given URL (`key`: the setting that gave it), absolute or relative to the
-        catalog, on an origin of the trust set only. Another origin is refused before any request
-        (`UntrustedOriginError`, a `CatalogError`, so a refresh falls through to the next strategy):
-        with credentials it would exfiltrate them, without them it is a request to wherever the
-        server points us (blind SSRF)."""
-        full = urljoin(self.uri.rstrip("/") + "/", url)
-        self.trust.check(full, key)
-        return self._call("GET", full, ("endpoint", None))
-
-    def send_to(self, method: str, url: str, *, key: str, json: Any = None) -> Response:
-        """Send a request with the catalog's credentials to a server-given absolute URL (`key`: the
-        setting that gave it), such as the catalog's S3 signer, and return the answer whatever its
-        status. Refused before sending (`UntrustedOriginError`) unless the URL's origin is trusted;
-        never redirected. Transport failures are one-line `CatalogError`s."""
-        self.trust.check(url, key)
-        try:
-            return self._session.request(method.upper(), url, json=json)
-        except requests.RequestException as exc:
-            raise transport_error(exc, f"{method.upper()} {urlsplit(url).path}", safe_url(url),
-                                  mutation=method.upper() in MUTATIONS) from None
-
-    def call(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, json: Any = None,
-             headers: Mapping[str, str] | None = None) -> Any:
-        """Any catalog call (Polaris's `/polaris/v1/{prefix}/...`, notifications). "{prefix}" in `path` is
-        the catalog's prefix. Parsed JSON, or None for an empty answer."""
-        path = path.replace("/{prefix}", f"/{self.prefix}" if self.prefix else "")
-        return self._call(method.upper(), self.uri.rstrip("/") + "/" + path.lstrip("/"), ("endpoint", None),
-                          params=params, json=json, headers=headers)
-
     # -- internals --------------------------------------------------------------------------------
-    def _object(self, method: str, url: str, resource: tuple[str, str | None], *,
-                required: Sequence[str] = (), **kwargs: Any) -> dict[str, Any]:
-        body = self._call(method, url, resource, **kwargs)
-        shown = f"{method} {urlsplit(url).path}"
-        if not isinstance(body, dict):
-            raise CatalogError(f"catalog returned malformed JSON for {shown}: expected an object")
-        missing = [k for k in required if k not in body]
-        if missing:
-            raise CatalogError(f"catalog returned malformed JSON for {shown}: missing {', '.join(missing)}")
-        return body
-
-    def _call(self, method: str, url: str, resource: tuple[str, str | None], *, params: Mapping[str, Any] | None = None,
-              json: Any = None, headers: Mapping[str, str] | None = None) -> Any:
-        shown = f"{method} {urlsplit(url).path}"
-        send = dict(headers or {})
-        for renewal in (False, True):
-            try:
-                resp = self._session.request(method, url, params=params, json=json, headers=send)
-            except requests.RequestException as exc:
-                raise transport_error(exc, shown, _where(url, self), mutation=method in MUTATIONS) from None
-            # An expired token (401; 419 on Gravitino) was not applied: renew it once and resend.
-            if resp.status_code in (401, 419) and not renewal and self._renew_token():
-                continue
-            break
-        if resp.status_code >= 400:
-            raise scrubbed(catalog_error(resp, shown, resource, self.safe_uri, self.warehouse), resp, params)
-        if method == "HEAD" or resp.status_code == 204 or not resp.content:
-            return None
-        try:
-            return resp.json()
-        except ValueError:
-            snippet = " ".join(resp.text[:60].split())
-            raise CatalogError(f"catalog returned malformed JSON for {shown} (body starts {snippet!r}); check that "
-                               "--uri points at the Iceberg REST endpoint", status=resp.status_code) from None
-
-    def _renew_token(self) -> bool:
-        try:
-            self._refresh_token()  # PyIceberg's own renewal (its legacy OAuth2 manager; others renew themselves)
-        except Exception:
-            return False
-        return True
-
     @contextlib.contextmanager
     def _answers(self, what: str, resource: tuple[str, str | None]) -> Iterator[None]:
         """Run PyIceberg calls, turning their exceptions into `errors.py`'s one-line types."""
@@ -549,10 +411,6 @@ class _IdempotencyKeys:
         return getattr(self.inner, name)
 
 
-def _where(url: str, catalog: CatalogClient) -> str:
-    return catalog.safe_uri if _origin_or_none(url) == catalog._user_origin else safe_url(url)
-
-
 def _register_tokens(resp: Response) -> None:
     """An OAuth2 token answer's tokens: masked by value wherever they appear later."""
     try:
@@ -562,58 +420,6 @@ def _register_tokens(resp: Response) -> None:
     if isinstance(body, dict):
         logsafety.register(str(body[k]) for k in ("access_token", "refresh_token", "id_token") if body.get(k))
 
-
-def _origin_or_none(url: str) -> Origin | None:
-    try:
-        return Origin.of(url)
-    except ValueError:
-        return None
-
-
-def _mask_query(query: str) -> str:
-    if not query:
-        return ""
-    masked = []
-    for pair in query.split("&"):
-        name, sep, _ = pair.partition("=")
-        masked.append(f"{name}=***" if sep and is_secret_param(name) else pair)
-    return "?" + "&".join(masked)
-
-
-# Operation names in evidence, by the route's last fixed segment (most specific first).
-_ROUTES = (("/v1/config", "config"), ("/oauth/tokens", "oauth_token"), ("/credentials", "load_credentials"),
-           ("/applicable-policies", "applicable_policies"), ("/notifications", "notification"),
-           ("/transactions/commit", "commit_transaction"), ("/tables/rename", "rename_table"))
-
-
-def _operation(method: str, path: str) -> str:
-    for tail, name in _ROUTES:
-        if tail in path:
-            return name
-    parts = path.rstrip("/").split("/")
-    if "tables" in parts:
-        at_table = parts[-2] == "tables"
-        return {("GET", True): "load_table", ("HEAD", True): "table_exists", ("POST", True): "commit_table",
-                ("DELETE", True): "drop_table", ("GET", False): "list_tables",
-                ("POST", False): "create_table"}.get((method, at_table), f"{method} tables")
-    if "namespaces" in parts:
-        at_namespace = parts[-1] != "namespaces"
-        return {("GET", True): "load_namespace", ("HEAD", True): "namespace_exists", ("DELETE", True): "drop_namespace",
-                ("GET", False): "list_namespaces", ("POST", False): "create_namespace"}.get(
-                    (method, at_namespace), f"{method} namespaces")
-    return f"{method} {path}"
-
-
-def _levels(namespace: Namespace) -> tuple[str, ...]:
-    return (namespace,) if isinstance(namespace, str) else tuple(namespace)
-
-
-def _dotted(identifier: Namespace) -> str:
-    return ".".join(_levels(identifier))
-
-
-def _delegation(value: str | None) -> dict[str, str] | None:
-    return {ACCESS_DELEGATION_HEADER: value} if value else None
 
 
 def open_catalog(source: Mapping[str, str] | CatalogConnection, *, name: str = "catalog-ext", delegation: str | None = None,

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from pyspark_catalog_ext.catalog.trust_rules import USER_URL_KEYS
 from pyspark_catalog_ext.errors import ConfigError, UntrustedOriginError
 
-__all__ = ["TRUSTED_ORIGINS_KNOB", "USER_URL_KEYS", "Origin", "TrustedOrigins"]
+__all__ = ["TRUSTED_ORIGINS_KNOB", "USER_URL_KEYS", "Origin", "TrustedOrigins", "origin_or_none"]
 
 TRUSTED_ORIGINS_KNOB = "catalog-ext.trusted-origins"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -124,3 +124,10 @@ def _user_origin(key: str, value: str) -> Origin:
         return Origin.of(value)
     except ValueError as exc:
         raise ConfigError(f"{key}: {exc}; expected http(s)://host[:port]") from None
+
+
+def origin_or_none(url: str) -> Origin | None:
+    try:
+        return Origin.of(url)
+    except ValueError:
+        return None

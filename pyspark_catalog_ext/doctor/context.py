@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark_catalog_ext.catalog.exchanges import Exchange
 from pyspark_catalog_ext.catalog.profiles import Profile
-from pyspark_catalog_ext.catalog.rest import CatalogClient, Exchange
+from pyspark_catalog_ext.catalog.rest import CatalogClient
 from pyspark_catalog_ext.errors import CatalogExtError, CatalogNotFoundError, redact
 from pyspark_catalog_ext.secret_keys import is_secret_key
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pyspark_catalog_ext.catalog.rest import IDEMPOTENCY_HEADER
+from pyspark_catalog_ext.catalog.raw_calls import IDEMPOTENCY_HEADER
 from pyspark_catalog_ext.commit.idempotency import uuid7
 from pyspark_catalog_ext.doctor.context import create_updates
 from pyspark_catalog_ext.errors import CatalogConflictError, CatalogError

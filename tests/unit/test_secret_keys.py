@@ -176,11 +176,11 @@ def test_redaction_of_random_secrets_in_every_form() -> None:
 @pytest.mark.parametrize("name", ["storageRefreshToken", "X-Amz-Signature", "X-Amz-Credential", "X-Amz-Security-Token",
                                   "api_key", "sig", "client_secret", "password"])
 def test_secret_query_parameters_come_from_the_same_module(name: str) -> None:
-    from pyspark_catalog_ext.catalog.rest import _mask_query
+    from pyspark_catalog_ext.catalog.exchanges import mask_query
     from pyspark_catalog_ext.secret_keys import is_secret_param
 
     assert is_secret_param(name)
-    assert _mask_query(f"{name}=v4lue&pageSize=10") == f"?{name}=***&pageSize=10"
+    assert mask_query(f"{name}=v4lue&pageSize=10") == f"?{name}=***&pageSize=10"
 
 
 @pytest.mark.parametrize("name", ["pageSize", "warehouse", "planId", "namespace"])
