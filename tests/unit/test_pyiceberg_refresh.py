@@ -144,7 +144,7 @@ def test_without_refresh_the_same_scan_fails(lakehouse, catalog_proxy, s3_proxy,
 # With fsspec this and the staged test below met dead keys under load (quarantined until then): each
 # renewal stalled the whole process for seconds while s3fs built a botocore session for the new keys,
 # and requests already holding the old keys went out after those had died. Both fixed in fileio.py
-# (one shared session; open streams rekey at the hard margin), see the two fsspec tests below.
+# (one shared session) and fileio_streams.py (open streams rekey at the hard margin), see the two fsspec tests below.
 @pytest.mark.parametrize("io", sorted(FILEIOS))
 def test_long_append_then_overwrite_and_delete(lakehouse, catalog_proxy, s3_proxy, io):
     """An append and an overwrite of 100 files each on slow S3, each spanning lifetimes; then a
