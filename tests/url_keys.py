@@ -96,7 +96,8 @@ def iceberg_runtime_jar(release: str) -> Path:
     """A Spark runtime jar of Iceberg `release` (they share Iceberg's own classes): one already in
     the user cache or ~/.m2 if any, else the one of the first supported stack, fetched."""
     from pyspark_catalog_ext.cache import cache_dir
-    from pyspark_catalog_ext.spark.jars import DEFAULT_STACK, resolve_jars, supported_stacks
+    from pyspark_catalog_ext.spark.jars import resolve_jars
+    from pyspark_catalog_ext.spark.jvm_stacks import DEFAULT_STACK, supported_stacks
 
     stacks = [s for s in supported_stacks() if s.iceberg == release]
     if not stacks:

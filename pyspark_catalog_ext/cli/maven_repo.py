@@ -7,7 +7,8 @@ import argparse
 import sys
 
 from pyspark_catalog_ext.cli.options import add_stack_arguments
-from pyspark_catalog_ext.spark.jars import resolve_stack_jars, select_stack
+from pyspark_catalog_ext.spark.jars import resolve_stack_jars
+from pyspark_catalog_ext.spark.jvm_stacks import select_stack
 from pyspark_catalog_ext.spark.maven_repo import writable_directory, write_repository
 
 __all__ = ["register"]

@@ -122,7 +122,7 @@ def spark_conf(
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     if jars is not None or spark is not None or iceberg is not None:
-        from pyspark_catalog_ext.spark.jars import select_stack
+        from pyspark_catalog_ext.spark.jvm_stacks import select_stack
 
         java = None
         if spark is None and iceberg is None:  # this machine's pyspark: the Java here runs it

@@ -24,7 +24,8 @@ from urllib.parse import urlparse
 from xml.sax.saxutils import escape
 
 from pyspark_catalog_ext.errors import ConfigError, JarError
-from pyspark_catalog_ext.spark.jars import DEFAULT_STACK, MAVEN_ROUTE, PYPI_ROUTE, PYPI_STACK, JvmStack, maven_coordinate
+from pyspark_catalog_ext.spark.jvm_stacks import DEFAULT_STACK, MAVEN_ROUTE, PYPI_ROUTE, PYPI_STACK, JvmStack
+from pyspark_catalog_ext.spark.maven_jars import maven_coordinate
 from pyspark_catalog_ext.spark.shim_build import SHIM_ARTIFACT, SHIM_GROUP, shim_version
 
 __all__ = ["Coordinate", "shim_coordinate", "store_coordinate", "runtime_dependencies", "pom_xml", "writable_directory", "write_repository", "repository_settings", "IVY_DIR_NAME",

@@ -89,7 +89,7 @@ def _local_stack(iceberg: str | None) -> tuple[str, str | None]:
     supported runtime is spark_conf's error to give (or no error with jars=None: the user brings the
     jars), so only Spark's own need is checked then."""
     from pyspark_catalog_ext.errors import ConfigError
-    from pyspark_catalog_ext.spark.jars import installed_spark_version, select_stack
+    from pyspark_catalog_ext.spark.jvm_stacks import installed_spark_version, select_stack
     from pyspark_catalog_ext.spark.shim_build import local_java_major
 
     spark = installed_spark_version()

@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pyspark_catalog_ext.spark.jars import resolve_jars, select_stack
+from pyspark_catalog_ext.spark.jars import resolve_jars
+from pyspark_catalog_ext.spark.jvm_stacks import select_stack
 from pyspark_catalog_ext.spark.shim_api import EXTENSIONS
 from pyspark_catalog_ext.spark.store_jars import store_file_io, store_jars
 

@@ -14,19 +14,10 @@ import pytest
 
 from pyspark_catalog_ext.cache import sha256_file
 from pyspark_catalog_ext.errors import ConfigError, JarError
-from pyspark_catalog_ext.spark.jars import (
-    DEFAULT_STACK,
-    MAVEN_PACKAGES,
-    MAVEN_REPO_ENV,
-    PYPI_STACK,
-    WHEEL_SOURCES,
-    JvmStack,
-    pinned_maven_jars,
-    resolve_jars,
-    resolve_stack_jars,
-    select_stack,
-    supported_stacks,
-)
+from pyspark_catalog_ext.spark.jars import MAVEN_PACKAGES, resolve_jars, resolve_stack_jars
+from pyspark_catalog_ext.spark.jvm_stacks import DEFAULT_STACK, PYPI_STACK, JvmStack, pinned_maven_jars, select_stack, supported_stacks
+from pyspark_catalog_ext.spark.maven_jars import MAVEN_REPO_ENV
+from pyspark_catalog_ext.spark.pypi_jars import WHEEL_SOURCES
 from tests.conftest import ROOT
 
 ALL_PINS = {name: pin for source in WHEEL_SOURCES for name, pin in source.jars.items()}

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pyspark_catalog_ext.errors import ConfigError, JavaError
-from pyspark_catalog_ext.spark.jars import JvmStack, select_stack
+from pyspark_catalog_ext.spark.jvm_stacks import JvmStack, select_stack
 from pyspark_catalog_ext.spark.shim_build import check_java, min_java_for_stack
 from tests.helpers import fake_java_home
 
