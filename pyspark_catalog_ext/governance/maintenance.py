@@ -7,8 +7,8 @@ the matching Iceberg Spark procedures.
     report = pce.maintenance.run(spark, plan)             # progress per table, then a summary
     print(report.render())
 
-`planning` decides what each policy type runs and what is refused (orphan removal outside the
-table's own location, or where another table keeps files); this module runs the plan.
+`planning` decides what each policy type runs and what is refused (`policy_actions`: orphan removal
+outside the table's own location, or where another table keeps files); this module runs the plan.
 
 A table whose policy versions and current snapshot are the same as after its last successful run
 is skipped (state in a small bounded JSON file). One failing table does not stop the others.
@@ -31,21 +31,17 @@ from typing import Any
 from pyspark_catalog_ext import events
 from pyspark_catalog_ext.catalog.reader import CatalogReader
 from pyspark_catalog_ext.errors import redact
+from pyspark_catalog_ext.governance.maintenance_plan import Action, Plan, TablePlan, sql_value, table_arg
 from pyspark_catalog_ext.governance.planning import (
-    Action,
-    Plan,
     PlanState,
-    TablePlan,
     default_state_file,
-    other_tables_under,
     plan,
     plan_in,
     plan_with_catalog,
     split_targets,
-    sql_value,
     state_key,
-    table_arg,
 )
+from pyspark_catalog_ext.governance.policy_actions import other_tables_under
 from pyspark_catalog_ext.progress import Progress
 
 __all__ = ["Action", "TablePlan", "Plan", "TableResult", "Report", "plan", "plan_with_catalog", "run", "split_targets", "default_state_file"]

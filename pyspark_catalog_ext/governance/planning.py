@@ -15,346 +15,42 @@ Policy type -> procedure (Iceberg 1.10):
 
 A table whose policy versions and current snapshot are the same as after its last successful run
 is skipped (`PlanState`: a small bounded JSON file).
+
+The policy -> procedure rules are policy_actions.py; the plan's model and its SQL, maintenance_plan.py.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from pyspark_catalog_ext.catalog.locations import dot_segments, tables_under
 from pyspark_catalog_ext.catalog.reader import CatalogReader
 from pyspark_catalog_ext.errors import (
     CatalogExtError,
     CatalogNotFoundError,
-    CleanupRefused,
     ConfigError,
     PolicyApiUnavailableError,
 )
+from pyspark_catalog_ext.governance.maintenance_plan import Plan, TablePlan
 from pyspark_catalog_ext.governance.policies import (
-    DATA_COMPACTION,
     MAINTENANCE_TYPES,
-    METADATA_COMPACTION,
-    ORPHAN_FILE_REMOVAL,
-    SNAPSHOT_EXPIRY,
-    ApplicablePolicy,
     FilePolicySource,
-    OrphanFileRemovalContent,
     PolarisPolicySource,
     PolicySource,
     effective_policies,
-    parse_content,
 )
+from pyspark_catalog_ext.governance.policy_actions import _actions_for, _refuse_shared_locations
 from pyspark_catalog_ext.spark.shim_api import SHIM_CATALOG_IMPL
 
-__all__ = ["Action", "Plan", "PlanState", "TablePlan", "default_state_file", "other_tables_under", "plan", "plan_in", "plan_with_catalog",
-           "split_targets", "sql_value", "state_key", "table_arg"]
+__all__ = ["PlanState", "default_state_file", "plan", "plan_in", "plan_with_catalog", "split_targets", "state_key"]
 
-DEFAULT_ORPHAN_AGE_DAYS = 3.0  # files younger than this may belong to a job still writing
 MAX_STATE_ENTRIES = 10_000  # the state file keeps the most recent tables only
 MAX_NAMESPACE_DEPTH = 16
-
-# Iceberg 1.10 rewrite_data_files options (RewriteDataFiles + its file rewriters).
-REWRITE_OPTIONS = frozenset({
-    "target-file-size-bytes", "min-file-size-bytes", "max-file-size-bytes", "min-input-files", "rewrite-all",
-    "max-file-group-size-bytes", "max-files-to-rewrite", "delete-file-threshold", "delete-ratio-threshold",
-    "max-concurrent-file-group-rewrites", "partial-progress.enabled", "partial-progress.max-commits",
-    "partial-progress.max-failed-commits", "use-starting-sequence-number", "rewrite-job-order",
-    "remove-dangling-deletes", "output-spec-id", "shuffle-partitions-per-file", "compression-factor",
-})
-STRATEGIES = {"bin-pack": "binpack", "binpack": "binpack", "sort": "sort", "z-order": "sort", "zorder": "sort"}
-
-
-# --------------------------------------------------------------------------- plan model
-
-
-@dataclass
-class Action:
-    """One procedure call decided by one policy."""
-
-    policy_type: str
-    policy: str  # name@vN
-    origin: str  # where the policy applies from
-    procedure: str  # rewrite_data_files, ..., or "" when nothing runs
-    args: dict[str, Any] = field(default_factory=dict)
-    reason: str = ""
-    unknown_keys: list[str] = field(default_factory=list)
-    refused: str | None = None  # why a (deleting) action will not run
-    table_properties: dict[str, str] = field(default_factory=dict)  # set before the call
-
-    @property
-    def runnable(self) -> bool:
-        return bool(self.procedure) and self.refused is None
-
-
-@dataclass
-class TablePlan:
-    table: str  # catalog.ns.table
-    namespace: list[str]
-    name: str
-    location: str = ""
-    snapshot_id: int | None = None
-    actions: list[Action] = field(default_factory=list)
-    skip: str | None = None  # why the whole table is skipped
-    error: str | None = None  # the policies could not be read or validated
-    versions: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class Plan:
-    catalog: str
-    tables: list[TablePlan]
-    source: str
-    state_file: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"catalog": self.catalog, "policy_source": self.source, "tables": [asdict(t) for t in self.tables]}
-
-    def render(self) -> str:
-        """The dry-run text: table, policy and origin, action with parameters, why."""
-        lines = [f"maintenance plan for catalog {self.catalog} (policies from {self.source})"]
-        for t in self.tables:
-            head = f"{t.table}"
-            if t.error:
-                lines.append(f"{head}: ERROR {t.error}")
-                continue
-            if t.skip:
-                lines.append(f"{head}: skip ({t.skip})")
-                continue
-            if not t.actions:
-                lines.append(f"{head}: nothing to do (no maintenance policy applies)")
-                continue
-            lines.append(f"{head}:")
-            for a in t.actions:
-                lines.append(f"  {a.policy_type} {a.policy} [{a.origin}]")
-                if a.procedure:
-                    args = ", ".join(f"{k} => {sql_value(v)}" for k, v in a.args.items())
-                    props = "".join(f" after setting {k}={v}" for k, v in a.table_properties.items())
-                    state = f"REFUSED: {a.refused}" if a.refused else "run"
-                    lines.append(f"    {state}: CALL {self.catalog}.system.{a.procedure}({args}){props}")
-                lines.append(f"    why: {a.reason}")
-                if a.unknown_keys:
-                    lines.append(f"    ignored unknown config keys: {', '.join(a.unknown_keys)}")
-        return "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- policies -> actions
-
-
-def _norm(key: str) -> str:
-    return key.strip().lower().replace("_", "-")
-
-
-def _days_ago(days: float, now: datetime) -> str:
-    return (now - timedelta(days=days)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-def _actions_for(policy: ApplicablePolicy, table: TablePlan, now: datetime) -> list[Action]:
-    content = parse_content(policy)
-    base: dict[str, Any] = dict(policy_type=policy.policy_type, policy=f"{policy.name}@v{policy.version}", origin=policy.origin)
-    ident = table_arg(table.namespace, table.name)
-    if not content.enable:
-        return [Action(procedure="", reason="the policy is disabled (enable=false)", **base)]
-    config = dict(content.config)
-    unknown: list[str] = []
-    if policy.policy_type == DATA_COMPACTION:
-        args: dict[str, Any] = {"table": ident}
-        options: dict[str, str] = {}
-        why = ["compact small data files"]
-        for key, value in config.items():
-            k = _norm(key)
-            if k == "compaction-strategy" or k == "strategy":
-                strategy = STRATEGIES.get(str(value).lower())
-                if strategy is None:
-                    raise ConfigError(f"policy {policy.name}: compaction_strategy {value!r} is not one of {', '.join(STRATEGIES)}")
-                args["strategy"] = strategy
-            elif k in ("sort-order", "where"):
-                args[k.replace("-", "_")] = str(value)
-            elif k in REWRITE_OPTIONS:
-                options[k] = _str(value)
-            else:
-                unknown.append(key)
-        if "target-file-size-bytes" in options:
-            why.append(f"towards {options['target-file-size-bytes']}-byte files")
-        if args.get("strategy") == "sort" and "sort_order" not in args:
-            why.append("sorted by the table's sort order")
-        if options:
-            args["options"] = options
-        return [Action(procedure="rewrite_data_files", args=args, reason=", ".join(why), unknown_keys=unknown, **base)]
-    if policy.policy_type == METADATA_COMPACTION:
-        args = {"table": ident}
-        for key, value in config.items():
-            k = _norm(key)
-            if k == "spec-id":
-                args["spec_id"] = int(value)
-            elif k == "use-caching":
-                args["use_caching"] = _bool(value, key, policy)
-            else:
-                unknown.append(key)
-        return [Action(procedure="rewrite_manifests", args=args, reason="rewrite manifests for faster planning",
-                       unknown_keys=unknown, **base)]
-    if policy.policy_type == SNAPSHOT_EXPIRY:
-        args = {"table": ident}
-        props: dict[str, str] = {}
-        why = []
-        for key, value in config.items():
-            k = _norm(key)
-            if k == "max-snapshot-age-days":
-                days = _positive(value, key, policy)
-                args["older_than"] = _Timestamp(_days_ago(days, now))
-                why.append(f"snapshots older than {days:g} days")
-            elif k == "min-snapshot-to-keep":
-                args["retain_last"] = int(value)
-                if args["retain_last"] < 1:
-                    raise ConfigError(f"policy {policy.name}: min_snapshot_to_keep must be >= 1")
-                why.append(f"keeping at least {args['retain_last']}")
-            elif k == "max-ref-age-days":
-                props["history.expire.max-ref-age-ms"] = str(int(_positive(value, key, policy) * 86_400_000))
-                why.append(f"branches/tags older than {value} days")
-            elif k == "max-concurrent-deletes":
-                args["max_concurrent_deletes"] = int(value)
-            elif k == "clean-expired-metadata":
-                args["clean_expired_metadata"] = _bool(value, key, policy)
-            else:
-                unknown.append(key)
-        if "older_than" not in args:
-            why.append("snapshots older than the table's history.expire.max-snapshot-age-ms (Iceberg default 5 days)")
-        return [Action(procedure="expire_snapshots", args=args, reason="expire " + ", ".join(why),
-                       unknown_keys=unknown, table_properties=props, **base)]
-    if policy.policy_type == ORPHAN_FILE_REMOVAL:
-        assert isinstance(content, OrphanFileRemovalContent)
-        return _orphan_actions(content, table, now, base)
-    return []
-
-
-def _orphan_actions(content: OrphanFileRemovalContent, table: TablePlan, now: datetime, base: dict) -> list[Action]:
-    """remove_orphan_files deletes what no snapshot references: it runs only where we are sure."""
-    unknown: list[str] = []
-    refused: str | None = None
-    days = content.max_orphan_file_age_in_days
-    if days is None:
-        days = DEFAULT_ORPHAN_AGE_DAYS
-    elif days <= 0:
-        refused = f"max_orphan_file_age_in_days={days:g} is not positive: files of a running job could be deleted"
-    args: dict[str, Any] = {"table": table_arg(table.namespace, table.name),
-                            "older_than": _Timestamp(_days_ago(max(days, 0), now)),
-                            "prefix_listing": True}  # S3FileIO lists by prefix; Hadoop has no s3:// here
-    for key, value in content.config.items():
-        k = _norm(key)
-        if k == "prefix-mismatch-mode":
-            mode = str(value).upper()
-            if mode == "DELETE":
-                refused = refused or "prefix_mismatch_mode=DELETE would delete files whose scheme/authority differ from the metadata's"
-            elif mode not in ("ERROR", "IGNORE"):
-                raise ConfigError(f"prefix_mismatch_mode {value!r} must be ERROR or IGNORE")
-            args["prefix_mismatch_mode"] = mode
-        elif k == "max-concurrent-deletes":
-            args["max_concurrent_deletes"] = int(value)
-        else:
-            unknown.append(key)
-    locations = content.locations or [table.location]
-    actions = []
-    for location in locations:
-        why = f"delete files older than {days:g} days under {location} that no snapshot references"
-        reason = refused or _unsafe_location(location, table.location)
-        call = dict(args)
-        if location != table.location:
-            call["location"] = location
-        actions.append(Action(procedure="remove_orphan_files", args=call, reason=why, unknown_keys=unknown,
-                              refused=reason, **base))
-    return actions
-
-
-def _unsafe_location(location: str, table_location: str) -> str | None:
-    """Why deleting under `location` is unsafe, or None: only the table's own location qualifies."""
-    if not table_location:
-        return "the table's location is unknown"
-    dots = dot_segments(location)
-    if dots:
-        return dots
-    loc, own = location.rstrip("/"), table_location.rstrip("/")
-    parts = urlsplit(loc)
-    if not parts.scheme or not parts.netloc:
-        return f"{location!r} is not a full URI such as s3://bucket/path"
-    if not parts.path.strip("/"):
-        return f"{location} is a bucket root: other tables' files could be deleted"
-    if loc != own and not loc.startswith(own + "/"):
-        return f"{location} is outside the table's location {table_location}: other tables' files could be deleted"
-    return None
-
-
-def other_tables_under(client: CatalogReader, tp: TablePlan, location: str) -> str | None:
-    """Why remove_orphan_files under `location` would delete another table's files, or None.
-    The same "whose files are here" as `staged cleanup` (catalog.locations.tables_under)."""
-    try:
-        others = sorted(set(tables_under(client, location)) - {".".join([*tp.namespace, tp.name])})
-    except CleanupRefused as exc:
-        return str(exc).split(": ", 1)[-1]
-    if others:
-        return (f"table(s) {', '.join(others[:3])}{' ...' if len(others) > 3 else ''} keep files under {location}: "
-                "remove_orphan_files would delete them; move the nested table(s) or narrow the policy's locations")
-    return None
-
-
-def _refuse_shared_locations(client: CatalogReader, tp: TablePlan) -> None:
-    """Refuses each remove_orphan_files action whose location holds another table's files."""
-    for action in tp.actions:
-        if action.procedure == "remove_orphan_files" and action.refused is None:
-            action.refused = other_tables_under(client, tp, action.args.get("location", tp.location))
-
-
-def _str(value: Any) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _bool(value: Any, key: str, policy: ApplicablePolicy) -> bool:
-    if isinstance(value, bool):
-        return value
-    if str(value).lower() in ("true", "false"):
-        return str(value).lower() == "true"
-    raise ConfigError(f"policy {policy.name}: {key} must be true or false, got {value!r}")
-
-
-def _positive(value: Any, key: str, policy: ApplicablePolicy) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        number = -1
-    if isinstance(value, bool) or number <= 0:
-        raise ConfigError(f"policy {policy.name}: {key} must be a positive number of days, got {value!r}")
-    return number
-
-
-class _Timestamp(str):
-    """A timestamp argument (rendered as a SQL TIMESTAMP literal)."""
-
-
-def _quote(part: str) -> str:
-    return part if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part) else "`" + part.replace("`", "``") + "`"
-
-
-def table_arg(namespace: Sequence[str], name: str) -> str:
-    return ".".join(_quote(p) for p in [*namespace, name])
-
-
-def sql_value(value: Any) -> str:
-    if isinstance(value, _Timestamp):
-        return f"TIMESTAMP '{value}'"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, Mapping):
-        return "map(" + ", ".join(f"{sql_value(str(k))}, {sql_value(str(v))}" for k, v in value.items()) + ")"
-    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 # --------------------------------------------------------------------------- state
