@@ -10,7 +10,7 @@ from typing import Any
 
 from pyspark_catalog_ext.commit.idempotency import uuid7
 from pyspark_catalog_ext.doctor.context import ProbeContext, create_updates, one_line
-from pyspark_catalog_ext.doctor.probes import _status_of
+from pyspark_catalog_ext.doctor.probes import status_of
 from pyspark_catalog_ext.doctor.registry import probe
 from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, unsupported
 from pyspark_catalog_ext.errors import CatalogConflictError, CatalogError
@@ -23,7 +23,7 @@ def probe_stage_commit(ctx: ProbeContext) -> Outcome:
     try:
         staged = ctx.stage_table("s_commit")
     except CatalogError as exc:
-        return unsupported(f"stage-create refused (HTTP {_status_of(exc)})", status=_status_of(exc))
+        return unsupported(f"stage-create refused (HTTP {status_of(exc)})", status=status_of(exc))
     invisible = not client.has_table((ns, "s_commit"))
     unlisted = "s_commit" not in {t[-1] for t in client.tables(ns)}
     updates = create_updates(staged["metadata"])
@@ -37,7 +37,7 @@ def probe_stage_commit(ctx: ProbeContext) -> Outcome:
     except CatalogConflictError as exc:
         replay = exc.status
     except CatalogError as exc:
-        replay = _status_of(exc) or one_line(exc, 80)
+        replay = status_of(exc) or one_line(exc, 80)
     evidence = {"invisible_before_commit": invisible and unlisted, "commit_metadata_location": committed.get("metadata-location"),
                 "visible_after_commit": visible, "same_uuid": same_uuid, "replay_status": replay}
     if not (invisible and unlisted):
@@ -82,7 +82,7 @@ def probe_idempotency_replay(ctx: ProbeContext) -> Outcome:
     try:
         staged = ctx.stage_table("s_idem")
     except CatalogError as exc:
-        return unsupported(f"stage-create refused (HTTP {_status_of(exc)})", status=_status_of(exc))
+        return unsupported(f"stage-create refused (HTTP {status_of(exc)})", status=status_of(exc))
     key = str(uuid7())
     updates = create_updates(staged["metadata"])
     first = client.commit_table_json((ns, "s_idem"), [{"type": "assert-create"}], updates, idempotency_key=key)

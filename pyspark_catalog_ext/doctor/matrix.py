@@ -232,6 +232,6 @@ def check_emulated(entry_id: str, section: str, value: Mapping[str, Any], meta: 
 
 
 # ------------------------------------------------------------------ shared by the tables (matrix_tables, store_matrix)
-def _md(text: str) -> str:
+def md_cell(text: str) -> str:
     """Text safe inside a markdown table cell."""
     return str(text).replace("|", "\\|")

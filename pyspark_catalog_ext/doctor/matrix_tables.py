@@ -22,11 +22,11 @@ from pyspark_catalog_ext.doctor.matrix import (
     REAL_SOURCE,
     REFUSED,
     WORKS,
-    _md,
     capabilities,
     load_emulated,
     load_matrix,
     load_real,
+    md_cell,
 )
 from pyspark_catalog_ext.doctor.store_matrix import load_stores, render_store_table
 
@@ -142,7 +142,7 @@ class _Notes:
         return f"{shown} [{self.items.index(note) + 1}]"
 
     def lines(self) -> list[str]:
-        return [f"- [{i}] {_md(note)}" for i, note in enumerate(self.items, 1)]
+        return [f"- [{i}] {md_cell(note)}" for i, note in enumerate(self.items, 1)]
 
 
 def _capability_cell(caps: Mapping[str, Mapping[str, Any]], ids: tuple[str, ...], notes: _Notes) -> str:
@@ -220,7 +220,7 @@ def _support_table(directory: Path | str | None) -> tuple[list[str], _Notes, dic
             where, source = (("emulated (documented behaviour on loopback, tests/emulators; not recorded)", "emulator")
                              if prof.emulated else (f"reference only (vendor docs, not run here{alias})", "reference only"))
             rows.append([f"`{name}`", where, source, _stores_cell(None, stores)] + ["—"] * len(COLUMNS))
-        lines += ["| " + " | ".join(_md(c) if i < 4 else c for i, c in enumerate(cells)) + " |" for cells in rows]
+        lines += ["| " + " | ".join(md_cell(c) if i < 4 else c for i, c in enumerate(cells)) + " |" for cells in rows]
     return lines, notes, entries
 
 
@@ -264,7 +264,7 @@ def _step_cell(step: Mapping[str, Any] | None) -> str:
     text = step.get("note") or step.get("how") or step.get("message") or step.get("why")
     if not text:
         return outcome
-    return f"{outcome}: \"{_md(text)}\"" if outcome == REFUSED else f"{outcome} ({_md(text)})"
+    return f"{outcome}: \"{md_cell(text)}\"" if outcome == REFUSED else f"{outcome} ({md_cell(text)})"
 
 
 def _doctor_cell(doctor: Mapping[str, Any] | None) -> str:

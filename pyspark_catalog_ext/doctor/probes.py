@@ -32,11 +32,11 @@ from pyspark_catalog_ext.errors import CatalogConflictError, CatalogError, Catal
 __all__ = ["create_updates"]
 
 
-def _status_of(exc: Exception) -> int | None:
+def status_of(exc: Exception) -> int | None:
     return getattr(exc, "status", None)
 
 
-def _cached(first: VendedCredential, again: VendedCredential) -> bool:
+def cached_probe(first: VendedCredential, again: VendedCredential) -> bool:
     """The same keys with the same expiry handed out again: the catalog's credential cache (Polaris
     keeps a table location's keys for the shorter of its cache setting and half their remaining
     lifetime), not a failed renewal."""
@@ -47,7 +47,7 @@ CACHE_NOTE = ("the catalog caches vended keys (Polaris: for the shorter of its c
               "remaining lifetime); the refresher asks again after that window")
 
 
-def _store_tokens(body: Any) -> list[dict[str, Any]]:
+def store_tokens(body: Any) -> list[dict[str, Any]]:
     """The ADLS and GCS tokens of an answer, described without secrets (the S3 probes count them too:
     a catalog vending for those stores renews them through the same endpoints)."""
     return [c.public() for c in store_credentials(body if isinstance(body, dict) else None)]
@@ -151,7 +151,7 @@ def probe_tables(ctx: ProbeContext) -> Outcome:
     except CatalogConflictError as exc:
         existing = exc.status
     except CatalogError as exc:
-        existing = _status_of(exc)
+        existing = status_of(exc)
     evidence = {"location": location, "metadata_location": created.get("metadata-location"),
                 "load_same_uuid": same, "dropped_table_gone": gone, "drop_needs_purge": purge_only,
                 "create_existing_status": existing,
@@ -183,7 +183,7 @@ def probe_vended(ctx: ProbeContext) -> Outcome:
         "sources": sorted({c.source for c in first}),
     }
     if not first:
-        stores = sorted({c["store"] for c in _store_tokens(ctx.shared.get("load_t"))})
+        stores = sorted({c["store"] for c in store_tokens(ctx.shared.get("load_t"))})
         why = ("the profile sends no X-Iceberg-Access-Delegation header" if not ctx.client.access_delegation
                else "loadTable returned no S3 keys in config or storage-credentials"
                + (f" (it vends for {' and '.join(stores)}: see the store-* probes)" if stores else ""))
@@ -191,7 +191,7 @@ def probe_vended(ctx: ProbeContext) -> Outcome:
     cred = first[0]
     rotates = bool(second) and second[0].access_key_id != cred.access_key_id
     evidence["rotates_per_load"] = rotates
-    evidence["cached"] = bool(second) and cred.expires_at_ms is not None and _cached(cred, second[0])
+    evidence["cached"] = bool(second) and cred.expires_at_ms is not None and cached_probe(cred, second[0])
     evidence["load_fingerprints"] = [fingerprint(cred.access_key_id), fingerprint(second[0].access_key_id) if second else None]
     lifetime = cred.public()["lifetime_s"]
     evidence["lifetime_s"] = lifetime

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyspark_catalog_ext.doctor.context import ProbeContext, fingerprint, one_line
-from pyspark_catalog_ext.doctor.probes import CACHE_NOTE, _cached, _status_of, _store_tokens
+from pyspark_catalog_ext.doctor.probes import CACHE_NOTE, cached_probe, status_of, store_tokens
 from pyspark_catalog_ext.doctor.registry import probe
 from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, unsupported
 from pyspark_catalog_ext.doctor.stores import store_credentials
@@ -44,11 +44,11 @@ def probe_refresh_endpoint(ctx: ProbeContext) -> Outcome:
     try:
         body = ctx.client.get_url(url)
     except CatalogError as exc:
-        evidence["status"] = _status_of(exc)
+        evidence["status"] = status_of(exc)
         return failed(f"advertised refresh endpoint failed: {one_line(exc, 160)}", **evidence)
     ctx.secrets.add_load_result(body if isinstance(body, dict) else None)
     creds = ctx.credentials(body if isinstance(body, dict) else None)
-    evidence["credentials"] = [c.public() for c in creds] + _store_tokens(body)
+    evidence["credentials"] = [c.public() for c in creds] + store_tokens(body)
     if not evidence["credentials"]:
         return failed("refresh endpoint answered without credentials", **evidence)
     return passed(f"advertised in {found_in}; returns credentials", **evidence)
@@ -61,14 +61,14 @@ def probe_credentials_endpoint(ctx: ProbeContext) -> Outcome:
     try:
         body = ctx.client.load_credentials_json((ctx.namespace, "t"))
     except (CatalogUnsupportedError, CatalogNotFoundError) as exc:
-        evidence["status"] = _status_of(exc)
+        evidence["status"] = status_of(exc)
         if isinstance(exc, CatalogUnsupportedError) or getattr(exc, "kind", None) == "endpoint":
-            return unsupported(f"endpoint missing (HTTP {_status_of(exc)})", **evidence)
+            return unsupported(f"endpoint missing (HTTP {status_of(exc)})", **evidence)
         return failed(f"endpoint answered 404 for an existing table: {one_line(exc, 160)}", **evidence)
     ctx.secrets.add_load_result(body)
     creds = ctx.credentials(body)
     evidence["status"] = 200
-    evidence["credentials"] = [c.public() for c in creds] + _store_tokens(body)
+    evidence["credentials"] = [c.public() for c in creds] + store_tokens(body)
     if not evidence["credentials"]:
         return failed("200 but no credentials in storage-credentials", **evidence)
     unlisted = "; served although /v1/config does not list it" if advertised is False else ""
@@ -80,7 +80,7 @@ def probe_refresh_token(ctx: ProbeContext) -> Outcome:
     try:
         staged = ctx.stage_table("s_token")
     except CatalogError as exc:
-        return unsupported(f"stage-create refused (HTTP {_status_of(exc)})", status=_status_of(exc))
+        return unsupported(f"stage-create refused (HTTP {status_of(exc)})", status=status_of(exc))
     # (the token, a fingerprint of the key or store token it came with): S3 keys first, then ADLS and GCS tokens
     tokens = [(c.refresh_token, fingerprint(c.access_key_id)) for c in ctx.credentials(staged) if c.refresh_token]
     tokens += [(c.refresh_token, fingerprint(c.token)) for c in store_credentials(staged) if c.refresh_token]
@@ -93,15 +93,15 @@ def probe_refresh_token(ctx: ProbeContext) -> Outcome:
     try:
         body = ctx.client.load_credentials_json((ctx.namespace, "s_token"), storage_refresh_token=token)
     except CatalogError as exc:
-        evidence["status"] = _status_of(exc)
+        evidence["status"] = status_of(exc)
         return failed(f"token refresh failed: {one_line(exc, 160)}", **evidence)
     ctx.secrets.add_load_result(body)
     fresh = ctx.credentials(body)
     evidence["status"] = 200
-    evidence["credentials"] = [c.public() for c in fresh] + _store_tokens(body)
+    evidence["credentials"] = [c.public() for c in fresh] + store_tokens(body)
     if not evidence["credentials"]:
         return failed("refresh answered without credentials", **evidence)
-    now = [fingerprint(c.access_key_id) for c in fresh] + [c["token_fingerprint"] for c in _store_tokens(body)]
+    now = [fingerprint(c.access_key_id) for c in fresh] + [c["token_fingerprint"] for c in store_tokens(body)]
     rotated = now[0] != was
     evidence["fresh_keys"] = rotated
     return passed(f"refreshed a staged table's credentials ({'new' if rotated else 'same'} keys)", **evidence)
@@ -112,7 +112,7 @@ def probe_restage(ctx: ProbeContext) -> Outcome:
     try:
         first = ctx.stage_table("s_restage")
     except CatalogError as exc:
-        return unsupported(f"stage-create refused (HTTP {_status_of(exc)})", status=_status_of(exc))
+        return unsupported(f"stage-create refused (HTTP {status_of(exc)})", status=status_of(exc))
     location = (first.get("metadata") or {}).get("location")
     creds1 = ctx.credentials(first)
     evidence: dict[str, Any] = {"location": location, "first": [c.public() for c in creds1]}
@@ -121,14 +121,14 @@ def probe_restage(ctx: ProbeContext) -> Outcome:
     try:
         again = ctx.stage_table("s_restage", location=location)
     except CatalogError as exc:
-        evidence["status"] = _status_of(exc)
-        return unsupported(f"staging the same name again is refused (HTTP {_status_of(exc)})", **evidence)
+        evidence["status"] = status_of(exc)
+        return unsupported(f"staging the same name again is refused (HTTP {status_of(exc)})", **evidence)
     creds2 = ctx.credentials(again)
     location2 = (again.get("metadata") or {}).get("location")
     evidence.update({"status": 200, "second_location": location2, "second": [c.public() for c in creds2],
                      "same_location": location2 == location,
                      "fresh_keys": bool(creds2) and creds2[0].access_key_id != creds1[0].access_key_id,
-                     "cached": bool(creds2) and creds1[0].expires_at_ms is not None and _cached(creds1[0], creds2[0])})
+                     "cached": bool(creds2) and creds1[0].expires_at_ms is not None and cached_probe(creds1[0], creds2[0])})
     if location2 != location:
         return failed(f"re-stage moved the table to {location2}", **evidence)
     if not creds2:

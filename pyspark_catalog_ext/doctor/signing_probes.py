@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pyspark_catalog_ext.doctor.context import ProbeContext
-from pyspark_catalog_ext.doctor.probes import _status_of
+from pyspark_catalog_ext.doctor.probes import status_of
 from pyspark_catalog_ext.doctor.registry import probe
 from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, unsupported
 from pyspark_catalog_ext.errors import CatalogError
@@ -23,7 +23,7 @@ def probe_remote_signing(ctx: ProbeContext) -> Outcome:
         seen.update(body.get("config") or {})
         evidence["status"] = 200
     except CatalogError as exc:
-        evidence["status"] = _status_of(exc)
+        evidence["status"] = status_of(exc)
     enabled = str(seen.get("s3.remote-signing-enabled", "")).lower() == "true"
     signer = seen.get("s3.signer.uri") or seen.get("s3.signer.endpoint") or seen.get("signer.uri")
     evidence.update({"remote_signing_enabled": enabled, "signer_keys": sorted(k for k in seen if "sign" in k)})

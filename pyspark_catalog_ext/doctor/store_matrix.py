@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pyspark_catalog_ext.doctor.matrix import FAILS, MATRIX_DIR, RECORD_ENV, WORKS, _md, capabilities, stable_text
+from pyspark_catalog_ext.doctor.matrix import FAILS, MATRIX_DIR, RECORD_ENV, WORKS, capabilities, md_cell, stable_text
 
 __all__ = ["STORES_DIR", "STORE_PROBES", "STORE_STYLES", "STORE_STACKS", "load_stores", "store_record", "render_store_table"]
 
@@ -83,7 +83,7 @@ def _store_refresh_cell(section: Mapping[str, Any] | None, store: str) -> str:
     text = str(cap.get("doctor") or "").removeprefix(f"{store}: ")
     access = (section.get("store-access") or {}).get("outcome")
     shown = f"**{cap.get('outcome')}**" if cap.get("outcome") == FAILS else str(cap.get("outcome"))
-    return _md(f"{shown}: {text}" + ("" if access == WORKS else f"; the token: {access}"))
+    return md_cell(f"{shown}: {text}" + ("" if access == WORKS else f"; the token: {access}"))
 
 
 def render_store_table(directory: Path | str | None = None) -> str:
@@ -102,7 +102,7 @@ def render_store_table(directory: Path | str | None = None) -> str:
         catalog = (f"{entry.get('catalog')} {entry.get('release')} + a vending front (tests/stores)" if entry else "not recorded")
         cells = [store.upper(), str(entry.get("emulator") or "not recorded"), catalog, facts["ci"], facts["checked"],
                  facts["not_run"], facts["why"].format(bundles=_bundles(store))]
-        lines.append("| " + " | ".join(_md(c) for c in cells)
+        lines.append("| " + " | ".join(md_cell(c) for c in cells)
                      + " | " + " | ".join(_store_refresh_cell(entry.get(f"doctor-{style}"), store) for style in STORE_STYLES) + " |")
     lines.append("")
     lines.append("Stores: rendered from `resources/matrix/stores/*.json`, which tests/slow/test_store_doctor.py records "

@@ -85,7 +85,7 @@ class Plan:
         return "\n".join(lines)
 
 
-class _Timestamp(str):
+class Timestamp(str):
     """A timestamp argument (rendered as a SQL TIMESTAMP literal)."""
 
 
@@ -98,7 +98,7 @@ def table_arg(namespace: Sequence[str], name: str) -> str:
 
 
 def sql_value(value: Any) -> str:
-    if isinstance(value, _Timestamp):
+    if isinstance(value, Timestamp):
         return f"TIMESTAMP '{value}'"
     if isinstance(value, bool):
         return "true" if value else "false"

@@ -44,7 +44,7 @@ from pyspark_catalog_ext.governance.policies import (
     PolicySource,
     effective_policies,
 )
-from pyspark_catalog_ext.governance.policy_actions import _actions_for, _refuse_shared_locations
+from pyspark_catalog_ext.governance.policy_actions import actions_for, refuse_shared_locations
 from pyspark_catalog_ext.spark.shim_api import SHIM_CATALOG_IMPL
 
 __all__ = ["PlanState", "default_state_file", "plan", "plan_in", "plan_with_catalog", "split_targets", "state_key"]
@@ -148,8 +148,8 @@ def _plan_with_client(client: CatalogReader, catalog: str, targets: list[list[st
                            for t, p in sorted(chosen.items())}
             for policy_type in MAINTENANCE_TYPES:
                 if policy_type in chosen:
-                    tp.actions += _actions_for(chosen[policy_type], tp, now)
-            _refuse_shared_locations(client, tp)
+                    tp.actions += actions_for(chosen[policy_type], tp, now)
+            refuse_shared_locations(client, tp)
         except PolicyApiUnavailableError:
             raise  # the same for every table: one clear error instead of one per table
         except CatalogExtError as exc:

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from pyspark_catalog_ext.catalog.locations import dot_segments, tables_under
 from pyspark_catalog_ext.catalog.reader import CatalogReader
 from pyspark_catalog_ext.errors import CleanupRefused, ConfigError
-from pyspark_catalog_ext.governance.maintenance_plan import Action, TablePlan, _Timestamp, table_arg
+from pyspark_catalog_ext.governance.maintenance_plan import Action, TablePlan, Timestamp, table_arg
 from pyspark_catalog_ext.governance.policies import (
     DATA_COMPACTION,
     METADATA_COMPACTION,
@@ -49,7 +49,7 @@ def _days_ago(days: float, now: datetime) -> str:
     return (now - timedelta(days=days)).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
-def _actions_for(policy: ApplicablePolicy, table: TablePlan, now: datetime) -> list[Action]:
+def actions_for(policy: ApplicablePolicy, table: TablePlan, now: datetime) -> list[Action]:
     content = parse_content(policy)
     base: dict[str, Any] = dict(policy_type=policy.policy_type, policy=f"{policy.name}@v{policy.version}", origin=policy.origin)
     ident = table_arg(table.namespace, table.name)
@@ -101,7 +101,7 @@ def _actions_for(policy: ApplicablePolicy, table: TablePlan, now: datetime) -> l
             k = _norm(key)
             if k == "max-snapshot-age-days":
                 days = _positive(value, key, policy)
-                args["older_than"] = _Timestamp(_days_ago(days, now))
+                args["older_than"] = Timestamp(_days_ago(days, now))
                 why.append(f"snapshots older than {days:g} days")
             elif k == "min-snapshot-to-keep":
                 args["retain_last"] = int(value)
@@ -137,7 +137,7 @@ def _orphan_actions(content: OrphanFileRemovalContent, table: TablePlan, now: da
     elif days <= 0:
         refused = f"max_orphan_file_age_in_days={days:g} is not positive: files of a running job could be deleted"
     args: dict[str, Any] = {"table": table_arg(table.namespace, table.name),
-                            "older_than": _Timestamp(_days_ago(max(days, 0), now)),
+                            "older_than": Timestamp(_days_ago(max(days, 0), now)),
                             "prefix_listing": True}  # S3FileIO lists by prefix; Hadoop has no s3:// here
     for key, value in content.config.items():
         k = _norm(key)
@@ -196,7 +196,7 @@ def other_tables_under(client: CatalogReader, tp: TablePlan, location: str) -> s
     return None
 
 
-def _refuse_shared_locations(client: CatalogReader, tp: TablePlan) -> None:
+def refuse_shared_locations(client: CatalogReader, tp: TablePlan) -> None:
     """Refuses each remove_orphan_files action whose location holds another table's files."""
     for action in tp.actions:
         if action.procedure == "remove_orphan_files" and action.refused is None:

@@ -42,7 +42,13 @@ from pyiceberg.io import FileIO, InputFile, OutputFile
 from pyiceberg.io.fsspec import FsspecFileIO
 
 from pyspark_catalog_ext import knobs
-from pyspark_catalog_ext.pyiceberg_ext.fileio_streams import _ATTEMPTS, _SPOOL_IN_MEMORY, SPOOL_KNOB, _InputFile, _OutputFile
+from pyspark_catalog_ext.pyiceberg_ext.fileio_streams import (
+    SPOOL_IN_MEMORY,
+    SPOOL_KNOB,
+    WRITE_ATTEMPTS,
+    RefreshingInputFile,
+    RefreshingOutputFile,
+)
 from pyspark_catalog_ext.refresh.entry import TableEntry
 from pyspark_catalog_ext.refresh.refresher import CredentialRefresher
 from pyspark_catalog_ext.refresh.rejection import Rejection, rejection_of, store_rejection
@@ -66,7 +72,7 @@ def write_bounds(properties: Mapping[str, Any]) -> tuple[UploadBounds, int]:
     return upload_bounds(properties), knobs.read_int(properties, SPOOL_KNOB)
 
 
-class _Keys(NamedTuple):
+class CurrentKeys(NamedTuple):
     """The keys an operation runs with: their generation, the delegate built with them, and when they
     enter their hard margin (from then on nothing new is sent with them)."""
 
@@ -97,7 +103,7 @@ class RefreshingFileIO(FileIO):
     def _delegate_for(self, location: str) -> FileIO:
         return self._current(location).delegate
 
-    def _current(self, location: str) -> _Keys:
+    def _current(self, location: str) -> CurrentKeys:
         """The current keys for `location` (renewed first when they are in their hard margin)."""
         generation, creds, wait_at_s = self.entry.slot_for(location)
         if self._refresher.ensure_fresh(self.entry, generation, wait_at_s):
@@ -105,7 +111,7 @@ class RefreshingFileIO(FileIO):
         key: tuple[int, int] = (generation, id(creds))  # a slot's keys are never mutated: identity names them
         delegate = self._delegates.get(key)  # the hot path: no lock
         if delegate is not None:
-            return _Keys(generation, delegate, wait_at_s)
+            return CurrentKeys(generation, delegate, wait_at_s)
         with self._lock:
             delegate = self._delegates.get(key)
             if delegate is None:
@@ -119,9 +125,9 @@ class RefreshingFileIO(FileIO):
                 delegate = self._factory({**self._base, **creds})
                 _share_botocore_session(delegate, location or self.entry.location or "")
                 self._delegates = {**self._delegates, key: delegate}  # replaced, never mutated: lock-free reads
-            return _Keys(generation, delegate, wait_at_s)
+            return CurrentKeys(generation, delegate, wait_at_s)
 
-    def _dying(self, keys: _Keys) -> bool:
+    def _dying(self, keys: CurrentKeys) -> bool:
         """Are `keys` in their hard margin, i.e. too close to expiry to send anything new with?"""
         return self._refresher.clock() >= keys.wait_at_s
 
@@ -145,7 +151,7 @@ class RefreshingFileIO(FileIO):
         rejection = self._expired(exc, location, delegate)
         if rejection is None:
             return False
-        if attempt == _ATTEMPTS - 1 or self._refresher.dead_on_arrival(self.entry, generation):
+        if attempt == WRITE_ATTEMPTS - 1 or self._refresher.dead_on_arrival(self.entry, generation):
             raise self._refresher.rejected_again(self.entry, rejection) from exc
         self._refresher.rejected(self.entry, generation, rejection)
         return True
@@ -154,10 +160,10 @@ class RefreshingFileIO(FileIO):
         """`op(delegate)` with the current keys; again with renewed keys if S3 rejected them as expired."""
         return self._run_keyed(location, op)[1]
 
-    def _run_keyed(self, location: str, op: Callable[[FileIO], T]) -> tuple[_Keys, T]:
+    def _run_keyed(self, location: str, op: Callable[[FileIO], T]) -> tuple[CurrentKeys, T]:
         """`_run`, also naming the keys that succeeded."""
         rejected_at = None
-        for attempt in range(_ATTEMPTS):
+        for attempt in range(WRITE_ATTEMPTS):
             keys = self._current(location)
             try:
                 result = op(keys.delegate)
@@ -188,13 +194,13 @@ class RefreshingFileIO(FileIO):
             self._spool_said.add(scheme)
             log.info("catalog-ext: writes of %s to %s:// keep a copy of up to %d bytes (local disk past %d) to replay after "
                      "an expiry: this store has no resumable upload here; beyond it an expiry fails the write (%s)",
-                     self.entry.name, scheme, self.spool_max_bytes, _SPOOL_IN_MEMORY, SPOOL_KNOB)
+                     self.entry.name, scheme, self.spool_max_bytes, SPOOL_IN_MEMORY, SPOOL_KNOB)
 
     def new_input(self, location: str) -> InputFile:
-        return _InputFile(self, location)
+        return RefreshingInputFile(self, location)
 
     def new_output(self, location: str) -> OutputFile:
-        return _OutputFile(self, location)
+        return RefreshingOutputFile(self, location)
 
     def delete(self, location: str | InputFile | OutputFile) -> None:
         path = location if isinstance(location, str) else location.location

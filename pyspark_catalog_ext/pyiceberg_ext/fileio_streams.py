@@ -21,19 +21,19 @@ from pyspark_catalog_ext.storage.s3upload import ResumableS3Upload
 from pyspark_catalog_ext.storage.storeupload import AdlsBlockUpload, GcsResumableUpload
 
 if TYPE_CHECKING:
-    from pyspark_catalog_ext.pyiceberg_ext.fileio import RefreshingFileIO, _Keys
+    from pyspark_catalog_ext.pyiceberg_ext.fileio import CurrentKeys, RefreshingFileIO
 
 T = TypeVar("T")
 # One try with the keys the operation had, one with renewed keys; a third only when another thread
 # renewed again in between (the keys of the second try were not the newest).
-_ATTEMPTS = 3
+WRITE_ATTEMPTS = 3
 # A write to a store without a resumable upload keeps what it wrote for a replay with new keys: in
 # memory up to this, on local disk beyond (up to catalog-ext.pyiceberg.spool-max-bytes).
-_SPOOL_IN_MEMORY = 8 * 1024 * 1024
+SPOOL_IN_MEMORY = 8 * 1024 * 1024
 SPOOL_KNOB = "catalog-ext.pyiceberg.spool-max-bytes"
 
 
-class _InputFile(InputFile):
+class RefreshingInputFile(InputFile):
     """The delegate's InputFile for each call, so every S3 request can be retried with renewed keys."""
 
     def __init__(self, io: RefreshingFileIO, location: str) -> None:
@@ -50,7 +50,7 @@ class _InputFile(InputFile):
         return _InputStream(self._io, self.location, seekable)
 
 
-class _OutputFile(OutputFile):
+class RefreshingOutputFile(OutputFile):
     def __init__(self, io: RefreshingFileIO, location: str) -> None:
         super().__init__(location)
         self._io = io
@@ -62,7 +62,7 @@ class _OutputFile(OutputFile):
         return self._io._run(self.location, lambda delegate: delegate.new_output(self.location).exists())
 
     def to_input_file(self) -> InputFile:
-        return _InputFile(self._io, self.location)
+        return RefreshingInputFile(self._io, self.location)
 
     def create(self, overwrite: bool = False) -> OutputStream:
         writer = _RESUMABLE.get(self.location.split("://", 1)[0] if "://" in self.location else "")
@@ -79,7 +79,7 @@ class _Stream:
         self._closed = False
         self._keys, self._stream = self._open()
 
-    def _open(self) -> tuple[_Keys, Any]:
+    def _open(self) -> tuple[CurrentKeys, Any]:
         return self._io._run_keyed(self._location, self._open_with)
 
     def _open_with(self, delegate: FileIO) -> Any:
@@ -91,7 +91,7 @@ class _Stream:
             # rather than let S3 refuse the request (the reactive path below is for keys that die early).
             self._keys, self._stream = self._open()
         rejected_at = None
-        for attempt in range(_ATTEMPTS):
+        for attempt in range(WRITE_ATTEMPTS):
             try:
                 result = fn(self._stream)
                 self._io.entry.accepted(self._keys.generation)
@@ -249,7 +249,7 @@ class _OutputStream(_Stream):
         self._overwrite = overwrite
         io.announce_spool(location)
         # An anonymous temporary file (private to the user, unlinked at once) past the in-memory part.
-        self._spool: Any = tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY)  # noqa: SIM115 - closed in close()
+        self._spool: Any = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)  # noqa: SIM115 - closed in close()
         self._written = 0
         super().__init__(io, location)
 

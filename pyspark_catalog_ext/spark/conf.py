@@ -137,7 +137,7 @@ def spark_conf(
     if extra_conf:
         extra = {str(k): str(v) for k, v in extra_conf.items()}
         conf.update({k: v for k, v in extra.items() if k != "spark.plugins"})
-        conf["spark.plugins"] = _join_list(extra.get("spark.plugins", ""), conf.get("spark.plugins", ""))
+        conf["spark.plugins"] = join_list(extra.get("spark.plugins", ""), conf.get("spark.plugins", ""))
         if not conf["spark.plugins"]:
             del conf["spark.plugins"]
     return conf
@@ -170,7 +170,7 @@ def _plain_file_io(stores: tuple[str, ...]) -> str:
     return store_file_io(stores[0])
 
 
-def _join_list(existing: str, ours: str) -> str:
+def join_list(existing: str, ours: str) -> str:
     """Comma lists such as spark.plugins: the user's entries first, ours appended once."""
     items = [i.strip() for i in existing.split(",") if i.strip()]
     return ",".join(items + [i for i in ours.split(",") if i.strip() and i.strip() not in items])

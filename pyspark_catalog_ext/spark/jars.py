@@ -29,10 +29,10 @@ from pyspark_catalog_ext.spark.jvm_stacks import (
     JvmStack,
     Progress,
     _check_on_pypi,
-    _stderr,
+    progress_to_stderr,
 )
-from pyspark_catalog_ext.spark.maven_jars import MAVEN_REPO_ENV, RepositoryUnreachable, _resolve_maven
-from pyspark_catalog_ext.spark.pypi_jars import _resolve_pypi
+from pyspark_catalog_ext.spark.maven_jars import MAVEN_REPO_ENV, RepositoryUnreachable, resolve_maven
+from pyspark_catalog_ext.spark.pypi_jars import resolve_pypi
 
 __all__ = [
     "MAVEN_PACKAGES",
@@ -60,14 +60,14 @@ def resolve_jars(
     wheels used instead of PyPI. Every call re-checks every sha256; a bad jar is fetched again once,
     and a second mismatch raises JarError.
     """
-    progress = progress or _stderr
+    progress = progress or progress_to_stderr
     cache_path = Path(cache) if cache is not None else cache_dir()
     if route == MAVEN_ROUTE:
-        return _resolve_maven(stack or DEFAULT_STACK, cache_path, progress)
+        return resolve_maven(stack or DEFAULT_STACK, cache_path, progress)
     if route != PYPI_ROUTE:
         raise ConfigError(f"route {route!r} is not a jar route; use {MAVEN_ROUTE!r} (Maven Central) or {PYPI_ROUTE!r} (PyPI wheels)")
     _check_on_pypi(stack or PYPI_STACK)
-    return _resolve_pypi(cache_path, wheelhouse, progress)
+    return resolve_pypi(cache_path, wheelhouse, progress)
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def resolve_stack_jars(stack: JvmStack, *, route: str | None = None, user_pick: 
     the PyPI route's stack, Spark 3.5 + Iceberg 1.10.2, which stands in for another Spark 3.5 stack
     only when the Iceberg release was not the user's pick (`user_pick`), and `progress` gets one line
     saying which route was taken and why. Anything else fails in one line."""
-    progress = progress or _stderr
+    progress = progress or progress_to_stderr
     if route not in (None, MAVEN_ROUTE, PYPI_ROUTE):
         raise ConfigError(f"route {route!r} is not a jar route; use {MAVEN_ROUTE!r} (Maven Central) or {PYPI_ROUTE!r} (PyPI wheels)")
     pypi_will_do = stack.on_pypi or (stack.spark == PYPI_STACK.spark and not user_pick)

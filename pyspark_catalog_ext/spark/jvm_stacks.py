@@ -56,7 +56,7 @@ def pinned_maven_jars() -> dict[str, dict[str, object]]:
     return dict(_stack_spec()["jars"])
 
 
-def _major_minor(version: str, what: str) -> tuple[int, int]:
+def major_minor(version: str, what: str) -> tuple[int, int]:
     match = re.match(r"(\d+)\.(\d+)", str(version).strip())
     if not match:
         raise ConfigError(f"{what} version {version!r} is not a version; pass one such as '4.1' or '1.12.0'")
@@ -66,8 +66,8 @@ def _major_minor(version: str, what: str) -> tuple[int, int]:
 def min_java_for_stack(spark: str, iceberg: str | None = None) -> int:
     """The oldest Java that Spark `spark` ("4.1", "3.5.9") with Iceberg `iceberg` ("1.12.0"; None:
     Spark's own need and the package's floor) and the shim run on: 17 for Spark 4 or Iceberg >= 1.11."""
-    needed = JAVA17 if _major_minor(spark, "Spark")[0] >= 4 else MIN_JAVA
-    if iceberg is not None and _major_minor(iceberg, "Iceberg") >= (1, 11):
+    needed = JAVA17 if major_minor(spark, "Spark")[0] >= 4 else MIN_JAVA
+    if iceberg is not None and major_minor(iceberg, "Iceberg") >= (1, 11):
         needed = JAVA17
     return needed
 
@@ -75,7 +75,7 @@ def min_java_for_stack(spark: str, iceberg: str | None = None) -> int:
 def max_java_for_stack(spark: str) -> int | None:
     """The newest Java that Spark `spark` ("4.1") starts on with the package's jars, or None when no
     limit is known (a Spark line after 4.1 may ship a Hadoop that no longer calls Subject.getSubject)."""
-    return NEWEST_JAVA_WITH_HADOOP_SUBJECT if _major_minor(spark, "Spark") <= (4, 1) else None
+    return NEWEST_JAVA_WITH_HADOOP_SUBJECT if major_minor(spark, "Spark") <= (4, 1) else None
 
 
 @dataclass(frozen=True)
@@ -113,10 +113,10 @@ class JvmStack:
         if route == PYPI_ROUTE:
             _check_on_pypi(self)
             return [name for source in WHEEL_SOURCES for name in source.jars]
-        return [_file_name(c) for c in (self.runtime, self.aws_bundle)]
+        return [jar_file_name(c) for c in (self.runtime, self.aws_bundle)]
 
 
-def _file_name(coordinate: str) -> str:
+def jar_file_name(coordinate: str) -> str:
     _, artifact, version = coordinate.split(":")
     return f"{artifact}-{version}.jar"
 
@@ -166,7 +166,7 @@ def select_stack(spark: str | None = None, iceberg: str | None = None, *, java: 
         if java is not None and java < min_java_for_stack(minor, chosen):
             runnable = [v for v in line["iceberg"] if min_java_for_stack(minor, v) <= java]
             if runnable:
-                (progress or _stderr)(
+                (progress or progress_to_stderr)(
                     f"pyspark-catalog-ext: Java {java} cannot run Iceberg {chosen} (1.11+ needs Java 17): Spark {minor} takes "
                     f"Iceberg {runnable[-1]} instead; a JDK >= 17 (JAVA_HOME) gets {chosen}")
                 chosen = runnable[-1]
@@ -195,5 +195,5 @@ def _check_on_pypi(stack: JvmStack) -> None:
 Progress = Callable[[str], None]
 
 
-def _stderr(msg: str) -> None:
+def progress_to_stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pyspark_catalog_ext.cache import file_lock, sha256_file
 from pyspark_catalog_ext.errors import JarError
-from pyspark_catalog_ext.spark.jvm_stacks import JvmStack, Progress, _file_name, pinned_maven_jars
+from pyspark_catalog_ext.spark.jvm_stacks import JvmStack, Progress, jar_file_name, pinned_maven_jars
 from pyspark_catalog_ext.spark.pypi_jars import WHEEL_SOURCES
 
 __all__ = [
@@ -40,7 +40,7 @@ _MAVEN_GROUPS = {
 }
 
 
-def _resolve_maven(stack: JvmStack, cache_path: Path, progress: Progress) -> list[Path]:
+def resolve_maven(stack: JvmStack, cache_path: Path, progress: Progress) -> list[Path]:
     target = cache_path / "jars" / "maven"
     target.mkdir(parents=True, exist_ok=True)
     pins = pinned_maven_jars()
@@ -48,11 +48,11 @@ def _resolve_maven(stack: JvmStack, cache_path: Path, progress: Progress) -> lis
     with file_lock(target / ".lock"):
         for coordinate in (stack.runtime, stack.aws_bundle):
             pin = pins[coordinate]
-            path = target / _file_name(coordinate)
+            path = target / jar_file_name(coordinate)
             if not path.is_file() or sha256_file(path) != pin["sha256"]:
                 if path.exists():
                     progress(f"pyspark-catalog-ext: cached {path.name} failed its checksum; fetching it again")
-                _fetch_maven(coordinate, str(pin["sha256"]), int(str(pin["size"])), path, progress)
+                fetch_maven(coordinate, str(pin["sha256"]), int(str(pin["size"])), path, progress)
             out.append(path)
     return out
 
@@ -66,7 +66,7 @@ class RepositoryUnreachable(JarError):
         self.reason = reason
 
 
-def _fetch_maven(coordinate: str, sha256: str, size: int, path: Path, progress: Progress) -> None:
+def fetch_maven(coordinate: str, sha256: str, size: int, path: Path, progress: Progress) -> None:
     """Copy the jar from ~/.m2 when it holds the pinned file, else download it (twice at most: a
     second checksum mismatch means the repository serves another file)."""
     group, artifact, version = coordinate.split(":")
@@ -128,7 +128,7 @@ def _copy_verified(write: Callable, sha256: str, path: Path) -> bool:
 def maven_coordinate(jar_name: str) -> tuple[str, str, str]:
     """(group, artifact, version) on Maven Central of a pinned jar, from its `<artifact>-<version>.jar` name."""
     for coordinate in pinned_maven_jars():
-        if _file_name(coordinate) == jar_name:
+        if jar_file_name(coordinate) == jar_name:
             group, artifact, version = coordinate.split(":")
             return group, artifact, version
     if not any(jar_name in source.jars for source in WHEEL_SOURCES):

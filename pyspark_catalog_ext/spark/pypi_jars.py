@@ -182,7 +182,7 @@ def _extract(source: WheelSource, wheel: Path, target: Path, names: list[str]) -
     return failed
 
 
-def _resolve_pypi(cache_path: Path, wheelhouse: Path | str | None, progress: Progress) -> list[Path]:
+def resolve_pypi(cache_path: Path, wheelhouse: Path | str | None, progress: Progress) -> list[Path]:
     wheelhouse = wheelhouse if wheelhouse is not None else os.environ.get(WHEELHOUSE_ENV) or None
     target = _jar_dir(cache_path)
     target.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from pyspark_catalog_ext.catalog.profiles import Profile
 from pyspark_catalog_ext.secret_keys import is_secret_key
 from pyspark_catalog_ext.spark import java_errors as spark_errors
 from pyspark_catalog_ext.spark.catalog_check import check_catalog
-from pyspark_catalog_ext.spark.conf import _join_list, spark_conf
+from pyspark_catalog_ext.spark.conf import join_list, spark_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -44,7 +44,7 @@ def configure(builder: Any, profile: str | Profile = "local", catalog: str = "la
     existing = getattr(builder, "_options", {}) or {}
     for key in ("spark.jars", "spark.sql.extensions", "spark.jars.packages", "spark.plugins"):
         if existing.get(key) and key in conf:
-            conf[key] = _join_list(existing[key], conf[key])  # the user's entries kept, ours appended
+            conf[key] = join_list(existing[key], conf[key])  # the user's entries kept, ours appended
     for key, value in conf.items():
         builder = builder.config(key, value)
     _keep_secrets_off_command_line(builder)

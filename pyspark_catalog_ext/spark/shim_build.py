@@ -22,7 +22,7 @@ from pathlib import Path
 from pyspark_catalog_ext.cache import cache_dir, file_lock
 from pyspark_catalog_ext.errors import JarError, JavaError
 from pyspark_catalog_ext.spark import shim_maven
-from pyspark_catalog_ext.spark.jvm_stacks import MIN_JAVA, _major_minor, max_java_for_stack, min_java_for_stack
+from pyspark_catalog_ext.spark.jvm_stacks import MIN_JAVA, major_minor, max_java_for_stack, min_java_for_stack
 
 __all__ = ["SHIM_GROUP", "SHIM_ARTIFACT", "shim_version", "JavaInfo", "find_java", "check_java", "local_java_major", "find_maven",
            "shim_jar", "build_shim", "shim_source_dir", "shim_pom", "source_hash", "MIN_JAVA", "min_java_for_stack"]
@@ -140,7 +140,7 @@ def check_java(minimum: int = MIN_JAVA, *, spark: str | None = None, iceberg: st
     major, version = _version_of(java)
     if spark is not None:
         needed = max(minimum, min_java_for_stack(spark, iceberg))
-        what = "Spark " + ".".join(map(str, _major_minor(spark, "Spark"))) + (f" + Iceberg {iceberg}" if iceberg else "")
+        what = "Spark " + ".".join(map(str, major_minor(spark, "Spark"))) + (f" + Iceberg {iceberg}" if iceberg else "")
         if major < needed:
             raise JavaError(f"Java {version} at {java} is too old for {what} (needs >= {needed}); {_install_hint(needed)}")
         newest = max_java_for_stack(spark)

@@ -4,7 +4,7 @@ The Spark runtime jar carries Iceberg's own ADLSFileIO and GCSFileIO classes but
 Google SDKs they call; Iceberg publishes those as `iceberg-azure-bundle` and `iceberg-gcp-bundle`.
 The pins (resources/store-jars.json) say which bundle goes with which Iceberg release, each
 sha256-pinned; the download goes through the same verified path as the stacks' own Maven jars
-(`maven_jars._fetch_maven`: ~/.m2 first, then Maven Central or $PYSPARK_CATALOG_EXT_MAVEN_REPO) into the
+(`maven_jars.fetch_maven`: ~/.m2 first, then Maven Central or $PYSPARK_CATALOG_EXT_MAVEN_REPO) into the
 same cache folder.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 from pyspark_catalog_ext.cache import cache_dir, file_lock, sha256_file
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.spark.jvm_stacks import JvmStack, Progress, _file_name, _stderr
-from pyspark_catalog_ext.spark.maven_jars import _fetch_maven
+from pyspark_catalog_ext.spark.jvm_stacks import JvmStack, Progress, jar_file_name, progress_to_stderr
+from pyspark_catalog_ext.spark.maven_jars import fetch_maven
 
 __all__ = ["STORES", "store_bundle", "store_file_io", "store_jars"]
 
@@ -56,8 +56,8 @@ def store_jars(store: str, stack: JvmStack, cache: Path | None = None, progress:
     pin = _spec()["jars"][coordinate]
     target = (cache or cache_dir()) / "jars" / "maven"
     target.mkdir(parents=True, exist_ok=True)
-    path = target / _file_name(coordinate)
+    path = target / jar_file_name(coordinate)
     with file_lock(target / ".lock"):
         if not path.is_file() or sha256_file(path) != pin["sha256"]:
-            _fetch_maven(coordinate, str(pin["sha256"]), int(pin["size"]), path, progress or _stderr)
+            fetch_maven(coordinate, str(pin["sha256"]), int(pin["size"]), path, progress or progress_to_stderr)
     return [path]
