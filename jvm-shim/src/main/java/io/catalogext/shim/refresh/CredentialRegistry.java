@@ -46,7 +46,7 @@ public final class CredentialRegistry {
   private final Map<String, TableEntry> byTableKey = new ConcurrentHashMap<>();
   private final CatalogSessions catalogs = new CatalogSessions();
   private final RefreshSources sources = new RefreshSources();
-  private final ExecutorAnswers executorAnswers = new ExecutorAnswers(this);
+  private final ExecutorAnswers executorAnswers = new ExecutorAnswers(this::lookup, this::retrackIssued);
   /** Set by the driver plugin (or found from SparkEnv): this JVM runs the Spark driver. */
   private volatile boolean driver;
   /** Executors: the plugin's RPC to the driver, once the executor plugin started. */
@@ -308,7 +308,7 @@ public final class CredentialRegistry {
     if (isDriver()) {
       TableEntry entry = retrackIssued(handle, context);
       if (entry == null) {
-        throw new IllegalArgumentException("the storage credentials of table " + shown(context)
+        throw new IllegalArgumentException("the storage credentials of table " + context.shownName()
             + " were not handed to this FileIO: its " + ShimKeys.TABLE_HANDLE + " is not one this driver issued"
             + " for that table in a live catalog session; load the table through its own catalog in this session");
       }
@@ -323,11 +323,6 @@ public final class CredentialRegistry {
                 clock));
     enforceBound();
     return entry;
-  }
-
-  /** A table named by FileIO properties or an executor (anyone's text), as one line. */
-  static String shown(TableContext context) {
-    return context.qualifiedName().replaceAll("\\s+", " ");
   }
 
   /**

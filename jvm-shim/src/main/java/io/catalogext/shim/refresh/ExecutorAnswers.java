@@ -1,5 +1,7 @@
 package io.catalogext.shim.refresh;
 
+import java.util.function.BiFunction;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -9,10 +11,14 @@ import org.slf4j.LoggerFactory;
  */
 public final class ExecutorAnswers {
   private static final Logger LOG = LoggerFactory.getLogger(ExecutorAnswers.class);
-  private final CredentialRegistry registry;
+  /** The live entry of a handle, or null. */
+  private final Function<String, TableEntry> live;
+  /** The entry of an evicted handle tracked again, when it was issued for that table; else null. */
+  private final BiFunction<String, TableContext, TableEntry> retrack;
 
-  ExecutorAnswers(CredentialRegistry registry) {
-    this.registry = registry;
+  ExecutorAnswers(Function<String, TableEntry> live, BiFunction<String, TableContext, TableEntry> retrack) {
+    this.live = live;
+    this.retrack = retrack;
   }
 
   public PluginMessages.Reply answer(PluginMessages.Request request) {
@@ -47,17 +53,17 @@ public final class ExecutorAnswers {
 
   /**
    * The driver's entry for an executor's ask: the live entry of the handle, or, after an idle
-   * eviction, the table tracked again when the registry issued the handle for the table the
+   * eviction, the table tracked again when the driver issued the handle for the table the
    * executor names. Null otherwise: an executor naming a table gets nothing without its handle.
    */
   private TableEntry entryFor(PluginMessages.Request request) {
-    TableEntry entry = registry.lookup(request.handle);
+    TableEntry entry = live.apply(request.handle);
     if (entry == null && request.identityJson != null) {
       TableContext named = TableContext.fromIdentity(request.identityJson);
-      entry = registry.retrackIssued(request.handle, named);
+      entry = retrack.apply(request.handle, named);
       if (entry == null) {
         LOG.warn("catalog-ext: refused an executor's ask for {}: not a handle this driver issued for that table"
-            + " in a live catalog session", CredentialRegistry.shown(named));
+            + " in a live catalog session", named.shownName());
       }
     }
     return entry;

@@ -72,6 +72,11 @@ public final class TableContext {
     return qualifiedName() + "@" + location;
   }
 
+  /** The table as named by FileIO properties or an executor (anyone's text), as one line. */
+  String shownName() {
+    return qualifiedName().replaceAll("\\s+", " ");
+  }
+
   String qualifiedName() {
     return catalog + "." + String.join(".", namespace) + "." + table;
   }
