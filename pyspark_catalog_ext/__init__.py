@@ -23,6 +23,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from pyspark_catalog_ext.catalog.local_lakehouse import LakehouseInfo  # noqa: E402
 from pyspark_catalog_ext.catalog.profiles import PROFILES, Profile, get_profile  # noqa: E402
 from pyspark_catalog_ext.errors import (
     CatalogAuthError,
@@ -36,7 +37,6 @@ from pyspark_catalog_ext.errors import (
     JavaError,
     LakehouseError,
 )
-from pyspark_catalog_ext.lakehouse.server import Lakehouse, LakehouseInfo, start_lakehouse  # noqa: E402
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog  # noqa: E402
 from pyspark_catalog_ext.refresh import (
     AssumeRoleSource,
@@ -61,9 +61,7 @@ __all__ = [
     "lakehouse_session",
     "pyiceberg_catalog",
     "check_catalog",
-    "Lakehouse",
     "LakehouseInfo",
-    "start_lakehouse",
     "PROFILES",
     "Profile",
     "get_profile",
@@ -94,9 +92,11 @@ __all__ = [
 
 _LAZY_SUBMODULES = {"maintenance": "governance.maintenance", "policies": "governance.policies", "events": "events",
                     "notifications": "governance.notifications"}
-# Helpers that need pyspark or pydantic: imported on first use, so importing the package stays light.
+# Helpers that need pyspark or pydantic, and the embedded lakehouse's server: imported on first use,
+# so importing the package stays light and configuring a session never loads the server.
 _LAZY_EXPORTS = {"stage_create": "staging.staged", "stage_replace": "staging.staged", "stage_table": "staging.staged",
-                 "StagedTable": "staging.staged", "NotificationSink": "governance.notifications", "duckdb_connect": "clients.duckdb"}
+                 "StagedTable": "staging.staged", "NotificationSink": "governance.notifications", "duckdb_connect": "clients.duckdb",
+                 "Lakehouse": "lakehouse.server", "start_lakehouse": "lakehouse.server"}
 __all__ += [*_LAZY_EXPORTS, *_LAZY_SUBMODULES]
 
 

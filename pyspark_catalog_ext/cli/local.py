@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 
+from pyspark_catalog_ext.catalog.local_lakehouse import LakehouseInfo, running_info, state_file
 from pyspark_catalog_ext.catalog.profiles import DELEGATIONS
-from pyspark_catalog_ext.lakehouse.detached import down, running_info, state_file, up
-from pyspark_catalog_ext.lakehouse.server import MIN_CREDENTIAL_SECONDS, LakehouseInfo
+from pyspark_catalog_ext.lakehouse.detached import down, up
+from pyspark_catalog_ext.lakehouse.server import MIN_CREDENTIAL_SECONDS
 
 __all__ = ["register"]
 

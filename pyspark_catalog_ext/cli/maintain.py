@@ -9,11 +9,11 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pyspark_catalog_ext.catalog.local_lakehouse import running_info
 from pyspark_catalog_ext.catalog.resolve import catalog_connection
 from pyspark_catalog_ext.cli.options import add_connection_arguments, connection_kwargs
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.governance.maintenance import default_state_file, plan_with_catalog, run, split_targets
-from pyspark_catalog_ext.lakehouse.detached import running_info
 from pyspark_catalog_ext.progress import Progress
 
 __all__ = ["register"]

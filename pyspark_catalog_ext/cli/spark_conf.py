@@ -35,8 +35,8 @@ def _format(conf: CatalogSparkConf, fmt: str, show_secrets: bool) -> str:
 
 def _engine_cmd(args: argparse.Namespace) -> int:
     """--format duckdb / trino: the same connection, for another engine (pyspark_catalog_ext.clients)."""
+    from pyspark_catalog_ext.catalog.local_lakehouse import running_info
     from pyspark_catalog_ext.catalog.resolve import catalog_connection
-    from pyspark_catalog_ext.lakehouse.detached import running_info
 
     if args.check or args.conf or args.conf_env:
         raise ConfigError(f"--check, --conf and --conf-env apply to Spark's formats, not --format {args.format}; remove them")

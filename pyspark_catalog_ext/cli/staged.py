@@ -7,10 +7,10 @@ import argparse
 import json
 import sys
 
+from pyspark_catalog_ext.catalog.local_lakehouse import running_info
 from pyspark_catalog_ext.catalog.resolve import catalog_connection
 from pyspark_catalog_ext.cli.options import add_connection_arguments, connection_kwargs, secret_argument
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.lakehouse.detached import running_info
 from pyspark_catalog_ext.progress import Progress
 from pyspark_catalog_ext.staging.cleanup import DEFAULT_MIN_AGE_SECONDS, find_orphans, s3_client
 

@@ -28,8 +28,8 @@ _DUCK_FROM, _SPARK_FROM = 10_000, 20_000  # the appends' ids: apart from the ins
 
 
 def _connection(ctx: ProbeContext) -> Any:
+    from pyspark_catalog_ext.catalog.local_lakehouse import running_info
     from pyspark_catalog_ext.catalog.resolve import catalog_connection
-    from pyspark_catalog_ext.lakehouse.detached import running_info
 
     args = dict(ctx.connection)
     lakehouse = args.pop("lakehouse", None) or running_info()
@@ -164,7 +164,7 @@ def probe_trino(ctx: ProbeContext) -> Outcome:
         # lakehouse its store is named here (on another catalog the user gives --s3-endpoint)
         from dataclasses import replace
 
-        from pyspark_catalog_ext.lakehouse.detached import running_info
+        from pyspark_catalog_ext.catalog.local_lakehouse import running_info
 
         lake = ctx.connection.get("lakehouse") or running_info()
         info = getattr(lake, "info", lake)

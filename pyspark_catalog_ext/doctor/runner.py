@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pyspark_catalog_ext import __version__
+from pyspark_catalog_ext.catalog.local_lakehouse import running_info
 from pyspark_catalog_ext.catalog.profiles import Profile, get_profile
 from pyspark_catalog_ext.catalog.resolve import catalog_connection
 from pyspark_catalog_ext.catalog.rest import CatalogClient, open_catalog
@@ -24,7 +25,6 @@ from pyspark_catalog_ext.doctor.registry import ProbeSpec
 from pyspark_catalog_ext.doctor.result import FAIL, PASS, SKIPPED, UNSUPPORTED, Outcome, ProbeResult, failed, skipped, unsupported
 from pyspark_catalog_ext.doctor.suite import GROUPS, PROBES, probe_ids
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError
-from pyspark_catalog_ext.lakehouse.detached import running_info
 
 __all__ = ["DoctorReport", "Progress", "run_doctor", "resolve_selection"]
 

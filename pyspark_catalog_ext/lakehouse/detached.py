@@ -8,44 +8,12 @@ import os
 import shutil
 import time
 from dataclasses import asdict
-from pathlib import Path
 
-from pyspark_catalog_ext.cache import cache_dir, write_private
+from pyspark_catalog_ext.cache import write_private
+from pyspark_catalog_ext.catalog.local_lakehouse import LakehouseInfo, read_state, running_info, state_file
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.lakehouse.server import MIN_CREDENTIAL_SECONDS, Lakehouse, LakehouseInfo
+from pyspark_catalog_ext.lakehouse.server import MIN_CREDENTIAL_SECONDS, Lakehouse
 from pyspark_catalog_ext.processes import alive, kill_group
-
-
-def state_file() -> Path:
-    return cache_dir() / "local" / "state.json"
-
-
-def read_state() -> dict | None:
-    """The state of a `local up` lakehouse if its process is still alive, else None."""
-    path = state_file()
-    try:
-        state = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    pid = int(state.get("pid", 0))
-    try:  # guard against pid reuse: it must still be our weed with our data dir
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-    except OSError:
-        cmdline = ""
-    if not (alive(pid) and "weed" in cmdline and state.get("data_dir", "\0") in cmdline):
-        return None
-    return state
-
-
-def running_info() -> LakehouseInfo | None:
-    """LakehouseInfo of the `local up` lakehouse, if one is running."""
-    state = read_state()
-    if state is None:
-        return None
-    fields = {k: state[k] for k in LakehouseInfo.__dataclass_fields__ if k in state}
-    if "secret_key" not in fields:
-        return None  # a state file of an older version: its lakehouse cannot be reached without its keys
-    return LakehouseInfo(**fields)
 
 
 def up(data_dir: str | None = None, credential_seconds: int = MIN_CREDENTIAL_SECONDS, iceberg_port: int | None = None, s3_port: int | None = None,

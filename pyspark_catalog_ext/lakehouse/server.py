@@ -22,12 +22,12 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pyspark_catalog_ext.cache import write_private
 from pyspark_catalog_ext.catalog.connection import CatalogConnection
+from pyspark_catalog_ext.catalog.local_lakehouse import LakehouseInfo
 from pyspark_catalog_ext.catalog.profiles import DELEGATIONS
 from pyspark_catalog_ext.errors import ConfigError, LakehouseError, redact
 from pyspark_catalog_ext.lakehouse.filer import FilerAccess
@@ -56,53 +56,6 @@ _START_ATTEMPTS = 3
 # glog's line header: severity letter, MMDD, time (e.g. "F1126 13:14:33.219013 mini.go:1244 ...").
 _GLOG_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d")
 _RESOURCES = Path(__file__).resolve().parent.parent / "resources"  # config templates shipped in the wheel
-
-
-@dataclass(frozen=True)
-class LakehouseInfo:
-    """How to reach a running lakehouse. The secret key is masked in repr."""
-
-    iceberg_uri: str
-    s3_endpoint: str
-    warehouse: str
-    access_key: str
-    secret_key: str = field(repr=False)
-    region: str
-    data_dir: str
-    log_file: str
-    pid: int
-    ports: dict = field(default_factory=dict)
-    delegation: str = "vended-credentials"  # or "remote-signing": iceberg_uri is then the signer proxy
-    client_secret: str = field(default="", repr=False)  # the catalog front's OAuth2 client secret
-
-    @property
-    def credential(self) -> str:
-        """OAuth2 client credentials `id:secret` for the catalog: the catalog front's client (tokens.py),
-        which no SeaweedFS port accepts, in both delegation modes (the S3 admin keys stay in the
-        lakehouse's process)."""
-        from pyspark_catalog_ext.lakehouse.tokens import CLIENT_ID
-
-        return f"{CLIENT_ID}:{self.client_secret}"
-
-    @property
-    def oauth2_server_uri(self) -> str:
-        return f"{self.iceberg_uri}/v1/oauth/tokens"
-
-    def connection(self, **overrides: Any) -> CatalogConnection:
-        """The catalog connection of this lakehouse (profile `local`): its URI, warehouse,
-        delegation and OAuth2 client; `overrides` are `CatalogConnection.resolve` arguments."""
-        args: dict[str, Any] = {"uri": self.iceberg_uri, "warehouse": self.warehouse, "delegation": self.delegation,
-                                **{k: v for k, v in overrides.items() if v is not None}}
-        if not (args.get("credential") or args.get("token")):
-            args["credential"] = self.credential
-        return CatalogConnection.resolve("local", **args)
-
-    def public_dict(self) -> dict:
-        """Everything except the secrets (for printing)."""
-        data = asdict(self)
-        data.pop("secret_key")
-        data.pop("client_secret")
-        return data
 
 
 def find_weed() -> Path:

@@ -21,11 +21,12 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote_plus
 
+# The OAuth2 client id of the embedded lakehouse's clients: it reaches the catalog front (and the
+# signer), but it is no S3 key. Its secret is random per instance (LakehouseInfo.credential).
+from pyspark_catalog_ext.catalog.local_lakehouse import CLIENT_ID
+
 __all__ = ["CLIENT_ID", "ClientTokens", "MAX_TOKENS", "TOKEN_EXCHANGE", "TOKEN_SECONDS"]
 
-#: The OAuth2 client id of the embedded lakehouse's clients: it reaches the catalog front (and the
-#: signer), but it is no S3 key. Its secret is random per instance (LakehouseInfo.credential).
-CLIENT_ID = "lakeclient"
 MAX_TOKENS = 4096  # live tokens per client
 TOKEN_SECONDS = 3600
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"

@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pyspark_catalog_ext.catalog.connection import S3_FILE_IO, SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, spark_catalog_properties
+from pyspark_catalog_ext.catalog.local_lakehouse import running_info
 from pyspark_catalog_ext.catalog.profiles import Profile, get_profile
 from pyspark_catalog_ext.catalog.resolve import catalog_connection
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.lakehouse.detached import running_info
 from pyspark_catalog_ext.secret_keys import REDACTION_REGEX, is_secret_key
 from pyspark_catalog_ext.spark.shim_api import EXTENSIONS, SHIM_PLUGIN, SHIM_SQL_EXTENSIONS, SPARK_CATALOG
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import os
 import re
 import subprocess
 import sys
@@ -43,6 +44,20 @@ def test_the_staged_and_governance_helpers_are_on_the_package_face_and_load_on_f
              "'pyspark_catalog_ext.governance', 'pyspark_catalog_ext.events')) or m == 'pyspark')); "
              "print('stage_create' in dir(p))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.split("\n")[:2] == ["[]", "True"], out
+
+
+def test_configuring_a_session_never_imports_the_lakehouse_server() -> None:
+    """The lakehouse sits above everything that configures a session: spark_conf for profile `local`
+    finds a running one through catalog/local_lakehouse.py, and the package face loads the server
+    only when `Lakehouse` or `start_lakehouse` is used."""
+    probe = ("import sys, pyspark_catalog_ext as p\n"
+             "try:\n    p.spark_conf('local', jars=None)\nexcept p.ConfigError:\n    pass  # no lakehouse running\n"
+             "print(sorted(m for m in sys.modules if m.startswith('pyspark_catalog_ext.lakehouse')))\n"
+             "p.start_lakehouse\n"
+             "print('pyspark_catalog_ext.lakehouse.server' in sys.modules)")
+    env = {**os.environ, "XDG_CACHE_HOME": "/nonexistent-pce-cache"}  # no `local up` state to find
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True, env=env).stdout
     assert out.split("\n")[:2] == ["[]", "True"], out
 
 
@@ -122,14 +137,14 @@ LAYERS = (
     ("errors", "secret_keys", "logsafety", "knobs", "cache", "progress", "events", "event_schemas", "markdown",
      "ports", "processes"),  # shared by every concern
     ("commit",),         # the commit decision table, commit policy and idempotency keys
-    ("catalog",),        # reaching a catalog: connection, REST client, locations
-    ("lakehouse",),      # the embedded catalog server
+    ("catalog",),        # reaching a catalog: connection, REST client, locations, a running local lakehouse
     ("refresh",),        # the credential-refresh engine and its knobs and user sources
     ("storage",),        # object-store clients: remote signing, streaming uploads, store accounts
     ("spark",),          # Spark setup and the one Py4J boundary
     ("pyiceberg_ext", "clients"),  # PyIceberg jobs; the other engines' connections (DuckDB, Trino)
     ("governance",),     # maintenance, notifications, policies
     ("staging",),        # staged tables and their cleanup
+    ("lakehouse",),      # the embedded catalog server: nothing that configures a session imports it
     ("doctor",),
     ("cli",),            # the command line: parses, calls the above, prints
 )
