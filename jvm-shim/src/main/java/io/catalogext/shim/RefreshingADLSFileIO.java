@@ -2,12 +2,11 @@ package io.catalogext.shim;
 
 import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.refresh.CredentialSnapshot;
-import io.catalogext.shim.refresh.StoreTokens;
 import io.catalogext.shim.refresh.TableTokens;
 import io.catalogext.shim.stores.AdlsClients;
 import io.catalogext.shim.stores.PrefixTokens;
-import io.catalogext.shim.stores.RoutingFileIO;
 import io.catalogext.shim.stores.Store;
+import io.catalogext.shim.stores.StoreFileIO;
 import io.catalogext.shim.stores.StorePaths;
 import io.catalogext.shim.wire.IcebergRefreshOrigins;
 
@@ -46,7 +45,7 @@ import org.apache.iceberg.util.SerializableFunction;
  * it was handed: a 404 for a staged table) is never built. A table the shim's catalog did not hand
  * out (no handle) gets plain ADLSFileIO.
  */
-public final class RefreshingADLSFileIO extends RoutingFileIO {
+public final class RefreshingADLSFileIO extends StoreFileIO {
   private static final long serialVersionUID = 1L;
   /** ADLSFileIO's public client-function constructor (Iceberg 1.11+), or null (1.10). */
   private static final Constructor<ADLSFileIO> WITH_CLIENTS = clientFunctionConstructor();
@@ -61,31 +60,34 @@ public final class RefreshingADLSFileIO extends RoutingFileIO {
   }
 
   @Override
-  protected Routes newRoutes(Map<String, String> props, List<StorageCredential> creds) {
-    if (!props.containsKey(ShimKeys.TABLE_HANDLE)) {
-      // Iceberg's ADLSFileIO asks its refresh endpoint with the catalog's auth session (1.10 before
-      // using the SAS it has; 1.11 once the SAS is missing or within 5 minutes of its expiry).
-      IcebergRefreshOrigins.check(IcebergRefreshOrigins.of(props), props, ShimKeys.ADLS_REFRESH_ENDPOINT,
-          ShimKeys.ADLS_REFRESH_ENABLED, "ADLS");
-      ADLSFileIO plain = new ADLSFileIO(); // not a table of the shim's catalog: Iceberg's own
-      plain.initialize(props);
-      return single(plain);
-    }
-    PrefixTokens tokens = new PrefixTokens(props, creds, StorePaths::isAdls,
-        location -> StorePaths.adls(location).canonical());
-    Map<String, String> clientProps = withoutSecrets(props);
-    return WITH_CLIENTS != null ? new PerRequest(clientProps, tokens) : new PerRenewal(clientProps, tokens);
+  protected DelegateFileIO plain(Map<String, String> props, List<StorageCredential> creds) {
+    // Iceberg's ADLSFileIO asks its refresh endpoint with the catalog's auth session (1.10 before
+    // using the SAS it has; 1.11 once the SAS is missing or within 5 minutes of its expiry).
+    IcebergRefreshOrigins.check(IcebergRefreshOrigins.of(props), props, ShimKeys.ADLS_REFRESH_ENDPOINT,
+        ShimKeys.ADLS_REFRESH_ENABLED, "ADLS");
+    ADLSFileIO plain = new ADLSFileIO(); // not a table of the shim's catalog: Iceberg's own
+    plain.initialize(props);
+    return plain;
   }
 
-  /** The table's properties without the SAS tokens and the refresh endpoints ADLSFileIO would use itself. */
-  static Map<String, String> withoutSecrets(Map<String, String> props) {
-    Map<String, String> out = new HashMap<>();
-    props.forEach((k, v) -> {
-      if (!StoreTokens.isTokenKey(k) && !k.equals(ShimKeys.ADLS_REFRESH_ENDPOINT) && !k.equals(ShimKeys.REFRESH_ENDPOINT)) {
-        out.put(k, v);
-      }
-    });
-    return out;
+  @Override
+  protected boolean ofThisStore(String prefix) {
+    return StorePaths.isAdls(prefix);
+  }
+
+  @Override
+  protected String canonical(String location) {
+    return StorePaths.adls(location).canonical();
+  }
+
+  @Override
+  protected String refreshEndpointKey() {
+    return ShimKeys.ADLS_REFRESH_ENDPOINT;
+  }
+
+  @Override
+  protected Routes vendedRoutes(Map<String, String> clientProps, PrefixTokens tokens) {
+    return WITH_CLIENTS != null ? new PerRequest(clientProps, tokens) : new PerRenewal(clientProps, tokens);
   }
 
   private static Constructor<ADLSFileIO> clientFunctionConstructor() {
@@ -168,10 +170,7 @@ public final class RefreshingADLSFileIO extends RoutingFileIO {
 
     @Override
     public DelegateFileIO ioFor(String path) {
-      String prefix = tokens.prefixFor(path);
-      if (prefix == null) {
-        throw new IllegalStateException(tokens.noPrefixMessage(path));
-      }
+      String prefix = tokens.requirePrefix(path);
       TableTokens source = tokens.forPrefix(prefix);
       CredentialSnapshot current = source.current();
       return byPrefix.compute(prefix, (p, held) -> {

@@ -1,18 +1,16 @@
 package io.catalogext.shim;
 
 import io.catalogext.shim.config.ShimKeys;
-import io.catalogext.shim.refresh.StoreTokens;
 import io.catalogext.shim.stores.GcsStorages;
 import io.catalogext.shim.stores.PrefixTokens;
-import io.catalogext.shim.stores.RoutingFileIO;
 import io.catalogext.shim.stores.Store;
+import io.catalogext.shim.stores.StoreFileIO;
 import io.catalogext.shim.wire.IcebergRefreshOrigins;
 import io.catalogext.shim.wire.TrustedOrigins;
 
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Function;
 import org.apache.iceberg.gcp.gcs.GCSFileIO;
 import org.apache.iceberg.io.DelegateFileIO;
 import org.apache.iceberg.io.StorageCredential;
@@ -32,7 +30,7 @@ import org.apache.iceberg.io.StorageCredential;
  * GCSFileIO's own refresh (its refresh endpoint, its scheduled re-fetch) is never started: the
  * delegates get no token, no endpoint and no storage credentials.
  */
-public final class RefreshingGCSFileIO extends RoutingFileIO {
+public final class RefreshingGCSFileIO extends StoreFileIO {
   private static final long serialVersionUID = 1L;
   private static final String ROOT = "gs";
 
@@ -41,16 +39,26 @@ public final class RefreshingGCSFileIO extends RoutingFileIO {
   }
 
   @Override
-  protected Routes newRoutes(Map<String, String> props, List<StorageCredential> creds) {
-    if (!props.containsKey(ShimKeys.TABLE_HANDLE)) {
-      checkIcebergRefresh(props, creds);
-      GCSFileIO plain = new GCSFileIO(); // not a table of the shim's catalog: Iceberg's own GCSFileIO
-      plain.initialize(props);
-      plain.setCredentials(creds);
-      return single(plain);
-    }
-    PrefixTokens byPrefix = new PrefixTokens(props, creds, p -> p.startsWith(ROOT), Function.identity());
-    Map<String, String> clientProps = withoutSecrets(props);
+  protected DelegateFileIO plain(Map<String, String> props, List<StorageCredential> creds) {
+    checkIcebergRefresh(props, creds);
+    GCSFileIO plain = new GCSFileIO(); // not a table of the shim's catalog: Iceberg's own GCSFileIO
+    plain.initialize(props);
+    plain.setCredentials(creds);
+    return plain;
+  }
+
+  @Override
+  protected boolean ofThisStore(String prefix) {
+    return prefix.startsWith(ROOT);
+  }
+
+  @Override
+  protected String refreshEndpointKey() {
+    return ShimKeys.GCS_REFRESH_ENDPOINT;
+  }
+
+  @Override
+  protected Routes vendedRoutes(Map<String, String> clientProps, PrefixTokens byPrefix) {
     Map<String, GCSFileIO> delegates = new HashMap<>();
     delegates.put(ROOT, delegate(clientProps, byPrefix, ""));
     for (String prefix : byPrefix.prefixes()) {
@@ -60,10 +68,7 @@ public final class RefreshingGCSFileIO extends RoutingFileIO {
       /** The delegate of the longest vended prefix {@code path} starts with. */
       @Override
       public DelegateFileIO ioFor(String path) {
-        String prefix = byPrefix.prefixFor(path);
-        if (prefix == null) {
-          throw new IllegalStateException(byPrefix.noPrefixMessage(path));
-        }
+        String prefix = byPrefix.requirePrefix(path);
         return delegates.get(prefix.isEmpty() ? ROOT : prefix);
       }
 
@@ -95,16 +100,5 @@ public final class RefreshingGCSFileIO extends RoutingFileIO {
     GCSFileIO io = new GCSFileIO(() -> GcsStorages.build(clientProps, () -> byPrefix.forPrefix(prefix)));
     io.initialize(clientProps); // its gcs.* settings (batch sizes, chunk sizes) and metrics; no token
     return io;
-  }
-
-  /** The table's properties without the tokens and the refresh endpoint GCSFileIO would use on its own. */
-  static Map<String, String> withoutSecrets(Map<String, String> props) {
-    Map<String, String> out = new HashMap<>();
-    props.forEach((k, v) -> {
-      if (!StoreTokens.isTokenKey(k) && !k.equals(ShimKeys.GCS_REFRESH_ENDPOINT) && !k.equals(ShimKeys.REFRESH_ENDPOINT)) {
-        out.put(k, v);
-      }
-    });
-    return out;
   }
 }

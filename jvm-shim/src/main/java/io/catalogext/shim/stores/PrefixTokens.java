@@ -51,6 +51,15 @@ public final class PrefixTokens {
     return best == null ? null : vended.get(best);
   }
 
+  /** The vended prefix {@code path} falls under ("" as in {@link #prefixFor}); throws (one line) when none. */
+  public String requirePrefix(String path) {
+    String prefix = prefixFor(path);
+    if (prefix == null) {
+      throw new IllegalStateException(noPrefixMessage(path));
+    }
+    return prefix;
+  }
+
   /** The tokens of vended prefix {@code prefix} ("": the table config's). */
   public TableTokens forPrefix(String prefix) {
     return tokens.computeIfAbsent(prefix, p -> TableTokens.of(properties, p, p.isEmpty() ? properties : configByPrefix.get(p)));
