@@ -1,22 +1,12 @@
 """pyspark-catalog-ext: PySpark on Apache Iceberg REST catalogs that survives short-lived vended
 S3 credentials.
 
-Public API (importing this package does not start a JVM or import pyspark):
+Public API: `__all__` below (settings and sessions, the embedded lakehouse, vendor profiles, JVM
+dependencies, credential refresh, errors), plus staged tables, maintenance, policies, events,
+notifications and `duckdb_connect`, imported on first use. Importing this package does not start
+a JVM or import pyspark.
 
-- `configure(builder, profile=..., ...)`, `spark_conf(...)`, `lakehouse_session(lakehouse)`,
-  `pyiceberg_catalog(...)`, `check_catalog(conf)`: Spark / PyIceberg settings for a REST catalog.
-- `Lakehouse`, `start_lakehouse()`, `LakehouseInfo`: the embedded SeaweedFS lakehouse.
-- `PROFILES`, `get_profile(name)`: vendor defaults.
-- `resolve_jars()`, `shim_jar()`, `check_java()`: JVM dependencies.
-- `attach(spark)`, `RefreshPolicy`, `CredentialSource`, `StorageCredentials`: refreshing storage
-  credentials (`configure()`-built sessions attach by themselves).
-- `stage_create(spark, table, schema)`, `stage_replace(...)`, `stage_table(...)`, `StagedTable`:
-  staged create/replace with an explicit commit (imported on first use).
-- `maintenance.plan/run`, `policies`, `events.subscribe`, `notifications.NotificationSink`
-  (also `NotificationSink`): policy-driven maintenance, event hooks and catalog change
-  notifications (submodules, imported on first use).
-- `duckdb_connect(conn)`: a DuckDB connection with the catalog attached (the `[duckdb]` extra;
-  imported on first use).
+What each name is for: docs/architecture.md, section 'The public API'.
 """
 
 from __future__ import annotations

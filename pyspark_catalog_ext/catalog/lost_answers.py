@@ -1,23 +1,12 @@
 """Creates, drops, renames and registers whose answer was lost, on the PyIceberg face: looked at, never repeated.
 
-PyIceberg's RestCatalog sends each of these once and lets requests' raw `ConnectionError` through
-when the connection closes before the answer, although the catalog may have applied it. Such a
-request has nothing random of its own to recognise it by, and a catalog that advertises an
-Idempotency-Key lifetime need not de-duplicate it (Polaris 1.7.0 answers a repeated namespace create
-409), so it is never repeated: the catalog is asked what it shows now, and the shared commit rule
-(`resources/commit-decisions.json`, rows `mutation-*`, decided by `commit_decision`, the
-same rows the Spark shim's `MutationLook` follows) says what that means:
+The catalog is asked what it shows now, and the shared commit rule (`resources/commit-decisions.json`,
+rows `mutation-*`, decided by `commit_decision`, the rows the Spark shim's `MutationLook` follows)
+says what that means: our change there is success, returned as PyIceberg would have; something else
+there is a one-line `CatalogConflictError`; not visible or unreadable is a `CatalogUnavailableError`
+saying it may have been applied. A request that never left is one line saying nothing was applied.
 
-* the change is there as we sent it (the namespace with our properties, the table with our columns,
-  partitioning, location and properties and no snapshot yet, a registered table with the metadata
-  location we sent, the table gone, source gone and target present): success, returned as PyIceberg
-  would have;
-* something else is there: a one-line `CatalogConflictError` (also PyIceberg's AlreadyExists type);
-* not visible, or unreadable: a one-line `CatalogUnavailableError` saying the change may have been
-  applied (also a `requests.ConnectionError`, as PyIceberg raised).
-
-A request that never left (connection refused, unknown host) is a one-line error saying nothing was
-applied.
+Why: docs/commits.md, section 'Commits that survive lost answers' (creates, drops and renames).
 """
 
 from __future__ import annotations

@@ -1,26 +1,13 @@
 """The one Python client to an Iceberg REST catalog: PyIceberg's `RestCatalog`, hardened.
 
-Everything Python says to a catalog (staging helpers, `staged cleanup`, the doctor, `maintain`,
-notifications, PyIceberg's refresh strategies and guarded commits) goes through a `CatalogClient`:
-PyIceberg's session, `AuthManager` (OAuth2, bearer token, basic, SigV4), `/v1/config` handling,
-URL building and pagination. What this module adds on that one session, each for a reason:
+Everything Python says to a catalog goes through a `CatalogClient`: PyIceberg's session,
+`AuthManager`, `/v1/config` handling, URL building and pagination. Added on that one session: how
+calls are sent (`transport`), only to the catalog's trust set (`trust.TrustedOrigins`; a `uri`
+override to another origin is not followed), evidence of each exchange (`exchanges`), one-line
+errors (`answers`), lost answers looked at, never repeated (`lost_answers`), and the calls
+PyIceberg has no method for (`raw_calls`).
 
-* **How calls are sent** (`transport`): bounded, read retries only, no redirects.
-* **A server cannot move our credentials.** The session sends only to the catalog's trust set
-  (`trust.TrustedOrigins`, from the properties the user gave, before `/v1/config` is merged in):
-  a server-given URL on another origin (an `oauth2-server-uri` override, a refresh endpoint, a
-  signer URI in a table's config) is refused before anything is sent, naming the setting and the
-  origin. A `uri` override in `/v1/config` pointing at another origin is not followed (PyIceberg
-  would move every call there).
-* **Evidence** (`exchanges`). A response hook records each exchange (`Exchange`: method, path with
-  secret query values masked, status, elapsed ms, attempts) for the doctor.
-* **One-line errors** (`answers`): every HTTP answer and PyIceberg exception becomes one of
-  `errors.py`'s types.
-* **Lost answers to creates, drops and renames** (`lost_answers`): looked at, never repeated.
-* **Calls PyIceberg has no method for** (`raw_calls`), as raw JSON on the same session: the load-table answer
-  (cleanup and maintenance read metadata fields PyIceberg's model drops), stage-create and commit
-  bodies (doctor probes), `/credentials` with a `storageRefreshToken`, a server-given refresh URL
-  (the catalog's own origin only), and Polaris's policy API.
+Why: docs/architecture.md, section 'The Python catalog client'.
 """
 
 from __future__ import annotations

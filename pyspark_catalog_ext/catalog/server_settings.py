@@ -1,19 +1,13 @@
 """What a catalog's answers may set, applied where they are merged: an allow-list, never a deny-list.
 
-- `/v1/config` (`config_properties`): the catalog's properties are the user's plus only the keys
-  `trust_rules.server_may_set(config=True)` allows; a server value of any other key is dropped and
-  the user's value, or none, stays.
-- A table answer (`table_io_properties`): its FileIO's properties are the catalog's plus only the
-  storage keys a catalog may vend (credentials and expiries, refresh endpoints, storage endpoints,
-  region and path style, remote signing). No answer names code (`py-io-impl`, `*-impl`), a proxy or
-  a `catalog-ext.*` knob.
-- Credentials the catalog did not issue (the user's own keys, ambient identities such as AWS's
-  default chain or Google ADC) go only to storage endpoints the user configured or trusts: a
-  server-named endpoint of a store for which the table answer vends no credential is dropped, and
-  refused in one line when the table's own files are on that store.
+- `/v1/config` (`config_properties`): the user's properties plus only the keys
+  `trust_rules.server_may_set(config=True)` allows; any other server value is dropped.
+- A table answer (`table_io_properties`): the catalog's properties plus only the storage keys a
+  catalog may vend; no answer names code, a proxy or a `catalog-ext.*` knob.
+- Credentials the catalog did not issue go only to storage endpoints the user configured or trusts.
 - Table metadata properties are data: `without_code_keys` removes those that name a class.
 
-docs/security.md ("What a server may set") has the threat model.
+Why: docs/security.md, section 'What a server may set'.
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """How every Python call to a catalog is sent: bounded, never redirected, never re-sent blindly.
 
-PyIceberg's `requests` session, as `CatalogClient` hardens it, each for a reason:
+PyIceberg's `requests` session, as `CatalogClient` hardens it: a default timeout, and urllib3's
+`Retry` for reads (GET/HEAD) only, on connection errors, 429 and 502/503/504 with a capped
+`Retry-After` (PyIceberg's SigV4 adapter gets the same `read_retry`); a POST whose answer is lost
+is reported as possibly applied. No 3xx is followed (`CatalogRedirectError` naming the target).
+Every request goes only to an origin of the catalog's trust set (`trust.TrustedOrigins`), checked
+where it leaves, whichever code built it; else `UntrustedOriginError`, and nothing is sent.
 
-* **Bounded calls.** PyIceberg sends without a timeout and never retries a failed read; the
-  session's adapter sets a default timeout and lets urllib3's `Retry` repeat reads (GET/HEAD) on
-  connection errors, 429 and 502/503/504, honouring a capped `Retry-After`. Mutations are never
-  repeated blindly: a POST whose answer is lost is reported as possibly applied. PyIceberg's SigV4
-  adapter (whose own Retry would re-send a DELETE on 503 + Retry-After) gets the same `read_retry`.
-* **No redirects.** No call of the session follows a 3xx (PyIceberg's included): `requests` would
-  re-send a POST on 307/308 behind the commit guard's back, turn it into a GET on 303 (whose answer
-  then looks like success), and keep `header.*` values on a hop to another host. A 3xx is a one-line
-  `CatalogRedirectError` naming the target.
-* **Only trusted origins.** Every request of the session carries the catalog's credentials (its
-  auth, `header.*` values, an OAuth client secret), so the adapter sends only to an origin of the
-  catalog's trust set (`trust.TrustedOrigins`, built from the user's settings before any server
-  answer): a URL a server handed out (a `/v1/config` `oauth2-server-uri`, a signer URI in a table's
-  config) on another origin is refused before anything is sent, with `UntrustedOriginError`. The
-  check is made where the request leaves, whichever code built it, so no list of property names
-  has to be kept current.
+Why: docs/architecture.md, section 'The Python catalog client'.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Who may decide what, read from the spec both runtimes share (`resources/trust-rules.json`; the JVM
-shim carries the same file and reads it with `wire/TrustRules.java`):
+"""Who may decide what, read from the spec both runtimes share (`resources/trust-rules.json`; the
+JVM shim carries the same file):
 
 - the URL settings only the user gives, whose origins are trusted with the catalog's credentials;
 - the allow-list of keys a server answer may set (`/v1/config`, a table's config, its
@@ -7,9 +7,8 @@ shim carries the same file and reads it with `wire/TrustRules.java`):
 - which of those keys are a store's endpoints, which are credentials;
 - the table metadata properties from which a client would load a class.
 
-The threat model is in docs/security.md ("What a server may set").
-
 Java twin: `io.catalogext.shim.config.TrustRules`.
+Why: docs/security.md, section 'What a server may set'.
 """
 
 from __future__ import annotations
