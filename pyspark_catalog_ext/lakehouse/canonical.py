@@ -2,21 +2,13 @@
 signer), made once and used for everything after it.
 
 The target is decoded and normalised here, matched against an allow-list of routes (method, path,
-query keys), and the JSON body is parsed strictly. The proxy then checks this reading and forwards
-the request *re-encoded from it* (`Route.target`, `canonical_body`), never the client's bytes, so
+query keys), and the JSON body is parsed strictly. The proxy checks this reading and forwards the
+request *re-encoded from it* (`Route.target`, `canonical_body`), never the client's bytes, so
 SeaweedFS cannot route or read anything other than what was checked. What the reading does not
-recognise is refused with one line:
+recognise is refused in one line: 400 for a target that is not plain, 404 for no route, 405 for a
+route's path with another method. Percent-encoding is decoded once, as SeaweedFS does.
 
-* 400 for a target that is not plain: not printable ASCII, `#`, a bad or encoded-separator escape
-  (`%2F`, `%5C`, `%00`...), an empty (`//`) or dot (`.`, `..`) segment, a query key given twice or
-  not taken by the route, or a name outside SeaweedFS's own name rules (lower-case letters, digits,
-  `_` and `-`);
-* 404 for a well-formed path that is no route here (unprefixed paths, another warehouse), answered as SeaweedFS answers an unknown path; 405 for a route's path with another
-  method.
-
-Percent-encoding of a plain character is only another spelling: `tabl%65s` is read as `tables`
-(which is what SeaweedFS's router, gorilla/mux on the decoded path, does too) and forwarded as
-`tables`. Double encoding is decoded once, as SeaweedFS does: `%2574ables` is `%74ables`, no route.
+Why: docs/lakehouse.md, section 'Table locations' ("One reading of each request").
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """The embedded lakehouse's way to take back a catalog entry without deleting files.
 
-SeaweedFS's own DROP TABLE purges the directory of the table's metadata file, whatever
-`purgeRequested` says (measured on 4.48). A table that broke the location rule may have its
-metadata file in *another* table's directory (a register that pointed there, a create a gateway
-moved there), so dropping it would delete that other table's files. SeaweedFS keeps a table's
-catalog entry as a directory `/buckets/<bucket>/<namespace levels joined by .>/<name>` (its
-"marker"); removing that directory removes the entry. This module removes it through the filer's
-HTTP API with a token signed by the lakehouse's own filer key (security.toml, random per run), and
-only when S3 lists no object under it: what goes is the entry and empty directories, never a file.
+SeaweedFS's DROP TABLE purges the directory of the table's metadata file, which for a table that
+broke the location rule may be another table's. SeaweedFS keeps a table's catalog entry as a
+directory (its "marker"); this module removes that directory through the filer's HTTP API, with a
+JWT (HS256, expiry only) signed by the lakehouse's own filer key, and only when S3 lists no object
+under it: what goes is the entry and empty directories, never a file.
 
-The token is a JWT (HS256) with an expiry only, which is what the filer checks (SeaweedFS's
-`security.GenJwtForFilerServer`); minted here with the standard library.
+Why: docs/lakehouse.md, section 'Table locations' ("What is checked").
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """The embedded lakehouse's table-location rule, enforced in front of SeaweedFS's Iceberg catalog.
 
-SeaweedFS accepts any table location, while its vended credentials, our remote signer and its DROP
-(which purges the directory of a table's metadata file) all act on a table's location. So, as
-Apache Polaris does, a table's location must lie strictly under its namespace's location
-(`s3://<table bucket>/<namespace levels joined by .>`) and overlap no other table's location,
-metadata directory or catalog entry (`<namespace>/<name>`), nor a table staged here, nor another
-change of the same request. Requests are read by plans.py; the tables of each namespace are kept
-in an index (table_index.py), so a check costs the same whatever the namespace's size.
-
-Each change is checked, forwarded and then verified against what SeaweedFS stored, under its
-namespace's lock; what breaks the rule is rolled back (a moved table moved back, a new entry
-removed through the filer, filer.py) or, failing that, quarantined. A refusal is one Iceberg
+As Apache Polaris does: a table's location lies strictly under its namespace's location and
+overlaps no other table's location, metadata directory or catalog entry, nor a table staged here,
+nor another change of the same request. Requests are read by plans.py; each namespace's tables are
+indexed (table_index.py). Each change is checked, forwarded and verified under its namespace's
+lock; what breaks the rule is rolled back (filer.py) or quarantined. A refusal is one Iceberg
 ErrorModel line (403 for a conflict, 400 for a malformed request or location).
+
+Why: docs/lakehouse.md, section 'Table locations'.
 """
 
 from __future__ import annotations

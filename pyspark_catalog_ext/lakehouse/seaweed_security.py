@@ -1,20 +1,12 @@
 """SeaweedFS's `security.toml` for one embedded lakehouse: no port of it answers without auth.
 
-`weed mini` opens, besides S3 and the Iceberg catalog, an HTTP and a gRPC port for each of its
-master, volume server, filer and admin server (and a gRPC port for S3). Without this file the
-master's HTTP API hands anyone a volume write token (`/dir/assign`) and every gRPC port serves
-anyone (`weed shell` reads and deletes files). Every run gets (in its private temp dir, 0700,
-files 0600, removed at stop):
+Every run gets, in its private temp dir (0700, files 0600, removed at stop): fresh random JWT keys
+(the volume server and the filer refuse unsigned HTTP reads and writes), and a certificate
+authority made for this run alone, whose private key is discarded once it signed the one node
+certificate, with mutual TLS on every gRPC port and on the master's and admin server's HTTP ports.
+SeaweedFS reads the file from its working directory; `cryptography` makes the certificates.
 
-* fresh random JWT keys: the volume server and the filer refuse unsigned HTTP reads and writes;
-* a certificate authority made for this run alone, whose private key is discarded once it signed
-  the one node certificate (so no other certificate can ever be made for it), and mutual TLS with
-  that certificate on every gRPC port and on the master's and admin server's HTTP ports (nothing
-  inside `weed mini` calls those two over HTTP): a client without the node certificate fails the
-  TLS handshake. SeaweedFS's IP white list cannot do this on one machine, where every local user
-  connects from 127.0.0.1.
-
-SeaweedFS reads the file from its working directory. `cryptography` makes the certificates.
+Why: docs/lakehouse.md, section 'No port answers without auth'.
 """
 
 from __future__ import annotations

@@ -1,37 +1,14 @@
-"""Remote signing for the embedded lakehouse: one loopback HTTP server in front of SeaweedFS's
-Iceberg catalog that
+"""Remote signing for the embedded lakehouse (SeaweedFS has no signer): one loopback HTTP server in
+front of SeaweedFS's Iceberg catalog that
+1. forwards every catalog call, turning each table answer into a remote-signing one with a signer
+   endpoint per table (`v1/aws/s3/sign/<scope id>`), so a FileIO gets signatures for its own table;
+2. signs there only an allow-list (`check_request`, s3_allow_list.py) inside the table's location;
+   a DeleteObjects gets this server's relay instead, which sends S3 only the body it checked;
+3. is its clients' OAuth2 token endpoint, so SeaweedFS's keys never leave this process.
+A table's scope is the location in the catalog's *stored* metadata, never one a request carries;
+caches are bounded per OAuth2 client. The HTTP handler is signer_handler.py.
 
-1. forwards every catalog call, and turns each table answer (load, create, stage-create) into a
-   remote-signing one: no `storage-credentials`, no S3 keys in `config`, but
-   `s3.remote-signing-enabled=true` and `s3.signer.uri`/`s3.signer.endpoint` pointing at itself.
-   The endpoint is per table (`v1/aws/s3/sign/<scope id>`): the id stands for that table's
-   location, so each table's FileIO can only get signatures for its own table;
-2. serves Iceberg's S3 signer API at those endpoints (what Iceberg 1.10's S3V4RestSignerClient
-   POSTs to `s3.signer.uri` + `s3.signer.endpoint`): the body is `{region, method, uri,
-   headers: {name: [values]}, properties?, body?}`, the answer `{uri, headers: {name: [values]}}`.
-   Only an allow-list is signed (see `check_request`): object reads/writes/multipart uploads on
-   keys inside the endpoint's table location, listings of a prefix inside it, and DeleteObjects
-   whose body the signer has checked. Anything else (copy sources, ACL/policy/tagging
-   subresources, other hosts, traversal) gets 403 with a one-line reason. A DeleteObjects answer
-   points the client at this server's relay (`v1/aws/s3/delete/<ticket>`, 5 min), which sends
-   only the body that was checked: SeaweedFS 4.48 verifies neither Content-MD5 nor
-   x-amz-content-sha256 on DeleteObjects (measured), so a signature alone cannot bind the body.
-
-3. is the OAuth2 token endpoint for its clients (`POST /v1/oauth/tokens`, client credentials
-   `CLIENT_ID:<secret random per instance>`): SeaweedFS's own OAuth2 client id/secret *are* its S3
-   keys, so clients that got those could skip the signer. The proxy hands out opaque tokens of its
-   own and talks to SeaweedFS with the admin keys, which never leave this process.
-
-A table's scope (the prefix its endpoint signs for) is the location in the catalog's *stored*
-metadata, loaded from SeaweedFS by the table's identifier, never a location a request or a
-forwarded answer carries; a staged table (not stored until its commit) gets the location the
-location guard (guard.py, applied to every forwarded call) accepted for it. Tokens, DeleteObjects
-tickets and table endpoints are kept per OAuth2 client, each bounded, so one client flooding them
-evicts only its own entries.
-
-SeaweedFS has no signer of its own, hence this server (stdlib http.server: the lakehouse must not
-need a web framework). The allow-list's tables and checks are in s3_allow_list.py, the HTTP
-handler (routing, the relay and token endpoints, forwarding) in signer_handler.py.
+Why: docs/signing.md, section 'Remote signing' ("The embedded lakehouse's signer").
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """The embedded lakehouse's answers to the Iceberg REST views routes.
 
-SeaweedFS's catalog stores no views and has no views routes (it answers them `404 NotFound`, a
-path it does not know). Clients that speak views ask before they load a table: Trino's Iceberg
-connector sends `GET .../views/{name}` first and reads only a `NoSuchViewException` as "not a
-view". So the catalog proxies (the location guard, the remote signer) answer these routes here,
-as the REST spec says for a catalog that has no view:
+SeaweedFS has no views routes, and Trino's connector asks for a view (`GET .../views/{name}`)
+before it loads a table, reading only a `NoSuchViewException` as "not a view". So the catalog
+proxies answer these routes as the REST spec says for a catalog with no view: a list is empty;
+load, exists, replace, drop and rename are 404 `NoSuchViewException`; create is 406. A read first
+asks SeaweedFS for the namespace with the client's own credentials, so its errors are SeaweedFS's.
 
-* list: the namespace's views, none (`{"identifiers": []}`);
-* load and exists: 404 `NoSuchViewException`; replace, drop and rename likewise (there is no view
-  to change);
-* create: 406 `UnsupportedOperationException`, saying that this catalog stores no views.
-
-A read first asks SeaweedFS for the namespace with the client's own method and credentials, so a
-missing namespace is SeaweedFS's own `NoSuchNamespaceException` and a client without a valid
-token gets SeaweedFS's 401, exactly as for a table.
+Why: docs/lakehouse.md, section 'Table locations' ("One reading of each request").
 """
 
 from __future__ import annotations
