@@ -1,19 +1,14 @@
 """`GuardedRestCatalog`: PyIceberg's RestCatalog with refreshing or signing table FileIOs and guarded commits.
 
-Built on `catalog.rest.CatalogClient` (PyIceberg's RestCatalog with bounded calls, evidence, the
-advertised `idempotency-key-lifetime` and Idempotency-Keys on mutations). Seams into PyIceberg,
-all on the subclass (no patching):
-- `_create_session`: adds a `requests` response hook that keeps the raw JSON of each table
-  load/create answer (PyIceberg's models drop `storage-refresh-token` and `remote-signing-config`,
-  and re-staging needs the stage-create body);
-- `_response_to_table` / `_response_to_staged_table`: build the table's FileIO from the catalog's
-  properties and the table's config only. PyIceberg also merges the table's metadata properties
-  in, which are data anyone allowed to alter the table can write: an `s3.signer.uri`, endpoint,
-  proxy or `py-io-impl` there would steer every reader's requests (and token). The FileIO is then a
-  `RefreshingFileIO` tied to the table's `TableEntry` (vended keys), or a signing FileIO
-  (`s3signing`: remote signing through the table's signer, within the catalog's trust set);
-- `commit_table`: sent through `commits.GuardedCommit`.
-Select it from `.pyiceberg.yaml` with `py-catalog-impl: pyspark_catalog_ext.pyiceberg_ext.GuardedRestCatalog`.
+Built on `catalog.rest.CatalogClient`; its seams into PyIceberg are all on the subclass (no
+patching): `_create_session` keeps the raw JSON of each table answer (PyIceberg's models drop
+`storage-refresh-token` and `remote-signing-config`); `_response_to_table` /
+`_response_to_staged_table` build the table's FileIO from the catalog's properties and the table's
+config only, never its metadata properties (a `RefreshingFileIO`, or a signing FileIO);
+`commit_table` goes through `commits.GuardedCommit`. Select it from `.pyiceberg.yaml` with
+`py-catalog-impl: pyspark_catalog_ext.pyiceberg_ext.GuardedRestCatalog`.
+
+Why: docs/pyiceberg.md, section 'PyIceberg jobs' ("Seams into PyIceberg").
 """
 
 from __future__ import annotations

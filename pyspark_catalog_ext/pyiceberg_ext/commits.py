@@ -1,30 +1,14 @@
 """Table commits from PyIceberg that survive lost, duplicated and refused answers.
 
 One commit = one `POST .../tables/{t}` retried by tenacity, each failed attempt decided by
-`commit_decision.decide`, the rule Spark's `CommitGuard` follows too: both are tested against the one
-table in `resources/commit-decisions.json` (rendered in docs/commits.md). Once an attempt may have
-reached the catalog, no outcome lets PyIceberg delete files unless the catalog proves nothing was
-applied. With an `Idempotency-Key` (when `/v1/config` advertises `idempotency-key-lifetime`) an
-ambiguous attempt is repeated under the same key, never once the key may have expired on the
-server. Otherwise the table is loaded and our commit is looked for, recognised by what it added
-(the table UUID it assigns, the snapshot ids: random 64-bit, exact).
+`commit_decision.decide`, the rule Spark's `CommitGuard` follows too (`resources/commit-decisions.json`).
+Once an attempt may have reached the catalog, no outcome lets PyIceberg delete files unless the
+catalog proves nothing was applied: an ambiguous attempt is repeated under the same
+`Idempotency-Key` where a lifetime is advertised, else the table is loaded and our commit looked
+for. No redirect is followed. "Failed" is `CommitFailedError` (also PyIceberg's
+`CommitFailedException`); "unknown" is `CommitStateUnknownError` (every file kept).
 
-A commit never follows a redirect (the catalog session refuses every 3xx: requests would re-send the
-POST on 307/308 uncounted, and on 303 send a GET whose 200 would be taken for the commit's answer).
-A 3xx, like any other answer that is neither 200 nor an error status, goes by the table's rows for
-HTTP 500: it may have been processed (a 303 See Other is how a server answers a POST it took), so the
-table is loaded; ours found is success, otherwise the commit is unknown (every file kept) or, where
-the table proves it can never land, failed.
-
-Not in the table, because only this runtime does it: a 401 as the first answer fetches a new token
-and goes again (as PyIceberg's own 401 hook does), and after a possibly applied attempt a 401
-fetches a new token before the table is loaded.
-
-A huge advertised `idempotency-key-lifetime` is clamped to `MAX_KEY_LIFETIME_S` (7 days, as in
-Spark): it only bounds how long one key is repeated, and no commit retries that long.
-
-"Failed" is `CommitFailedError` (also PyIceberg's `CommitFailedException`: PyIceberg retries a
-conflict, then deletes what it wrote); "unknown" is `CommitStateUnknownError` (every file kept).
+Why: docs/pyiceberg.md, section 'PyIceberg jobs' ("Safe commits", "No hidden re-send").
 """
 
 from __future__ import annotations

@@ -1,32 +1,14 @@
 """A PyIceberg FileIO that opens every file with the table's current vended credentials.
 
-PyIceberg builds one FileIO per table from the keys of the load/create answer and never changes
-them (apache/iceberg-python#3506). `RefreshingFileIO` wraps the FileIO class PyIceberg picked
-(`py-io-impl`, or the default for the scheme: PyArrowFileIO or FsspecFileIO) through the public
-FileIO API only (`new_input`, `new_output`, `delete`, `properties`): for each file it takes the
-keys of the longest matching storage prefix from the table's `TableEntry`, and keeps one
-delegate FileIO per key set, replaced when the keys are renewed. A read stream already open keeps
-the filesystem it was opened with until its keys enter their hard margin (`refresh.rules.hard_margin_s`):
-its next read then first reopens it with the current keys at its offset, as the JVM's readers do.
+`RefreshingFileIO` wraps the FileIO class PyIceberg picked, through the public FileIO API only:
+each file gets the keys of its longest matching storage prefix from the table's `TableEntry`, one
+delegate per key set; an open read stream reopens at its offset once its keys enter their hard
+margin. Keys S3 refuses as expired are renewed at once (single flight) and the operation runs
+again; other refusals are raised as they came. Writes stream resumably (`s3upload`, `storeupload`:
+parts-in-flight + 1 parts in memory, nothing on disk); other stores' writes are spooled for replay,
+within `catalog-ext.pyiceberg.spool-max-bytes`.
 
-When S3 answers that the keys themselves are no longer valid (`refresh.rules.EXPIRY_CODES`) before
-their time, the operation is not lost: the table's keys are renewed at once (single-flight, rate
-limited: `CredentialRefresher.rejected`) and the operation runs again with the new ones. A read
-stream is reopened at its offset. Any other refusal (AccessDenied outside the table's scope, a bad
-signature) is raised as it came.
-
-Writes. To S3 (the store whose keys are vended here), a write is `s3upload.ResumableS3Upload`, a
-multipart upload of its own: every request takes the current keys, and after an expiry only the part S3
-has not acknowledged is sent again, into the same upload. Bound: parts-in-flight + 1 parts in memory per
-stream (`catalog-ext.pyiceberg.s3-part-bytes`, 8 MiB, and `...s3-parts-in-flight`, 2, by default: 24
-MiB), nothing on disk; an append writing N files at once, N times that. GCS and ADLS writes stream the
-same way, within the same bounds (`storeupload`: a GCS resumable upload, ADLS staged blocks; they need
-the `[gcs]` / `[adls]` extra's gcsfs / azure-storage-blob). Other stores, and those two without their
-extra, have no resumable upload here (the store-specific part is a writer per scheme, `fileio_streams._RESUMABLE`):
-their writes go to the delegate's stream and keep a copy to replay after an expiry, at most
-`catalog-ext.pyiceberg.spool-max-bytes` per stream (8 MiB in memory, the rest in a temporary file:
-created private to the user and unlinked at once, so it is gone on failure and at exit whatever
-happens); a write that outgrows it and then outlives its keys fails in one line. Such a write says so in one line (logged once per table and scheme) when it starts.
+Why: docs/pyiceberg.md, section 'Writes and local disk' (the refresh: section 'PyIceberg jobs').
 """
 
 from __future__ import annotations

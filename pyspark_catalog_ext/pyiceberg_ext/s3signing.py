@@ -1,30 +1,14 @@
 """S3 requests signed by the catalog's signer, in both PyIceberg FileIOs (the S3-specific part of
 remote signing; the signer client is `signing.RemoteSigner`).
 
-- **fsspec** (`SigningFsspecFileIO`): an s3fs filesystem whose aiobotocore clients sign nothing
-  themselves (`choose-signer` answers UNSIGNED, and the filesystem is anonymous, so no ambient AWS
-  key is ever loaded) and ask the table's `RemoteSigner` in `before-sign`, for every request:
-  ranged GETs, HEAD, PUT, the multipart calls, DELETE, listings, and DeleteObjects, whose XML body
-  and `Content-MD5` the signer sees. The handlers are installed on each client the filesystem makes
-  (`set_session`), so a client s3fs re-creates signs the same way. A sign request blocks on HTTP,
-  so it runs on a small thread pool, never on fsspec's event loop, whose other requests go on.
-  PyIceberg 0.12's own fsspec signer registers on a client that does not exist yet with current
-  s3fs (iceberg-python#3625, #3888) and follows redirects with its token; it is never used here.
-  A read sent with a signature the signer let us keep (`RemoteSigner`: one per object and method)
-  needs no sign request; S3 refusing one (403) drops it and the request is sent once more, signed
-  afresh (`needs-retry`). A file's size comes from a GET of its first byte, not a HEAD, so that
-  its reads need one signature in all.
-- **PyArrow** (`SigningPyArrowFileIO`): PyArrow's C++ S3 client has no signing hook, so S3 paths
-  go through a PyArrow filesystem backed by that same signing s3fs (`pyarrow.fs.PyFileSystem` over
-  `FSSpecHandler`); every other scheme stays PyArrow's own. Why this design and not a local
-  re-signing proxy in front of PyArrow's client: docs/signing.md (measured).
+- fsspec (`SigningFsspecFileIO`): an anonymous s3fs whose aiobotocore clients sign nothing
+  themselves and ask the table's `RemoteSigner` in `before-sign` for every request, on a small
+  thread pool off fsspec's event loop; a kept signature S3 refuses is dropped and signed afresh.
+- PyArrow (`SigningPyArrowFileIO`): S3 paths through a PyArrow filesystem over that same s3fs.
+- Writes, in both: `s3upload.ResumableS3Upload` through a botocore client signing the same way.
+Each FileIO has its own filesystem and client: a table's requests are signed only by its signer.
 
-- **Writes**, in both: `s3upload.ResumableS3Upload` through a botocore client signing the same way
-  (parts sent while the next fills, parts-in-flight + 1 parts of memory per stream, nothing on
-  disk), not s3fs's write stream, which holds a 50 MB block and uploads it while the writer waits.
-
-Each FileIO holds one filesystem and one client for its table, never shared with another table's
-(s3fs's instance cache is bypassed): a table's requests are signed only by its own signer.
+Why: docs/signing.md, section 'PyIceberg'.
 """
 
 from __future__ import annotations

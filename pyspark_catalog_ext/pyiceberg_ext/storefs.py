@@ -1,19 +1,14 @@
 """PyIceberg's two FileIOs, with each ADLS account's and GCS prefix's vended token handed to its own filesystem.
 
-A `RefreshingFileIO` delegate holds one key set: the keys of the storage prefix a file falls under.
-PyIceberg 0.12 cannot use a vended ADLS or GCS token on every path as it is:
-- ADLS: a catalog vends `adls.sas-token.<host>` per storage account. PyArrowFileIO reads only
-  `adls.sas-token` and `adls.account-name` (one account per FileIO, whatever the file's account);
-  FsspecFileIO takes the first `adls.sas-token.<host>` it finds for every account. Here the
-  filesystem of `abfs[s]://container@<host>/...` (and `wasb[s]`) gets that host's SAS only, and the
-  endpoint `adls.connection-string.<host>` names (what Iceberg's ADLSFileIO reads), so a file of
-  another account never gets this one's token.
-- GCS with fsspec: gcsfs takes a string token as a file name or a raw token it would try to refresh;
-  here it gets google-auth `Credentials` holding the vended token, without an expiry of their own
-  (`RefreshingFileIO` replaces the delegate with the renewed token; gcsfs must not try to refresh it),
-  and a 401 is raised at once as `GcsTokenRefused` instead of being retried by gcsfs with the same token.
-  PyArrowFileIO's GCS filesystem already takes `gcs.oauth2.token` and its expiry as they are.
-Everything else is PyIceberg's own behaviour (the overridden methods are its private ones of 0.12).
+A `RefreshingFileIO` delegate holds one key set. ADLS: the filesystem of
+`abfs[s]://container@<host>/...` (and `wasb[s]`) gets that host's SAS only and the endpoint
+`adls.connection-string.<host>` names, where PyIceberg 0.12 would use one SAS for every account.
+GCS with fsspec: gcsfs gets google-auth `Credentials` holding the vended token, without an expiry
+of their own (the delegate is replaced on renewal), and a 401 is `GcsTokenRefused` at once instead
+of gcsfs's retries with the same token. Everything else is PyIceberg's own (the overridden methods
+are its private ones of 0.12).
+
+Why: docs/stores.md, section 'PyIceberg 0.12: PyArrow and fsspec'.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """Tell "S3 says these keys are no longer valid" apart from every other S3 refusal.
 
 Only ExpiredToken, InvalidAccessKeyId, InvalidToken and TokenRefreshRequired (403 or 400) mean the
-keys themselves died; AccessDenied, SignatureDoesNotMatch and the rest are scope or signing errors
-that new keys cannot fix. The code is read, never guessed:
-
-- s3fs (FsspecFileIO) keeps botocore's `ClientError` as the cause: its parsed `Error.Code` decides;
-- PyArrow (PyArrowFileIO) says only "AWS Error ACCESS_DENIED" or "(HTTP status 403)", and a HEAD
-  answered 403 has no body at all. Then one ranged GET (`Range: bytes=0-0`) of the same key with
-  the same keys (boto3) asks S3 for the code; its answer decides, and a codeless one is not expiry.
-
-The probe's `Date` header also tells the S3 clock (`S3Prober.last_skew_s`).
+keys died. The code is read, never guessed: s3fs keeps botocore's `ClientError` (its `Error.Code`
+decides); PyArrow says only "ACCESS_DENIED", so one ranged GET (`Range: bytes=0-0`) of the same key
+with the same keys asks S3, and a codeless answer is not expiry. The probe's `Date` header also
+tells the S3 clock (`S3Prober.last_skew_s`).
 
 Java twin: `io.catalogext.shim.refresh.RejectionLedger`.
+Why: docs/pyiceberg.md, section 'PyIceberg jobs' ("Keys that die early").
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
-"""Which table-answer keys are vended credentials, and what they state, for each store.
-
-Iceberg's names (the REST spec's storage-credential configs):
+"""Which table-answer keys are vended credentials, and what they state, per store (the REST spec's storage-credential configs):
 
 | store | credential | stated expiry |
 |---|---|---|
@@ -10,6 +8,7 @@ Iceberg's names (the REST spec's storage-credential configs):
 
 Everything else in a table config (endpoints, regions, `adls.connection-string.<host>`) is the
 FileIO's setting, not a credential, and is never renewed.
+Why: docs/stores.md, section 'PyIceberg 0.12: PyArrow and fsspec'.
 """
 
 from __future__ import annotations

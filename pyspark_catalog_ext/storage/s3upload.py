@@ -1,23 +1,14 @@
 """S3 writes with vended keys that outlive the keys: an S3 multipart upload of our own, which after an
 expiry re-sends only the part S3 has not acknowledged.
 
-PyArrow's S3 output stream cannot resume: its upload id is internal and its close completes whatever
-it holds, so surviving an expiry with it meant keeping a copy of the whole file to replay (a 512 MB
-data file cost 512 MB of local disk while it was written). s3fs's can, but only through private
-fields. `ResumableS3Upload` writes the object itself, through botocore, for both FileIOs:
+`ResumableS3Upload` writes the object through botocore, for both FileIOs (PyArrow's stream cannot
+resume; s3fs's only through private fields): parts of `catalog-ext.pyiceberg.s3-part-bytes`, up to
+`...s3-parts-in-flight` of a stream at once; every request runs through `run`, with the table's
+current keys, renewed and retried on expiry, into the same upload; a stream holds at most
+parts-in-flight + 1 parts in memory and nothing on disk; nothing is visible until the upload
+completes, and a failed stream aborts it.
 
-- parts of `catalog-ext.pyiceberg.s3-part-bytes` (8 MiB by default; every part but the last the
-  same size, as Cloudflare R2 requires), sent on a small shared pool while the next fills, up to
-  `catalog-ext.pyiceberg.s3-parts-in-flight` of a stream at once (2 by default; with 1 each part
-  waited for the previous one's answer, while PyArrow's own stream keeps several going);
-- every request (create, each part, complete, or one PutObject for a file under one part) runs
-  through `run`, i.e. with the table's current keys, renewed and retried when S3 rejects them as
-  expired (`RefreshingFileIO._run`); a part re-sent after an expiry goes into the same upload,
-  whose parts S3 keeps whatever keys sent them, so nothing acknowledged is sent twice;
-- a stream holds at most parts-in-flight + 1 parts in memory (the one filling and those sent but not
-  yet acknowledged) and nothing on disk: an append writing N files at once holds at most
-  N x (parts-in-flight + 1) parts;
-- nothing is visible in S3 until the upload completes; a failed or abandoned stream aborts its upload.
+Why: docs/pyiceberg.md, section 'Writes and local disk'.
 """
 
 from __future__ import annotations

@@ -1,35 +1,14 @@
 """The catalog's S3 request signer, as the PyIceberg FileIOs call it (remote signing).
 
-With `X-Iceberg-Access-Delegation: remote-signing` a catalog vends no storage keys: every S3 request
-of the data path is first posted to the catalog's signer (Iceberg's REST signer API: `{region,
-method, uri, headers, body?}` answered by `{uri, headers}`) and then sent as the answer says.
-`RemoteSigner` is that client for one table; `SignerSession` makes them for one catalog.
+`RemoteSigner` is the client of Iceberg's REST signer API for one table (`{region, method, uri,
+headers, body?}` answered by `{uri, headers}`); `SignerSession` makes them for one catalog.
+Where: `signer_target`, from the table's answer, then the catalog's settings, never a table's
+metadata properties. To whom: an origin of the catalog's trust set only, checked at load and on
+each request; no redirect. With the catalog's own token (a 401 or 419 renews it once). A 403 is
+`SigningRefusedError`, never retried. One kept signature per object and method, while the signer
+allows it (`Cache-Control: private`) and within its validity minus `SIGNATURE_MARGIN_S`.
 
-- **Where** (`signer_target`): from the table's answer, Iceberg 1.10/1.11's `s3.signer.uri` +
-  `s3.signer.endpoint`, 1.12's `signer.uri`/`signer.endpoint` and its `remote-signing-config` field
-  (`base-uri`, `endpoint-path`, `properties`, `headers`; its presence alone means the table's own
-  `.../tables/{t}/sign` route); then the catalog's settings; then the catalog URI and
-  `v1/aws/s3/sign`. Never a table's metadata properties (anyone allowed to set a table property
-  could point every reader's token elsewhere).
-- **To whom**: only an origin of the catalog's trust set (`catalog.trust.TrustedOrigins`). The URL is
-  checked when the table is loaded and again on each request as `requests` sends it (its adapter),
-  so a host that changes on the wire (`requests` encodes an IDNA name its own way) is refused too:
-  a signer on another origin is an `UntrustedOriginError` naming the key that named it and the origin. No redirect is followed: `requests` would re-send the POST,
-  token and headers included, to wherever a 307 points; a 3xx is a one-line error instead.
-- **With what**: the catalog's own Authorization (its PyIceberg `AuthManager`: the same token, renewed
-  the same way: a 401 or 419 renews the catalog's token once, single-flight, and signs again), the
-  user's `header.*` values and the signing config's headers.
-- **Refused** (403): `SigningRefusedError`, one line naming the table and the request. It is not an
-  expiry (no key expires in this mode) and is never retried. A sign request itself has no effect
-  on storage, so transient failures (connection errors, 429, 502-504) are retried a few times.
-- **Reused**: headers that vary per request (`Range`, the SDK's invocation ids, User-Agent) are never
-  shown to the signer (SigV4 needs only the headers it signs, and S3 requires only `x-amz-*` ones to
-  be signed), so one signature of a GET or HEAD serves every read of that object. Such an answer is
-  kept only while the signer allows it (`Cache-Control: private`, as Iceberg's Java
-  signer client, `S3V4RestSignerClient`, reads it) and never past the signature's validity (its `X-Amz-Date` + 15
-  minutes, or a presigned URL's `X-Amz-Expires`) minus `SIGNATURE_MARGIN_S`, keyed by table, signer,
-  method, URL and every header the signer saw: it is never used for another table, method or
-  object. The FileIO drops an entry S3 refused (403) and signs that request once more (`forget`).
+Why: docs/signing.md, section 'PyIceberg'.
 """
 
 from __future__ import annotations

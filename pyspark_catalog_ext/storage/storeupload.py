@@ -1,19 +1,14 @@
 """GCS and ADLS writes with vended tokens that outlive the tokens: each store's own streaming upload,
 which after an expiry re-sends only the part the store has not acknowledged, into the same upload.
 
-- GCS: a resumable upload (gcsfs's `initiate_upload`; chunks to its session URI, as gcsfs's own
-  `GCSFile` sends them; `simple_upload` for a file under one part). A session takes its chunks in
-  order, so a stream's parts are sent one after the other, while the next ones fill.
-- ADLS: staged blocks (azure-storage-blob's `stage_block` / `commit_block_list`, the package adlfs is
-  built on; `upload_blob` for a file under one part). Blocks are independent until the commit, so up
-  to parts-in-flight of them are sent at once, as S3's parts are.
+- GCS: a resumable upload (gcsfs's `initiate_upload`, chunks in order to its session URI).
+- ADLS: staged blocks (azure-storage-blob's `stage_block` / `commit_block_list`), up to
+  parts-in-flight at once.
+The part stream is `part_upload`'s, shared with S3: parts-in-flight + 1 parts in memory, nothing on
+disk, every request with the table's current token, renewed and retried on expiry. Nothing is
+visible until the upload completes.
 
-The part stream (`part_upload`, shared with S3's upload): the part size and parts in flight
-(`catalog-ext.pyiceberg.s3-part-bytes`, `...s3-parts-in-flight`); a stream holds at most
-parts-in-flight + 1 parts in memory and nothing on disk; every request runs through `run`, i.e. with
-the table's current token, renewed and retried when the store refuses it as expired
-(`RefreshingFileIO._run`). Nothing is visible until the upload completes: a failed GCS upload is
-cancelled, a failed ADLS one leaves only uncommitted blocks (never part of the blob; Azure drops them).
+Why: docs/stores.md, section 'PyIceberg 0.12: PyArrow and fsspec'.
 """
 
 from __future__ import annotations
