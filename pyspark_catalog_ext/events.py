@@ -1,24 +1,13 @@
 """Structured events at every operation boundary, delivered to sinks that can never block or
-fail a job.
+fail a job: `subscribe(print)`, `subscribe(JsonLinesSink(path))`, `subscribe(WebhookSink(url))`.
 
-    import pyspark_catalog_ext as pce
-    pce.events.subscribe(print)                                   # any callable(Event)
-    pce.events.subscribe(pce.events.JsonLinesSink("/var/log/pce-events.jsonl"))
-    pce.events.subscribe(pce.events.WebhookSink("https://hooks.example.com/pce"))
+Every event is a flat JSON object (`type`, `time`, `seq`, `source` and its fields); secrets are never
+put in, and every string value passes `errors.redact`. Events come from this process and from the
+JVM shim (`spark.jvm_events`). Plain callables run on the emitting thread, a raising one is counted
+(`stats()["errors"]`); I/O sinks drain their own bounded queue on a daemon thread, and a full queue
+drops the event and counts it.
 
-Every event is a flat JSON object: `type`, `time` (epoch seconds), `seq` (per process, increasing),
-plus fields such as `table`, `outcome`, `duration_s`, `snapshot_id`, `error_class`. Secrets are
-never put into events; as a last line of defence every string value passes `errors.redact`.
-
-Events come from two places: this process (`source: "python"`: the staging helpers, maintenance,
-notifications) and the JVM shim (`source: "jvm"`: every stage-create and commit request, whoever sent
-it), which `attach()` brings into the same stream (see `spark.jvm_events`). Credential refreshes are
-reported as `credential_refresh.finished` once seen in the JVM's refresh state.
-
-Delivery: `emit()` hands the event to each subscriber on the caller's thread only for plain
-callables that are cheap; a sink that raises is counted (`stats()["errors"]`) and never propagates.
-Sinks that do I/O (`JsonLinesSink`, `WebhookSink`) put the event on their own bounded queue,
-drained by a daemon thread; a full queue drops the event and counts it (`dropped`).
+Why: docs/events.md, section 'Event hooks and change notifications'.
 """
 
 from __future__ import annotations

@@ -2,14 +2,12 @@
 
 `with TrinoServer(lakehouse.connection()) as trino: trino.connect().cursor().execute(...)`.
 
-The catalog file is `--format trino`'s (clients/trino.py: OAuth2 client credentials or a token,
-vended credentials, Trino's native S3). Its secret is not in the file and never in the process's
-arguments: the file says `${ENV:...}` (Trino's own secret substitution) and only the server's
-environment holds the value. The server is sized for a small machine (2 GB heap), binds
-127.0.0.1 only, dies with its parent (PR_SET_PDEATHSIG), is stopped at interpreter exit, and its
-temp dir (config, data, log) goes with it.
+The catalog file is `--format trino`'s (clients/trino.py); its secret is only in the server's
+environment (`${ENV:...}`), never in the file or the process's arguments. A small server (2 GB
+heap) on 127.0.0.1 only, dying with its parent (PR_SET_PDEATHSIG) and at interpreter exit, its
+temp dir with it. Queries go through Trino's own Python client (`trino`, DB-API).
 
-Queries go through Trino's own Python client (the `trino` package, DB-API).
+Why: docs/clients.md, section 'Running Trino from Python'.
 """
 
 from __future__ import annotations

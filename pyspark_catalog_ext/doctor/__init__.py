@@ -1,20 +1,12 @@
 """`pyspark-catalog-ext doctor`: conformance probes and a support matrix for Iceberg REST catalogs.
 
-Modules, one job each: `result` (statuses, outcomes), `context` (shared run state, cleanup,
-secret scrubbing), `probes`, `refresh_probes`, `commit_probes`, `signing_probes` (catalog probes;
-`suite` orders them), `s3scope` (vended-credential scope with boto3), `engines` (PyIceberg and
-Spark), `runner` (connection, preflight, signals, cleanup), `report` (table, summary, JSON), `matrix`
-(saved runs), `matrix_tables` (-> README table), `store_matrix` (store table), `profile_listing`
-(`--print-profiles`). The command line is `pyspark_catalog_ext.cli.doctor`.
+One job per module (`registry` declares a probe, `suite` orders them, `runner` runs them, `report`
+prints them, `matrix*` keep and render the support matrix); the command line is
+`pyspark_catalog_ext.cli.doctor`. Library use: `run_doctor("seaweedfs", uri=..., warehouse=...)`
+returns a report (`exit_code`, `results`). Importing this package imports no Spark, PyIceberg or
+boto3.
 
-Library use::
-
-    from pyspark_catalog_ext.doctor import run_doctor
-    report = run_doctor("seaweedfs", uri="http://127.0.0.1:8181", warehouse="warehouse",
-                        credential="id:secret", skip=["spark"])
-    report.exit_code, [(r.id, r.status) for r in report.results]
-
-Importing this package imports no Spark, PyIceberg or boto3.
+Why: docs/doctor.md, section 'Library use and modules'.
 """
 
 from __future__ import annotations

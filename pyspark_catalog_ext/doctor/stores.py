@@ -1,22 +1,13 @@
 """ADLS and GCS tokens in a catalog's table answer, where each may be sent, and whether the store takes it.
 
-Iceberg's keys: ADLS `adls.sas-token.<host>` + `adls.sas-token-expires-at-ms.<host>` (a SAS per
-storage-account host), GCS `gcs.oauth2.token` + `gcs.oauth2.token-expires-at` (epoch ms); the refresh
-endpoints `adls.refresh-credentials-endpoint` and `gcs.oauth2.refresh-credentials-endpoint` (or the
-generic `client.refresh-credentials-endpoint`).
+Iceberg's keys: ADLS `adls.sas-token.<host>` (+ `-expires-at-ms.<host>`), GCS `gcs.oauth2.token`
+(+ `-expires-at`), and their refresh endpoints. A token goes only to the endpoint Iceberg's own
+FileIO would use for its store (an ADLS SAS for host H to `adls.connection-string.H`, else
+`https://H`, for a location on H only; a GCS token to `gcs.service.host`, else Google's), an http(s)
+origin without userinfo, through a session of its own: no redirects, no `.netrc` or environment.
+The probe object is written, read and deleted with plain HTTP, no SDK.
 
-Where a token goes: only to the endpoint Iceberg's own FileIO would use for that store, read as it
-reads it (the credential's config, over the table answer's `config`, over the catalog properties):
-an ADLS SAS for host H to `adls.connection-string.H`, else `https://H`, and only for a location on
-H; a GCS token to `gcs.service.host`, else `https://storage.googleapis.com`. The endpoint must be an
-http(s) origin without userinfo (`catalog.trust.Origin`). Requests go through a session of their
-own: never the catalog's (its credentials stay on its trust set), no redirects, no `.netrc` or
-environment settings (requests would add a `.netrc` password for a server-named host).
-
-The probe object is written, read and deleted with plain HTTP (Put/Get/Delete Blob; the GCS JSON
-API's media upload, download and delete): three requests per store need no SDK (the package ships
-neither azure-storage-blob nor google-cloud-storage), and a request built here goes exactly where
-the rule above says, which an SDK's retries and redirects would not promise.
+Why: docs/doctor.md, section 'Doctor' ("Where a store token goes").
 """
 
 from __future__ import annotations

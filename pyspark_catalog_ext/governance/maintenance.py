@@ -1,22 +1,14 @@
 """Policy-driven table maintenance: read the catalog's maintenance policies for each table and run
-the matching Iceberg Spark procedures.
+the matching Iceberg Spark procedures: `plan = pce.maintenance.plan(spark, "lake.db")`,
+`print(plan.render())`, `report = pce.maintenance.run(spark, plan)`.
 
-    import pyspark_catalog_ext as pce
-    plan = pce.maintenance.plan(spark, "lake.db")          # a catalog, a namespace or a list of tables
-    print(plan.render())                                  # what would run, with which policy and why
-    report = pce.maintenance.run(spark, plan)             # progress per table, then a summary
-    print(report.render())
+`planning` decides what each policy type runs and what is refused; this module runs the plan. An
+unchanged table (policy versions, current snapshot) is skipped; one failing table does not stop the
+others. Procedures run in the session's catalog (its refreshing credentials apply), and inside Spark
+everything is read through that catalog (`spark.catalog_reader`); only `--dry-run` opens a
+`CatalogClient` from the command line's own options.
 
-`planning` decides what each policy type runs and what is refused (`policy_actions`: orphan removal
-outside the table's own location, or where another table keeps files); this module runs the plan.
-
-A table whose policy versions and current snapshot are the same as after its last successful run
-is skipped (state in a small bounded JSON file). One failing table does not stop the others.
-The procedures run in the session's catalog, so a `configure()`d session's refreshing credentials
-apply and a compaction may outlive many credential lifetimes. Inside Spark, tables, their metadata
-and the policies are read through that same Spark catalog (`spark.catalog_reader`): no catalog
-credential is read back out of the JVM. Only `--dry-run` (no Spark) opens a `CatalogClient` from the
-command line's own connection options.
+Why: docs/maintenance.md, section 'Table maintenance from catalog policies'.
 """
 
 from __future__ import annotations

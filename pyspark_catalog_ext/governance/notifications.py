@@ -1,19 +1,12 @@
 """Change notifications (push): after a commit through one catalog, tell a mirror catalog about it
-in the shape Apache Polaris defines for external catalogs.
+in the shape Apache Polaris defines for external catalogs (`notifications-api.yaml`).
 
-    sink = NotificationSink.from_spark(spark, "lake", {"uri": "https://polaris.example.com/api/catalog",
-                                                       "warehouse": "mirror", "credential": "id:secret"})
-    pce.events.subscribe(sink)
+`sink = NotificationSink.from_spark(spark, "lake", {"uri": ..., "warehouse": ..., "credential": ...})`,
+then `pce.events.subscribe(sink)`. A VALIDATE comes first per table (its failure stops that table);
+timestamps (ms) increase strictly per table; a 409 is `stale`, not retried; every outcome is a
+`notification.finished` event; nothing here fails the job (own daemon thread, bounded queue).
 
-`POST /v1/{prefix}/namespaces/{ns}/tables/{table}/notifications` with `notification-type`
-(VALIDATE, CREATE, UPDATE, DROP) and a payload of `table-name`, `timestamp`, `table-uuid`,
-`metadata-location` and `metadata` (Polaris `spec/polaris-catalog-apis/notifications-api.yaml`).
-
-Rules: the first notification for a table is preceded by a VALIDATE (a failed VALIDATE stops that
-table's notifications); timestamps (ms) increase strictly per table even if the clock does not;
-a 409 (the mirror already admitted a newer timestamp) is reported as `stale` and not retried;
-every outcome becomes a `notification.finished` event; nothing here ever fails the job (the sink
-runs on its own daemon thread behind a bounded queue, like every queued event sink).
+Why: docs/events.md, section 'Change notifications to a mirror catalog'.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """Maintenance planning: which Iceberg procedures each table's maintenance policies ask for, and why
 (`maintenance` runs the plan and is the face users call).
 
-Policy type -> procedure (Iceberg 1.10):
+Policy type -> procedure (Iceberg 1.10): data-compaction -> rewrite_data_files, metadata-compaction
+-> rewrite_manifests, snapshot-expiry -> expire_snapshots, orphan-file-removal ->
+remove_orphan_files, only inside the table's own location and where no other table keeps paths
+(checked when planning and again right before the call, `other_tables_under`). An unchanged table
+is skipped (`PlanState`). The rules are policy_actions.py; the plan's model and SQL, maintenance_plan.py.
 
-- system.data-compaction -> rewrite_data_files (strategy, sort_order, where, options)
-- system.metadata-compaction -> rewrite_manifests (spec_id, use_caching)
-- system.snapshot-expiry -> expire_snapshots (older_than, retain_last); max_ref_age_days is the
-  table property history.expire.max-ref-age-ms, which expire_snapshots honours
-- system.orphan-file-removal -> remove_orphan_files, only inside the table's own location, with a
-  positive age (default 3 days) and prefix listing; anything doubtful is refused with the reason:
-  a location with `.`/`..` segments, or one where another table keeps paths (a nested table:
-  Iceberg would delete its files, which only its own metadata references). Checked when planning
-  and again right before the call (`other_tables_under`).
-
-A table whose policy versions and current snapshot are the same as after its last successful run
-is skipped (`PlanState`: a small bounded JSON file).
-
-The policy -> procedure rules are policy_actions.py; the plan's model and its SQL, maintenance_plan.py.
+Why: docs/maintenance.md, section 'Table maintenance from catalog policies'.
 """
 
 from __future__ import annotations

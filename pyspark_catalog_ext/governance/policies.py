@@ -1,16 +1,13 @@
 """Table-maintenance policies, in Apache Polaris's shape: where they come from and what they say.
 
-Two sources give the same `ApplicablePolicy` records:
+Two sources give the same `ApplicablePolicy` records: `PolarisPolicySource` (Polaris's policy API,
+`GET /polaris/v1/{prefix}/applicable-policies`; the server resolves inheritance) and
+`FilePolicySource` (a JSON file with each policy's attachment `target`, as in Polaris's
+`AttachPolicyRequest`; inheritance resolved here by the same rule: table over namespace over
+catalog). The content of the four predefined types (schema `2025-02-03`) is validated with
+pydantic models mirroring Polaris's JSON schemas.
 
-- `PolarisPolicySource`: Polaris's policy API, `GET /polaris/v1/{prefix}/applicable-policies`
-  (namespace levels joined by 0x1F, `target-name`, `policyType`, `page-token`/`page-size`);
-  the server resolves inheritance (table overrides namespace overrides catalog).
-- `FilePolicySource`: a JSON file for catalogs without that API. Same policy records, each with
-  the attachment `target` of Polaris's `AttachPolicyRequest` (`{"type": "catalog|namespace|
-  table-like", "path": [...]}`); inheritance is resolved here by the same override rule.
-
-The content of the four predefined maintenance types (schema `2025-02-03`) is validated with
-pydantic models mirroring Polaris's JSON schemas (`enable` required, no other top-level keys).
+Why: docs/maintenance.md, section 'Table maintenance from catalog policies'.
 """
 
 from __future__ import annotations

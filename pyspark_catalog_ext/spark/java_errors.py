@@ -1,35 +1,14 @@
 """Spark action failures of ours arrive as the package's one-line errors.
 
 `install()` hooks into PySpark's own exception capture (`pyspark.errors.exceptions.captured`), as
-delta-spark does for its exceptions: every JVM call PySpark makes (`spark.sql`, `collect`,
-`save`, `writeTo(...).create()`, ...) is checked, and a failure whose Java exception (or any of its
-causes) is one we know becomes a `CatalogExtError` subclass, the original `Py4JJavaError` kept as
-`__cause__`. Everything else reaches the user exactly as PySpark raises it.
+delta-spark does: a failure whose Java exception (or any of its causes) is one we know becomes a
+`CatalogExtError` subclass, the original `Py4JJavaError` kept as `__cause__`; everything else
+reaches the user exactly as PySpark raises it. `_known` is the package's one Java-error table:
+expired or rejected credentials, Iceberg's commit exceptions, the shim's redirect and missing
+store SDK, unsupported operations, a rename's 404, and on the shim's own methods the catalog's
+refusals.
 
-Known failures:
-
-* `io.catalogext.shim.errors.CredentialsExpiredException` (storage credentials ran out and the refresh
-  strategy named in the message failed) -> `CredentialRefreshError`;
-* the shim's `CredentialsRejectedException` (S3 rejected a table's keys again right after a
-  reactive refresh, or past `catalog-ext.refresh.reactive-max-per-minute`) ->
-  `CredentialsRejectedError`, whichever package the shim keeps it in;
-* Iceberg `CommitStateUnknownException` -> `CommitStateUnknownError`, `CommitFailedException` ->
-  `CommitFailedError` (or `StaleTableError` when the table was replaced underneath);
-* `io.catalogext.shim.errors.CatalogRedirectException` (the catalog answered a redirect, which the shim
-  never follows) -> `CatalogError`, its one line naming the target;
-* the shim's `StoreSdkMissingException` (a table on a store whose SDK bundle is not in the jars) ->
-  `ConfigError`, its one line naming the scheme, the store and what adds the bundle;
-* an operation the catalog answers with a bare 400/405/501, or that Iceberg's endpoint check
-  refuses (SeaweedFS has no views) -> `CatalogUnsupportedError` naming the operation;
-* a rename the catalog answers 404: a missing target namespace (a target that starts with a
-  catalog's name is said to be outside this catalog), a missing table -> `CatalogNotFoundError`
-  saying which; only a 404 that is no answer about a table (a server without the route) ->
-  `CatalogUnsupportedError`;
-* on the shim's own methods (staging, the Spark catalog reads of `SparkCatalogReader`,
-  `translate(..., subject=...)`) also the catalog's refusals: exists, not found, denied,
-  unavailable, a bad request or argument, a route it does not have.
-
-This is the package's one Java-error table (`_known`).
+Why: docs/errors.md, section 'Errors' (Spark actions).
 """
 
 from __future__ import annotations

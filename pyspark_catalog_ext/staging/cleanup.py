@@ -1,28 +1,14 @@
 """`staged cleanup`: find (and with `--apply` delete) files under one table's location that no
 committed table references: what a driver killed mid-CTAS or mid-staging left behind.
 
-Deleting is the one irreversible thing this package does, so the command refuses, with a
-one-line reason, whenever it is unsure:
+Deleting is the one irreversible thing this package does, so the command refuses, with a one-line
+reason, whenever it is unsure (an unreadable listing or metadata, a bucket root, `.`/`..`
+segments, unlisted metadata files, a prefix that is no table's or namespace's, a minimum age under
+24 h). Tables are read again before each delete batch; the dry run lists exactly what `--apply`
+deletes (S3 keys carried unchanged to DeleteObjects). `tables_under` is shared with maintenance's
+remove_orphan_files.
 
-* any catalog listing or table metadata it cannot read (a 503/403 on a child namespace
-  included): a table it did not see would lose its files;
-* a bucket root, a location with `.` or `..` segments (also percent-encoded), or a location
-  holding metadata files of a table the catalog does not list (another catalog or warehouse in
-  the bucket, a dropped or foreign-registered table);
-* a prefix that is not the location of a table or namespace of the catalog (Hive or raw data),
-  unless `allow_non_table_prefix`; a minimum age under 24 h unless `allow_min_age_under_24h`
-  (Iceberg's own remove_orphan_files floor: a running staged job writes younger files);
-* every table whose location, `write.data.path`, `write.metadata.path` or metadata files lie
-  under the location is read in full (a table located elsewhere whose manifests alone point
-  here, e.g. `add_files`, is not: README "Orphans").
-
-Before each delete batch the tables are read again, so a staged job that commits during the
-run keeps its files. The dry run lists exactly what `--apply` would delete: the S3 keys listed
-are carried to DeleteObjects unchanged (never re-parsed from a URI, where `#`, `?` or `%` in a
-key would change it).
-
-`tables_under` (which tables keep paths under a location) is shared with maintenance's
-remove_orphan_files, so both keep the files of tables nested inside the location.
+Why: docs/staging.md, section 'Staged tables and cleanup' ("Orphans").
 """
 
 from __future__ import annotations

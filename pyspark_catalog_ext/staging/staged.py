@@ -1,27 +1,14 @@
 """Staged tables: build a table in several Spark writes, publish it atomically or not at all.
 
-```python
-from pyspark_catalog_ext import stage_create
+`with stage_create(spark, "lake.db.events", df, partition_by=["days(ts)"]) as staged:
+staged.write(df); staged.write(more)` commits in ONE catalog commit (assert-create) at the end of
+the block; on an exception it aborts, deleting exactly the files the writes produced. The JVM shim
+(`StagedTables`, through `spark.shim_api.ShimJvm.stage`) opens the Iceberg create/replace
+transaction through the Spark catalog's own Iceberg catalog, so the commit is guarded
+(`CommitGuard`) and the credentials refresh; files of a driver that died before commit or abort are
+removed by `pyspark-catalog-ext staged cleanup` (`staging.cleanup`).
 
-with stage_create(spark, "lake.db.events", df, partition_by=["days(ts)"]) as staged:
-    staged.write(df)            # as many writes as needed; nothing is visible yet
-    staged.write(more)
-# committed here in ONE catalog commit (assert-create); on an exception: aborted, files deleted
-```
-
-How it works: the JVM shim (`StagedTables`, through `spark.shim_api.ShimJvm.stage`) opens an Iceberg create/replace
-transaction through the Spark catalog's own Iceberg catalog, so
-
-* the stage-create and the commit go through the shim's REST client, which adds an
-  `Idempotency-Key` (UUIDv7) when the catalog advertises `idempotency-key-lifetime`, retries
-  what is safe to retry, and reconciles a commit whose answer was lost (`CommitGuard`);
-* the staged table's S3 credentials come from the refreshing provider (`spark.credentials.attach`);
-* each `write()` goes through Spark's DataSource V2 writer for Iceberg and adds one snapshot
-  inside the transaction; `commit()` publishes them all with one REST commit.
-
-`abort()` deletes exactly the files the writes produced and leaves nothing visible. Files of a
-driver that died before commit or abort are found and removed by
-`pyspark-catalog-ext staged cleanup --table ...` (`pyspark_catalog_ext.staging.cleanup`).
+Why: docs/staging.md, section 'Staged tables and cleanup'.
 """
 
 from __future__ import annotations
