@@ -305,3 +305,56 @@ def test_argparse_and_untyped_clients_stay_out_of_the_domain_modules() -> None:
             offenders.append(f"{rel}: argparse")
         offenders += [f"{rel}: {m}" for m in re.findall(r"\bclient: Any\b", text)]
     assert offenders == []
+
+
+# ---- module docstrings: one job and its key rules; the why lives in docs/ -----------------------------
+
+DOCS = PACKAGE.parent / "docs"
+#: A docs page a docstring names (not one inside a URL), or a section of the page named last before it.
+DOCS_POINTER = re.compile(r"(?<![\w/.-])docs/(?P<page>[\w.-]+\.md)|\bsection '(?P<section>[^']+)'")
+MAX_DOCSTRING_LINES = 12
+
+
+def _headings(page: Path) -> set[str]:
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.M | re.S)
+    return {m.group(1).strip() for m in re.finditer(r"^#{1,6} (.+)$", text, re.M)}
+
+
+def docstring_problems(source: str, docs: Path = DOCS) -> list[str]:
+    """What is wrong with a module's docstring: more lines than MAX_DOCSTRING_LINES (its opening to its
+    closing quotes), a `docs/<page>.md` it names that does not exist, or a `section '<heading>'` that is
+    no heading of the page named last before it."""
+    tree = ast.parse(source)
+    first = tree.body[0] if tree.body else None
+    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)):
+        return []
+    problems = []
+    if (lines := (first.end_lineno or first.lineno) - first.lineno + 1) > MAX_DOCSTRING_LINES:
+        problems.append(f"{lines} lines")
+    page: Path | None = None
+    for m in DOCS_POINTER.finditer(first.value.value):
+        if m["page"]:
+            page = docs / m["page"]
+            if not page.is_file():
+                problems.append(f"docs/{m['page']}: no such file")
+        elif page is None:
+            problems.append(f"section {m['section']!r} of no docs page")
+        elif page.is_file() and m["section"] not in _headings(page):
+            problems.append(f"docs/{page.name}: no section {m['section']!r}")
+    return problems
+
+
+def test_module_docstrings_are_short_and_point_at_docs_that_exist() -> None:
+    """At most 12 lines each: the module's job, the rules a reader needs and its twin pointers; the threat
+    model, the measurements and the background are in the docs/ section it names."""
+    problems = {str(p.relative_to(PACKAGE)): found for p in sorted(PACKAGE.rglob("*.py")) if (found := docstring_problems(p.read_text()))}
+    assert problems == {}
+
+
+def test_the_docstring_check_sees_a_long_docstring_and_a_dead_pointer(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\n\n## Kept\n\n```\n# not a heading\n```\n")
+    assert docstring_problems("\"\"\"One job.\n\nWhy: docs/a.md, section 'Kept' (https://x.test/docs/b.md).\n\"\"\"\n", tmp_path) == []
+    assert docstring_problems('"""One job.\n' + "more\n" * 11 + '"""\nx = 1\n', tmp_path) == ["13 lines"]
+    assert docstring_problems("\"\"\"See docs/b.md; docs/a.md, section 'Gone', section 'not a heading'.\"\"\"\n", tmp_path) == [
+        "docs/b.md: no such file", "docs/a.md: no section 'Gone'", "docs/a.md: no section 'not a heading'"]
+    assert docstring_problems("\"\"\"Why: section 'Kept'.\"\"\"\n", tmp_path) == ["section 'Kept' of no docs page"]
