@@ -3,9 +3,9 @@
 `pip wheel .`, `python -m build`, an sdist) needs both; without them the build stops in one line.
 
 The build runs in pip's isolated build environment, where the package's dependencies are not
-installed: the Maven build is loaded from its one file (pyspark_catalog_ext/spark/shim_maven.py,
+installed: the Maven build is loaded from its one file (pyspark_catalog_ext/spark/jvm_deps/shim_maven.py,
 standard library only), never through the package. Editable installs skip it: at run time
-`pyspark_catalog_ext.spark.shim_build.shim_jar()` builds from `jvm-shim/` into the user cache.
+`pyspark_catalog_ext.spark.jvm_deps.shim_build.shim_jar()` builds from `jvm-shim/` into the user cache.
 """
 
 import importlib.util
@@ -19,7 +19,7 @@ PACKAGE = ROOT / "pyspark_catalog_ext"
 
 
 def _shim_maven():
-    spec = importlib.util.spec_from_file_location("_pce_shim_maven", PACKAGE / "spark" / "shim_maven.py")
+    spec = importlib.util.spec_from_file_location("_pce_shim_maven", PACKAGE / "spark" / "jvm_deps" / "shim_maven.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

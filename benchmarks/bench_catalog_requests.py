@@ -69,7 +69,7 @@ from pyspark_catalog_ext.lakehouse.server import start_lakehouse
 from pyspark_catalog_ext.refresh import RefreshPolicy
 from pyspark_catalog_ext.spark.conf import spark_conf
 from pyspark_catalog_ext.spark.credentials import attach
-from pyspark_catalog_ext.spark.jvm_stacks import select_stack
+from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import select_stack
 from tests.emulators.behaviour import FAMILIES, NO_EXPIRY, NONE, Behaviour
 from tests.emulators.emulator import Emulator, connection
 from tests.servers import CatalogProxy, S3ExpiryProxy
@@ -362,7 +362,7 @@ def main() -> None:
     parser.add_argument("--master", help="Spark master (default: local-cluster[4,4,1024] for the CTAS, "
                         "local-cluster[4,8,1024] for --family: both sides at once)")
     parser.add_argument("--iceberg", help="Iceberg release for both sides, e.g. 1.12.0 (default: the installed "
-                        "Spark's default stack; pyspark_catalog_ext.spark.jvm_stacks lists the choices)")
+                        "Spark's default stack; pyspark_catalog_ext.spark.jvm_deps.jvm_stacks lists the choices)")
     parser.add_argument("--timeline", action="store_true", help="with --family: also print when each side asked "
                         "the catalog and when it used each key")
     args = parser.parse_args()

@@ -60,9 +60,9 @@ def report(title: str, rows: int, runs: int, timings: dict[str, list[float]]) ->
 def run_in_venv(lake: Any, venv: Path, iceberg: str | None, rows: int, runs: int) -> None:
     from pyspark_catalog_ext.errors import CatalogExtError
     from pyspark_catalog_ext.spark.conf import spark_conf
-    from pyspark_catalog_ext.spark.jars import resolve_jars
-    from pyspark_catalog_ext.spark.jvm_stacks import select_stack
-    from pyspark_catalog_ext.spark.shim_build import check_java, shim_jar
+    from pyspark_catalog_ext.spark.jvm_deps.jars import resolve_jars
+    from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import select_stack
+    from pyspark_catalog_ext.spark.jvm_deps.shim_build import check_java, shim_jar
 
     python = venv / "bin" / "python"
     probe = subprocess.run([str(python), "-c", "import pyspark; print(pyspark.__version__)"], capture_output=True, text=True)

@@ -17,9 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pyspark_catalog_ext.spark.jars import resolve_jars  # noqa: E402
-from pyspark_catalog_ext.spark.jvm_stacks import installed_spark_version, min_java_for_stack, select_stack  # noqa: E402
-from pyspark_catalog_ext.spark.shim_build import shim_jar  # noqa: E402
+from pyspark_catalog_ext.spark.jvm_deps.jars import resolve_jars  # noqa: E402
+from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import installed_spark_version, min_java_for_stack, select_stack  # noqa: E402
+from pyspark_catalog_ext.spark.jvm_deps.shim_build import shim_jar  # noqa: E402
 
 
 def main() -> None:

@@ -39,9 +39,9 @@ from pyspark_catalog_ext.refresh import (
 from pyspark_catalog_ext.spark.catalog_check import check_catalog  # noqa: E402
 from pyspark_catalog_ext.spark.conf import CatalogSparkConf, spark_conf  # noqa: E402
 from pyspark_catalog_ext.spark.credentials import CredentialManager, attach  # noqa: E402
-from pyspark_catalog_ext.spark.jars import MAVEN_PACKAGES, resolve_jars  # noqa: E402
+from pyspark_catalog_ext.spark.jvm_deps.jars import MAVEN_PACKAGES, resolve_jars  # noqa: E402
+from pyspark_catalog_ext.spark.jvm_deps.shim_build import check_java, shim_jar  # noqa: E402
 from pyspark_catalog_ext.spark.session import configure, lakehouse_session  # noqa: E402
-from pyspark_catalog_ext.spark.shim_build import check_java, shim_jar  # noqa: E402
 
 __all__ = [
     "__version__",

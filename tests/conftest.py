@@ -18,8 +18,8 @@ import pytest
 from pyspark_catalog_ext import event_schemas, events
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog as make_pyiceberg_catalog
-from pyspark_catalog_ext.spark import shim_build as jvm
-from pyspark_catalog_ext.spark.jars import resolve_jars
+from pyspark_catalog_ext.spark.jvm_deps import shim_build as jvm
+from pyspark_catalog_ext.spark.jvm_deps.jars import resolve_jars
 from pyspark_catalog_ext.spark.session import lakehouse_session
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,7 +2,7 @@
 
 * **Iceberg** (each release the package supports): the property-name constants of the runtime jar's
   own classes (`org.apache.iceberg.*`, shaded libraries left out), read with the JDK's `javap
-  -constants` from the jar `pyspark_catalog_ext.spark.jars` resolves (the user cache or ~/.m2). A
+  -constants` from the jar `pyspark_catalog_ext.spark.jvm_deps.jars` resolves (the user cache or ~/.m2). A
   `static final String` is a compile-time constant, so its value is in the class file whatever
   code builds it.
 * **PyIceberg** (the installed one): module- and class-level string constants of its source, read
@@ -83,7 +83,7 @@ def _collect(found: dict[str, UrlKey], constants: list[tuple[str, str, str]]) ->
 
 
 def _javap() -> str:
-    from pyspark_catalog_ext.spark.shim_build import find_java
+    from pyspark_catalog_ext.spark.jvm_deps.shim_build import find_java
 
     candidate = find_java().parent / "javap"
     found = str(candidate) if candidate.exists() else shutil.which("javap")
@@ -96,8 +96,8 @@ def iceberg_runtime_jar(release: str) -> Path:
     """A Spark runtime jar of Iceberg `release` (they share Iceberg's own classes): one already in
     the user cache or ~/.m2 if any, else the one of the first supported stack, fetched."""
     from pyspark_catalog_ext.cache import cache_dir
-    from pyspark_catalog_ext.spark.jars import resolve_jars
-    from pyspark_catalog_ext.spark.jvm_stacks import DEFAULT_STACK, supported_stacks
+    from pyspark_catalog_ext.spark.jvm_deps.jars import resolve_jars
+    from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import DEFAULT_STACK, supported_stacks
 
     stacks = [s for s in supported_stacks() if s.iceberg == release]
     if not stacks:

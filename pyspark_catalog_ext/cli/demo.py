@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark_catalog_ext.spark.jvm_stacks import JvmStack
-    from pyspark_catalog_ext.spark.shim_build import JavaInfo
+    from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import JvmStack
+    from pyspark_catalog_ext.spark.jvm_deps.shim_build import JavaInfo
 
 __all__ = ["DemoResult", "DemoJvm", "prepare_jvm", "run_demo", "register"]
 
@@ -50,9 +50,9 @@ def prepare_jvm(step: Callable[[str], None] = print) -> DemoJvm:
     """Check Java and fetch the jars for the installed pyspark's stack (as configure() picks it), so
     a pyspark 4.1 install fetches the Spark 4.1 runtime, from Maven Central (PyPI's wheels where
     Central does not answer and the pyspark is 3.5)."""
-    from pyspark_catalog_ext.spark.jars import resolve_stack_jars
-    from pyspark_catalog_ext.spark.jvm_stacks import pinned_maven_jars, select_stack
-    from pyspark_catalog_ext.spark.shim_build import check_java, local_java_major, shim_jar
+    from pyspark_catalog_ext.spark.jvm_deps.jars import resolve_stack_jars
+    from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import pinned_maven_jars, select_stack
+    from pyspark_catalog_ext.spark.jvm_deps.shim_build import check_java, local_java_major, shim_jar
 
     stack = select_stack(java=local_java_major(), progress=step)
     pins = pinned_maven_jars()

@@ -1,5 +1,5 @@
 """`pyspark-catalog-ext maven-repo DIR`: a Maven repository of the pinned jars and the shim, for
-`--packages` (`pyspark_catalog_ext.spark.maven_repo.write_repository`)."""
+`--packages` (`pyspark_catalog_ext.spark.jvm_deps.maven_repo.write_repository`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import argparse
 import sys
 
 from pyspark_catalog_ext.cli.options import add_stack_arguments
-from pyspark_catalog_ext.spark.jars import resolve_stack_jars
-from pyspark_catalog_ext.spark.jvm_stacks import select_stack
-from pyspark_catalog_ext.spark.maven_repo import writable_directory, write_repository
+from pyspark_catalog_ext.spark.jvm_deps.jars import resolve_stack_jars
+from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import select_stack
+from pyspark_catalog_ext.spark.jvm_deps.maven_repo import writable_directory, write_repository
 
 __all__ = ["register"]
 

@@ -109,7 +109,7 @@ class PinnedFile:
 
 
 def _server_tarball() -> PinnedFile:
-    from pyspark_catalog_ext.spark.maven_jars import MAVEN_CENTRAL, MAVEN_REPO_ENV
+    from pyspark_catalog_ext.spark.jvm_deps.maven_jars import MAVEN_CENTRAL, MAVEN_REPO_ENV
 
     base = os.environ.get(MAVEN_REPO_ENV) or MAVEN_CENTRAL
     return PinnedFile(f"{base.rstrip('/')}/{_COORDINATE}", TRINO_SIZE, TRINO_SHA256, f"Trino {TRINO_VERSION}")
@@ -122,7 +122,7 @@ def _download(tarball: Path, progress: Progress, pinned: PinnedFile) -> None:
     slow 820 MB download loses nothing."""
     import requests
 
-    from pyspark_catalog_ext.spark.maven_jars import CONNECT_TIMEOUT_S, MAVEN_REPO_ENV
+    from pyspark_catalog_ext.spark.jvm_deps.maven_jars import CONNECT_TIMEOUT_S, MAVEN_REPO_ENV
 
     url = pinned.url
     part = tarball.with_name(tarball.name + ".part")

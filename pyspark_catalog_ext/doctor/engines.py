@@ -60,8 +60,8 @@ def start_spark(ctx: ProbeContext) -> Any:
         return ctx.spark
     from pyspark.sql import SparkSession
 
+    from pyspark_catalog_ext.spark.jvm_deps.shim_build import check_java
     from pyspark_catalog_ext.spark.session import configure
-    from pyspark_catalog_ext.spark.shim_build import check_java
 
     check_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -79,7 +79,7 @@ class PlanState:
 
 
 def default_state_file() -> Path:
-    from pyspark_catalog_ext.spark.jars import cache_dir
+    from pyspark_catalog_ext.spark.jvm_deps.jars import cache_dir
 
     return cache_dir() / "maintenance" / "state.json"
 

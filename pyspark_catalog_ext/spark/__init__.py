@@ -1,1 +1,1 @@
-"""Spark setup: session builder, spark-conf, jars, the shim's build and its one typed Py4J boundary."""
+"""Spark setup: session builder, spark-conf, the jars and the shim's build (jvm_deps/) and its one typed Py4J boundary."""

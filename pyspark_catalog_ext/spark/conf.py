@@ -93,7 +93,7 @@ def spark_conf(
     `refresh`: a `RefreshPolicy`, written as the catalog's `catalog-ext.refresh.*` properties.
     `spark`/`iceberg`: the Spark line (default: the installed pyspark's) and Iceberg release ("1.12";
     default: the newest with a runtime for that line; for the installed pyspark, the newest that runs
-    on the Java here) the jars are for (`jars.select_stack`).
+    on the Java here) the jars are for (`jvm_deps.jvm_stacks.select_stack`).
     `store`: not needed: the shim's FileIO serves tables on S3, ADLS and GCS side by side, each store's
     SDK loaded on the first table of that store. Naming stores ("adls", "gcs,adls" or a list of
     "s3", "gcs", "adls") adds their SDK bundles to the jars up front (the S3 SDK is always there) and
@@ -122,11 +122,11 @@ def spark_conf(
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     if jars is not None or spark is not None or iceberg is not None:
-        from pyspark_catalog_ext.spark.jvm_stacks import select_stack
+        from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import select_stack
 
         java = None
         if spark is None and iceberg is None:  # this machine's pyspark: the Java here runs it
-            from pyspark_catalog_ext.spark.shim_build import local_java_major
+            from pyspark_catalog_ext.spark.jvm_deps.shim_build import local_java_major
 
             java = local_java_major()
         stack = select_stack(spark, iceberg, java=java)  # checked even without jars: a bad combination is an error either way
@@ -165,7 +165,7 @@ def _plain_file_io(stores: tuple[str, ...]) -> str:
         return S3_FILE_IO
     if len(stores) > 1:
         return RESOLVING_FILE_IO
-    from pyspark_catalog_ext.spark.store_jars import store_file_io
+    from pyspark_catalog_ext.spark.jvm_deps.store_jars import store_file_io
 
     return store_file_io(stores[0])
 
@@ -180,16 +180,16 @@ JAR_MODES = ("offline", "pypi", "maven", "packages")
 
 
 def _jar_conf(mode: str, shim: bool, repository: str | None, stack: Any, user_pick: bool, stores: tuple[str, ...] = ()) -> dict[str, str]:
-    from pyspark_catalog_ext.spark.jars import resolve_stack_jars
-    from pyspark_catalog_ext.spark.shim_build import shim_jar
-    from pyspark_catalog_ext.spark.store_jars import store_bundle, store_jars
+    from pyspark_catalog_ext.spark.jvm_deps.jars import resolve_stack_jars
+    from pyspark_catalog_ext.spark.jvm_deps.shim_build import shim_jar
+    from pyspark_catalog_ext.spark.jvm_deps.store_jars import store_bundle, store_jars
 
     if mode not in JAR_MODES:
         raise ConfigError(f"jars={mode!r} is not a jar mode; use 'offline' (jars fetched here from Maven Central), 'pypi' (the same from PyPI wheels), "
                           "'maven' (spark.jars.packages) or 'packages' (with a repository)")
     bundles = tuple(s for s in stores if s != "s3")  # the S3 SDK is in every stack's jars
     if mode == "packages":
-        from pyspark_catalog_ext.spark.maven_repo import repository_settings
+        from pyspark_catalog_ext.spark.jvm_deps.maven_repo import repository_settings
 
         if not repository:
             raise ConfigError("jars='packages' needs a repository: lay one out with `pyspark-catalog-ext maven-repo DIR`, then pass --repository DIR")

@@ -77,7 +77,7 @@ def _check_java_for_launch(builder: Any, iceberg: str | None) -> None:
     installed pyspark and the Iceberg release (Iceberg >= 1.11 needs 17 too)."""
     if not _launches_local_jvm(builder):
         return
-    from pyspark_catalog_ext.spark.shim_build import check_java
+    from pyspark_catalog_ext.spark.jvm_deps.shim_build import check_java
 
     spark, release = _local_stack(iceberg)
     check_java(spark=spark, iceberg=release)
@@ -89,8 +89,8 @@ def _local_stack(iceberg: str | None) -> tuple[str, str | None]:
     supported runtime is spark_conf's error to give (or no error with jars=None: the user brings the
     jars), so only Spark's own need is checked then."""
     from pyspark_catalog_ext.errors import ConfigError
-    from pyspark_catalog_ext.spark.jvm_stacks import installed_spark_version, select_stack
-    from pyspark_catalog_ext.spark.shim_build import local_java_major
+    from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import installed_spark_version, select_stack
+    from pyspark_catalog_ext.spark.jvm_deps.shim_build import local_java_major
 
     spark = installed_spark_version()
     try:
@@ -166,7 +166,7 @@ def lakehouse_session(
     (see `spark_conf`)."""
     from pyspark.sql import SparkSession
 
-    from pyspark_catalog_ext.spark.shim_build import check_java
+    from pyspark_catalog_ext.spark.jvm_deps.shim_build import check_java
 
     spark, release = _local_stack(iceberg)
     check_java(spark=spark, iceberg=release)  # before the lakehouse is used: 17+ for Spark 4 or Iceberg >= 1.11

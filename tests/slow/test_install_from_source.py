@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_catalog_ext.spark import shim_build
+from pyspark_catalog_ext.spark.jvm_deps import shim_build
 from tests.conftest import ROOT
 from tests.slow.test_stack_matrix import PIP, _assert_outlived, _conn, _pip_env, fast_catalog, run_job, s3_proxy  # noqa: F401 (fixtures)
 
@@ -28,7 +28,7 @@ SHIM_IN_WHEEL = "pyspark_catalog_ext/_jars/catalog-ext-shim.jar"
 CHECK = """
 import json, sys
 import pyspark_catalog_ext as pce
-from pyspark_catalog_ext.spark import shim_build
+from pyspark_catalog_ext.spark.jvm_deps import shim_build
 from pyspark_catalog_ext.spark.conf import spark_conf
 conf = spark_conf("local", uri="http://127.0.0.1:9/c", warehouse="w", credential="a:b", jars="maven", spark="4.1")
 print(json.dumps({"file": pce.__file__, "shim": str(shim_build.shim_jar()), "hash": shim_build._embedded_hash(shim_build.shim_jar()),

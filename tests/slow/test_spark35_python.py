@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from pyspark_catalog_ext.spark.jvm_stacks import PYPI_STACK, select_stack
+from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import PYPI_STACK, select_stack
 from tests.slow.test_stack_matrix import _pip_env, spark_venv
 from tests.unit.test_java_check import JAVA_8, JAVA_11, fake_java_home
 

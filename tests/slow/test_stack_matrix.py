@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from pyspark_catalog_ext.cache import file_lock
-from pyspark_catalog_ext.spark.jvm_stacks import DEFAULT_STACK, PYPI_STACK, JvmStack, installed_spark_version, supported_stacks
+from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import DEFAULT_STACK, PYPI_STACK, JvmStack, installed_spark_version, supported_stacks
 from tests.conftest import ROOT
 from tests.helpers import expiring_proxies
 

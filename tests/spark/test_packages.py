@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from pyspark_catalog_ext.errors import JarError
-from pyspark_catalog_ext.spark.jvm_stacks import DEFAULT_STACK
-from pyspark_catalog_ext.spark.maven_repo import Coordinate, runtime_dependencies, shim_coordinate, write_repository
-from pyspark_catalog_ext.spark.pypi_jars import WHEEL_SOURCES
+from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import DEFAULT_STACK
+from pyspark_catalog_ext.spark.jvm_deps.maven_repo import Coordinate, runtime_dependencies, shim_coordinate, write_repository
+from pyspark_catalog_ext.spark.jvm_deps.pypi_jars import WHEEL_SOURCES
 from tests.conftest import ROOT, assert_one_line_error, run_cli
 from tests.spark.test_spark_submit import SPARK_SUBMIT, assert_outlived, expiring, parsed, slow_ctas  # noqa: F401 (fixture)
 
@@ -163,8 +163,8 @@ def test_store_bundles_are_laid_out_and_packages_name_them(default_repo, tmp_pat
     `spark-conf --jars packages --store ...` names them; a repository without them says which flag lays them out."""
     import hashlib
 
-    from pyspark_catalog_ext.spark.maven_repo import store_coordinate
-    from pyspark_catalog_ext.spark.store_jars import store_bundle
+    from pyspark_catalog_ext.spark.jvm_deps.maven_repo import store_coordinate
+    from pyspark_catalog_ext.spark.jvm_deps.store_jars import store_bundle
 
     assert_one_line_error(run_cli("spark-conf", "--jars", "packages", "--repository", str(default_repo), "--store", "adls", *CONNECTION),
                           "iceberg-azure-bundle", f"maven-repo {default_repo} --spark 4.1 --iceberg 1.12.0 --store adls")
@@ -194,7 +194,7 @@ def test_store_bundles_are_laid_out_and_packages_name_them(default_repo, tmp_pat
 def test_repository_and_flags_for_another_stack(small_repo, tmp_path):
     """Spark 3.5 + Iceberg 1.12 beside the PyPI route's jars in one repository: the real Central
     coordinates of its runtime and bundle, and a shim version of its own whose POM names them."""
-    from pyspark_catalog_ext.spark.jvm_stacks import select_stack
+    from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import select_stack
 
     stack = select_stack("3.5", "1.12")
     jars, shim_jar = _stand_ins(tmp_path / "src35", stack.jar_names())

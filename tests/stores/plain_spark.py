@@ -1,16 +1,16 @@
 """A SparkSession with plain Iceberg (no shim) on a store catalog: the baseline the store tests and
 benchmarks measure against. Iceberg's own SparkCatalog and REST client, its ADLSFileIO or GCSFileIO,
-the runtime jar of the chosen Iceberg release and the store's SDK bundle (spark/store_jars.py)."""
+the runtime jar of the chosen Iceberg release and the store's SDK bundle (spark/jvm_deps/store_jars.py)."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
 from typing import Any
 
-from pyspark_catalog_ext.spark.jars import resolve_jars
-from pyspark_catalog_ext.spark.jvm_stacks import select_stack
+from pyspark_catalog_ext.spark.jvm_deps.jars import resolve_jars
+from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import select_stack
+from pyspark_catalog_ext.spark.jvm_deps.store_jars import store_file_io, store_jars
 from pyspark_catalog_ext.spark.shim_api import EXTENSIONS
-from pyspark_catalog_ext.spark.store_jars import store_file_io, store_jars
 
 CATALOG = "cat"
 

@@ -90,7 +90,7 @@ def test_docs_show_exactly_the_table() -> None:
 
 
 def test_the_shim_jar_carries_the_same_table() -> None:
-    from pyspark_catalog_ext.spark import shim_build
+    from pyspark_catalog_ext.spark.jvm_deps import shim_build
 
     with zipfile.ZipFile(shim_build.shim_jar()) as jar:
         assert jar.read("io/catalogext/shim/commit-decisions.json") == decision.TABLE_PATH.read_bytes()

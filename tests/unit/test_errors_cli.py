@@ -11,7 +11,7 @@ import pytest
 
 from pyspark_catalog_ext.ports import free_port
 from pyspark_catalog_ext.secret_keys import REDACTION_REGEX
-from pyspark_catalog_ext.spark.jars import MAVEN_PACKAGES
+from pyspark_catalog_ext.spark.jvm_deps.jars import MAVEN_PACKAGES
 from tests.conftest import assert_one_line_error, run_cli
 from tests.helpers import busy_port
 

@@ -108,7 +108,7 @@ def test_docs_show_exactly_the_schema() -> None:
 
 
 def test_the_shim_jar_carries_the_same_schema() -> None:
-    from pyspark_catalog_ext.spark import shim_build
+    from pyspark_catalog_ext.spark.jvm_deps import shim_build
 
     with zipfile.ZipFile(shim_build.shim_jar()) as jar:
         assert jar.read("io/catalogext/shim/event-schemas.json") == event_schemas.SCHEMAS_PATH.read_bytes()

@@ -50,7 +50,8 @@ def _without_pyspark(code: str) -> subprocess.CompletedProcess:
 def test_package_cli_and_pyiceberg_side_import_without_pyspark_or_py4j() -> None:
     proc = _without_pyspark(
         "import pyspark_catalog_ext as pce, pyspark_catalog_ext.pyiceberg_ext.catalog, pyspark_catalog_ext.cli\n"
-        "from pyspark_catalog_ext.spark import conf, session, jars, maven_repo, credentials, shim_api\n"
+        "from pyspark_catalog_ext.spark import conf, session, credentials, shim_api\n"
+        "from pyspark_catalog_ext.spark.jvm_deps import jars, maven_repo\n"
         "print(pce.pyiceberg_catalog.__name__, sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))\n")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["pyiceberg_catalog", "[]"]

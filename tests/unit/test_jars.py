@@ -14,10 +14,17 @@ import pytest
 
 from pyspark_catalog_ext.cache import sha256_file
 from pyspark_catalog_ext.errors import ConfigError, JarError
-from pyspark_catalog_ext.spark.jars import MAVEN_PACKAGES, resolve_jars, resolve_stack_jars
-from pyspark_catalog_ext.spark.jvm_stacks import DEFAULT_STACK, PYPI_STACK, JvmStack, pinned_maven_jars, select_stack, supported_stacks
-from pyspark_catalog_ext.spark.maven_jars import MAVEN_REPO_ENV
-from pyspark_catalog_ext.spark.pypi_jars import WHEEL_SOURCES
+from pyspark_catalog_ext.spark.jvm_deps.jars import MAVEN_PACKAGES, resolve_jars, resolve_stack_jars
+from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import (
+    DEFAULT_STACK,
+    PYPI_STACK,
+    JvmStack,
+    pinned_maven_jars,
+    select_stack,
+    supported_stacks,
+)
+from pyspark_catalog_ext.spark.jvm_deps.maven_jars import MAVEN_REPO_ENV
+from pyspark_catalog_ext.spark.jvm_deps.pypi_jars import WHEEL_SOURCES
 from tests.conftest import ROOT
 
 ALL_PINS = {name: pin for source in WHEEL_SOURCES for name, pin in source.jars.items()}
@@ -117,7 +124,7 @@ def test_pip_download_failure_gives_clear_error(tmp_path):
     env = {**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0", "PIP_TIMEOUT": "2",
            "PIP_NO_CACHE_DIR": "1", "PIP_FIND_LINKS": "", "PYSPARK_CATALOG_EXT_CACHE": str(tmp_path)}
     env.pop("PYSPARK_CATALOG_EXT_WHEELHOUSE", None)
-    code = ("from pyspark_catalog_ext.spark.jars import resolve_jars\nfrom pyspark_catalog_ext.errors import JarError\n"
+    code = ("from pyspark_catalog_ext.spark.jvm_deps.jars import resolve_jars\nfrom pyspark_catalog_ext.errors import JarError\n"
             "try:\n    resolve_jars(route='pypi')\nexcept JarError as e:\n    print('JARERROR', e)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert "downloading snowpark-connect-deps-iceberg==1.0.2 (~85 MB)" in proc.stderr
@@ -125,7 +132,7 @@ def test_pip_download_failure_gives_clear_error(tmp_path):
 
 
 def test_concurrent_resolvers_are_safe(tmp_path, wheelhouse):
-    code = "import sys; from pyspark_catalog_ext.spark.jars import resolve_jars; print(len(resolve_jars(cache=sys.argv[1], wheelhouse=sys.argv[2], route='pypi')))"
+    code = "import sys; from pyspark_catalog_ext.spark.jvm_deps.jars import resolve_jars; print(len(resolve_jars(cache=sys.argv[1], wheelhouse=sys.argv[2], route='pypi')))"
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path), str(wheelhouse)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], outs

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from pyspark_catalog_ext.errors import ConfigError, JavaError
-from pyspark_catalog_ext.spark.jvm_stacks import JvmStack, select_stack
-from pyspark_catalog_ext.spark.shim_build import check_java, min_java_for_stack
+from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import JvmStack, select_stack
+from pyspark_catalog_ext.spark.jvm_deps.shim_build import check_java, min_java_for_stack
 from tests.helpers import fake_java_home
 
 JAVA_11 = 'openjdk version "11.0.22" 2024-01-16'

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pyspark_catalog_ext.spark import shim_build as jvm
+from pyspark_catalog_ext.spark.jvm_deps import shim_build as jvm
 
 TEST_SRC = Path(__file__).resolve().parents[2] / "jvm-shim" / "src" / "test" / "java"
 TEST_CLASSES = sorted(p.stem for p in TEST_SRC.rglob("*Test.java"))

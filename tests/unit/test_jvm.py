@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pyspark_catalog_ext.errors import JarError, JavaError
-from pyspark_catalog_ext.spark import shim_build as jvm
+from pyspark_catalog_ext.spark.jvm_deps import shim_build as jvm
 from tests.helpers import fake_java_home
 
 ROOT = Path(__file__).resolve().parents[2]

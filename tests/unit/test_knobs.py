@@ -98,7 +98,7 @@ def test_python_defaults_are_the_spec_defaults():
 def test_the_shim_jar_carries_the_same_spec():
     import zipfile
 
-    from pyspark_catalog_ext.spark import shim_build
+    from pyspark_catalog_ext.spark.jvm_deps import shim_build
 
     with zipfile.ZipFile(shim_build.shim_jar()) as jar:
         assert jar.read("io/catalogext/shim/catalog-ext-knobs.json") == knobs.SPEC_PATH.read_bytes()

@@ -24,7 +24,8 @@ def test_the_public_api_is_complete_and_old_flat_modules_are_gone() -> None:
                     "secret_keys"], flat
     for old in ("session", "local", "catalog_client", "jvm_api", "maintenance", "signer", "pyiceberg_bridge", "credentials",
                 "pyiceberg_ext.refresher", "catalog.commit_decision", "pyiceberg_ext.signing", "pyiceberg_ext.part_upload",
-                "pyiceberg_ext.s3upload", "pyiceberg_ext.storeupload"):
+                "pyiceberg_ext.s3upload", "pyiceberg_ext.storeupload", "spark.jars", "spark.jvm_stacks", "spark.maven_jars",
+                "spark.pypi_jars", "spark.maven_repo", "spark.shim_maven", "spark.shim_build", "spark.store_jars"):
         with pytest.raises(ModuleNotFoundError):
             importlib.import_module(f"pyspark_catalog_ext.{old}")
 
@@ -118,11 +119,11 @@ def _exception_classes_outside_errors(package: Path) -> dict[str, list[str]]:
 
 def test_errors_live_in_one_module() -> None:
     """Every error class is in errors.py, except those that must also subclass a PyIceberg exception
-    and the shim's build error: setup.py loads spark/shim_maven.py alone, without the package (pip's
+    and the shim's build error: setup.py loads spark/jvm_deps/shim_maven.py alone, without the package (pip's
     isolated build has none of its dependencies), and shim_build turns it into a JarError."""
     package = Path(pyspark_catalog_ext.__file__).parent
     pyiceberg_bases = ("BadRequestError", "CommitFailedException", "CommitStateUnknownException")
-    standalone = {"spark/shim_maven.py": ["ShimBuildError(Exception)"]}
+    standalone = {"spark/jvm_deps/shim_maven.py": ["ShimBuildError(Exception)"]}
     strays = {module: [c for c in classes if not any(b in c for b in pyiceberg_bases) and c not in standalone.get(module, [])]
               for module, classes in _exception_classes_outside_errors(package).items()}
     assert not {m: c for m, c in strays.items() if c}, strays

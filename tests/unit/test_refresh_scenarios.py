@@ -213,7 +213,7 @@ def test_docs_show_exactly_the_scenarios() -> None:
 
 
 def test_the_shim_jar_carries_the_same_scenarios() -> None:
-    from pyspark_catalog_ext.spark import shim_build
+    from pyspark_catalog_ext.spark.jvm_deps import shim_build
 
     with zipfile.ZipFile(shim_build.shim_jar()) as jar:
         assert jar.read("io/catalogext/shim/refresh-scenarios.json") == scenarios.SCENARIOS_PATH.read_bytes()

@@ -17,7 +17,7 @@ public final class SharedSpecs {
   public static JsonNode read(String resource) {
     try (InputStream in = SharedSpecs.class.getResourceAsStream(resource)) {
       if (in == null) {
-        throw new IllegalStateException(resource + " is missing from the shim jar: rebuild it with pyspark_catalog_ext.spark.shim_build");
+        throw new IllegalStateException(resource + " is missing from the shim jar: rebuild it with pyspark_catalog_ext.spark.jvm_deps.shim_build");
       }
       return Json.MAPPER.readTree(in);
     } catch (IOException e) {

@@ -23,7 +23,7 @@ from pyspark_catalog_ext.cache import file_lock, sha256_file
 from pyspark_catalog_ext.errors import JarError
 
 if TYPE_CHECKING:
-    from pyspark_catalog_ext.spark.jvm_stacks import Progress
+    from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import Progress
 
 __all__ = [
     "ICEBERG_VERSION",

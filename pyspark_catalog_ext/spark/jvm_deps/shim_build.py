@@ -21,8 +21,8 @@ from pathlib import Path
 
 from pyspark_catalog_ext.cache import cache_dir, file_lock
 from pyspark_catalog_ext.errors import JarError, JavaError
-from pyspark_catalog_ext.spark import shim_maven
-from pyspark_catalog_ext.spark.jvm_stacks import MIN_JAVA, major_minor, max_java_for_stack, min_java_for_stack
+from pyspark_catalog_ext.spark.jvm_deps import shim_maven
+from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import MIN_JAVA, major_minor, max_java_for_stack, min_java_for_stack
 
 __all__ = ["SHIM_GROUP", "SHIM_ARTIFACT", "shim_version", "JavaInfo", "find_java", "check_java", "local_java_major", "find_maven",
            "shim_jar", "build_shim", "shim_source_dir", "shim_pom", "source_hash", "MIN_JAVA", "min_java_for_stack"]
@@ -36,7 +36,7 @@ JAVAC_LINT_FLAGS = ("-encoding", "UTF-8", "-Xlint:all,-path,-classfile", "-Werro
 # The shim's Maven coordinates (`<group>:<artifact>:<package version>`), as in jvm-shim/pom.xml.
 SHIM_GROUP = "io.catalogext"
 SHIM_ARTIFACT = "catalog-ext-shim"
-_RESOURCES = Path(__file__).resolve().parent.parent / "resources"
+_RESOURCES = Path(__file__).resolve().parents[2] / "resources"
 #: The catalog-ext.* knob spec both runtimes read (see pyspark_catalog_ext.knobs).
 KNOB_SPEC = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[0]
 #: The commit decision table both runtimes are tested against (see pyspark_catalog_ext.commit.decision).
@@ -51,7 +51,7 @@ REFRESH_SCENARIOS = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[4]
 EVENT_SCHEMAS = _RESOURCES / shim_maven.SHARED_SPEC_NAMES[5]
 #: The shared specs packaged into the shim jar, next to the classes that read them (one copy in git).
 SHARED_SPECS = (KNOB_SPEC, DECISION_TABLE, CREDENTIAL_RULES, TRUST_RULES, REFRESH_SCENARIOS, EVENT_SCHEMAS)
-PACKAGED_SHIM = Path(__file__).resolve().parent.parent / "_jars" / SHIM_JAR_NAME
+PACKAGED_SHIM = Path(__file__).resolve().parents[2] / "_jars" / SHIM_JAR_NAME
 HASH_ATTRIBUTE = shim_maven.HASH_ATTRIBUTE
 _INSTALL_HINT = "install a JDK >= 11 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME to one"
 
@@ -163,12 +163,12 @@ def local_java_major() -> int | None:
 
 def shim_source_dir() -> Path:
     """`jvm-shim/src/main/java` of a source checkout (absent in an installed wheel)."""
-    return Path(__file__).resolve().parents[2] / "jvm-shim" / "src" / "main" / "java"
+    return Path(__file__).resolve().parents[3] / "jvm-shim" / "src" / "main" / "java"
 
 
 def shim_pom() -> Path:
     """`jvm-shim/pom.xml` of a source checkout: the shim's build (absent in an installed wheel)."""
-    return Path(__file__).resolve().parents[2] / "jvm-shim" / "pom.xml"
+    return Path(__file__).resolve().parents[3] / "jvm-shim" / "pom.xml"
 
 
 def find_maven() -> Path | None:

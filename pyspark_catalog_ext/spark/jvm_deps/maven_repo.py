@@ -24,9 +24,9 @@ from urllib.parse import urlparse
 from xml.sax.saxutils import escape
 
 from pyspark_catalog_ext.errors import ConfigError, JarError
-from pyspark_catalog_ext.spark.jvm_stacks import DEFAULT_STACK, MAVEN_ROUTE, PYPI_ROUTE, PYPI_STACK, JvmStack
-from pyspark_catalog_ext.spark.maven_jars import maven_coordinate
-from pyspark_catalog_ext.spark.shim_build import SHIM_ARTIFACT, SHIM_GROUP, shim_version
+from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import DEFAULT_STACK, MAVEN_ROUTE, PYPI_ROUTE, PYPI_STACK, JvmStack
+from pyspark_catalog_ext.spark.jvm_deps.maven_jars import maven_coordinate
+from pyspark_catalog_ext.spark.jvm_deps.shim_build import SHIM_ARTIFACT, SHIM_GROUP, shim_version
 
 __all__ = ["Coordinate", "shim_coordinate", "store_coordinate", "runtime_dependencies", "pom_xml", "writable_directory", "write_repository", "repository_settings", "IVY_DIR_NAME",
            "IVY_SETTINGS_NAME"]
@@ -141,7 +141,7 @@ def writable_directory(directory: Path | str) -> Path:
 
 def store_coordinate(store: str, stack: JvmStack) -> Coordinate:
     """The coordinate of the SDK bundle `store` ("adls", "gcs") needs on `stack`."""
-    from pyspark_catalog_ext.spark.store_jars import store_bundle
+    from pyspark_catalog_ext.spark.jvm_deps.store_jars import store_bundle
 
     return Coordinate(*store_bundle(store, stack).split(":"))
 
@@ -162,11 +162,11 @@ def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, 
     stack = PYPI_STACK if route == PYPI_ROUTE else (stack or DEFAULT_STACK)
     root = writable_directory(directory)
     if jars is None:
-        from pyspark_catalog_ext.spark.jars import resolve_jars
+        from pyspark_catalog_ext.spark.jvm_deps.jars import resolve_jars
 
         jars = resolve_jars(stack=stack, route=route)
     if shim is None:
-        from pyspark_catalog_ext.spark.shim_build import shim_jar
+        from pyspark_catalog_ext.spark.jvm_deps.shim_build import shim_jar
 
         shim = shim_jar()
     by_name = {p.name: p for p in jars}
@@ -188,7 +188,7 @@ def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, 
             _write(coord.file(root, "pom"), pom_xml(coord).encode())
             written.append(coord)
         if not shim.is_file():
-            raise JarError(f"shim jar {shim} is missing; build it with pyspark_catalog_ext.spark.shim_build.shim_jar()")
+            raise JarError(f"shim jar {shim} is missing; build it with pyspark_catalog_ext.spark.jvm_deps.shim_build.shim_jar()")
         coord = shim_coordinate(stack, route)
         _write(coord.file(root, "jar"), shim)
         _write(coord.file(root, "pom"), pom_xml(coord, deps, name="pyspark-catalog-ext JVM shim").encode())
@@ -206,7 +206,7 @@ def write_repository(directory: Path | str, jars: Sequence[Path] | None = None, 
 
 
 def _fetch_bundle(store: str, stack: JvmStack) -> Path:
-    from pyspark_catalog_ext.spark.store_jars import store_jars
+    from pyspark_catalog_ext.spark.jvm_deps.store_jars import store_jars
 
     return store_jars(store, stack)[0]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pyspark_catalog_ext.cache import cache_dir
 from pyspark_catalog_ext.errors import ConfigError, JarError
-from pyspark_catalog_ext.spark.jvm_stacks import (
+from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import (
     DEFAULT_STACK,
     MAVEN_ROUTE,
     PYPI_ROUTE,
@@ -27,8 +27,8 @@ from pyspark_catalog_ext.spark.jvm_stacks import (
     _check_on_pypi,
     progress_to_stderr,
 )
-from pyspark_catalog_ext.spark.maven_jars import MAVEN_REPO_ENV, RepositoryUnreachable, resolve_maven
-from pyspark_catalog_ext.spark.pypi_jars import resolve_pypi
+from pyspark_catalog_ext.spark.jvm_deps.maven_jars import MAVEN_REPO_ENV, RepositoryUnreachable, resolve_maven
+from pyspark_catalog_ext.spark.jvm_deps.pypi_jars import resolve_pypi
 
 __all__ = [
     "MAVEN_PACKAGES",

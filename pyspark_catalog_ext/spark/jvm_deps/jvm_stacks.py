@@ -17,7 +17,7 @@ from functools import lru_cache
 from importlib import resources
 
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.spark.pypi_jars import ICEBERG_VERSION, WHEEL_SOURCES
+from pyspark_catalog_ext.spark.jvm_deps.pypi_jars import ICEBERG_VERSION, WHEEL_SOURCES
 
 __all__ = [
     "JvmStack",

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from pyspark_catalog_ext.cache import cache_dir, file_lock, sha256_file
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.spark.jvm_stacks import JvmStack, Progress, jar_file_name, progress_to_stderr
-from pyspark_catalog_ext.spark.maven_jars import fetch_maven
+from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import JvmStack, Progress, jar_file_name, progress_to_stderr
+from pyspark_catalog_ext.spark.jvm_deps.maven_jars import fetch_maven
 
 __all__ = ["STORES", "store_bundle", "store_file_io", "store_jars"]
 

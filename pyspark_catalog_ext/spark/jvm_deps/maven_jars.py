@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pyspark_catalog_ext.cache import file_lock, sha256_file
 from pyspark_catalog_ext.errors import JarError
-from pyspark_catalog_ext.spark.jvm_stacks import JvmStack, Progress, jar_file_name, pinned_maven_jars
-from pyspark_catalog_ext.spark.pypi_jars import WHEEL_SOURCES
+from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import JvmStack, Progress, jar_file_name, pinned_maven_jars
+from pyspark_catalog_ext.spark.jvm_deps.pypi_jars import WHEEL_SOURCES
 
 __all__ = [
     "RepositoryUnreachable",
