@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark_catalog_ext.catalog.connection import S3_FILE_IO, SHIM_CATALOG_IMPL, SHIM_CLIENT_FACTORY, spark_catalog_properties
 from pyspark_catalog_ext.catalog.local_lakehouse import running_info
@@ -16,6 +16,9 @@ from pyspark_catalog_ext.catalog.resolve import catalog_connection
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.secret_keys import REDACTION_REGEX, is_secret_key
 from pyspark_catalog_ext.spark.shim_api import EXTENSIONS, SHIM_PLUGIN, SHIM_SQL_EXTENSIONS, SPARK_CATALOG
+
+if TYPE_CHECKING:
+    from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import StackChoice
 
 __all__ = [
     "CatalogSparkConf",
@@ -78,6 +81,7 @@ def spark_conf(
     spark: str | None = None,
     iceberg: str | None = None,
     store: str | Sequence[str] | None = None,
+    chosen_stack: StackChoice | None = None,
     **catalog_args: Any,
 ) -> CatalogSparkConf:
     """All Spark settings for `catalog` as a CatalogSparkConf dict (secrets masked in its repr).
@@ -99,6 +103,7 @@ def spark_conf(
     "s3", "gcs", "adls") adds their SDK bundles to the jars up front (the S3 SDK is always there) and
     refuses tables on the others. Without the shim, it picks Iceberg's FileIO: S3FileIO by default,
     the store's own for one store, ResolvingFileIO for several.
+    `chosen_stack`: the stack `configure()` already chose for these `spark`/`iceberg` (`choose_stack`).
     """
     stores = _stores(store)
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", catalog):
@@ -122,14 +127,9 @@ def spark_conf(
         conf["spark.driver.host"] = "127.0.0.1"
         conf["spark.driver.bindAddress"] = "127.0.0.1"
     if jars is not None or spark is not None or iceberg is not None:
-        from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import select_stack
-
-        java = None
-        if spark is None and iceberg is None:  # this machine's pyspark: the Java here runs it
-            from pyspark_catalog_ext.spark.jvm_deps.shim_build import local_java_major
-
-            java = local_java_major()
-        stack = select_stack(spark, iceberg, java=java)  # checked even without jars: a bad combination is an error either way
+        if chosen_stack is None or not chosen_stack.is_for(spark, iceberg):
+            chosen_stack = choose_stack(spark, iceberg)
+        stack = chosen_stack.stack_or_raise()  # checked even without jars: a bad combination is an error either way
         if jars is not None:
             conf.update(_jar_conf(jars, shim, repository, stack, user_pick=iceberg is not None, stores=stores))
     if shim:
@@ -141,6 +141,20 @@ def spark_conf(
         if not conf["spark.plugins"]:
             del conf["spark.plugins"]
     return conf
+
+
+def choose_stack(spark: str | None = None, iceberg: str | None = None) -> StackChoice:
+    """The stack for Spark `spark` and Iceberg `iceberg` (`select_stack`), chosen now and kept with
+    its error or its line for where it is used; for this machine's pyspark with no `iceberg`, the
+    newest that runs on the Java here."""
+    from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import StackChoice
+
+    java = None
+    if spark is None and iceberg is None:  # this machine's pyspark: the Java here runs it
+        from pyspark_catalog_ext.spark.jvm_deps.shim_build import local_java_major
+
+        java = local_java_major()
+    return StackChoice.make(spark, iceberg, java=java)
 
 
 def _stores(store: str | Sequence[str] | None) -> tuple[str, ...]:

@@ -15,10 +15,12 @@ from pyspark_catalog_ext.catalog.profiles import Profile
 from pyspark_catalog_ext.secret_keys import is_secret_key
 from pyspark_catalog_ext.spark import java_errors as spark_errors
 from pyspark_catalog_ext.spark.catalog_check import check_catalog
-from pyspark_catalog_ext.spark.conf import join_list, spark_conf
+from pyspark_catalog_ext.spark.conf import choose_stack, join_list, spark_conf
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import StackChoice
 
 __all__ = ["configure", "lakehouse_session"]
 
@@ -34,8 +36,9 @@ def configure(builder: Any, profile: str | Profile = "local", catalog: str = "la
     with a one-line error instead of a JVM stack trace at the first query. When getOrCreate() will
     start a driver JVM here, its Java is checked first (17+ for Spark 4 or Iceberg >= 1.11, else 11+): JavaError.
     """
-    _check_java_for_launch(builder, kwargs.get("iceberg"))  # before the jars (Spark 4's are ~110 MB) and the catalog probe
-    conf = spark_conf(profile, catalog, **kwargs)
+    # before the jars (Spark 4's are ~110 MB) and the catalog probe; the stack it chooses is the jars' too
+    chosen = _check_java_for_launch(builder, kwargs.get("iceberg"), kwargs.pop("chosen_stack", None))
+    conf = spark_conf(profile, catalog, chosen_stack=chosen, **kwargs)
     # pyspark reads the conf back through py4j, which logs values at DEBUG: mask ours first.
     logsafety.mask_conf_secrets(conf)
     logsafety.install()
@@ -71,32 +74,31 @@ def _launches_local_jvm(builder: Any) -> bool:
     return SparkContext._gateway is None
 
 
-def _check_java_for_launch(builder: Any, iceberg: str | None) -> None:
+def _check_java_for_launch(builder: Any, iceberg: str | None, chosen: StackChoice | None) -> StackChoice | None:
     """One-line JavaError now, instead of a JVM that dies at launch (Spark 4 on Java 11 fails with
     UnsupportedClassVersionError after the jars are fetched), when the local Java is too old for the
-    installed pyspark and the Iceberg release (Iceberg >= 1.11 needs 17 too)."""
+    installed pyspark and the Iceberg release (Iceberg >= 1.11 needs 17 too). Returns the stack
+    chosen for it (`chosen` when that one is for the installed pyspark and `iceberg`)."""
     if not _launches_local_jvm(builder):
-        return
+        return chosen
     from pyspark_catalog_ext.spark.jvm_deps.shim_build import check_java
 
-    spark, release = _local_stack(iceberg)
-    check_java(spark=spark, iceberg=release)
+    spark, chosen = _local_stack(iceberg, chosen)
+    check_java(spark=spark, iceberg=chosen.stack.iceberg if chosen.stack else None)
+    return chosen
 
 
-def _local_stack(iceberg: str | None) -> tuple[str, str | None]:
-    """(Spark, Iceberg) for check_java: the installed pyspark and `iceberg` (its default for the Java
-    here when None; spark_conf says so when that is not the line's default). A pyspark with no
+def _local_stack(iceberg: str | None, chosen: StackChoice | None = None) -> tuple[str, StackChoice]:
+    """(Spark, stack choice) for check_java: the installed pyspark and `iceberg` (its default for the
+    Java here when None; spark_conf says so when that is not the line's default). A pyspark with no
     supported runtime is spark_conf's error to give (or no error with jars=None: the user brings the
     jars), so only Spark's own need is checked then."""
-    from pyspark_catalog_ext.errors import ConfigError
-    from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import installed_spark_version, select_stack
-    from pyspark_catalog_ext.spark.jvm_deps.shim_build import local_java_major
+    from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import installed_spark_version
 
     spark = installed_spark_version()
-    try:
-        return spark, select_stack(spark, iceberg, java=local_java_major(), progress=lambda line: None).iceberg
-    except ConfigError:
-        return spark, None
+    if chosen is None or not chosen.is_for(None, iceberg):
+        chosen = choose_stack(None, iceberg)
+    return spark, chosen
 
 
 def _keep_secrets_off_command_line(builder: Any) -> None:
@@ -168,13 +170,14 @@ def lakehouse_session(
 
     from pyspark_catalog_ext.spark.jvm_deps.shim_build import check_java
 
-    spark, release = _local_stack(iceberg)
-    check_java(spark=spark, iceberg=release)  # before the lakehouse is used: 17+ for Spark 4 or Iceberg >= 1.11
+    spark, chosen = _local_stack(iceberg)
+    # before the lakehouse is used: 17+ for Spark 4 or Iceberg >= 1.11
+    check_java(spark=spark, iceberg=chosen.stack.iceberg if chosen.stack else None)
     # Spark resolves its local address before reading any conf; keep it (and its warning) on loopback.
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     defaults = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", "spark.sql.shuffle.partitions": "4"}
     builder = SparkSession.builder.master(master).appName(app_name)
     builder = configure(builder, "local", catalog, lakehouse=lakehouse, shim=shim, jars=jars, iceberg=iceberg,
-                        extra_conf={**defaults, **(extra_conf or {})})
+                        extra_conf={**defaults, **(extra_conf or {})}, chosen_stack=chosen)
     return builder.getOrCreate()
 

@@ -22,6 +22,7 @@ from pyspark_catalog_ext.spark.jvm_deps.shim_build import check_java, min_java_f
 from tests.helpers import fake_java_home
 
 JAVA_11 = 'openjdk version "11.0.22" 2024-01-16'
+JAVA_17 = 'openjdk version "17.0.13" 2024-10-15'
 JAVA_21 = 'openjdk version "21.0.5" 2024-10-15'
 JAVA_25 = 'openjdk version "25.0.3" 2026-04-21'
 JAVA_8 = 'openjdk version "1.8.0_392"'
@@ -145,3 +146,47 @@ def test_java_21_runs_every_spark_line(monkeypatch, tmp_path):
     monkeypatch.setenv("JAVA_HOME", str(fake_java_home(tmp_path, JAVA_21)))
     assert {check_java(spark=line, iceberg="1.12.0").major for line in ("3.5", "4.0", "4.1", "4.2")} == {21}
 
+
+
+class _Builder:
+    """A SparkSession.Builder as configure() uses one, without pyspark's shared state."""
+
+    def __init__(self) -> None:
+        self._options: dict[str, str] = {}
+
+    def config(self, key: str, value: str) -> _Builder:
+        self._options[key] = value
+        return self
+
+    def getOrCreate(self) -> None:
+        raise AssertionError("no session in a unit test")
+
+
+@pytest.mark.parametrize("java, pyspark, iceberg", [(JAVA_17, None, "1.12"), (JAVA_17, None, None), (JAVA_11, "3.5.9", None)])
+def test_one_configure_call_chooses_the_stack_once(monkeypatch, tmp_path, capsys, java, pyspark, iceberg):
+    """configure() checks the Java for the stack a local driver JVM will run, then sets the jars of
+    that same stack: one select_stack call for both, its one line (Java 11 takes Spark 3.5 to
+    Iceberg 1.10.2) said once, where the jars are set."""
+    from pyspark_catalog_ext import configure
+    from pyspark_catalog_ext.spark.jvm_deps import jvm_stacks
+
+    for name in ("PYSPARK_GATEWAY_PORT", "SPARK_REMOTE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("JAVA_HOME", str(fake_java_home(tmp_path, java)))
+    if pyspark is not None:
+        monkeypatch.setattr(jvm_stacks, "installed_spark_version", lambda: pyspark)
+    calls = []
+    select = jvm_stacks.select_stack
+
+    def counted(*args, **kwargs):
+        calls.append((args, kwargs.get("java")))
+        return select(*args, **kwargs)
+
+    monkeypatch.setattr(jvm_stacks, "select_stack", counted)
+    builder = configure(_Builder(), "local", uri="http://127.0.0.1:9/catalog", warehouse="w", credential="a:b", jars="maven", shim=False,
+                        check=False, iceberg=iceberg)
+    assert len(calls) == 1, calls
+    stack = select(pyspark, iceberg, java=11 if java == JAVA_11 else 17, progress=lambda line: None)
+    assert builder._options["spark.jars.packages"] == stack.maven_packages
+    said = [line for line in capsys.readouterr().err.splitlines() if "cannot run Iceberg" in line]
+    assert len(said) == (1 if java == JAVA_11 else 0), said

@@ -27,6 +27,7 @@ __all__ = [
     "PYPI_ROUTE",
     "supported_stacks",
     "select_stack",
+    "StackChoice",
     "min_java_for_stack",
     "installed_spark_version",
     "pinned_maven_jars",
@@ -178,6 +179,40 @@ def select_stack(spark: str | None = None, iceberg: str | None = None, *, java: 
                               f"(all: {_supported_summary()})")
         chosen = found[-1]
     return JvmStack(minor, chosen, line["scala"])
+
+
+@dataclass(frozen=True)
+class StackChoice:
+    """One `select_stack(spark, iceberg)` call kept to be handed on, so that one `configure()` chooses
+    its stack once: the stack, or the ConfigError it raised, and the lines it gave `progress`, which
+    `stack_or_raise` raises or says where the stack is used."""
+
+    spark: str | None
+    iceberg: str | None
+    stack: JvmStack | None
+    error: ConfigError | None = None
+    lines: tuple[str, ...] = ()
+
+    @classmethod
+    def make(cls, spark: str | None = None, iceberg: str | None = None, *, java: int | None = None) -> StackChoice:
+        lines: list[str] = []
+        try:
+            stack = select_stack(spark, iceberg, java=java, progress=lines.append)
+        except ConfigError as exc:
+            return cls(spark, iceberg, None, exc)
+        return cls(spark, iceberg, stack, None, tuple(lines))
+
+    def is_for(self, spark: str | None, iceberg: str | None) -> bool:
+        return (self.spark, self.iceberg) == (spark, iceberg)
+
+    def stack_or_raise(self, progress: Progress | None = None) -> JvmStack:
+        """The stack, after its lines go to `progress` (default: stderr); or its ConfigError."""
+        if self.error is not None:
+            raise self.error
+        assert self.stack is not None  # make() keeps one or the other
+        for line in self.lines:
+            (progress or progress_to_stderr)(line)
+        return self.stack
 
 
 # What `pip install 'pyspark-catalog-ext[spark]'` runs: pyspark 4.1 and the newest Iceberg for it.
