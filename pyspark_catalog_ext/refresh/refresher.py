@@ -243,19 +243,19 @@ class CredentialRefresher:
             raise
         return True
 
-    def _await_renewal(self, entry: TableEntry, generation: int) -> None:
+    def _await_renewal(self, entry: TableEntry, generation: int) -> bool:
         """Renew `entry` for a reader that cannot go on without keys, as the shim's `RefreshFlight.await`:
         during a failure backoff it waits for the next attempt, and after its own failed attempt it tries
         again after the backoff, both until `policy.timeout_s` has passed; then it raises the last error.
-        Waiting, not asking: the catalog still sees one attempt per backoff step."""
+        Waiting, not asking: the catalog still sees one attempt per backoff step. True if this call
+        renewed the keys (`refresh`)."""
         deadline = self.clock() + self.policy.timeout_s
         # Also bounded on this process's own clock: the servers' clock (skew applied) may step back.
         bound = time.monotonic() + self.policy.timeout_s
         while True:
             failures = entry.failures
             try:
-                self.refresh(entry, generation, reader=True)
-                return
+                return self.refresh(entry, generation, reader=True)
             except _InBackoff as busy:
                 if busy.retry_at_s > deadline or time.monotonic() >= bound:
                     raise
@@ -320,7 +320,7 @@ class CredentialRefresher:
             log.info("catalog-ext: %s rejected the keys of %s (%s) %.1f s after their fetch; refreshing now",
                      _who(rejection), entry.name, rejection.code, age)
             # Still under the lock: no other renewal can slip in between, so this is the wave's one request.
-            if self.refresh(entry, generation, reader=True):
+            if self._await_renewal(entry, generation):  # through a failure backoff too, as the shim's onRejected
                 entry.reactive_refreshes += 1
                 entry.reactive_unaccepted = entry.generation
             else:  # credential-rules.json `same-keys-after-rejection`
