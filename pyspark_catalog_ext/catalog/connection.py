@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pyspark_catalog_ext.catalog.profiles import REMOTE_SIGNING, Profile, get_profile
+from pyspark_catalog_ext.catalog.storage_keys import S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN
 from pyspark_catalog_ext.commit.policy import DEDUPLICATED
 from pyspark_catalog_ext.errors import ConfigError, redact
 
@@ -33,7 +34,7 @@ SHIM_CLIENT_FACTORY = f"{SHIM_PACKAGE}.RefreshingS3ClientFactory"
 S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
 # The shim's default FileIO: each path to its store's FileIO by scheme (S3, ADLS, GCS), all refreshed.
 SHIM_FILE_IO = f"{SHIM_PACKAGE}.RefreshingResolvingFileIO"
-_STORAGE_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
+_STORAGE_KEYS = (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN)
 # PyIceberg-only keys that mean nothing (or something else) to Iceberg Java.
 _PYICEBERG_ONLY = {"type", "py-io-impl", "s3.force-virtual-addressing", "downcast-ns-timestamp-to-us-on-write"}
 # Keys of a PyIceberg definition that pass through to the catalog as they are.

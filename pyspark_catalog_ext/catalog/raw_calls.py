@@ -15,6 +15,7 @@ from pyiceberg.catalog.rest import Endpoints
 from requests import Response, Session
 
 from pyspark_catalog_ext.catalog.answers import catalog_error, scrubbed, transport_error
+from pyspark_catalog_ext.catalog.storage_keys import REFRESH_ENDPOINT
 from pyspark_catalog_ext.catalog.transport import MUTATIONS
 from pyspark_catalog_ext.catalog.trust import Origin, TrustedOrigins, origin_or_none
 from pyspark_catalog_ext.catalog.urls import safe_url
@@ -81,7 +82,7 @@ class RawCalls:
                                "storage-credentials must be a list")
         return body
 
-    def get_url(self, url: str, key: str = "client.refresh-credentials-endpoint") -> Any:
+    def get_url(self, url: str, key: str = REFRESH_ENDPOINT) -> Any:
         """GET a server-given URL (`key`: the setting that gave it), absolute or relative to the
         catalog, on an origin of the trust set only. Another origin is refused before any request
         (`UntrustedOriginError`, a `CatalogError`, so a refresh falls through to the next strategy):

@@ -19,6 +19,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pyspark_catalog_ext import events
+from pyspark_catalog_ext.catalog.storage_keys import (
+    ADLS_REFRESH_ENDPOINT,
+    ADLS_SAS,
+    GCS_REFRESH_ENDPOINT,
+    GCS_TOKEN,
+    REFRESH_ENDPOINT,
+    S3_ACCESS_KEY_ID,
+)
 from pyspark_catalog_ext.catalog.trust import TRUSTED_ORIGINS_KNOB, Origin, TrustedOrigins
 from pyspark_catalog_ext.catalog.trust_rules import is_metadata_code_key, server_may_set, store_of_endpoint_key
 from pyspark_catalog_ext.errors import UntrustedOriginError
@@ -58,12 +66,12 @@ def issued_stores(answer: Mapping[str, Any]) -> set[str]:
     """The stores for which `answer` (a table answer's server-set keys) vends a credential or names
     where the catalog renews it (a refresh endpoint). The JVM's twin: `session/ServerEndpoints.java`."""
     out = set()
-    if answer.get("s3.access-key-id") or answer.get("client.refresh-credentials-endpoint"):
+    if answer.get(S3_ACCESS_KEY_ID) or answer.get(REFRESH_ENDPOINT):
         out.add("s3")
-    if answer.get("gcs.oauth2.token") or answer.get("gcs.oauth2.refresh-credentials-endpoint"):
+    if answer.get(GCS_TOKEN) or answer.get(GCS_REFRESH_ENDPOINT):
         out.add("gcs")
-    if answer.get("adls.refresh-credentials-endpoint") or any(
-            str(k).startswith("adls.sas-token.") and v for k, v in answer.items()):
+    if answer.get(ADLS_REFRESH_ENDPOINT) or any(
+            str(k).startswith(ADLS_SAS) and v for k, v in answer.items()):
         out.add("adls")
     return out
 

@@ -67,10 +67,11 @@ def prepare_jvm(step: Callable[[str], None] = print) -> DemoJvm:
 
 def _credential_expiry(lake, catalog: str) -> datetime | None:
     """Expiry of the credentials the catalog vends for the table, from a PyIceberg load."""
+    from pyspark_catalog_ext.catalog.storage_keys import S3_EXPIRY
     from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 
     table = pyiceberg_catalog(lake, catalog).load_table(TABLE)
-    ms = table.io.properties.get("s3.session-token-expires-at-ms")
+    ms = table.io.properties.get(S3_EXPIRY)
     return datetime.fromtimestamp(int(ms) / 1000, tz=timezone.utc) if ms else None
 
 

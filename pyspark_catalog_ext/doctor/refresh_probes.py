@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark_catalog_ext.catalog.storage_keys import REFRESH_ENDPOINT
 from pyspark_catalog_ext.doctor.context import ProbeContext, fingerprint, one_line
 from pyspark_catalog_ext.doctor.probes import CACHE_NOTE, cached_probe, status_of, store_tokens
 from pyspark_catalog_ext.doctor.registry import probe
@@ -20,8 +21,8 @@ def _refresh_endpoint_of(body: dict[str, Any] | None) -> str | None:
     if not body:
         return None
     for cfg in [body.get("config") or {}] + [c.get("config") or {} for c in body.get("storage-credentials") or []]:
-        if cfg.get("client.refresh-credentials-endpoint"):
-            return str(cfg["client.refresh-credentials-endpoint"])
+        if cfg.get(REFRESH_ENDPOINT):
+            return str(cfg[REFRESH_ENDPOINT])
     return None
 
 
@@ -36,8 +37,8 @@ def probe_refresh_endpoint(ctx: ProbeContext) -> Outcome:
         if url:
             found_in = name
             break
-    if not url and ctx.client.properties.get("client.refresh-credentials-endpoint"):
-        url, found_in = ctx.client.properties["client.refresh-credentials-endpoint"], "config"
+    if not url and ctx.client.properties.get(REFRESH_ENDPOINT):
+        url, found_in = ctx.client.properties[REFRESH_ENDPOINT], "config"
     evidence: dict[str, Any] = {"advertised_in": found_in, "endpoint": url}
     if not url:
         return unsupported("no client.refresh-credentials-endpoint in /v1/config or the table config", **evidence)

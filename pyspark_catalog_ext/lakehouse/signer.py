@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from pyspark_catalog_ext.catalog.storage_keys import S3_ACCESS_KEY_ID, S3_EXPIRY, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN
 from pyspark_catalog_ext.lakehouse.canonical import Route, parse_json
 from pyspark_catalog_ext.lakehouse.filer import FilerAccess
 from pyspark_catalog_ext.lakehouse.guard import LocationGuard, StoredTable
@@ -36,7 +37,7 @@ __all__ = ["SigningCatalogProxy", "SIGN_ENDPOINT", "REMOTE_SIGNING", "CLIENT_ID"
 REMOTE_SIGNING = "remote-signing"
 SIGN_ENDPOINT = "v1/aws/s3/sign"  # Iceberg 1.10's default `s3.signer.endpoint`; ours add /<scope id>
 # Keys a table answer must never carry in remote-signing mode.
-_STORAGE_SECRETS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "s3.session-token-expires-at-ms")
+_STORAGE_SECRETS = (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN, S3_EXPIRY)
 MAX_LOCATIONS = 10_000  # table locations remembered per client (oldest forgotten first)
 DELETE_TICKET_SECONDS = 300  # long enough for the SDK's retries of one DeleteObjects
 MAX_DELETE_TICKETS = 1024  # per client

@@ -23,7 +23,7 @@ from pydantic import Field, ValidationError
 from pyiceberg.catalog.rest import Endpoints, TableResponse
 from pyiceberg.catalog.rest.auth import AUTH_MANAGER
 from pyiceberg.catalog.rest.scan_planning import StorageCredential
-from pyiceberg.io import FileIO, load_file_io
+from pyiceberg.io import S3_SIGNER, FileIO, load_file_io
 from pyiceberg.io.fsspec import FsspecFileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.table import CommitTableRequest, CommitTableResponse, StagedTable, Table
@@ -177,8 +177,8 @@ class GuardedRestCatalog(CatalogClient):
         signer = self._signer_session().signer(name, target)
         # The signer holds the credentials: no key, PyIceberg signer or auth manager goes to the FileIO.
         properties = {k: v for k, v in table_properties.items()
-                      if not (k.startswith("s3.") and is_secret_key(k)) and k not in (AUTH_MANAGER, "s3.signer")}
-        chosen = type(load_file_io({k: v for k, v in table_properties.items() if k != "s3.signer"}, metadata_location))
+                      if not (k.startswith("s3.") and is_secret_key(k)) and k not in (AUTH_MANAGER, S3_SIGNER)}
+        chosen = type(load_file_io({k: v for k, v in table_properties.items() if k != S3_SIGNER}, metadata_location))
         if issubclass(chosen, PyArrowFileIO):
             return SigningPyArrowFileIO(properties, signer)
         if issubclass(chosen, FsspecFileIO):
@@ -251,7 +251,7 @@ class GuardedRestCatalog(CatalogClient):
 class _VendedCredential(StorageCredential):
     """PyIceberg's StorageCredential plus the proposed `storage-refresh-token` (spec PR 15280) its model drops."""
 
-    storage_refresh_token: str | None = Field(alias="storage-refresh-token", default=None)
+    storage_refresh_token: str | None = Field(alias="storage-refresh-token", default=None)  # mypy: an alias is a literal
 
     def __repr__(self) -> str:  # never the keys or the token
         return f"_VendedCredential(prefix={self.prefix!r})"

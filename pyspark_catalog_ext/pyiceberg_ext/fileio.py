@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, TypeVar
 from urllib.parse import urlsplit
 
-from pyiceberg.io import FileIO, InputFile, OutputFile
+from pyiceberg.io import S3_ACCESS_KEY_ID, FileIO, InputFile, OutputFile
 from pyiceberg.io.fsspec import FsspecFileIO
 
 from pyspark_catalog_ext import knobs
@@ -236,7 +236,7 @@ def _release(delegate: FileIO) -> None:
     default), so each renewal would leave one s3fs client behind; drop those built with the old
     key. PyArrow filesystems are owned by the delegate alone and go with it.
     """
-    akid = delegate.properties.get("s3.access-key-id")
+    akid = delegate.properties.get(S3_ACCESS_KEY_ID)
     if not akid or not isinstance(delegate, FsspecFileIO):
         return
     try:

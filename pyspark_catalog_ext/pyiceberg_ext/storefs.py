@@ -16,13 +16,13 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from pyiceberg.io import FileIO
+from pyiceberg.io import GCS_TOKEN, FileIO
 from pyiceberg.io.fsspec import FsspecFileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
+from pyspark_catalog_ext.catalog.storage_keys import ADLS_CONNECTION, ADLS_SAS
 from pyspark_catalog_ext.errors import ConfigError
-from pyspark_catalog_ext.refresh.vended import ADLS_SAS, GCS_TOKEN
-from pyspark_catalog_ext.storage.accounts import ADLS_CONNECTION, ADLS_SCHEMES, adls_account, gcs_filesystem
+from pyspark_catalog_ext.storage.accounts import ADLS_SCHEMES, adls_account, gcs_filesystem
 
 __all__ = ["StoreFsspecFileIO", "StorePyArrowFileIO", "store_aware"]
 

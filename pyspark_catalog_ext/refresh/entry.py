@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark_catalog_ext import logsafety
+from pyspark_catalog_ext.catalog.storage_keys import STORAGE_REFRESH_TOKEN
 from pyspark_catalog_ext.catalog.trust_rules import server_may_set
 from pyspark_catalog_ext.errors import CredentialRefreshError
 from pyspark_catalog_ext.refresh.rules import hard_margin_s
@@ -153,7 +154,7 @@ class TableEntry:
             if not cfg:
                 continue  # lakekeeper#1923: an entry without credentials (the JVM drops it too: RefreshTokenCapture)
             prefix = str(cred.get("prefix") or "")
-            slots.append(slot(prefix, cfg, cred.get("storage-refresh-token") or held_tokens.get(prefix)))
+            slots.append(slot(prefix, cfg, cred.get(STORAGE_REFRESH_TOKEN) or held_tokens.get(prefix)))
         if not slots:
             raise CredentialRefreshError(f"the catalog returned no storage credentials for table {self.name}")
         with self._state_lock:

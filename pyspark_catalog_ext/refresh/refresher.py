@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pyspark_catalog_ext import events
+from pyspark_catalog_ext.catalog.storage_keys import REFRESH_ENDPOINT
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, CredentialRefreshError, CredentialsRejectedError, redact
 from pyspark_catalog_ext.refresh import policy as policy_knobs
 from pyspark_catalog_ext.refresh.entry import TableEntry
@@ -106,7 +107,7 @@ class CredentialRefresher:
         catalog sees one refresh request per table per renewal, however many Table objects exist.
         """
         key = (tuple(identifier), staged)
-        refresh_endpoint = (config or {}).get("client.refresh-credentials-endpoint")
+        refresh_endpoint = (config or {}).get(REFRESH_ENDPOINT)
         with self._lock:
             entry = self._by_identifier.get(key)
             if entry is None or (location and entry.location and entry.location != location):

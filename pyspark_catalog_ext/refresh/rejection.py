@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 from cachetools import LRUCache
 
+from pyspark_catalog_ext.catalog.storage_keys import S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN
 from pyspark_catalog_ext.errors import GcsTokenRefused
 from pyspark_catalog_ext.refresh.rules import EXPIRY_CODES, EXPIRY_STATUSES
 
@@ -197,7 +198,7 @@ class S3Prober:
         self.probes = 0
 
     def _client_for(self, props: Mapping[str, Any]) -> Any:
-        akid = str(props.get("s3.access-key-id") or "")
+        akid = str(props.get(S3_ACCESS_KEY_ID) or "")
         key = (akid, str(props.get("s3.endpoint") or ""))
         with self._lock:
             client = self._clients.get(key)
@@ -221,8 +222,8 @@ class S3Prober:
         return session.client(
             "s3", endpoint_url=props.get("s3.endpoint") or None,
             region_name=props.get("s3.region") or props.get("client.region") or "us-east-1",
-            aws_access_key_id=akid or None, aws_secret_access_key=props.get("s3.secret-access-key") or None,
-            aws_session_token=props.get("s3.session-token") or None,
+            aws_access_key_id=akid or None, aws_secret_access_key=props.get(S3_SECRET_ACCESS_KEY) or None,
+            aws_session_token=props.get(S3_SESSION_TOKEN) or None,
             # One answer is the point: botocore's own retries would only repeat the refusal.
             config=Config(retries={"max_attempts": 1, "mode": "standard"}, connect_timeout=5, read_timeout=10,
                           s3={"addressing_style": "path" if path_style else "auto"}))

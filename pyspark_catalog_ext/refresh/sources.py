@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from pyspark_catalog_ext.catalog.storage_keys import S3_ACCESS_KEY_ID, S3_EXPIRY, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN
 from pyspark_catalog_ext.errors import CredentialRefreshError
 
 if TYPE_CHECKING:
@@ -58,12 +59,12 @@ class StorageCredentials:
     prefix: str | None = None
 
     def to_config(self) -> dict[str, str]:
-        config = {"s3.access-key-id": self.access_key_id, "s3.secret-access-key": self.secret_access_key}
+        config = {S3_ACCESS_KEY_ID: self.access_key_id, S3_SECRET_ACCESS_KEY: self.secret_access_key}
         if self.session_token:
-            config["s3.session-token"] = self.session_token
+            config[S3_SESSION_TOKEN] = self.session_token
         if self.expires_at is not None:
             expires = self.expires_at if self.expires_at.tzinfo else self.expires_at.replace(tzinfo=_dt.timezone.utc)
-            config["s3.session-token-expires-at-ms"] = str(int(expires.timestamp() * 1000))
+            config[S3_EXPIRY] = str(int(expires.timestamp() * 1000))
         return config
 
 

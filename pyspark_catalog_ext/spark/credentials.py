@@ -16,6 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from pyspark_catalog_ext import logsafety
+from pyspark_catalog_ext.catalog.storage_keys import S3_EXPIRY, STORAGE_REFRESH_TOKEN
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, redact
 from pyspark_catalog_ext.refresh.policy import RefreshPolicy
 from pyspark_catalog_ext.refresh.sources import CredentialSource, user_answer
@@ -31,9 +32,9 @@ log = logging.getLogger("pyspark_catalog_ext.refresh")
 
 def _secret_values(answer: dict) -> list[str]:
     configs = [answer.get("config") or {}] + [c.get("config") or {} for c in answer.get("storage-credentials") or []]
-    values = [v for config in configs for k, v in config.items() if k != "s3.session-token-expires-at-ms"
+    values = [v for config in configs for k, v in config.items() if k != S3_EXPIRY
               and k.startswith("s3.") and ("key" in k or "token" in k)]
-    values += [c["storage-refresh-token"] for c in answer.get("storage-credentials") or [] if c.get("storage-refresh-token")]
+    values += [c[STORAGE_REFRESH_TOKEN] for c in answer.get("storage-credentials") or [] if c.get(STORAGE_REFRESH_TOKEN)]
     return values
 
 

@@ -28,6 +28,7 @@ from pyspark_catalog_ext.catalog.locations import (
     table_paths,
     tables_under,
 )
+from pyspark_catalog_ext.catalog.storage_keys import S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN
 from pyspark_catalog_ext.catalog.trust_rules import server_may_set
 from pyspark_catalog_ext.errors import CatalogError, CatalogExtError, CatalogNotFoundError, CleanupRefused, ConfigError
 from pyspark_catalog_ext.progress import Progress
@@ -142,12 +143,12 @@ def s3_client(endpoint: str | None, access_key: str, secret_key: str, session_to
 
 
 def _s3_from_props(props: Mapping[str, str]) -> Any:
-    if "s3.access-key-id" not in props:
+    if S3_ACCESS_KEY_ID not in props:
         raise ConfigError("the catalog vended no S3 credentials for this location; pass --s3-access-key/--s3-secret-key")
     # No endpoint anywhere (table config, --s3-endpoint): AWS S3 in the keys' region, as Iceberg's
     # S3FileIO does with the same properties; that is where a catalog on AWS vends keys for.
-    return s3_client(props.get("s3.endpoint"), props["s3.access-key-id"], props.get("s3.secret-access-key", ""),
-                     props.get("s3.session-token"), props.get("client.region") or props.get("s3.region"),
+    return s3_client(props.get("s3.endpoint"), props[S3_ACCESS_KEY_ID], props.get(S3_SECRET_ACCESS_KEY, ""),
+                     props.get(S3_SESSION_TOKEN), props.get("client.region") or props.get("s3.region"),
                      props.get("s3.path-style-access", "true").lower() == "true")
 
 

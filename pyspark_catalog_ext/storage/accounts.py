@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark_catalog_ext.catalog.storage_keys import ADLS_CONNECTION, ADLS_SAS, GCS_SERVICE_HOST, GCS_TOKEN
 from pyspark_catalog_ext.errors import GcsTokenRefused
-from pyspark_catalog_ext.refresh.vended import ADLS_SAS, GCS_TOKEN
 
 __all__ = ["ADLS_CONNECTION", "ADLS_SCHEMES", "AdlsAccount", "adls_account", "gcs_filesystem"]
 
 ADLS_SCHEMES = ("abfs", "abfss", "wasb", "wasbs")
-ADLS_CONNECTION = "adls.connection-string."  # + <host>: the account's blob endpoint (Iceberg's name)
 
 
 class AdlsAccount:
@@ -49,7 +48,7 @@ def gcs_filesystem(properties: dict[str, Any]) -> Any:
 
     token = _vended_gcs_token(str(properties[GCS_TOKEN]))
     return GCSFileSystem(project=properties.get("gcs.project-id"), token=token,
-                         endpoint_url=properties.get("gcs.service.host"),
+                         endpoint_url=properties.get(GCS_SERVICE_HOST),
                          session_kwargs={"trace_configs": [_on_401(token)]},
                          consistency="none", skip_instance_cache=True)
 

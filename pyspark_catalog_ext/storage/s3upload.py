@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from cachetools import LRUCache
 
+from pyspark_catalog_ext.catalog.storage_keys import S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN
 from pyspark_catalog_ext.storage.part_upload import (
     PART_BYTES_KNOB,
     PARTS_IN_FLIGHT_KNOB,
@@ -63,9 +64,9 @@ def new_client(props: Mapping[str, Any], **config: Any) -> Any:
         return _session[0].client(
             "s3", endpoint_url=props.get("s3.endpoint") or None,
             region_name=props.get("s3.region") or props.get("client.region") or None,
-            aws_access_key_id=props.get("s3.access-key-id") or None,
-            aws_secret_access_key=props.get("s3.secret-access-key") or None,
-            aws_session_token=props.get("s3.session-token") or None, config=settings)
+            aws_access_key_id=props.get(S3_ACCESS_KEY_ID) or None,
+            aws_secret_access_key=props.get(S3_SECRET_ACCESS_KEY) or None,
+            aws_session_token=props.get(S3_SESSION_TOKEN) or None, config=settings)
 
 
 class S3Clients:
@@ -77,7 +78,7 @@ class S3Clients:
         self._clients: LRUCache[tuple, Any] = LRUCache(maxsize=keep)
 
     def get(self, props: Mapping[str, Any]) -> Any:
-        key = tuple(str(props.get(k) or "") for k in ("s3.access-key-id", "s3.session-token", "s3.endpoint", "s3.region",
+        key = tuple(str(props.get(k) or "") for k in (S3_ACCESS_KEY_ID, S3_SESSION_TOKEN, "s3.endpoint", "s3.region",
                                                      "client.region", "s3.path-style-access", "s3.proxy-uri"))
         with self._lock:
             client = self._clients.get(key)

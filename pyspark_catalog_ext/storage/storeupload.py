@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 from cachetools import LRUCache
 
+from pyspark_catalog_ext.catalog.storage_keys import GCS_SERVICE_HOST
 from pyspark_catalog_ext.refresh.vended import GCS_TOKEN
 from pyspark_catalog_ext.storage.accounts import adls_account, gcs_filesystem
 from pyspark_catalog_ext.storage.part_upload import PartUpload, Run, UploadBounds
@@ -42,7 +43,7 @@ class StoreClients:
     def get(self, location: str, props: Mapping[str, Any]) -> Any:
         scheme, netloc = urlsplit(location).scheme, urlsplit(location).netloc
         if scheme in ("gs", "gcs"):
-            key: tuple = ("gs", str(props.get(GCS_TOKEN) or ""), str(props.get("gcs.service.host") or ""))
+            key: tuple = ("gs", str(props.get(GCS_TOKEN) or ""), str(props.get(GCS_SERVICE_HOST) or ""))
         else:
             account = adls_account(dict(props), netloc)
             if account is None:
@@ -57,7 +58,7 @@ class StoreClients:
 
 def _new_client(key: tuple) -> Any:
     if key[0] == "gs":
-        return gcs_filesystem({GCS_TOKEN: key[1], "gcs.service.host": key[2] or None})
+        return gcs_filesystem({GCS_TOKEN: key[1], GCS_SERVICE_HOST: key[2] or None})
     from azure.storage.blob import BlobServiceClient
 
     # As adlfs builds its client from a vended SAS (storefs.StoreFsspecFileIO).
