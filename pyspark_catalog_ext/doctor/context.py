@@ -16,7 +16,15 @@ from typing import Any
 from pyspark_catalog_ext.catalog.exchanges import Exchange
 from pyspark_catalog_ext.catalog.profiles import Profile
 from pyspark_catalog_ext.catalog.rest import CatalogClient
+from pyspark_catalog_ext.catalog.storage_keys import (
+    S3_ACCESS_KEY_ID,
+    S3_EXPIRY,
+    S3_SECRET_ACCESS_KEY,
+    S3_SESSION_TOKEN,
+    STORAGE_REFRESH_TOKEN,
+)
 from pyspark_catalog_ext.errors import CatalogExtError, CatalogNotFoundError, redact
+from pyspark_catalog_ext.refresh.vended import expiry_ms
 from pyspark_catalog_ext.secret_keys import is_secret_key
 
 __all__ = ["ProbeContext", "Cleanup", "Interrupts", "Terminated", "SecretBag", "VendedCredential", "TABLE_SCHEMA", "create_updates", "fingerprint", "one_line"]
@@ -95,7 +103,7 @@ class SecretBag:
         for cred in body.get("storage-credentials") or []:
             if isinstance(cred, Mapping):
                 self.add_config(cred.get("config"))
-                self.add(cred.get("storage-refresh-token"))
+                self.add(cred.get(STORAGE_REFRESH_TOKEN))
 
     def scrub(self, text: str) -> str:
         """`text` with every known secret replaced by ***."""
@@ -131,19 +139,15 @@ class VendedCredential:
 
     @property
     def access_key_id(self) -> str | None:
-        return self.config.get("s3.access-key-id")
+        return self.config.get(S3_ACCESS_KEY_ID)
 
     @property
     def expires_at_ms(self) -> int | None:
-        raw = self.config.get("s3.session-token-expires-at-ms")
-        try:
-            return int(raw) if raw is not None else None
-        except ValueError:
-            return None
+        return expiry_ms(self.config.get(S3_EXPIRY))
 
     @property
     def refresh_token(self) -> str | None:
-        return self.config.get("storage-refresh-token")
+        return self.config.get(STORAGE_REFRESH_TOKEN)
 
     def public(self) -> dict[str, Any]:
         """Secret-free description: prefix, key names, expiry, key fingerprint."""
@@ -381,11 +385,11 @@ class ProbeContext:
         entries = [c for c in body.get("storage-credentials") or [] if isinstance(c, Mapping)]
         for cred in sorted(entries, key=lambda c: len(str(c.get("prefix") or "")), reverse=True):
             config = {str(k): str(v) for k, v in (cred.get("config") or {}).items()}
-            if cred.get("storage-refresh-token"):
-                config["storage-refresh-token"] = str(cred["storage-refresh-token"])
-            if config.get("s3.access-key-id"):
+            if cred.get(STORAGE_REFRESH_TOKEN):
+                config[STORAGE_REFRESH_TOKEN] = str(cred[STORAGE_REFRESH_TOKEN])
+            if config.get(S3_ACCESS_KEY_ID):
                 out.append(VendedCredential(cred.get("prefix"), "storage-credentials", config, table_config))
-        if table_config.get("s3.access-key-id"):
+        if table_config.get(S3_ACCESS_KEY_ID):
             out.append(VendedCredential(None, "config", table_config, table_config))
         return out
 
@@ -400,9 +404,9 @@ class ProbeContext:
             "s3",
             endpoint_url=s3["endpoint"],
             region_name=s3["region"],
-            aws_access_key_id=cred.config.get("s3.access-key-id"),
-            aws_secret_access_key=cred.config.get("s3.secret-access-key"),
-            aws_session_token=cred.config.get("s3.session-token"),
+            aws_access_key_id=cred.config.get(S3_ACCESS_KEY_ID),
+            aws_secret_access_key=cred.config.get(S3_SECRET_ACCESS_KEY),
+            aws_session_token=cred.config.get(S3_SESSION_TOKEN),
             config=Config(
                 s3={"addressing_style": "path" if s3["path_style"] else "auto"},
                 retries={"max_attempts": 1, "mode": "standard"},

@@ -22,22 +22,24 @@ from urllib.parse import quote, urlsplit
 
 import requests
 
+from pyspark_catalog_ext.catalog.storage_keys import (
+    ADLS_CONNECTION,
+    ADLS_REFRESH_ENDPOINT,
+    GCS_REFRESH_ENDPOINT,
+    GCS_SERVICE_HOST,
+    REFRESH_ENDPOINT,
+    STORAGE_REFRESH_TOKEN,
+)
 from pyspark_catalog_ext.catalog.trust import Origin
 from pyspark_catalog_ext.doctor.context import fingerprint
+from pyspark_catalog_ext.refresh.vended import store_tokens
 
 __all__ = ["STORES", "StoreCredential", "store_credentials", "refresh_endpoint", "store_endpoint", "check_access"]
 
 STORES = ("adls", "gcs")
-ADLS_TOKEN = "adls.sas-token."
-ADLS_EXPIRY = "adls.sas-token-expires-at-ms."
-ADLS_ENDPOINT = "adls.connection-string."
-GCS_TOKEN = "gcs.oauth2.token"
-GCS_EXPIRY = "gcs.oauth2.token-expires-at"
-GCS_HOST = "gcs.service.host"
 GCS_DEFAULT_HOST = "https://storage.googleapis.com"
 #: The store's own refresh endpoint key, then the generic one Iceberg falls back to.
-REFRESH_KEYS = {"adls": ("adls.refresh-credentials-endpoint", "client.refresh-credentials-endpoint"),
-                "gcs": ("gcs.oauth2.refresh-credentials-endpoint", "client.refresh-credentials-endpoint")}
+REFRESH_KEYS = {"adls": (ADLS_REFRESH_ENDPOINT, REFRESH_ENDPOINT), "gcs": (GCS_REFRESH_ENDPOINT, REFRESH_ENDPOINT)}
 _SCHEMES = {"adls": ("abfs", "abfss"), "gcs": ("gs",)}
 _PROBE_BODY = b"PAR1 pyspark-catalog-ext doctor store probe PAR1"
 
@@ -66,25 +68,10 @@ class StoreCredential:
                 "storage_refresh_token": self.refresh_token is not None}
 
 
-def _ms(raw: str | None) -> int | None:
-    try:
-        return int(raw) if raw else None
-    except ValueError:
-        return None
-
-
 def _from_config(config: dict[str, str], prefix: str | None, source: str, table_config: dict[str, str],
                  refresh_token: str | None) -> list[StoreCredential]:
-    out = []
-    for key, value in sorted(config.items()):
-        if key.startswith(ADLS_TOKEN) and value:
-            host = key[len(ADLS_TOKEN):]
-            out.append(StoreCredential("adls", prefix, source, value, _ms(config.get(ADLS_EXPIRY + host)), host,
-                                       config, table_config, refresh_token))
-    if config.get(GCS_TOKEN):
-        out.append(StoreCredential("gcs", prefix, source, config[GCS_TOKEN], _ms(config.get(GCS_EXPIRY)), None,
-                                   config, table_config, refresh_token))
-    return out
+    return [StoreCredential(t.store, prefix, source, t.token, t.expires_at_ms, t.host, config, table_config, refresh_token)
+            for t in store_tokens(config)]
 
 
 def store_credentials(body: Mapping[str, Any] | None) -> list[StoreCredential]:
@@ -97,7 +84,7 @@ def store_credentials(body: Mapping[str, Any] | None) -> list[StoreCredential]:
     out: list[StoreCredential] = []
     for cred in sorted(entries, key=lambda c: len(str(c.get("prefix") or "")), reverse=True):
         config = {str(k): str(v) for k, v in (cred.get("config") or {}).items()}
-        token = cred.get("storage-refresh-token")
+        token = cred.get(STORAGE_REFRESH_TOKEN)
         out += _from_config(config, cred.get("prefix"), "storage-credentials", table_config, str(token) if token else None)
     return out + _from_config(table_config, None, "config", table_config, None)
 
@@ -144,11 +131,11 @@ def store_endpoint(cred: StoreCredential, props: Mapping[str, str]) -> dict[str,
     """Where `cred`'s token may go: {"endpoint", "from" (which layer named it, None: the store's
     default), "origin"} or, when the endpoint breaks the rule, {"refused": why}."""
     if cred.store == "adls":
-        key = ADLS_ENDPOINT + str(cred.host)
+        key = ADLS_CONNECTION + str(cred.host)
         endpoint, where = _pick(cred, props, key)
         endpoint = endpoint or f"https://{cred.host}"
     else:
-        key = GCS_HOST
+        key = GCS_SERVICE_HOST
         endpoint, where = _pick(cred, props, key)
         endpoint = endpoint or GCS_DEFAULT_HOST
     try:

@@ -14,18 +14,22 @@ Why: docs/stores.md, section 'PyIceberg 0.12: PyArrow and fsspec'.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from pyspark_catalog_ext.catalog.storage_keys import (
+    ADLS_SAS,
+    ADLS_SAS_EXPIRY,
+    GCS_TOKEN,
+    GCS_TOKEN_EXPIRY,
+    S3_ACCESS_KEY_ID,
+    S3_EXPIRY,
+    S3_SESSION_TOKEN,
+)
 from pyspark_catalog_ext.secret_keys import is_secret_key
 
-__all__ = ["ADLS_SAS", "ADLS_SAS_EXPIRY", "GCS_TOKEN", "GCS_TOKEN_EXPIRY", "S3_EXPIRY", "credential_identities",
-           "has_credentials", "is_vended_key", "stated_expiry_s"]
-
-S3_EXPIRY = "s3.session-token-expires-at-ms"
-GCS_TOKEN = "gcs.oauth2.token"
-GCS_TOKEN_EXPIRY = "gcs.oauth2.token-expires-at"
-ADLS_SAS = "adls.sas-token."  # + <host>
-ADLS_SAS_EXPIRY = "adls.sas-token-expires-at-ms."  # + <host>
+__all__ = ["ADLS_SAS", "ADLS_SAS_EXPIRY", "GCS_TOKEN", "GCS_TOKEN_EXPIRY", "S3_EXPIRY", "StoreToken", "credential_identities",
+           "expiry_ms", "has_credentials", "is_vended_key", "stated_expiry_s", "store_tokens"]
 
 
 def is_vended_key(key: str) -> bool:
@@ -38,34 +42,61 @@ def is_vended_key(key: str) -> bool:
 
 def has_credentials(config: Mapping[str, Any]) -> bool:
     """Does this config hand out a credential of any store?"""
-    return bool(config.get("s3.access-key-id") or config.get(GCS_TOKEN)
+    return bool(config.get(S3_ACCESS_KEY_ID) or config.get(GCS_TOKEN)
                 or any(k.startswith(ADLS_SAS) and v for k, v in config.items()))
 
 
-def _ms(raw: Any) -> float | None:
+def expiry_ms(raw: Any) -> int | None:
+    """A stated expiry (epoch ms) as its key gives it; None when absent, blank or not an integer."""
     try:
-        return int(raw) / 1000.0 if raw is not None and str(raw).strip() else None
+        return int(raw) if raw is not None and str(raw).strip() else None
     except (TypeError, ValueError):
         return None
 
 
+def _s(raw: Any) -> float | None:
+    ms = expiry_ms(raw)
+    return ms / 1000.0 if ms is not None else None
+
+
 def stated_expiry_s(config: Mapping[str, Any]) -> float:
     """The earliest expiry (epoch s) the config states for its credentials; inf when it states none."""
-    stated = [_ms(config.get(S3_EXPIRY)), _ms(config.get(GCS_TOKEN_EXPIRY))]
-    stated += [_ms(v) for k, v in config.items() if k.startswith(ADLS_SAS_EXPIRY)]
+    stated = [_s(config.get(S3_EXPIRY)), _s(config.get(GCS_TOKEN_EXPIRY))]
+    stated += [_s(v) for k, v in config.items() if k.startswith(ADLS_SAS_EXPIRY)]
     return min((s for s in stated if s is not None), default=float("inf"))
+
+
+@dataclass(frozen=True)
+class StoreToken:
+    """One ADLS SAS (for one account host) or GCS token a config hands out, with its stated expiry."""
+
+    store: str  # "adls" or "gcs"
+    host: str | None  # ADLS: the account host the SAS is for
+    token: str = field(repr=False)
+    stated_expiry: str  # the expiry key's value as given ("" when none)
+
+    @property
+    def expires_at_ms(self) -> int | None:
+        return expiry_ms(self.stated_expiry)
+
+
+def store_tokens(config: Mapping[str, Any]) -> list[StoreToken]:
+    """The ADLS SAS tokens of `config` (by key) then its GCS token."""
+    out = []
+    for key, value in sorted(config.items(), key=lambda item: str(item[0])):
+        if str(key).startswith(ADLS_SAS) and value:
+            host = str(key)[len(ADLS_SAS):]
+            out.append(StoreToken("adls", host, str(value), str(config.get(ADLS_SAS_EXPIRY + host) or "")))
+    if config.get(GCS_TOKEN):
+        out.append(StoreToken("gcs", None, str(config[GCS_TOKEN]), str(config.get(GCS_TOKEN_EXPIRY) or "")))
+    return out
 
 
 def credential_identities(config: Mapping[str, Any]) -> set[tuple[str, str, str]]:
     """(what, the credential, its stated expiry) of each credential in `config`: two answers with the
     same identities hand out the same credentials with the same expiry."""
     out: set[tuple[str, str, str]] = set()
-    if config.get("s3.access-key-id"):
-        out.add((str(config["s3.access-key-id"]), str(config.get("s3.session-token") or ""), str(config.get(S3_EXPIRY) or "")))
-    if config.get(GCS_TOKEN):
-        out.add(("gcs", str(config[GCS_TOKEN]), str(config.get(GCS_TOKEN_EXPIRY) or "")))
-    for key, value in config.items():
-        if key.startswith(ADLS_SAS) and value:
-            host = key[len(ADLS_SAS):]
-            out.add(("adls:" + host, str(value), str(config.get(ADLS_SAS_EXPIRY + host) or "")))
+    if config.get(S3_ACCESS_KEY_ID):
+        out.add((str(config[S3_ACCESS_KEY_ID]), str(config.get(S3_SESSION_TOKEN) or ""), str(config.get(S3_EXPIRY) or "")))
+    out |= {("gcs" if t.store == "gcs" else f"adls:{t.host}", t.token, t.stated_expiry) for t in store_tokens(config)}
     return out
