@@ -142,8 +142,16 @@ class CredentialRefresher:
 
     # -- refreshing ------------------------------------------------------------------------------
     def _refresh_handle(self, handle: str, seen_generation: int) -> bool:
+        """The schedule's renewal of one table. It never waits for the table's lock: a holder is
+        renewing it already (a reader perhaps waiting out a backoff), and the pass goes on to the
+        other tables instead of stalling behind that wait."""
         entry = self._by_handle.get(handle)
-        return entry is not None and self.refresh(entry, seen_generation)
+        if entry is None or not entry.refresh_lock.acquire(blocking=False):
+            return False
+        try:
+            return self.refresh(entry, seen_generation)
+        finally:
+            entry.refresh_lock.release()
 
     def refresh(self, entry: TableEntry, seen_generation: int | None = None, *, reader: bool = False) -> bool:
         """Renew `entry` unless someone did since `seen_generation`; True if this call renewed its keys.

@@ -255,6 +255,35 @@ def test_a_reader_of_due_keys_wakes_a_late_schedule():
         refresher.close()
 
 
+def test_a_pass_does_not_stall_behind_a_table_whose_renewal_is_held():
+    """A reader waiting out one table's backoff holds that table's lock; the schedule's pass renews
+    the other tables meanwhile instead of waiting for it."""
+    clock = FakeClock()
+    refresher, source = make(clock)
+    held = refresher.track(("db", "held"), vended(clock, 0), [], location="s3://b/db/held", staged=False)
+    other = refresher.track(("db", "other"), vended(clock, 1), [], location="s3://b/db/other", staged=False)
+    for entry in (held, other):
+        entry.slot_for(entry.location + "/f")  # in use
+    clock.t += 75  # both due
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with held.refresh_lock:
+            holding.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    assert holding.wait(5)
+    passed: list[list[str]] = []
+    ticker = threading.Thread(target=lambda: passed.append(refresher.scheduler.tick()), daemon=True)
+    ticker.start()
+    ticker.join(3)
+    release.set()
+    holder.join(5)
+    assert passed == [[other.handle]] and source.calls == 1
+
+
 def test_keys_without_an_expiry_are_renewed_after_the_assumed_lifetime():
     """Unity 0.6 (unitycatalog#1885) vends keys that do expire without saying when: they count as
     expiring `assumed_lifetime_s` after their fetch, so they are renewed before that; 0 trusts them."""
