@@ -272,7 +272,8 @@ class CredentialRefresher:
             except CredentialRefreshError:
                 if entry.failures == failures or self.clock() >= deadline:
                     raise  # not a failed attempt (a user source's own error type, say), or out of time
-            generation = entry.generation
+            # `generation` stays the one the caller saw: keys renewed by another thread meanwhile end
+            # the wait (refresh answers False) instead of being renewed once more.
 
     # -- the servers' clock --------------------------------------------------------------------------
     def clock(self) -> float:

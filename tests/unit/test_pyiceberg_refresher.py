@@ -148,6 +148,25 @@ def test_readers_wait_out_the_backoff_until_their_timeout():
     assert source.calls == 6 and clock.sleeps[-1] == 8 and entry.failures == 0
 
 
+def test_keys_renewed_by_another_thread_during_the_wait_end_it_without_another_request():
+    clock = FakeClock()
+    refresher, source = make(clock)
+    entry = refresher.track(("db", "t"), vended(clock, 0), [], location="s3://b/db/t", staged=False)
+    clock.t += LIFETIME
+    source.fail = True
+    with pytest.raises(CredentialRefreshError):
+        refresher.refresh(entry)  # a failed renewal: backoff until +4 s
+    source.fail = False
+
+    def sleep_while_the_schedule_renews(seconds: float) -> None:
+        clock.sleep(seconds)
+        refresher.refresh(entry)  # another thread renews meanwhile
+
+    refresher._sleep = sleep_while_the_schedule_renews
+    assert refresher.ensure_fresh(entry, entry.generation) is True
+    assert source.calls == 2 and entry.failures == 0
+
+
 def test_same_table_handed_out_twice_shares_one_entry():
     clock = FakeClock()
     refresher, _ = make(clock)
