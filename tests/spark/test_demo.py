@@ -6,12 +6,14 @@ import re
 import time
 
 from tests.conftest import SECRET, run_cli
+from tests.cpu_share import CpuShareMeter
 
 
 def test_demo_end_to_end():
-    started = time.monotonic()
-    proc = run_cli("demo", timeout=300)
-    elapsed = time.monotonic() - started
+    with CpuShareMeter() as share:
+        started = time.monotonic()
+        proc = run_cli("demo", timeout=900)
+        elapsed = time.monotonic() - started
     out = proc.stdout
     assert proc.returncode == 0, out[-3000:] + proc.stderr[-3000:]
     assert "rows                  1,000,000" in out
@@ -24,4 +26,5 @@ def test_demo_end_to_end():
     assert "starting Spark (local[2]) on Spark 4.1 + Iceberg 1.12.0" in out
     for secret in (SECRET, "s3.secret-access-key", "s3.session-token="):
         assert secret not in out + proc.stderr
-    assert elapsed < 120, f"demo took {elapsed:.0f}s"
+    # 2 minutes on a machine of its own; on a shared one, as much longer as it was shared
+    assert elapsed < share.budget(120), f"demo took {elapsed:.0f} s at {share.mean:.2f} of a core"
