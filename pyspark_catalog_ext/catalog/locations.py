@@ -9,14 +9,14 @@ the wrong object.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote
 
 from pyspark_catalog_ext.catalog.reader import CatalogReader
 from pyspark_catalog_ext.errors import CatalogError, CatalogNotFoundError, CleanupRefused, ConfigError
 
-__all__ = ["PATH_PROPERTIES", "norm_uri", "split_s3", "dot_segments", "overlaps", "same_place", "table_paths",
+__all__ = ["PATH_PROPERTIES", "longest_prefix", "norm_uri", "split_s3", "dot_segments", "overlaps", "same_place", "table_paths",
            "tables_under", "refuse_cleanup"]
 
 #: Table properties that put files outside the table's location.
@@ -28,6 +28,15 @@ def norm_uri(uri: str) -> str:
     and key stay byte for byte: S3 keeps a key's whitespace and never normalises its Unicode, so
     `k `, `k\t` and an NFD `é` are other objects than `k` and an NFC `é`."""
     return re.sub(r"^s3[an]?://", "s3://", uri)
+
+
+def longest_prefix(prefixes: Iterable[str], path: str | None) -> str | None:
+    """The longest of `prefixes` that `path` starts with (both already in one canonical form), or None:
+    the rule by which Iceberg's FileIOs pick a storage credential for a path. The shim's twin is
+    `StorePaths.longestPrefix` (jvm-shim/src/main/java/io/catalogext/shim/stores/StorePaths.java)."""
+    if path is None:
+        return None
+    return max((p for p in prefixes if path.startswith(p)), key=len, default=None)
 
 
 def split_s3(uri: str) -> tuple[str, str]:

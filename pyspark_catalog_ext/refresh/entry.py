@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark_catalog_ext import logsafety
+from pyspark_catalog_ext.catalog.locations import longest_prefix
 from pyspark_catalog_ext.catalog.storage_keys import STORAGE_REFRESH_TOKEN
 from pyspark_catalog_ext.catalog.trust_rules import server_may_set
 from pyspark_catalog_ext.errors import CredentialRefreshError
@@ -181,10 +182,8 @@ class TableEntry:
         else the table config's keys."""
         with self._state_lock:
             self.last_used_s = self._clock()
-            best: _Slot | None = None
-            for slot in self._slots:
-                if slot.prefix and location.startswith(slot.prefix) and (best is None or len(slot.prefix) > len(best.prefix)):
-                    best = slot
+            prefix = longest_prefix((s.prefix for s in self._slots if s.prefix), location)
+            best = next((s for s in self._slots if prefix and s.prefix == prefix), None)
             if best is None:
                 best = next((s for s in self._slots if not s.prefix), self._slots[0] if self._slots else None)
             if best is None:

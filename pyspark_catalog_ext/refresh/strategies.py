@@ -19,6 +19,7 @@ from cachetools import TTLCache
 if TYPE_CHECKING:
     from pyspark_catalog_ext.catalog.rest import CatalogClient
 
+from pyspark_catalog_ext.catalog.locations import longest_prefix
 from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError, CatalogNotFoundError, CatalogUnsupportedError, CredentialRefreshError
 from pyspark_catalog_ext.refresh.rules import MISSING_ENDPOINT_FORGET_S
 from pyspark_catalog_ext.refresh.sources import BridgeAnswer, TableRequest
@@ -36,11 +37,6 @@ def _answer(strategy: str, response: dict) -> BridgeAnswer:
 
 def _identifier(req: TableRequest) -> tuple[str, ...]:
     return (*req["namespace"], req["table"])
-
-
-def _longest_prefix(prefixes: list[str], location: str | None) -> str | None:
-    matching = [p for p in prefixes if location and location.startswith(p)]
-    return max(matching, key=len) if matching else (prefixes[0] if prefixes else None)
 
 
 class Strategy:
@@ -65,7 +61,9 @@ class RefreshTokenStrategy(Strategy):
 
     def fetch(self, client: CatalogClient, req: TableRequest) -> BridgeAnswer:
         tokens: dict[str, str] = req["storage_refresh_tokens"]
-        prefix = _longest_prefix(list(tokens), req.get("location"))
+        prefix = longest_prefix(tokens, req.get("location"))
+        if prefix is None:  # no prefix covers the location: the first token, as the shim's tokenFor
+            prefix = next(iter(tokens), None)
         response = client.load_credentials_json(
             _identifier(req), storage_refresh_token=tokens[prefix] if prefix is not None else None
         )

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark_catalog_ext.catalog.locations import (
     dot_segments,
+    longest_prefix,
     norm_uri,
     refuse_cleanup,
     same_place,
@@ -80,12 +81,11 @@ def _io_props(load_result: Mapping[str, Any], location: str, endpoint: str | Non
     `endpoint` (the user's --s3-endpoint) where neither names an S3 endpoint."""
     # Only keys a catalog may vend (trust-rules.json): never a FileIO class or a retry strategy to import.
     props = {str(k): str(v) for k, v in (load_result.get("config") or {}).items() if server_may_set(str(k))}
-    best: Mapping[str, Any] | None = None
+    by_prefix: dict[str, Mapping[str, Any]] = {}
     for cred in load_result.get("storage-credentials") or []:
-        prefix = str(cred.get("prefix") or "")
-        if norm_uri(location).startswith(norm_uri(prefix)) and (
-                best is None or len(prefix) > len(str(best.get("prefix") or ""))):
-            best = cred
+        by_prefix.setdefault(norm_uri(str(cred.get("prefix") or "")), cred)
+    prefix = longest_prefix(by_prefix, norm_uri(location))
+    best = by_prefix.get(prefix) if prefix is not None else None
     if best is not None:
         props.update({str(k): str(v) for k, v in (best.get("config") or {}).items() if server_may_set(str(k))})
     if endpoint and not props.get("s3.endpoint"):
