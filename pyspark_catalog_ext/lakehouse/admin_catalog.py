@@ -12,7 +12,7 @@ from pyspark_catalog_ext.lakehouse.proxy import TOKEN_PATH, UPSTREAM_TIMEOUT
 
 __all__ = ["AdminCatalog", "MAX_LISTED"]
 
-MAX_LISTED = 100_000  # tables of one namespace listed: beyond that the guard refuses rather than guess
+MAX_LISTED = 100_000  # tables of one namespace (or namespaces) listed: beyond that the guard refuses rather than guess
 
 
 class AdminCatalog:
@@ -75,16 +75,24 @@ class AdminCatalog:
     def listed(self, namespace: tuple[str, tuple[str, ...]]) -> list[Ident]:
         """The tables the catalog lists in a namespace (names only)."""
         bucket, levels = namespace
-        idents: list[Ident] = []
+        return [(bucket, tuple(listed.get("namespace") or levels), str(listed.get("name")))
+                for listed in self._pages("list-tables", (bucket, levels, ""), "identifiers")]
+
+    def top_namespaces(self) -> set[str]:
+        """The first level of each namespace the catalog lists at the top of the warehouse."""
+        return {str(levels[0]) for levels in self._pages("list-namespaces", None, "namespaces") if isinstance(levels, list) and levels}
+
+    def _pages(self, name: str, ident: Ident | None, key: str) -> list[Any]:
+        """The items under `key` of every page of a list route; OverflowError beyond MAX_LISTED."""
+        items: list[Any] = []
         token: str | None = None
         for _ in range(10_000):  # bounded: a server that keeps answering a page token cannot loop us
             query = {"pageToken": token} if token else {}
-            body = self.call("GET", self.route("list-tables", (bucket, levels, ""), **query)) or {}
-            for listed in body.get("identifiers") or []:
-                idents.append((bucket, tuple(listed.get("namespace") or levels), str(listed.get("name"))))
-                if len(idents) > MAX_LISTED:
-                    raise OverflowError
+            body = self.call("GET", self.route(name, ident, **query)) or {}
+            items.extend(body.get(key) or [])
+            if len(items) > MAX_LISTED:
+                raise OverflowError
             token = body.get("next-page-token")
             if not token:
-                return idents
+                return items
         raise OverflowError

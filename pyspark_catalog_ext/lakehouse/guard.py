@@ -16,8 +16,7 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import replace
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 from pyspark_catalog_ext.lakehouse.admin_catalog import MAX_LISTED, AdminCatalog
 from pyspark_catalog_ext.lakehouse.canonical import Refusal, Route
 from pyspark_catalog_ext.lakehouse.filer import FilerAccess
+from pyspark_catalog_ext.lakehouse.index_builds import Indexes
 from pyspark_catalog_ext.lakehouse.locations import (
     Ident,
     StoredTable,
@@ -36,7 +36,7 @@ from pyspark_catalog_ext.lakehouse.locations import (
 )
 from pyspark_catalog_ext.lakehouse.plans import Change, Plan, Rename, RequestReader
 from pyspark_catalog_ext.lakehouse.storage import TableFiles
-from pyspark_catalog_ext.lakehouse.table_index import Namespace, NamespaceIndex, TableIndex
+from pyspark_catalog_ext.lakehouse.table_index import Namespace, NamespaceIndex, Neighbours
 from pyspark_catalog_ext.lakehouse.views import VIEW_ROUTES, answer_view
 
 __all__ = ["LocationGuard", "Refusal", "StoredTable", "Answer", "Send", "refused", "namespace_location"]
@@ -48,7 +48,6 @@ MAX_STAGED = 10_000  # staged tables remembered (they are not stored until commi
 STAGED_SECONDS = 24 * 3600  # a staged table older than this is forgotten (a CTAS that never commits)
 MAX_QUARANTINED = 10_000
 LOCK_STRIPES = 256  # one lock per namespace, striped: bounded memory, two namespaces rarely share one
-INDEX_THREADS = 4  # tables loaded at a time while a namespace's index is built
 
 Answer = tuple[int, bytes, Mapping[str, str]]
 Send = Callable[[str, bytes | None], Answer]  # (canonical target, canonical body) -> upstream answer
@@ -56,25 +55,6 @@ Send = Callable[[str, bytes | None], Answer]  # (canonical target, canonical bod
 
 def refused(refusal: Refusal) -> Answer:
     return refusal.status, refusal.body(), {"Content-Type": "application/json"}
-
-
-class _Neighbours:
-    """What a request's changes must not overlap: the indexed tables of its namespaces, tables
-    staged here, and the request's own changes (ident -> (paths, how to name it))."""
-
-    def __init__(self, indexes: Iterable[NamespaceIndex], others: Mapping[Ident, tuple[tuple[str, ...], str]]) -> None:
-        self.indexes = list(indexes)
-        self.others = others
-
-    def overlapping(self, path: str) -> Iterator[tuple[Ident, str, str]]:
-        """(table, the path it holds, how to name it) for each neighbour overlapping `path`."""
-        for index in self.indexes:
-            for ident, held in index.overlapping(path):
-                yield ident, held, "table"
-        for ident, (paths, label) in self.others.items():
-            for held in paths:
-                if overlap(path, held):
-                    yield ident, held, label
 
 
 class LocationGuard:
@@ -92,13 +72,14 @@ class LocationGuard:
         self.catalog = AdminCatalog(self.catalog_uri, access_key, secret_key, warehouse)
         self._filer = filer
         self._staged: TTLCache = TTLCache(maxsize=MAX_STAGED, ttl=STAGED_SECONDS)  # Ident -> StoredTable (as staged)
-        self._index = TableIndex()
         self._quarantined: TTLCache = TTLCache(maxsize=MAX_QUARANTINED, ttl=10 * 365 * 24 * 3600)  # Ident -> why
         self._stripes = [threading.Lock() for _ in range(LOCK_STRIPES)]
         self._lock = threading.Lock()
         self._listeners: list[Callable[[Ident], None]] = []
         self._reader = RequestReader(self)
         self._files = TableFiles(self.s3_endpoint, access_key, secret_key)
+        self._indexes = Indexes(self.catalog.listed, self.load_stored, lambda ns: self._locked({ns}),
+                                self.catalog.top_namespaces)
 
     def __repr__(self) -> str:
         return f"<LocationGuard -> {self.catalog_uri}>"
@@ -138,44 +119,16 @@ class LocationGuard:
 
     # -- the index ----------------------------------------------------------------------------------
     def _namespace_index(self, namespace: Namespace) -> NamespaceIndex:
-        """The index of a namespace (the caller holds its lock): built from the catalog on first use."""
-        index = self._index.get(namespace)
-        if index is None:
-            index = self._build_index(namespace)
-            self._index.set(namespace, index)
-        return index
-
-    def _build_index(self, namespace: Namespace) -> NamespaceIndex:
-        """The stored tables of one namespace, listed and loaded now."""
-        with ThreadPoolExecutor(INDEX_THREADS, thread_name_prefix="guard-index") as pool:
-            tables = list(pool.map(self.load_stored, self.catalog.listed(namespace)))
-        return NamespaceIndex(t for t in tables if t is not None)
+        """The complete index of a namespace (the caller holds its lock; index_builds.py)."""
+        return self._indexes.wait(namespace)
 
     def _reconcile(self, namespace: Namespace) -> NamespaceIndex:
         """The namespace's index, first matched against the catalog's list of names (tables the
         index lacks or still holds are read again): what a drop, which deletes files, checks against."""
         index = self._namespace_index(namespace)
         listed = set(self.catalog.listed(namespace))
-        self._settle(listed.symmetric_difference(index.tables))
-        return self._index.get(namespace) or self._namespace_index(namespace)
-
-    def _settle(self, idents: Iterable[Ident]) -> None:
-        """Re-read these tables' entries after an answer that leaves them unknown (a lost or failed
-        answer, a rollback); a namespace whose entry cannot be read is indexed again on next use."""
-        for ident in idents:
-            namespace = (ident[0], ident[1])
-            index = self._index.get(namespace)
-            if index is None:
-                continue
-            try:
-                table = self.load_stored(ident)
-            except Exception:  # noqa: BLE001 - unknown: the namespace is listed again rather than guessed
-                self._index.forget(namespace)
-                continue
-            if table is None:
-                index.remove(ident)
-            else:
-                index.put(table)
+        self._indexes.settle(listed.symmetric_difference(index.tables))
+        return self._indexes.get(namespace) or self._namespace_index(namespace)
 
     # -- locks --------------------------------------------------------------------------------------
     def _locked(self, namespaces: set[Namespace]) -> ExitStack:
@@ -187,7 +140,7 @@ class LocationGuard:
         return stack
 
     # -- the rule ---------------------------------------------------------------------------------
-    def _conflict(self, ident: Ident, paths: tuple[str, ...], what: str, where: str, neighbours: _Neighbours,
+    def _conflict(self, ident: Ident, paths: tuple[str, ...], what: str, where: str, neighbours: Neighbours,
                   skip: Ident | None = None) -> Refusal | None:
         for path in paths:
             for other, hit, label in neighbours.overlapping(path):
@@ -196,10 +149,12 @@ class LocationGuard:
                                                               f"choose a location of its own for {shown(ident)}")
         return None
 
-    def _neighbours(self, namespaces: set[Namespace], changes: list[Change], renames: list[Rename]) -> _Neighbours:
-        """The neighbours of the namespaces a request touches: indexed tables, tables staged here,
-        and the request's own other changes."""
-        indexes = [self._namespace_index(ns) for ns in sorted(namespaces)]
+    def _neighbours(self, namespaces: set[Namespace], changes: list[Change], renames: list[Rename],
+                    indexes: list[NamespaceIndex] | None = None) -> Neighbours:
+        """The neighbours of the namespaces a request touches: indexed tables (`indexes`, default
+        their whole indexes), tables staged here, and the request's own other changes."""
+        if indexes is None:
+            indexes = [self._namespace_index(ns) for ns in sorted(namespaces)]
         stored = lambda ident: any(ident in index.tables for index in indexes)  # noqa: E731
         held: dict[Ident, set[str]] = {}
         labels: dict[Ident, str] = {}
@@ -213,15 +168,20 @@ class LocationGuard:
             held.setdefault(change.ident, set()).update({change.location, entry_path(change.ident)})
         for rename in renames:
             held.setdefault(rename.destination, set()).add(entry_path(rename.destination))
-        return _Neighbours(indexes, {i: (tuple(sorted(p)), labels.get(i, "table")) for i, p in held.items()})
+        return Neighbours(indexes, {i: (tuple(sorted(p)), labels.get(i, "table")) for i, p in held.items()})
 
     def check(self, changes: list[Change], renames: list[Rename]) -> tuple[Refusal | None, dict[Ident, StoredTable]]:
         """None if these changes keep the rule (the caller holds their namespaces' locks), else the
-        refusal; and what was stored before for each changed table. When the index finds no
-        conflict but files show a table it may not know (storage.py), the namespaces are indexed
-        again from the catalog and checked once more."""
+        refusal; and what was stored before for each changed table. A create in a namespace not
+        indexed yet is checked on its own (`_quick_check`) while the index is built in the
+        background. When the index finds no conflict but files show a table it may not know
+        (storage.py), the namespaces are indexed again from the catalog and checked once more."""
         namespaces = {(c.ident[0], c.ident[1]) for c in changes} | {(r.source[0], r.source[1]) for r in renames}
-        fresh = {ns for ns in namespaces if self._index.get(ns) is None}
+        if self._quick_checkable(changes, renames):
+            decided, refusal = self._quick_check(changes[0])
+            if decided:
+                return refusal, {}
+        fresh = {ns for ns in namespaces if self._indexes.get(ns) is None and self._indexes.building(ns) is None}
         refusal, before = self._check_indexed(namespaces, changes, renames)
         if refusal is not None or fresh == namespaces:
             return refusal, before
@@ -230,8 +190,46 @@ class LocationGuard:
             return None, before
         log.info("files at s3://%s may be a table the index does not know: indexing its namespace again", clue)
         for namespace in namespaces:
-            self._index.forget(namespace)
+            self._indexes.forget(namespace)
         return self._check_indexed(namespaces, changes, renames)
+
+    def _quick_checkable(self, changes: list[Change], renames: list[Rename]) -> bool:
+        """A request the quick check can decide: one create or stage-create, in a namespace not
+        indexed yet, made after the guard started (so every table moved or stored away from its
+        metadata since was seen by this guard: `Indexes.observe`) and holding no such table."""
+        if len(changes) != 1 or renames or changes[0].what not in ("create", "stage-create"):
+            return False
+        return self._indexes.quick_checkable((changes[0].ident[0], changes[0].ident[1]), self.warehouse)
+
+    def _quick_check(self, change: Change) -> tuple[bool, Refusal | None]:
+        """Check one create without the namespace's index, starting its build: (True, the exact
+        answer), or (False, None) when unsure.
+        Every path the create takes lies under one directory `<namespace>/<d>` per path (its
+        location's and its entry's first level), and a table holds a path there only through its
+        catalog entry `<namespace>/<d>` (loaded here), a file (its metadata file lies under its
+        location unless `Indexes.observe` saw otherwise), or being staged or changed here meanwhile. So:
+        a conflict with those is a refusal; no file under those directories (nor a table at the
+        namespace's own directory) means the place is free; files there mean unsure: the caller
+        checks against the whole index."""
+        bucket, levels, _ = change.ident
+        build = self._indexes.start((bucket, levels))
+        ns_loc = namespace_location(bucket, levels)
+        paths = [change.location, entry_path(change.ident)]
+        if not all(p.startswith(ns_loc + "/") for p in paths):
+            return True, self._change_refusal(change, Neighbours([], {}))  # not under its namespace
+        heads = sorted({p[len(ns_loc) + 1:].split("/")[0] for p in paths})
+        near = NamespaceIndex(build.recent.tables.values())
+        for head in heads:
+            table = self.load_stored((bucket, levels, head))
+            if table is not None and table.ident == change.ident:
+                return False, None  # a create over its own name: its files are there, the index decides
+            if table is not None:
+                self._indexes.observe(table)
+                near.put(table)
+        refusal = self._change_refusal(change, self._neighbours({(bucket, levels)}, [change], [], indexes=[near]))
+        if refusal is not None:
+            return True, refusal
+        return not any(self._files.any_under(f"{ns_loc}/{d}") for d in [*heads, "metadata"]), None
 
     def _unindexed_clue(self, changes: list[Change], renames: list[Rename], before: Mapping[Ident, StoredTable]) -> str | None:
         """Where files show a table that may hold a place the index found free, or None."""
@@ -276,7 +274,7 @@ class LocationGuard:
                 return refusal, before
         return None, before
 
-    def _change_refusal(self, change: Change, neighbours: _Neighbours) -> Refusal | None:
+    def _change_refusal(self, change: Change, neighbours: Neighbours) -> Refusal | None:
         bucket, namespace, _ = ident = change.ident
         ns_loc = namespace_location(bucket, namespace)
         where = f"s3://{change.location}"
@@ -321,10 +319,13 @@ class LocationGuard:
         if not plan.changes and not plan.renames:
             answer = send(route.target(), plan.body)
             if route.name == "drop-namespace":  # a namespace made again later starts from the catalog
-                self._index.forget((route.prefix, route.namespace))
+                self._indexes.forget((route.prefix, route.namespace))
             return answer
         namespaces = {(c.ident[0], c.ident[1]) for c in plan.changes} | {(r.source[0], r.source[1]) for r in plan.renames}
         touched = [c.ident for c in plan.changes if c.kind != "stage"] + [i for r in plan.renames for i in (r.source, r.destination)]
+        for change in plan.changes:
+            if change.kind == "move":  # its location may hold no file afterwards: no quick check there from now on
+                self._indexes.displace((change.ident[0], change.ident[1]))
         with self._locked(namespaces):
             try:
                 refusal, before = self.check(plan.changes, plan.renames)
@@ -346,13 +347,14 @@ class LocationGuard:
         """`send`, then bring the index up to date for an answer that may have changed `touched`
         without saying so: a 5xx (502: no answer) or none at all. A 4xx changed nothing; a 2xx is
         recorded and verified by the caller."""
+        self._indexes.note(touched)
         try:
             answer = send(route.target(), body)
         except BaseException:
-            self._settle(touched)
+            self._indexes.settle(touched)
             raise
         if answer[0] >= 500:
-            self._settle(touched)
+            self._indexes.settle(touched)
         return answer
 
     def _drop(self, route: Route, ident: Ident, send: Send) -> Answer:
@@ -362,7 +364,7 @@ class LocationGuard:
         with self._locked({namespace}):
             try:
                 table = self.load_stored(ident)
-                neighbours = _Neighbours([self._reconcile(namespace)], {}) if table is not None else None
+                neighbours = Neighbours([self._reconcile(namespace)], {}) if table is not None else None
             except Exception as exc:  # noqa: BLE001
                 return refused(Refusal(503, "ServiceUnavailableException", f"drop: the table could not be checked ({type(exc).__name__}); retry"))
             if table is not None and neighbours is not None:
@@ -378,7 +380,7 @@ class LocationGuard:
                     return refused(replace(refusal, message=refusal.message.split("; choose")[0] + "; SeaweedFS's drop would delete its files, so it is not dropped"))
             answer = self._forward(route, None, send, [ident])
             if 200 <= answer[0] < 300:
-                index = self._index.get(namespace)
+                index = self._indexes.get(namespace)
                 if index is not None:
                     index.remove(ident)
                 self._changed(ident)
@@ -401,7 +403,7 @@ class LocationGuard:
             if change.kind == "move":  # the same table elsewhere: what was issued for its old place ends
                 self._changed(change.ident)
         renamed = [i for r in plan.renames for i in (r.source, r.destination)]
-        self._settle(renamed)
+        self._indexes.settle(renamed)
         for ident in renamed:
             self._changed(ident)
 
@@ -414,39 +416,43 @@ class LocationGuard:
         try:
             after = {c.ident: self.load_stored(c.ident) for c in stored_changes}
             for ident, table in after.items():
-                index = self._namespace_index((ident[0], ident[1]))
-                if table is None:
-                    index.remove(ident)
-                else:
-                    index.put(table)
+                self._indexes.store(ident, table)
         except Exception as exc:  # noqa: BLE001 - unknown now: the namespaces are indexed again on next use
             for change in stored_changes:
-                self._index.forget((change.ident[0], change.ident[1]))
+                self._indexes.forget((change.ident[0], change.ident[1]))
+                self._indexes.displace((change.ident[0], change.ident[1]))
             return Refusal(503, "ServiceUnavailableException", f"the stored tables could not be checked ({type(exc).__name__})")
         problems: list[tuple[Change, StoredTable, str]] = []
         for change in stored_changes:
             table = after[change.ident]
             if table is None:
                 continue  # answered 2xx but not stored (a create over a name SeaweedFS refused to keep)
-            why = self._stored_violation(table)
+            checked = {change.location, entry_path(change.ident)}
+            why = self._stored_violation(table, checked if change.what in ("create", "stage-create") else set())
             if why is not None:
                 problems.append((change, table, why))
         if not problems:
             return None
         outcomes = [self._roll_back(change, table, before.get(change.ident)) for change, table, _ in problems]
-        self._settle(change.ident for change, _, _ in problems)
+        self._indexes.settle(change.ident for change, _, _ in problems)
         change, table, why = problems[0]
         return Refusal(403, "ForbiddenException", f"{change.what} of {shown(change.ident)}: SeaweedFS stored {why}; {outcomes[0]}")
 
-    def _stored_violation(self, table: StoredTable) -> str | None:
+    def _stored_violation(self, table: StoredTable, checked: set[str]) -> str | None:
+        """Why what SeaweedFS stored breaks the rule, or None. `checked`: paths the check before
+        the call compared (under the same lock), which a namespace not indexed yet need not again."""
         bucket, namespace, _ = table.ident
         ns_loc = namespace_location(bucket, namespace)
         if table.location is None:
             return "a location that is no plain s3:// URL"
-        index = self._namespace_index((bucket, namespace))
-        for path in (table.location, purged_dir(table.metadata_location)):
+        held = (table.location, purged_dir(table.metadata_location))
+        for path in held:
             if path is None or not path.startswith(ns_loc + "/"):
                 return f"s3://{path} outside its namespace's location s3://{ns_loc}/"
+        if self._indexes.get((bucket, namespace)) is None and set(table.occupied) <= checked:
+            return None
+        index = self._namespace_index((bucket, namespace))
+        for path in filter(None, held):
             for other, _ in index.overlapping(path):
                 if other != table.ident:
                     return f"s3://{path}, which overlaps table {shown(other)}"

@@ -9,13 +9,13 @@ table entries; whatever the guard cannot settle drops the namespace's index, reb
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from cachetools import LRUCache
 
-from pyspark_catalog_ext.lakehouse.locations import Ident, StoredTable, ancestors
+from pyspark_catalog_ext.lakehouse.locations import Ident, StoredTable, ancestors, overlap
 
-__all__ = ["NamespaceIndex", "TableIndex", "Namespace", "MAX_INDEXED_NAMESPACES"]
+__all__ = ["NamespaceIndex", "TableIndex", "Namespace", "Neighbours", "MAX_INDEXED_NAMESPACES"]
 
 MAX_INDEXED_NAMESPACES = 256  # namespaces kept indexed (least recently used dropped, then rebuilt on use)
 
@@ -89,3 +89,22 @@ class TableIndex:
         """Drop a namespace's index (the guard is unsure of it): rebuilt from the catalog on next use."""
         with self._lock:
             self._indexes.pop(namespace, None)
+
+
+class Neighbours:
+    """What a request's changes must not overlap: the indexed tables of its namespaces, tables
+    staged here, and the request's own changes (ident -> (paths, how to name it))."""
+
+    def __init__(self, indexes: Iterable[NamespaceIndex], others: Mapping[Ident, tuple[tuple[str, ...], str]]) -> None:
+        self.indexes = list(indexes)
+        self.others = others
+
+    def overlapping(self, path: str) -> Iterator[tuple[Ident, str, str]]:
+        """(table, the path it holds, how to name it) for each neighbour overlapping `path`."""
+        for index in self.indexes:
+            for ident, held in index.overlapping(path):
+                yield ident, held, "table"
+        for ident, (paths, label) in self.others.items():
+            for held in paths:
+                if overlap(path, held):
+                    yield ident, held, label
