@@ -3,9 +3,10 @@
 As Apache Polaris does: a table's location lies strictly under its namespace's location and
 overlaps no other table's location, metadata directory or catalog entry, nor a table staged here,
 nor another change of the same request. Requests are read by plans.py; each namespace's tables are
-indexed (table_index.py). Each change is checked, forwarded and verified under its namespace's
-lock; what breaks the rule is rolled back (filer.py) or quarantined. A refusal is one Iceberg
-ErrorModel line (403 for a conflict, 400 for a malformed request or location).
+indexed (table_index.py, built in the background: index_builds.py). Each change is checked,
+forwarded and verified under its namespace's lock; what breaks the rule is rolled back (filer.py)
+or quarantined. A refusal is one Iceberg ErrorModel line (403 for a conflict, 400 for a malformed
+request or location).
 
 Why: docs/lakehouse.md, section 'Table locations'.
 """
@@ -326,22 +327,25 @@ class LocationGuard:
         for change in plan.changes:
             if change.kind == "move":  # its location may hold no file afterwards: no quick check there from now on
                 self._indexes.displace((change.ident[0], change.ident[1]))
-        with self._locked(namespaces):
-            try:
-                refusal, before = self.check(plan.changes, plan.renames)
-            except Exception as exc:  # noqa: BLE001 - cannot check: refuse rather than let it through
-                refusal, before = Refusal(503, "ServiceUnavailableException",
-                                          f"the location rule could not be checked ({type(exc).__name__}); retry"), {}
-            if refusal is not None:
-                return refused(refusal)
-            status, content, headers = self._forward(route, plan.body, send, touched)
-            if not 200 <= status < 300:
+        try:
+            with self._locked(namespaces):
+                try:
+                    refusal, before = self.check(plan.changes, plan.renames)
+                except Exception as exc:  # noqa: BLE001 - cannot check: refuse rather than let it through
+                    refusal, before = Refusal(503, "ServiceUnavailableException",
+                                              f"the location rule could not be checked ({type(exc).__name__}); retry"), {}
+                if refusal is not None:
+                    return refused(refusal)
+                status, content, headers = self._forward(route, plan.body, send, touched)
+                if not 200 <= status < 300:
+                    return status, content, headers
+                self._record(plan, content)
+                refusal = self._verify(plan, before)
+                if refusal is not None:
+                    return refused(refusal)
                 return status, content, headers
-            self._record(plan, content)
-            refusal = self._verify(plan, before)
-            if refusal is not None:
-                return refused(refusal)
-            return status, content, headers
+        finally:  # a build this change started loads now, not beside it
+            self._indexes.begin(namespaces)
 
     def _forward(self, route: Route, body: bytes | None, send: Send, touched: list[Ident]) -> Answer:
         """`send`, then bring the index up to date for an answer that may have changed `touched`

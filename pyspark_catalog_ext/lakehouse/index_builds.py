@@ -34,6 +34,7 @@ log = logging.getLogger("pyspark_catalog_ext.lakehouse.guard")
 LOAD_THREADS = 4  # tables loaded at a time by one build
 MAX_LOADING = 2  # builds loading at once (the others wait their turn): bounded load on the catalog
 MAX_DISPLACED = 100_000  # displaced namespaces remembered (beyond: no quick check anywhere)
+HOLD_SECONDS = 30.0  # the longest a build waits for the change that started it to end
 
 
 class IndexBuild:
@@ -43,6 +44,7 @@ class IndexBuild:
 
     def __init__(self, namespace: Namespace) -> None:
         self.namespace = namespace
+        self.go = threading.Event()  # set: load now (until then the change that started it runs alone)
         self.loaded = threading.Event()
         self.tables: list[StoredTable] = []
         self.error: BaseException | None = None
@@ -69,7 +71,8 @@ class IndexBuilds:
             return self._builds.get(namespace)
 
     def start(self, namespace: Namespace) -> IndexBuild:
-        """The namespace's running build, or a new one started on a daemon thread."""
+        """The namespace's running build, or a new one started on a daemon thread (it loads once
+        `go` is set)."""
         with self._lock:
             build = self._builds.get(namespace)
             if build is not None:
@@ -85,6 +88,7 @@ class IndexBuilds:
                 self._builds.pop(namespace, None)
 
     def _run(self, build: IndexBuild) -> None:
+        build.go.wait(HOLD_SECONDS)
         try:
             with self._loading:
                 build.tables = self._load_all(build.namespace)
@@ -151,8 +155,16 @@ class Indexes:
         return self._builds.running(namespace)
 
     def start(self, namespace: Namespace) -> IndexBuild:
-        """The namespace's build, started now unless running."""
+        """The namespace's build, started now unless running; it loads once `begin` is called (the
+        change that started it is not slowed by it on a busy machine)."""
         return self._builds.start(namespace)
+
+    def begin(self, namespaces: Iterable[Namespace]) -> None:
+        """Let these namespaces' builds load (called without their locks held)."""
+        for namespace in namespaces:
+            build = self._builds.running(namespace)
+            if build is not None:
+                build.go.set()
 
     def wait(self, namespace: Namespace) -> NamespaceIndex:
         """The namespace's complete index, built from the catalog on first use (waiting for it)."""
@@ -161,6 +173,7 @@ class Indexes:
             if index is not None:
                 return index
             build = self._builds.start(namespace)
+            build.go.set()
             build.loaded.wait()
             index = self._finish(build)
             if index is not None:
