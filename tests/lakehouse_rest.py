@@ -153,12 +153,12 @@ def fill_namespace(rest: Rest, ns: str, count: int, threads: int = 8) -> None:
         list(pool.map(create, range(count)))
 
 
-def timed_create(rest: Rest, ns: str) -> float:
-    """Seconds one create of a new table in `ns` takes through `rest`."""
+def timed_create(rest: Rest, ns: str, name: str | None = None) -> float:
+    """Seconds one create of table `name` (default a new one) in `ns` takes through `rest`."""
     import time
 
     started = time.perf_counter()  # a long timeout: what is measured may be slow
-    resp = requests.post(f"{rest.base}/namespaces/{ns}/tables", json={"name": "c" + uuid.uuid4().hex[:10], "schema": SCHEMA},
+    resp = requests.post(f"{rest.base}/namespaces/{ns}/tables", json={"name": name or "c" + uuid.uuid4().hex[:10], "schema": SCHEMA},
                          headers=rest.headers, timeout=600)
     elapsed = time.perf_counter() - started
     assert resp.status_code == 200, resp.text[:300]
