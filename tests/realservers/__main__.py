@@ -3,13 +3,12 @@ real catalog server in front of it, print how to connect, run until Ctrl-C."""
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import time
 
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse
 from tests.realservers.artifacts import ServerUnavailable
 from tests.realservers.servers import SERVERS, Nessie
+from tests.servers.child import run_until_interrupted
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,14 +30,7 @@ def main(argv: list[str] | None = None) -> int:
                   + " ".join(f"{k}={v}" for k, v in conn.items() if k not in ("uri", "warehouse")))
             print(f"  S3 (SeaweedFS): {lake.info.s3_endpoint}  log: {server.log_path}")
             sys.stdout.flush()
-            # Stop cleanly on Ctrl-C and SIGTERM, also where SIGINT came in ignored (a shell's background job).
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            signal.signal(signal.SIGTERM, signal.default_int_handler)
-            try:
-                while True:
-                    time.sleep(3600)
-            except KeyboardInterrupt:
-                pass
+            run_until_interrupted()
         finally:
             server.stop()
     return 0

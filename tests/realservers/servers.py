@@ -10,27 +10,17 @@ free ports, with its config and log in a private temp dir. Secrets go through th
 """
 from __future__ import annotations
 
-import ctypes
 import os
-import shutil
-import signal
-import subprocess
-import tempfile
-import time
-from pathlib import Path
 from typing import Any
 
 import requests
 
 from pyspark_catalog_ext.ports import free_port
 from tests.realservers import artifacts
+from tests.servers.child import ChildServer
 
 READY_TIMEOUT_S = 120.0  # Nessie's 245 MB runner needs ~10-20 s on two busy cores
 BUCKET = "realservers"  # a plain S3 bucket of the lakehouse (not its Iceberg table bucket)
-
-
-def _pdeathsig() -> None:
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def ensure_bucket(info: Any, bucket: str = BUCKET) -> None:
@@ -44,7 +34,7 @@ def ensure_bucket(info: Any, bucket: str = BUCKET) -> None:
         s3.create_bucket(Bucket=bucket)
 
 
-class RealServer:
+class RealServer(ChildServer):
     """A server process; subclasses say how to start it and where it answers."""
 
     name = "server"
@@ -53,11 +43,9 @@ class RealServer:
     version = "?"
 
     def __init__(self, lakehouse_info: Any):
+        super().__init__(self.name)
         self.lake = lakehouse_info
         self.port = free_port()
-        self.root = Path(tempfile.mkdtemp(prefix=f"pce-{self.name}-"))
-        self.log_path = self.root / "server.log"
-        self._proc: subprocess.Popen | None = None
 
     # ---- subclass parts
     def command(self) -> tuple[list[str], dict[str, str]]:
@@ -78,45 +66,16 @@ class RealServer:
         """What a user passes to `spark_conf(profile, ...)` for this server."""
         raise NotImplementedError
 
-    # ---- lifecycle
+    # ---- lifecycle (ChildServer's: started, waited for, stopped with its process group)
     def start(self) -> RealServer:
         ensure_bucket(self.lake)
         cmd, env = self.command()
-        with open(self.log_path, "wb") as log:
-            self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.root, env=env,
-                                          preexec_fn=_pdeathsig, start_new_session=True)
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self._proc.returncode} before answering: {self.log_tail()}")
-            try:
-                if requests.get(self.ready_url(), params={"warehouse": self.warehouse}, timeout=2).status_code == 200:
-                    return self
-            except requests.RequestException:
-                pass
-            time.sleep(0.5)
-        self.stop(keep_logs=True)
-        raise RuntimeError(f"{self.name} did not answer {self.ready_url()} within {READY_TIMEOUT_S:.0f} s: {self.log_tail()}")
+        self.secrets = [self.lake.secret_key]
+        self.spawn(cmd, env, self._answers, timeout=READY_TIMEOUT_S)
+        return self
 
-    def log_tail(self, lines: int = 12) -> str:
-        try:
-            text = self.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return "(no log)"
-        out = "\n".join(text[-lines:])
-        return out.replace(self.lake.secret_key, "***")
-
-    def stop(self, keep_logs: bool = False) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-        if not keep_logs:
-            shutil.rmtree(self.root, ignore_errors=True)
+    def _answers(self) -> bool:
+        return requests.get(self.ready_url(), params={"warehouse": self.warehouse}, timeout=2).status_code == 200
 
     def __enter__(self) -> RealServer:
         return self.start()

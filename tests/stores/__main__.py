@@ -4,10 +4,9 @@ Ctrl-C (or SIGTERM), then stop everything."""
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import time
 
+from tests.servers.child import run_until_interrupted
 from tests.stores.catalog import store_catalog
 from tests.stores.install import StoreUnavailable
 
@@ -28,14 +27,7 @@ def main(argv: list[str] | None = None) -> int:
             endpoint = stack.emulator.url if args.store == "gcs" else stack.emulator.endpoint("<account>")
             print(f"  store endpoint {endpoint}")
             sys.stdout.flush()
-            # Stop cleanly on Ctrl-C and SIGTERM, also where SIGINT came in ignored (a shell's background job).
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            signal.signal(signal.SIGTERM, signal.default_int_handler)
-            try:
-                while True:
-                    time.sleep(3600)
-            except KeyboardInterrupt:
-                pass
+            run_until_interrupted()
     except StoreUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import requests
 
 from pyspark_catalog_ext.ports import free_port
+from tests.servers.child import ChildServer
 from tests.stores import install
-from tests.stores.process import ChildServer
 
 DFS_SUFFIX = ".dfs.core.windows.net"
 DEFAULT_ACCOUNTS = ("pcestore1", "pcestore2")

@@ -53,9 +53,9 @@ from pyspark_catalog_ext.ports import free_port
 from tests.realservers import artifacts
 from tests.servers.base import BufferedProxy, Request, Response
 from tests.servers.catalog_proxy import NS_SEP, RefreshTokenSigner, TokenError, table_name
+from tests.servers.child import ChildServer
 from tests.stores.azurite import AdlsLocation, Azurite
 from tests.stores.gcs import PROJECT, FakeGcs
-from tests.stores.process import ChildServer
 
 HERE = Path(__file__).resolve().parent
 FIXTURE_POM = HERE / "rest-fixture-stores-pom.xml"

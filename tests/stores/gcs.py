@@ -33,7 +33,6 @@ from urllib.parse import parse_qs, unquote
 import requests
 
 from pyspark_catalog_ext.ports import free_port
-from tests.realservers.servers import _pdeathsig
 from tests.servers.base import (
     SOCKET_TIMEOUT,
     ThreadedServer,
@@ -43,8 +42,8 @@ from tests.servers.base import (
     send_response_head,
     split_hostport,
 )
+from tests.servers.child import ChildServer, die_with_parent
 from tests.stores import install
-from tests.stores.process import ChildServer
 
 PROJECT = "pce-test"
 
@@ -271,7 +270,7 @@ class ChildGcsFront:
         self.url = ""
 
     def start(self) -> ChildGcsFront:
-        self._process.start(initializer=_pdeathsig)  # dies with this process
+        self._process.start(initializer=die_with_parent)  # dies with this process
         self._front = self._process.GcsFront()  # type: ignore[attr-defined]
         self.url = self._front.serve()
         return self

@@ -1,10 +1,12 @@
 """A server as a child process: started on loopback, waited for, stopped with its process group.
+One copy for every child server of the tests (the store emulators and fixture, the real catalog servers).
 
 It dies with its parent (PR_SET_PDEATHSIG) if the test process is killed; its log lives in a private
 temp dir removed on `stop()`. Secrets go to it through the environment, never argv.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import signal
@@ -14,9 +16,12 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from tests.realservers.servers import _pdeathsig
-
 READY_TIMEOUT_S = 60.0
+
+
+def die_with_parent() -> None:
+    """A child's preexec_fn/initializer: SIGTERM when the test process dies."""
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 class ChildServer:
@@ -43,7 +48,7 @@ class ChildServer:
               timeout: float = READY_TIMEOUT_S) -> None:
         with open(self.log_path, "wb") as log:
             self._proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          cwd=self.root, env=env, preexec_fn=_pdeathsig, start_new_session=True)
+                                          cwd=self.root, env=env, preexec_fn=die_with_parent, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
@@ -92,3 +97,15 @@ def mask(text: str, secrets: Iterable[str]) -> str:
         if secret:
             text = text.replace(secret, "***")
     return text
+
+
+def run_until_interrupted() -> None:
+    """A `python -m tests.<servers>` command's foreground wait: until Ctrl-C or SIGTERM, also where
+    SIGINT came in ignored (a shell's background job)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
