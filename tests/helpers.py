@@ -1,5 +1,5 @@
 """Helpers shared by the tests and the benchmarks (one copy each): loopback ports, Spark catalogs
-registered at runtime, and the lakehouse behind short-lived keys."""
+registered at runtime, the lakehouse behind short-lived keys, and the small tables the tests write."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from pyspark_catalog_ext.spark.conf import SPARK_CATALOG, catalog_properties
 
@@ -91,6 +94,24 @@ def expiring_proxies(lakehouse: Any, lifetime_s: float, *, s3_proxy: Any = None,
             s3_proxy.max_age_seconds = lifetime_s
             stack.callback(setattr, s3_proxy, "max_age_seconds", before)
         yield ExpiringProxies(catalog, s3_proxy)
+
+
+# -- the tables the tests write: one `id` column (PyArrow, for PyIceberg), or `id` and `part` (ids // 50,
+# rounded: one value per 50 rows), and the one-column schema as Iceberg's REST JSON for raw requests.
+ID_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
+ID_PART_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("part", pa.int64(), nullable=False)])
+REST_ID_SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+
+
+def id_rows(start: int, stop: int) -> pa.Table:
+    """Rows of ID_SCHEMA: ids start..stop-1."""
+    return pa.table({"id": pa.array(range(start, stop), pa.int64())}, schema=ID_SCHEMA)
+
+
+def id_part_rows(start: int, stop: int) -> pa.Table:
+    """Rows of ID_PART_SCHEMA: ids start..stop-1, part = id / 50."""
+    ids = pa.array(range(start, stop), pa.int64())
+    return pa.table({"id": ids, "part": pc.divide(ids, 50)}, schema=ID_PART_SCHEMA)
 
 
 def fake_java_home(folder: Path, banner: str) -> Path:

@@ -13,7 +13,7 @@ import boto3
 import requests
 from botocore.config import Config
 
-SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+from tests.helpers import REST_ID_SCHEMA
 
 
 def token(info: Any, uri: str | None = None) -> str:
@@ -74,7 +74,7 @@ class Rest:
         return name
 
     def create(self, ns: str, name: str, location: str | None = None, stage: bool = False, **extra: Any) -> requests.Response:
-        body: dict = {"name": name, "schema": SCHEMA, **extra}
+        body: dict = {"name": name, "schema": REST_ID_SCHEMA, **extra}
         if location is not None:
             body["location"] = location
         if stage:
@@ -158,7 +158,7 @@ def timed_create(rest: Rest, ns: str, name: str | None = None) -> float:
     import time
 
     started = time.perf_counter()  # a long timeout: what is measured may be slow
-    resp = requests.post(f"{rest.base}/namespaces/{ns}/tables", json={"name": name or "c" + uuid.uuid4().hex[:10], "schema": SCHEMA},
+    resp = requests.post(f"{rest.base}/namespaces/{ns}/tables", json={"name": name or "c" + uuid.uuid4().hex[:10], "schema": REST_ID_SCHEMA},
                          headers=rest.headers, timeout=600)
     elapsed = time.perf_counter() - started
     assert resp.status_code == 200, resp.text[:300]

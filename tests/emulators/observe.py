@@ -17,9 +17,10 @@ from urllib.parse import quote
 
 import requests
 
+from tests.helpers import REST_ID_SCHEMA
+
 CREDENTIALS_ENDPOINT = "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"
 SECRET_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
-SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]}
 VENDED = {"X-Iceberg-Access-Delegation": "vended-credentials"}
 NS, OTHER_NS = "cmp", "s2"  # the recording's namespaces
 NS_SEP = "\x1f"
@@ -97,11 +98,11 @@ def observe(base: str, warehouse: str, admin: tuple[str, str], no_grant: tuple[s
     out["409 create existing namespace"] = _answer(send("POST", f"{v1}/namespaces", {"namespace": [NS]}))
 
     table, staged = f"t_{n}", f"st_{n}"
-    create = send("POST", tables, {"name": table, "schema": SCHEMA, "stage-create": False}, **VENDED)
+    create = send("POST", tables, {"name": table, "schema": REST_ID_SCHEMA, "stage-create": False}, **VENDED)
     out["create.status"] = create.status_code
     out.update(_vended("create", create.json()))
-    out["409 create existing table"] = _answer(send("POST", tables, {"name": table, "schema": SCHEMA, "stage-create": False}, **VENDED))
-    out["create(no stage-create field).status"] = send("POST", tables, {"name": f"t2_{n}", "schema": SCHEMA}, **VENDED).status_code
+    out["409 create existing table"] = _answer(send("POST", tables, {"name": table, "schema": REST_ID_SCHEMA, "stage-create": False}, **VENDED))
+    out["create(no stage-create field).status"] = send("POST", tables, {"name": f"t2_{n}", "schema": REST_ID_SCHEMA}, **VENDED).status_code
     load = get(f"{tables}/{table}", **VENDED)
     out["load.status"] = load.status_code
     out.update(_vended("load", load.json()))
@@ -120,7 +121,7 @@ def observe(base: str, warehouse: str, admin: tuple[str, str], no_grant: tuple[s
     out["commit to missing table"] = _answer(send("POST", f"{tables}/missing2_{n}", {"requirements": [], "updates": []}))
     out["remote-signing-load.status"] = get(f"{tables}/{table}", **{"X-Iceberg-Access-Delegation": "remote-signing"}).status_code
 
-    stage = send("POST", tables, {"name": staged, "schema": SCHEMA, "stage-create": True}, **VENDED)
+    stage = send("POST", tables, {"name": staged, "schema": REST_ID_SCHEMA, "stage-create": True}, **VENDED)
     body = stage.json()
     out["stage-create.status"], out["stage-create.top-level-keys"] = stage.status_code, sorted(body)
     out["stage-create.metadata-location"] = body.get("metadata-location")

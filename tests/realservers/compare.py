@@ -10,7 +10,8 @@ from typing import Any
 
 import requests
 
-SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+from tests.helpers import REST_ID_SCHEMA
+
 KEY_FIELDS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 EXPIRY_FIELDS = ("s3.session-token-expires-at-ms", "expiration-time")
 SIGNER_FIELDS = ("s3.signer.uri", "s3.signer.endpoint")
@@ -56,7 +57,7 @@ def converse(uri: str, warehouse: str, headers: dict[str, str], namespace: str) 
     tables = f"{base}/namespaces/{namespace}/tables"
 
     def create(name: str, stage: bool, hdrs: dict[str, str]) -> requests.Response:
-        return requests.post(tables, json={"name": name, "schema": SCHEMA, "stage-create": stage}, headers=hdrs,
+        return requests.post(tables, json={"name": name, "schema": REST_ID_SCHEMA, "stage-create": stage}, headers=hdrs,
                              timeout=30)
 
     staged = create(f"staged_{suffix}", True, vended)

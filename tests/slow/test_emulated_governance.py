@@ -41,6 +41,7 @@ from tests.emulators.behaviour import (
     S3_TABLES,
 )
 from tests.emulators.recording import check_matrix
+from tests.helpers import REST_ID_SCHEMA
 from tests.servers import S3ExpiryProxy
 
 NS = "emugov"
@@ -251,8 +252,7 @@ def test_lakekeeper_replayed_stage_create_answers_500_on_the_emulator(lakehouse,
     b = LAKEKEEPER_0_13
     with Emulator(b, lakehouse, s3, LIFETIME) as emu:
         body = {"name": f"s_{uuid.uuid4().hex[:8]}", "stage-create": True,
-                "schema": {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": False,
-                                                                          "type": "long"}]}}
+                "schema": REST_ID_SCHEMA}
         headers = _bearer(emu) | {"Idempotency-Key": str(uuid.uuid4())}
         url = f"{emu.url}/v1/{b.prefix}/namespaces/{NS}/tables"
         assert requests.post(url, json=body, headers=headers, timeout=30).status_code == 200

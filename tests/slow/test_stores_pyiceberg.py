@@ -28,14 +28,13 @@ import time
 import tracemalloc
 from urllib.parse import urlsplit
 
-import pyarrow as pa
 import pytest
 
 from pyspark_catalog_ext.errors import CredentialRefreshError
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.refresh import RefreshPolicy
 from pyspark_catalog_ext.storage import part_upload
-from tests.helpers import SpoolDiskPeak
+from tests.helpers import ID_SCHEMA, SpoolDiskPeak, id_rows
 from tests.servers.base import ThreadedServer, forward_streaming
 from tests.servers.s3_expiry_proxy import STALLS
 from tests.stores.catalog import store_catalog
@@ -50,12 +49,7 @@ EARLY = 3.0  # the store takes a token this long only, in the early-death tests
 POLICY = RefreshPolicy(check_interval_s=0.25, min_ahead_s=0, lifetime_fraction=0.25)
 FSSPEC = "pyiceberg.io.fsspec.FsspecFileIO"
 PYARROW = "pyiceberg.io.pyarrow.PyArrowFileIO"
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
 SMALL_FILES = {"write.target-file-size-bytes": "800"}
-
-
-def rows(start: int, stop: int) -> pa.Table:
-    return pa.table({"id": pa.array(range(start, stop), pa.int64())}, schema=SCHEMA)
 
 
 @pytest.fixture(scope="module", params=["adls", "gcs"])
@@ -95,10 +89,10 @@ def status(cat, name: str) -> dict:
 
 def test_append_and_scan_over_three_lifetimes(stack, io_impl):
     cat, name = catalog(stack, io_impl), table_name("held", io_impl)
-    table = cat.create_table(f"db.{name}", SCHEMA, properties=SMALL_FILES)
+    table = cat.create_table(f"db.{name}", ID_SCHEMA, properties=SMALL_FILES)
     start, began, n = time.monotonic(), time.time(), 0
     while time.monotonic() - start < 2 * LIFETIME + 1:  # one Table object: its FileIO must renew itself
-        table.append(rows(n, n + 100))
+        table.append(id_rows(n, n + 100))
         n += 100
         time.sleep(0.5)
     # The scan's files are read one by one, slowly, over the third lifetime.
@@ -125,14 +119,14 @@ def test_append_and_scan_over_three_lifetimes(stack, io_impl):
 
 def test_tokens_dying_early_are_renewed_and_the_operation_runs_again(stack, io_impl):
     cat, name = catalog(stack, io_impl), table_name("early", io_impl)
-    cat.create_table(f"db.{name}", SCHEMA, properties=SMALL_FILES).append(rows(0, 100))
+    cat.create_table(f"db.{name}", ID_SCHEMA, properties=SMALL_FILES).append(id_rows(0, 100))
     stack.front.store_lifetime_s[f"db.{name}"] = EARLY
     table = cat.load_table(f"db.{name}")
     # Append until a refused token was renewed and the table written once more: a loop timed by the
     # clock saw no refusal when a loaded machine made a single append outlast the early death.
     n, deadline, after_renewal = 100, time.monotonic() + 6 * LIFETIME, 0
     while time.monotonic() < deadline and after_renewal < 2:
-        table.append(rows(n, n + 50))
+        table.append(id_rows(n, n + 50))
         n += 50
         assert ids(table) == list(range(n))
         after_renewal += status(cat, name)["reactive_refreshes"] >= 1
@@ -147,12 +141,12 @@ def test_tokens_dying_early_are_renewed_and_the_operation_runs_again(stack, io_i
 
 def test_tokens_dead_on_every_refresh_end_in_one_line(stack, io_impl):
     cat, name = catalog(stack, io_impl), table_name("dead", io_impl)
-    cat.create_table(f"db.{name}", SCHEMA).append(rows(0, 10))
+    cat.create_table(f"db.{name}", ID_SCHEMA).append(id_rows(0, 10))
     stack.front.store_lifetime_s[f"db.{name}"] = 0
     table = cat.load_table(f"db.{name}")
     start = time.monotonic()
     with pytest.raises(CredentialRefreshError) as info:
-        table.append(rows(10, 20))
+        table.append(id_rows(10, 20))
     message = str(info.value)
     assert "\n" not in message and f"rejected the keys of lake.db.{name} again" in message, message
     # Bounded: at most two renewals (the FileIO's three tries), in seconds; gcsfs's own retries of
@@ -164,7 +158,7 @@ def test_tokens_dead_on_every_refresh_end_in_one_line(stack, io_impl):
 
 def test_a_scope_refusal_is_not_retried(stack, io_impl):
     cat, name = catalog(stack, io_impl), table_name("scoped", io_impl)
-    table = cat.create_table(f"db.{name}", SCHEMA)
+    table = cat.create_table(f"db.{name}", ID_SCHEMA)
     if stack.store == "gcs":
         outside = "gs://warehouse/elsewhere/x.bin"  # the table's token covers its own prefix only
     else:
@@ -192,8 +186,8 @@ def test_each_prefix_gets_its_own_token(stack, io_impl):
         extra = stack.emulator.location("data", name, account=second)
     stack.front.extra_prefixes[f"db.{name}"] = [extra]
     cat = catalog(stack, io_impl)
-    table = cat.create_table(f"db.{name}", SCHEMA)
-    table.append(rows(0, 10))
+    table = cat.create_table(f"db.{name}", ID_SCHEMA)
+    table.append(id_rows(0, 10))
     for i in range(3):  # files under the second prefix, written and read back with the table's FileIO
         with table.io.new_output(f"{extra}/f{i}.bin").create(overwrite=True) as out:
             out.write(b"payload %d" % i)
@@ -226,7 +220,7 @@ def test_a_read_stream_sought_to_its_end_reads_nothing_and_seeks_back(stack, io_
     # Arrow's Python-file reader asks a file's size by seeking to its end; on GCS, Arrow's own file
     # would open a download there, which GCS refuses (416).
     cat = catalog(stack, io_impl)
-    table = cat.create_table(f"db.{table_name('ends', io_impl)}", SCHEMA)
+    table = cat.create_table(f"db.{table_name('ends', io_impl)}", ID_SCHEMA)
     location = f"{table.location()}/data/blob.bin"
     with table.io.new_output(location).create(overwrite=True) as out:
         out.write(b"0123456789" * 83)
@@ -250,7 +244,7 @@ def test_a_token_that_dies_after_the_open_is_renewed(stack, io_impl, first):
         pytest.skip("only the GCS front can end a token it has handed out")
     cat = catalog(stack, io_impl)
     name = table_name(f"opened_{first}", io_impl)
-    table = cat.create_table(f"db.{name}", SCHEMA)
+    table = cat.create_table(f"db.{name}", ID_SCHEMA)
     location = f"{table.location()}/data/blob.bin"
     with table.io.new_output(location).create(overwrite=True) as out:
         out.write(b"0123456789" * 83)
@@ -282,7 +276,7 @@ def streaming_table(stack, name: str):
                              "py-io-impl": PYARROW, "catalog-ext.pyiceberg.s3-part-bytes": str(PART),
                              "catalog-ext.pyiceberg.s3-parts-in-flight": "1"}, policy=POLICY)
     cat.create_namespace_if_not_exists("db")
-    cat.create_table(f"db.{name}", SCHEMA)
+    cat.create_table(f"db.{name}", ID_SCHEMA)
     return cat, f"db.{name}"
 
 

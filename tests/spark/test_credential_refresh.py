@@ -21,7 +21,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark_catalog_ext.errors import CredentialRefreshError
 from pyspark_catalog_ext.refresh import RefreshPolicy
 from pyspark_catalog_ext.spark.credentials import attach
-from tests.helpers import expiring_proxies
+from tests.helpers import REST_ID_SCHEMA, expiring_proxies
 from tests.refresh_support import add_spark_catalog, register_slow_udf, slow, statuses, table_status
 
 LIFETIME = 10  # seconds the proxies let a credential live
@@ -263,8 +263,7 @@ def test_refresh_token_errors_are_one_line_and_secret_free(spark, token_catalog,
 
     client = catalog_client(lakehouse, token_catalog.url)
     client.make_namespace("tokdb") if not client.has_namespace("tokdb") else None
-    body = {"name": "tok", "schema": {"type": "struct", "schema-id": 0,
-                                      "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}}
+    body = {"name": "tok", "schema": REST_ID_SCHEMA}
     staged = client.create_table_json("tokdb", body, stage_create=True)
     credential = staged["storage-credentials"][0]
     token = credential["storage-refresh-token"]

@@ -20,6 +20,7 @@ from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, sign_request
 from pyspark_catalog_ext.processes import alive
 from pyspark_catalog_ext.spark.conf import catalog_properties
 from tests.conftest import assert_one_line_error, run_cli
+from tests.helpers import REST_ID_SCHEMA
 
 STORAGE_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
 
@@ -45,8 +46,7 @@ def _auth(lake: Lakehouse) -> dict[str, str]:
 def _create_table(lake: Lakehouse, ns: str, name: str) -> dict:
     uri, headers = lake.info.iceberg_uri, _auth(lake)
     requests.post(f"{uri}/v1/warehouse/namespaces", json={"namespace": [ns]}, headers=headers, timeout=10)
-    schema = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]}
-    resp = requests.post(f"{uri}/v1/warehouse/namespaces/{ns}/tables", json={"name": name, "schema": schema}, headers=headers, timeout=10)
+    resp = requests.post(f"{uri}/v1/warehouse/namespaces/{ns}/tables", json={"name": name, "schema": REST_ID_SCHEMA}, headers=headers, timeout=10)
     assert resp.status_code == 200, resp.text
     return resp.json()
 

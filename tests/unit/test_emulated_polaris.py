@@ -19,8 +19,9 @@ import requests
 from tests.emulators import Emulator
 from tests.emulators.behaviour import POLARIS_1_4, POLARIS_1_7, POLARIS_1_7_IDEMPOTENT, POLARIS_MAIN, Behaviour
 from tests.emulators.emulator import NO_GRANT_CLIENT
-from tests.emulators.observe import SCHEMA, observe
 from tests.emulators.observe import normalise as _normalise
+from tests.emulators.observe import observe
+from tests.helpers import REST_ID_SCHEMA
 from tests.servers import S3ExpiryProxy
 
 RECORDING = Path(__file__).resolve().parent.parent / "emulators" / "observed" / "polaris-1.4.1.json"
@@ -119,7 +120,7 @@ def test_the_credential_cache_hands_out_the_same_keys_until_half_their_lifetime(
         tables = f"{emu.url}/v1/{b.prefix}/namespaces/cache/tables"
         requests.post(f"{emu.url}/v1/{b.prefix}/namespaces", json={"namespace": ["cache"]}, headers=auth, timeout=30)
         name = f"t_{int(time.time() * 1000)}"
-        created = requests.post(tables, json={"name": name, "schema": SCHEMA, "stage-create": False}, headers=auth, timeout=30).json()
+        created = requests.post(tables, json={"name": name, "schema": REST_ID_SCHEMA, "stage-create": False}, headers=auth, timeout=30).json()
         minted = time.time()
         first = _keys(created)
         expiry = {c["config"]["s3.session-token-expires-at-ms"] for c in created["storage-credentials"]}
@@ -131,7 +132,7 @@ def test_the_credential_cache_hands_out_the_same_keys_until_half_their_lifetime(
         assert all(c["config"].get("expiration-time") == (c["config"]["s3.session-token-expires-at-ms"]
                                                           if b.expiration_time else None)
                    for c in refreshed["storage-credentials"])
-        staged = {"name": f"s_{name}", "schema": SCHEMA, "stage-create": True}
+        staged = {"name": f"s_{name}", "schema": REST_ID_SCHEMA, "stage-create": True}
         restaged = [_keys(requests.post(tables, json=staged, headers=auth, timeout=30).json()) for _ in range(2)]
         assert restaged[0] == restaged[1] and restaged[0] != first  # another location, its own entry
         time.sleep(max(0.0, minted + LIFETIME / 2 + 0.2 - time.time()))
@@ -147,7 +148,7 @@ def test_no_date_header_a_staged_metrics_report_404_and_remote_signing_400(b, la
         assert "Date" not in requests.post(f"{emu.url}/v1/{b.prefix}/namespaces", json={"namespace": ["readme"]},
                                            headers=auth, timeout=30).headers
         name = f"st_{int(time.time() * 1000)}"
-        staged = requests.post(tables, json={"name": name, "schema": SCHEMA, "stage-create": True}, headers=auth, timeout=30)
+        staged = requests.post(tables, json={"name": name, "schema": REST_ID_SCHEMA, "stage-create": True}, headers=auth, timeout=30)
         assert staged.status_code == 200 and "Date" not in staged.headers
         report = {"report-type": "commit-report", "table-name": f"readme.{name}", "snapshot-id": 1, "sequence-number": 1,
                   "operation": "append", "metrics": {}}

@@ -26,7 +26,8 @@ import requests
 from pyspark_catalog_ext.lakehouse.catalog_proxy import CatalogGuardProxy
 from pyspark_catalog_ext.lakehouse.guard import LocationGuard
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse
-from tests.lakehouse_rest import SCHEMA, Rest, admin_s3, objects, refused
+from tests.helpers import REST_ID_SCHEMA
+from tests.lakehouse_rest import Rest, admin_s3, objects, refused
 from tests.servers.base import BufferedProxy, Request, Response
 
 
@@ -47,7 +48,7 @@ def test_encoded_routes_are_read_as_seaweedfs_reads_them(lake, rest):
     assert rest.create(ns, "victim").status_code == 200
     victim = f"s3://warehouse/{ns}/victim"
     victim_files = objects(s3, f"{ns}/victim/")
-    create_at_victim = {"name": "b", "schema": SCHEMA, "location": victim}
+    create_at_victim = {"name": "b", "schema": REST_ID_SCHEMA, "location": victim}
     for path in (f"/namespaces/{ns}/tabl%65s", f"/namespaces/{ns}/%74%61%62%6C%65%73", f"/n%61mespaces/{ns}/tables"):
         refused(rest.raw("POST", path, create_at_victim), "overlaps table", f"{ns}.victim")
     assert rest.create(ns, "mine").status_code == 200
@@ -216,7 +217,7 @@ def test_a_create_waits_for_no_other_namespace(lakehouse):
         held.start()
         try:
             assert gateway.entered.wait(30)
-            resp = requests.post(f"{rest.base}/namespaces/{fast}/tables", json={"name": "t", "schema": SCHEMA},
+            resp = requests.post(f"{rest.base}/namespaces/{fast}/tables", json={"name": "t", "schema": REST_ID_SCHEMA},
                                  headers=rest.headers, timeout=20)  # a global lock would hold it until the release
             assert resp.status_code == 200 and held.is_alive()
         finally:

@@ -16,8 +16,7 @@ import requests
 
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
-
-SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+from tests.helpers import REST_ID_SCHEMA
 
 
 def _token(info) -> str:
@@ -39,7 +38,7 @@ class Rest:
         return requests.post(self.base + path, json=body, headers=self.headers, timeout=30)
 
     def create(self, ns: str, name: str, location: str | None = None, stage: bool = False) -> requests.Response:
-        body: dict = {"name": name, "schema": SCHEMA}
+        body: dict = {"name": name, "schema": REST_ID_SCHEMA}
         if location is not None:
             body["location"] = location
         if stage:
@@ -181,7 +180,7 @@ def test_posts_that_set_no_location_pass_and_unknown_table_paths_are_refused(lak
     assert other.status_code == 404 and "no route of this catalog" in other.json()["error"]["message"], other.text
     # a dot segment (requests would resolve it before sending: raw http.client keeps it)
     conn = http.client.HTTPConnection(urlsplit(rest.base).netloc, timeout=10)
-    conn.request("POST", urlsplit(rest.base).path + f"/namespaces/{ns}/tables/x/../../tables", body=json.dumps({"name": "b", "schema": SCHEMA}),
+    conn.request("POST", urlsplit(rest.base).path + f"/namespaces/{ns}/tables/x/../../tables", body=json.dumps({"name": "b", "schema": REST_ID_SCHEMA}),
                  headers={**rest.headers, "Content-Type": "application/json"})
     raw = conn.getresponse()
     assert raw.status == 400 and "segment" in json.loads(raw.read())["error"]["message"]
@@ -196,7 +195,7 @@ def test_a_nested_namespace_works_through_the_proxy(lake):
     for levels in ([outer], [outer, "inner"]):
         assert rest.post("/namespaces", {"namespace": levels}).status_code == 200
     path = f"/namespaces/{outer}%1Finner"
-    made = requests.post(f"{rest.base}{path}/tables", json={"name": "t", "schema": SCHEMA}, headers=rest.headers, timeout=30)
+    made = requests.post(f"{rest.base}{path}/tables", json={"name": "t", "schema": REST_ID_SCHEMA}, headers=rest.headers, timeout=30)
     assert made.status_code == 200, made.text
     assert made.json()["metadata"]["location"] == f"s3://warehouse/{outer}.inner/t"
     loaded = requests.get(f"{rest.base}{path}/tables/t", headers=rest.headers, timeout=30)

@@ -30,6 +30,7 @@ import requests
 from botocore.config import Config
 
 from pyspark_catalog_ext.lakehouse.server import Lakehouse
+from tests.helpers import REST_ID_SCHEMA
 from tests.procfs import LISTEN, socket_inodes, tcp_sockets
 
 CANARY = b"canary bytes no unauthenticated client may read " + uuid.uuid4().hex.encode()
@@ -72,8 +73,7 @@ def lake():
         headers = {"Authorization": f"Bearer {token}"}
         base = f"{info.iceberg_uri}/v1/warehouse/namespaces"
         assert requests.post(base, json={"namespace": ["ports"]}, headers=headers, timeout=10).status_code == 200
-        schema = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
-        assert requests.post(f"{base}/ports/tables", json={"name": "t", "schema": schema}, headers=headers, timeout=10).status_code == 200
+        assert requests.post(f"{base}/ports/tables", json={"name": "t", "schema": REST_ID_SCHEMA}, headers=headers, timeout=10).status_code == 200
         s3 = boto3.client("s3", endpoint_url=info.s3_endpoint, region_name="us-east-1", aws_access_key_id=info.access_key,
                           aws_secret_access_key=info.secret_key, config=Config(s3={"addressing_style": "path"}))
         s3.put_object(Bucket="warehouse", Key="ports/t/data/canary.parquet", Body=CANARY)

@@ -30,7 +30,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyspark_catalog_ext.lakehouse.server import start_lakehouse
-from tests.lakehouse_rest import SCHEMA, Rest
+from tests.helpers import REST_ID_SCHEMA
+from tests.lakehouse_rest import Rest
 
 NS_A, NS_B = "ns_a", "ns_b"
 OPS = ("create", "commit", "transaction", "load")
@@ -124,7 +125,7 @@ def _marked(raw: Rest, marker: str) -> set[str]:
 
 def _body(op: str, *, name: str = "", marker: str = "", location: str | None = None) -> dict:
     if op == "create":
-        return {"name": name, "schema": SCHEMA, **({"location": location} if location else {})}
+        return {"name": name, "schema": REST_ID_SCHEMA, **({"location": location} if location else {})}
     update = ({"action": "set-location", "location": location} if location
               else {"action": "set-properties", "updates": {"probe": marker}})
     change = {"requirements": [], "updates": [update]}

@@ -20,9 +20,8 @@ from pyspark_catalog_ext.lakehouse.signer import MAX_DELETE_TICKETS, MAX_LOCATIO
 from pyspark_catalog_ext.lakehouse.signer_handler import DELETE_PATH
 from pyspark_catalog_ext.lakehouse.tokens import MAX_TOKENS
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+from tests.helpers import REST_ID_SCHEMA
 from tests.servers.base import BufferedProxy, Request, Response
-
-SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
 
 
 def _admin_s3(info):
@@ -119,10 +118,10 @@ def test_signer_scope_is_the_stored_location_not_one_the_answer_carries(lakehous
             ns = "scp" + uuid.uuid4().hex[:8]
             base = f"{proxy.url}/v1/warehouse/namespaces"
             assert requests.post(base, json={"namespace": [ns]}, headers=headers, timeout=10).status_code == 200
-            assert requests.post(f"{base}/{ns}/tables", json={"name": "victim", "schema": SCHEMA}, headers=headers, timeout=10).status_code == 200
+            assert requests.post(f"{base}/{ns}/tables", json={"name": "victim", "schema": REST_ID_SCHEMA}, headers=headers, timeout=10).status_code == 200
             gateway.swap_to = f"s3://warehouse/{ns}/victim"  # every answer now names the victim's location
             for name, stage in (("mine", False), ("staged", True)):
-                made = requests.post(f"{base}/{ns}/tables", json={"name": name, "schema": SCHEMA, "stage-create": stage},
+                made = requests.post(f"{base}/{ns}/tables", json={"name": name, "schema": REST_ID_SCHEMA, "stage-create": stage},
                                      headers=headers, timeout=10)
                 assert made.status_code == 200, made.text
                 assert made.json()["metadata"]["location"] == gateway.swap_to

@@ -14,7 +14,8 @@ import pytest
 import requests
 
 from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SCOPE_RECHECK_SECONDS, SigningCatalogProxy
-from tests.lakehouse_rest import SCHEMA, Rest
+from tests.helpers import REST_ID_SCHEMA
+from tests.lakehouse_rest import Rest
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 
@@ -60,12 +61,12 @@ def test_an_endpoint_ends_with_its_table(lakehouse, signer):
     token = _token(signer)
     ns = "scope" + uuid.uuid4().hex[:8]
     assert _catalog(signer, token, "POST", "/namespaces", {"namespace": [ns]}).status_code == 200
-    first = _endpoint(_catalog(signer, token, "POST", f"/namespaces/{ns}/tables", {"name": "t", "schema": SCHEMA}))
+    first = _endpoint(_catalog(signer, token, "POST", f"/namespaces/{ns}/tables", {"name": "t", "schema": REST_ID_SCHEMA}))
     key = f"{ns}/t/data/f.parquet"
     assert _sign(signer, token, first, key).status_code == 200
     # dropped and created again at the same location: a new table, and the old endpoint signs none of it
     assert _catalog(signer, token, "DELETE", f"/namespaces/{ns}/tables/t").status_code == 204
-    second = _endpoint(_catalog(signer, token, "POST", f"/namespaces/{ns}/tables", {"name": "t", "schema": SCHEMA}))
+    second = _endpoint(_catalog(signer, token, "POST", f"/namespaces/{ns}/tables", {"name": "t", "schema": REST_ID_SCHEMA}))
     refused = _sign(signer, token, first, key)
     assert refused.status_code == 403 and "dropped, renamed or moved" in refused.json()["error"]["message"], refused.text
     assert _sign(signer, token, second, key).status_code == 200
@@ -88,7 +89,7 @@ def test_an_endpoint_lives_no_longer_than_its_tokens_and_one_lifetime_of_revival
     first = _token(signer)
     ns = "life" + uuid.uuid4().hex[:8]
     assert _catalog(signer, first, "POST", "/namespaces", {"namespace": [ns]}).status_code == 200
-    endpoint = _endpoint(_catalog(signer, first, "POST", f"/namespaces/{ns}/tables", {"name": "t", "schema": SCHEMA}))
+    endpoint = _endpoint(_catalog(signer, first, "POST", f"/namespaces/{ns}/tables", {"name": "t", "schema": REST_ID_SCHEMA}))
     key = f"{ns}/t/data/f.parquet"
     assert _sign(signer, first, endpoint, key).status_code == 200
     time.sleep(1.5)
@@ -132,7 +133,7 @@ def test_an_endpoint_is_its_clients_only(lakehouse):
         x, y = token("x"), token("y")
         ns = "own" + uuid.uuid4().hex[:8]
         assert _catalog(proxy, x, "POST", "/namespaces", {"namespace": [ns]}).status_code == 200
-        endpoint = _endpoint(_catalog(proxy, x, "POST", f"/namespaces/{ns}/tables", {"name": "t", "schema": SCHEMA}))
+        endpoint = _endpoint(_catalog(proxy, x, "POST", f"/namespaces/{ns}/tables", {"name": "t", "schema": REST_ID_SCHEMA}))
         assert _sign(proxy, x, endpoint, f"{ns}/t/data/f.parquet").status_code == 200
         assert _sign(proxy, y, endpoint, f"{ns}/t/data/f.parquet").status_code == 403
     finally:

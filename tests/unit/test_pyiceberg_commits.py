@@ -12,19 +12,14 @@ from __future__ import annotations
 import logging
 import uuid as uuidlib
 
-import pyarrow as pa
 import pytest
 
 from pyspark_catalog_ext.errors import CommitFailedError, CommitStateUnknownError
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+from tests.helpers import ID_SCHEMA, id_rows
 from tests.servers import CatalogProxy, IdempotencyProxy
 
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
 FAST_RETRY = {"catalog-ext.commit.base-delay-ms": "10", "catalog-ext.commit.max-delay-ms": "50"}
-
-
-def rows(start: int, stop: int) -> pa.Table:
-    return pa.table({"id": pa.array(range(start, stop), pa.int64())}, schema=SCHEMA)
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +68,8 @@ def commit_path(name: str) -> str:
 
 def create_with_fault(cat, proxy, ns: str, fault: str, status: int = 503):
     name = f"c_{fault}_{uuidlib.uuid4().hex[:6]}"
-    tx = cat.create_table_transaction(f"{ns}.{name}", SCHEMA)
-    tx.append(rows(0, 100))
+    tx = cat.create_table_transaction(f"{ns}.{name}", ID_SCHEMA)
+    tx.append(id_rows(0, 100))
     proxy.faults.add(fault, "POST", commit_path(name), status=status)
     tx.commit_transaction()
     return name
@@ -82,10 +77,10 @@ def create_with_fault(cat, proxy, ns: str, fault: str, status: int = 503):
 
 def append_with_fault(cat, proxy, ns: str, fault: str, status: int = 503):
     name = f"a_{fault}_{uuidlib.uuid4().hex[:6]}"
-    table = cat.create_table(f"{ns}.{name}", SCHEMA)
-    table.append(rows(0, 100))
+    table = cat.create_table(f"{ns}.{name}", ID_SCHEMA)
+    table.append(id_rows(0, 100))
     proxy.faults.add(fault, "POST", commit_path(name), status=status)
-    table.append(rows(100, 200))
+    table.append(id_rows(100, 200))
     return name
 
 
@@ -185,14 +180,14 @@ def manifests(table) -> list[str]:
 def test_refused_every_time_is_commit_failed(plain):
     cat, proxy = plain
     name = f"r_{uuidlib.uuid4().hex[:6]}"
-    table = cat.create_table(f"pyc.{name}", SCHEMA)
+    table = cat.create_table(f"pyc.{name}", ID_SCHEMA)
     # 429 proves the catalog did not take it. PyIceberg retries a CommitFailedException itself
     # (commit.retry.num-retries, as Iceberg Java does) and then deletes the files it wrote: our
     # CommitFailedError is one, with the same meaning.
     proxy.faults.add("error", "POST", commit_path(name), status=429, times=1000)
     try:
         with pytest.raises(CommitFailedError, match="nothing was published"):
-            table.append(rows(0, 10))
+            table.append(id_rows(0, 10))
     finally:
         proxy.faults.clear()
     assert len(cat.load_table(f"pyc.{name}").snapshots()) == 0
@@ -205,11 +200,11 @@ def test_gateway_error_every_time_is_unknown(plain, status):
     'failed' unless the table proves it; out of attempts with nothing visible it is unknown."""
     cat, proxy = plain
     name = f"u{status}_{uuidlib.uuid4().hex[:6]}"
-    table = cat.create_table(f"pyc.{name}", SCHEMA)
+    table = cat.create_table(f"pyc.{name}", ID_SCHEMA)
     proxy.faults.add("error", "POST", commit_path(name), status=status, times=1000)
     try:
         with pytest.raises(CommitStateUnknownError, match="every file is kept"):
-            table.append(rows(0, 10))
+            table.append(id_rows(0, 10))
     finally:
         proxy.faults.clear()
     assert len(cat.load_table(f"pyc.{name}").snapshots()) == 0
@@ -232,10 +227,10 @@ def test_bad_request_on_a_snapshot_commit_is_unknown(plain, status):
     any 5xx but 502/503/504 (table row 501-pending-unknown): it may have been applied first."""
     cat, proxy = plain
     name = f"b{status}_{uuidlib.uuid4().hex[:6]}"
-    table = cat.create_table(f"pyc.{name}", SCHEMA)
+    table = cat.create_table(f"pyc.{name}", ID_SCHEMA)
     proxy.faults.add("error", "POST", commit_path(name), status=status)
     with pytest.raises(CommitStateUnknownError, match=f"HTTP {status}"):
-        table.append(rows(0, 10))
+        table.append(id_rows(0, 10))
     assert len(manifests(table)) >= 2
 
 
@@ -244,11 +239,11 @@ def test_another_writer_wins_is_commit_failed_and_pyiceberg_retries(plain, caplo
     PyIceberg's own conflict retry rebuilds the append on the new table state: both appends land."""
     cat, _ = plain
     name = f"w_{uuidlib.uuid4().hex[:6]}"
-    cat.create_table(f"pyc.{name}", SCHEMA)
+    cat.create_table(f"pyc.{name}", ID_SCHEMA)
     ours, theirs = cat.load_table(f"pyc.{name}"), cat.load_table(f"pyc.{name}")
-    theirs.append(rows(100, 200))
+    theirs.append(id_rows(100, 200))
     with caplog.at_level(logging.WARNING):
-        ours.append(rows(0, 100))
+        ours.append(id_rows(0, 100))
     assert "concurrent update" in caplog.text  # PyIceberg saw our CommitFailedException and retried
     check_once(cat, "pyc", name, 200, 2)
 
@@ -268,22 +263,22 @@ def test_pyiceberg_alone_fails_on_a_lost_answer(lakehouse, plain, op):
     cat = RestCatalog("plainpy", **props)
     name = f"p_{op}_{uuidlib.uuid4().hex[:6]}"
     if op == "create":
-        tx = cat.create_table_transaction(f"pyc.{name}", SCHEMA)
-        tx.append(rows(0, 10))
+        tx = cat.create_table_transaction(f"pyc.{name}", ID_SCHEMA)
+        tx.append(id_rows(0, 10))
         proxy.faults.add("drop", "POST", commit_path(name))
         with pytest.raises(requests.ConnectionError):
             tx.commit_transaction()
         assert cat.load_table(f"pyc.{name}").scan().to_arrow().num_rows == 10  # committed with all its rows
         rerun = cat.create_table_transaction  # the user's natural reaction: run the job again
         with pytest.raises(CommitFailedException, match="already exists"):
-            tx = rerun(f"pyc.{name}", SCHEMA)
-            tx.append(rows(0, 10))
+            tx = rerun(f"pyc.{name}", ID_SCHEMA)
+            tx.append(id_rows(0, 10))
             tx.commit_transaction()
     else:
-        table = cat.create_table(f"pyc.{name}", SCHEMA)
+        table = cat.create_table(f"pyc.{name}", ID_SCHEMA)
         proxy.faults.add("drop", "POST", commit_path(name))
         with pytest.raises(requests.ConnectionError):
-            table.append(rows(0, 10))
+            table.append(id_rows(0, 10))
         assert len(cat.load_table(f"pyc.{name}").snapshots()) == 1  # it landed anyway
 
 
@@ -291,7 +286,7 @@ def test_other_mutations_carry_a_fresh_uuid7_key(keyed):
     cat, _, idem = keyed
     before = set(idem.entries())
     name = f"pyk.m_{uuidlib.uuid4().hex[:6]}"
-    cat.create_table(name, SCHEMA)
+    cat.create_table(name, ID_SCHEMA)
     cat.drop_table(name)
     keys = set(idem.entries()) - before
     assert len(keys) == 2  # create, drop: one new key each
@@ -326,7 +321,7 @@ def test_idempotency_never_sends_no_key_to_a_server_that_advertises_it(lakehouse
         assert cat.idempotency_key_lifetime_s == 1800  # advertised, and still not used
         name = f"pyk.never_{uuidlib.uuid4().hex[:6]}"
         before = set(idem.entries())
-        cat.create_table(name, SCHEMA).append(rows(0, 10))
+        cat.create_table(name, ID_SCHEMA).append(id_rows(0, 10))
         assert _commit_keys(proxy, name) and not any(_commit_keys(proxy, name))
         assert set(idem.entries()) == before  # no create, commit or other mutation carried a key
     finally:
@@ -358,11 +353,11 @@ def test_refusal_after_an_applied_lost_answer_is_success_once(keyed, status, cap
     cat, proxy, _ = keyed
     caplog.set_level(logging.INFO, logger="pyspark_catalog_ext.pyiceberg")
     name = f"a_r{status}_{uuidlib.uuid4().hex[:6]}"
-    table = cat.create_table(f"pyk.{name}", SCHEMA)
-    table.append(rows(0, 100))
+    table = cat.create_table(f"pyk.{name}", ID_SCHEMA)
+    table.append(id_rows(0, 100))
     proxy.faults.add("drop", "POST", commit_path(name))
     proxy.faults.add("error", "POST", commit_path(name), status=status)
-    table.append(rows(100, 200))
+    table.append(id_rows(100, 200))
     assert proxy.faults.pending == 0
     assert proxy.count(kind="commit", table=f"pyk.{name}") - 1 == 2  # the lost one and the refused one
     assert "concurrent update" not in caplog.text  # PyIceberg never saw a CommitFailedException
@@ -377,12 +372,12 @@ def test_404_after_a_lost_attempt_that_did_not_apply_is_unknown(plain):
     'failed' (PyIceberg would delete the files and retry)."""
     cat, proxy = plain
     name = f"n404_{uuidlib.uuid4().hex[:6]}"
-    table = cat.create_table(f"pyc.{name}", SCHEMA)
+    table = cat.create_table(f"pyc.{name}", ID_SCHEMA)
     proxy.faults.add("error", "POST", commit_path(name), status=504)
     proxy.faults.add("error", "POST", commit_path(name), status=404)
     try:
         with pytest.raises(CommitStateUnknownError, match="HTTP 404.*every file is kept"):
-            table.append(rows(0, 10))
+            table.append(id_rows(0, 10))
     finally:
         proxy.faults.clear()
     assert proxy.count(kind="commit", table=f"pyc.{name}") == 2
@@ -394,14 +389,14 @@ def test_401_after_a_lost_attempt_with_unreadable_table_is_unknown(plain):
     """401 after a maybe-applied attempt, and the reconciliation load is refused too: unknown."""
     cat, proxy = plain
     name = f"u401_{uuidlib.uuid4().hex[:6]}"
-    table = cat.create_table(f"pyc.{name}", SCHEMA)
+    table = cat.create_table(f"pyc.{name}", ID_SCHEMA)
     proxy.faults.add("error", "POST", commit_path(name), status=504)
     proxy.faults.add("error", "POST", commit_path(name), status=401)
     proxy.faults.add("error", "GET", commit_path(name), status=401, times=1000)
     # The first 504 loads the table once (401 too: cannot tell, retry), then the 401 answer.
     try:
         with pytest.raises(CommitStateUnknownError, match="HTTP 401.*every file is kept"):
-            table.append(rows(0, 10))
+            table.append(id_rows(0, 10))
     finally:
         proxy.faults.clear()
     assert len(cat.load_table(f"pyc.{name}").snapshots()) == 0
@@ -448,12 +443,12 @@ def test_lost_answers_to_creates_drops_and_renames_are_one_success(request, chai
 
     name = f"t_{tag}"
     _lose_answer(proxy, "POST", rf"/namespaces/{ns}/tables$")
-    table = cat.create_table(f"{ns}.{name}", SCHEMA, properties={"p": "1"})
+    table = cat.create_table(f"{ns}.{name}", ID_SCHEMA, properties={"p": "1"})
     assert proxy.faults.pending == 0 and table.name() == (ns, name)
     assert proxy.count(kind="create", table=f"{ns}.{name}") == 1
 
     _lose_answer(proxy, "POST", commit_path(name))
-    table.append(rows(0, 10))  # a snapshot commit: replayed under its key (keyed, polaris17) or recognised (plain)
+    table.append(id_rows(0, 10))  # a snapshot commit: replayed under its key (keyed, polaris17) or recognised (plain)
     assert proxy.faults.pending == 0
     assert len(cat.load_table(f"{ns}.{name}").snapshots()) == 1
     _lose_answer(proxy, "POST", r"/tables/rename$")
@@ -479,11 +474,11 @@ def test_a_lost_create_answer_with_someone_elses_table_there_is_a_one_line_confl
 
     cat, proxy = plain
     name = f"theirs_{uuidlib.uuid4().hex[:6]}"
-    cat.create_table(f"pyc.{name}", SCHEMA, properties={"owner": "them"})
+    cat.create_table(f"pyc.{name}", ID_SCHEMA, properties={"owner": "them"})
     # Ours is answered 409 upstream and the answer lost: the look finds a table that is not ours.
     _lose_answer(proxy, "POST", r"/namespaces/pyc/tables$")
     with pytest.raises(CatalogConflictError) as caught:
-        cat.create_table(f"pyc.{name}", SCHEMA, properties={"owner": "me"})
+        cat.create_table(f"pyc.{name}", ID_SCHEMA, properties={"owner": "me"})
     assert isinstance(caught.value, TableAlreadyExistsError)  # PyIceberg's type too
     text = str(caught.value)
     assert "exists with other metadata than we sent" in text and "\n" not in text, text
@@ -513,8 +508,8 @@ def test_a_lost_register_answer_is_looked_at(lakehouse, plain):
 
     cat, proxy = plain
     tag = uuidlib.uuid4().hex[:6]
-    source = cat.create_table(f"pyc.src_{tag}", SCHEMA)
-    source.append(rows(0, 10))
+    source = cat.create_table(f"pyc.src_{tag}", ID_SCHEMA)
+    source.append(id_rows(0, 10))
     ours = _metadata_copy(lakehouse, cat.load_table(f"pyc.src_{tag}"), f"s3://warehouse/pyc/reg_{tag}")
     before = len(proxy.entries())
     _lose_answer(proxy, "POST", r"/namespaces/pyc/register$")

@@ -15,7 +15,6 @@ import re
 import time
 
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401 - pa.compute
 import pytest
 
 from pyspark_catalog_ext import events
@@ -23,7 +22,7 @@ from pyspark_catalog_ext.errors import CredentialRefreshError, CredentialsReject
 from pyspark_catalog_ext.pyiceberg_ext import GuardedRestCatalog
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.refresh import RefreshPolicy
-from tests.helpers import expiring_proxies
+from tests.helpers import ID_PART_SCHEMA, expiring_proxies, id_part_rows
 from tests.servers.s3_early_rejection import CatalogProxyWithoutExpiry, EarlyRejectionS3Proxy, SkewedCatalogProxy
 
 LIFETIME = 3.0  # seconds the catalog proxy states for every key
@@ -40,13 +39,7 @@ SCAN_DELAY = {"pyarrow": 0.04, "fsspec": 0.08}  # per S3 request: the scan of 10
 # clients from one shared botocore session): at 0.16 s an append of 40 files could finish before its
 # keys died, and prove nothing.
 WRITE_DELAY = {"pyarrow": 0.3, "fsspec": 0.3}
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("part", pa.int64(), nullable=False)])
 FILES = 100
-
-
-def rows(start: int, stop: int) -> pa.Table:
-    ids = pa.array(range(start, stop), pa.int64())
-    return pa.table({"id": ids, "part": pa.compute.divide(ids, 50)}, schema=SCHEMA)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +69,7 @@ def many_files(lakehouse, catalog_proxy, s3_proxy):
     cat.create_namespace_if_not_exists("db_early")
     if cat.table_exists("db_early.many"):
         cat.drop_table("db_early.many")
-    cat.create_table("db_early.many", SCHEMA, properties=FILE_PER_50_ROWS).append(rows(0, FILES * 50))
+    cat.create_table("db_early.many", ID_PART_SCHEMA, properties=FILE_PER_50_ROWS).append(id_part_rows(0, FILES * 50))
     cat.close()
     return FILES * 50
 
@@ -173,11 +166,11 @@ def test_scan_and_append_survive_keys_dying_early(lakehouse, catalog_proxy, unst
         cat = make_catalog(lakehouse, proxy, io)  # a new catalog: nothing learned yet
         if cat.table_exists(name):
             cat.drop_table(name)
-        target = cat.create_table(name, SCHEMA, properties=FILE_PER_50_ROWS)
+        target = cat.create_table(name, ID_PART_SCHEMA, properties=FILE_PER_50_ROWS)
         warm(cat, target)
         before = snapshot(cat, proxy, s3_proxy, name)
         early(s3_proxy, mode, WRITE_DELAY[io])
-        target.append(rows(0, 2000))  # 40 files
+        target.append(id_part_rows(0, 2000))  # 40 files
         s3_proxy.delay_seconds = 0
         check_waves(cat, proxy, s3_proxy, name, before, job="append", io=io, mode=mode)
         calm(s3_proxy)
@@ -323,7 +316,6 @@ def test_a_catalog_on_another_clock_is_scheduled_by_its_clock(lakehouse, many_fi
                 cat.close()
     skews = [e for e in seen if e.type == "clock.skew"]
     assert skews and skews[0].fields["server"] == "catalog" and abs(skews[0].fields["skew_ms"] - skew * 1000) < 2000
-
 
 
 def test_doctor_reports_clock_skew_with_evidence(lakehouse):

@@ -17,8 +17,9 @@ import pytest
 
 from pyspark_catalog_ext.errors import CommitFailedError, CommitStateUnknownError
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+from tests.helpers import ID_SCHEMA, id_rows
 from tests.servers import CatalogProxy
-from tests.unit.test_pyiceberg_commits import FAST_RETRY, SCHEMA, rows
+from tests.unit.test_pyiceberg_commits import FAST_RETRY
 
 RETRY_AFTER = [("Retry-After", "1")]
 NS = "hid"
@@ -75,11 +76,11 @@ def ids(data: pa.Table) -> list[int]:
 def append_then_fault(cat, proxy, add_faults) -> tuple[str, BaseException | None]:
     """A table with 100 rows, then an append of 100 more under `add_faults(path)`: (name, error)."""
     name = f"h_{uuidlib.uuid4().hex[:8]}"
-    table = cat.create_table(f"{NS}.{name}", SCHEMA)
-    table.append(rows(0, 100))
+    table = cat.create_table(f"{NS}.{name}", ID_SCHEMA)
+    table.append(id_rows(0, 100))
     add_faults(commit_path(name))
     try:
-        table.append(rows(100, 200))
+        table.append(id_rows(100, 200))
     except Exception as exc:  # noqa: BLE001 - the type is what the test checks
         return name, exc
     return name, None
@@ -137,17 +138,17 @@ def test_a_307_on_a_commit_is_not_followed_and_not_resent(guarded, op):
     name = f"r307_{uuidlib.uuid4().hex[:8]}"
     # Location: the same commit URL through the proxy (a balancer sending us to another node).
     if op == "append":
-        table = cat.create_table(f"{NS}.{name}", SCHEMA)
-        table.append(rows(0, 100))
+        table = cat.create_table(f"{NS}.{name}", ID_SCHEMA)
+        table.append(id_rows(0, 100))
         location = f"{proxy.url}/v1/{cat.prefix}/namespaces/{NS}/tables/{name}"
         proxy.faults.add("redirect", "POST", commit_path(name), status=307, location=location)
         with pytest.raises(CommitStateUnknownError) as err:
-            table.append(rows(100, 200))
+            table.append(id_rows(100, 200))
         assert commits_sent(proxy, name) == 2
         assert ids(assert_every_referenced_file_exists(cat, name)) == list(range(100))
     else:
-        tx = cat.create_table_transaction(f"{NS}.{name}", SCHEMA)
-        tx.append(rows(0, 100))
+        tx = cat.create_table_transaction(f"{NS}.{name}", ID_SCHEMA)
+        tx.append(id_rows(0, 100))
         location = f"{proxy.url}/v1/{cat.prefix}/namespaces/{NS}/tables/{name}"
         proxy.faults.add("redirect", "POST", commit_path(name), status=307, location=location)
         with pytest.raises(CommitStateUnknownError) as err:
@@ -164,13 +165,13 @@ def test_a_303_on_a_commit_is_never_taken_for_success(guarded):
     landed as done. Not followed: unknown (the table does not show it), every file kept."""
     cat, proxy = guarded
     name = f"r303_{uuidlib.uuid4().hex[:8]}"
-    table = cat.create_table(f"{NS}.{name}", SCHEMA)
-    table.append(rows(0, 100))
+    table = cat.create_table(f"{NS}.{name}", ID_SCHEMA)
+    table.append(id_rows(0, 100))
     location = f"{proxy.url}/v1/{cat.prefix}/namespaces/{NS}/tables/{name}"
     proxy.faults.add("redirect", "POST", commit_path(name), status=303, location=location)
     loads_before = proxy.count(kind="load", table=f"{NS}.{name}")
     with pytest.raises(CommitStateUnknownError, match="HTTP 303 redirect to"):
-        table.append(rows(100, 200))
+        table.append(id_rows(100, 200))
     assert commits_sent(proxy, name) == 2
     # The only GET after the 303 is the guard's own reconciliation load, not a followed redirect.
     assert proxy.count(kind="load", table=f"{NS}.{name}") - loads_before == 1
@@ -183,11 +184,11 @@ def test_a_303_after_the_commit_landed_is_success_once(guarded, caplog):
     cat, proxy = guarded
     caplog.set_level(logging.INFO, logger="pyspark_catalog_ext.pyiceberg")
     name = f"a303_{uuidlib.uuid4().hex[:8]}"
-    table = cat.create_table(f"{NS}.{name}", SCHEMA)
-    table.append(rows(0, 100))
+    table = cat.create_table(f"{NS}.{name}", ID_SCHEMA)
+    table.append(id_rows(0, 100))
     location = f"{proxy.url}/v1/{cat.prefix}/namespaces/{NS}/tables/{name}"
     proxy.faults.add("after", "POST", commit_path(name), status=303, headers=[("Location", location)])
-    table.append(rows(100, 200))
+    table.append(id_rows(100, 200))
     assert proxy.faults.pending == 0 and commits_sent(proxy, name) == 2
     assert "landed although its answer was HTTP 303 redirect to" in caplog.text
     assert ids(assert_every_referenced_file_exists(cat, name)) == list(range(200))

@@ -11,14 +11,12 @@ from __future__ import annotations
 import logging
 import time
 
-import pyarrow as pa
-import pyarrow.compute  # noqa: F401 - pa.compute
 import pytest
 
 from pyspark_catalog_ext.pyiceberg_ext import GuardedRestCatalog, RefreshingFileIO
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.refresh import RefreshPolicy
-from tests.helpers import expiring_proxies
+from tests.helpers import ID_PART_SCHEMA, expiring_proxies, id_part_rows
 from tests.servers.slow_s3_proxy import SlowS3ExpiryProxy
 
 # Seconds a vended key lives behind the proxies. Nothing new is sent with keys in their hard margin
@@ -39,7 +37,6 @@ FILE_PER_50_ROWS = {"write.target-file-size-bytes": "800"}
 # per file; both FileIOs write S3 through the same resumable upload: one PutObject per small file).
 SCAN_DELAY = {"pyarrow": 0.14, "fsspec": 0.213}
 WRITE_DELAY = {"pyarrow": 0.427, "fsspec": 0.427}
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("part", pa.int64(), nullable=False)])
 
 
 @pytest.fixture(scope="module")
@@ -65,15 +62,10 @@ def many_files(lakehouse, catalog_proxy, s3_proxy):
     cat.create_namespace_if_not_exists("db_py")
     if cat.table_exists("db_py.many"):
         cat.drop_table("db_py.many")
-    table = cat.create_table("db_py.many", SCHEMA, properties=FILE_PER_50_ROWS)
-    table.append(rows(0, 200 * 50))
+    table = cat.create_table("db_py.many", ID_PART_SCHEMA, properties=FILE_PER_50_ROWS)
+    table.append(id_part_rows(0, 200 * 50))
     cat.close()
     return 200 * 50
-
-
-def rows(start: int, stop: int) -> pa.Table:
-    ids = pa.array(range(start, stop), pa.int64())
-    return pa.table({"id": ids, "part": pa.compute.divide(ids, 50)}, schema=SCHEMA)
 
 
 def fresh_table_of_150_rows(cat, name: str):
@@ -81,7 +73,7 @@ def fresh_table_of_150_rows(cat, name: str):
     cat.create_namespace_if_not_exists("db_py")
     if cat.table_exists(name):
         cat.drop_table(name)
-    cat.create_table(name, SCHEMA, properties=FILE_PER_50_ROWS).append(rows(0, 150))
+    cat.create_table(name, ID_PART_SCHEMA, properties=FILE_PER_50_ROWS).append(id_part_rows(0, 150))
     return cat.load_table(name)
 
 
@@ -155,12 +147,12 @@ def test_long_append_then_overwrite_and_delete(lakehouse, catalog_proxy, s3_prox
         cat.create_namespace_if_not_exists("db_py")
         if cat.table_exists(name):
             cat.drop_table(name)
-        table = cat.create_table(name, SCHEMA, properties=FILE_PER_50_ROWS)
+        table = cat.create_table(name, ID_PART_SCHEMA, properties=FILE_PER_50_ROWS)
         since = _expiring(s3_proxy, delay=WRITE_DELAY[io])
         started = time.monotonic()
-        table.append(rows(0, 5000))
+        table.append(id_part_rows(0, 5000))
         appended = time.monotonic() - started
-        table.overwrite(rows(5000, 10000))
+        table.overwrite(id_part_rows(5000, 10000))
         overwritten = time.monotonic() - started - appended
         s3_proxy.delay_seconds = 0
         assert appended > 2 * LIFETIME and overwritten > 2 * LIFETIME, (appended, overwritten)
@@ -187,10 +179,10 @@ def test_staged_create_transaction_spans_expiry(lakehouse, catalog_proxy, s3_pro
             cat.drop_table(name)
         since = _expiring(s3_proxy, delay=WRITE_DELAY[io])
         commits_before = catalog_proxy.count(kind="commit", table=name)
-        tx = cat.create_table_transaction(name, SCHEMA, properties=FILE_PER_50_ROWS)
+        tx = cat.create_table_transaction(name, ID_PART_SCHEMA, properties=FILE_PER_50_ROWS)
         started = time.monotonic()
-        tx.append(rows(0, 2500))
-        tx.append(rows(2500, 5000))
+        tx.append(id_part_rows(0, 2500))
+        tx.append(id_part_rows(2500, 5000))
         assert time.monotonic() - started > 2 * LIFETIME
         staged_rows = [r for r in cat.credentials_status() if r["table"].endswith(name) and r["staged"]]
         assert staged_rows and staged_rows[0]["refreshes_by_strategy"].get("re-stage", 0) >= 1, staged_rows
@@ -216,7 +208,7 @@ def test_fsspec_write_stream_outliving_its_keys_uploads_with_new_ones(lakehouse,
         cat.create_namespace_if_not_exists("db_py")
         if cat.table_exists(name):
             cat.drop_table(name)
-        table = cat.create_table(name, SCHEMA)
+        table = cat.create_table(name, ID_PART_SCHEMA)
         _expiring(s3_proxy, delay=0)
         rejected_before = s3_proxy.total_rejected
         generation = table.io.entry.generation
@@ -281,8 +273,8 @@ def test_catalog_strategy_is_used_and_reported(lakehouse, s3_proxy, feature, str
             cat.create_namespace_if_not_exists("db_py")
             if cat.table_exists(name):
                 cat.drop_table(name)
-            table = cat.create_table(name, SCHEMA, properties=FILE_PER_50_ROWS)
-            table.append(rows(0, 150))
+            table = cat.create_table(name, ID_PART_SCHEMA, properties=FILE_PER_50_ROWS)
+            table.append(id_part_rows(0, 150))
             table = cat.load_table(name)
             since = _expiring(s3_proxy, delay=0)
             loads_before = proxy.count(kind="load", table=name)

@@ -23,7 +23,7 @@ from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.refresh import RefreshPolicy
 from pyspark_catalog_ext.storage.s3upload import ResumableS3Upload
-from tests.helpers import SpoolDiskPeak, expiring_proxies
+from tests.helpers import ID_SCHEMA, SpoolDiskPeak, expiring_proxies
 from tests.servers.s3_early_rejection import EarlyRejectionS3Proxy
 
 # Keys die at 45 % of their stated lifetime (3.6 s), well before the proactive renewal at 80 %, yet
@@ -34,7 +34,6 @@ SHARE = 0.45
 POLICY = RefreshPolicy(check_interval_s=0.25, min_ahead_s=0, lifetime_fraction=0.2)  # renew at 80 %: keys die first
 FILEIOS = {"pyarrow": "pyiceberg.io.pyarrow.PyArrowFileIO", "fsspec": "pyiceberg.io.fsspec.FsspecFileIO"}
 PART = 5 * 1024 * 1024  # the smallest part S3 takes
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +57,7 @@ def table_of(lakehouse, proxies, io: str, name: str, properties: dict | None = N
     cat.create_namespace_if_not_exists("db_writes")
     if cat.table_exists(f"db_writes.{name}"):
         cat.drop_table(f"db_writes.{name}")
-    return cat, cat.create_table(f"db_writes.{name}", SCHEMA, properties=properties or {})
+    return cat, cat.create_table(f"db_writes.{name}", ID_SCHEMA, properties=properties or {})
 
 
 class WriterMemoryPeak:
@@ -211,7 +210,7 @@ def test_a_store_without_resumable_upload_keeps_a_bounded_spool_and_says_so(lake
     cat.create_namespace_if_not_exists("db_writes")
     if cat.table_exists("db_writes.local"):
         cat.drop_table("db_writes.local")
-    table = cat.create_table("db_writes.local", SCHEMA)
+    table = cat.create_table("db_writes.local", ID_SCHEMA)
     caplog.set_level(logging.INFO, logger="pyspark_catalog_ext.pyiceberg")
     with SpoolDiskPeak(exclude=tmp_path) as disk:
         for name in ("a", "b"):

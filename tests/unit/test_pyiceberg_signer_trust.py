@@ -13,24 +13,19 @@ must receive nothing.
 
 from __future__ import annotations
 
-import pyarrow as pa
 import pyiceberg.io
 import pytest
 
 from pyspark_catalog_ext.errors import SignerError, UntrustedOriginError
 from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
+from tests.helpers import ID_SCHEMA, id_rows
 from tests.servers.signer_proxy import SIGN_ROUTE, Recorder, SignerProxy
 
 FILEIOS = {"pyarrow": "pyiceberg.io.pyarrow.PyArrowFileIO", "fsspec": "pyiceberg.io.fsspec.FsspecFileIO"}
 OTHER_FILEIO = {"pyarrow": FILEIOS["fsspec"], "fsspec": FILEIOS["pyarrow"]}
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
 NS = "trust"
 SECRET = "trust-test-signer-client-secret"
-
-
-def rows(start: int, stop: int) -> pa.Table:
-    return pa.table({"id": pa.array(range(start, stop), pa.int64())}, schema=SCHEMA)
 
 
 def url_valued_keys() -> set[str]:
@@ -80,8 +75,8 @@ def fresh_table(cat, name: str):
     cat.create_namespace_if_not_exists(NS)
     if cat.table_exists(f"{NS}.{name}"):
         cat.drop_table(f"{NS}.{name}")
-    table = cat.create_table(f"{NS}.{name}", SCHEMA)
-    table.append(rows(0, 10))
+    table = cat.create_table(f"{NS}.{name}", ID_SCHEMA)
+    table.append(id_rows(0, 10))
     return table
 
 
@@ -106,7 +101,7 @@ def test_table_properties_never_configure_the_fileio(lakehouse, front, attacker,
     try:
         reader = cat.load_table(f"{NS}.props_{mode}_{io}")
         assert reader.metadata.properties["s3.signer.uri"] == poison["s3.signer.uri"], "the properties were stored"
-        reader.append(rows(10, 20))
+        reader.append(id_rows(10, 20))
         assert reader.scan().to_arrow().num_rows == 20
     finally:
         assert attacker.requests == [], [(r["method"], r["path"], "Authorization" in r["headers"]) for r in attacker.requests]
@@ -170,7 +165,7 @@ def test_a_signer_host_that_changes_on_the_wire_is_refused_where_it_is_sent(lake
     monkeypatch.setenv("HTTP_PROXY", attacker.url)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     trusted, sent = f"http://catalog.glass.test:{front.port}", f"http://catalog.glaß.test:{front.port}"
-    fresh_table(signing_catalog(lakehouse, front, "fsspec"), "idna").append(rows(0, 5))
+    fresh_table(signing_catalog(lakehouse, front, "fsspec"), "idna").append(id_rows(0, 5))
     front.table_config = {"s3.signer.uri": sent}
     cat = signing_catalog(lakehouse, front, "fsspec", **{"catalog-ext.trusted-origins": trusted})
     with pytest.raises(UntrustedOriginError) as err:
@@ -189,7 +184,7 @@ def test_a_redirect_from_the_signer_is_not_followed(lakehouse, front, attacker, 
     table = fresh_table(cat, f"redirect_{io}")
     fault = front.faults.add("redirect", "POST", SIGN_ROUTE, times=1000, status=status, location=f"{attacker.url}/steal")
     with pytest.raises(SignerError) as err:
-        table.append(rows(10, 20))
+        table.append(id_rows(10, 20))
     line = str(err.value)
     assert "\n" not in line and f"HTTP {status}" in line and "redirects are not followed" in line, line
     assert fault.fired >= 1

@@ -24,15 +24,11 @@ from pyspark_catalog_ext.lakehouse.server import Lakehouse
 from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.storage.signing import SIGNATURE_LIFETIME_S, SIGNATURE_MARGIN_S, signer_target
+from tests.helpers import ID_SCHEMA, id_rows
 from tests.servers.signer_proxy import RefusingS3Proxy, SignerProxy
 
 FILEIOS = {"pyarrow": "pyiceberg.io.pyarrow.PyArrowFileIO", "fsspec": "pyiceberg.io.fsspec.FsspecFileIO"}
-SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False)])
 NS = "signed"
-
-
-def rows(start: int, stop: int) -> pa.Table:
-    return pa.table({"id": pa.array(range(start, stop), pa.int64())}, schema=SCHEMA)
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +62,7 @@ def catalog(lake, uri: str, io: str, **extra):
                              **extra)
 
 
-def fresh_table(cat, name: str, properties: dict | None = None, schema: pa.Schema = SCHEMA):
+def fresh_table(cat, name: str, properties: dict | None = None, schema: pa.Schema = ID_SCHEMA):
     cat.create_namespace_if_not_exists(NS)
     if cat.table_exists(f"{NS}.{name}"):
         cat.drop_table(f"{NS}.{name}")
@@ -119,10 +115,10 @@ def test_scan_append_overwrite_and_delete_are_signed_by_the_tables_signer(signin
     table = fresh_table(cat, f"paths_{io}")
     assert not any(k.startswith("s3.") and ("key" in k or "token" in k) for k in table.io.properties), table.io.properties
     assert "auth.manager" not in table.io.properties
-    table.append(rows(0, 100))
-    table.append(rows(100, 150))
+    table.append(id_rows(0, 100))
+    table.append(id_rows(100, 150))
     assert table.scan().to_arrow().num_rows == 150
-    table.overwrite(rows(0, 7))
+    table.overwrite(id_rows(0, 7))
     reloaded = cat.load_table(f"{NS}.paths_{io}")
     assert reloaded.io.signer is not table.io.signer
     signed_before = (table.io.signer.requests, reloaded.io.signer.requests)
@@ -189,7 +185,7 @@ def test_a_long_scan_outlives_the_signers_token(signing_lake, io):
         with SignerProxy(short.url) as front:
             # written through the lakehouse's own signer (hour-long tokens), scanned through the short one
             writer = pyiceberg_catalog(signing_lake, **{"py-io-impl": FILEIOS[io]})
-            fresh_table(writer, f"long_{io}", {"write.target-file-size-bytes": "600"}).append(rows(0, 3000))
+            fresh_table(writer, f"long_{io}", {"write.target-file-size-bytes": "600"}).append(id_rows(0, 3000))
             writer.close()
             cat = pyiceberg_catalog(signing_lake, uri=front.url, credential=f"{CLIENT_ID}:{secret}",
                                     **{"oauth2-server-uri": f"{front.url}/v1/oauth/tokens", "py-io-impl": FILEIOS[io]})
@@ -219,8 +215,8 @@ def test_a_tables_signer_never_sees_another_tables_location(signing_lake, proxy)
     cat = catalog(signing_lake, proxy.url, "pyarrow")
     cat_fs = catalog(signing_lake, proxy.url, "fsspec")
     a, b = fresh_table(cat, "scope_a"), fresh_table(cat_fs, "scope_b")
-    a.append(rows(0, 10))
-    b.append(rows(10, 30))
+    a.append(id_rows(0, 10))
+    b.append(id_rows(10, 30))
     assert a.scan().to_arrow().num_rows == 10 and b.scan().to_arrow().num_rows == 20
     scope_a, scope_b = (t.io.signer.target.url.rsplit("/", 1)[1] for t in (a, b))
     assert scope_a != scope_b
@@ -259,7 +255,7 @@ def http_url(lake, location: str) -> str:
 def twelve_files(cat, name: str):
     """A table of exactly 12 data files (one append: 12 record batches, one per file)."""
     table = fresh_table(cat, name, {"write.target-file-size-bytes": str(8 * 1000)})
-    table.append(pa.Table.from_batches([rows(i * 1000, (i + 1) * 1000).to_batches()[0] for i in range(12)]))
+    table.append(pa.Table.from_batches([id_rows(i * 1000, (i + 1) * 1000).to_batches()[0] for i in range(12)]))
     assert len(data_files(table)) == 12
     return table
 
@@ -301,8 +297,8 @@ def test_a_kept_signature_is_never_sent_for_another_object_method_or_table(signi
     writer = catalog(signing_lake, proxy.url, "pyarrow")
     fresh_table(writer, "kept_other")
     written = fresh_table(writer, "kept_a")
-    written.append(rows(0, 10))
-    written.append(rows(10, 20))
+    written.append(id_rows(0, 10))
+    written.append(id_rows(10, 20))
     writer.close()
     cat = catalog(signing_lake, proxy.url, "pyarrow")  # its signatures: none kept yet
     table, other = cat.load_table(f"{NS}.kept_a"), cat.load_table(f"{NS}.kept_other")
@@ -334,7 +330,7 @@ def test_a_kept_signature_ends_with_its_validity(signing_lake, proxy):
     """The signer's clock is behind: its X-Amz-Date makes the signature valid (minus the margin) for 4
     more seconds: kept that long, then asked again; one already past it is never kept."""
     writer = catalog(signing_lake, proxy.url, "fsspec")
-    fresh_table(writer, "kept_validity").append(rows(0, 10))
+    fresh_table(writer, "kept_validity").append(id_rows(0, 10))
     writer.close()
     cat = catalog(signing_lake, proxy.url, "fsspec")  # its signatures: none kept yet
     table = cat.load_table(f"{NS}.kept_validity")
@@ -360,7 +356,7 @@ def test_a_signer_that_does_not_allow_caching_is_asked_every_time(signing_lake, 
     proxy.sign_cache_control = cache_control
     cat = catalog(signing_lake, proxy.url, "pyarrow")
     table = fresh_table(cat, f"uncached_{len(cache_control)}")
-    table.append(rows(0, 10))
+    table.append(id_rows(0, 10))
     path = data_files(table)[0]
     a = http_url(signing_lake, path)
     before = len(proxy.signs)
@@ -386,7 +382,7 @@ def test_s3_refusing_a_kept_signature_drops_it_and_signs_once_more(signing_lake,
             with SignerProxy(signer.url) as front:
                 front.table_config = {"s3.endpoint": s3.url}
                 writer = pyiceberg_catalog(signing_lake, **{"py-io-impl": FILEIOS[io]})
-                fresh_table(writer, f"refused_{io}").append(rows(0, 50))
+                fresh_table(writer, f"refused_{io}").append(id_rows(0, 50))
                 writer.close()
                 cat = pyiceberg_catalog(signing_lake, uri=front.url, credential=f"{CLIENT_ID}:{secret}",
                                         **{"oauth2-server-uri": f"{front.url}/v1/oauth/tokens", "py-io-impl": FILEIOS[io]})
@@ -419,7 +415,7 @@ def test_iceberg_112_remote_signing_config_is_read(signing_lake, proxy, form):
     cat = catalog(signing_lake, proxy.url, "fsspec")
     table = fresh_table(cat, f"config_{form}")
     assert "s3.signer.endpoint" not in table.io.properties
-    table.append(rows(0, 5))
+    table.append(id_rows(0, 5))
     assert table.scan().to_arrow().num_rows == 5
     signs = proxy.signs_of()
     assert signs and all(s["status"] == 200 for s in signs)

@@ -19,9 +19,9 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
+from tests.helpers import REST_ID_SCHEMA
 
 BUCKET = "warehouse"
-SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]}
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def tables(signer, token, admin_s3) -> dict[str, dict]:
     requests.post(f"{signer.url}/v1/warehouse/namespaces", json={"namespace": ["sg"]}, headers=headers, timeout=10)
     out = {}
     for name in ("a", "b", "ab"):
-        resp = requests.post(f"{signer.url}/v1/warehouse/namespaces/sg/tables", json={"name": name, "schema": SCHEMA}, headers=headers, timeout=10)
+        resp = requests.post(f"{signer.url}/v1/warehouse/namespaces/sg/tables", json={"name": name, "schema": REST_ID_SCHEMA}, headers=headers, timeout=10)
         assert resp.status_code == 200, resp.text
         location = resp.json()["metadata"]["location"]
         prefix = location.split("://", 1)[1].split("/", 1)[1]

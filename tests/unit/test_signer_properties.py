@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyspark_catalog_ext.lakehouse.signer import SigningCatalogProxy
+from tests.helpers import REST_ID_SCHEMA
 
 BUCKET = "warehouse"
-SCHEMA = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
 CANARY = b"the other table's data"
 
 
@@ -39,7 +39,7 @@ def setup(lakehouse):
     requests.post(base, json={"namespace": [ns]}, headers=headers, timeout=10).raise_for_status()
     scopes = {}
     for name in ("t", "other"):
-        resp = requests.post(f"{base}/{ns}/tables", json={"name": name, "schema": SCHEMA}, headers=headers, timeout=10)
+        resp = requests.post(f"{base}/{ns}/tables", json={"name": name, "schema": REST_ID_SCHEMA}, headers=headers, timeout=10)
         resp.raise_for_status()
         scopes[name] = resp.json()["config"]["s3.signer.endpoint"].rsplit("/", 1)[1]
     s3 = boto3.client("s3", endpoint_url=info.s3_endpoint, region_name="us-east-1", aws_access_key_id=info.access_key,
