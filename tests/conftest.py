@@ -32,23 +32,33 @@ _FIRST = sys.modules.get("conftest") or sys.modules.get("tests.conftest")
 SECRET: str = getattr(_FIRST, "SECRET", None) or "pce-test-" + secrets.token_urlsafe(24)
 
 
-# -- markers come from the folder: tests/unit (Python only, no JVM of Spark), tests/spark (Spark in
-# this process or a subprocess: `spark`), tests/slow (minutes of mostly waiting, in a Spark session
-# of its own: `slow` and `spark`). A unit test that asks for a Spark fixture is refused at collection,
-# and the launch guard below fails any test outside tests/spark and tests/slow that starts a Spark JVM.
+# -- markers come from the folder under tests/: tests/unit (Python only, no JVM of Spark; a sub-folder
+# per concern), tests/spark (Spark in this process or a subprocess: `spark`), tests/slow (minutes of
+# mostly waiting, in a Spark session of its own: `slow` and `spark`). A unit test that asks for a Spark
+# fixture is refused at collection, and the launch guard below fails any test outside tests/spark and
+# tests/slow that starts a Spark JVM.
 KIND_MARKERS = {"unit": (), "spark": ("spark",), "slow": ("spark", "slow")}
 SPARK_FIXTURES = {"spark", "local_run"}  # fixtures that run Spark (directly or via the doctor)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        kind = item.path.parent.name
+        kind = _kind(item.path)
         if kind not in KIND_MARKERS:
             raise pytest.UsageError(f"{item.nodeid}: a test lives in tests/unit, tests/spark or tests/slow (by what it runs)")
         for marker in KIND_MARKERS[kind]:
             item.add_marker(marker)
         if kind == "unit" and SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
             raise pytest.UsageError(f"{item.nodeid} uses a Spark fixture: move its file to tests/spark")
+
+
+def _kind(path: Path) -> str | None:
+    """The folder directly under tests/ (tests/unit keeps a sub-folder per concern), None outside tests/."""
+    try:
+        parts = path.resolve().relative_to(ROOT / "tests").parts
+    except ValueError:
+        return None
+    return parts[0] if len(parts) > 1 else None
 
 
 # -- Spark launch guard: every Spark JVM (pyspark, spark-submit, spark-sql) starts through Spark's

@@ -14,6 +14,9 @@ import pyarrow.compute as pc
 
 from pyspark_catalog_ext.spark.conf import SPARK_CATALOG, catalog_properties
 
+# The repository's root: tests find files there by this, not by how deep they sit.
+ROOT = Path(__file__).resolve().parent.parent
+
 
 @contextlib.contextmanager
 def busy_port() -> Iterator[int]:

@@ -3,13 +3,13 @@ itself takes minutes per family and stays out of CI)."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.emulators.behaviour import FAMILIES, NONE
+from tests.helpers import ROOT
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_catalog_requests.py"
+BENCH = ROOT / "benchmarks" / "bench_catalog_requests.py"
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import uuid
 import zipfile
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,8 +24,8 @@ from pyspark_catalog_ext.commit.decision import (
     needs_reconciliation,
 )
 from pyspark_catalog_ext.pyiceberg_ext.commits import CommitPolicy, own_commit_landed
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 TABLE = decision.table()
 ROWS = TABLE["rows"]
 PY_ROWS = [r for r in ROWS if "pyiceberg" in TABLE["runtimes"][r["commit"]]]

@@ -13,9 +13,10 @@ import pytest
 import pyspark_catalog_ext
 from pyspark_catalog_ext.refresh import rejection, rules
 from pyspark_catalog_ext.refresh.strategies import StrategyChain
+from tests.helpers import ROOT
 
 SPEC = json.loads(rules.SPEC_PATH.read_text())
-JAVA = Path(__file__).resolve().parents[2] / "jvm-shim" / "src" / "main" / "java"
+JAVA = ROOT / "jvm-shim" / "src" / "main" / "java"
 
 
 def test_the_hard_margin_is_a_quarter_of_the_lifetime_between_one_and_ten_seconds() -> None:

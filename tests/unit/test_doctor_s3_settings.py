@@ -6,12 +6,12 @@ config (tests/emulators/observed/polaris-1.4.1.json); reading only the credentia
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from pyspark_catalog_ext.catalog.profiles import get_profile
 from pyspark_catalog_ext.doctor.context import Cleanup, ProbeContext, SecretBag
+from tests.helpers import ROOT
 
-OBSERVED = Path(__file__).resolve().parent.parent / "emulators" / "observed" / "polaris-1.4.1.json"
+OBSERVED = ROOT / "tests" / "emulators" / "observed" / "polaris-1.4.1.json"
 
 
 def _ctx(props: dict[str, str]) -> ProbeContext:

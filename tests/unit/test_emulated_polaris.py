@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 import requests
@@ -21,10 +20,10 @@ from tests.emulators.behaviour import POLARIS_1_4, POLARIS_1_7, POLARIS_1_7_IDEM
 from tests.emulators.emulator import NO_GRANT_CLIENT
 from tests.emulators.observe import normalise as _normalise
 from tests.emulators.observe import observe
-from tests.helpers import REST_ID_SCHEMA
+from tests.helpers import REST_ID_SCHEMA, ROOT
 from tests.servers import S3ExpiryProxy
 
-RECORDING = Path(__file__).resolve().parent.parent / "emulators" / "observed" / "polaris-1.4.1.json"
+RECORDING = ROOT / "tests" / "emulators" / "observed" / "polaris-1.4.1.json"
 RECORDED = json.loads(RECORDING.read_text())["observed"]
 RECORDED_SUFFIX = "1795738614192"  # the recording's names: t_<suffix>, st_<suffix>, ...
 # A real 1.7.0 with polaris.idempotency.enabled=true, recorded by the same driver (same names but its suffix).

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from pyspark_catalog_ext import event_schemas, events
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 REJECTED = {"table": "lake.db.t", "catalog": "lake", "error_code": "ExpiredToken", "key_age_ms": 1200,
             "stated_lifetime_ms": None, "reactive_refresh": True}
 

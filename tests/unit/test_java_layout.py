@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-JAVA = Path(__file__).resolve().parents[2] / "jvm-shim" / "src" / "main" / "java"
+from tests.helpers import ROOT
+
+JAVA = ROOT / "jvm-shim" / "src" / "main" / "java"
 BASE = "io.catalogext.shim"
 
 #: The packages from the bottom up (relative to io.catalogext.shim; "" is the package itself). A

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import subprocess
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
 from pyspark_catalog_ext.spark.jvm_deps import shim_build as jvm
+from tests.helpers import ROOT
 
-TEST_SRC = Path(__file__).resolve().parents[2] / "jvm-shim" / "src" / "test" / "java"
+TEST_SRC = ROOT / "jvm-shim" / "src" / "test" / "java"
 TEST_CLASSES = sorted(p.stem for p in TEST_SRC.rglob("*Test.java"))
 
 

@@ -12,9 +12,7 @@ import pytest
 
 from pyspark_catalog_ext.errors import JarError, JavaError
 from pyspark_catalog_ext.spark.jvm_deps import shim_build as jvm
-from tests.helpers import fake_java_home
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT, fake_java_home
 
 
 def test_real_java_is_found_and_new_enough():

@@ -5,7 +5,6 @@ is jvm-shim/src/test/java/.../KnobsTest.java, over the same spec)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,8 @@ from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext import CommitPolicy, refresh_policy
 from pyspark_catalog_ext.pyiceberg_ext.fileio import write_bounds
 from pyspark_catalog_ext.refresh import RefreshPolicy
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 GROUPS = ("commit", "refresh", "events", "pyiceberg")
 
 

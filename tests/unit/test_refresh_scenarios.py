@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import zipfile
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +21,8 @@ from pyspark_catalog_ext.refresh.refresher import CredentialRefresher
 from pyspark_catalog_ext.refresh.rejection import Rejection
 from pyspark_catalog_ext.refresh.sources import FunctionSource, StorageCredentials, TableInfo
 from pyspark_catalog_ext.refresh.strategies import StrategyChain
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SPEC = scenarios.scenarios()
 T0 = 1_000_000.0  # the first keys' fetch, in seconds (whole: instants stay exact in binary)
 LOCATION = "s3://bucket/db/t"

@@ -27,8 +27,8 @@ from pyspark_catalog_ext.doctor.matrix import (
     step_record,
 )
 from pyspark_catalog_ext.doctor.matrix_tables import COLUMNS, README_NOTES, render_emulated_table, render_matrix, render_matrix_notes
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 STALE = "is stale: run .venv/bin/python scripts/update_matrix.py --readme"
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
+
 PACKAGE = ROOT / "pyspark_catalog_ext"
 JAVA = ROOT / "jvm-shim" / "src"
 SHIM_MAIN = JAVA / "main" / "java"
