@@ -2,7 +2,7 @@
 the lowest layer that reads them (the catalog's own table-answer settings), for every concern above.
 
 `refresh/vended.py` says which of them a renewal hands out and parses what they state; modules that
-import PyIceberg use its `pyiceberg.io` constants where it has the same name (tests/unit/test_storage_keys.py
+import PyIceberg use its `pyiceberg.io` constants where it has the same name (tests/unit/catalog/test_storage_keys.py
 keeps the two equal).
 """
 

@@ -2,7 +2,7 @@
 succeed, as a pure function of the evidence (the Python twin of the shim's `CommitDecision`).
 
 Both runtimes are tested row by row against one table, `resources/commit-decisions.json`
-(tests/unit/test_commit_decisions.py here, CommitDecisionTest.java in the shim), and
+(tests/unit/commit/test_commit_decisions.py here, CommitDecisionTest.java in the shim), and
 docs/commits.md shows that table as rendered by `markdown_table()`. The rule: once any attempt may
 have reached the catalog, no outcome lets the runtime delete files unless the catalog proves that
 nothing was applied (`Landed.NO`); an ambiguous commit is unknown and keeps its files.

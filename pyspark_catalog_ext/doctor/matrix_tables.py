@@ -229,7 +229,7 @@ LEGEND = ("Source: *real server*: a recorded `doctor` run against SeaweedFS (`re
           "(`resources/matrix/real/`); *emulator (release)*: recorded by the slow emulated suite against a loopback emulation of that release's "
           "documented behaviour, not its server (`resources/matrix/emulated/`); *emulator (release), checked against recorded real "
           "answers*: the same emulation compared, answer by answer, with a real server's recorded answers "
-          "(tests/emulators/observed/, tests/unit/test_emulated_polaris.py); *reference only*: vendor docs, never "
+          "(tests/emulators/observed/, tests/unit/harness/test_emulated_polaris.py); *reference only*: vendor docs, never "
           "run here. works / degraded [n]: how the package goes on without it / refused [n]: why / **fail**; "
           "not probed: a prerequisite is missing; not run: skipped (the emulated runs leave Spark and the inventory "
           "to the user path; their PyIceberg cell is the user path's step 6, scan + append), or recorded before the probe "

@@ -1,7 +1,7 @@
 """The shared timelines of the credential-refresh engine (`resources/refresh-scenarios.json`):
 schedule, hard margin, single flight, backoff, same-keys answers, reactive waves, learned lifetime,
 "refreshing cannot help", clock skew and the strategy plan, on a fake clock. Both runtimes replay
-every row (tests/unit/test_refresh_scenarios.py here, the shim's RefreshScenariosTest.java), and
+every row (tests/unit/refresh/test_refresh_scenarios.py here, the shim's RefreshScenariosTest.java), and
 docs/refresh.md shows them as rendered by `markdown_table()`."""
 
 from __future__ import annotations

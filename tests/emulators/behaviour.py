@@ -25,7 +25,7 @@ POLARIS = "polaris"  # error_words: Polaris's own answers
 EXTERNAL, INTERNAL = "external", "internal"  # notifications: the catalog the emulator stands for
 
 # A real Polaris 1.4.1's recorded answers (tests/emulators/observed/polaris-1.4.1.json, its keys quoted
-# in the refs below as "recorded: <key>"); tests/unit/test_emulated_polaris.py compares every one.
+# in the refs below as "recorded: <key>"); tests/unit/harness/test_emulated_polaris.py compares every one.
 POLARIS_RECORDED = "Polaris 1.4.1 recorded (tests/emulators/observed/polaris-1.4.1.json"
 
 
@@ -211,7 +211,7 @@ POLARIS_1_4 = replace(
 )
 #: Families whose emulation is checked answer by answer against a real server's recording.
 CHECKED_AGAINST_RECORDING: Mapping[str, str] = MappingProxyType({POLARIS_1_4.id: "tests/emulators/observed/polaris-1.4.1.json"})
-# (POLARIS_1_7_IDEMPOTENT, defined below, against tests/emulators/observed/polaris-1.7.0.json: tests/unit/test_emulated_polaris.py.)
+# (POLARIS_1_7_IDEMPOTENT, defined below, against tests/emulators/observed/polaris-1.7.0.json: tests/unit/harness/test_emulated_polaris.py.)
 LAKEKEEPER_0_13 = Behaviour(
     family="lakekeeper", release="0.13.4", profile="lakekeeper", warehouse="lk_warehouse",
     prefix="01890f4e-0000-7000-8000-00000000000a",  # Lakekeeper's prefix is the warehouse id

@@ -34,7 +34,7 @@ What the emulator owns (SeaweedFS does the rest, for real: tables, metadata, com
   * S3 Tables' drop: a DELETE of a table without ``purgeRequested=true`` is answered 400 (and, like
     Glue, a stage-create is answered 400).
   * Polaris's answers as a real 1.4.1 gave them (observed/polaris-1.4.1.json;
-    tests/unit/test_emulated_polaris.py compares each): /v1/config's defaults (default-base-location), a
+    tests/unit/harness/test_emulated_polaris.py compares each): /v1/config's defaults (default-base-location), a
     stage-create without metadata-location, s3.endpoint/path-style/client.region only in the table
     config, ``expiration-time``, its credential cache (the same keys for a table location while the
     entry lives: the shorter of its setting and half their remaining lifetime), 409 on creating an

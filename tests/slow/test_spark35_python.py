@@ -16,7 +16,7 @@ import pytest
 from pyspark_catalog_ext.spark.jvm_deps.jvm_stacks import PYPI_STACK, select_stack
 from tests.helpers import fake_java_home
 from tests.slow.test_stack_matrix import _pip_env, spark_venv
-from tests.unit.test_java_check import JAVA_8, JAVA_11
+from tests.unit.spark.test_java_check import JAVA_8, JAVA_11
 
 FALLBACK = ("pyspark-catalog-ext: Java 11 cannot run Iceberg 1.12.0 (1.11+ needs Java 17): Spark 3.5 takes Iceberg 1.10.2 instead; "
             "a JDK >= 17 (JAVA_HOME) gets 1.12.0")

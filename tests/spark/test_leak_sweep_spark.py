@@ -1,4 +1,4 @@
-"""The leak sweep, Spark: the same keys, channels and attackers as tests/unit/test_leak_sweep.py,
+"""The leak sweep, Spark: the same keys, channels and attackers as tests/unit/leak_sweep/test_leak_sweep.py,
 against Spark catalogs on the shim (what `pce.configure` sets up), each run a catalog of its own
 registered at run time in the session's one SparkSession, reading the sweep's table and appending a
 row. In both storage modes: vended credentials, and remote signing (S3FileIO's signer client, which

@@ -1,4 +1,4 @@
-"""Why the Java check refuses Java 23+ for Spark up to 4.1 (tests/unit/test_java_check.py): on the real
+"""Why the Java check refuses Java 23+ for Spark up to 4.1 (tests/unit/spark/test_java_check.py): on the real
 JDK 25 installed beside OpenJDK 17 here, plain PySpark with a jar does not start."""
 
 from __future__ import annotations

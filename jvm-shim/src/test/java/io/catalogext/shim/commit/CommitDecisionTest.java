@@ -25,7 +25,7 @@ import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.JsonNode;
 
 /**
  * Every row of the shared commit decision table ({@link CommitDecision#TABLE_RESOURCE}, the same rows
- * tests/unit/test_commit_decisions.py checks PyIceberg's guard against), then the properties over
+ * tests/unit/commit/test_commit_decisions.py checks PyIceberg's guard against), then the properties over
  * every enum value and the Java-only parts (status interception, transactions) that are not rows.
  */
 public class CommitDecisionTest {

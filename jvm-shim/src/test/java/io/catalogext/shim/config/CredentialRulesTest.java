@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The shim applies the credential rules of the spec both runtimes share, read from the copy in its
- * jar (tests/unit/test_credential_rules.py holds PyIceberg to the same file).
+ * jar (tests/unit/refresh/test_credential_rules.py holds PyIceberg to the same file).
  */
 public class CredentialRulesTest {
   private static JsonNode spec() throws Exception {

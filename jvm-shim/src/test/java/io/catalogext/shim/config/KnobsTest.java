@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The JVM reads every {@code catalog-ext.*} knob as the shared spec says, in the words Python uses
- * (tests/unit/test_knobs.py checks the Python side against the same spec and the same format).
+ * (tests/unit/core/test_knobs.py checks the Python side against the same spec and the same format).
  */
 public class KnobsTest {
   private static final String[] GROUPS = {"commit", "refresh", "events"};

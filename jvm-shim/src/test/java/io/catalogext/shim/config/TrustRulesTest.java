@@ -11,7 +11,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The shared trust spec ({@code trust-rules.json}) replayed in the JVM, as
- * {@code tests/unit/test_server_settings.py} replays it in Python: every origin vector, and the
+ * {@code tests/unit/catalog/test_server_settings.py} replays it in Python: every origin vector, and the
  * allow-list of what a server may set.
  */
 public class TrustRulesTest {

@@ -33,7 +33,7 @@ import org.junit.jupiter.api.TestFactory;
  * The shim's refresh engine (TableEntry, its flight, schedule and ledger, and CatalogRefresher's
  * plan) replays every row of the shared timelines ({@code refresh-scenarios.json}, packaged beside
  * the classes) on a fake clock; PyIceberg's engine replays the same rows
- * (tests/unit/test_refresh_scenarios.py). Background refreshes run on the caller's thread here.
+ * (tests/unit/refresh/test_refresh_scenarios.py). Background refreshes run on the caller's thread here.
  */
 public class RefreshScenariosTest {
   static final String RESOURCE = "/io/catalogext/shim/refresh-scenarios.json";

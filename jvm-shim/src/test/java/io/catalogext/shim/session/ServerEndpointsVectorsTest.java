@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The endpoint vectors of {@code trust-rules.json} replayed in the JVM, as
- * {@code tests/unit/test_server_settings.py} replays them in Python: where each endpoint setting
+ * {@code tests/unit/catalog/test_server_settings.py} replays them in Python: where each endpoint setting
  * sends, and which stores a table answer issues credentials for.
  */
 public class ServerEndpointsVectorsTest {

@@ -19,7 +19,7 @@ from pyspark_catalog_ext.errors import CommitFailedError, CommitStateUnknownErro
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from tests.helpers import ID_SCHEMA, id_rows
 from tests.servers import CatalogProxy
-from tests.unit.test_pyiceberg_commits import FAST_RETRY
+from tests.unit.pyiceberg_ext.test_pyiceberg_commits import FAST_RETRY
 
 RETRY_AFTER = [("Retry-After", "1")]
 NS = "hid"

@@ -12,7 +12,7 @@ import pytest
 
 from pyspark_catalog_ext.staging.cleanup import _s3_from_props, find_orphans
 from tests.spark.test_staging import s3_admin
-from tests.unit.test_catalog_rest import R, Scripted, make
+from tests.unit.catalog.test_catalog_rest import R, Scripted, make
 
 BUCKET = "warehouse"
 

@@ -13,7 +13,7 @@ import pytest
 from pyspark_catalog_ext.errors import CatalogError, CatalogUnsupportedError, PolicyApiUnavailableError
 from pyspark_catalog_ext.governance.policies import PolarisPolicySource
 from pyspark_catalog_ext.refresh.strategies import CredentialsEndpointStrategy, StrategyChain
-from tests.unit.test_catalog_rest import T_PATH, R, Scripted, make
+from tests.unit.catalog.test_catalog_rest import T_PATH, R, Scripted, make
 
 
 def _bad_request(message: str) -> R:
@@ -111,7 +111,7 @@ def test_the_spark_catalog_read_takes_the_jvms_no_route_400_for_a_missing_route(
     """maintain through Spark reads the policy API on the shim's session: Iceberg's error handler turns
     the fixture's 400 into BadRequestException("Malformed request: No route for request: ...")."""
     from pyspark_catalog_ext.spark.java_errors import translate
-    from tests.unit.test_java_errors import ICEBERG, JavaThrowable
+    from tests.unit.spark.test_java_errors import ICEBERG, JavaThrowable
 
     subject = "GET /polaris/v1/{prefix}/applicable-policies in Spark catalog lake"
     no_route = translate(JavaThrowable(ICEBERG + "BadRequestException", "Malformed request: No route for request: "
