@@ -26,15 +26,7 @@ from pyspark_catalog_ext.lakehouse.admin_catalog import MAX_LISTED, AdminCatalog
 from pyspark_catalog_ext.lakehouse.canonical import Refusal, Route
 from pyspark_catalog_ext.lakehouse.filer import FilerAccess
 from pyspark_catalog_ext.lakehouse.index_builds import Indexes
-from pyspark_catalog_ext.lakehouse.locations import (
-    Ident,
-    StoredTable,
-    entry_path,
-    namespace_location,
-    overlap,
-    purged_dir,
-    shown,
-)
+from pyspark_catalog_ext.lakehouse.locations import Ident, StoredTable, entry_path, namespace_location, overlap, purged_dir, shown
 from pyspark_catalog_ext.lakehouse.plans import Change, Plan, Rename, RequestReader
 from pyspark_catalog_ext.lakehouse.storage import TableFiles
 from pyspark_catalog_ext.lakehouse.table_index import Namespace, NamespaceIndex, Neighbours
