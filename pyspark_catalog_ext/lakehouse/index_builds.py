@@ -1,18 +1,11 @@
 """The location guard's namespace indexes (table_index.py): built in the background, kept up to
 date, forgotten when unsure.
 
-Building a namespace's index loads every table of it from the catalog (about 20 s for 5,000
-tables here), so the guard's first change in a large namespace must not wait for it whenever an
-exact check of that one change is cheaper (guard.py, `_quick_check`). A build lists the names,
-loads each table on a few daemon threads, and is finished under the namespace's lock: tables the
-guard changed since the build began (`touched`) are read again then, so the index is exact when
-it is installed.
-
-The quick check trusts files to show where a table lies, which holds for a table whose metadata
-file lies under its location. A namespace where this guard saw another kind (moved with
-set-location: SeaweedFS keeps writing its metadata at the old place) is "displaced": no quick
-check there. The guard can vouch only for what it saw, so namespaces that existed before it
-started are never quick-checked either.
+A build lists a namespace's names, loads each table on a few daemon threads (about 20 s for 5,000
+tables here, so the first change does not wait for it when an exact check of that one change is
+cheaper: guard.py, `_quick_check`), and is finished under the namespace's lock, where the tables
+the guard changed meanwhile (`touched`) are read again: the installed index is exact. No quick check
+in a namespace older than the guard or where it saw a table stored away from its location.
 
 Why: docs/lakehouse.md, section 'Table locations' ("Cost").
 """
