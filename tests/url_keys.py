@@ -18,8 +18,19 @@ rule errs on the side of too many keys: a key that is not in fact a URL costs th
 milliseconds, a missed one would be a leak nobody tested. What it cannot see: a key built at run
 time from pieces (a prefix plus a bucket name), and a URL setting named without any of the words.
 
+Names miss settings that hold a place without saying so (`adls.blob-storage-authority`,
+`adls.connection-string`), so for PyIceberg the sweep also takes every key **where it is read**
+(`pyiceberg_read_keys`): each key-shaped constant of `pyiceberg.io.*` (the FileIOs' settings), and
+each key PyIceberg's FileIO and REST catalog code reads from a mapping (`props.get(KEY)`,
+`props[KEY]`, `property_as_bool(props, KEY)`, `get_first_property_value(props, KEY, ...)`, KEY a
+literal or a constant). Each is valued with its attacker's URL whatever it names: a key that is not
+a URL setting costs a run at most. Keys built at run time from a prefix and a name are in
+`PREFIX_KEYS`, by hand, for want of anything to read them from.
+
 A host key read together with a port key of the same prefix (`rest.client.proxy.hostname` and
-`rest.client.proxy.port`, `hdfs.host` and `hdfs.port`) is injected as that pair: `port_key`.
+`rest.client.proxy.port`, `hdfs.host` and `hdfs.port`) is injected as that pair: `port_key`; an
+authority key with its scheme key (`adls.dfs-storage-authority` + `adls.dfs-storage-scheme`):
+`scheme_key`.
 """
 
 from __future__ import annotations
@@ -36,6 +47,12 @@ from pathlib import Path
 
 #: The Iceberg releases whose keys the sweep covers (every release the package supports).
 ICEBERG_RELEASES = ("1.10.2", "1.11.0", "1.12.0")
+#: The ADLS account of the sweep's ADLS tables (tests/leak_stores.py): prefix keys are spelled for it.
+ADLS_HOST = "sweepacct.dfs.core.windows.net"
+#: Keys a client builds from a prefix and a storage account's host, which no constant spells whole:
+#: PyIceberg's and Iceberg's `adls.connection-string.<host>` (the account's endpoint). By hand, since
+#: the code holds only the prefix.
+PREFIX_KEYS = {"adls.connection-string.": ADLS_HOST}
 URL_WORDS = frozenset({"uri", "url", "endpoint", "host", "hostname", "uris", "urls"})
 _KEY_SHAPE = re.compile(r"[a-z0-9][a-z0-9._-]*")
 _JAVAP_CONSTANT = re.compile(r'static final java\.lang\.String (\w+) = "((?:[^"\\]|\\.)*)";')
@@ -49,10 +66,19 @@ class UrlKey:
     key: str
     sources: list[str] = field(default_factory=list)
     port_key: str | None = None  # a host key's port sibling, injected with it
+    scheme_key: str | None = None  # an authority key's scheme sibling ("http"), injected with it
 
     @property
     def host_only(self) -> bool:
         return self.port_key is not None
+
+
+def _scheme_sibling(key: str, keys: set[str]) -> str | None:
+    """`adls.dfs-storage-scheme` for `adls.dfs-storage-authority`: an authority is host:port, its scheme apart."""
+    if not key.endswith("-authority"):
+        return None
+    sibling = key[:-len("-authority")] + "-scheme"
+    return sibling if sibling in keys else None
 
 
 def _words(text: str) -> set[str]:
@@ -165,10 +191,75 @@ def pyiceberg_constants() -> tuple[tuple[str, str, str], ...]:
     return tuple(out)
 
 
-def url_keys(releases: tuple[str, ...] = ICEBERG_RELEASES) -> dict[str, UrlKey]:
-    """Every URL-valued key of Iceberg `releases` and the installed PyIceberg, by key."""
+_READERS = frozenset({"get", "pop", "setdefault", "property_as_bool", "property_as_int", "property_as_float",
+                      "get_first_property_value"})
+#: Where PyIceberg reads its FileIO and REST catalog settings.
+_READ_IN = ("io", "catalog/rest", "catalog/__init__.py", "utils/properties.py")
+
+
+@functools.lru_cache(maxsize=1)
+def pyiceberg_read_keys() -> tuple[tuple[str, str], ...]:
+    """(where, key) of every key the installed PyIceberg's FileIOs and REST catalog read (see the
+    module docstring), from their source with `ast`."""
+    import pyiceberg
+
+    root = Path(pyiceberg.__file__).parent
+    constants = {name: value for _, name, value in pyiceberg_constants() if _KEY_SHAPE.fullmatch(value)}
+    out: list[tuple[str, str]] = []
+    paths = [p for part in _READ_IN for p in ([root / part] if part.endswith(".py") else sorted((root / part).rglob("*.py")))]
+    for path in paths:
+        module = "pyiceberg." + ".".join(path.relative_to(root).with_suffix("").parts)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if module.startswith("pyiceberg.io") and isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+                value = node.value.value
+                if isinstance(value, str) and _KEY_SHAPE.fullmatch(value) and re.fullmatch(r"[a-z].*[.-].*", value):
+                    out += [(f"{module} constant", value)]
+            for arg in _read_arguments(node):
+                key = arg.value if isinstance(arg, ast.Constant) else constants.get(arg.id) if isinstance(arg, ast.Name) else None
+                if isinstance(key, str) and _KEY_SHAPE.fullmatch(key):
+                    out.append((f"{module} reads", key))
+    return tuple(out)
+
+
+def _is_properties(node: ast.expr) -> bool:
+    """`properties`, `self.properties`, `props`, `config`...: a mapping of settings, not any dict."""
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
+    return bool(re.search(r"(?i)(properties|props|config)$", name))
+
+
+def _read_arguments(node: ast.AST) -> list[ast.expr]:
+    """The key arguments of a read from a mapping of settings: `props.get(K)`, `props[K]`,
+    `property_as_bool(props, K)`, `get_first_property_value(props, K1, K2)`."""
+    if isinstance(node, ast.Subscript):
+        return [node.slice] if _is_properties(node.value) else []
+    if not isinstance(node, ast.Call):
+        return []
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if name not in _READERS:
+        return []
+    if name in ("get", "pop", "setdefault"):
+        return node.args[:1] if isinstance(func, ast.Attribute) and _is_properties(func.value) else []
+    return node.args[1:] if name == "get_first_property_value" else node.args[1:2]
+
+
+def url_keys(releases: tuple[str, ...] = ICEBERG_RELEASES, pyiceberg_reads: bool = True) -> dict[str, UrlKey]:
+    """Every URL-valued key of Iceberg `releases` and the installed PyIceberg, by key; with
+    `pyiceberg_reads`, every key PyIceberg's FileIOs and REST catalog read and the `PREFIX_KEYS` too."""
     found: dict[str, UrlKey] = {}
     for release in releases:
         _collect(found, list(iceberg_constants(release)))
     _collect(found, list(pyiceberg_constants()))
-    return dict(sorted(found.items()))
+    if pyiceberg_reads:
+        for where, key in pyiceberg_read_keys():
+            found.setdefault(key, UrlKey(key)).sources.append(where)
+        for prefix, name in PREFIX_KEYS.items():
+            found.setdefault(prefix + name, UrlKey(prefix + name)).sources.append(f"prefix {prefix} (by hand)")
+    keys = set(found)
+    for entry in found.values():
+        entry.port_key = entry.port_key or _port_sibling(entry.key, keys)
+        entry.scheme_key = _scheme_sibling(entry.key, keys)
+    siblings = {k for e in found.values() for k in (e.port_key, e.scheme_key) if k}
+    # A sibling goes in with its key (a port, a scheme), never on its own with a URL.
+    return {k: v for k, v in sorted(found.items()) if k not in siblings}

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.url_keys import ICEBERG_RELEASES, iceberg_constants, is_url_valued, pyiceberg_constants, url_keys
+from tests.url_keys import (
+    ADLS_HOST,
+    ICEBERG_RELEASES,
+    iceberg_constants,
+    is_url_valued,
+    pyiceberg_constants,
+    pyiceberg_read_keys,
+    url_keys,
+)
 
 
 @pytest.mark.parametrize("release", ICEBERG_RELEASES)
@@ -34,3 +42,20 @@ def test_pyiceberg_yields_its_own_settings() -> None:
 ])
 def test_url_valued_means_a_word_that_names_a_place_to_connect_to(key: str, constant: str, url: bool) -> None:
     assert is_url_valued(key, constant) is url
+
+
+def test_pyiceberg_keys_are_also_found_where_they_are_read() -> None:
+    """Settings named without a URL word (an ADLS authority, a connection string) are found where
+    PyIceberg's FileIOs read them; an authority goes in with its scheme, a prefix key for the sweep's account."""
+    by_name = url_keys((), pyiceberg_reads=False)
+    found = url_keys((), pyiceberg_reads=True)
+    assert not {"adls.blob-storage-authority", "adls.connection-string", "adls.account-name"} & set(by_name)
+    for key in ("adls.blob-storage-authority", "adls.dfs-storage-authority", "adls.connection-string", "adls.account-name",
+                "adls.account-key", "gcs.service.host", "gcs.oauth2.token", "s3.endpoint", "s3.region", "py-io-impl"):
+        assert key in found, f"{key}: not found where PyIceberg reads it"
+    assert found["adls.dfs-storage-authority"].scheme_key == "adls.dfs-storage-scheme"
+    assert "adls.dfs-storage-scheme" not in found  # injected with its authority only
+    assert f"adls.connection-string.{ADLS_HOST}" in found
+    assert any(where.endswith("reads") for where, _ in pyiceberg_read_keys())
+    # Only settings: not every dict key PyIceberg's code reads (a response's fields, kwargs).
+    assert not {"msg", "snapshots", "account_key"} & set(found)
