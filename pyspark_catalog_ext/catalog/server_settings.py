@@ -31,7 +31,7 @@ from pyspark_catalog_ext.catalog.trust import TRUSTED_ORIGINS_KNOB, Origin, Trus
 from pyspark_catalog_ext.catalog.trust_rules import is_metadata_code_key, server_may_set, store_of_endpoint_key
 from pyspark_catalog_ext.errors import UntrustedOriginError
 
-__all__ = ["config_properties", "issued_stores", "table_io_properties", "without_code_keys"]
+__all__ = ["config_properties", "issued_stores", "table_io_properties", "vended_stores", "without_code_keys"]
 
 log = logging.getLogger(__name__)
 
@@ -76,20 +76,30 @@ def issued_stores(answer: Mapping[str, Any]) -> set[str]:
     return out
 
 
+def vended_stores(answer: Mapping[str, Any]) -> set[str]:
+    """The stores for which `answer` holds a credential the catalog vends (an S3 key, a GCS token, an ADLS SAS)."""
+    return issued_stores({k: v for k, v in answer.items()
+                          if k not in (REFRESH_ENDPOINT, GCS_REFRESH_ENDPOINT, ADLS_REFRESH_ENDPOINT)})
+
+
 def table_io_properties(catalog: str, table: str, *, user: Mapping[str, Any], catalog_properties: Mapping[str, Any],
                         answer: Mapping[str, Any], trust: TrustedOrigins, location: str | None,
                         signed: bool = False) -> dict[str, Any]:
     """The properties of a table's FileIO: the catalog's (the user's, plus what `/v1/config` may set)
     and, over them, the allowed keys of the table's `answer` (its config merged with the chosen
     storage credential). A server-named endpoint of a store whose credentials the catalog did not
-    issue in `answer` (`signed`: S3 requests are signed by the catalog's signer) is dropped, and refused
+    vend in `answer` (a refresh endpoint alone vends none; `signed`: S3 requests are signed by the catalog's signer) is dropped, and refused
     when `location` is on that store (UntrustedOriginError, one line naming the key, the origin and
     the setting that trusts it)."""
     server = {str(k): v for k, v in answer.items() if server_may_set(str(k))}
     _report_dropped(catalog, f"table {table}'s answer", [str(k) for k in answer if str(k) not in server])
     merged = {**catalog_properties, **server}
+    # Only a credential in the answer issues a store here: PyIceberg's FileIOs never fetch from a refresh
+    # endpoint, and `GuardedRestCatalog` renews only what an answer vended, so with a refresh endpoint
+    # alone the FileIO holds the user's own (or the machine's) credentials. The shim's `issued_stores`
+    # twin counts the endpoint, since Iceberg's own FileIOs fetch from it with the catalog's login.
     # A remote-signed table's S3 requests carry only the catalog's signer's signatures, no key of ours.
-    issued = issued_stores(server) | ({"s3"} if signed else set())
+    issued = vended_stores(server) | ({"s3"} if signed else set())
     table_store = _STORE_OF_SCHEME.get(urlsplit(location or "").scheme.lower())
     endpoints = {k: store for k in merged if (store := store_of_endpoint_key(k))}
     for key, store in endpoints.items():

@@ -179,6 +179,16 @@ def test_endpoint_rules_by_who_issued_the_credentials():
     assert table_io_properties("c", "t", user={}, catalog_properties={}, answer={"gcs.service.host": evil}, trust=trusted,
                                location="gs://b/t")["gcs.service.host"] == evil
     assert _io({"s3.endpoint": evil + "/x"}, user={"s3.endpoint": evil})["s3.endpoint"] == evil + "/x"
+    # A refresh endpoint alone vends nothing: the FileIO would hold the user's own (or the machine's)
+    # credentials, so a server-named endpoint of that store is refused as with no answer at all (the
+    # leak sweep found a user's ADLS account key signing requests to the authority such an answer named).
+    for refresh, endpoint, location in [
+            ("gcs.oauth2.refresh-credentials-endpoint", {"gcs.service.host": evil}, "gs://bucket/t"),
+            ("adls.refresh-credentials-endpoint", {"adls.blob-storage-authority": "evil.test:9000"},
+             "abfss://c@acct.dfs.core.windows.net/t"),
+            ("client.refresh-credentials-endpoint", {"s3.endpoint": evil}, "s3://bucket/t")]:
+        with pytest.raises(UntrustedOriginError, match=next(iter(endpoint))):
+            _io({refresh: "v1/ns/t/credentials", **endpoint}, location=location)
     # Keys outside the allow-list never reach the FileIO, whoever issued what.
     assert "s3.proxy-uri" not in _io({"s3.access-key-id": "AK", "s3.proxy-uri": evil, "py-io-impl": "x"})
 
