@@ -9,11 +9,16 @@ What counts as a credential (`leaks`):
   client credentials), `Proxy-Authorization`, `Cookie`, and anywhere in the request (URL, headers,
   body, as sent, URL-encoded, or inside Basic) the OAuth client secret, a `header.*` value or any
   token the catalog handed out;
-* in the `table-properties` and `redirect` channels, storage credentials too: a SigV4
-  `Authorization`, `X-Amz-Security-Token`, `X-Amz-Credential`, or a vended key. Through
-  `/v1/config` and a table's config it is the catalog itself that names its storage, and the keys
-  it vends for that storage are its own (that an S3 endpoint is not on the catalog's origin is
-  normal); table properties are data anyone allowed to alter a table can write.
+* always, the user's own and the machine's: anywhere in the request, a storage credential the
+  user configured (S3 keys, an ADLS account key, a GCS token: `Sweep.user_secrets`) or an ambient
+  one (AWS's, Azure's and Google's default chains: `tests.leak_stores.Ambient`), a SigV4 signature
+  included (its `Credential=` names the key id); any `Authorization` that is not one of the
+  catalog's storage credentials (an account key's `SharedKey` signature, an ADC token);
+* in the `table-properties` and `redirect` channels, the catalog's storage credentials too: a SigV4
+  `Authorization`, `X-Amz-Security-Token`, `X-Amz-Credential`, a vended key, SAS or GCS token.
+  Through `/v1/config` and a table's config it is the catalog itself that names its storage, and
+  the credentials it vends for that storage are its own (that a store's endpoint is not on the
+  catalog's origin is normal); table properties are data anyone allowed to alter a table can write.
 
 Keys are injected in batches, not one run each: a run where a key's attacker was contacted, or
 whose error names that attacker's origin (a refusal), settles that key, and the rest run again
@@ -36,6 +41,7 @@ import pytest
 
 from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
 from pyspark_catalog_ext.spark.conf import catalog_properties
+from tests.leak_stores import STORE_MODES, Ambient, StoreInjector, user_s3_keys
 from tests.servers.attacker import CREDENTIAL_HEADERS, Attacker, Received
 from tests.servers.injector import KINDS, Injector
 from tests.url_keys import UrlKey, url_keys
@@ -45,20 +51,28 @@ STORAGE_CHANNELS = ("table-properties", "redirect")
 HEADER = "X-Sweep-Secret"
 HEADER_VALUE = "hdr-" + secrets.token_urlsafe(18)
 
-def leaks(received: Received, catalog_secrets: Sequence[str], storage_secrets: Sequence[str], storage: bool) -> list[str]:
-    """What in `received` is a credential (see the module docstring); [] if nothing."""
+def leaks(received: Received, catalog_secrets: Sequence[str], storage_secrets: Sequence[str], storage: bool,
+          user_secrets: Sequence[str] = (), injected: Sequence[str] = ()) -> list[str]:
+    """What in `received` is a credential (see the module docstring); [] if nothing. `injected`: the
+    values the run injected, no secret (a `gcs.oauth2.token` set to an attacker's URL is sent as a
+    bearer token of that URL)."""
     found = []
     text = received.text()
     for name, value in received.headers:
         lower = name.lower()
-        if lower in CREDENTIAL_HEADERS and not value.startswith("AWS4-HMAC-SHA256 "):
+        # The catalog's own storage credential: S3's SigV4, or a vended token (a GCS bearer token).
+        vended = value.startswith("AWS4-HMAC-SHA256 ") or any(s and s in value for s in storage_secrets)
+        if lower in CREDENTIAL_HEADERS and value.partition(" ")[2].strip() in injected:
+            continue
+        if lower in CREDENTIAL_HEADERS and not vended:
             found.append(f"{name} header")
-        elif storage and (lower == "x-amz-security-token" or value.startswith("AWS4-HMAC-SHA256 ")):
+        elif storage and (lower == "x-amz-security-token" or (lower in CREDENTIAL_HEADERS and vended)):
             found.append(f"{name} header (storage)")
     if storage and re.search(r"(?i)[?&]x-amz-(credential|security-token)=", received.target):
         found.append("presigned storage credentials")
     hits = Received(received.method, received.target, [], text.encode())
     found += [f"catalog {what}" for what in hits.credentials(catalog_secrets)]
+    found += [f"user's or ambient {what}" for what in hits.credentials(user_secrets)]
     if storage:
         found += [f"storage {what}" for what in hits.credentials(storage_secrets)]
     return found
@@ -72,6 +86,7 @@ class Run:
     touched: list[str] = field(default_factory=list)  # keys whose attacker was contacted or named in the error
     leaked: dict[str, list[str]] = field(default_factory=dict)  # key -> "request line: what it carried"
     foreign: list[str] = field(default_factory=list)  # requests another process sent (see tests/servers/attacker.py)
+    store_saw: list[str] = field(default_factory=list)  # the credentials the table's store stand-in received
 
 
 @dataclass
@@ -147,13 +162,28 @@ class Sweep:
     case runs at a time, so the modes share them)."""
 
     def __init__(self, injector: Injector, attackers: dict[str, Attacker], keys: dict[str, UrlKey],
-                 extra_secrets: Sequence[str] = (), connection: dict[str, Any] | None = None) -> None:
+                 extra_secrets: Sequence[str] = (), connection: dict[str, Any] | None = None,
+                 user_properties: dict[str, str] | None = None, user_secrets: Sequence[str] = (),
+                 ambient: Ambient | None = None) -> None:
         self.injector = injector
         self.keys = keys
         self.extra_secrets = [s for s in extra_secrets if s]
         #: How clients connect to the injector (uri, warehouse, credential, delegation).
         self.connection = dict(connection or {})
+        #: What else the user's catalog properties hold (their own store credentials and endpoints).
+        self.user_properties = dict(user_properties or {})
+        self._user_secrets = [s for s in user_secrets if s]
+        self.ambient = ambient
         self._attackers = attackers
+
+    @property
+    def store(self) -> Attacker | None:
+        """The stand-in for an ADLS or GCS table's store (tests/leak_stores.py); None on S3."""
+        return getattr(self.injector, "store", None)
+
+    def user_secrets(self) -> list[str]:
+        """The user's own credentials and the machine's (tokens its ADC got so far included)."""
+        return [*self._user_secrets, *(self.ambient.secrets() if self.ambient else [])]
 
     def values(self, batch: Sequence[str]) -> dict[str, str]:
         """The injected settings: each key's attacker URL, without a path (a proxy setting refuses one;
@@ -163,6 +193,8 @@ class Sweep:
             attacker, entry = self._attackers[key], self.keys[key]
             if entry.port_key:
                 out[key], out[entry.port_key] = "127.0.0.1", str(attacker.port)
+            elif entry.scheme_key:
+                out[key], out[entry.scheme_key] = f"127.0.0.1:{attacker.port}", "http"
             else:
                 out[key] = attacker.url
         return out
@@ -191,11 +223,15 @@ class Sweep:
                     report.baseline = self._one_run(channel, [], scenario)
                 if _shape(run.error) != _shape(report.baseline.error):
                     pending += [rest[len(rest) // 2:], rest[:len(rest) // 2]]
+        if self.store is not None and not any(r.store_saw for r in report.runs):
+            # No run reached the store (every one failed before): one with nothing injected must,
+            # or the sweep could not tell whether a store request carries credentials at all.
+            report.runs.append(self._one_run(channel, [], scenario))
         self.injector.arm(None)
         return report
 
     def _one_run(self, channel: str, batch: list[str], scenario: Callable[[], Any]) -> Run:
-        for attacker in self._attackers.values():
+        for attacker in [*self._attackers.values(), *([self.store] if self.store else [])]:
             attacker.clear()
         self.arm(channel, batch)
         started = time.monotonic()
@@ -209,6 +245,8 @@ class Sweep:
         storage = channel in STORAGE_CHANNELS
         catalog_secrets = [*self.extra_secrets, *self.injector.catalog_secrets]
         storage_secrets = list(self.injector.storage_secrets)
+        user_secrets = self.user_secrets()
+        injected = [] if channel == "redirect" else list(self.values(batch).values())
         for name in batch:
             attacker = self._attackers[f"redirect:{name}" if channel == "redirect" else name]
             received = [r for r in attacker.received if r.ours]
@@ -217,9 +255,15 @@ class Sweep:
             if received or redirected or re.search(rf"127\.0\.0\.1:{attacker.port}(?!\d)", said):
                 run.touched.append(name)
             for r in received:
-                what = leaks(r, catalog_secrets, storage_secrets, storage)
+                what = leaks(r, catalog_secrets, storage_secrets, storage, user_secrets, injected)
                 if what:
                     run.leaked.setdefault(name, []).append(f"{r.shown()}: {', '.join(what)}")
+        if self.store is not None:
+            # The store is the user's (or, vended, the catalog's own): what it gets is not a leak, but
+            # the oracle must see it, or it is blind to what a store request carries.
+            for r in (r for r in self.store.received if r.ours):
+                what = leaks(r, catalog_secrets, storage_secrets, True, user_secrets)
+                run.store_saw += [f"{r.shown()}: {', '.join(what)}"] if what else []
         return run
 
 
@@ -241,22 +285,36 @@ def sweep_table(pyiceberg_catalog) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def modes(lakehouse) -> Iterator[dict[str, Sweep]]:
-    """A started Sweep per storage mode, and what its clients connect with (`sweep.connection`)."""
+def modes(lakehouse, tmp_path_factory) -> Iterator[dict[str, Sweep]]:
+    """A started Sweep per storage mode ("vended" and "signing" on S3; "adls-vended", "gcs-own"...:
+    `tests.leak_stores.STORE_MODES`), and what its clients connect with (`sweep.connection`). Every
+    mode's user also holds the machine's identities (`sweep.ambient.env`: set them in the test)."""
     info = lakehouse.info
     keys = url_keys()
     with contextlib.ExitStack() as stack:
         signer = SigningCatalogProxy(info.iceberg_uri, info.s3_endpoint, info.access_key, info.secret_key).start()
         stack.callback(signer.stop)
+        ambient = Ambient(tmp_path_factory.mktemp("ambient")).start()
+        stack.callback(ambient.stop)
         pool = stack.enter_context(attackers(keys))
         sweeps: dict[str, Sweep] = {}
-        upstreams = {"vended": (info.iceberg_uri, info.credential, None),
-                     "signing": (signer.url, f"{CLIENT_ID}:{signer.clients[CLIENT_ID]}", "remote-signing")}
-        for mode, (upstream, credential, delegation) in upstreams.items():
-            injector = stack.enter_context(Injector(upstream))
+        upstreams: dict[str, tuple[Injector, str, str | None]] = {
+            "vended": (Injector(info.iceberg_uri), info.credential, None),
+            "signing": (Injector(signer.url), f"{CLIENT_ID}:{signer.clients[CLIENT_ID]}", "remote-signing")}
+        for store, store_modes in STORE_MODES.items():
+            for mode in store_modes:
+                upstreams[f"{store}-{mode}"] = (StoreInjector(info.iceberg_uri, store, mode), info.credential, None)
+        for mode, (proxy, credential, delegation) in upstreams.items():
+            injector = stack.enter_context(proxy)
+            if isinstance(injector, StoreInjector):
+                user, user_secrets = injector.user_properties, injector.user_secrets
+            else:  # a user's own S3 keys beside the catalog's (remote signing drops them)
+                user = user_s3_keys()
+                user_secrets = list(user.values())
             sweeps[mode] = Sweep(injector, pool, keys, extra_secrets=[credential.split(":", 1)[1], credential, HEADER_VALUE],
                                  connection={"uri": injector.url, "warehouse": info.warehouse, "credential": credential,
-                                             "delegation": delegation})
+                                             "delegation": delegation},
+                                 user_properties=user, user_secrets=user_secrets, ambient=ambient)
         yield sweeps
 
 
@@ -265,4 +323,4 @@ def catalog_props(lakehouse: Any, sweep: Sweep, shim: bool = False) -> dict[str,
     custom header whose value is a secret."""
     conn = sweep.connection
     props = catalog_properties("local", lakehouse=lakehouse, shim=shim, **{k: v for k, v in conn.items() if v})
-    return {**props, f"header.{HEADER}": HEADER_VALUE}
+    return {**props, **sweep.user_properties, f"header.{HEADER}": HEADER_VALUE}

@@ -70,9 +70,14 @@ class Attacker(ThreadedServer):
         ours = sender is None or descends_from(sender, os.getpid())
         with self._lock:
             self._received.append(Received(h.command, h.path, list(h.headers.items()), body, ours))
-        payload = b'{"error": {"message": "not here", "type": "NotFoundException", "code": 404}}'
-        send_response_head(h, 404, "Not Found", [("Content-Type", "application/json"),
-                                                  ("Content-Length", str(len(payload)))])
+        # An Iceberg error to a catalog call; plain text to anything else (a store's request): Arrow's
+        # Azure client parses a JSON-typed error as Azure's (a string code, a body), and aborts the
+        # process on anything else (an uncaught C++ exception).
+        if "/v1/" in h.path and h.command != "HEAD":
+            payload, kind = b'{"error": {"message": "not here", "type": "NotFoundException", "code": 404}}', "application/json"
+        else:
+            payload, kind = b"not here", "text/plain"
+        send_response_head(h, 404, "Not Found", [("Content-Type", kind), ("Content-Length", str(len(payload)))])
         if h.command != "HEAD":
             h.wfile.write(payload)
         h.wfile.flush()

@@ -27,7 +27,8 @@ from .base import BufferedProxy, Request, Response
 CHANNELS = ("config-defaults", "config-overrides", "table-config", "table-properties", "redirect")
 #: Channels the code-loading sweep adds (the leak sweep runs CHANNELS): every storage credential's config.
 EXTRA_CHANNELS = ("storage-credentials",)
-STORAGE_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
+STORAGE_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "gcs.oauth2.token")
+STORAGE_KEY_PREFIXES = ("adls.sas-token.",)
 #: Request kinds a redirect run can pick, by route.
 KINDS = ("config", "oauth", "sign", "namespaces", "load", "write", "credentials", "other")
 
@@ -79,7 +80,7 @@ class Injector(BufferedProxy):
         if channel == "redirect" and target is not None:
             status = 302 if req.method in ("GET", "HEAD") else 307
             return Response(status, [("Location", target.rstrip("/") + req.path), ("Content-Length", "0")], b"")
-        resp = self.forward(req)
+        resp = self.upstream_answer(req)
         try:
             body = json.loads(resp.body) if resp.body.startswith(b"{") else None
         except ValueError:
@@ -106,6 +107,10 @@ class Injector(BufferedProxy):
             return resp
         return resp.with_json(body)
 
+    def upstream_answer(self, req: Request) -> Response:
+        """The upstream's answer before anything is injected (a subclass may put its tables elsewhere)."""
+        return self.forward(req)
+
     def _keep_secrets(self, body: dict) -> None:
         found_catalog, found_storage = set(), set()
         if isinstance(body.get("access_token"), str):
@@ -113,7 +118,8 @@ class Injector(BufferedProxy):
         configs = [body.get("config")] + [c.get("config") for c in body.get("storage-credentials") or [] if isinstance(c, dict)]
         for config in configs:
             if isinstance(config, dict):
-                found_storage |= {str(config[k]) for k in STORAGE_KEYS if config.get(k)}
+                found_storage |= {str(v) for k, v in config.items()
+                                  if v and (k in STORAGE_KEYS or k.startswith(STORAGE_KEY_PREFIXES))}
         with self._lock:
             self.catalog_secrets |= found_catalog
             self.storage_secrets |= found_storage
