@@ -33,7 +33,7 @@ import re
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,10 +212,11 @@ class Sweep:
         else:
             self.injector.arm(channel, values=self.values(batch))
 
-    def run_case(self, client: str, mode: str, channel: str, scenario: Callable[[], Any]) -> CaseReport:
+    def run_case(self, client: str, mode: str, channel: str, scenario: Callable[[], Any],
+                 only: Collection[str] | None = None) -> CaseReport:
         """Run `scenario` (a client's usual work against the injector; what it returns, such as a
-        CLI's output, is searched for the attackers' origins like its error) over every key."""
-        names = list(KINDS) if channel == "redirect" else list(self.keys)
+        CLI's output, is searched for the attackers' origins like its error) over every key (of `only`)."""
+        names = list(KINDS) if channel == "redirect" else [k for k in self.keys if only is None or k in only]
         report = CaseReport(client, mode, channel, names)
         # A vended credential's key (`gcs.oauth2.token`) makes the client take the injected value for
         # the catalog's credential, which would mask, in the same run, an endpoint that gets the user's
