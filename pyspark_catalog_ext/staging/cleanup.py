@@ -133,13 +133,18 @@ def s3_client(endpoint: str | None, access_key: str, secret_key: str, session_to
     """A boto3 S3 client with these keys (path-style addressing unless `path_style` is false)."""
     import boto3
     from botocore.config import Config
+    from botocore.exceptions import InvalidRegionError
 
-    return boto3.client(
-        "s3", endpoint_url=endpoint, aws_access_key_id=access_key, aws_secret_access_key=secret_key,
-        aws_session_token=session_token, region_name=region or "us-east-1",
-        config=Config(s3={"addressing_style": "path" if path_style else "auto"},
-                      retries={"max_attempts": 3, "mode": "standard"}),
-    )
+    try:
+        return boto3.client(
+            "s3", endpoint_url=endpoint, aws_access_key_id=access_key, aws_secret_access_key=secret_key,
+            aws_session_token=session_token, region_name=region or "us-east-1",
+            config=Config(s3={"addressing_style": "path" if path_style else "auto"},
+                          retries={"max_attempts": 3, "mode": "standard"}),
+        )
+    except InvalidRegionError:  # a catalog's table config (client.region, s3.region) can say anything
+        raise ConfigError(f"the S3 region {str(region)[:80]!r} is not a region name (such as us-east-1): fix client.region "
+                          "or s3.region in the table's config or the catalog's settings") from None
 
 
 def _s3_from_props(props: Mapping[str, str]) -> Any:

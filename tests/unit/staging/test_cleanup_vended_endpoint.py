@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.staging.cleanup import _s3_from_props, find_orphans
 from tests.spark.test_staging import s3_admin
 from tests.unit.catalog.test_catalog_rest import R, Scripted, make
@@ -54,3 +55,10 @@ def test_vended_keys_without_an_endpoint_go_to_the_users_endpoint(lakehouse, sta
 def test_vended_keys_without_any_endpoint_go_to_aws_s3_in_their_region() -> None:
     client = _s3_from_props({"s3.access-key-id": "AKIAEXAMPLE", "s3.secret-access-key": "x", "client.region": "eu-west-1"})
     assert client.meta.endpoint_url == "https://s3.eu-west-1.amazonaws.com"
+
+
+def test_a_region_that_is_not_one_is_refused_in_one_line() -> None:
+    """A table config's `client.region` is the catalog's to say; a URL there is no boto3 traceback."""
+    with pytest.raises(ConfigError) as refused:
+        _s3_from_props({"s3.access-key-id": "AKIAEXAMPLE", "s3.secret-access-key": "x", "client.region": "http://a.test/"})
+    assert "\n" not in str(refused.value) and "is not a region name" in str(refused.value)
