@@ -208,8 +208,9 @@ class LocationGuard:
         build = self._indexes.start((bucket, levels))
         ns_loc = namespace_location(bucket, levels)
         paths = [change.location, entry_path(change.ident)]
-        if not all(p.startswith(ns_loc + "/") for p in paths):
-            return True, self._change_refusal(change, Neighbours([], {}))  # not under its namespace
+        if not all(p.startswith(ns_loc + "/") for p in paths):  # not under its namespace: refused, or unsure
+            refusal = self._change_refusal(change, Neighbours([], {}))
+            return refusal is not None, refusal
         heads = sorted({p[len(ns_loc) + 1:].split("/")[0] for p in paths})
         near = NamespaceIndex(build.recent.tables.values())
         for head in heads:

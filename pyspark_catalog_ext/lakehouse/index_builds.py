@@ -117,6 +117,8 @@ class IndexBuilds:
                     with lock:
                         tables.append(table)
 
+        # Daemon threads, not a ThreadPoolExecutor: at interpreter exit that joins its workers only
+        # after they ran every queued load, so a build in progress (5,000 loads) would hold exit.
         workers = [threading.Thread(target=work, name="guard-index-load", daemon=True) for _ in range(LOAD_THREADS)]
         for worker in workers:
             worker.start()
