@@ -142,9 +142,9 @@ def s3_client(endpoint: str | None, access_key: str, secret_key: str, session_to
             config=Config(s3={"addressing_style": "path" if path_style else "auto"},
                           retries={"max_attempts": 3, "mode": "standard"}),
         )
-    except InvalidRegionError:  # a catalog's table config (client.region, s3.region) can say anything
-        raise ConfigError(f"the S3 region {str(region)[:80]!r} is not a region name (such as us-east-1): fix client.region "
-                          "or s3.region in the table's config or the catalog's settings") from None
+    except InvalidRegionError:  # from --s3-region, or a table config (client.region, s3.region): anything
+        raise ConfigError(f"the S3 region {str(region)[:80]!r} is not a region name (such as us-east-1): fix --s3-region, "
+                          "or client.region / s3.region in the table's config or the catalog's settings") from None
 
 
 def _s3_from_props(props: Mapping[str, str]) -> Any:
