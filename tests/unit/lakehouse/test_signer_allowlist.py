@@ -18,18 +18,10 @@ import requests
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
+from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID
 from tests.helpers import REST_ID_SCHEMA
 
 BUCKET = "warehouse"
-
-
-@pytest.fixture(scope="module")
-def signer(lakehouse):
-    proxy = SigningCatalogProxy(lakehouse.info.iceberg_uri, lakehouse.info.s3_endpoint, lakehouse.info.access_key,
-                                lakehouse.info.secret_key).start()
-    yield proxy
-    proxy.stop()
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
+from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID
 from tests.conftest import run_cli
 from tests.servers.attacker import Attacker
 from tests.servers.base import BufferedProxy, Request, Response
@@ -46,15 +46,6 @@ class SignerElsewhere(BufferedProxy):
             body["config"][self.key] = self.value
             return resp.with_json(body)
         return resp
-
-
-@pytest.fixture(scope="module")
-def signer(lakehouse):
-    """The embedded lakehouse's signer, in-process in front of the session's SeaweedFS."""
-    proxy = SigningCatalogProxy(lakehouse.info.iceberg_uri, lakehouse.info.s3_endpoint, lakehouse.info.access_key,
-                                lakehouse.info.secret_key).start()
-    yield proxy
-    proxy.stop()
 
 
 def _doctor(uri: str, warehouse: str, secret: str, admin_secret: str) -> dict:
