@@ -114,13 +114,15 @@ def test_the_shim_jar_carries_the_same_schema() -> None:
         assert jar.read("io/catalogext/shim/event-schemas.json") == event_schemas.SCHEMAS_PATH.read_bytes()
 
 
-def test_a_subprocess_jvms_mismatches_reach_the_test_through_the_violations_file() -> None:
+def test_a_subprocess_jvms_mismatches_reach_the_test_through_the_violations_file(pytestconfig) -> None:
     """Every Spark JVM the suite starts, in a subprocess too, names the file it appends mismatches to
     (EventSchemasTest shows the JVM's side); the autouse check reads the complete lines back once."""
     import os
-    import sys
 
-    conftest = sys.modules["conftest"]
+    # The suite's own conftest as pytest loaded it (registered under its path): sys.modules["conftest"]
+    # is whichever folder's conftest.py was collected last.
+    conftest = pytestconfig.pluginmanager.get_plugin(str(ROOT / "tests" / "conftest.py"))
+    assert conftest is not None, "pytest did not load tests/conftest.py"
     path = conftest._JVM_VIOLATIONS
     defaults = Path(os.environ["SPARK_CONF_DIR"], "spark-defaults.conf").read_text()
     for role in ("driver", "executor"):
