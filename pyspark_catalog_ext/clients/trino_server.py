@@ -30,13 +30,14 @@ from pyspark_catalog_ext.errors import CatalogError, redact
 from pyspark_catalog_ext.ports import free_port
 from pyspark_catalog_ext.processes import die_with_parent, kill_group
 
-__all__ = ["TrinoServer", "CLIENT_HINT"]
+__all__ = ["TrinoServer", "CLIENT_HINT", "run_query"]
 
 HOST = "127.0.0.1"
 CLIENT_HINT = "pip install 'pyspark-catalog-ext[trino]'"
 _SECRET_ENV = "PCE_TRINO_CATALOG_SECRET"  # the catalog's OAuth2 credential or token, in the server's environment only
 _SECRET_KEYS = ("iceberg.rest-catalog.oauth2.credential", "iceberg.rest-catalog.oauth2.token")
 _START_ATTEMPTS = 3
+NO_NODES_WAIT_SECONDS = 60.0  # how long run_query asks again while Trino has no node for the query's catalog
 # Small settings for a 2-core machine shared with Spark: one node, 2 GB heap, queries capped below it.
 # The JIT's first tier only (C1): this server lives for one probe or test module, and C2's compiling
 # cost a start plus a few small queries about 40 % more CPU (41 CPU-s against 25, measured twice).
@@ -51,6 +52,26 @@ _JVM_CONFIG = """-server
 -Djdk.attach.allowAttachSelf=true
 -Dfile.encoding=UTF-8
 """
+
+
+def run_query(cursor: Any, sql: str, *, wait_seconds: float = NO_NODES_WAIT_SECONDS) -> list[list[Any]]:
+    """`sql`'s rows through a DB-API cursor of Trino's client. A query Trino refuses with
+    NO_NODES_AVAILABLE is asked again, once a second for up to `wait_seconds`. Trino raises it while it
+    schedules the query, before any task ran (a write commits nothing), as long as its node manager
+    has not read that this node serves the query's catalog: it polls every few seconds, so a query
+    on a just-started server met it on a busy machine, after `/v1/info` said the server had started
+    and a query of the system catalog had run."""
+    from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_fixed
+
+    def no_nodes(exc: BaseException) -> bool:
+        return getattr(exc, "error_name", None) == "NO_NODES_AVAILABLE"
+
+    for attempt in Retrying(retry=retry_if_exception(no_nodes), stop=stop_after_delay(wait_seconds),
+                            wait=wait_fixed(1.0), reraise=True):
+        with attempt:
+            cursor.execute(sql)
+            return cursor.fetchall()
+    raise AssertionError("unreachable: tenacity re-raises the last error")
 
 
 class TrinoServer:

@@ -147,7 +147,7 @@ def probe_trino(ctx: ProbeContext) -> Outcome:
     except ImportError:
         return skipped(f"Trino's Python client is not installed: {TRINO_INSTALL}")
     from pyspark_catalog_ext.clients.trino_install import TrinoUnavailable, find_trino_java
-    from pyspark_catalog_ext.clients.trino_server import TrinoServer
+    from pyspark_catalog_ext.clients.trino_server import TrinoServer, run_query
     from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 
     conn = _connection(ctx)
@@ -179,8 +179,7 @@ def probe_trino(ctx: ProbeContext) -> Outcome:
         cursor = server.connect().cursor()
 
         def query(sql: str) -> list[list[Any]]:
-            cursor.execute(sql)
-            return cursor.fetchall()
+            return run_query(cursor, sql)
 
         step = "read Spark's table"
         with statements(ctx):
