@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,26 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _LAUNCH_LOG is not None:
         shutil.rmtree(_LAUNCH_LOG.parent, ignore_errors=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    """With native tracebacks (pytest_configure), a failure's traceback starts at the test's own
+    frames: pytest's native style keeps its and pluggy's ~20 frames, which filled the part of a CI
+    log that is kept and cut off the assertion below them."""
+    report = yield
+    if report.failed and call.excinfo is not None and item.config.option.tbstyle == "native":
+        tb = call.excinfo.tb
+        while tb is not None and _is_pytest_frame(tb.tb_frame.f_code.co_filename):
+            tb = tb.tb_next
+        if tb is not None:
+            report.longrepr = "".join(traceback.format_exception(call.excinfo.type, call.excinfo.value, tb)).rstrip()
+    return report
+
+
+def _is_pytest_frame(filename: str) -> bool:
+    parts = Path(filename).parts
+    return "_pytest" in parts or "pluggy" in parts
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own teardown, so a failure here leaves nothing half torn down
