@@ -89,7 +89,8 @@ def pytest_configure(config: pytest.Config) -> None:
     original = Path(os.environ.get("SPARK_CONF_DIR") or Path(pyspark.__file__).parent / "conf")
     conf = Path(tempfile.mkdtemp(prefix="pce-spark-conf-"))
     if original.is_dir():
-        shutil.copytree(original, conf, dirs_exist_ok=True)
+        # Not a parent run's own logs (a test that runs pytest in a subprocess): they are that run's to read.
+        shutil.copytree(original, conf, dirs_exist_ok=True, ignore=shutil.ignore_patterns("event-violations.log", "launches.log"))
     _LAUNCH_LOG = conf / "launches.log"
     _LAUNCH_LOG.touch()
     env_sh = conf / "spark-env.sh"

@@ -32,6 +32,8 @@ def test_a_native_traceback_shows_the_tests_frames_only():
         shutil.rmtree(folder, ignore_errors=True)
     out = proc.stdout
     assert proc.returncode == 1, out + proc.stderr
-    trace = out[out.index("Traceback (most recent call last)"):out.index("short test summary")]
-    assert "in test_fails" in trace and "in helper" in trace and "AssertionError: x was 1" in trace, trace
+    start = out.index("Traceback (most recent call last)")
+    end = out.index("AssertionError: x was 1", start)  # the traceback only: warnings and summaries follow it
+    trace = out[start:end]
+    assert "in test_fails" in trace and "in helper" in trace, trace
     assert "_pytest" not in trace and "pluggy" not in trace, trace
