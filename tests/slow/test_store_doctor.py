@@ -150,7 +150,7 @@ def test_the_cli_prints_no_vended_token(stack: StoreStack) -> None:
 
 def test_a_store_endpoint_with_userinfo_gets_no_token(stack: StoreStack) -> None:
     """The answer names the store's endpoint as http://user@<attacker>: refused before anything is sent."""
-    from tests.unit.catalog.test_catalog_rest import Scripted
+    from tests.servers.scripted_catalog import Scripted
 
     attacker = Scripted()
     real = stack.front.endpoints
@@ -179,7 +179,7 @@ def test_a_store_origin_gets_the_store_token_and_never_the_catalogs_credentials(
     """The answer names the store's endpoint on another loopback origin: the probe's requests there carry
     the vended store token (Iceberg sends it there too) and nothing of the catalog's (its OAuth2 token,
     its client secret)."""
-    from tests.unit.catalog.test_catalog_rest import Scripted
+    from tests.servers.scripted_catalog import Scripted
 
     elsewhere = Scripted()  # answers 404 to everything: the probe fails after its write
     real = stack.front.endpoints

@@ -11,7 +11,7 @@ import pytest
 
 from pyspark_catalog_ext.doctor.runner import run_doctor
 from tests.conftest import run_cli
-from tests.unit.catalog.test_catalog_rest import R, Scripted
+from tests.servers.scripted_catalog import R, Scripted
 
 ONLY_BASICS = ["vended,scope,refresh,staging,idempotency,signing,pyiceberg,spark,inventory"]
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from pyspark_catalog_ext.doctor.stores import check_access, for_location, refresh_endpoint, store_credentials, store_endpoint
-from tests.unit.catalog.test_catalog_rest import R, Scripted
+from tests.servers.scripted_catalog import R, Scripted
 
 SAS_A = "sv=2024-08-04&sr=c&sp=racwdl&se=2099-01-01T00%3A00%3A00Z&sig=SASsecretAAAA0001"
 SAS_B = "sv=2024-08-04&sr=c&sp=racwdl&se=2099-01-01T00%3A00%3A00Z&sig=SASsecretBBBB0002"

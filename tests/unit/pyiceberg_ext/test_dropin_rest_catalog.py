@@ -17,7 +17,7 @@ from pyiceberg.exceptions import OAuthError
 
 from pyspark_catalog_ext.errors import CatalogAuthError, CatalogError, ConfigError
 from pyspark_catalog_ext.pyiceberg_ext import GuardedRestCatalog
-from tests.unit.catalog.test_catalog_rest import R, Scripted
+from tests.servers.scripted_catalog import R, Scripted
 
 CATALOGS = [pytest.param(RestCatalog, id="pyiceberg"), pytest.param(GuardedRestCatalog, id="ours")]
 

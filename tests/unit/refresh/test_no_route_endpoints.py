@@ -13,7 +13,7 @@ import pytest
 from pyspark_catalog_ext.errors import CatalogError, CatalogUnsupportedError, PolicyApiUnavailableError
 from pyspark_catalog_ext.governance.policies import PolarisPolicySource
 from pyspark_catalog_ext.refresh.strategies import CredentialsEndpointStrategy, StrategyChain
-from tests.unit.catalog.test_catalog_rest import T_PATH, R, Scripted, make
+from tests.servers.scripted_catalog import T_PATH, R, Scripted, make
 
 
 def _bad_request(message: str) -> R:

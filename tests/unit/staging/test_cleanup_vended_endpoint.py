@@ -12,8 +12,8 @@ import pytest
 
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.staging.cleanup import _s3_from_props, find_orphans
+from tests.servers.scripted_catalog import R, Scripted, make
 from tests.spark.test_staging import s3_admin
-from tests.unit.catalog.test_catalog_rest import R, Scripted, make
 
 BUCKET = "warehouse"
 
