@@ -42,6 +42,7 @@ import re
 import secrets
 import threading
 import time
+from typing import NamedTuple
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from .base import BufferedProxy, Request, Response
@@ -63,6 +64,39 @@ def _unb64(text: str) -> bytes:
 
 def table_name(ns: list[str], name: str) -> str:
     return ".".join(ns + [name])
+
+
+class RoutePatterns(NamedTuple):
+    """A catalog's table routes: its tables, one table, one table's credentials."""
+
+    tables: re.Pattern[str]
+    table: re.Pattern[str]
+    credentials: re.Pattern[str]
+
+
+PREFIXED = RoutePatterns(_TABLES, _TABLE, _CREDS)
+
+
+def classify_request(req: Request, routes: RoutePatterns = PREFIXED) -> tuple[str, str | None]:
+    """A catalog request's kind (config, oauth, credentials, create, stage-create, load, commit, drop,
+    other) and the table it is about (`ns.name`), or None."""
+    route = req.route
+    if route == "/v1/config":
+        return "config", None
+    if route == "/v1/oauth/tokens":
+        return "oauth", None
+    if (m := routes.credentials.match(route)) and req.method == "GET":
+        return "credentials", table_name(_ns(m), unquote(m["t"]))
+    if (m := routes.tables.match(route)) and req.method == "POST":
+        body = _safe_json(req.body) or {}
+        kind = "stage-create" if body.get("stage-create") else "create"
+        return kind, table_name(_ns(m), body.get("name", "?"))
+    if m := routes.table.match(route):
+        kind = {"GET": "load", "HEAD": "load", "POST": "commit", "DELETE": "drop"}.get(req.method, "other")
+        return kind, table_name(_ns(m), unquote(m["t"]))
+    if route.endswith("/transactions/commit"):
+        return "commit", None
+    return "other", None
 
 
 class TokenError(Exception):
@@ -127,24 +161,7 @@ class CatalogProxy(BufferedProxy):
 
     # ------------------------------------------------------------------ classification
     def classify(self, req: Request) -> tuple[str, str | None]:
-        route, m = req.route, None
-        if route == "/v1/config":
-            return "config", None
-        if route == "/v1/oauth/tokens":
-            return "oauth", None
-        if (m := _CREDS.match(route)) and req.method == "GET":
-            return "credentials", table_name(_ns(m), unquote(m["t"]))
-        if (m := _TABLES.match(route)) and req.method == "POST":
-            body = _safe_json(req.body) or {}
-            kind = "stage-create" if body.get("stage-create") else "create"
-            return kind, table_name(_ns(m), body.get("name", "?"))
-        if m := _TABLE.match(route):
-            kind = {"GET": "load", "HEAD": "load", "POST": "commit", "DELETE": "drop"}.get(
-                req.method, "other")
-            return kind, table_name(_ns(m), unquote(m["t"]))
-        if route.endswith("/transactions/commit"):
-            return "commit", None
-        return "other", None
+        return classify_request(req)
 
     # ------------------------------------------------------------------ processing
     # Values a leak test searches for: every secret this proxy handed to a client.

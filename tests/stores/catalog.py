@@ -52,7 +52,7 @@ import requests
 from pyspark_catalog_ext.ports import free_port
 from tests.realservers import artifacts
 from tests.servers.base import BufferedProxy, Request, Response
-from tests.servers.catalog_proxy import NS_SEP, RefreshTokenSigner, TokenError, table_name
+from tests.servers.catalog_proxy import NS_SEP, RefreshTokenSigner, RoutePatterns, TokenError, classify_request, table_name
 from tests.servers.child import ChildServer
 from tests.stores.azurite import AdlsLocation, Azurite
 from tests.stores.gcs import PROJECT, FakeGcs
@@ -65,6 +65,7 @@ _PREFIX = r"^/v1/(?:(?P<prefix>[^/]+)/)?namespaces/(?P<ns>[^/]+)"
 _TABLES = re.compile(_PREFIX + r"/tables$")
 _TABLE = re.compile(_PREFIX + r"/tables/(?P<t>[^/]+)$")
 _CREDS = re.compile(_PREFIX + r"/tables/(?P<t>[^/]+)/credentials$")
+_ROUTES = RoutePatterns(_TABLES, _TABLE, _CREDS)  # the REST fixture's routes, with or without a prefix
 
 
 def fixture_classpath() -> list[Path]:
@@ -151,22 +152,7 @@ class VendingCatalog(BufferedProxy):
 
     # ------------------------------------------------------------------ classification
     def classify(self, req: Request) -> tuple[str, str | None]:
-        route = req.route
-        if route == "/v1/config":
-            return "config", None
-        if route == "/v1/oauth/tokens":
-            return "oauth", None
-        if (m := _CREDS.match(route)) and req.method == "GET":
-            return "credentials", table_name(_ns(m), unquote(m["t"]))
-        if (m := _TABLES.match(route)) and req.method == "POST":
-            body = _json(req.body) or {}
-            return ("stage-create" if body.get("stage-create") else "create"), table_name(_ns(m), body.get("name", "?"))
-        if m := _TABLE.match(route):
-            kind = {"GET": "load", "HEAD": "load", "POST": "commit", "DELETE": "drop"}.get(req.method, "other")
-            return kind, table_name(_ns(m), unquote(m["t"]))
-        if route.endswith("/transactions/commit"):
-            return "commit", None
-        return "other", None
+        return classify_request(req, _ROUTES)
 
     # ------------------------------------------------------------------ processing
     def forward(self, req: Request, timeout: float = 60.0) -> Response:
