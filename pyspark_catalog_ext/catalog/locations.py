@@ -33,7 +33,7 @@ def norm_uri(uri: str) -> str:
 def longest_prefix(prefixes: Iterable[str], path: str | None) -> str | None:
     """The longest of `prefixes` that `path` starts with (both already in one canonical form), or None:
     the rule by which Iceberg's FileIOs pick a storage credential for a path. The shim's twin is
-    `StorePaths.longestPrefix` (jvm-shim/src/main/java/io/catalogext/shim/stores/StorePaths.java)."""
+    `io.catalogext.shim.util.Prefixes`."""
     if path is None:
         return None
     return max((p for p in prefixes if path.startswith(p)), key=len, default=None)

@@ -3,6 +3,7 @@ package io.catalogext.shim.refresh;
 import io.catalogext.shim.config.ShimKeys;
 import io.catalogext.shim.session.CatalogSession;
 import io.catalogext.shim.util.OneLine;
+import io.catalogext.shim.util.Prefixes;
 import io.catalogext.shim.wire.Origin;
 import io.catalogext.shim.wire.RestJson;
 import io.catalogext.shim.wire.TablePath;
@@ -159,12 +160,7 @@ public final class CatalogRefresher {
 
   /** The spec's rule: the token of the longest prefix covering the table's location. */
   static String tokenFor(Map<String, String> tokens, String location) {
-    String best = null;
-    for (String prefix : tokens.keySet()) {
-      if (location != null && location.startsWith(prefix) && (best == null || prefix.length() > best.length())) {
-        best = prefix;
-      }
-    }
+    String best = Prefixes.longest(tokens.keySet(), location);
     return tokens.get(best != null ? best : tokens.keySet().iterator().next());
   }
 

@@ -1,6 +1,7 @@
 package io.catalogext.shim.stores;
 
 import io.catalogext.shim.refresh.TableTokens;
+import io.catalogext.shim.util.Prefixes;
 
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -47,7 +48,7 @@ public final class PrefixTokens {
     if (vended.isEmpty()) {
       return "";
     }
-    String best = StorePaths.longestPrefix(vended.keySet(), canonical.apply(path));
+    String best = Prefixes.longest(vended.keySet(), canonical.apply(path));
     return best == null ? null : vended.get(best);
   }
 

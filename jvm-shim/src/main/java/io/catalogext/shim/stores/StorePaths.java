@@ -2,14 +2,12 @@ package io.catalogext.shim.stores;
 
 import io.catalogext.shim.refresh.StoreTokens;
 
-import java.util.Collection;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Store locations taken apart once, and the rule that picks a storage credential for a path: the
- * longest vended prefix the path starts with (as Iceberg's own FileIOs pick), compared in one
- * canonical form per store.
+ * Store locations taken apart once, into the one canonical form per store in which a path and the
+ * vended prefixes are compared ({@link io.catalogext.shim.util.Prefixes} picks the prefix).
  */
 public final class StorePaths {
   /** Iceberg's ADLSLocation pattern: {@code abfs[s]|wasb[s]://[<container>@]<host>[/<path>]}. */
@@ -55,19 +53,5 @@ public final class StorePaths {
   /** Whether {@code location} is an ADLS one ({@link #adls} takes it apart). */
   public static boolean isAdls(String location) {
     return location != null && ADLS.matcher(location).matches();
-  }
-
-  /**
-   * The longest of {@code prefixes} that {@code path} starts with (both already in one canonical
-   * form), or null when none does.
-   */
-  public static String longestPrefix(Collection<String> prefixes, String path) {
-    String best = null;
-    for (String prefix : prefixes) {
-      if (path.startsWith(prefix) && (best == null || prefix.length() > best.length())) {
-        best = prefix;
-      }
-    }
-    return best;
   }
 }
