@@ -66,12 +66,13 @@ def run_query(cursor: Any, sql: str, *, wait_seconds: float = NO_NODES_WAIT_SECO
     def no_nodes(exc: BaseException) -> bool:
         return getattr(exc, "error_name", None) == "NO_NODES_AVAILABLE"
 
-    for attempt in Retrying(retry=retry_if_exception(no_nodes), stop=stop_after_delay(wait_seconds),
-                            wait=wait_fixed(1.0), reraise=True):
-        with attempt:
-            cursor.execute(sql)
-            return cursor.fetchall()
-    raise AssertionError("unreachable: tenacity re-raises the last error")
+    def once() -> list[list[Any]]:
+        cursor.execute(sql)
+        return cursor.fetchall()
+
+    retrying = Retrying(retry=retry_if_exception(no_nodes), stop=stop_after_delay(wait_seconds), wait=wait_fixed(1.0),
+                        reraise=True)
+    return retrying(once)
 
 
 class TrinoServer:

@@ -62,10 +62,6 @@ def ns(spark):
     return name
 
 
-def _query(cursor, sql: str) -> list[list]:
-    return run_query(cursor, sql)
-
-
 def _expected(n: int) -> list:
     """count, sum(id), sum(amount), sum(length(name)), distinct days of the rows the CTAS makes,
     computed here from the rows' definition."""
@@ -82,22 +78,22 @@ def test_trino_reads_a_spark_ctas_exactly(spark, cursor, ns):
                   FROM range({ROWS})""")
     print(f"Spark CTAS of {ROWS} rows: {time.monotonic() - began:.1f}s")
     began = time.monotonic()
-    got = _query(cursor, f"SELECT count(*), sum(id), sum(amount), sum(length(name)), count(DISTINCT day) FROM {ns}.from_spark")
+    got = run_query(cursor, f"SELECT count(*), sum(id), sum(amount), sum(length(name)), count(DISTINCT day) FROM {ns}.from_spark")
     print(f"Trino's checksum query: {time.monotonic() - began:.1f}s")
     assert got == [_expected(ROWS)]
     # the schema as Spark wrote it
-    columns = {r[0]: r[1] for r in _query(cursor, f"DESCRIBE {ns}.from_spark")}
+    columns = {r[0]: r[1] for r in run_query(cursor, f"DESCRIBE {ns}.from_spark")}
     assert columns == {"id": "bigint", "name": "varchar", "amount": "decimal(12,2)", "day": "date"}
-    row = _query(cursor, f"SELECT * FROM {ns}.from_spark WHERE id = 12345")
+    row = run_query(cursor, f"SELECT * FROM {ns}.from_spark WHERE id = 12345")
     assert row == [[12345, "n12345", Decimal("3.45"), datetime.date(2024, 1, 1) + datetime.timedelta(days=12345 % 365)]]
 
 
 def test_a_trino_table_is_read_back_exactly_by_spark_and_pyiceberg(spark, cursor, pyiceberg_catalog, ns):
-    _query(cursor, f"CREATE TABLE {ns}.from_trino (id BIGINT, name VARCHAR, amount DECIMAL(12, 2))")
-    _query(cursor, f"""INSERT INTO {ns}.from_trino
+    run_query(cursor, f"CREATE TABLE {ns}.from_trino (id BIGINT, name VARCHAR, amount DECIMAL(12, 2))")
+    run_query(cursor, f"""INSERT INTO {ns}.from_trino
                        SELECT n, 't' || CAST(n AS VARCHAR), CAST(n % 97 AS DECIMAL(12, 2)) / 4
                        FROM UNNEST(sequence(0, 4999)) AS r(n)""")
-    _query(cursor, f"INSERT INTO {ns}.from_trino VALUES (5000, NULL, NULL)")
+    run_query(cursor, f"INSERT INTO {ns}.from_trino VALUES (5000, NULL, NULL)")
     expected = [(i, f"t{i}", (Decimal(i % 97) / 4).quantize(Decimal("0.01"))) for i in range(5000)] + [(5000, None, None)]
     by_spark = sorted(tuple(r) for r in spark.table(f"lake.{ns}.from_trino").collect())
     assert by_spark == expected
