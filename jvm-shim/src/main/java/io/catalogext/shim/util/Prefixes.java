@@ -16,10 +16,10 @@ public final class Prefixes {
    * form), or null when none does or {@code path} is null.
    */
   public static String longest(Collection<String> prefixes, String path) {
-    String best = null;
     if (path == null) {
       return null;
     }
+    String best = null;
     for (String prefix : prefixes) {
       if (path.startsWith(prefix) && (best == null || prefix.length() > best.length())) {
         best = prefix;
