@@ -2,15 +2,21 @@
 
 - ``StoreRestFixture``: Iceberg's own REST fixture 1.11.0 (``RESTCatalogServer``: the reference REST
   handlers over a JdbcCatalog in a SQLite file), with ``ResolvingFileIO``, so ``abfs://`` goes to
-  ADLSFileIO (on Azurite, with a long-lived account SAS per account) and ``gs://`` to GCSFileIO (on
-  the GCS front, with a token of its own that never expires). It writes and reads every metadata
-  file itself, as a catalog server does. It vends nothing.
+  ADLSFileIO (on Azurite, with a long-lived account SAS per account), ``gs://`` to GCSFileIO (on
+  the GCS front, with a token of its own that never expires) and, in the "mixed" stack, ``s3://``
+  to S3FileIO (on SeaweedFS, with its admin keys). It writes and reads every metadata file itself,
+  as a catalog server does. It vends nothing.
 - ``VendingCatalog``: a loopback front before it that vends, as Polaris, Gravitino or Lakekeeper do
   for these stores: each table answer (create, stage-create, load) gets, for the table's location,
     ADLS: ``adls.sas-token.<host>`` + ``adls.sas-token-expires-at-ms.<host>`` (a container SAS),
     GCS:  ``gcs.oauth2.token`` + ``gcs.oauth2.token-expires-at`` (a token for the table's prefix),
+    S3:   ``s3.access-key-id``, ``-secret-access-key``, ``s3.session-token`` (SeaweedFS STS keys, with
+          a session policy for the table's prefix) + ``s3.session-token-expires-at-ms``; SeaweedFS's
+          STS keys live 900 s at least, so clients reach S3 through an expiry proxy
+          (tests/servers/s3_expiry_proxy.py) that refuses each key once its stated lifetime is over,
   in ``config`` and in ``storage-credentials`` (one entry per prefix), plus the endpoints a client
-  needs to reach the emulators (``adls.connection-string.<host>``, ``gcs.service.host``). Only a
+  needs to reach the emulators (``adls.connection-string.<host>``, ``gcs.service.host``,
+  ``s3.endpoint``). Only a
   request asking for ``X-Iceberg-Access-Delegation: vended-credentials`` gets tokens.
 
 The front's switches are those of the S3 catalog proxy (tests/servers/catalog_proxy.py):
@@ -41,8 +47,10 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
@@ -54,6 +62,7 @@ from tests.realservers import artifacts
 from tests.servers.base import BufferedProxy, Request, Response
 from tests.servers.catalog_proxy import NS_SEP, RefreshTokenSigner, RoutePatterns, TokenError, classify_request, table_name
 from tests.servers.child import ChildServer
+from tests.servers.s3_expiry_proxy import S3ExpiryProxy
 from tests.stores.azurite import AdlsLocation, Azurite
 from tests.stores.gcs import PROJECT, FakeGcs
 
@@ -68,6 +77,52 @@ _CREDS = re.compile(_PREFIX + r"/tables/(?P<t>[^/]+)/credentials$")
 _ROUTES = RoutePatterns(_TABLES, _TABLE, _CREDS)  # the REST fixture's routes, with or without a prefix
 
 
+STS_MIN_SECONDS = 900  # the shortest key SeaweedFS's STS issues
+
+
+@dataclass(frozen=True)
+class S3Store:
+    """An S3 store (SeaweedFS): the catalog server reaches it with admin keys; the front vends STS keys
+    scoped by a session policy to each table's prefix."""
+
+    endpoint: str
+    access_key: str
+    secret_key: str = field(repr=False)
+    role: str = "arn:aws:iam::role/IcebergVendRole"
+    region: str = "us-east-1"
+
+    def client(self, service: str = "s3") -> Any:
+        import boto3
+        from botocore.config import Config
+
+        return boto3.client(service, endpoint_url=self.endpoint, region_name=self.region, aws_access_key_id=self.access_key,
+                            aws_secret_access_key=self.secret_key, config=Config(s3={"addressing_style": "path"}))
+
+    def create_bucket(self, bucket: str) -> None:
+        self.client().create_bucket(Bucket=bucket)
+
+    def keys_for(self, location: str) -> dict[str, str]:
+        """STS keys for `location` (an s3:// prefix) only."""
+        bucket, _, path = location.split("://", 1)[1].partition("/")
+        prefix = path.rstrip("/")
+        policy = {"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
+             "Resource": [f"arn:aws:s3:::{bucket}/{prefix}/*"]},
+            {"Effect": "Allow", "Action": ["s3:ListBucket"], "Resource": [f"arn:aws:s3:::{bucket}"]}]}
+        got = self.client("sts").assume_role(RoleArn=self.role, RoleSessionName="vend-" + secrets.token_hex(4),
+                                             DurationSeconds=STS_MIN_SECONDS, Policy=json.dumps(policy))["Credentials"]
+        return {"s3.access-key-id": got["AccessKeyId"], "s3.secret-access-key": got["SecretAccessKey"],
+                "s3.session-token": got["SessionToken"]}
+
+    def keys(self, bucket: str, prefix: str) -> list[str]:
+        """Every object key under `prefix` in `bucket` (admin keys)."""
+        pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        return [o["Key"] for page in pages for o in page.get("Contents", [])]
+
+    def endpoints(self) -> dict[str, str]:
+        return {"s3.endpoint": self.endpoint, "s3.path-style-access": "true", "client.region": self.region}
+
+
 def fixture_classpath() -> list[Path]:
     """The REST fixture with the Azure and GCS FileIOs (resolved once by Maven into the cache)."""
     return artifacts.rest_fixture_classpath(FIXTURE_POM)
@@ -76,11 +131,12 @@ def fixture_classpath() -> list[Path]:
 class StoreRestFixture(ChildServer):
     """Iceberg's REST fixture with its warehouse on an emulated store."""
 
-    def __init__(self, warehouse: str, azurite: Azurite | None = None, gcs: FakeGcs | None = None):
+    def __init__(self, warehouse: str, azurite: Azurite | None = None, gcs: FakeGcs | None = None, s3: S3Store | None = None):
         super().__init__("iceberg-rest-fixture-stores")
         self.warehouse = warehouse
         self.azurite = azurite
         self.gcs = gcs
+        self.s3 = s3
         self.port = 0
 
     @property
@@ -121,21 +177,29 @@ class StoreRestFixture(ChildServer):
             self.secrets.append(grant.token)
             props.update({"gcs.service.host": self.gcs.url, "gcs.project-id": PROJECT,
                           "gcs.oauth2.token": grant.token})
+        if self.s3 is not None:
+            self.secrets.append(self.s3.secret_key)
+            props.update({**self.s3.endpoints(), "s3.access-key-id": self.s3.access_key,
+                          "s3.secret-access-key": self.s3.secret_key})
         return props
 
 
 class VendingCatalog(BufferedProxy):
     """The vending front before a `StoreRestFixture` (see the module docstring)."""
 
-    SECRET_PREFIXES = ("adls.sas-token.", "gcs.oauth2.token", "storage-refresh-token", "access_token")
+    SECRET_PREFIXES = ("adls.sas-token.", "gcs.oauth2.token", "s3.secret-access-key", "s3.session-token",
+                       "storage-refresh-token", "access_token")
 
     def __init__(self, upstream: str, *, azurite: Azurite | None = None, gcs: FakeGcs | None = None,
+                 s3: S3Store | None = None, s3_front: S3ExpiryProxy | None = None,
                  lifetime_s: float = 3600, refresh_tokens: bool = False, token_ttl_seconds: float = 3600,
                  advertise_refresh_endpoint: bool = False, refresh_endpoint_style: str = "relative",
                  port: int = 0):
         super().__init__(upstream, port)
         self.azurite = azurite
         self.gcs = gcs
+        self.s3 = s3
+        self.s3_front = s3_front  # where clients reach S3: keys there die with their stated lifetime
         self.lifetime_s = lifetime_s
         self.refresh_tokens = refresh_tokens
         self.token_ttl_seconds = token_ttl_seconds
@@ -235,11 +299,20 @@ class VendingCatalog(BufferedProxy):
                 expires_ms = stated_ms
             config = {"gcs.oauth2.token": token, "gcs.oauth2.token-expires-at": str(expires_ms)}
             store = "gcs"
+        elif scheme == "s3":
+            if self.s3 is None:
+                raise ValueError(f"{location}: this catalog vends for no S3 store")
+            # store_lifetime_s does not apply: the keys live STS_MIN_SECONDS whatever is stated
+            config = {**self.s3.keys_for(location), "s3.session-token-expires-at-ms": str(stated_ms)}
+            if self.s3_front is not None:
+                self.s3_front.register_key(config["s3.access-key-id"])
+            token, expires_ms, store = config["s3.session-token"], stated_ms, "s3"
         else:
-            raise ValueError(f"{location}: not an abfs:// or gs:// location")
+            raise ValueError(f"{location}: not an abfs://, gs:// or s3:// location")
         with self._log_lock:
             self.vended.append({"time": time.time(), "table": table, "prefix": location, "store": store,
-                                "expires_at_ms": expires_ms, "token": token})
+                                "expires_at_ms": expires_ms, "token": token,
+                                **({"access_key": config["s3.access-key-id"]} if store == "s3" else {})})
         return {"prefix": location, "config": config}
 
     def endpoints(self) -> dict[str, str]:
@@ -250,6 +323,10 @@ class VendingCatalog(BufferedProxy):
                 out[f"adls.connection-string.{self.azurite.host(account)}"] = self.azurite.endpoint(account)
         if self.gcs is not None:
             out.update({"gcs.service.host": self.gcs.url, "gcs.project-id": PROJECT})
+        if self.s3 is not None:
+            out.update(self.s3.endpoints())
+            if self.s3_front is not None:
+                out["s3.endpoint"] = self.s3_front.url
         return {**out, **self.endpoint_overrides}
 
     def refresh_endpoint(self, prefix: str | None, ns: list[str], name: str) -> str:
@@ -320,13 +397,48 @@ class StoreStack:
         return self.front.url
 
 
+@dataclass(frozen=True)
+class MixedStores:
+    """The three stores of the "mixed" stack, each with a `warehouse` container or bucket."""
+
+    azurite: Azurite
+    gcs: FakeGcs
+    s3: S3Store
+    bucket: str  # the S3 bucket (fresh per stack: SeaweedFS may be shared)
+
+    def location(self, store: str, path: str) -> str:
+        if store == "adls":
+            return self.azurite.location("warehouse", path)
+        if store == "gcs":
+            return self.gcs.location("warehouse", path)
+        return f"s3://{self.bucket}/{path}"
+
+    def files(self, location: str) -> list[str]:
+        """Every object under `location` (an abfs://, gs:// or s3:// prefix), listed on its own store
+        with the stores' own keys."""
+        scheme, _, rest = location.partition("://")
+        if scheme == "abfs":
+            loc = AdlsLocation.parse(location)
+            container = self.azurite.service(loc.account).get_container_client(loc.container)
+            return [f"abfs://{loc.container}@{loc.host}/{b.name}" for b in container.list_blobs(name_starts_with=loc.path + "/")]
+        bucket, _, prefix = rest.partition("/")
+        if scheme == "gs":
+            resp = requests.get(f"{self.gcs.upstream}/storage/v1/b/{bucket}/o", params={"prefix": prefix + "/"}, timeout=10)
+            resp.raise_for_status()
+            return [f"gs://{bucket}/{o['name']}" for o in resp.json().get("items", [])]
+        return [f"s3://{bucket}/{key}" for key in self.s3.keys(bucket, prefix + "/")]
+
+
 @contextlib.contextmanager
-def store_catalog(store: str, gcs_front_process: bool = False, **front_options: Any) -> Iterator[StoreStack]:
-    """`store` ("adls": Azurite, "gcs": fake-gcs-server) with a container/bucket `warehouse`, Iceberg's
-    REST fixture on it and the vending front (`front_options`: VendingCatalog's switches). Everything
-    stops on exit, also when a start fails halfway. `gcs_front_process`: the GCS token front runs in a
-    child process (`ChildGcsFront`; Arrow's GCS client needs it)."""
+def store_catalog(store: str, gcs_front_process: bool = False, s3: S3Store | None = None,
+                  **front_options: Any) -> Iterator[StoreStack]:
+    """`store` ("adls": Azurite, "gcs": fake-gcs-server, "mixed": both and `s3`, with the warehouse
+    on S3) with a container/bucket `warehouse`, Iceberg's REST fixture on it and the vending front
+    (`front_options`: VendingCatalog's switches). Everything stops on exit, also when a start fails
+    halfway. `gcs_front_process`: the GCS token front runs in a child process (`ChildGcsFront`;
+    Arrow's GCS client needs it)."""
     with contextlib.ExitStack() as stack:
+        s3_front: S3ExpiryProxy | None = None
         if store == "adls":
             emulator: Any = stack.enter_context(Azurite())
             emulator.create_container("warehouse")
@@ -337,10 +449,23 @@ def store_catalog(store: str, gcs_front_process: bool = False, **front_options: 
             emulator.create_bucket("warehouse")
             warehouse = emulator.location("warehouse", "catalog")
             stores = {"gcs": emulator}
+        elif store == "mixed":
+            if s3 is None:
+                raise ValueError("the mixed stack needs an S3 store (s3=)")
+            azurite = stack.enter_context(Azurite())
+            azurite.create_container("warehouse")
+            gcs = stack.enter_context(FakeGcs(front_process=gcs_front_process))
+            gcs.create_bucket("warehouse")
+            emulator = MixedStores(azurite, gcs, s3, "mixed-" + secrets.token_hex(4))
+            s3.create_bucket(emulator.bucket)
+            warehouse = emulator.location("s3", "catalog")
+            stores = {"azurite": azurite, "gcs": gcs, "s3": s3}
+            s3_front = stack.enter_context(S3ExpiryProxy(s3.endpoint, exempt=(s3.access_key,)))
+            s3_front.max_age_seconds = front_options.get("lifetime_s", 3600)
         else:
-            raise ValueError(f"unknown store {store!r}: adls or gcs")
+            raise ValueError(f"unknown store {store!r}: adls, gcs or mixed")
         fixture = StoreRestFixture(warehouse, **stores)
         stack.callback(fixture.stop)
         fixture.start()
-        front = stack.enter_context(VendingCatalog(fixture.uri, **stores, **front_options))
+        front = stack.enter_context(VendingCatalog(fixture.uri, **stores, s3_front=s3_front, **front_options))
         yield StoreStack(store, emulator, fixture, front, warehouse)

@@ -1,7 +1,7 @@
 """A Spark job on a store catalog, in a process of its own (its own JVM, its own jars):
 `python tests/stores/store_job.py '<json args>'` prints `RESULT {...}` or `FAILED {...}` on stdout.
 
-args: store ("adls" | "gcs"), uri (the vending front), iceberg ("1.11.0"), master, mode, and either
+args: store ("adls" | "gcs", or stores: "s3,adls,gcs"), uri (the vending front), iceberg ("1.11.0"), master, mode, and either
 one step (action, table, rows, ms) or `steps`, a list of them run one after another in the same
 session (each step's outcome is reported on its own: a step that fails does not stop the next);
 `policy`: catalog-ext.refresh.* settings in seconds (RefreshPolicy's arguments), for "package".
@@ -17,7 +17,8 @@ single-row files, each row `ms` slow), "files" (a committed table of `rows` sing
 "read" (that table read one task per file, each `ms` slow).
 With steps, RESULT carries {"steps": [{"table", "kind": "RESULT"|"FAILED", ...}], "status": the
 registry's status per table, "events": its credential events (package mode), "executors": executor
-JVMs seen}. `parts`: how many tasks a staged create runs side by side (1 unless given).
+JVMs seen}. `parts`: how many tasks a staged create runs side by side (1 unless given); `together`:
+the steps run side by side, one thread each; `location`: where "ctas-sql" and "roundtrip" put the table.
 """
 from __future__ import annotations
 
@@ -63,7 +64,8 @@ def run(spark, args: dict) -> dict:
         spark.sql(f"CREATE TABLE {table} (id bigint, v bigint) USING iceberg{props}")
         spark.sql(f"INSERT INTO {table} SELECT id, id * 3 FROM range({rows})")
     elif action == "ctas-sql":
-        spark.sql(f"CREATE TABLE {table} USING iceberg TBLPROPERTIES ('write.target-file-size-bytes'='1') AS "
+        located = f" LOCATION '{args['location']}'" if args.get("location") else ""
+        spark.sql(f"CREATE TABLE {table} USING iceberg{located} TBLPROPERTIES ('write.target-file-size-bytes'='1') AS "
                   f"SELECT id, id * 3 AS v FROM range(0, {rows}, 1, {parts}) WHERE {slow(ms)}")
     elif action == "ctas-bulk":
         # a staged CTAS of ordinary files, `parts` tasks (the benchmark's: a store's request cost)
@@ -123,18 +125,27 @@ def failure(exc: BaseException) -> str:
     return "\n".join([text[:4000], *causes, *said])
 
 
+def run_step(spark, args: dict, step: dict) -> dict:
+    started = time.monotonic()
+    began = time.time()
+    try:
+        result = run(spark, {**args, **step})
+        return {**result, "table": step["table"], "kind": "RESULT", "seconds": time.monotonic() - started,
+                "started": began, "ended": time.time()}
+    except Exception as exc:  # noqa: BLE001 - the test reads what failed
+        return {"table": step["table"], "kind": "FAILED", "error": failure(exc), "seconds": time.monotonic() - started,
+                "started": began, "ended": time.time()}
+
+
 def run_steps(spark, args: dict) -> dict:
-    out = []
-    for step in args["steps"]:
-        started = time.monotonic()
-        began = time.time()
-        try:
-            result = run(spark, {**args, **step})
-            out.append({**result, "table": step["table"], "kind": "RESULT", "seconds": time.monotonic() - started,
-                        "started": began, "ended": time.time()})
-        except Exception as exc:  # noqa: BLE001 - the test reads what failed
-            out.append({"table": step["table"], "kind": "FAILED", "error": failure(exc), "seconds": time.monotonic() - started,
-                        "started": began, "ended": time.time()})
+    if args.get("together"):  # the steps side by side, one thread each (Spark runs their jobs at once)
+        from concurrent.futures import ThreadPoolExecutor
+
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {CATALOG}.db")  # once: the steps' own would race
+        with ThreadPoolExecutor(len(args["steps"])) as pool:
+            out = list(pool.map(lambda step: run_step(spark, args, step), args["steps"]))
+    else:
+        out = [run_step(spark, args, step) for step in args["steps"]]
     report: dict = {"steps": out, "executors": spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1}
     if args["mode"] == "package":
         from pyspark_catalog_ext.spark.credentials import attach
