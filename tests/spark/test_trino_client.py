@@ -1,6 +1,7 @@
 """Trino as a client of the catalog the Spark job writes through the shim (the session lakehouse,
 vended credentials): a real Trino 476 server (clients/trino_server.py) with `--format trino`'s
-catalog file reads what Spark wrote, and Spark and PyIceberg read what it wrote.
+catalog file reads what Spark wrote (a CTAS of 1M rows, which DuckDB reads too), and Spark and
+PyIceberg read what it wrote.
 
 Slow to set up (Trino's ~820 MB download on first use, then about 15-40 s to start): this file
 stands alone so it can run in its own CI lane. Skipped in one line when Trino's Python client,
@@ -23,7 +24,7 @@ pytest.importorskip("trino", reason="Trino's Python client is not installed: pip
 from pyspark_catalog_ext.clients.trino_install import TrinoUnavailable, find_trino_java, trino_home  # noqa: E402
 from pyspark_catalog_ext.clients.trino_server import TrinoServer, run_query  # noqa: E402
 
-ROWS = 100_000  # 1M: Spark 41 s + Trino 35 s against 31 s + 21 s for 100k, on a busy 2-core machine (load 13-15)
+ROWS = 1_000_000  # Spark 41 s + Trino 35 s against 31 s + 21 s for 100k, on a busy 2-core machine (load 13-15)
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +71,7 @@ def _expected(n: int) -> list:
     return [n, n * (n - 1) // 2, Decimal(amount_cents) / 100, name_chars, min(n, 365)]
 
 
-def test_trino_reads_a_spark_ctas_exactly(spark, cursor, ns):
+def test_trino_and_duckdb_read_a_spark_ctas_exactly(spark, cursor, lakehouse, ns):
     began = time.monotonic()
     spark.sql(f"""CREATE TABLE lake.{ns}.from_spark USING iceberg AS
                   SELECT id, concat('n', id) AS name, CAST((id % 1000) / 100 AS DECIMAL(12, 2)) AS amount,
@@ -86,6 +87,15 @@ def test_trino_reads_a_spark_ctas_exactly(spark, cursor, ns):
     assert columns == {"id": "bigint", "name": "varchar", "amount": "decimal(12,2)", "day": "date"}
     row = run_query(cursor, f"SELECT * FROM {ns}.from_spark WHERE id = 12345")
     assert row == [[12345, "n12345", Decimal("3.45"), datetime.date(2024, 1, 1) + datetime.timedelta(days=12345 % 365)]]
+    # DuckDB reads the same table (tests/spark/test_duckdb_client.py holds the rest of DuckDB's checks)
+    pytest.importorskip("duckdb", reason="DuckDB is not installed: pip install 'pyspark-catalog-ext[duckdb]'")
+    from pyspark_catalog_ext.clients.duckdb import duckdb_connect
+
+    began = time.monotonic()
+    with duckdb_connect(lakehouse.connection()) as db:
+        got = db.execute(f"SELECT count(*), sum(id), sum(amount), sum(length(name)), count(DISTINCT day) FROM lake.{ns}.from_spark").fetchone()
+    print(f"DuckDB's checksum query: {time.monotonic() - began:.1f}s")
+    assert list(got) == _expected(ROWS)
 
 
 def test_a_trino_table_is_read_back_exactly_by_spark_and_pyiceberg(spark, cursor, pyiceberg_catalog, ns):
