@@ -17,6 +17,7 @@ import re
 from importlib import import_module, resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from pyspark_catalog_ext.catalog.connection import CatalogConnection
 from pyspark_catalog_ext.errors import CatalogError, ConfigError
@@ -41,10 +42,12 @@ def _name(catalog: str) -> str:
     return catalog
 
 
-def duckdb_statements(conn: CatalogConnection, catalog: str = "lake", *, show_secrets: bool = False) -> list[str]:
+def duckdb_statements(conn: CatalogConnection, catalog: str = "lake", *, show_secrets: bool = False,
+                      read_only: bool | None = None) -> list[str]:
     """`CREATE SECRET` and `ATTACH` for `conn` as DuckDB catalog `catalog`. The client secret or
     token is `***` unless `show_secrets`; the only URLs are the connection's (the catalog URI and
-    its OAuth2 token endpoint), never one a server answered."""
+    its OAuth2 token endpoint), never one a server answered. `read_only`: None leaves the choice to
+    DuckDB, which attaches some catalogs read-only (Iceberg's REST fixture 1.11); False asks for writes."""
     name = _name(catalog)
     if conn.remote_signing:
         raise ConfigError("DuckDB cannot use delegation 'remote-signing': its iceberg extension reads storage only with vended "
@@ -63,8 +66,26 @@ def duckdb_statements(conn: CatalogConnection, catalog: str = "lake", *, show_se
                           "pass --credential or --token")
     attach = ["TYPE iceberg", f"SECRET {secret_name}", f"ENDPOINT {_sql(conn.uri)}",
               "ACCESS_DELEGATION_MODE 'vended_credentials'"]
-    return [f"CREATE OR REPLACE SECRET {secret_name} (TYPE iceberg, {', '.join(options)})",
+    if conn.region:
+        # DuckDB refuses vended keys that come without a region (Iceberg's REST fixture vends none);
+        # the catalog's answer still sets the region where it names one.
+        attach.append(f"DEFAULT_REGION {_sql(conn.region)}")
+    if read_only is not None:
+        attach.append(f"READ_ONLY {'true' if read_only else 'false'}")
+    return [*_s3_settings(conn), f"CREATE OR REPLACE SECRET {secret_name} (TYPE iceberg, {', '.join(options)})",
             f"ATTACH {_sql(conn.warehouse or '')} AS {name} ({', '.join(attach)})"]
+
+
+def _s3_settings(conn: CatalogConnection) -> list[str]:
+    """The user's S3 endpoint as DuckDB's session defaults: a catalog that vends keys without an
+    endpoint (Iceberg's REST fixture) is then read there, not on AWS; an endpoint the catalog vends
+    still wins, as the keys' own secret."""
+    if not conn.s3_endpoint:
+        return []
+    url = urlsplit(conn.s3_endpoint)
+    # GLOBAL: a cursor is a connection of its own, with its own session settings
+    return [f"SET GLOBAL s3_endpoint = {_sql(url.netloc)}", f"SET GLOBAL s3_use_ssl = {'true' if url.scheme == 'https' else 'false'}",
+            f"SET GLOBAL s3_url_style = {_sql('path' if conn.path_style else 'vhost')}"]
 
 
 def extension_file(name: str) -> Path:
@@ -83,8 +104,9 @@ def extension_file(name: str) -> Path:
 
 
 def duckdb_connect(conn: CatalogConnection | None = None, catalog: str = "lake", *, database: str = ":memory:",
-                   **resolve: Any) -> Any:
-    """A DuckDB connection (`duckdb.DuckDBPyConnection`) with the catalog attached as `catalog`.
+                   read_only: bool | None = None, **resolve: Any) -> Any:
+    """A DuckDB connection (`duckdb.DuckDBPyConnection`) with the catalog attached as `catalog`
+    (`read_only` as `duckdb_statements` takes it).
 
     `conn` is a `CatalogConnection` (e.g. `lakehouse.connection()`), or else one is resolved from
     `resolve` (`profile=`, `uri=`, `credential=`, ... as `CatalogConnection.resolve` takes them).
@@ -92,7 +114,7 @@ def duckdb_connect(conn: CatalogConnection | None = None, catalog: str = "lake",
     if conn is None:
         profile = resolve.pop("profile", "local")
         conn = CatalogConnection.resolve(profile, **resolve)
-    statements = duckdb_statements(conn, catalog, show_secrets=True)
+    statements = duckdb_statements(conn, catalog, show_secrets=True, read_only=read_only)
     files = [extension_file(name) for name in EXTENSIONS]
     import duckdb
 

@@ -95,3 +95,18 @@ def test_duckdb_connect_failure_names_no_secret(lakehouse) -> None:
         duckdb_connect(lakehouse.connection(credential=f"{client_id}:{wrong}"))
     assert wrong not in str(err.value) and "\n" not in str(err.value), str(err.value)
     assert err.value.__cause__ is None and err.value.__suppress_context__
+
+
+def test_duckdb_takes_the_users_s3_endpoint_and_region(lakehouse) -> None:
+    """A catalog may vend keys without an endpoint or a region (Iceberg's REST fixture): DuckDB then
+    needs the user's, as session-wide defaults (a cursor is a connection of its own) that a vended
+    endpoint still overrides, and the ATTACH's DEFAULT_REGION. Both come from what the user gave."""
+    from pyspark_catalog_ext.clients.duckdb import duckdb_statements
+
+    conn = lakehouse.connection(s3_endpoint="http://127.0.0.1:9000", region="eu-west-3")
+    statements = duckdb_statements(conn)
+    assert statements[:3] == ["SET GLOBAL s3_endpoint = '127.0.0.1:9000'", "SET GLOBAL s3_use_ssl = false",
+                              f"SET GLOBAL s3_url_style = '{'path' if conn.path_style else 'vhost'}'"]
+    assert "DEFAULT_REGION 'eu-west-3'" in statements[-1] and "READ_ONLY" not in statements[-1]
+    assert "READ_ONLY false" in duckdb_statements(conn, read_only=False)[-1]
+    assert not [s for s in duckdb_statements(lakehouse.connection()) if s.startswith("SET")]
