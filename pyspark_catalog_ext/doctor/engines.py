@@ -231,9 +231,22 @@ def probe_spark_append(ctx: ProbeContext) -> Outcome:
             ctx.spark.sql(f"INSERT INTO {_table(ctx)} SELECT id, CAST(id AS STRING) FROM range({_SPARK_ROWS}, {end}, 1, 2)")
             rows = ctx.spark.sql(f"SELECT count(*) AS n FROM {_table(ctx)}").collect()[0]["n"]
             snapshots = ctx.spark.sql(f"SELECT count(*) AS n FROM {_table(ctx)}.snapshots").collect()[0]["n"]
+            sequence = ctx.spark.sql(f"SELECT max(sequence_number) AS s FROM {_table(ctx)}.entries").collect()[0]["s"]
     except Exception as exc:
         return failed(spark_error(ctx, exc))
-    evidence = {"rows": rows, "snapshots": snapshots}
+    evidence = {"rows": rows, "snapshots": snapshots, "last_sequence_number": sequence}
+    if rows == end and history_pruned(snapshots, sequence, 2):
+        return passed(f"appended {_SPARK_APPEND_ROWS} rows; {rows} rows; {PRUNED}", **evidence)
     if rows != end or snapshots != 2:
         return failed(f"after the append: {rows} rows and {snapshots} snapshots, expected {end} and 2", **evidence)
     return passed(f"appended {_SPARK_APPEND_ROWS} rows; {rows} rows, {snapshots} snapshots", **evidence)
+
+
+#: Where a catalog keeps only a table's current snapshot (Nessie: each commit's metadata holds just
+#: its own), snapshot counts say nothing about how many commits landed; the rows still do.
+PRUNED = "the catalog keeps only the current snapshot (earlier ones are not in the metadata)"
+
+
+def history_pruned(snapshots: int, last_sequence_number: int | None, commits: int) -> bool:
+    """One snapshot left, numbered as the `commits`-th commit: the catalog dropped the earlier ones."""
+    return snapshots == 1 and (last_sequence_number or 0) >= commits
