@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -380,6 +381,65 @@ def test_9_doctor_json_on_a_declared_open_catalog_agrees_with_the_user_path(real
     assert not contradicted, f"the doctor fails what the user path did on {server.name}: {contradicted} ({got})"
     assert server.lake.secret_key not in proc.stdout + proc.stderr
     check_real(request, server, "doctor", doctor_record(report))
+
+
+# The doctor's client probes (DuckDB, Trino) with what they need: the Spark CTAS they read, PyIceberg.
+CLIENT_PROBES_ONLY = ["--skip", "inventory,vended,scope,refresh,staging,idempotency,signing,stores"]
+# What each engine can do on each server as the user path runs it, and why not where it cannot.
+CLIENTS = {
+    "rest-fixture": {"duckdb": ("pass", "read Spark's"),
+                     # the fixture hands out its own static keys, without a session token
+                     "trino": ("unsupported", "only with a session token")},
+    "nessie": {"duckdb": ("unsupported", "no S3 remote signing"), "trino": ("unsupported", "no S3 remote signing")},
+    "nessie-sts": {"duckdb": ("pass", "read Spark's"), "trino": ("pass", "read Spark's")},
+}
+
+
+def _client_probes(server: RealServer, uri: str, conn: dict, delegation: str) -> dict[str, Any]:
+    args = ["--profile", server.profile, "--uri", uri, "--warehouse", conn["warehouse"], "--open-catalog", "--delegation", delegation]
+    args += ["--credential", conn["credential"]] if "credential" in conn else ["--token", conn["token"]]
+    # DuckDB and Trino reach the store where the user says (neither server vends an endpoint Trino takes)
+    args += ["--s3-endpoint", server.lake.s3_endpoint]
+    proc = run_cli("doctor", "--json", *args, *CLIENT_PROBES_ONLY, timeout=600)
+    assert proc.stdout.strip(), proc.stderr[-2000:]
+    assert server.lake.secret_key not in proc.stdout + proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _assert_clients(report: dict[str, Any], expected: dict[str, tuple[str, str]]) -> None:
+    probes = {p["id"]: p for p in report["probes"]}
+    got = {engine: (probes[engine]["status"], probes[engine]["summary"]) for engine in expected}
+    assert probes["spark-ctas"]["status"] == "pass", probes["spark-ctas"]["summary"]
+    for engine, (status, says) in expected.items():
+        assert got[engine][0] == status and says in got[engine][1], got
+
+
+def test_10_client_probes_on_the_real_server(real, request):
+    """`doctor` with the client probes, each server as the user path runs it: on the REST fixture DuckDB
+    reads Spark's CTAS, writes a table Spark and PyIceberg read back and appends beside Spark, with the
+    user's S3 endpoint and region (the fixture vends keys without either); Trino says why it cannot
+    (vended keys without a session token). On Nessie with remote signing neither engine can sign.
+    Recorded as the real server's Clients cells in the support matrix."""
+    from pyspark_catalog_ext.doctor.matrix import capabilities
+
+    server, _, uri = real
+    report = _client_probes(server, uri, _conn(real), USAGE[_key(server)]["delegation"])
+    _assert_clients(report, CLIENTS[_key(server)])
+    caps = capabilities(report)
+    check_real(request, server, "clients", {"capabilities": {engine: caps[engine] for engine in ("duckdb", "trino")}})
+
+
+def test_10_client_probes_on_nessie_with_sts(nessie_sts):
+    """Nessie vending STS keys: both engines read Spark's CTAS exactly and write tables Spark and
+    PyIceberg read back; DuckDB's append beside Spark lands (Nessie keeps only a table's current
+    snapshot: the rows are the evidence)."""
+    server = nessie_sts
+    report = _client_probes(server, server.uri, server.connection(), "vended-credentials")
+    if any("before the expected session end" in p["summary"] for p in report["probes"]):
+        # Nessie 0.99 wants STS keys to outlive now + the session, which SeaweedFS grants exactly (900 s,
+        # its minimum): a loaded machine can lose that race once (see test_nessie_vends_sts_keys_from_seaweedfs)
+        report = _client_probes(server, server.uri, server.connection(), "vended-credentials")
+    _assert_clients(report, CLIENTS["nessie-sts"])
 
 
 # ------------------------------------------------------------------------------------------ differences
