@@ -96,8 +96,10 @@ def store_of(location: str) -> str | None:
 
 
 def for_location(creds: list[StoreCredential], location: str) -> StoreCredential | None:
-    """The credential Iceberg would use for `location`: its store's, the longest covering prefix, then the
-    table config's; an ADLS SAS only for a location on its own account host."""
+    """The credential that covers `location`: its store's, the longest covering prefix, then the table
+    config's; an ADLS SAS only for a location on its own account host. Covering is by path segment, so
+    `.../t` does not cover `.../t2`: stricter than Iceberg's plain string prefix (`Prefixes.longest`),
+    since the doctor asks whether a table's own token works on that table, never a sibling's."""
     store = store_of(location)
     host = _adls_parts(location)[1] if store == "adls" else None
     for cred in creds:
