@@ -19,7 +19,18 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pyspark_catalog_ext.catalog.profiles import REMOTE_SIGNING, Profile, get_profile
-from pyspark_catalog_ext.catalog.storage_keys import S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN
+from pyspark_catalog_ext.catalog.storage_keys import (
+    CLIENT_REGION,
+    S3_ACCESS_KEY_ID,
+    S3_ENDPOINT,
+    S3_PATH_STYLE_ACCESS,
+    S3_REGION,
+    S3_REMOTE_SIGNING_ENABLED,
+    S3_SECRET_ACCESS_KEY,
+    S3_SESSION_TOKEN,
+    S3_SIGNER_ENDPOINT,
+    S3_SIGNER_URI,
+)
 from pyspark_catalog_ext.commit.policy import DEDUPLICATED
 from pyspark_catalog_ext.errors import ConfigError, redact
 
@@ -116,7 +127,7 @@ class CatalogConnection:
         oauth2_server_uri = oauth2_server_uri or base.pop("oauth2-server-uri", None)
         scope = scope or base.pop("scope", None) or prof.scope
         signing_name = signing_name or base.pop("rest.signing-name", None) or prof.signing_name
-        region = region or base.pop("rest.signing-region", None) or base.get("client.region") or base.get("s3.region") or prof.region
+        region = region or base.pop("rest.signing-region", None) or base.get(CLIENT_REGION) or base.get(S3_REGION) or prof.region
         base_sigv4 = base.pop("rest.sigv4-enabled", "false").lower() == "true"
 
         if sigv4 or (sigv4 is None and not (credential or token) and (base_sigv4 or prof.auth == "sigv4")):
@@ -159,7 +170,7 @@ class CatalogConnection:
         extra = {k: v for k, v in base.items() if k not in _PYICEBERG_ONLY and k.startswith(_PASSTHROUGH)}
         if base.get("s3.force-virtual-addressing", "").lower() == "true":
             path_style = False
-            extra.pop("s3.path-style-access", None)
+            extra.pop(S3_PATH_STYLE_ACCESS, None)
         return cls(profile=prof, uri=uri, warehouse=warehouse, auth=auth, credential=credential, token=token,
                    oauth2_server_uri=oauth2_server_uri, scope=scope, signing_name=signing_name, region=region,
                    delegation=delegation, signer_uri=signer_uri, signer_endpoint=signer_endpoint, path_style=path_style,
@@ -190,20 +201,20 @@ class CatalogConnection:
         if self.delegation:
             props[DELEGATION_HEADER] = self.delegation
         if self.remote_signing:
-            props["s3.remote-signing-enabled"] = "true"
+            props[S3_REMOTE_SIGNING_ENABLED] = "true"
             if self.signer_uri:
-                props["s3.signer.uri"] = self.signer_uri
+                props[S3_SIGNER_URI] = self.signer_uri
             if self.signer_endpoint:
-                props["s3.signer.endpoint"] = self.signer_endpoint
+                props[S3_SIGNER_ENDPOINT] = self.signer_endpoint
         props["io-impl"] = SHIM_FILE_IO if shim else S3_FILE_IO
         if self.path_style:
-            props["s3.path-style-access"] = "true"
+            props[S3_PATH_STYLE_ACCESS] = "true"
         if self.region and self.region != "auto":
-            props["client.region"] = self.region
+            props[CLIENT_REGION] = self.region
         elif self.region == "auto":
-            props["client.region"] = "us-east-1"  # R2 ignores the region but the AWS SDK insists on one
+            props[CLIENT_REGION] = "us-east-1"  # R2 ignores the region but the AWS SDK insists on one
         if self.s3_endpoint:
-            props["s3.endpoint"] = self.s3_endpoint
+            props[S3_ENDPOINT] = self.s3_endpoint
         if self.profile.deduplicated_operations is not None:  # what the catalog replays under a key
             props[DEDUPLICATED] = ",".join(self.profile.deduplicated_operations) or "none"
         for key, value in self.extra.items():  # what else the PyIceberg definition carries, as is
@@ -247,13 +258,13 @@ def pyiceberg_names(props: Mapping[str, str]) -> dict[str, Any]:
         if java in out:
             out.setdefault(python, out.pop(java))
     if str(out.get("rest.sigv4-enabled", "")).lower() == "true":
-        region = out.get("rest.signing-region") or out.get("client.region") or out.get("s3.region")
+        region = out.get("rest.signing-region") or out.get(CLIENT_REGION) or out.get(S3_REGION)
         if not region:
             raise ConfigError("SigV4 auth needs a region: set rest.signing-region")
         out["rest.signing-region"] = region
     # Java-only keys; PyIceberg picks its own FileIO and uses path-style addressing by default.
-    for key in ("type", "catalog-impl", "io-impl", "s3.client-factory-impl", "s3.path-style-access"):
+    for key in ("type", "catalog-impl", "io-impl", "s3.client-factory-impl", S3_PATH_STYLE_ACCESS):
         out.pop(key, None)
-    if "client.region" in out:
-        out.setdefault("s3.region", out["client.region"])
+    if CLIENT_REGION in out:
+        out.setdefault(S3_REGION, out[CLIENT_REGION])
     return out

@@ -10,13 +10,25 @@ from __future__ import annotations
 
 __all__ = ["ADLS_CONNECTION", "ADLS_REFRESH_ENDPOINT", "ADLS_SAS", "ADLS_SAS_EXPIRY", "GCS_REFRESH_ENDPOINT",
            "GCS_SERVICE_HOST", "GCS_TOKEN", "GCS_TOKEN_EXPIRY", "REFRESH_ENDPOINT", "S3_ACCESS_KEY_ID", "S3_EXPIRY",
-           "S3_SECRET_ACCESS_KEY", "S3_SESSION_TOKEN", "STORAGE_REFRESH_TOKEN"]
+           "S3_SECRET_ACCESS_KEY", "S3_SESSION_TOKEN", "STORAGE_REFRESH_TOKEN",
+           "CLIENT_REGION", "S3_ENDPOINT", "S3_PATH_STYLE_ACCESS", "S3_PROXY_URI", "S3_REGION", "S3_REMOTE_SIGNING_ENABLED",
+           "S3_SIGNER_ENDPOINT", "S3_SIGNER_URI", "SIGNER_URI"]
 
 # S3
 S3_ACCESS_KEY_ID = "s3.access-key-id"
 S3_SECRET_ACCESS_KEY = "s3.secret-access-key"
 S3_SESSION_TOKEN = "s3.session-token"
 S3_EXPIRY = "s3.session-token-expires-at-ms"
+# S3 settings that come with them: where the keys (or signatures) are used, and how
+S3_ENDPOINT = "s3.endpoint"
+S3_REGION = "s3.region"
+CLIENT_REGION = "client.region"  # Iceberg's region for every AWS client, s3.region's fallback
+S3_PATH_STYLE_ACCESS = "s3.path-style-access"
+S3_PROXY_URI = "s3.proxy-uri"
+S3_REMOTE_SIGNING_ENABLED = "s3.remote-signing-enabled"
+S3_SIGNER_URI = "s3.signer.uri"
+S3_SIGNER_ENDPOINT = "s3.signer.endpoint"
+SIGNER_URI = "signer.uri"  # the signer's base URL where a catalog names it without the s3. prefix
 # GCS
 GCS_TOKEN = "gcs.oauth2.token"
 GCS_TOKEN_EXPIRY = "gcs.oauth2.token-expires-at"  # epoch ms

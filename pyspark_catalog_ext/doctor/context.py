@@ -17,8 +17,12 @@ from pyspark_catalog_ext.catalog.exchanges import Exchange
 from pyspark_catalog_ext.catalog.profiles import Profile
 from pyspark_catalog_ext.catalog.rest import CatalogClient
 from pyspark_catalog_ext.catalog.storage_keys import (
+    CLIENT_REGION,
     S3_ACCESS_KEY_ID,
+    S3_ENDPOINT,
     S3_EXPIRY,
+    S3_PATH_STYLE_ACCESS,
+    S3_REGION,
     S3_SECRET_ACCESS_KEY,
     S3_SESSION_TOKEN,
     STORAGE_REFRESH_TOKEN,
@@ -453,9 +457,9 @@ class ProbeContext:
                         return str(layer[key]), where
             return None, None
 
-        endpoint, endpoint_from = pick("s3.endpoint")
-        region = pick("client.region", "s3.region")[0] or "us-east-1"
-        path_style = (pick("s3.path-style-access")[0] or "false").lower() == "true"
+        endpoint, endpoint_from = pick(S3_ENDPOINT)
+        region = pick(CLIENT_REGION, S3_REGION)[0] or "us-east-1"
+        path_style = (pick(S3_PATH_STYLE_ACCESS)[0] or "false").lower() == "true"
         return {"endpoint": endpoint, "endpoint_from": endpoint_from, "region": region, "path_style": path_style}
 
     # -- cleanup of the namespace ---------------------------------------------------------------

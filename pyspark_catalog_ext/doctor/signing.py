@@ -18,6 +18,14 @@ from urllib.parse import quote, urlsplit
 
 import requests
 
+from pyspark_catalog_ext.catalog.storage_keys import (
+    CLIENT_REGION,
+    S3_ENDPOINT,
+    S3_PATH_STYLE_ACCESS,
+    S3_REGION,
+    S3_SIGNER_ENDPOINT,
+    S3_SIGNER_URI,
+)
 from pyspark_catalog_ext.errors import UntrustedOriginError
 from pyspark_catalog_ext.lakehouse.signer import SIGN_ENDPOINT
 
@@ -33,11 +41,11 @@ def object_url(location: str, config: Mapping[str, str]) -> str | None:
     if parts.scheme not in ("s3", "s3a", "s3n") or not parts.netloc:
         return None
     bucket, key = parts.netloc, quote(parts.path.lstrip("/"))
-    endpoint = config.get("s3.endpoint")
-    region = config.get("client.region") or config.get("s3.region") or "us-east-1"
+    endpoint = config.get(S3_ENDPOINT)
+    region = config.get(CLIENT_REGION) or config.get(S3_REGION) or "us-east-1"
     if not endpoint:
         return f"https://{bucket}.s3.{region}.amazonaws.com/{key}"
-    if str(config.get("s3.path-style-access", "")).lower() == "true":
+    if str(config.get(S3_PATH_STYLE_ACCESS, "")).lower() == "true":
         return f"{endpoint.rstrip('/')}/{bucket}/{key}"
     ep = urlsplit(endpoint)
     return f"{ep.scheme}://{bucket}.{ep.netloc}/{key}"
@@ -47,10 +55,10 @@ def sign_url(config: Mapping[str, str]) -> tuple[str, str] | None:
     """(URL, the setting it came from) where Iceberg's S3 signer client POSTs sign requests: the
     `s3.signer.endpoint` itself when absolute (Iceberg's HTTP client takes an absolute path as the
     whole URL), else it under `s3.signer.uri` (default: the catalog `uri`); None without either."""
-    endpoint = str(config.get("s3.signer.endpoint") or SIGN_ENDPOINT)
+    endpoint = str(config.get(S3_SIGNER_ENDPOINT) or SIGN_ENDPOINT)
     if urlsplit(endpoint).scheme:
-        return endpoint, "s3.signer.endpoint"
-    key = "s3.signer.uri" if config.get("s3.signer.uri") else "uri"
+        return endpoint, S3_SIGNER_ENDPOINT
+    key = S3_SIGNER_URI if config.get(S3_SIGNER_URI) else "uri"
     signer = str(config.get(key) or "").rstrip("/")
     return (f"{signer}/{endpoint.lstrip('/')}", key) if signer else None
 
@@ -67,7 +75,7 @@ def signed_request_check(config: Mapping[str, str], metadata_location: str, tabl
         evidence["error"] = "no signer URI or no S3 URL for the metadata file"
         return evidence
     signer_url, key = where
-    region = config.get("client.region") or config.get("s3.region") or "us-east-1"
+    region = config.get(CLIENT_REGION) or config.get(S3_REGION) or "us-east-1"
     try:
         client.trust.check(signer_url, key)
     except UntrustedOriginError as exc:

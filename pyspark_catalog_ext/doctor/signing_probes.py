@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pyspark_catalog_ext.catalog.storage_keys import S3_REMOTE_SIGNING_ENABLED, S3_SIGNER_ENDPOINT, S3_SIGNER_URI, SIGNER_URI
 from pyspark_catalog_ext.doctor.context import ProbeContext
 from pyspark_catalog_ext.doctor.probes import status_of
 from pyspark_catalog_ext.doctor.registry import probe
@@ -24,8 +25,8 @@ def probe_remote_signing(ctx: ProbeContext) -> Outcome:
         evidence["status"] = 200
     except CatalogError as exc:
         evidence["status"] = status_of(exc)
-    enabled = str(seen.get("s3.remote-signing-enabled", "")).lower() == "true"
-    signer = seen.get("s3.signer.uri") or seen.get("s3.signer.endpoint") or seen.get("signer.uri")
+    enabled = str(seen.get(S3_REMOTE_SIGNING_ENABLED, "")).lower() == "true"
+    signer = seen.get(S3_SIGNER_URI) or seen.get(S3_SIGNER_ENDPOINT) or seen.get(SIGNER_URI)
     evidence.update({"remote_signing_enabled": enabled, "signer_keys": sorted(k for k in seen if "sign" in k)})
     if not enabled:
         return unsupported("s3.remote-signing-enabled not set with X-Iceberg-Access-Delegation: remote-signing", **evidence)

@@ -23,7 +23,15 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from pyspark_catalog_ext.catalog.storage_keys import S3_ACCESS_KEY_ID, S3_EXPIRY, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN
+from pyspark_catalog_ext.catalog.storage_keys import (
+    S3_ACCESS_KEY_ID,
+    S3_EXPIRY,
+    S3_REMOTE_SIGNING_ENABLED,
+    S3_SECRET_ACCESS_KEY,
+    S3_SESSION_TOKEN,
+    S3_SIGNER_ENDPOINT,
+    S3_SIGNER_URI,
+)
 from pyspark_catalog_ext.lakehouse.canonical import Route, parse_json
 from pyspark_catalog_ext.lakehouse.filer import FilerAccess
 from pyspark_catalog_ext.lakehouse.guard import LocationGuard, StoredTable
@@ -48,7 +56,7 @@ SCOPE_RECHECK_SECONDS = 5.0
 
 def remote_signing_config(signer_uri: str, endpoint: str = SIGN_ENDPOINT) -> dict[str, str]:
     """The table `config` entries that make Iceberg's S3FileIO sign through `signer_uri`/`endpoint`."""
-    return {"s3.remote-signing-enabled": "true", "s3.signer.uri": signer_uri.rstrip("/"), "s3.signer.endpoint": endpoint}
+    return {S3_REMOTE_SIGNING_ENABLED: "true", S3_SIGNER_URI: signer_uri.rstrip("/"), S3_SIGNER_ENDPOINT: endpoint}
 
 
 def sign_request(signer_uri: str, token: str, method: str, url: str, region: str, *,

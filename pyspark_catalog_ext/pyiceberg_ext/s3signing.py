@@ -41,6 +41,7 @@ from pyiceberg.io.fsspec import FsspecFileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
 from pyiceberg.typedef import Properties
 
+from pyspark_catalog_ext.catalog.storage_keys import S3_PATH_STYLE_ACCESS
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.storage.s3upload import ResumableS3Upload, new_client, upload_bounds
 from pyspark_catalog_ext.storage.signing import RemoteSigner, Signed
@@ -226,7 +227,7 @@ def signing_filesystem(properties: Mapping[str, Any], signer: RemoteSigner) -> A
         if not _S3FS_CLASS:
             _S3FS_CLASS.append(_signing_s3fs_class())
     config: dict[str, Any] = {"request_checksum_calculation": "when_required", "response_checksum_validation": "when_required"}
-    if str(properties.get("s3.path-style-access", "")).lower() == "true":
+    if str(properties.get(S3_PATH_STYLE_ACCESS, "")).lower() == "true":
         config["s3"] = {"addressing_style": "path"}
     elif str(properties.get(S3_FORCE_VIRTUAL_ADDRESSING, "")).lower() == "true":
         config["s3"] = {"addressing_style": "virtual"}

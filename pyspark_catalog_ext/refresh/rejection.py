@@ -23,7 +23,15 @@ from urllib.parse import urlsplit
 
 from cachetools import LRUCache
 
-from pyspark_catalog_ext.catalog.storage_keys import S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN
+from pyspark_catalog_ext.catalog.storage_keys import (
+    CLIENT_REGION,
+    S3_ACCESS_KEY_ID,
+    S3_ENDPOINT,
+    S3_PATH_STYLE_ACCESS,
+    S3_REGION,
+    S3_SECRET_ACCESS_KEY,
+    S3_SESSION_TOKEN,
+)
 from pyspark_catalog_ext.errors import GcsTokenRefused
 from pyspark_catalog_ext.refresh.rules import EXPIRY_CODES, EXPIRY_STATUSES
 
@@ -199,7 +207,7 @@ class S3Prober:
 
     def _client_for(self, props: Mapping[str, Any]) -> Any:
         akid = str(props.get(S3_ACCESS_KEY_ID) or "")
-        key = (akid, str(props.get("s3.endpoint") or ""))
+        key = (akid, str(props.get(S3_ENDPOINT) or ""))
         with self._lock:
             client = self._clients.get(key)
         if client is not None:
@@ -218,10 +226,10 @@ class S3Prober:
     def _client(session: Any, akid: str, props: Mapping[str, Any]) -> Any:
         from botocore.config import Config
 
-        path_style = str(props.get("s3.path-style-access", "false")).lower() == "true"
+        path_style = str(props.get(S3_PATH_STYLE_ACCESS, "false")).lower() == "true"
         return session.client(
-            "s3", endpoint_url=props.get("s3.endpoint") or None,
-            region_name=props.get("s3.region") or props.get("client.region") or "us-east-1",
+            "s3", endpoint_url=props.get(S3_ENDPOINT) or None,
+            region_name=props.get(S3_REGION) or props.get(CLIENT_REGION) or "us-east-1",
             aws_access_key_id=akid or None, aws_secret_access_key=props.get(S3_SECRET_ACCESS_KEY) or None,
             aws_session_token=props.get(S3_SESSION_TOKEN) or None,
             # One answer is the point: botocore's own retries would only repeat the refusal.

@@ -16,7 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from pyspark_catalog_ext import logsafety
-from pyspark_catalog_ext.catalog.storage_keys import S3_EXPIRY, STORAGE_REFRESH_TOKEN
+from pyspark_catalog_ext.catalog.storage_keys import S3_EXPIRY, S3_REMOTE_SIGNING_ENABLED, STORAGE_REFRESH_TOKEN
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, redact
 from pyspark_catalog_ext.refresh.policy import RefreshPolicy
 from pyspark_catalog_ext.refresh.sources import CredentialSource, user_answer
@@ -91,7 +91,7 @@ class CredentialManager:
         """Report on Spark catalog `name` (a shim catalog); its secrets are masked in py4j logs."""
         logsafety.mask_conf_secrets(dict(props or {}))
         self._catalogs.add(name)
-        if str((props or {}).get("s3.remote-signing-enabled", "")).lower() == "true":
+        if str((props or {}).get(S3_REMOTE_SIGNING_ENABLED, "")).lower() == "true":
             self._remote_signing.add(name)  # remote signing: S3 requests are signed by the catalog
 
     def set_policy(self, policy: RefreshPolicy, catalogs: Iterable[str] | None = None) -> None:

@@ -29,7 +29,15 @@ from pyspark_catalog_ext.catalog.locations import (
     table_paths,
     tables_under,
 )
-from pyspark_catalog_ext.catalog.storage_keys import S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN
+from pyspark_catalog_ext.catalog.storage_keys import (
+    CLIENT_REGION,
+    S3_ACCESS_KEY_ID,
+    S3_ENDPOINT,
+    S3_PATH_STYLE_ACCESS,
+    S3_REGION,
+    S3_SECRET_ACCESS_KEY,
+    S3_SESSION_TOKEN,
+)
 from pyspark_catalog_ext.catalog.trust_rules import server_may_set
 from pyspark_catalog_ext.errors import CatalogError, CatalogExtError, CatalogNotFoundError, CleanupRefused, ConfigError
 from pyspark_catalog_ext.progress import Progress
@@ -88,9 +96,9 @@ def _io_props(load_result: Mapping[str, Any], location: str, endpoint: str | Non
     best = by_prefix.get(prefix) if prefix is not None else None
     if best is not None:
         props.update({str(k): str(v) for k, v in (best.get("config") or {}).items() if server_may_set(str(k))})
-    if endpoint and not props.get("s3.endpoint"):
+    if endpoint and not props.get(S3_ENDPOINT):
         # Keys vended without an endpoint (Iceberg's REST fixture) belong to the storage the user named.
-        props["s3.endpoint"] = endpoint
+        props[S3_ENDPOINT] = endpoint
     return props
 
 
@@ -122,9 +130,9 @@ def _referenced_files(load_result: Mapping[str, Any], io_props: Mapping[str, str
 def _pyiceberg_io_props(props: Mapping[str, str]) -> dict[str, str]:
     out = dict(props)
     out.setdefault("py-io-impl", "pyiceberg.io.pyarrow.PyArrowFileIO")
-    if out.get("s3.path-style-access", "").lower() == "true":
+    if out.get(S3_PATH_STYLE_ACCESS, "").lower() == "true":
         out.setdefault("s3.force-virtual-addressing", "false")
-    out.setdefault("s3.region", out.get("client.region", "us-east-1"))
+    out.setdefault(S3_REGION, out.get(CLIENT_REGION, "us-east-1"))
     return out
 
 
@@ -152,9 +160,9 @@ def _s3_from_props(props: Mapping[str, str]) -> Any:
         raise ConfigError("the catalog vended no S3 credentials for this location; pass --s3-access-key/--s3-secret-key")
     # No endpoint anywhere (table config, --s3-endpoint): AWS S3 in the keys' region, as Iceberg's
     # S3FileIO does with the same properties; that is where a catalog on AWS vends keys for.
-    return s3_client(props.get("s3.endpoint"), props[S3_ACCESS_KEY_ID], props.get(S3_SECRET_ACCESS_KEY, ""),
-                     props.get(S3_SESSION_TOKEN), props.get("client.region") or props.get("s3.region"),
-                     props.get("s3.path-style-access", "true").lower() == "true")
+    return s3_client(props.get(S3_ENDPOINT), props[S3_ACCESS_KEY_ID], props.get(S3_SECRET_ACCESS_KEY, ""),
+                     props.get(S3_SESSION_TOKEN), props.get(CLIENT_REGION) or props.get(S3_REGION),
+                     props.get(S3_PATH_STYLE_ACCESS, "true").lower() == "true")
 
 
 @dataclass
@@ -228,7 +236,7 @@ def _s3_for(client: CatalogClient, table: str, location: str, loads: Mapping[str
 
 def _user_endpoint(client: CatalogClient) -> str | None:
     """The S3 endpoint given with the connection (--s3-endpoint / s3_endpoint=), if any."""
-    return str(client.properties.get("s3.endpoint") or "") or None
+    return str(client.properties.get(S3_ENDPOINT) or "") or None
 
 
 def _default_location(client: CatalogClient, table: str) -> str:

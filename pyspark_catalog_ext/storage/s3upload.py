@@ -20,7 +20,16 @@ from urllib.parse import urlsplit
 
 from cachetools import LRUCache
 
-from pyspark_catalog_ext.catalog.storage_keys import S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN
+from pyspark_catalog_ext.catalog.storage_keys import (
+    CLIENT_REGION,
+    S3_ACCESS_KEY_ID,
+    S3_ENDPOINT,
+    S3_PATH_STYLE_ACCESS,
+    S3_PROXY_URI,
+    S3_REGION,
+    S3_SECRET_ACCESS_KEY,
+    S3_SESSION_TOKEN,
+)
 from pyspark_catalog_ext.storage.part_upload import (
     PART_BYTES_KNOB,
     PARTS_IN_FLIGHT_KNOB,
@@ -47,13 +56,13 @@ def new_client(props: Mapping[str, Any], **config: Any) -> Any:
     import boto3
     from botocore.config import Config
 
-    s3: dict[str, Any] = {"addressing_style": "path"} if str(props.get("s3.path-style-access", "")).lower() == "true" \
+    s3: dict[str, Any] = {"addressing_style": "path"} if str(props.get(S3_PATH_STYLE_ACCESS, "")).lower() == "true" \
         else {"addressing_style": "virtual"} if str(props.get("s3.force-virtual-addressing", "")).lower() == "true" else {}
     # Bodies are covered by the CRC32 checksum S3 verifies (a signed header), not by a SHA-256 of the
     # whole body in the signature: botocore does so over https, and PyArrow's own S3 client always;
     # over http botocore would hash every part once more (0.15 s of CPU per 256 MB here).
     s3["payload_signing_enabled"] = False
-    proxy = props.get("s3.proxy-uri")
+    proxy = props.get(S3_PROXY_URI)
     settings = Config(s3=s3, proxies={"http": proxy, "https": proxy} if proxy else None,
                       connect_timeout=float(props.get("s3.connect-timeout") or 60),
                       read_timeout=float(props.get("s3.request-timeout") or 60),
@@ -62,8 +71,8 @@ def new_client(props: Mapping[str, Any], **config: Any) -> Any:
         if not _session:
             _session.append(boto3.session.Session())
         return _session[0].client(
-            "s3", endpoint_url=props.get("s3.endpoint") or None,
-            region_name=props.get("s3.region") or props.get("client.region") or None,
+            "s3", endpoint_url=props.get(S3_ENDPOINT) or None,
+            region_name=props.get(S3_REGION) or props.get(CLIENT_REGION) or None,
             aws_access_key_id=props.get(S3_ACCESS_KEY_ID) or None,
             aws_secret_access_key=props.get(S3_SECRET_ACCESS_KEY) or None,
             aws_session_token=props.get(S3_SESSION_TOKEN) or None, config=settings)
@@ -78,8 +87,8 @@ class S3Clients:
         self._clients: LRUCache[tuple, Any] = LRUCache(maxsize=keep)
 
     def get(self, props: Mapping[str, Any]) -> Any:
-        key = tuple(str(props.get(k) or "") for k in (S3_ACCESS_KEY_ID, S3_SESSION_TOKEN, "s3.endpoint", "s3.region",
-                                                     "client.region", "s3.path-style-access", "s3.proxy-uri"))
+        key = tuple(str(props.get(k) or "") for k in (S3_ACCESS_KEY_ID, S3_SESSION_TOKEN, S3_ENDPOINT, S3_REGION,
+                                                     CLIENT_REGION, S3_PATH_STYLE_ACCESS, S3_PROXY_URI))
         with self._lock:
             client = self._clients.get(key)
             if client is None:

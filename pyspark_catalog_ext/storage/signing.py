@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import requests
 
+from pyspark_catalog_ext.catalog.storage_keys import S3_REMOTE_SIGNING_ENABLED, S3_SIGNER_ENDPOINT, S3_SIGNER_URI, SIGNER_URI
 from pyspark_catalog_ext.catalog.transport import BoundedAdapter, read_retry
 from pyspark_catalog_ext.catalog.trust import TrustedOrigins
 from pyspark_catalog_ext.catalog.urls import safe_url
@@ -35,8 +36,8 @@ __all__ = ["DEFAULT_ENDPOINT", "RemoteSigner", "Signed", "SignerError", "SignerS
 DEFAULT_ENDPOINT = "v1/aws/s3/sign"  # Iceberg's default signer endpoint, relative to the signer URI
 SIGNING_CONFIG_FIELD = "remote-signing-config"  # Iceberg 1.12's field of a load-table answer
 # (key of the signer's base URI, key of its endpoint), in the order Iceberg reads them: 1.12's names, then 1.10's.
-_URI_KEYS = ("signer.uri", "s3.signer.uri")
-_ENDPOINT_KEYS = ("signer.endpoint", "s3.signer.endpoint")
+_URI_KEYS = (SIGNER_URI, S3_SIGNER_URI)
+_ENDPOINT_KEYS = ("signer.endpoint", S3_SIGNER_ENDPOINT)
 _TIMEOUT = (5.0, 30.0)
 _ATTEMPTS = 3  # a sign request changes nothing in storage: repeating one after a transient failure is safe
 # Headers of the signer's answer that are the HTTP client's business (framing, routing), never the signer's.
@@ -61,7 +62,7 @@ def remote_signing_requested(table_config: Mapping[str, Any], catalog_properties
     if signing_config is not None:
         return True
     merged = {**catalog_properties, **table_config}
-    if str(merged.get("s3.remote-signing-enabled", "")).strip().lower() == "true":
+    if str(merged.get(S3_REMOTE_SIGNING_ENABLED, "")).strip().lower() == "true":
         return True
     signer = merged.get("s3.signer")
     if signer:
