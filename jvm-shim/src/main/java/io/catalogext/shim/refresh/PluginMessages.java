@@ -51,7 +51,7 @@ public final class PluginMessages {
       if (!(message instanceof byte[]) || ((byte[]) message).length > 64 * 1024) {
         throw new IllegalArgumentException("not a catalog-ext credential request");
       }
-      JsonNode node = Json.read(new String((byte[]) message, StandardCharsets.UTF_8));
+      JsonNode node = Json.read((byte[]) message);
       String handle = node.path("handle").asText(null);
       if (handle == null) {
         throw new IllegalArgumentException("credential request without a table handle");
@@ -146,7 +146,7 @@ public final class PluginMessages {
       if (!(message instanceof byte[])) {
         throw new IllegalStateException("unexpected reply from the driver's catalog-ext plugin");
       }
-      JsonNode node = Json.read(new String((byte[]) message, StandardCharsets.UTF_8));
+      JsonNode node = Json.read((byte[]) message);
       Map<String, Map<String, String>> configs = new LinkedHashMap<>();
       // properties(), not fields(): fields() is deprecated in the Jackson that Iceberg 1.12 shades.
       node.path("configs").properties().forEach(e -> configs.put(e.getKey(), Json.stringMap(e.getValue())));

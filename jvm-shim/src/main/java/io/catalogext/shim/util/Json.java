@@ -38,6 +38,15 @@ public final class Json {
     }
   }
 
+  /** A message's UTF-8 bytes, parsed in place: no String copy of a message read on every ask. */
+  public static JsonNode read(byte[] json) {
+    try {
+      return MAPPER.readTree(json);
+    } catch (Exception e) {
+      throw new IllegalArgumentException("malformed JSON (" + e.getClass().getSimpleName() + ")");
+    }
+  }
+
   public static Map<String, String> stringMap(JsonNode node) {
     Map<String, String> out = new LinkedHashMap<>();
     if (node != null && node.isObject()) {
