@@ -8,7 +8,8 @@ catalog requests per table per renewal, each beside its target.
 
 Part 2, ``spark``: the same asks over Spark's real plugin RPC on local-cluster[N,1,1024]: the driver
 registry is seeded through py4j, executor tasks ask the driver through the executor plugin's context
-(a bench class in spark.jars, called with Spark SQL reflect()).
+(a bench class in spark.jars, called with Spark SQL reflect()). The plugin is the shim's with the
+driver's receive() timed, so each run splits an ask's latency into the plugin's answer and the rest.
 
     python benchmarks/bench_plugin_scale.py jvm [threads] [tables] [seconds] [lifetime-ms] [dispatchers] [no-memory]
     python benchmarks/bench_plugin_scale.py spark [executors] [threads-per-task] [asks-per-thread] [tables] [offered-asks/s]
@@ -83,7 +84,8 @@ def run_spark(args: list[str]) -> None:
         started = time.monotonic()
         spark = (SparkSession.builder.master(f"local-cluster[{executors},1,1024]").appName("catalog-ext-plugin-scale")
                  .config("spark.jars", ",".join(jars))
-                 .config("spark.plugins", "io.catalogext.shim.CatalogExtPlugin")
+                 # the shim's plugin with the driver's receive() timed (the bench class's TimedPlugin)
+                 .config("spark.plugins", f"{MAIN}$TimedPlugin")
                  .config("spark.locality.wait", "0").config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                  .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
@@ -101,12 +103,15 @@ def run_spark(args: list[str]) -> None:
             return [r.r for r in rows.selectExpr(expr).collect()]
 
         ask(50, 0)  # warm-up: JIT, connections
+        bench.receiveStats()
         cpu_before = bench.processCpuNanos()
         saturated = ask(asks, 0)
         driver_cpu_ns = bench.processCpuNanos() - cpu_before
+        saturated_receive = bench.receiveStats()
         askers = executors * threads
         interval_ms = max(1, askers * 1000 // offered)  # each asker's pace for `offered` asks/s in all
         paced = ask(max(1, 10_000 // interval_ms), interval_ms)  # about 10 s
+        paced_receive = bench.receiveStats()
         stats = bench.driverStats()
         spark.stop()
     print(f"{executors} executor JVMs x {threads} asking threads, {tables} tables (credential lifetime 5 s), "
@@ -114,7 +119,9 @@ def run_spark(args: list[str]) -> None:
     total = _report("saturated (each thread asks again at once)", saturated)
     print(f"  CPU per ask: driver JVM {driver_cpu_ns / total / 1e3:,.0f} us (receive() itself: a few us, see `jvm`), "
           f"executor JVMs {sum(int(r.split(' ')[4]) for r in saturated) / total / 1e3:,.0f} us")
+    print(f"  {saturated_receive}")
     _report(f"offered {offered:,} asks/s (each thread one ask every {interval_ms} ms)", paced)
+    print(f"  {paced_receive}")
     print(stats)
     print("  (between the jobs the tables are idle: a due idle table is renewed on its next use, by design,"
           " so the request-after-due figures include those waits)")

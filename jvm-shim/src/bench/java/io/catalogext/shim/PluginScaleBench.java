@@ -535,6 +535,54 @@ public final class PluginScaleBench {
 
   // ---- part 2: the same asks over Spark's plugin RPC ----
 
+  /**
+   * {@code spark.plugins} in part 2: the shim's plugin, with the driver's {@code receive()} timed, so
+   * one run splits an ask's latency into the plugin's own answer and the rest (Spark's RPC, queues).
+   */
+  public static final class TimedPlugin implements org.apache.spark.api.plugin.SparkPlugin {
+    static final long[] RECEIVE_NS = new long[4_000_000];
+    static final java.util.concurrent.atomic.AtomicInteger RECEIVED = new java.util.concurrent.atomic.AtomicInteger();
+
+    @Override
+    public org.apache.spark.api.plugin.DriverPlugin driverPlugin() {
+      CatalogExtPlugin.Driver plugin = new CatalogExtPlugin.Driver();
+      return new org.apache.spark.api.plugin.DriverPlugin() {
+        @Override
+        public Map<String, String> init(org.apache.spark.SparkContext sc, org.apache.spark.api.plugin.PluginContext ctx) {
+          return plugin.init(sc, ctx);
+        }
+
+        @Override
+        public Object receive(Object message) {
+          long t0 = System.nanoTime();
+          Object reply = plugin.receive(message);
+          int i = RECEIVED.getAndIncrement();
+          if (i < RECEIVE_NS.length) {
+            RECEIVE_NS[i] = System.nanoTime() - t0;
+          }
+          return reply;
+        }
+      };
+    }
+
+    @Override
+    public org.apache.spark.api.plugin.ExecutorPlugin executorPlugin() {
+      return new CatalogExtPlugin().executorPlugin();
+    }
+  }
+
+  /** On the driver: p50/p99/p99.9 of receive() itself since the last call, in microseconds; then resets. */
+  public static String receiveStats() {
+    int n = Math.min(TimedPlugin.RECEIVED.getAndSet(0), TimedPlugin.RECEIVE_NS.length);
+    long[] values = Arrays.copyOf(TimedPlugin.RECEIVE_NS, n);
+    Arrays.sort(values);
+    if (n == 0) {
+      return "receive() not called";
+    }
+    return String.format("receive() itself (driver, same asks): p50 %.0f us, p99 %.0f us, p99.9 %.0f us of %,d calls",
+        values[n / 2] / 1e3, values[Math.min(n - 1, (int) (n * 0.99))] / 1e3, values[Math.min(n - 1, (int) (n * 0.999))] / 1e3, n);
+  }
+
   private static volatile CountingSource sparkSource;
   private static volatile String[] sparkHandles;
   private static volatile long sparkSeededAt;
