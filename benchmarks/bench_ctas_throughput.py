@@ -1,11 +1,11 @@
 """Benchmark 3: CTAS throughput with the shim's refreshing credentials against plain Iceberg with the
-static vended keys, same data, alternating runs in one SparkSession. Target: ratio >= 0.97.
+static vended keys, same data, alternating runs in one SparkSession. Target: ratio >= 0.99.
 
     python benchmarks/bench_ctas_throughput.py [--rows 3000000] [--runs 5]
-    python benchmarks/bench_ctas_throughput.py --spark-venv .venvs/pyspark-4.1 [--iceberg 1.12] [--rows ...]
+    python benchmarks/bench_ctas_throughput.py --spark-venv .venvs/pyspark-3.5 [--iceberg 1.10] [--rows ...]
 
-With `--spark-venv` (a venv with a full `pyspark` 4.x, e.g. `.venvs/pyspark-4.1` that the stack-matrix
-tests cache), the runs happen in that venv's Python on Spark 4 with the jars users get for its Spark
+With `--spark-venv` (a venv with another full `pyspark`, e.g. `.venvs/pyspark-3.5` that the stack-matrix
+tests cache), the runs happen in that venv's Python on its Spark with the jars users get for its Spark
 line and `--iceberg` (default: that line's default), from the package's resolver (`select_stack` +
 `resolve_jars`: sha-pinned, Maven Central, cached) and the same shim jar; the lakehouse and the
 settings (`spark_conf`, written to a 0600 properties file: they hold the lakehouse's keys) come from
@@ -54,7 +54,7 @@ def report(title: str, rows: int, runs: int, timings: dict[str, list[float]]) ->
         print(f"  {label:<24} {statistics.median(values):6.2f} s  {rates[label] / 1e6:6.2f} M rows/s  "
               f"(runs: {', '.join(f'{v:.2f}' for v in values)})")
     ratio = rates["refreshing (shim)"] / rates["static (plain Iceberg)"]
-    print(f"throughput ratio refreshing/static: {ratio:.3f}   target >= 0.97   {'MET' if ratio >= 0.97 else 'MISSED'}")
+    print(f"throughput ratio refreshing/static: {ratio:.3f}   target >= 0.99   {'MET' if ratio >= 0.99 else 'MISSED'}")
 
 
 def run_in_venv(lake: Any, venv: Path, iceberg: str | None, rows: int, runs: int) -> None:
@@ -67,11 +67,9 @@ def run_in_venv(lake: Any, venv: Path, iceberg: str | None, rows: int, runs: int
     python = venv / "bin" / "python"
     probe = subprocess.run([str(python), "-c", "import pyspark; print(pyspark.__version__)"], capture_output=True, text=True)
     if probe.returncode != 0:
-        sys.exit(f"error: {venv} has no pyspark: create it with `python -m venv {venv} && {python} -m pip install 'pyspark==4.1.*'`")
+        sys.exit(f"error: {venv} has no pyspark: create it with `python -m venv {venv} && {python} -m pip install 'pyspark==3.5.*'`")
     version = probe.stdout.strip()
     spark_minor = ".".join(version.split(".")[:2])
-    if not version.startswith("4."):
-        sys.exit(f"error: {venv} has pyspark {version}; --spark-venv is for Spark 4 (without it the bench runs on this venv's Spark)")
     try:
         stack = select_stack(spark_minor, iceberg)
         check_java(spark=stack.spark, iceberg=stack.iceberg)
@@ -101,7 +99,7 @@ def run_in_venv(lake: Any, venv: Path, iceberg: str | None, rows: int, runs: int
 
 
 def child_main(rows: int, runs: int) -> None:
-    """In the Spark 4 venv: a session from the properties file (PYSPARK_SUBMIT_ARGS), the same alternating runs."""
+    """In the other venv: a session from the properties file (PYSPARK_SUBMIT_ARGS), the same alternating runs."""
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.appName("catalog-ext-bench").getOrCreate()
@@ -115,9 +113,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=3_000_000)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--spark-venv", type=Path, help="a venv with pyspark 4.x: run the CTAS there, on Spark 4")
+    parser.add_argument("--spark-venv", type=Path, help="a venv with another pyspark: run the CTAS there, on its Spark")
     parser.add_argument("--iceberg", help="with --spark-venv: the Iceberg release (\"1.12\"; default: the Spark line's default)")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # the Spark 4 side of --spark-venv
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # the other venv's side of --spark-venv
     args = parser.parse_args()
     if args.child:
         child_main(args.rows, args.runs)
