@@ -184,7 +184,9 @@ def test_a_sample_of_signed_requests_replayed_on_s3_stays_inside(setup):
         assert CANARY not in resp.content
     assert outside() == before, "a replayed signed request changed an object outside the table"
     assert s3.get_object(Bucket=BUCKET, Key=f"{ns}/other/data/canary.parquet")["Body"].read() == CANARY
-    assert len(SIGNED) >= 50, f"only {len(SIGNED)} of the generated requests were signed: the generator misses the allowed space"
+    # Of 500 random requests, 40-88 were signed in ten runs here: 20 leaves room for chance, while a
+    # generator that misses the allowed space signs next to none.
+    assert len(SIGNED) >= 20, f"only {len(SIGNED)} of the generated requests were signed: the generator misses the allowed space"
     assert len(statuses) >= 10, statuses
 
 
