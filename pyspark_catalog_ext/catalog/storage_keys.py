@@ -12,7 +12,7 @@ __all__ = ["ADLS_CONNECTION", "ADLS_REFRESH_ENDPOINT", "ADLS_SAS", "ADLS_SAS_EXP
            "GCS_SERVICE_HOST", "GCS_TOKEN", "GCS_TOKEN_EXPIRY", "REFRESH_ENDPOINT", "S3_ACCESS_KEY_ID", "S3_EXPIRY",
            "S3_SECRET_ACCESS_KEY", "S3_SESSION_TOKEN", "STORAGE_REFRESH_TOKEN",
            "CLIENT_REGION", "S3_ENDPOINT", "S3_PATH_STYLE_ACCESS", "S3_PROXY_URI", "S3_REGION", "S3_REMOTE_SIGNING_ENABLED",
-           "S3_SIGNER_ENDPOINT", "S3_SIGNER_URI", "SIGNER_URI"]
+           "S3_SIGNER_ENDPOINT", "S3_SIGNER_URI", "SIGNER_ENDPOINT", "SIGNER_URI"]
 
 # S3
 S3_ACCESS_KEY_ID = "s3.access-key-id"
@@ -28,7 +28,8 @@ S3_PROXY_URI = "s3.proxy-uri"
 S3_REMOTE_SIGNING_ENABLED = "s3.remote-signing-enabled"
 S3_SIGNER_URI = "s3.signer.uri"
 S3_SIGNER_ENDPOINT = "s3.signer.endpoint"
-SIGNER_URI = "signer.uri"  # the signer's base URL where a catalog names it without the s3. prefix
+SIGNER_URI = "signer.uri"  # the signer's base URL and endpoint where a catalog names them without the s3. prefix
+SIGNER_ENDPOINT = "signer.endpoint"
 # GCS
 GCS_TOKEN = "gcs.oauth2.token"
 GCS_TOKEN_EXPIRY = "gcs.oauth2.token-expires-at"  # epoch ms

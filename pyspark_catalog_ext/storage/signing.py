@@ -24,7 +24,13 @@ from urllib.parse import parse_qsl, urlsplit
 
 import requests
 
-from pyspark_catalog_ext.catalog.storage_keys import S3_REMOTE_SIGNING_ENABLED, S3_SIGNER_ENDPOINT, S3_SIGNER_URI, SIGNER_URI
+from pyspark_catalog_ext.catalog.storage_keys import (
+    S3_REMOTE_SIGNING_ENABLED,
+    S3_SIGNER_ENDPOINT,
+    S3_SIGNER_URI,
+    SIGNER_ENDPOINT,
+    SIGNER_URI,
+)
 from pyspark_catalog_ext.catalog.transport import BoundedAdapter, read_retry
 from pyspark_catalog_ext.catalog.trust import TrustedOrigins
 from pyspark_catalog_ext.catalog.urls import safe_url
@@ -37,7 +43,7 @@ DEFAULT_ENDPOINT = "v1/aws/s3/sign"  # Iceberg's default signer endpoint, relati
 SIGNING_CONFIG_FIELD = "remote-signing-config"  # Iceberg 1.12's field of a load-table answer
 # (key of the signer's base URI, key of its endpoint), in the order Iceberg reads them: 1.12's names, then 1.10's.
 _URI_KEYS = (SIGNER_URI, S3_SIGNER_URI)
-_ENDPOINT_KEYS = ("signer.endpoint", S3_SIGNER_ENDPOINT)
+_ENDPOINT_KEYS = (SIGNER_ENDPOINT, S3_SIGNER_ENDPOINT)
 _TIMEOUT = (5.0, 30.0)
 _ATTEMPTS = 3  # a sign request changes nothing in storage: repeating one after a transient failure is safe
 # Headers of the signer's answer that are the HTTP client's business (framing, routing), never the signer's.
