@@ -23,6 +23,7 @@ from pyspark_catalog_ext.catalog.storage_keys import (
     CLIENT_REGION,
     S3_ACCESS_KEY_ID,
     S3_ENDPOINT,
+    S3_FORCE_VIRTUAL_ADDRESSING,
     S3_PATH_STYLE_ACCESS,
     S3_REGION,
     S3_REMOTE_SIGNING_ENABLED,
@@ -47,7 +48,7 @@ S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
 SHIM_FILE_IO = f"{SHIM_PACKAGE}.RefreshingResolvingFileIO"
 _STORAGE_KEYS = (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN)
 # PyIceberg-only keys that mean nothing (or something else) to Iceberg Java.
-_PYICEBERG_ONLY = {"type", "py-io-impl", "s3.force-virtual-addressing", "downcast-ns-timestamp-to-us-on-write"}
+_PYICEBERG_ONLY = {"type", "py-io-impl", S3_FORCE_VIRTUAL_ADDRESSING, "downcast-ns-timestamp-to-us-on-write"}
 # Keys of a PyIceberg definition that pass through to the catalog as they are.
 _PASSTHROUGH = ("header.", "s3.", "client.", "rest.", "oauth2")
 
@@ -168,7 +169,7 @@ class CatalogConnection:
             raise ConfigError("signer_uri/signer_endpoint only apply with delegation='remote-signing'; add --delegation remote-signing")
         path_style = bool(path_style if path_style is not None else prof.path_style)
         extra = {k: v for k, v in base.items() if k not in _PYICEBERG_ONLY and k.startswith(_PASSTHROUGH)}
-        if base.get("s3.force-virtual-addressing", "").lower() == "true":
+        if base.get(S3_FORCE_VIRTUAL_ADDRESSING, "").lower() == "true":
             path_style = False
             extra.pop(S3_PATH_STYLE_ACCESS, None)
         return cls(profile=prof, uri=uri, warehouse=warehouse, auth=auth, credential=credential, token=token,

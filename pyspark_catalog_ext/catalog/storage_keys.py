@@ -11,7 +11,7 @@ from __future__ import annotations
 __all__ = ["ADLS_CONNECTION", "ADLS_REFRESH_ENDPOINT", "ADLS_SAS", "ADLS_SAS_EXPIRY", "GCS_REFRESH_ENDPOINT",
            "GCS_SERVICE_HOST", "GCS_TOKEN", "GCS_TOKEN_EXPIRY", "REFRESH_ENDPOINT", "S3_ACCESS_KEY_ID", "S3_EXPIRY",
            "S3_SECRET_ACCESS_KEY", "S3_SESSION_TOKEN", "STORAGE_REFRESH_TOKEN",
-           "CLIENT_REGION", "S3_ENDPOINT", "S3_PATH_STYLE_ACCESS", "S3_PROXY_URI", "S3_REGION", "S3_REMOTE_SIGNING_ENABLED",
+           "CLIENT_REGION", "S3_CONNECT_TIMEOUT", "S3_ENDPOINT", "S3_FORCE_VIRTUAL_ADDRESSING", "S3_PATH_STYLE_ACCESS", "S3_PROXY_URI", "S3_REGION", "S3_REMOTE_SIGNING_ENABLED", "S3_REQUEST_TIMEOUT",
            "S3_SIGNER_ENDPOINT", "S3_SIGNER_URI", "SIGNER_ENDPOINT", "SIGNER_URI"]
 
 # S3
@@ -24,6 +24,9 @@ S3_ENDPOINT = "s3.endpoint"
 S3_REGION = "s3.region"
 CLIENT_REGION = "client.region"  # Iceberg's region for every AWS client, s3.region's fallback
 S3_PATH_STYLE_ACCESS = "s3.path-style-access"
+S3_FORCE_VIRTUAL_ADDRESSING = "s3.force-virtual-addressing"  # PyIceberg's opposite of path style
+S3_CONNECT_TIMEOUT = "s3.connect-timeout"
+S3_REQUEST_TIMEOUT = "s3.request-timeout"
 S3_PROXY_URI = "s3.proxy-uri"
 S3_REMOTE_SIGNING_ENABLED = "s3.remote-signing-enabled"
 S3_SIGNER_URI = "s3.signer.uri"

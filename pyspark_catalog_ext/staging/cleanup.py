@@ -33,6 +33,7 @@ from pyspark_catalog_ext.catalog.storage_keys import (
     CLIENT_REGION,
     S3_ACCESS_KEY_ID,
     S3_ENDPOINT,
+    S3_FORCE_VIRTUAL_ADDRESSING,
     S3_PATH_STYLE_ACCESS,
     S3_REGION,
     S3_SECRET_ACCESS_KEY,
@@ -131,7 +132,7 @@ def _pyiceberg_io_props(props: Mapping[str, str]) -> dict[str, str]:
     out = dict(props)
     out.setdefault("py-io-impl", "pyiceberg.io.pyarrow.PyArrowFileIO")
     if out.get(S3_PATH_STYLE_ACCESS, "").lower() == "true":
-        out.setdefault("s3.force-virtual-addressing", "false")
+        out.setdefault(S3_FORCE_VIRTUAL_ADDRESSING, "false")
     out.setdefault(S3_REGION, out.get(CLIENT_REGION, "us-east-1"))
     return out
 

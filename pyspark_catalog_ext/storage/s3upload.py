@@ -23,10 +23,13 @@ from cachetools import LRUCache
 from pyspark_catalog_ext.catalog.storage_keys import (
     CLIENT_REGION,
     S3_ACCESS_KEY_ID,
+    S3_CONNECT_TIMEOUT,
     S3_ENDPOINT,
+    S3_FORCE_VIRTUAL_ADDRESSING,
     S3_PATH_STYLE_ACCESS,
     S3_PROXY_URI,
     S3_REGION,
+    S3_REQUEST_TIMEOUT,
     S3_SECRET_ACCESS_KEY,
     S3_SESSION_TOKEN,
 )
@@ -57,15 +60,15 @@ def new_client(props: Mapping[str, Any], **config: Any) -> Any:
     from botocore.config import Config
 
     s3: dict[str, Any] = {"addressing_style": "path"} if str(props.get(S3_PATH_STYLE_ACCESS, "")).lower() == "true" \
-        else {"addressing_style": "virtual"} if str(props.get("s3.force-virtual-addressing", "")).lower() == "true" else {}
+        else {"addressing_style": "virtual"} if str(props.get(S3_FORCE_VIRTUAL_ADDRESSING, "")).lower() == "true" else {}
     # Bodies are covered by the CRC32 checksum S3 verifies (a signed header), not by a SHA-256 of the
     # whole body in the signature: botocore does so over https, and PyArrow's own S3 client always;
     # over http botocore would hash every part once more (0.15 s of CPU per 256 MB here).
     s3["payload_signing_enabled"] = False
     proxy = props.get(S3_PROXY_URI)
     settings = Config(s3=s3, proxies={"http": proxy, "https": proxy} if proxy else None,
-                      connect_timeout=float(props.get("s3.connect-timeout") or 60),
-                      read_timeout=float(props.get("s3.request-timeout") or 60),
+                      connect_timeout=float(props.get(S3_CONNECT_TIMEOUT) or 60),
+                      read_timeout=float(props.get(S3_REQUEST_TIMEOUT) or 60),
                       retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=UPLOAD_THREADS + 2, **config)
     with _session_lock:
         if not _session:
