@@ -4,6 +4,7 @@ registered at runtime, the lakehouse behind short-lived keys, and the small tabl
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,17 @@ from pyspark_catalog_ext.spark.conf import SPARK_CATALOG, catalog_properties
 
 # The repository's root: tests find files there by this, not by how deep they sit.
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def untrack_tables(spark: Any, catalog: str | None = None) -> list[dict[str, Any]]:
+    """Removes the tables of Spark catalog `catalog` (default: every catalog) from the driver's
+    credential registry, which would otherwise go on renewing them at their catalogs' ports after a
+    test's proxies closed: ports a later test's server may hold. Returns what is still tracked there."""
+    registry = spark.sparkContext._jvm.io.catalogext.shim.refresh.CredentialRegistry.get()
+    for entry in json.loads(registry.describe()):
+        if catalog is None or entry["catalog"] == catalog:
+            registry.forget(entry["handle"])
+    return [e for e in json.loads(registry.describe()) if catalog is None or e["catalog"] == catalog]
 
 
 @contextlib.contextmanager

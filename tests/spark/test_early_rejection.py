@@ -20,6 +20,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark_catalog_ext.errors import CredentialsRejectedError
 from pyspark_catalog_ext.refresh import RefreshPolicy
 from pyspark_catalog_ext.spark.credentials import attach
+from tests.helpers import untrack_tables
 from tests.refresh_support import add_spark_catalog, slow
 from tests.servers import CatalogProxy, S3ExpiryProxy
 
@@ -40,13 +41,9 @@ def early_catalog(spark: Any, lakehouse: Any, name: str, policy: RefreshPolicy =
         try:
             yield s3, catalog, manager
         finally:
-            # The proxies close with this block, and the registry would go on renewing the catalog's
-            # tables (backing off) at their ports, which a later test's server may then hold: the
-            # leak sweep's attacker got a renewal of early_scope_src, with this catalog's token.
-            registry = spark.sparkContext._jvm.io.catalogext.shim.refresh.CredentialRegistry.get()
-            for entry in entries(manager, name):
-                registry.forget(entry["handle"])
-            assert not entries(manager, name)
+            # The proxies close with this block (the leak sweep's attacker once got a renewal of
+            # early_scope_src, with this catalog's token, at a port one of them had held).
+            assert not untrack_tables(spark, name)
 
 
 def source_table(spark: Any, table: str, files: int = 12, rows_per_file: int = 500) -> None:

@@ -7,13 +7,13 @@ carries the catalog's token)."""
 from __future__ import annotations
 
 import itertools
-import json
 import time
 from collections.abc import Callable
 
 import pytest
 
 from pyspark_catalog_ext.spark.conf import SPARK_CATALOG
+from tests.helpers import untrack_tables
 from tests.leak_sweep import CaseReport, Sweep, catalog_props, modes, sweep_table  # noqa: F401 - fixtures
 from tests.servers.injector import CHANNELS
 
@@ -39,11 +39,9 @@ def spark_scenario(spark, lakehouse, sweep: Sweep, table: tuple[str, str]) -> Ca
 
 @pytest.fixture(scope="module", autouse=True)
 def _registry_without_earlier_tests(spark) -> None:
-    """Earlier tests' tables leave the driver registry first: it would go on renewing them at their
-    catalogs' ports, which the sweep's attackers may hold by now (a hit no sweep run caused)."""
-    registry = spark.sparkContext._jvm.io.catalogext.shim.refresh.CredentialRegistry.get()
-    for entry in json.loads(registry.describe()):
-        registry.forget(entry["handle"])
+    """Earlier tests' tables leave the driver registry first: a renewal of one at a port a sweep
+    attacker now holds would be a hit no sweep run caused."""
+    assert not untrack_tables(spark)
 
 
 @pytest.mark.parametrize(("mode", "channel"), [pytest.param(m, c, id=f"spark-{m}-{c}") for m, c in CASES])
