@@ -35,6 +35,11 @@ if TYPE_CHECKING:  # the client's type only: importing it here would import PyIc
 __all__ = ["signed_request_check", "object_url", "scope_failure", "sign_url"]
 
 
+def _region(config: Mapping[str, str]) -> str:
+    """The region Iceberg's Java S3FileIO signs for: client.region, then s3.region, else us-east-1."""
+    return config.get(CLIENT_REGION) or config.get(S3_REGION) or "us-east-1"
+
+
 def object_url(location: str, config: Mapping[str, str]) -> str | None:
     """The HTTP URL S3FileIO would use for `s3://bucket/key` under `config`, or None."""
     parts = urlsplit(location)
@@ -42,7 +47,7 @@ def object_url(location: str, config: Mapping[str, str]) -> str | None:
         return None
     bucket, key = parts.netloc, quote(parts.path.lstrip("/"))
     endpoint = config.get(S3_ENDPOINT)
-    region = config.get(CLIENT_REGION) or config.get(S3_REGION) or "us-east-1"
+    region = _region(config)
     if not endpoint:
         return f"https://{bucket}.s3.{region}.amazonaws.com/{key}"
     if str(config.get(S3_PATH_STYLE_ACCESS, "")).lower() == "true":
@@ -75,7 +80,7 @@ def signed_request_check(config: Mapping[str, str], metadata_location: str, tabl
         evidence["error"] = "no signer URI or no S3 URL for the metadata file"
         return evidence
     signer_url, key = where
-    region = config.get(CLIENT_REGION) or config.get(S3_REGION) or "us-east-1"
+    region = _region(config)
     try:
         client.trust.check(signer_url, key)
     except UntrustedOriginError as exc:
