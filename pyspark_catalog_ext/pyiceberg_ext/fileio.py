@@ -27,13 +27,13 @@ from pyspark_catalog_ext import knobs
 from pyspark_catalog_ext.pyiceberg_ext.fileio_streams import (
     SPOOL_IN_MEMORY,
     SPOOL_KNOB,
-    WRITE_ATTEMPTS,
     RefreshingInputFile,
     RefreshingOutputFile,
 )
 from pyspark_catalog_ext.refresh.entry import TableEntry
 from pyspark_catalog_ext.refresh.refresher import CredentialRefresher
 from pyspark_catalog_ext.refresh.rejection import Rejection, rejection_of, store_rejection
+from pyspark_catalog_ext.refresh.rules import SENDS_PER_CALL
 from pyspark_catalog_ext.refresh.vended import is_vended_key
 from pyspark_catalog_ext.storage.accounts import adls_account
 from pyspark_catalog_ext.storage.s3upload import S3Clients, UploadBounds, upload_bounds
@@ -133,7 +133,7 @@ class RefreshingFileIO(FileIO):
         rejection = self._expired(exc, location, delegate)
         if rejection is None:
             return False
-        if attempt == WRITE_ATTEMPTS - 1 or self._refresher.dead_on_arrival(self.entry, generation):
+        if attempt == SENDS_PER_CALL - 1 or self._refresher.dead_on_arrival(self.entry, generation):
             raise self._refresher.rejected_again(self.entry, rejection) from exc
         self._refresher.rejected(self.entry, generation, rejection)
         return True
@@ -145,7 +145,7 @@ class RefreshingFileIO(FileIO):
     def _run_keyed(self, location: str, op: Callable[[FileIO], T]) -> tuple[CurrentKeys, T]:
         """`_run`, also naming the keys that succeeded."""
         rejected_at = None
-        for attempt in range(WRITE_ATTEMPTS):
+        for attempt in range(SENDS_PER_CALL):
             keys = self._current(location)
             try:
                 result = op(keys.delegate)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile, OutputStream
 
 from pyspark_catalog_ext.errors import CredentialRefreshError
+from pyspark_catalog_ext.refresh.rules import SENDS_PER_CALL
 from pyspark_catalog_ext.storage.s3upload import ResumableS3Upload
 from pyspark_catalog_ext.storage.storeupload import AdlsBlockUpload, GcsResumableUpload
 
@@ -24,9 +25,6 @@ if TYPE_CHECKING:
     from pyspark_catalog_ext.pyiceberg_ext.fileio import CurrentKeys, RefreshingFileIO
 
 T = TypeVar("T")
-# One try with the keys the operation had, one with renewed keys; a third only when another thread
-# renewed again in between (the keys of the second try were not the newest).
-WRITE_ATTEMPTS = 3
 # A write to a store without a resumable upload keeps what it wrote for a replay with new keys: in
 # memory up to this, on local disk beyond (up to catalog-ext.pyiceberg.spool-max-bytes).
 SPOOL_IN_MEMORY = 8 * 1024 * 1024
@@ -91,7 +89,7 @@ class _Stream:
             # rather than let S3 refuse the request (the reactive path below is for keys that die early).
             self._keys, self._stream = self._open()
         rejected_at = None
-        for attempt in range(WRITE_ATTEMPTS):
+        for attempt in range(SENDS_PER_CALL):
             try:
                 result = fn(self._stream)
                 self._io.entry.accepted(self._keys.generation)

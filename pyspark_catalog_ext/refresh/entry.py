@@ -24,7 +24,7 @@ from pyspark_catalog_ext.refresh.rules import hard_margin_s
 from pyspark_catalog_ext.refresh.scheduler import TableState
 from pyspark_catalog_ext.refresh.vended import credential_identities, has_credentials, is_vended_key, stated_expiry_s
 
-__all__ = ["TableEntry"]
+__all__ = ["RejectionWave", "TableEntry"]
 
 
 def _key_set(config: Mapping[str, Any] | None, storage_credentials: Iterable[Mapping[str, Any]] | None) -> frozenset:
@@ -54,6 +54,14 @@ class _Slot:
 
     def __repr__(self) -> str:  # never the keys
         return f"_Slot(prefix={self.prefix!r}, expires_at_s={self.expires_at_s})"
+
+
+@dataclass(frozen=True)
+class RejectionWave:
+    """A rejection that started a refresh: the generation of the rejected keys, and how long they had lived."""
+
+    generation: int
+    keys_lived_s: float
 
 
 _handles = itertools.count(1)
@@ -106,14 +114,16 @@ class TableEntry:
         # when nobody asks again while the current keys hold (past the cache's window).
         self.cached_answers = 0
         self.not_before_s = 0.0
-        # The generation a reactive refresh installed and no store has accepted yet (None: none such):
-        # rejected too, refreshing cannot help (credential-rules.json `refreshing-cannot-help`).
-        self.reactive_unaccepted: int | None = None
+        # The last rejection that started a refresh, while no store has accepted newer keys (None: none
+        # such): newer keys rejected younger than these lived mean refreshing cannot help
+        # (credential-rules.json `refreshing-cannot-help`).
+        self.unanswered_wave: RejectionWave | None = None
 
     def accepted(self, generation: int) -> None:
         """A store accepted a request signed with the keys of `generation` (the hot path: one compare)."""
-        if self.reactive_unaccepted == generation:
-            self.reactive_unaccepted = None
+        wave = self.unanswered_wave
+        if wave is not None and generation > wave.generation:
+            self.unanswered_wave = None
 
     @property
     def name(self) -> str:

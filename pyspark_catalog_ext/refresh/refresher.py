@@ -23,7 +23,7 @@ from pyspark_catalog_ext import events
 from pyspark_catalog_ext.catalog.storage_keys import REFRESH_ENDPOINT
 from pyspark_catalog_ext.errors import CatalogExtError, ConfigError, CredentialRefreshError, CredentialsRejectedError, redact
 from pyspark_catalog_ext.refresh import policy as policy_knobs
-from pyspark_catalog_ext.refresh.entry import TableEntry
+from pyspark_catalog_ext.refresh.entry import RejectionWave, TableEntry
 from pyspark_catalog_ext.refresh.policy import RefreshPolicy, refresh_policy
 from pyspark_catalog_ext.refresh.rejection import Rejection, S3Prober
 from pyspark_catalog_ext.refresh.rules import cache_window_end_s, spec
@@ -332,7 +332,7 @@ class CredentialRefresher:
             # Still under the lock: no other renewal can slip in between, so this is the wave's one request.
             if self._await_renewal(entry, generation):  # through a failure backoff too, as the shim's onRejected
                 entry.reactive_refreshes += 1
-                entry.reactive_unaccepted = entry.generation
+                entry.unanswered_wave = RejectionWave(generation, age)
             else:  # credential-rules.json `same-keys-after-rejection`
                 raise CredentialRefreshError(
                     f"{_who(rejection)} rejected the keys of {entry.name} ({rejection.code}) {age:.1f} s after their fetch, and the "
@@ -357,10 +357,15 @@ class CredentialRefresher:
                     observed_lifetime_ms=int(observed * 1000))
 
     def dead_on_arrival(self, entry: TableEntry, generation: int) -> bool:
-        """Are the rejected keys of `generation` the newest, handed out by a reactive refresh, and never
-        accepted by a store? Then refreshing cannot help (credential-rules.json `refreshing-cannot-help`,
-        the shim's `TableEntry.onRejected`). Keys that worked once and died again may be renewed again."""
-        return entry.generation == generation and entry.reactive_unaccepted == generation
+        """Are the rejected keys of `generation` the newest, newer than the keys whose rejection last
+        started a refresh, with no newer keys accepted by a store since, and living no longer than those had?
+        Then refreshing cannot help (credential-rules.json `refreshing-cannot-help`, the shim's
+        `TableEntry.cannotHelp`). Keys that follow accepted ones, or outlived the rejected ones, are renewed again."""
+        wave = entry.unanswered_wave
+        if wave is None or entry.generation != generation or generation <= wave.generation:
+            return False
+        fetched_at, _ = entry.history.get(generation, (entry.fetched_at_s, None))
+        return self.clock() - fetched_at <= wave.keys_lived_s
 
     def rejected_again(self, entry: TableEntry, rejection: Rejection) -> CredentialsRejectedError:
         """The one-line error for keys rejected again right after a refresh: refreshing cannot help."""

@@ -13,8 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SPEC_PATH", "EXPIRY_CODES", "EXPIRY_STATUSES", "MISSING_ENDPOINT_FORGET_S", "cache_window_end_s", "hard_margin_s",
-           "spec"]
+__all__ = ["SPEC_PATH", "EXPIRY_CODES", "EXPIRY_STATUSES", "MISSING_ENDPOINT_FORGET_S", "SENDS_PER_CALL", "cache_window_end_s",
+           "hard_margin_s", "spec"]
 
 SPEC_PATH = Path(__file__).resolve().parent.parent / "resources" / "credential-rules.json"
 
@@ -31,6 +31,8 @@ EXPIRY_CODES: frozenset[str] = frozenset(spec()["s3-expiry"]["codes"])
 EXPIRY_STATUSES: tuple[int, ...] = tuple(spec()["s3-expiry"]["statuses"])
 #: How long a catalog's missing refresh endpoint is not asked again.
 MISSING_ENDPOINT_FORGET_S: float = spec()["missing-endpoint"]["forget-after-ms"] / 1000.0
+#: How many times one store request is sent at most with a table's keys; a rejection of the last is the caller's error.
+SENDS_PER_CALL: int = spec()["sends-per-call"]["max"]
 
 
 def hard_margin_s(fetched_at_s: float, expires_at_s: float) -> float:

@@ -267,10 +267,9 @@ def test_keys_dead_on_every_refresh_end_in_one_line(stack, session):
     asked = catalog_requests(stack, "db.dead_keys", step)
     print(f"{stack.store}: dead keys: {len(renewed)} reactive renewal, {len(asked)} catalog requests "
           f"(scheduled ones included), failed after {step['seconds']:.0f} s")
-    # Ended by "rejected ... again" (above), before the reactive rate limit (6 here): in one wave, or in
-    # a few when scheduled renewals (a rejected key older than a second teaches a short lifetime)
-    # replaced the reactive keys before a task used them (2 and 4 waves seen with CI's lanes loading the
-    # machine): "refreshing cannot help" covers only a reactive refresh's own keys, in both runtimes.
+    # Ended by "rejected ... again" (above), before the reactive rate limit (6 here): usually in one wave.
+    # Keys fetched after a wave (by it or by the schedule) and rejected no older than the wave's keys
+    # had lived end it in both runtimes; keys a starved task used later than that renew once more.
     assert 1 <= len(renewed) < 6, f"{len(renewed)} reactive renewals: the renewed keys' rejection did not end it"
 
 

@@ -34,6 +34,8 @@ public final class CredentialRules {
   public static final Set<String> ADLS_CODES_ONCE_EXPIRED = strings(SPEC.path("adls-expiry").path("codes-once-expired"));
   /** How long a catalog's missing refresh endpoint is not asked again. */
   public static final long MISSING_ENDPOINT_FORGET_MS = SPEC.path("missing-endpoint").path("forget-after-ms").asLong();
+  /** How many times one store request is sent at most with a table's keys; a rejection of the last is the caller's error. */
+  public static final int SENDS_PER_CALL = SPEC.path("sends-per-call").path("max").asInt();
   /** Keys rejected younger than this (revoked, not short-lived) teach no lifetime. */
   public static final long LEARN_MIN_AGE_MS = SPEC.path("learn-lifetime").path("min-age-ms").asLong();
 

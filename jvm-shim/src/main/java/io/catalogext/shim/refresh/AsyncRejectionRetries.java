@@ -129,8 +129,7 @@ public final class AsyncRejectionRetries implements InvocationHandler {
         return;
       }
       Throwable cause = unwrap(failure);
-      if (send >= RejectionRetries.MAX_SENDS
-          || (RejectionRetries.expiryCode(cause) == null && !RejectionRetries.isCodeless403(cause))) {
+      if (RejectionRetries.expiryCode(cause) == null && !RejectionRetries.isCodeless403(cause)) {
         result.completeExceptionally(failure); // not about the keys: as S3 answered
         return;
       }
@@ -149,17 +148,22 @@ public final class AsyncRejectionRetries implements InvocationHandler {
     try {
       String code = RejectionRetries.expiryCode(cause);
       if (code == null) { // a codeless 403
-        if (provider.current() != used) {
+        boolean sendsLeft = send < RejectionRetries.MAX_SENDS;
+        if (provider.current() != used && sendsLeft) {
           send(method, args, send + 1, firstRejectedNanos, result, inFlight); // keys changed since it was signed
           return;
         }
         code = args[0] instanceof HeadObjectRequest ? probe((HeadObjectRequest) args[0]) : null;
-        if (code == null && provider.current() != used) {
+        if (code == null && provider.current() != used && sendsLeft) {
           // The probe read fine, but signed with keys that replaced the rejected ones meanwhile:
-          // send it again with them, as the sync client does (bounded by MAX_SENDS in send()).
+          // send it again with them, as the sync client does.
           send(method, args, send + 1, firstRejectedNanos, result, inFlight);
           return;
         }
+      }
+      if (code != null && used != null && send >= RejectionRetries.MAX_SENDS) {
+        result.completeExceptionally(provider.lastSendRejected(used, code, cause)); // one line, not S3's raw refusal
+        return;
       }
       if (code == null || !provider.onRejected(used, code, cause)) {
         result.completeExceptionally(failure);

@@ -179,16 +179,6 @@ final class CredentialSlots {
     return used;
   }
 
-  /** The keys installed now came from a refresh that a rejection started. */
-  void markReactive() {
-    for (CredentialSlot slot : slots.values()) {
-      CredentialSnapshot s = slot.current;
-      if (s != null && !s.rejected) {
-        s.reactive = true;
-      }
-    }
-  }
-
   /** Timing of every slot's keys (no keys): for status. */
   void describeInto(ArrayNode prefixes) {
     slots.forEach((prefix, slot) -> {

@@ -37,8 +37,6 @@ public final class CredentialSnapshot {
   volatile boolean rejected;
   /** The store accepted a request signed with these keys (set once, by the rejection-retrying client). */
   volatile boolean accepted;
-  /** Installed by a refresh that S3 rejecting the previous keys started. */
-  volatile boolean reactive;
   /**
    * When readers leave the hot path: at refreshAtMs, or one ticker period before the hard margin
    * when that comes first (short keys), so no reader sends keys in their hard margin for want of

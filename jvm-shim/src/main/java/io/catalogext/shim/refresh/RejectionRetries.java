@@ -35,8 +35,8 @@ import software.amazon.awssdk.services.s3.model.HeadObjectRequest;
  * a codeless 403 is never taken for an expiry by itself.
  */
 public final class RejectionRetries implements InvocationHandler {
-  /** Sends of one call at most: a refresh per wave plus a send after keys changed underneath. */
-  static final int MAX_SENDS = 4;
+  /** Sends of one call at most: a refresh per wave plus a send after keys changed underneath (the shared spec's). */
+  static final int MAX_SENDS = CredentialRules.SENDS_PER_CALL;
 
   private final S3Client real;
   private final TableCredentialsProvider provider;
@@ -109,7 +109,10 @@ public final class RejectionRetries implements InvocationHandler {
             continue;
           }
         }
-        if (code == null || send >= MAX_SENDS || !provider.onRejected(used, code, failure)) {
+        if (code != null && used != null && send >= MAX_SENDS) {
+          throw provider.lastSendRejected(used, code, failure); // the caller's one line, not S3's raw refusal
+        }
+        if (code == null || !provider.onRejected(used, code, failure)) {
           throw failure;
         }
         if (firstRejectedNanos == 0) {

@@ -1,5 +1,7 @@
 package io.catalogext.shim.refresh;
 
+import io.catalogext.shim.errors.CredentialsRejectedException;
+
 import software.amazon.awssdk.auth.credentials.AwsCredentials;
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 
@@ -37,7 +39,13 @@ public final class TableCredentialsProvider implements AwsCredentialsProvider {
   void accepted(CredentialSnapshot used) {
     if (used != null && !used.accepted) {
       used.accepted = true;
+      entry.accepted(used);
     }
+  }
+
+  /** The one-line error for a call whose last send the store rejected with {@code used}, {@code code}. */
+  public CredentialsRejectedException lastSendRejected(CredentialSnapshot used, String code, Throwable rejection) {
+    return entry.lastSendRejected(used, code, rejection);
   }
 
   /** See {@link TableEntry#onRejected}. */

@@ -44,6 +44,8 @@ public final class TableEntry implements RefreshSubject {
   /** Executors: the rejected key id the next ask of the driver reports (the driver checks it is current). */
   volatile String staleKeyId;
   volatile String staleCode;
+  /** The last rejection that started a refresh while no store has accepted newer keys (null: none such). */
+  private volatile RejectionWave unansweredWave;
   /**
    * Driver: the HTTP client this table's refreshes send through: the one that handed it out, then
    * its own auth session's. Null: none yet (re-tracked after an eviction, an executor's).
@@ -277,10 +279,7 @@ public final class TableEntry implements RefreshSubject {
     // attempts are retried after their backoff until timeout-ms has passed; callers queued behind
     // an attempt that fails wait for the next one instead of trying at once (no stampede).
     try {
-      boolean fetched = flight.await(flight.generation(), now + policy.timeoutMs);
-      if (fetched && current != null && current.rejected) {
-        slots.markReactive(); // a new task attempt renewing keys S3 rejected: a reactive refresh too
-      }
+      flight.await(flight.generation(), now + policy.timeoutMs);
     } catch (CredentialsRejectedException e) {
       throw e;
     } catch (Exception e) {
@@ -323,7 +322,7 @@ public final class TableEntry implements RefreshSubject {
     }
     long now = clock.nowMs();
     long age = now - used.fetchedAtMs;
-    if (used.reactive && !used.accepted) {
+    if (cannotHelp(used, age)) {
       throw new CredentialsRejectedException(ledger.rejectedAgainMessage(used, code, age), rejection);
     }
     ledger.observed(age);
@@ -340,7 +339,7 @@ public final class TableEntry implements RefreshSubject {
     long cachedBefore = flight.cachedAnswerCount();
     try {
       if (flight.await(seen, now + policy.timeoutMs)) {
-        slots.markReactive();
+        unansweredWave = new RejectionWave(used, age);
       }
       CredentialSnapshot renewed = slot.current;
       if (drivesRefresh() && flight.cachedAnswerCount() > cachedBefore && renewed != null
@@ -362,6 +361,35 @@ public final class TableEntry implements RefreshSubject {
       staleKeyId = null;
     }
     return true;
+  }
+
+  /**
+   * Whether refreshing cannot help keys {@code used} rejected at {@code age} ms (the caller has
+   * checked they are the table's current ones): they are newer than the keys whose rejection last
+   * started a refresh, no store has accepted newer keys since, and they lived no longer than those
+   * (credential-rules.json `refreshing-cannot-help`; Python twin:
+   * {@code pyspark_catalog_ext.refresh.refresher.CredentialRefresher.dead_on_arrival}).
+   */
+  boolean cannotHelp(CredentialSnapshot used, long age) {
+    RejectionWave wave = unansweredWave;
+    return wave != null && wave.isOlderThan(used) && age <= wave.keysLivedMs;
+  }
+
+  /** A store accepted a request signed with {@code used} for the first time. */
+  void accepted(CredentialSnapshot used) {
+    RejectionWave wave = unansweredWave;
+    if (wave != null && wave.isOlderThan(used)) {
+      unansweredWave = null;
+    }
+  }
+
+  /**
+   * The last call that the store answered with the one-line error: its last send (credential-rules.json
+   * `sends-per-call`) was rejected with {@code used}, {@code code}.
+   */
+  CredentialsRejectedException lastSendRejected(CredentialSnapshot used, String code, Throwable rejection) {
+    long age = clock.nowMs() - used.fetchedAtMs;
+    return new CredentialsRejectedException(ledger.rejectedAgainMessage(used, code, age), rejection);
   }
 
   /** A call S3 rejected went through after waiting {@code waitMs} for new keys. */

@@ -1,5 +1,7 @@
 package io.catalogext.shim.refresh;
 
+import io.catalogext.shim.errors.CredentialsRejectedException;
+
 import java.util.Map;
 
 /**
@@ -56,7 +58,13 @@ public final class TableTokens {
   public void accepted(CredentialSnapshot used) {
     if (used != null && !used.accepted) {
       used.accepted = true;
+      entry.accepted(used);
     }
+  }
+
+  /** The one-line error for a call whose last send the store rejected with {@code used}, {@code code}. */
+  public CredentialsRejectedException lastSendRejected(CredentialSnapshot used, String code, Throwable rejection) {
+    return entry.lastSendRejected(used, code, rejection);
   }
 
   /**

@@ -59,6 +59,9 @@ public class EarlyRejectionTest {
   private volatile String deadCodeForNewKeys; // every refresh hands out keys S3 rejects with this
   /** Moves the fake clock this far, and marks the keys due, when a HEAD is rejected (0: not at all), once. */
   private volatile long advanceOnRejectedHead;
+  /** Each rejected GET moves the fake clock on by this times the rejections so far: each new key outlives the last (0: not at all). */
+  private volatile long agingStepMs;
+  private final AtomicInteger rejectedGets = new AtomicInteger();
   private final FakeClock fake = new FakeClock();
   private Clock clock = fake;
   private TableEntry entry; // the last seededClient()'s
@@ -96,6 +99,7 @@ public class EarlyRejectionTest {
         }
         x.sendResponseHeaders(403, -1); // as S3: a HEAD's error has no body
       } else {
+        fake.advance(agingStepMs * rejectedGets.incrementAndGet());
         byte[] body = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>" + code
             + "</Code><Message>no</Message><RequestId>R</RequestId></Error>").getBytes(StandardCharsets.UTF_8);
         x.getResponseHeaders().add("Content-Type", "application/xml");
@@ -186,7 +190,7 @@ public class EarlyRejectionTest {
     assertConcurrentGetsRead(16, n -> get(s3, "db/t/data/" + n + ".parquet"));
     assertEquals(1, fetches.get(), "catalog requests for one rejection wave");
     assertEquals("K2", slot.current.accessKeyId());
-    assertTrue(slot.current.reactive);
+    assertFalse(entry.cannotHelp(slot.current, 0), "K2 was accepted: a later rejection is refreshed again");
     // Learned: the catalog's keys live 3 s, not 10 s: the next keys are renewed before that.
     assertEquals(3_000, entry.clocks().learnedLifetimeMs());
     assertEquals(slot.current.fetchedAtMs + 3_000, slot.current.expiresAtMs);
@@ -279,6 +283,22 @@ public class EarlyRejectionTest {
     assertTrue(message.endsWith("catalog-ext.refresh.max-clock-skew-ms") && message.length() < 300, message);
     assertFalse(message.contains("K2") || message.contains("S,"), message);
     assertEquals(1, fetches.get(), "one refresh, then the error");
+  }
+
+  @Test
+  void testACallWhoseLastSendIsRejectedEndsInOneLineNotInTheStoresRefusal() {
+    // Each new key outlives the one before it, so every rejection is refreshed again
+    // (credential-rules.json `refreshing-cannot-help`); the call's last send (`sends-per-call`) is
+    // rejected too: the caller's one line, never S3's raw 403.
+    S3Client s3 = seededClient(6);
+    dead.put("K1", "ExpiredToken");
+    deadCodeForNewKeys = "ExpiredToken";
+    agingStepMs = 100;
+    CredentialsRejectedException e = assertThrows(CredentialsRejectedException.class, () -> get(s3, "a"));
+    assertTrue(e.getMessage().startsWith("S3 rejected the storage credentials of table lake.db.t again"), e.getMessage());
+    assertFalse(e.getMessage().contains("\n"), e.getMessage());
+    assertEquals(RejectionRetries.MAX_SENDS, seen.stream().filter(r -> r.startsWith("GET ")).count(), seen.toString());
+    assertEquals(RejectionRetries.MAX_SENDS - 1, fetches.get(), "a refresh per rejected send but the last");
   }
 
   @Test
