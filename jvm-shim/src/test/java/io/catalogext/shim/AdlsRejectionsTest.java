@@ -1,10 +1,13 @@
 package io.catalogext.shim;
 
+import io.catalogext.shim.config.CredentialRules;
+import io.catalogext.shim.errors.CredentialsRejectedException;
 import io.catalogext.shim.stores.AdlsClients;
 import io.catalogext.shim.stores.PrefixTokens;
 import io.catalogext.shim.stores.StorePaths;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -20,6 +23,7 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.iceberg.catalog.TableIdentifier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -45,11 +49,15 @@ public class AdlsRejectionsTest {
   private HttpServer catalog;
   private volatile String code = "AuthorizationFailure";
   private volatile String tableConfig = "{}";
+  private final AtomicInteger answers = new AtomicInteger();
+  /** The store answers its n-th request after n times this (0: at once). */
+  private volatile long agingStepMs;
 
   @BeforeEach
   void start() throws IOException {
     store = LoopbackCatalog.start("test-adls-403", ex -> {
       atStore.add(ex.getRequestMethod() + " " + ex.getRequestURI().getPath());
+      sleepQuietly(agingStepMs * atStore.size()); // each new SAS outlives the last before its refusal
       ex.getResponseHeaders().add("x-ms-error-code", code);
       ex.sendResponseHeaders(403, -1);
       ex.close();
@@ -61,7 +69,9 @@ public class AdlsRejectionsTest {
         return;
       }
       atCatalog.add(ex.getRequestMethod() + " " + path);
-      LoopbackCatalog.answer(ex, 200, LoopbackCatalog.loadedTable(LOCATION, tableConfig));
+      // Each answer vends a SAS of its own (one signature per answer), as a catalog renewing them does.
+      String vended = tableConfig.replace("&sig=x", "&sig=x" + answers.incrementAndGet());
+      LoopbackCatalog.answer(ex, 200, LoopbackCatalog.loadedTable(LOCATION, vended));
     });
   }
 
@@ -114,6 +124,31 @@ public class AdlsRejectionsTest {
     }
   }
 
+  private static void sleepQuietly(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  @Test
+  void testARequestWhoseLastSendIsRefusedEndsInOneLineNotInTheStoresRefusal() {
+    // Each new SAS outlives the one before it, so every refusal is renewed again (credential-rules.json
+    // `refreshing-cannot-help`); the request's last send (`sends-per-call`) is refused too: the
+    // caller's one line, never the store's raw 403.
+    code = "AuthenticationFailed";
+    vend(Instant.now().plus(1, ChronoUnit.HOURS));
+    agingStepMs = 150;
+    RuntimeException e = readOnce();
+    assertTrue(e instanceof CredentialsRejectedException, String.valueOf(e)); // as the storage SDK rethrows it
+    assertTrue(e.getMessage().startsWith("Azure storage rejected the storage credentials of table"), e.getMessage());
+    assertFalse(e.getMessage().contains("\n"), e.getMessage());
+    assertEquals(CredentialRules.SENDS_PER_CALL, atStore.size(), atStore.toString());
+    long loads = atCatalog.stream().filter(r -> r.endsWith("/tables/t")).count(); // each after a /credentials try
+    assertEquals(CredentialRules.SENDS_PER_CALL - 1, loads, "a renewal per refused send but the last: " + atCatalog);
+  }
+
   @Test
   void testAnExpiredSasIsRenewedThroughTheRegistry() {
     // The control: the same store answers, but the SAS is past its own se= (Azurite's answer to an
@@ -122,8 +157,10 @@ public class AdlsRejectionsTest {
       code = expired;
       vend("AuthorizationFailure".equals(expired) ? Instant.now().minus(1, ChronoUnit.MINUTES)
           : Instant.now().plus(1, ChronoUnit.HOURS));
-      readOnce();
+      RuntimeException e = readOnce();
       assertTrue(!atCatalog.isEmpty(), expired + ": the registry did not ask the catalog: " + atCatalog);
+      // The renewed SAS is refused at once too: refreshing cannot help, in one line (as the SDK rethrows it).
+      assertTrue(e instanceof CredentialsRejectedException && e.getMessage().contains(" again "), expired + ": " + e);
       assertTrue(atStore.size() >= 2, expired + ": sent once only: " + atStore);
     }
   }

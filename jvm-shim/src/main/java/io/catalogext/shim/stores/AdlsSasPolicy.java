@@ -1,6 +1,8 @@
 package io.catalogext.shim.stores;
 
 import io.catalogext.shim.config.CredentialRules;
+import io.catalogext.shim.errors.CredentialsExpiredException;
+import io.catalogext.shim.errors.CredentialsRejectedException;
 import io.catalogext.shim.refresh.CredentialSnapshot;
 import io.catalogext.shim.refresh.StoreTokens;
 import io.catalogext.shim.refresh.TableTokens;
@@ -17,6 +19,7 @@ import java.net.URI;
 import java.net.URL;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletionException;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
@@ -34,8 +37,8 @@ import reactor.core.scheduler.Schedulers;
  * and sends the request again. Any other 403 is a scope error and is answered as the store said.
  */
 public final class AdlsSasPolicy implements HttpPipelinePolicy {
-  /** Sends of one request at most: a refresh per wave plus a send after tokens changed underneath. */
-  static final int MAX_SENDS = 4;
+  /** Sends of one request at most: a refresh per wave plus a send after tokens changed underneath (the shared spec's). */
+  static final int MAX_SENDS = CredentialRules.SENDS_PER_CALL;
   private static final HttpHeaderName ERROR_CODE = HttpHeaderName.fromString("x-ms-error-code");
 
   private final String account;
@@ -75,9 +78,13 @@ public final class AdlsSasPolicy implements HttpPipelinePolicy {
       context.getHttpRequest().setUrl(signed(unsigned, used));
       return next.clone().process().flatMap(response -> {
         String code = expiryCode(response, used, source);
-        if (code == null || attempt >= MAX_SENDS) {
+        if (code == null) {
           answered(response, used, source, firstRejectedNanos);
           return Mono.just(response);
+        }
+        if (attempt >= MAX_SENDS) {
+          response.close();
+          return Mono.error(source.lastSendRejected(used, code, null)); // one line, not the store's raw refusal
         }
         long rejectedNanos = firstRejectedNanos != 0 ? firstRejectedNanos : System.nanoTime();
         return Mono.fromCallable(() -> source.onRejected(used, code, null))
@@ -102,13 +109,27 @@ public final class AdlsSasPolicy implements HttpPipelinePolicy {
     if (body != null && !body.isReplayable()) {
       request.setBody(body.toReplayableBinaryData());
     }
+    try {
+      return sendSync(request, next, unsigned, source);
+    } catch (CredentialsRejectedException | CredentialsExpiredException e) {
+      // The storage SDK's sync calls rethrow the cause of what a request throws, as for a Future's
+      // ExecutionException (StorageImplUtils.sendRequest): wrapped, the caller gets our one line.
+      throw new CompletionException(e);
+    }
+  }
+
+  private HttpResponse sendSync(HttpRequest request, HttpPipelineNextSyncPolicy next, String unsigned, TableTokens source) {
     long firstRejectedNanos = 0L;
     for (int attempt = 1; ; attempt++) {
       CredentialSnapshot used = source.current();
       request.setUrl(signed(unsigned, used));
       HttpResponse response = next.clone().processSync();
       String code = expiryCode(response, used, source);
-      if (code == null || attempt >= MAX_SENDS || !source.onRejected(used, code, null)) {
+      if (code != null && attempt >= MAX_SENDS) {
+        response.close();
+        throw source.lastSendRejected(used, code, null); // one line, not the store's raw refusal
+      }
+      if (code == null || !source.onRejected(used, code, null)) {
         answered(response, used, source, firstRejectedNanos);
         return response;
       }
