@@ -139,21 +139,45 @@ class S3ExpiryProxy(ThreadedServer):
         (seen only with CI's lanes loading the machine) is refused like any other and then run again
         with new keys, which the callers' exact rows prove; it is allowed, and named in the message.
         So is a signature late by no more than the longest stall this machine showed meanwhile: a
-        renewal due in the margin cannot run while the machine gives its thread no time."""
+        renewal due in the margin cannot run while the machine gives its thread no time. A later one
+        counts by its cause: after a renewal in time (`_renewed_in_time`) the caller was late, not the
+        renewal; it is named in the message, and only a late renewal fails."""
         from pyspark_catalog_ext.refresh.rules import hard_margin_s
 
         refused = self.refusals_since(since)
         last_safe_age = lifetime - hard_margin_s(0.0, lifetime)
         stalled = STALLS.worst_since(max(since, self.started_at))
-        late, in_flight = [], []
+        late, in_flight, straggling = [], [], []
         for e in refused:
             # X-Amz-Date holds whole seconds, rounded down: a signed age past the margin is certainly late.
             in_time = e["signed_age"] is not None and e["signed_age"] <= last_safe_age + stalled
-            (in_flight if in_time else late).append((e["method"], e["path"][-50:], e["signed_age"]))
+            seen = (e["method"], e["path"][-50:], e["signed_age"])
+            if in_time:
+                in_flight.append(seen)
+            elif self._renewed_in_time(e, last_safe_age + stalled):
+                straggling.append(seen)
+            else:
+                late.append(seen)
         if not late:
             return None
-        return (f"signed with keys past {last_safe_age:.1f}s of age (+{stalled:.1f}s the machine stalled): {late}; "
-                f"refused in flight: {in_flight}")
+        return (f"signed with keys past {last_safe_age:.1f}s of age (+{stalled:.1f}s the machine stalled) although "
+                f"no newer key was in use on that table by then: {late}; refused in flight: {in_flight}; "
+                f"signed late after a renewal in time: {straggling}")
+
+    def _renewed_in_time(self, refused: dict, safe_age: float) -> bool:
+        """Whether a key issued after the refused one signed a request on the same table (its path's first
+        three segments) before the refused key reached `safe_age`. Then the renewal came in time and
+        the caller was the late one: a thread the machine starved between taking its keys and signing,
+        or a client's own retry of a call signed in time, which signs again with the keys it took."""
+        issued = self.issued_at(refused["akid"])
+        if issued is None:
+            return False
+        table = refused["path"].split("?", 1)[0].split("/")[:4]
+        for e in list(self.log):
+            newer = e["akid"] != refused["akid"] and (self.issued_at(e["akid"]) or 0.0) > issued
+            if newer and e["at"] <= issued + safe_age and e["path"].split("?", 1)[0].split("/")[:4] == table:
+                return True
+        return False
 
     def reset_counters(self):
         with self._lock:

@@ -266,6 +266,28 @@ def test_s3_proxy_register_key_sets_the_issue_time(staged, s3proxy):
     assert err["Code"] == "InvalidAccessKeyId" and s3proxy.forwarded == 0
 
 
+def test_a_late_signature_counts_as_late_only_without_a_renewal_in_time():
+    """A request signed with keys past their hard margin is a late renewal (a failure) unless a newer
+    key already signed a request on the same table before then: the renewal came in time and the
+    caller was late (starved between taking its keys and signing, or a client's own retry)."""
+    proxy = S3ExpiryProxy("http://127.0.0.1:9")  # never started: only its judgement is tested
+    t0 = time.time()
+    proxy.register_key("OLD", issued_at=t0)
+    proxy.register_key("NEW", issued_at=t0 + 2.4)  # renewed at 0.6 of a 4 s lifetime, as FAST does
+    refused = {"at": t0 + 9.2, "method": "GET", "path": "/lake/ns/t/data/b.parquet", "akid": "OLD", "status": 403,
+               "signed_age": 9.0}
+
+    def judged(newer_use: dict) -> str | None:
+        proxy.log.clear()
+        proxy.log.extend([{"method": "GET", "akid": "NEW", "status": 200, **newer_use}, refused])
+        return proxy.signed_with_dying_keys(t0, 4.0)
+
+    assert judged({"at": t0 + 2.6, "path": "/lake/ns/t/data/a.parquet"}) is None
+    late = judged({"at": t0 + 2.6, "path": "/lake/ns/other/data/a.parquet"})  # another table's keys prove nothing
+    assert late and "no newer key was in use on that table" in late, late
+    assert judged({"at": t0 + 8.0, "path": "/lake/ns/t/data/a.parquet"})  # renewed, but too late
+
+
 # --------------------------------------------------------------------------- catalog proxy
 
 
