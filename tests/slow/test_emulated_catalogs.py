@@ -336,7 +336,10 @@ def test_6_pyiceberg_scan_and_append_across_expiry(b, emulators, lakehouse, s3_p
         table = cat.load_table(name)
     s3.reset_counters()
     started, appended, rounds = time.monotonic(), 0 if writable(b) else 10, 0
-    while time.monotonic() - started < 3.5 * PY_LIFETIME:  # one table object, keys dying under it
+    # One table object, keys dying under it: at least 3.5 lifetimes and 3 rounds, however slow the
+    # machine runs them (a loaded one ran fewer than 3 in the time alone).
+    while time.monotonic() - started < 3.5 * PY_LIFETIME or rounds < 3:
+        assert time.monotonic() - started < 120, f"{rounds} rounds in 120 s"
         if writable(b):
             table.append(pa.table({"id": pa.array(range(appended, appended + 10), pa.int64())}, schema=schema))
             appended += 10
@@ -344,7 +347,6 @@ def test_6_pyiceberg_scan_and_append_across_expiry(b, emulators, lakehouse, s3_p
         rounds += 1
         time.sleep(0.3)
     assert (late := s3.signed_with_dying_keys(0.0, PY_LIFETIME)) is None, late
-    assert rounds >= 3
     if b.vends != NONE:
         assert len(s3.forwarded_by_key) >= 2, "the scans never needed fresh keys"
     cat.close() if hasattr(cat, "close") else None
