@@ -58,7 +58,9 @@ class _Slot:
 
 @dataclass(frozen=True)
 class RejectionWave:
-    """A rejection that started a refresh: the generation of the rejected keys, and how long they had lived."""
+    """A rejection that started a refresh: the generation of the rejected keys, and how long they had lived.
+
+    Java twin: `io.catalogext.shim.refresh.RejectionWave`."""
 
     generation: int
     keys_lived_s: float
@@ -115,7 +117,7 @@ class TableEntry:
         self.cached_answers = 0
         self.not_before_s = 0.0
         # The last rejection that started a refresh, while no store has accepted newer keys (None: none
-        # such): newer keys rejected younger than these lived mean refreshing cannot help
+        # such): newer keys rejected no older than these had lived mean refreshing cannot help
         # (credential-rules.json `refreshing-cannot-help`).
         self.unanswered_wave: RejectionWave | None = None
 
