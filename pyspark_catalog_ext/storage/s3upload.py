@@ -51,6 +51,11 @@ _session_lock = threading.Lock()
 _session: list[Any] = []
 
 
+#: Every FileIO property `new_client` reads: two property sets that differ in none of them share a client.
+CLIENT_SETTINGS = (S3_ACCESS_KEY_ID, S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN, S3_ENDPOINT, S3_REGION, CLIENT_REGION,
+                   S3_PATH_STYLE_ACCESS, S3_FORCE_VIRTUAL_ADDRESSING, S3_PROXY_URI, S3_CONNECT_TIMEOUT, S3_REQUEST_TIMEOUT)
+
+
 def new_client(props: Mapping[str, Any], **config: Any) -> Any:
     """A boto3 S3 client configured from FileIO properties (endpoint, region, keys, addressing, proxy,
     timeouts), `config` added to its botocore Config. All come from one botocore session, which builds
@@ -90,8 +95,7 @@ class S3Clients:
         self._clients: LRUCache[tuple, Any] = LRUCache(maxsize=keep)
 
     def get(self, props: Mapping[str, Any]) -> Any:
-        key = tuple(str(props.get(k) or "") for k in (S3_ACCESS_KEY_ID, S3_SESSION_TOKEN, S3_ENDPOINT, S3_REGION,
-                                                     CLIENT_REGION, S3_PATH_STYLE_ACCESS, S3_PROXY_URI))
+        key = tuple(str(props.get(k) or "") for k in CLIENT_SETTINGS)
         with self._lock:
             client = self._clients.get(key)
             if client is None:
