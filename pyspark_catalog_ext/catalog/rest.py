@@ -23,9 +23,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
-from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.catalog.rest import RestCatalog, TableResponse
 from pyiceberg.exceptions import BadRequestError
-from pyiceberg.typedef import Identifier
+from pyiceberg.io import FileIO, load_file_io
+from pyiceberg.table import StagedTable, Table
+from pyiceberg.typedef import EMPTY_DICT, Identifier, Properties
 from requests import Response, Session
 
 from pyspark_catalog_ext import logsafety
@@ -34,7 +36,7 @@ from pyspark_catalog_ext.catalog.connection import CatalogConnection, pyiceberg_
 from pyspark_catalog_ext.catalog.exchanges import Exchange, mask_query, operation
 from pyspark_catalog_ext.catalog.lost_answers import LostAnswers
 from pyspark_catalog_ext.catalog.raw_calls import ACCESS_DELEGATION_HEADER, IDEMPOTENCY_HEADER, Namespace, RawCalls, dotted, levels
-from pyspark_catalog_ext.catalog.server_settings import config_properties
+from pyspark_catalog_ext.catalog.server_settings import config_properties, without_code_keys
 from pyspark_catalog_ext.catalog.transport import (
     DEFAULT_TIMEOUT,
     MUTATIONS,
@@ -45,6 +47,7 @@ from pyspark_catalog_ext.catalog.transport import (
     refuse_redirect,
 )
 from pyspark_catalog_ext.catalog.trust import Origin, TrustedOrigins, origin_or_none
+from pyspark_catalog_ext.catalog.trust_rules import server_may_set
 from pyspark_catalog_ext.catalog.urls import safe_url
 from pyspark_catalog_ext.commit.idempotency import parse_iso8601_duration, uuid7
 from pyspark_catalog_ext.commit.policy import CommitPolicy
@@ -297,6 +300,29 @@ class CatalogClient(LostAnswers, RawCalls, RestCatalog):
         """Whether mutations get an Idempotency-Key: where the catalog advertises a lifetime, unless
         `catalog-ext.commit.idempotency` says always or never."""
         return self.commit_policy.sends_keys(self.idempotency_key_lifetime_s)
+
+    # -- tables: nothing a server or a table writer says names code -------------------------------
+    def _response_to_table(self, identifier_tuple: tuple[str, ...], table_response: TableResponse) -> Table:
+        return super()._response_to_table(identifier_tuple, self._without_code_keys(identifier_tuple, table_response))
+
+    def _response_to_staged_table(self, identifier_tuple: tuple[str, ...], table_response: TableResponse) -> StagedTable:
+        return super()._response_to_staged_table(identifier_tuple, self._without_code_keys(identifier_tuple, table_response))
+
+    def _without_code_keys(self, identifier: tuple[str, ...], table_response: TableResponse) -> TableResponse:
+        """The answer without metadata properties that name code (`write.py-location-provider.impl`):
+        any table writer sets them, and PyIceberg would import what they name at the next write."""
+        properties = without_code_keys(self.name, ".".join(identifier), table_response.metadata.properties)
+        if properties is None:
+            return table_response
+        metadata = table_response.metadata.model_copy(update={"properties": properties})
+        return table_response.model_copy(update={"metadata": metadata})
+
+    def _load_file_io(self, properties: Properties = EMPTY_DICT, location: str | None = None) -> FileIO:
+        """PyIceberg's, for a table answer's `properties` (its metadata properties, config and storage
+        credential): over the catalog's own, only the keys a table answer may set (trust-rules.json's
+        allow-list), so no answer names the FileIO's class or anything it loads (`py-io-impl`, ...)."""
+        allowed = {k: v for k, v in properties.items() if server_may_set(str(k))}
+        return load_file_io({**self.properties, **allowed}, location)
 
     # -- tool calls: plain data, `errors.py` types -----------------------------------------------
     def namespaces(self, parent: Namespace = ()) -> list[tuple[str, ...]]:

@@ -34,7 +34,7 @@ from requests import Response, Session
 
 from pyspark_catalog_ext import logsafety
 from pyspark_catalog_ext.catalog.rest import CatalogClient, PurgeRequiredError
-from pyspark_catalog_ext.catalog.server_settings import table_io_properties, without_code_keys
+from pyspark_catalog_ext.catalog.server_settings import table_io_properties
 from pyspark_catalog_ext.errors import ConfigError
 from pyspark_catalog_ext.pyiceberg_ext.commits import GuardedCommit
 from pyspark_catalog_ext.pyiceberg_ext.fileio import RefreshingFileIO, write_bounds
@@ -124,15 +124,6 @@ class GuardedRestCatalog(CatalogClient):
         io = self._table_io(identifier_tuple, table_response, staged=True)
         return StagedTable(identifier=identifier_tuple, metadata_location=table_response.metadata_location,  # type: ignore[arg-type]
                            metadata=table_response.metadata, io=io, catalog=self)
-
-    def _without_code_keys(self, identifier: tuple[str, ...], table_response: TableResponse) -> TableResponse:
-        """The answer without metadata properties that name code (`write.py-location-provider.impl`):
-        any table writer sets them, and PyIceberg would import what they name at the next write."""
-        properties = without_code_keys(self.name, ".".join(identifier), table_response.metadata.properties)
-        if properties is None:
-            return table_response
-        metadata = table_response.metadata.model_copy(update={"properties": properties})
-        return table_response.model_copy(update={"metadata": metadata})
 
     def _table_io(self, identifier: tuple[str, ...], table_response: TableResponse, *, staged: bool) -> FileIO:
         """The table's FileIO, configured by the catalog's properties (the user's and `/v1/config`'s) and

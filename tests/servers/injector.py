@@ -25,8 +25,10 @@ from collections import Counter
 from .base import BufferedProxy, Request, Response
 
 CHANNELS = ("config-defaults", "config-overrides", "table-config", "table-properties", "redirect")
-#: Channels the code-loading sweep adds (the leak sweep runs CHANNELS): every storage credential's config.
-EXTRA_CHANNELS = ("storage-credentials",)
+#: Channels the code-loading sweep adds (the leak sweep runs CHANNELS): every storage credential's config,
+#: and "every" (the values in each channel but redirect at once: one run where a run is a subprocess).
+EXTRA_CHANNELS = ("storage-credentials", "every")
+_EVERY = ("config-defaults", "config-overrides", "table-config", "storage-credentials", "table-properties")
 STORAGE_KEYS = ("s3.access-key-id", "s3.secret-access-key", "s3.session-token", "gcs.oauth2.token")
 STORAGE_KEY_PREFIXES = ("adls.sas-token.",)
 #: Request kinds a redirect run can pick, by route.
@@ -88,20 +90,22 @@ class Injector(BufferedProxy):
         if not isinstance(body, dict):
             return resp
         self._keep_secrets(body)
-        if kind == "config" and channel in ("config-defaults", "config-overrides"):
-            part = channel.split("-", 1)[1]
-            body[part] = {**(body.get(part) or {}), **values}
+        channels = set(_EVERY) if channel == "every" else {channel}
+        if kind == "config" and channels & {"config-defaults", "config-overrides"}:
+            for part in ("defaults", "overrides"):
+                if f"config-{part}" in channels:
+                    body[part] = {**(body.get(part) or {}), **values}
         elif isinstance(body.get("metadata"), dict):
             config = body.setdefault("config", {})
             if isinstance(config, dict) and "s3.signer.uri" in config:
                 config["s3.signer.uri"] = self.url
-            if channel == "table-config" and isinstance(config, dict):
+            if "table-config" in channels and isinstance(config, dict):
                 config.update(values)
-            elif channel == "storage-credentials":
+            if "storage-credentials" in channels:
                 for credential in body.get("storage-credentials") or []:
                     if isinstance(credential, dict) and isinstance(credential.get("config"), dict):
                         credential["config"].update(values)
-            elif channel == "table-properties":
+            if "table-properties" in channels:
                 body["metadata"]["properties"] = {**(body["metadata"].get("properties") or {}), **values}
         else:
             return resp

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -66,8 +69,12 @@ def _catalog(lakehouse, url: str, **overrides):
     return pyiceberg_catalog(lakehouse.connection(uri=url), **overrides)
 
 
+FILEIOS = {"pyarrow": "pyiceberg.io.pyarrow.PyArrowFileIO", "fsspec": "pyiceberg.io.fsspec.FsspecFileIO"}
+
+
+@pytest.mark.parametrize("io", sorted(FILEIOS))
 @pytest.mark.parametrize("channel", CODE_CHANNELS)
-def test_no_answer_or_table_property_loads_code(lakehouse, hostile, channel):
+def test_no_answer_or_table_property_loads_code(lakehouse, hostile, channel, io):
     import pyarrow as pa
     from pyiceberg.schema import Schema
     from pyiceberg.types import LongType, NestedField
@@ -75,7 +82,7 @@ def test_no_answer_or_table_property_loads_code(lakehouse, hostile, channel):
     code_marker.LOADED.clear()
     hostile.arm(channel, {key: code_marker.NAME for key in pyiceberg_code_keys()})
     try:
-        catalog = _catalog(lakehouse, hostile.url)
+        catalog = _catalog(lakehouse, hostile.url, **{"py-io-impl": FILEIOS[io]})  # the user's choice: followed
         ns = f"code_{uuid.uuid4().hex[:8]}"
         catalog.create_namespace(ns)
         table = catalog.create_table((ns, "t"), Schema(NestedField(1, "x", LongType(), required=False)))
@@ -88,6 +95,39 @@ def test_no_answer_or_table_property_loads_code(lakehouse, hostile, channel):
         hostile.arm(None)
     assert code_marker.LOADED == [], f"{channel}: a server-named class was loaded"
     assert rows == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("client", ["staged-cleanup", "doctor"])
+def test_the_cli_and_the_doctor_load_no_code_a_server_names(lakehouse, hostile, client, tmp_path):
+    """The same keys in every channel at once (one subprocess per client): `staged cleanup` (a dry
+    run that loads the table and lists its files) and the doctor (its PyIceberg probes create, write
+    and read tables) load the marker zero times. The control: the marker class loads in that process."""
+    from tests.conftest import ROOT, run_cli
+
+    info = lakehouse.info
+    ns = f"code_{uuid.uuid4().hex[:8]}"
+    _catalog(lakehouse, info.iceberg_uri).create_namespace(ns)
+    if client == "staged-cleanup":
+        from pyiceberg.schema import Schema
+        from pyiceberg.types import LongType, NestedField
+
+        _catalog(lakehouse, info.iceberg_uri).create_table((ns, "t"), Schema(NestedField(1, "x", LongType(), required=False)))
+        args = ["staged", "cleanup", "--table", f"{ns}.t", "--min-age", "86400"]
+    else:
+        args = ["doctor", "--json", "--skip", "spark"]
+    log = tmp_path / "loaded.log"
+    hostile.arm("every", {key: code_marker.NAME for key in pyiceberg_code_keys()})
+    try:
+        proc = run_cli(*args, "--uri", hostile.url, "--warehouse", info.warehouse, "--credential-env", "PCE_CODE_CRED",
+                       env={code_marker.LOG_ENV: str(log), "PCE_CODE_CRED": info.credential}, timeout=300)
+    finally:
+        hostile.arm(None)
+    assert "Traceback" not in proc.stderr and (proc.returncode == 0 or client == "doctor"), proc.stderr[-2000:]
+    assert not log.exists(), f"{client}: a server-named class was loaded: {log.read_text()}"
+    # The control: the marker records from a process of its own, as the CLI's would.
+    subprocess.run([sys.executable, "-c", f"import {code_marker.__name__} as m; m.Marker()"], check=True, cwd=ROOT,
+                   env={**os.environ, code_marker.LOG_ENV: str(log)}, timeout=60)
+    assert log.read_text().startswith("instantiated with 0 args (")
 
 
 def test_catalog_ext_knobs_from_config_are_not_followed(lakehouse, hostile):
