@@ -212,9 +212,11 @@ def test_keys_dead_on_every_refresh_end_in_one_line(lakehouse, catalog_proxy, s3
         assert "catalog-ext.refresh.max-clock-skew-ms" in message, message
         assert took < 10, f"{took:.1f}s to give up"
         row = status_of(cat, "db_early.many")
-        # One reactive refresh: keys fetched after it (by it or by a background renewal) that die younger
+        # One reactive refresh: keys fetched after it (by it or by a background renewal) that die no older
         # than the warmed keys had lived, before any store accepted such keys, end it (refreshing-cannot-help).
-        assert row["reactive_refreshes"] - before["reactive"] == 1, row
+        # Two when the retry's keys outlived those (a loaded machine took 1.8 s to send it); the send
+        # bound (sends-per-call) ends any longer chain in the same one line.
+        assert 1 <= row["reactive_refreshes"] - before["reactive"] <= 2, row
         # Keys dead younger than 1 s were revoked, not short-lived: they teach no lifetime (learn-lifetime).
         assert row["learned_lifetime_s"] is None or row["learned_lifetime_s"] < LIFETIME, row
         assert catalog_requests(catalog_proxy, "db_early.many") - before["requests"] == \
