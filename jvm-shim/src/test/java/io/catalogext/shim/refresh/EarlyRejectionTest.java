@@ -1,4 +1,6 @@
 package io.catalogext.shim.refresh;
+
+import io.catalogext.shim.config.CredentialRules;
 import io.catalogext.shim.config.RefreshPolicy;
 import io.catalogext.shim.session.ServerClocks;
 
@@ -348,9 +350,16 @@ public class EarlyRejectionTest {
     driver.executorReplyBytes(); // an earlier ask: the fresh reply with K1 is encoded and kept
     dead.put("K1", "InvalidAccessKeyId");
     assertConcurrentGetsRead(16, n -> get(executors.get(n % 4), "db/t/data/x.parquet"));
-    assertEquals(1, fetches.get(), "catalog requests for one wave seen by four executors");
     assertEquals(1, driver.describe().get("rejection_count").asLong(), "rejection waves counted");
-    assertEquals(Set.of("K1", "K2"), seen.stream().map(s -> s.split(" ")[1]).collect(java.util.stream.Collectors.toSet()));
+    // One catalog request for the wave. On a loaded machine K1 may be a second old when rejected: its
+    // age is then learned as the catalog's lifetime (learn-lifetime), and K2, scheduled by it, is
+    // due at once, so the schedule asks again. Counted by that cause, not allowed without it.
+    long learned = driver.clocks().learnedLifetimeMs();
+    int extra = fetches.get() - 1;
+    assertTrue(extra == 0 || (learned >= CredentialRules.LEARN_MIN_AGE_MS && extra <= 2),
+        "catalog requests for one wave seen by four executors: " + fetches.get() + " (learned lifetime " + learned + " ms)");
+    Set<String> keys = seen.stream().map(s -> s.split(" ")[1]).collect(java.util.stream.Collectors.toSet());
+    assertTrue(keys.containsAll(Set.of("K1", "K2")) && keys.size() <= fetches.get() + 1, keys.toString());
   }
 
   @Test
