@@ -121,6 +121,11 @@ class TableEntry:
         # (credential-rules.json `refreshing-cannot-help`).
         self.unanswered_wave: RejectionWave | None = None
 
+    def fetch_of(self, generation: int) -> tuple[float, float | None]:
+        """When the keys of `generation` were fetched, and the lifetime stated for them (the current
+        keys' for a generation no longer in the history)."""
+        return self.history.get(generation, (self.fetched_at_s, self.stated_lifetime_s))
+
     def accepted(self, generation: int) -> None:
         """A store accepted a request signed with the keys of `generation` (the hot path: one compare)."""
         wave = self.unanswered_wave

@@ -309,7 +309,7 @@ class CredentialRefresher:
         with entry.refresh_lock:
             entry.rejections += 1
             now = self.clock()
-            fetched_at, stated = entry.history.get(generation, (entry.fetched_at_s, entry.stated_lifetime_s))
+            fetched_at, stated = entry.fetch_of(generation)
             age = max(0.0, now - fetched_at)
             if entry.generation != generation:
                 return  # this wave was already answered with new keys: it teaches nothing more (learn-lifetime)
@@ -364,7 +364,7 @@ class CredentialRefresher:
         wave = entry.unanswered_wave
         if wave is None or entry.generation != generation or generation <= wave.generation:
             return False
-        fetched_at, _ = entry.history.get(generation, (entry.fetched_at_s, None))
+        fetched_at, _ = entry.fetch_of(generation)
         return self.clock() - fetched_at <= wave.keys_lived_s
 
     def rejected_again(self, entry: TableEntry, rejection: Rejection) -> CredentialsRejectedError:

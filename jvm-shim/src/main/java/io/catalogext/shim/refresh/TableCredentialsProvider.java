@@ -45,7 +45,7 @@ public final class TableCredentialsProvider implements AwsCredentialsProvider {
 
   /** The one-line error for a call whose last send the store rejected with {@code used}, {@code code}. */
   public CredentialsRejectedException lastSendRejected(CredentialSnapshot used, String code, Throwable rejection) {
-    return entry.lastSendRejected(used, code, rejection);
+    return entry.rejectedAgain(used, code, rejection);
   }
 
   /** See {@link TableEntry#onRejected}. */

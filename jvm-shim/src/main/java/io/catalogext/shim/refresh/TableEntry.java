@@ -323,7 +323,7 @@ public final class TableEntry implements RefreshSubject {
     long now = clock.nowMs();
     long age = now - used.fetchedAtMs;
     if (cannotHelp(used, age)) {
-      throw new CredentialsRejectedException(ledger.rejectedAgainMessage(used, code, age), rejection);
+      throw rejectedAgain(used, code, rejection);
     }
     ledger.observed(age);
     if (drivesRefresh()) {
@@ -384,10 +384,10 @@ public final class TableEntry implements RefreshSubject {
   }
 
   /**
-   * The last call that the store answered with the one-line error: its last send (credential-rules.json
-   * `sends-per-call`) was rejected with {@code used}, {@code code}.
+   * The caller's one-line error for keys {@code used} rejected ({@code code}) where refreshing cannot
+   * help, or on a call's last send (credential-rules.json `sends-per-call`).
    */
-  CredentialsRejectedException lastSendRejected(CredentialSnapshot used, String code, Throwable rejection) {
+  CredentialsRejectedException rejectedAgain(CredentialSnapshot used, String code, Throwable rejection) {
     long age = clock.nowMs() - used.fetchedAtMs;
     return new CredentialsRejectedException(ledger.rejectedAgainMessage(used, code, age), rejection);
   }
