@@ -42,6 +42,7 @@ def test_the_rules_are_the_specs() -> None:
     assert rules.EXPIRY_CODES == frozenset(SPEC["s3-expiry"]["codes"]) == rejection.EXPIRY_CODES
     assert set(rules.EXPIRY_STATUSES) == set(SPEC["s3-expiry"]["statuses"])
     assert StrategyChain.FORGET_MISSING_AFTER_S * 1000 == SPEC["missing-endpoint"]["forget-after-ms"]
+    assert rules.SENDS_PER_CALL == SPEC["sends-per-call"]["max"] == 4
 
 
 def test_what_python_says_of_the_jvm_names_its_classes() -> None:

@@ -43,5 +43,6 @@ public class CredentialRulesTest {
     assertTrue(codes.contains("ExpiredToken") && !codes.contains("AccessDenied"), codes.toString());
     assertEquals(spec.path("missing-endpoint").path("forget-after-ms").asLong(),
         io.catalogext.shim.session.MissingEndpoints.FORGET_AFTER_MS, "missing endpoints forgotten after");
+    assertEquals(spec.path("sends-per-call").path("max").asInt(), CredentialRules.SENDS_PER_CALL, "sends per call");
   }
 }
