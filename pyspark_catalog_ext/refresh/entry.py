@@ -117,7 +117,8 @@ class TableEntry:
         self.cached_answers = 0
         self.not_before_s = 0.0
         # The last rejection that started a refresh, while no store has accepted newer keys (None: none
-        # such): newer keys rejected no older than these had lived mean refreshing cannot help
+        # such): newer keys rejected no older than these had lived, or younger than a learnable lifetime,
+        # mean refreshing cannot help
         # (credential-rules.json `refreshing-cannot-help`).
         self.unanswered_wave: RejectionWave | None = None
 

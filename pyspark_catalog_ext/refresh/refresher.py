@@ -360,12 +360,14 @@ class CredentialRefresher:
         """Are the rejected keys of `generation` the newest, newer than the keys whose rejection last
         started a refresh, with no newer keys accepted by a store since, and living no longer than those had?
         Then refreshing cannot help (credential-rules.json `refreshing-cannot-help`, the shim's
-        `TableEntry.cannotHelp`). Keys that follow accepted ones, or outlived the rejected ones, are renewed again."""
+        `TableEntry.cannotHelp`). Keys that follow accepted ones, or outlived the rejected ones, are renewed again;
+        keys rejected younger than a learnable lifetime (`learn-lifetime`) were revoked, and outlive none."""
         wave = entry.unanswered_wave
         if wave is None or entry.generation != generation or generation <= wave.generation:
             return False
         fetched_at, _ = entry.fetch_of(generation)
-        return self.clock() - fetched_at <= wave.keys_lived_s
+        age = self.clock() - fetched_at
+        return age <= wave.keys_lived_s or age < LEARN_MIN_AGE_S
 
     def rejected_again(self, entry: TableEntry, rejection: Rejection) -> CredentialsRejectedError:
         """The one-line error for keys rejected again right after a refresh: refreshing cannot help."""

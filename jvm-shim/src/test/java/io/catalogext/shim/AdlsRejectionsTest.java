@@ -50,14 +50,15 @@ public class AdlsRejectionsTest {
   private volatile String code = "AuthorizationFailure";
   private volatile String tableConfig = "{}";
   private final AtomicInteger answers = new AtomicInteger();
-  /** The store answers its n-th request after n times this (0: at once). */
+  /** The store answers its n-th request after a second and n times this (0: at once). */
   private volatile long agingStepMs;
 
   @BeforeEach
   void start() throws IOException {
     store = LoopbackCatalog.start("test-adls-403", ex -> {
       atStore.add(ex.getRequestMethod() + " " + ex.getRequestURI().getPath());
-      sleepQuietly(agingStepMs * atStore.size()); // each new SAS outlives the last before its refusal
+      // each new SAS outlives the last, and a learnable lifetime (a second), before its refusal
+      sleepQuietly(agingStepMs == 0 ? 0 : 1000 + agingStepMs * atStore.size());
       ex.getResponseHeaders().add("x-ms-error-code", code);
       ex.sendResponseHeaders(403, -1);
       ex.close();
@@ -134,9 +135,9 @@ public class AdlsRejectionsTest {
 
   @Test
   void testARequestWhoseLastSendIsRefusedEndsInOneLineNotInTheStoresRefusal() {
-    // Each new SAS outlives the one before it, so every refusal is renewed again (credential-rules.json
-    // `refreshing-cannot-help`); the request's last send (`sends-per-call`) is refused too: the
-    // caller's one line, never the store's raw 403.
+    // Each new SAS outlives the one before it and a learnable lifetime, so every refusal is renewed
+    // again (credential-rules.json `refreshing-cannot-help`); the request's last send
+    // (`sends-per-call`) is refused too: the caller's one line, never the store's raw 403.
     code = "AuthenticationFailed";
     vend(Instant.now().plus(1, ChronoUnit.HOURS));
     agingStepMs = 150;
@@ -146,7 +147,8 @@ public class AdlsRejectionsTest {
     assertFalse(e.getMessage().contains("\n"), e.getMessage());
     assertEquals(CredentialRules.SENDS_PER_CALL, atStore.size(), atStore.toString());
     long loads = atCatalog.stream().filter(r -> r.endsWith("/tables/t")).count(); // each after a /credentials try
-    assertEquals(CredentialRules.SENDS_PER_CALL - 1, loads, "a renewal per refused send but the last: " + atCatalog);
+    // A renewal per refused send but the last; the lifetime the refusals teach may schedule one more.
+    assertTrue(loads >= CredentialRules.SENDS_PER_CALL - 1, "a renewal per refused send but the last: " + atCatalog);
   }
 
   @Test

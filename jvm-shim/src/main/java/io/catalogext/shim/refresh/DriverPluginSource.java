@@ -52,7 +52,7 @@ public final class DriverPluginSource implements EntryRefresher {
   public RefreshResult fetch(RefreshSubject entry) throws Exception {
     String stale = entry.staleKeyId(); // S3 rejected these keys here: the driver refreshes if still current
     byte[] request = new PluginMessages.Request(entry.handle(), entry.context().identityJson(), stale,
-        stale == null ? null : entry.staleCode()).encode();
+        stale == null ? null : entry.staleCode(), entry.acceptedKeyId()).encode();
     long deadline = clock.nowMs() + timeoutMs;
     PluginMessages.Reply stillValid = null; // the driver's unexpired keys, the fallback
     while (true) {

@@ -41,14 +41,15 @@ public final class ExecutorAnswers {
   }
 
   /**
-   * An executor reports that S3 rejected key {@code staleKeyId} of the table: counted (and the
-   * refresh started by the reply) only while those keys are current. Null, or the rate limit's line.
+   * What an ask reports: the key a store last accepted in the executor, and the key it rejected (see
+   * {@link TableEntry#onExecutorRejection}). Null, or the caller's one line.
    */
   private static String staleReport(TableEntry entry, PluginMessages.Request request) {
     if (request.staleKeyId == null) {
+      entry.onExecutorAccepted(request.acceptedKeyId);
       return null;
     }
-    return entry.onExecutorRejection(request.staleKeyId, request.staleCode);
+    return entry.onExecutorRejection(request.staleKeyId, request.staleCode, request.acceptedKeyId);
   }
 
   /**

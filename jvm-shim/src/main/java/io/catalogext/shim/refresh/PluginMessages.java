@@ -24,16 +24,19 @@ public final class PluginMessages {
     /** Set when S3 rejected this access key id (not secret) of the table: refresh if it is current. */
     public final String staleKeyId;
     public final String staleCode;
+    /** The key id (not secret) a store last accepted first in the executor: it answers the driver's wave. */
+    public final String acceptedKeyId;
 
     public Request(String handle, String identityJson) {
-      this(handle, identityJson, null, null);
+      this(handle, identityJson, null, null, null);
     }
 
-    public Request(String handle, String identityJson, String staleKeyId, String staleCode) {
+    public Request(String handle, String identityJson, String staleKeyId, String staleCode, String acceptedKeyId) {
       this.handle = handle;
       this.identityJson = identityJson;
       this.staleKeyId = staleKeyId;
       this.staleCode = staleCode;
+      this.acceptedKeyId = acceptedKeyId;
     }
 
     public byte[] encode() {
@@ -43,6 +46,9 @@ public final class PluginMessages {
       if (staleKeyId != null) {
         node.put("stale_key_id", staleKeyId);
         node.put("stale_code", staleCode);
+      }
+      if (acceptedKeyId != null) {
+        node.put("accepted_key_id", acceptedKeyId);
       }
       return Json.write(node).getBytes(StandardCharsets.UTF_8);
     }
@@ -57,7 +63,7 @@ public final class PluginMessages {
         throw new IllegalArgumentException("credential request without a table handle");
       }
       return new Request(handle, node.path("identity").asText(null), node.path("stale_key_id").asText(null),
-          node.path("stale_code").asText(null));
+          node.path("stale_code").asText(null), node.path("accepted_key_id").asText(null));
     }
 
     @Override

@@ -32,6 +32,11 @@ public interface RefreshSubject {
   /** The S3 error code of that rejection, or null. */
   String staleCode();
 
+  /** Executors: the key id a store last accepted first (not secret), which the driver's wave needs; else null. */
+  default String acceptedKeyId() {
+    return null;
+  }
+
   /** Non-secret status: what a user's Python source is told about the table. */
   ObjectNode describe();
 }

@@ -125,22 +125,6 @@ final class RejectionLedger {
         stated < 0 ? "no lifetime" : stated + " ms");
   }
 
-  /**
-   * Driver: an executor reports that S3 rejected key {@code keyId} of this table. Only keys that
-   * are still current count (later reports of one wave find them replaced or marked already).
-   *
-   * @return null, or the one-line error when the table's reactive refreshes hit their rate limit
-   */
-  String onExecutorRejection(CredentialSlots slots, String keyId, String code, long now) {
-    for (CredentialSlot slot : slots.all().values()) {
-      CredentialSnapshot s = slot.current;
-      if (s != null && s.accessKeyId().equals(keyId) && !markRejected(s, code, now)) {
-        return rateLimitedMessage(s, code);
-      }
-    }
-    return null;
-  }
-
   /** A call S3 rejected went through after waiting {@code waitMs} for new keys. */
   void retried(long waitMs) {
     retriedCalls.incrementAndGet();

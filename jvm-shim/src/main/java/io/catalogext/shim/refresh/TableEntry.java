@@ -46,6 +46,10 @@ public final class TableEntry implements RefreshSubject {
   volatile String staleCode;
   /** The last rejection that started a refresh while no store has accepted newer keys (null: none such). */
   private volatile RejectionWave unansweredWave;
+  /** Driver: what executors report of these keys. */
+  private final ExecutorReports executorReports = new ExecutorReports();
+  /** Executors: the key id a store last accepted first (not secret), which the next ask of the driver reports. */
+  private volatile String acceptedKeyId;
   /**
    * Driver: the HTTP client this table's refreshes send through: the one that handed it out, then
    * its own auth session's. Null: none yet (re-tracked after an eviction, an executor's).
@@ -130,6 +134,11 @@ public final class TableEntry implements RefreshSubject {
     return staleCode;
   }
 
+  @Override
+  public String acceptedKeyId() {
+    return acceptedKeyId;
+  }
+
   // ---------------------------------------------------------------- keys
 
   /** Records credentials a client starts with (kept if the slot already has some). */
@@ -183,8 +192,10 @@ public final class TableEntry implements RefreshSubject {
     if (snap == null || !drivesRefresh()) {
       return snap;
     }
-    CredentialSnapshot out = snap.onLocalClock(clocks.skewMs(), policy, now);
-    return out.withLearnedLifetime(clocks.learnedLifetimeMs(), policy, now);
+    CredentialSnapshot out = snap.onLocalClock(clocks.skewMs(), policy, now)
+        .withLearnedLifetime(clocks.learnedLifetimeMs(), policy, now);
+    executorReports.handedOut(out);
+    return out;
   }
 
   // ---------------------------------------------------------------- refresh
@@ -366,13 +377,15 @@ public final class TableEntry implements RefreshSubject {
   /**
    * Whether refreshing cannot help keys {@code used} rejected at {@code age} ms (the caller has
    * checked they are the table's current ones): they are newer than the keys whose rejection last
-   * started a refresh, no store has accepted newer keys since, and they lived no longer than those
-   * (credential-rules.json `refreshing-cannot-help`; Python twin:
-   * {@code pyspark_catalog_ext.refresh.refresher.CredentialRefresher.dead_on_arrival}).
+   * started a refresh, no store has accepted newer keys since, and they lived no longer than those,
+   * or less than a learnable lifetime: keys that die that young were revoked, and which of them a
+   * busy machine happened to use later says nothing (credential-rules.json `refreshing-cannot-help`;
+   * Python twin: {@code pyspark_catalog_ext.refresh.refresher.CredentialRefresher.dead_on_arrival}).
    */
   boolean cannotHelp(CredentialSnapshot used, long age) {
     RejectionWave wave = unansweredWave;
-    return wave != null && wave.isOlderThan(used) && age <= wave.keysLivedMs;
+    return wave != null && wave.isOlderThan(used)
+        && (age <= wave.keysLivedMs || age < RejectionLedger.MIN_LEARNED_LIFETIME_MS);
   }
 
   /** A store accepted a request signed with {@code used} for the first time. */
@@ -380,6 +393,10 @@ public final class TableEntry implements RefreshSubject {
     RejectionWave wave = unansweredWave;
     if (wave != null && wave.isOlderThan(used)) {
       unansweredWave = null;
+    }
+    executorReports.onAccepted(used.accessKeyId());
+    if (!drivesRefresh()) {
+      acceptedKeyId = used.accessKeyId();
     }
   }
 
@@ -397,9 +414,14 @@ public final class TableEntry implements RefreshSubject {
     ledger.retried(waitMs);
   }
 
-  /** Driver: an executor reports S3 rejected key {@code keyId}; null, or the rate limit's one line. */
-  String onExecutorRejection(String keyId, String code) {
-    return ledger.onExecutorRejection(slots, keyId, code, clock.nowMs());
+  /** Driver: see {@link ExecutorReports#onRejection}. */
+  String onExecutorRejection(String keyId, String code, String acceptedKeyId) {
+    return executorReports.onRejection(slots, ledger, keyId, code, acceptedKeyId, clock.nowMs());
+  }
+
+  /** Driver: an executor's ask says a store last accepted key {@code keyId} there (null: none). */
+  void onExecutorAccepted(String keyId) {
+    executorReports.onAccepted(keyId);
   }
 
   private String strategyHint() {

@@ -72,7 +72,7 @@ public class SessionLearningTest {
         List.of()));
     clock.advance(3_000);
     // S3 rejected Alice's keys 3 s after their fetch (stated: 10 min), as an executor reports it.
-    assertNull(alices.onExecutorRejection("A1", "ExpiredToken"));
+    assertNull(alices.onExecutorRejection("A1", "ExpiredToken", null));
 
     long now = clock.nowMs();
     TableEntry alicesNext = registry.lookup(registry.registerDriverTable(table("u"), alice, keys("A2", now + 10 * MINUTE),
