@@ -97,22 +97,33 @@ def test_no_answer_or_table_property_loads_code(lakehouse, hostile, channel, io)
     assert rows == [1, 2, 3, 4]
 
 
-@pytest.mark.parametrize("client", ["staged-cleanup", "doctor"])
+@pytest.mark.parametrize("client", ["staged-cleanup", "maintain-plan", "doctor"])
 def test_the_cli_and_the_doctor_load_no_code_a_server_names(lakehouse, hostile, client, tmp_path):
     """The same keys in every channel at once (one subprocess per client): `staged cleanup` (a dry
-    run that loads the table and lists its files) and the doctor (its PyIceberg probes create, write
-    and read tables) load the marker zero times. The control: the marker class loads in that process."""
+    run that loads the table and lists its files), `maintain --dry-run` (plans a table's snapshot
+    expiry from a policy file: loads it and reads its snapshots) and the doctor (its PyIceberg probes
+    create, write and read tables) load the marker zero times. The control: the marker class loads
+    in that process."""
     from tests.conftest import ROOT, run_cli
 
     info = lakehouse.info
     ns = f"code_{uuid.uuid4().hex[:8]}"
     _catalog(lakehouse, info.iceberg_uri).create_namespace(ns)
-    if client == "staged-cleanup":
+    if client in ("staged-cleanup", "maintain-plan"):
         from pyiceberg.schema import Schema
         from pyiceberg.types import LongType, NestedField
 
         _catalog(lakehouse, info.iceberg_uri).create_table((ns, "t"), Schema(NestedField(1, "x", LongType(), required=False)))
+    if client == "staged-cleanup":
         args = ["staged", "cleanup", "--table", f"{ns}.t", "--min-age", "86400"]
+    elif client == "maintain-plan":
+        policies = tmp_path / "policies.json"
+        policies.write_text(json.dumps({"policies": [
+            {"policy-type": "system.snapshot-expiry", "name": "keep-2", "version": 1, "inheritable": True,
+             "content": json.dumps({"version": "2025-02-03", "enable": True, "config": {"min_snapshot_to_keep": 2}}),
+             "target": {"type": "namespace", "path": [ns]}}]}))
+        args = ["maintain", f"lake.{ns}.t", "--dry-run", "--json", "--policy-file", str(policies),
+                "--state-file", str(tmp_path / "state.json")]
     else:
         args = ["doctor", "--json", "--skip", "spark"]
     log = tmp_path / "loaded.log"
@@ -123,6 +134,9 @@ def test_the_cli_and_the_doctor_load_no_code_a_server_names(lakehouse, hostile, 
     finally:
         hostile.arm(None)
     assert "Traceback" not in proc.stderr and (proc.returncode == 0 or client == "doctor"), proc.stderr[-2000:]
+    if client == "maintain-plan":  # it planned from the table the hostile server answered
+        [table] = json.loads(proc.stdout)["tables"]
+        assert table["error"] is None and [a["procedure"] for a in table["actions"]] == ["expire_snapshots"], table
     assert not log.exists(), f"{client}: a server-named class was loaded: {log.read_text()}"
     # The control: the marker records from a process of its own, as the CLI's would.
     subprocess.run([sys.executable, "-c", f"import {code_marker.__name__} as m; m.Marker()"], check=True, cwd=ROOT,
