@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 import requests
 from pyiceberg.catalog.rest import RestCatalog, TableResponse
+from pyiceberg.catalog.rest.auth import AUTH_MANAGER
 from pyiceberg.exceptions import BadRequestError
 from pyiceberg.io import FileIO, load_file_io
 from pyiceberg.table import StagedTable, Table
@@ -36,7 +37,7 @@ from pyspark_catalog_ext.catalog.connection import CatalogConnection, pyiceberg_
 from pyspark_catalog_ext.catalog.exchanges import Exchange, mask_query, operation
 from pyspark_catalog_ext.catalog.lost_answers import LostAnswers
 from pyspark_catalog_ext.catalog.raw_calls import ACCESS_DELEGATION_HEADER, IDEMPOTENCY_HEADER, Namespace, RawCalls, dotted, levels
-from pyspark_catalog_ext.catalog.server_settings import config_properties, without_code_keys
+from pyspark_catalog_ext.catalog.server_settings import config_properties, table_io_properties, without_code_keys
 from pyspark_catalog_ext.catalog.transport import (
     DEFAULT_TIMEOUT,
     MUTATIONS,
@@ -301,12 +302,18 @@ class CatalogClient(LostAnswers, RawCalls, RestCatalog):
         `catalog-ext.commit.idempotency` says always or never."""
         return self.commit_policy.sends_keys(self.idempotency_key_lifetime_s)
 
-    # -- tables: nothing a server or a table writer says names code -------------------------------
+    # -- tables: nothing a server or a table writer says names code or aims a credential -----------
     def _response_to_table(self, identifier_tuple: tuple[str, ...], table_response: TableResponse) -> Table:
-        return super()._response_to_table(identifier_tuple, self._without_code_keys(identifier_tuple, table_response))
+        table_response = self._without_code_keys(identifier_tuple, table_response)
+        io = self._table_io(identifier_tuple, table_response, staged=False)
+        return Table(identifier=identifier_tuple, metadata_location=table_response.metadata_location,  # type: ignore[arg-type]
+                     metadata=table_response.metadata, io=io, catalog=self, config=table_response.config)
 
     def _response_to_staged_table(self, identifier_tuple: tuple[str, ...], table_response: TableResponse) -> StagedTable:
-        return super()._response_to_staged_table(identifier_tuple, self._without_code_keys(identifier_tuple, table_response))
+        table_response = self._without_code_keys(identifier_tuple, table_response)
+        io = self._table_io(identifier_tuple, table_response, staged=True)
+        return StagedTable(identifier=identifier_tuple, metadata_location=table_response.metadata_location,  # type: ignore[arg-type]
+                           metadata=table_response.metadata, io=io, catalog=self)
 
     def _without_code_keys(self, identifier: tuple[str, ...], table_response: TableResponse) -> TableResponse:
         """The answer without metadata properties that name code (`write.py-location-provider.impl`):
@@ -317,12 +324,29 @@ class CatalogClient(LostAnswers, RawCalls, RestCatalog):
         metadata = table_response.metadata.model_copy(update={"properties": properties})
         return table_response.model_copy(update={"metadata": metadata})
 
+    def _table_io(self, identifier: tuple[str, ...], table_response: TableResponse, *, staged: bool) -> FileIO:
+        """A tool's FileIO for the table (the tools read no data through it): the catalog's properties
+        and the allowed keys of the table's config and storage credential, never its metadata
+        properties (any table writer sets those). A server-named endpoint of a store the answer vends
+        no credential for is dropped, so the user's own keys go only where the user said
+        (`GuardedRestCatalog`, whose FileIO reads data, refuses one on the table's own store)."""
+        vended = {**table_response.config, **self._resolve_storage_credentials(table_response.storage_credentials,
+                                                                               table_response.metadata_location)}
+        logsafety.register_secret_properties(vended)
+        properties = table_io_properties(self.name, ".".join(identifier), user=self.user_properties,
+                                         catalog_properties=self.properties, answer=vended, trust=self.trust, location=None)
+        return load_file_io({**properties, **self._auth_manager_property()}, table_response.metadata_location)
+
+    def _auth_manager_property(self) -> dict[str, Any]:
+        # As PyIceberg's `_load_file_io` hands it over (its own S3 signer authenticates with it).
+        return {AUTH_MANAGER: self._auth_manager} if self._auth_manager else {}
+
     def _load_file_io(self, properties: Properties = EMPTY_DICT, location: str | None = None) -> FileIO:
-        """PyIceberg's, for a table answer's `properties` (its metadata properties, config and storage
-        credential): over the catalog's own, only the keys a table answer may set (trust-rules.json's
-        allow-list), so no answer names the FileIO's class or anything it loads (`py-io-impl`, ...)."""
+        """PyIceberg's, for any other path that builds a FileIO from a table's properties: over the
+        catalog's own, only the keys a table answer may set (trust-rules.json's allow-list), so nothing
+        names the FileIO's class or anything it loads (`py-io-impl`, ...)."""
         allowed = {k: v for k, v in properties.items() if server_may_set(str(k))}
-        return load_file_io({**self.properties, **allowed}, location)
+        return load_file_io({**self.properties, **allowed, **self._auth_manager_property()}, location)
 
     # -- tool calls: plain data, `errors.py` types -----------------------------------------------
     def namespaces(self, parent: Namespace = ()) -> list[tuple[str, ...]]:

@@ -26,7 +26,7 @@ from pyiceberg.catalog.rest.scan_planning import StorageCredential
 from pyiceberg.io import S3_SIGNER, FileIO, load_file_io
 from pyiceberg.io.fsspec import FsspecFileIO
 from pyiceberg.io.pyarrow import PyArrowFileIO
-from pyiceberg.table import CommitTableRequest, CommitTableResponse, StagedTable, Table
+from pyiceberg.table import CommitTableRequest, CommitTableResponse, Table
 from pyiceberg.table.update import AssertCreate
 from pyiceberg.typedef import IcebergBaseModel, Identifier
 from pyiceberg.utils.properties import get_header_properties, property_as_bool
@@ -113,18 +113,6 @@ class GuardedRestCatalog(CatalogClient):
         return answer, request_body
 
     # -- FileIOs -----------------------------------------------------------------------------------
-    def _response_to_table(self, identifier_tuple: tuple[str, ...], table_response: TableResponse) -> Table:
-        table_response = self._without_code_keys(identifier_tuple, table_response)
-        io = self._table_io(identifier_tuple, table_response, staged=False)
-        return Table(identifier=identifier_tuple, metadata_location=table_response.metadata_location,  # type: ignore[arg-type]
-                     metadata=table_response.metadata, io=io, catalog=self, config=table_response.config)
-
-    def _response_to_staged_table(self, identifier_tuple: tuple[str, ...], table_response: TableResponse) -> StagedTable:
-        table_response = self._without_code_keys(identifier_tuple, table_response)
-        io = self._table_io(identifier_tuple, table_response, staged=True)
-        return StagedTable(identifier=identifier_tuple, metadata_location=table_response.metadata_location,  # type: ignore[arg-type]
-                           metadata=table_response.metadata, io=io, catalog=self)
-
     def _table_io(self, identifier: tuple[str, ...], table_response: TableResponse, *, staged: bool) -> FileIO:
         """The table's FileIO, configured by the catalog's properties (the user's and `/v1/config`'s) and
         the table's config (with the storage credential of the longest prefix, as PyIceberg picks it),
@@ -176,10 +164,6 @@ class GuardedRestCatalog(CatalogClient):
             return SigningFsspecFileIO(properties, signer)
         raise ConfigError(f"table {name} is remote-signed, which works with PyIceberg's PyArrowFileIO and FsspecFileIO; "
                           f"py-io-impl={chosen.__module__}.{chosen.__name__} cannot sign: set py-io-impl to one of those")
-
-    def _auth_manager_property(self) -> dict[str, Any]:
-        # As PyIceberg's `_load_file_io` hands it over (its own S3 signer authenticates with it).
-        return {AUTH_MANAGER: self._auth_manager} if self._auth_manager else {}
 
     def _signer_session(self) -> SignerSession:
         with self._signers_lock:

@@ -173,6 +173,33 @@ def test_a_config_override_of_a_user_setting_keeps_the_users_value(lakehouse, ho
     catalog.close()
 
 
+@pytest.mark.parametrize("channel", ["table-config", "table-properties"])
+def test_the_tools_table_io_keeps_the_users_own_endpoint(lakehouse, hostile, channel):
+    """The tools' client (`CatalogClient`: the doctor, `staged cleanup`, `maintain`), the user's own
+    S3 keys and no vended ones: an S3 endpoint that a table's config names, or its metadata
+    properties (any table writer's), never reaches the table's FileIO. The load succeeds (the tools
+    read no data through it) and the FileIO keeps the user's endpoint."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+
+    from pyspark_catalog_ext.catalog.rest import open_catalog
+
+    info = lakehouse.info
+    own = {"s3.access-key-id": info.access_key, "s3.secret-access-key": info.secret_key, "s3.endpoint": info.s3_endpoint}
+    ns = f"tool_{uuid.uuid4().hex[:8]}"
+    setup = _catalog(lakehouse, info.iceberg_uri)
+    setup.create_namespace(ns)
+    setup.create_table((ns, "t"), Schema(NestedField(1, "x", LongType(), required=False)))
+    hostile.arm(channel, {"s3.endpoint": "http://attacker.invalid:9"})
+    try:
+        with open_catalog(lakehouse.connection(uri=hostile.url), delegation="", **own) as client:
+            table = client.load_table((ns, "t"))
+    finally:
+        hostile.arm(None)
+    assert table.io.properties["s3.endpoint"] == info.s3_endpoint
+    assert table.io.properties["s3.access-key-id"] == info.access_key
+
+
 def test_users_own_s3_keys_never_go_to_a_server_named_endpoint(lakehouse, hostile):
     """No vended keys (no delegation asked), the user's own S3 keys: a table config naming another
     S3 endpoint is refused at load in one line naming the key, the origin and the setting; the
