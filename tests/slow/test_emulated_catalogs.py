@@ -503,6 +503,7 @@ def test_polaris_jvm_tries_an_unlisted_credentials_endpoint_once(emu_spark, lake
         spark.sql(f"DROP TABLE IF EXISTS {table}")
         spark.range(0, 2000, 1, 10).selectExpr("id").writeTo(table).create()
         emu.reset_counters()
+        s3.reset_counters()  # the proxy serves the module: judge this read, not earlier tests' requests
         assert spark.table(table).where(slow(7)).count() == 2000  # ~14 s: 3.5 lifetimes
         assert (late := s3.signed_with_dying_keys(0.0, LIFETIME)) is None, late
         assert emu.count("credentials") >= 1, emu.counts()  # asked, though /v1/config does not list it
