@@ -88,9 +88,10 @@ def table_io_properties(catalog: str, table: str, *, user: Mapping[str, Any], ca
     """The properties of a table's FileIO: the catalog's (the user's, plus what `/v1/config` may set)
     and, over them, the allowed keys of the table's `answer` (its config merged with the chosen
     storage credential). A server-named endpoint of a store whose credentials the catalog did not
-    vend in `answer` (a refresh endpoint alone vends none; `signed`: S3 requests are signed by the catalog's signer) is dropped
-    (the user's own setting of the key kept), and refused when `location` is on that store (UntrustedOriginError, one line naming the key, the origin and
-    the setting that trusts it)."""
+    vend in `answer` (a refresh endpoint alone vends none; `signed`: S3 requests are signed by the
+    catalog's signer) is dropped, the user's own setting of the key kept (trust-rules.json: "the
+    user's value, or none, stays"), and refused when `location` is on that store
+    (UntrustedOriginError, one line naming the key, the origin and the setting that trusts it)."""
     server = {str(k): v for k, v in answer.items() if server_may_set(str(k))}
     _report_dropped(catalog, f"table {table}'s answer", [str(k) for k in answer if str(k) not in server])
     merged = {**catalog_properties, **server}

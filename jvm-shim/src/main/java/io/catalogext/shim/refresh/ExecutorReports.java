@@ -1,7 +1,5 @@
 package io.catalogext.shim.refresh;
 
-import io.catalogext.shim.config.CredentialRules;
-
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -47,7 +45,7 @@ final class ExecutorReports {
       }
       long age = now - s.fetchedAtMs;
       Wave last = wave;
-      if (last != null && last.rejection.isOlderThan(s) && age < CredentialRules.LEARN_MIN_AGE_MS) {
+      if (last != null && last.rejection.isOlderThan(s) && age < RejectionLedger.MIN_LEARNED_LIFETIME_MS) {
         return ledger.rejectedAgainMessage(s, code, age);
       }
       boolean counted = s.rejected;
