@@ -225,8 +225,12 @@ def send_response_head(h: BaseHTTPRequestHandler, status: int, reason: str,
 # --------------------------------------------------------------------------- streaming forward
 
 
-def forward_streaming(h: BaseHTTPRequestHandler, upstream: str) -> int:
+def forward_streaming(h: BaseHTTPRequestHandler, upstream: str,
+                      on_status: Callable[[int], None] | None = None) -> int:
     """Relay the request in ``h`` to ``upstream`` and the response back, streaming.
+
+    ``on_status`` hears the upstream's status before the client sees any of the answer, so a
+    log read as soon as the client has its answer already holds the status.
 
     Headers go out exactly as received (order, case, duplicates, ``Host``). With
     ``Expect: 100-continue`` the upstream's answer decides: its ``100`` is relayed to the
@@ -262,6 +266,8 @@ def forward_streaming(h: BaseHTTPRequestHandler, upstream: str) -> int:
         resp.begin()  # skips any further 1xx
         if early_final:
             h.close_connection = True
+        if on_status is not None:
+            on_status(resp.status)
         return _relay_response(h, resp)
     finally:
         up.close()

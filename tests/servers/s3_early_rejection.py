@@ -98,7 +98,7 @@ class EarlyRejectionS3Proxy(SlowS3ExpiryProxy):
         with self._lock:
             self.forwarded += 1
             self.forwarded_by_key[akid] += 1
-        entry["status"] = forward_streaming(h, self.upstream)
+        forward_streaming(h, self.upstream, on_status=lambda status: entry.__setitem__("status", status))
 
     def error_body(self, target: str, request_id: str, code: str | None = None) -> tuple[bytes, bool]:
         xml, has_bucket = super().error_body(target, request_id, code)

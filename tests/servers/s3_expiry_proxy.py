@@ -233,7 +233,7 @@ class S3ExpiryProxy(ThreadedServer):
             self.forwarded_by_key[akid] += 1
         if self.get_delay_seconds and h.command == "GET":
             time.sleep(self.get_delay_seconds)
-        entry["status"] = forward_streaming(h, self.upstream)
+        forward_streaming(h, self.upstream, on_status=lambda status: entry.__setitem__("status", status))
 
     def _reject(self, h, code: str | None = None):
         # Never tell an "Expect: 100-continue" client to send its body; otherwise read the

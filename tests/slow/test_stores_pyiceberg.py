@@ -298,8 +298,7 @@ class RequestLog(ThreadedServer):
         self.log: list[tuple[str, str, int]] = []
 
     def handle(self, h) -> None:
-        status = forward_streaming(h, self.upstream)
-        self.log.append((h.command, h.path, status))
+        forward_streaming(h, self.upstream, on_status=lambda status: self.log.append((h.command, h.path, status)))
 
 
 def adls_blocks(stack, location: str, kind: str) -> list:

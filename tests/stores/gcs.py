@@ -23,6 +23,7 @@ import secrets
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.client import HTTPResponse
 from http.server import BaseHTTPRequestHandler
@@ -150,7 +151,14 @@ class GcsFront(ThreadedServer):
             entry["status"] = status
             self._refuse(h, status, reason, body, headers, drained=batch is not None)
             return
-        entry["status"] = forward_streaming(h, self.upstream) if batch is None else self._forward_batch(h, batch)
+
+        def record(status: int) -> None:  # noted before the client hears the answer
+            entry["status"] = status
+
+        if batch is None:
+            forward_streaming(h, self.upstream, on_status=record)
+        else:
+            self._forward_batch(h, batch, on_status=record)
 
     def _refusal(self, h: BaseHTTPRequestHandler, route: str, query: dict, entry: dict, batch: bytes | None):
         """None to pass the request on, else (status, reason, body, headers)."""
@@ -200,7 +208,7 @@ class GcsFront(ThreadedServer):
             name = ""  # listing the whole bucket: only a whole-bucket token covers it
         return [(bucket, name)]
 
-    def _forward_batch(self, h: BaseHTTPRequestHandler, body: bytes) -> int:
+    def _forward_batch(self, h: BaseHTTPRequestHandler, body: bytes, on_status: Callable[[int], None]) -> None:
         """A batch's body was read to check its parts: send it on as read."""
         host, port = split_hostport(self.upstream)
         headers = [(k, v) for k, v in h.headers.items()
@@ -212,10 +220,10 @@ class GcsFront(ThreadedServer):
             resp.begin()
             answer = resp.read()
             keep = [(k, v) for k, v in resp.getheaders() if k.lower() not in ("content-length", "transfer-encoding", "connection")]
+        on_status(resp.status)
         send_response_head(h, resp.status, resp.reason, [*keep, ("Content-Length", str(len(answer)))])
         h.wfile.write(answer)
         h.wfile.flush()
-        return resp.status
 
     def _refuse(self, h: BaseHTTPRequestHandler, status: int, reason: str, body: bytes,
                 headers: list[tuple[str, str]], drained: bool = False) -> None:

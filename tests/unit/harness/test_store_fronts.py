@@ -104,6 +104,20 @@ def test_gcs_front_serves_its_allow_list_only(gcs_front):
     assert upstream.seen == ["PUT /upload/storage/v1/b/warehouse/o?uploadType=resumable&upload_id=u1"]
 
 
+def test_gcs_front_notes_a_status_before_the_client_hears_it():
+    """A test reads the front's log as soon as its request is answered: the status must be there.
+    The answer is larger than the sockets' buffers, and the client reads only its head, so the
+    front is still relaying the body when the log is read."""
+    big = {"/storage/v1/b/warehouse/o/catalog%2Fbig": (200, {"pad": "x" * (16 << 20)})}
+    with Upstream(big) as upstream, GcsFront() as front:
+        front.upstream = upstream.url
+        token = front.mint(60, bucket="warehouse").token
+        with requests.get(f"{front.url}/storage/v1/b/warehouse/o/catalog%2Fbig", headers=bearer(token), stream=True) as got:
+            assert got.status_code == 200
+            assert [e["status"] for e in front.entries()] == [200]
+            assert len(got.content) > 16 << 20
+
+
 def table_result(location: str) -> dict:
     return {"metadata-location": location + "/metadata/00000.json",
             "metadata": {"format-version": 2, "location": location}, "config": {}}
