@@ -167,7 +167,8 @@ _AUTH_SCHEMES = r"(?:bearer|basic|digest|negotiate|token|oauth|aws4-hmac-sha256)
 _SECRET_PATTERNS = [
     re.compile(r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:" + _AUTH_SCHEMES + r")?)[^\s\"'&,;}\[]+"),
     re.compile(r"(?i)((?:set-)?cookie[\"']?\s*[:=]\s*[\"']?)[^\r\n\"']+"),
-    re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]+"),
+    # A bare `bearer <token>`; prose that says "a bearer token" or "bearer auth" is no token.
+    re.compile(r"(?i)(\bbearer\s+)(?!(?:tokens?|auth|authentication|header|scheme)(?![A-Za-z0-9._~+/=-]))[A-Za-z0-9._~+/=-]+"),
     SECRET_IN_TEXT,
     # URL userinfo: `user:password@`, a token alone (`https://ghp_x@host`), a password holding `/`
     # (`user:pa/ss@`); a port followed by a path (`host:8181/x@y`) is not userinfo.

@@ -150,7 +150,7 @@ class CatalogConnection:
                 oauth2_server_uri = uri + prof.oauth2_token_path
             oauth2_server_uri = validate_uri(oauth2_server_uri, "oauth2_server_uri")
         elif auth == "token" and not token:
-            raise ConfigError(f"profile {prof.name!r} authenticates with a bearer token: pass --token")
+            raise ConfigError(f"profile {prof.name!r} authenticates with a bearer token (pass --token)")
         elif auth == "sigv4" and not region:
             raise ConfigError(f"profile {prof.name!r} signs requests with SigV4 and needs a region: pass --region")
 

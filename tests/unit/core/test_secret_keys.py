@@ -51,6 +51,7 @@ def test_free_text_redaction_uses_the_same_words(text: str) -> None:
     "https://s3/x?X-Amz-Signature=eyJSECRET&X-Amz-Credential=AKIA/eyJSECRET", "&sig=eyJSECRET&se=2026",
     "/credentials?storageRefreshToken=eyJSECRET", "X-Api-Key: eyJSECRET", '{"Authorization": "Bearer eyJSECRET"}',
     "https://user:eyJSECRET@host/", "Proxy-Authorization: Basic eyJSECRET", "Cookie: session=eyJSECRET",
+    "sent bearer eyJSECRET", "bearer token.eyJSECRET", "bearer tokeneyJSECRET",
 ])
 def test_tokens_are_redacted_in_every_form(text: str) -> None:
     # `Authorization: Bearer <t>` used to lose only the word "Bearer" and keep the token in clear.
@@ -148,6 +149,7 @@ def test_secrets_in_xml_escaped_json_and_bare_tokens_are_redacted(text: str) -> 
 @pytest.mark.parametrize("text", [
     "<Error><Code>NoSuchKey</Code><Key>db/t/data/00000-0.parquet</Key></Error>", "Basic auth is not enabled",
     "basic compaction of db.t", "Basic auth", "the token eyJ is not a JWT", "<Expiration>2026-11-26</Expiration>",
+    "profile 'r2' authenticates with a bearer token (pass --token)", "OAuth2 or bearer tokens, not sigv4 auth",
 ])
 def test_redaction_keeps_s3_keys_and_prose(text: str) -> None:
     assert redact(text) == text
