@@ -48,13 +48,14 @@ signature check (shape only) and OAuth token exchange/refresh grants.
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
 import secrets
 import threading
 import time
-from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, unquote, unquote_plus, urlencode, urlsplit
 
 from pyspark_catalog_ext.lakehouse.signer import SigningCatalogProxy
 from tests.servers.base import Request, Response
@@ -268,6 +269,8 @@ class Emulator(CatalogProxy):
             return Response.iceberg_error(404, "NotFoundException", "no OAuth2 endpoint here")
         form = {k: v[0] for k, v in parse_qs(req.body.decode()).items()}
         client = (form.get("client_id"), form.get("client_secret"))
+        if client == (None, None):
+            client = _basic_client(req.header("Authorization"))
         no_grant = self.b.error_words == POLARIS and client == NO_GRANT_CLIENT
         # Its clients: the lakehouse's own client (what connections are given) or the admin pair.
         ours = {(self.info.access_key, self.info.secret_key), tuple(self.info.credential.split(":", 1))}
@@ -563,6 +566,19 @@ def _oauth_error(status: int, error: str, description: str) -> Response:
 
 
 __all__ = ["Emulator", "R2_TOKEN", "NO_GRANT_CLIENT", "ALL", "COMMITTED", "EXPIRING", "NO_EXPIRY", "NONE", "_ns"]
+
+
+def _basic_client(authorization: str | None) -> tuple[str | None, str | None]:
+    """A client's id and secret sent as HTTP Basic (RFC 6749 2.3.1: each form-encoded first), which
+    a token endpoint must take beside the form's fields; DuckDB's iceberg extension sends them so."""
+    if not authorization or not authorization.startswith("Basic "):
+        return None, None
+    try:
+        decoded = base64.b64decode(authorization[len("Basic "):], validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        return None, None
+    client_id, sep, secret = decoded.partition(":")
+    return (unquote_plus(client_id), unquote_plus(secret)) if sep else (None, None)
 
 
 def connection(b: Behaviour, emu: Emulator) -> dict:

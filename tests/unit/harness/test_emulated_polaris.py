@@ -205,3 +205,15 @@ def test_pyiceberg_counts_a_renewal_only_when_polaris_hands_out_new_keys(lakehou
             assert len(keys_seen) >= 3 and s3.total_rejected == 0, (keys_seen, s3.rejected)
     finally:
         s3.max_age_seconds = None
+
+
+def test_the_token_endpoint_takes_client_credentials_as_http_basic_too(lakehouse, s3):
+    """RFC 6749 2.3.1: a token endpoint takes a client's id and secret as HTTP Basic as well as in the
+    form (DuckDB's iceberg extension sends Basic); a wrong secret is refused either way."""
+    with Emulator(POLARIS_1_7, lakehouse, s3, 600.0) as emu:
+        client_id, secret = emu.info.credential.split(":", 1)
+        form = {"grant_type": "client_credentials", "scope": emu.b.scope}
+        url = f"{emu.url}/v1/oauth/tokens"
+        assert requests.post(url, data=form, auth=(client_id, secret), timeout=30).status_code == 200
+        assert requests.post(url, data=form, auth=(client_id, secret + "x"), timeout=30).status_code == 401
+        assert requests.post(url, data=form, timeout=30).status_code == 401
