@@ -37,7 +37,18 @@ def _connection(ctx: ProbeContext) -> Any:
     return catalog_connection(ctx.profile, lakehouse=lakehouse, **args)
 
 
-@probe("duckdb", "DuckDB reads Spark's CTAS; Spark and PyIceberg read DuckDB's table; appends beside Spark", "clients", needs=("spark-ctas",))
+def _duckdb_refusal(ctx: ProbeContext) -> Outcome | None:
+    """Why DuckDB cannot work on this catalog, known before any Spark table exists."""
+    conn = _connection(ctx)
+    if conn.remote_signing:
+        return unsupported("DuckDB's iceberg extension has no S3 remote signing: it reads storage only with vended credentials")
+    if conn.auth not in ("oauth2", "token"):
+        return unsupported(f"DuckDB's iceberg extension is set up here with OAuth2 or a bearer token, not {conn.auth} auth")
+    return None
+
+
+@probe("duckdb", "DuckDB reads Spark's CTAS; Spark and PyIceberg read DuckDB's table; appends beside Spark", "clients",
+       needs=("spark-ctas",), refusal=_duckdb_refusal)
 def probe_duckdb(ctx: ProbeContext) -> Outcome:
     try:
         import duckdb  # noqa: F401
@@ -47,10 +58,6 @@ def probe_duckdb(ctx: ProbeContext) -> Outcome:
     from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 
     conn = _connection(ctx)
-    if conn.remote_signing:
-        return unsupported("DuckDB's iceberg extension has no S3 remote signing: it reads storage only with vended credentials")
-    if conn.auth not in ("oauth2", "token"):
-        return unsupported(f"DuckDB's iceberg extension is set up here with OAuth2 or a bearer token, not {conn.auth} auth")
     ns, t0 = ctx.namespace, time.perf_counter()
     spark_table = f"{SPARK_CATALOG}.`{ns}`.spark"
     step = "attach"
@@ -143,7 +150,18 @@ TRINO_INSTALL = ("pip install 'pyspark-catalog-ext[trino]' and a JDK 24+ (e.g. T
                  "the Trino server (~820 MB) is downloaded once into the user cache")
 
 
-@probe("trino", "Trino reads Spark's CTAS; Spark and PyIceberg read Trino's table", "clients", needs=("spark-ctas",))
+def _trino_refusal(ctx: ProbeContext) -> Outcome | None:
+    """Why Trino cannot work on this catalog, known before any Spark table exists."""
+    conn = _connection(ctx)
+    if conn.remote_signing:
+        return unsupported("Trino's Iceberg connector has no S3 remote signing: it reads storage only with vended credentials or its own keys")
+    if conn.auth not in ("oauth2", "token"):
+        return unsupported(f"Trino's catalog file is generated here for OAuth2 or a bearer token, not {conn.auth} auth")
+    return None
+
+
+@probe("trino", "Trino reads Spark's CTAS; Spark and PyIceberg read Trino's table", "clients",
+       needs=("spark-ctas",), refusal=_trino_refusal)
 def probe_trino(ctx: ProbeContext) -> Outcome:
     """A Trino 476 server started for this run (clients/trino_server.py) with `--format trino`'s
     catalog: it reads the Spark probe's table, then creates and fills a table of its own that Spark
@@ -157,10 +175,6 @@ def probe_trino(ctx: ProbeContext) -> Outcome:
     from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 
     conn = _connection(ctx)
-    if conn.remote_signing:
-        return unsupported("Trino's Iceberg connector has no S3 remote signing: it reads storage only with vended credentials or its own keys")
-    if conn.auth not in ("oauth2", "token"):
-        return unsupported(f"Trino's catalog file is generated here for OAuth2 or a bearer token, not {conn.auth} auth")
     try:
         find_trino_java()
     except TrinoUnavailable as exc:

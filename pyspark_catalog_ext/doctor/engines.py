@@ -17,7 +17,8 @@ from typing import Any
 
 from pyspark_catalog_ext.doctor.context import ProbeContext, one_line
 from pyspark_catalog_ext.doctor.registry import probe
-from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, skipped
+from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, skipped, unsupported
+from pyspark_catalog_ext.errors import CatalogUnsupportedError
 
 __all__ = ["SPARK_CATALOG", "start_spark", "spark_error", "statements"]
 
@@ -195,11 +196,16 @@ def probe_spark_ctas(ctx: ProbeContext) -> Outcome:
         spark = start_spark(ctx)
     except Exception as exc:
         return failed(f"Spark did not start: {spark_error(ctx, exc)}", spark_log=ctx.shared.get("spark_log"))
+    from pyspark_catalog_ext.spark import java_errors
+
+    java_errors.install()  # also under --no-shim: a catalog's refusal becomes CatalogUnsupportedError
     t0 = time.perf_counter()
     try:
         with statements(ctx):
             spark.sql(f"CREATE TABLE {_table(ctx)} USING iceberg AS "
                       f"SELECT id, CAST(id AS STRING) AS note FROM range(0, {_SPARK_ROWS}, 1, 2)")
+    except CatalogUnsupportedError as exc:  # no stage-create: a CTAS cannot be atomic here, and is refused up front
+        return unsupported(ctx.secrets.scrub(one_line(str(exc), 300)), spark_start_s=ctx.shared.get("spark_start_s"))
     except Exception as exc:
         return failed(spark_error(ctx, exc), spark_start_s=ctx.shared.get("spark_start_s"),
                       spark_log=ctx.shared.get("spark_log"))

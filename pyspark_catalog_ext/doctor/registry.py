@@ -1,7 +1,8 @@
 """How a probe is declared: `@probe(id, title, group, needs=...)` on a function
 `ProbeContext -> Outcome`. The runner runs probes in registration order (see `suite`); a probe
 whose prerequisite did not pass is skipped (or unsupported, when the prerequisite was
-unsupported)."""
+unsupported). `refusal` answers first, when a probe can tell without its prerequisites that it
+cannot work on this catalog (an engine that lacks the catalog's auth): that reason is reported."""
 
 from __future__ import annotations
 
@@ -25,16 +26,19 @@ class ProbeSpec:
     group: str
     func: Callable[[ProbeContext], Outcome]
     needs: tuple[str, ...] = ()
+    refusal: Callable[[ProbeContext], Outcome | None] | None = None
 
 
 _REGISTERED: list[ProbeSpec] = []
 
 
-def probe(id: str, title: str, group: str, needs: tuple[str, ...] = ()) -> Callable[[Callable[[ProbeContext], Outcome]], Callable[[ProbeContext], Outcome]]:
+def probe(id: str, title: str, group: str, needs: tuple[str, ...] = (),
+          refusal: Callable[[ProbeContext], Outcome | None] | None = None,
+          ) -> Callable[[Callable[[ProbeContext], Outcome]], Callable[[ProbeContext], Outcome]]:
     """Register a probe function (order of registration = order of execution)."""
 
     def deco(func: Callable[[ProbeContext], Outcome]) -> Callable[[ProbeContext], Outcome]:
-        _REGISTERED.append(ProbeSpec(id, title, group, func, tuple(needs)))
+        _REGISTERED.append(ProbeSpec(id, title, group, func, tuple(needs), refusal))
         return func
 
     return deco

@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -231,13 +231,27 @@ def _seaweedfs_label(how: str) -> str:
         return f"SeaweedFS ({how})"
 
 
+def _guarded(ctx: ProbeContext, step: Callable[[ProbeContext], Outcome | None]) -> Outcome | None:
+    """A probe's (or its refusal's) answer; an error it raises is its failure, in one line."""
+    try:
+        return step(ctx)
+    except CatalogExtError as exc:
+        return failed(str(exc))
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # a probe bug or an unexpected library error: report it
+        return failed(f"{type(exc).__name__}: {one_line(ctx.secrets.scrub(str(exc)), 240)}")
+
+
 def _run_one(ctx: ProbeContext, spec: ProbeSpec, required: bool, skip: bool, progress: Progress) -> ProbeResult:
     ctx.http = []
     t0 = time.perf_counter()
-    outcome: Outcome
+    outcome: Outcome | None = None
     if skip:
         outcome = skipped("skipped on request (--skip)")
-    else:
+    elif spec.refusal is not None:
+        outcome = _guarded(ctx, spec.refusal)
+    if outcome is None:
         blocking = [(n, ctx.results[n].status) for n in spec.needs if n in ctx.results and ctx.results[n].status != PASS]
         if any(status == UNSUPPORTED for _, status in blocking):
             name = next(n for n, status in blocking if status == UNSUPPORTED)
@@ -247,14 +261,7 @@ def _run_one(ctx: ProbeContext, spec: ProbeSpec, required: bool, skip: bool, pro
             outcome = skipped(f"needs {name} ({status})")
         else:
             progress.start(spec, required)
-            try:
-                outcome = spec.func(ctx)
-            except CatalogExtError as exc:
-                outcome = failed(str(exc))
-            except KeyboardInterrupt:
-                raise
-            except Exception as exc:  # a probe bug or an unexpected library error: report it
-                outcome = failed(f"{type(exc).__name__}: {one_line(ctx.secrets.scrub(str(exc)), 240)}")
+            outcome = _guarded(ctx, spec.func) or failed("the probe gave no answer")
             ctx.interrupts.check()  # a Ctrl-C a library turned into an error (or swallowed) ends the run
     summary = ctx.secrets.scrub(one_line(outcome.summary, 400))
     return ProbeResult(

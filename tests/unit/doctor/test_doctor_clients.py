@@ -1,6 +1,7 @@
 """The doctor's `duckdb` and `trino` client probes where they cannot run: skipped in one line naming
 how to install the engine when it is absent, and `unsupported` with the engine's own reason on a
-remote-signing catalog (decided from the connection alone: nothing is sent, no server started)."""
+remote-signing or SigV4 catalog (decided from the connection alone: nothing is sent, no server
+started), even where the Spark CTAS they would read did not pass."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import pytest
 
 from pyspark_catalog_ext.catalog.profiles import get_profile
 from pyspark_catalog_ext.doctor.clients import probe_duckdb, probe_trino
+from pyspark_catalog_ext.doctor.context import SecretBag
+from pyspark_catalog_ext.doctor.runner import _run_one
+from pyspark_catalog_ext.doctor.suite import PROBES
 
 
 def _ctx(**connection: str) -> SimpleNamespace:
@@ -25,13 +29,6 @@ def test_skipped_in_one_line_naming_the_install_when_duckdb_is_absent(monkeypatc
     assert outcome.summary == "DuckDB is not installed: pip install 'pyspark-catalog-ext[duckdb]'"
 
 
-def test_unsupported_with_duckdbs_reason_on_remote_signing() -> None:
-    pytest.importorskip("duckdb", reason="DuckDB is not installed: pip install 'pyspark-catalog-ext[duckdb]'")
-    outcome = probe_duckdb(_ctx(delegation="remote-signing"))
-    assert outcome.status == "unsupported", outcome
-    assert "no S3 remote signing" in outcome.summary and "\n" not in outcome.summary
-
-
 def test_trino_skipped_in_one_line_naming_the_install_when_its_client_is_absent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "trino", None)  # what `import trino` meets where it is not installed
     outcome = probe_trino(_ctx())
@@ -40,8 +37,26 @@ def test_trino_skipped_in_one_line_naming_the_install_when_its_client_is_absent(
     assert "JDK 24+" in outcome.summary and "\n" not in outcome.summary
 
 
-def test_trino_unsupported_with_its_reason_on_remote_signing() -> None:
-    pytest.importorskip("trino", reason="Trino's Python client is not installed: pip install 'pyspark-catalog-ext[trino]'")
-    outcome = probe_trino(_ctx(delegation="remote-signing"))
-    assert outcome.status == "unsupported", outcome
-    assert "no S3 remote signing" in outcome.summary and "\n" not in outcome.summary
+class _Silent:
+    def start(self, *_: object) -> None:
+        pass
+
+
+# (engine, connection, what the reason says)
+CANNOT = [("duckdb", {"delegation": "remote-signing"}, "DuckDB's iceberg extension has no S3 remote signing"),
+          ("trino", {"delegation": "remote-signing"}, "Trino's Iceberg connector has no S3 remote signing"),
+          ("duckdb", {"profile": "glue"}, "not sigv4 auth"),
+          ("trino", {"profile": "glue"}, "not sigv4 auth")]
+
+
+@pytest.mark.parametrize(("engine", "connection", "says"), CANNOT, ids=[f"{e}-{'-'.join(c.values())}" for e, c, _ in CANNOT])
+def test_unsupported_with_the_engines_reason_though_the_spark_ctas_failed(engine: str, connection: dict, says: str) -> None:
+    profile = get_profile(connection.pop("profile", "seaweedfs"))
+    ctx = _ctx(**connection)
+    if profile.name == "glue":
+        ctx.connection = {"uri": "http://127.0.0.1:9", "warehouse": "123456789012", "region": "us-east-1"}
+    ctx.profile = profile
+    ctx.results, ctx.secrets, ctx.http = {"spark-ctas": SimpleNamespace(status="fail")}, SecretBag(), []
+    spec = next(p for p in PROBES if p.id == engine)
+    result = _run_one(ctx, spec, required=False, skip=False, progress=_Silent())
+    assert (result.status, says in result.summary, "\n" in result.summary) == ("unsupported", True, False), result.summary
