@@ -6,6 +6,8 @@ from tests.refresh_support import slow
 
 # The doctor's engine and inventory probes are the user path's own steps: step 9 runs the rest.
 DOCTOR_FAST = ["--skip", "spark,pyiceberg,inventory"]
+# Step 10, the doctor's client probes (DuckDB, Trino) with what they need: the Spark CTAS they read, PyIceberg.
+CLIENT_PROBES_ONLY = ["--skip", "inventory,vended,scope,refresh,staging,idempotency,signing,stores"]
 
 
 def ctas_sql(spark, table: str, rows: int, ms: int) -> None:

@@ -180,7 +180,7 @@ def _real_row(name: str, entry: Mapping[str, Any], notes: _Notes) -> list[str]:
 
 def _emulated_row(entry_id: str, entry: Mapping[str, Any], notes: _Notes, stores: Mapping[str, Mapping[str, Any]]) -> list[str]:
     caps = dict((entry.get("doctor") or {}).get("capabilities") or {})
-    caps.update((entry.get("clients") or {}).get("capabilities") or {})  # a real server's client probes, run on their own
+    caps.update((entry.get("clients") or {}).get("capabilities") or {})  # the client probes (step 10), run on their own
     if "pyiceberg" not in caps and isinstance(entry.get("step-6"), Mapping):
         caps["pyiceberg"] = _step_capability(entry["step-6"])  # the user path's PyIceberg scan + append
     release = f"{entry.get('family', '?')} {entry.get('release', '?')}"

@@ -38,7 +38,7 @@ from tests.realservers.recording import check_real
 from tests.realservers.servers import Nessie, RealServer, RestFixture
 from tests.refresh_support import register_slow_udf, slow
 from tests.servers import BufferedProxy
-from tests.user_path import DOCTOR_FAST, assert_referenced_files_exist, ctas_sql, ctas_writeto
+from tests.user_path import CLIENT_PROBES_ONLY, DOCTOR_FAST, assert_referenced_files_exist, ctas_sql, ctas_writeto
 
 FAST = RefreshPolicy(check_interval_s=1, min_ahead_s=0, lifetime_fraction=0.4)
 PY_POLICY = RefreshPolicy(check_interval_s=0.25, min_ahead_s=0, lifetime_fraction=0.6)
@@ -383,8 +383,6 @@ def test_9_doctor_json_on_a_declared_open_catalog_agrees_with_the_user_path(real
     check_real(request, server, "doctor", doctor_record(report))
 
 
-# The doctor's client probes (DuckDB, Trino) with what they need: the Spark CTAS they read, PyIceberg.
-CLIENT_PROBES_ONLY = ["--skip", "inventory,vended,scope,refresh,staging,idempotency,signing,stores"]
 # What each engine can do on each server as the user path runs it, and why not where it cannot.
 CLIENTS = {
     "rest-fixture": {"duckdb": ("pass", "read Spark's"),
