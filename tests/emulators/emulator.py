@@ -599,3 +599,11 @@ def connection(b: Behaviour, emu: Emulator) -> dict:
         # names (a server-named one is refused), as on AWS, where it is the public default.
         args["s3_endpoint"] = emu.s3_endpoint
     return args
+
+
+def cli_args(b: Behaviour, emu: Emulator) -> list[str]:
+    """`connection(b, emu)` as the CLI's options: `--profile` and one `--key value` per input."""
+    out = ["--profile", b.profile]
+    for key, value in connection(b, emu).items():
+        out += [f"--{key.replace('_', '-')}", value]
+    return out

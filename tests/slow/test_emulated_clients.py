@@ -20,7 +20,7 @@ import pytest
 
 from pyspark_catalog_ext.doctor.matrix import capabilities
 from tests.conftest import run_cli
-from tests.emulators import FAMILIES, Behaviour, Emulator, connection
+from tests.emulators import FAMILIES, Behaviour, Emulator, cli_args, connection
 from tests.emulators.recording import check_matrix
 from tests.servers import S3ExpiryProxy
 from tests.user_path import CLIENT_PROBES_ONLY
@@ -59,13 +59,10 @@ def families() -> list:
 @pytest.mark.parametrize("b", families())
 def test_10_client_probes(b, lakehouse, s3_proxy, request):
     with Emulator(b, lakehouse, s3_proxy, LIFETIME) as emu:
-        conn = connection(b, emu)
-        args = ["--profile", b.profile, "--uri", emu.url, "--warehouse", b.warehouse]
-        for key in ("credential", "token", "oauth2_server_uri", "region"):
-            if key in conn:
-                args += [f"--{key.replace('_', '-')}", conn[key]]
-        # Trino's native S3 takes vended keys but not a vended endpoint: the user names the store
-        args += ["--s3-endpoint", emu.s3_endpoint]
+        args = cli_args(b, emu)
+        if "s3_endpoint" not in connection(b, emu):
+            # Trino's native S3 takes vended keys but not a vended endpoint: the user names the store
+            args += ["--s3-endpoint", emu.s3_endpoint]
         env = None
         if b.auth == "sigv4":  # the family's jobs use their own AWS keys (default provider chain)
             env = {"AWS_ACCESS_KEY_ID": lakehouse.info.access_key, "AWS_SECRET_ACCESS_KEY": lakehouse.info.secret_key,

@@ -29,7 +29,7 @@ from pyspark_catalog_ext.governance.notifications import NotificationSink
 from pyspark_catalog_ext.pyiceberg_ext.factory import pyiceberg_catalog
 from pyspark_catalog_ext.spark.conf import catalog_properties, spark_conf
 from tests.conftest import run_cli
-from tests.emulators import FAMILIES, R2_TOKEN, Behaviour, Emulator, connection
+from tests.emulators import FAMILIES, R2_TOKEN, Behaviour, Emulator, cli_args, connection
 from tests.emulators.behaviour import (
     INTERNAL,
     LAKEKEEPER_0_13,
@@ -51,13 +51,6 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=True)])
 
 def catalog_name(b: Behaviour) -> str:
     return "gov_" + "".join(c if c.isalnum() else "_" for c in b.id)
-
-
-def cli_args(b: Behaviour, emu: Emulator) -> list[str]:
-    out = ["--profile", b.profile]
-    for key, value in connection(b, emu).items():
-        out += [f"--{key.replace('_', '-')}", value]
-    return out
 
 
 @pytest.fixture(scope="module")
