@@ -11,6 +11,7 @@ installed, and `unsupported`, with the engine's reason, where it cannot work on 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pyspark_catalog_ext.catalog.storage_keys import S3_SESSION_TOKEN
@@ -37,14 +38,22 @@ def _connection(ctx: ProbeContext) -> Any:
     return catalog_connection(ctx.profile, lakehouse=lakehouse, **args)
 
 
-def _duckdb_refusal(ctx: ProbeContext) -> Outcome | None:
-    """Why DuckDB cannot work on this catalog, known before any Spark table exists."""
-    conn = _connection(ctx)
-    if conn.remote_signing:
-        return unsupported("DuckDB's iceberg extension has no S3 remote signing: it reads storage only with vended credentials")
-    if conn.auth not in ("oauth2", "token"):
-        return unsupported(f"DuckDB's iceberg extension is set up here with OAuth2 or a bearer token, not {conn.auth} auth")
-    return None
+def _refusal(no_signing: str, auth: str) -> Callable[[ProbeContext], Outcome | None]:
+    """Why an engine cannot work on this catalog, known from the connection before any Spark table
+    exists: it has no S3 remote signing (`no_signing`), or is set up here (`auth`) for OAuth2 and
+    bearer tokens only."""
+    def refusal(ctx: ProbeContext) -> Outcome | None:
+        conn = _connection(ctx)
+        if conn.remote_signing:
+            return unsupported(no_signing)
+        if conn.auth not in ("oauth2", "token"):
+            return unsupported(f"{auth} OAuth2 or a bearer token, not {conn.auth} auth")
+        return None
+    return refusal
+
+
+_duckdb_refusal = _refusal("DuckDB's iceberg extension has no S3 remote signing: it reads storage only with vended credentials",
+                           "DuckDB's iceberg extension is set up here with")
 
 
 @probe("duckdb", "DuckDB reads Spark's CTAS; Spark and PyIceberg read DuckDB's table; appends beside Spark", "clients",
@@ -150,14 +159,8 @@ TRINO_INSTALL = ("pip install 'pyspark-catalog-ext[trino]' and a JDK 24+ (e.g. T
                  "the Trino server (~820 MB) is downloaded once into the user cache")
 
 
-def _trino_refusal(ctx: ProbeContext) -> Outcome | None:
-    """Why Trino cannot work on this catalog, known before any Spark table exists."""
-    conn = _connection(ctx)
-    if conn.remote_signing:
-        return unsupported("Trino's Iceberg connector has no S3 remote signing: it reads storage only with vended credentials or its own keys")
-    if conn.auth not in ("oauth2", "token"):
-        return unsupported(f"Trino's catalog file is generated here for OAuth2 or a bearer token, not {conn.auth} auth")
-    return None
+_trino_refusal = _refusal("Trino's Iceberg connector has no S3 remote signing: it reads storage only with vended credentials "
+                          "or its own keys", "Trino's catalog file is generated here for")
 
 
 @probe("trino", "Trino reads Spark's CTAS; Spark and PyIceberg read Trino's table", "clients",

@@ -20,7 +20,7 @@ from pyspark_catalog_ext.doctor.registry import probe
 from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, skipped, unsupported
 from pyspark_catalog_ext.errors import CatalogUnsupportedError
 
-__all__ = ["SPARK_CATALOG", "start_spark", "spark_error", "statements"]
+__all__ = ["SPARK_CATALOG", "catalog_refusal", "start_spark", "spark_error", "statements"]
 
 #: Spark catalog name the doctor registers (tables are `doctor.<namespace>.<table>`).
 SPARK_CATALOG = "doctor"
@@ -180,6 +180,13 @@ def spark_error(ctx: ProbeContext, exc: Exception) -> str:
     return one_line(ctx.secrets.scrub(f"{type(exc).__name__}: {first}"), 240)
 
 
+def catalog_refusal(ctx: ProbeContext, exc: CatalogUnsupportedError, **evidence: Any) -> Outcome:
+    """A statement the catalog refused as unsupported: `unsupported`, with the package's one line
+    (its hint to run the doctor dropped: this is the doctor)."""
+    reason = str(exc).split("; run `pyspark-catalog-ext doctor`", 1)[0]
+    return unsupported(ctx.secrets.scrub(reason), error=spark_error(ctx, exc), **evidence)
+
+
 def _table(ctx: ProbeContext) -> str:
     return f"{SPARK_CATALOG}.`{ctx.namespace}`.spark"
 
@@ -205,7 +212,7 @@ def probe_spark_ctas(ctx: ProbeContext) -> Outcome:
             spark.sql(f"CREATE TABLE {_table(ctx)} USING iceberg AS "
                       f"SELECT id, CAST(id AS STRING) AS note FROM range(0, {_SPARK_ROWS}, 1, 2)")
     except CatalogUnsupportedError as exc:  # no stage-create: a CTAS cannot be atomic here, and is refused up front
-        return unsupported(ctx.secrets.scrub(one_line(str(exc), 300)), spark_start_s=ctx.shared.get("spark_start_s"))
+        return catalog_refusal(ctx, exc, spark_start_s=ctx.shared.get("spark_start_s"))
     except Exception as exc:
         return failed(spark_error(ctx, exc), spark_start_s=ctx.shared.get("spark_start_s"),
                       spark_log=ctx.shared.get("spark_log"))

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from pyspark_catalog_ext.doctor.context import ProbeContext
-from pyspark_catalog_ext.doctor.engines import SPARK_CATALOG, spark_error, statements
+from pyspark_catalog_ext.doctor.engines import SPARK_CATALOG, catalog_refusal, spark_error, statements
 from pyspark_catalog_ext.doctor.registry import probe
-from pyspark_catalog_ext.doctor.result import Outcome, failed, passed, unsupported
+from pyspark_catalog_ext.doctor.result import Outcome, failed, passed
 from pyspark_catalog_ext.errors import CatalogUnsupportedError
 
 __all__ = ["INVENTORY_PROBES"]
@@ -50,8 +50,7 @@ def _run(ctx: ProbeContext, body: Callable[[Any], Outcome], what: str) -> Outcom
         with statements(ctx):
             outcome = body(ctx.spark)
     except CatalogUnsupportedError as exc:
-        reason = str(exc).split("; run `pyspark-catalog-ext doctor`", 1)[0]  # the hint points here
-        return unsupported(ctx.secrets.scrub(reason), error=spark_error(ctx, exc))
+        return catalog_refusal(ctx, exc)
     except Exception as exc:
         return failed(f"{what}: {spark_error(ctx, exc)}", error=spark_error(ctx, exc))
     outcome.evidence.setdefault("elapsed_s", round(time.perf_counter() - t0, 2))

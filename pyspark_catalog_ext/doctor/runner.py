@@ -13,7 +13,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pyspark_catalog_ext import __version__
 from pyspark_catalog_ext.catalog.local_lakehouse import running_info
@@ -231,7 +231,10 @@ def _seaweedfs_label(how: str) -> str:
         return f"SeaweedFS ({how})"
 
 
-def _guarded(ctx: ProbeContext, step: Callable[[ProbeContext], Outcome | None]) -> Outcome | None:
+_Answer = TypeVar("_Answer", bound="Outcome | None")  # a probe answers an Outcome, a refusal may answer None
+
+
+def _guarded(ctx: ProbeContext, step: Callable[[ProbeContext], _Answer]) -> _Answer | Outcome:
     """A probe's (or its refusal's) answer; an error it raises is its failure, in one line."""
     try:
         return step(ctx)
@@ -261,7 +264,7 @@ def _run_one(ctx: ProbeContext, spec: ProbeSpec, required: bool, skip: bool, pro
             outcome = skipped(f"needs {name} ({status})")
         else:
             progress.start(spec, required)
-            outcome = _guarded(ctx, spec.func) or failed("the probe gave no answer")
+            outcome = _guarded(ctx, spec.func)
             ctx.interrupts.check()  # a Ctrl-C a library turned into an error (or swallowed) ends the run
     summary = ctx.secrets.scrub(one_line(outcome.summary, 400))
     return ProbeResult(
