@@ -16,6 +16,7 @@ from pyspark_catalog_ext.refresh import FunctionSource, RefreshPolicy
 from pyspark_catalog_ext.spark.conf import SPARK_CATALOG, catalog_properties
 from pyspark_catalog_ext.spark.credentials import attach
 from pyspark_catalog_ext.spark.session import configure
+from tests.jobs.local_cluster import stop_and_remove_work
 
 
 def main() -> None:
@@ -65,8 +66,8 @@ def main() -> None:
                    for s in manager.status()],
     }
     result["refresh_fails"] = read_with_no_refresh_possible(spark, manager, table)
+    result["work_dir"] = str(stop_and_remove_work(spark, keep=True))  # the test reads the executors' logs, then removes it
     print("RESULT " + json.dumps(result), flush=True)
-    spark.stop()
 
 
 REFUSAL = "the test's credential source refuses every request"

@@ -11,6 +11,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from pyspark_catalog_ext.spark.session import configure
+from tests.jobs.local_cluster import stop_and_remove_work, work_dir
 
 HADOOP_SECRET_KEYS = ("spark.hadoop.fs.s3a.access.key", "spark.hadoop.fs.s3a.secret.key",
                       "spark.hadoop.fs.azure.account.key.argvacct.dfs.core.windows.net",
@@ -49,9 +50,10 @@ def main() -> None:
     spark.range(0, 100, 1, 2).count()
     driver = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
     executors = [p for p in _children(driver) if "CoarseGrainedExecutorBackend" in _cmdline(p)]
+    work = work_dir(spark)
     print("RESULT " + json.dumps({"driver": _cmdline(driver), "executors": [_cmdline(p) for p in executors],
-                                  "namespaces": namespaces}), flush=True)
-    spark.stop()
+                                  "namespaces": namespaces, "work_dir": str(work), "work_dir_used": work.is_dir()}), flush=True)
+    stop_and_remove_work(spark)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from pyspark.sql import SparkSession
 from pyspark_catalog_ext.refresh import RefreshPolicy
 from pyspark_catalog_ext.spark.credentials import attach
 from pyspark_catalog_ext.spark.session import configure
+from tests.jobs.local_cluster import stop_and_remove_work
 
 args = json.loads(sys.argv[1])
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -55,7 +56,7 @@ result = {"ctas": spark.table("early.db.early_jvm_copy").count(), "read": read, 
           "entries": [e for e in json.loads(manager._shim._api.registryEntries()) if e["catalog"] == "early"],
           "plugin": json.loads(manager._shim._api.pluginStats())}
 print("RESULT " + json.dumps(result), flush=True)
-spark.stop()
+stop_and_remove_work(spark)
 '''
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -205,12 +206,13 @@ def test_executors_in_other_jvms_get_credentials_from_the_driver(lakehouse, fast
     assert len(secrets) > 5
     places = {"driver and Python logs": proc.stdout + proc.stderr,
               "Spark UI environment page": result["environment_page"]}
-    import pyspark
-
-    executor_logs = Path(pyspark.__file__).parent / "work" / result["app_id"]  # local-cluster's worker dir
-    for path in list((tmp_path / "events").rglob("*")) + list(executor_logs.rglob("std*")):
-        if path.is_file():
-            places[str(path)] = path.read_text(errors="replace")
+    executor_logs = Path(result["work_dir"])  # local-cluster's worker dir, left for this read
+    try:
+        for path in list((tmp_path / "events").rglob("*")) + list(executor_logs.rglob("std*")):
+            if path.is_file():
+                places[str(path)] = path.read_text(errors="replace")
+    finally:
+        shutil.rmtree(executor_logs, ignore_errors=True)
     assert any("catalog-ext: refreshed storage credentials" in text for text in places.values())
     assert any("stderr" in name for name in places), "executor logs were not found"
     for name, text in places.items():

@@ -49,6 +49,8 @@ def test_driver_and_executor_jvms_of_a_cluster_have_no_secret_in_argv(lakehouse)
         assert SECRET not in cmdline and ".credential" not in cmdline
         # fs.s3a.access.key, fs.azure.account.key.<account>, fs.gs...private.key: secret-shaped too.
         assert hadoop_secret not in cmdline and "fs.azure.account.key" not in cmdline
+    # The executors' copies of the jars (~110 MB each) are gone with the job (tests/jobs/local_cluster.py).
+    assert result["work_dir_used"] and not Path(result["work_dir"]).exists(), result["work_dir"]
 
 
 @pytest.mark.parametrize("name", ["credential", "token"])

@@ -31,6 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from tests.jobs.local_cluster import stop_and_remove_work  # noqa: E402
 from tests.refresh_support import slow  # noqa: E402
 from tests.stores.plain_spark import CATALOG, plain_session  # noqa: E402
 
@@ -182,7 +183,7 @@ def main() -> None:
         print("FAILED " + json.dumps({"error": failure(exc), "type": type(exc).__name__, "seconds": time.monotonic() - started}),
               flush=True)
     finally:
-        spark.stop()
+        stop_and_remove_work(spark)
 
 
 if __name__ == "__main__":
