@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,12 +49,14 @@ JOB = Path(__file__).resolve().parents[1].joinpath("jobs", "crash_job.py")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _start(proxy_url: str, lakehouse, table: str, mode: str) -> subprocess.Popen:
+def _start(proxy_url: str, lakehouse, local_dirs: Path, table: str, mode: str) -> subprocess.Popen:
     args = {"uri": proxy_url, "warehouse": lakehouse.info.warehouse, "credential": lakehouse.info.credential,
             "table": table, "mode": mode, "rows": ROWS}
+    # A killed driver runs no shutdown hook, so its scratch (~110 MB: a copy of each jar) stays: here,
+    # in a folder of its own that the test removes after the kill.
     return subprocess.Popen([sys.executable, str(JOB), json.dumps(args)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_DIRS": str(local_dirs / table)})
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -139,7 +142,7 @@ def _rows(spark, name: str) -> tuple:
     return tuple(r)
 
 
-def test_kill_the_driver_at_random_points(spark, lakehouse):
+def test_kill_the_driver_at_random_points(spark, lakehouse, tmp_path):
     add_spark_catalog(spark, lakehouse, "crashv", lakehouse.info.iceberg_uri)
     spark.conf.set("spark.sql.catalog.crashv.cache-enabled", "false")
     spark.sql("CREATE NAMESPACE IF NOT EXISTS crashv.crash")
@@ -157,13 +160,13 @@ def test_kill_the_driver_at_random_points(spark, lakehouse):
     plan = [(f"t{i}_{MODES[i % 3]}_{rng.randrange(16**6):06x}", MODES[i % 3]) for i in range(TRIALS)]
     with CatalogProxy(lakehouse.info.iceberg_uri) as proxy, \
             client_for(lakehouse, lakehouse.info.iceberg_uri) as client:
-        jobs = [_start(proxy.url, lakehouse, *plan[0])]
+        jobs = [_start(proxy.url, lakehouse, tmp_path, *plan[0])]
         for i, (table, mode) in enumerate(plan):
             name = f"crashv.crash.{table}"
             point, longest = KILL_POINTS[mode][(i // len(MODES)) % 3]
             delay = rng.uniform(0.0, longest)
             if i + 1 < TRIALS:  # the next job boots while this one runs and is checked
-                jobs.append(_start(proxy.url, lakehouse, *plan[i + 1]))
+                jobs.append(_start(proxy.url, lakehouse, tmp_path, *plan[i + 1]))
             try:
                 markers = _run_until_killed(jobs[i], proxy, s3, f"{base}/{table}", table, mode, point, delay)
             except BaseException:
@@ -171,6 +174,8 @@ def test_kill_the_driver_at_random_points(spark, lakehouse):
                     _kill(job)
                 raise
             commits = _settle(proxy, f"crash.{table}")
+            assert any((tmp_path / table).glob("spark-*/userFiles-*")), f"trial {i}: the driver's scratch is not where the test removes it"
+            shutil.rmtree(tmp_path / table)
             accepted = any(e["status"] == 200 for e in commits)
             done = "DONE" in markers
             phase = "after commit" if done else "commit in flight" if commits else "before commit"
