@@ -160,9 +160,22 @@ class S3ExpiryProxy(ThreadedServer):
                 late.append(seen)
         if not late:
             return None
+        late_keys = {e["akid"] for e in refused if (e["method"], e["path"][-50:], e["signed_age"]) in late}
         return (f"signed with keys past {last_safe_age:.1f}s of age (+{stalled:.1f}s the machine stalled) although "
                 f"no newer key was in use on that table by then: {late}; refused in flight: {in_flight}; "
-                f"signed late after a renewal in time: {straggling}")
+                f"signed late after a renewal in time: {straggling}; "
+                f"what those keys sent (age at arrival, method, path, status, signed age): {self._history(late_keys)}")
+
+    def _history(self, akids: set) -> dict:
+        """Each key's last 15 requests, for a failure message: when each reached the proxy (key age)."""
+        out = {}
+        for akid in akids:
+            issued = self.issued_at(akid) or 0.0
+            seen = [(round(e["at"] - issued, 2), e["method"], e["path"].split("?", 1)[0][-40:], e["status"],
+                     None if e.get("signed_age") is None else round(e["signed_age"], 2))
+                    for e in list(self.log) if e["akid"] == akid]
+            out[str(akid)[:8]] = seen[-15:]
+        return out
 
     def _renewed_in_time(self, refused: dict, safe_age: float) -> bool:
         """Whether a key issued after the refused one signed a request on the same table (its path's first

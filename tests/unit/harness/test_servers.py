@@ -285,6 +285,7 @@ def test_a_late_signature_counts_as_late_only_without_a_renewal_in_time():
     assert judged({"at": t0 + 2.6, "path": "/lake/ns/t/data/a.parquet"}) is None
     late = judged({"at": t0 + 2.6, "path": "/lake/ns/other/data/a.parquet"})  # another table's keys prove nothing
     assert late and "no newer key was in use on that table" in late, late
+    assert "(9.2, 'GET', '/lake/ns/t/data/b.parquet', 403, 9.0)" in late, late  # what the late key sent, for the reader
     assert judged({"at": t0 + 8.0, "path": "/lake/ns/t/data/a.parquet"})  # renewed, but too late
 
 
