@@ -148,6 +148,7 @@ class S3ExpiryProxy(ThreadedServer):
         last_safe_age = lifetime - hard_margin_s(0.0, lifetime)
         stalled = STALLS.worst_since(max(since, self.started_at))
         late, in_flight, straggling = [], [], []
+        late_keys: set = set()
         for e in refused:
             # X-Amz-Date holds whole seconds, rounded down: a signed age past the margin is certainly late.
             in_time = e["signed_age"] is not None and e["signed_age"] <= last_safe_age + stalled
@@ -158,9 +159,9 @@ class S3ExpiryProxy(ThreadedServer):
                 straggling.append(seen)
             else:
                 late.append(seen)
+                late_keys.add(e["akid"])
         if not late:
             return None
-        late_keys = {e["akid"] for e in refused if (e["method"], e["path"][-50:], e["signed_age"]) in late}
         return (f"signed with keys past {last_safe_age:.1f}s of age (+{stalled:.1f}s the machine stalled) although "
                 f"no newer key was in use on that table by then: {late}; refused in flight: {in_flight}; "
                 f"signed late after a renewal in time: {straggling}; "
