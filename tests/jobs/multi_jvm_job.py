@@ -56,7 +56,6 @@ def main() -> None:
         environment_page = resp.read().decode()
     result = {
         "environment_page": environment_page,
-        "app_id": app_id,
         "auto_attached": auto_attached,
         "count": spark.table(table).count(),
         "executors": executors,
