@@ -114,28 +114,40 @@ class RefreshingFileIO(FileIO):
         return self._refresher.clock() >= keys.wait_at_s
 
     # -- S3 rejecting the keys -------------------------------------------------------------------
-    def _expired(self, exc: BaseException, location: str, delegate: FileIO) -> Rejection | None:
+    def _expired(self, exc: BaseException, location: str, keys: CurrentKeys) -> Rejection | None:
         """The rejection when `exc` is the store saying the keys are no longer valid, else None. An S3
         refusal without a code (PyArrow's, a HEAD's) is asked about once with the same keys; GCS and
         ADLS refusals are read by `rejection.store_rejection`."""
         if not location.startswith(_S3_SCHEMES):
-            account = adls_account(dict(delegate.properties), urlsplit(location).netloc)
+            account = adls_account(dict(keys.delegate.properties), urlsplit(location).netloc)
             rejection = store_rejection(exc, location, account.sas_token if account else None, self._refresher.clock())
             return rejection if rejection is not None and rejection.expired else None
         rejection = rejection_of(exc)
         if rejection is not None and rejection.code is None:
-            rejection = self._refresher.prober.probe(location, delegate.properties)
+            rejection = self._refresher.prober.probe(location, keys.delegate.properties)
         return rejection if rejection is not None and rejection.expired else None
 
-    def _recover(self, exc: BaseException, location: str, generation: int, delegate: FileIO, attempt: int) -> bool:
-        """After `exc` from try `attempt` (0-based) with keys of `generation`: True when renewed keys
-        are ready for another try; False when `exc` is not an expiry (the caller raises it)."""
-        rejection = self._expired(exc, location, delegate)
+    def _not_to_be_asked(self, exc: BaseException, location: str, keys: CurrentKeys) -> bool:
+        """Is `exc` an S3 refusal without a code, of keys already replaced or in their hard margin? Asking
+        S3 why (the probe) would send a request with keys nothing new may be sent with; the next try takes
+        the current keys instead, which the shim's `RejectionRetries` does too (its probe signs with them)."""
+        if not location.startswith(_S3_SCHEMES):
+            return False
+        rejection = rejection_of(exc)
+        stale = self.entry.generation != keys.generation or self._dying(keys)
+        return rejection is not None and rejection.code is None and stale
+
+    def _recover(self, exc: BaseException, location: str, keys: CurrentKeys, attempt: int) -> bool:
+        """After `exc` from try `attempt` (0-based) with `keys`: True when renewed keys are ready for
+        another try; False when `exc` is not an expiry (the caller raises it)."""
+        if attempt < SENDS_PER_CALL - 1 and self._not_to_be_asked(exc, location, keys):
+            return True  # `_current` renews keys in their hard margin before the next try
+        rejection = self._expired(exc, location, keys)
         if rejection is None:
             return False
-        if attempt == SENDS_PER_CALL - 1 or self._refresher.dead_on_arrival(self.entry, generation):
+        if attempt == SENDS_PER_CALL - 1 or self._refresher.dead_on_arrival(self.entry, keys.generation):
             raise self._refresher.rejected_again(self.entry, rejection) from exc
-        self._refresher.rejected(self.entry, generation, rejection)
+        self._refresher.rejected(self.entry, keys.generation, rejection)
         return True
 
     def _run(self, location: str, op: Callable[[FileIO], T]) -> T:
@@ -155,7 +167,7 @@ class RefreshingFileIO(FileIO):
                 return keys, result
             except Exception as exc:
                 rejected_at = rejected_at or time.monotonic()
-                if not self._recover(exc, location, keys.generation, keys.delegate, attempt):
+                if not self._recover(exc, location, keys, attempt):
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 

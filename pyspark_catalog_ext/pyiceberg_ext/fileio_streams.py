@@ -98,7 +98,7 @@ class _Stream:
                 return result
             except Exception as exc:
                 rejected_at = rejected_at or time.monotonic()
-                if not self._io._recover(exc, self._location, self._keys.generation, self._keys.delegate, attempt):
+                if not self._io._recover(exc, self._location, self._keys, attempt):
                     raise
             self._discard()
             self._keys, self._stream = self._open()
