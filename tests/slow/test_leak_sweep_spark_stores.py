@@ -36,6 +36,7 @@ MODES = tuple(f"{store}-{mode}" for store, store_modes in STORE_MODES.items() fo
 CHANNELS = ("config-defaults", "config-overrides", "table-config")
 CASES = [(mode, channel) for mode in MODES for channel in CHANNELS if not mode.endswith("-vended") or channel == "table-config"]
 REPORTS: list[CaseReport] = []
+_ENDED = "\0"  # the job's stdout closed
 
 
 class SweepJob:
@@ -54,6 +55,7 @@ class SweepJob:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self._lines.put(line)
+        self._lines.put(_ENDED)
 
     def _send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -67,6 +69,9 @@ class SweepJob:
                 line = self._lines.get(timeout=max(0.1, deadline - time.monotonic()))
             except queue.Empty:
                 raise TimeoutError(f"the sweep's Spark job said no {word} in {timeout:.0f}s (its log: {self._log.name})") from None
+            if line == _ENDED:
+                raise RuntimeError(f"the sweep's Spark job ended before its {word} (exit {self.proc.wait()}): "
+                                   f"{Path(self._log.name).read_text()[-2000:]}")
             if line.startswith(word):
                 return line[len(word):].strip()
 
