@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.leak_stores import ADLS_ACCOUNT, STORE_MODES
-from tests.leak_sweep import CaseReport, catalog_props, modes, sweep_table  # noqa: F401 - fixtures
+from tests.leak_sweep import catalog_props, modes, sweep_table  # noqa: F401 - fixtures
 from tests.url_keys import ADLS_HOST
 
 ICEBERG = "1.11.0"  # the stack the store tests run the shim's refresh on (tests/slow/test_stores.py)
@@ -35,7 +35,6 @@ MODES = tuple(f"{store}-{mode}" for store, store_modes in STORE_MODES.items() fo
 # add no Java path the S3 modes in tests/spark/test_leak_sweep_spark.py do not take).
 CHANNELS = ("config-defaults", "config-overrides", "table-config")
 CASES = [(mode, channel) for mode in MODES for channel in CHANNELS if not mode.endswith("-vended") or channel == "table-config"]
-REPORTS: list[CaseReport] = []
 _ENDED = "\0"  # the job's stdout closed
 
 
@@ -93,16 +92,18 @@ class SweepJob:
         self._log.close()
 
 
-def java_names_of_the_users_adls_settings(sweep) -> dict[str, str]:
-    """The user's own ADLS key and endpoint under the names Iceberg Java reads (tests/leak_stores.py
-    writes PyIceberg's). Without them Java would take Azure's default credential from the environment,
-    and look for the account on the internet, never reaching the stand-in."""
+def spark_catalog_props(lakehouse, sweep, **extra: str) -> dict[str, str]:
+    """A run's Spark catalog: the sweep's properties, plus the user's own ADLS key and endpoint under the
+    names Iceberg Java reads (tests/leak_stores.py writes PyIceberg's). Without them Java would take
+    Azure's default credential from the environment, and look for the account on the internet, never
+    reaching the stand-in."""
+    props = {**catalog_props(lakehouse, sweep, shim=True), "cache-enabled": "false", **extra}
     user = sweep.user_properties
-    if sweep.store is None or "adls.account-key" not in user:
-        return {}
-    return {"adls.auth.shared-key.account.name": user["adls.account-name"],
-            "adls.auth.shared-key.account.key": user["adls.account-key"],
-            f"adls.connection-string.{ADLS_HOST}": f"{sweep.store.url}/{ADLS_ACCOUNT}"}
+    if sweep.store is not None and "adls.account-key" in user:
+        props.update({"adls.auth.shared-key.account.name": user["adls.account-name"],
+                      "adls.auth.shared-key.account.key": user["adls.account-key"],
+                      f"adls.connection-string.{ADLS_HOST}": f"{sweep.store.url}/{ADLS_ACCOUNT}"})
+    return props
 
 
 @pytest.fixture(scope="module")
@@ -120,11 +121,9 @@ def job(lakehouse, modes, tmp_path_factory):  # noqa: F811
 @pytest.mark.parametrize(("mode", "channel"), [pytest.param(m, c, id=f"spark-{m}-{c}") for m, c in CASES])
 def test_no_credential_reaches_a_server_given_origin(mode, channel, job, lakehouse, modes, sweep_table) -> None:  # noqa: F811
     sweep = modes[mode]
-    props = {**catalog_props(lakehouse, sweep, shim=True), "cache-enabled": "false"}
-    props.update(java_names_of_the_users_adls_settings(sweep))
+    props = spark_catalog_props(lakehouse, sweep)
     started = time.monotonic()
     report = sweep.run_case("spark", mode, channel, lambda: job.run(props, sweep_table))
-    REPORTS.append(report)
     print(report.summary(), f"(wall {time.monotonic() - started:.1f}s)")
     print(report.details())
     assert not report.leaked, report.failure()
@@ -136,8 +135,7 @@ def test_control_an_origin_the_user_trusts_gets_their_own_token(job, lakehouse, 
     """The control: with the attacker's origin trusted by the user, a table config's `gcs.service.host`
     does take the user's own GCS token there, and the oracle says so: the sweep sees such a leak."""
     sweep, key = modes["gcs-own"], "gcs.service.host"
-    props = {**catalog_props(lakehouse, sweep, shim=True), "cache-enabled": "false",
-             "catalog-ext.trusted-origins": sweep.values([key])[key]}
+    props = spark_catalog_props(lakehouse, sweep, **{"catalog-ext.trusted-origins": sweep.values([key])[key]})
     report = sweep.run_case("spark", "gcs-own", "table-config", lambda: job.run(props, sweep_table), only=[key])
     print(report.details())
     assert key in report.leaked, report.details()

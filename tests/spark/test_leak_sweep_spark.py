@@ -14,10 +14,9 @@ import pytest
 
 from pyspark_catalog_ext.spark.conf import SPARK_CATALOG
 from tests.helpers import untrack_tables
-from tests.leak_sweep import CaseReport, Sweep, catalog_props, modes, sweep_table  # noqa: F401 - fixtures
+from tests.leak_sweep import Sweep, catalog_props, modes, sweep_table  # noqa: F401 - fixtures
 from tests.servers.injector import CHANNELS
 
-REPORTS: list[CaseReport] = []
 _NAMES = itertools.count()
 MODES = ("vended", "signing")
 CASES = [(mode, channel) for mode in MODES for channel in CHANNELS]
@@ -48,7 +47,6 @@ def _registry_without_earlier_tests(spark) -> None:
 def test_no_credential_reaches_a_server_given_origin(mode, channel, spark, lakehouse, modes, sweep_table) -> None:  # noqa: F811
     started = time.monotonic()
     report = modes[mode].run_case("spark", mode, channel, spark_scenario(spark, lakehouse, modes[mode], sweep_table))
-    REPORTS.append(report)
     print(report.summary(), f"(wall {time.monotonic() - started:.1f}s)")
     print(report.details())
     assert not report.leaked, report.failure()

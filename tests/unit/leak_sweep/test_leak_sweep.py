@@ -22,11 +22,9 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.leak_stores import STORE_MODES
-from tests.leak_sweep import HEADER, HEADER_VALUE, CaseReport, Sweep, catalog_props, modes, sweep_table  # noqa: F401 - fixtures
+from tests.leak_sweep import HEADER, HEADER_VALUE, Sweep, catalog_props, modes, sweep_table  # noqa: F401 - fixtures
 from tests.servers.injector import CHANNELS
 from tests.url_keys import url_keys
-
-REPORTS: list[CaseReport] = []
 
 
 # --------------------------------------------------------------------------- clients
@@ -113,7 +111,6 @@ def test_no_credential_reaches_a_server_given_origin(client, mode, channel, lake
     # per batch: the full set made the sweep several minutes longer on CI's 2 cores).
     only = url_keys(pyiceberg_reads=False) if client in ("cli", "doctor") else None
     report = sweep.run_case(client, mode, channel, scenario, only=only)
-    REPORTS.append(report)
     print(report.summary(), f"(wall {time.monotonic() - started:.1f}s)")
     print(report.details())
     assert not report.leaked, report.failure()
