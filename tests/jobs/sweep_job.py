@@ -1,12 +1,15 @@
 """The leak sweep's Spark scenario in a process of its own, run on request (tests/slow/test_leak_sweep_spark_stores.py).
 
 `python tests/jobs/sweep_job.py` reads one JSON line, the session (uri, warehouse, credential,
-iceberg, stores), starts Spark through `configure(store=...)` (the stores' SDK bundles, the shim),
-and prints `READY`. Then each JSON line {"catalog": {...}, "table": [namespace, name]} registers a new
-catalog with those properties, reads the table and appends a row (each step runs even if the one
-before failed), and prints `DONE {"error": <the first failure, or null>}`. Everything arrives on
-stdin, never in the process's arguments; the test puts the machine's ambient identities in its
-environment, which a JVM reads only at start.
+iceberg, stores, and optional jars and extra_conf), starts Spark through `configure(store=...)` (the stores'
+SDK bundles, the shim), and prints `READY`. Then each JSON line {"catalog": {...}, "table": [namespace,
+name]} registers a new catalog with those properties, reads the table and appends a row, or runs its
+"statements" ({target}: the table, {catalog}: the catalog) instead (each step runs even if the one
+before failed), and prints `DONE {"error": <the first failure, or null>}`. A line {"marker": <class>}
+prints `MARKER {"initialised": n, "instances": n, "first": <stack or null>}` from that class's `Log`
+(tests/spark/test_code_loading_spark.py). Everything arrives on stdin, never in the process's
+arguments; the test puts the machine's ambient identities in its environment, which a JVM reads only
+at start.
 """
 from __future__ import annotations
 
@@ -26,15 +29,21 @@ def start(session: dict):
     from pyspark_catalog_ext.spark.session import configure
 
     builder = SparkSession.builder.master("local[1]").appName("leak-sweep-stores")
+    if session.get("jars"):  # beside Iceberg's (configure appends its own): one class loader sees both
+        builder = builder.config("spark.jars", ",".join(session["jars"]))
     builder = configure(builder, "seaweedfs", "lake", uri=session["uri"], warehouse=session["warehouse"],
                         credential=session["credential"], iceberg=session["iceberg"], store=session["stores"],
-                        extra_conf={"spark.task.maxFailures": "1", "spark.ui.enabled": "false"})
+                        extra_conf={"spark.task.maxFailures": "1", "spark.ui.enabled": "false",
+                                    **session.get("extra_conf", {})})
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("OFF")
     return spark
 
 
-def run(spark, name: str, catalog: dict, table: list) -> str | None:
+DEFAULT_STATEMENTS = ("SELECT count(*) FROM {target}", "INSERT INTO {target} VALUES (5)")
+
+
+def run(spark, name: str, catalog: dict, table: list, statements=DEFAULT_STATEMENTS) -> str | None:
     from pyspark_catalog_ext.spark.conf import SPARK_CATALOG
 
     spark.conf.set(f"spark.sql.catalog.{name}", SPARK_CATALOG)
@@ -42,9 +51,9 @@ def run(spark, name: str, catalog: dict, table: list) -> str | None:
         spark.conf.set(f"spark.sql.catalog.{name}.{key}", value)
     target = f"{name}.{table[0]}.{table[1]}"
     errors = []
-    for statement in (f"SELECT count(*) FROM {target}", f"INSERT INTO {target} VALUES (5)"):
+    for statement in statements:
         try:
-            spark.sql(statement).collect()
+            spark.sql(statement.format(target=target, catalog=name)).collect()
         except Exception as exc:  # noqa: BLE001 - each step's failure is an outcome the sweep records
             errors.append(described(exc))
     return errors[0] if errors else None
@@ -58,6 +67,16 @@ def described(exc: Exception) -> str:
     return (f"{causes[-1].strip()} | " if causes else "") + text[:20000]
 
 
+def marker_log(spark, marker: str) -> dict:
+    """What the marker class's `Log` recorded, read without initialising the marker itself."""
+    jvm = spark._jvm  # the class loader that holds spark.jars (the system one does not)
+    log = jvm.java.lang.Class.forName(marker + "$Log", True, jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader())
+    # py4j hands an AtomicInteger over as the number it holds.
+    return {"initialised": int(log.getField("INITIALISED").get(None)),
+            "instances": int(log.getField("INSTANCES").get(None)),
+            "first": log.getMethod("firstUse", None).invoke(None, None)}
+
+
 def main() -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     spark = start(json.loads(sys.stdin.readline()))
@@ -68,7 +87,11 @@ def main() -> None:
             if not line.strip():
                 break  # the test closed stdin
             request = json.loads(line)
-            error = run(spark, f"sweep{n}", request["catalog"], request["table"])
+            if "marker" in request:
+                print("MARKER " + json.dumps(marker_log(spark, request["marker"])), flush=True)
+                continue
+            error = run(spark, f"sweep{n}", request["catalog"], request["table"],
+                        request.get("statements") or DEFAULT_STATEMENTS)
             print("DONE " + json.dumps({"error": error}), flush=True)
     finally:
         spark.stop()

@@ -11,85 +11,23 @@ tests/spark/test_leak_sweep_spark.py sweeps them for Spark.
 
 from __future__ import annotations
 
-import json
 import os
-import queue
-import subprocess
-import sys
-import threading
 import time
-from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.leak_stores import ADLS_ACCOUNT, STORE_MODES
 from tests.leak_sweep import catalog_props, modes, sweep_table  # noqa: F401 - fixtures
+from tests.sweep_job_client import SweepJob
 from tests.url_keys import ADLS_HOST
 
 ICEBERG = "1.11.0"  # the stack the store tests run the shim's refresh on (tests/slow/test_stores.py)
-JOB = Path(__file__).resolve().parents[1] / "jobs" / "sweep_job.py"
 MODES = tuple(f"{store}-{mode}" for store, store_modes in STORE_MODES.items() for mode in store_modes)
 # Where the user's own credentials or the machine's are at stake, every channel that names storage; where
 # the catalog vends, a table's config (what vends for a table; its /v1/config runs cost CI minutes and
 # add no Java path the S3 modes in tests/spark/test_leak_sweep_spark.py do not take).
 CHANNELS = ("config-defaults", "config-overrides", "table-config")
 CASES = [(mode, channel) for mode in MODES for channel in CHANNELS if not mode.endswith("-vended") or channel == "table-config"]
-_ENDED = "\0"  # the job's stdout closed
-
-
-class SweepJob:
-    """The Spark process: one run per `run(...)`, answered on its stdout."""
-
-    def __init__(self, env: dict[str, str], session: dict[str, str], log: Path) -> None:
-        self._log = log.open("w")
-        self.proc = subprocess.Popen([sys.executable, str(JOB)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._log, text=True, env=env)
-        self._lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        self._send(session)
-        self._wait_for("READY", timeout=900)  # the first start may fetch the stores' bundles
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line)
-        self._lines.put(_ENDED)
-
-    def _send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
-
-    def _wait_for(self, word: str, timeout: float) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self._lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                raise TimeoutError(f"the sweep's Spark job said no {word} in {timeout:.0f}s (its log: {self._log.name})") from None
-            if line == _ENDED:
-                raise RuntimeError(f"the sweep's Spark job ended before its {word} (exit {self.proc.wait()}): "
-                                   f"{Path(self._log.name).read_text()[-2000:]}")
-            if line.startswith(word):
-                return line[len(word):].strip()
-
-    def run(self, catalog: dict[str, str], table: tuple[str, str]) -> None:
-        """The scenario: raises the job's first failure, as an in-process scenario would."""
-        self._send({"catalog": catalog, "table": list(table)})
-        error = json.loads(self._wait_for("DONE", timeout=300))["error"]
-        if error:
-            raise RuntimeError(error)
-
-    def close(self) -> None:
-        if self.proc.stdin:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._log.close()
 
 
 def spark_catalog_props(lakehouse, sweep, **extra: str) -> dict[str, str]:

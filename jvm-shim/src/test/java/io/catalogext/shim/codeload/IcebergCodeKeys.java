@@ -85,6 +85,13 @@ public final class IcebergCodeKeys {
 
   private IcebergCodeKeys() {}
 
+  /** Prints the keys, one per line: the Spark code-loading sweep (tests/spark/test_code_loading_spark.py) reads them. */
+  public static void main(String[] args) throws IOException {
+    for (String key : discover().keySet()) {
+      System.out.println(key);
+    }
+  }
+
   /** Keys (with where each was found) of the Iceberg classes in the classpath's jars. */
   public static Map<String, Set<String>> discover() throws IOException {
     IcebergCodeKeys sweep = new IcebergCodeKeys();
