@@ -4,10 +4,11 @@ Every property key through which the session's Iceberg loads a class or calls a 
 in its bytecode by the shim's `IcebergCodeKeys` (the JVM sweep's discovery, `CodeLoadingSweepTest`),
 compiled here with the shim's `CodeMarker` against the Iceberg runtime jar. Each key names the marker
 in one channel of a hostile loopback catalog (`Injector`: `/v1/config` defaults and overrides, a
-table's config, its storage credentials, its metadata properties). A Spark job with the marker on its
-driver's classpath (tests/jobs/sweep_job.py, a catalog per channel through the shim) reads a table,
+table's config, its storage credentials, its metadata properties). A Spark job with the marker in a jar
+beside Iceberg's (tests/jobs/sweep_job.py, a catalog per channel through the shim) reads a table,
 deletes from it, appends to it and creates a table as select from it, with exact rows: the marker is initialised
-and instantiated zero times. The control: the user setting one such key on the catalog loads it.
+and instantiated zero times. The controls: Iceberg's own REST catalog (no shim) loads it from a table
+answer, and the user setting one such key on the catalog loads it.
 """
 
 from __future__ import annotations
@@ -99,9 +100,9 @@ def table(lakehouse) -> tuple[str, str]:
     return NAMESPACE, "t"
 
 
-def _catalog_props(lakehouse, hostile, **user: str) -> dict[str, str]:
+def _catalog_props(lakehouse, hostile, shim: bool = True, **user: str) -> dict[str, str]:
     info = lakehouse.info
-    return {**catalog_properties("local", lakehouse=lakehouse, shim=True, uri=hostile.url, credential=info.credential,
+    return {**catalog_properties("local", lakehouse=lakehouse, shim=shim, uri=hostile.url, credential=info.credential,
                                  warehouse=info.warehouse), "cache-enabled": "false", **user}
 
 
@@ -149,6 +150,19 @@ def test_no_server_channel_loads_code_through_spark(lakehouse, hostile, job, mar
     # A key that stops a run hides nothing from the sweep (every other key ran without it), and is no code:
     # the one-line error names what its value was taken for.
     assert all("CodeMarker" not in failure.split(":", 1)[0] for failure in stopped.values()), stopped
+
+
+def test_control_plain_iceberg_loads_the_marker_from_a_table_answer(lakehouse, hostile, job, marker_classes, table):
+    """The channel is real through Spark: Iceberg's own REST catalog (no shim) follows the table config's keys."""
+    before = job.marker(MARKER)["instances"]
+    hostile.arm("table-config", {key: MARKER for key in _injected(marker_classes[1], "table-config")})
+    try:
+        job.run(_catalog_props(lakehouse, hostile, shim=False), table, ("SELECT count(*) FROM {target}",))
+    except RuntimeError:
+        pass  # the marker is no FileIO: the read fails after Iceberg made one
+    finally:
+        hostile.arm(None)
+    assert job.marker(MARKER)["instances"] > before
 
 
 def test_control_the_users_own_key_loads_the_marker(lakehouse, hostile, job, table):
