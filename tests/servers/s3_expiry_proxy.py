@@ -168,14 +168,17 @@ class S3ExpiryProxy(ThreadedServer):
                 f"what those keys sent (age at arrival, method, path, status, signed age): {self._history(late_keys)}")
 
     def _history(self, akids: set) -> dict:
-        """Each key's last 15 requests, for a failure message: when each reached the proxy (key age)."""
+        """Each key's last 15 requests, for a failure message: when each reached the proxy (key age); and
+        when the next keys were issued (at that key's age: a renewal on time, late, or none)."""
         out = {}
         for akid in akids:
             issued = self.issued_at(akid) or 0.0
             seen = [(round(e["at"] - issued, 2), e["method"], e["path"].split("?", 1)[0][-40:], e["status"],
                      None if e.get("signed_age") is None else round(e["signed_age"], 2))
                     for e in list(self.log) if e["akid"] == akid]
-            out[str(akid)[:8]] = seen[-15:]
+            with self._lock:
+                later = sorted(round(at - issued, 2) for key, at in self._issued.items() if at > issued)[:5]
+            out[str(akid)[:8]] = {"requests": seen[-15:], "next keys issued at": later}
         return out
 
     def _renewed_in_time(self, refused: dict, safe_age: float) -> bool:

@@ -84,10 +84,11 @@ def _expiring(s3_proxy, delay: float) -> float:
     return time.time()
 
 
-def _assert_no_request_signed_with_dying_keys(s3_proxy, since: float) -> None:
-    """Nothing was signed with keys in their hard margin (a request refused in flight is allowed)."""
+def _assert_no_request_signed_with_dying_keys(s3_proxy, since: float, cat=None) -> None:
+    """Nothing was signed with keys in their hard margin (a request refused in flight is allowed). A
+    failure also names what the catalog's refresher did (renewals, failures, its last error)."""
     late = s3_proxy.signed_with_dying_keys(since, LIFETIME)
-    assert late is None, late
+    assert late is None, f"{late}; the refresher: {cat.credentials_status() if cat is not None else '?'}"
 
 
 @pytest.mark.parametrize("io", sorted(FILEIOS))
@@ -104,7 +105,7 @@ def test_long_scan_outlives_credentials(lakehouse, catalog_proxy, s3_proxy, many
         s3_proxy.max_age_seconds, s3_proxy.delay_seconds = None, 0
         assert result.num_rows == many_files
         assert sorted(result.column("id").to_pylist()) == list(range(many_files))
-        _assert_no_request_signed_with_dying_keys(s3_proxy, since)
+        _assert_no_request_signed_with_dying_keys(s3_proxy, since, cat)
         assert elapsed > 2 * LIFETIME, f"the scan took {elapsed:.1f}s: too short to prove anything"
         status = cat.credentials_status()
         row = next(r for r in status if r["table"].endswith("db_py.many") and not r["staged"])
@@ -160,7 +161,7 @@ def test_long_append_then_overwrite_and_delete(lakehouse, catalog_proxy, s3_prox
         table.delete("id >= 9975")  # rewrites the last file with keys renewed on use
         result = cat.load_table(name).scan().to_arrow()
         assert sorted(result.column("id").to_pylist()) == list(range(5000, 9975))
-        _assert_no_request_signed_with_dying_keys(s3_proxy, since)
+        _assert_no_request_signed_with_dying_keys(s3_proxy, since, cat)
         assert len(cat.load_table(name).snapshots()) >= 3
     finally:
         s3_proxy.max_age_seconds, s3_proxy.delay_seconds = None, 0
@@ -191,7 +192,7 @@ def test_staged_create_transaction_spans_expiry(lakehouse, catalog_proxy, s3_pro
         s3_proxy.delay_seconds = 0
         result = cat.load_table(name).scan().to_arrow()
         assert sorted(result.column("id").to_pylist()) == list(range(5000))
-        _assert_no_request_signed_with_dying_keys(s3_proxy, since)
+        _assert_no_request_signed_with_dying_keys(s3_proxy, since, cat)
         assert catalog_proxy.count(kind="commit", table=name) - commits_before == 1
     finally:
         s3_proxy.max_age_seconds, s3_proxy.delay_seconds = None, 0
@@ -284,7 +285,7 @@ def test_catalog_strategy_is_used_and_reported(lakehouse, s3_proxy, feature, str
                 assert table.scan().to_arrow().num_rows == 150
                 scans += 1
                 time.sleep(0.3)
-            _assert_no_request_signed_with_dying_keys(s3_proxy, since)
+            _assert_no_request_signed_with_dying_keys(s3_proxy, since, cat)
             # Stop the background renewals (close waits for one in flight) so that the status and the
             # proxy's count describe the same renewals: one landed between the two reads on CI.
             assert cat.refresher is not None
@@ -344,7 +345,7 @@ def test_user_source_serves_the_tables(lakehouse, catalog_proxy, s3_proxy):
         while time.monotonic() < deadline:
             assert table.scan().to_arrow().num_rows == 150
             time.sleep(0.3)
-        _assert_no_request_signed_with_dying_keys(s3_proxy, since)
+        _assert_no_request_signed_with_dying_keys(s3_proxy, since, cat)
         row = next(r for r in cat.credentials_status() if r["table"].endswith(name))
         assert row["strategy"] == "user-source:FunctionSource" and row["generation"] >= 3, row
     finally:
