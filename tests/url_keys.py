@@ -108,13 +108,14 @@ def _collect(found: dict[str, UrlKey], constants: list[tuple[str, str, str]]) ->
             entry.port_key = entry.port_key or _port_sibling(value, keys)
 
 
-def _javap() -> str:
+def jdk_tool(name: str) -> str:
+    """A JDK tool (`javap`, `javac`, `jar`) beside the `java` Spark would launch, else on PATH."""
     from pyspark_catalog_ext.spark.jvm_deps.shim_build import find_java
 
-    candidate = find_java().parent / "javap"
-    found = str(candidate) if candidate.exists() else shutil.which("javap")
+    candidate = find_java().parent / name
+    found = str(candidate) if candidate.exists() else shutil.which(name)
     if not found:
-        raise RuntimeError(f"javap not found next to {find_java()} nor on PATH: the sweep reads Iceberg's constants with it (a JDK)")
+        raise RuntimeError(f"{name} not found next to {find_java()} nor on PATH: the sweeps read and build Iceberg's classes with it (a JDK)")
     return found
 
 
@@ -161,7 +162,7 @@ def _javap_constants(release: str, jar: Path) -> list[tuple[str, str, str]]:
         classes = [n[:-len(".class")].replace("/", ".") for n in zf.namelist()
                    if n.startswith("org/apache/iceberg/") and n.endswith(".class") and "/shaded/" not in n]
     out: list[tuple[str, str, str]] = []
-    javap = _javap()
+    javap = jdk_tool("javap")
     for start in range(0, len(classes), 1500):  # one JVM per 1,500 classes keeps the command line short
         proc = subprocess.run([javap, "-constants", "-p", "-cp", str(jar), *classes[start:start + 1500]],
                               capture_output=True, text=True, timeout=300, check=True)

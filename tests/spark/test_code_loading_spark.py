@@ -25,6 +25,7 @@ from pyspark_catalog_ext.spark.jvm_deps.jars import resolve_jars
 from pyspark_catalog_ext.spark.jvm_deps.shim_build import find_java
 from tests.servers.injector import Injector
 from tests.sweep_job_client import SweepJob
+from tests.url_keys import jdk_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ROOT / "jvm-shim" / "src" / "test" / "java" / "io" / "catalogext" / "shim" / "codeload"
@@ -48,15 +49,13 @@ def marker_classes(tmp_path_factory) -> tuple[Path, list[str]]:
     """The marker and the discovery compiled against the session's Iceberg (a jar of them), and the keys it finds there."""
     jar = next(j for j in resolve_jars() if j.name.startswith("iceberg-spark-runtime-"))  # the session's own
     out = tmp_path_factory.mktemp("codeload-classes")
-    javac = find_java().parent / "javac"
-    subprocess.run([str(javac), "-nowarn", "-cp", str(jar), "-d", str(out), str(SOURCES / "CodeMarker.java"),
+    subprocess.run([jdk_tool("javac"), "-nowarn", "-cp", str(jar), "-d", str(out), str(SOURCES / "CodeMarker.java"),
                     str(SOURCES / "IcebergCodeKeys.java")], check=True, capture_output=True, timeout=300)
     found = subprocess.run([str(find_java()), "-cp", f"{out}{os.pathsep}{jar}", "io.catalogext.shim.codeload.IcebergCodeKeys"],
                            check=True, capture_output=True, text=True, timeout=600)
     keys = [line.strip() for line in found.stdout.splitlines() if line.strip()]
-    jar_tool = find_java().parent / "jar"
     marker_jar = out / "code-marker.jar"
-    subprocess.run([str(jar_tool), "cf", str(marker_jar), "-C", str(out), "io"], check=True, timeout=120)
+    subprocess.run([jdk_tool("jar"), "cf", str(marker_jar), "-C", str(out), "io"], check=True, timeout=120)
     missing = [k for k in KNOWN_KEYS if k not in keys]
     assert not missing, f"the discovery missed well-known loading keys {missing}: it finds {keys}"
     return marker_jar, keys
@@ -166,7 +165,7 @@ def test_control_plain_iceberg_loads_the_marker_from_a_table_answer(lakehouse, h
 
 
 def test_control_the_users_own_key_loads_the_marker(lakehouse, hostile, job, table):
-    """The marker is on the driver's classpath and its record is read: a key the user sets is followed."""
+    """The marker jar is in the class loader that holds Iceberg's, and its record is read: a key the user sets is followed."""
     job.run(_catalog_props(lakehouse, hostile, **{"metrics-reporter-impl": MARKER}), table,
             ("SELECT count(*) FROM {target}",))
     assert job.marker(MARKER)["instances"] > 0

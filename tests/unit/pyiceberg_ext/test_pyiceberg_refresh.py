@@ -84,11 +84,11 @@ def _expiring(s3_proxy, delay: float) -> float:
     return time.time()
 
 
-def _assert_no_request_signed_with_dying_keys(s3_proxy, since: float, cat=None) -> None:
+def _assert_no_request_signed_with_dying_keys(s3_proxy, since: float, cat: GuardedRestCatalog) -> None:
     """Nothing was signed with keys in their hard margin (a request refused in flight is allowed). A
     failure also names what the catalog's refresher did (renewals, failures, its last error)."""
     late = s3_proxy.signed_with_dying_keys(since, LIFETIME)
-    assert late is None, f"{late}; the refresher: {cat.credentials_status() if cat is not None else '?'}"
+    assert late is None, f"{late}; the refresher: {cat.credentials_status()}"
 
 
 @pytest.mark.parametrize("io", sorted(FILEIOS))
