@@ -39,7 +39,6 @@ import ast
 import functools
 import json
 import re
-import shutil
 import subprocess
 import zipfile
 from dataclasses import dataclass, field
@@ -110,13 +109,9 @@ def _collect(found: dict[str, UrlKey], constants: list[tuple[str, str, str]]) ->
 
 def jdk_tool(name: str) -> str:
     """A JDK tool (`javap`, `javac`, `jar`) beside the `java` Spark would launch, else on PATH."""
-    from pyspark_catalog_ext.spark.jvm_deps.shim_build import find_java
+    from pyspark_catalog_ext.spark.jvm_deps.shim_build import check_java
 
-    candidate = find_java().parent / name
-    found = str(candidate) if candidate.exists() else shutil.which(name)
-    if not found:
-        raise RuntimeError(f"{name} not found next to {find_java()} nor on PATH: the sweeps read and build Iceberg's classes with it (a JDK)")
-    return found
+    return str(check_java().tool(name, purpose="(the sweeps read and build Iceberg's classes with it)"))
 
 
 def iceberg_runtime_jar(release: str) -> Path:

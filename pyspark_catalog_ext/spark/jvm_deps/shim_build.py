@@ -71,13 +71,17 @@ class JavaInfo:
     @property
     def javac(self) -> Path:
         """`javac` next to `java` (a JRE has none)."""
-        candidate = self.java.parent / "javac"
+        return self.tool("javac", purpose="to build the shim")
+
+    def tool(self, name: str, purpose: str = "") -> Path:
+        """A JDK tool (`javac`, `jar`, `javap`) next to `java`, else on PATH; `purpose` ends the error."""
+        candidate = self.java.parent / name
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return candidate
-        found = shutil.which("javac")
+        found = shutil.which(name)
         if found:
             return Path(found)
-        raise JavaError(f"javac not found next to {self.java} (a JRE, not a JDK?); {_INSTALL_HINT} to build the shim")
+        raise JavaError(f"{name} not found next to {self.java} (a JRE, not a JDK?); {_INSTALL_HINT} {purpose}".rstrip())
 
 
 def shim_version() -> str:
