@@ -139,10 +139,10 @@ def test_without_refresh_the_same_scan_fails(lakehouse, catalog_proxy, s3_proxy,
 # and requests already holding the old keys went out after those had died. Both fixed in fileio.py
 # (one shared session) and fileio_streams.py (open streams rekey at the hard margin), see the two fsspec tests below.
 # Open bug, fsspec only: in runs of the whole suite (not of this module alone) the delete's first reads
-# after the idle sleep went out with the key issued as the sleep began, at 7.4-8.0 s of its 8 s life,
-# before the renewal on use (the next key came at 8.2-8.3 s), in CI and in 4 of 5 folder runs here; S3
-# refuses them and the reads are retried with new keys (the rows are exact). Non-strict until found:
-# the failure message names when the next keys came and the refresher's state.
+# after the idle sleep went out with the key issued as the sleep began, signed 7.46-8.46 s into its 8 s
+# life (X-Amz-Date rounds down), before the renewal on use (the next key came at 8.2-8.3 s), in CI and
+# in 4 of 7 folder runs here; S3 refuses them and the reads are retried with new keys (the rows are
+# exact). Non-strict until found: the failure message names when the next keys came and the refresher's state.
 @pytest.mark.parametrize("io", [
     "pyarrow",
     pytest.param("fsspec", marks=pytest.mark.xfail(strict=False, reason="open: fsspec reads after an idle table's "
