@@ -129,13 +129,26 @@ class S3ExpiryProxy(ThreadedServer):
         with self._lock:
             return sum(self.rejected.values())
 
+    def wait_until_unused(self, akid: str, quiet_s: float = 1.0, timeout_s: float = 60.0) -> None:
+        """Return once no request signed with `akid` has arrived for `quiet_s`: a client's reads still
+        in flight after its call raised (PyIceberg's shared thread pool finishes the files it started)
+        must not reach the next test's checks. Raises AssertionError after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            last = max((e["at"] for e in list(self.log) if e["akid"] == akid), default=None)
+            if last is None or self.clock() - last >= quiet_s:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"requests signed with {akid[:8]}... still arrive {timeout_s:.0f} s on")
+
     def refusals_since(self, at: float) -> list[dict]:
         """Requests refused as expired (not `deny_paths`) that reached the proxy at or after `at`."""
         return [e for e in list(self.log) if e["at"] >= at and "signed_age" in e]
 
-    def signed_with_dying_keys(self, since: float, lifetime: float) -> str | None:
+    def signed_with_dying_keys(self, since: float, lifetime: float, issued_since: float | None = None) -> str | None:
         """What was refused since `since` although signed with keys in their hard margin (a failure
-        message), or None. A request signed in time that a stalled thread sent after its keys died
+        message), or None. With `issued_since`, only keys issued from then on count: those of a client
+        made then, not the stragglers of an earlier one. A request signed in time that a stalled thread sent after its keys died
         (seen only with CI's lanes loading the machine) is refused like any other and then run again
         with new keys, which the callers' exact rows prove; it is allowed, and named in the message.
         So is a signature late by no more than the longest stall this machine showed meanwhile: a
@@ -144,7 +157,8 @@ class S3ExpiryProxy(ThreadedServer):
         renewal; it is named in the message, and only a late renewal fails."""
         from pyspark_catalog_ext.refresh.rules import hard_margin_s
 
-        refused = self.refusals_since(since)
+        refused = [e for e in self.refusals_since(since)
+                   if issued_since is None or (self.issued_at(e["akid"]) or 0.0) >= issued_since]
         last_safe_age = lifetime - hard_margin_s(0.0, lifetime)
         stalled = STALLS.worst_since(max(since, self.started_at))
         late, in_flight, straggling = [], [], []

@@ -289,6 +289,41 @@ def test_a_late_signature_counts_as_late_only_without_a_renewal_in_time():
     assert judged({"at": t0 + 8.0, "path": "/lake/ns/t/data/a.parquet"})  # renewed, but too late
 
 
+def test_keys_issued_before_a_client_was_made_are_not_its_late_signatures():
+    """An earlier test's client whose reads straggle on (its scan raised; PyIceberg's pool finishes the
+    files it started) is refused with its dead keys: with `issued_since`, those keys are not the new
+    client's, and only its own late signatures count."""
+    proxy = S3ExpiryProxy("http://127.0.0.1:9")  # never started: only its judgement is tested
+    t0 = time.time()
+    proxy.register_key("EARLIER", issued_at=t0)
+    proxy.register_key("OURS", issued_at=t0 + 3.0)
+    proxy.log.extend([{"at": t0 + 8.4, "method": "HEAD", "path": "/lake/ns/many/data/a.parquet", "akid": "EARLIER",
+                       "status": 403, "signed_age": 7.7}])
+    assert proxy.signed_with_dying_keys(t0 + 3.5, 8.0)  # unfiltered: the straggler reads as a late signature
+    assert proxy.signed_with_dying_keys(t0 + 3.5, 8.0, issued_since=t0 + 2.0) is None
+    proxy.log.append({"at": t0 + 11.5, "method": "GET", "path": "/lake/ns/t/data/b.parquet", "akid": "OURS",
+                      "status": 403, "signed_age": 7.9})
+    assert "OURS" in (proxy.signed_with_dying_keys(t0 + 3.5, 8.0, issued_since=t0 + 2.0) or "")
+
+
+def test_waiting_until_a_key_is_unused_outlasts_its_stragglers():
+    proxy = S3ExpiryProxy("http://127.0.0.1:9")  # never started: its log is written here
+    stop = time.monotonic() + 1.0
+
+    def straggle() -> None:
+        while time.monotonic() < stop:
+            proxy.log.append({"at": time.time(), "method": "HEAD", "path": "/lake/ns/t/a", "akid": "GONE", "status": 403})
+            time.sleep(0.1)
+
+    writer = threading.Thread(target=straggle, daemon=True)
+    writer.start()
+    proxy.wait_until_unused("GONE", quiet_s=0.3)
+    assert not writer.is_alive() and time.time() - proxy.log[-1]["at"] >= 0.3
+    with pytest.raises(AssertionError, match="still arrive"):
+        proxy.log.append({"at": time.time() + 60, "method": "HEAD", "path": "/lake/ns/t/a", "akid": "GONE", "status": 403})
+        proxy.wait_until_unused("GONE", quiet_s=0.3, timeout_s=0.5)
+
+
 # --------------------------------------------------------------------------- catalog proxy
 
 
