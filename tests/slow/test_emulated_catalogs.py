@@ -409,7 +409,8 @@ def test_9_doctor_json(b, emulators, glue_keys, request):
             "idempotency-advertised": "pass" if b.idempotency else "unsupported",
             "idempotency-replay": "pass" if b.idempotency else "unsupported",
         }
-        assert {k: got[k] for k in expected} == expected and proc.returncode == 0, (proc.returncode, got)
+        not_passed = {p["id"]: f'{p["status"]}: {p.get("summary")}' for p in report["probes"] if p["status"] != "pass"}
+        assert {k: got[k] for k in expected} == expected and proc.returncode == 0, f"exit {proc.returncode}; not passed: {not_passed}"
     assert R2_TOKEN not in proc.stdout + proc.stderr and emu.info.secret_key not in proc.stdout + proc.stderr
     check_matrix(request, b, "doctor", support_matrix.doctor_record(report, doctor_refs(b)))
 
