@@ -146,15 +146,15 @@ class S3ExpiryProxy(ThreadedServer):
         return [e for e in list(self.log) if e["at"] >= at and "signed_age" in e]
 
     def signed_with_dying_keys(self, since: float, lifetime: float, issued_since: float | None = None) -> str | None:
-        """What was refused since `since` although signed with keys in their hard margin (a failure
-        message), or None. With `issued_since`, only keys issued from then on count: those of a client
-        made then, not the stragglers of an earlier one. A request signed in time that a stalled thread sent after its keys died
-        (seen only with CI's lanes loading the machine) is refused like any other and then run again
-        with new keys, which the callers' exact rows prove; it is allowed, and named in the message.
-        So is a signature late by no more than the longest stall this machine showed meanwhile: a
-        renewal due in the margin cannot run while the machine gives its thread no time. A later one
-        counts by its cause: after a renewal in time (`_renewed_in_time`) the caller was late, not the
-        renewal; it is named in the message, and only a late renewal fails."""
+        """What was refused since `since` although signed with keys in their hard margin (a failure message), or
+        None. With `issued_since`, only keys issued from then on count: those of a client made then, not the
+        stragglers of an earlier one. A request signed in time that a stalled thread sent after its keys died
+        (seen only with CI's lanes loading the machine) is refused like any other and then run again with new
+        keys, which the callers' exact rows prove; it is allowed, and named in the message. So is a signature
+        late by no more than the longest stall this machine showed meanwhile: a renewal due in the margin cannot
+        run while the machine gives its thread no time. A later one counts by its cause: after a renewal in time
+        (`_renewed_in_time`) the caller was late, not the renewal; it is named in the message, and only a late
+        renewal fails."""
         from pyspark_catalog_ext.refresh.rules import hard_margin_s
 
         refused = [e for e in self.refusals_since(since)
