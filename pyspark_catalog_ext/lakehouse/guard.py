@@ -51,12 +51,12 @@ def refused(refusal: Refusal) -> Answer:
 
 
 class LocationGuard:
-    """The location rule (module docstring) over SeaweedFS's catalog at `catalog_uri`. `filer`:
-    the lakehouse's filer access, used only to roll back a new catalog entry (without it such an
-    entry is quarantined instead)."""
+    """The location rule (module docstring) over SeaweedFS's catalog at `catalog_uri`. `filer`: used
+    only to roll back a new catalog entry (without it, it is quarantined). `index_at_start`: index the
+    catalog's namespaces in the background now (`indexed_at_start` set once done), not on first use."""
 
     def __init__(self, catalog_uri: str, s3_endpoint: str, access_key: str, secret_key: str, *,
-                 warehouse: str = WAREHOUSE, filer: FilerAccess | None = None) -> None:
+                 warehouse: str = WAREHOUSE, filer: FilerAccess | None = None, index_at_start: bool = False) -> None:
         from cachetools import TTLCache
 
         self.catalog_uri = catalog_uri.rstrip("/")
@@ -71,8 +71,8 @@ class LocationGuard:
         self._listeners: list[Callable[[Ident], None]] = []
         self._reader = RequestReader(self)
         self._files = TableFiles(self.s3_endpoint, access_key, secret_key)
-        self._indexes = Indexes(self.catalog.listed, self.load_stored, lambda ns: self._locked({ns}),
-                                self.catalog.top_namespaces)
+        self._indexes = Indexes(self.catalog.listed, self.load_stored, lambda ns: self._locked({ns}), self.catalog.top_namespaces)
+        self.indexed_at_start = self._indexes.index_at_start(warehouse) if index_at_start else None
 
     def __repr__(self) -> str:
         return f"<LocationGuard -> {self.catalog_uri}>"

@@ -5,7 +5,8 @@ A build lists a namespace's names, loads each table on a few daemon threads (abo
 tables here, so the first change does not wait for it when an exact check of that one change is
 cheaper: guard.py, `_quick_check`), and is finished under the namespace's lock, where the tables
 the guard changed meanwhile (`touched`) are read again: the installed index is exact. No quick check
-in a namespace older than the guard or where it saw a table stored away from its location.
+in a namespace older than the guard (those are indexed as it starts) or where it saw a table stored
+away from its location.
 
 Why: docs/lakehouse.md, section 'Table locations' ("Cost").
 """
@@ -18,7 +19,7 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 
 from pyspark_catalog_ext.lakehouse.locations import Ident, StoredTable, purged_dir
-from pyspark_catalog_ext.lakehouse.table_index import Namespace, NamespaceIndex, TableIndex
+from pyspark_catalog_ext.lakehouse.table_index import MAX_INDEXED_NAMESPACES, Namespace, NamespaceIndex, TableIndex
 
 __all__ = ["IndexBuild", "IndexBuilds", "Indexes", "LOAD_THREADS", "MAX_LOADING", "MAX_DISPLACED"]
 
@@ -145,6 +146,30 @@ class Indexes:
 
     def get(self, namespace: Namespace) -> NamespaceIndex | None:
         return self._index.get(namespace)
+
+    def index_at_start(self, warehouse: str) -> threading.Event:
+        """Index the namespaces the catalog held at start (the first MAX_INDEXED_NAMESPACES by name),
+        one at a time on a daemon thread: no quick check can run there (`quick_checkable`), so a
+        change there waits for its index only while this runs. The event is set once it ended."""
+        done = threading.Event()
+        namespaces = [(warehouse, (name,)) for name in sorted(self._preexisting or ())[:MAX_INDEXED_NAMESPACES]]
+        threading.Thread(target=self._index_all, args=(namespaces, done), name="guard-index-at-start", daemon=True).start()
+        return done
+
+    def _index_all(self, namespaces: list[Namespace], done: threading.Event) -> None:
+        try:
+            for namespace in namespaces:
+                if self._index.get(namespace) is not None:
+                    continue
+                build = self._builds.start(namespace)  # or the one a change started meanwhile
+                build.go.set()
+                build.loaded.wait()
+                try:
+                    self._built(build)  # installed here unless the build's own thread did it first
+                except Exception:  # noqa: BLE001 - that namespace is indexed on its first use instead
+                    log.warning("the namespace %s could not be indexed at start", ".".join(namespace[1]), exc_info=True)
+        finally:
+            done.set()
 
     def building(self, namespace: Namespace) -> IndexBuild | None:
         return self._builds.running(namespace)

@@ -41,12 +41,12 @@ def main() -> int:
     filer = FilerAccess(settings["filer_url"], settings["filer_key"])
     if settings["mode"] == "guard":
         server = CatalogGuardProxy(LocationGuard(settings["catalog_uri"], settings["s3_endpoint"], settings["access_key"],
-                                                 settings["secret_key"], filer=filer), port=int(settings["port"]),
+                                                 settings["secret_key"], filer=filer, index_at_start=True), port=int(settings["port"]),
                                    clients={CLIENT_ID: settings["client_secret"], settings["access_key"]: settings["secret_key"]})
     else:
         server = SigningCatalogProxy(settings["catalog_uri"], settings["s3_endpoint"], settings["access_key"],
                                      settings["secret_key"], port=int(settings["port"]),
-                                     clients={CLIENT_ID: settings["client_secret"]}, filer=filer)
+                                     clients={CLIENT_ID: settings["client_secret"]}, filer=filer, index_at_start=True)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     server.start()

@@ -262,7 +262,7 @@ class Lakehouse:
             from pyspark_catalog_ext.lakehouse.signer import CLIENT_ID, SigningCatalogProxy
 
             self.signer = SigningCatalogProxy(info.iceberg_uri, info.s3_endpoint, info.access_key, info.secret_key,
-                                              clients={CLIENT_ID: client_secret}, filer=filer).start()
+                                              clients={CLIENT_ID: client_secret}, filer=filer, index_at_start=True).start()
             url = self.signer.url
             ports = {**info.ports, "signer": self.signer.port}
         else:
@@ -273,7 +273,7 @@ class Lakehouse:
             # The admin pair may log in too (the lakehouse's own tooling): SeaweedFS accepts it anyway,
             # so that grants nothing; what clients are given (LakehouseInfo.credential) is CLIENT_ID.
             self.signer = CatalogGuardProxy(LocationGuard(info.iceberg_uri, info.s3_endpoint, info.access_key, info.secret_key,
-                                                          filer=filer),
+                                                          filer=filer, index_at_start=True),
                                             clients={CLIENT_ID: client_secret, info.access_key: info.secret_key}).start()
             url = self.signer.url
             ports = {**info.ports, "guard": self.signer.port}

@@ -112,14 +112,15 @@ class SigningCatalogProxy(ProxyServer):
     to it are signed); `access_key`/`secret_key`: the keys the signer signs with (never sent out);
     `clients`: OAuth2 client id -> secret of the clients it serves (default: `CLIENT_ID` with a
     random secret, see `.clients`); `filer`: the lakehouse's filer access (the guard's rollbacks);
-    `token_seconds`: how long its tokens (and so its table endpoints) live.
+    `token_seconds`: how long its tokens (and so its table endpoints) live; `index_at_start`: its
+    location guard indexes the catalog's namespaces as it starts (guard.py).
     """
 
     thread_name = "remote-signer"
 
     def __init__(self, catalog_uri: str, s3_endpoint: str, access_key: str, secret_key: str,
                  port: int = 0, host: str = "127.0.0.1", clients: Mapping[str, str] | None = None, *,
-                 filer: FilerAccess | None = None, token_seconds: int = TOKEN_SECONDS) -> None:
+                 filer: FilerAccess | None = None, token_seconds: int = TOKEN_SECONDS, index_at_start: bool = False) -> None:
         self.catalog_uri = catalog_uri.rstrip("/")
         self.s3_endpoint = s3_endpoint.rstrip("/")
         super().__init__(port, host)
@@ -133,7 +134,7 @@ class SigningCatalogProxy(ProxyServer):
         self._scope_ids: dict[str, dict[tuple, str]] = {}  # (prefix, ident, uuid) -> its scope id
         # DeleteObjects relay tickets: ticket -> (S3 URL, region, sha256 of the body that was checked)
         self._tickets: dict[str, Any] = {}
-        self.guard = LocationGuard(self.catalog_uri, self.s3_endpoint, access_key, secret_key, filer=filer)
+        self.guard = LocationGuard(self.catalog_uri, self.s3_endpoint, access_key, secret_key, filer=filer, index_at_start=index_at_start)
         self.guard.on_table_change(self.forget_table)
         self._lock = threading.Lock()
         self.signed = 0

@@ -97,6 +97,8 @@ def test_persistent_data_dir_survives_restart_and_temp_files_are_removed(tmp_pat
     assert data.is_dir()
     with start_lakehouse(data_dir=data) as lake:
         assert ("kept",) in pyiceberg_catalog(lake).list_namespaces()
+        started = lake.signer.guard.indexed_at_start  # its guard indexes what the catalog held as it started
+        assert started is not None and started.wait(60) and lake.signer.guard._indexes.get(("warehouse", ("kept",))) is not None
     temp = Lakehouse().start()
     temp_root, temp_pid = temp._root, temp.info.pid
     temp.stop()
